@@ -1,0 +1,32 @@
+# Research Workbench — every target creates .venv itself on a fresh machine.
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed
+CONSTRAINTS := constraints.txt
+
+.PHONY: run test bench screenshots lint clean
+
+$(STAMP): pyproject.toml $(CONSTRAINTS)
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+	$(BIN)/python -m pip install --quiet -c $(CONSTRAINTS) -e '.[dev]'
+	touch $(STAMP)
+
+run: $(STAMP)
+	$(BIN)/workbench
+
+test: $(STAMP)
+	$(BIN)/python -m pytest -q
+
+bench: $(STAMP)
+	$(BIN)/python -m tests.benchmarks
+
+screenshots: $(STAMP)
+	$(BIN)/python -m tui.screenshots screenshots
+
+lint: $(STAMP)
+	$(BIN)/python -m compileall -q engine router research workflows tui tests
+
+clean:
+	rm -rf $(VENV) .pytest_cache

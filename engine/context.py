@@ -1,0 +1,309 @@
+"""What a running step can do (DESIGN §5): ``StepContext``.
+
+Every call that reaches outside the step — a model call, a retrieval, a
+person's answer — goes through :meth:`StepContext.journaled`, which records it
+in the call journal keyed by (run, step, iteration, call index). A step that
+runs again (resume after an interrupt, after a crash, in a fork, or as the
+second engine of a shadow run) gets the journaled answers back instead of
+calling out again. That one mechanism is how "the model call happens exactly
+once" holds on both engines.
+
+The engine knows nothing of the router or of research: models and retrievers
+arrive as the small protocols below, which the application (tui) adapts.
+"""
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from typing import Any, Awaitable, Callable, Literal, Protocol
+
+from pydantic import Field
+
+from engine.spec import Frozen, StepSpec
+
+
+class ModelCaller(Protocol):
+    """How steps reach a language model; the application adapts its router to this."""
+
+    async def complete(self, request: Any, step: "StepInfo") -> Any: ...
+
+    def encode(self, response: Any) -> dict[str, Any]:
+        """A JSON-able form of a response, for the journal."""
+        ...
+
+    def decode(self, request: Any, data: dict[str, Any]) -> Any:
+        """Rebuild a response from its journaled form (the request gives its schema)."""
+        ...
+
+    def usage(self, response: Any) -> "CallUsage": ...
+
+
+class Retriever(Protocol):
+    async def search(self, query: str, **options: Any) -> list[dict[str, Any]]: ...
+
+
+class CallUsage(Frozen):
+    tokens: int = 0
+    provider: str = ""
+    degraded: bool = False
+
+
+class StepInfo(Frozen):
+    run_id: str
+    step_id: str
+    iteration: int
+    tier: int | None = None
+    profile: str | None = None
+
+
+class InterruptRequest(Frozen):
+    """What a step asks a person. ``interrupt_id`` is stable across re-runs."""
+
+    kind: Literal["approval", "input", "tie_breaker", "delivery"] = "approval"
+    prompt: str
+    payload: dict[str, Any] = Field(default_factory=dict)
+    options: list[str] = Field(default_factory=list)
+    default: "InterruptAnswer | None" = None
+    """What headless ``--on-interrupt default`` answers (approve when unset)."""
+
+
+class InterruptAnswer(Frozen):
+    action: Literal["approve", "reject", "edit", "choose", "answer"] = "approve"
+    value: Any = None
+    """Edited outputs for ``edit``, the chosen target for ``choose``, text for ``answer``."""
+    automatic: bool = False
+    note: str = ""
+
+
+class JournalEntry(Frozen):
+    kind: str
+    payload: Any
+
+
+class Journal(Protocol):
+    """The call journal (engine/journal.py implements it on the run store)."""
+
+    def get(self, run_id: str, step_id: str, iteration: int, index: int) -> JournalEntry | None: ...
+
+    def put(self, run_id: str, step_id: str, iteration: int, index: int, entry: JournalEntry) -> None: ...
+
+
+InterruptAsker = Callable[[str, InterruptRequest, "StepContext"], Awaitable[InterruptAnswer]]
+"""Engine-supplied: (interrupt_id, request, ctx) -> the person's answer.
+
+The Kahn engine waits on a future the UI resolves (or suspends the run when
+nobody is there); the LangGraph engine calls ``langgraph.types.interrupt``.
+"""
+
+DomainEmitter = Callable[[str, dict[str, Any], str | None], None]
+"""(namespaced name, payload, step id) -> appends a ``domain`` run event."""
+
+
+class BudgetExceeded(Exception):
+    """A run limit (LLM calls, tokens) would be crossed by this call."""
+
+
+@dataclass
+class RunBudget:
+    """Counters shared by every step of one run; limits end the run PARTIAL."""
+
+    max_llm_calls: int
+    token_budget: int
+    llm_calls: int = 0
+    tokens: int = 0
+
+    @property
+    def remaining_tokens(self) -> int:
+        return max(0, self.token_budget - self.tokens)
+
+    @property
+    def remaining_llm_calls(self) -> int:
+        return max(0, self.max_llm_calls - self.llm_calls)
+
+    def check_call(self) -> None:
+        if self.llm_calls >= self.max_llm_calls:
+            raise BudgetExceeded(f"max_llm_calls {self.max_llm_calls} reached")
+        if self.tokens >= self.token_budget:
+            raise BudgetExceeded(f"token_budget {self.token_budget} reached")
+
+    def charge(self, tokens: int) -> None:
+        self.llm_calls += 1
+        self.tokens += tokens
+
+
+@dataclass
+class StepServices:
+    """What the engine hands every StepContext of one run."""
+
+    journal: Journal
+    budget: RunBudget
+    ask: InterruptAsker
+    emit_domain: DomainEmitter
+    model: ModelCaller | None = None
+    retriever: Retriever | None = None
+    extras: dict[str, Any] = field(default_factory=dict)
+    """Application services a domain package needs (e.g. the corpus); the engine never reads them."""
+
+
+@dataclass
+class StepCallStats:
+    llm_calls: int = 0
+    tokens: int = 0
+    replayed: int = 0
+    providers: list[str] = field(default_factory=list)
+    degraded: bool = False
+
+
+class StepContext:
+    """The one object a step implementation talks to."""
+
+    def __init__(
+        self,
+        *,
+        run_id: str,
+        spec: StepSpec,
+        iteration: int,
+        attempt: int,
+        services: StepServices,
+        upstream: dict[str, dict[str, Any]],
+        run_inputs: dict[str, Any],
+    ) -> None:
+        self.run_id = run_id
+        self.spec = spec
+        self.step_id = spec.id
+        self.iteration = iteration
+        self.attempt = attempt
+        self.services = services
+        self.upstream = upstream
+        """Outputs of every settled step this one can see, by step id."""
+        self.run_inputs = run_inputs
+        self.stats = StepCallStats()
+        self._call_index = 0
+
+    # -- identity and budget -------------------------------------------------
+    @property
+    def budget(self) -> RunBudget:
+        return self.services.budget
+
+    @property
+    def config(self) -> dict[str, Any]:
+        return self.spec.config
+
+    @property
+    def info(self) -> StepInfo:
+        model = self.spec.model
+        return StepInfo(
+            run_id=self.run_id,
+            step_id=self.step_id,
+            iteration=self.iteration,
+            tier=model.tier if model else None,
+            profile=model.profile if model else None,
+        )
+
+    # -- the one journaling mechanism ---------------------------------------
+    async def journaled(
+        self,
+        kind: str,
+        call: Callable[[], Awaitable[Any]],
+        encode: Callable[[Any], Any] = lambda value: value,
+        decode: Callable[[Any], Any] = lambda payload: payload,
+    ) -> tuple[Any, bool]:
+        """Run ``call`` once per (run, step, iteration, call index); replay it after.
+
+        Returns (value, replayed). The call index counts journaled calls in the
+        order the step makes them, which is why steps must be deterministic
+        between their calls out.
+        """
+        index = self._call_index
+        self._call_index += 1
+        journal = self.services.journal
+        entry = journal.get(self.run_id, self.step_id, self.iteration, index)
+        if entry is not None:
+            if entry.kind != kind:
+                raise RuntimeError(
+                    f"journal mismatch at {self.step_id}#{index}: recorded {entry.kind}, now {kind};"
+                    " the step is not deterministic between calls"
+                )
+            self.stats.replayed += 1
+            return decode(entry.payload), True
+        value = await call()
+        journal.put(self.run_id, self.step_id, self.iteration, index, JournalEntry(kind=kind, payload=encode(value)))
+        return value, False
+
+    # -- calls out ----------------------------------------------------------
+    async def llm(self, request: Any) -> Any:
+        model = self.services.model
+        if model is None:
+            raise RuntimeError("no model caller is configured for this run")
+
+        async def call() -> Any:
+            self.budget.check_call()
+            return await model.complete(request, self.info)
+
+        response, replayed = await self.journaled(
+            "llm", call, encode=model.encode, decode=lambda data: model.decode(request, data)
+        )
+        usage = model.usage(response)
+        if not replayed:
+            self.budget.charge(usage.tokens)
+        self.stats.llm_calls += 1
+        self.stats.tokens += usage.tokens
+        if usage.provider and usage.provider not in self.stats.providers:
+            self.stats.providers.append(usage.provider)
+        self.stats.degraded = self.stats.degraded or usage.degraded
+        return response
+
+    async def retrieve(self, query: str, **options: Any) -> list[dict[str, Any]]:
+        retriever = self.services.retriever
+        if retriever is None:
+            raise RuntimeError("no retriever is configured for this run")
+        hits, _ = await self.journaled("retrieve", lambda: retriever.search(query, **options))
+        return list(hits)
+
+    async def interrupt(self, request: InterruptRequest) -> InterruptAnswer:
+        """Ask a person; returns their answer on whichever engine runs the step."""
+        interrupt_id = f"{self.run_id}:{self.step_id}:{self.iteration}:{self._call_index}"
+        answer, _ = await self.journaled(
+            "interrupt",
+            lambda: self.services.ask(interrupt_id, request, self),
+            encode=lambda a: a.model_dump(mode="json"),
+            decode=InterruptAnswer.model_validate,
+        )
+        return answer
+
+    def emit(self, name: str, payload: dict[str, Any]) -> None:
+        """Append a namespaced ``domain`` event (``research.stage``, ...)."""
+        self.services.emit_domain(name, payload, self.step_id)
+
+    # -- context compilation (AgentMesh) -------------------------------------
+    def context(self, max_tokens: int | None = None) -> str:
+        """Upstream outputs compiled under the step's context budget.
+
+        Required outputs (``context.requires``, as ``step`` or ``step.field``)
+        come first and whole where they fit; the rest of the visible upstream
+        outputs fill what budget is left, nearest first. Tokens are estimated
+        at four characters each, the usual offline estimate.
+        """
+        spec = self.spec.context
+        budget = max_tokens or (spec.max_tokens if spec else 6000)
+        chars_left = budget * 4
+        parts: list[str] = []
+        seen: set[str] = set()
+        required = list(spec.requires) if spec else []
+        ordered = required + [sid for sid in reversed(list(self.upstream)) if sid not in required]
+        for ref in ordered:
+            step_id, _, field_name = ref.partition(".")
+            outputs = self.upstream.get(step_id)
+            if outputs is None or ref in seen:
+                continue
+            seen.add(ref)
+            value: Any = outputs.get(field_name) if field_name else outputs
+            text = json.dumps(value, default=str, ensure_ascii=False, sort_keys=True)
+            block = f"## {ref}\n{text}\n"
+            if len(block) > chars_left:
+                if chars_left > 200:
+                    parts.append(block[: chars_left - 20] + "\n[truncated]\n")
+                break
+            parts.append(block)
+            chars_left -= len(block)
+        return "".join(parts)
