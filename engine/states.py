@@ -69,3 +69,6 @@ class RoutingSignal(Frozen):
     """Targets this step could have chosen and did not: they are SKIPPED "not routed"."""
     return_to: str | None = None
     """For a detour: the step the detour returns to (ADR-004's return address)."""
+    run_status: RunStatus | None = None
+    """For ``decision == "terminate"``: how the run ends — COMPLETED for terminate_when or an
+    output ``terminate: true``, PARTIAL for the safety bound on step executions."""

@@ -1,0 +1,40 @@
+"""What loading a workflow can report: located problems, raised together."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Iterable
+
+
+@dataclass(frozen=True, order=True)
+class Problem:
+    """One problem in a workflow file, at a 1-based line and column; the message is one line
+    (line breaks in quoted values are shown as \\n)."""
+
+    file: str
+    line: int
+    column: int
+    message: str
+
+    def __post_init__(self) -> None:
+        one_line = self.message.replace("\r", "\\r").replace("\n", "\\n")
+        object.__setattr__(self, "message", one_line)
+
+    def __str__(self) -> str:
+        return f"{self.file}:{self.line}:{self.column}: {self.message}"
+
+
+class WorkflowLoadError(Exception):
+    """A workflow that cannot be loaded; ``problems`` says every reason found, in file order.
+
+    ``str(error)`` is one problem per line, ready to print.
+    """
+
+    def __init__(self, problems: Iterable[Problem]) -> None:
+        unique = sorted(set(problems), key=lambda p: (p.line, p.column, p.message))
+        if not unique:
+            raise ValueError("a WorkflowLoadError needs at least one problem")
+        self.problems: list[Problem] = unique
+        super().__init__(str(self))
+
+    def __str__(self) -> str:
+        return "\n".join(str(problem) for problem in self.problems)

@@ -1,0 +1,231 @@
+"""The workflow graph (DESIGN §5 graph semantics) on networkx.
+
+Two kinds of edges:
+
+- **Forward edges** order steps. ``depends_on`` gives one from each dependency
+  to the step; a routing target gives one from the routing step to the target
+  (the router must finish before its target can start) — including a detour's
+  target.
+- **Back edges** order nothing: a loop's edge from the routing step back to its
+  target (an ancestor, or the step itself), and a detour's return from the
+  detour target to the step that declared it.
+
+The forward graph of a loaded definition is acyclic (the loader checks it);
+``forward_cycles`` exists so the loader can report the cycles of one that is not.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Iterable, Literal, Mapping
+
+import networkx as nx
+
+from engine.events import GraphEdge, GraphNode
+from engine.spec import StepSpec, WorkflowDefinition
+
+ForwardKind = Literal["depends_on", "route", "detour"]
+
+
+@dataclass(frozen=True)
+class BackEdge:
+    source: str
+    target: str
+    kind: Literal["loop", "detour_return"]
+
+
+class WorkflowGraph:
+    """The graph of one definition; every query is answered from the forward DAG."""
+
+    def __init__(self, wf: WorkflowDefinition) -> None:
+        self.workflow = wf
+        self._order = {step.id: index for index, step in enumerate(wf.steps)}
+        self._forward: nx.DiGraph = nx.DiGraph()
+        self._forward.add_nodes_from(self._order)
+        self.loop_edges: list[BackEdge] = []
+        """Routing step -> loop target (its ancestor or itself), one per declared loop."""
+        self.detour_edges: list[BackEdge] = []
+        """Detour target -> the step that declared it: the return of a ``returns: true`` detour."""
+        self._detour_of: dict[str, str] = {}
+        for spec in wf.steps:
+            for dependency in spec.depends_on:
+                self._add_forward(dependency, spec.id, "depends_on")
+            self._add_routing(spec)
+        self._topological: list[str] | None = None
+        self._ancestors: dict[str, frozenset[str]] = {}
+        self._descendants: dict[str, frozenset[str]] = {}
+        self._with_back_edges: nx.DiGraph | None = None
+
+    def _add_forward(self, source: str, target: str, kind: ForwardKind) -> None:
+        if source not in self._order or target not in self._order:
+            return
+        if self._forward.has_edge(source, target):
+            self._forward.edges[source, target]["kinds"].add(kind)
+        else:
+            self._forward.add_edge(source, target, kinds={kind})
+
+    def _add_routing(self, spec: StepSpec) -> None:
+        routing = spec.routing
+        if routing is None:
+            return
+        loop_target = routing.loop.target if routing.loop else None
+        detour_target = routing.detour.target if routing.detour else None
+        if loop_target is not None and loop_target in self._order:
+            self.loop_edges.append(BackEdge(spec.id, loop_target, "loop"))
+        for target in routing.targets():
+            if target == loop_target:
+                continue
+            if target == detour_target:
+                self._add_forward(spec.id, target, "detour")
+                self._detour_of.setdefault(target, spec.id)
+                if routing.detour is not None and routing.detour.returns and target in self._order:
+                    self.detour_edges.append(BackEdge(target, spec.id, "detour_return"))
+            else:
+                self._add_forward(spec.id, target, "route")
+
+    # -- structure ---------------------------------------------------------
+    @property
+    def has_cycles(self) -> bool:
+        """True when loops or returning detours exist (LangGraph under ``engine: auto``)."""
+        return bool(self.loop_edges or self.detour_edges)
+
+    def forward_cycles(self) -> list[list[tuple[str, str, frozenset[str]]]]:
+        """One cycle per strongly connected part of the forward graph: [(source, target, kinds)]."""
+        cycles: list[list[tuple[str, str, frozenset[str]]]] = []
+        components = sorted(
+            (sorted(c, key=self._order.__getitem__) for c in nx.strongly_connected_components(self._forward)),
+            key=lambda c: self._order[c[0]],
+        )
+        for component in components:
+            first = component[0]
+            if len(component) == 1 and not self._forward.has_edge(first, first):
+                continue
+            edges = nx.find_cycle(self._forward.subgraph(component), source=first)
+            cycles.append(
+                [(s, t, frozenset(self._forward.edges[s, t]["kinds"])) for s, t in edges]
+            )
+        return cycles
+
+    def topological_order(self) -> list[str]:
+        """Steps in dependency order; ties broken by declaration order (deterministic)."""
+        if self._topological is None:
+            self._topological = list(
+                nx.lexicographical_topological_sort(self._forward, key=self._order.__getitem__)
+            )
+        return list(self._topological)
+
+    def dependencies(self, step_id: str) -> list[str]:
+        """Every forward predecessor: ``depends_on`` plus routers that target the step."""
+        return self._sorted(self._forward.predecessors(step_id))
+
+    def dependents(self, step_id: str) -> list[str]:
+        """Every forward successor: steps that depend on it plus its forward routing targets."""
+        return self._sorted(self._forward.successors(step_id))
+
+    def routers_of(self, step_id: str) -> list[str]:
+        """Steps with a forward routing edge (route or detour) to ``step_id``."""
+        return self._sorted(
+            source
+            for source in self._forward.predecessors(step_id)
+            if self._forward.edges[source, step_id]["kinds"] & {"route", "detour"}
+        )
+
+    def edge_kinds(self, source: str, target: str) -> frozenset[str]:
+        if not self._forward.has_edge(source, target):
+            return frozenset()
+        return frozenset(self._forward.edges[source, target]["kinds"])
+
+    def ancestors(self, step_id: str) -> frozenset[str]:
+        """Steps with a forward path to ``step_id`` (not including it)."""
+        if step_id not in self._ancestors:
+            self._ancestors[step_id] = frozenset(nx.ancestors(self._forward, step_id))
+        return self._ancestors[step_id]
+
+    def descendants(self, step_id: str) -> frozenset[str]:
+        """Steps reachable from ``step_id`` on forward edges (not including it)."""
+        if step_id not in self._descendants:
+            self._descendants[step_id] = frozenset(nx.descendants(self._forward, step_id))
+        return self._descendants[step_id]
+
+    def between(self, ancestor: str, descendant: str) -> list[str]:
+        """The steps a loop from ``descendant`` back to ``ancestor`` resets, both ends included,
+        in topological order: every step on a forward path from one to the other."""
+        if ancestor == descendant:
+            return [ancestor]
+        if ancestor not in self.ancestors(descendant):
+            raise ValueError(f"{ancestor!r} is not upstream of {descendant!r}")
+        inside = (self.descendants(ancestor) & self.ancestors(descendant)) | {ancestor, descendant}
+        return [step for step in self.topological_order() if step in inside]
+
+    def detour_declarer(self, target: str) -> str | None:
+        """The step whose detour targets ``target`` (the detour's return address), if any."""
+        return self._detour_of.get(target)
+
+    def visible_from(self, step_id: str) -> frozenset[str]:
+        """Steps whose results ``step_id`` may read: its ancestors, counting back edges.
+
+        A loop's back edge makes the steps of the loop body (and their
+        ancestors) visible to the loop target on later iterations, and a
+        detour's return makes the detour target visible to the declaring step.
+        A step is visible to itself only when it is on such a cycle.
+        """
+        if self._with_back_edges is None:
+            self._with_back_edges = self._forward.copy()
+            for edge in (*self.loop_edges, *self.detour_edges):
+                self._with_back_edges.add_edge(edge.source, edge.target)
+        full = self._with_back_edges
+        seen = frozenset(nx.ancestors(full, step_id))
+        on_cycle = any(successor == step_id or successor in seen for successor in full.successors(step_id))
+        return seen | {step_id} if on_cycle else seen
+
+    # -- timing and display --------------------------------------------------
+    def critical_path(self, durations: Mapping[str, float]) -> tuple[float, list[str]]:
+        """The longest chain of forward edges weighted by step durations: (length, steps).
+
+        Steps missing from ``durations`` count as zero. This is the physical
+        lower bound on a run's makespan with unlimited parallelism.
+        """
+        finish: dict[str, float] = {}
+        previous: dict[str, str | None] = {}
+        for step in self.topological_order():
+            parents = self.dependencies(step)
+            latest = max(parents, key=finish.__getitem__) if parents else None
+            start = finish[latest] if latest is not None else 0.0
+            finish[step] = start + float(durations.get(step, 0.0))
+            previous[step] = latest
+        if not finish:
+            return 0.0, []
+        end = max(finish, key=lambda s: (finish[s], -self._order[s]))
+        path: list[str] = []
+        cursor: str | None = end
+        while cursor is not None:
+            path.append(cursor)
+            cursor = previous[cursor]
+        return finish[end], list(reversed(path))
+
+    def nodes_and_edges(self) -> tuple[list[GraphNode], list[GraphEdge]]:
+        """The graph as the ``run_started`` event carries it: one edge per pair of steps,
+        its kind the most specific one (loop, detour, route, then depends_on)."""
+        nodes = [
+            GraphNode(
+                id=spec.id,
+                uses=spec.uses,
+                group=spec.group,
+                optional=spec.optional,
+                has_interrupt=spec.interrupt is not None,
+            )
+            for spec in self.workflow.steps
+        ]
+        edges: list[GraphEdge] = []
+        for source, target in sorted(
+            self._forward.edges, key=lambda e: (self._order[e[0]], self._order[e[1]])
+        ):
+            kinds = self._forward.edges[source, target]["kinds"]
+            kind: Literal["depends_on", "route", "detour"] = (
+                "detour" if "detour" in kinds else "route" if "route" in kinds else "depends_on"
+            )
+            edges.append(GraphEdge(source=source, target=target, kind=kind))
+        edges.extend(GraphEdge(source=e.source, target=e.target, kind="loop") for e in self.loop_edges)
+        return nodes, edges
+
+    def _sorted(self, steps: Iterable[str]) -> list[str]:
+        return sorted(steps, key=self._order.__getitem__)

@@ -1,0 +1,36 @@
+"""LangGraph checkpoints in their own SQLite file (DESIGN §9).
+
+The checkpoints live in ``<workspace>/checkpoints.sqlite``, apart from the run
+store, so LangGraph's writer never holds the run store's lock. The file is in
+WAL mode with ``synchronous=NORMAL``: a kill -9 loses nothing that was
+committed. Runs are checkpointed with ``durability="sync"`` (every superstep is
+on disk before the next one starts); the run store and the call journal stay
+the source of truth for step results.
+"""
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from pathlib import Path
+
+import aiosqlite
+from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
+
+CHECKPOINT_FILE = "checkpoints.sqlite"
+DURABILITY = "sync"
+
+
+@asynccontextmanager
+async def open_checkpointer(path: Path) -> AsyncIterator[AsyncSqliteSaver]:
+    """An ``AsyncSqliteSaver`` on ``path``, set up and closed with the block."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    conn = await aiosqlite.connect(str(path))
+    try:
+        await conn.execute("PRAGMA journal_mode=WAL")
+        await conn.execute("PRAGMA synchronous=NORMAL")
+        await conn.execute("PRAGMA busy_timeout=10000")
+        saver = AsyncSqliteSaver(conn)
+        await saver.setup()
+        yield saver
+    finally:
+        await conn.close()

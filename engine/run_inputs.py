@@ -1,0 +1,109 @@
+"""A run's inputs checked against the workflow's declared inputs.
+
+Values arrive as Python values (from the TUI's form or an API caller) or as
+text (``--input key=value`` on the command line); both go through
+:func:`resolve_inputs`, which applies defaults, converts text to the declared
+type and says in one line what is wrong.
+"""
+from __future__ import annotations
+
+import datetime as dt
+import json
+from typing import Any, Mapping
+
+from engine.spec import InputSpec, WorkflowDefinition
+
+
+class InputError(ValueError):
+    """A run input that does not fit its declaration; ``str()`` is one line for the person."""
+
+
+_TRUE = {"true", "yes", "1", "on"}
+_FALSE = {"false", "no", "0", "off"}
+
+
+def _convert(name: str, spec: InputSpec, value: Any) -> Any:
+    kind = spec.type
+    try:
+        if kind == "string":
+            return value if isinstance(value, str) else json.dumps(value)
+        if kind == "int":
+            if isinstance(value, bool):
+                raise ValueError
+            if isinstance(value, float) and not value.is_integer():
+                raise ValueError
+            return int(value)
+        if kind == "float":
+            if isinstance(value, bool):
+                raise ValueError
+            return float(value)
+        if kind == "bool":
+            if isinstance(value, bool):
+                return value
+            text = str(value).strip().lower()
+            if text in _TRUE:
+                return True
+            if text in _FALSE:
+                return False
+            raise ValueError
+        if kind == "date":
+            if isinstance(value, dt.date):
+                return value.isoformat()
+            return dt.date.fromisoformat(str(value)).isoformat()
+        if kind == "list":
+            parsed = json.loads(value) if isinstance(value, str) else value
+            if isinstance(parsed, (list, tuple)):
+                return list(parsed)
+            if isinstance(value, str):
+                return [part.strip() for part in value.split(",") if part.strip()]
+            raise ValueError
+        if kind == "dict":
+            parsed = json.loads(value) if isinstance(value, str) else value
+            if not isinstance(parsed, dict):
+                raise ValueError
+            return dict(parsed)
+    except (ValueError, TypeError, json.JSONDecodeError):
+        pass
+    hints = {
+        "int": "a whole number",
+        "float": "a number",
+        "bool": "true or false",
+        "date": "a date like 2025-01-31",
+        "list": "a JSON list or comma-separated values",
+        "dict": "a JSON object",
+        "string": "text",
+    }
+    raise InputError(f"input {name!r} must be {hints[kind]}, got {value!r}")
+
+
+def resolve_inputs(wf: WorkflowDefinition, given: Mapping[str, Any]) -> dict[str, Any]:
+    """Declared inputs with defaults applied and values converted; raises InputError."""
+    unknown = sorted(set(given) - set(wf.inputs))
+    if unknown:
+        declared = ", ".join(sorted(wf.inputs)) or "none"
+        raise InputError(f"workflow {wf.name!r} has no input {unknown[0]!r} (declared: {declared})")
+    resolved: dict[str, Any] = {}
+    for name, spec in wf.inputs.items():
+        if name in given and given[name] is not None:
+            value = _convert(name, spec, given[name])
+        elif spec.default is not None:
+            value = spec.default
+        elif spec.required:
+            raise InputError(f"workflow {wf.name!r} needs input {name!r}: pass --input {name}=VALUE")
+        else:
+            value = None
+        if spec.choices is not None and value is not None and value not in spec.choices:
+            raise InputError(f"input {name!r} must be one of {spec.choices}, got {value!r}")
+        resolved[name] = value
+    return resolved
+
+
+def parse_assignments(pairs: list[str]) -> dict[str, str]:
+    """``["key=value", ...]`` from the command line; raises InputError on a pair without ``=``."""
+    values: dict[str, str] = {}
+    for pair in pairs:
+        key, sep, value = pair.partition("=")
+        if not sep or not key.strip():
+            raise InputError(f"--input {pair!r} is not key=value")
+        values[key.strip()] = value
+    return values

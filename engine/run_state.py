@@ -1,0 +1,195 @@
+"""The mutable state of one run while an engine executes it.
+
+Both engines keep it the same way (engine/runner.py changes it), and it is
+rebuilt from the run store on resume: per step its status, iteration, latest
+outputs and settled iterations; per run the counters and the active detour.
+"""
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+from engine.conditions import StepView
+from engine.context import RunBudget
+from engine.spec import StepSpec, WorkflowDefinition
+from engine.states import StepStatus
+from engine.store import StepIteration, StepResult
+
+
+@dataclass
+class StepRecord:
+    spec: StepSpec
+    status: StepStatus = StepStatus.PENDING
+    iteration: int = 0
+    outputs: dict[str, Any] = field(default_factory=dict)
+    reason: str = ""
+    history: list[StepIteration] = field(default_factory=list)
+    """Every settled iteration, oldest first (the latest one included)."""
+    routed_by: set[str] = field(default_factory=set)
+    """Routers that chose this step since it was last reset."""
+    not_routed_by: set[str] = field(default_factory=set)
+    runs: int = 0
+    _view: StepView | None = None
+
+    @property
+    def step_id(self) -> str:
+        return self.spec.id
+
+    def view(self) -> StepView:
+        """``steps.<id>`` for conditions: ``history`` is the outputs of iterations before this one."""
+        if self._view is None:
+            self._view = StepView(
+                status=self.status.value,
+                outputs=self.outputs,
+                history=[h.outputs for h in self.history if h.iteration < self.iteration],
+                iteration=self.iteration,
+            )
+        return self._view
+
+    def changed(self) -> None:
+        self._view = None
+
+    def result(self) -> StepResult:
+        return StepResult.model_construct(  # values of a validated run, no need to validate again
+            step_id=self.step_id,
+            status=self.status,
+            iteration=self.iteration,
+            outputs=self.outputs,
+            reason=self.reason,
+            routed_by=sorted(self.routed_by),
+            not_routed_by=sorted(self.not_routed_by),
+            runs=self.runs,
+            history=[],
+        )
+
+    def settle(self, status: StepStatus, outputs: dict[str, Any] | None = None, reason: str = "") -> None:
+        self.status = status
+        if outputs is not None:
+            self.outputs = outputs
+        self.reason = reason
+        if status.settled:
+            self.history = [h for h in self.history if h.iteration != self.iteration]
+            self.history.append(
+                StepIteration(iteration=self.iteration, status=status, outputs=self.outputs, reason=reason)
+            )
+        self.changed()
+
+    def reset(self, routers_reset: set[str] | frozenset[str] = frozenset()) -> None:
+        """Back to PENDING for another iteration (a loop or a detour's return).
+
+        Routing marks from ``routers_reset`` — routers that go back to PENDING
+        with this step and will decide again — are dropped; marks from routers
+        that stay settled still hold.
+        """
+        self.status = StepStatus.PENDING
+        self.iteration += 1
+        self.reason = ""
+        self.routed_by -= routers_reset
+        self.not_routed_by -= routers_reset
+        self.changed()
+
+
+@dataclass
+class ActiveDetour:
+    declared_by: str
+    target: str
+
+
+@dataclass
+class RunState:
+    run_id: str
+    wf: WorkflowDefinition
+    inputs: dict[str, Any]
+    budget: RunBudget
+    steps: dict[str, StepRecord]
+    step_runs: int = 0
+    active_detour: ActiveDetour | None = None
+    started_mono: float = field(default_factory=time.monotonic)
+    elapsed_before: float = 0.0
+    """Seconds this run spent in earlier sessions (before a resume)."""
+    loop_counts: dict[str, int] = field(default_factory=dict)
+    """Per routing step, how many times its own loop has gone back."""
+    returned_detours: set[str] = field(default_factory=set)
+    """Steps running again because their detour returned (the detour is not taken again on that pass)."""
+    limit_reason: str = ""
+    """Set when a limit stopped the run: it ends PARTIAL with this reason."""
+    terminated_by: str = ""
+
+    @classmethod
+    def fresh(cls, run_id: str, wf: WorkflowDefinition, inputs: dict[str, Any]) -> "RunState":
+        return cls(
+            run_id=run_id,
+            wf=wf,
+            inputs=inputs,
+            budget=RunBudget(max_llm_calls=wf.limits.max_llm_calls, token_budget=wf.limits.token_budget),
+            steps={spec.id: StepRecord(spec=spec) for spec in wf.steps},
+        )
+
+    @classmethod
+    def restore(
+        cls,
+        run_id: str,
+        wf: WorkflowDefinition,
+        inputs: dict[str, Any],
+        results: dict[str, StepResult],
+        engine_state: dict[str, Any],
+    ) -> "RunState":
+        """Rebuild from the store; a step that was running or waiting goes back to PENDING."""
+        state = cls.fresh(run_id, wf, inputs)
+        for step_id, result in results.items():
+            record = state.steps.get(step_id)
+            if record is None:
+                continue
+            record.status = result.status
+            if result.status in (StepStatus.RUNNING, StepStatus.WAITING_HUMAN):
+                record.status = StepStatus.PENDING
+            record.iteration = result.iteration
+            record.outputs = dict(result.outputs)
+            record.reason = result.reason
+            record.history = list(result.history)
+            record.routed_by = set(result.routed_by)
+            record.not_routed_by = set(result.not_routed_by)
+            record.runs = result.runs
+        state.step_runs = int(engine_state.get("step_runs", 0))
+        state.budget.llm_calls = int(engine_state.get("llm_calls", 0))
+        state.budget.tokens = int(engine_state.get("tokens", 0))
+        state.elapsed_before = float(engine_state.get("elapsed_s", 0.0))
+        state.loop_counts = {k: int(v) for k, v in engine_state.get("loop_counts", {}).items()}
+        state.returned_detours = set(engine_state.get("returned_detours", []))
+        detour = engine_state.get("active_detour")
+        if detour:
+            state.active_detour = ActiveDetour(declared_by=detour["declared_by"], target=detour["target"])
+        return state
+
+    def engine_state(self) -> dict[str, Any]:
+        """What resume needs besides the step results."""
+        detour = self.active_detour
+        return {
+            "step_runs": self.step_runs,
+            "llm_calls": self.budget.llm_calls,
+            "tokens": self.budget.tokens,
+            "elapsed_s": round(self.elapsed_s, 6),
+            "loop_counts": dict(self.loop_counts),
+            "returned_detours": sorted(self.returned_detours),
+            "active_detour": {"declared_by": detour.declared_by, "target": detour.target} if detour else None,
+        }
+
+    @property
+    def elapsed_s(self) -> float:
+        return self.elapsed_before + (time.monotonic() - self.started_mono)
+
+    def views(self) -> dict[str, StepView]:
+        return {step_id: record.view() for step_id, record in self.steps.items()}
+
+    def counters(self) -> dict[str, Any]:
+        return {
+            "step_runs": self.step_runs,
+            "llm_calls": self.budget.llm_calls,
+            "tokens": self.budget.tokens,
+            "elapsed_s": self.elapsed_s,
+            "max_step_runs": self.wf.limits.step_run_bound(len(self.wf.steps)),
+        }
+
+    def statuses(self) -> dict[str, StepStatus]:
+        return {step_id: record.status for step_id, record in self.steps.items()}

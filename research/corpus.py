@@ -1,0 +1,365 @@
+"""The local corpus: SQLite FTS5 in its own database file (DESIGN §8, §9).
+
+Documents are split into passages; the passages are indexed with the
+``porter unicode61`` tokenizer and ranked by bm25 (titles weigh double).
+Re-indexing a folder is incremental: a file whose content hash is unchanged
+is left alone, a changed one is replaced, a vanished one is removed. Files
+that cannot be read are reported and skipped, never fatal.
+
+Identifiers are stable and readable: a source is ``<collection>/<relative
+path without suffix>`` and a passage is ``<source>#<ordinal>``, so evidence
+recorded in a run still names the same text after a re-index.
+"""
+from __future__ import annotations
+
+import hashlib
+import sqlite3
+import time
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from datetime import date
+from pathlib import Path
+from typing import Any, Protocol
+
+from research.loaders import SUPPORTED_SUFFIXES, LoadedDocument, UnreadableDocument, load_document, split_passages
+from research.text import STOPWORDS, words
+
+SCHEMA = """
+CREATE TABLE IF NOT EXISTS documents (
+    source_id TEXT PRIMARY KEY,
+    collection TEXT NOT NULL,
+    uri TEXT NOT NULL,
+    title TEXT NOT NULL,
+    content_hash TEXT NOT NULL,
+    published TEXT,
+    updated TEXT,
+    status TEXT NOT NULL DEFAULT '',
+    kind TEXT NOT NULL DEFAULT 'document',
+    superseded_by TEXT NOT NULL DEFAULT '',
+    passages INTEGER NOT NULL DEFAULT 0,
+    indexed_at REAL NOT NULL
+);
+CREATE INDEX IF NOT EXISTS documents_collection ON documents(collection);
+CREATE TABLE IF NOT EXISTS collections (
+    name TEXT PRIMARY KEY,
+    root TEXT NOT NULL,
+    indexed_at REAL NOT NULL
+);
+CREATE TABLE IF NOT EXISTS passages (
+    rowid INTEGER PRIMARY KEY,
+    passage_id TEXT UNIQUE NOT NULL,
+    source_id TEXT NOT NULL,
+    ordinal INTEGER NOT NULL
+);
+CREATE INDEX IF NOT EXISTS passages_source ON passages(source_id);
+CREATE VIRTUAL TABLE IF NOT EXISTS passage_fts USING fts5(
+    title, section, text, tokenize = 'porter unicode61'
+);
+"""
+
+
+class Retriever(Protocol):
+    """Anything that answers a query with passages (the corpus now, web search later)."""
+
+    async def search(self, query: str, **options: Any) -> list[dict[str, Any]]: ...
+
+
+@dataclass(frozen=True)
+class SkippedFile:
+    path: str
+    reason: str
+
+
+@dataclass
+class IndexReport:
+    collection: str
+    added: int = 0
+    updated: int = 0
+    unchanged: int = 0
+    removed: int = 0
+    passages: int = 0
+    skipped: list[SkippedFile] = field(default_factory=list)
+    seconds: float = 0.0
+
+    @property
+    def indexed(self) -> int:
+        return self.added + self.updated
+
+    def summary(self) -> str:
+        return (f"{self.collection}: {self.added} added, {self.updated} updated, {self.unchanged} unchanged, "
+                f"{self.removed} removed, {len(self.skipped)} skipped ({self.seconds:.2f} s)")
+
+
+@dataclass(frozen=True)
+class CollectionInfo:
+    name: str
+    root: str
+    documents: int
+    passages: int
+    indexed_at: float
+
+
+@dataclass(frozen=True)
+class DocumentRecord:
+    source_id: str
+    collection: str
+    uri: str
+    title: str
+    published: date | None
+    updated: date | None
+    status: str
+    kind: str
+    superseded_by: str
+
+
+def fts_query(text: str) -> str:
+    """Free text → an FTS5 OR-query of quoted terms (quoting makes any word safe)."""
+    seen: list[str] = []
+    for word in words(text):
+        if word in STOPWORDS or len(word) < 2 or word in seen:
+            continue
+        seen.append(word)
+    return " OR ".join(f'"{w}"' for w in seen[:24])
+
+
+def _iso(value: date | None) -> str | None:
+    return value.isoformat() if value else None
+
+
+def _day(value: str | None) -> date | None:
+    return date.fromisoformat(value) if value else None
+
+
+class Corpus:
+    """One SQLite FTS5 database file holding any number of collections."""
+
+    def __init__(self, path: str | Path) -> None:
+        self.path = Path(path)
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self._db = sqlite3.connect(self.path, check_same_thread=False)
+        self._db.execute("PRAGMA journal_mode=WAL")
+        self._db.execute("PRAGMA synchronous=NORMAL")
+        self._db.executescript(SCHEMA)
+
+    def close(self) -> None:
+        self._db.close()
+
+    def __enter__(self) -> "Corpus":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    @contextmanager
+    def _transaction(self) -> Iterator[sqlite3.Connection]:
+        with self._db:
+            yield self._db
+
+    # -- indexing -------------------------------------------------------------
+    def add_folder(self, folder: str | Path, collection: str | None = None) -> IndexReport:
+        root = Path(folder).expanduser().resolve()
+        if not root.is_dir():
+            raise FileNotFoundError(f"{folder}: not a folder; pass a directory of md/rst/txt/html/pdf files")
+        name = collection or root.name
+        started = time.perf_counter()
+        report = IndexReport(collection=name)
+        files = sorted(p for p in root.rglob("*") if p.is_file() and p.suffix.lower() in SUPPORTED_SUFFIXES)
+        seen: set[str] = set()
+        with self._transaction() as db:
+            for path in files:
+                relative = path.relative_to(root).with_suffix("").as_posix()
+                source_id = f"{name}/{relative}"
+                seen.add(source_id)
+                try:
+                    raw = path.read_bytes()
+                except OSError as exc:
+                    report.skipped.append(SkippedFile(str(path), f"cannot read: {exc.strerror or exc}"))
+                    continue
+                self._index_one(db, report, source_id, name, path.as_uri(), raw, path)
+            stale = [row[0] for row in db.execute(
+                "SELECT source_id FROM documents WHERE collection = ?", (name,)) if row[0] not in seen]
+            for source_id in stale:
+                self._remove(db, source_id)
+                report.removed += 1
+            db.execute("INSERT INTO collections(name, root, indexed_at) VALUES (?, ?, ?) "
+                       "ON CONFLICT(name) DO UPDATE SET root = excluded.root, indexed_at = excluded.indexed_at",
+                       (name, str(root), time.time()))
+        report.seconds = time.perf_counter() - started
+        return report
+
+    def add_documents(self, collection: str, root: str,
+                      documents: Iterable[tuple[str, str, LoadedDocument]]) -> IndexReport:
+        """Index already-loaded documents given as (relative id, uri, document)."""
+        started = time.perf_counter()
+        report = IndexReport(collection=collection)
+        with self._transaction() as db:
+            for relative, uri, document in documents:
+                digest = hashlib.sha256(document.text.encode()).hexdigest()
+                self._store(db, report, f"{collection}/{relative}", collection, uri, digest, document)
+            db.execute("INSERT INTO collections(name, root, indexed_at) VALUES (?, ?, ?) "
+                       "ON CONFLICT(name) DO UPDATE SET root = excluded.root, indexed_at = excluded.indexed_at",
+                       (collection, root, time.time()))
+        report.seconds = time.perf_counter() - started
+        return report
+
+    def _index_one(self, db: sqlite3.Connection, report: IndexReport, source_id: str, collection: str,
+                   uri: str, raw: bytes, path: Path) -> None:
+        digest = hashlib.sha256(raw).hexdigest()
+        row = db.execute("SELECT content_hash FROM documents WHERE source_id = ?", (source_id,)).fetchone()
+        if row and row[0] == digest:
+            report.unchanged += 1
+            return
+        try:
+            document = load_document(path, raw)
+        except UnreadableDocument as exc:
+            report.skipped.append(SkippedFile(str(path), str(exc)))
+            return
+        self._store(db, report, source_id, collection, uri, digest, document)
+
+    def _store(self, db: sqlite3.Connection, report: IndexReport, source_id: str, collection: str, uri: str,
+               digest: str, document: LoadedDocument) -> None:
+        row = db.execute("SELECT content_hash FROM documents WHERE source_id = ?", (source_id,)).fetchone()
+        if row and row[0] == digest:
+            report.unchanged += 1
+            return
+        if row:
+            self._remove(db, source_id)
+            report.updated += 1
+        else:
+            report.added += 1
+        pieces = split_passages(document.text)
+        db.execute(
+            "INSERT INTO documents(source_id, collection, uri, title, content_hash, published, updated, status,"
+            " kind, superseded_by, passages, indexed_at) VALUES (?,?,?,?,?,?,?,?,?,?,?,?)",
+            (source_id, collection, uri, document.title, digest, _iso(document.published), _iso(document.updated),
+             document.status, document.kind, document.superseded_by, len(pieces), time.time()),
+        )
+        for ordinal, (section, text) in enumerate(pieces):
+            cursor = db.execute("INSERT INTO passages(passage_id, source_id, ordinal) VALUES (?, ?, ?)",
+                                (f"{source_id}#{ordinal}", source_id, ordinal))
+            db.execute("INSERT INTO passage_fts(rowid, title, section, text) VALUES (?, ?, ?, ?)",
+                       (cursor.lastrowid, document.title, section, text))
+        report.passages += len(pieces)
+
+    @staticmethod
+    def _remove(db: sqlite3.Connection, source_id: str) -> None:
+        rowids = [r[0] for r in db.execute("SELECT rowid FROM passages WHERE source_id = ?", (source_id,))]
+        db.executemany("DELETE FROM passage_fts WHERE rowid = ?", [(r,) for r in rowids])
+        db.execute("DELETE FROM passages WHERE source_id = ?", (source_id,))
+        db.execute("DELETE FROM documents WHERE source_id = ?", (source_id,))
+
+    # -- reading --------------------------------------------------------------
+    def collections(self) -> list[CollectionInfo]:
+        rows = self._db.execute(
+            "SELECT c.name, c.root, c.indexed_at, COUNT(d.source_id), COALESCE(SUM(d.passages), 0) "
+            "FROM collections c LEFT JOIN documents d ON d.collection = c.name GROUP BY c.name ORDER BY c.name")
+        return [CollectionInfo(name=r[0], root=r[1], indexed_at=r[2], documents=r[3], passages=r[4]) for r in rows]
+
+    def has_collection(self, name: str) -> bool:
+        return self._db.execute("SELECT 1 FROM collections WHERE name = ?", (name,)).fetchone() is not None
+
+    def document(self, source_id: str) -> DocumentRecord | None:
+        row = self._db.execute(
+            "SELECT source_id, collection, uri, title, published, updated, status, kind, superseded_by "
+            "FROM documents WHERE source_id = ?", (source_id,)).fetchone()
+        if row is None:
+            return None
+        return DocumentRecord(source_id=row[0], collection=row[1], uri=row[2], title=row[3], published=_day(row[4]),
+                              updated=_day(row[5]), status=row[6], kind=row[7], superseded_by=row[8])
+
+    def passage_text(self, passage_id: str) -> str | None:
+        row = self._db.execute(
+            "SELECT f.text FROM passages p JOIN passage_fts f ON f.rowid = p.rowid WHERE p.passage_id = ?",
+            (passage_id,)).fetchone()
+        return row[0] if row else None
+
+    def document_count(self, collections: Iterable[str] | None = None) -> int:
+        names = list(collections or [])
+        if names:
+            marks = ",".join("?" * len(names))
+            return self._db.execute(f"SELECT COUNT(*) FROM documents WHERE collection IN ({marks})", names).fetchone()[0]
+        return self._db.execute("SELECT COUNT(*) FROM documents").fetchone()[0]
+
+    def search(
+        self,
+        query: str,
+        *,
+        limit: int = 10,
+        offset: int = 0,
+        collections: Iterable[str] | None = None,
+        exclude_sources: Iterable[str] = (),
+        exclude_passages: Iterable[str] = (),
+        published_after: str | None = None,
+        distinct_sources: bool = False,
+    ) -> list[dict[str, Any]]:
+        """Passages ranked by bm25 (best first), as plain dicts (the Retriever shape).
+
+        ``published_after`` (ISO day) keeps documents published or updated on or
+        after that day; ``distinct_sources`` keeps the best passage per document.
+        """
+        match = fts_query(query)
+        if not match:
+            return []
+        clauses = ["passage_fts MATCH ?"]
+        params: list[Any] = [match]
+        names = list(collections or [])
+        if names:
+            clauses.append(f"d.collection IN ({','.join('?' * len(names))})")
+            params += names
+        excluded_sources = list(exclude_sources)
+        if excluded_sources:
+            clauses.append(f"d.source_id NOT IN ({','.join('?' * len(excluded_sources))})")
+            params += excluded_sources
+        excluded_passages = list(exclude_passages)
+        if excluded_passages:
+            clauses.append(f"p.passage_id NOT IN ({','.join('?' * len(excluded_passages))})")
+            params += excluded_passages
+        if published_after:
+            clauses.append("MAX(COALESCE(d.published, ''), COALESCE(d.updated, '')) >= ?")
+            params.append(published_after)
+        sql = (
+            "SELECT p.passage_id, d.source_id, d.uri, d.title, f.section, f.text, "
+            "snippet(passage_fts, 2, '[', ']', '…', 16), bm25(passage_fts, 2.0, 1.0, 1.0) AS rank, "
+            "d.published, d.updated, d.status, d.kind, d.superseded_by, p.ordinal "
+            "FROM passage_fts f JOIN passages p ON p.rowid = f.rowid JOIN documents d ON d.source_id = p.source_id "
+            f"WHERE {' AND '.join(clauses)} ORDER BY rank, p.passage_id"
+        )
+        if not distinct_sources:
+            sql += " LIMIT ?"
+            params.append(offset + limit)
+        hits: list[dict[str, Any]] = []
+        seen_sources: set[str] = set()
+        skipped = 0
+        for row in self._db.execute(sql, params):
+            if distinct_sources:
+                if row[1] in seen_sources:
+                    continue
+                seen_sources.add(row[1])
+            if skipped < offset:
+                skipped += 1
+                continue
+            hits.append({
+                "passage_id": row[0], "source_id": row[1], "uri": row[2], "title": row[3], "section": row[4],
+                "text": row[5], "snippet": row[6], "score": round(-row[7], 6), "published": row[8],
+                "updated": row[9], "status": row[10], "kind": row[11], "superseded_by": row[12],
+            })
+            if len(hits) >= limit:
+                break
+        return hits
+
+
+class CorpusRetriever:
+    """The corpus as a :class:`Retriever` (and as ``engine.context.Retriever``).
+
+    ``collections`` limits every search to those collections unless a call
+    names its own.
+    """
+
+    def __init__(self, corpus: Corpus, collections: Iterable[str] | None = None) -> None:
+        self.corpus = corpus
+        self.collections = list(collections or [])
+
+    async def search(self, query: str, **options: Any) -> list[dict[str, Any]]:
+        options.setdefault("collections", self.collections or None)
+        return self.corpus.search(query, **options)

@@ -1,0 +1,352 @@
+"""The built-in model: deterministic, extractive answers to every research task.
+
+It answers from the request's structured ``inputs`` — never by reading the
+prompt text — so the same inputs always give the same answer, offline, with
+no keys. Every claim it proposes is a sentence of a passage it was given,
+quoted verbatim, so provenance holds by construction. Where a task asks for
+judgement it cannot make (a tie-break), it says so with low confidence.
+
+The application registers :data:`HANDLERS` as the router's built-in task
+handlers and as the fault server's responder.
+"""
+from __future__ import annotations
+
+import re
+from collections import Counter
+from collections.abc import Callable
+from typing import Any
+
+from research.tasks import (
+    AnalysisAnswer,
+    Answer,
+    Branch,
+    ContradictionAnswer,
+    FoundContradiction,
+    HypothesesAnswer,
+    PlannedSubQuestion,
+    ProposedClaim,
+    ReactStep,
+    ScopeAnswer,
+    SynthesisAnswer,
+    SynthesisSection,
+    TieBreakChoice,
+    Verdict,
+    VerificationAnswer,
+    VerificationPlan,
+    VerificationQuestion,
+)
+from research.text import (
+    BM25,
+    centrality,
+    cosine,
+    has_negation,
+    key_phrases,
+    normalize_space,
+    sentences,
+    stem,
+    terms,
+    top_terms,
+    versions,
+    words,
+)
+
+QUERY_NOISE = frozenset({"explain", "describe", "compare", "difference", "differences", "between", "work", "works",
+                         "happen", "happens", "tell", "give", "overview", "summary", "summarize", "research",
+                         "question", "questions", "about", "way", "ways", "get", "make", "like", "need"})
+
+FACETS: tuple[tuple[str, str, tuple[str, ...]], ...] = (
+    ("definition", "What is {subject} and what does it define?", ("specification", "defines", "semantics")),
+    ("rationale", "Why was {subject} introduced, and what problem and trade-offs motivate it?",
+     ("rationale", "motivation", "problem")),
+    ("usage", "How is {subject} used and implemented in code?", ("example", "usage", "implementation")),
+    ("compatibility", "Which versions and compatibility concerns apply to {subject}?",
+     ("version", "compatibility", "backwards")),
+    ("alternatives", "Which alternatives to {subject} were considered or rejected?",
+     ("alternative", "rejected", "instead")),
+)
+
+LENS_TERMS: dict[str, frozenset[str]] = {
+    "ai": frozenset(stem(w) for w in (
+        "concept", "concepts", "definition", "defines", "define", "semantics", "rationale", "motivation", "because",
+        "design", "trade", "tradeoff", "tradeoffs", "goal", "goals", "problem", "purpose", "idea", "proposal",
+        "abstract", "meaning", "principle", "intended", "reason", "why", "benefit", "drawback", "consistent")),
+    "swe": frozenset(stem(w) for w in (
+        "implementation", "implement", "implemented", "example", "usage", "syntax", "function", "module", "method",
+        "version", "versions", "compatibility", "compatible", "backward", "backwards", "api", "code", "library",
+        "call", "return", "argument", "release", "released", "install", "package", "interpreter", "cpython",
+        "attribute", "class", "import", "deprecated", "supported", "runtime")),
+}
+
+SUPPORT_COVERAGE = 0.6
+SUPPORT_MIN_SHARED = 4
+CONTRADICTION_SIMILARITY = 0.45
+STATUS_SIMILARITY = 0.35
+WEAK_STATUSES = frozenset({"superseded", "rejected", "withdrawn"})
+STRONG_STATUSES = frozenset({"final", "active", "accepted"})
+
+_RST_ROLE = re.compile(r":[a-z]+:`([^`<]*?)(?:\s*<[^>]*>)?`")
+_LITERAL = re.compile(r"``([^`]+)``")
+_REFERENCE = re.compile(r"`([^`<]+?)(?:\s*<[^>]*>)?`_+")
+_FOOTNOTE = re.compile(r"\s*\[\d+\]_")
+
+
+def clean_sentence(sentence: str) -> str:
+    """A quoted sentence made readable: RST roles, literals and footnote marks unwrapped."""
+    text = _RST_ROLE.sub(lambda m: m.group(1), sentence)
+    text = _LITERAL.sub(lambda m: m.group(1), text)
+    text = _REFERENCE.sub(lambda m: m.group(1), text)
+    text = _FOOTNOTE.sub("", text)
+    return normalize_space(text)
+
+
+# -- decomposition -------------------------------------------------------------
+def scope(inputs: dict[str, Any]) -> ScopeAnswer:
+    query = str(inputs["query"])
+    limit = int(inputs.get("max_sub_questions", 4))
+    phrases = [p for p in key_phrases(query, limit=12) if p not in QUERY_NOISE][:5] or words(query)[:3]
+    subject = " ".join(phrases)
+    planned = []
+    for index, (facet, template, facet_terms) in enumerate(FACETS[: max(1, min(limit, len(FACETS)))], start=1):
+        planned.append(PlannedSubQuestion(id=f"q{index}", text=template.format(subject=subject), facet=facet,
+                                          key_terms=[*phrases, *facet_terms]))
+    return ScopeAnswer(subject=subject, sub_questions=planned, key_terms=phrases)
+
+
+# -- Tree of Thoughts: branches scored, the weakest pruned ---------------------
+def hypotheses(inputs: dict[str, Any]) -> HypothesesAnswer:
+    subject_terms: list[str] = list(inputs.get("subject_terms", []))
+    keep = int(inputs.get("max_branches", 2))
+    round_number = int(inputs.get("round", 1))
+    tried = {normalize_space(q).lower() for q in inputs.get("tried_queries", [])}
+    branches: list[Branch] = []
+    for sub in inputs.get("sub_questions", []):
+        if sub["id"] not in inputs.get("target_ids", [sub["id"]]):
+            continue
+        probes = list(inputs.get("probes", {}).get(sub["id"], []))
+        novel = [p for p in probes if not p.get("known")]
+        facet_terms = [t for t in sub.get("key_terms", []) if t not in subject_terms]
+        feedback = top_terms((p["text"] for p in novel), exclude=[*subject_terms, *facet_terms],
+                             limit=2 + round_number)
+        candidates = [" ".join([*subject_terms, *facet_terms])]
+        candidates.append(" ".join([*subject_terms, *feedback[:2]]))
+        candidates.append(" ".join([*subject_terms, *feedback[round_number - 1: round_number + 1]]))
+        if novel:
+            title_terms = [w for w in key_phrases(novel[0].get("title", ""), limit=3) if w not in subject_terms]
+            candidates.append(" ".join([*subject_terms, *title_terms]))
+        probe_text = " ".join(p["text"] for p in novel)
+        probe_terms = set(terms(probe_text))
+        novelty = len(novel) / len(probes) if probes else 0.0
+        scored: list[tuple[float, str]] = []
+        for candidate in dict.fromkeys(c.strip() for c in candidates if c.strip()):
+            candidate_terms = terms(candidate)
+            support = sum(1 for t in candidate_terms if t in probe_terms) / len(candidate_terms) if candidate_terms else 0
+            penalty = 0.5 if normalize_space(candidate).lower() in tried else 1.0
+            scored.append((round(penalty * (0.5 * novelty + 0.5 * support), 4), candidate))
+        scored.sort(key=lambda item: (-item[0], item[1]))
+        for rank, (score, candidate) in enumerate(scored):
+            branches.append(Branch(sub_question=sub["id"], query=candidate, score=score, pruned=rank >= keep,
+                                   rationale=f"novel probe hits {len(novel)}/{len(probes)}, term support"))
+    return HypothesesAnswer(branches=branches)
+
+
+# -- ReAct: refine the query by pseudo-relevance feedback ----------------------
+def react_step(inputs: dict[str, Any]) -> ReactStep:
+    query = str(inputs["query"])
+    observations = list(inputs.get("observations", []))
+    step_number = int(inputs.get("step", 0))
+    max_steps = int(inputs.get("max_steps", 3))
+    tried = {normalize_space(q).lower() for q in inputs.get("tried_queries", [])}
+    if not observations:
+        return ReactStep(thought="the search returned nothing new; stop here", action="finish")
+    if step_number + 1 >= max_steps:
+        return ReactStep(thought=f"read {len(observations)} passages; the tool-call bound is reached",
+                         action="finish")
+    feedback = top_terms((o["text"] for o in observations), exclude=words(query), limit=2)
+    refined = normalize_space(" ".join([query, *feedback]))
+    if not feedback or refined.lower() in tried:
+        return ReactStep(thought="no new terms in what was read; stop here", action="finish")
+    return ReactStep(thought=f"read {len(observations)} passages; narrowing with {', '.join(feedback)}",
+                     action="search", query=refined)
+
+
+# -- analysts: extractive claims through a lens ---------------------------------
+def analyze(inputs: dict[str, Any]) -> AnalysisAnswer:
+    lens = str(inputs["lens"])
+    lens_terms = LENS_TERMS[lens]
+    per_question = int(inputs.get("max_claims_per_sub_question", 2))
+    known = {normalize_space(t).lower() for t in inputs.get("known_claims", [])}
+    candidates: list[tuple[str, dict[str, Any]]] = []
+    for passage in inputs.get("passages", []):
+        for sentence in sentences(passage["text"]):
+            candidates.append((normalize_space(sentence), passage))
+    if not candidates:
+        return AnalysisAnswer(lens=lens, claims=[])  # type: ignore[arg-type]
+    texts = [c[0] for c in candidates]
+    index = BM25(texts)
+    central = centrality(texts) if len(texts) <= 400 else [0.0] * len(texts)
+    used: set[str] = set()
+    claims: list[ProposedClaim] = []
+    for sub in inputs.get("sub_questions", []):
+        query_terms = [stem(t) for t in sub.get("key_terms", [])] or terms(sub["text"])
+        relevance = index.scores(query_terms)
+        top = max(relevance) or 1.0
+        ranked = []
+        for i, (sentence, passage) in enumerate(candidates):
+            if relevance[i] <= 0:
+                continue
+            sentence_terms = set(terms(sentence))
+            lens_hits = len(sentence_terms & lens_terms)
+            score = (relevance[i] / top) * (0.25 + lens_hits) + 0.3 * central[i] \
+                + 0.2 * float(passage.get("authority", 0.5))
+            ranked.append((round(score, 6), i))
+        ranked.sort(key=lambda item: (-item[0], item[1]))
+        taken = 0
+        for _, i in ranked:
+            sentence, passage = candidates[i]
+            cleaned = clean_sentence(sentence)
+            key = cleaned.lower()
+            if key in used or key in known or normalize_space(sentence).lower() in known:
+                continue
+            used.add(key)
+            claims.append(ProposedClaim(text=cleaned, quote=sentence, sub_question=sub["id"],
+                                        passage_ids=[passage["id"]]))
+            taken += 1
+            if taken >= per_question:
+                break
+    return AnalysisAnswer(lens=lens, claims=claims)  # type: ignore[arg-type]
+
+
+# -- chain of verification -------------------------------------------------------
+def _verification_terms(text: str, attempt: int) -> list[str]:
+    distinct = list(dict.fromkeys(w for w in words(text) if len(w) > 2 and stem(w) not in {"pep"}
+                                  and w not in QUERY_NOISE and terms(w)))
+    if attempt % 3 == 1:
+        distinct = sorted(distinct, key=lambda w: (-len(w), w))
+    elif attempt % 3 == 2:
+        distinct = distinct[2:] + distinct[:2]
+    return distinct[:7]
+
+
+def plan_verification(inputs: dict[str, Any]) -> VerificationPlan:
+    questions = []
+    for claim in inputs.get("claims", []):
+        attempt = int(claim.get("attempts", 0))
+        query_terms = _verification_terms(claim["text"], attempt)
+        questions.append(VerificationQuestion(claim_id=claim["id"], question=f"Is it so that: {claim['text']}",
+                                              query=" ".join(query_terms)))
+    return VerificationPlan(questions=questions)
+
+
+def verify_claims(inputs: dict[str, Any]) -> VerificationAnswer:
+    verdicts = []
+    candidates = inputs.get("candidates", {})
+    for claim in inputs.get("claims", []):
+        claim_terms = set(terms(claim["text"]))
+        own = set(claim.get("source_ids", []))
+        best: tuple[float, str, int] | None = None
+        for passage in candidates.get(claim["id"], []):
+            if passage["source_id"] in own:
+                continue
+            shared = claim_terms & set(terms(passage["text"]))
+            coverage = len(shared) / len(claim_terms) if claim_terms else 0.0
+            if coverage >= SUPPORT_COVERAGE and len(shared) >= SUPPORT_MIN_SHARED:
+                if best is None or (coverage, -len(shared)) > (best[0], -best[2]):
+                    best = (coverage, passage["passage_id"], len(shared))
+        if best:
+            verdicts.append(Verdict(claim_id=claim["id"], supported=True, supporting_passage_ids=[best[1]],
+                                    rationale=f"{best[2]} of {len(claim_terms)} claim terms in an independent source"))
+        else:
+            verdicts.append(Verdict(claim_id=claim["id"], supported=False,
+                                    rationale="no passage of another source supports it"))
+    return VerificationAnswer(verdicts=verdicts)
+
+
+def detect_contradictions(inputs: dict[str, Any]) -> ContradictionAnswer:
+    claims = list(inputs.get("claims", []))
+    vectors = [Counter(terms(c["text"])) for c in claims]
+    found: list[FoundContradiction] = []
+    for i, a in enumerate(claims):
+        for j in range(i + 1, len(claims)):
+            b = claims[j]
+            if a["sub_question"] != b["sub_question"] or set(a["source_ids"]) & set(b["source_ids"]):
+                continue
+            similarity = cosine(vectors[i], vectors[j])
+            statuses_a = {s.lower() for s in a.get("statuses", [])}
+            statuses_b = {s.lower() for s in b.get("statuses", [])}
+            weak_strong = (statuses_a and statuses_a <= WEAK_STATUSES and statuses_b & STRONG_STATUSES) or \
+                (statuses_b and statuses_b <= WEAK_STATUSES and statuses_a & STRONG_STATUSES)
+            if weak_strong and similarity >= STATUS_SIMILARITY:
+                found.append(FoundContradiction(claim_a=a["id"], claim_b=b["id"], kind="status",
+                                                detail=f"{'/'.join(sorted(statuses_a))} vs "
+                                                       f"{'/'.join(sorted(statuses_b))} on one point"))
+                continue
+            if similarity < CONTRADICTION_SIMILARITY:
+                continue
+            nums_a, nums_b = versions(a["text"]), versions(b["text"])
+            if nums_a and nums_b and not nums_a & nums_b:
+                found.append(FoundContradiction(claim_a=a["id"], claim_b=b["id"], kind="numeric",
+                                                detail=f"{', '.join(sorted(nums_a))} vs {', '.join(sorted(nums_b))}"))
+            elif has_negation(a["text"]) != has_negation(b["text"]):
+                found.append(FoundContradiction(claim_a=a["id"], claim_b=b["id"], kind="negation",
+                                                detail="one states what the other negates"))
+    return ContradictionAnswer(contradictions=found)
+
+
+# -- synthesis -------------------------------------------------------------------
+def synthesize(inputs: dict[str, Any]) -> SynthesisAnswer:
+    claims = list(inputs.get("claims", []))
+    per_section = int(inputs.get("max_per_section", 4))
+    sections = []
+    lead: list[str] = []
+    for sub in inputs.get("sub_questions", []):
+        members = [c for c in claims if c["sub_question"] == sub["id"]]
+        if not members:
+            sections.append(SynthesisSection(sub_question=sub["id"], claim_ids=[], summary=""))
+            continue
+        index = BM25([c["text"] for c in members])
+        relevance = index.scores(sub.get("key_terms") and " ".join(sub["key_terms"]) or sub["text"])
+        central = centrality([c["text"] for c in members])
+        ranked = sorted(range(len(members)), key=lambda i: (
+            -(relevance[i] + central[i] + (0.5 if members[i].get("verified") else 0.0)), members[i]["id"]))
+        chosen = [members[i]["id"] for i in ranked[:per_section]]
+        sections.append(SynthesisSection(sub_question=sub["id"], claim_ids=chosen,
+                                         summary=members[ranked[0]]["text"]))
+        lead.append(members[ranked[0]]["text"])
+    return SynthesisAnswer(summary=" ".join(lead[:3]), sections=sections)
+
+
+# -- tie-break ---------------------------------------------------------------------
+def tie_break(inputs: dict[str, Any]) -> TieBreakChoice:
+    targets = list(inputs.get("valid_targets", []))
+    default = str(inputs.get("default_target") or (targets[0] if targets else ""))
+    context_terms = set(terms(f"{inputs.get('hint', '')} {inputs.get('context', '')}"))
+    best, best_overlap = default, 0
+    for target in targets:
+        overlap = len(set(terms(target.replace("_", " "))) & context_terms)
+        if overlap > best_overlap:
+            best, best_overlap = target, overlap
+    confidence = min(0.4, 0.2 + 0.05 * best_overlap)
+    return TieBreakChoice(target=best, confidence=confidence,
+                          reasoning=(f"extractive model: {best!r} shares {best_overlap} terms with the hint and "
+                                     "context; it cannot weigh the options, so a person should confirm"))
+
+
+HANDLERS: dict[str, Callable[[dict[str, Any]], Answer]] = {
+    "research.scope": scope,
+    "research.hypotheses": hypotheses,
+    "research.react_step": react_step,
+    "research.analyze": analyze,
+    "research.plan_verification": plan_verification,
+    "research.verify_claims": verify_claims,
+    "research.detect_contradictions": detect_contradictions,
+    "research.synthesize": synthesize,
+    "tie_break": tie_break,
+}
+
+
+def respond(task: str, inputs: dict[str, Any]) -> dict[str, Any]:
+    """The answer to ``task`` as JSON-able data (the fault server's responder shape)."""
+    handler = HANDLERS.get(task)
+    if handler is None:
+        raise KeyError(f"the extractive model has no handler for task {task!r}")
+    return handler(inputs).model_dump(mode="json")

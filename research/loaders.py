@@ -1,0 +1,316 @@
+"""Document loaders: md, rst, txt, html, pdf → text plus the metadata a document states.
+
+Each loader returns a :class:`LoadedDocument`; anything that cannot be read as
+text raises :class:`UnreadableDocument` with a reason a person can act on, and
+the indexer reports and skips it.
+"""
+from __future__ import annotations
+
+import html
+import re
+from dataclasses import dataclass, field
+from datetime import date
+from html.parser import HTMLParser
+from pathlib import Path
+from typing import Callable
+
+from research.dates import parse_date, parse_dates
+
+SUPPORTED_SUFFIXES = (".md", ".markdown", ".rst", ".txt", ".html", ".htm", ".pdf")
+
+
+class UnreadableDocument(Exception):
+    """A file that is not readable text in its declared format."""
+
+
+@dataclass(frozen=True)
+class LoadedDocument:
+    title: str
+    text: str
+    published: date | None = None
+    updated: date | None = None
+    status: str = ""
+    kind: str = "document"
+    superseded_by: str = ""
+    fields: dict[str, str] = field(default_factory=dict)
+
+
+def _decode(raw: bytes, path: Path) -> str:
+    if b"\x00" in raw[:4096]:
+        raise UnreadableDocument(f"{path.name} looks binary (NUL bytes); it is not a text document")
+    for encoding in ("utf-8", "utf-8-sig"):
+        try:
+            return raw.decode(encoding)
+        except UnicodeDecodeError:
+            continue
+    raise UnreadableDocument(f"{path.name} is not UTF-8 text; convert it to UTF-8 and add it again")
+
+
+def _kind_from(value: str) -> str:
+    lowered = value.lower()
+    if "process" in lowered or "informational" in lowered or "reference" in lowered:
+        return "reference"
+    if "standard" in lowered or "specification" in lowered:
+        return "specification"
+    return lowered.strip() or "document"
+
+
+def _from_fields(title: str, text: str, fields: dict[str, str], default_kind: str) -> LoadedDocument:
+    lowered = {k.lower(): v for k, v in fields.items()}
+    published = None
+    for key in ("created", "date", "published", "published_at", "pubdate"):
+        if key in lowered:
+            published = parse_date(lowered[key])
+            if published:
+                break
+    updates: list[date] = []
+    for key in ("post-history", "updated", "last-modified", "modified", "lastmod", "resolution"):
+        if key in lowered:
+            updates.extend(parse_dates(lowered[key]))
+    updated = max(updates) if updates else None
+    if published and updated and updated < published:
+        updated = None
+    kind_value = lowered.get("type") or lowered.get("kind") or ""
+    return LoadedDocument(
+        title=(lowered.get("title") or title).strip(),
+        text=text,
+        published=published,
+        updated=updated,
+        status=lowered.get("status", "").strip(),
+        kind=_kind_from(kind_value) if kind_value else default_kind,
+        superseded_by=lowered.get("superseded-by", "").strip(),
+        fields={k: v.strip() for k, v in fields.items()},
+    )
+
+
+_RST_FIELD = re.compile(r"^:?([A-Za-z][A-Za-z0-9_-]*):\s*(.*)$")
+
+
+def _rst_header(text: str) -> tuple[dict[str, str], str]:
+    """A leading RFC-822-style field list (``Created: …`` with indented continuations)."""
+    lines = text.splitlines()
+    fields: dict[str, str] = {}
+    current: str | None = None
+    consumed = 0
+    for index, line in enumerate(lines):
+        if not line.strip():
+            consumed = index + 1
+            break
+        match = _RST_FIELD.match(line)
+        if match and not line.startswith((" ", "\t")):
+            current = match.group(1)
+            fields[current] = match.group(2)
+        elif current and line.startswith((" ", "\t")):
+            fields[current] += " " + line.strip()
+        else:
+            return {}, text
+        consumed = index + 1
+    if len(fields) < 2:
+        return {}, text
+    return fields, "\n".join(lines[consumed:])
+
+
+def _rst_title(body: str) -> str:
+    lines = body.splitlines()
+    for i in range(len(lines) - 1):
+        line, under = lines[i].strip(), lines[i + 1].strip()
+        if line and under and len(set(under)) == 1 and under[0] in "=-~*#^" and len(under) >= len(line):
+            return line
+    return ""
+
+
+def load_rst(path: Path, raw: bytes) -> LoadedDocument:
+    text = _decode(raw, path)
+    fields, body = _rst_header(text)
+    title = fields.get("Title") or _rst_title(body) or path.stem
+    return _from_fields(title, body, fields, "document")
+
+
+def _front_matter(text: str) -> tuple[dict[str, str], str]:
+    if not text.startswith("---"):
+        return {}, text
+    end = text.find("\n---", 3)
+    if end == -1:
+        return {}, text
+    fields = {}
+    for line in text[3:end].splitlines():
+        key, sep, value = line.partition(":")
+        if sep and key.strip():
+            fields[key.strip()] = value.strip().strip("\"'")
+    return fields, text[end + 4:].lstrip("\n")
+
+
+def load_markdown(path: Path, raw: bytes) -> LoadedDocument:
+    text = _decode(raw, path)
+    fields, body = _front_matter(text)
+    heading = re.search(r"^#\s+(.+)$", body, re.MULTILINE)
+    title = fields.get("title") or (heading.group(1).strip() if heading else path.stem)
+    return _from_fields(title, body, fields, "document")
+
+
+def load_text(path: Path, raw: bytes) -> LoadedDocument:
+    text = _decode(raw, path)
+    fields, body = _rst_header(text)
+    first = next((line.strip() for line in body.splitlines() if line.strip()), path.stem)
+    return _from_fields(fields.get("Title") or first[:120], body, fields, "document")
+
+
+class _HtmlText(HTMLParser):
+    _BLOCKS = {"p", "div", "section", "article", "li", "h1", "h2", "h3", "h4", "h5", "h6", "br", "tr", "pre"}
+
+    def __init__(self) -> None:
+        super().__init__(convert_charrefs=True)
+        self.parts: list[str] = []
+        self.meta: dict[str, str] = {}
+        self.title = ""
+        self._skip = 0
+        self._in_title = False
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        attributes = {k.lower(): (v or "") for k, v in attrs}
+        if tag in ("script", "style", "nav", "footer"):
+            self._skip += 1
+        elif tag == "title":
+            self._in_title = True
+        elif tag == "meta":
+            name = attributes.get("name") or attributes.get("property") or attributes.get("itemprop") or ""
+            if name and "content" in attributes:
+                self.meta[name.lower()] = attributes["content"]
+        elif tag == "time" and "datetime" in attributes:
+            self.meta.setdefault("time", attributes["datetime"])
+        if tag in self._BLOCKS:
+            self.parts.append("\n\n")
+
+    def handle_endtag(self, tag: str) -> None:
+        if tag in ("script", "style", "nav", "footer") and self._skip:
+            self._skip -= 1
+        elif tag == "title":
+            self._in_title = False
+        if tag in self._BLOCKS:
+            self.parts.append("\n\n")
+
+    def handle_data(self, data: str) -> None:
+        if self._in_title:
+            self.title += data
+        elif not self._skip:
+            self.parts.append(data)
+
+
+_HTML_PUBLISHED = ("article:published_time", "datepublished", "dcterms.created", "dc.date", "date",
+                   "pubdate", "publish-date", "time")
+_HTML_UPDATED = ("article:modified_time", "datemodified", "dcterms.modified", "last-modified", "og:updated_time")
+
+
+def load_html(path: Path, raw: bytes) -> LoadedDocument:
+    parser = _HtmlText()
+    parser.feed(_decode(raw, path))
+    text = re.sub(r"[ \t]+", " ", html.unescape("".join(parser.parts)))
+    text = re.sub(r"\n\s*\n\s*", "\n\n", text).strip()
+    fields: dict[str, str] = {}
+    for key in _HTML_PUBLISHED:
+        if key in parser.meta:
+            fields["published"] = parser.meta[key]
+            break
+    for key in _HTML_UPDATED:
+        if key in parser.meta:
+            fields["updated"] = parser.meta[key]
+            break
+    for key in ("status", "kind"):
+        if key in parser.meta:
+            fields[key] = parser.meta[key]
+    title = parser.meta.get("og:title") or parser.title.strip() or path.stem
+    return _from_fields(title, text, fields, "document")
+
+
+def load_pdf(path: Path, raw: bytes) -> LoadedDocument:
+    import io
+
+    from pypdf import PdfReader
+    from pypdf.errors import PdfReadError
+
+    try:
+        reader = PdfReader(io.BytesIO(raw))
+        pages = [page.extract_text() or "" for page in reader.pages]
+        info = reader.metadata or {}
+    except (PdfReadError, ValueError, KeyError, OSError) as exc:
+        raise UnreadableDocument(f"{path.name} is not a readable PDF ({exc.__class__.__name__}); "
+                                 "re-export it or remove it from the folder") from None
+    text = "\n\n".join(p.strip() for p in pages if p.strip())
+    if not text:
+        raise UnreadableDocument(f"{path.name} has no extractable text (a scanned PDF?); add a text version")
+    fields = {}
+    for key, name in (("/CreationDate", "published"), ("/ModDate", "updated"), ("/Title", "title")):
+        value = info.get(key)
+        if value:
+            fields[name] = str(value)
+    return _from_fields(fields.get("title") or path.stem, text, fields, "document")
+
+
+LOADERS: dict[str, Callable[[Path, bytes], LoadedDocument]] = {
+    ".md": load_markdown,
+    ".markdown": load_markdown,
+    ".rst": load_rst,
+    ".txt": load_text,
+    ".html": load_html,
+    ".htm": load_html,
+    ".pdf": load_pdf,
+}
+
+
+def load_document(path: Path, raw: bytes) -> LoadedDocument:
+    loader = LOADERS.get(path.suffix.lower())
+    if loader is None:
+        raise UnreadableDocument(f"{path.name}: unsupported type (supported: {', '.join(SUPPORTED_SUFFIXES)})")
+    document = loader(path, raw)
+    if not document.text.strip():
+        raise UnreadableDocument(f"{path.name} is empty")
+    return document
+
+
+def split_passages(
+    text: str, *, target_chars: int = 900, max_chars: int = 1600, min_chars: int = 240
+) -> list[tuple[str, str]]:
+    """(section heading, passage text) pairs on paragraph boundaries, ~``target_chars`` each.
+
+    A section too short to stand alone (a link label, a one-line stub) runs on
+    into the next one instead of becoming a passage of its own.
+    """
+    passages: list[tuple[str, str]] = []
+    section = ""
+    buffer: list[str] = []
+    size = 0
+
+    def flush(force: bool = False) -> None:
+        nonlocal buffer, size
+        if buffer and (force or size >= min_chars):
+            passages.append((section, "\n\n".join(buffer)))
+        buffer, size = [], 0
+
+    paragraphs = re.split(r"\n\s*\n", text)
+    for paragraph in paragraphs:
+        stripped = paragraph.strip()
+        if not stripped:
+            continue
+        lines = stripped.splitlines()
+        if len(lines) == 2 and lines[1].strip() and set(lines[1].strip()) <= set("=-~^*#"):
+            flush()
+            if not buffer:
+                section = lines[0].strip()
+            continue
+        if stripped.startswith("#") and len(lines) == 1:
+            flush()
+            if not buffer:
+                section = stripped.lstrip("#").strip()
+            continue
+        while len(stripped) > max_chars:
+            cut = stripped.rfind(". ", 0, max_chars)
+            cut = cut + 1 if cut > target_chars // 2 else max_chars
+            buffer.append(stripped[:cut].strip())
+            flush(force=True)
+            stripped = stripped[cut:].strip()
+        buffer.append(stripped)
+        size += len(stripped)
+        if size >= target_chars:
+            flush(force=True)
+    flush(force=True)
+    return passages

@@ -1,0 +1,92 @@
+"""coverage_confidence_audit and supervisor: score the round, then decide (ADR-007).
+
+The audit computes the five dimensions from the accumulated evidence and
+prunes passages no claim cites (their ids stay in ``seen_passages`` so later
+rounds search past them). The supervisor applies the stop policy, records the
+round and emits ``research.round_scored``; its ``decision`` and
+``remediation`` outputs are what the next round's ``when`` conditions read.
+"""
+from __future__ import annotations
+
+from typing import Literal
+
+from engine.context import StepContext
+from engine.steps import step
+from research.ci import confidence_index, weights_named
+from research.events import ROUND_SCORED, validated
+from research.evidence import EvidenceMap
+from research.policy import RoundRecord, decide
+from research.scoring import RoundMeasures, score_evidence
+from research.state import ResearchState, latest_state, round_of
+from research.steps.common import Frozen, RoundInput
+
+
+class AuditOutput(Frozen):
+    round: int
+    round_kind: str
+    measures: RoundMeasures
+    dimensions: dict[str, dict[str, float | str]]
+    state: ResearchState
+
+
+def pruned(evidence: EvidenceMap) -> EvidenceMap:
+    cited = {pid for c in evidence.claims for pid in (*c.passage_ids, *c.verified_by)}
+    return evidence.with_updates(passages={pid: p for pid, p in evidence.passages.items() if pid in cited})
+
+
+@step("research.coverage_confidence_audit")
+async def coverage_confidence_audit(ctx: StepContext, inp: RoundInput) -> AuditOutput:
+    """The five dimension scores, recent sources and critical contradictions of the accumulated evidence."""
+    state = latest_state(ctx)
+    round_number = round_of(ctx)
+    measures = score_evidence(state.evidence, state.policy)
+    kind = state.round_kind if state.round == round_number else "full"
+    new_state = state.advanced(round_number, "audit", evidence=pruned(state.evidence).with_updates(round=round_number),
+                               round=round_number, round_kind=kind)
+    return AuditOutput(round=round_number, round_kind=kind, measures=measures, dimensions=measures.scores.matrix(),
+                       state=new_state)
+
+
+class SupervisorOutput(Frozen):
+    round: int
+    decision: Literal["continue", "stop"]
+    remediation: Literal["full", "verification", "recency", "none"]
+    stop_reason: str
+    ci: float
+    gate_passed: bool
+    failing: list[str]
+    round_record: RoundRecord
+    state: ResearchState
+
+
+@step("research.supervisor")
+async def supervisor(ctx: StepContext, inp: RoundInput) -> SupervisorOutput:
+    """Apply the stop policy: veto, gate, R4 bound, patience; choose the next round's remediation."""
+    state = latest_state(ctx)
+    round_number = round_of(ctx)
+    measures = score_evidence(state.evidence, state.policy)
+    weights = weights_named(state.params.weights)
+    previous = [r for r in state.rounds if r.round < round_number]
+    verdict = decide(measures, round_number, previous, max_rounds=state.params.max_rounds,
+                     patience=state.params.patience, weights=weights)
+    ci = confidence_index(measures.scores, weights)
+    record = RoundRecord(
+        round=round_number, scores=measures.scores, ci=ci, recent_sources=measures.recent_sources,
+        recent_floor=measures.recent_floor, recency_required=measures.recency_required,
+        critical_contradictions=measures.critical_contradictions, gate_passed=verdict.gate_passed,
+        decision=verdict.decision, stop_reason=verdict.stop_reason, remediation=verdict.remediation,
+        kind=state.round_kind,
+    )
+    ctx.emit(ROUND_SCORED, validated(
+        ROUND_SCORED, round=round_number, dimensions=measures.scores.matrix(), ci=ci,
+        recent_sources=measures.recent_sources, recent_floor=measures.recent_floor,
+        critical_contradictions=measures.critical_contradictions, gate_passed=verdict.gate_passed,
+        decision=verdict.decision, stop_reason=verdict.stop_reason, remediation=verdict.remediation,
+        round_kind=state.round_kind))
+    new_state = state.advanced(round_number, "supervisor", rounds=[*previous, record],
+                               round_kind=verdict.remediation or "full")
+    return SupervisorOutput(
+        round=round_number, decision=verdict.decision, remediation=verdict.remediation or "none",
+        stop_reason=verdict.stop_reason or "", ci=ci, gate_passed=verdict.gate_passed, failing=verdict.failing,
+        round_record=record, state=new_state,
+    )

@@ -1,0 +1,154 @@
+"""Dual RPM/TPM token buckets per provider (ADR-002 §E).
+
+A request reserves one request token and an estimate of its tokens *before*
+it is sent, and the reservation is reconciled with the usage the API reports
+afterwards. Every response's rate-limit headers clamp the buckets to what the
+provider says is left, and ``remaining: 0`` with a reset time holds the
+bucket empty until that reset. The buckets never block: ``eta`` says how long
+until a request would fit, so selection can route around a full provider.
+
+A limit that is neither configured nor reported is unknown, and an unknown
+bucket never limits.
+"""
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass
+
+from router.clock import Clock
+from router.ratelimit_headers import LimitReading, RateLimitInfo
+
+
+class TokenBucket:
+    """Capacity ``limit`` per minute, refilled continuously; may go negative after a reconcile."""
+
+    def __init__(self, limit: int | None, clock: Clock) -> None:
+        self._clock = clock
+        self.limit = limit
+        self._level = float(limit) if limit else 0.0
+        self._stamp = clock.monotonic()
+        self._blocked_until = 0.0
+
+    @property
+    def known(self) -> bool:
+        return self.limit is not None and self.limit > 0
+
+    def _refill(self, now: float) -> None:
+        if self.known and now > self._stamp:
+            assert self.limit is not None
+            self._level = min(float(self.limit), self._level + (now - self._stamp) * self.limit / 60.0)
+        self._stamp = max(self._stamp, now)
+
+    def level(self) -> float | None:
+        if not self.known:
+            return None
+        self._refill(self._clock.monotonic())
+        return self._level
+
+    def eta(self, amount: float) -> float:
+        """Seconds until ``amount`` fits (0 = now). An amount above the limit waits for a full bucket."""
+        now = self._clock.monotonic()
+        wait_block = max(0.0, self._blocked_until - now)
+        if not self.known:
+            return wait_block
+        assert self.limit is not None
+        self._refill(now)
+        need = min(amount, float(self.limit)) - self._level
+        wait_refill = 0.0 if need <= 0 else need * 60.0 / self.limit
+        return max(wait_block, wait_refill)
+
+    def take(self, amount: float) -> None:
+        if self.known:
+            self._refill(self._clock.monotonic())
+            self._level -= amount
+
+    def give_back(self, amount: float) -> None:
+        if self.known:
+            assert self.limit is not None
+            self._level = min(float(self.limit), self._level + amount)
+
+    def block_for(self, seconds: float) -> None:
+        self._blocked_until = max(self._blocked_until, self._clock.monotonic() + seconds)
+
+    def clamp(self, reading: LimitReading) -> None:
+        """Adopt what the provider reported: its limit, and no more than its remaining."""
+        now = self._clock.monotonic()
+        if reading.limit is not None and reading.limit > 0 and reading.limit != self.limit:
+            old_known = self.known
+            self.limit = reading.limit
+            if not old_known:
+                self._level = float(reading.limit)
+                self._stamp = now
+        if reading.remaining is not None:
+            if self.limit is None:  # remaining alone: treat it as the floor of an unknown limit
+                self.limit = max(reading.remaining, 1)
+                self._level = float(reading.remaining)
+                self._stamp = now
+            else:
+                self._refill(now)
+                self._level = min(self._level, float(reading.remaining))
+            if reading.remaining == 0 and reading.reset_s is not None:
+                self.block_for(reading.reset_s)
+
+
+@dataclass(frozen=True, slots=True)
+class Reservation:
+    tokens: int
+
+
+class DualBucket:
+    """The RPM and TPM buckets of one provider."""
+
+    def __init__(self, rpm: int | None, tpm: int | None, clock: Clock) -> None:
+        self.requests = TokenBucket(rpm, clock)
+        self.tokens = TokenBucket(tpm, clock)
+        self._lock = threading.Lock()
+
+    def eta(self, estimated_tokens: int) -> float:
+        with self._lock:
+            return max(self.requests.eta(1), self.tokens.eta(estimated_tokens))
+
+    def try_reserve(self, estimated_tokens: int) -> Reservation | None:
+        with self._lock:
+            if self.requests.eta(1) > 0 or self.tokens.eta(estimated_tokens) > 0:
+                return None
+            self.requests.take(1)
+            self.tokens.take(estimated_tokens)
+            return Reservation(estimated_tokens)
+
+    def reconcile(self, reservation: Reservation, actual_tokens: int) -> None:
+        """Settle a reservation: refund an over-estimate, charge an under-estimate."""
+        with self._lock:
+            difference = reservation.tokens - actual_tokens
+            if difference > 0:
+                self.tokens.give_back(difference)
+            elif difference < 0:
+                self.tokens.take(-difference)
+
+    def apply(self, info: RateLimitInfo) -> None:
+        with self._lock:
+            self.requests.clamp(info.requests)
+            self.tokens.clamp(info.tokens)
+            if info.retry_after_s is not None:
+                self.requests.block_for(info.retry_after_s)
+
+    def headroom(self) -> tuple[int | None, int | None, int | None, int | None]:
+        """(rpm remaining, rpm limit, tpm remaining, tpm limit); ``None`` where unknown."""
+        with self._lock:
+            r, t = self.requests.level(), self.tokens.level()
+            return (
+                None if r is None else max(0, int(r)),
+                self.requests.limit if self.requests.known else None,
+                None if t is None else max(0, int(t)),
+                self.tokens.limit if self.tokens.known else None,
+            )
+
+    def capacity_fraction(self) -> float:
+        """Share of the tighter bucket still free (1.0 when nothing is known)."""
+        with self._lock:
+            fractions = []
+            for bucket in (self.requests, self.tokens):
+                level = bucket.level()
+                if level is not None and bucket.limit:
+                    fractions.append(max(0.0, level) / bucket.limit)
+            return min(fractions) if fractions else 1.0

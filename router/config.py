@@ -1,0 +1,386 @@
+"""The router's part of the config file, and providers from environment variables alone.
+
+File shape (under the top-level ``router:`` key of config.yaml)::
+
+    router:
+      providers:
+        - name: openai
+          kind: openai            # openai | azure | github | ollama | ollama_native | anthropic | gemini
+          models: {1: gpt-4.1-mini, 2: gpt-4.1}
+          api_key_env: OPENAI_API_KEY   # the variable's NAME; the key itself never enters config
+          bulkhead: 10
+          rpm: 500
+          tpm: 200000
+      profiles:
+        careful: {provider: openai, model: gpt-4.1, temperature: 0}
+      policy:
+        max_attempts: 4
+
+Keys are read from the environment at request time; config objects hold only
+the variable name, so no repr, dump, snapshot or error can contain a key.
+Every validation problem becomes one :class:`ConfigError` line naming the
+file and the key and what to do — never a traceback, never the offending
+value (it might be a pasted key).
+"""
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any, Literal
+from urllib.parse import urlsplit
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+
+from router.breaker import BreakerPolicy
+
+ProviderKind = Literal["openai", "azure", "github", "ollama", "ollama_native", "anthropic", "gemini"]
+PROVIDER_KINDS: tuple[str, ...] = ("openai", "azure", "github", "ollama", "ollama_native", "anthropic", "gemini")
+BUILTIN_NAME = "builtin"
+
+DEFAULT_BASE_URLS: dict[str, str] = {
+    "openai": "https://api.openai.com/v1",
+    "github": "https://models.github.ai/inference",
+    "ollama": "http://127.0.0.1:11434/v1",
+    "ollama_native": "http://127.0.0.1:11434",
+    "anthropic": "https://api.anthropic.com",
+    "gemini": "https://generativelanguage.googleapis.com",
+}
+DEFAULT_KEY_ENV: dict[str, str | None] = {
+    "openai": "OPENAI_API_KEY",
+    "azure": "AZURE_OPENAI_API_KEY",
+    "github": "GITHUB_TOKEN",
+    "ollama": None,
+    "ollama_native": None,
+    "anthropic": "ANTHROPIC_API_KEY",
+    "gemini": "GEMINI_API_KEY",
+}
+DEFAULT_AZURE_API_VERSION = "2024-10-21"
+_ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+_PROVIDER_NAME = re.compile(r"[a-z0-9][a-z0-9_-]*")
+
+
+class ConfigError(ValueError):
+    """A config problem, as one line: ``file: key: problem — what to do``."""
+
+
+class ProviderConfig(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    name: str
+    kind: ProviderKind
+    base_url: str | None = None
+    models: dict[int, str] = Field(default_factory=dict)
+    api_key_env: str | None = None
+    api_version: str | None = None
+    bulkhead: int = Field(default=10, ge=1, le=10_000)
+    rpm: int | None = Field(default=None, ge=1)
+    tpm: int | None = Field(default=None, ge=1)
+    timeout_s: float = Field(default=60.0, gt=0)
+    weight: float = Field(default=1.0, ge=0)
+    probe: Literal["health", "request"] = "health"
+    enabled: bool = True
+
+    @model_validator(mode="before")
+    @classmethod
+    def _defaults_by_kind(cls, data: Any) -> Any:
+        if not isinstance(data, Mapping):
+            return data
+        data = dict(data)
+        kind = data.get("kind")
+        if "api_key_env" not in data and isinstance(kind, str):
+            data["api_key_env"] = DEFAULT_KEY_ENV.get(kind)
+        if "model" in data:  # shorthand: one model for tiers 1-3
+            model = data.pop("model")
+            if "models" not in data and isinstance(model, str):
+                data["models"] = {1: model, 2: model, 3: model}
+            elif not isinstance(model, str):
+                raise ValueError("model must be a model name (text)")
+        return data
+
+    @field_validator("name")
+    @classmethod
+    def _name(cls, value: str) -> str:
+        if not _PROVIDER_NAME.fullmatch(value):
+            raise ValueError("use lower-case letters, digits, '-' and '_' (e.g. openai, azure-eu)")
+        if value == BUILTIN_NAME:
+            raise ValueError("'builtin' is reserved for the built-in provider; choose another name")
+        return value
+
+    @field_validator("api_key_env")
+    @classmethod
+    def _env_name(cls, value: str | None) -> str | None:
+        if value is not None and not _ENV_NAME.fullmatch(value):
+            raise ValueError("must be the NAME of an environment variable (e.g. OPENAI_API_KEY), "
+                             "not the key itself; export the key in that variable")
+        return value
+
+    @field_validator("base_url")
+    @classmethod
+    def _url(cls, value: str | None) -> str | None:
+        if value is None:
+            return None
+        parts = urlsplit(value)
+        if parts.scheme not in ("http", "https") or not parts.hostname:
+            raise ValueError("must be an http(s) URL such as https://api.openai.com/v1")
+        if parts.username or parts.password or parts.query:
+            raise ValueError("must not carry credentials or a query string; keys go in api_key_env")
+        return value.rstrip("/")
+
+    @field_validator("models")
+    @classmethod
+    def _models(cls, value: dict[int, str]) -> dict[int, str]:
+        for tier, model in value.items():
+            if tier < 1:
+                raise ValueError("tiers are whole numbers from 1 (1 = basic, higher = more capable)")
+            if not model.strip():
+                raise ValueError(f"tier {tier} has an empty model name")
+        return value
+
+    @model_validator(mode="after")
+    def _complete(self) -> ProviderConfig:
+        if not self.models:
+            raise ValueError("needs models: {1: <model>, ...} (or model: <name> for every tier)")
+        if self.kind == "azure" and self.base_url is None:
+            raise ValueError("an azure provider needs base_url: https://<resource>.openai.azure.com")
+        return self
+
+    @property
+    def resolved_base_url(self) -> str:
+        return self.base_url or DEFAULT_BASE_URLS[self.kind]
+
+    @property
+    def resolved_api_version(self) -> str:
+        return self.api_version or DEFAULT_AZURE_API_VERSION
+
+    def model_for(self, tier: int) -> str | None:
+        return self.models.get(tier)
+
+
+class ProfileConfig(BaseModel):
+    """A named model choice (``ChatRequest.profile``): tried first, then the request's tier chain."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    provider: str
+    model: str | None = None
+    temperature: float | None = Field(default=None, ge=0.0, le=2.0)
+    max_tokens: int | None = Field(default=None, ge=1)
+
+
+class RouterPolicy(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    consecutive_failures: int = Field(default=5, ge=1)
+    failure_window_calls: int = Field(default=20, ge=1)
+    failure_window_min_calls: int = Field(default=10, ge=1)
+    failure_window_s: float = Field(default=60.0, gt=0)
+    failure_rate: float = Field(default=0.5, gt=0, le=1)
+    cooldown_failure_s: float = Field(default=30.0, ge=0)
+    cooldown_rate_limit_s: float = Field(default=120.0, ge=0)
+    cooldown_timeout_s: float = Field(default=60.0, ge=0)
+    cooldown_quota_s: float = Field(default=600.0, ge=0)
+    cooldown_multiplier: float = Field(default=1.5, ge=1)
+    max_cooldown_s: float = Field(default=600.0, gt=0)
+    max_retry_after_s: float = Field(default=3600.0, gt=0)
+    probe_lease_s: float = Field(default=15.0, gt=0)
+    probe_timeout_s: float = Field(default=10.0, gt=0)
+    throttle_k: float = Field(default=2.0, gt=0)
+    throttle_window_s: float = Field(default=120.0, gt=0)
+    max_attempts: int = Field(default=4, ge=1)
+    request_timeout_s: float = Field(default=120.0, gt=0)
+    capacity_wait_s: float = Field(default=10.0, ge=0)
+    shed_threshold: float = Field(default=0.5, ge=0, le=1)
+    shed_medium_concurrency: int = Field(default=4, ge=1)
+    shed_queue_size: int = Field(default=32, ge=0)
+    shed_queue_wait_s: float = Field(default=10.0, ge=0)
+    default_output_tokens: int = Field(default=512, ge=1)
+    recency_tau_s: float = Field(default=120.0, gt=0)
+    builtin_concurrency: int = Field(default=8, ge=1)
+    builtin_in_thread: bool = True
+    stats_flush_s: float = Field(default=1.0, gt=0)
+
+    def breaker_policy(self) -> BreakerPolicy:
+        return BreakerPolicy(
+            consecutive_failures=self.consecutive_failures,
+            window_calls=self.failure_window_calls,
+            window_min_calls=self.failure_window_min_calls,
+            window_s=self.failure_window_s,
+            failure_rate=self.failure_rate,
+            cooldown_failure_s=self.cooldown_failure_s,
+            cooldown_rate_limit_s=self.cooldown_rate_limit_s,
+            cooldown_timeout_s=self.cooldown_timeout_s,
+            cooldown_quota_s=self.cooldown_quota_s,
+            cooldown_misconfigured_s=self.max_cooldown_s,
+            multiplier=self.cooldown_multiplier,
+            max_cooldown_s=self.max_cooldown_s,
+            max_retry_after_s=self.max_retry_after_s,
+            probe_lease_s=self.probe_lease_s,
+        )
+
+
+class RouterConfig(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    providers: list[ProviderConfig] = Field(default_factory=list)
+    profiles: dict[str, ProfileConfig] = Field(default_factory=dict)
+    policy: RouterPolicy = Field(default_factory=RouterPolicy)
+
+    @model_validator(mode="after")
+    def _references(self) -> RouterConfig:
+        names = [p.name for p in self.providers]
+        duplicates = sorted({n for n in names if names.count(n) > 1})
+        if duplicates:
+            raise ValueError(f"provider name {duplicates[0]!r} is used twice; names must be unique")
+        for profile_name, profile in self.profiles.items():
+            if profile.provider not in names:
+                raise ValueError(f"profile {profile_name!r} names provider {profile.provider!r}, "
+                                 "which is not configured; add it under router.providers")
+        return self
+
+    def enabled_providers(self) -> list[ProviderConfig]:
+        return [p for p in self.providers if p.enabled]
+
+
+# --- loading ---------------------------------------------------------------------------
+
+
+def _key_path(prefix: str, loc: tuple[int | str, ...]) -> str:
+    path = prefix
+    for part in loc:
+        if isinstance(part, int):
+            path += f"[{part}]"
+        elif part in ("function-after[_complete()]", "function-before[_defaults_by_kind()]"):
+            continue
+        else:
+            path += f".{part}" if path else str(part)
+    return path
+
+
+def _first_error(exc: ValidationError, source: str, prefix: str) -> ConfigError:
+    errors = exc.errors(include_input=False, include_url=False)
+    first = errors[0]
+    loc = tuple(p for p in first["loc"] if not (isinstance(p, str) and p.startswith(("function-", "literal["))))
+    key = _key_path(prefix, loc)
+    message = str(first["msg"]).removeprefix("Value error, ")
+    if first["type"] == "extra_forbidden":
+        field = str(loc[-1]) if loc else ""
+        if field in ("api_key", "key", "token", "password", "secret"):
+            message = "keys never go in the config file: export the key in an environment variable and set api_key_env"
+        else:
+            message = "unknown key — remove it or check its spelling"
+    elif first["type"] == "missing":
+        message = "is required — add it"
+    more = f" (and {len(errors) - 1} more problem(s))" if len(errors) > 1 else ""
+    return ConfigError(f"{source}: {key}: {message}{more}")
+
+
+def parse_router_config(section: Any, source_name: str, key_prefix: str = "router") -> RouterConfig:
+    """Validate the router section (a mapping, or ``None`` for an empty one)."""
+    if section is None:
+        section = {}
+    if not isinstance(section, Mapping):
+        raise ConfigError(f"{source_name}: {key_prefix}: must be a mapping of providers/profiles/policy")
+    try:
+        return RouterConfig.model_validate(dict(section))
+    except ValidationError as exc:
+        raise _first_error(exc, source_name, key_prefix) from None
+
+
+def load_router_config(path_or_mapping: Path | str | Mapping[str, Any], source_name: str | None = None) -> RouterConfig:
+    """The router config from a config file's ``router:`` key, or from a mapping that *is* the router section."""
+    if isinstance(path_or_mapping, Mapping):
+        return parse_router_config(path_or_mapping, source_name or "<config>")
+    path = Path(path_or_mapping)
+    name = source_name or str(path)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise ConfigError(f"{name}: file not found — create it or point to an existing config file") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ConfigError(f"{name}: cannot read the file ({type(exc).__name__}) — check its permissions and encoding") from None
+    try:
+        data = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f":{mark.line + 1}:{mark.column + 1}" if mark is not None else ""
+        problem = getattr(exc, "problem", None) or "invalid YAML"
+        raise ConfigError(f"{name}{where}: YAML syntax error: {problem} — fix the syntax") from None
+    if data is None:
+        return RouterConfig()
+    if not isinstance(data, Mapping):
+        raise ConfigError(f"{name}: the top level must be a mapping with a router: key")
+    return parse_router_config(data.get("router"), name)
+
+
+# --- environment ---------------------------------------------------------------------------
+
+
+def _ollama_base(host: str) -> str:
+    """OLLAMA_HOST as Ollama itself reads it: ``host``, ``host:port`` or a URL; 0.0.0.0 means this machine."""
+    text = host.strip()
+    if "://" not in text:
+        text = "http://" + text
+    parts = urlsplit(text)
+    hostname = parts.hostname or "127.0.0.1"
+    if hostname in ("0.0.0.0", "::", ""):
+        hostname = "127.0.0.1"
+    port = parts.port or 11434
+    host_part = f"[{hostname}]" if ":" in hostname else hostname
+    return f"{parts.scheme}://{host_part}:{port}{parts.path.rstrip('/')}"
+
+
+def router_config_from_env(environ: Mapping[str, str], policy: RouterPolicy | None = None) -> RouterConfig:
+    """Providers from the usual environment variables; with none set, only the built-in provider serves.
+
+    Only variable *names* go into the config; the keys stay in the environment.
+    """
+    providers: list[dict[str, Any]] = []
+
+    def present(var: str) -> bool:
+        return bool(environ.get(var, "").strip())
+
+    if present("OPENAI_API_KEY"):
+        providers.append({"name": "openai", "kind": "openai", "api_key_env": "OPENAI_API_KEY",
+                          "models": {1: "gpt-4.1-mini", 2: "gpt-4.1", 3: "gpt-4.1"}, "bulkhead": 20})
+    if present("ANTHROPIC_API_KEY"):
+        providers.append({"name": "anthropic", "kind": "anthropic", "api_key_env": "ANTHROPIC_API_KEY",
+                          "models": {1: "claude-haiku-4-5", 2: "claude-sonnet-4-5", 3: "claude-opus-4-1"},
+                          "bulkhead": 10})
+    if present("GEMINI_API_KEY"):
+        providers.append({"name": "gemini", "kind": "gemini", "api_key_env": "GEMINI_API_KEY",
+                          "models": {1: "gemini-2.5-flash-lite", 2: "gemini-2.5-flash", 3: "gemini-2.5-pro"},
+                          "bulkhead": 10})
+    if present("AZURE_OPENAI_API_KEY") and present("AZURE_OPENAI_ENDPOINT"):
+        deployment = environ.get("AZURE_OPENAI_DEPLOYMENT", "").strip() or "gpt-4.1-mini"
+        providers.append({"name": "azure", "kind": "azure", "api_key_env": "AZURE_OPENAI_API_KEY",
+                          "base_url": environ["AZURE_OPENAI_ENDPOINT"].strip(),
+                          "api_version": environ.get("AZURE_OPENAI_API_VERSION", "").strip() or None,
+                          "models": {1: deployment, 2: deployment, 3: deployment}, "bulkhead": 10})
+    if present("GITHUB_TOKEN"):
+        providers.append({"name": "github", "kind": "github", "api_key_env": "GITHUB_TOKEN",
+                          "models": {1: "openai/gpt-4.1-mini", 2: "openai/gpt-4.1", 3: "openai/gpt-4.1"},
+                          "bulkhead": 5})
+    if present("OLLAMA_HOST"):
+        model = environ.get("OLLAMA_MODEL", "").strip() or "llama3.2"
+        providers.append({"name": "ollama", "kind": "ollama_native", "api_key_env": None,
+                          "base_url": _ollama_base(environ["OLLAMA_HOST"]),
+                          "models": {1: model, 2: model, 3: model}, "bulkhead": 4})
+    section: dict[str, Any] = {"providers": providers}
+    if policy is not None:
+        section["policy"] = policy.model_dump()
+    return parse_router_config(section, "environment")
+
+
+def effective_router_config(file_config: RouterConfig | None, environ: Mapping[str, str]) -> RouterConfig:
+    """Providers from the file when it lists any, otherwise from the environment (with the file's policy/profiles)."""
+    if file_config is not None and file_config.providers:
+        return file_config
+    from_env = router_config_from_env(environ)
+    if file_config is None:
+        return from_env
+    try:
+        return RouterConfig(providers=from_env.providers, profiles=file_config.profiles, policy=file_config.policy)
+    except ValidationError as exc:
+        raise _first_error(exc, "config + environment", "router") from None

@@ -1,0 +1,240 @@
+"""The wire formats the fault server speaks: which API a path belongs to, and each API's bodies and headers.
+
+Success bodies, error bodies and rate-limit headers follow each provider's
+documented shapes, so the router's adapters and classifiers are tested against
+the same formats they meet in production.
+"""
+from __future__ import annotations
+
+import json
+import math
+import re
+import time
+from dataclasses import dataclass
+from email.utils import formatdate
+from typing import Any
+
+from router.wire import extract_inputs
+
+Protocol = str  # "openai" | "azure" | "anthropic" | "gemini" | "ollama"
+
+_GEMINI_CHAT = re.compile(r"/v1beta/models/([^/:]+):generateContent")
+_AZURE_CHAT = re.compile(r"/openai/deployments/([^/]+)/chat/completions")
+
+
+@dataclass(frozen=True, slots=True)
+class Route:
+    kind: str  # "chat" | "health" | "unknown"
+    protocol: Protocol
+    model: str | None = None
+
+
+def route_for(method: str, api_path: str, body: Any, headers: dict[str, str] | None = None) -> Route:
+    """Which API and which endpoint a request (path below the provider prefix) is for."""
+    if method == "POST":
+        if m := _AZURE_CHAT.fullmatch(api_path):
+            return Route("chat", "azure", m.group(1))
+        if api_path.endswith("/chat/completions"):
+            model = body.get("model") if isinstance(body, dict) else None
+            return Route("chat", "openai", model)
+        if api_path.endswith("/v1/messages"):
+            return Route("chat", "anthropic", body.get("model") if isinstance(body, dict) else None)
+        if m := _GEMINI_CHAT.search(api_path):
+            return Route("chat", "gemini", m.group(1))
+        if api_path.endswith("/api/chat"):
+            return Route("chat", "ollama", body.get("model") if isinstance(body, dict) else None)
+    if method == "GET":
+        if api_path.endswith("/api/tags"):
+            return Route("health", "ollama")
+        if api_path.endswith("/openai/models"):
+            return Route("health", "azure")
+        if api_path.endswith("/v1beta/models"):
+            return Route("health", "gemini")
+        if api_path.endswith("/catalog/models"):
+            return Route("health", "openai")
+        if api_path.endswith("/v1/models"):
+            anthropic = "anthropic-version" in (headers or {})
+            return Route("health", "anthropic" if anthropic else "openai")
+        if api_path.endswith("/models"):
+            return Route("health", "openai")
+    return Route("unknown", "openai")
+
+
+def last_message_text(protocol: Protocol, body: Any) -> str:
+    """The text of the last message, wherever this API keeps it."""
+    if not isinstance(body, dict):
+        return ""
+    if protocol == "gemini":
+        contents = body.get("contents") or []
+        if contents and isinstance(contents[-1], dict):
+            return "".join(str(p.get("text", "")) for p in contents[-1].get("parts") or [] if isinstance(p, dict))
+        return ""
+    messages = body.get("messages") or []
+    if messages and isinstance(messages[-1], dict):
+        content = messages[-1].get("content", "")
+        if isinstance(content, list):  # Anthropic content blocks
+            return "".join(str(b.get("text", "")) for b in content if isinstance(b, dict))
+        return str(content)
+    return ""
+
+
+def request_inputs(protocol: Protocol, body: Any) -> dict[str, Any]:
+    return extract_inputs(last_message_text(protocol, body))
+
+
+def prompt_tokens(raw_body: bytes) -> int:
+    return max(1, len(raw_body) // 4)
+
+
+def _anthropic_tool(body: Any) -> str | None:
+    if isinstance(body, dict) and isinstance(body.get("tool_choice"), dict):
+        name = body["tool_choice"].get("name")
+        return name if isinstance(name, str) else None
+    return None
+
+
+def success_body(protocol: Protocol, model: str | None, answer: str | dict[str, Any], body: Any,
+                 input_tokens: int, serial: int) -> dict[str, Any]:
+    text = answer if isinstance(answer, str) else json.dumps(answer)
+    output_tokens = max(1, len(text) // 4)
+    model = model or "fault-model"
+    if protocol in ("openai", "azure"):
+        return {
+            "id": f"chatcmpl-fault-{serial}", "object": "chat.completion", "created": int(time.time()),
+            "model": model,
+            "choices": [{"index": 0, "message": {"role": "assistant", "content": text}, "finish_reason": "stop"}],
+            "usage": {"prompt_tokens": input_tokens, "completion_tokens": output_tokens,
+                      "total_tokens": input_tokens + output_tokens},
+        }
+    if protocol == "anthropic":
+        tool = _anthropic_tool(body)
+        structured: Any = answer
+        if tool is not None and isinstance(answer, str):
+            try:
+                structured = json.loads(answer)
+            except ValueError:
+                structured = None
+        if tool is not None and isinstance(structured, dict):
+            content = [{"type": "tool_use", "id": f"toolu_fault_{serial}", "name": tool, "input": structured}]
+            stop = "tool_use"
+        else:
+            content, stop = [{"type": "text", "text": text}], "end_turn"
+        return {"id": f"msg_fault_{serial}", "type": "message", "role": "assistant", "model": model,
+                "content": content, "stop_reason": stop, "stop_sequence": None,
+                "usage": {"input_tokens": input_tokens, "output_tokens": output_tokens}}
+    if protocol == "gemini":
+        return {"candidates": [{"content": {"role": "model", "parts": [{"text": text}]}, "finishReason": "STOP",
+                                "index": 0}],
+                "usageMetadata": {"promptTokenCount": input_tokens, "candidatesTokenCount": output_tokens,
+                                  "totalTokenCount": input_tokens + output_tokens},
+                "modelVersion": model}
+    return {"model": model, "created_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+            "message": {"role": "assistant", "content": text}, "done": True, "done_reason": "stop",
+            "prompt_eval_count": input_tokens, "eval_count": output_tokens}
+
+
+def health_body(protocol: Protocol) -> dict[str, Any]:
+    if protocol == "ollama":
+        return {"models": [{"name": "fault-model:latest", "model": "fault-model:latest"}]}
+    if protocol == "gemini":
+        return {"models": [{"name": "models/fault-model", "supportedGenerationMethods": ["generateContent"]}]}
+    if protocol == "anthropic":
+        return {"data": [{"id": "fault-model", "type": "model"}], "has_more": False}
+    return {"object": "list", "data": [{"id": "fault-model", "object": "model"}]}
+
+
+_OPENAI_ERRORS = {429: ("requests", "rate_limit_exceeded"), 401: ("invalid_request_error", "invalid_api_key"),
+                  403: ("invalid_request_error", "forbidden"), 404: ("invalid_request_error", "model_not_found"),
+                  400: ("invalid_request_error", "bad_request")}
+_ANTHROPIC_ERRORS = {429: "rate_limit_error", 529: "overloaded_error", 401: "authentication_error",
+                     403: "permission_error", 404: "not_found_error", 400: "invalid_request_error",
+                     413: "request_too_large", 500: "api_error"}
+_GEMINI_STATUS = {429: "RESOURCE_EXHAUSTED", 503: "UNAVAILABLE", 500: "INTERNAL", 504: "DEADLINE_EXCEEDED",
+                  401: "UNAUTHENTICATED", 403: "PERMISSION_DENIED", 404: "NOT_FOUND", 400: "INVALID_ARGUMENT"}
+
+
+def error_status(protocol: Protocol, status: int, overloaded: bool) -> int:
+    """The status an overload is reported with: Anthropic's 529, everyone else's 503."""
+    if overloaded:
+        return 529 if protocol == "anthropic" else 503
+    return status
+
+
+def error_body(protocol: Protocol, status: int, *, quota: str | None, retry_after_s: float | None,
+               overloaded: bool) -> dict[str, Any]:
+    message = f"fault server: scripted HTTP {status}"
+    if protocol in ("openai", "azure"):
+        err_type, code = _OPENAI_ERRORS.get(status, ("server_error" if status >= 500 else "invalid_request_error",
+                                                     None))
+        if quota == "spend":
+            err_type, code = "insufficient_quota", "insufficient_quota"
+        return {"error": {"message": message, "type": err_type, "param": None, "code": code}}
+    if protocol == "anthropic":
+        err_type = "overloaded_error" if overloaded else _ANTHROPIC_ERRORS.get(
+            status, "api_error" if status >= 500 else "invalid_request_error")
+        return {"type": "error", "error": {"type": err_type, "message": message}}
+    if protocol == "gemini":
+        details: list[dict[str, Any]] = []
+        if status == 429:
+            quota_id = ("GenerateRequestsPerDayPerProjectPerModel-FreeTier" if quota == "daily"
+                        else "GenerateRequestsPerMinutePerProjectPerModel-FreeTier")
+            details.append({"@type": "type.googleapis.com/google.rpc.QuotaFailure",
+                            "violations": [{"quotaMetric": "generativelanguage.googleapis.com/generate_content_requests",
+                                            "quotaId": quota_id}]})
+            if retry_after_s is not None:
+                details.append({"@type": "type.googleapis.com/google.rpc.RetryInfo",
+                                "retryDelay": f"{retry_after_s:.3f}".rstrip("0").rstrip(".") + "s"})
+        status_name = "UNAVAILABLE" if overloaded else _GEMINI_STATUS.get(status, "INTERNAL")
+        return {"error": {"code": status, "message": message, "status": status_name, "details": details}}
+    return {"error": message}
+
+
+def retry_after_headers(protocol: Protocol, seconds: float, fmt: str) -> dict[str, str]:
+    """Retry-After as each API sends it (Gemini uses RetryInfo in the body instead)."""
+    if protocol == "gemini":
+        return {}
+    if fmt == "date":
+        return {"retry-after": formatdate(time.time() + seconds, usegmt=True)}
+    headers = {"retry-after-ms": str(int(round(seconds * 1000)))} if fmt == "ms" else {}
+    if fmt == "seconds":
+        whole = math.ceil(seconds)
+        headers["retry-after"] = str(whole)
+        if whole != seconds:  # a scaled delay below a second: the precise value too
+            headers["retry-after-ms"] = str(int(round(seconds * 1000)))
+    return headers
+
+
+def _go_duration(seconds: float) -> str:
+    if seconds < 1:
+        return f"{int(round(seconds * 1000))}ms"
+    minutes, rest = divmod(seconds, 60)
+    return f"{int(minutes)}m{rest:g}s" if minutes else f"{rest:g}s"
+
+
+def rate_limit_headers(protocol: Protocol, *, rpm: int | None, rpm_left: int, tpm: int | None, tpm_left: int,
+                       reset_requests_s: float, reset_tokens_s: float) -> dict[str, str]:
+    headers: dict[str, str] = {}
+    if protocol in ("openai", "azure"):
+        if rpm is not None:
+            if protocol == "openai":
+                headers["x-ratelimit-limit-requests"] = str(rpm)
+            headers["x-ratelimit-remaining-requests"] = str(rpm_left)
+            headers["x-ratelimit-reset-requests"] = _go_duration(reset_requests_s)
+        if tpm is not None:
+            if protocol == "openai":
+                headers["x-ratelimit-limit-tokens"] = str(tpm)
+            headers["x-ratelimit-remaining-tokens"] = str(tpm_left)
+            headers["x-ratelimit-reset-tokens"] = _go_duration(reset_tokens_s)
+    elif protocol == "anthropic":
+        def instant(delay: float) -> str:
+            return time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(time.time() + delay)) + "Z"
+
+        if rpm is not None:
+            headers["anthropic-ratelimit-requests-limit"] = str(rpm)
+            headers["anthropic-ratelimit-requests-remaining"] = str(rpm_left)
+            headers["anthropic-ratelimit-requests-reset"] = instant(reset_requests_s)
+        if tpm is not None:
+            headers["anthropic-ratelimit-tokens-limit"] = str(tpm)
+            headers["anthropic-ratelimit-tokens-remaining"] = str(tpm_left)
+            headers["anthropic-ratelimit-tokens-reset"] = instant(reset_tokens_s)
+    return headers

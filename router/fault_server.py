@@ -1,0 +1,498 @@
+"""A real HTTP server on loopback that speaks every provider protocol and injects scripted faults.
+
+Each provider is a path prefix (``/openai``, ``/anthropic``, …); below it the
+server answers whichever API the path names — OpenAI-compatible chat
+completions (and Azure's ``/openai/deployments/{d}/chat/completions``),
+Anthropic ``/v1/messages``, Gemini ``:generateContent``, Ollama ``/api/chat`` —
+and their health endpoints. Every request is recorded (method, path, query,
+headers, JSON body, task and inputs) before its fault is applied, so tests can
+check each adapter's exact request. Successful answers come from a responder
+``(task, inputs, raw_body) -> str | dict``.
+
+The time scale multiplies every scripted delay, hang, phase length and
+Retry-After, so a demo shows a whole OPEN → HALF_OPEN → CLOSED cycle in seconds.
+
+Use it as ``async with FaultServer(...) as srv`` on a running loop, or from
+synchronous code as ``with FaultServer.running(...) as srv`` (its own thread).
+"""
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import logging
+import threading
+import time
+from collections import deque
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass, field
+from http import HTTPStatus
+from pathlib import Path
+from typing import Any
+from urllib.parse import parse_qsl, unquote, urlsplit
+
+from router.fault_protocols import (
+    Route,
+    error_body,
+    error_status,
+    health_body,
+    prompt_tokens,
+    rate_limit_headers,
+    request_inputs,
+    retry_after_headers,
+    route_for,
+    success_body,
+)
+from router.fault_script import Fault, FaultScript, ProviderScript, load_fault_script
+from router.wire import TASK_HEADER
+
+log = logging.getLogger(__name__)
+
+Responder = Callable[[str, dict[str, Any], dict[str, Any]], "str | dict[str, Any]"]
+LOOPBACK_HOSTS = ("127.0.0.1", "::1", "localhost")
+_MAX_HEADER_BYTES = 64 * 1024
+_MAX_BODY_BYTES = 32 * 1024 * 1024
+
+
+def default_responder(task: str, inputs: dict[str, Any], raw_body: dict[str, Any]) -> str:
+    return f"fault-server answer for task {task}"
+
+
+@dataclass(frozen=True, slots=True)
+class RecordedRequest:
+    provider: str
+    method: str
+    path: str
+    api_path: str
+    query: dict[str, str]
+    headers: dict[str, str]
+    json: Any
+    route: str  # chat | health | unknown
+    protocol: str
+    task: str | None
+    inputs: dict[str, Any]
+    fault: str
+    at: float
+
+
+@dataclass(slots=True)
+class _Incoming:
+    method: str
+    target: str
+    headers: dict[str, str]
+    body: bytes
+
+
+@dataclass(slots=True)
+class _ProviderState:
+    script: ProviderScript
+    started: float
+    scale: float
+    sequence: list[Fault] = field(default_factory=list)
+    cursor: int = 0
+    in_flight: int = 0
+    max_in_flight: int = 0
+    window: deque[tuple[float, int]] = field(default_factory=deque)
+
+    def __post_init__(self) -> None:
+        self.sequence = self.script.expanded_sequence()
+
+    def _phase_fault(self, now: float) -> Fault:
+        phases = self.script.phases
+        elapsed = (now - self.started) / self.scale
+        total = sum(p.for_s for p in phases)
+        if self.script.repeat:
+            elapsed %= total
+        for phase in phases:
+            if elapsed < phase.for_s:
+                return phase.fault
+            elapsed -= phase.for_s
+        return self.script.then
+
+    def peek(self, now: float) -> Fault:
+        if self.script.fault is not None:
+            return self.script.fault
+        if self.script.phases:
+            return self._phase_fault(now)
+        if self.cursor < len(self.sequence):
+            return self.sequence[self.cursor]
+        return self.script.then
+
+    def next_chat_fault(self, now: float) -> Fault:
+        fault = self.peek(now)
+        if self.script.fault is None and not self.script.phases and self.cursor < len(self.sequence):
+            self.cursor += 1
+        return fault
+
+    def health_fault(self, now: float) -> Fault:
+        if isinstance(self.script.health, Fault):
+            return self.script.health
+        current = self.peek(now)
+        if current.kind in ("down", "timeout") or (current.kind == "error" and current.status
+                                                    and (current.status >= 500 or current.status in (401, 403))):
+            return current
+        return Fault()
+
+
+def _describe_fault(fault: Fault | None) -> str:
+    if fault is None:
+        return "unknown-endpoint"
+    if fault.kind == "error":
+        return f"error-{529 if fault.overloaded else fault.status}"
+    return fault.kind
+
+
+class FaultServer:
+    def __init__(
+        self,
+        script: FaultScript | Mapping[str, Any] | Path | str | None = None,
+        responder: Responder | None = None,
+        time_scale: float | None = None,
+        host: str = "127.0.0.1",
+        port: int = 0,
+        on_request: Callable[[RecordedRequest], None] | None = None,
+    ) -> None:
+        if host not in LOOPBACK_HOSTS:
+            raise ValueError(f"the fault server only listens on loopback ({', '.join(LOOPBACK_HOSTS)}), not {host}")
+        self.script = load_fault_script(script)
+        self.time_scale = time_scale if time_scale is not None else self.script.time_scale
+        if self.time_scale <= 0:
+            raise ValueError("time_scale must be greater than 0")
+        self.responder: Responder = responder or default_responder
+        self.on_request = on_request
+        self.host = host
+        self._requested_port = port
+        self.port: int | None = None
+        self._server: asyncio.base_events.Server | None = None
+        self._states: dict[str, _ProviderState] = {}
+        self._requests: list[RecordedRequest] = []
+        self._connections: set[asyncio.Task[None]] = set()
+        self._serial = 0
+        self._lock = threading.Lock()
+        self._started_at = time.monotonic()
+
+    # --- lifecycle -------------------------------------------------------------------------
+
+    async def start(self) -> FaultServer:
+        self._server = await asyncio.start_server(self._on_connection, self.host, self._requested_port,
+                                                  limit=_MAX_HEADER_BYTES)
+        self.port = self._server.sockets[0].getsockname()[1]
+        self._started_at = time.monotonic()
+        self._states.clear()
+        return self
+
+    async def stop(self) -> None:
+        if self._server is None:
+            return
+        self._server.close()
+        for task in list(self._connections):
+            task.cancel()
+        await asyncio.gather(*self._connections, return_exceptions=True)
+        await self._server.wait_closed()
+        self._server = None
+
+    async def __aenter__(self) -> FaultServer:
+        return await self.start()
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.stop()
+
+    async def serve_forever(self) -> None:
+        if self._server is None:
+            await self.start()
+        assert self._server is not None
+        await self._server.serve_forever()
+
+    @classmethod
+    @contextlib.contextmanager
+    def running(cls, **kwargs: Any) -> Iterator[FaultServer]:
+        """Run a server on its own thread and loop for synchronous callers."""
+        server = cls(**kwargs)
+        loop = asyncio.new_event_loop()
+        ready = threading.Event()
+        failure: list[BaseException] = []
+
+        def run() -> None:
+            asyncio.set_event_loop(loop)
+            try:
+                loop.run_until_complete(server.start())
+            except BaseException as exc:  # reported to the caller below
+                failure.append(exc)
+                ready.set()
+                return
+            ready.set()
+            loop.run_forever()
+
+        thread = threading.Thread(target=run, name="fault-server", daemon=True)
+        thread.start()
+        ready.wait(10)
+        if failure:
+            thread.join(5)
+            loop.close()
+            raise failure[0]
+        try:
+            yield server
+        finally:
+            asyncio.run_coroutine_threadsafe(server.stop(), loop).result(10)
+            loop.call_soon_threadsafe(loop.stop)
+            thread.join(10)
+            loop.close()
+
+    # --- addresses and records -------------------------------------------------------------------
+
+    @property
+    def base_url(self) -> str:
+        if self.port is None:
+            raise RuntimeError("the fault server is not running")
+        host = f"[{self.host}]" if ":" in self.host else self.host
+        return f"http://{host}:{self.port}"
+
+    def url(self, provider: str) -> str:
+        """The root URL of one provider prefix, e.g. ``http://127.0.0.1:PORT/openai``."""
+        return f"{self.base_url}/{provider.strip('/')}"
+
+    @property
+    def requests(self) -> list[RecordedRequest]:
+        with self._lock:
+            return list(self._requests)
+
+    def requests_for(self, provider: str, route: str | None = None) -> list[RecordedRequest]:
+        return [r for r in self.requests if r.provider == provider and (route is None or r.route == route)]
+
+    def clear_requests(self) -> None:
+        with self._lock:
+            self._requests.clear()
+
+    def max_in_flight(self, provider: str) -> int:
+        state = self._states.get(provider)
+        return 0 if state is None else state.max_in_flight
+
+    def set_script(self, script: FaultScript | Mapping[str, Any] | Path | str | None) -> None:
+        """Replace the script; every provider starts over from the beginning of its new script."""
+        self.script = load_fault_script(script)
+        self._states = {}
+
+    def _state(self, provider: str) -> _ProviderState:
+        state = self._states.get(provider)
+        if state is None:
+            script = self.script.providers.get(provider, ProviderScript())
+            state = self._states[provider] = _ProviderState(script, time.monotonic(), self.time_scale)
+        return state
+
+    # --- HTTP ------------------------------------------------------------------------------------------
+
+    async def _on_connection(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        task = asyncio.current_task()
+        assert task is not None
+        self._connections.add(task)
+        try:
+            while True:
+                incoming = await self._read_request(reader)
+                if incoming is None:
+                    break
+                keep_alive = await self._dispatch(incoming, writer)
+                if not keep_alive or incoming.headers.get("connection", "").lower() == "close":
+                    break
+        except (ConnectionError, asyncio.IncompleteReadError, asyncio.LimitOverrunError, ValueError):
+            pass
+        except asyncio.CancelledError:
+            pass  # stop() cancels hanging connections; end quietly, the transport is closed below
+        finally:
+            self._connections.discard(task)
+            writer.close()
+
+    @staticmethod
+    async def _read_request(reader: asyncio.StreamReader) -> _Incoming | None:
+        try:
+            head = await reader.readuntil(b"\r\n\r\n")
+        except asyncio.IncompleteReadError:
+            return None
+        lines = head.decode("latin-1").split("\r\n")
+        method, target, _version = lines[0].split(" ", 2)
+        headers: dict[str, str] = {}
+        for line in lines[1:]:
+            if not line:
+                continue
+            name, _, value = line.partition(":")
+            headers[name.strip().lower()] = value.strip()
+        length = int(headers.get("content-length", "0") or 0)
+        if length < 0 or length > _MAX_BODY_BYTES:
+            raise ValueError("bad content-length")
+        body = await reader.readexactly(length) if length else b""
+        return _Incoming(method.upper(), target, headers, body)
+
+    @staticmethod
+    def _head(status: int, headers: Mapping[str, str], length: int) -> bytes:
+        try:
+            reason = HTTPStatus(status).phrase
+        except ValueError:
+            reason = "Overloaded" if status == 529 else "Status"
+        lines = [f"HTTP/1.1 {status} {reason}", f"content-length: {length}", "connection: keep-alive"]
+        lines += [f"{k}: {v}" for k, v in headers.items()]
+        return ("\r\n".join(lines) + "\r\n\r\n").encode("latin-1")
+
+    async def _send(self, writer: asyncio.StreamWriter, status: int, body: Any,
+                    headers: Mapping[str, str] | None = None) -> None:
+        payload = body if isinstance(body, bytes) else json.dumps(body).encode()
+        all_headers = {"content-type": "application/json", **(headers or {})}
+        writer.write(self._head(status, all_headers, len(payload)) + payload)
+        await writer.drain()
+
+    async def _sleep(self, script_seconds: float) -> None:
+        if script_seconds > 0:
+            await asyncio.sleep(script_seconds * self.time_scale)
+
+    # --- dispatch -----------------------------------------------------------------------------------------
+
+    async def _dispatch(self, incoming: _Incoming, writer: asyncio.StreamWriter) -> bool:
+        parts = urlsplit(incoming.target)
+        path = unquote(parts.path)
+        segments = path.lstrip("/").split("/", 1)
+        provider = segments[0]
+        api_path = "/" + segments[1] if len(segments) > 1 else "/"
+        try:
+            body = json.loads(incoming.body) if incoming.body else None
+        except ValueError:
+            body = None
+        route = route_for(incoming.method, api_path, body, incoming.headers)
+        state = self._state(provider)
+        now = time.monotonic()
+        fault: Fault | None = None
+        if route.kind == "chat":
+            fault = state.next_chat_fault(now)
+        elif route.kind == "health":
+            fault = state.health_fault(now)
+        task = incoming.headers.get(TASK_HEADER)
+        inputs = request_inputs(route.protocol, body) if route.kind == "chat" else {}
+        record = RecordedRequest(
+            provider=provider, method=incoming.method, path=path, api_path=api_path,
+            query=dict(parse_qsl(parts.query)), headers=dict(incoming.headers), json=body, route=route.kind,
+            protocol=route.protocol, task=task, inputs=inputs, fault=_describe_fault(fault),
+            at=now - self._started_at)
+        with self._lock:
+            self._requests.append(record)
+        if self.on_request is not None:
+            try:
+                self.on_request(record)
+            except Exception:  # an observer's bug must not take the server down
+                log.exception("fault server on_request callback failed")
+        if fault is None:
+            await self._send(writer, 404, {"error": f"fault server: no API at {api_path}"})
+            return True
+        state.in_flight += 1
+        state.max_in_flight = max(state.max_in_flight, state.in_flight)
+        try:
+            return await self._apply(fault, route, state, incoming, body, task or "chat", inputs, writer)
+        finally:
+            state.in_flight -= 1
+
+    async def _apply(self, fault: Fault, route: Route, state: _ProviderState, incoming: _Incoming, body: Any,
+                     task: str, inputs: dict[str, Any], writer: asyncio.StreamWriter) -> bool:
+        scale = self.time_scale
+        if fault.kind == "down":
+            return False
+        if fault.kind == "timeout":
+            await self._sleep(fault.hang_s)
+            return False
+        await self._sleep(state.script.latency_s + fault.delay_s)
+        if fault.kind == "error":
+            return await self._send_error(writer, route, fault.status or 500, fault, fault.retry_after_s)
+        if fault.kind == "malformed":
+            await self._send(writer, 200, b'{"choices": [{"message": {"content": "trunc')
+            return True
+        if route.kind == "health":
+            await self._send(writer, 200, health_body(route.protocol))
+            return True
+        limit_headers, retry = self._take_limits(state, route, incoming.body)
+        if retry is not None:
+            quota = Fault(kind="error", status=429, retry_after_s=retry / scale)
+            return await self._send_error(writer, route, 429, quota, retry / scale)
+        try:
+            answer = self.responder(task, inputs, body if isinstance(body, dict) else {})
+        except Exception as exc:
+            log.warning("fault server responder failed for task %s: %s", task, type(exc).__name__)
+            return await self._send_error(writer, route, 500, Fault(kind="error", status=500), None)
+        self._serial += 1
+        input_tokens = prompt_tokens(incoming.body)
+        payload = success_body(route.protocol, route.model, answer, body, input_tokens, self._serial)
+        encoded = json.dumps(payload).encode()
+        self._settle_tokens(state, input_tokens + max(1, len(encoded) // 8))
+        if fault.kind == "slow_body":
+            await self._trickle(writer, encoded, limit_headers, fault.duration_s * scale)
+        else:
+            await self._send(writer, 200, encoded, {**limit_headers, **fault.headers})
+        return True
+
+    async def _send_error(self, writer: asyncio.StreamWriter, route: Route, status: int, fault: Fault,
+                          retry_script_s: float | None) -> bool:
+        real_status = error_status(route.protocol, status, fault.overloaded)
+        retry_s = None if retry_script_s is None else retry_script_s * self.time_scale
+        headers: dict[str, str] = {}
+        if retry_s is not None:
+            headers.update(retry_after_headers(route.protocol, retry_s, fault.retry_after_format))
+        headers.update(fault.headers)
+        await self._send(writer, real_status, error_body(route.protocol, real_status, quota=fault.quota,
+                                                         retry_after_s=retry_s, overloaded=fault.overloaded), headers)
+        return True
+
+    async def _trickle(self, writer: asyncio.StreamWriter, payload: bytes, headers: Mapping[str, str],
+                       duration: float) -> None:
+        writer.write(self._head(200, {"content-type": "application/json", **headers}, len(payload)))
+        await writer.drain()
+        chunks = 10
+        size = max(1, len(payload) // chunks + 1)
+        for offset in range(0, len(payload), size):
+            await asyncio.sleep(duration / chunks)
+            writer.write(payload[offset:offset + size])
+            await writer.drain()
+
+    # --- scripted rate limits ----------------------------------------------------------------------------------
+
+    def _take_limits(self, state: _ProviderState, route: Route, raw: bytes) -> tuple[dict[str, str], float | None]:
+        """Enforce the provider's rpm/tpm over a (scaled) one-minute window; headers or a retry delay."""
+        limits = state.script.limits
+        if limits is None:
+            return {}, None
+        now = time.monotonic()
+        window = 60.0 * self.time_scale
+        while state.window and state.window[0][0] <= now - window:
+            state.window.popleft()
+        used_requests = len(state.window)
+        used_tokens = sum(tokens for _, tokens in state.window)
+        needed = prompt_tokens(raw)
+        over_rpm = limits.rpm is not None and used_requests >= limits.rpm
+        over_tpm = limits.tpm is not None and used_tokens + needed > limits.tpm
+        reset = (state.window[0][0] + window - now) if state.window else 0.0
+        if over_rpm or over_tpm:
+            return {}, max(0.001, reset)
+        state.window.append((now, 0))
+        headers = rate_limit_headers(
+            route.protocol, rpm=limits.rpm, rpm_left=max(0, (limits.rpm or 0) - used_requests - 1),
+            tpm=limits.tpm, tpm_left=max(0, (limits.tpm or 0) - used_tokens - needed),
+            reset_requests_s=max(reset, 0.001), reset_tokens_s=max(reset, 0.001))
+        return headers, None
+
+    def _settle_tokens(self, state: _ProviderState, tokens: int) -> None:
+        if state.script.limits is not None and state.window:
+            at, _ = state.window[-1]
+            state.window[-1] = (at, tokens)
+
+
+_KIND_BY_PREFIX = {"openai": "openai", "azure": "azure", "github": "github", "anthropic": "anthropic",
+                   "gemini": "gemini", "ollama": "ollama_native", "ollama_v1": "ollama"}
+
+
+def demo_router_config(base_url: str, prefixes: list[str], model: str = "fault-model") -> dict[str, Any]:
+    """A ``router:`` section pointing one provider at each prefix (kind guessed from the name, else openai).
+
+    No keys are needed: ``api_key_env`` is null, the fault server does not check credentials.
+    """
+    providers: list[dict[str, Any]] = []
+    for prefix in prefixes:
+        kind = _KIND_BY_PREFIX.get(prefix, "openai")
+        root = f"{base_url}/{prefix}"
+        base = {"openai": f"{root}/v1", "ollama": f"{root}/v1", "github": f"{root}/inference"}.get(kind, root)
+        name = prefix.lower().replace(".", "-")
+        providers.append({"name": name, "kind": kind, "base_url": base, "model": model, "api_key_env": None,
+                          "timeout_s": 10.0})
+    return {"providers": providers}

@@ -1,0 +1,666 @@
+"""SmartModelRouter: one ``complete()`` over many providers, hardened per ADR-002.
+
+Per request: plan the chain (profile, then the request's tier, then lower
+tiers), order each group by health and capacity, and walk it. A provider is
+passed over — at once, without waiting — when it is misconfigured, OPEN,
+HALF_OPEN with its probe already out, its rate-limit bucket would make the
+request wait, its bulkhead is full, or adaptive throttling rejects locally.
+A HALF_OPEN provider is probed first (its health endpoint, or the request
+itself), then used. Each provider is called at most once per request and at
+most ``max_attempts`` remote calls are made in all: there is one flat loop
+and no nested retry anywhere, so retries cannot multiply. When every
+candidate is blocked only by capacity, the request waits once, bounded, for a
+slot or a bucket. Whatever remains is answered by the built-in provider,
+``degraded=True`` when remote providers were in the chain.
+
+Under load (more than half the providers OPEN) low-priority requests go
+straight to the built-in provider; medium ones reach the remaining providers
+through a gate of ``shed_medium_concurrency`` slots, waiting in a bounded
+queue (``shed_queue_size`` waiters, ``shed_queue_wait_s`` each) and otherwise
+getting the built-in provider; high ones are served as usual. The healthy
+providers left thus take the high-priority traffic plus a trickle, not the
+whole load of the OPEN ones (the cascade ADR-002 §A warns about).
+
+The router lives on one event loop. ``snapshot()`` may be called from any
+thread; subscriber callbacks run on the router's loop thread.
+"""
+from __future__ import annotations
+
+import asyncio
+import logging
+import random
+import threading
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+import httpx
+
+from router.breaker import ProbeLease, Transition
+from router.buckets import Reservation
+from router.bulkhead import BulkheadBoard
+from router.clock import Clock, SystemClock
+from router.config import ProfileConfig, RouterConfig
+from router.errors import TRAITS, BuiltinHandlerError, ErrorClass, NoHandlerError, ProviderCallError, RouterClosedError
+from router.local import BUILTIN_KIND, BUILTIN_MODEL, BUILTIN_NAME, BuiltinProvider, TaskHandlerRegistry
+from router.metrics import ProviderMetrics
+from router.models import Attempt, BreakerState, ChatMessage, ChatRequest, ChatResponse, ProviderSnapshot, Usage
+from router.providers.base import Provider, ProviderReply, spec_from_request
+from router.providers.http import HttpProvider
+from router.runtime import ErrorNote, ProviderRuntime
+from router.selection import Candidate, health_scores, order_group, plan_chain
+from router.stats import STATS_FILENAME, CallRecord, StatsRecorder, StatsStore
+from router.throttle import ThrottleTicket
+from router.wire import estimate_tokens, parse_structured, wire_messages
+
+log = logging.getLogger(__name__)
+
+Subscriber = Callable[[ProviderSnapshot], None]
+
+
+@dataclass(frozen=True, slots=True)
+class _Skip:
+    detail: str
+    capacity_eta: float | None = None  # set when only capacity (bucket, bulkhead) stood in the way
+
+
+@dataclass(frozen=True, slots=True)
+class HealthCheck:
+    name: str
+    kind: str
+    ok: bool
+    latency_s: float | None
+    detail: str
+    error_class: str | None = None
+
+
+class SmartModelRouter:
+    def __init__(
+        self,
+        config: RouterConfig,
+        *,
+        providers: Mapping[str, Provider],
+        task_handlers: TaskHandlerRegistry,
+        clock: Clock | None = None,
+        stats: StatsStore | None = None,
+        rng: random.Random | None = None,
+        client: httpx.AsyncClient | None = None,
+    ) -> None:
+        self.config = config
+        self.policy = config.policy
+        self.clock: Clock = clock or SystemClock()
+        self._rng = rng or random.Random()
+        self._board = BulkheadBoard()
+        self._runtimes: list[ProviderRuntime] = []
+        for cfg in config.enabled_providers():
+            if cfg.name not in providers:
+                raise ValueError(f"no provider object for configured provider {cfg.name!r}")
+            self._runtimes.append(ProviderRuntime(cfg, providers[cfg.name], self.policy, self.clock, self._board,
+                                                  self._rng, self._on_transition))
+        self._by_name = {rt.name: rt for rt in self._runtimes}
+        self.builtin = BuiltinProvider(task_handlers, concurrency=self.policy.builtin_concurrency,
+                                       in_thread=self.policy.builtin_in_thread)
+        self._builtin_metrics = ProviderMetrics(self.clock, recency_tau_s=self.policy.recency_tau_s)
+        self._subscribers: list[Subscriber] = []
+        self._plans: dict[tuple[int, str | None], list[list[Candidate]]] = {}
+        self._client = client
+        self._stats = stats
+        self._recorder = StatsRecorder(stats) if stats is not None else None
+        self._last_flush = time.monotonic()
+        self._flush_task: asyncio.Task[None] | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._loop_thread: int | None = None
+        self._wake_tasks: dict[str, asyncio.Task[None]] = {}
+        self._shed_waiting = 0
+        self._gate: asyncio.Semaphore | None = None
+        self._closed = False
+        self._warned_profiles: set[str] = set()
+        if stats is not None:
+            now_wall = self.clock.wall()
+            stored = stats.load()
+            for rt in self._runtimes:
+                if rt.name in stored:
+                    rt.restore(stored[rt.name], now_wall)
+            if BUILTIN_NAME in stored:
+                builtin = stored[BUILTIN_NAME]
+                self._builtin_metrics.seed(builtin.recent, (builtin.totals.requests, builtin.totals.successes,
+                                                            builtin.totals.failures))
+
+    # --- public API -------------------------------------------------------------------
+
+    @property
+    def provider_names(self) -> list[str]:
+        return [rt.name for rt in self._runtimes]
+
+    async def complete(self, req: ChatRequest) -> ChatResponse:
+        if self._closed:
+            raise RouterClosedError()
+        self._bind_loop()
+        start = self.clock.monotonic()
+        attempts: list[Attempt] = []
+        groups = self._plan(req, attempts)
+        if groups:
+            remote, gated = await self._admit_under_load(req, attempts)
+            try:
+                response = await self._try_remote(req, groups, attempts, start) if remote else None
+            finally:
+                if gated:
+                    self._shed_gate().release()
+            if response is not None:
+                self._maybe_flush()
+                return response
+        response = await self._answer_builtin(req, bool(groups), attempts, start)
+        self._maybe_flush()
+        return response
+
+    def snapshot(self) -> list[ProviderSnapshot]:
+        scores = health_scores(self._runtimes)
+        snaps = [rt.snapshot(scores[rt.name], rt.provider.key_problem()) for rt in self._runtimes]
+        snaps.append(self._builtin_snapshot())
+        return snaps
+
+    def subscribe(self, callback: Subscriber) -> Callable[[], None]:
+        """Call ``callback`` with a provider's snapshot whenever it changes; returns the unsubscribe function."""
+        self._subscribers.append(callback)
+
+        def unsubscribe() -> None:
+            if callback in self._subscribers:
+                self._subscribers.remove(callback)
+
+        return unsubscribe
+
+    async def check_health(self) -> list[HealthCheck]:
+        """Probe every provider's health endpoint now, outside the breakers (``workbench providers check``)."""
+        return list(await asyncio.gather(*(self._check_one(rt) for rt in self._runtimes)))
+
+    async def flush_stats(self) -> None:
+        if self._recorder is not None:
+            self._record_all_breakers()
+            await asyncio.to_thread(self._recorder.flush)
+            self._last_flush = time.monotonic()
+
+    async def aclose(self, *, flush: bool = True) -> None:
+        """Stop wake-up timers, write pending stats (unless ``flush=False``), close the client and the store."""
+        if self._closed:
+            return
+        self._closed = True
+        for task in self._wake_tasks.values():
+            task.cancel()
+        self._wake_tasks.clear()
+        if self._flush_task is not None:
+            await asyncio.gather(self._flush_task, return_exceptions=True)
+        if flush:
+            await self.flush_stats()
+        if self._client is not None:
+            await self._client.aclose()
+        if self._stats is not None:
+            self._stats.close()
+
+    # --- planning and load shedding ----------------------------------------------------------
+
+    def _plan(self, req: ChatRequest, attempts: list[Attempt]) -> list[list[Candidate]]:
+        profile: ProfileConfig | None = None
+        if req.profile is not None:
+            profile = self.config.profiles.get(req.profile)
+            if profile is None:
+                attempts.append(Attempt(provider="router", outcome="skipped",
+                                        detail=f"unknown profile {req.profile!r}; using tier {req.tier}"))
+                if req.profile not in self._warned_profiles:
+                    self._warned_profiles.add(req.profile)
+                    log.warning("unknown model profile %r: add it under router.profiles", req.profile)
+        key = (req.tier, req.profile if profile is not None else None)
+        plan = self._plans.get(key)
+        if plan is None:
+            plan = self._plans[key] = plan_chain(self._runtimes, req.tier, profile)
+        return plan
+
+    def _open_share(self) -> tuple[int, int]:
+        opened = sum(1 for rt in self._runtimes if rt.breaker.state is BreakerState.OPEN)
+        return opened, len(self._runtimes)
+
+    def _shedding(self) -> bool:
+        opened, total = self._open_share()
+        return total > 0 and opened / total > self.policy.shed_threshold
+
+    async def _admit_under_load(self, req: ChatRequest, attempts: list[Attempt]) -> tuple[bool, bool]:
+        """(may use remote providers, holds a shed-gate slot that must be released)."""
+        if req.priority == "high" or not self._shedding():
+            return True, False
+        opened, total = self._open_share()
+        if req.priority == "low":
+            attempts.append(Attempt(provider="router", outcome="skipped",
+                                    detail=f"load shedding ({opened}/{total} providers OPEN): low priority "
+                                           "answered by the built-in provider"))
+            return False, False
+        gate = self._shed_gate()
+        if not gate.locked():
+            await gate.acquire()  # free slot: no await actually suspends
+            return True, True
+        if self._shed_waiting >= self.policy.shed_queue_size:
+            attempts.append(Attempt(provider="router", outcome="skipped",
+                                    detail=f"load shedding ({opened}/{total} OPEN) and the queue is full"))
+            return False, False
+        self._shed_waiting += 1
+        began = self.clock.monotonic()
+        acquire = asyncio.ensure_future(gate.acquire())
+        sleeper = asyncio.ensure_future(self.clock.sleep(self.policy.shed_queue_wait_s))
+        try:
+            await asyncio.wait({acquire, sleeper}, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            self._shed_waiting -= 1
+            sleeper.cancel()
+            if not acquire.done():
+                acquire.cancel()
+            await asyncio.gather(acquire, return_exceptions=True)
+        if acquire.cancelled():
+            attempts.append(Attempt(provider="router", outcome="skipped",
+                                    detail=f"load shedding: queued {self.policy.shed_queue_wait_s:.1f}s without a "
+                                           "turn; answered by the built-in provider"))
+            return False, False
+        attempts.append(Attempt(provider="router", outcome="skipped",
+                                detail=f"queued {self.clock.monotonic() - began:.1f}s under load shedding"))
+        return True, True
+
+    def _shed_gate(self) -> asyncio.Semaphore:
+        if self._gate is None:
+            self._gate = asyncio.Semaphore(self.policy.shed_medium_concurrency)
+        return self._gate
+
+    # --- the remote chain ------------------------------------------------------------------------
+
+    async def _try_remote(self, req: ChatRequest, groups: list[list[Candidate]], attempts: list[Attempt],
+                          start: float) -> ChatResponse | None:
+        policy = self.policy
+        deadline = start + (req.timeout_s or policy.request_timeout_s)
+        estimate = estimate_tokens(req, policy.default_output_tokens)
+        tried: set[str] = set()
+        calls = 0
+        wait_until: float | None = None  # capacity waits share one bounded budget per request
+        wire: list[ChatMessage] | None = None
+        while True:
+            capacity_eta: float | None = None
+            passed: set[str] = set()
+            for group in groups:
+                for cand in order_group(group, self._rng):
+                    rt = cand.runtime
+                    if rt.name in tried or rt.name in passed:
+                        continue
+                    if calls >= policy.max_attempts:
+                        attempts.append(Attempt(provider="router", outcome="skipped",
+                                                detail=f"{policy.max_attempts} remote attempts made; no more"))
+                        return None
+                    if self.clock.monotonic() >= deadline:
+                        attempts.append(Attempt(provider="router", outcome="skipped",
+                                                detail="request deadline passed"))
+                        return None
+                    admission = self._admit(rt, estimate)
+                    if isinstance(admission, _Skip):
+                        passed.add(rt.name)
+                        if admission.capacity_eta is not None:
+                            capacity_eta = min(capacity_eta or admission.capacity_eta, admission.capacity_eta)
+                        attempts.append(Attempt(provider=rt.name, model=cand.model, tier=cand.tier,
+                                                outcome="skipped", detail=admission.detail))
+                        continue
+                    tried.add(rt.name)
+                    if wire is None:
+                        wire = wire_messages(req)
+                    lease, reservation = admission
+                    response, called = await self._attempt(req, cand, lease, reservation, wire, deadline,
+                                                           attempts, start)
+                    calls += called
+                    if response is not None:
+                        return response
+            now = self.clock.monotonic()
+            if capacity_eta is None or calls >= policy.max_attempts:
+                return None
+            if wait_until is None:
+                wait_until = min(now + policy.capacity_wait_s, deadline)
+            remaining = wait_until - now
+            if capacity_eta > remaining or remaining <= 0:
+                attempts.append(Attempt(provider="router", outcome="skipped",
+                                        detail="no capacity freed within the wait budget"))
+                return None
+            await self._wait_event_or_timeout(self._board.waiter(), min(capacity_eta, remaining))
+
+    def _admit(self, rt: ProviderRuntime, estimate: int) -> _Skip | tuple[ProbeLease | None, Reservation]:
+        """Admission checks with no await in between, so they are atomic on the loop."""
+        breaker = rt.breaker
+        state = breaker.state
+        if rt.misconfigured and state is BreakerState.OPEN:
+            return _Skip(f"misconfigured: {rt.misconfigured_reason}")
+        key_problem = rt.provider.key_problem()
+        if key_problem is not None:
+            return _Skip(f"misconfigured: {key_problem}")
+        if state is BreakerState.OPEN:
+            return _Skip(f"OPEN, {breaker.cooldown_remaining():.1f}s of cooldown left")
+        probing = state is BreakerState.HALF_OPEN
+        if probing and not breaker.can_attempt():
+            return _Skip("HALF_OPEN with its probe in flight")
+        eta = rt.buckets.eta(estimate)
+        if eta > 0:
+            return _Skip(f"rate-limit bucket has room in {eta:.2f}s", capacity_eta=eta)
+        if rt.bulkhead.free <= 0:
+            return _Skip(f"bulkhead full ({rt.bulkhead.size} in flight)", capacity_eta=self.policy.capacity_wait_s)
+        if not probing and rt.throttle.should_reject():
+            return _Skip(f"throttled locally (p={rt.throttle.reject_probability():.2f})")
+        lease = breaker.acquire_probe() if probing else None
+        if probing and lease is None:
+            return _Skip("HALF_OPEN with its probe in flight")
+        reservation = rt.buckets.try_reserve(estimate)
+        if reservation is None:
+            if lease is not None:
+                breaker.release_probe(lease)
+            return _Skip("rate-limit bucket full", capacity_eta=rt.buckets.eta(estimate))
+        rt.bulkhead.try_acquire()
+        return lease, reservation
+
+    async def _attempt(self, req: ChatRequest, cand: Candidate, lease: ProbeLease | None, reservation: Reservation,
+                       wire: list[ChatMessage], deadline: float, attempts: list[Attempt],
+                       start: float) -> tuple[ChatResponse | None, int]:
+        rt = cand.runtime
+        self._notify(rt)
+        try:
+            if lease is not None and rt.provider.has_health_probe:
+                healthy = await self._probe(rt, lease, attempts)
+                lease = None
+                if not healthy:
+                    rt.buckets.reconcile(reservation, 0)
+                    return None, 0
+            spec = spec_from_request(req, cand.model, wire, self.policy.default_output_tokens,
+                                     cand.temperature, cand.max_tokens)
+            timeout = max(0.001, min(rt.cfg.timeout_s, deadline - self.clock.monotonic()))
+            ticket = rt.throttle.begin()
+            began = self.clock.monotonic()
+            try:
+                reply = await rt.provider.chat(spec, timeout)
+            except ProviderCallError as exc:
+                self._record_failure(rt, exc, lease, reservation, self.clock.monotonic() - began, ticket)
+                attempts.append(Attempt(provider=rt.name, model=cand.model, tier=cand.tier, outcome="failed",
+                                        error_class=exc.error_class.value, status=exc.status,
+                                        latency_s=self.clock.monotonic() - began, detail=exc.detail))
+                return None, 1
+            except Exception as exc:  # a provider bug must not escape as anything but a failed attempt
+                failure = ProviderCallError(ErrorClass.BAD_RESPONSE, f"{type(exc).__name__} in the provider")
+                self._record_failure(rt, failure, lease, reservation, self.clock.monotonic() - began, ticket)
+                attempts.append(Attempt(provider=rt.name, model=cand.model, tier=cand.tier, outcome="failed",
+                                        error_class=failure.error_class.value, detail=failure.detail))
+                return None, 1
+            latency = self.clock.monotonic() - began
+            self._record_answer(rt, lease, reservation, reply, latency, ticket)
+            parsed = None
+            if req.response_schema is not None:
+                try:
+                    parsed = parse_structured(reply.content, req.response_schema)
+                except ProviderCallError as exc:
+                    rt.last_error = ErrorNote(exc.error_class.value, reply.status)
+                    attempts.append(Attempt(provider=rt.name, model=cand.model, tier=cand.tier, outcome="failed",
+                                            error_class=exc.error_class.value, status=reply.status,
+                                            latency_s=latency, detail=exc.detail))
+                    return None, 1
+            attempts.append(Attempt(provider=rt.name, model=cand.model, tier=cand.tier, outcome="ok",
+                                    status=reply.status, latency_s=latency))
+            return ChatResponse(
+                content=reply.content, parsed=parsed, provider=rt.name, model=cand.model, tier=cand.tier,
+                usage=reply.usage, latency_s=self.clock.monotonic() - start, degraded=cand.tier < req.tier,
+                attempts=attempts,
+            ), 1
+        finally:
+            rt.bulkhead.release()
+            self._notify(rt)
+
+    async def _probe(self, rt: ProviderRuntime, lease: ProbeLease, attempts: list[Attempt]) -> bool:
+        began = self.clock.monotonic()
+        try:
+            info = await rt.provider.health(min(self.policy.probe_timeout_s, rt.cfg.timeout_s))
+        except Exception as exc:
+            failure = exc if isinstance(exc, ProviderCallError) else ProviderCallError(
+                ErrorClass.BAD_RESPONSE, f"{type(exc).__name__} in the health probe")
+            error_class = failure.error_class
+            if error_class is ErrorClass.PERMANENT:
+                rt.misconfigured_reason = self._misconfigured_reason(rt, failure)
+            elif not TRAITS[error_class].counts_for_breaker:
+                error_class = ErrorClass.SERVER  # a health endpoint that does not answer 2xx is not healthy
+            rt.last_error = ErrorNote(failure.error_class.value, failure.status)
+            rt.breaker.record_failure(error_class, failure.retry_after_s, lease)
+            self._persist_breaker(rt)
+            attempts.append(Attempt(provider=rt.name, outcome="probe_failed", error_class=failure.error_class.value,
+                                    status=failure.status, latency_s=self.clock.monotonic() - began,
+                                    detail=f"health probe: {failure.detail}"))
+            return False
+        rt.buckets.apply(info)
+        rt.misconfigured_reason = None
+        rt.breaker.record_success(lease)
+        attempts.append(Attempt(provider=rt.name, outcome="probe_ok", latency_s=self.clock.monotonic() - began,
+                                detail="health probe"))
+        return True
+
+    # --- bookkeeping -------------------------------------------------------------------------------
+
+    def _record_answer(self, rt: ProviderRuntime, lease: ProbeLease | None, reservation: Reservation,
+                       reply: ProviderReply, latency: float, ticket: ThrottleTicket) -> None:
+        rt.buckets.reconcile(reservation, reply.usage.total_tokens)
+        rt.buckets.apply(reply.rate_limits)
+        rt.throttle.settle(ticket, accepted=True)
+        rt.misconfigured_reason = None
+        rt.breaker.record_success(lease)
+        rt.metrics.record(True, latency)
+        if self._recorder is not None:
+            self._recorder.add_call(CallRecord(rt.name, True, latency, None, reply.usage.input_tokens,
+                                               reply.usage.output_tokens, self.clock.wall()))
+
+    def _record_failure(self, rt: ProviderRuntime, exc: ProviderCallError, lease: ProbeLease | None,
+                        reservation: Reservation, latency: float, ticket: ThrottleTicket) -> None:
+        error_class = exc.error_class
+        traits = TRAITS[error_class]
+        rt.buckets.reconcile(reservation, 0)
+        rt.buckets.apply(exc.rate_limits)
+        rt.throttle.settle(ticket, accepted=traits.accepted)
+        rt.last_error = ErrorNote(error_class.value, exc.status)
+        if traits.misconfigures:
+            rt.misconfigured_reason = self._misconfigured_reason(rt, exc)
+            if lease is not None:
+                rt.breaker.record_failure(error_class, exc.retry_after_s, lease)
+            else:
+                rt.breaker.force_open(error_class, f"misconfigured ({exc.detail})")
+            log.warning("provider %s is misconfigured (%s): it is skipped until a health probe passes",
+                        rt.name, exc.detail)
+        elif traits.counts_for_breaker:
+            rt.breaker.record_failure(error_class, exc.retry_after_s, lease)
+        elif lease is not None:
+            rt.breaker.record_success(lease)  # it answered; the request was at fault
+        healthy = not (traits.counts_for_breaker or traits.misconfigures)
+        rt.metrics.record(healthy, latency if exc.status is not None else None)
+        if self._recorder is not None:
+            self._recorder.add_call(CallRecord(rt.name, healthy, latency if exc.status is not None else None,
+                                               error_class.value, 0, 0, self.clock.wall()))
+        self._persist_breaker(rt)
+
+    @staticmethod
+    def _misconfigured_reason(rt: ProviderRuntime, exc: ProviderCallError) -> str:
+        where = f"the key in ${rt.cfg.api_key_env}, " if rt.cfg.api_key_env else ""
+        return f"{exc.detail}: check {where}the model names and base_url"
+
+    def _persist_breaker(self, rt: ProviderRuntime) -> None:
+        if self._recorder is not None:
+            self._recorder.set_breaker(rt.breaker_record(self.clock.wall()))
+
+    def _record_all_breakers(self) -> None:
+        if self._recorder is not None:
+            for rt in self._runtimes:
+                self._persist_breaker(rt)
+
+    def _maybe_flush(self) -> None:
+        if self._recorder is None or self._recorder.pending == 0:
+            return
+        if self._flush_task is not None and not self._flush_task.done():
+            return
+        if time.monotonic() - self._last_flush < self.policy.stats_flush_s:
+            return
+        self._last_flush = time.monotonic()
+        self._flush_task = asyncio.get_running_loop().create_task(asyncio.to_thread(self._recorder.flush))
+
+    async def _answer_builtin(self, req: ChatRequest, had_remote: bool, attempts: list[Attempt],
+                              start: float) -> ChatResponse:
+        if not self.builtin.can_answer(req.task):
+            raise NoHandlerError(req.task, sum(1 for a in attempts if a.provider not in ("router",)))
+        began = self.clock.monotonic()
+        try:
+            content, parsed = await self.builtin.answer(req)
+        except BuiltinHandlerError:
+            self._record_builtin(False, None)
+            raise
+        latency = self.clock.monotonic() - began
+        self._record_builtin(True, latency)
+        attempts.append(Attempt(provider=BUILTIN_NAME, model=BUILTIN_MODEL, tier=0, outcome="ok", latency_s=latency))
+        return ChatResponse(content=content, parsed=parsed, provider=BUILTIN_NAME, model=BUILTIN_MODEL, tier=0,
+                            usage=Usage(), latency_s=self.clock.monotonic() - start, degraded=had_remote,
+                            attempts=attempts)
+
+    def _record_builtin(self, ok: bool, latency: float | None) -> None:
+        self._builtin_metrics.record(ok, latency)
+        if self._recorder is not None:
+            self._recorder.add_call(CallRecord(BUILTIN_NAME, ok, latency, None if ok else "handler_error", 0, 0,
+                                               self.clock.wall()))
+        if self._subscribers:
+            self._publish(self._builtin_snapshot())
+
+    def _builtin_snapshot(self) -> ProviderSnapshot:
+        metrics = self._builtin_metrics
+        latency = metrics.latency_summary()
+        return ProviderSnapshot(
+            name=BUILTIN_NAME, kind=BUILTIN_KIND, state=BreakerState.CLOSED,
+            success_rate=metrics.success_rate(), health_score=round(metrics.health_score(), 4),
+            ema_latency_s=latency.ema, p50_latency_s=latency.p50, p95_latency_s=latency.p95,
+            p99_latency_s=latency.p99, recent_latencies_s=latency.recent,
+            in_flight=self.builtin.in_flight, bulkhead_size=self.builtin.concurrency,
+            requests_total=metrics.requests_total, successes_total=metrics.successes_total,
+            failures_total=metrics.failures_total, models={0: BUILTIN_MODEL},
+        )
+
+    # --- events ---------------------------------------------------------------------------------------
+
+    def _bind_loop(self) -> None:
+        if self._loop is not None:
+            return
+        self._loop = asyncio.get_running_loop()
+        self._loop_thread = threading.get_ident()
+        for rt in self._runtimes:  # breakers restored OPEN from the stats store need their wake-up
+            if rt.breaker.state is BreakerState.OPEN:
+                self._schedule_wake(rt)
+
+    def _on_transition(self, rt: ProviderRuntime, transition: Transition) -> None:
+        loop = self._loop
+        if loop is not None and threading.get_ident() != self._loop_thread:
+            if not loop.is_closed():
+                loop.call_soon_threadsafe(self._handle_transition, rt, transition)
+            return
+        self._handle_transition(rt, transition)
+
+    def _handle_transition(self, rt: ProviderRuntime, transition: Transition) -> None:
+        log.info("provider %s: %s -> %s (%s)", rt.name, transition.old.value, transition.new.value,
+                 transition.reason)
+        if transition.new is BreakerState.CLOSED:
+            rt.misconfigured_reason = None
+        if transition.new is BreakerState.OPEN:
+            self._schedule_wake(rt)
+        self._persist_breaker(rt)
+        self._notify(rt)
+
+    def _schedule_wake(self, rt: ProviderRuntime) -> None:
+        """Notice OPEN → HALF_OPEN when the cooldown ends, even if no request touches the provider."""
+        if self._loop is None or self._closed:
+            return
+        previous = self._wake_tasks.pop(rt.name, None)
+        if previous is not None:
+            previous.cancel()
+        self._wake_tasks[rt.name] = self._loop.create_task(self._wake(rt))
+
+    async def _wake(self, rt: ProviderRuntime) -> None:
+        remaining = rt.breaker.cooldown_remaining()
+        while remaining > 0:
+            await self.clock.sleep(remaining)
+            remaining = rt.breaker.cooldown_remaining()
+        _ = rt.breaker.state  # the read performs the transition and emits it
+
+    async def _wait_event_or_timeout(self, event: asyncio.Event, timeout: float) -> None:
+        waiter = asyncio.ensure_future(event.wait())
+        sleeper = asyncio.ensure_future(self.clock.sleep(timeout))
+        try:
+            await asyncio.wait({waiter, sleeper}, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            waiter.cancel()
+            sleeper.cancel()
+
+    def _notify(self, rt: ProviderRuntime) -> None:
+        if not self._subscribers:
+            return
+        scores = health_scores(self._runtimes)
+        self._publish(rt.snapshot(scores[rt.name], rt.provider.key_problem()))
+
+    def _publish(self, snapshot: ProviderSnapshot) -> None:
+        for callback in list(self._subscribers):
+            try:
+                callback(snapshot)
+            except Exception:  # a subscriber's bug must not break routing
+                log.exception("provider snapshot subscriber failed")
+
+    # --- health checks ----------------------------------------------------------------------------------
+
+    async def _check_one(self, rt: ProviderRuntime) -> HealthCheck:
+        problem = rt.provider.key_problem()
+        if problem is not None:
+            return HealthCheck(rt.name, rt.cfg.kind, False, None, f"misconfigured: {problem}", "permanent")
+        began = time.perf_counter()
+        try:
+            await rt.provider.health(min(self.policy.probe_timeout_s, rt.cfg.timeout_s))
+        except ProviderCallError as exc:
+            detail = exc.detail
+            if exc.error_class is ErrorClass.PERMANENT:
+                detail = f"misconfigured: {self._misconfigured_reason(rt, exc)}"
+            return HealthCheck(rt.name, rt.cfg.kind, False, time.perf_counter() - began, detail,
+                               exc.error_class.value)
+        return HealthCheck(rt.name, rt.cfg.kind, True, time.perf_counter() - began, "healthy")
+
+
+def _client(transport: httpx.AsyncBaseTransport | None) -> httpx.AsyncClient:
+    """One shared client. No retries in the transport; loopback never goes through a proxy."""
+    limits = httpx.Limits(max_connections=200, max_keepalive_connections=50)
+    if transport is not None:
+        return httpx.AsyncClient(transport=transport, limits=limits, follow_redirects=False)
+    direct = httpx.AsyncHTTPTransport(retries=0, limits=limits)
+    return httpx.AsyncClient(
+        transport=httpx.AsyncHTTPTransport(retries=0, limits=limits),
+        mounts={"all://127.0.0.1": direct, "all://localhost": direct, "all://[::1]": direct},
+        limits=limits, follow_redirects=False, trust_env=True,
+    )
+
+
+def build_router(
+    config: RouterConfig,
+    *,
+    stats_path: Path | None,
+    task_handlers: TaskHandlerRegistry,
+    clock: Clock | None = None,
+    transport: httpx.AsyncBaseTransport | None = None,
+    rng: random.Random | None = None,
+    environ: Mapping[str, str] | None = None,
+) -> SmartModelRouter:
+    """The router for ``config``: HTTP providers over one shared client, stats in ``stats_path``.
+
+    ``stats_path`` may be the SQLite file or the workspace directory (the file is then
+    ``provider_stats.sqlite3`` in it); ``None`` keeps statistics in memory only.
+    """
+    clock = clock or SystemClock()
+    client = _client(transport)
+    providers: dict[str, Provider] = {
+        cfg.name: HttpProvider(cfg, client, clock, environ) for cfg in config.enabled_providers()
+    }
+    stats = None
+    if stats_path is not None:
+        path = Path(stats_path)
+        if path.is_dir():
+            path = path / STATS_FILENAME
+        stats = StatsStore(path)
+    return SmartModelRouter(config, providers=providers, task_handlers=task_handlers, clock=clock, stats=stats,
+                            rng=rng, client=client)

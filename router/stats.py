@@ -1,0 +1,303 @@
+"""Provider statistics and breaker state persisted in SQLite (WAL), safe with several processes.
+
+Totals are written as increments (``requests = requests + ?``) inside
+``BEGIN IMMEDIATE`` transactions, so processes writing at once add up instead
+of overwriting each other. Recent calls go to an append-only table pruned to
+the last ``keep_calls`` per provider. Breaker state is last-writer-wins per
+provider. Monotonic values cannot be compared across processes or reboots, so
+a cooldown is stored as an offset — the seconds that remained when it was
+saved — with the wall time of the save; on load the elapsed wall time is
+subtracted (never added: a wall clock stepped backwards cannot lengthen it).
+
+Writes are batched by :class:`StatsRecorder` off the request path; the router
+flushes it from a worker thread about once a second and on close.
+"""
+from __future__ import annotations
+
+import logging
+import sqlite3
+import threading
+import time
+from collections import defaultdict
+from dataclasses import dataclass, field
+from pathlib import Path
+
+STATS_FILENAME = "provider_stats.sqlite3"
+SCHEMA_VERSION = 1
+
+log = logging.getLogger(__name__)
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS provider_totals (
+    provider TEXT PRIMARY KEY,
+    requests INTEGER NOT NULL DEFAULT 0,
+    successes INTEGER NOT NULL DEFAULT 0,
+    failures INTEGER NOT NULL DEFAULT 0,
+    rate_limited INTEGER NOT NULL DEFAULT 0,
+    input_tokens INTEGER NOT NULL DEFAULT 0,
+    output_tokens INTEGER NOT NULL DEFAULT 0,
+    updated_wall REAL NOT NULL DEFAULT 0
+);
+CREATE TABLE IF NOT EXISTS provider_calls (
+    id INTEGER PRIMARY KEY AUTOINCREMENT,
+    provider TEXT NOT NULL,
+    ok INTEGER NOT NULL,
+    latency_s REAL,
+    error_class TEXT,
+    wall REAL NOT NULL
+);
+CREATE INDEX IF NOT EXISTS provider_calls_by_provider ON provider_calls (provider, id);
+CREATE TABLE IF NOT EXISTS provider_breaker (
+    provider TEXT PRIMARY KEY,
+    state TEXT NOT NULL,
+    cooldown_remaining_s REAL NOT NULL,
+    consecutive_trips INTEGER NOT NULL,
+    open_reason TEXT,
+    last_error TEXT,
+    last_error_status INTEGER,
+    misconfigured INTEGER NOT NULL DEFAULT 0,
+    misconfigured_reason TEXT,
+    changed_wall REAL,
+    saved_wall REAL NOT NULL
+);
+"""
+
+
+@dataclass(frozen=True, slots=True)
+class CallRecord:
+    provider: str
+    ok: bool
+    latency_s: float | None
+    error_class: str | None
+    input_tokens: int
+    output_tokens: int
+    wall: float
+
+
+@dataclass(frozen=True, slots=True)
+class BreakerRecord:
+    provider: str
+    state: str
+    cooldown_remaining_s: float
+    consecutive_trips: int
+    open_reason: str | None
+    last_error: str | None
+    last_error_status: int | None
+    misconfigured: bool
+    misconfigured_reason: str | None
+    changed_wall: float | None
+    saved_wall: float
+
+
+@dataclass(frozen=True, slots=True)
+class ProviderTotals:
+    requests: int = 0
+    successes: int = 0
+    failures: int = 0
+    rate_limited: int = 0
+    input_tokens: int = 0
+    output_tokens: int = 0
+
+
+@dataclass(slots=True)
+class StoredProvider:
+    totals: ProviderTotals = field(default_factory=ProviderTotals)
+    recent: list[tuple[bool, float | None]] = field(default_factory=list)  # oldest first
+    breaker: BreakerRecord | None = None
+
+    def cooldown_remaining(self, now_wall: float) -> float:
+        """The stored cooldown minus the wall time elapsed since it was saved (elapsed clamped at 0)."""
+        if self.breaker is None:
+            return 0.0
+        elapsed = max(0.0, now_wall - self.breaker.saved_wall)
+        return max(0.0, self.breaker.cooldown_remaining_s - elapsed)
+
+
+class StatsStore:
+    """One SQLite file; one connection per store, guarded by a lock so worker threads can flush."""
+
+    def __init__(self, path: Path, *, keep_calls: int = 200, busy_timeout_s: float = 30.0) -> None:
+        self.path = Path(path)
+        self.keep_calls = keep_calls
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self._lock = threading.Lock()
+        self._conn = sqlite3.connect(self.path, timeout=busy_timeout_s, isolation_level=None,
+                                     check_same_thread=False)
+        self._conn.execute(f"PRAGMA busy_timeout = {int(busy_timeout_s * 1000)}")
+        self._retry(self._set_wal)
+        self._conn.execute("PRAGMA synchronous = NORMAL")
+        self._retry(self._create_schema)
+
+    # --- setup ----------------------------------------------------------------
+
+    @staticmethod
+    def _retry(action: object, attempts: int = 50) -> None:
+        """Retry set-up statements that SQLite refuses with SQLITE_BUSY before a busy handler applies."""
+        assert callable(action)
+        for attempt in range(attempts):
+            try:
+                action()
+                return
+            except sqlite3.OperationalError as exc:
+                if "locked" not in str(exc) and "busy" not in str(exc):
+                    raise
+                time.sleep(0.01 * (attempt + 1))
+        action()
+
+    def _set_wal(self) -> None:
+        self._conn.execute("PRAGMA journal_mode = WAL")
+
+    def _create_schema(self) -> None:
+        with self._lock:
+            self._conn.execute("BEGIN IMMEDIATE")
+            try:
+                for statement in (part.strip() for part in _SCHEMA.split(";")):
+                    if statement:
+                        self._conn.execute(statement)
+                self._conn.execute("INSERT OR IGNORE INTO meta (key, value) VALUES ('schema_version', ?)",
+                                   (str(SCHEMA_VERSION),))
+                self._conn.execute("COMMIT")
+            except BaseException:
+                self._conn.execute("ROLLBACK")
+                raise
+
+    # --- writing ------------------------------------------------------------------
+
+    def write(self, calls: list[CallRecord], breakers: list[BreakerRecord]) -> None:
+        """Add a batch of calls and replace breaker rows, in one transaction."""
+        if not calls and not breakers:
+            return
+        totals: dict[str, list[int]] = defaultdict(lambda: [0, 0, 0, 0, 0, 0])
+        last_wall: dict[str, float] = {}
+        for call in calls:
+            row = totals[call.provider]
+            row[0] += 1
+            row[1] += call.ok
+            row[2] += not call.ok
+            row[3] += call.error_class in ("rate_limit", "quota")
+            row[4] += call.input_tokens
+            row[5] += call.output_tokens
+            last_wall[call.provider] = max(last_wall.get(call.provider, 0.0), call.wall)
+        with self._lock:
+            cur = self._conn.cursor()
+            cur.execute("BEGIN IMMEDIATE")
+            try:
+                for provider, row in totals.items():
+                    cur.execute(
+                        """INSERT INTO provider_totals
+                               (provider, requests, successes, failures, rate_limited, input_tokens,
+                                output_tokens, updated_wall)
+                           VALUES (?, ?, ?, ?, ?, ?, ?, ?)
+                           ON CONFLICT (provider) DO UPDATE SET
+                               requests = requests + excluded.requests,
+                               successes = successes + excluded.successes,
+                               failures = failures + excluded.failures,
+                               rate_limited = rate_limited + excluded.rate_limited,
+                               input_tokens = input_tokens + excluded.input_tokens,
+                               output_tokens = output_tokens + excluded.output_tokens,
+                               updated_wall = max(updated_wall, excluded.updated_wall)""",
+                        (provider, *row, last_wall[provider]),
+                    )
+                cur.executemany(
+                    "INSERT INTO provider_calls (provider, ok, latency_s, error_class, wall) VALUES (?, ?, ?, ?, ?)",
+                    [(c.provider, int(c.ok), c.latency_s, c.error_class, c.wall) for c in calls],
+                )
+                for provider in totals:
+                    cur.execute(
+                        """DELETE FROM provider_calls WHERE provider = ? AND id <= (
+                               SELECT id FROM provider_calls WHERE provider = ?
+                               ORDER BY id DESC LIMIT 1 OFFSET ?)""",
+                        (provider, provider, self.keep_calls),
+                    )
+                cur.executemany(
+                    """INSERT OR REPLACE INTO provider_breaker
+                           (provider, state, cooldown_remaining_s, consecutive_trips, open_reason, last_error,
+                            last_error_status, misconfigured, misconfigured_reason, changed_wall, saved_wall)
+                       VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)""",
+                    [(b.provider, b.state, b.cooldown_remaining_s, b.consecutive_trips, b.open_reason,
+                      b.last_error, b.last_error_status, int(b.misconfigured), b.misconfigured_reason,
+                      b.changed_wall, b.saved_wall) for b in breakers],
+                )
+                cur.execute("COMMIT")
+            except BaseException:
+                cur.execute("ROLLBACK")
+                raise
+
+    # --- reading ------------------------------------------------------------------------
+
+    def load(self, recent: int = 100) -> dict[str, StoredProvider]:
+        """Everything stored, per provider: totals, the last ``recent`` calls (oldest first), breaker row."""
+        result: dict[str, StoredProvider] = defaultdict(StoredProvider)
+        with self._lock:
+            for row in self._conn.execute(
+                "SELECT provider, requests, successes, failures, rate_limited, input_tokens, output_tokens "
+                "FROM provider_totals"
+            ):
+                result[row[0]].totals = ProviderTotals(*row[1:])
+            for (provider,) in self._conn.execute("SELECT DISTINCT provider FROM provider_calls"):
+                rows = self._conn.execute(
+                    "SELECT ok, latency_s FROM provider_calls WHERE provider = ? ORDER BY id DESC LIMIT ?",
+                    (provider, recent),
+                ).fetchall()
+                result[provider].recent = [(bool(ok), latency) for ok, latency in reversed(rows)]
+            for row in self._conn.execute(
+                "SELECT provider, state, cooldown_remaining_s, consecutive_trips, open_reason, last_error, "
+                "last_error_status, misconfigured, misconfigured_reason, changed_wall, saved_wall "
+                "FROM provider_breaker"
+            ):
+                result[row[0]].breaker = BreakerRecord(row[0], row[1], row[2], row[3], row[4], row[5], row[6],
+                                                       bool(row[7]), row[8], row[9], row[10])
+        return dict(result)
+
+    def integrity_ok(self) -> bool:
+        with self._lock:
+            return self._conn.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
+
+    def close(self) -> None:
+        with self._lock:
+            self._conn.close()
+
+
+class StatsRecorder:
+    """Buffers call records and dirty breaker rows between flushes; flushing is thread-safe."""
+
+    def __init__(self, store: StatsStore, *, max_buffer: int = 10_000) -> None:
+        self.store = store
+        self._calls: list[CallRecord] = []
+        self._breakers: dict[str, BreakerRecord] = {}
+        self._lock = threading.Lock()
+        self._flush_lock = threading.Lock()
+        self._max_buffer = max_buffer
+        self._warned = False
+
+    @property
+    def pending(self) -> int:
+        return len(self._calls) + len(self._breakers)
+
+    def add_call(self, record: CallRecord) -> None:
+        with self._lock:
+            if len(self._calls) >= self._max_buffer:
+                del self._calls[: len(self._calls) // 2]  # the store is unwritable: keep the newest
+            self._calls.append(record)
+
+    def set_breaker(self, record: BreakerRecord) -> None:
+        with self._lock:
+            self._breakers[record.provider] = record
+
+    def flush(self) -> None:
+        with self._flush_lock:
+            with self._lock:
+                calls, self._calls = self._calls, []
+                breakers, self._breakers = list(self._breakers.values()), {}
+            try:
+                self.store.write(calls, breakers)
+            except sqlite3.Error as exc:
+                if not self._warned:
+                    log.warning("provider stats could not be written to %s (%s); retrying on the next flush",
+                                self.store.path, type(exc).__name__)
+                    self._warned = True
+                with self._lock:
+                    self._calls[:0] = calls
+                    for record in breakers:
+                        self._breakers.setdefault(record.provider, record)

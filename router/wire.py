@@ -1,0 +1,100 @@
+"""What every provider request carries besides the prompt, and how structured output is read back.
+
+A request names its ``task`` in the ``x-workbench-task`` header and carries its
+``inputs`` as a fenced JSON block at the end of the last message (DESIGN §7):
+real providers ignore the header and read the block as context; the fault
+server reads both to answer through its responder.
+"""
+from __future__ import annotations
+
+import json
+import re
+from functools import lru_cache
+from typing import Any
+
+from pydantic import BaseModel, ValidationError
+
+from router.errors import ErrorClass, ProviderCallError
+from router.models import ChatMessage, ChatRequest
+
+TASK_HEADER = "x-workbench-task"
+INPUTS_FENCE = "workbench-inputs"
+_INPUTS_BLOCK = re.compile(r"```" + INPUTS_FENCE + r"\n(.*?)\n```", re.DOTALL)
+_CODE_FENCE = re.compile(r"^\s*```(?:json|JSON)?\s*\n(.*?)\n\s*```\s*$", re.DOTALL)
+
+
+def encode_json(value: Any) -> str:
+    return json.dumps(value, ensure_ascii=False, default=str, separators=(",", ":"))
+
+
+def wire_messages(req: ChatRequest) -> list[ChatMessage]:
+    """The request's messages with its inputs appended to the last one (unchanged when there are none)."""
+    if not req.inputs:
+        return list(req.messages)
+    last = req.messages[-1]
+    block = f"\n\n```{INPUTS_FENCE}\n{encode_json(req.inputs)}\n```"
+    return [*req.messages[:-1], ChatMessage(role=last.role, content=last.content + block)]
+
+
+def extract_inputs(text: str) -> dict[str, Any]:
+    """The inputs block of a message, or ``{}`` when there is none or it is not a JSON object."""
+    match = _INPUTS_BLOCK.search(text)
+    if match is None:
+        return {}
+    try:
+        value = json.loads(match.group(1))
+    except json.JSONDecodeError:
+        return {}
+    return value if isinstance(value, dict) else {}
+
+
+@lru_cache(maxsize=256)
+def _schema_json(model: type[BaseModel]) -> str:
+    return json.dumps(model.model_json_schema())
+
+
+def json_schema(model: type[BaseModel]) -> dict[str, Any]:
+    """The JSON schema of a response model (cached; a fresh copy each call, callers may edit it)."""
+    return json.loads(_schema_json(model))
+
+
+def is_strict_compatible(schema: Any) -> bool:
+    """Whether OpenAI's ``strict`` structured outputs accept the schema: every object closed, every key required."""
+    if isinstance(schema, dict):
+        if schema.get("type") == "object" or "properties" in schema:
+            props = schema.get("properties", {})
+            if schema.get("additionalProperties") is not False or set(schema.get("required", [])) != set(props):
+                return False
+        return all(is_strict_compatible(v) for v in schema.values())
+    if isinstance(schema, list):
+        return all(is_strict_compatible(v) for v in schema)
+    return True
+
+
+def schema_name(model: type[BaseModel]) -> str:
+    name = re.sub(r"[^A-Za-z0-9_-]", "_", model.__name__)[:64]
+    return name or "response"
+
+
+def strip_code_fence(content: str) -> str:
+    match = _CODE_FENCE.match(content)
+    return match.group(1) if match else content
+
+
+def parse_structured(content: str, schema: type[BaseModel]) -> BaseModel:
+    """Validate a model's answer against the request's schema; a mismatch is an INVALID_OUTPUT failure."""
+    try:
+        return schema.model_validate_json(strip_code_fence(content).strip())
+    except ValidationError as exc:
+        raise ProviderCallError(
+            ErrorClass.INVALID_OUTPUT,
+            f"answer does not match {schema.__name__}: {exc.error_count()} validation error(s)",
+        ) from None
+
+
+def estimate_tokens(req: ChatRequest, default_output_tokens: int) -> int:
+    """A cheap token estimate for the TPM reservation: ~4 characters a token, plus the output budget."""
+    chars = sum(len(m.content) for m in req.messages)
+    if req.inputs:
+        chars += len(encode_json(req.inputs))
+    return chars // 4 + 1 + (req.max_tokens or default_output_tokens)

@@ -1,0 +1,181 @@
+"""TUI benchmarks: event ingestion under load, DAG layout and render, start-up to first frame.
+
+Figures are measured side by side in one run and printed; nothing is asserted about time.
+"""
+from __future__ import annotations
+
+import asyncio
+import os
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import networkx as nx
+from textual import events
+
+from engine.events import GraphEdge, GraphNode, Log, RunStarted, StepFinished, StepStarted
+from engine.protocol import ExecutionResult, InterruptResponder
+from engine.states import RunStatus
+from engine.store import InMemoryRunStore
+from tui.app import WorkbenchApp
+from tui.run_driver import EventInbox
+from tui.run_state import RunView
+from tui.sample_run import research_graph
+from tui.widgets.dag_layout import compute_layout
+from tui.widgets.dag_view import DagView
+from tui.workbench import Workbench
+
+RATE = 1000
+LOAD_SECONDS = 3.0
+KEYPRESSES = 30
+
+
+def _percentile(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
+
+
+def flood_job(rate: int, seconds: float) -> object:
+    """A run that appends ``rate`` real events per second to a store for ``seconds``."""
+    async def job(responder: InterruptResponder, inbox: EventInbox) -> ExecutionResult:
+        store = InMemoryRunStore()
+        nodes, edges = research_graph()
+        definition_nodes = [n.id for n in nodes]
+        unsubscribe = store.subscribe(inbox.put)
+        from tui.sample_run import definition_for
+
+        run_id = store.create_run(definition_for(nodes, edges), {}, "kahn", "bench", run_id="bench")
+        store.append(RunStarted(run_id=run_id, workflow="bench", source="-", engine="kahn", engine_reason="bench",
+                                nodes=nodes, edges=edges))
+        started, sent, tick = time.perf_counter(), 0, 0.01
+        while time.perf_counter() - started < seconds:
+            due = int((time.perf_counter() - started) * rate)
+            while sent < due:
+                step_id = definition_nodes[sent % len(definition_nodes)]
+                kind = sent % 3
+                if kind == 0:
+                    store.append(StepStarted(run_id=run_id, step_id=step_id))
+                elif kind == 1:
+                    store.append(StepFinished(run_id=run_id, step_id=step_id, tokens=sent, duration_s=0.1))
+                else:
+                    store.append(Log(run_id=run_id, message=f"event {sent}", step_id=step_id))
+                sent += 1
+            await asyncio.sleep(tick)
+        unsubscribe()
+        return ExecutionResult(run_id=run_id, status=RunStatus.COMPLETED)
+
+    return job
+
+
+async def key_to_repaint(app: WorkbenchApp, dag: DagView, key: str) -> float:
+    """Seconds from a key press reaching the app to the DAG line it changed being rendered again."""
+    previous = dag.selected
+    before = time.perf_counter()
+    app.post_message(events.Key(key, None))
+    while True:
+        node = dag.layout_.positions.get(dag.selected or "")
+        if dag.selected != previous and node is not None and 2 * node.layer in dag._rows:
+            return time.perf_counter() - before
+        if time.perf_counter() - before > 10:
+            return float("inf")
+        await asyncio.sleep(0.0005)
+
+
+async def bench_ingestion() -> None:
+    with tempfile.TemporaryDirectory() as tmp:
+        app = WorkbenchApp(Workbench(workspace=Path(tmp), shipped_dir=Path(tmp) / "none"))
+        async with app.run_test(size=(160, 48)) as pilot:
+            await pilot.pause()
+            screen = app.start_job(flood_job(RATE, LOAD_SECONDS))  # type: ignore[arg-type]
+            await pilot.pause(0.3)
+            latencies: list[float] = []
+            started = time.perf_counter()
+            dag = screen.query_one(DagView)
+            for index in range(KEYPRESSES):
+                latencies.append(await key_to_repaint(app, dag, "down" if index % 2 == 0 else "up"))
+                await asyncio.sleep(max(0.0, LOAD_SECONDS * 0.8 / KEYPRESSES - latencies[-1]))
+            elapsed = time.perf_counter() - started
+            while screen.driver is not None:
+                await pilot.pause(0.05)
+            absorbed = len(screen.events)
+    print(f"event ingestion: {RATE} events/s offered for {LOAD_SECONDS:.0f} s; the screen absorbed {absorbed} "
+          f"events ({absorbed / (LOAD_SECONDS + 0.3):.0f}/s) while {KEYPRESSES} key presses (DAG selection) took "
+          f"p50 {statistics.median(latencies) * 1000:.1f} ms, p95 {_percentile(latencies, 0.95) * 1000:.1f} ms, "
+          f"max {max(latencies) * 1000:.1f} ms to repaint (over {elapsed:.1f} s)")
+
+
+def random_dag(size: int, seed: int = 7) -> tuple[list[str], list[tuple[str, str, str]]]:
+    graph = nx.gnp_random_graph(size, min(1.0, 2.5 / size), seed=seed, directed=True)
+    nodes = [f"step_{i}" for i in range(size)]
+    edges = [(nodes[a], nodes[b], "depends_on") for a, b in graph.edges if a < b]
+    return nodes, edges
+
+
+async def bench_dag() -> None:
+    with tempfile.TemporaryDirectory() as tmp:
+        app = WorkbenchApp(Workbench(workspace=Path(tmp), shipped_dir=Path(tmp) / "none"))
+        async with app.run_test(size=(160, 48)) as pilot:
+            await pilot.pause()
+            dag = DagView()
+            await app.screen.mount(dag)
+            for size in (50, 300, 1000):
+                nodes, edges = random_dag(size)
+                started = time.perf_counter()
+                layout = compute_layout(nodes, edges)
+                layout_s = time.perf_counter() - started
+                view = RunView()
+                view.apply(RunStarted(run_id="b", workflow="b", source="-", engine="kahn", engine_reason="-",
+                                      nodes=[GraphNode(id=n, uses="demo.echo") for n in nodes],
+                                      edges=[GraphEdge(source=s, target=t) for s, t, _ in edges]))
+                started = time.perf_counter()
+                dag.show(view)
+                rows = 2 * len(dag.layout_.layers)
+                for row in range(rows):
+                    dag._render_row(row)
+                render_s = time.perf_counter() - started
+                started = time.perf_counter()
+                for row in range(min(rows, 48)):
+                    dag.render_line(row)
+                screen_s = time.perf_counter() - started
+                print(f"DAG {size:>5} nodes: layout {layout_s * 1000:7.1f} ms ({len(layout.layers)} layers, "
+                      f"{len(layout.positions) - size} dummies); layout+render of all {rows} rows "
+                      f"{render_s * 1000:7.1f} ms; one screen of cached lines {screen_s * 1000:5.2f} ms")
+
+
+async def bench_startup_in_process() -> float:
+    with tempfile.TemporaryDirectory() as tmp:
+        started = time.perf_counter()
+        app = WorkbenchApp(Workbench(workspace=Path(tmp)))
+        async with app.run_test(size=(160, 48)) as pilot:
+            await pilot.pause()
+            return time.perf_counter() - started
+
+
+def bench_startup_process() -> float:
+    import pexpect
+
+    with tempfile.TemporaryDirectory() as tmp:
+        env = {**os.environ, "WORKBENCH_HOME": tmp, "WORKBENCH_CONFIG": str(Path(tmp) / "config.yaml"),
+               "TERM": "xterm-256color"}
+        started = time.perf_counter()
+        child = pexpect.spawn(str(Path(sys.executable).parent / "workbench"), env=env, dimensions=(48, 160))
+        child.expect("Workflows", timeout=60)
+        elapsed = time.perf_counter() - started
+        child.sendcontrol("q")
+        child.expect(pexpect.EOF, timeout=30)
+        return elapsed
+
+
+def main() -> None:
+    asyncio.run(bench_ingestion())
+    asyncio.run(bench_dag())
+    in_process = asyncio.run(bench_startup_in_process())
+    process = bench_startup_process()
+    print(f"start-up to first frame: {in_process * 1000:.0f} ms in process (headless, Home with shipped workflows); "
+          f"{process * 1000:.0f} ms for the `workbench` process in a pseudo-terminal")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,117 @@
+"""The workflow graph: forward edges, back edges, and the queries the engines ask."""
+from __future__ import annotations
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from engine.graph import WorkflowGraph
+from engine.spec import StepSpec, WorkflowDefinition
+
+
+def workflow(*steps: dict) -> WorkflowDefinition:
+    return WorkflowDefinition(name="g", steps=[StepSpec(uses="demo.any", **s) for s in steps])
+
+
+@pytest.fixture
+def microloop() -> WorkflowGraph:
+    """intake → author → critic ⟲ author; critic → publish (next) or → gather (detour, returns)."""
+    return WorkflowGraph(workflow(
+        {"id": "intake"},
+        {"id": "author", "depends_on": ["intake"]},
+        {"id": "side", "depends_on": ["intake"]},
+        {"id": "critic", "depends_on": ["author", "side"], "routing": {
+            "kind": "loop", "next": "publish", "loop": {"target": "author", "max_iterations": 3},
+            "detour": {"target": "gather"}}},
+        {"id": "gather"},
+        {"id": "publish"},
+    ))
+
+
+def test_forward_edges_come_from_depends_on_and_routing_targets(microloop):
+    assert microloop.dependencies("critic") == ["author", "side"]
+    assert microloop.dependencies("publish") == ["critic"]
+    assert microloop.dependencies("gather") == ["critic"]
+    assert microloop.routers_of("publish") == ["critic"]
+    assert microloop.routers_of("critic") == []
+    assert microloop.dependents("critic") == ["gather", "publish"]
+    assert microloop.edge_kinds("critic", "gather") == {"detour"}
+
+
+def test_loop_and_detour_return_are_back_edges_that_order_nothing(microloop):
+    assert [(e.source, e.target) for e in microloop.loop_edges] == [("critic", "author")]
+    assert [(e.source, e.target) for e in microloop.detour_edges] == [("gather", "critic")]
+    assert microloop.has_cycles
+    assert "critic" not in microloop.dependencies("author")
+    assert microloop.forward_cycles() == []
+    assert microloop.topological_order() == ["intake", "author", "side", "critic", "gather", "publish"]
+
+
+def test_ancestors_descendants_and_between(microloop):
+    assert microloop.ancestors("critic") == {"intake", "author", "side"}
+    assert microloop.descendants("author") == {"critic", "gather", "publish"}
+    assert microloop.between("author", "critic") == ["author", "critic"]
+    assert microloop.between("intake", "critic") == ["intake", "author", "side", "critic"]
+    assert microloop.between("critic", "critic") == ["critic"]
+    with pytest.raises(ValueError, match="not upstream"):
+        microloop.between("publish", "author")
+
+
+def test_visibility_counts_back_edge_ancestry(microloop):
+    assert microloop.visible_from("author") >= {"intake", "critic", "side", "author", "gather"}
+    assert "publish" not in microloop.visible_from("author")
+    assert microloop.visible_from("critic") >= {"gather", "author", "critic"}
+    assert microloop.visible_from("side") == {"intake"}
+    assert microloop.detour_declarer("gather") == "critic"
+    assert microloop.detour_declarer("publish") is None
+
+
+def test_acyclic_workflows_have_no_cycles_and_ties_follow_declaration_order():
+    graph = WorkflowGraph(workflow({"id": "z"}, {"id": "a"}, {"id": "m", "depends_on": ["z", "a"]}))
+    assert not graph.has_cycles
+    assert graph.topological_order() == ["z", "a", "m"]
+
+
+def test_forward_cycles_are_found_with_their_edge_kinds():
+    graph = WorkflowGraph(workflow(
+        {"id": "a", "depends_on": ["c"]},
+        {"id": "b", "depends_on": ["a"]},
+        {"id": "c", "depends_on": ["b"], "routing": {"next": "d"}},
+        {"id": "d", "routing": {"next": "d"}},
+    ))
+    cycles = graph.forward_cycles()
+    assert [sorted(s for s, _, _ in cycle) for cycle in cycles] == [["a", "b", "c"], ["d"]]
+    assert cycles[1] == [("d", "d", frozenset({"route"}))]
+
+
+def test_critical_path_is_the_longest_weighted_chain(microloop):
+    length, path = microloop.critical_path({"intake": 1, "author": 2, "side": 5, "critic": 1, "publish": 3})
+    assert length == 10
+    assert path == ["intake", "side", "critic", "publish"]
+    assert WorkflowGraph(workflow({"id": "only"})).critical_path({}) == (0.0, ["only"])
+
+
+def test_nodes_and_edges_for_the_run_started_event(microloop):
+    nodes, edges = microloop.nodes_and_edges()
+    assert [n.id for n in nodes] == ["intake", "author", "side", "critic", "gather", "publish"]
+    assert {(e.source, e.target, e.kind) for e in edges} == {
+        ("intake", "author", "depends_on"), ("intake", "side", "depends_on"),
+        ("author", "critic", "depends_on"), ("side", "critic", "depends_on"),
+        ("critic", "gather", "detour"), ("critic", "publish", "route"), ("critic", "author", "loop"),
+    }
+
+
+@given(st.lists(st.lists(st.integers(0, 30), max_size=4), min_size=1, max_size=30))
+@settings(max_examples=40)
+def test_topological_order_respects_every_dependency_of_random_dags(parents):
+    steps = [
+        {"id": f"s{i}", "depends_on": sorted({f"s{p % i}" for p in ps}) if i else []}
+        for i, ps in enumerate(parents)
+    ]
+    graph = WorkflowGraph(workflow(*steps))
+    order = {step: index for index, step in enumerate(graph.topological_order())}
+    assert len(order) == len(steps)
+    for step in steps:
+        for dependency in step["depends_on"]:
+            assert order[dependency] < order[step["id"]]
+            assert dependency in graph.ancestors(step["id"])

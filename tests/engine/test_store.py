@@ -1,0 +1,159 @@
+"""The run store (both backends), the event bus and the call journal."""
+from __future__ import annotations
+
+import threading
+from pathlib import Path
+from typing import Iterator
+
+import pytest
+
+from engine.context import InterruptAnswer, InterruptRequest, JournalEntry
+from engine.events import Log, RunEvent, StepStarted
+from engine.journal import StoreJournal
+from engine.spec import StepSpec, WorkflowDefinition
+from engine.states import RunStatus, StepStatus
+from engine.store import BaseRunStore, InMemoryRunStore, InterruptRecord, RunStore, StepResult, UnknownRun
+
+WF = WorkflowDefinition(name="store_test", steps=[StepSpec(id="a", uses="demo.echo")])
+
+
+@pytest.fixture(params=["sqlite", "memory"])
+def store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[BaseRunStore]:
+    opened: BaseRunStore = RunStore(tmp_path / "runs.sqlite") if request.param == "sqlite" else InMemoryRunStore()
+    yield opened
+    opened.close()
+
+
+def test_append_assigns_contiguous_seq_and_times(store: BaseRunStore) -> None:
+    run_id = store.create_run(WF, {"x": 1}, "kahn", "test")
+    stamped = [store.append(Log(run_id=run_id, message=f"m{i}")) for i in range(5)]
+    assert [e.seq for e in stamped] == [1, 2, 3, 4, 5]
+    assert all(b.mono >= a.mono for a, b in zip(stamped, stamped[1:]))
+    assert all(e.ts > 0 for e in stamped)
+    assert store.events(run_id) == stamped
+    assert [e.seq for e in store.events(run_id, after_seq=3)] == [4, 5]
+
+
+def test_seq_continues_after_reopening_the_file(tmp_path: Path) -> None:
+    first = RunStore(tmp_path / "runs.sqlite")
+    run_id = first.create_run(WF, {}, "kahn", "test")
+    first.append(Log(run_id=run_id, message="before"))
+    last_mono = first.append(Log(run_id=run_id, message="before")).mono
+    first.close()
+    second = RunStore(tmp_path / "runs.sqlite")
+    event = second.append(Log(run_id=run_id, message="after"))
+    assert event.seq == 3
+    assert event.mono >= last_mono
+    second.close()
+
+
+def test_a_failed_batch_leaves_no_event_and_no_gap(tmp_path: Path) -> None:
+    store = RunStore(tmp_path / "runs.sqlite")
+    run_id = store.create_run(WF, {}, "kahn", "test")
+    store.append(Log(run_id=run_id, message="kept"))
+    with pytest.raises(RuntimeError):
+        with store.batch():
+            store.append(Log(run_id=run_id, message="lost"))
+            raise RuntimeError("boom")
+    assert store.append(Log(run_id=run_id, message="next")).seq == 2
+    assert [e.message for e in store.events(run_id)] == ["kept", "next"]  # type: ignore[union-attr]
+    store.close()
+
+
+def test_runs_are_listed_read_back_and_finished(store: BaseRunStore) -> None:
+    first = store.create_run(WF, {"q": "a"}, "kahn", "acyclic", run_id="r1")
+    store.create_run(WF, {}, "langgraph", "cycles", run_id="r2", parent="r1", forked_at="a")
+    store.set_status(first, RunStatus.COMPLETED, "done", {"out": 1})
+    record = store.get_run(first)
+    assert record.definition == WF
+    assert record.inputs == {"q": "a"}
+    assert (record.status, record.reason, record.outputs) == (RunStatus.COMPLETED, "done", {"out": 1})
+    assert record.finished_ts is not None
+    summaries = {s.run_id: s for s in store.list_runs()}
+    assert summaries["r2"].parent_run_id == "r1" and summaries["r2"].forked_at == "a"
+    assert summaries["r2"].engine == "langgraph"
+    with pytest.raises(UnknownRun):
+        store.get_run("nope")
+    with pytest.raises(UnknownRun):
+        store.set_status("nope", RunStatus.FAILED)
+
+
+def test_step_results_keep_every_settled_iteration(store: BaseRunStore) -> None:
+    run_id = store.create_run(WF, {}, "kahn", "test")
+    store.save_step(run_id, StepResult(step_id="a", status=StepStatus.SUCCEEDED, outputs={"v": 0}, runs=1))
+    store.save_step(run_id, StepResult(step_id="a", status=StepStatus.PENDING, iteration=1, outputs={"v": 0}, runs=1))
+    store.save_step(run_id, StepResult(step_id="a", status=StepStatus.SUCCEEDED, iteration=1, outputs={"v": 1},
+                                       routed_by=["r"], runs=2))
+    result = store.step_results(run_id)["a"]
+    assert (result.status, result.iteration, result.outputs, result.routed_by) == (
+        StepStatus.SUCCEEDED, 1, {"v": 1}, ["r"])
+    assert [(h.iteration, h.outputs) for h in result.history] == [(0, {"v": 0}), (1, {"v": 1})]
+
+
+def test_journal_replays_another_run_and_copies_what_it_replayed(store: BaseRunStore) -> None:
+    source = store.create_run(WF, {}, "kahn", "test")
+    shadow = store.create_run(WF, {}, "langgraph", "shadow")
+    entry = JournalEntry(kind="llm", payload={"content": "hi"})
+    StoreJournal(store).put(source, "a", 0, 0, entry)
+    journal = StoreJournal(store, replay_from=source)
+    assert journal.get(shadow, "a", 0, 0) == entry
+    assert store.journal_get(shadow, "a", 0, 0) == entry
+    assert journal.get(shadow, "a", 0, 1) is None
+    assert StoreJournal(store).get(shadow, "a", 1, 0) is None
+
+
+def test_interrupt_answers_are_stored_until_the_engine_consumes_them(store: BaseRunStore) -> None:
+    run_id = store.create_run(WF, {}, "kahn", "test")
+    request = InterruptRequest(prompt="ok?", options=["approve", "reject"])
+    store.add_interrupt(InterruptRecord(interrupt_id="i1", run_id=run_id, step_id="a", request=request))
+    assert [r.interrupt_id for r in store.pending_interrupts(run_id)] == ["i1"]
+    answered = store.record_answer("i1", InterruptAnswer(action="reject", note="no"))
+    assert answered.status == "answered"
+    assert store.pending_interrupts(run_id) == []
+    stored = store.get_interrupt("i1")
+    assert stored is not None and stored.answer == InterruptAnswer(action="reject", note="no")
+    assert stored.request == request
+    with pytest.raises(LookupError):
+        store.record_answer("missing", InterruptAnswer())
+
+
+def test_subscribers_get_every_event_once_in_order(store: BaseRunStore) -> None:
+    run_id = store.create_run(WF, {}, "kahn", "test")
+    other = store.create_run(WF, {}, "kahn", "test")
+    everything: list[RunEvent] = []
+    only_run: list[RunEvent] = []
+    stop_all = store.subscribe(everything.extend)
+    stop_one = store.subscribe(only_run.extend, run_id=run_id)
+    for i in range(20):
+        store.append(Log(run_id=run_id if i % 2 else other, message=str(i)))
+    stop_all()
+    stop_one()
+    assert [e.message for e in everything] == [str(i) for i in range(20)]  # type: ignore[union-attr]
+    assert [e.seq for e in only_run] == list(range(1, 11))
+
+
+def test_a_slow_subscriber_gets_coalesced_batches_and_never_blocks_the_writer(store: BaseRunStore) -> None:
+    """The callback is held on its first batch while the writer appends 200 events:
+    every append returns (the writer is not blocked), then the subscriber catches
+    up from the store in a few batches, each event once, in order."""
+    store.bus._max_pending = 10  # a small bound, so this test overflows it
+    run_id = store.create_run(WF, {}, "kahn", "test")
+    release = threading.Event()
+    entered = threading.Event()
+    batches: list[list[RunEvent]] = []
+
+    def slow(batch: list[RunEvent]) -> None:
+        batches.append(batch)
+        entered.set()
+        release.wait()
+
+    unsubscribe = store.subscribe(slow, run_id=run_id)
+    store.append(StepStarted(run_id=run_id, step_id="a"))
+    assert entered.wait(10)
+    for i in range(200):
+        store.append(Log(run_id=run_id, message=str(i)))
+    release.set()
+    unsubscribe()
+    seqs = [event.seq for batch in batches for event in batch]
+    assert seqs == list(range(1, 202))
+    assert len(batches) < 20

@@ -1,0 +1,85 @@
+"""Shared fixtures: the PEP corpus indexed once per session, and a helper that runs deep research."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from engine.context import InterruptAnswer, InterruptRequest
+from engine.events import Domain, InterruptRaised, RunEvent
+from engine.kahn import KahnEngine
+from engine.loader import load_workflow
+from engine.protocol import ExecutionResult
+from engine.spec import WorkflowDefinition
+from engine.store import RunStore, StepResult
+from research.corpus import Corpus
+from tui.wiring import build_run_context, close_run_context
+
+PROJECT = Path(__file__).resolve().parents[2]
+PEPS = PROJECT.parent / "shared" / "corpus" / "peps"
+WORKFLOW = PROJECT / "workflows" / "deep_research.yaml"
+AS_OF = "2025-06-30"
+
+
+@pytest.fixture(scope="session")
+def pep_corpus_path(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    if not PEPS.is_dir():
+        pytest.skip(f"the PEP corpus is not at {PEPS}")
+    path = tmp_path_factory.mktemp("corpus") / "corpus.sqlite"
+    with Corpus(path) as corpus:
+        report = corpus.add_folder(PEPS, "peps")
+    assert report.added == len(list(PEPS.glob("*.rst")))
+    return path
+
+
+@pytest.fixture(scope="session")
+def workflow() -> WorkflowDefinition:
+    return load_workflow(WORKFLOW)
+
+
+async def approve_by_default(event: InterruptRaised, request: InterruptRequest) -> InterruptAnswer:
+    answer = request.default or InterruptAnswer(action="approve")
+    return answer.model_copy(update={"automatic": True})
+
+
+@dataclass
+class ResearchRun:
+    result: ExecutionResult
+    events: list[RunEvent]
+    steps: dict[str, StepResult]
+    workspace: Path
+
+    def domain(self, name: str) -> list[dict[str, Any]]:
+        return [e.payload for e in self.events if isinstance(e, Domain) and e.name == name]
+
+    @property
+    def rounds(self) -> list[dict[str, Any]]:
+        return self.domain("research.round_scored")
+
+    def outputs(self, step_id: str) -> dict[str, Any]:
+        return self.steps[step_id].outputs
+
+    def status(self, step_id: str) -> str:
+        return self.steps[step_id].status.value
+
+
+async def run_research(workflow: WorkflowDefinition, workspace: Path, corpus_path: Path, query: str, *,
+                       responder: Any = approve_by_default, wiring: dict[str, Any] | None = None,
+                       **inputs: Any) -> ResearchRun:
+    workspace.mkdir(parents=True, exist_ok=True)
+    store = RunStore(workspace / "runs.sqlite")
+    corpus = Corpus(corpus_path)
+    context = build_run_context(
+        workspace, inputs={"query": query, "as_of": AS_OF, "collections": ["peps"], **inputs},
+        responder=responder, store=store, corpus=corpus, environ={}, **(wiring or {}),
+    )
+    try:
+        result = await KahnEngine().execute(workflow, context)
+    finally:
+        await close_run_context(context)
+    events = store.events(result.run_id)
+    steps = store.step_results(result.run_id)
+    store.close()
+    return ResearchRun(result=result, events=events, steps=steps, workspace=workspace)

@@ -1,0 +1,102 @@
+"""Provider stats in SQLite WAL: several processes at once, persistence across runs, monotonic offsets."""
+from __future__ import annotations
+
+import multiprocessing
+import sqlite3
+from pathlib import Path
+
+import pytest
+
+from router.clock import ManualClock
+from router.fault_server import FaultServer
+from router.models import BreakerState
+from router.stats import STATS_FILENAME, BreakerRecord, CallRecord, StatsRecorder, StatsStore
+
+from .conftest import RouterFactory, make_config, provider_entry, request
+
+WRITES_PER_PROCESS = 300
+
+
+def _writer(path: str, index: int, barrier: object) -> None:
+    store = StatsStore(Path(path), keep_calls=50)
+    recorder = StatsRecorder(store)
+    barrier.wait()  # type: ignore[attr-defined]
+    for i in range(WRITES_PER_PROCESS):
+        ok = i % 3 != 0
+        for provider in ("shared", f"own{index}"):
+            recorder.add_call(CallRecord(provider, ok, 0.01 * (i % 7), None if ok else "server", 10, 5, 1.0 + i))
+        if i % 10 == 9:
+            recorder.set_breaker(BreakerRecord("shared", "OPEN" if i % 20 == 19 else "CLOSED", 5.0, index, None,
+                                               None, None, False, None, 1.0, 2.0))
+            recorder.flush()
+    recorder.flush()
+    store.close()
+
+
+def test_four_processes_writing_at_once_lose_nothing(tmp_path: Path) -> None:
+    path = tmp_path / STATS_FILENAME
+    ctx = multiprocessing.get_context("spawn")
+    barrier = ctx.Barrier(4)
+    workers = [ctx.Process(target=_writer, args=(str(path), i, barrier)) for i in range(4)]
+    for worker in workers:
+        worker.start()
+    for worker in workers:
+        worker.join(120)
+    assert [w.exitcode for w in workers] == [0, 0, 0, 0]
+
+    store = StatsStore(path, keep_calls=50)
+    assert store.integrity_ok()
+    loaded = store.load(recent=1000)
+    successes = sum(1 for i in range(WRITES_PER_PROCESS) if i % 3 != 0)
+    assert loaded["shared"].totals.requests == 4 * WRITES_PER_PROCESS
+    assert loaded["shared"].totals.successes == 4 * successes
+    assert loaded["shared"].totals.failures == 4 * (WRITES_PER_PROCESS - successes)
+    assert loaded["shared"].totals.input_tokens == 4 * WRITES_PER_PROCESS * 10
+    for i in range(4):
+        assert loaded[f"own{i}"].totals.requests == WRITES_PER_PROCESS
+        assert len(loaded[f"own{i}"].recent) == 50  # pruned to keep_calls
+    assert loaded["shared"].breaker is not None and loaded["shared"].breaker.consecutive_trips in range(4)
+    with sqlite3.connect(path) as conn:
+        assert conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+    store.close()
+
+
+def test_cooldowns_are_stored_as_offsets(tmp_path: Path) -> None:
+    store = StatsStore(tmp_path / "s.sqlite3")
+    store.write([], [BreakerRecord("p", "OPEN", 30.0, 1, "x", "server", 503, False, None, 100.0, 1000.0)])
+    stored = store.load()["p"]
+    assert stored.cooldown_remaining(1000.0) == 30.0
+    assert stored.cooldown_remaining(1010.0) == 20.0
+    assert stored.cooldown_remaining(990.0) == 30.0  # a wall clock stepped back cannot lengthen it
+    assert stored.cooldown_remaining(2000.0) == 0.0
+    store.close()
+
+
+async def test_breaker_state_and_history_survive_a_restart(fault_server: FaultServer, make_router: RouterFactory,
+                                                           clock: ManualClock, tmp_path: Path, keys: dict) -> None:
+    fault_server.set_script({"providers": {"openai": {"sequence": ["ok", "ok", {"status": 429, "retry_after_s": 40}]}}})
+    config = make_config([provider_entry(fault_server, "openai")])
+    first = make_router(config, stats_path=tmp_path)
+    for _ in range(3):
+        await first.complete(request())
+    assert first.snapshot()[0].state is BreakerState.OPEN
+    await first.aclose()
+    assert (tmp_path / STATS_FILENAME).exists()
+
+    later = ManualClock(start=5.0, wall_start=clock.wall() + 10)  # another process, 10 s later
+    second = make_router(config, stats_path=tmp_path, clock=later)
+    snap = second.snapshot()[0]
+    assert snap.state is BreakerState.OPEN
+    assert snap.cooldown_remaining_s == pytest.approx(30.0)
+    assert snap.requests_total == 3 and snap.success_rate == pytest.approx(2 / 3)
+    assert snap.last_error == "rate_limit"
+    fault_server.clear_requests()
+    assert (await second.complete(request())).provider == "builtin"
+    assert fault_server.requests == []  # a restart does not hammer a provider that is still in its break
+
+
+async def test_an_unwritable_store_does_not_break_routing(tmp_path: Path, make_router: RouterFactory) -> None:
+    router = make_router(make_config([]), stats_path=tmp_path)
+    router._stats.close()  # type: ignore[union-attr]
+    assert (await router.complete(request())).provider == "builtin"
+    await router.flush_stats()  # logs once, keeps the records for a later flush

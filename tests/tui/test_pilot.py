@@ -1,0 +1,161 @@
+"""Pilot tests: replay, keyboard-only navigation, prompts answered from the app."""
+from __future__ import annotations
+
+from engine.states import StepStatus
+from engine.store import RunStore
+from tui.app import WorkbenchApp
+from tui.screens.home import HomeScreen
+from tui.screens.history import HistoryScreen
+from tui.screens.report import ReportScreen
+from tui.screens.run import RunScreen
+from tui.screens.step_detail import StepDetailScreen
+from tui.widgets.prompts import ApprovalPrompt, TieBreakPrompt
+from tui.workbench import Workbench
+
+SIZE = (150, 46)
+
+
+async def cursor_to(pilot, table, run_id: str) -> None:
+    """Press Down until the table's cursor row is ``run_id`` (equal timestamps leave the order open)."""
+    for _ in range(table.row_count):
+        if table.coordinate_to_cell_key(table.cursor_coordinate).row_key.value == run_id:
+            return
+        await pilot.press("down")
+    raise AssertionError(f"{run_id} is not in the table")
+
+
+async def test_replay_steps_backwards_and_forwards(workbench: Workbench) -> None:
+    app = WorkbenchApp(workbench)
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.pause()
+        screen = app.open_run("run-done")
+        await pilot.pause()
+        assert isinstance(screen, RunScreen)
+        total = len(screen.events)
+        assert screen.position == total and screen.view.status == "COMPLETED"
+        screen.query_one("#timeline").focus()
+        await pilot.press("home")
+        assert screen.position == 0 and screen.view.steps == {}
+        await pilot.press("right", "right", "right")
+        assert screen.position == 3
+        assert screen.view.steps["intake_scope"].status is StepStatus.RUNNING
+        await pilot.press("right")
+        assert screen.view.steps["intake_scope"].status is StepStatus.WAITING_HUMAN
+        assert screen.view.pending
+        await pilot.press("left")
+        assert screen.position == 3 and not screen.view.pending
+        await pilot.press("pagedown", "pagedown")
+        assert screen.position == 23
+        screen.query_one("#dag").focus()
+        await pilot.press("comma", "comma", "full_stop")
+        assert screen.position == 22
+        await pilot.press("end")
+        screen.query_one("#timeline").focus()
+        await pilot.press("end")
+        assert screen.position == total and screen.view.rounds[3].gate_passed is True
+
+
+async def test_keyboard_only_through_every_screen(workbench: Workbench) -> None:
+    app = WorkbenchApp(workbench)
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.pause()
+        assert isinstance(app.screen, HomeScreen)
+        runs = app.screen.query_one("#runs")
+        while app.focused is not runs:
+            await pilot.press("tab")
+        await cursor_to(pilot, runs, "run-done")
+        await pilot.press("enter")
+        await pilot.pause()
+        assert isinstance(app.screen, RunScreen)
+        run_screen = app.screen
+        assert app.focused is run_screen.query_one("#dag")
+        await pilot.press("down", "down", "enter")
+        await pilot.pause()
+        assert isinstance(app.screen, StepDetailScreen)
+        assert app.screen.step.id == "hypothesis_tree_tot_r1"
+        await pilot.press("escape")
+        await pilot.press("o")
+        await pilot.pause()
+        assert app.focused is run_screen.query_one("#outline")
+        await pilot.press("down", "enter")
+        await pilot.pause()
+        assert isinstance(app.screen, StepDetailScreen)
+        await pilot.press("escape", "o", "r")
+        await pilot.pause()
+        assert isinstance(app.screen, ReportScreen)
+        await pilot.press("escape")
+        await pilot.press("f1")
+        await pilot.pause()
+        assert app.screen.query("HelpPanel")
+        await pilot.press("f1", "escape")
+        await pilot.pause()
+        assert isinstance(app.screen, HomeScreen)
+        await pilot.press("ctrl+h")
+        await pilot.pause()
+        assert isinstance(app.screen, HistoryScreen)
+        await cursor_to(pilot, app.screen.query_one("#history"), "run-mid")
+        await pilot.press("enter")
+        await pilot.pause()
+        assert isinstance(app.screen, RunScreen)
+        await pilot.press("escape", "escape")
+        await pilot.pause()
+        assert isinstance(app.screen, HomeScreen)
+
+
+async def test_stored_approval_reappears_and_is_recorded(workbench: Workbench) -> None:
+    app = WorkbenchApp(workbench)
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.pause()
+        screen = app.open_run("run-ask")
+        await pilot.pause()
+        await pilot.pause()
+        assert isinstance(app.screen, ApprovalPrompt)
+        app.screen.action_later()
+        await pilot.pause()
+        assert isinstance(app.screen, RunScreen)
+        assert [e.step_id for e in screen.pending_prompts()] == ["intake_scope"]
+        screen.resume_requested = 0
+        app.resume_run = lambda s: setattr(s, "resume_requested", s.resume_requested + 1)  # type: ignore[method-assign]
+        await pilot.press("p")
+        await pilot.pause()
+        await pilot.press("f3")
+        await pilot.pause()
+        assert screen.resume_requested == 1
+    store = RunStore(workbench.runs_db)
+    [record] = store.interrupts("run-ask")
+    assert record.status != "pending" and record.answer is not None and record.answer.action == "reject"
+    store.close()
+
+
+async def test_tie_breaker_offers_graph_targets_only(workbench: Workbench) -> None:
+    app = WorkbenchApp(workbench)
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.pause()
+        app.open_run("run-tie")
+        await pilot.pause()
+        await pilot.pause()
+        prompt = app.screen
+        assert isinstance(prompt, TieBreakPrompt)
+        assert prompt.valid == ["publish", "revise"] and prompt.others == ["gather_context"]
+        targets = prompt.query_one("#prompt-targets")
+        assert targets.highlighted == 1
+        chosen = []
+        prompt.dismiss = chosen.append  # type: ignore[method-assign]
+        await pilot.press("down", "enter")
+        assert chosen[0].action == "choose" and chosen[0].value == "gather_context"
+
+
+async def test_edit_with_invalid_json_is_refused_with_one_line(workbench: Workbench) -> None:
+    app = WorkbenchApp(workbench)
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.pause()
+        app.open_run("run-ask")
+        await pilot.pause()
+        await pilot.pause()
+        prompt = app.screen
+        assert isinstance(prompt, ApprovalPrompt)
+        prompt.query_one("#prompt-editor").text = '{"domain": '
+        await pilot.press("f4")
+        await pilot.pause()
+        assert isinstance(app.screen, ApprovalPrompt)
+        assert "fix the JSON" in str(prompt.query_one("#prompt-error").render())

@@ -1,0 +1,69 @@
+"""SVG snapshots of every screen, from scripted runs stored in a real RunStore file.
+
+Fixed terminal sizes, a frozen store clock and fixed run ids; focus is put on
+widgets without a text cursor, so nothing blinks.
+"""
+from __future__ import annotations
+
+from textual.pilot import Pilot
+
+from tui.app import WorkbenchApp
+from tui.screens.run import RunScreen
+from tui.workbench import Workbench
+
+WIDE = (150, 46)
+
+
+def opened(run_id: str, position: int | None = None, focus: str | None = None):
+    async def run_before(pilot: Pilot) -> None:
+        app = pilot.app
+        assert isinstance(app, WorkbenchApp)
+        await pilot.pause()
+        screen = app.open_run(run_id)
+        await pilot.pause()
+        assert isinstance(screen, RunScreen)
+        if position is not None:
+            screen.seek(position)
+        if focus:
+            screen.query_one(focus).focus()
+        await pilot.pause()
+
+    return run_before
+
+
+def test_home(snap_compare, workbench: Workbench) -> None:
+    assert snap_compare(WorkbenchApp(workbench), terminal_size=WIDE)
+
+
+def test_run_mid_flight(snap_compare, workbench: Workbench) -> None:
+    assert snap_compare(WorkbenchApp(workbench), terminal_size=WIDE, run_before=opened("run-mid", position=20))
+
+
+def test_run_with_open_and_half_open_providers(snap_compare, workbench: Workbench) -> None:
+    assert snap_compare(WorkbenchApp(workbench), terminal_size=WIDE,
+                        run_before=opened("run-mid", focus="#providers"))
+
+
+def test_rounds_matrix_after_three_rounds(snap_compare, workbench: Workbench) -> None:
+    assert snap_compare(WorkbenchApp(workbench), terminal_size=WIDE, run_before=opened("run-done", focus="#rounds"))
+
+
+def test_approval_prompt(snap_compare, workbench: Workbench) -> None:
+    assert snap_compare(WorkbenchApp(workbench), terminal_size=WIDE, run_before=opened("run-ask"))
+
+
+def test_tie_breaker_prompt(snap_compare, workbench: Workbench) -> None:
+    assert snap_compare(WorkbenchApp(workbench), terminal_size=WIDE, run_before=opened("run-tie"))
+
+
+def test_report(snap_compare, workbench: Workbench) -> None:
+    assert snap_compare(WorkbenchApp(workbench), terminal_size=WIDE, run_before=opened("run-done"), press=["r"])
+
+
+def test_replay_at_a_middle_event(snap_compare, workbench: Workbench) -> None:
+    assert snap_compare(WorkbenchApp(workbench), terminal_size=WIDE,
+                        run_before=opened("run-done", position=37, focus="#timeline"))
+
+
+def test_narrow_terminal(snap_compare, workbench: Workbench) -> None:
+    assert snap_compare(WorkbenchApp(workbench), terminal_size=(72, 40), run_before=opened("run-mid"))

@@ -1,0 +1,83 @@
+"""`workbench app` (the default), `workbench serve`, `workbench demo chaos`.
+
+``open_app`` is what other command groups call to open the app on a new run
+or a stored one (``workbench run``, ``workbench research``).
+"""
+from __future__ import annotations
+
+import shlex
+import sys
+from pathlib import Path
+from typing import Any
+
+import click
+
+from tui.config import ConfigError, WorkbenchConfig, default_config_path, load_config
+from tui.run_driver import RunJob
+from tui.workbench import Workbench, default_workspace
+
+
+def make_workbench(workspace: str | Path | None, config_path: Path | None = None) -> Workbench:
+    """The app's services; a broken config is reported in the app, never as a traceback."""
+    try:
+        config, error = load_config(config_path or default_config_path()), ""
+    except ConfigError as exc:
+        config, error = WorkbenchConfig(), str(exc)
+    return Workbench(workspace=Path(workspace) if workspace else default_workspace(), config=config,
+                     config_error=error)
+
+
+def open_app(workspace: str | Path | None, *, workflow: Path | None = None, inputs: dict[str, Any] | None = None,
+             run_id: str | None = None, job: RunJob | None = None) -> None:
+    """Open the app: on a new run of ``workflow`` (or ``job``), on stored ``run_id``, or on Home."""
+    from tui.app import WorkbenchApp
+
+    workbench = make_workbench(workspace)
+    if job is None and workflow is not None:
+        job = workbench.new_run_job(workflow, inputs or {})
+    WorkbenchApp(workbench, run_job=job, open_run_id=run_id).run()
+
+
+@click.command("app")
+@click.option("--run", "run_id", default=None, help="Open this stored run (replay, report, prompts).")
+@click.pass_context
+def app_command(ctx: click.Context, run_id: str | None) -> None:
+    """Open the workbench (the default when `workbench` is run alone)."""
+    open_app((ctx.obj or {}).get("workspace"), run_id=run_id)
+
+
+@click.command("serve")
+@click.option("--host", default="127.0.0.1", show_default=True, help="Interface to listen on.")
+@click.option("--port", default=8000, show_default=True, type=int, help="TCP port.")
+@click.pass_context
+def serve_command(ctx: click.Context, host: str, port: int) -> None:
+    """Serve the workbench in a browser (textual-serve)."""
+    from textual_serve.server import Server
+
+    workspace = (ctx.obj or {}).get("workspace")
+    command = [sys.executable, "-m", "tui.cli"]
+    if workspace:
+        command += ["--workspace", str(workspace)]
+    command.append("app")
+    Server(shlex.join(command), host=host, port=port, title="Research Workbench").serve()
+
+
+@click.group("demo")
+def demo_group() -> None:
+    """Demonstrations that need no network and no API keys."""
+
+
+@demo_group.command("chaos")
+@click.option("--time-scale", default=0.05, show_default=True, type=float,
+              help="Shrinks every scripted delay and cooldown (0.05: a 30 s cooldown takes 1.5 s).")
+@click.option("--query", default="How does asyncio schedule tasks?", show_default=True)
+@click.option("--headless", is_flag=True, help="Print events instead of opening the app.")
+@click.pass_context
+def chaos_command(ctx: click.Context, time_scale: float, query: str, headless: bool) -> None:
+    """Fault server + flaky providers + a research run: watch breakers trip, cool down, probe and close."""
+    from tui.chaos import run_chaos_demo
+
+    run_chaos_demo((ctx.obj or {}).get("workspace"), time_scale=time_scale, query=query, headless=headless)
+
+
+COMMANDS = [app_command, serve_command, demo_group]

@@ -1,0 +1,257 @@
+"""`workbench research` and `workbench corpus`: deep research from the command line.
+
+``workbench research "question"`` runs workflows/deep_research.yaml over the
+workspace corpus (the default collection is built on first use) and writes
+report.md, quality.yaml and rag_package.jsonl to <workspace>/runs/<run_id>/.
+``workbench research sensitivity RUN_ID…`` replays stored runs' stop and
+coalesce decisions under other weights. ``workbench corpus add|list|search``
+manages the corpus.
+"""
+from __future__ import annotations
+
+import importlib
+from pathlib import Path
+from typing import Any
+
+import click
+from rich.console import Console
+from rich.markup import escape
+from rich.table import Table
+
+from research.corpus import Corpus
+from research.dates import parse_iso_day
+from research.sources import DOMAINS
+from tui.wiring import CORPUS_FILE, open_corpus, resolve_workspace
+
+WORKFLOW = Path(__file__).resolve().parent.parent.parent / "workflows" / "deep_research.yaml"
+
+
+def _workspace(ctx: click.Context) -> Path:
+    return resolve_workspace((ctx.obj or {}).get("workspace"))
+
+
+def _as_of(_ctx: click.Context, _param: click.Parameter, value: str | None) -> str | None:
+    if value is None:
+        return None
+    try:
+        return parse_iso_day(value).isoformat()
+    except ValueError as error:
+        raise click.BadParameter(str(error)) from None
+
+
+class ResearchGroup(click.Group):
+    """A group that is also a command: ``research "question"`` runs, ``research sensitivity …`` dispatches."""
+
+    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+        if args and not args[0].startswith("-") and args[0] not in self.commands:
+            ctx.meta["research.question"] = args[0]
+            args = args[1:]
+        return super().parse_args(ctx, args)
+
+
+@click.group("research", cls=ResearchGroup, invoke_without_command=True,
+             context_settings={"help_option_names": ["-h", "--help"]})
+@click.option("--corpus", "corpus_dirs", multiple=True, type=click.Path(file_okay=False),
+              help="A folder of md/rst/txt/html/pdf to index and search (repeatable). Default: every collection "
+                   "in the workspace corpus, the Python docs collection built on first use.")
+@click.option("--domain", type=click.Choice(DOMAINS), default=None,
+              help="Sets the recency window (ADR-007 §5.4); without it the window is inferred from the corpus.")
+@click.option("--as-of", "as_of", callback=_as_of, default=None, metavar="YYYY-MM-DD",
+              help="Measure recency against this day (default today; recorded in quality.yaml).")
+@click.option("--max-rounds", type=click.IntRange(1, 4), default=4, show_default=True)
+@click.option("--min-recent-sources", type=click.IntRange(0), default=10, show_default=True)
+@click.option("--weights", type=click.Choice(["proposed", "equal", "roc"]), default="proposed", show_default=True,
+              help="CI weights coalesce ranks rounds by.")
+@click.option("--patience", type=click.IntRange(0), default=1, show_default=True)
+@click.option("--headless", is_flag=True, help="Print progress here instead of opening the app.")
+@click.option("--on-interrupt", type=click.Choice(["default", "wait", "ask"]), default=None,
+              help="Who answers prompts: default (approve the plan, withhold insufficient reports), wait, ask.")
+@click.pass_context
+def research_group(ctx: click.Context, corpus_dirs: tuple[str, ...], domain: str | None, as_of: str | None,
+                   max_rounds: int, min_recent_sources: int, weights: str, patience: int, headless: bool,
+                   on_interrupt: str | None) -> None:
+    """Research a question: workbench research "question" [options]."""
+    if ctx.invoked_subcommand is not None:
+        return
+    question = ctx.meta.get("research.question")
+    if not question:
+        click.echo(ctx.get_help())
+        return
+    workspace = _workspace(ctx)
+    collections: list[str] = []
+    with Corpus(workspace / CORPUS_FILE) as corpus:
+        for folder in corpus_dirs:
+            try:
+                report = corpus.add_folder(folder)
+            except FileNotFoundError as error:
+                raise click.BadParameter(str(error), param_hint="--corpus") from None
+            click.echo(report.summary())
+            for skipped in report.skipped:
+                click.echo(f"  skipped {skipped.path}: {skipped.reason}")
+            collections.append(report.collection)
+    inputs: dict[str, Any] = {"query": question, "max_rounds": max_rounds, "min_recent_sources": min_recent_sources,
+                              "tiebreaker_weights": weights, "patience": patience, "collections": collections}
+    if domain:
+        inputs["domain"] = domain
+    if as_of:
+        inputs["as_of"] = as_of
+    if not headless and _open_in_app(ctx, inputs):
+        return
+    ctx.exit(_run_headless(ctx, workspace, inputs, on_interrupt))
+
+
+def _open_in_app(ctx: click.Context, inputs: dict[str, Any]) -> bool:
+    try:
+        app_cmds = importlib.import_module("tui.commands.app_cmds")
+        importlib.import_module("tui.app")
+    except ModuleNotFoundError:
+        return False
+    workspace = (ctx.obj or {}).get("workspace")
+    workbench = app_cmds.make_workbench(workspace)
+    app_cmds.open_app(workspace, job=workbench.new_run_job(WORKFLOW, inputs))
+    return True
+
+
+def _run_headless(ctx: click.Context, workspace: Path, inputs: dict[str, Any], on_interrupt: str | None) -> int:
+    from engine.run_inputs import InputError, resolve_inputs
+    from engine.selector import create_engine, select_engine
+    from engine.store import new_run_id
+    from tui.commands.engine_cmds import (
+        BadInput,
+        _interrupt_mode,
+        drive,
+        load_or_exit,
+        make_run_context,
+        open_store,
+        responder_for,
+    )
+
+    wf = load_or_exit(str(WORKFLOW), 2)
+    try:
+        resolved = resolve_inputs(wf, inputs)
+    except InputError as error:
+        raise BadInput(str(error)) from None
+    selection = select_engine(wf)
+    console = Console()
+    store = open_store(ctx)
+    try:
+        context = make_run_context(workspace=workspace, store=store, wf=wf, inputs=resolved,
+                                   responder=responder_for(_interrupt_mode(on_interrupt), console),
+                                   run_id=new_run_id(), engine_reason=selection.reason)
+        run_id = context.run_id
+        code = drive(store, context, lambda c: create_engine(selection.name).execute(wf, c), console)
+        folder = workspace / "runs" / str(run_id)
+        if (folder / "report.md").is_file():
+            console.print(f"report: {folder / 'report.md'}", highlight=False)
+            console.print(f"quality: {folder / 'quality.yaml'}  rag package: {folder / 'rag_package.jsonl'}",
+                          highlight=False)
+    finally:
+        store.close()
+    return code
+
+
+@research_group.command("sensitivity")
+@click.argument("run_ids", nargs=-1, required=True)
+@click.option("--all-variants", is_flag=True, help="List every variant, not only the ones whose outcome flips.")
+@click.pass_context
+def sensitivity_command(ctx: click.Context, run_ids: tuple[str, ...], all_variants: bool) -> None:
+    """Replay stored runs' stop and coalesce decisions under other CI weights and ADR-003's gate."""
+    from engine.store import RunStore, UnknownRun
+    from research.events import ROUND_SCORED
+    from research.sensitivity import analyse_run, records_from_payloads
+
+    console = Console()
+    store = RunStore(_workspace(ctx) / "runs.sqlite")
+    flipped_runs: list[str] = []
+    try:
+        for run_id in run_ids:
+            try:
+                record = store.get_run(run_id)
+            except UnknownRun:
+                raise click.ClickException(f"no run {run_id} in {store.path if hasattr(store, 'path') else 'the store'}"
+                                           "; list runs with: workbench runs") from None
+            payloads = [e.payload for e in store.events(run_id) if e.kind == "domain" and e.name == ROUND_SCORED]
+            if not payloads:
+                console.print(f"{run_id}: no scored research rounds (not a deep_research run?)")
+                continue
+            records = records_from_payloads(payloads)
+            inputs = record.inputs
+            outcomes = analyse_run(records, weights_name=inputs.get("tiebreaker_weights") or "proposed",
+                                   max_rounds=int(inputs.get("max_rounds") or 4),
+                                   patience=int(inputs.get("patience") if inputs.get("patience") is not None else 1))
+            flips = [o for o in outcomes if o.flipped]
+            if flips:
+                flipped_runs.append(run_id)
+            table = Table(title=f"{run_id}: stopped at R{records[-1].round}, {len(flips)} of {len(outcomes)} "
+                                f"variants flip")
+            for column in ("variant", "stop round", "selected round", "flips"):
+                table.add_column(column)
+            for outcome in (outcomes if all_variants else flips):
+                table.add_row(escape(outcome.variant),
+                              f"R{outcome.stop_round}" + (" (would continue)" if outcome.would_continue else ""),
+                              f"R{outcome.selected_round}", "yes" if outcome.flipped else "no")
+            console.print(table)
+    finally:
+        store.close()
+    console.print("runs whose outcome flips: " + (", ".join(flipped_runs) or "none"), highlight=False)
+
+
+@click.group("corpus")
+def corpus_group() -> None:
+    """Manage the local research corpus (SQLite FTS5 in <workspace>/corpus.sqlite)."""
+
+
+@corpus_group.command("add")
+@click.argument("folder", type=click.Path(file_okay=False))
+@click.option("--name", default=None, help="Collection name (default: the folder's name).")
+@click.pass_context
+def corpus_add(ctx: click.Context, folder: str, name: str | None) -> None:
+    """Index (or re-index incrementally) a folder of md/rst/txt/html/pdf files."""
+    with Corpus(_workspace(ctx) / CORPUS_FILE) as corpus:
+        try:
+            report = corpus.add_folder(folder, name)
+        except FileNotFoundError as error:
+            raise click.BadParameter(str(error), param_hint="FOLDER") from None
+    click.echo(report.summary())
+    for skipped in report.skipped:
+        click.echo(f"skipped {skipped.path}: {skipped.reason}")
+
+
+@corpus_group.command("list")
+@click.pass_context
+def corpus_list(ctx: click.Context) -> None:
+    """The collections in the corpus (the default one is built on first use)."""
+    corpus = open_corpus(_workspace(ctx))
+    try:
+        table = Table()
+        for column in ("collection", "documents", "passages", "root"):
+            table.add_column(column)
+        for info in corpus.collections():
+            table.add_row(info.name, str(info.documents), str(info.passages), escape(info.root))
+        Console().print(table)
+    finally:
+        corpus.close()
+
+
+@corpus_group.command("search")
+@click.argument("terms")
+@click.option("--limit", type=click.IntRange(1, 100), default=10, show_default=True)
+@click.option("--collection", "collections", multiple=True, help="Search only this collection (repeatable).")
+@click.pass_context
+def corpus_search(ctx: click.Context, terms: str, limit: int, collections: tuple[str, ...]) -> None:
+    """Search the corpus: passages ranked by bm25, with snippets."""
+    corpus = open_corpus(_workspace(ctx))
+    try:
+        hits = corpus.search(terms, limit=limit, collections=list(collections) or None)
+    finally:
+        corpus.close()
+    if not hits:
+        click.echo("no matches")
+        return
+    for hit in hits:
+        dated = hit["updated"] or hit["published"] or "undated"
+        click.echo(f"{hit['score']:7.2f}  {hit['passage_id']}  {hit['title']} ({hit['status'] or '-'}, {dated})")
+        click.echo(f"         {' '.join(hit['snippet'].split())}")
+
+
+COMMANDS = [research_group, corpus_group]

@@ -1,0 +1,195 @@
+"""The router's commands: ``workbench providers``, ``workbench providers check``, ``workbench fault-server``."""
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+import click
+import yaml
+from platformdirs import user_config_dir, user_data_dir
+from rich.console import Console
+from rich.table import Table
+from rich.text import Text
+
+from router.config import ConfigError, RouterConfig, effective_router_config, load_router_config
+from router.fault_script import DEFAULT_SCRIPT_PATH, FaultScriptError, load_fault_script
+from router.fault_server import FaultServer, RecordedRequest, demo_router_config
+from router.local import TaskHandlerRegistry
+from router.models import ProviderSnapshot
+from router.router import HealthCheck, SmartModelRouter, build_router
+from router.stats import STATS_FILENAME
+
+APP_NAME = "research-workbench"
+_STATE_STYLE = {"CLOSED": "green", "HALF_OPEN": "yellow", "OPEN": "bold red"}
+
+
+def config_path(ctx: click.Context) -> Path:
+    obj = ctx.find_root().obj or {}
+    configured = obj.get("config_path") if isinstance(obj, dict) else None
+    return Path(configured) if configured else Path(user_config_dir(APP_NAME)) / "config.yaml"
+
+
+def workspace_dir(ctx: click.Context) -> Path:
+    obj = ctx.find_root().obj or {}
+    workspace = obj.get("workspace") if isinstance(obj, dict) else None
+    return Path(workspace) if workspace else Path(user_data_dir(APP_NAME))
+
+
+def resolve_config(ctx: click.Context) -> RouterConfig:
+    """Providers from the config file's ``router:`` key, or from the environment when it lists none."""
+    path = config_path(ctx)
+    try:
+        file_config = load_router_config(path) if path.exists() else None
+        return effective_router_config(file_config, os.environ)
+    except ConfigError as exc:
+        raise click.ClickException(str(exc)) from None
+
+
+def _open_router(ctx: click.Context) -> SmartModelRouter:
+    stats_file = workspace_dir(ctx) / STATS_FILENAME
+    return build_router(resolve_config(ctx), stats_path=stats_file if stats_file.exists() else None,
+                        task_handlers=TaskHandlerRegistry())
+
+
+def _console() -> Console:
+    """A console that does not squeeze the table to 80 columns when output is piped."""
+    console = Console()
+    return console if console.is_terminal else Console(width=160)
+
+
+def _seconds(value: float | None) -> str:
+    if value is None:
+        return "—"
+    return f"{value * 1000:.0f} ms" if value < 1 else f"{value:.2f} s"
+
+
+def _headroom(remaining: int | None, limit: int | None) -> str:
+    if remaining is None and limit is None:
+        return "—"
+    return f"{'?' if remaining is None else remaining}/{'?' if limit is None else limit}"
+
+
+def providers_table(snapshots: list[ProviderSnapshot]) -> Table:
+    table = Table(title="Providers", title_justify="left")
+    for column, justify in (("Provider", "left"), ("Kind", "left"), ("State", "left"), ("Cooldown", "right"),
+                            ("Success", "right"), ("p50", "right"), ("p95", "right"), ("RPM left", "right"),
+                            ("TPM left", "right"), ("In flight", "right"), ("Notes", "left")):
+        table.add_column(column, justify=justify)  # type: ignore[arg-type]
+    for snap in snapshots:
+        notes = []
+        if snap.misconfigured:
+            notes.append(f"misconfigured: {snap.misconfigured_reason}")
+        if snap.last_error:
+            notes.append(f"last error {snap.last_error}" + (f" ({snap.last_error_status})" if snap.last_error_status
+                                                             else ""))
+        if snap.throttle_reject_p > 0:
+            notes.append(f"throttling p={snap.throttle_reject_p:.2f}")
+        table.add_row(
+            snap.name, snap.kind, Text(snap.state.value, style=_STATE_STYLE.get(snap.state.value, "")),
+            f"{snap.cooldown_remaining_s:.1f} s" if snap.cooldown_remaining_s > 0 else "—",
+            "—" if snap.success_rate is None else f"{snap.success_rate:.0%}",
+            _seconds(snap.p50_latency_s), _seconds(snap.p95_latency_s),
+            _headroom(snap.rpm_remaining, snap.rpm_limit), _headroom(snap.tpm_remaining, snap.tpm_limit),
+            f"{snap.in_flight}/{snap.bulkhead_size}", "; ".join(notes),
+        )
+    return table
+
+
+@click.group("providers", invoke_without_command=True)
+@click.option("--json", "as_json", is_flag=True, help="Print the snapshots as JSON instead of a table.")
+@click.pass_context
+def providers_group(ctx: click.Context, as_json: bool) -> None:
+    """Show every LLM provider: breaker state, cooldown, success rate, latency, headroom, in-flight."""
+    if ctx.invoked_subcommand is not None:
+        return
+
+    async def collect() -> list[ProviderSnapshot]:
+        router = _open_router(ctx)
+        try:
+            return router.snapshot()
+        finally:
+            await router.aclose(flush=False)
+
+    snapshots = asyncio.run(collect())
+    if as_json:
+        click.echo(json.dumps([s.model_dump(mode="json") for s in snapshots], indent=2))
+        return
+    _console().print(providers_table(snapshots))
+
+
+@providers_group.command("check")
+@click.pass_context
+def providers_check(ctx: click.Context) -> None:
+    """Probe each provider's health endpoint (/v1/models, /api/tags, ...) now."""
+
+    async def run() -> list[HealthCheck]:
+        router = _open_router(ctx)
+        try:
+            return await router.check_health()
+        finally:
+            await router.aclose(flush=False)
+
+    results = asyncio.run(run())
+    if not results:
+        click.echo("No remote providers configured: the built-in provider serves alone.")
+        return
+    table = Table(title="Provider health", title_justify="left")
+    for column in ("Provider", "Kind", "Result", "Latency", "Detail"):
+        table.add_column(column)
+    for result in results:
+        table.add_row(result.name, result.kind, Text("ok" if result.ok else "FAIL", style="green" if result.ok
+                                                     else "bold red"),
+                      _seconds(result.latency_s), result.detail)
+    _console().print(table)
+    if not all(r.ok for r in results):
+        ctx.exit(1)
+
+
+def _print_request(record: RecordedRequest) -> None:
+    click.echo(f"{record.at:8.2f}s  {record.provider:<10} {record.method:<4} {record.api_path:<48} "
+               f"{record.route:<6} -> {record.fault}")
+
+
+@click.command("fault-server")
+@click.option("--port", type=click.IntRange(0, 65535), default=0, show_default=True,
+              help="Port on 127.0.0.1 (0 picks a free one).")
+@click.option("--script", "script_path", type=click.Path(dir_okay=False, path_type=Path), default=None,
+              help="Chaos script (YAML); default: the shipped router/scripts/chaos.yaml.")
+@click.option("--time-scale", type=click.FloatRange(min=0, min_open=True), default=None,
+              help="Multiply every scripted delay and Retry-After (0.1 = ten times faster).")
+@click.option("--quiet", is_flag=True, help="Do not print each request.")
+def fault_server_cmd(port: int, script_path: Path | None, time_scale: float | None, quiet: bool) -> None:
+    """Run the loopback fault-injecting provider server so you can watch the router cope."""
+    try:
+        script = load_fault_script(script_path or DEFAULT_SCRIPT_PATH)
+    except FaultScriptError as exc:
+        raise click.ClickException(str(exc)) from None
+    server = FaultServer(script=script, time_scale=time_scale, port=port,
+                         on_request=None if quiet else _print_request)
+
+    async def serve() -> None:
+        try:
+            await server.start()
+        except OSError as exc:
+            raise click.ClickException(f"cannot listen on 127.0.0.1:{port} ({exc.strerror or exc}) — "
+                                       "choose another --port") from None
+        prefixes = sorted(script.providers) or ["openai"]
+        section: dict[str, Any] = {"router": demo_router_config(server.base_url, prefixes)}
+        click.echo(f"fault server listening on {server.base_url} (time scale {server.time_scale:g})")
+        for prefix in prefixes:
+            click.echo(f"  {prefix:<10} {server.url(prefix)}")
+        click.echo("\nrouter config for these providers (config.yaml):\n")
+        click.echo(yaml.safe_dump(section, sort_keys=False))
+        click.echo("Ctrl-C stops the server.", err=True)
+        await server.serve_forever()
+
+    try:
+        asyncio.run(serve())
+    except KeyboardInterrupt:
+        click.echo("fault server stopped", err=True)
+
+
+COMMANDS = [providers_group, fault_server_cmd]

@@ -1,0 +1,144 @@
+"""Runs an engine job off the UI's event loop and bridges events and prompts back.
+
+The engine runs on a worker thread with its own asyncio loop, so a CPU-heavy
+step never delays a keypress (DESIGN §10). Events reach the UI through an
+:class:`EventInbox` that the run store's bus fills from its delivery thread;
+the UI drains it in batches on a ~20 Hz timer. An interrupt becomes a
+:class:`PromptTicket` holding a ``concurrent.futures.Future`` — the
+cross-thread form of Toad's "a prompt is a future inside a message": the UI
+pushes a modal and sets the future's result, and the waiting step (and only
+it, on the Kahn engine) continues.
+"""
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import threading
+from collections import deque
+from dataclasses import dataclass, field
+from typing import Awaitable, Callable
+
+from engine.context import InterruptAnswer, InterruptRequest
+from engine.events import InterruptRaised, RunEvent
+from engine.protocol import ExecutionResult, InterruptResponder
+
+
+class EventInbox:
+    """A thread-safe FIFO of run events between producer threads and the UI timer."""
+
+    def __init__(self) -> None:
+        self._events: deque[RunEvent] = deque()
+        self._lock = threading.Lock()
+
+    def put(self, events: list[RunEvent]) -> None:
+        with self._lock:
+            self._events.extend(events)
+
+    def drain(self, limit: int | None = None) -> list[RunEvent]:
+        """Take up to ``limit`` events (all when None), oldest first."""
+        with self._lock:
+            count = len(self._events) if limit is None else min(limit, len(self._events))
+            return [self._events.popleft() for _ in range(count)]
+
+    def __len__(self) -> int:
+        return len(self._events)
+
+
+@dataclass
+class PromptTicket:
+    """One interrupt waiting for a person; resolve ``answer`` to let the step go on."""
+
+    event: InterruptRaised
+    request: InterruptRequest
+    answer: concurrent.futures.Future[InterruptAnswer | None] = field(default_factory=concurrent.futures.Future)
+
+    def resolve(self, answer: InterruptAnswer | None) -> None:
+        if not self.answer.done():
+            self.answer.set_result(answer)
+
+
+RunJob = Callable[[InterruptResponder, EventInbox], Awaitable[ExecutionResult]]
+"""Builds and runs one engine run on the worker loop, subscribing ``inbox`` to its store."""
+
+
+class RunDriver:
+    """Owns one worker thread running one job; thread-safe towards the UI."""
+
+    def __init__(self, job: RunJob, on_prompt: Callable[[PromptTicket], None]) -> None:
+        self.inbox = EventInbox()
+        self._job = job
+        self._on_prompt = on_prompt
+        self._tickets: dict[str, PromptTicket] = {}
+        self._tickets_lock = threading.Lock()
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._task: asyncio.Task[ExecutionResult] | None = None
+        self._thread = threading.Thread(target=self._run, name="workbench-run", daemon=True)
+        self._closing = False
+        self.result: ExecutionResult | None = None
+        self.error: BaseException | None = None
+        self.finished = threading.Event()
+
+    def start(self) -> None:
+        self._thread.start()
+
+    def _run(self) -> None:
+        loop = asyncio.new_event_loop()
+        self._loop = loop
+        try:
+            self._task = loop.create_task(self._job(self._respond, self.inbox))
+            self.result = loop.run_until_complete(self._task)
+        except BaseException as exc:  # noqa: BLE001 - reported to the UI, never lost
+            self.error = exc
+        finally:
+            loop.run_until_complete(loop.shutdown_asyncgens())
+            loop.close()
+            self.finished.set()
+
+    async def _respond(self, event: InterruptRaised, request: InterruptRequest) -> InterruptAnswer | None:
+        ticket = PromptTicket(event, request)
+        with self._tickets_lock:
+            if self._closing:
+                return None
+            self._tickets[event.interrupt_id] = ticket
+        self._on_prompt(ticket)
+        try:
+            return await asyncio.wrap_future(ticket.answer)
+        finally:
+            with self._tickets_lock:
+                self._tickets.pop(event.interrupt_id, None)
+
+    def answer(self, interrupt_id: str, answer: InterruptAnswer) -> bool:
+        """Resolve a live prompt; False when this driver is not waiting on it."""
+        with self._tickets_lock:
+            ticket = self._tickets.get(interrupt_id)
+        if ticket is None:
+            return False
+        ticket.resolve(answer)
+        return True
+
+    def waiting_on(self, interrupt_id: str) -> bool:
+        with self._tickets_lock:
+            return interrupt_id in self._tickets
+
+    @property
+    def running(self) -> bool:
+        return self._thread.is_alive()
+
+    def stop(self, timeout: float = 10.0) -> None:
+        """Leave: open prompts are answered "nobody is there" (the run is stored WAITING).
+
+        A run still busy after ``timeout`` is cancelled; what it stored stays stored.
+        """
+        with self._tickets_lock:
+            self._closing = True
+            tickets = list(self._tickets.values())
+        for ticket in tickets:
+            ticket.resolve(None)
+        if not self._thread.is_alive():
+            return
+        if self.finished.wait(timeout):
+            return
+        loop, task = self._loop, self._task
+        if loop is not None and task is not None and not loop.is_closed():
+            loop.call_soon_threadsafe(task.cancel)
+        self.finished.wait(timeout)

@@ -1,0 +1,217 @@
+"""The composition root's wiring, shared by the CLI and the TUI.
+
+Here — and only here — the packages meet: the router is built from config and
+environment with research's extractive model registered as the built-in
+provider's task handlers; the router is adapted to the engine's
+``ModelCaller`` and its tie-breaker to the engine's ``TieBreaker``; the corpus
+becomes the run's ``Retriever``; router snapshots become ``provider_state``
+run events; and :func:`build_run_context` puts it all into a ``RunContext``.
+"""
+from __future__ import annotations
+
+import os
+import threading
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+import research.steps  # noqa: F401 - registers the research steps in the engine's registry
+from engine.context import CallUsage, StepInfo
+from engine.events import ProviderState, RunEvent, RunStarted
+from engine.protocol import InterruptResponder, RunContext, TieBreakAnswer, TieBreaker, TieBreakRequest
+from engine.store import RunStore, new_run_id
+from research.corpus import Corpus, CorpusRetriever
+from research.default_corpus import ensure_default_corpus
+from research.extractive import HANDLERS
+from research.prompts import estimate_tokens
+from research.steps.delivery import RUNS_DIR_EXTRA
+from router.clock import Clock
+from router.config import RouterConfig, effective_router_config
+from router.local import TaskHandlerRegistry
+from router.models import ChatRequest, ChatResponse, ProviderSnapshot
+from router.router import SmartModelRouter, build_router
+from router.tiebreak import choose_target
+
+CORPUS_FILE = "corpus.sqlite"
+RUNS_FILE = "runs.sqlite"
+ROUTER_EXTRA = "wiring.router"
+CORPUS_EXTRA = "wiring.corpus"
+
+
+def extractive_handlers(registry: TaskHandlerRegistry | None = None) -> TaskHandlerRegistry:
+    """A task-handler registry answering every research task with the extractive model."""
+    registry = registry or TaskHandlerRegistry()
+    for task, handler in HANDLERS.items():
+        registry.register(task, lambda request, handler=handler: handler(dict(request.inputs)), replace=True)
+    return registry
+
+
+def extractive_responder() -> Any:
+    """The fault server's responder: the same extractive answers, over real HTTP."""
+    return extractive_handlers().as_responder()
+
+
+def build_workbench_router(
+    workspace: Path | None,
+    *,
+    config: RouterConfig | None = None,
+    environ: Mapping[str, str] | None = None,
+    transport: httpx.AsyncBaseTransport | None = None,
+    clock: Clock | None = None,
+) -> SmartModelRouter:
+    """The router from config (or the environment's provider keys), extractive model built in."""
+    env = environ if environ is not None else os.environ
+    resolved = config if config is not None else effective_router_config(None, env)
+    return build_router(resolved, stats_path=workspace, task_handlers=extractive_handlers(), clock=clock,
+                        transport=transport, environ=env)
+
+
+class RouterModelCaller:
+    """``engine.context.ModelCaller`` over the SmartModelRouter."""
+
+    def __init__(self, router: SmartModelRouter) -> None:
+        self.router = router
+
+    async def complete(self, request: Any, step: StepInfo) -> ChatResponse:
+        if not isinstance(request, ChatRequest):
+            raise TypeError(f"step {step.step_id} passed {type(request).__name__}; llm() takes a router ChatRequest")
+        if step.tier is not None and request.tier == 1 and step.tier != 1:
+            request = request.model_copy(update={"tier": step.tier})
+        if step.profile and not request.profile:
+            request = request.model_copy(update={"profile": step.profile})
+        return await self.router.complete(request)
+
+    def encode(self, response: Any) -> dict[str, Any]:
+        return response.model_dump(mode="json")
+
+    def decode(self, request: Any, data: dict[str, Any]) -> ChatResponse:
+        """Rebuild a journaled response; ``parsed`` becomes the request's schema again."""
+        response = ChatResponse.model_validate(data)
+        schema = getattr(request, "response_schema", None)
+        if schema is not None and isinstance(response.parsed, dict):
+            try:
+                response = response.model_copy(update={"parsed": schema.model_validate(response.parsed)})
+            except ValueError:
+                pass
+        return response
+
+    def usage(self, response: Any) -> CallUsage:
+        tokens = response.usage.total_tokens
+        if tokens == 0:
+            tokens = estimate_tokens(response.content)
+        return CallUsage(tokens=tokens, provider=response.provider, degraded=response.degraded)
+
+
+def router_tie_breaker(router: SmartModelRouter) -> TieBreaker:
+    """ADR-004's model-backed tie-breaker (router/tiebreak.py) in the engine's shape."""
+
+    async def tie_breaker(request: TieBreakRequest) -> TieBreakAnswer:
+        result = await choose_target(router, step_id=request.step_id, valid_targets=request.valid_targets,
+                                     hint=request.hint, context=request.context,
+                                     default_target=request.default_target, timeout_s=request.timeout_s)
+        return TieBreakAnswer(target=result.target, confidence=result.confidence, reasoning=result.reasoning,
+                              outcome=result.outcome)
+
+    return tie_breaker
+
+
+@dataclass
+class ProviderStateForwarder:
+    """Router snapshots → ``provider_state`` events of the run (written to the store, then fanned out)."""
+
+    store: Any
+    run_id: str | None = None
+    _lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def on_events(self, events: list[RunEvent]) -> None:
+        for event in events:
+            if isinstance(event, RunStarted):
+                with self._lock:
+                    self.run_id = event.run_id
+
+    def on_snapshot(self, snapshot: ProviderSnapshot) -> None:
+        with self._lock:
+            run_id = self.run_id
+        if run_id is None:
+            return
+        self.store.append(ProviderState(run_id=run_id, provider=snapshot.name,
+                                        snapshot=snapshot.model_dump(mode="json")))
+
+
+def open_corpus(workspace: Path, *, default: bool = True) -> Corpus:
+    """The workspace's corpus (``corpus.sqlite``), with the default collection built on first use."""
+    corpus = Corpus(Path(workspace) / CORPUS_FILE)
+    if default:
+        ensure_default_corpus(corpus)
+    return corpus
+
+
+def resolve_workspace(workspace: str | Path | None) -> Path:
+    if workspace is None:
+        from tui.workbench import default_workspace
+
+        path = default_workspace()
+    else:
+        path = Path(workspace).expanduser()
+    path.mkdir(parents=True, exist_ok=True)
+    return path
+
+
+def build_run_context(
+    workspace: str | Path | None,
+    *,
+    inputs: dict[str, Any],
+    responder: InterruptResponder | None,
+    run_id: str | None = None,
+    store: Any | None = None,
+    router: SmartModelRouter | None = None,
+    corpus: Corpus | None = None,
+    collections: list[str] | None = None,
+    config: RouterConfig | None = None,
+    environ: Mapping[str, str] | None = None,
+    transport: httpx.AsyncBaseTransport | None = None,
+    clock: Clock | None = None,
+) -> RunContext:
+    """Everything a run needs: store, router-backed model, corpus retriever, tie-breaker, responder.
+
+    Close what it opened with :func:`close_run_context` when the run ends.
+    """
+    root = resolve_workspace(workspace)
+    store = store if store is not None else RunStore(root / RUNS_FILE)
+    router = router or build_workbench_router(root, config=config, environ=environ, transport=transport, clock=clock)
+    corpus = corpus or open_corpus(root)
+    run_id = run_id or new_run_id()
+    forwarder = ProviderStateForwarder(store, run_id)
+    unsubscribe_store = store.subscribe(forwarder.on_events)
+    unsubscribe_router = router.subscribe(forwarder.on_snapshot)
+    return RunContext(
+        store=store,
+        inputs=dict(inputs),
+        run_id=run_id,
+        model=RouterModelCaller(router),
+        retriever=CorpusRetriever(corpus, collections),
+        tie_breaker=router_tie_breaker(router),
+        responder=responder,
+        extras={
+            RUNS_DIR_EXTRA: str(root / "runs"),
+            ROUTER_EXTRA: router,
+            CORPUS_EXTRA: corpus,
+            "wiring.unsubscribe": [unsubscribe_store, unsubscribe_router],
+        },
+    )
+
+
+async def close_run_context(context: RunContext, *, close_store: bool = False) -> None:
+    for unsubscribe in context.extras.get("wiring.unsubscribe", []):
+        unsubscribe()
+    router = context.extras.get(ROUTER_EXTRA)
+    if router is not None:
+        await router.aclose()
+    corpus = context.extras.get(CORPUS_EXTRA)
+    if corpus is not None:
+        corpus.close()
+    if close_store:
+        context.store.close()
