@@ -11,10 +11,12 @@ from __future__ import annotations
 
 import json
 import random
+from pathlib import Path
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+import yaml
 from hypothesis import strategies as st
 
 import engine.demo_steps  # noqa: F401 - registers the demo steps the cases use
@@ -24,7 +26,20 @@ from engine.loader import load_workflow_text
 from engine.protocol import ExecutionEngine, ExecutionResult, RunContext
 from engine.spec import WorkflowDefinition
 
+WORKFLOWS = Path(__file__).resolve().parents[2] / "workflows"
 TRIGGERS = ("all_success", "all_done", "none_failed", "none_failed_min_one_success", "one_success", "one_failed")
+
+
+def demo_workflows() -> list[Path]:
+    """Every shipped workflow made of built-in demo steps (deep_research needs the
+    research package's model and corpus and is covered by the research suite)."""
+    found = []
+    for path in sorted(WORKFLOWS.glob("*.yaml")):
+        data = yaml.safe_load(path.read_text(encoding="utf-8"))
+        uses = [step.get("uses", "") for step in data.get("steps", []) if "uses" in step]
+        if uses and all(u.startswith("demo.") for u in uses) and "templates" not in data:
+            found.append(path)
+    return found
 
 
 @dataclass(frozen=True)

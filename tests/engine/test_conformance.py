@@ -27,29 +27,18 @@ from engine.spec import WorkflowDefinition
 from engine.store import InMemoryRunStore
 from tests.engine.langgraph_cases import (
     TRIGGERS,
+    WORKFLOWS,
     DagCase,
     canonical_of,
     dag_cases,
+    demo_workflows,
     expected_skipped,
     expected_statuses,
     run_case,
     trigger_outcome,
 )
 
-WORKFLOWS = Path(__file__).resolve().parents[2] / "workflows"
 EXAMPLES = 300 if os.environ.get("CI") else 120
-
-
-def demo_workflows() -> list[Path]:
-    """Every shipped workflow made of built-in demo steps (deep_research needs the
-    research package's model and corpus and is covered by the research suite)."""
-    found = []
-    for path in sorted(WORKFLOWS.glob("*.yaml")):
-        data = yaml.safe_load(path.read_text(encoding="utf-8"))
-        uses = [step.get("uses", "") for step in data.get("steps", []) if "uses" in step]
-        if uses and all(u.startswith("demo.") for u in uses) and "templates" not in data:
-            found.append(path)
-    return found
 
 
 async def approve(raised: InterruptRaised, request: InterruptRequest) -> InterruptAnswer:

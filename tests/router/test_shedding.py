@@ -12,8 +12,8 @@ from .conftest import RouterFactory, make_config, provider_entry, request
 
 
 async def shedding_router(fault_server: FaultServer, make_router: RouterFactory, **policy: object):
-    fault_server.set_script({"providers": {**{n: {"fault": "down"} for n in ("a", "b", "c")},
-                                           "d": {"latency_s": 0.05}}})
+    down = {n: {"fault": "down"} for n in ("a", "b", "c")}
+    fault_server.set_script({"providers": down})
     router = make_router(make_config([provider_entry(fault_server, n, weight=0.0 if n == "d" else 1.0)
                                       for n in ("a", "b", "c", "d")], **policy))
     for _ in range(200):
@@ -22,6 +22,7 @@ async def shedding_router(fault_server: FaultServer, make_router: RouterFactory,
             break
         await router.complete(request(priority="high"))
     assert all({s.name: s.state for s in router.snapshot()}[n] is BreakerState.OPEN for n in ("a", "b", "c"))
+    fault_server.set_script({"providers": {**down, "d": {"latency_s": 0.05}}})
     fault_server.clear_requests()
     return router
 

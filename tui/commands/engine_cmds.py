@@ -3,7 +3,7 @@
 Exit codes of `run` and `resume` (the run's status): 0 COMPLETED, 1 FAILED,
 2 bad input (unknown file, YAML problems, a bad --input, an unknown run id),
 3 PARTIAL, 4 WAITING (an interrupt waits for an answer: `workbench resume`),
-5 CANCELLED. `validate` exits 0 when the file is valid, 1 when it has
+5 CANCELLED, 6 the engines differ (`run --engine shadow`). `validate` exits 0 when the file is valid, 1 when it has
 problems, 2 when it cannot be read.
 """
 from __future__ import annotations
@@ -242,8 +242,9 @@ def _interrupt_mode(mode: str | None) -> str:
 @click.argument("workflow_file", type=click.Path(dir_okay=False))
 @click.option("--input", "-i", "input_pairs", multiple=True, metavar="KEY=VALUE", help="A workflow input (repeatable).")
 @click.option("--headless", is_flag=True, help="Print progress here instead of opening the app.")
-@click.option("--engine", type=click.Choice(["auto", *ENGINES]), default="auto", show_default=True,
-              help="Which engine runs it; auto picks by the workflow's shape.")
+@click.option("--engine", type=click.Choice(["auto", *ENGINES, "shadow"]), default="auto", show_default=True,
+              help="Which engine runs it; auto picks by the workflow's shape; shadow runs both and compares "
+                   "them (exit 6 on any difference).")
 @click.option("--on-interrupt", type=_ON_INTERRUPT, default=None,
               help="Who answers prompts: default (approve / default edge, recorded as automatic), wait (store the "
                    "run WAITING), ask (on this terminal). Default: ask on a terminal, else wait.")
@@ -256,6 +257,8 @@ def run_command(ctx: click.Context, workflow_file: str, input_pairs: tuple[str, 
         inputs = resolve_inputs(wf, parse_assignments(list(input_pairs)))
     except InputError as error:
         raise BadInput(str(error)) from None
+    if engine == "shadow":
+        ctx.exit(_shadow_run(ctx, wf, inputs, on_interrupt))
     if not headless and _open_in_app(ctx, Path(workflow_file), inputs, engine):
         return
     selection = select_engine(wf, engine)
@@ -424,6 +427,106 @@ def runs_export(ctx: click.Context, run_id: str, fmt: str, output: str | None) -
         Path(output).write_text(text, encoding="utf-8")
     else:
         click.echo(text, nl=False)
+
+
+# -- shadow runs, history and fork (the LangGraph issue) -----------------------------------
+
+SHADOW_DIFFERS = 6
+"""Exit code of ``run --engine shadow`` when the two engines' canonical results differ."""
+
+
+def _shadow_run(ctx: click.Context, wf: WorkflowDefinition, inputs: dict[str, Any], on_interrupt: str | None) -> int:
+    """Both engines on the same inputs, the second replaying the first's journal; the difference report."""
+    from engine.shadow import run_shadow
+
+    first = select_engine(wf, "auto")
+    console = Console()
+    store = open_store(ctx)
+    try:
+        context = make_run_context(
+            workspace=workspace_path(ctx), store=store, wf=wf, inputs=inputs,
+            responder=responder_for(_interrupt_mode(on_interrupt), console), run_id=new_run_id(),
+            engine_reason=f"shadow, {first.name} first ({first.reason})",
+        )
+        unsubscribe = store.subscribe(HeadlessPrinter(console))
+
+        async def go() -> Any:
+            try:
+                return await run_shadow(wf, context, first.name)
+            finally:
+                await close_run_context(context)
+
+        try:
+            result = asyncio.run(go())
+        finally:
+            unsubscribe()
+    finally:
+        store.close()
+    console.print(escape(result.report.render()), highlight=False)
+    if result.second is None:
+        console.print(f"[yellow]{escape(result.note)}[/]", highlight=False)
+        return EXIT_CODES[result.first.status]
+    if not result.report.identical:
+        return SHADOW_DIFFERS
+    return EXIT_CODES[result.first.status]
+
+
+@runs_group.command("history")
+@click.argument("run_id")
+@click.pass_context
+def runs_history(ctx: click.Context, run_id: str) -> None:
+    """The checkpoints of a run: LangGraph's supersteps, or a Kahn run's stored step transitions."""
+    from rich.table import Table
+
+    from engine.langgraph_engine import LangGraphEngine
+
+    store = open_store(ctx)
+    try:
+        record = _get_run(store, run_id)
+        engine = LangGraphEngine(checkpoint_path=workspace_path(ctx) / "checkpoints.sqlite")
+        entries = asyncio.run(engine.history(run_id, store))
+    finally:
+        store.close()
+    table = Table(title=f"checkpoints of {run_id} ({record.engine})")
+    for column in ("#", "checkpoint", "superstep", "source", "changed", "settled"):
+        table.add_column(column, overflow="fold")
+    for entry in entries:
+        changed = ", ".join(f"{step}={status}" for step, status in entry.changed.items())
+        table.add_row(str(entry.index), entry.checkpoint_id, "" if entry.superstep is None else str(entry.superstep),
+                      entry.source, escape(changed), str(len(entry.settled)))
+    Console().print(table)
+
+
+@runs_group.command("fork")
+@click.argument("run_id")
+@click.option("--at", "at_step", required=True, metavar="STEP",
+              help="Keep every result not downstream of STEP; run STEP and everything downstream again.")
+@click.option("--engine", type=click.Choice(["same", *ENGINES]), default="same", show_default=True,
+              help="Which engine runs the fork (same: the one that ran RUN_ID).")
+@click.option("--on-interrupt", type=_ON_INTERRUPT, default=None, help="Who answers prompts (as for run).")
+@click.pass_context
+def runs_fork(ctx: click.Context, run_id: str, at_step: str, engine: str, on_interrupt: str | None) -> None:
+    """Time travel: a new run from RUN_ID's results, re-running STEP and what depends on it."""
+    register_steps()
+    store = open_store(ctx)
+    try:
+        record = _get_run(store, run_id)
+        if at_step not in record.definition.step_ids:
+            raise BadInput(f"workflow {record.workflow} has no step {at_step!r}; "
+                           f"steps: {', '.join(record.definition.step_ids)}")
+        name = record.engine if engine == "same" else engine
+        if not engine_available(name):
+            raise BadInput(f"the {name} engine is not installed here")
+        console = Console()
+        context = make_run_context(
+            workspace=workspace_path(ctx), store=store, wf=record.definition, inputs=record.inputs,
+            responder=responder_for(_interrupt_mode(on_interrupt), console), run_id=new_run_id(),
+            engine_reason=f"fork of {run_id} at {at_step}",
+        )
+        code = drive(store, context, lambda c: create_engine(name).fork(run_id, at_step, c), console)
+    finally:
+        store.close()
+    ctx.exit(code)
 
 
 COMMANDS: list[click.Command] = [run_command, validate_command, resume_command, runs_group]
