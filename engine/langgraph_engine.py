@@ -49,7 +49,9 @@ from engine.states import RoutingSignal, RunStatus, StepStatus
 from engine.steps import REGISTRY, StepRegistry
 from engine.store import BaseRunStore, InterruptRecord
 
-STREAM_MODES = ["tasks", "custom"]
+STREAM_MODE = "tasks"
+"""The graph is driven through ``astream``; the run events themselves are written by the
+shared runner, store first, so they are the same events whichever engine runs."""
 
 
 class LangGraphWaiting(WaitingForHuman, GraphInterrupt):
@@ -59,6 +61,11 @@ class LangGraphWaiting(WaitingForHuman, GraphInterrupt):
     def __init__(self, interrupt_id: str, step_id: str, interrupts: Sequence[Interrupt]) -> None:
         WaitingForHuman.__init__(self, interrupt_id, step_id)
         self.args = (tuple(interrupts),)
+
+
+class CheckpointBehind(RuntimeError):
+    """A node was scheduled from a checkpoint older than the run store (a crash between a
+    store commit and the checkpoint after it): the run restarts from the store."""
 
 
 class LangGraphStepRunner(StepRunner):
@@ -122,9 +129,12 @@ class LangGraphEngine(KahnEngine):
         registry: StepRegistry = REGISTRY,
         sleep: Sleep = asyncio.sleep,
         checkpoint_path: Path | None = None,
+        saver: BaseCheckpointSaver | None = None,
     ) -> None:
         super().__init__(registry=registry, sleep=sleep)
         self.checkpoint_path = checkpoint_path
+        self.saver = saver
+        """A checkpointer to use whatever the store (tests); else the file next to the store."""
         self._memory_saver = InMemorySaver()
         """Checkpoints of runs on a store without a file (tests, benchmarks): per engine instance."""
 
@@ -138,6 +148,9 @@ class LangGraphEngine(KahnEngine):
 
     @asynccontextmanager
     async def checkpointer(self, store: BaseRunStore) -> AsyncIterator[BaseCheckpointSaver]:
+        if self.saver is not None:
+            yield self.saver
+            return
         path = self.checkpoint_file(store)
         if path is None:
             yield self._memory_saver
@@ -177,10 +190,20 @@ class LangGraphEngine(KahnEngine):
                 snapshot = await app.aget_state(config)
                 payload: Any = None if snapshot.next else session.initial_state()
                 held = bool(snapshot.interrupts)
+                restarted = False
                 while True:
                     if not held:
                         remaining = state.wf.limits.timeout_s - state.elapsed_s
-                        outcome = await _stream(app, payload, config, remaining, cancel_request)
+                        try:
+                            outcome = await _stream(app, payload, config, remaining, cancel_request)
+                        except CheckpointBehind:
+                            if restarted:
+                                raise
+                            # The store is the source of truth: start the graph again from it.
+                            # Settled steps pass control on without running; the rest run.
+                            restarted = True
+                            payload = session.initial_state()
+                            continue
                         if outcome == "timeout":
                             state.limit_reason = f"timeout_s {state.wf.limits.timeout_s:g} reached"
                             break
@@ -218,9 +241,7 @@ async def _stream(app: Any, payload: Any, config: Any, remaining: float, cancel:
         return "timeout"
 
     async def consume() -> None:
-        async for _mode, _chunk in app.astream(
-            payload, config, stream_mode=STREAM_MODES, durability=DURABILITY
-        ):
+        async for _chunk in app.astream(payload, config, stream_mode=STREAM_MODE, durability=DURABILITY):
             pass
 
     worker = asyncio.create_task(consume(), name="langgraph-stream")
@@ -318,12 +339,14 @@ class _Session:
         """Settle ``step_id`` if it is still to settle; (steps changed, its route, where control goes back)."""
         runner = self.runner
         record = self.state.steps[step_id]
-        if halted or self.state.limit_reason or record.status.settled:
+        if halted or self.state.limit_reason:
             return [step_id], None, []
+        if record.status.settled:
+            return [step_id], None, self._owed(step_id)
         readiness = runner.readiness(step_id)
         signal: RoutingSignal | None = None
         if readiness.action == "wait":
-            raise RuntimeError(f"langgraph engine: {step_id} was scheduled before its dependencies settled")
+            raise CheckpointBehind(f"{step_id} was scheduled before its dependencies settled")
         if readiness.action == "run":
             if record.status == StepStatus.WAITING_HUMAN:
                 runner.continuing.add(step_id)
@@ -351,6 +374,21 @@ class _Session:
         if signal is not None and signal.decision == "loop":
             entries += self.scheduling.loop_gates.get(step_id, [])
         return entries
+
+    def _owed(self, step_id: str) -> list[str]:
+        """Where a settled conditional step sends control when it is passed again (a resume
+        from the store): to the target of the detour it started, or back to the step whose
+        detour it was, when that one waits to run again."""
+        if step_id not in self.scheduling.back_targets:
+            return []
+        steps = self.state.steps
+        detour = self.state.active_detour
+        if detour is not None and detour.declared_by == step_id and steps[detour.target].status == StepStatus.PENDING:
+            return [detour.target]
+        declarer = self.runner.graph.detour_declarer(step_id)
+        if declarer is not None and detour is None and steps[declarer].status == StepStatus.PENDING:
+            return [declarer]
+        return []
 
     # -- interrupts ------------------------------------------------------------------
     def held_steps(self, step_id: str) -> list[str]:

@@ -405,8 +405,8 @@ class FaultServer:
             return True
         limit_headers, retry = self._take_limits(state, route, incoming.body)
         if retry is not None:
-            quota = Fault(kind="error", status=429, retry_after_s=retry / scale)
-            return await self._send_error(writer, route, 429, quota, retry / scale)
+            limited = Fault(kind="error", status=429, retry_after_s=retry / scale, headers=limit_headers)
+            return await self._send_error(writer, route, 429, limited, retry / scale)
         try:
             answer = self.responder(task, inputs, body if isinstance(body, dict) else {})
         except Exception as exc:
@@ -464,7 +464,11 @@ class FaultServer:
         over_tpm = limits.tpm is not None and used_tokens + needed > limits.tpm
         reset = (state.window[0][0] + window - now) if state.window else 0.0
         if over_rpm or over_tpm:
-            return {}, max(0.001, reset)
+            exhausted = rate_limit_headers(
+                route.protocol, rpm=limits.rpm, rpm_left=0 if over_rpm else (limits.rpm or 0) - used_requests,
+                tpm=limits.tpm, tpm_left=0 if over_tpm else max(0, (limits.tpm or 0) - used_tokens),
+                reset_requests_s=max(reset, 0.001), reset_tokens_s=max(reset, 0.001))
+            return exhausted, max(0.001, reset)
         state.window.append((now, 0))
         headers = rate_limit_headers(
             route.protocol, rpm=limits.rpm, rpm_left=max(0, (limits.rpm or 0) - used_requests - 1),
@@ -482,10 +486,22 @@ _KIND_BY_PREFIX = {"openai": "openai", "azure": "azure", "github": "github", "an
                    "gemini": "gemini", "ollama": "ollama_native", "ollama_v1": "ollama"}
 
 
-def demo_router_config(base_url: str, prefixes: list[str], model: str = "fault-model") -> dict[str, Any]:
+def scaled_policy(time_scale: float) -> dict[str, float]:
+    """Router policy durations multiplied by the fault server's time scale, so cooldowns keep pace with
+    the scaled faults and a demo shows a whole OPEN -> HALF_OPEN -> CLOSED cycle in seconds."""
+    defaults = {"cooldown_failure_s": 30.0, "cooldown_rate_limit_s": 120.0, "cooldown_timeout_s": 60.0,
+                "cooldown_quota_s": 600.0, "max_cooldown_s": 600.0, "failure_window_s": 60.0,
+                "throttle_window_s": 120.0, "recency_tau_s": 120.0, "probe_timeout_s": 10.0, "probe_lease_s": 15.0,
+                "request_timeout_s": 120.0, "capacity_wait_s": 10.0, "shed_queue_wait_s": 10.0}
+    return {key: value * time_scale for key, value in defaults.items()}
+
+
+def demo_router_config(base_url: str, prefixes: list[str], model: str = "fault-model",
+                       time_scale: float = 1.0) -> dict[str, Any]:
     """A ``router:`` section pointing one provider at each prefix (kind guessed from the name, else openai).
 
     No keys are needed: ``api_key_env`` is null, the fault server does not check credentials.
+    With a time scale other than 1 the policy's durations are scaled too (:func:`scaled_policy`).
     """
     providers: list[dict[str, Any]] = []
     for prefix in prefixes:
@@ -494,5 +510,8 @@ def demo_router_config(base_url: str, prefixes: list[str], model: str = "fault-m
         base = {"openai": f"{root}/v1", "ollama": f"{root}/v1", "github": f"{root}/inference"}.get(kind, root)
         name = prefix.lower().replace(".", "-")
         providers.append({"name": name, "kind": kind, "base_url": base, "model": model, "api_key_env": None,
-                          "timeout_s": 10.0})
-    return {"providers": providers}
+                          "timeout_s": 10.0 * time_scale})
+    section: dict[str, Any] = {"providers": providers}
+    if time_scale != 1.0:
+        section["policy"] = scaled_policy(time_scale)
+    return section

@@ -76,6 +76,8 @@ class HealthCheck:
 
 
 class SmartModelRouter:
+    NOTIFY_INTERVAL_S = 0.05
+
     def __init__(
         self,
         config: RouterConfig,
@@ -114,6 +116,8 @@ class SmartModelRouter:
         self._wake_tasks: dict[str, asyncio.Task[None]] = {}
         self._shed_waiting = 0
         self._gate: asyncio.Semaphore | None = None
+        self._dirty: dict[str, ProviderRuntime | None] = {}
+        self._notify_timer: asyncio.TimerHandle | None = None
         self._closed = False
         self._warned_profiles: set[str] = set()
         if stats is not None:
@@ -188,6 +192,9 @@ class SmartModelRouter:
         for task in self._wake_tasks.values():
             task.cancel()
         self._wake_tasks.clear()
+        if self._notify_timer is not None:
+            self._notify_timer.cancel()
+            self._flush_notifications()
         if self._flush_task is not None:
             await asyncio.gather(self._flush_task, return_exceptions=True)
         if flush:
@@ -522,8 +529,7 @@ class SmartModelRouter:
         if self._recorder is not None:
             self._recorder.add_call(CallRecord(BUILTIN_NAME, ok, latency, None if ok else "handler_error", 0, 0,
                                                self.clock.wall()))
-        if self._subscribers:
-            self._publish(self._builtin_snapshot())
+        self._notify(None)
 
     def _builtin_snapshot(self) -> ProviderSnapshot:
         metrics = self._builtin_metrics
@@ -565,7 +571,7 @@ class SmartModelRouter:
         if transition.new is BreakerState.OPEN:
             self._schedule_wake(rt)
         self._persist_breaker(rt)
-        self._notify(rt)
+        self._notify(rt, urgent=True)
 
     def _schedule_wake(self, rt: ProviderRuntime) -> None:
         """Notice OPEN → HALF_OPEN when the cooldown ends, even if no request touches the provider."""
@@ -592,11 +598,37 @@ class SmartModelRouter:
             waiter.cancel()
             sleeper.cancel()
 
-    def _notify(self, rt: ProviderRuntime) -> None:
+    def _notify(self, rt: ProviderRuntime | None, *, urgent: bool = False) -> None:
+        """Tell subscribers a provider changed (``None``: the built-in one).
+
+        Breaker transitions go out at once; counters and in-flight changes are
+        coalesced to at most one snapshot per provider every ``NOTIFY_INTERVAL_S``
+        (the TUI redraws at ~20 Hz anyway), which keeps the per-request cost low.
+        """
         if not self._subscribers:
             return
+        key = BUILTIN_NAME if rt is None else rt.name
+        if urgent or self._loop is None:
+            self._dirty.pop(key, None)
+            self._publish(self._snapshot_of(rt))
+            return
+        if key in self._dirty:
+            return
+        self._dirty[key] = rt
+        if self._notify_timer is None:
+            self._notify_timer = self._loop.call_later(self.NOTIFY_INTERVAL_S, self._flush_notifications)
+
+    def _flush_notifications(self) -> None:
+        self._notify_timer = None
+        dirty, self._dirty = self._dirty, {}
+        for rt in dirty.values():
+            self._publish(self._snapshot_of(rt))
+
+    def _snapshot_of(self, rt: ProviderRuntime | None) -> ProviderSnapshot:
+        if rt is None:
+            return self._builtin_snapshot()
         scores = health_scores(self._runtimes)
-        self._publish(rt.snapshot(scores[rt.name], rt.provider.key_problem()))
+        return rt.snapshot(scores[rt.name], rt.provider.key_problem())
 
     def _publish(self, snapshot: ProviderSnapshot) -> None:
         for callback in list(self._subscribers):

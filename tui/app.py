@@ -118,7 +118,7 @@ class WorkbenchApp(App[None]):
         return driver
 
     def start_job(self, job: RunJob) -> RunScreen:
-        screen = RunScreen(self.workbench)
+        screen = RunScreen(self.workbench, run_id=getattr(job, "run_id", ""))
         screen.driver = self._new_run_driver(job, screen)
         self.push_screen(screen)
         screen.driver.start()

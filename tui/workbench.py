@@ -21,6 +21,7 @@ from engine.selector import create_engine, select_engine
 from engine.spec import WorkflowDefinition
 from engine.store import RunStore
 from tui.config import APP_NAME, WorkbenchConfig
+from engine.store import new_run_id
 from tui.run_driver import EventInbox, RunJob
 
 ContextFactory = Callable[[Path, dict[str, Any], InterruptResponder], RunContext]
@@ -138,10 +139,15 @@ class Workbench:
         else:
             context.store.close()
 
-    def new_run_job(self, path: Path, inputs: dict[str, Any], engine: str | None = None) -> RunJob:
+    def new_run_job(self, path: Path, inputs: dict[str, Any], engine: str | None = None,
+                    run_id: str | None = None) -> RunJob:
+        """A job starting a new run. Its id is chosen up front (``job.run_id``) so the run
+        screen knows it before the first event arrives."""
+        run_id = run_id or new_run_id()
         async def job(responder: InterruptResponder, inbox: EventInbox) -> ExecutionResult:
             definition = _load(path)
             context = self.run_context(inputs, responder)
+            context.run_id = run_id
             selection = select_engine(definition, override=engine)
             context.engine_reason = context.engine_reason or selection.reason
             unsubscribe = context.store.subscribe(inbox.put)
@@ -151,6 +157,7 @@ class Workbench:
                 unsubscribe()
                 await self._close(context)
 
+        job.run_id = run_id  # type: ignore[attr-defined]
         return job
 
     def resume_job(self, run_id: str) -> RunJob:

@@ -122,3 +122,33 @@ def _wait_until_blocked(db: Path, run_id: str, counter: Path, process: subproces
                 return
         time.sleep(0.05)
     raise AssertionError("the worker never reached the blocking step")
+
+
+def test_cli_resumes_a_waiting_langgraph_run_in_a_new_process(tmp_path: Path) -> None:
+    def workbench(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [sys.executable, "-m", "tui.cli", "--workspace", str(tmp_path), *args],
+            cwd=ROOT, capture_output=True, text=True, timeout=120, env={**os.environ, "COLUMNS": "200"},
+        )
+
+    first = workbench("run", str(ROOT / "workflows" / "approval.yaml"), "--engine", "langgraph", "--headless",
+                      "--on-interrupt", "wait")
+    assert first.returncode == 4, first.stdout + first.stderr
+    store = RunStore(tmp_path / "runs.sqlite")
+    try:
+        (run,) = store.list_runs()
+    finally:
+        store.close()
+    assert run.engine == "langgraph" and run.status == RunStatus.WAITING
+
+    second = workbench("resume", run.run_id, "--answer", '{"steps": 7}')
+    assert second.returncode == 0, second.stdout + second.stderr
+    store = RunStore(tmp_path / "runs.sqlite")
+    try:
+        results = store.step_results(run.run_id)
+        events = store.events(run.run_id)
+    finally:
+        store.close()
+    assert results["plan"].outputs["steps"] == 7
+    assert results["execute"].status == StepStatus.SUCCEEDED
+    assert [e.answer["action"] for e in events if isinstance(e, InterruptResolved)] == ["edit"]

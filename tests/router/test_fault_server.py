@@ -116,6 +116,7 @@ async def test_scripted_limits_answer_429_with_headers(fault_server: FaultServer
     assert statuses[0].headers["x-ratelimit-remaining-requests"] == "1"
     assert statuses[1].headers["x-ratelimit-remaining-requests"] == "0"
     assert float(statuses[2].headers["retry-after-ms"]) > 0
+    assert statuses[2].headers["x-ratelimit-remaining-requests"] == "0"
 
 
 def test_only_loopback() -> None:
@@ -132,3 +133,6 @@ def test_demo_config_is_a_valid_router_section() -> None:
     assert kinds["ollama"] == ("ollama_native", "http://127.0.0.1:1/ollama")
     assert kinds["custom"] == ("openai", "http://127.0.0.1:1/custom/v1")
     assert all(p.api_key_env is None for p in config.providers)
+    fast = load_router_config(demo_router_config("http://127.0.0.1:1", ["openai"], time_scale=0.1))
+    assert fast.policy.cooldown_failure_s == 3.0 and fast.policy.cooldown_rate_limit_s == 12.0
+    assert fast.providers[0].timeout_s == 1.0

@@ -177,7 +177,8 @@ def fault_server_cmd(port: int, script_path: Path | None, time_scale: float | No
             raise click.ClickException(f"cannot listen on 127.0.0.1:{port} ({exc.strerror or exc}) — "
                                        "choose another --port") from None
         prefixes = sorted(script.providers) or ["openai"]
-        section: dict[str, Any] = {"router": demo_router_config(server.base_url, prefixes)}
+        section: dict[str, Any] = {"router": demo_router_config(server.base_url, prefixes,
+                                                                time_scale=server.time_scale)}
         click.echo(f"fault server listening on {server.base_url} (time scale {server.time_scale:g})")
         for prefix in prefixes:
             click.echo(f"  {prefix:<10} {server.url(prefix)}")
