@@ -62,6 +62,8 @@ def classify_status(kind: str, status: int, body: Any, rate_limits: RateLimitInf
         return ErrorClass.RATE_LIMIT
     if "resource_exhausted" in markers:
         return ErrorClass.QUOTA if gemini_quota_is_daily(body) else ErrorClass.RATE_LIMIT
+    if 300 <= status < 400:
+        return ErrorClass.PERMANENT  # redirected: the base_url is wrong (redirects are never followed)
     if status in (401, 403):
         if kind == "github" and (rate_limits.retry_after_s is not None or rate_limits.requests.remaining == 0):
             return ErrorClass.RATE_LIMIT  # GitHub signals secondary rate limits with 403

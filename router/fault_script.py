@@ -51,6 +51,25 @@ _SHORTHANDS: dict[str, dict[str, Any]] = {
 }
 
 
+def _expand_shorthand(data: Any) -> Any:
+    """A fault given as a name or a status code, as the mapping it stands for."""
+    if isinstance(data, bool):
+        raise ValueError("a fault is a name (ok, down, timeout, slow, malformed, rate_limit, overloaded, "
+                         "quota), a status code, or a mapping")
+    if isinstance(data, int):
+        return {"kind": "ok"} if 200 <= data < 300 else {"kind": "error", "status": data}
+    if isinstance(data, str):
+        text = data.strip().lower()
+        if text.isdigit():
+            return _expand_shorthand(int(text))
+        if text not in _SHORTHANDS:
+            raise ValueError(f"unknown fault {data!r}; use one of {', '.join(_SHORTHANDS)} or a status code")
+        return dict(_SHORTHANDS[text])
+    if isinstance(data, Mapping) and "kind" not in data and "status" in data:
+        return {**data, "kind": "error"}
+    return data
+
+
 class FaultScriptError(ValueError):
     """A script problem as one line: ``file: key: problem — what to do``."""
 
@@ -73,21 +92,7 @@ class Fault(BaseModel):
     @model_validator(mode="before")
     @classmethod
     def _shorthand(cls, data: Any) -> Any:
-        if isinstance(data, bool):
-            raise ValueError("a fault is a name (ok, down, timeout, slow, malformed, rate_limit, overloaded, "
-                             "quota), a status code, or a mapping")
-        if isinstance(data, int):
-            return {"kind": "ok"} if 200 <= data < 300 else {"kind": "error", "status": data}
-        if isinstance(data, str):
-            text = data.strip().lower()
-            if text.isdigit():
-                return cls._shorthand(int(text))
-            if text not in _SHORTHANDS:
-                raise ValueError(f"unknown fault {data!r}; use one of {', '.join(_SHORTHANDS)} or a status code")
-            return dict(_SHORTHANDS[text])
-        if isinstance(data, Mapping) and "kind" not in data and "status" in data:
-            return {**data, "kind": "error"}
-        return data
+        return _expand_shorthand(data)
 
     @model_validator(mode="after")
     def _status_for_errors(self) -> Fault:

@@ -100,7 +100,6 @@ class SmartModelRouter:
                 raise ValueError(f"no provider object for configured provider {cfg.name!r}")
             self._runtimes.append(ProviderRuntime(cfg, providers[cfg.name], self.policy, self.clock, self._board,
                                                   self._rng, self._on_transition))
-        self._by_name = {rt.name: rt for rt in self._runtimes}
         self.builtin = BuiltinProvider(task_handlers, concurrency=self.policy.builtin_concurrency,
                                        in_thread=self.policy.builtin_in_thread)
         self._builtin_metrics = ProviderMetrics(self.clock, recency_tau_s=self.policy.recency_tau_s)
@@ -179,8 +178,9 @@ class SmartModelRouter:
         return list(await asyncio.gather(*(self._check_one(rt) for rt in self._runtimes)))
 
     async def flush_stats(self) -> None:
+        """Write buffered calls and changed breaker rows now (rows this process never changed are left alone,
+        so a process that merely looked does not overwrite another's breaker state)."""
         if self._recorder is not None:
-            self._record_all_breakers()
             await asyncio.to_thread(self._recorder.flush)
             self._last_flush = time.monotonic()
 
@@ -491,11 +491,6 @@ class SmartModelRouter:
     def _persist_breaker(self, rt: ProviderRuntime) -> None:
         if self._recorder is not None:
             self._recorder.set_breaker(rt.breaker_record(self.clock.wall()))
-
-    def _record_all_breakers(self) -> None:
-        if self._recorder is not None:
-            for rt in self._runtimes:
-                self._persist_breaker(rt)
 
     def _maybe_flush(self) -> None:
         if self._recorder is None or self._recorder.pending == 0:

@@ -41,7 +41,11 @@ def plan_chain(runtimes: list[ProviderRuntime], tier: int, profile: ProfileConfi
                 model = profile.model or rt.cfg.model_for(tier) or rt.cfg.models[max(rt.cfg.models)]
                 groups.append([Candidate(rt, model, tier, profile.temperature, profile.max_tokens)])
     for level in range(tier, 0, -1):
-        group = [Candidate(rt, model, level) for rt in runtimes if (model := rt.cfg.model_for(level)) is not None]
+        group = []
+        for rt in runtimes:
+            level_model = rt.cfg.model_for(level)
+            if level_model is not None:
+                group.append(Candidate(rt, level_model, level))
         if group:
             groups.append(group)
     return groups

@@ -252,7 +252,8 @@ class StatsStore:
 
     def integrity_ok(self) -> bool:
         with self._lock:
-            return self._conn.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
+            result: str = self._conn.execute("PRAGMA integrity_check").fetchone()[0]
+            return result == "ok"
 
     def close(self) -> None:
         with self._lock:

@@ -55,7 +55,8 @@ def _schema_json(model: type[BaseModel]) -> str:
 
 def json_schema(model: type[BaseModel]) -> dict[str, Any]:
     """The JSON schema of a response model (cached; a fresh copy each call, callers may edit it)."""
-    return json.loads(_schema_json(model))
+    schema: dict[str, Any] = json.loads(_schema_json(model))
+    return schema
 
 
 def is_strict_compatible(schema: Any) -> bool:

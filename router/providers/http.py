@@ -54,8 +54,8 @@ class HttpProvider:
     def __init__(self, cfg: ProviderConfig, client: httpx.AsyncClient, clock: Clock,
                  environ: Mapping[str, str] | None = None, adapter: ProviderAdapter | None = None) -> None:
         self.cfg = cfg
-        self.name = cfg.name
-        self.kind = cfg.kind
+        self.name: str = cfg.name
+        self.kind: str = cfg.kind
         self.adapter = adapter or make_adapter(cfg.kind)
         self._client = client
         self._clock = clock

@@ -50,6 +50,7 @@ E = ErrorClass
     ("ollama_native", 404, {"error": "model 'llama9' not found"}, NONE, E.PERMANENT),
     ("ollama_native", 500, {"error": "boom"}, NONE, E.SERVER),
     ("openai", 200, "not json at all", NONE, E.BAD_REQUEST),
+    ("openai", 301, None, NONE, E.PERMANENT),
 ])
 def test_classification_table(kind: str, status: int, body: object, limits: RateLimitInfo,
                               expected: ErrorClass) -> None:
