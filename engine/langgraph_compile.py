@@ -3,9 +3,10 @@
 The compiled graph is scheduling only; what a step *does* is the shared runner's
 (engine/runner.py). The shape:
 
-* **State** — per-step statuses, outputs and iterations, the routing choices and
-  our own step-run counter, every field a dict merged by its reducer, so the
-  parallel nodes of one superstep never overwrite each other.
+* **State** — per-step statuses, outputs and iterations and the routing choices,
+  each a dict merged key by key by its reducer, so the parallel nodes of one
+  superstep never overwrite each other; our own step-run counter; the reason
+  the run stopped early, if it did.
 * **One node per step**, always executed once its predecessors have: trigger
   rules, ``when`` and "not routed" are decided inside the node and written to
   state as a status. A skip is a status, never a missing edge, so every join
@@ -86,9 +87,6 @@ class SchedulingPlan:
     """Gate node -> the node it waits for on the first pass."""
     loop_gates: dict[str, list[str]]
     """Per loop router, the gates its loop opens when it goes back."""
-
-    def exit_of(self, step_id: str) -> str:
-        return f"{step_id}{EXIT_SUFFIX}" if step_id in self.conditional else step_id
 
     def step_of(self, node: str) -> str:
         """The step a node stands for (an exit node or gate stands for its source step)."""

@@ -24,7 +24,7 @@ is not counted as a new start.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Hashable, Sequence
+from collections.abc import AsyncIterator, Callable, Hashable, Sequence
 from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
@@ -41,10 +41,17 @@ from engine.graph import WorkflowGraph
 from engine.kahn import KahnEngine
 from engine.langgraph_checkpoint import CHECKPOINT_FILE, DURABILITY, open_checkpointer
 from engine.langgraph_history import HistoryEntry, checkpoint_history, store_history
-from engine.langgraph_compile import EXIT_SUFFIX, GraphState, SchedulingPlan, build_state_graph, plan
+from engine.langgraph_compile import (
+    EXIT_SUFFIX,
+    GraphState,
+    NodeFunction,
+    SchedulingPlan,
+    build_state_graph,
+    plan,
+)
 from engine.protocol import EngineCapabilities, ExecutionResult, RunContext
 from engine.run_state import RunState
-from engine.runner import RouteEffects, Sleep, StepRunner, WaitingForHuman
+from engine.runner import Readiness, RouteEffects, Sleep, StepRunner, WaitingForHuman
 from engine.states import RoutingSignal, RunStatus, StepStatus
 from engine.steps import REGISTRY, StepRegistry
 from engine.store import BaseRunStore, InterruptRecord
@@ -137,6 +144,13 @@ class LangGraphEngine(KahnEngine):
         """A checkpointer to use whatever the store (tests); else the file next to the store."""
         self._memory_saver = InMemorySaver()
         """Checkpoints of runs on a store without a file (tests, benchmarks): per engine instance."""
+        self._cancel_events: dict[str, asyncio.Event] = {}
+
+    def cancel(self, run_id: str) -> None:
+        """Ask a running run to stop: the superstep in flight is cancelled, the run ends CANCELLED."""
+        event = self._cancel_events.get(run_id)
+        if event is not None:
+            event.set()
 
     # -- checkpoints -------------------------------------------------------------
     def checkpoint_file(self, store: BaseRunStore) -> Path | None:
@@ -175,7 +189,7 @@ class LangGraphEngine(KahnEngine):
     async def _drive(self, runner: StepRunner) -> ExecutionResult:
         assert isinstance(runner, LangGraphStepRunner)
         state = runner.state
-        cancel_request = self._cancel_requests.setdefault(state.run_id, asyncio.Event())
+        cancel_request = self._cancel_events.setdefault(state.run_id, asyncio.Event())
         scheduling = plan(runner.graph)
         session = _Session(runner, scheduling)
         waiting: list[str] = []
@@ -219,11 +233,11 @@ class LangGraphEngine(KahnEngine):
                         break
                     payload = Command(resume=resume)
         except asyncio.CancelledError:
-            self._skip_remaining(runner, "cancelled")
+            _settle_running(runner, "cancelled")
             self._finish(runner, RunStatus.CANCELLED, "cancelled", set())
             raise
         finally:
-            self._cancel_requests.pop(state.run_id, None)
+            self._cancel_events.pop(state.run_id, None)
         if stop_reason:
             self._skip_remaining(runner, stop_reason)
             return self._finish(runner, RunStatus.CANCELLED, stop_reason, set())
@@ -233,6 +247,13 @@ class LangGraphEngine(KahnEngine):
         if waiting:
             return self._finish(runner, RunStatus.WAITING, "", set(waiting))
         return self._finish(runner, None, "", set())
+
+
+def _settle_running(runner: StepRunner, reason: str) -> None:
+    """Steps cut off while running are skipped with the reason the run stopped (as on Kahn)."""
+    for step_id in runner.graph.topological_order():
+        if runner.state.steps[step_id].status == StepStatus.RUNNING:
+            runner.settle_unrun(step_id, Readiness("skip", f"run stopped: {reason}"))
 
 
 async def _stream(app: Any, payload: Any, config: Any, remaining: float, cancel: asyncio.Event) -> str:
@@ -304,7 +325,7 @@ class _Session:
         update["goto"] = {}
         return update
 
-    def node_for(self, step_id: str) -> Any:
+    def node_for(self, step_id: str) -> NodeFunction:
         conditional = step_id in self.scheduling.conditional
 
         async def node(graph_state: GraphState) -> dict[str, Any]:
@@ -324,7 +345,7 @@ class _Session:
         node.__name__ = f"step_{step_id}"
         return node
 
-    def route_for(self, step_id: str) -> Any:
+    def route_for(self, step_id: str) -> Callable[[GraphState], Sequence[Hashable]]:
         exit_node = f"{step_id}{EXIT_SUFFIX}"
 
         def route(graph_state: GraphState) -> Sequence[Hashable]:

@@ -1,8 +1,8 @@
 """Per-provider bulkheads: a cap on concurrent calls, so one slow provider cannot absorb all traffic.
 
 Acquisition never blocks: a full bulkhead is passed over by selection. A
-request that finds every candidate full may wait for any slot to free through
-:meth:`BulkheadBoard.wait_for_release`, for a bounded time.
+request that finds every candidate full may wait, for a bounded time, on the
+event :meth:`BulkheadBoard.waiter` returns; any release sets it.
 """
 from __future__ import annotations
 

@@ -170,6 +170,7 @@ class FaultServer:
         self._serial = 0
         self._lock = threading.Lock()
         self._started_at = time.monotonic()
+        self._script_epoch = self._started_at  # phases count from here: server start or the last set_script
 
     # --- lifecycle -------------------------------------------------------------------------
 
@@ -177,7 +178,7 @@ class FaultServer:
         self._server = await asyncio.start_server(self._on_connection, self.host, self._requested_port,
                                                   limit=_MAX_HEADER_BYTES)
         self.port = self._server.sockets[0].getsockname()[1]
-        self._started_at = time.monotonic()
+        self._started_at = self._script_epoch = time.monotonic()
         self._states.clear()
         return self
 
@@ -270,13 +271,14 @@ class FaultServer:
     def set_script(self, script: FaultScript | Mapping[str, Any] | Path | str | None) -> None:
         """Replace the script; every provider starts over from the beginning of its new script."""
         self.script = load_fault_script(script)
+        self._script_epoch = time.monotonic()
         self._states = {}
 
     def _state(self, provider: str) -> _ProviderState:
         state = self._states.get(provider)
         if state is None:
             script = self.script.providers.get(provider, ProviderScript())
-            state = self._states[provider] = _ProviderState(script, time.monotonic(), self.time_scale)
+            state = self._states[provider] = _ProviderState(script, self._script_epoch, self.time_scale)
         return state
 
     # --- HTTP ------------------------------------------------------------------------------------------

@@ -49,14 +49,14 @@ from router.models import Attempt, BreakerState, ChatMessage, ChatRequest, ChatR
 from router.providers.base import Provider, ProviderReply, spec_from_request
 from router.providers.http import HttpProvider
 from router.runtime import ErrorNote, ProviderRuntime
+from router.publisher import SnapshotPublisher, Subscriber
 from router.selection import Candidate, health_scores, order_group, plan_chain
+from router.shedding import LoadShedder
 from router.stats import STATS_FILENAME, CallRecord, StatsRecorder, StatsStore
 from router.throttle import ThrottleTicket
 from router.wire import estimate_tokens, parse_structured, wire_messages
 
 log = logging.getLogger(__name__)
-
-Subscriber = Callable[[ProviderSnapshot], None]
 
 
 @dataclass(frozen=True, slots=True)
@@ -103,7 +103,11 @@ class SmartModelRouter:
         self.builtin = BuiltinProvider(task_handlers, concurrency=self.policy.builtin_concurrency,
                                        in_thread=self.policy.builtin_in_thread)
         self._builtin_metrics = ProviderMetrics(self.clock, recency_tau_s=self.policy.recency_tau_s)
-        self._subscribers: list[Subscriber] = []
+        self._publisher = SnapshotPublisher(self._snapshot_by_name, self.NOTIFY_INTERVAL_S)
+        self._shedder = LoadShedder(self.clock, threshold=self.policy.shed_threshold,
+                                    concurrency=self.policy.shed_medium_concurrency,
+                                    queue_size=self.policy.shed_queue_size, queue_wait_s=self.policy.shed_queue_wait_s)
+        self._by_name = {rt.name: rt for rt in self._runtimes}
         self._plans: dict[tuple[int, str | None], list[list[Candidate]]] = {}
         self._client = client
         self._stats = stats
@@ -113,10 +117,6 @@ class SmartModelRouter:
         self._loop: asyncio.AbstractEventLoop | None = None
         self._loop_thread: int | None = None
         self._wake_tasks: dict[str, asyncio.Task[None]] = {}
-        self._shed_waiting = 0
-        self._gate: asyncio.Semaphore | None = None
-        self._dirty: dict[str, ProviderRuntime | None] = {}
-        self._notify_timer: asyncio.TimerHandle | None = None
         self._closed = False
         self._warned_profiles: set[str] = set()
         if stats is not None:
@@ -144,12 +144,14 @@ class SmartModelRouter:
         attempts: list[Attempt] = []
         groups = self._plan(req, attempts)
         if groups:
-            remote, gated = await self._admit_under_load(req, attempts)
+            admission = await self._shedder.admit(req.priority, *self._open_share())
+            if admission.note is not None:
+                attempts.append(Attempt(provider="router", outcome="skipped", detail=admission.note))
             try:
-                response = await self._try_remote(req, groups, attempts, start) if remote else None
+                response = await self._try_remote(req, groups, attempts, start) if admission.remote else None
             finally:
-                if gated:
-                    self._shed_gate().release()
+                if admission.gated:
+                    self._shedder.release()
             if response is not None:
                 self._maybe_flush()
                 return response
@@ -164,14 +166,12 @@ class SmartModelRouter:
         return snaps
 
     def subscribe(self, callback: Subscriber) -> Callable[[], None]:
-        """Call ``callback`` with a provider's snapshot whenever it changes; returns the unsubscribe function."""
-        self._subscribers.append(callback)
+        """Call ``callback`` with a provider's snapshot whenever it changes; returns the unsubscribe function.
 
-        def unsubscribe() -> None:
-            if callback in self._subscribers:
-                self._subscribers.remove(callback)
-
-        return unsubscribe
+        Breaker transitions arrive at once, other changes within ``NOTIFY_INTERVAL_S``; callbacks run on
+        the router's loop thread (a UI on another thread must hand them over, e.g. ``call_from_thread``).
+        """
+        return self._publisher.subscribe(callback)
 
     async def check_health(self) -> list[HealthCheck]:
         """Probe every provider's health endpoint now, outside the breakers (``workbench providers check``)."""
@@ -192,9 +192,7 @@ class SmartModelRouter:
         for task in self._wake_tasks.values():
             task.cancel()
         self._wake_tasks.clear()
-        if self._notify_timer is not None:
-            self._notify_timer.cancel()
-            self._flush_notifications()
+        self._publisher.flush()
         if self._flush_task is not None:
             await asyncio.gather(self._flush_task, return_exceptions=True)
         if flush:
@@ -225,54 +223,6 @@ class SmartModelRouter:
     def _open_share(self) -> tuple[int, int]:
         opened = sum(1 for rt in self._runtimes if rt.breaker.state is BreakerState.OPEN)
         return opened, len(self._runtimes)
-
-    def _shedding(self) -> bool:
-        opened, total = self._open_share()
-        return total > 0 and opened / total > self.policy.shed_threshold
-
-    async def _admit_under_load(self, req: ChatRequest, attempts: list[Attempt]) -> tuple[bool, bool]:
-        """(may use remote providers, holds a shed-gate slot that must be released)."""
-        if req.priority == "high" or not self._shedding():
-            return True, False
-        opened, total = self._open_share()
-        if req.priority == "low":
-            attempts.append(Attempt(provider="router", outcome="skipped",
-                                    detail=f"load shedding ({opened}/{total} providers OPEN): low priority "
-                                           "answered by the built-in provider"))
-            return False, False
-        gate = self._shed_gate()
-        if not gate.locked():
-            await gate.acquire()  # free slot: no await actually suspends
-            return True, True
-        if self._shed_waiting >= self.policy.shed_queue_size:
-            attempts.append(Attempt(provider="router", outcome="skipped",
-                                    detail=f"load shedding ({opened}/{total} OPEN) and the queue is full"))
-            return False, False
-        self._shed_waiting += 1
-        began = self.clock.monotonic()
-        acquire = asyncio.ensure_future(gate.acquire())
-        sleeper = asyncio.ensure_future(self.clock.sleep(self.policy.shed_queue_wait_s))
-        try:
-            await asyncio.wait({acquire, sleeper}, return_when=asyncio.FIRST_COMPLETED)
-        finally:
-            self._shed_waiting -= 1
-            sleeper.cancel()
-            if not acquire.done():
-                acquire.cancel()
-            await asyncio.gather(acquire, return_exceptions=True)
-        if acquire.cancelled():
-            attempts.append(Attempt(provider="router", outcome="skipped",
-                                    detail=f"load shedding: queued {self.policy.shed_queue_wait_s:.1f}s without a "
-                                           "turn; answered by the built-in provider"))
-            return False, False
-        attempts.append(Attempt(provider="router", outcome="skipped",
-                                detail=f"queued {self.clock.monotonic() - began:.1f}s under load shedding"))
-        return True, True
-
-    def _shed_gate(self) -> asyncio.Semaphore:
-        if self._gate is None:
-            self._gate = asyncio.Semaphore(self.policy.shed_medium_concurrency)
-        return self._gate
 
     # --- the remote chain ------------------------------------------------------------------------
 
@@ -594,43 +544,15 @@ class SmartModelRouter:
             sleeper.cancel()
 
     def _notify(self, rt: ProviderRuntime | None, *, urgent: bool = False) -> None:
-        """Tell subscribers a provider changed (``None``: the built-in one).
+        """Tell subscribers a provider changed (``None``: the built-in one)."""
+        self._publisher.changed(BUILTIN_NAME if rt is None else rt.name, self._loop, urgent=urgent)
 
-        Breaker transitions go out at once; counters and in-flight changes are
-        coalesced to at most one snapshot per provider every ``NOTIFY_INTERVAL_S``
-        (the TUI redraws at ~20 Hz anyway), which keeps the per-request cost low.
-        """
-        if not self._subscribers:
-            return
-        key = BUILTIN_NAME if rt is None else rt.name
-        if urgent or self._loop is None:
-            self._dirty.pop(key, None)
-            self._publish(self._snapshot_of(rt))
-            return
-        if key in self._dirty:
-            return
-        self._dirty[key] = rt
-        if self._notify_timer is None:
-            self._notify_timer = self._loop.call_later(self.NOTIFY_INTERVAL_S, self._flush_notifications)
-
-    def _flush_notifications(self) -> None:
-        self._notify_timer = None
-        dirty, self._dirty = self._dirty, {}
-        for rt in dirty.values():
-            self._publish(self._snapshot_of(rt))
-
-    def _snapshot_of(self, rt: ProviderRuntime | None) -> ProviderSnapshot:
+    def _snapshot_by_name(self, name: str) -> ProviderSnapshot:
+        rt = self._by_name.get(name)
         if rt is None:
             return self._builtin_snapshot()
         scores = health_scores(self._runtimes)
         return rt.snapshot(scores[rt.name], rt.provider.key_problem())
-
-    def _publish(self, snapshot: ProviderSnapshot) -> None:
-        for callback in list(self._subscribers):
-            try:
-                callback(snapshot)
-            except Exception:  # a subscriber's bug must not break routing
-                log.exception("provider snapshot subscriber failed")
 
     # --- health checks ----------------------------------------------------------------------------------
 
@@ -675,8 +597,9 @@ def build_router(
 ) -> SmartModelRouter:
     """The router for ``config``: HTTP providers over one shared client, stats in ``stats_path``.
 
-    ``stats_path`` may be the SQLite file or the workspace directory (the file is then
-    ``provider_stats.sqlite3`` in it); ``None`` keeps statistics in memory only.
+    ``stats_path`` may be the SQLite file (a name with a suffix) or the workspace directory,
+    existing or not (the file is then ``provider_stats.sqlite3`` in it); ``None`` keeps
+    statistics in memory only.
     """
     clock = clock or SystemClock()
     client = _client(transport)
@@ -686,7 +609,7 @@ def build_router(
     stats = None
     if stats_path is not None:
         path = Path(stats_path)
-        if path.is_dir():
+        if path.is_dir() or not path.suffix:  # a workspace directory, existing or not yet created
             path = path / STATS_FILENAME
         stats = StatsStore(path)
     return SmartModelRouter(config, providers=providers, task_handlers=task_handlers, clock=clock, stats=stats,

@@ -22,7 +22,7 @@ import statistics
 import time
 from typing import Any
 
-import engine.demo_steps  # noqa: F401 - registers the demo steps
+from engine import demo_steps  # noqa: F401 - registers the demo steps
 from engine.graph import WorkflowGraph
 from engine.kahn import KahnEngine
 from engine.langgraph_engine import LangGraphEngine

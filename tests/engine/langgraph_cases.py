@@ -19,7 +19,7 @@ from typing import Any
 import yaml
 from hypothesis import strategies as st
 
-import engine.demo_steps  # noqa: F401 - registers the demo steps the cases use
+from engine import demo_steps  # noqa: F401 - registers the demo steps the cases use
 from engine.canonical import CanonicalRun, canonical_run
 from engine.graph import WorkflowGraph
 from engine.loader import load_workflow_text

@@ -17,7 +17,7 @@ import os
 import sys
 from pathlib import Path
 
-import engine.demo_steps  # noqa: F401 - registers the demo steps
+from engine import demo_steps  # noqa: F401 - registers the demo steps
 from engine.context import InterruptAnswer, InterruptRequest, StepContext
 from engine.kahn import KahnEngine
 from engine.langgraph_engine import LangGraphEngine

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-import engine.demo_steps  # noqa: F401 - registers the demo steps
+from engine import demo_steps  # noqa: F401 - registers the demo steps
 from engine.canonical import compare
 from engine.events import RunStarted, StepStarted
 from engine.graph import WorkflowGraph

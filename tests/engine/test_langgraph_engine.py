@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-import engine.demo_steps  # noqa: F401 - registers the demo steps
+from engine import demo_steps  # noqa: F401 - registers the demo steps
 from engine.context import InterruptAnswer, InterruptRequest, StepContext
 from engine.events import InterruptRaised, InterruptResolved, StepStarted
 from engine.graph import WorkflowGraph
@@ -266,3 +266,25 @@ def test_answered_in_process_the_step_starts_once_and_calls_the_model_once(engin
     ]
     assert store.step_results(result.run_id)["ask"].outputs["answers"] == ["approve", "reject"]
     assert [e.answer["action"] for e in events if isinstance(e, InterruptResolved)] == ["approve", "reject"]
+
+
+@pytest.mark.parametrize("engine_class", [KahnEngine, LangGraphEngine])
+def test_cancel_stops_the_running_step_and_skips_the_rest(engine_class: type) -> None:
+    wf = workflow([
+        {"id": "slow", "uses": "demo.sleep", "config": {"seconds": 30}},
+        {"id": "after", "uses": "demo.echo", "depends_on": ["slow"]},
+    ])
+    store = InMemoryRunStore()
+    engine = engine_class()
+
+    async def go() -> Any:
+        task = asyncio.create_task(engine.execute(wf, RunContext(store=store, run_id="to-cancel")))
+        while not any(isinstance(e, StepStarted) for e in store.events("to-cancel")):
+            await asyncio.sleep(0.01)
+        engine.cancel("to-cancel")
+        return await task
+
+    result = asyncio.run(go())
+    assert result.status == RunStatus.CANCELLED
+    assert result.step_statuses == {"slow": StepStatus.SKIPPED, "after": StepStatus.SKIPPED}
+    assert store.step_results("to-cancel")["slow"].reason == "run stopped: cancelled"

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-import engine.demo_steps  # noqa: F401 - registers the demo steps
+from engine import demo_steps  # noqa: F401 - registers the demo steps
 from engine.context import InterruptAnswer, InterruptRequest, StepContext
 from engine.events import InterruptRaised, StepFinished
 from engine.kahn import KahnEngine

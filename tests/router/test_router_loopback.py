@@ -126,7 +126,7 @@ async def test_bulkhead_limits_hold(fault_server: FaultServer, make_router: Rout
 
 async def test_a_full_bulkhead_is_routed_around(fault_server: FaultServer, make_router: RouterFactory,
                                                 keys: dict) -> None:
-    fault_server.set_script({"providers": {"slow": {"latency_s": 0.1}}})
+    fault_server.set_script({"providers": {"slow": {"latency_s": 0.3}}})
     router = make_router(make_config([provider_entry(fault_server, "slow", bulkhead=2),
                                       provider_entry(fault_server, "spare", bulkhead=20, weight=0.0)]))
     responses = await asyncio.gather(*(router.complete(request()) for _ in range(10)))
@@ -182,7 +182,7 @@ async def test_no_request_is_ever_sent_to_an_open_provider(fault_server: FaultSe
 async def test_100_concurrent_requests_against_half_open_send_exactly_one_probe(
         fault_server: FaultServer, make_router: RouterFactory, clock: ManualClock, keys: dict) -> None:
     fault_server.set_script({"providers": {"openai": {"sequence": [{"status": 429, "retry_after_s": 5}],
-                                                      "health": {"kind": "ok", "delay_s": 0.2}}}})
+                                                      "health": {"kind": "ok", "delay_s": 0.5}}}})
     router = make_router(make_config([provider_entry(fault_server, "openai")]))
     await router.complete(request())
     clock.advance(5)

@@ -100,3 +100,15 @@ async def test_an_unwritable_store_does_not_break_routing(tmp_path: Path, make_r
     router._stats.close()  # type: ignore[union-attr]
     assert (await router.complete(request())).provider == "builtin"
     await router.flush_stats()  # logs once, keeps the records for a later flush
+
+
+async def test_stats_path_may_be_a_workspace_not_yet_created(tmp_path: Path, make_router: RouterFactory) -> None:
+    workspace = tmp_path / "new" / "workspace"
+    router = make_router(make_config([]), stats_path=workspace)
+    await router.complete(request())
+    await router.aclose()
+    assert (workspace / STATS_FILENAME).is_file()
+    explicit = tmp_path / "elsewhere.sqlite3"
+    other = make_router(make_config([]), stats_path=explicit)
+    await other.aclose()
+    assert explicit.is_file()
