@@ -123,13 +123,19 @@ class Workbench:
         return entries
 
     # -- runs ------------------------------------------------------------------
-    def run_context(self, inputs: dict[str, Any], responder: InterruptResponder) -> RunContext:
-        """A RunContext for the worker thread: ``context_factory`` when set, else tui.wiring's."""
+    def run_context(self, inputs: dict[str, Any], responder: InterruptResponder,
+                    run_id: str | None = None) -> RunContext:
+        """A RunContext for the worker thread: ``context_factory`` when set, else tui.wiring's.
+
+        ``run_id`` goes in at construction: the wiring tags provider events with it.
+        """
         if self.context_factory is not None:
-            return self.context_factory(self.workspace, inputs, responder)
+            context = self.context_factory(self.workspace, inputs, responder)
+            context.run_id = run_id or context.run_id
+            return context
         from tui.wiring import build_run_context
 
-        return build_run_context(self.workspace, inputs=inputs, responder=responder)
+        return build_run_context(self.workspace, inputs=inputs, responder=responder, run_id=run_id)
 
     async def _close(self, context: RunContext) -> None:
         if self.context_factory is None:
@@ -144,10 +150,10 @@ class Workbench:
         """A job starting a new run. Its id is chosen up front (``job.run_id``) so the run
         screen knows it before the first event arrives."""
         run_id = run_id or new_run_id()
+
         async def job(responder: InterruptResponder, inbox: EventInbox) -> ExecutionResult:
             definition = _load(path)
-            context = self.run_context(inputs, responder)
-            context.run_id = run_id
+            context = self.run_context(inputs, responder, run_id)
             selection = select_engine(definition, override=engine)
             context.engine_reason = context.engine_reason or selection.reason
             unsubscribe = context.store.subscribe(inbox.put)
@@ -163,7 +169,7 @@ class Workbench:
     def resume_job(self, run_id: str) -> RunJob:
         """Resume a stored run; answers recorded in the store are consumed by the engine."""
         async def job(responder: InterruptResponder, inbox: EventInbox) -> ExecutionResult:
-            context = self.run_context({}, responder)
+            context = self.run_context({}, responder, run_id)
             record = context.store.get_run(run_id)
             unsubscribe = context.store.subscribe(inbox.put, run_id)
             try:
