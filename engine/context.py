@@ -167,6 +167,8 @@ class StepContext:
         services: StepServices,
         upstream: dict[str, dict[str, Any]],
         run_inputs: dict[str, Any],
+        repair_error: str | None = None,
+        first_call_index: int = 0,
     ) -> None:
         self.run_id = run_id
         self.spec = spec
@@ -177,13 +179,23 @@ class StepContext:
         self.upstream = upstream
         """Outputs of every settled step this one can see, by step id."""
         self.run_inputs = run_inputs
+        self.repair_error = repair_error
+        """Set on the one repair attempt a step gets when its model-backed answer failed
+        output validation, so the implementation can show the model what was wrong."""
         self.stats = StepCallStats()
-        self._call_index = 0
+        self._call_index = first_call_index
+        """A repair or retry attempt continues after the calls of the attempt before it, so
+        its journaled calls are new calls, replayed on a re-run like any other."""
 
     # -- identity and budget -------------------------------------------------
     @property
     def budget(self) -> RunBudget:
         return self.services.budget
+
+    @property
+    def next_call_index(self) -> int:
+        """The call index the next journaled call will get."""
+        return self._call_index
 
     @property
     def config(self) -> dict[str, Any]:

@@ -15,8 +15,9 @@ The forward graph of a loaded definition is acyclic (the loader checks it);
 """
 from __future__ import annotations
 
+import heapq
 from dataclasses import dataclass
-from typing import Iterable, Literal, Mapping
+from typing import Literal, Mapping
 
 import networkx as nx
 
@@ -24,6 +25,8 @@ from engine.events import GraphEdge, GraphNode
 from engine.spec import StepSpec, WorkflowDefinition
 
 ForwardKind = Literal["depends_on", "route", "detour"]
+
+_ROUTING_KINDS = frozenset({"route", "detour"})
 
 
 @dataclass(frozen=True)
@@ -34,13 +37,21 @@ class BackEdge:
 
 
 class WorkflowGraph:
-    """The graph of one definition; every query is answered from the forward DAG."""
+    """The graph of one definition; every query is answered from the forward DAG.
+
+    The queries the engines ask for every step they schedule — dependencies,
+    dependents, routers, the topological order — come from plain adjacency
+    lists built once; networkx is built on first use, for the whole-graph
+    algorithms the loader and loops need (cycles, ancestors, descendants).
+    """
 
     def __init__(self, wf: WorkflowDefinition) -> None:
         self.workflow = wf
         self._order = {step.id: index for index, step in enumerate(wf.steps)}
-        self._forward: nx.DiGraph = nx.DiGraph()
-        self._forward.add_nodes_from(self._order)
+        self._kinds: dict[tuple[str, str], set[ForwardKind]] = {}
+        """Forward edges, (source, target) -> their kinds, in the order they were declared."""
+        self._predecessors: dict[str, list[str]] = {step_id: [] for step_id in self._order}
+        self._successors: dict[str, list[str]] = {step_id: [] for step_id in self._order}
         self.loop_edges: list[BackEdge] = []
         """Routing step -> loop target (its ancestor or itself), one per declared loop."""
         self.detour_edges: list[BackEdge] = []
@@ -50,18 +61,39 @@ class WorkflowGraph:
             for dependency in spec.depends_on:
                 self._add_forward(dependency, spec.id, "depends_on")
             self._add_routing(spec)
+        for adjacency in (self._predecessors, self._successors):
+            for neighbours in adjacency.values():
+                neighbours.sort(key=self._order.__getitem__)
+        self._routers = {
+            step_id: [p for p in predecessors if self._kinds[p, step_id] & _ROUTING_KINDS]
+            for step_id, predecessors in self._predecessors.items()
+        }
         self._topological: list[str] | None = None
         self._ancestors: dict[str, frozenset[str]] = {}
         self._descendants: dict[str, frozenset[str]] = {}
+        self._networkx: nx.DiGraph | None = None
         self._with_back_edges: nx.DiGraph | None = None
 
     def _add_forward(self, source: str, target: str, kind: ForwardKind) -> None:
         if source not in self._order or target not in self._order:
             return
-        if self._forward.has_edge(source, target):
-            self._forward.edges[source, target]["kinds"].add(kind)
+        kinds = self._kinds.get((source, target))
+        if kinds is None:
+            self._kinds[source, target] = {kind}
+            self._predecessors[target].append(source)
+            self._successors[source].append(target)
         else:
-            self._forward.add_edge(source, target, kinds={kind})
+            kinds.add(kind)
+
+    @property
+    def _forward(self) -> nx.DiGraph:
+        """The forward graph as networkx, for its whole-graph algorithms."""
+        if self._networkx is None:
+            graph: nx.DiGraph = nx.DiGraph()
+            graph.add_nodes_from(self._order)
+            graph.add_edges_from(self._kinds)
+            self._networkx = graph
+        return self._networkx
 
     def _add_routing(self, spec: StepSpec) -> None:
         routing = spec.routing
@@ -91,48 +123,58 @@ class WorkflowGraph:
     def forward_cycles(self) -> list[list[tuple[str, str, frozenset[str]]]]:
         """One cycle per strongly connected part of the forward graph: [(source, target, kinds)]."""
         cycles: list[list[tuple[str, str, frozenset[str]]]] = []
+        forward = self._forward
         components = sorted(
-            (sorted(c, key=self._order.__getitem__) for c in nx.strongly_connected_components(self._forward)),
+            (sorted(c, key=self._order.__getitem__) for c in nx.strongly_connected_components(forward)),
             key=lambda c: self._order[c[0]],
         )
         for component in components:
             first = component[0]
-            if len(component) == 1 and not self._forward.has_edge(first, first):
+            if len(component) == 1 and not forward.has_edge(first, first):
                 continue
-            edges = nx.find_cycle(self._forward.subgraph(component), source=first)
-            cycles.append(
-                [(s, t, frozenset(self._forward.edges[s, t]["kinds"])) for s, t in edges]
-            )
+            edges = nx.find_cycle(forward.subgraph(component), source=first)
+            cycles.append([(s, t, frozenset(self._kinds[s, t])) for s, t in edges])
         return cycles
 
     def topological_order(self) -> list[str]:
-        """Steps in dependency order; ties broken by declaration order (deterministic)."""
+        """Steps in dependency order; ties broken by declaration order (deterministic).
+
+        Kahn's algorithm with the ready steps in a heap keyed by declaration
+        order: the lexicographically smallest topological order. Raises
+        ValueError when the forward graph has a cycle (the loader rejects those).
+        """
         if self._topological is None:
-            self._topological = list(
-                nx.lexicographical_topological_sort(self._forward, key=self._order.__getitem__)
-            )
+            order = self._order
+            missing = {step: len(predecessors) for step, predecessors in self._predecessors.items()}
+            ready = [(order[step], step) for step, count in missing.items() if count == 0]
+            heapq.heapify(ready)
+            result: list[str] = []
+            while ready:
+                _, step = heapq.heappop(ready)
+                result.append(step)
+                for dependent in self._successors[step]:
+                    missing[dependent] -= 1
+                    if missing[dependent] == 0:
+                        heapq.heappush(ready, (order[dependent], dependent))
+            if len(result) != len(order):
+                raise ValueError(f"the forward graph of {self.workflow.name!r} has a cycle")
+            self._topological = result
         return list(self._topological)
 
     def dependencies(self, step_id: str) -> list[str]:
         """Every forward predecessor: ``depends_on`` plus routers that target the step."""
-        return self._sorted(self._forward.predecessors(step_id))
+        return list(self._predecessors[step_id])
 
     def dependents(self, step_id: str) -> list[str]:
         """Every forward successor: steps that depend on it plus its forward routing targets."""
-        return self._sorted(self._forward.successors(step_id))
+        return list(self._successors[step_id])
 
     def routers_of(self, step_id: str) -> list[str]:
         """Steps with a forward routing edge (route or detour) to ``step_id``."""
-        return self._sorted(
-            source
-            for source in self._forward.predecessors(step_id)
-            if self._forward.edges[source, step_id]["kinds"] & {"route", "detour"}
-        )
+        return list(self._routers[step_id])
 
     def edge_kinds(self, source: str, target: str) -> frozenset[str]:
-        if not self._forward.has_edge(source, target):
-            return frozenset()
-        return frozenset(self._forward.edges[source, target]["kinds"])
+        return frozenset(self._kinds.get((source, target), ()))
 
     def ancestors(self, step_id: str) -> frozenset[str]:
         """Steps with a forward path to ``step_id`` (not including it)."""
@@ -216,16 +258,11 @@ class WorkflowGraph:
             for spec in self.workflow.steps
         ]
         edges: list[GraphEdge] = []
-        for source, target in sorted(
-            self._forward.edges, key=lambda e: (self._order[e[0]], self._order[e[1]])
-        ):
-            kinds = self._forward.edges[source, target]["kinds"]
+        for source, target in sorted(self._kinds, key=lambda e: (self._order[e[0]], self._order[e[1]])):
+            kinds = self._kinds[source, target]
             kind: Literal["depends_on", "route", "detour"] = (
                 "detour" if "detour" in kinds else "route" if "route" in kinds else "depends_on"
             )
             edges.append(GraphEdge(source=source, target=target, kind=kind))
         edges.extend(GraphEdge(source=e.source, target=e.target, kind="loop") for e in self.loop_edges)
         return nodes, edges
-
-    def _sorted(self, steps: Iterable[str]) -> list[str]:
-        return sorted(steps, key=self._order.__getitem__)

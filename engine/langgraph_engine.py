@@ -6,20 +6,20 @@ each one. Both engines share everything but scheduling:
 
 * each node runs its step with the shared :class:`~engine.runner.StepRunner`
   (trigger rules, ``when``, inputs, interrupts, retries, validation, routing),
-  and the run's life — start, resume, fork, the final status — is the one the
-  Kahn engine implements (this class inherits it and replaces ``_drive``);
+  and the run's life — start, resume, fork, cancel, the final status — is the
+  shared :class:`~engine.lifecycle.EngineBase`; this module is the scheduler;
 * so the run store receives the same events from both, and the TUI can tell
   them apart only by the engine name.
 
 Interrupts go through ``langgraph.types.interrupt()``: the step's
-``StepContext.interrupt()`` reaches :meth:`LangGraphStepRunner.ask`, which
-records the interrupt in the run store and pauses the node. The superstep
+``StepContext.interrupt()`` reaches the runner, which records the interrupt in
+the run store and pauses the node with :func:`pause_for_answer`. The superstep
 finishes, the graph stops, and the engine announces each pending interrupt with
 the steps it holds (``held_steps``). Answers — from the store, from ``--answer``,
 from the responder — are recorded in the store and the graph resumes with
 ``Command(resume={interrupt id: answer})``. The node runs again from its first
-line; its journaled calls replay, so no model call is repeated, and the re-run
-is not counted as a new start.
+line (``run_step(..., continuing=True)``); its journaled calls replay, so no
+model call is repeated, and the re-run is not counted as a new start.
 """
 from __future__ import annotations
 
@@ -35,10 +35,9 @@ from langgraph.errors import GraphInterrupt
 from langgraph.graph import END
 from langgraph.types import Command, Interrupt, interrupt
 
-from engine.context import InterruptAnswer, InterruptRequest, StepContext
-from engine.events import InterruptRaised, RunEvent, StepStarted
-from engine.graph import WorkflowGraph
-from engine.kahn import KahnEngine
+from engine.context import InterruptAnswer
+from engine.events import InterruptRaised
+from engine.lifecycle import CancelRequest, EngineBase, ScheduleEnd
 from engine.langgraph_checkpoint import CHECKPOINT_FILE, DURABILITY, open_checkpointer
 from engine.langgraph_history import HistoryEntry, checkpoint_history, store_history
 from engine.langgraph_compile import (
@@ -49,10 +48,9 @@ from engine.langgraph_compile import (
     build_state_graph,
     plan,
 )
-from engine.protocol import EngineCapabilities, ExecutionResult, RunContext
-from engine.run_state import RunState
-from engine.runner import Readiness, RouteEffects, Sleep, StepRunner, WaitingForHuman
-from engine.states import RoutingSignal, RunStatus, StepStatus
+from engine.protocol import EngineCapabilities
+from engine.runner import AnswerPause, RouteEffects, Sleep, StepRunner, WaitingForHuman
+from engine.states import RoutingSignal, StepStatus
 from engine.steps import REGISTRY, StepRegistry
 from engine.store import BaseRunStore, InterruptRecord
 
@@ -75,59 +73,24 @@ class CheckpointBehind(RuntimeError):
     store commit and the checkpoint after it): the run restarts from the store."""
 
 
-class LangGraphStepRunner(StepRunner):
-    """The shared runner with this engine's interrupt asker.
-
-    ``continuing`` holds steps re-entered only to pick up an answer: the node
-    re-runs from its first line, but it is the same start of the step, so it is
-    neither announced nor counted again (on Kahn the step simply kept waiting).
-    """
-
-    def __init__(self, **kwargs: Any) -> None:
-        super().__init__(**kwargs)
-        self.continuing: set[str] = set()
-
-    def emit(self, event: RunEvent) -> RunEvent:
-        if isinstance(event, StepStarted) and event.attempt == 1 and event.step_id in self.continuing:
-            self.continuing.discard(event.step_id)
-            self.state.step_runs -= 1
-            self.state.steps[event.step_id].runs -= 1
-            return event
-        return super().emit(event)
-
-    async def ask(self, interrupt_id: str, request: InterruptRequest, ctx: StepContext) -> InterruptAnswer:
-        record = self.state.steps[ctx.step_id]
-        stored = self.store.get_interrupt(interrupt_id)
-        if stored is not None and stored.answer is not None:
-            if stored.status != "resolved":
-                self._resolve(stored, stored.answer, record)
-            return stored.answer
-        if stored is None:
-            stored = InterruptRecord(
-                interrupt_id=interrupt_id, run_id=self.run_id, step_id=ctx.step_id, iteration=ctx.iteration,
-                request=request, created_ts=0.0,
-            )
-            with self.store.batch():
-                record.status = StepStatus.WAITING_HUMAN
-                record.changed()
-                self.save(record)
-                self.store.add_interrupt(stored)
-        pause = {"interrupt_id": interrupt_id, "step_id": ctx.step_id, "kind": request.kind, "prompt": request.prompt}
-        try:
-            while True:
-                # Resume values are matched to interrupt() calls by position within the node; a
-                # journaled earlier interrupt makes no call, so check that the value is ours.
-                value = interrupt(pause)
-                if isinstance(value, dict) and value.get("interrupt_id") == interrupt_id:
-                    break
-        except GraphInterrupt as paused:
-            raise LangGraphWaiting(interrupt_id, ctx.step_id, paused.args[0] if paused.args else ()) from None
-        answer = InterruptAnswer.model_validate(value["answer"])
-        self._resolve(stored, answer, record)
-        return answer
+async def pause_for_answer(stored: InterruptRecord) -> InterruptAnswer:
+    """The runner's pause on this engine: ``interrupt()`` stops the node until the graph
+    is resumed with the answer (the engine announces the interrupt with its superstep)."""
+    pause = {"interrupt_id": stored.interrupt_id, "step_id": stored.step_id, "kind": stored.request.kind,
+             "prompt": stored.request.prompt}
+    try:
+        while True:
+            # Resume values are matched to interrupt() calls by position within the node; a
+            # journaled earlier interrupt makes no call, so check that the value is ours.
+            value = interrupt(pause)
+            if isinstance(value, dict) and value.get("interrupt_id") == stored.interrupt_id:
+                break
+    except GraphInterrupt as paused:
+        raise LangGraphWaiting(stored.interrupt_id, stored.step_id, paused.args[0] if paused.args else ()) from None
+    return InterruptAnswer.model_validate(value["answer"])
 
 
-class LangGraphEngine(KahnEngine):
+class LangGraphEngine(EngineBase):
     name = "langgraph"
     capabilities = EngineCapabilities(cycles=True, interrupts_hold_superstep=True, checkpoints=True, fork=True)
 
@@ -144,13 +107,6 @@ class LangGraphEngine(KahnEngine):
         """A checkpointer to use whatever the store (tests); else the file next to the store."""
         self._memory_saver = InMemorySaver()
         """Checkpoints of runs on a store without a file (tests, benchmarks): per engine instance."""
-        self._cancel_events: dict[str, asyncio.Event] = {}
-
-    def cancel(self, run_id: str) -> None:
-        """Ask a running run to stop: the superstep in flight is cancelled, the run ends CANCELLED."""
-        event = self._cancel_events.get(run_id)
-        if event is not None:
-            event.set()
 
     # -- checkpoints -------------------------------------------------------------
     def checkpoint_file(self, store: BaseRunStore) -> Path | None:
@@ -179,21 +135,17 @@ class LangGraphEngine(KahnEngine):
             entries = await checkpoint_history(saver, run_id)
         return entries or store_history(store, run_id)
 
-    # -- the Kahn engine's lifecycle, this engine's runner and scheduling ----------
-    def _runner(self, state: RunState, graph: WorkflowGraph, run: RunContext) -> StepRunner:
-        return LangGraphStepRunner(
-            state=state, graph=graph, store=run.store, run=run, engine_name=self.name,
-            registry=self.registry, sleep=self.sleep,
-        )
+    # -- this engine's pause and scheduler ------------------------------------------
+    def answer_pause(self) -> AnswerPause:
+        return pause_for_answer
 
-    async def _drive(self, runner: StepRunner) -> ExecutionResult:
-        assert isinstance(runner, LangGraphStepRunner)
+    async def schedule(self, runner: StepRunner, cancel: CancelRequest) -> ScheduleEnd:
+        """Stream the compiled graph superstep by superstep; between streams, answer the
+        interrupts the graph paused on and resume it with them."""
         state = runner.state
-        cancel_request = self._cancel_events.setdefault(state.run_id, asyncio.Event())
         scheduling = plan(runner.graph)
         session = _Session(runner, scheduling)
         waiting: list[str] = []
-        stop_reason = ""
         try:
             async with self.checkpointer(runner.store) as saver:
                 app = build_state_graph(scheduling, session.node_for, session.route_for).compile(checkpointer=saver)
@@ -207,9 +159,8 @@ class LangGraphEngine(KahnEngine):
                 restarted = False
                 while True:
                     if not held:
-                        remaining = state.wf.limits.timeout_s - state.elapsed_s
                         try:
-                            outcome = await _stream(app, payload, config, remaining, cancel_request)
+                            outcome = await _stream(app, payload, config, state.remaining_s, cancel)
                         except CheckpointBehind:
                             if restarted:
                                 raise
@@ -219,14 +170,13 @@ class LangGraphEngine(KahnEngine):
                             payload = session.initial_state()
                             continue
                         if outcome == "timeout":
-                            state.limit_reason = f"timeout_s {state.wf.limits.timeout_s:g} reached"
+                            state.time_out()
                             break
                         if outcome == "cancelled":
-                            stop_reason = "cancelled"
-                            break
+                            return ScheduleEnd(cancelled=True)
                         snapshot = await app.aget_state(config)
                     held = False
-                    if not snapshot.interrupts or state.limit_reason or state.terminated_by:
+                    if not snapshot.interrupts or state.stop_reason:
                         break
                     resume, waiting = await session.answer(snapshot.interrupts)
                     if not resume:
@@ -234,29 +184,18 @@ class LangGraphEngine(KahnEngine):
                     payload = Command(resume=resume)
         except asyncio.CancelledError:
             _settle_running(runner, "cancelled")
-            self._finish(runner, RunStatus.CANCELLED, "cancelled", set())
             raise
-        finally:
-            self._cancel_events.pop(state.run_id, None)
-        if stop_reason:
-            self._skip_remaining(runner, stop_reason)
-            return self._finish(runner, RunStatus.CANCELLED, stop_reason, set())
-        if state.limit_reason or state.terminated_by:
-            self._skip_remaining(runner, state.limit_reason or f"terminated by {state.terminated_by}")
-            return self._finish(runner, None, "", set())
-        if waiting:
-            return self._finish(runner, RunStatus.WAITING, "", set(waiting))
-        return self._finish(runner, None, "", set())
+        return ScheduleEnd(waiting=waiting)
 
 
 def _settle_running(runner: StepRunner, reason: str) -> None:
     """Steps cut off while running are skipped with the reason the run stopped (as on Kahn)."""
     for step_id in runner.graph.topological_order():
         if runner.state.steps[step_id].status == StepStatus.RUNNING:
-            runner.settle_unrun(step_id, Readiness("skip", f"run stopped: {reason}"))
+            runner.settle_stopped(step_id, reason)
 
 
-async def _stream(app: Any, payload: Any, config: Any, remaining: float, cancel: asyncio.Event) -> str:
+async def _stream(app: Any, payload: Any, config: Any, remaining: float, cancel: CancelRequest) -> str:
     """Run the graph until it ends or pauses: "done", "timeout" or "cancelled"."""
     if remaining <= 0:
         return "timeout"
@@ -286,7 +225,7 @@ async def _stream(app: Any, payload: Any, config: Any, remaining: float, cancel:
 class _Session:
     """One drive of one run: the node and edge functions, and the interrupt round trip."""
 
-    def __init__(self, runner: LangGraphStepRunner, scheduling: SchedulingPlan) -> None:
+    def __init__(self, runner: StepRunner, scheduling: SchedulingPlan) -> None:
         self.runner = runner
         self.state = runner.state
         self.scheduling = scheduling
@@ -306,9 +245,6 @@ class _Session:
         nodes = len(self.scheduling.predecessors) + len(self.scheduling.conditional) + len(self.scheduling.gates)
         bound = self.state.wf.limits.step_run_bound(len(self.state.wf.steps))
         return 2 * (bound + nodes) + 25
-
-    def stopped(self) -> str:
-        return self.state.limit_reason or (f"terminated by {self.state.terminated_by}" if self.state.terminated_by else "")
 
     def mirror(self, step_ids: Sequence[str]) -> dict[str, Any]:
         steps = self.state.steps
@@ -338,8 +274,8 @@ class _Session:
                                               "route": signal.route}}
             if conditional:
                 update["goto"] = {step_id: goto}
-            if self.stopped():
-                update["stop"] = self.stopped()
+            if self.state.stop_reason:
+                update["stop"] = self.state.stop_reason
             return update
 
         node.__name__ = f"step_{step_id}"
@@ -369,15 +305,11 @@ class _Session:
         if readiness.action == "wait":
             raise CheckpointBehind(f"{step_id} was scheduled before its dependencies settled")
         if readiness.action == "run":
-            if record.status == StepStatus.WAITING_HUMAN:
-                runner.continuing.add(step_id)
             try:
-                outcome = await runner.run_step(step_id)
+                outcome = await runner.run_step(step_id, continuing=record.status == StepStatus.WAITING_HUMAN)
             except WaitingForHuman:
                 runner.mark_waiting(step_id)
                 raise
-            finally:
-                runner.continuing.discard(step_id)
             effects, signal = outcome.effects, outcome.signal
         else:
             effects = runner.settle_unrun(step_id, readiness)

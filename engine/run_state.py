@@ -51,7 +51,7 @@ class StepRecord:
         self._view = None
 
     def result(self) -> StepResult:
-        return StepResult.model_construct(  # values of a validated run, no need to validate again
+        return StepResult(  # validating these few plain fields is cheaper than model_construct
             step_id=self.step_id,
             status=self.status,
             iteration=self.iteration,
@@ -178,6 +178,22 @@ class RunState:
     @property
     def elapsed_s(self) -> float:
         return self.elapsed_before + (time.monotonic() - self.started_mono)
+
+    @property
+    def remaining_s(self) -> float:
+        """Wall time left under ``limits.timeout_s``, earlier sessions included."""
+        return self.wf.limits.timeout_s - self.elapsed_s
+
+    def time_out(self) -> None:
+        """The run's wall-time limit is reached: it ends PARTIAL."""
+        self.limit_reason = f"timeout_s {self.wf.limits.timeout_s:g} reached"
+
+    @property
+    def stop_reason(self) -> str:
+        """Why the run stops before every step has settled: a limit or a termination ("" if neither)."""
+        if self.limit_reason:
+            return self.limit_reason
+        return f"terminated by {self.terminated_by}" if self.terminated_by else ""
 
     def views(self) -> dict[str, StepView]:
         return {step_id: record.view() for step_id, record in self.steps.items()}

@@ -12,6 +12,9 @@ An engine decides *when* a step runs; :class:`StepRunner` does the rest:
   escalation included), and then, in one store batch, the step's result, its
   events and the effects of its route (targets skipped, a loop's steps reset
   with their history kept, a detour started or returned, termination);
+* :meth:`StepRunner.ask` — every step's interrupts: the stored answer, else
+  the engine's pause (LangGraph's ``interrupt()``), else answers given ahead or
+  the responder, else the step waits;
 * :meth:`StepRunner.conclude` — completion criteria and the run's final status.
 
 Every state change is written to the run store before the engine acts on it,
@@ -22,7 +25,7 @@ from __future__ import annotations
 import asyncio
 import time
 from dataclasses import dataclass, field
-from typing import Any, Awaitable, Callable, Iterator, Literal, Mapping
+from typing import Any, Awaitable, Callable, Iterator, Literal, Mapping, TypeVar, cast
 
 from pydantic import BaseModel, ValidationError
 
@@ -31,7 +34,6 @@ from engine.conditions import CelEvaluationError, build_activation, compile_expr
 from engine.context import (
     BudgetExceeded,
     InterruptAnswer,
-    InterruptAsker,
     InterruptRequest,
     StepContext,
     StepServices,
@@ -51,7 +53,7 @@ from engine.events import (
 )
 from engine.graph import WorkflowGraph
 from engine.journal import StoreJournal
-from engine.protocol import RunContext, TieBreakAnswer, TieBreakRequest
+from engine.protocol import RunContext, TieBreakAnswer
 from engine.run_state import ActiveDetour, RunState, StepRecord
 from engine.states import RoutingSignal, RunStatus, StepStatus
 from engine.steps import REGISTRY, RegisteredStep, StepRegistry
@@ -60,6 +62,16 @@ from engine.store import BaseRunStore, InterruptRecord
 _FAILED = (StepStatus.FAILED, StepStatus.UPSTREAM_FAILED)
 
 Sleep = Callable[[float], Awaitable[None]]
+
+_Event = TypeVar("_Event", bound=RunEvent)
+
+AnswerPause = Callable[[InterruptRecord], Awaitable[InterruptAnswer]]
+"""Engine-supplied: pause a step until a person answers its recorded interrupt.
+
+Returns the answer, or raises (a subclass of) :class:`WaitingForHuman` when the
+engine stops the run to wait. An engine that pauses steps itself announces the
+interrupts itself, with the steps the pause holds (LangGraph: the superstep).
+"""
 
 
 class WaitingForHuman(Exception):
@@ -73,26 +85,6 @@ class WaitingForHuman(Exception):
 
 class StepError(Exception):
     """A step failure the runner explains itself (bad input, rejected outputs, invalid outputs)."""
-
-
-class RunnerContext(StepContext):
-    """The StepContext the runner hands implementations.
-
-    ``repair_error`` is set on the one repair attempt a step gets when its
-    model-backed answer failed output validation: the implementation can show
-    the model what was wrong. The repair attempt's journaled calls continue
-    after the first attempt's, so they are new calls, replayed on a re-run
-    like any other.
-    """
-
-    def __init__(self, *, repair_error: str | None = None, first_call_index: int = 0, **kwargs: Any) -> None:
-        super().__init__(**kwargs)
-        self.repair_error = repair_error
-        self._call_index = first_call_index
-
-    @property
-    def next_call_index(self) -> int:
-        return self._call_index
 
 
 class UpstreamOutputs(Mapping[str, dict[str, Any]]):
@@ -191,7 +183,7 @@ class StepRunner:
         engine_name: str,
         registry: StepRegistry = REGISTRY,
         sleep: Sleep = asyncio.sleep,
-        asker: InterruptAsker | None = None,
+        pause: AnswerPause | None = None,
     ) -> None:
         self.state = state
         self.graph = graph
@@ -200,10 +192,12 @@ class StepRunner:
         self.engine_name = engine_name
         self.registry = registry
         self.sleep = sleep
+        self._pause = pause
+        """None: the run's answers or responder answer, else the step waits (the Kahn engine)."""
         self.services = StepServices(
             journal=StoreJournal(store, run.replay_from),
             budget=state.budget,
-            ask=asker or self.ask,
+            ask=self.ask,
             emit_domain=self._emit_domain,
             model=run.model,
             retriever=run.retriever,
@@ -220,8 +214,9 @@ class StepRunner:
     def run_id(self) -> str:
         return self.state.run_id
 
-    def emit(self, event: RunEvent) -> RunEvent:
-        return self.store.append(event)
+    def emit(self, event: _Event) -> _Event:
+        """Store ``event`` (committed before anyone sees it); returns it stamped."""
+        return cast(_Event, self.store.append(event))
 
     def _emit_domain(self, name: str, payload: dict[str, Any], step_id: str | None) -> None:
         self.emit(Domain(run_id=self.run_id, name=name, payload=payload, step_id=step_id))
@@ -296,6 +291,10 @@ class StepRunner:
             self._after_settle(record, effects)
         return effects
 
+    def settle_stopped(self, step_id: str, reason: str) -> None:
+        """Skip a step the run's stop cut off (cancelled, a limit, a termination)."""
+        self.settle_unrun(step_id, Readiness("skip", f"run stopped: {reason}"))
+
     def _skip(self, record: StepRecord, reason: str) -> None:
         record.settle(StepStatus.SKIPPED, reason=reason)
         self.emit(StepSkipped(run_id=self.run_id, step_id=record.step_id, iteration=record.iteration, reason=reason))
@@ -331,12 +330,19 @@ class StepRunner:
     def step_limit_reached(self) -> bool:
         return self.state.step_runs >= self._step_bound
 
-    async def run_step(self, step_id: str) -> StepOutcome:
-        """Run one ready step to its settled state (or raise WaitingForHuman)."""
+    async def run_step(self, step_id: str, *, continuing: bool = False) -> StepOutcome:
+        """Run one ready step to its settled state (or raise WaitingForHuman).
+
+        ``continuing``: the step was started before in this process and is run
+        again from its first line only to pick up an interrupt's answer (a
+        LangGraph node resumed by ``Command(resume=...)``). It is the same start
+        of the step, so it is neither counted nor announced again, and the step
+        bound does not apply to it; its journaled calls replay.
+        """
         state = self.state
         record = state.steps[step_id]
         spec = record.spec
-        if self.step_limit_reached():
+        if not continuing and self.step_limit_reached():
             state.limit_reason = f"max_step_runs {self._step_bound} reached"
             return StepOutcome(step_id, record.status)
         if spec.when:
@@ -349,19 +355,21 @@ class StepRunner:
             inp = self._inputs(record, registered)
         except StepError as error:
             return self._settle_failed(record, str(error), started=False)
-        state.step_runs += 1
-        record.runs += 1
+        if not continuing:
+            state.step_runs += 1
+            record.runs += 1
         record.status = StepStatus.RUNNING
         record.reason = ""
         record.changed()
         with self.store.batch():
             self.save(record)
-            self.emit(
-                StepStarted(
-                    run_id=self.run_id, step_id=step_id, iteration=record.iteration, attempt=1,
-                    inputs=inp.model_dump(mode="json"),
+            if not continuing:
+                self.emit(
+                    StepStarted(
+                        run_id=self.run_id, step_id=step_id, iteration=record.iteration, attempt=1,
+                        inputs=inp.model_dump(mode="json"),
+                    )
                 )
-            )
         started = time.monotonic()
         ctx = self._context(record, attempt=1)
         try:
@@ -393,10 +401,10 @@ class StepRunner:
             if steps[visible_id].status == StepStatus.SUCCEEDED or steps[visible_id].history
         }
 
-    def _context(self, record: StepRecord, attempt: int, **extra: Any) -> RunnerContext:
+    def _context(self, record: StepRecord, attempt: int, **extra: Any) -> StepContext:
         step_id = record.step_id
         upstream = UpstreamOutputs(lambda: self.upstream_outputs(step_id))
-        return RunnerContext(
+        return StepContext(
             run_id=self.run_id,
             spec=record.spec,
             iteration=record.iteration,
@@ -422,8 +430,8 @@ class StepRunner:
             raise StepError(f"invalid inputs for {registered.name}: {_one_line(error)}") from None
 
     async def _attempts(
-        self, record: StepRecord, registered: RegisteredStep, inp: BaseModel, ctx: RunnerContext
-    ) -> tuple[dict[str, Any], RunnerContext]:
+        self, record: StepRecord, registered: RegisteredStep, inp: BaseModel, ctx: StepContext
+    ) -> tuple[dict[str, Any], StepContext]:
         """Call the implementation, retrying failures and repairing one invalid model answer."""
         spec = record.spec
         first_index = ctx.next_call_index
@@ -453,7 +461,7 @@ class StepRunner:
                 ctx.stats = stats
 
     async def _call_with_repair(
-        self, record: StepRecord, registered: RegisteredStep, inp: BaseModel, ctx: RunnerContext
+        self, record: StepRecord, registered: RegisteredStep, inp: BaseModel, ctx: StepContext
     ) -> dict[str, Any]:
         try:
             return _coerce_outputs(registered, await self._call(record, registered, inp, ctx))
@@ -664,35 +672,52 @@ class StepRunner:
         if signal.decision == "detour" and signal.return_to is not None:
             state.active_detour = ActiveDetour(declared_by=step_id, target=target)
 
-    # -- interrupts (the Kahn engine's asker; LangGraph passes its own) -----------
+    # -- interrupts ------------------------------------------------------------------
     async def ask(self, interrupt_id: str, request: InterruptRequest, ctx: StepContext) -> InterruptAnswer:
-        """Answer from the store, from answers given ahead, from the responder — or wait."""
+        """Every step's interrupt asker: a stored answer, else the engine's pause, else
+        answers given ahead or the responder — or the step waits."""
         record = self.state.steps[ctx.step_id]
         stored = self.store.get_interrupt(interrupt_id)
         if stored is not None and stored.answer is not None:
             if stored.status != "resolved":
                 self._resolve(stored, stored.answer, record)
             return stored.answer
+        raised: InterruptRaised | None = None
         if stored is None:
-            stored = InterruptRecord(
-                interrupt_id=interrupt_id, run_id=self.run_id, step_id=ctx.step_id, iteration=ctx.iteration,
-                request=request, created_ts=0.0,
-            )
-            with self.store.batch():
-                record.status = StepStatus.WAITING_HUMAN
-                record.changed()
-                self.save(record)
-                self.store.add_interrupt(stored)
-                raised = self.emit(self._raised_event(stored))
+            stored, raised = self._record_interrupt(interrupt_id, request, ctx, record)
+        if self._pause is not None:
+            answer = await self._pause(stored)
         else:
-            raised = self._raised_event(stored)
-        given = self.run.answers.get(interrupt_id) or self.run.answers.get(ctx.step_id)
-        answer: InterruptAnswer | None = given
-        if answer is None and self.run.responder is not None:
-            answer = await self.run.responder(raised, request)  # type: ignore[arg-type]
-        if answer is None:
-            raise WaitingForHuman(interrupt_id, ctx.step_id)
+            answer = await self._answer_from_run(stored, raised or self._raised_event(stored))
         self._resolve(stored, answer, record)
+        return answer
+
+    def _record_interrupt(
+        self, interrupt_id: str, request: InterruptRequest, ctx: StepContext, record: StepRecord
+    ) -> tuple[InterruptRecord, InterruptRaised | None]:
+        """Store a new interrupt with the step WAITING_HUMAN, announced in the same commit
+        unless the engine pauses the step and announces it itself."""
+        stored = InterruptRecord(
+            interrupt_id=interrupt_id, run_id=self.run_id, step_id=ctx.step_id, iteration=ctx.iteration,
+            request=request, created_ts=0.0,
+        )
+        raised: InterruptRaised | None = None
+        with self.store.batch():
+            record.status = StepStatus.WAITING_HUMAN
+            record.changed()
+            self.save(record)
+            self.store.add_interrupt(stored)
+            if self._pause is None:
+                raised = self.emit(self._raised_event(stored))
+        return stored, raised
+
+    async def _answer_from_run(self, stored: InterruptRecord, raised: InterruptRaised) -> InterruptAnswer:
+        """Answers given ahead (by interrupt id or step id), else the responder, else wait."""
+        answer = self.run.answers.get(stored.interrupt_id) or self.run.answers.get(stored.step_id)
+        if answer is None and self.run.responder is not None:
+            answer = await self.run.responder(raised, stored.request)
+        if answer is None:
+            raise WaitingForHuman(stored.interrupt_id, stored.step_id)
         return answer
 
     def _raised_event(self, stored: InterruptRecord) -> InterruptRaised:

@@ -278,14 +278,9 @@ class BaseRunStore(ABC):
             self._seq[run_id] = last_seq
             self._mono_base[run_id] = time.monotonic() - last_mono
         self._seq[run_id] += 1
-        stamped = type(event).model_construct(
-            **{
-                **event.__dict__,
-                "seq": self._seq[run_id],
-                "ts": time.time(),
-                "mono": time.monotonic() - self._mono_base[run_id],
-            }
-        )  # the event was validated when built; only the stamps are new
+        stamped = event.model_copy(  # the event was validated when built; only the stamps are new
+            update={"seq": self._seq[run_id], "ts": time.time(), "mono": time.monotonic() - self._mono_base[run_id]}
+        )
         self._write_event(stamped)
         self._unpublished.append(stamped)
         return stamped
@@ -636,8 +631,7 @@ class InMemoryRunStore(BaseRunStore):
         self._events.setdefault(event.run_id, []).append(event)
 
     def _insert_run(self, record: RunRecord) -> None:
-        self._runs[record.run_id] = record.model_dump()
-        self._runs[record.run_id]["definition"] = record.definition
+        self._runs[record.run_id] = {**record.model_dump(exclude={"definition"}), "definition": record.definition}
 
     def _update_run(self, run_id: str, values: dict[str, Any]) -> None:
         if run_id not in self._runs:

@@ -24,11 +24,11 @@ from typing import Any
 
 import pytest
 
-from engine.canonical import CanonicalRun, compare
-from engine.events import Domain, InterruptRaised, InterruptResolved, RunEvent
+from engine.canonical import CanonicalRun, Difference, compare
+from engine.events import Domain, InterruptRaised, InterruptResolved, RunEvent, StepFinished
 from engine.protocol import ExecutionResult, RunContext
 from engine.selector import ENGINES, create_engine, select_engine
-from engine.shadow import run_shadow
+from engine.shadow import ShadowResult, run_shadow
 from engine.spec import WorkflowDefinition
 from engine.store import RunStore
 from research.corpus import Corpus
@@ -110,7 +110,19 @@ def engine_runs(tmp_path_factory: pytest.TempPathFactory, pep_corpus_path: Path,
     return Lazy()
 
 
-def explain(differences: list[Any]) -> str:
+def replayed_calls(events: list[RunEvent]) -> int:
+    return sum(e.replayed_calls for e in events if isinstance(e, StepFinished))
+
+
+def replayed_steps(events: list[RunEvent]) -> set[str]:
+    return {e.step_id for e in events if isinstance(e, StepFinished) and e.replayed_calls}
+
+
+def model_calls(events: list[RunEvent]) -> int:
+    return sum(e.llm_calls for e in events if isinstance(e, StepFinished))
+
+
+def explain(differences: list[Difference]) -> str:
     return "\n".join(f"{d.where}:\n  kahn:      {d.left!r:.600}\n  langgraph: {d.right!r:.600}" for d in differences)
 
 
@@ -125,7 +137,14 @@ def test_deep_research_gives_the_same_canonical_results_on_both_engines(
     assert differences == [], explain(differences)
     assert kahn.canonical.order_violations == [] and graph.canonical.order_violations == []
     assert set(graph.canonical.step_statuses) == set(workflow.step_ids)
+    assert set(graph.canonical.steps) == set(workflow.step_ids)  # every step's own events were compared
     assert graph.canonical.routes == kahn.canonical.routes
+    # Each engine called the model and the corpus itself: agreement is not borrowed from a journal.
+    # The one exception is LangGraph's re-run of a node after its interrupt was answered (the
+    # node runs again from its first line), whose calls the journal answers — never called twice.
+    assert model_calls(kahn.events) == model_calls(graph.events) > 0
+    assert replayed_steps(kahn.events) == set()
+    assert replayed_steps(graph.events) <= {e.step_id for e in graph.events if isinstance(e, InterruptRaised)}
     # The plan approval was asked — and answered automatically — on both engines.
     for run in (kahn, graph):
         raised = [e for e in run.events if isinstance(e, InterruptRaised)]
@@ -166,21 +185,25 @@ def test_a_shadow_run_of_deep_research_reports_no_difference(
     first = select_engine(workflow).name
     assert first == "kahn"
 
-    async def go() -> Any:
+    async def go() -> tuple[ShadowResult, list[RunEvent], list[RunEvent]]:
         store = RunStore(tmp_path / "runs.sqlite")
         context = research_context(tmp_path, store, pep_corpus_path, query, **extra)
         try:
-            return await run_shadow(workflow, context, first)
+            result = await run_shadow(workflow, context, first)
+            second = store.events(result.second.run_id) if result.second is not None else []
+            return result, store.events(result.first.run_id), second
         finally:
             await close_run_context(context)
             store.close()
 
-    shadow = asyncio.run(go())
+    shadow, first_events, second_events = asyncio.run(go())
     assert shadow.second is not None, shadow.note
     assert (shadow.first.engine, shadow.second.engine) == ("kahn", "langgraph")
     assert shadow.first.status.value == shadow.second.status.value == "COMPLETED"
     assert shadow.report.differences == [], shadow.report.render()
     assert shadow.conforms and shadow.report.render().endswith(": identical")
+    # The second engine was answered from the first one's journal, as shadow mode promises.
+    assert replayed_calls(first_events) == 0 and replayed_calls(second_events) > 0
     for name in ARTIFACTS:
         kahn_file = tmp_path / "runs" / shadow.first.run_id / name
         graph_file = tmp_path / "runs" / shadow.second.run_id / name

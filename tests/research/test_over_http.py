@@ -1,34 +1,81 @@
 """The same research run over real HTTP: the router talks to the loopback fault server, which answers
-with the extractive model; injected 5xx faults push requests to the built-in provider (degraded)."""
+with the extractive model; faults the script injects on given requests push those calls to the built-in
+provider (degraded), and a rate limit opens the breaker, which cools down, probes and closes.
+
+Nothing here depends on how fast the machine is: the script counts requests (``sequence:``), and the
+router runs on an injected clock that only the fallback answers move, so the number of calls the open
+breaker keeps away from the provider is fixed by the arithmetic below.
+"""
 from __future__ import annotations
 
 import asyncio
+from collections import Counter
 from pathlib import Path
+from typing import Any
 
+from engine.events import ProviderState
+from router.clock import ManualClock
 from router.config import RouterConfig
-from router.fault_server import FaultServer, demo_router_config
-from tests.research.conftest import run_research
+from router.fault_server import FaultServer, RecordedRequest, demo_router_config
+from router.local import TaskHandlerRegistry
+from router.models import ChatRequest
+from router.router import build_router
+from tests.research.conftest import ResearchRun, run_research
 from tests.research.test_trajectories import VETO_QUERY
-from tui.wiring import extractive_responder
+from tui.wiring import extractive_handlers, extractive_responder
+
+SERVER_ERROR_AT = 5      # the provider's 5th chat request gets a 503: one failure, the breaker stays CLOSED
+RATE_LIMITED_AT = 9      # its 9th gets a 429 with Retry-After: the breaker opens at once
+RETRY_AFTER_S = 25.0
+FALLBACK_STEP_S = 10.0   # router time that passes while the built-in provider answers one call
+KEPT_OFF = 2             # fallbacks after the 429 before 25 s have passed: at +10 and +20 s still OPEN
 
 SCRIPT = {
     "time_scale": 1.0,
     "providers": {
-        "openai": {"phases": [{"for_s": 0.4, "fault": "ok"}, {"for_s": 1.0, "fault": {"status": 503}},
-                              {"for_s": 600, "fault": "ok"}]},
+        "openai": {
+            "sequence": [
+                {"kind": "ok", "count": SERVER_ERROR_AT - 1},
+                {"status": 503},
+                {"kind": "ok", "count": RATE_LIMITED_AT - SERVER_ERROR_AT - 1},
+                {"status": 429, "retry_after_s": RETRY_AFTER_S},
+            ],
+            "then": "ok",
+        },
     },
 }
 
 
-def test_a_research_run_over_http_with_faults_completes_and_records_degraded(
+def clocked_handlers(clock: ManualClock) -> TaskHandlerRegistry:
+    """The extractive handlers, each answer moving the router's clock on by FALLBACK_STEP_S."""
+    registry = extractive_handlers()
+    for task in registry.tasks():
+        handler = registry.get(task)
+        assert handler is not None
+
+        def answer(request: ChatRequest, handler: Any = handler) -> Any:
+            result = handler(request)
+            clock.advance(FALLBACK_STEP_S)
+            return result
+
+        registry.register(task, answer, replace=True)
+    return registry
+
+
+def test_a_research_run_over_http_degrades_exactly_where_faults_were_injected(
         tmp_path: Path, pep_corpus_path: Path, workflow) -> None:
-    async def scenario():
+    async def scenario() -> tuple[ResearchRun, list[RecordedRequest]]:
         server = FaultServer(script=SCRIPT, responder=extractive_responder())
         await server.start()
         try:
-            config = RouterConfig.model_validate(demo_router_config(server.base_url, ["openai"]))
+            section = demo_router_config(server.base_url, ["openai"])
+            section["policy"] = {"builtin_in_thread": False}  # the handlers advance the clock on its loop
+            config = RouterConfig.model_validate(section)
+            clock = ManualClock()
+            router = build_router(config, stats_path=tmp_path / "ws", task_handlers=clocked_handlers(clock),
+                                  clock=clock)
             query, extra = VETO_QUERY
-            run = await run_research(workflow, tmp_path / "ws", pep_corpus_path, query, wiring={"config": config},
+            run = await run_research(workflow, tmp_path / "ws", pep_corpus_path, query, wiring={"router": router},
                                      **extra)
             return run, server.requests_for("openai")
         finally:
@@ -36,11 +83,30 @@ def test_a_research_run_over_http_with_faults_completes_and_records_degraded(
 
     run, requests = asyncio.run(scenario())
     assert run.result.status.value == "COMPLETED"
-    assert requests, "the router reached the fault server over HTTP"
-    reconciled = [p for p in run.domain("research.stage") if p["stage"] == "budget_reconcile"]
-    by_openai = [p for p in reconciled if p["provider"] == "openai"]
-    degraded = [p for p in reconciled if p["degraded"]]
-    assert by_openai and not any(p["degraded"] for p in by_openai)
-    assert degraded and all(p["provider"] != "openai" for p in degraded)
+
+    chats = [r for r in requests if r.route == "chat"]
+    faulted = [i for i, r in enumerate(chats) if r.fault != "ok"]
+    assert faulted == [SERVER_ERROR_AT - 1, RATE_LIMITED_AT - 1]
+    assert [chats[i].fault for i in faulted] == ["error-503", "error-429"]
+    assert [r.route for r in requests].count("health") == 1, "one probe closed the breaker"
+
+    calls = [p for p in run.domain("research.stage") if p["stage"] == "budget_reconcile"]
+    degraded = [i for i, p in enumerate(calls) if p["degraded"]]
+    expected = [SERVER_ERROR_AT - 1] + list(range(RATE_LIMITED_AT - 1, RATE_LIMITED_AT + KEPT_OFF))
+    assert degraded == expected, [(p["task"], p["provider"], p["degraded"]) for p in calls]
+    assert all(calls[i]["provider"] == "builtin" for i in degraded)
+    assert [calls[i]["task"] for i in faulted] == [chats[i].task for i in faulted]
+    # every other answer came from the provider over HTTP: one per request it answered with 200
+    remote = [p for p in calls if not p["degraded"]]
+    assert all(p["provider"] == "openai" for p in remote)
+    assert len(calls) == len(chats) + KEPT_OFF
+    assert Counter(p["task"] for p in remote) == Counter(r.task for r in chats if r.fault == "ok")
+
+    snapshots = [e.snapshot for e in run.events if isinstance(e, ProviderState) and e.provider == "openai"]
+    states = [s["state"] for i, s in enumerate(snapshots) if i == 0 or s["state"] != snapshots[i - 1]["state"]]
+    assert states == ["CLOSED", "OPEN", "HALF_OPEN", "CLOSED"]
+    opened = next(s for s in snapshots if s["state"] == "OPEN")
+    assert opened["cooldown_remaining_s"] == RETRY_AFTER_S and opened["last_error"] == "rate_limit"
+
     assert run.domain("research.coalesced")[0]["selected_round"] == 1
     assert run.outputs("final_synthesis")["citations"]

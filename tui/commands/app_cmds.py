@@ -23,18 +23,22 @@ def make_workbench(workspace: str | Path | None, config_path: Path | None = None
         config, error = load_config(config_path or default_config_path()), ""
     except ConfigError as exc:
         config, error = WorkbenchConfig(), str(exc)
-    return Workbench(workspace=Path(workspace) if workspace else default_workspace(), config=config,
+    return Workbench(workspace=Path(workspace).expanduser() if workspace else default_workspace(), config=config,
                      config_error=error)
 
 
 def open_app(workspace: str | Path | None, *, workflow: Path | None = None, inputs: dict[str, Any] | None = None,
-             run_id: str | None = None, job: RunJob | None = None) -> None:
-    """Open the app: on a new run of ``workflow`` (or ``job``), on stored ``run_id``, or on Home."""
+             engine: str | None = None, run_id: str | None = None, job: RunJob | None = None) -> None:
+    """Open the app: straight onto a new run of ``workflow`` (or ``job``), on stored ``run_id``, or on Home.
+
+    ``workflow`` is loaded on the run's worker thread, after the first frame, with ``inputs``
+    already resolved by the caller; ``engine`` forces one (None: chosen by the workflow's shape).
+    """
     from tui.app import WorkbenchApp
 
     workbench = make_workbench(workspace)
     if job is None and workflow is not None:
-        job = workbench.new_run_job(workflow, inputs or {})
+        job = workbench.new_run_job(workflow, inputs or {}, engine=engine)
     WorkbenchApp(workbench, run_job=job, open_run_id=run_id).run()
 
 
@@ -68,7 +72,7 @@ def demo_group() -> None:
 
 
 @demo_group.command("chaos")
-@click.option("--time-scale", default=0.05, show_default=True, type=float,
+@click.option("--time-scale", default=0.05, show_default=True, type=click.FloatRange(min=0, min_open=True),
               help="Shrinks every scripted delay and cooldown (0.05: a 30 s cooldown takes 1.5 s).")
 @click.option("--query", default="How does asyncio schedule tasks?", show_default=True)
 @click.option("--headless", is_flag=True, help="Print events instead of opening the app.")

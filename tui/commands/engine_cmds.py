@@ -283,9 +283,8 @@ def _open_in_app(ctx: click.Context, path: Path, inputs: dict[str, Any], engine:
         importlib.import_module("tui.app")
     except ModuleNotFoundError:
         return False
-    workspace = (ctx.obj or {}).get("workspace")
-    workbench = app_cmds.make_workbench(workspace)
-    app_cmds.open_app(workspace, job=workbench.new_run_job(path, inputs, engine=None if engine == "auto" else engine))
+    app_cmds.open_app((ctx.obj or {}).get("workspace"), workflow=path, inputs=inputs,
+                      engine=None if engine == "auto" else engine)
     return True
 
 

@@ -106,9 +106,7 @@ def _open_in_app(ctx: click.Context, inputs: dict[str, Any]) -> bool:
         importlib.import_module("tui.app")
     except ModuleNotFoundError:
         return False
-    workspace = (ctx.obj or {}).get("workspace")
-    workbench = app_cmds.make_workbench(workspace)
-    app_cmds.open_app(workspace, job=workbench.new_run_job(WORKFLOW, inputs))
+    app_cmds.open_app((ctx.obj or {}).get("workspace"), workflow=WORKFLOW, inputs=inputs)
     return True
 
 

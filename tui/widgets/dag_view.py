@@ -339,7 +339,8 @@ the rounds (R1–R4); a dimmed round was skipped.
             if node.id == self.selected and self.has_focus:
                 style = "dag--selected"
             elif node.id == self.selected:
-                text = "[" + text[1:-1] + "]"
+                inner = label if len(label) <= geometry.width - 2 else label[: geometry.width - 3] + "…"
+                text = f"[{inner}]".ljust(geometry.width)
             left = geometry.left(node.x)
             for i, char in enumerate(text):
                 chars[left + i], styles[left + i] = char, style

@@ -54,8 +54,8 @@ them, **e** approves the text as you edited it (it must stay valid JSON).
         with Vertical(id="prompt-box"):
             yield Label(Text(f"⏸ {e.step_id} — {e.interrupt_kind}", style="bold"), id="prompt-title")
             yield Static(e.prompt, id="prompt-text")
-            if e.held_steps:
-                yield Static(f"held while this waits: {', '.join(e.held_steps)}", id="prompt-held")
+            if held := _also_held(e):
+                yield Static(held, id="prompt-held")
             text = "" if e.interrupt_kind == "input" else _payload_text(e.payload)
             yield TextArea(text, language="json" if text else None, id="prompt-editor", soft_wrap=True)
             yield Static("", id="prompt-error")
@@ -146,8 +146,8 @@ targets first, then the other edges the graph defines — with the arrows and
             reasoning = str(payload.get("reasoning") or "")
             if reasoning:
                 yield Static(Text(reasoning, style="italic"), id="prompt-reasoning")
-            if e.held_steps:
-                yield Static(f"held while this waits: {', '.join(e.held_steps)}", id="prompt-held")
+            if held := _also_held(e):
+                yield Static(held, id="prompt-held")
             options: list[Option | None] = []
             for target in self.valid:
                 mark = "  ← suggested" if target == suggestion else ""
@@ -207,3 +207,9 @@ class PromptQueue(Static):
         text.append(", ".join(f"{e.step_id} ({e.interrupt_kind.replace('_', '-')})" for e in events))
         text.append("  — press p to answer", style="dim")
         self.update(text)
+
+
+def _also_held(event: InterruptRaised) -> str:
+    """The steps held besides the asking one (LangGraph holds its superstep; Kahn holds none)."""
+    others = [step for step in event.held_steps if step != event.step_id]
+    return f"also held while this waits: {', '.join(others)}" if others else ""

@@ -1,0 +1,289 @@
+"""The life of a run, the same on every engine (ADR-001 option D, DESIGN §5).
+
+An engine contributes only its scheduler — *when* steps run — through
+:meth:`EngineBase.schedule`. Everything else about a run is here, once:
+
+* start: create the run in the store and announce ``run_started`` with the
+  graph and the reason the engine was chosen;
+* resume: rebuild the run's state from the store (finished steps keep their
+  results; steps that were running start again, their journaled calls replay);
+* fork at a step: a new run keeping every result not downstream of the step,
+  its kept results replayed into the new run's own event log;
+* cancel: a per-run request the scheduler waits on;
+* the end: steps the stop cut off are skipped with its reason, the completion
+  criteria decide the status, and ``run_finished`` closes the event log.
+
+Running one step is engine/runner.py's, shared as well.
+"""
+from __future__ import annotations
+
+import asyncio
+from abc import ABC, abstractmethod
+from collections.abc import Callable, Collection
+from dataclasses import dataclass
+
+from engine.events import Log, RunFinished, RunStarted, StepFailed, StepFinished, StepSkipped
+from engine.graph import WorkflowGraph
+from engine.protocol import EngineCapabilities, ExecutionResult, RunContext
+from engine.run_inputs import resolve_inputs
+from engine.run_state import RunState
+from engine.runner import AnswerPause, Sleep, StepRunner
+from engine.spec import WorkflowDefinition
+from engine.states import RunStatus, StepStatus
+from engine.steps import REGISTRY, StepRegistry
+from engine.store import BaseRunStore, StepResult
+
+
+class RunNotResumable(RuntimeError):
+    """The run has finished (or is unknown to this engine's rules) and cannot be resumed."""
+
+
+class CancelRequest:
+    """One run's request to stop, set by :meth:`EngineBase.cancel`.
+
+    A scheduler either awaits :meth:`wait` or registers a callback that wakes
+    its own loop (the Kahn engine puts a marker in its completion queue).
+    """
+
+    def __init__(self) -> None:
+        self._event = asyncio.Event()
+        self._callbacks: list[Callable[[], None]] = []
+
+    @property
+    def requested(self) -> bool:
+        return self._event.is_set()
+
+    def request(self) -> None:
+        if self._event.is_set():
+            return
+        self._event.set()
+        for callback in self._callbacks:
+            callback()
+
+    def on_request(self, callback: Callable[[], None]) -> None:
+        """Call ``callback`` when the run is asked to stop (at once if it already was)."""
+        if self._event.is_set():
+            callback()
+        else:
+            self._callbacks.append(callback)
+
+    async def wait(self) -> None:
+        await self._event.wait()
+
+
+@dataclass(frozen=True)
+class ScheduleEnd:
+    """How a scheduler's part of a run ended; the run's state says whether a limit or a
+    termination stopped it."""
+
+    cancelled: bool = False
+    waiting: Collection[str] = ()
+    """Steps that wait for an answer nobody gave: the run goes WAITING."""
+
+
+class EngineBase(ABC):
+    """An :class:`~engine.protocol.ExecutionEngine` whose subclass supplies the scheduler."""
+
+    name: str
+    capabilities: EngineCapabilities
+
+    def __init__(self, registry: StepRegistry = REGISTRY, sleep: Sleep = asyncio.sleep) -> None:
+        self.registry = registry
+        self.sleep = sleep
+        self._cancel_requests: dict[str, CancelRequest] = {}
+
+    # -- the engine's part -------------------------------------------------------
+    @abstractmethod
+    async def schedule(self, runner: StepRunner, cancel: CancelRequest) -> ScheduleEnd:
+        """Run the steps of ``runner``'s run until every step has settled, the run stops
+        (``runner.state.stop_reason``), it is cancelled, or it waits for answers.
+
+        On ``asyncio.CancelledError`` the scheduler settles what it had running and
+        re-raises; the run then ends CANCELLED.
+        """
+
+    def answer_pause(self) -> AnswerPause | None:
+        """How this engine pauses a step until a person answers (see ``StepRunner``).
+
+        None, the default: answers given ahead or the run's responder answer,
+        else the step waits and the run may go WAITING.
+        """
+        return None
+
+    def create_runner(self, state: RunState, graph: WorkflowGraph, run: RunContext) -> StepRunner:
+        return StepRunner(
+            state=state, graph=graph, store=run.store, run=run, engine_name=self.name,
+            registry=self.registry, sleep=self.sleep, pause=self.answer_pause(),
+        )
+
+    # -- the protocol ----------------------------------------------------------
+    async def execute(self, wf: WorkflowDefinition, run: RunContext) -> ExecutionResult:
+        store: BaseRunStore = run.store
+        inputs = resolve_inputs(wf, run.inputs)
+        run_id = store.create_run(wf, inputs, self.name, run.engine_reason, run_id=run.run_id)
+        runner = self.create_runner(RunState.fresh(run_id, wf, inputs), WorkflowGraph(wf), run)
+        self._announce(runner, run, resumed=False)
+        return await self._drive(runner)
+
+    async def resume(self, run_id: str, run: RunContext) -> ExecutionResult:
+        """Continue a run that was interrupted (kill -9 included) or left WAITING.
+
+        Finished steps keep their results; steps that were running start again
+        and their journaled calls replay; pending interrupts are answered from
+        ``run.answers``, stored answers or the responder.
+        """
+        store: BaseRunStore = run.store
+        record = store.get_run(run_id)
+        if record.status.final:
+            raise RunNotResumable(f"run {run_id} is {record.status.value}; only a RUNNING or WAITING run resumes")
+        wf = record.definition
+        state = RunState.restore(run_id, wf, record.inputs, store.step_results(run_id), record.engine_state)
+        runner = self.create_runner(state, WorkflowGraph(wf), run)
+        self._announce(runner, run, resumed=True)
+        with store.batch():
+            for step in state.steps.values():
+                runner.save(step)
+        return await self._drive(runner)
+
+    async def fork(self, run_id: str, at_step: str, run: RunContext) -> ExecutionResult:
+        """A new run that keeps every result not downstream of ``at_step`` and runs the rest."""
+        store: BaseRunStore = run.store
+        parent = store.get_run(run_id)
+        wf = parent.definition
+        if at_step not in wf.step_ids:
+            raise KeyError(f"workflow {wf.name!r} has no step {at_step!r}")
+        graph = WorkflowGraph(wf)
+        rerun = {at_step} | graph.descendants(at_step)
+        kept_results = store.step_results(run_id)
+        new_id = store.create_run(
+            wf, parent.inputs, self.name, run.engine_reason or f"fork of {run_id} at {at_step}",
+            run_id=run.run_id, parent=run_id, forked_at=at_step,
+        )
+        runner = self.create_runner(RunState.fresh(new_id, wf, parent.inputs), graph, run)
+        self._announce(runner, run, resumed=False, forked_from=run_id)
+        with store.batch():
+            kept = 0
+            for step_id in graph.topological_order():
+                result = kept_results.get(step_id)
+                if result is not None and _keep(runner, result, rerun):
+                    kept += 1
+            for record in runner.state.steps.values():
+                runner.save(record)
+            runner.emit(Log(run_id=new_id, message=f"fork of {run_id} at {at_step}: kept {kept} step results"))
+        return await self._drive(runner)
+
+    def cancel(self, run_id: str) -> None:
+        """Ask a running run to stop: what runs is cancelled and the run ends CANCELLED."""
+        request = self._cancel_requests.get(run_id)
+        if request is not None:
+            request.request()
+
+    # -- the start and the end -------------------------------------------------------
+    def _announce(self, runner: StepRunner, run: RunContext, *, resumed: bool, forked_from: str | None = None) -> None:
+        state = runner.state
+        nodes, edges = runner.graph.nodes_and_edges()
+        with runner.store.batch():
+            runner.store.set_status(state.run_id, RunStatus.RUNNING)
+            runner.emit(
+                RunStarted(
+                    run_id=state.run_id, workflow=state.wf.name, source=state.wf.source, engine=self.name,
+                    engine_reason=run.engine_reason, inputs=state.inputs, nodes=nodes, edges=edges,
+                    resumed=resumed, forked_from=forked_from,
+                )
+            )
+            if not resumed:
+                for record in state.steps.values():
+                    runner.save(record)
+
+    async def _drive(self, runner: StepRunner) -> ExecutionResult:
+        run_id = runner.run_id
+        cancel = self._cancel_requests[run_id] = CancelRequest()
+        try:
+            end = await self.schedule(runner, cancel)
+        except asyncio.CancelledError:
+            self._finish(runner, RunStatus.CANCELLED, "cancelled", ())
+            raise
+        finally:
+            self._cancel_requests.pop(run_id, None)
+        state = runner.state
+        if end.cancelled:
+            _skip_remaining(runner, "cancelled")
+            return self._finish(runner, RunStatus.CANCELLED, "cancelled", end.waiting)
+        if state.stop_reason:
+            _skip_remaining(runner, state.stop_reason)
+            return self._finish(runner, None, "", end.waiting)
+        if end.waiting:
+            return self._finish(runner, RunStatus.WAITING, "", end.waiting)
+        return self._finish(runner, None, "", end.waiting)
+
+    def _finish(
+        self, runner: StepRunner, status: RunStatus | None, reason: str, waiting: Collection[str]
+    ) -> ExecutionResult:
+        """Close the run: the given status, or the one the completion criteria decide."""
+        state = runner.state
+        concluded, concluded_reason, missing, outputs = runner.conclude()
+        if status is None:
+            status, reason = concluded, concluded_reason
+        elif status == RunStatus.WAITING:
+            reason = f"waiting for an answer at {', '.join(sorted(waiting, key=runner.order_key))}"
+        store = runner.store
+        pending = [record.interrupt_id for record in store.pending_interrupts(state.run_id)]
+        step_statuses = state.statuses()
+        final_outputs = outputs if status.final else {}
+        final_missing = missing if status.final else []
+        with store.batch():
+            runner.save_engine_state()
+            store.set_status(state.run_id, status, reason, outputs if status.final else None)
+            runner.emit(
+                RunFinished(
+                    run_id=state.run_id, status=status, reason=reason, outputs=final_outputs,
+                    missing=final_missing, step_statuses={k: v.value for k, v in step_statuses.items()},
+                )
+            )
+        return ExecutionResult(
+            run_id=state.run_id, status=status, reason=reason, outputs=final_outputs,
+            step_statuses=step_statuses, missing=final_missing, pending_interrupts=pending, engine=self.name,
+        )
+
+
+def _skip_remaining(runner: StepRunner, reason: str) -> None:
+    """Every step not settled when the run stopped is skipped with the reason."""
+    for step_id in runner.graph.topological_order():
+        if not runner.state.steps[step_id].status.settled:
+            runner.settle_stopped(step_id, reason)
+
+
+def _keep(runner: StepRunner, result: StepResult, rerun: Collection[str]) -> bool:
+    """Carry a parent run's step result into a fork; True when it is kept as settled.
+
+    Routing marks from routers that run again are dropped (they will decide
+    again); a kept result is replayed into the fork's own event log.
+    """
+    step_id = result.step_id
+    record = runner.state.steps[step_id]
+    record.routed_by = {r for r in result.routed_by if r not in rerun}
+    record.not_routed_by = {r for r in result.not_routed_by if r not in rerun}
+    if step_id in rerun or not result.status.settled:
+        record.changed()
+        return False
+    record.status = result.status
+    record.iteration = result.iteration
+    record.outputs = dict(result.outputs)
+    record.reason = result.reason
+    record.history = list(result.history)
+    record.changed()
+    _replay_settled(runner, step_id)
+    return True
+
+
+def _replay_settled(runner: StepRunner, step_id: str) -> None:
+    """Show a kept result in the fork's own event log."""
+    record = runner.state.steps[step_id]
+    run_id = runner.run_id
+    if record.status == StepStatus.SUCCEEDED:
+        runner.emit(StepFinished(run_id=run_id, step_id=step_id, iteration=record.iteration, outputs=record.outputs))
+    elif record.status == StepStatus.SKIPPED:
+        runner.emit(StepSkipped(run_id=run_id, step_id=step_id, iteration=record.iteration, reason=record.reason))
+    else:
+        runner.emit(StepFailed(run_id=run_id, step_id=step_id, iteration=record.iteration, error=record.reason,
+                               upstream=record.status == StepStatus.UPSTREAM_FAILED, optional=record.spec.optional))

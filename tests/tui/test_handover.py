@@ -1,0 +1,77 @@
+"""Hand-over into the app: `workbench run FILE.yaml` and `workbench research "question"` without
+--headless open the app straight onto the new run. Driven as a person would, in a pseudo-terminal
+(pexpect) read through pyte; every wait is bounded by a number of reads, never skipped."""
+from __future__ import annotations
+
+import os
+import subprocess
+from pathlib import Path
+
+import pexpect
+
+from engine.events import InterruptResolved
+from engine.states import RunStatus
+from engine.store import RunStore, RunSummary
+from tests.tui.test_serve_and_e2e import COLUMNS, ROWS, WORKBENCH, Terminal
+
+PROJECT = Path(__file__).resolve().parents[2]
+F2 = "\x1bOQ"
+
+
+def approve_in_the_app(tmp_path: Path, workspace: Path, args: list[str], waiting: list[str]) -> None:
+    """Start ``workbench --workspace WORKSPACE ARGS``; see ``waiting`` on the run screen, approve, see
+    the run complete, quit."""
+    env = {**os.environ, "WORKBENCH_CONFIG": str(tmp_path / "config.yaml"), "TERM": "xterm-256color",
+           "COLUMNS": str(COLUMNS), "LINES": str(ROWS)}
+    for name in [n for n in env if n == "WORKBENCH_HOME" or n == "GITHUB_TOKEN" or n.endswith("_API_KEY")
+                 or n.startswith(("OPENAI", "ANTHROPIC", "GEMINI", "AZURE_OPENAI", "OLLAMA"))]:
+        env.pop(name)  # no real provider: the run stays on loopback and the built-in model
+    child = pexpect.spawn(WORKBENCH, ["--workspace", str(workspace), *args], cwd=str(PROJECT), env=env,
+                          dimensions=(ROWS, COLUMNS))
+    term = Terminal(child)
+    try:
+        for words in waiting:
+            term.wait_for(words)
+        child.send(F2)
+        term.wait_for("COMPLETED")
+        child.sendcontrol("q")
+        child.expect(pexpect.EOF, timeout=30)
+    finally:
+        if child.isalive():
+            child.terminate(force=True)
+
+
+def only_run(workspace: Path) -> tuple[RunSummary, list[InterruptResolved]]:
+    store = RunStore(workspace / "runs.sqlite")
+    try:
+        [run] = store.list_runs()
+        return run, [e for e in store.events(run.run_id) if isinstance(e, InterruptResolved)]
+    finally:
+        store.close()
+
+
+def test_workbench_run_opens_the_app_on_the_run_and_the_answer_completes_it(tmp_path: Path) -> None:
+    workspace = tmp_path / "ws"
+    approve_in_the_app(tmp_path, workspace, ["run", "workflows/approval.yaml"],
+                       # the prompt, and behind it the run screen: the waiting step and the queue bar
+                       ["Approve the plan?", "⏸ plan", "1 waiting: plan (approval)"])
+
+    listing = subprocess.run([WORKBENCH, "--workspace", str(workspace), "runs", "list"],
+                             env={**os.environ, "COLUMNS": "200"}, capture_output=True, text=True, timeout=60,
+                             check=True)
+    run, answers = only_run(workspace)
+    row = next(line for line in listing.stdout.splitlines() if run.run_id in line)
+    assert "approval" in row and "COMPLETED" in row
+    assert run.status is RunStatus.COMPLETED
+    assert [(a.step_id, a.answer["action"], a.automatic) for a in answers] == [("plan", "approve", False)]
+
+
+def test_workbench_research_opens_the_app_on_the_run(tmp_path: Path) -> None:
+    workspace = tmp_path / "ws"
+    approve_in_the_app(tmp_path, workspace, ["research", "How does asyncio schedule tasks?", "--max-rounds", "1"],
+                       ["Approve the research plan", "1 waiting: intake_scope"])
+
+    run, answers = only_run(workspace)
+    assert run.workflow == "deep_research" and run.status is RunStatus.COMPLETED
+    assert [(a.step_id, a.answer["action"], a.automatic) for a in answers] == [("intake_scope", "approve", False)]
+    assert (workspace / "runs" / run.run_id / "report.md").is_file()
