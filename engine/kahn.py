@@ -7,11 +7,12 @@ life (start, resume, fork, cancel, the final status) is engine/lifecycle.py's,
 both shared with the LangGraph engine; this module only decides when.
 
 A step's dependents are started by the step's own task, right after the runner
-has committed its result to the run store: no round trip through the event loop
-or a queue stands between a step settling and its dependents starting. Steps
-that become ready together start in topological order (declaration order breaks
-ties), so the per-step events and results of a run are the same on every run
-of the same definition and inputs.
+has committed its result to the run store — not by a central loop that the
+finished task would first have to wake through a queue, which costs two more
+trips through the event loop per step on the critical path. Steps that become
+ready together start in topological order (declaration order breaks ties), so
+the per-step events and results of a run are the same on every run of the same
+definition and inputs.
 """
 from __future__ import annotations
 

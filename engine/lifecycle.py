@@ -41,8 +41,8 @@ class RunNotResumable(RuntimeError):
 class CancelRequest:
     """One run's request to stop, set by :meth:`EngineBase.cancel`.
 
-    A scheduler either awaits :meth:`wait` or registers a callback that wakes
-    its own loop (the Kahn engine puts a marker in its completion queue).
+    A scheduler either awaits :meth:`wait` (LangGraph, next to its stream) or
+    registers a callback that wakes its own loop (Kahn).
     """
 
     def __init__(self) -> None:
@@ -110,7 +110,7 @@ class EngineBase(ABC):
         """
         return None
 
-    def create_runner(self, state: RunState, graph: WorkflowGraph, run: RunContext) -> StepRunner:
+    def _new_runner(self, state: RunState, graph: WorkflowGraph, run: RunContext) -> StepRunner:
         return StepRunner(
             state=state, graph=graph, store=run.store, run=run, engine_name=self.name,
             registry=self.registry, sleep=self.sleep, pause=self.answer_pause(),
@@ -121,7 +121,7 @@ class EngineBase(ABC):
         store: BaseRunStore = run.store
         inputs = resolve_inputs(wf, run.inputs)
         run_id = store.create_run(wf, inputs, self.name, run.engine_reason, run_id=run.run_id)
-        runner = self.create_runner(RunState.fresh(run_id, wf, inputs), WorkflowGraph(wf), run)
+        runner = self._new_runner(RunState.fresh(run_id, wf, inputs), WorkflowGraph(wf), run)
         self._announce(runner, run, resumed=False)
         return await self._drive(runner)
 
@@ -138,7 +138,7 @@ class EngineBase(ABC):
             raise RunNotResumable(f"run {run_id} is {record.status.value}; only a RUNNING or WAITING run resumes")
         wf = record.definition
         state = RunState.restore(run_id, wf, record.inputs, store.step_results(run_id), record.engine_state)
-        runner = self.create_runner(state, WorkflowGraph(wf), run)
+        runner = self._new_runner(state, WorkflowGraph(wf), run)
         self._announce(runner, run, resumed=True)
         with store.batch():
             for step in state.steps.values():
@@ -159,7 +159,7 @@ class EngineBase(ABC):
             wf, parent.inputs, self.name, run.engine_reason or f"fork of {run_id} at {at_step}",
             run_id=run.run_id, parent=run_id, forked_at=at_step,
         )
-        runner = self.create_runner(RunState.fresh(new_id, wf, parent.inputs), graph, run)
+        runner = self._new_runner(RunState.fresh(new_id, wf, parent.inputs), graph, run)
         self._announce(runner, run, resumed=False, forked_from=run_id)
         with store.batch():
             kept = 0

@@ -165,6 +165,9 @@ class BaseRunStore(ABC):
     def _update_run(self, run_id: str, values: dict[str, Any]) -> None: ...
 
     @abstractmethod
+    def _write_engine_state(self, run_id: str, state: dict[str, Any], updated_ts: float) -> None: ...
+
+    @abstractmethod
     def _write_step(self, run_id: str, result: StepResult) -> None: ...
 
     @abstractmethod
@@ -296,7 +299,9 @@ class BaseRunStore(ABC):
         self._write(lambda: self._update_run(run_id, values))
 
     def save_engine_state(self, run_id: str, state: dict[str, Any]) -> None:
-        self._write(lambda: self._update_run(run_id, {"engine_state": state, "updated_ts": time.time()}))
+        """Store what resume needs besides the step results; written with every step transition."""
+        updated_ts = time.time()
+        self._write(lambda: self._write_engine_state(run_id, state, updated_ts))
 
     def save_step(self, run_id: str, result: StepResult) -> None:
         """Store the latest state of a step; a settled one also becomes its iteration's history row."""
@@ -330,6 +335,10 @@ class BaseRunStore(ABC):
         self.bus.close()
 
 
+# ``engine_states`` holds the resume state written with every step transition. It has
+# its own small row: an update rewrites the whole row, and the ``runs`` row carries the
+# definition and its source (a large workflow's makes every per-step commit a large one).
+# ``runs.engine_state`` is read when a run has no row there (files written before).
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS runs (
     run_id TEXT PRIMARY KEY,
@@ -400,6 +409,11 @@ CREATE TABLE IF NOT EXISTS interrupts (
     resolved_ts REAL
 );
 CREATE INDEX IF NOT EXISTS interrupts_by_run ON interrupts (run_id);
+CREATE TABLE IF NOT EXISTS engine_states (
+    run_id TEXT PRIMARY KEY,
+    engine_state TEXT NOT NULL,
+    updated_ts REAL NOT NULL
+) WITHOUT ROWID;
 """
 
 _RUN_COLUMNS = (
@@ -407,6 +421,13 @@ _RUN_COLUMNS = (
     " engine_state, created_ts, updated_ts, finished_ts, parent_run_id, forked_at"
 )
 _JSON_RUN_FIELDS = {"inputs", "outputs", "engine_state"}
+_RUN_SELECT = "SELECT " + ", ".join(
+    {
+        "engine_state": "COALESCE(e.engine_state, r.engine_state)",
+        "updated_ts": "MAX(r.updated_ts, COALESCE(e.updated_ts, r.updated_ts))",
+    }.get(name, f"r.{name}")
+    for name in (column.strip() for column in _RUN_COLUMNS.split(","))
+) + " FROM runs r LEFT JOIN engine_states e ON e.run_id = r.run_id"
 
 
 class RunStore(BaseRunStore):
@@ -458,6 +479,15 @@ class RunStore(BaseRunStore):
         columns = ", ".join(f"{name} = ?" for name in values)
         params = [_dumps(v) if name in _JSON_RUN_FIELDS else v for name, v in values.items()]
         cursor = self._db.execute(f"UPDATE runs SET {columns} WHERE run_id = ?", (*params, run_id))
+        if cursor.rowcount == 0:
+            raise UnknownRun(run_id)
+
+    def _write_engine_state(self, run_id: str, state: dict[str, Any], updated_ts: float) -> None:
+        cursor = self._db.execute(
+            "INSERT OR REPLACE INTO engine_states (run_id, engine_state, updated_ts)"
+            " SELECT ?, ?, ? WHERE EXISTS (SELECT 1 FROM runs WHERE run_id = ?)",
+            (run_id, _dumps(state), updated_ts, run_id),
+        )
         if cursor.rowcount == 0:
             raise UnknownRun(run_id)
 
@@ -516,7 +546,7 @@ class RunStore(BaseRunStore):
         return values
 
     def list_runs(self, limit: int = 50) -> list[RunSummary]:
-        rows = self._query(f"SELECT {_RUN_COLUMNS} FROM runs ORDER BY created_ts DESC, run_id DESC LIMIT ?", (limit,))
+        rows = self._query(f"{_RUN_SELECT} ORDER BY r.created_ts DESC, r.run_id DESC LIMIT ?", (limit,))
         summaries = []
         for row in rows:
             values = self._run_row(row)
@@ -524,7 +554,7 @@ class RunStore(BaseRunStore):
         return summaries
 
     def get_run(self, run_id: str) -> RunRecord:
-        rows = self._query(f"SELECT {_RUN_COLUMNS} FROM runs WHERE run_id = ?", (run_id,))
+        rows = self._query(f"{_RUN_SELECT} WHERE r.run_id = ?", (run_id,))
         if not rows:
             raise UnknownRun(run_id)
         values = self._run_row(rows[0])
@@ -637,6 +667,9 @@ class InMemoryRunStore(BaseRunStore):
         if run_id not in self._runs:
             raise UnknownRun(run_id)
         self._runs[run_id].update(values)
+
+    def _write_engine_state(self, run_id: str, state: dict[str, Any], updated_ts: float) -> None:
+        self._update_run(run_id, {"engine_state": state, "updated_ts": updated_ts})
 
     def _write_step(self, run_id: str, result: StepResult) -> None:
         self._steps.setdefault(run_id, {})[result.step_id] = result

@@ -78,6 +78,31 @@ def test_runs_are_listed_read_back_and_finished(store: BaseRunStore) -> None:
         store.set_status("nope", RunStatus.FAILED)
 
 
+def test_engine_state_is_read_back_and_moves_the_update_time(store: BaseRunStore) -> None:
+    run_id = store.create_run(WF, {}, "kahn", "test")
+    created = store.get_run(run_id).updated_ts
+    store.save_engine_state(run_id, {"step_runs": 3})
+    store.save_engine_state(run_id, {"step_runs": 4})
+    record = store.get_run(run_id)
+    assert record.engine_state == {"step_runs": 4}
+    assert record.updated_ts >= created
+    assert [s.updated_ts for s in store.list_runs() if s.run_id == run_id] == [record.updated_ts]
+    with pytest.raises(UnknownRun):
+        store.save_engine_state("nope", {})
+
+
+def test_a_run_stored_before_the_engine_states_table_keeps_its_engine_state(tmp_path: Path) -> None:
+    """Files written when the resume state lived in the ``runs`` row still resume."""
+    store = RunStore(tmp_path / "runs.sqlite")
+    run_id = store.create_run(WF, {}, "kahn", "test")
+    with store.batch():
+        store._update_run(run_id, {"engine_state": {"step_runs": 2}})
+    assert store.get_run(run_id).engine_state == {"step_runs": 2}
+    store.save_engine_state(run_id, {"step_runs": 5})
+    assert store.get_run(run_id).engine_state == {"step_runs": 5}
+    store.close()
+
+
 def test_step_results_keep_every_settled_iteration(store: BaseRunStore) -> None:
     run_id = store.create_run(WF, {}, "kahn", "test")
     store.save_step(run_id, StepResult(step_id="a", status=StepStatus.SUCCEEDED, outputs={"v": 0}, runs=1))

@@ -31,8 +31,8 @@ def open_app(workspace: str | Path | None, *, workflow: Path | None = None, inpu
              engine: str | None = None, run_id: str | None = None, job: RunJob | None = None) -> None:
     """Open the app: straight onto a new run of ``workflow`` (or ``job``), on stored ``run_id``, or on Home.
 
-    ``workflow`` is loaded on the run's worker thread, after the first frame, with ``inputs``
-    already resolved by the caller; ``engine`` forces one (None: chosen by the workflow's shape).
+    ``workflow`` is loaded on the run's worker thread, after the first frame; ``engine`` forces
+    an engine (None: chosen by the workflow's shape).
     """
     from tui.app import WorkbenchApp
 
