@@ -9,7 +9,6 @@ CONSTRAINTS := constraints.txt
 
 $(STAMP): pyproject.toml $(CONSTRAINTS)
 	$(PYTHON) -m venv $(VENV)
-	$(BIN)/python -m pip install --quiet --upgrade pip
 	$(BIN)/python -m pip install --quiet -c $(CONSTRAINTS) -e '.[dev]'
 	touch $(STAMP)
 
