@@ -67,7 +67,7 @@ class WorkbenchApp(App[None]):
     COMMANDS = App.COMMANDS | {WorkbenchCommands}
     BINDINGS = [
         Binding("f1", "toggle_help", "Help", id="app.help"),
-        Binding("ctrl+p", "command_palette", "Palette", id="app.palette"),
+        Binding("ctrl+p", "command_palette", "Palette", id="app.palette", show=False),
         Binding("ctrl+q", "quit", "Quit", id="app.quit", priority=True),
     ]
 

@@ -1,38 +1,60 @@
-"""The workbench's own configuration: ``config.yaml`` in the platformdirs config dir.
+"""The workbench's one configuration file, and the one way to find and load it.
 
-Sections: ``theme``, ``keymap`` (binding id -> keys, as Textual's keymaps),
-``corpus`` (folders to index) and ``router`` (handed to ``router.config`` when
-that module is present). A mistake in the file never becomes a traceback:
-:func:`load_config` raises :class:`ConfigError` whose message is one line
-naming the file, the line and what to do, and the app falls back to defaults.
+Which file: the root ``--config PATH`` option of ``workbench``, else
+``$WORKBENCH_CONFIG``, else ``config.yaml`` in the platformdirs user config dir
+(``~/.config/research-workbench/config.yaml`` on Linux). Sections: ``theme``,
+``keymap`` (binding id -> keys, as Textual's keymaps), ``corpus.folders``
+(indexed into the workspace corpus and searched by runs), ``workflow_dirs`` and
+``router`` (a typed :class:`router.config.RouterConfig`: providers, profiles,
+policy). A mistake in the file never becomes a traceback: :func:`load_config`
+raises :class:`ConfigError`, one line naming the file, the line, the key and
+what to do; on the command line it prints as ``error: …`` and exits 2.
 """
 from __future__ import annotations
 
-import importlib
 import os
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Annotated, Any
 
+import click
 import yaml
 from platformdirs import user_config_dir
-from pydantic import BaseModel, ConfigDict, Field, StringConstraints, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, StringConstraints, ValidationError, model_validator
+from pydantic_core import ErrorDetails
+
+from router.config import RouterConfig, effective_router_config
 
 APP_NAME = "research-workbench"
 CONFIG_ENV = "WORKBENCH_CONFIG"
+CONFIG_PATH_KEY = "config_path"
+"""Key of the root click context's ``obj`` holding ``--config`` (or ``$WORKBENCH_CONFIG``)."""
+CONFIG_REQUIRED_KEY = "config_required"
+"""True in ``obj`` when ``--config`` was typed on the command line: then the file must exist."""
+SECRET_KEYS = frozenset({"api_key", "key", "token", "password", "secret"})
 
 
 Keys = Annotated[str, StringConstraints(strip_whitespace=True, min_length=1)]
 """Comma-separated key names, as in Textual bindings (``ctrl+o,f6``)."""
 
 
-class ConfigError(Exception):
-    """A config file that cannot be used; ``str()`` is one line for the person."""
+class ConfigError(click.ClickException):
+    """A config file that cannot be used; ``str()`` is one line for the person.
+
+    On the command line it is shown as ``error: <line>`` on stderr with exit code 2.
+    """
+
+    exit_code = 2
+
+    def show(self, file: Any = None) -> None:
+        click.echo(f"error: {self.message}", err=True)
 
 
 class CorpusConfig(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
     folders: list[str] = Field(default_factory=list)
+    """Folders of md/rst/txt/html/pdf indexed into the workspace corpus (absolute or ``~/`` paths)."""
 
 
 class WorkbenchConfig(BaseModel):
@@ -42,18 +64,59 @@ class WorkbenchConfig(BaseModel):
     keymap: dict[str, Keys] = Field(default_factory=dict)
     """Binding id (``run.toggle_outline``, ``app.palette``...) -> comma-separated keys."""
     corpus: CorpusConfig = Field(default_factory=CorpusConfig)
-    router: dict[str, Any] = Field(default_factory=dict)
-    """Validated by router/config.py's RouterConfig when that module exists."""
+    router: RouterConfig = Field(default_factory=RouterConfig)
+    """Providers, profiles and policy of the SmartModelRouter (router/config.py)."""
     workflow_dirs: list[str] = Field(default_factory=list)
     """Extra folders holding the user's workflow YAML files."""
+    _source: str = PrivateAttr(default="")
+
+    @model_validator(mode="before")
+    @classmethod
+    def _empty_sections_are_defaults(cls, data: Any) -> Any:
+        if isinstance(data, Mapping):
+            return {key: value for key, value in data.items() if value is not None}
+        return data
+
+    @property
+    def source(self) -> str:
+        """The file this config was read from (empty for the built-in defaults)."""
+        return self._source
+
+    def effective_router(self, environ: Mapping[str, str]) -> RouterConfig:
+        """The file's providers when it lists any, else the environment's, with the file's profiles and policy."""
+        return effective_router_config(self.router, environ)
 
 
-def default_config_path() -> Path:
+# -- which file ------------------------------------------------------------------------------
+
+
+def standard_config_path() -> Path:
     """``$WORKBENCH_CONFIG`` if set, else ``<user config dir>/config.yaml``."""
     override = os.environ.get(CONFIG_ENV)
     if override:
-        return Path(override)
+        return Path(override).expanduser()
     return Path(user_config_dir(APP_NAME)) / "config.yaml"
+
+
+def _root_obj(ctx: click.Context | None) -> dict[str, Any]:
+    if ctx is None:
+        return {}
+    obj = ctx.find_root().obj
+    return obj if isinstance(obj, dict) else {}
+
+
+def config_path_for(ctx: click.Context | None) -> Path:
+    """The file a ``workbench`` command reads: its root ``--config``, else :func:`standard_config_path`."""
+    configured = _root_obj(ctx).get(CONFIG_PATH_KEY)
+    return Path(configured).expanduser() if configured else standard_config_path()
+
+
+def default_config_path() -> Path:
+    """The config file of the ``workbench`` command running in this thread, else :func:`standard_config_path`."""
+    return config_path_for(click.get_current_context(silent=True))
+
+
+# -- parsing ---------------------------------------------------------------------------------
 
 
 class _LineLoader(yaml.SafeLoader):
@@ -88,22 +151,53 @@ def _line_of(data: Any, loc: tuple[int | str, ...]) -> int:
             node = node[part]
         elif isinstance(node, list) and isinstance(part, int) and part < len(node):
             node = node[part]
+            if isinstance(node, _LinedDict) and node.lines:
+                line = min(node.lines.values())
         else:
             break
     return line
 
 
-def _router_check(section: dict[str, Any]) -> None:
-    """Validate the router section with router/config.py's model, when it exists."""
-    if not section:
-        return
-    try:
-        module = importlib.import_module("router.config")
-    except ModuleNotFoundError:
-        return
-    model = getattr(module, "RouterConfig", None)
-    if isinstance(model, type) and issubclass(model, BaseModel):
-        model.model_validate(section)
+def _data_loc(loc: tuple[int | str, ...]) -> tuple[int | str, ...]:
+    """``loc`` without pydantic's validator and dict-key markers: the path of keys in the file."""
+    return tuple(part for part in loc
+                 if not (isinstance(part, str) and (part == "[key]" or part.startswith(("function-", "literal[")))))
+
+
+def _key_path(loc: tuple[int | str, ...]) -> str:
+    """``router.providers[0].kind`` for ``("router", "providers", 0, "kind")``."""
+    path = ""
+    for part in loc:
+        if isinstance(part, int):
+            path += f"[{part}]"
+        else:
+            path += f".{part}" if path else str(part)
+    return path or "(top level)"
+
+
+def _advice(error: ErrorDetails, loc: tuple[int | str, ...]) -> str:
+    """What is wrong and what to do — never the offending value, which might be a pasted key.
+
+    The router's own checks (``value_error``) already say what to do.
+    """
+    if error["type"] == "extra_forbidden":
+        if loc and loc[-1] in SECRET_KEYS:
+            return ("keys never go in the config file; export the key in an environment variable "
+                    "and name that variable in api_key_env")
+        return "unknown key; remove it or check its spelling"
+    if error["type"] == "missing":
+        return "is required; add it"
+    if error["type"] == "value_error":
+        return str(error["msg"]).removeprefix("Value error, ")
+    return f"{error['msg']}; correct it"
+
+
+def _validation_problem(exc: ValidationError, data: Any, source: str) -> ConfigError:
+    errors = exc.errors(include_input=False, include_url=False)
+    loc = _data_loc(tuple(errors[0]["loc"]))
+    more = f" (and {len(errors) - 1} more problem(s))" if len(errors) > 1 else ""
+    text = f"{source}:{_line_of(data, loc)}: {_key_path(loc)}: {_advice(errors[0], loc)}{more}"
+    return ConfigError(" ".join(text.split()))
 
 
 def parse_config(text: str, source: str) -> WorkbenchConfig:
@@ -115,36 +209,37 @@ def parse_config(text: str, source: str) -> WorkbenchConfig:
         problem = getattr(exc, "problem", None) or "not valid YAML"
         raise ConfigError(f"{source}:{line}: {problem}; fix the YAML syntax there") from None
     if data is None:
-        return WorkbenchConfig()
+        data = {}
     if not isinstance(data, dict):
         raise ConfigError(f"{source}:1: the file must be a mapping of sections (theme, keymap, corpus, router)")
     try:
         config = WorkbenchConfig.model_validate(data)
     except ValidationError as exc:
-        first = exc.errors()[0]
-        loc = tuple(first["loc"])
-        where = ".".join(str(p) for p in loc) or "(top level)"
-        hint = "remove it" if first["type"] == "extra_forbidden" else "correct it"
-        raise ConfigError(
-            f"{source}:{_line_of(data, loc)}: {where}: {first['msg']}; {hint}"
-        ) from None
-    try:
-        _router_check(config.router)
-    except ValidationError as exc:
-        first = exc.errors()[0]
-        loc = ("router", *first["loc"])
-        where = ".".join(str(p) for p in loc)
-        raise ConfigError(f"{source}:{_line_of(data, loc)}: {where}: {first['msg']}; correct it") from None
+        raise _validation_problem(exc, data, source) from None
+    config._source = source
     return config
 
 
-def load_config(path: Path | None = None) -> WorkbenchConfig:
-    """Read the config file; a missing file means the defaults."""
+def load_config(path: Path | None = None, *, must_exist: bool = False) -> WorkbenchConfig:
+    """Read the config file (:func:`default_config_path` when None); a missing file means the defaults."""
     path = path or default_config_path()
     try:
         text = path.read_text(encoding="utf-8")
     except FileNotFoundError:
+        if must_exist:
+            raise ConfigError(f"{path}: no such config file; check the --config path") from None
         return WorkbenchConfig()
     except (OSError, UnicodeDecodeError) as exc:
-        raise ConfigError(f"{path}:1: cannot read the config file ({exc.__class__.__name__}); check its permissions and encoding") from None
+        raise ConfigError(f"{path}:1: cannot read the config file ({exc.__class__.__name__}); "
+                          "check its permissions and encoding") from None
     return parse_config(text, str(path))
+
+
+def config_from_context(ctx: click.Context | None) -> WorkbenchConfig:
+    """The config of a ``workbench`` command: its ``--config`` / ``$WORKBENCH_CONFIG`` / default file."""
+    return load_config(config_path_for(ctx), must_exist=bool(_root_obj(ctx).get(CONFIG_REQUIRED_KEY)))
+
+
+def active_config() -> WorkbenchConfig:
+    """The config of the ``workbench`` command running in this thread; outside one, the standard file's."""
+    return config_from_context(click.get_current_context(silent=True))

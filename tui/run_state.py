@@ -285,6 +285,14 @@ def _level(event: RunEvent) -> str:
     return "info"
 
 
+def format_cooldown(seconds: float) -> str:
+    """A cooldown left: one decimal under 10 s ("3.4s"), so short (time-scaled) cooldowns visibly count
+    down; whole seconds above ("28s")."""
+    if round(seconds, 1) < 10:
+        return f"{seconds:.1f}s"
+    return f"{seconds:.0f}s"
+
+
 def _short(value: Any, limit: int = 80) -> str:
     text = value if isinstance(value, str) else json.dumps(value, default=str, ensure_ascii=False, sort_keys=True)
     return text if len(text) <= limit else text[: limit - 1] + "…"
@@ -318,7 +326,7 @@ def describe(event: RunEvent) -> str:
     if isinstance(event, ProviderState):
         snap = event.snapshot
         return f"provider {event.provider}: {snap.get('state', '?')}" + (
-            f", cooldown {float(snap.get('cooldown_remaining_s') or 0):.0f}s"
+            f", cooldown {format_cooldown(float(snap.get('cooldown_remaining_s') or 0))}"
             if snap.get("state") == "OPEN" else "")
     if isinstance(event, Budget):
         return (f"budget: {event.step_runs}/{event.max_step_runs} step runs, "

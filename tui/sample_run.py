@@ -78,7 +78,7 @@ def round_payload(n: int, tiers: tuple[str, ...], ci: float, decision: str) -> d
     return {
         "round": n,
         "dimensions": {d: {"score": scores[t] - 0.01 * i, "tier": t} for i, (d, t) in enumerate(zip(dims, tiers))},
-        "ci": ci, "recent_sources": 0.4 + 0.1 * n, "recent_floor": 0.5,
+        "ci": ci, "recent_sources": 4 + 3 * n, "recent_floor": 10,
         "critical_contradictions": 1 if n == 2 else 0,
         "gate_passed": all(t in ("Elite", "High") for t in tiers), "decision": decision,
         "stop_reason": "gate passed" if decision == "stop" else "", "remediation": [],

@@ -1,14 +1,17 @@
 """The composition root's wiring, shared by the CLI and the TUI.
 
-Here — and only here — the packages meet: the router is built from config and
-environment with research's extractive model registered as the built-in
-provider's task handlers; the router is adapted to the engine's
-``ModelCaller`` and its tie-breaker to the engine's ``TieBreaker``; the corpus
-becomes the run's ``Retriever``; router snapshots become ``provider_state``
-run events; and :func:`build_run_context` puts it all into a ``RunContext``.
+Here — and only here — the packages meet: the router is built from the config
+file's ``router:`` section and the environment (:mod:`tui.config`) with
+research's extractive model registered as the built-in provider's task
+handlers; the router is adapted to the engine's ``ModelCaller`` and its
+tie-breaker to the engine's ``TieBreaker``; the workspace corpus (default
+collection plus the config's ``corpus.folders``) becomes the run's
+``Retriever``; router snapshots become ``provider_state`` run events; and
+:func:`build_run_context` puts it all into a ``RunContext``.
 """
 from __future__ import annotations
 
+import hashlib
 import os
 import threading
 from collections.abc import Mapping
@@ -23,7 +26,7 @@ from engine.context import CallUsage, StepInfo
 from engine.events import ProviderState, RunEvent, RunStarted
 from engine.protocol import InterruptResponder, RunContext, TieBreakAnswer, TieBreaker, TieBreakRequest
 from engine.store import RunStore, new_run_id
-from research.corpus import Corpus, CorpusRetriever
+from research.corpus import Corpus, CorpusRetriever, IndexReport
 from research.default_corpus import ensure_default_corpus
 from research.extractive import HANDLERS
 from research.prompts import estimate_tokens
@@ -34,6 +37,7 @@ from router.local import TaskHandlerRegistry
 from router.models import ChatRequest, ChatResponse, ProviderSnapshot
 from router.router import SmartModelRouter, build_router
 from router.tiebreak import choose_target
+from tui.config import ConfigError, WorkbenchConfig, active_config
 
 CORPUS_FILE = "corpus.sqlite"
 RUNS_FILE = "runs.sqlite"
@@ -62,7 +66,7 @@ def build_workbench_router(
     transport: httpx.AsyncBaseTransport | None = None,
     clock: Clock | None = None,
 ) -> SmartModelRouter:
-    """The router from config (or the environment's provider keys), extractive model built in."""
+    """The router from ``config`` (None: the environment's provider keys), extractive model built in."""
     env = environ if environ is not None else os.environ
     resolved = config if config is not None else effective_router_config(None, env)
     return build_router(resolved, stats_path=workspace, task_handlers=extractive_handlers(), clock=clock,
@@ -141,11 +145,60 @@ class ProviderStateForwarder:
                                         snapshot=snapshot.model_dump(mode="json")))
 
 
-def open_corpus(workspace: Path, *, default: bool = True) -> Corpus:
-    """The workspace's corpus (``corpus.sqlite``), with the default collection built on first use."""
+_indexed_lock = threading.Lock()
+_indexed: set[tuple[Path, Path]] = set()
+"""(corpus file, folder) pairs whose config folder this process has indexed already."""
+
+
+def _config_folder(folder: str, settings: WorkbenchConfig) -> Path:
+    root = Path(folder).expanduser().resolve()
+    if not root.is_dir():
+        raise ConfigError(f"{settings.source or 'config'}: corpus.folders: {folder} is not a folder; "
+                          "create it or remove it from the list")
+    return root
+
+
+def _collection_name(corpus: Corpus, root: Path) -> str:
+    """The folder's name, unless another folder of that name already holds the collection."""
+    roots = {info.name: info.root for info in corpus.collections()}
+    name = root.name or "folder"
+    if roots.get(name, str(root)) == str(root):
+        return name
+    return f"{name}-{hashlib.sha256(str(root).encode()).hexdigest()[:8]}"
+
+
+def index_config_folders(corpus: Corpus, settings: WorkbenchConfig) -> list[IndexReport]:
+    """Index the config's ``corpus.folders`` into ``corpus``, each once per process.
+
+    Indexing is incremental: an unchanged file is read and hashed, nothing more.
+    """
+    reports: list[IndexReport] = []
+    with _indexed_lock:
+        for folder in settings.corpus.folders:
+            root = _config_folder(folder, settings)
+            key = (corpus.path.resolve(), root)
+            if key not in _indexed:
+                reports.append(corpus.add_folder(root, _collection_name(corpus, root)))
+                _indexed.add(key)
+    return reports
+
+
+def open_corpus(workspace: Path, *, default: bool = True, settings: WorkbenchConfig | None = None) -> Corpus:
+    """The workspace's corpus (``corpus.sqlite``).
+
+    With ``default``, the default collection is built on first use and the
+    config's ``corpus.folders`` are indexed (``settings`` None: the active
+    config file, see :func:`tui.config.active_config`).
+    """
     corpus = Corpus(Path(workspace) / CORPUS_FILE)
-    if default:
+    if not default:
+        return corpus
+    try:
         ensure_default_corpus(corpus)
+        index_config_folders(corpus, settings if settings is not None else active_config())
+    except BaseException:
+        corpus.close()
+        raise
     return corpus
 
 
@@ -160,6 +213,21 @@ def resolve_workspace(workspace: str | Path | None) -> Path:
     return path
 
 
+def _settings_for_run(settings: WorkbenchConfig | None, *, needed: bool) -> WorkbenchConfig:
+    """``settings``, else the active config file when the run needs it, else the defaults."""
+    if settings is not None:
+        return settings
+    return active_config() if needed else WorkbenchConfig()
+
+
+def _router_for_run(root: Path, settings: WorkbenchConfig, config: RouterConfig | None,
+                    environ: Mapping[str, str] | None, transport: httpx.AsyncBaseTransport | None,
+                    clock: Clock | None) -> SmartModelRouter:
+    env = environ if environ is not None else os.environ
+    resolved = config if config is not None else settings.effective_router(env)
+    return build_workbench_router(root, config=resolved, environ=env, transport=transport, clock=clock)
+
+
 def build_run_context(
     workspace: str | Path | None,
     *,
@@ -171,18 +239,32 @@ def build_run_context(
     corpus: Corpus | None = None,
     collections: list[str] | None = None,
     config: RouterConfig | None = None,
+    settings: WorkbenchConfig | None = None,
     environ: Mapping[str, str] | None = None,
     transport: httpx.AsyncBaseTransport | None = None,
     clock: Clock | None = None,
 ) -> RunContext:
     """Everything a run needs: store, router-backed model, corpus retriever, tie-breaker, responder.
 
-    Close what it opened with :func:`close_run_context` when the run ends.
+    ``settings`` is the workbench config (None: the active config file, read
+    only when something below needs it). The router is ``router``, else built
+    from ``config``, else from the settings' ``router:`` section and the
+    environment. The corpus is ``corpus`` as given, else the workspace corpus
+    with the settings' ``corpus.folders`` indexed. A bad config file raises
+    :class:`tui.config.ConfigError`. Close what it opened with
+    :func:`close_run_context` when the run ends.
     """
     root = resolve_workspace(workspace)
+    settings = _settings_for_run(settings, needed=corpus is None or (router is None and config is None))
+    opened = corpus is None
+    corpus = corpus or open_corpus(root, settings=settings)
+    try:
+        router = router or _router_for_run(root, settings, config, environ, transport, clock)
+    except BaseException:
+        if opened:
+            corpus.close()
+        raise
     store = store if store is not None else RunStore(root / RUNS_FILE)
-    router = router or build_workbench_router(root, config=config, environ=environ, transport=transport, clock=clock)
-    corpus = corpus or open_corpus(root)
     run_id = run_id or new_run_id()
     forwarder = ProviderStateForwarder(store, run_id)
     unsubscribe_store = store.subscribe(forwarder.on_events)

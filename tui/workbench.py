@@ -3,8 +3,9 @@
 ``Workbench`` finds workflows (shipped and the user's), opens the run store
 for reading, and builds :data:`~tui.run_driver.RunJob` s that start or resume
 runs on the worker thread through ``tui.wiring.build_run_context`` (router +
-corpus + store). Tests build one over a temporary workspace; nothing here
-touches Textual.
+corpus + store, from the loaded config's ``router:`` and ``corpus:``
+sections). Tests build one over a temporary workspace; nothing here touches
+Textual.
 """
 from __future__ import annotations
 
@@ -75,7 +76,7 @@ class Workbench:
     extra_workflow_dirs: list[Path] = field(default_factory=list)
     shipped_dir: Path = SHIPPED_WORKFLOWS
     context_factory: ContextFactory | None = None
-    """Builds the worker's RunContext; None means tui.wiring (router + corpus + store)."""
+    """Builds the worker's RunContext; None means tui.wiring (router + corpus + store from ``config``)."""
     _store: RunStore | None = None
 
     @property
@@ -135,7 +136,8 @@ class Workbench:
             return context
         from tui.wiring import build_run_context
 
-        return build_run_context(self.workspace, inputs=inputs, responder=responder, run_id=run_id)
+        return build_run_context(self.workspace, inputs=inputs, responder=responder, run_id=run_id,
+                                 settings=self.config)
 
     async def _close(self, context: RunContext) -> None:
         if self.context_factory is None:

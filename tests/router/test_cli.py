@@ -54,9 +54,9 @@ def test_providers_with_nothing_configured(tmp_path: Path, clean_env: None) -> N
 def test_a_bad_config_is_one_clear_line(tmp_path: Path, clean_env: None) -> None:
     bad = {"providers": [{"name": "x", "kind": "opena", "model": "m"}]}
     result = CliRunner().invoke(providers_group, [], obj=obj(tmp_path, bad))
-    assert result.exit_code == 1
-    assert result.output.strip().startswith("Error: ")
-    assert "config.yaml: router.providers[0].kind" in result.output
+    assert result.exit_code == 2
+    assert result.output.strip().startswith("error: ")
+    assert "config.yaml:3: router.providers[0].kind: Input should be 'openai'" in result.output
     assert "Traceback" not in result.output and len(result.output.strip().splitlines()) == 1
 
 

@@ -2,11 +2,23 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import click
 import pytest
 
+from router.config import RouterConfig
 from tui.app import WorkbenchApp
 from tui.commands.app_cmds import make_workbench
-from tui.config import ConfigError, load_config
+from tui.config import (
+    CONFIG_ENV,
+    CONFIG_PATH_KEY,
+    CONFIG_REQUIRED_KEY,
+    ConfigError,
+    WorkbenchConfig,
+    config_from_context,
+    default_config_path,
+    load_config,
+    standard_config_path,
+)
 
 
 def write(tmp_path: Path, text: str) -> Path:
@@ -72,3 +84,99 @@ async def test_keymap_from_config_rebinds_by_id(workbench, tmp_path: Path) -> No
         await pilot.press("t")
         await pilot.pause()
         assert screen.query_one("#graph").current == "outline"
+
+
+ROUTER_SECTION = ("router:\n"
+                  "  providers:\n"
+                  "    - name: local\n"
+                  "      kind: ollama_native\n"
+                  "      base_url: http://127.0.0.1:11434\n"
+                  "      model: qwen3\n"
+                  "  profiles:\n"
+                  "    careful: {provider: local, temperature: 0}\n"
+                  "  policy:\n"
+                  "    max_attempts: 2\n")
+
+
+def test_router_section_is_the_typed_router_config(tmp_path: Path) -> None:
+    config = load_config(write(tmp_path, "theme: nord\n" + ROUTER_SECTION))
+    assert isinstance(config.router, RouterConfig)
+    assert [p.name for p in config.router.providers] == ["local"]
+    assert config.router.providers[0].models == {1: "qwen3", 2: "qwen3", 3: "qwen3"}
+    assert config.router.policy.max_attempts == 2
+    assert config.source == str(tmp_path / "config.yaml")
+
+
+def test_file_providers_replace_the_environments(tmp_path: Path) -> None:
+    config = load_config(write(tmp_path, ROUTER_SECTION))
+    assert [p.name for p in config.effective_router({"OPENAI_API_KEY": "sk-x"}).providers] == ["local"]
+
+
+def test_policy_only_file_keeps_the_environments_providers(tmp_path: Path) -> None:
+    config = load_config(write(tmp_path, "router:\n  policy:\n    max_attempts: 3\n"))
+    effective = config.effective_router({"OPENAI_API_KEY": "sk-x"})
+    assert [p.name for p in effective.providers] == ["openai"]
+    assert effective.policy.max_attempts == 3
+
+
+def test_a_profile_must_name_a_provider_of_the_file(tmp_path: Path) -> None:
+    path = write(tmp_path, "theme: nord\nrouter:\n  profiles:\n    careful: {provider: openai}\n")
+    with pytest.raises(ConfigError) as caught:
+        load_config(path)
+    assert str(caught.value) == (f"{path}:2: router: profile 'careful' names provider 'openai', which is not "
+                                 "configured; add it under router.providers")
+
+
+def test_empty_sections_mean_the_defaults(tmp_path: Path) -> None:
+    config = load_config(write(tmp_path, "router:\ncorpus:\nkeymap:\n"))
+    assert config.router == RouterConfig() and config.corpus.folders == [] and config.keymap == {}
+
+
+@pytest.mark.parametrize(
+    ("text", "line", "words"),
+    [
+        (ROUTER_SECTION.replace("ollama_native", "olama"), 4, "router.providers[0].kind: Input should be 'openai'"),
+        (ROUTER_SECTION.replace("max_attempts: 2", "max_attempts: 0"), 10, "router.policy.max_attempts"),
+        (ROUTER_SECTION.replace("temperature: 0", "temperature: 9"), 8, "router.profiles.careful.temperature"),
+        (ROUTER_SECTION.replace("      model: qwen3\n", ""), 3, "router.providers[0]: needs models"),
+        (ROUTER_SECTION.replace("  policy:\n", "  polcy:\n"), 9, "router.polcy: unknown key"),
+        ("theme: nord\nrouter: [a, b]\n", 2, "router: Input should be a valid dictionary"),
+    ],
+)
+def test_router_mistakes_name_file_line_and_key(tmp_path: Path, text: str, line: int, words: str) -> None:
+    path = write(tmp_path, text)
+    with pytest.raises(ConfigError) as caught:
+        load_config(path)
+    message = str(caught.value)
+    assert "\n" not in message
+    assert message.startswith(f"{path}:{line}: ")
+    assert words in message
+
+
+def test_a_pasted_key_is_refused_without_being_repeated(tmp_path: Path) -> None:
+    path = write(tmp_path, ROUTER_SECTION.replace("      model: qwen3\n",
+                                                  "      model: qwen3\n      api_key: sk-CANARY-5521\n"))
+    with pytest.raises(ConfigError) as caught:
+        load_config(path)
+    message = str(caught.value)
+    assert message.startswith(f"{path}:7: router.providers[0].api_key: keys never go in the config file")
+    assert "CANARY" not in message
+
+
+def test_which_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv(CONFIG_ENV, str(tmp_path / "from-env.yaml"))
+    assert standard_config_path() == tmp_path / "from-env.yaml"
+    assert default_config_path() == tmp_path / "from-env.yaml"
+    root = click.Context(click.Command("workbench"), obj={CONFIG_PATH_KEY: str(tmp_path / "flag.yaml")})
+    with root:
+        assert default_config_path() == tmp_path / "flag.yaml"
+    monkeypatch.delenv(CONFIG_ENV)
+    assert standard_config_path().name == "config.yaml" and "research-workbench" in str(standard_config_path())
+
+
+def test_a_named_file_must_exist(tmp_path: Path) -> None:
+    missing = tmp_path / "missing.yaml"
+    assert load_config(missing) == WorkbenchConfig()
+    root = click.Context(click.Command("workbench"), obj={CONFIG_PATH_KEY: str(missing), CONFIG_REQUIRED_KEY: True})
+    with pytest.raises(ConfigError, match=r"missing\.yaml: no such config file; check the --config path"):
+        config_from_context(root)

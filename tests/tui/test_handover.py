@@ -7,38 +7,24 @@ import os
 import subprocess
 from pathlib import Path
 
-import pexpect
-
 from engine.events import InterruptResolved
 from engine.states import RunStatus
 from engine.store import RunStore, RunSummary
-from tests.tui.test_serve_and_e2e import COLUMNS, ROWS, WORKBENCH, Terminal
-
-PROJECT = Path(__file__).resolve().parents[2]
-F2 = "\x1bOQ"
+from tests.tui.terminal import F2, WORKBENCH, spawn_workbench, terminal_env
 
 
 def approve_in_the_app(tmp_path: Path, workspace: Path, args: list[str], waiting: list[str]) -> None:
     """Start ``workbench --workspace WORKSPACE ARGS``; see ``waiting`` on the run screen, approve, see
     the run complete, quit."""
-    env = {**os.environ, "WORKBENCH_CONFIG": str(tmp_path / "config.yaml"), "TERM": "xterm-256color",
-           "COLUMNS": str(COLUMNS), "LINES": str(ROWS)}
-    for name in [n for n in env if n == "WORKBENCH_HOME" or n == "GITHUB_TOKEN" or n.endswith("_API_KEY")
-                 or n.startswith(("OPENAI", "ANTHROPIC", "GEMINI", "AZURE_OPENAI", "OLLAMA"))]:
-        env.pop(name)  # no real provider: the run stays on loopback and the built-in model
-    child = pexpect.spawn(WORKBENCH, ["--workspace", str(workspace), *args], cwd=str(PROJECT), env=env,
-                          dimensions=(ROWS, COLUMNS))
-    term = Terminal(child)
+    term = spawn_workbench(["--workspace", str(workspace), *args], terminal_env(tmp_path))
     try:
         for words in waiting:
             term.wait_for(words)
-        child.send(F2)
+        term.child.send(F2)
         term.wait_for("COMPLETED")
-        child.sendcontrol("q")
-        child.expect(pexpect.EOF, timeout=30)
+        term.quit()
     finally:
-        if child.isalive():
-            child.terminate(force=True)
+        term.close()
 
 
 def only_run(workspace: Path) -> tuple[RunSummary, list[InterruptResolved]]:

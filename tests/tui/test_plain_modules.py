@@ -6,13 +6,17 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from rich.console import Console
+
+from engine.events import ProviderState
 from engine.spec import InputSpec
 from engine.states import StepStatus
-from tui.run_state import LogLine, RunView
-from tui.sample_run import research_events, research_graph
+from tui.run_state import LogLine, RunView, describe, format_cooldown
+from tui.sample_run import research_events, research_graph, snapshot
 from tui.screens.home import InputError, convert_input
 from tui.widgets.dag_layout import compute_layout
 from tui.widgets.event_log import matches
+from tui.widgets.providers_panel import providers_table
 
 
 @st.composite
@@ -105,3 +109,22 @@ def test_log_filter_terms() -> None:
     assert matches(line, "boom step:rev")
     assert not matches(line, "kind:step_started")
     assert not matches(line, "boom level:info")
+
+
+@pytest.mark.parametrize(("seconds", "shown"), [
+    (0.4, "0.4s"), (3.44, "3.4s"), (9.94, "9.9s"), (9.96, "10s"), (10.0, "10s"), (28.0, "28s"), (600.0, "600s"),
+])
+def test_cooldowns_keep_a_decimal_under_ten_seconds(seconds: float, shown: str) -> None:
+    assert format_cooldown(seconds) == shown
+
+
+def test_a_short_cooldown_counts_down_in_tenths_in_the_panel_and_the_log() -> None:
+    event = ProviderState(run_id="r", provider="openai", snapshot=snapshot("openai", "OPEN", cooldown_remaining_s=5.0))
+    assert describe(event) == "provider openai: OPEN, cooldown 5.0s"
+    view = RunView()
+    view.apply_all([event])
+    seen = view.provider_seen_at["openai"]
+    console = Console(width=120)
+    with console.capture() as capture:
+        console.print(providers_table(view, now=seen + 1.6))
+    assert "3.4s" in capture.get()

@@ -4,21 +4,16 @@ from __future__ import annotations
 import os
 import socket
 import subprocess
-import sys
 import time
 from pathlib import Path
 
 import httpx
-import pexpect
-import pyte
 import pytest
 
 from engine.events import InterruptResolved
 from engine.states import RunStatus
 from engine.store import RunStore
-
-WORKBENCH = str(Path(sys.executable).parent / "workbench")
-COLUMNS, ROWS = 160, 48
+from tests.tui.terminal import DOWN, ENTER, F2, WORKBENCH, spawn_workbench, terminal_env
 
 
 def free_port() -> int:
@@ -49,40 +44,10 @@ def test_serve_answers_with_the_app_page(tmp_path: Path) -> None:
         process.wait(timeout=10)
 
 
-class Terminal:
-    """A pexpect child rendered by pyte, so assertions read the screen a person sees."""
-
-    def __init__(self, child: pexpect.spawn) -> None:
-        self.child = child
-        self.screen = pyte.Screen(COLUMNS, ROWS)
-        self.stream = pyte.ByteStream(self.screen)
-
-    def pump(self) -> None:
-        try:
-            while True:
-                self.stream.feed(self.child.read_nonblocking(65536, timeout=0.05))
-        except (pexpect.TIMEOUT, pexpect.EOF):
-            return
-
-    def text(self) -> str:
-        return "\n".join(self.screen.display)
-
-    def wait_for(self, words: str, rounds: int = 1200) -> None:
-        for _ in range(rounds):
-            self.pump()
-            if words in self.text():
-                return
-        raise AssertionError(f"{words!r} never appeared on screen:\n{self.text()}")
-
-
 @pytest.mark.slow
 def test_full_offline_research_run_with_one_approval(tmp_path: Path) -> None:
-    env = {**os.environ, "WORKBENCH_HOME": str(tmp_path), "WORKBENCH_CONFIG": str(tmp_path / "config.yaml"),
-           "TERM": "xterm-256color", "COLUMNS": str(COLUMNS), "LINES": str(ROWS)}
-    for key in [k for k in env if k.endswith("_API_KEY") or k.startswith(("OPENAI", "ANTHROPIC", "GEMINI"))]:
-        env.pop(key)
-    child = pexpect.spawn(WORKBENCH, [], env=env, dimensions=(ROWS, COLUMNS))
-    term = Terminal(child)
+    term = spawn_workbench([], terminal_env(tmp_path, WORKBENCH_HOME=str(tmp_path)))
+    child = term.child
     try:
         term.wait_for("Workflows")
         term.wait_for("deep_research")
@@ -90,25 +55,23 @@ def test_full_offline_research_run_with_one_approval(tmp_path: Path) -> None:
             term.pump()
             if "New run · deep_research" in term.text():
                 break
-            child.send("\x1b[B")
+            child.send(DOWN)
         term.wait_for("New run · deep_research")
-        child.send("\r")
+        child.send(ENTER)
         term.wait_for("query")
         child.send("How does asyncio schedule tasks?")
-        child.send("\r")
+        child.send(ENTER)
         for _ in range(8):
             term.pump()
-            child.send("\r")
+            child.send(ENTER)
             if "Approve" in term.text():
                 break
         term.wait_for("Approve the research plan")
-        child.send("\x1bOQ")
+        child.send(F2)
         term.wait_for("COMPLETED")
-        child.sendcontrol("q")
-        child.expect(pexpect.EOF, timeout=30)
+        term.quit()
     finally:
-        if child.isalive():
-            child.terminate(force=True)
+        term.close()
     store = RunStore(tmp_path / "runs.sqlite")
     [run] = store.list_runs()
     assert run.status is RunStatus.COMPLETED

@@ -34,7 +34,7 @@ def open_app(workspace: str | Path | None, *, workflow: Path | None = None, inpu
     ``workflow`` is loaded on the run's worker thread, after the first frame; ``engine`` forces
     an engine (None: chosen by the workflow's shape).
     """
-    from tui.app import WorkbenchApp
+    from tui.app import WorkbenchApp  # imported here: Textual is slow to import and headless commands skip it
 
     workbench = make_workbench(workspace)
     if job is None and workflow is not None:
@@ -56,7 +56,7 @@ def app_command(ctx: click.Context, run_id: str | None) -> None:
 @click.pass_context
 def serve_command(ctx: click.Context, host: str, port: int) -> None:
     """Serve the workbench in a browser (textual-serve)."""
-    from textual_serve.server import Server
+    from textual_serve.server import Server  # imported here: slow to import, and only serve needs it
 
     workspace = (ctx.obj or {}).get("workspace")
     command = [sys.executable, "-m", "tui.cli"]

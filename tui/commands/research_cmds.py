@@ -9,7 +9,6 @@ manages the corpus.
 """
 from __future__ import annotations
 
-import importlib
 from pathlib import Path
 from typing import Any
 
@@ -18,9 +17,22 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
+from engine.run_inputs import InputError, resolve_inputs
+from engine.selector import create_engine, select_engine
+from engine.store import new_run_id
 from research.corpus import Corpus
 from research.dates import parse_iso_day
 from research.sources import DOMAINS
+from tui.commands.app_cmds import open_app
+from tui.commands.common import (
+    BadInput,
+    drive,
+    interrupt_mode,
+    load_or_exit,
+    make_run_context,
+    open_store,
+    responder_for,
+)
 from tui.wiring import CORPUS_FILE, open_corpus, resolve_workspace
 
 WORKFLOW = Path(__file__).resolve().parent.parent.parent / "workflows" / "deep_research.yaml"
@@ -95,35 +107,13 @@ def research_group(ctx: click.Context, corpus_dirs: tuple[str, ...], domain: str
         inputs["domain"] = domain
     if as_of:
         inputs["as_of"] = as_of
-    if not headless and _open_in_app(ctx, inputs):
+    if not headless:
+        open_app((ctx.obj or {}).get("workspace"), workflow=WORKFLOW, inputs=inputs)
         return
     ctx.exit(_run_headless(ctx, workspace, inputs, on_interrupt))
 
 
-def _open_in_app(ctx: click.Context, inputs: dict[str, Any]) -> bool:
-    try:
-        app_cmds = importlib.import_module("tui.commands.app_cmds")
-        importlib.import_module("tui.app")
-    except ModuleNotFoundError:
-        return False
-    app_cmds.open_app((ctx.obj or {}).get("workspace"), workflow=WORKFLOW, inputs=inputs)
-    return True
-
-
 def _run_headless(ctx: click.Context, workspace: Path, inputs: dict[str, Any], on_interrupt: str | None) -> int:
-    from engine.run_inputs import InputError, resolve_inputs
-    from engine.selector import create_engine, select_engine
-    from engine.store import new_run_id
-    from tui.commands.engine_cmds import (
-        BadInput,
-        _interrupt_mode,
-        drive,
-        load_or_exit,
-        make_run_context,
-        open_store,
-        responder_for,
-    )
-
     wf = load_or_exit(str(WORKFLOW), 2)
     try:
         resolved = resolve_inputs(wf, inputs)
@@ -134,7 +124,7 @@ def _run_headless(ctx: click.Context, workspace: Path, inputs: dict[str, Any], o
     store = open_store(ctx)
     try:
         context = make_run_context(workspace=workspace, store=store, wf=wf, inputs=resolved,
-                                   responder=responder_for(_interrupt_mode(on_interrupt), console),
+                                   responder=responder_for(interrupt_mode(on_interrupt), console),
                                    run_id=new_run_id(), engine_reason=selection.reason)
         run_id = context.run_id
         code = drive(store, context, lambda c: create_engine(selection.name).execute(wf, c), console)
@@ -166,8 +156,7 @@ def sensitivity_command(ctx: click.Context, run_ids: tuple[str, ...], all_varian
             try:
                 record = store.get_run(run_id)
             except UnknownRun:
-                raise click.ClickException(f"no run {run_id} in {store.path if hasattr(store, 'path') else 'the store'}"
-                                           "; list runs with: workbench runs") from None
+                raise click.ClickException(f"no run {run_id} in {store.path}; list runs with: workbench runs") from None
             payloads = [e.payload for e in store.events(run_id) if e.kind == "domain" and e.name == ROUND_SCORED]
             if not payloads:
                 console.print(f"{run_id}: no scored research rounds (not a deep_research run?)")

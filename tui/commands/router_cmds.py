@@ -9,27 +9,21 @@ from typing import Any
 
 import click
 import yaml
-from platformdirs import user_config_dir, user_data_dir
+from platformdirs import user_data_dir
 from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from router.config import ConfigError, RouterConfig, effective_router_config, load_router_config
+from router.config import RouterConfig
 from router.fault_script import DEFAULT_SCRIPT_PATH, FaultScriptError, load_fault_script
 from router.fault_server import FaultServer, RecordedRequest, demo_router_config
 from router.local import TaskHandlerRegistry
 from router.models import ProviderSnapshot
 from router.router import HealthCheck, SmartModelRouter, build_router
 from router.stats import STATS_FILENAME
+from tui.config import APP_NAME, config_from_context, default_config_path
 
-APP_NAME = "research-workbench"
 _STATE_STYLE = {"CLOSED": "green", "HALF_OPEN": "yellow", "OPEN": "bold red"}
-
-
-def config_path(ctx: click.Context) -> Path:
-    obj = ctx.find_root().obj or {}
-    configured = obj.get("config_path") if isinstance(obj, dict) else None
-    return Path(configured) if configured else Path(user_config_dir(APP_NAME)) / "config.yaml"
 
 
 def workspace_dir(ctx: click.Context) -> Path:
@@ -39,13 +33,12 @@ def workspace_dir(ctx: click.Context) -> Path:
 
 
 def resolve_config(ctx: click.Context) -> RouterConfig:
-    """Providers from the config file's ``router:`` key, or from the environment when it lists none."""
-    path = config_path(ctx)
-    try:
-        file_config = load_router_config(path) if path.exists() else None
-        return effective_router_config(file_config, os.environ)
-    except ConfigError as exc:
-        raise click.ClickException(str(exc)) from None
+    """Providers from the config file's ``router:`` key, or from the environment when it lists none.
+
+    The file is the one every command reads (``--config``, ``$WORKBENCH_CONFIG``, the default);
+    a mistake in it is one ``error:`` line and exit code 2.
+    """
+    return config_from_context(ctx).effective_router(os.environ)
 
 
 def _open_router(ctx: click.Context) -> SmartModelRouter:
@@ -182,7 +175,7 @@ def fault_server_cmd(port: int, script_path: Path | None, time_scale: float | No
         click.echo(f"fault server listening on {server.base_url} (time scale {server.time_scale:g})")
         for prefix in prefixes:
             click.echo(f"  {prefix:<10} {server.url(prefix)}")
-        click.echo("\nrouter config for these providers (config.yaml):\n")
+        click.echo(f"\nrouter config for these providers (paste it into {default_config_path()}):\n")
         click.echo(yaml.safe_dump(section, sort_keys=False))
         click.echo("Ctrl-C stops the server.", err=True)
         await server.serve_forever()

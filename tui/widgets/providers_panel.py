@@ -12,7 +12,7 @@ from rich.table import Table
 from rich.text import Text
 from textual.widgets import Static
 
-from tui.run_state import RunView
+from tui.run_state import RunView, format_cooldown
 
 SPARK = "▁▂▃▄▅▆▇█"
 STATE_STYLE = {"CLOSED": "bold black on green", "OPEN": "bold white on red", "HALF_OPEN": "bold black on yellow"}
@@ -57,7 +57,7 @@ def providers_table(view: RunView, now: float) -> Table:
         table.add_row(
             Text(name[:10]) + Text(mark, style="yellow"),
             Text(f" {state.replace('_', '-')} ", style=STATE_STYLE.get(state, "reverse")),
-            f"{left:.0f}s" if state != "CLOSED" and left > 0 else "–",
+            format_cooldown(left) if state != "CLOSED" and left > 0 else "–",
             f"{float(rate) * 100:.0f}%" if isinstance(rate, (int, float)) else "–",
             f"{_ms(snap.get('p50_latency_s'))}/{_ms(snap.get('p95_latency_s'))}",
             sparkline(list(snap.get("recent_latencies_s") or []), 8),

@@ -13,7 +13,7 @@ from textual.widgets import Static
 from tui.run_state import DIMENSIONS, RoundView, RunView
 
 ROUND_COLUMNS = 4
-TIER_STYLE = {"elite": "bold magenta", "high": "green", "medium": "yellow", "low": "red"}
+TIER_STYLE = {"elite": "bold cyan", "high": "green", "medium": "yellow", "low": "red"}
 DIMENSION_TITLES = {
     "coverage": "coverage", "source_quality": "source quality", "agreement": "agreement",
     "verification": "verification", "recency": "recency",
@@ -34,6 +34,17 @@ def _number(value: float | None, fmt: str = "{:.2f}") -> str:
     return fmt.format(value) if value is not None else "–"
 
 
+def _recent(round_view: RoundView) -> Text:
+    """Recent sources against the floor (``12/10``), red when the floor is not met."""
+    count = round_view.recent_sources
+    if count is None:
+        return Text("–")
+    if round_view.recent_floor is None:
+        return Text(f"{count:g}")
+    below = count < round_view.recent_floor
+    return Text(f"{count:g}/{round_view.recent_floor:g}", style="red" if below else "")
+
+
 def matrix_table(view: RunView) -> Table:
     selected = view.selected_round
     count = max([ROUND_COLUMNS, *view.rounds]) if view.rounds else ROUND_COLUMNS
@@ -46,9 +57,7 @@ def matrix_table(view: RunView) -> Table:
     for dimension in DIMENSIONS:
         table.add_row(DIMENSION_TITLES[dimension], *[_cell(r, dimension) for r in rounds])
     table.add_row("CI", *[_number(r.ci) if r else "·" for r in rounds])
-    table.add_row("recent", *[
-        (f"{_number(r.recent_sources)}≥{_number(r.recent_floor)}" if r.recent_floor is not None
-         else _number(r.recent_sources)) if r else "·" for r in rounds])
+    table.add_row("recent", *[_recent(r) if r else "·" for r in rounds])
     table.add_row("contradictions", *[
         Text(str(r.critical_contradictions), style="bold red" if r.critical_contradictions else "")
         if r else "·" for r in rounds])

@@ -1,0 +1,222 @@
+"""What the workflow commands share: the workspace and its run store, loading a
+workflow file, answering interrupts, and driving a run with live output.
+
+Used by ``run_cmds`` (run, validate, resume), ``runs_cmds`` (runs …) and
+``research_cmds`` (research). Defines no commands itself.
+"""
+from __future__ import annotations
+
+import asyncio
+import json
+import sys
+from pathlib import Path
+from typing import Any, Awaitable, Callable
+
+import click
+from platformdirs import user_data_dir
+from rich.console import Console
+from rich.markup import escape
+
+from engine.context import InterruptAnswer, InterruptRequest
+from engine.errors import WorkflowLoadError
+from engine.events import InterruptRaised
+from engine.headless import HeadlessPrinter, step_table, styled, summarize
+from engine.loader import load_workflow
+from engine.protocol import ExecutionResult, InterruptResponder, RunContext
+from engine.spec import WorkflowDefinition
+from engine.states import RunStatus
+from engine.store import RunStore
+from tui import wiring
+
+RUNS_FILE = "runs.sqlite"
+BAD_INPUT = 2
+EXIT_CODES: dict[RunStatus, int] = {
+    RunStatus.COMPLETED: 0,
+    RunStatus.FAILED: 1,
+    RunStatus.PARTIAL: 3,
+    RunStatus.WAITING: 4,
+    RunStatus.CANCELLED: 5,
+}
+BUILTIN_STEP_PREFIX = "demo."
+ON_INTERRUPT = click.Choice(["default", "wait", "ask"])
+"""The ``--on-interrupt`` choices of run, resume and runs fork."""
+
+
+class BadInput(click.ClickException):
+    """One clear line on stderr and exit code 2, never a traceback."""
+
+    exit_code = BAD_INPUT
+
+    def show(self, file: Any = None) -> None:
+        click.echo(f"error: {self.message}", err=True)
+
+
+def register_steps() -> None:
+    """Register the built-in demo steps and the research steps (importing them registers them)."""
+    import engine.demo_steps  # noqa: F401
+    import research.steps  # noqa: F401
+
+
+def workspace_path(ctx: click.Context) -> Path:
+    configured = (ctx.obj or {}).get("workspace")
+    path = Path(configured).expanduser() if configured else Path(user_data_dir("research-workbench"))
+    path.mkdir(parents=True, exist_ok=True)
+    return path
+
+
+def open_store(ctx: click.Context) -> RunStore:
+    return RunStore(workspace_path(ctx) / RUNS_FILE)
+
+
+def load_or_exit(path: str, exit_code: int) -> WorkflowDefinition:
+    """The loaded workflow; otherwise every problem as file:line:col: message, then exit."""
+    if not Path(path).is_file():
+        raise BadInput(f"{path}: no such workflow file")
+    register_steps()
+    try:
+        return load_workflow(path)
+    except WorkflowLoadError as error:
+        for problem in error.problems:
+            click.echo(str(problem), err=True)
+        sys.exit(exit_code)
+
+
+# -- answers and responders ---------------------------------------------------------
+
+def parse_answer(text: str) -> InterruptAnswer:
+    """An answer as typed: approve / reject, a routing TARGET, or JSON (edited outputs or a full answer)."""
+    stripped = text.strip()
+    lowered = stripped.lower()
+    if lowered in ("approve", "yes", "y", "ok"):
+        return InterruptAnswer(action="approve")
+    if lowered in ("reject", "no", "n"):
+        return InterruptAnswer(action="reject")
+    if stripped.startswith("{"):
+        try:
+            data = json.loads(stripped)
+        except json.JSONDecodeError as error:
+            raise BadInput(f"--answer is not valid JSON: {error.msg} at column {error.colno}") from None
+        if "action" in data:
+            try:
+                return InterruptAnswer.model_validate(data)
+            except ValueError as error:
+                raise BadInput(f"--answer is not an answer: {str(error).splitlines()[0]}") from None
+        return InterruptAnswer(action="edit", value=data)
+    if stripped.isidentifier():
+        return InterruptAnswer(action="choose", value=stripped)
+    return InterruptAnswer(action="answer", value=stripped)
+
+
+async def default_responder(raised: InterruptRaised, request: InterruptRequest) -> InterruptAnswer:
+    """`--on-interrupt default`: approve, or the request's own default (a tie-breaker's default edge)."""
+    answer = request.default or InterruptAnswer(action="approve", note="default answer")
+    return answer.model_copy(update={"automatic": True})
+
+
+def terminal_responder(console: Console) -> InterruptResponder:
+    """`--on-interrupt ask`: ask on the terminal; only the asking step waits meanwhile."""
+    lock = asyncio.Lock()
+
+    async def respond(raised: InterruptRaised, request: InterruptRequest) -> InterruptAnswer | None:
+        async with lock:
+            console.print(f"[bold yellow]? {raised.step_id}: {escape(request.prompt)}[/]")
+            if request.payload:
+                console.print(f"  [dim]{escape(summarize(request.payload, 200))}[/]")
+            options = " / ".join(request.options) or "approve / reject"
+            try:
+                text = await asyncio.to_thread(click.prompt, f"  answer ({options})", default="approve")
+            except (click.Abort, EOFError):
+                return None
+            return parse_answer(text)
+
+    return respond
+
+
+def interrupt_mode(mode: str | None) -> str:
+    """The ``--on-interrupt`` mode: as given, else ask on a terminal and wait otherwise."""
+    if mode:
+        return mode
+    return "ask" if sys.stdin.isatty() else "wait"
+
+
+def responder_for(mode: str, console: Console) -> InterruptResponder | None:
+    if mode == "default":
+        return default_responder
+    if mode == "ask":
+        return terminal_responder(console)
+    return None
+
+
+# -- the run context -------------------------------------------------------------------
+
+def _needs_application(wf: WorkflowDefinition) -> bool:
+    return any(not step.uses.startswith(BUILTIN_STEP_PREFIX) for step in wf.steps)
+
+
+def make_run_context(
+    *,
+    workspace: Path,
+    store: RunStore,
+    wf: WorkflowDefinition,
+    inputs: dict[str, Any],
+    responder: InterruptResponder | None,
+    run_id: str,
+    engine_reason: str = "",
+) -> RunContext:
+    """The RunContext for a CLI run.
+
+    Workflows of built-in demo steps need no model, retriever or tie-breaker,
+    so they get a plain context and skip opening the router and the corpus;
+    any other workflow gets the application's wiring (tui/wiring.py). Close
+    it with :func:`close_run_context`.
+    """
+    if _needs_application(wf):
+        context: RunContext = wiring.build_run_context(
+            workspace, inputs=inputs, responder=responder, run_id=run_id, store=store
+        )
+        context.engine_reason = engine_reason
+        return context
+    return RunContext(store=store, inputs=inputs, run_id=run_id, responder=responder, engine_reason=engine_reason)
+
+
+async def close_run_context(context: RunContext) -> None:
+    if "wiring.unsubscribe" in context.extras:
+        await wiring.close_run_context(context)
+
+
+# -- driving a run with live output ----------------------------------------------------
+
+def drive(
+    store: RunStore,
+    context: RunContext,
+    start: Callable[[RunContext], Awaitable[ExecutionResult]],
+    console: Console,
+) -> int:
+    """Run ``start`` with the headless printer attached; print the final table; the exit code."""
+    run_id = context.run_id
+    unsubscribe = store.subscribe(HeadlessPrinter(console), run_id=run_id)
+
+    async def go() -> ExecutionResult:
+        try:
+            return await start(context)
+        finally:
+            await close_run_context(context)
+
+    try:
+        result = asyncio.run(go())
+    except KeyboardInterrupt:
+        unsubscribe()
+        console.print("[magenta]interrupted: the run is stored; continue it with "
+                      f"workbench resume {run_id}[/]")
+        return EXIT_CODES[RunStatus.CANCELLED]
+    finally:
+        unsubscribe()
+    record = store.get_run(result.run_id)
+    console.print(step_table(store.step_results(result.run_id), record.definition.step_ids))
+    console.print(f"run {result.run_id}: {styled(result.status.value)}"
+                  + (f" — {escape(result.reason)}" if result.reason else ""), highlight=False)
+    if result.outputs:
+        console.print(f"outputs: {escape(summarize(result.outputs, 300))}", highlight=False)
+    if result.status == RunStatus.WAITING:
+        console.print(f"answer and continue with: workbench resume {result.run_id} --answer approve", highlight=False)
+    return EXIT_CODES[result.status]

@@ -1,0 +1,174 @@
+"""Running workflows: `workbench run`, `validate`, `resume`.
+
+Exit codes of `run` and `resume` (the run's status): 0 COMPLETED, 1 FAILED,
+2 bad input (unknown file, YAML problems, a bad --input, an unknown run id),
+3 PARTIAL, 4 WAITING (an interrupt waits for an answer: `workbench resume`),
+5 CANCELLED, 6 the engines differ (`run --engine shadow`). `validate` exits 0 when the file is valid, 1 when it has
+problems, 2 when it cannot be read.
+"""
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+from typing import Any
+
+import click
+from rich.console import Console
+from rich.markup import escape
+
+from engine.graph import WorkflowGraph
+from engine.headless import HeadlessPrinter
+from engine.run_inputs import InputError, parse_assignments, resolve_inputs
+from engine.selector import ENGINES, create_engine, engine_available, select_engine
+from engine.spec import WorkflowDefinition
+from engine.store import UnknownRun, new_run_id
+from tui.commands.app_cmds import open_app
+from tui.commands.common import (
+    BAD_INPUT,
+    EXIT_CODES,
+    ON_INTERRUPT,
+    BadInput,
+    close_run_context,
+    drive,
+    interrupt_mode,
+    load_or_exit,
+    make_run_context,
+    open_store,
+    parse_answer,
+    register_steps,
+    responder_for,
+    workspace_path,
+)
+
+SHADOW_DIFFERS = 6
+"""Exit code of ``run --engine shadow`` when the two engines' canonical results differ."""
+
+
+@click.command("run")
+@click.argument("workflow_file", type=click.Path(dir_okay=False))
+@click.option("--input", "-i", "input_pairs", multiple=True, metavar="KEY=VALUE", help="A workflow input (repeatable).")
+@click.option("--headless", is_flag=True, help="Print progress here instead of opening the app.")
+@click.option("--engine", type=click.Choice(["auto", *ENGINES, "shadow"]), default="auto", show_default=True,
+              help="Which engine runs it; auto picks by the workflow's shape; shadow runs both and compares "
+                   "them (exit 6 on any difference).")
+@click.option("--on-interrupt", type=ON_INTERRUPT, default=None,
+              help="Who answers prompts: default (approve / default edge, recorded as automatic), wait (store the "
+                   "run WAITING), ask (on this terminal). Default: ask on a terminal, else wait.")
+@click.pass_context
+def run_command(ctx: click.Context, workflow_file: str, input_pairs: tuple[str, ...], headless: bool, engine: str,
+                on_interrupt: str | None) -> None:
+    """Run a workflow file and show its progress live."""
+    wf = load_or_exit(workflow_file, BAD_INPUT)
+    try:
+        inputs = resolve_inputs(wf, parse_assignments(list(input_pairs)))
+    except InputError as error:
+        raise BadInput(str(error)) from None
+    if engine == "shadow":
+        ctx.exit(_shadow_run(ctx, wf, inputs, on_interrupt))
+    if not headless:
+        open_app((ctx.obj or {}).get("workspace"), workflow=Path(workflow_file), inputs=inputs,
+                 engine=None if engine == "auto" else engine)
+        return
+    selection = select_engine(wf, engine)
+    console = Console()
+    store = open_store(ctx)
+    try:
+        context = make_run_context(
+            workspace=workspace_path(ctx), store=store, wf=wf, inputs=inputs,
+            responder=responder_for(interrupt_mode(on_interrupt), console), run_id=new_run_id(),
+            engine_reason=selection.reason,
+        )
+        code = drive(store, context, lambda c: create_engine(selection.name).execute(wf, c), console)
+    finally:
+        store.close()
+    ctx.exit(code)
+
+
+def _shadow_run(ctx: click.Context, wf: WorkflowDefinition, inputs: dict[str, Any], on_interrupt: str | None) -> int:
+    """Both engines on the same inputs, the second replaying the first's journal; the difference report."""
+    from engine.shadow import run_shadow
+
+    first = select_engine(wf, "auto")
+    console = Console()
+    store = open_store(ctx)
+    try:
+        context = make_run_context(
+            workspace=workspace_path(ctx), store=store, wf=wf, inputs=inputs,
+            responder=responder_for(interrupt_mode(on_interrupt), console), run_id=new_run_id(),
+            engine_reason=f"shadow, {first.name} first ({first.reason})",
+        )
+        unsubscribe = store.subscribe(HeadlessPrinter(console))
+
+        async def go() -> Any:
+            try:
+                return await run_shadow(wf, context, first.name)
+            finally:
+                await close_run_context(context)
+
+        try:
+            result = asyncio.run(go())
+        finally:
+            unsubscribe()
+    finally:
+        store.close()
+    console.print(escape(result.report.render()), highlight=False)
+    if result.second is None:
+        console.print(f"[yellow]{escape(result.note)}[/]", highlight=False)
+        return EXIT_CODES[result.first.status]
+    if not result.report.identical:
+        return SHADOW_DIFFERS
+    return EXIT_CODES[result.first.status]
+
+
+@click.command("validate")
+@click.argument("workflow_file", type=click.Path(dir_okay=False))
+def validate_command(workflow_file: str) -> None:
+    """Check a workflow file: every problem as file:line:col: message, or ok with a summary."""
+    wf = load_or_exit(workflow_file, 1)
+    graph = WorkflowGraph(wf)
+    nodes, edges = graph.nodes_and_edges()
+    selection = select_engine(wf)
+    click.echo(f"ok: {wf.name}: {len(nodes)} steps, {len(edges)} edges; "
+               f"engine {selection.name} ({selection.reason})")
+
+
+@click.command("resume")
+@click.argument("run_id")
+@click.option("--answer", default=None,
+              help="Answer every pending interrupt: approve, reject, a routing TARGET, or JSON (edited outputs).")
+@click.option("--on-interrupt", type=ON_INTERRUPT, default=None,
+              help="Who answers new prompts (as for run).")
+@click.pass_context
+def resume_command(ctx: click.Context, run_id: str, answer: str | None, on_interrupt: str | None) -> None:
+    """Continue a run that was killed or is WAITING, without re-running finished steps."""
+    register_steps()
+    store = open_store(ctx)
+    try:
+        try:
+            record = store.get_run(run_id)
+        except UnknownRun as error:
+            raise BadInput(f"{error.args[0]}; see workbench runs list") from None
+        if record.status.final:
+            raise BadInput(f"run {run_id} is {record.status.value}; only a RUNNING or WAITING run resumes")
+        if not engine_available(record.engine):
+            raise BadInput(f"run {run_id} ran on {record.engine}, which is not installed here")
+        console = Console()
+        if answer is not None:
+            parsed = parse_answer(answer)
+            pending = store.pending_interrupts(run_id)
+            if not pending:
+                console.print("[dim]nothing waits for an answer; resuming[/]")
+            for interrupt in pending:
+                store.record_answer(interrupt.interrupt_id, parsed)
+        context = make_run_context(
+            workspace=workspace_path(ctx), store=store, wf=record.definition, inputs=record.inputs,
+            responder=responder_for(interrupt_mode(on_interrupt), console), run_id=run_id,
+            engine_reason=record.engine_reason,
+        )
+        code = drive(store, context, lambda c: create_engine(record.engine).resume(run_id, c), console)
+    finally:
+        store.close()
+    ctx.exit(code)
+
+
+COMMANDS: list[click.Command] = [run_command, validate_command, resume_command]

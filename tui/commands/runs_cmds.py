@@ -1,0 +1,182 @@
+"""Reading and forking stored runs: `workbench runs list|show|export|history|fork`.
+
+`runs fork` exits with the new run's status, as `workbench run` does (see run_cmds);
+an unknown run id or step exits 2.
+"""
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+from typing import Any
+
+import click
+from rich.console import Console
+from rich.markup import escape
+
+from engine.headless import step_table, styled, summarize
+from engine.selector import ENGINES, create_engine, engine_available
+from engine.store import RunStore, UnknownRun, new_run_id
+from tui.commands.common import (
+    ON_INTERRUPT,
+    BadInput,
+    drive,
+    interrupt_mode,
+    make_run_context,
+    open_store,
+    register_steps,
+    responder_for,
+    workspace_path,
+)
+
+
+@click.group("runs")
+def runs_group() -> None:
+    """Read the run store: list, show, export."""
+
+
+@runs_group.command("list")
+@click.option("--limit", default=50, show_default=True, type=click.IntRange(1, 10_000))
+@click.pass_context
+def runs_list(ctx: click.Context, limit: int) -> None:
+    """The most recent runs, newest first."""
+    from rich.table import Table
+
+    store = open_store(ctx)
+    try:
+        runs = store.list_runs(limit)
+    finally:
+        store.close()
+    console = Console()
+    if not runs:
+        console.print("no runs yet: try workbench run workflows/fan_out.yaml --headless")
+        return
+    table = Table(title="runs")
+    for column in ("run", "workflow", "status", "engine", "started", "reason"):
+        table.add_column(column, overflow="fold")
+    from datetime import datetime
+
+    for run in runs:
+        started = datetime.fromtimestamp(run.created_ts).strftime("%Y-%m-%d %H:%M:%S")
+        table.add_row(run.run_id, run.workflow, styled(run.status.value), run.engine, started, escape(run.reason))
+    console.print(table)
+
+
+def _get_run(store: RunStore, run_id: str) -> Any:
+    try:
+        return store.get_run(run_id)
+    except UnknownRun as error:
+        raise BadInput(f"{error.args[0]}; see workbench runs list") from None
+
+
+@runs_group.command("show")
+@click.argument("run_id")
+@click.pass_context
+def runs_show(ctx: click.Context, run_id: str) -> None:
+    """One run: status, engine and why, inputs, outputs, every step, pending prompts."""
+    store = open_store(ctx)
+    try:
+        record = _get_run(store, run_id)
+        results = store.step_results(run_id)
+        pending = store.pending_interrupts(run_id)
+    finally:
+        store.close()
+    console = Console()
+    console.print(f"[bold]run {record.run_id}[/]: {escape(record.workflow)} {styled(record.status.value)}"
+                  + (f" — {escape(record.reason)}" if record.reason else ""), highlight=False)
+    console.print(f"engine: {record.engine} ({escape(record.engine_reason)})", highlight=False)
+    console.print(f"source: {escape(record.source)}", highlight=False)
+    if record.parent_run_id:
+        console.print(f"forked from {record.parent_run_id} at {record.forked_at}", highlight=False)
+    console.print(f"inputs: {escape(summarize(record.inputs, 300))}", highlight=False)
+    if record.outputs:
+        console.print(f"outputs: {escape(summarize(record.outputs, 300))}", highlight=False)
+    console.print(step_table(results, record.definition.step_ids))
+    for interrupt in pending:
+        console.print(f"[yellow]waiting: {interrupt.step_id} asks {escape(interrupt.request.prompt)}[/] "
+                      f"[dim]({interrupt.interrupt_id})[/] — answer with: workbench resume {run_id} --answer approve",
+                      highlight=False)
+
+
+@runs_group.command("export")
+@click.argument("run_id")
+@click.option("--format", "fmt", type=click.Choice(["jsonl"]), default="jsonl", show_default=True)
+@click.option("--output", "-o", type=click.Path(dir_okay=False, writable=True), default=None,
+              help="Write to this file instead of standard output.")
+@click.pass_context
+def runs_export(ctx: click.Context, run_id: str, fmt: str, output: str | None) -> None:
+    """Every event of a run, one JSON object per line, in seq order."""
+    store = open_store(ctx)
+    try:
+        _get_run(store, run_id)
+        lines = [event.model_dump_json() for event in store.events(run_id)]
+    finally:
+        store.close()
+    text = "".join(line + "\n" for line in lines)
+    if output:
+        Path(output).write_text(text, encoding="utf-8")
+    else:
+        click.echo(text, nl=False)
+
+
+# -- history and fork (the LangGraph issue) ----------------------------------------------
+
+@runs_group.command("history")
+@click.argument("run_id")
+@click.pass_context
+def runs_history(ctx: click.Context, run_id: str) -> None:
+    """The checkpoints of a run: LangGraph's supersteps, or a Kahn run's stored step transitions."""
+    from rich.table import Table
+
+    # Imported here: LangGraph is slow to import and only history needs it.
+    from engine.langgraph_engine import LangGraphEngine
+
+    store = open_store(ctx)
+    try:
+        record = _get_run(store, run_id)
+        engine = LangGraphEngine(checkpoint_path=workspace_path(ctx) / "checkpoints.sqlite")
+        entries = asyncio.run(engine.history(run_id, store))
+    finally:
+        store.close()
+    table = Table(title=f"checkpoints of {run_id} ({record.engine})")
+    for column in ("#", "checkpoint", "superstep", "source", "changed", "settled"):
+        table.add_column(column, overflow="fold")
+    for entry in entries:
+        changed = ", ".join(f"{step}={status}" for step, status in entry.changed.items())
+        table.add_row(str(entry.index), entry.checkpoint_id, "" if entry.superstep is None else str(entry.superstep),
+                      entry.source, escape(changed), str(len(entry.settled)))
+    Console().print(table)
+
+
+@runs_group.command("fork")
+@click.argument("run_id")
+@click.option("--at", "at_step", required=True, metavar="STEP",
+              help="Keep every result not downstream of STEP; run STEP and everything downstream again.")
+@click.option("--engine", type=click.Choice(["same", *ENGINES]), default="same", show_default=True,
+              help="Which engine runs the fork (same: the one that ran RUN_ID).")
+@click.option("--on-interrupt", type=ON_INTERRUPT, default=None, help="Who answers prompts (as for run).")
+@click.pass_context
+def runs_fork(ctx: click.Context, run_id: str, at_step: str, engine: str, on_interrupt: str | None) -> None:
+    """Time travel: a new run from RUN_ID's results, re-running STEP and what depends on it."""
+    register_steps()
+    store = open_store(ctx)
+    try:
+        record = _get_run(store, run_id)
+        if at_step not in record.definition.step_ids:
+            raise BadInput(f"workflow {record.workflow} has no step {at_step!r}; "
+                           f"steps: {', '.join(record.definition.step_ids)}")
+        name = record.engine if engine == "same" else engine
+        if not engine_available(name):
+            raise BadInput(f"the {name} engine is not installed here")
+        console = Console()
+        context = make_run_context(
+            workspace=workspace_path(ctx), store=store, wf=record.definition, inputs=record.inputs,
+            responder=responder_for(interrupt_mode(on_interrupt), console), run_id=new_run_id(),
+            engine_reason=f"fork of {run_id} at {at_step}",
+        )
+        code = drive(store, context, lambda c: create_engine(name).fork(run_id, at_step, c), console)
+    finally:
+        store.close()
+    ctx.exit(code)
+
+
+COMMANDS: list[click.Command] = [runs_group]
