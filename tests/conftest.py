@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 
+import pytest
 from hypothesis import HealthCheck, settings
 
 settings.register_profile(
@@ -13,3 +14,20 @@ settings.register_profile(
     "ci", deadline=None, suppress_health_check=[HealthCheck.too_slow], derandomize=True
 )
 settings.load_profile("ci" if os.environ.get("CI") else "default")
+
+
+PROVIDER_ENV_PREFIXES = ("OPENAI_", "ANTHROPIC_", "GEMINI_", "AZURE_OPENAI_", "OLLAMA_")
+"""Environment variables that would point the router at a real provider."""
+
+
+@pytest.fixture(autouse=True)
+def _hermetic_environment(monkeypatch: pytest.MonkeyPatch, tmp_path_factory: pytest.TempPathFactory) -> None:
+    """No test reads the developer's config file or reaches a real provider.
+
+    ``WORKBENCH_CONFIG`` points at a file that does not exist (the defaults), and
+    provider keys are removed — subprocesses inherit the cleaned environment.
+    """
+    monkeypatch.setenv("WORKBENCH_CONFIG", str(tmp_path_factory.getbasetemp() / "no-config.yaml"))
+    for name in list(os.environ):
+        if name.startswith(PROVIDER_ENV_PREFIXES) or name == "GITHUB_TOKEN":
+            monkeypatch.delenv(name)

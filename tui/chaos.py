@@ -26,6 +26,7 @@ from engine.events import InterruptRaised, ProviderState, RunEvent
 from engine.protocol import ExecutionResult, InterruptResponder
 from engine.store import new_run_id
 from router.fault_script import DEFAULT_SCRIPT_PATH
+from tui.config import WorkbenchConfig
 from tui.run_driver import EventInbox, RunJob
 from tui.run_state import describe
 from tui.workbench import SHIPPED_WORKFLOWS, _load
@@ -35,7 +36,7 @@ WORKFLOW = SHIPPED_WORKFLOWS / "deep_research.yaml"
 CYCLE = ("OPEN", "HALF_OPEN", "CLOSED")
 
 
-def chaos_job(workspace: Path, *, time_scale: float, query: str) -> RunJob:
+def chaos_job(workspace: Path, *, time_scale: float, query: str, settings: WorkbenchConfig | None = None) -> RunJob:
     """The demo's run as a job for the app's worker thread (or ``asyncio.run`` when headless).
     Its run id is chosen up front (``job.run_id``), as ``Workbench.new_run_job`` does."""
     run_id = new_run_id()
@@ -55,7 +56,7 @@ def chaos_job(workspace: Path, *, time_scale: float, query: str) -> RunJob:
             router = build_workbench_router(None, config=config, environ={})
             try:
                 context = build_run_context(workspace, inputs={"query": query}, responder=responder, router=router,
-                                            run_id=run_id)
+                                            run_id=run_id, settings=settings)
             except BaseException:
                 await router.aclose(flush=False)
                 raise
@@ -132,7 +133,7 @@ def run_chaos_demo(workspace: str | Path | None, *, time_scale: float, query: st
 
     workbench = make_workbench(workspace)
     workbench.workspace.mkdir(parents=True, exist_ok=True)
-    job = chaos_job(workbench.workspace, time_scale=time_scale, query=query)
+    job = chaos_job(workbench.workspace, time_scale=time_scale, query=query, settings=workbench.config)
     if not headless:
         from tui.app import WorkbenchApp
 

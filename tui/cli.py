@@ -5,15 +5,14 @@ module only assembles them.
 """
 from __future__ import annotations
 
-import importlib
-
 import click
 from click.core import ParameterSource
 
+from tui.commands import app_cmds, research_cmds, router_cmds, run_cmds, runs_cmds
 from tui.config import CONFIG_ENV, CONFIG_PATH_KEY, CONFIG_REQUIRED_KEY
 
-# (module under tui.commands, attribute) — each module exposes click commands/groups.
-_COMMAND_MODULES: tuple[str, ...] = ("engine_cmds", "router_cmds", "research_cmds", "app_cmds")
+COMMAND_MODULES = (run_cmds, runs_cmds, router_cmds, research_cmds, app_cmds)
+"""Each module lists its click commands in ``COMMANDS``."""
 
 
 @click.group(invoke_without_command=True)
@@ -29,26 +28,12 @@ def cli(ctx: click.Context, workspace: str | None, config_path: str | None) -> N
     ctx.obj[CONFIG_PATH_KEY] = config_path
     ctx.obj[CONFIG_REQUIRED_KEY] = ctx.get_parameter_source("config_path") is ParameterSource.COMMANDLINE
     if ctx.invoked_subcommand is None:
-        default = cli.commands.get("app")
-        if default is None:
-            click.echo(ctx.get_help())
-            return
-        ctx.invoke(default)
+        ctx.invoke(app_cmds.app_command)
 
 
-def _register_commands() -> None:
-    for module_name in _COMMAND_MODULES:
-        try:
-            module = importlib.import_module(f"tui.commands.{module_name}")
-        except ModuleNotFoundError as exc:
-            if exc.name == f"tui.commands.{module_name}":
-                continue
-            raise
-        for command in getattr(module, "COMMANDS", ()):
-            cli.add_command(command)
-
-
-_register_commands()
+for _module in COMMAND_MODULES:
+    for _command in _module.COMMANDS:
+        cli.add_command(_command)
 
 
 def main() -> None:

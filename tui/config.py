@@ -111,6 +111,11 @@ def config_path_for(ctx: click.Context | None) -> Path:
     return Path(configured).expanduser() if configured else standard_config_path()
 
 
+def config_required(ctx: click.Context | None) -> bool:
+    """True when the file was named with ``--config``: then it must exist."""
+    return bool(_root_obj(ctx).get(CONFIG_REQUIRED_KEY))
+
+
 def default_config_path() -> Path:
     """The config file of the ``workbench`` command running in this thread, else :func:`standard_config_path`."""
     return config_path_for(click.get_current_context(silent=True))
@@ -237,7 +242,7 @@ def load_config(path: Path | None = None, *, must_exist: bool = False) -> Workbe
 
 def config_from_context(ctx: click.Context | None) -> WorkbenchConfig:
     """The config of a ``workbench`` command: its ``--config`` / ``$WORKBENCH_CONFIG`` / default file."""
-    return load_config(config_path_for(ctx), must_exist=bool(_root_obj(ctx).get(CONFIG_REQUIRED_KEY)))
+    return load_config(config_path_for(ctx), must_exist=config_required(ctx))
 
 
 def active_config() -> WorkbenchConfig:

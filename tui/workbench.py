@@ -9,7 +9,6 @@ Textual.
 """
 from __future__ import annotations
 
-import importlib
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -21,8 +20,8 @@ from engine.protocol import ExecutionResult, InterruptResponder, RunContext
 from engine.selector import create_engine, select_engine
 from engine.spec import WorkflowDefinition
 from engine.store import RunStore
-from tui.config import APP_NAME, WorkbenchConfig
 from engine.store import new_run_id
+from tui.config import APP_NAME, WorkbenchConfig
 from tui.run_driver import EventInbox, RunJob
 
 ContextFactory = Callable[[Path, dict[str, Any], InterruptResponder], RunContext]
@@ -46,17 +45,11 @@ def default_workspace() -> Path:
     return Path(user_data_dir(APP_NAME))
 
 
-STEP_PACKAGES = ("engine.demo_steps", "research.steps")
-"""Packages whose import registers step implementations (the loader checks ``uses`` against them)."""
-
-
 def register_steps() -> None:
-    for name in STEP_PACKAGES:
-        try:
-            importlib.import_module(name)
-        except ModuleNotFoundError as exc:
-            if exc.name != name:
-                raise
+    """Register the built-in demo steps and the research steps (importing them registers
+    them; the loader checks ``uses`` against the registry)."""
+    import engine.demo_steps  # noqa: F401
+    import research.steps  # noqa: F401
 
 
 def _load(path: Path) -> WorkflowDefinition:

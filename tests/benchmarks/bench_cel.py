@@ -16,7 +16,7 @@ from engine.graph import WorkflowGraph
 from engine.loader import WorkflowLoadError, load_workflow
 from engine.routing import RouteInput, decide
 from engine.spec import StepSpec, WorkflowDefinition
-from tui.commands.engine_cmds import register_steps
+from tui.workbench import register_steps
 
 TYPICAL = {
     "comparison": "outputs.confidence < 0.7",

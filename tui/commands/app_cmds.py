@@ -12,15 +12,23 @@ from typing import Any
 
 import click
 
-from tui.config import ConfigError, WorkbenchConfig, default_config_path, load_config
+from tui.config import CONFIG_PATH_KEY, ConfigError, WorkbenchConfig, config_path_for, config_required, load_config
 from tui.run_driver import RunJob
 from tui.workbench import Workbench, default_workspace
 
 
 def make_workbench(workspace: str | Path | None, config_path: Path | None = None) -> Workbench:
-    """The app's services; a broken config is reported in the app, never as a traceback."""
+    """The app's services; a broken config is reported in the app, never as a traceback.
+
+    A file named with ``--config`` must exist (click prints that as one line); a mistake
+    inside the file opens the app on the defaults with the error shown.
+    """
+    ctx = click.get_current_context(silent=True)
+    path = config_path or config_path_for(ctx)
+    if config_required(ctx) and not path.exists():
+        raise ConfigError(f"{path}: no such config file; check the --config path")
     try:
-        config, error = load_config(config_path or default_config_path()), ""
+        config, error = load_config(path), ""
     except ConfigError as exc:
         config, error = WorkbenchConfig(), str(exc)
     return Workbench(workspace=Path(workspace).expanduser() if workspace else default_workspace(), config=config,
@@ -62,6 +70,9 @@ def serve_command(ctx: click.Context, host: str, port: int) -> None:
     command = [sys.executable, "-m", "tui.cli"]
     if workspace:
         command += ["--workspace", str(workspace)]
+    config = (ctx.obj or {}).get(CONFIG_PATH_KEY)
+    if config:
+        command += ["--config", str(config)]
     command.append("app")
     Server(shlex.join(command), host=host, port=port, title="Research Workbench").serve()
 

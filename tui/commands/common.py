@@ -27,6 +27,7 @@ from engine.spec import WorkflowDefinition
 from engine.states import RunStatus
 from engine.store import RunStore
 from tui import wiring
+from tui.workbench import register_steps
 
 RUNS_FILE = "runs.sqlite"
 BAD_INPUT = 2
@@ -49,12 +50,6 @@ class BadInput(click.ClickException):
 
     def show(self, file: Any = None) -> None:
         click.echo(f"error: {self.message}", err=True)
-
-
-def register_steps() -> None:
-    """Register the built-in demo steps and the research steps (importing them registers them)."""
-    import engine.demo_steps  # noqa: F401
-    import research.steps  # noqa: F401
 
 
 def workspace_path(ctx: click.Context) -> Path:
