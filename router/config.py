@@ -30,10 +30,10 @@ from pathlib import Path
 from typing import Any, Literal
 from urllib.parse import urlsplit
 
-import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from router.breaker import BreakerPolicy
+from router.yaml_file import read_yaml_file
 
 ProviderKind = Literal["openai", "azure", "github", "ollama", "ollama_native", "anthropic", "gemini"]
 PROVIDER_KINDS: tuple[str, ...] = ("openai", "azure", "github", "ollama", "ollama_native", "anthropic", "gemini")
@@ -294,19 +294,7 @@ def load_router_config(path_or_mapping: Path | str | Mapping[str, Any], source_n
         return parse_router_config(path_or_mapping, source_name or "<config>")
     path = Path(path_or_mapping)
     name = source_name or str(path)
-    try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise ConfigError(f"{name}: file not found — create it or point to an existing config file") from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise ConfigError(f"{name}: cannot read the file ({type(exc).__name__}) — check its permissions and encoding") from None
-    try:
-        data = yaml.safe_load(text)
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        where = f":{mark.line + 1}:{mark.column + 1}" if mark is not None else ""
-        problem = getattr(exc, "problem", None) or "invalid YAML"
-        raise ConfigError(f"{name}{where}: YAML syntax error: {problem} — fix the syntax") from None
+    data = read_yaml_file(path, name, ConfigError, "create it or point to an existing config file")
     if data is None:
         return RouterConfig()
     if not isinstance(data, Mapping):

@@ -33,8 +33,9 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Literal
 
-import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+
+from router.yaml_file import read_yaml_file
 
 FaultKind = Literal["ok", "error", "timeout", "slow_body", "malformed", "down"]
 
@@ -191,19 +192,7 @@ def load_fault_script(source: Path | str | Mapping[str, Any] | FaultScript | Non
         return parse_fault_script(source, source_name or "<script>")
     path = Path(source)
     name = source_name or str(path)
-    try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise FaultScriptError(f"{name}: file not found — pass an existing chaos script") from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise FaultScriptError(f"{name}: cannot read the file ({type(exc).__name__})") from None
-    try:
-        data = yaml.safe_load(text)
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        where = f":{mark.line + 1}:{mark.column + 1}" if mark is not None else ""
-        raise FaultScriptError(f"{name}{where}: YAML syntax error: "
-                               f"{getattr(exc, 'problem', None) or 'invalid YAML'} — fix the syntax") from None
+    data = read_yaml_file(path, name, FaultScriptError, "pass an existing chaos script")
     return parse_fault_script(data, name)
 
 
