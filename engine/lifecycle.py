@@ -10,6 +10,9 @@ An engine contributes only its scheduler — *when* steps run — through
 * fork at a step: a new run keeping every result not downstream of the step,
   its kept results replayed into the new run's own event log;
 * cancel: a per-run request the scheduler waits on;
+* ownership: the store records this process as the run's owner from its start or
+  resume until it finishes or goes WAITING; a run another live process (or this
+  one) drives is not resumed (:func:`resume_refusal`, :class:`~engine.store.RunOwned`);
 * the end: steps the stop cut off are skipped with its reason, the completion
   criteria decide the status, and ``run_finished`` closes the event log.
 
@@ -18,6 +21,7 @@ Running one step is engine/runner.py's, shared as well.
 from __future__ import annotations
 
 import asyncio
+import os
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Collection
 from dataclasses import dataclass
@@ -31,7 +35,21 @@ from engine.runner import AnswerPause, Sleep, StepRunner
 from engine.spec import WorkflowDefinition
 from engine.states import RunStatus, StepStatus
 from engine.steps import REGISTRY, StepRegistry
-from engine.store import BaseRunStore, StepResult
+from engine.store import BaseRunStore, RunOwned, RunSummary, StepResult
+
+_DRIVING: set[str] = set()
+"""Runs this process is driving right now (an engine's ``_drive`` is under way)."""
+
+
+def resume_refusal(record: RunSummary) -> str | None:
+    """Why ``record`` must not be resumed here because someone drives it; None when it may be."""
+    if record.run_id in _DRIVING:
+        return f"run {record.run_id} is already running in this process"
+    if record.status == RunStatus.RUNNING and record.owner_status == "alive" and record.owner is not None \
+            and record.owner.pid != os.getpid():
+        return (f"run {record.run_id} is running in another process ({record.owner.describe()}); "
+                "not resuming it twice")
+    return None
 
 
 class RunNotResumable(RuntimeError):
@@ -136,6 +154,10 @@ class EngineBase(ABC):
         record = store.get_run(run_id)
         if record.status.final:
             raise RunNotResumable(f"run {run_id} is {record.status.value}; only a RUNNING or WAITING run resumes")
+        refusal = resume_refusal(record)
+        if refusal:
+            raise RunOwned(refusal, run_id)
+        store.claim_owner(run_id)
         wf = record.definition
         state = RunState.restore(run_id, wf, record.inputs, store.step_results(run_id), record.engine_state)
         runner = self._new_runner(state, WorkflowGraph(wf), run)
@@ -198,13 +220,18 @@ class EngineBase(ABC):
     async def _drive(self, runner: StepRunner) -> ExecutionResult:
         run_id = runner.run_id
         cancel = self._cancel_requests[run_id] = CancelRequest()
+        _DRIVING.add(run_id)
         try:
             end = await self.schedule(runner, cancel)
         except asyncio.CancelledError:
             self._finish(runner, RunStatus.CANCELLED, "cancelled", ())
             raise
+        except BaseException:
+            _release(runner.store, run_id)  # the run stays RUNNING; shown as stopped, resumable
+            raise
         finally:
             self._cancel_requests.pop(run_id, None)
+            _DRIVING.discard(run_id)
         state = runner.state
         if end.cancelled:
             _skip_remaining(runner, "cancelled")
@@ -244,6 +271,13 @@ class EngineBase(ABC):
             run_id=state.run_id, status=status, reason=reason, outputs=final_outputs,
             step_statuses=step_statuses, missing=final_missing, pending_interrupts=pending, engine=self.name,
         )
+
+
+def _release(store: BaseRunStore, run_id: str) -> None:
+    try:
+        store.release_owner(run_id)
+    except Exception:  # the store itself failed; the original error matters more
+        pass
 
 
 def _skip_remaining(runner: StepRunner, reason: str) -> None:

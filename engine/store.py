@@ -24,12 +24,20 @@ the engine's units of work rather than around time:
 There is no timer-based batching: a commit that waits for a timer is a commit
 a crash can lose after the engine has acted on it.
 
+Ownership. A RUNNING run records the process that drives it (:class:`RunOwner`:
+host, pid, the pid's start time and a per-process token) from ``create_run`` or
+:meth:`BaseRunStore.claim_owner` (resume) until ``set_status`` moves it out of
+RUNNING. Reads report whether that process still runs (``owner_status``), so a
+run whose process was killed shows as stopped and a live one is not resumed twice.
+
 ``InMemoryRunStore`` has the same API without a file (benchmarks, tests that
 do not care about durability).
 """
 from __future__ import annotations
 
 import json
+import os
+import socket
 import sqlite3
 import threading
 import time
@@ -60,6 +68,78 @@ class UnknownRun(LookupError):
         self.run_id = run_id
 
 
+class RunOwned(RuntimeError):
+    """Another live process drives this run; it must not be resumed here."""
+
+    def __init__(self, message: str, run_id: str) -> None:
+        super().__init__(message)
+        self.run_id = run_id
+
+
+class RunOwner(Frozen):
+    """The process that drives a RUNNING run."""
+
+    host: str
+    pid: int
+    token: str
+    """Random per process: tells this process's own claims from another's that got the same pid."""
+    proc_start: str | None = None
+    """The pid's start time (Linux ``/proc/PID/stat``), so a reused pid is not taken for the owner."""
+    claimed_ts: float = 0.0
+
+    def describe(self) -> str:
+        return f"pid {self.pid} on {self.host}"
+
+
+OwnerStatus = Literal["", "alive", "gone", "unknown"]
+
+
+def _proc_start(pid: int) -> tuple[str | None, bool]:
+    """(the start time of ``pid``, whether it is a zombie); (None, False) where /proc is not readable."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return None, False
+    fields = stat[stat.rfind(")") + 2:].split()  # after "pid (comm) "; comm may hold spaces
+    return (fields[19] if len(fields) > 19 else None), (fields[0] == "Z" if fields else False)
+
+
+_ME: dict[int, RunOwner] = {}
+
+
+def this_process() -> RunOwner:
+    """The :class:`RunOwner` this process records (a new one after ``fork``)."""
+    pid = os.getpid()
+    if pid not in _ME:
+        _ME.clear()
+        _ME[pid] = RunOwner(host=socket.gethostname(), pid=pid, token=uuid.uuid4().hex,
+                            proc_start=_proc_start(pid)[0])
+    return _ME[pid]
+
+
+def owner_status(owner: RunOwner | None) -> OwnerStatus:
+    """alive, gone (or never recorded), or unknown (another host: its pids cannot be checked)."""
+    if owner is None:
+        return "gone"
+    me = this_process()
+    if owner.host != me.host:
+        return "unknown"
+    if owner.pid == me.pid:
+        return "alive" if owner.token == me.token else "gone"
+    try:
+        os.kill(owner.pid, 0)
+    except ProcessLookupError:
+        return "gone"
+    except PermissionError:
+        pass  # exists, another user's
+    except OSError:
+        return "unknown"
+    start, zombie = _proc_start(owner.pid)
+    if zombie or (owner.proc_start and start and start != owner.proc_start):
+        return "gone"
+    return "alive"
+
+
 class RunSummary(Frozen):
     run_id: str
     workflow: str
@@ -71,6 +151,29 @@ class RunSummary(Frozen):
     finished_ts: float | None = None
     parent_run_id: str | None = None
     forked_at: str | None = None
+    owner: RunOwner | None = None
+    """The process that drives a RUNNING run; None otherwise (and for runs stored before owners were)."""
+    owner_status: OwnerStatus = ""
+    """For a RUNNING run, whether its owner still runs (computed when read); '' for other statuses."""
+
+    @property
+    def stopped(self) -> bool:
+        """RUNNING in the store, but the process that ran it is gone: only a resume continues it."""
+        return self.status == RunStatus.RUNNING and self.owner_status == "gone"
+
+    def status_label(self, hint: bool = True) -> str:
+        """The status as people read it: a RUNNING run says when its process is gone or cannot be checked."""
+        if self.status != RunStatus.RUNNING or self.owner_status in ("", "alive"):
+            return self.status.value
+        if self.owner_status == "gone":
+            return "RUNNING (stopped: process gone" + (f" — workbench resume {self.run_id})" if hint else ")")
+        where = self.owner.host if self.owner else "another host"
+        return f"RUNNING (owner on {where}: unknown)"
+
+
+def _with_owner(values: dict[str, Any], owner: RunOwner | None) -> dict[str, Any]:
+    running = values["status"] in (RunStatus.RUNNING, RunStatus.RUNNING.value)
+    return {**values, "owner": owner if running else None, "owner_status": owner_status(owner) if running else ""}
 
 
 class RunRecord(RunSummary):
@@ -176,6 +279,13 @@ class BaseRunStore(ABC):
     @abstractmethod
     def _write_interrupt(self, record: InterruptRecord) -> None: ...
 
+    @abstractmethod
+    def _read_owner(self, run_id: str) -> RunOwner | None: ...
+
+    @abstractmethod
+    def _write_owner(self, run_id: str, owner: RunOwner | None) -> None:
+        """Record ``owner`` for the run (None: delete the row)."""
+
     # -- reads, one implementation per backend ------------------------------
     @abstractmethod
     def events(self, run_id: str, after_seq: int = 0) -> list[RunEvent]: ...
@@ -265,7 +375,26 @@ class BaseRunStore(ABC):
         )
         with self.batch():
             self._insert_run(record)
+            self._write_owner(run_id, this_process().model_copy(update={"claimed_ts": now}))
         return run_id
+
+    def claim_owner(self, run_id: str) -> None:
+        """Record this process as the one driving ``run_id``; :class:`RunOwned` when another live
+        process already does (checked and written in one transaction)."""
+        with self.batch():
+            current = self._read_owner(run_id)
+            me = this_process()
+            if current is not None and current.token != me.token and owner_status(current) == "alive":
+                raise RunOwned(f"run {run_id} is running in another process ({current.describe()}); "
+                               "not resuming it twice", run_id)
+            self._write_owner(run_id, me.model_copy(update={"claimed_ts": time.time()}))
+
+    def release_owner(self, run_id: str) -> None:
+        """Forget this process as the run's owner (nothing when another process owns it)."""
+        with self.batch():
+            current = self._read_owner(run_id)
+            if current is not None and current.token == this_process().token:
+                self._write_owner(run_id, None)
 
     def append(self, event: RunEvent) -> RunEvent:
         """Stamp ``event`` with the run's next seq, wall time and monotonic offset; store it.
@@ -296,7 +425,13 @@ class BaseRunStore(ABC):
         values["finished_ts"] = now if status.final else None
         if outputs is not None:
             values["outputs"] = outputs
-        self._write(lambda: self._update_run(run_id, values))
+
+        def write() -> None:
+            self._update_run(run_id, values)
+            if status != RunStatus.RUNNING:
+                self._write_owner(run_id, None)
+
+        self._write(write)
 
     def save_engine_state(self, run_id: str, state: dict[str, Any]) -> None:
         """Store what resume needs besides the step results; written with every step transition."""
@@ -414,6 +549,14 @@ CREATE TABLE IF NOT EXISTS engine_states (
     engine_state TEXT NOT NULL,
     updated_ts REAL NOT NULL
 ) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS run_owners (
+    run_id TEXT PRIMARY KEY,
+    host TEXT NOT NULL,
+    pid INTEGER NOT NULL,
+    token TEXT NOT NULL,
+    proc_start TEXT,
+    claimed_ts REAL NOT NULL
+) WITHOUT ROWID;
 """
 
 _RUN_COLUMNS = (
@@ -427,7 +570,9 @@ _RUN_SELECT = "SELECT " + ", ".join(
         "updated_ts": "MAX(r.updated_ts, COALESCE(e.updated_ts, r.updated_ts))",
     }.get(name, f"r.{name}")
     for name in (column.strip() for column in _RUN_COLUMNS.split(","))
-) + " FROM runs r LEFT JOIN engine_states e ON e.run_id = r.run_id"
+) + (", o.host, o.pid, o.token, o.proc_start, o.claimed_ts"
+     " FROM runs r LEFT JOIN engine_states e ON e.run_id = r.run_id LEFT JOIN run_owners o ON o.run_id = r.run_id")
+_OWNER_COLUMNS = ("host", "pid", "token", "proc_start", "claimed_ts")
 
 
 class RunStore(BaseRunStore):
@@ -543,7 +688,24 @@ class RunStore(BaseRunStore):
         values = dict(zip(names, row))
         for name in _JSON_RUN_FIELDS:
             values[name] = json.loads(values[name])
-        return values
+        owner_row = row[len(names):]
+        owner = RunOwner(**dict(zip(_OWNER_COLUMNS, owner_row))) if owner_row and owner_row[0] is not None else None
+        return _with_owner(values, owner)
+
+    def _read_owner(self, run_id: str) -> RunOwner | None:
+        row = self._db.execute(
+            f"SELECT {', '.join(_OWNER_COLUMNS)} FROM run_owners WHERE run_id = ?", (run_id,)
+        ).fetchone()
+        return RunOwner(**dict(zip(_OWNER_COLUMNS, row))) if row else None
+
+    def _write_owner(self, run_id: str, owner: RunOwner | None) -> None:
+        if owner is None:
+            self._db.execute("DELETE FROM run_owners WHERE run_id = ?", (run_id,))
+            return
+        self._db.execute(
+            f"INSERT OR REPLACE INTO run_owners (run_id, {', '.join(_OWNER_COLUMNS)}) VALUES (?, ?, ?, ?, ?, ?)",
+            (run_id, owner.host, owner.pid, owner.token, owner.proc_start, owner.claimed_ts),
+        )
 
     def list_runs(self, limit: int = 50) -> list[RunSummary]:
         rows = self._query(f"{_RUN_SELECT} ORDER BY r.created_ts DESC, r.run_id DESC LIMIT ?", (limit,))
@@ -641,6 +803,16 @@ class InMemoryRunStore(BaseRunStore):
         self._history: dict[tuple[str, str], dict[int, StepIteration]] = {}
         self._journal: dict[tuple[str, str, int, int], JournalEntry] = {}
         self._interrupts: dict[str, InterruptRecord] = {}
+        self._owners: dict[str, RunOwner] = {}
+
+    def _read_owner(self, run_id: str) -> RunOwner | None:
+        return self._owners.get(run_id)
+
+    def _write_owner(self, run_id: str, owner: RunOwner | None) -> None:
+        if owner is None:
+            self._owners.pop(run_id, None)
+        else:
+            self._owners[run_id] = owner
 
     def _begin(self) -> None:
         return None
@@ -690,12 +862,13 @@ class InMemoryRunStore(BaseRunStore):
 
     def list_runs(self, limit: int = 50) -> list[RunSummary]:
         runs = sorted(self._runs.values(), key=lambda r: (r["created_ts"], r["run_id"]), reverse=True)[:limit]
-        return [RunSummary.model_validate({k: v for k, v in r.items() if k in RunSummary.model_fields}) for r in runs]
+        return [RunSummary.model_validate({k: v for k, v in _with_owner(r, self._owners.get(r["run_id"])).items()
+                                           if k in RunSummary.model_fields}) for r in runs]
 
     def get_run(self, run_id: str) -> RunRecord:
         if run_id not in self._runs:
             raise UnknownRun(run_id)
-        return RunRecord.model_validate(self._runs[run_id])
+        return RunRecord.model_validate(_with_owner(self._runs[run_id], self._owners.get(run_id)))
 
     def step_results(self, run_id: str) -> dict[str, StepResult]:
         results = {}

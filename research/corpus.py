@@ -291,12 +291,17 @@ class Corpus:
         exclude_sources: Iterable[str] = (),
         exclude_passages: Iterable[str] = (),
         published_after: str | None = None,
+        published_before: str | None = None,
         distinct_sources: bool = False,
     ) -> list[dict[str, Any]]:
         """Passages ranked by bm25 (best first), as plain dicts (the Retriever shape).
 
-        ``published_after`` (ISO day) keeps documents published or updated on or
-        after that day; ``distinct_sources`` keeps the best passage per document.
+        ``published_after`` / ``published_before`` (ISO days, inclusive) keep
+        documents that state a published or updated date inside that range —
+        with both, a document published before the range and updated after it
+        is not kept, the same rule ``effective_date`` scores recency by (the
+        latest date not after ``as_of``); ``distinct_sources`` keeps the best
+        passage per document.
         """
         match = fts_query(query)
         if not match:
@@ -315,9 +320,18 @@ class Corpus:
         if excluded_passages:
             clauses.append(f"p.passage_id NOT IN ({','.join('?' * len(excluded_passages))})")
             params += excluded_passages
-        if published_after:
-            clauses.append("MAX(COALESCE(d.published, ''), COALESCE(d.updated, '')) >= ?")
-            params.append(published_after)
+        if published_after or published_before:
+            in_range = []
+            for column in ("d.published", "d.updated"):
+                bounds = [f"COALESCE({column}, '') <> ''"]
+                if published_after:
+                    bounds.append(f"{column} >= ?")
+                    params.append(published_after)
+                if published_before:
+                    bounds.append(f"{column} <= ?")
+                    params.append(published_before)
+                in_range.append("(" + " AND ".join(bounds) + ")")
+            clauses.append("(" + " OR ".join(in_range) + ")")
         sql = (
             "SELECT p.passage_id, d.source_id, d.uri, d.title, f.section, f.text, "
             "snippet(passage_fts, 2, '[', ']', '…', 16), bm25(passage_fts, 2.0, 1.0, 1.0) AS rank, "

@@ -117,10 +117,9 @@ def render_report(evidence: EvidenceMap, synthesis: SynthesisAnswer | None, cita
         lines += ["## Sources", ""]
         for citation in citations:
             source = evidence.sources.get(citation.source_id)
-            dated = source.latest_date if source else None
-            status = source.status if source else ""
+            facts = [str(fact) for fact in (source.status, source.latest_date) if fact] if source else []
             lines.append(f"[{citation.number}] {citation.title} — `{citation.passage_id}`"
-                         + (f" ({status}, {dated})" if source else "")
+                         + (f" ({', '.join(facts)})" if facts else "")
                          + f"\n    > {citation.quote}")
         lines.append("")
     lines += ["## Quality", "",

@@ -139,6 +139,15 @@ class WorkbenchApp(App[None]):
         return screen
 
     def resume_run(self, screen: RunScreen) -> None:
+        from engine.lifecycle import resume_refusal
+
+        try:
+            refusal = resume_refusal(self.workbench.store().get_run(screen.run_id))
+        except LookupError:
+            refusal = None  # the resume job reports an unknown run
+        if refusal:
+            self.notify(refusal, severity="error")
+            return
         driver = self._new_run_driver(self.workbench.resume_job(screen.run_id), screen)
         screen.go_live(driver)
 

@@ -6,7 +6,8 @@ propose and score search branches, and prune the weakest. ReAct: for each
 kept branch, search → read → refine (pseudo-relevance feedback) within a
 bound on tool calls, always past every passage read before — so a later
 round retrieves passages earlier rounds did not. A recency remediation round
-skips the tree and searches each sub-question inside the recency window only.
+skips the tree and searches each sub-question inside the recency window only
+(documents dated between the window's start and ``as_of``).
 """
 from __future__ import annotations
 
@@ -117,11 +118,15 @@ async def retrieval_react(ctx: StepContext, inp: RoundInput) -> RetrievalOutput:
     if recency_mode:
         branches = [PlannedBranch(sub_question=q.id, query=" ".join([*state.subject_terms, *q.key_terms]) or q.text,
                                   score=0.0) for q in state.evidence.sub_questions]
+        # Recent as scoring counts it: a date inside [window start, as_of]. A document
+        # first published after as_of, or one dated inside the window only by an
+        # update after as_of, would add a source that lowers recency instead.
         window_start = state.policy.window_start
         published_after = window_start.isoformat() if window_start else None
+        published_before = state.policy.as_of if window_start else None
     else:
         branches = list(state.branches)
-        published_after = None
+        published_after = published_before = None
     seen = list(state.seen_passages)
     seen_set = set(seen)
     sources: list[Source] = []
@@ -140,6 +145,8 @@ async def retrieval_react(ctx: StepContext, inp: RoundInput) -> RetrievalOutput:
                                            "collections": state.params.collections or None}
                 if published_after:
                     options["published_after"] = published_after
+                if published_before:
+                    options["published_before"] = published_before
                 return await ctx.retrieve(current, **options)
 
             def build(_claims: list[Any], hits: list[dict[str, Any]], current: str = current,

@@ -155,6 +155,35 @@ def test_ranking_puts_the_document_about_the_terms_first(tmp_path: Path) -> None
         assert recent == []
 
 
+def test_a_date_range_keeps_documents_dated_inside_it_as_recency_scoring_does(tmp_path: Path) -> None:
+    """A recency search bounded by as_of must not return documents that are not recent as of that day.
+
+    The recency remediation round used to search with ``published_after`` only,
+    so it fetched documents first published after ``as_of`` and documents
+    dated inside the window only by an update after ``as_of`` — sources that
+    ``effective_date`` does not count as recent, which diluted recency instead
+    of raising it.
+    """
+    root = tmp_path / "dated"
+    root.mkdir()
+    dates = {"inside": ("2025-05-01", None), "updated_inside": ("2019-01-01", "2025-06-01"),
+             "after_as_of": ("2025-09-01", None), "updated_after_as_of": ("2022-01-01", "2026-01-01"),
+             "old": ("2019-01-01", "2020-01-01"), "undated": (None, None)}
+    for name, (published, updated) in dates.items():
+        front = "".join(f"{key}: {value}\n" for key, value in (("date", published), ("updated", updated)) if value)
+        (root / f"{name}.md").write_text(f"---\ntitle: {name}\n{front}---\n\nSprocket notes for {name}.\n")
+    with Corpus(tmp_path / "c.sqlite") as corpus:
+        corpus.add_folder(root)
+
+        def found(**options: str) -> set[str]:
+            return {h["source_id"].split("/")[1] for h in corpus.search("sprocket", limit=20, **options)}
+
+        assert found(published_after="2025-04-01", published_before="2025-06-30") == {"inside", "updated_inside"}
+        assert found(published_after="2025-04-01") == {"inside", "updated_inside", "after_as_of",
+                                                       "updated_after_as_of"}
+        assert found(published_before="2020-06-30") == {"updated_inside", "old"}
+
+
 def test_unreadable_and_binary_files_are_reported_and_skipped(folder: Path, tmp_path: Path) -> None:
     (folder / "binary.txt").write_bytes(b"\x00\x01\x02garbage" * 50)
     (folder / "latin1.md").write_bytes("caf\xe9 cr\xe8me".encode("latin-1"))

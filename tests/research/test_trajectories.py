@@ -11,14 +11,21 @@ from pathlib import Path
 import pytest
 import yaml
 
+from datetime import date, timedelta
+
+from engine.events import Domain, StepFinished, StepSkipped
 from research.corpus import Corpus
+from research.sources import effective_date
 from research.text import normalize_space
-from tests.research.conftest import ResearchRun, run_research
+from tests.research.conftest import AS_OF, ResearchRun, run_research
 
 GATE_QUERY = ("WSGI web server gateway interface", {"domain": "reference"})
 REMEDIATION_QUERY = ("formatted string literals f-strings", {"domain": "reference"})
 PATIENCE_QUERY = ("version specifiers packaging metadata", {})
 VETO_QUERY = ("exception context suppression", {"domain": "reference"})
+# technology: a 90-day window ending at AS_OF; the default recent-sources floor (10).
+# R1 finds only the WSGI PEPs (2003–2010), so recency is the one dimension short.
+RECENCY_QUERY = ("WSGI web server gateway interface", {"domain": "technology"})
 
 
 @pytest.fixture(scope="session")
@@ -27,7 +34,7 @@ def trajectories(tmp_path_factory: pytest.TempPathFactory, pep_corpus_path: Path
 
     runs: dict[str, ResearchRun] = {}
     for name, (query, extra) in {"gate": GATE_QUERY, "remediation": REMEDIATION_QUERY, "patience": PATIENCE_QUERY,
-                                 "veto": VETO_QUERY}.items():
+                                 "veto": VETO_QUERY, "recency": RECENCY_QUERY}.items():
         workspace = tmp_path_factory.mktemp(f"ws-{name}")
         runs[name] = asyncio.run(run_research(workflow, workspace, pep_corpus_path, query, **extra))
     return runs
@@ -153,3 +160,84 @@ def test_rag_package_chunks_carry_source_citation_and_metadata(trajectories) -> 
         assert chunk["id"].startswith(chunk["source"]["id"] + "#")
         assert chunk["text"] and chunk["citation"] and chunk["metadata"]["claim_ids"]
         assert chunk["metadata"]["selected_round"] == 1
+
+
+def _effective_dates(corpus: Corpus, source_ids: set[str]) -> dict[str, date | None]:
+    """Each document's date as recency scoring reads it, straight from the corpus."""
+    dates: dict[str, date | None] = {}
+    for source_id in source_ids:
+        document = corpus.document(source_id)
+        assert document is not None, source_id
+        published, updated = (d.isoformat() if d else None for d in (document.published, document.updated))
+        dates[source_id] = effective_date(published, updated, date.fromisoformat(AS_OF))
+    return dates
+
+
+def test_a_targeted_recency_remediation_round(trajectories, pep_corpus_path: Path) -> None:
+    run = trajectories["recency"]
+    assert run.result.status.value == "COMPLETED"
+    assert [r["round"] for r in run.rounds] == [1, 2]
+    first, second = run.rounds
+
+    # R1 falls short on recency (score and the recent-sources floor) and on nothing else.
+    assert [k for k, c in first["dimensions"].items() if c["tier"] not in ("High", "Elite")] == ["recency"]
+    assert first["recent_sources"] < first["recent_floor"] == 10
+    assert first["decision"] == "continue" and first["remediation"] == "recency"
+    assert run.outputs("supervisor_r1")["failing"] == ["recency", "recent_sources"]
+
+    # R2 is a recency round: only the recency-aimed retrieval, the audit and the supervisor run.
+    assert second["round_kind"] == "recency"
+    skipped = {e.step_id for e in run.events if isinstance(e, StepSkipped)}
+    finished = {e.step_id for e in run.events if isinstance(e, StepFinished)}
+    for step_id in ("hypothesis_tree_tot_r2", "analyst_ai_r2", "analyst_swe_r2", "cove_verify_r2"):
+        assert step_id in skipped and step_id not in finished, step_id
+        assert run.status(step_id) == "SKIPPED", step_id
+    for step_id in ("retrieval_react_r2", "coverage_confidence_audit_r2", "supervisor_r2"):
+        assert step_id in finished and step_id not in skipped, step_id
+        assert run.status(step_id) == "SUCCEEDED", step_id
+    r2_tasks = {e.payload["task"] for e in run.events
+                if isinstance(e, Domain) and e.name == "research.stage" and (e.step_id or "").endswith("_r2")}
+    assert r2_tasks == {"research.react_step"}, "no model-backed step but retrieval runs in a recency round"
+    retrieval = run.outputs("retrieval_react_r2")
+    assert retrieval["mode"] == "recency" and retrieval["new_passages"] and retrieval["new_sources"] > 0
+    before = {c["id"] for c in run.outputs("supervisor_r1")["state"]["evidence"]["claims"]}
+    after = {c["id"] for c in run.outputs("supervisor_r2")["state"]["evidence"]["claims"]}
+    assert before == after, "a recency round adds sources, not claims"
+
+    # R2 reads more recent documents than R1 had: every one dated inside the window ending at as_of.
+    window_start = date.fromisoformat(AS_OF) - timedelta(days=90)
+    r1_sources = {p.split("#")[0] for p in run.outputs("retrieval_react_r1")["new_passages"]}
+    r2_sources = {p.split("#")[0] for p in retrieval["new_passages"]}
+    with Corpus(pep_corpus_path) as corpus:
+        r1_dates = _effective_dates(corpus, r1_sources)
+        r2_dates = _effective_dates(corpus, r2_sources)
+    assert not r1_sources & r2_sources
+    assert all(d is not None and d < window_start for d in r1_dates.values()), r1_dates
+    assert all(d is not None and window_start <= d <= date.fromisoformat(AS_OF) for d in r2_dates.values()), r2_dates
+    assert min(r2_dates.values()) > max(r1_dates.values())  # type: ignore[type-var]
+    assert len(r2_sources) == second["recent_sources"] - first["recent_sources"]
+
+    # Recency rises, nothing else moves, and R2 passes the gate.
+    assert second["dimensions"]["recency"]["score"] > first["dimensions"]["recency"]["score"]
+    assert second["recent_sources"] >= second["recent_floor"] > first["recent_sources"]
+    for name in ("coverage", "source_quality", "agreement", "verification"):
+        assert second["dimensions"][name] == first["dimensions"][name], name
+    assert second["gate_passed"] and second["stop_reason"] == "gate_passed" and second["ci"] > first["ci"]
+    assert run.status("hypothesis_tree_tot_r3") == "SKIPPED" and run.status("retrieval_react_r3") == "SKIPPED"
+    coalesced = run.domain("research.coalesced")[0]
+    assert coalesced["selected_round"] == 2 and coalesced["confidence_level"] == "full"
+    quality = yaml.safe_load((run.workspace / "runs" / run.result.run_id / "quality.yaml").read_text())
+    assert quality["rounds_completed"] == 2 and quality["stop_reason"] == "gate_passed"
+    assert assert_citations_faithful(run, pep_corpus_path) >= 4
+
+
+def test_the_recency_trajectory_is_deterministic(trajectories, tmp_path: Path, pep_corpus_path: Path,
+                                                 workflow) -> None:
+    import asyncio
+
+    query, extra = RECENCY_QUERY
+    again = asyncio.run(run_research(workflow, tmp_path / "again", pep_corpus_path, query, **extra))
+    first = trajectories["recency"]
+    assert again.outputs("final_synthesis")["report"] == first.outputs("final_synthesis")["report"]
+    assert again.rounds == first.rounds
+    assert again.outputs("retrieval_react_r2")["new_passages"] == first.outputs("retrieval_react_r2")["new_passages"]

@@ -25,7 +25,7 @@ from engine.loader import load_workflow
 from engine.protocol import ExecutionResult, InterruptResponder, RunContext
 from engine.spec import WorkflowDefinition
 from engine.states import RunStatus
-from engine.store import RunStore
+from engine.store import RunOwned, RunStore
 from tui import wiring
 from tui.workbench import register_steps
 
@@ -199,6 +199,8 @@ def drive(
 
     try:
         result = asyncio.run(go())
+    except RunOwned as error:
+        raise BadInput(str(error)) from None
     except KeyboardInterrupt:
         unsubscribe()
         console.print("[magenta]interrupted: the run is stored; continue it with "

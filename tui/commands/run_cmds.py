@@ -18,6 +18,7 @@ from rich.markup import escape
 
 from engine.graph import WorkflowGraph
 from engine.headless import HeadlessPrinter
+from engine.lifecycle import resume_refusal
 from engine.run_inputs import InputError, parse_assignments, resolve_inputs
 from engine.selector import ENGINES, create_engine, engine_available, select_engine
 from engine.spec import WorkflowDefinition
@@ -150,9 +151,15 @@ def resume_command(ctx: click.Context, run_id: str, answer: str | None, on_inter
             raise BadInput(f"{error.args[0]}; see workbench runs list") from None
         if record.status.final:
             raise BadInput(f"run {run_id} is {record.status.value}; only a RUNNING or WAITING run resumes")
+        refusal = resume_refusal(record)
+        if refusal:
+            raise BadInput(refusal)
         if not engine_available(record.engine):
             raise BadInput(f"run {run_id} ran on {record.engine}, which is not installed here")
         console = Console()
+        if record.owner_status == "unknown" and record.owner is not None:
+            console.print(f"[yellow]run {run_id} was started on {escape(record.owner.host)}; whether it still "
+                          "runs there cannot be checked from here — resuming[/]", highlight=False)
         if answer is not None:
             parsed = parse_answer(answer)
             pending = store.pending_interrupts(run_id)

@@ -57,7 +57,9 @@ def runs_list(ctx: click.Context, limit: int) -> None:
 
     for run in runs:
         started = datetime.fromtimestamp(run.created_ts).strftime("%Y-%m-%d %H:%M:%S")
-        table.add_row(run.run_id, run.workflow, styled(run.status.value), run.engine, started, escape(run.reason))
+        status = styled(run.status.value) if run.status_label() == run.status.value else \
+            f"[yellow]{escape(run.status_label())}[/]"
+        table.add_row(run.run_id, run.workflow, status, run.engine, started, escape(run.reason))
     console.print(table)
 
 
@@ -83,6 +85,13 @@ def runs_show(ctx: click.Context, run_id: str) -> None:
     console = Console()
     console.print(f"[bold]run {record.run_id}[/]: {escape(record.workflow)} {styled(record.status.value)}"
                   + (f" — {escape(record.reason)}" if record.reason else ""), highlight=False)
+    if record.stopped:
+        console.print(f"[yellow]stopped: the process that ran it is gone"
+                      f"{' (' + record.owner.describe() + ')' if record.owner else ''}"
+                      f" — continue it with workbench resume {record.run_id}[/]", highlight=False)
+    elif record.owner is not None:
+        state = "running" if record.owner_status == "alive" else "on another host: cannot check whether it runs"
+        console.print(f"owner: {record.owner.describe()} ({state})", highlight=False)
     console.print(f"engine: {record.engine} ({escape(record.engine_reason)})", highlight=False)
     console.print(f"source: {escape(record.source)}", highlight=False)
     if record.parent_run_id:

@@ -3,13 +3,12 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.screen import Screen
 from textual.widgets import DataTable, Footer, Static
 
-from tui.screens.home import STATUS_STYLE, age
+from tui.screens.home import age, status_text
 
 if TYPE_CHECKING:
     from tui.workbench import Workbench
@@ -42,7 +41,7 @@ replays it event by event, and a paused run can be resumed there.
         now = self.workbench.clock()
         for run in self.workbench.store().list_runs(HISTORY_LIMIT):
             table.add_row(run.run_id, run.workflow,
-                          Text(run.status.value, style=STATUS_STYLE.get(run.status.value, "")),
+                          status_text(run),
                           run.engine, run.reason[:40], age(now - run.created_ts), key=run.run_id)
         table.focus()
 

@@ -18,6 +18,7 @@ from textual.widgets import Button, DataTable, Footer, Input, Label, OptionList,
 from textual.widgets.option_list import Option
 
 from engine.spec import InputSpec
+from engine.store import RunSummary
 
 if TYPE_CHECKING:
     from tui.workbench import Workbench, WorkflowEntry
@@ -72,6 +73,14 @@ def age(seconds: float) -> str:
 
 STATUS_STYLE = {"COMPLETED": "green", "FAILED": "red", "PARTIAL": "yellow", "WAITING": "bold yellow",
                 "RUNNING": "cyan", "CANCELLED": "dim"}
+
+
+def status_text(run: RunSummary) -> Text:
+    """A run's status for the runs tables: a RUNNING run whose process is gone says so."""
+    label = run.status_label(hint=False)
+    if label != run.status.value:
+        return Text(label, style="yellow")
+    return Text(run.status.value, style=STATUS_STYLE.get(run.status.value, ""))
 
 
 class HomeScreen(Screen[None]):
@@ -142,7 +151,7 @@ Recent runs are below: **Enter** opens one (replay, report, answer its prompts).
         table.clear()
         now = self.workbench.clock()
         for run in self.workbench.store().list_runs(RECENT_RUNS):
-            status = Text(run.status.value, style=STATUS_STYLE.get(run.status.value, ""))
+            status = status_text(run)
             table.add_row(run.run_id, run.workflow, status, run.engine, age(now - run.created_ts), key=run.run_id)
 
     def on_option_list_option_highlighted(self, event: OptionList.OptionHighlighted) -> None:
