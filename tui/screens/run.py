@@ -261,9 +261,7 @@ one run. **Enter** on a step opens its detail; **p** answers the next prompt.
         ticket = self.tickets.pop(event.interrupt_id, None)
         if ticket is not None:
             ticket.resolve(answer)
-        elif self.driver is not None and self.driver.answer(event.interrupt_id, answer):
-            pass
-        else:
+        elif self.driver is None or not self.driver.answer(event.interrupt_id, answer):
             self._answer_stored(event, answer)
         self.view.pending.pop(event.interrupt_id, None)
         self.query_one(PromptQueue).show(self.pending_prompts())
