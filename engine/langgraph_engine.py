@@ -358,7 +358,6 @@ class _Session:
         """Announce pending interrupts, gather their answers; (resume map, steps still waiting)."""
         runner = self.runner
         store = runner.store
-        run = runner.run
         pending: list[tuple[Interrupt, InterruptRecord]] = []
         for item in interrupts:
             value = item.value if isinstance(item.value, dict) else {}
@@ -367,7 +366,7 @@ class _Session:
                 pending.append((item, record))
         raised: dict[str, InterruptRaised] = {}
         for _, record in pending:
-            event = self._raised_event(record)
+            event = runner.raised_event(record, self.held_steps(record.step_id))
             if record.interrupt_id not in self._announced:
                 runner.emit(event)
                 self._announced.add(record.interrupt_id)
@@ -376,9 +375,7 @@ class _Session:
         async def one(record: InterruptRecord) -> InterruptAnswer | None:
             if record.answer is not None:
                 return record.answer
-            given = run.answers.get(record.interrupt_id) or run.answers.get(record.step_id)
-            if given is None and run.responder is not None:
-                given = await run.responder(raised[record.interrupt_id], record.request)
+            given = await runner.answer_given(record, raised[record.interrupt_id])
             if given is not None:
                 store.record_answer(record.interrupt_id, given)
             return given
@@ -392,11 +389,3 @@ class _Session:
             else:
                 resume[item.id] = {"interrupt_id": record.interrupt_id, "answer": answer.model_dump(mode="json")}
         return resume, waiting
-
-    def _raised_event(self, record: InterruptRecord) -> InterruptRaised:
-        request = record.request
-        return InterruptRaised(
-            run_id=record.run_id, interrupt_id=record.interrupt_id, step_id=record.step_id,
-            iteration=record.iteration, interrupt_kind=request.kind, prompt=request.prompt,
-            payload=request.payload, options=request.options, held_steps=self.held_steps(record.step_id),
-        )

@@ -162,9 +162,6 @@ class EngineBase(ABC):
         state = RunState.restore(run_id, wf, record.inputs, store.step_results(run_id), record.engine_state)
         runner = self._new_runner(state, WorkflowGraph(wf), run)
         self._announce(runner, run, resumed=True)
-        with store.batch():
-            for step in state.steps.values():
-                runner.save(step)
         return await self._drive(runner)
 
     async def fork(self, run_id: str, at_step: str, run: RunContext) -> ExecutionResult:
@@ -213,9 +210,8 @@ class EngineBase(ABC):
                     resumed=resumed, forked_from=forked_from,
                 )
             )
-            if not resumed:
-                for record in state.steps.values():
-                    runner.save(record)
+            for record in state.steps.values():  # a resume stores its running steps back as PENDING
+                runner.save(record)
 
     async def _drive(self, runner: StepRunner) -> ExecutionResult:
         run_id = runner.run_id
@@ -300,12 +296,7 @@ def _keep(runner: StepRunner, result: StepResult, rerun: Collection[str]) -> boo
     if step_id in rerun or not result.status.settled:
         record.changed()
         return False
-    record.status = result.status
-    record.iteration = result.iteration
-    record.outputs = dict(result.outputs)
-    record.reason = result.reason
-    record.history = list(result.history)
-    record.changed()
+    record.load(result)
     _replay_settled(runner, step_id)
     return True
 

@@ -63,6 +63,15 @@ class StepRecord:
             history=[],
         )
 
+    def load(self, result: StepResult) -> None:
+        """Take a stored result's status, iteration, outputs, reason and settled iterations."""
+        self.status = result.status
+        self.iteration = result.iteration
+        self.outputs = dict(result.outputs)
+        self.reason = result.reason
+        self.history = list(result.history)
+        self.changed()
+
     def settle(self, status: StepStatus, outputs: dict[str, Any] | None = None, reason: str = "") -> None:
         self.status = status
         if outputs is not None:
@@ -141,13 +150,9 @@ class RunState:
             record = state.steps.get(step_id)
             if record is None:
                 continue
-            record.status = result.status
+            record.load(result)
             if result.status in (StepStatus.RUNNING, StepStatus.WAITING_HUMAN):
                 record.status = StepStatus.PENDING
-            record.iteration = result.iteration
-            record.outputs = dict(result.outputs)
-            record.reason = result.reason
-            record.history = list(result.history)
             record.routed_by = set(result.routed_by)
             record.not_routed_by = set(result.not_routed_by)
             record.runs = result.runs

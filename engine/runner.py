@@ -387,9 +387,9 @@ class StepRunner:
             signal = await self._route(record, outputs, ctx)
         except BudgetExceeded as error:
             state.limit_reason = str(error)
-            return self._settle_failed(record, f"limit reached: {error}", ctx=ctx)
+            return self._settle_failed(record, f"limit reached: {error}")
         except StepError as error:
-            return self._settle_failed(record, str(error), ctx=ctx)
+            return self._settle_failed(record, str(error))
         return self._settle_succeeded(record, outputs, signal, ctx, time.monotonic() - started)
 
     def upstream_outputs(self, step_id: str) -> dict[str, dict[str, Any]]:
@@ -516,9 +516,7 @@ class StepRunner:
             self.save_engine_state()
         return StepOutcome(record.step_id, record.status, effects=effects)
 
-    def _settle_failed(
-        self, record: StepRecord, error: str, *, started: bool = True, ctx: StepContext | None = None
-    ) -> StepOutcome:
+    def _settle_failed(self, record: StepRecord, error: str, *, started: bool = True) -> StepOutcome:
         with self.store.batch():
             record.settle(StepStatus.FAILED, reason=error)
             self.save(record)
@@ -552,8 +550,7 @@ class StepRunner:
             if signal is not None:
                 self.emit(RouteDecided(run_id=self.run_id, step_id=record.step_id, iteration=record.iteration,
                                        signal=signal))
-                self._apply_route(record, signal, effects)
-                self.save(record)
+                self._apply_route(record, signal, effects)  # saves every step it changes
             self._after_settle(record, effects)
             self.save_engine_state()
             self.emit_budget()
@@ -688,7 +685,9 @@ class StepRunner:
         if self._pause is not None:
             answer = await self._pause(stored)
         else:
-            answer = await self._answer_from_run(stored, raised or self._raised_event(stored))
+            answer = await self.answer_given(stored, raised or self.raised_event(stored))
+            if answer is None:
+                raise WaitingForHuman(stored.interrupt_id, stored.step_id)
         self._resolve(stored, answer, record)
         return answer
 
@@ -708,24 +707,23 @@ class StepRunner:
             self.save(record)
             self.store.add_interrupt(stored)
             if self._pause is None:
-                raised = self.emit(self._raised_event(stored))
+                raised = self.emit(self.raised_event(stored))
         return stored, raised
 
-    async def _answer_from_run(self, stored: InterruptRecord, raised: InterruptRaised) -> InterruptAnswer:
-        """Answers given ahead (by interrupt id or step id), else the responder, else wait."""
+    async def answer_given(self, stored: InterruptRecord, raised: InterruptRaised) -> InterruptAnswer | None:
+        """Answers given ahead (by interrupt id or step id), else the responder's; None when nobody answers."""
         answer = self.run.answers.get(stored.interrupt_id) or self.run.answers.get(stored.step_id)
         if answer is None and self.run.responder is not None:
             answer = await self.run.responder(raised, stored.request)
-        if answer is None:
-            raise WaitingForHuman(stored.interrupt_id, stored.step_id)
         return answer
 
-    def _raised_event(self, stored: InterruptRecord) -> InterruptRaised:
+    def raised_event(self, stored: InterruptRecord, held_steps: list[str] | None = None) -> InterruptRaised:
+        """``interrupt_raised`` for ``stored``; the pause holds ``held_steps`` (default: its own step)."""
         request = stored.request
         return InterruptRaised(
             run_id=self.run_id, interrupt_id=stored.interrupt_id, step_id=stored.step_id,
             iteration=stored.iteration, interrupt_kind=request.kind, prompt=request.prompt,
-            payload=request.payload, options=request.options, held_steps=[stored.step_id],
+            payload=request.payload, options=request.options, held_steps=held_steps or [stored.step_id],
         )
 
     def _resolve(self, stored: InterruptRecord, answer: InterruptAnswer, record: StepRecord) -> None:

@@ -563,13 +563,14 @@ _RUN_COLUMNS = (
     "run_id, workflow, source, definition, engine, engine_reason, status, reason, inputs, outputs,"
     " engine_state, created_ts, updated_ts, finished_ts, parent_run_id, forked_at"
 )
+_RUN_NAMES = tuple(column.strip() for column in _RUN_COLUMNS.split(","))
 _JSON_RUN_FIELDS = {"inputs", "outputs", "engine_state"}
 _RUN_SELECT = "SELECT " + ", ".join(
     {
         "engine_state": "COALESCE(e.engine_state, r.engine_state)",
         "updated_ts": "MAX(r.updated_ts, COALESCE(e.updated_ts, r.updated_ts))",
     }.get(name, f"r.{name}")
-    for name in (column.strip() for column in _RUN_COLUMNS.split(","))
+    for name in _RUN_NAMES
 ) + (", o.host, o.pid, o.token, o.proc_start, o.claimed_ts"
      " FROM runs r LEFT JOIN engine_states e ON e.run_id = r.run_id LEFT JOIN run_owners o ON o.run_id = r.run_id")
 _OWNER_COLUMNS = ("host", "pid", "token", "proc_start", "claimed_ts")
@@ -611,7 +612,7 @@ class RunStore(BaseRunStore):
 
     def _insert_run(self, record: RunRecord) -> None:
         self._db.execute(
-            f"INSERT INTO runs ({_RUN_COLUMNS}) VALUES ({', '.join('?' * 16)})",
+            f"INSERT INTO runs ({_RUN_COLUMNS}) VALUES ({', '.join('?' * len(_RUN_NAMES))})",
             (
                 record.run_id, record.workflow, record.source, record.definition.model_dump_json(),
                 record.engine, record.engine_reason, record.status.value, record.reason,
@@ -684,11 +685,10 @@ class RunStore(BaseRunStore):
         return [event_from_json(row[0]) for row in rows]
 
     def _run_row(self, row: tuple[Any, ...]) -> dict[str, Any]:
-        names = [name.strip() for name in _RUN_COLUMNS.split(",")]
-        values = dict(zip(names, row))
+        values = dict(zip(_RUN_NAMES, row))
         for name in _JSON_RUN_FIELDS:
             values[name] = json.loads(values[name])
-        owner_row = row[len(names):]
+        owner_row = row[len(_RUN_NAMES):]
         owner = RunOwner(**dict(zip(_OWNER_COLUMNS, owner_row))) if owner_row and owner_row[0] is not None else None
         return _with_owner(values, owner)
 

@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from research.loaders import SUPPORTED_SUFFIXES, LoadedDocument, UnreadableDocument, load_document, split_passages
-from research.text import STOPWORDS, words
+from research.text import key_phrases
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS documents (
@@ -82,10 +82,6 @@ class IndexReport:
     skipped: list[SkippedFile] = field(default_factory=list)
     seconds: float = 0.0
 
-    @property
-    def indexed(self) -> int:
-        return self.added + self.updated
-
     def summary(self) -> str:
         return (f"{self.collection}: {self.added} added, {self.updated} updated, {self.unchanged} unchanged, "
                 f"{self.removed} removed, {len(self.skipped)} skipped ({self.seconds:.2f} s)")
@@ -115,12 +111,7 @@ class DocumentRecord:
 
 def fts_query(text: str) -> str:
     """Free text → an FTS5 OR-query of quoted terms (quoting makes any word safe)."""
-    seen: list[str] = []
-    for word in words(text):
-        if word in STOPWORDS or len(word) < 2 or word in seen:
-            continue
-        seen.append(word)
-    return " OR ".join(f'"{w}"' for w in seen[:24])
+    return " OR ".join(f'"{w}"' for w in key_phrases(text, limit=24, min_length=2))
 
 
 def _iso(value: date | None) -> str | None:
@@ -182,9 +173,7 @@ class Corpus:
             for source_id in stale:
                 self._remove(db, source_id)
                 report.removed += 1
-            db.execute("INSERT INTO collections(name, root, indexed_at) VALUES (?, ?, ?) "
-                       "ON CONFLICT(name) DO UPDATE SET root = excluded.root, indexed_at = excluded.indexed_at",
-                       (name, str(root), time.time()))
+            self._record_collection(db, name, str(root))
         report.seconds = time.perf_counter() - started
         return report
 
@@ -195,19 +184,22 @@ class Corpus:
         report = IndexReport(collection=collection)
         with self._transaction() as db:
             for relative, uri, document in documents:
+                source_id = f"{collection}/{relative}"
                 digest = hashlib.sha256(document.text.encode()).hexdigest()
-                self._store(db, report, f"{collection}/{relative}", collection, uri, digest, document)
-            db.execute("INSERT INTO collections(name, root, indexed_at) VALUES (?, ?, ?) "
-                       "ON CONFLICT(name) DO UPDATE SET root = excluded.root, indexed_at = excluded.indexed_at",
-                       (collection, root, time.time()))
+                stored = self._stored_hash(db, source_id)
+                if stored == digest:
+                    report.unchanged += 1
+                    continue
+                self._store(db, report, source_id, collection, uri, digest, document, replaces=stored is not None)
+            self._record_collection(db, collection, root)
         report.seconds = time.perf_counter() - started
         return report
 
     def _index_one(self, db: sqlite3.Connection, report: IndexReport, source_id: str, collection: str,
                    uri: str, raw: bytes, path: Path) -> None:
         digest = hashlib.sha256(raw).hexdigest()
-        row = db.execute("SELECT content_hash FROM documents WHERE source_id = ?", (source_id,)).fetchone()
-        if row and row[0] == digest:
+        stored = self._stored_hash(db, source_id)
+        if stored == digest:
             report.unchanged += 1
             return
         try:
@@ -215,15 +207,23 @@ class Corpus:
         except UnreadableDocument as exc:
             report.skipped.append(SkippedFile(str(path), str(exc)))
             return
-        self._store(db, report, source_id, collection, uri, digest, document)
+        self._store(db, report, source_id, collection, uri, digest, document, replaces=stored is not None)
+
+    @staticmethod
+    def _stored_hash(db: sqlite3.Connection, source_id: str) -> str | None:
+        row = db.execute("SELECT content_hash FROM documents WHERE source_id = ?", (source_id,)).fetchone()
+        return row[0] if row else None
+
+    @staticmethod
+    def _record_collection(db: sqlite3.Connection, name: str, root: str) -> None:
+        db.execute("INSERT INTO collections(name, root, indexed_at) VALUES (?, ?, ?) "
+                   "ON CONFLICT(name) DO UPDATE SET root = excluded.root, indexed_at = excluded.indexed_at",
+                   (name, root, time.time()))
 
     def _store(self, db: sqlite3.Connection, report: IndexReport, source_id: str, collection: str, uri: str,
-               digest: str, document: LoadedDocument) -> None:
-        row = db.execute("SELECT content_hash FROM documents WHERE source_id = ?", (source_id,)).fetchone()
-        if row and row[0] == digest:
-            report.unchanged += 1
-            return
-        if row:
+               digest: str, document: LoadedDocument, *, replaces: bool) -> None:
+        """Index a document whose content hash differs from the stored one (``replaces``: one is stored)."""
+        if replaces:
             self._remove(db, source_id)
             report.updated += 1
         else:
@@ -244,8 +244,8 @@ class Corpus:
 
     @staticmethod
     def _remove(db: sqlite3.Connection, source_id: str) -> None:
-        rowids = [r[0] for r in db.execute("SELECT rowid FROM passages WHERE source_id = ?", (source_id,))]
-        db.executemany("DELETE FROM passage_fts WHERE rowid = ?", [(r,) for r in rowids])
+        db.execute("DELETE FROM passage_fts WHERE rowid IN (SELECT rowid FROM passages WHERE source_id = ?)",
+                   (source_id,))
         db.execute("DELETE FROM passages WHERE source_id = ?", (source_id,))
         db.execute("DELETE FROM documents WHERE source_id = ?", (source_id,))
 
@@ -273,13 +273,6 @@ class Corpus:
             "SELECT f.text FROM passages p JOIN passage_fts f ON f.rowid = p.rowid WHERE p.passage_id = ?",
             (passage_id,)).fetchone()
         return row[0] if row else None
-
-    def document_count(self, collections: Iterable[str] | None = None) -> int:
-        names = list(collections or [])
-        if names:
-            marks = ",".join("?" * len(names))
-            return self._db.execute(f"SELECT COUNT(*) FROM documents WHERE collection IN ({marks})", names).fetchone()[0]
-        return self._db.execute("SELECT COUNT(*) FROM documents").fetchone()[0]
 
     def search(
         self,

@@ -25,41 +25,50 @@ def _make(year: int, month: int, day: int) -> date | None:
         return None
 
 
+def _month(name: str) -> int | None:
+    return _MONTHS.get(name[:3].lower())
+
+
+def _iso_date(match: re.Match[str]) -> date | None:
+    return _make(int(match.group(1)), int(match.group(2)), int(match.group(3)))
+
+
+def _day_mon_year(match: re.Match[str]) -> date | None:
+    month = _month(match.group(2))
+    return _make(int(match.group(3)), month, int(match.group(1))) if month else None
+
+
+def _mon_day_year(match: re.Match[str]) -> date | None:
+    month = _month(match.group(1))
+    return _make(int(match.group(3)), month, int(match.group(2))) if month else None
+
+
+_SPELLINGS = ((_ISO, _iso_date), (_DAY_MON_YEAR, _day_mon_year), (_MON_DAY_YEAR, _mon_day_year))
+"""Each spelling with how its match becomes a date (a month name must be a known one)."""
+
+
 def parse_date(text: str) -> date | None:
     """The first date in ``text`` (ISO, 05-Jul-2001, 5 July 2001, July 5, 2001, PDF D:2001...)."""
     text = text.strip()
     pdf = _PDF.match(text)
     if pdf:
-        return _make(int(pdf.group(1)), int(pdf.group(2)), int(pdf.group(3)))
+        return _iso_date(pdf)
     iso = _ISO.search(text)
     if iso:
-        return _make(int(iso.group(1)), int(iso.group(2)), int(iso.group(3)))
+        return _iso_date(iso)
     dmy = _DAY_MON_YEAR.search(text)
-    if dmy and dmy.group(2)[:3].lower() in _MONTHS:
-        return _make(int(dmy.group(3)), _MONTHS[dmy.group(2)[:3].lower()], int(dmy.group(1)))
+    if dmy and _month(dmy.group(2)):
+        return _day_mon_year(dmy)
     mdy = _MON_DAY_YEAR.search(text)
-    if mdy and mdy.group(1)[:3].lower() in _MONTHS:
-        return _make(int(mdy.group(3)), _MONTHS[mdy.group(1)[:3].lower()], int(mdy.group(2)))
+    if mdy and _month(mdy.group(1)):
+        return _mon_day_year(mdy)
     return None
 
 
 def parse_dates(text: str) -> list[date]:
     """Every date in a list such as an RST ``Post-History:`` field, in the order written."""
-    found: list[tuple[int, date]] = []
-    for match in _ISO.finditer(text):
-        parsed = _make(int(match.group(1)), int(match.group(2)), int(match.group(3)))
-        if parsed:
-            found.append((match.start(), parsed))
-    for match in _DAY_MON_YEAR.finditer(text):
-        month = _MONTHS.get(match.group(2)[:3].lower())
-        parsed = _make(int(match.group(3)), month, int(match.group(1))) if month else None
-        if parsed:
-            found.append((match.start(), parsed))
-    for match in _MON_DAY_YEAR.finditer(text):
-        month = _MONTHS.get(match.group(1)[:3].lower())
-        parsed = _make(int(match.group(3)), month, int(match.group(2))) if month else None
-        if parsed:
-            found.append((match.start(), parsed))
+    found = [(match.start(), parsed) for pattern, build in _SPELLINGS for match in pattern.finditer(text)
+             if (parsed := build(match)) is not None]
     return [d for _, d in sorted(found, key=lambda item: item[0])]
 
 

@@ -7,6 +7,7 @@ checked mechanically. The map is immutable; each step returns a new one
 """
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -74,6 +75,12 @@ class Claim(Frozen):
     round: int = 1
 
 
+def quote_in(quote: str, passages: Iterable[Passage]) -> bool:
+    """Whether ``quote`` (whitespace-normalized, not empty) is in the text of one of ``passages``."""
+    quote = normalize_space(quote)
+    return bool(quote) and any(quote in normalize_space(p.text) for p in passages)
+
+
 ContradictionKind = Literal["negation", "status", "numeric"]
 
 
@@ -136,7 +143,6 @@ class EvidenceMap(Frozen):
             if pid not in self.passages:
                 problems.append(f"claim {claim.id} cites unknown passage {pid}")
         if claim.passage_ids and all(pid in self.passages for pid in claim.passage_ids):
-            quote = normalize_space(claim.quote)
-            if not quote or not any(quote in normalize_space(self.passages[pid].text) for pid in claim.passage_ids):
+            if not quote_in(claim.quote, (self.passages[pid] for pid in claim.passage_ids)):
                 problems.append(f"claim {claim.id}: its quote is not in the passages it cites")
         return problems

@@ -183,6 +183,7 @@ def analyze(inputs: dict[str, Any]) -> AnalysisAnswer:
         return AnalysisAnswer(lens=lens, claims=[])  # type: ignore[arg-type]
     texts = [c[0] for c in candidates]
     index = BM25(texts)
+    candidate_terms = [doc.keys() for doc in index.docs]  # each sentence's terms, as BM25 already counted them
     central = centrality(texts) if len(texts) <= 400 else [0.0] * len(texts)
     used: set[str] = set()
     claims: list[ProposedClaim] = []
@@ -194,8 +195,7 @@ def analyze(inputs: dict[str, Any]) -> AnalysisAnswer:
         for i, (sentence, passage) in enumerate(candidates):
             if relevance[i] <= 0:
                 continue
-            sentence_terms = set(terms(sentence))
-            lens_hits = len(sentence_terms & lens_terms)
+            lens_hits = len(candidate_terms[i] & lens_terms)
             score = (relevance[i] / top) * (0.25 + lens_hits) + 0.3 * central[i] \
                 + 0.2 * float(passage.get("authority", 0.5))
             ranked.append((round(score, 6), i))
@@ -205,7 +205,7 @@ def analyze(inputs: dict[str, Any]) -> AnalysisAnswer:
             sentence, passage = candidates[i]
             cleaned = clean_sentence(sentence)
             key = cleaned.lower()
-            if key in used or key in known or normalize_space(sentence).lower() in known:
+            if key in used or key in known or sentence.lower() in known:
                 continue
             used.add(key)
             claims.append(ProposedClaim(text=cleaned, quote=sentence, sub_question=sub["id"],

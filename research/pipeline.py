@@ -68,10 +68,6 @@ class PipelineResult:
     provider: str = ""
     degraded: bool = False
 
-    @property
-    def ok(self) -> bool:
-        return self.answer is not None
-
     def note(self) -> str:
         return f"{self.task}: {self.refusal} ({self.detail})" if self.refusal else ""
 

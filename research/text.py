@@ -129,11 +129,11 @@ def centrality(texts: Sequence[str]) -> list[float]:
     return result
 
 
-def key_phrases(text: str, limit: int = 6) -> list[str]:
-    """Content terms of a text in order of first appearance, without repeats."""
+def key_phrases(text: str, limit: int = 6, min_length: int = 3) -> list[str]:
+    """Content words of a text (unstemmed) in order of first appearance, without repeats."""
     seen: list[str] = []
     for word in words(text):
-        if word in STOPWORDS or len(word) < 3:
+        if word in STOPWORDS or len(word) < min_length:
             continue
         if word not in seen:
             seen.append(word)

@@ -14,7 +14,7 @@ from typing import Any
 import httpx
 
 from router.errors import ErrorClass
-from router.ratelimit_headers import RateLimitInfo, gemini_quota_is_daily
+from router.ratelimit_headers import RateLimitInfo, gemini_details, gemini_quota_is_daily
 
 _TOKEN = re.compile(r"[A-Za-z0-9_.\-]{1,48}")
 
@@ -39,10 +39,8 @@ def error_fields(body: Any) -> tuple[str | None, str | None]:
 
 
 def _gemini_error_reason(body: Any) -> str | None:
-    if not isinstance(body, dict) or not isinstance(body.get("error"), dict):
-        return None
-    for detail in body["error"].get("details") or []:
-        if isinstance(detail, dict) and str(detail.get("@type", "")).endswith("google.rpc.ErrorInfo"):
+    for detail in gemini_details(body):
+        if str(detail.get("@type", "")).endswith("google.rpc.ErrorInfo"):
             return _safe_token(detail.get("reason"))
     return None
 

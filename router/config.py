@@ -33,11 +33,10 @@ from urllib.parse import urlsplit
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from router.breaker import BreakerPolicy
+from router.local import BUILTIN_NAME
 from router.yaml_file import read_yaml_file
 
 ProviderKind = Literal["openai", "azure", "github", "ollama", "ollama_native", "anthropic", "gemini"]
-PROVIDER_KINDS: tuple[str, ...] = ("openai", "azure", "github", "ollama", "ollama_native", "anthropic", "gemini")
-BUILTIN_NAME = "builtin"
 
 DEFAULT_BASE_URLS: dict[str, str] = {
     "openai": "https://api.openai.com/v1",

@@ -96,13 +96,6 @@ class BuiltinHandlerError(RouterError):
         self.task = task
 
 
-class UnknownProfileError(RouterError):
-    def __init__(self, profile: str, known: list[str]) -> None:
-        names = ", ".join(sorted(known)) or "none configured"
-        super().__init__(f"unknown model profile {profile!r} (known: {names}) — add it under router.profiles")
-        self.profile = profile
-
-
 class RouterClosedError(RouterError):
     def __init__(self) -> None:
         super().__init__("the router is closed")

@@ -31,6 +31,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qsl, unquote, urlsplit
 
+from router.config import RouterPolicy
 from router.fault_protocols import (
     Route,
     error_body,
@@ -484,6 +485,11 @@ class FaultServer:
             state.window[-1] = (at, tokens)
 
 
+_SCALED_POLICY_KEYS = (
+    "cooldown_failure_s", "cooldown_rate_limit_s", "cooldown_timeout_s", "cooldown_quota_s", "max_cooldown_s",
+    "failure_window_s", "throttle_window_s", "recency_tau_s", "probe_timeout_s", "probe_lease_s",
+    "request_timeout_s", "capacity_wait_s", "shed_queue_wait_s",
+)
 _KIND_BY_PREFIX = {"openai": "openai", "azure": "azure", "github": "github", "anthropic": "anthropic",
                    "gemini": "gemini", "ollama": "ollama_native", "ollama_v1": "ollama"}
 
@@ -491,11 +497,8 @@ _KIND_BY_PREFIX = {"openai": "openai", "azure": "azure", "github": "github", "an
 def scaled_policy(time_scale: float) -> dict[str, float]:
     """Router policy durations multiplied by the fault server's time scale, so cooldowns keep pace with
     the scaled faults and a demo shows a whole OPEN -> HALF_OPEN -> CLOSED cycle in seconds."""
-    defaults = {"cooldown_failure_s": 30.0, "cooldown_rate_limit_s": 120.0, "cooldown_timeout_s": 60.0,
-                "cooldown_quota_s": 600.0, "max_cooldown_s": 600.0, "failure_window_s": 60.0,
-                "throttle_window_s": 120.0, "recency_tau_s": 120.0, "probe_timeout_s": 10.0, "probe_lease_s": 15.0,
-                "request_timeout_s": 120.0, "capacity_wait_s": 10.0, "shed_queue_wait_s": 10.0}
-    return {key: value * time_scale for key, value in defaults.items()}
+    defaults = RouterPolicy()
+    return {key: getattr(defaults, key) * time_scale for key in _SCALED_POLICY_KEYS}
 
 
 def demo_router_config(base_url: str, prefixes: list[str], model: str = "fault-model",

@@ -64,33 +64,31 @@ class ProviderMetrics:
         """One finished call. ``ok`` is the provider-health outcome; latency only for answered calls."""
         with self._lock:
             now = self._clock.monotonic()
-            if len(self._outcomes) == self._outcomes.maxlen and self._outcomes[0]:
-                self._ok_in_window -= 1
-            self._outcomes.append(ok)
+            self._push(ok, latency_s)
             if ok:
-                self._ok_in_window += 1
                 self.last_success_at = now
                 self.successes_total += 1
             else:
                 self.last_failure_at = now
                 self.failures_total += 1
             self.requests_total += 1
-            if latency_s is not None:
-                self._latencies.append(latency_s)
-                self._ema = latency_s if self._ema is None else self._ema + self._alpha * (latency_s - self._ema)
 
     def seed(self, outcomes: Iterable[tuple[bool, float | None]], totals: tuple[int, int, int]) -> None:
         """Load persisted history (oldest first) without touching recency."""
         with self._lock:
             for ok, latency in outcomes:
-                if len(self._outcomes) == self._outcomes.maxlen and self._outcomes[0]:
-                    self._ok_in_window -= 1
-                self._outcomes.append(ok)
-                self._ok_in_window += ok
-                if latency is not None:
-                    self._latencies.append(latency)
-                    self._ema = latency if self._ema is None else self._ema + self._alpha * (latency - self._ema)
+                self._push(ok, latency)
             self.requests_total, self.successes_total, self.failures_total = totals
+
+    def _push(self, ok: bool, latency_s: float | None) -> None:
+        """Add one outcome to the windows and the EMA (lock held)."""
+        if len(self._outcomes) == self._outcomes.maxlen and self._outcomes[0]:
+            self._ok_in_window -= 1
+        self._outcomes.append(ok)
+        self._ok_in_window += ok
+        if latency_s is not None:
+            self._latencies.append(latency_s)
+            self._ema = latency_s if self._ema is None else self._ema + self._alpha * (latency_s - self._ema)
 
     @property
     def ema_latency(self) -> float | None:

@@ -28,10 +28,6 @@ class SnapshotPublisher:
         self._order: list[str] = []
         self._timer: asyncio.TimerHandle | None = None
 
-    @property
-    def active(self) -> bool:
-        return bool(self._subscribers)
-
     def subscribe(self, callback: Subscriber) -> Callable[[], None]:
         self._subscribers.append(callback)
 

@@ -182,11 +182,12 @@ def parse_anthropic_headers(headers: Mapping[str, str], now_wall: float) -> Rate
     return RateLimitInfo(retry_after_s=_retry_after(h, now_wall), requests=reading("requests"), tokens=tokens)
 
 
-def _gemini_details(body: Any) -> list[dict[str, Any]]:
+def gemini_details(body: Any) -> list[dict[str, Any]]:
+    """The ``error.details`` entries of a Google-style error body (``[]`` for any other shape)."""
     if not isinstance(body, dict):
         return []
     error = body.get("error")
-    if isinstance(body, dict) and isinstance(error, dict):
+    if isinstance(error, dict):
         details = error.get("details")
         if isinstance(details, list):
             return [d for d in details if isinstance(d, dict)]
@@ -195,7 +196,7 @@ def _gemini_details(body: Any) -> list[dict[str, Any]]:
 
 def parse_gemini_retry_delay(body: Any) -> float | None:
     """``google.rpc.RetryInfo.retryDelay`` from a Gemini error body (``"34s"`` or ``{"seconds": 34}``)."""
-    for detail in _gemini_details(body):
+    for detail in gemini_details(body):
         if not str(detail.get("@type", "")).endswith("google.rpc.RetryInfo"):
             continue
         delay = detail.get("retryDelay")
@@ -214,7 +215,7 @@ def parse_gemini_retry_delay(body: Any) -> float | None:
 
 def gemini_quota_is_daily(body: Any) -> bool:
     """True when a Gemini 429 names a per-day quota (``QuotaFailure`` with a ``...PerDay...`` quota id)."""
-    for detail in _gemini_details(body):
+    for detail in gemini_details(body):
         if not str(detail.get("@type", "")).endswith("google.rpc.QuotaFailure"):
             continue
         for violation in detail.get("violations") or []:

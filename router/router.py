@@ -54,7 +54,7 @@ from router.selection import Candidate, health_scores, order_group, plan_chain
 from router.shedding import LoadShedder
 from router.stats import STATS_FILENAME, CallRecord, StatsRecorder, StatsStore
 from router.throttle import ThrottleTicket
-from router.wire import estimate_tokens, parse_structured, wire_messages
+from router.wire import encode_inputs, estimate_tokens, parse_structured, wire_messages
 
 log = logging.getLogger(__name__)
 
@@ -230,7 +230,8 @@ class SmartModelRouter:
                           start: float) -> ChatResponse | None:
         policy = self.policy
         deadline = start + (req.timeout_s or policy.request_timeout_s)
-        estimate = estimate_tokens(req, policy.default_output_tokens)
+        inputs_json = encode_inputs(req)  # once per request: the estimate and the wire messages share it
+        estimate = estimate_tokens(req, policy.default_output_tokens, inputs_json)
         tried: set[str] = set()
         calls = 0
         wait_until: float | None = None  # capacity waits share one bounded budget per request
@@ -261,7 +262,7 @@ class SmartModelRouter:
                         continue
                     tried.add(rt.name)
                     if wire is None:
-                        wire = wire_messages(req)
+                        wire = wire_messages(req, inputs_json)
                     lease, reservation = admission
                     response, called = await self._attempt(req, cand, lease, reservation, wire, deadline,
                                                            attempts, start)

@@ -27,12 +27,21 @@ def encode_json(value: Any) -> str:
     return json.dumps(value, ensure_ascii=False, default=str, separators=(",", ":"))
 
 
-def wire_messages(req: ChatRequest) -> list[ChatMessage]:
-    """The request's messages with its inputs appended to the last one (unchanged when there are none)."""
+def encode_inputs(req: ChatRequest) -> str:
+    """The request's inputs as JSON (``""`` when there are none); encode once and pass it on."""
+    return encode_json(req.inputs) if req.inputs else ""
+
+
+def wire_messages(req: ChatRequest, inputs_json: str | None = None) -> list[ChatMessage]:
+    """The request's messages with its inputs appended to the last one (unchanged when there are none).
+
+    ``inputs_json`` is :func:`encode_inputs` of the request when the caller has it already.
+    """
     if not req.inputs:
         return list(req.messages)
     last = req.messages[-1]
-    block = f"\n\n```{INPUTS_FENCE}\n{encode_json(req.inputs)}\n```"
+    encoded = encode_inputs(req) if inputs_json is None else inputs_json
+    block = f"\n\n```{INPUTS_FENCE}\n{encoded}\n```"
     return [*req.messages[:-1], ChatMessage(role=last.role, content=last.content + block)]
 
 
@@ -93,9 +102,9 @@ def parse_structured(content: str, schema: type[BaseModel]) -> BaseModel:
         ) from None
 
 
-def estimate_tokens(req: ChatRequest, default_output_tokens: int) -> int:
+def estimate_tokens(req: ChatRequest, default_output_tokens: int, inputs_json: str | None = None) -> int:
     """A cheap token estimate for the TPM reservation: ~4 characters a token, plus the output budget."""
     chars = sum(len(m.content) for m in req.messages)
     if req.inputs:
-        chars += len(encode_json(req.inputs))
+        chars += len(encode_inputs(req) if inputs_json is None else inputs_json)
     return chars // 4 + 1 + (req.max_tokens or default_output_tokens)

@@ -15,7 +15,7 @@ from textual.binding import Binding
 from textual.command import Hit, Hits, Provider
 from textual.screen import Screen
 
-from tui.run_driver import PromptTicket, RunDriver, RunJob
+from tui.run_driver import NewRunJob, PromptTicket, RunDriver, RunJob
 from tui.screens.home import HomeScreen
 from tui.screens.run import PromptArrived, RunScreen
 from tui.workbench import Workbench
@@ -24,7 +24,16 @@ STOP_TIMEOUT_S = 3.0
 
 
 class WorkbenchCommands(Provider):
-    """Palette commands: new run, open / resume run, toggle views, switch theme."""
+    """Palette commands: new run, open / resume run, toggle views, switch theme.
+
+    The list (workflow files loaded, runs read from the store) is built once per
+    palette opening, not again on every keystroke.
+    """
+
+    _listed: list[tuple[str, str, Any]]
+
+    async def startup(self) -> None:
+        self._listed = self._commands()
 
     def _commands(self) -> list[tuple[str, str, Any]]:
         app = self.app
@@ -49,13 +58,13 @@ class WorkbenchCommands(Provider):
         return commands
 
     async def discover(self) -> Hits:
-        for title, help_text, callback in self._commands():
+        for title, help_text, callback in self._listed:
             if title.startswith(("Run workflow", "Toggle", "Run history")):
                 yield Hit(1.0, title, callback, help=help_text)
 
     async def search(self, query: str) -> Hits:
         matcher = self.matcher(query)
-        for title, help_text, callback in self._commands():
+        for title, help_text, callback in self._listed:
             score = matcher.match(title)
             if score > 0:
                 yield Hit(score, matcher.highlight(title), callback, help=help_text)
@@ -118,7 +127,7 @@ class WorkbenchApp(App[None]):
         return driver
 
     def start_job(self, job: RunJob) -> RunScreen:
-        screen = RunScreen(self.workbench, run_id=getattr(job, "run_id", ""))
+        screen = RunScreen(self.workbench, run_id=job.run_id if isinstance(job, NewRunJob) else "")
         screen.driver = self._new_run_driver(job, screen)
         self.push_screen(screen)
         screen.driver.start()

@@ -27,7 +27,7 @@ from engine.protocol import ExecutionResult, InterruptResponder
 from engine.store import new_run_id
 from router.fault_script import DEFAULT_SCRIPT_PATH
 from tui.config import WorkbenchConfig
-from tui.run_driver import EventInbox, RunJob
+from tui.run_driver import EventInbox, NewRunJob
 from tui.run_state import describe
 from tui.workbench import SHIPPED_WORKFLOWS, _load
 
@@ -36,9 +36,9 @@ WORKFLOW = SHIPPED_WORKFLOWS / "deep_research.yaml"
 CYCLE = ("OPEN", "HALF_OPEN", "CLOSED")
 
 
-def chaos_job(workspace: Path, *, time_scale: float, query: str, settings: WorkbenchConfig | None = None) -> RunJob:
+def chaos_job(workspace: Path, *, time_scale: float, query: str, settings: WorkbenchConfig | None = None) -> NewRunJob:
     """The demo's run as a job for the app's worker thread (or ``asyncio.run`` when headless).
-    Its run id is chosen up front (``job.run_id``), as ``Workbench.new_run_job`` does."""
+    Like ``Workbench.new_run_job``, it is a ``NewRunJob``: its run id is chosen up front."""
     run_id = new_run_id()
 
     async def job(responder: InterruptResponder, inbox: EventInbox) -> ExecutionResult:
@@ -71,8 +71,7 @@ def chaos_job(workspace: Path, *, time_scale: float, query: str, settings: Workb
         finally:
             await server.stop()
 
-    job.run_id = run_id  # type: ignore[attr-defined]
-    return job
+    return NewRunJob(run_id, job)
 
 
 async def approve_automatically(event: InterruptRaised, request: InterruptRequest) -> InterruptAnswer:

@@ -61,6 +61,18 @@ RunJob = Callable[[InterruptResponder, EventInbox], Awaitable[ExecutionResult]]
 """Builds and runs one engine run on the worker loop, subscribing ``inbox`` to its store."""
 
 
+@dataclass(frozen=True)
+class NewRunJob:
+    """A :data:`RunJob` starting a new run whose id is chosen up front, so the run screen
+    knows it before the first event arrives."""
+
+    run_id: str
+    run: RunJob
+
+    def __call__(self, responder: InterruptResponder, inbox: EventInbox) -> Awaitable[ExecutionResult]:
+        return self.run(responder, inbox)
+
+
 class RunDriver:
     """Owns one worker thread running one job; thread-safe towards the UI."""
 

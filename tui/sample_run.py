@@ -17,6 +17,7 @@ from engine.spec import StepSpec, WorkflowDefinition
 from engine.states import EvaluatedCondition, RoutingSignal, RunStatus
 from engine.context import InterruptRequest
 from engine.store import BaseRunStore, InterruptRecord
+from tui.run_state import DIMENSIONS
 
 ROUND_STEPS = ("hypothesis_tree_tot", "retrieval_react", "analyst_ai", "analyst_swe", "cove_verify",
                "coverage_confidence_audit", "supervisor")
@@ -74,10 +75,10 @@ def snapshot(name: str, state: str, **extra: Any) -> dict[str, Any]:
 
 def round_payload(n: int, tiers: tuple[str, ...], ci: float, decision: str) -> dict[str, Any]:
     scores = {"Elite": 0.93, "High": 0.81, "Medium": 0.66, "Low": 0.42}
-    dims = ("coverage", "source_quality", "agreement", "verification", "recency")
     return {
         "round": n,
-        "dimensions": {d: {"score": scores[t] - 0.01 * i, "tier": t} for i, (d, t) in enumerate(zip(dims, tiers))},
+        "dimensions": {d: {"score": scores[t] - 0.01 * i, "tier": t}
+                       for i, (d, t) in enumerate(zip(DIMENSIONS, tiers))},
         "ci": ci, "recent_sources": 4 + 3 * n, "recent_floor": 10,
         "critical_contradictions": 1 if n == 2 else 0,
         "gate_passed": all(t in ("Elite", "High") for t in tiers), "decision": decision,

@@ -22,7 +22,7 @@ from engine.spec import WorkflowDefinition
 from engine.store import RunStore
 from engine.store import new_run_id
 from tui.config import APP_NAME, WorkbenchConfig
-from tui.run_driver import EventInbox, RunJob
+from tui.run_driver import EventInbox, NewRunJob, RunJob
 
 ContextFactory = Callable[[Path, dict[str, Any], InterruptResponder], RunContext]
 """(workspace, inputs, responder) -> RunContext, called on the worker thread."""
@@ -141,9 +141,8 @@ class Workbench:
             context.store.close()
 
     def new_run_job(self, path: Path, inputs: dict[str, Any], engine: str | None = None,
-                    run_id: str | None = None) -> RunJob:
-        """A job starting a new run. Its id is chosen up front (``job.run_id``) so the run
-        screen knows it before the first event arrives."""
+                    run_id: str | None = None) -> NewRunJob:
+        """A job starting a new run, its id chosen up front (``job.run_id``)."""
         run_id = run_id or new_run_id()
 
         async def job(responder: InterruptResponder, inbox: EventInbox) -> ExecutionResult:
@@ -158,8 +157,7 @@ class Workbench:
                 unsubscribe()
                 await self._close(context)
 
-        job.run_id = run_id  # type: ignore[attr-defined]
-        return job
+        return NewRunJob(run_id, job)
 
     def resume_job(self, run_id: str) -> RunJob:
         """Resume a stored run; answers recorded in the store are consumed by the engine."""

@@ -11,7 +11,7 @@ from typing import Any, Literal
 
 from engine.context import StepContext
 from engine.steps import step
-from research.evidence import Claim
+from research.evidence import Claim, quote_in
 from research.pipeline import ModelPipeline, ModelStage
 from research.state import latest_state, round_of
 from research.steps.common import Frozen, RoundInput, passage_inputs
@@ -51,11 +51,10 @@ async def analyse(ctx: StepContext, lens: Literal["ai", "swe"]) -> AnalysisOutpu
         assert isinstance(answer, AnalysisAnswer)
         kept, problems = [], []
         for index, claim in enumerate(answer.claims):
-            quote = normalize_space(claim.quote)
             cited = [given[p] for p in claim.passage_ids if p in given]
             if not claim.passage_ids or len(cited) != len(claim.passage_ids):
                 problems.append(f"claim {index + 1} cites a passage this round did not read")
-            elif not quote or not any(quote in normalize_space(p.text) for p in cited):
+            elif not quote_in(claim.quote, cited):
                 problems.append(f"claim {index + 1}: quote not found in its passage")
             elif claim.sub_question not in questions:
                 problems.append(f"claim {index + 1}: unknown sub-question {claim.sub_question}")

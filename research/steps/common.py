@@ -3,14 +3,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict
-
-from research.evidence import EvidenceMap, Passage, Source
+from research.evidence import EvidenceMap, Frozen, Passage, Source
 from research.sources import authority_of
 
-
-class Frozen(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
+__all__ = ["Frozen", "RoundInput", "passage_from_hit", "passage_inputs", "source_from_hit"]
 
 
 class RoundInput(Frozen):

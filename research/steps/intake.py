@@ -12,7 +12,7 @@ from research.ci import weights_named
 from research.dates import parse_iso_day
 from research.evidence import EvidenceMap, SubQuestion
 from research.pipeline import ModelPipeline, ModelStage
-from research.sources import DOMAINS, SourcePolicy, resolve_window
+from research.sources import DOMAINS, SourcePolicy, effective_date, resolve_window
 from research.state import Params, ResearchState
 from research.steps.common import Frozen, RoundInput
 from research.tasks import ScopeAnswer
@@ -124,11 +124,8 @@ async def source_policy(ctx: StepContext, inp: RoundInput) -> SourcePolicyOutput
     probe = " ".join(plan.subject_terms) or plan.query
     hits = await ctx.retrieve(probe, limit=WINDOW_PROBE_LIMIT, distinct_sources=True,
                               collections=plan.collections or None)
-    dates = []
-    for hit in hits:
-        stated = [d for d in (hit.get("published"), hit.get("updated")) if d and d <= plan.as_of]
-        if stated:
-            dates.append(date.fromisoformat(max(stated)))
+    stated = (effective_date(hit.get("published"), hit.get("updated"), as_of) for hit in hits)
+    dates = [d for d in stated if d is not None]
     window, origin, rationale = resolve_window(plan.domain, dates, as_of, plan.min_recent_sources)
     policy = SourcePolicy(as_of=plan.as_of, domain=plan.domain, window_days=window, window_origin=origin,
                           window_rationale=rationale, min_recent_sources=plan.min_recent_sources,

@@ -17,7 +17,7 @@ from pydantic import Field
 
 from engine.context import StepContext
 from engine.steps import step
-from research.evidence import Passage, Source
+from research.evidence import Passage, Source, SubQuestion
 from research.pipeline import ModelPipeline, ModelStage
 from research.state import PlannedBranch, ResearchState, latest_state, round_of
 from research.steps.common import Frozen, RoundInput, passage_from_hit, source_from_hit
@@ -45,6 +45,11 @@ def target_sub_questions(state: ResearchState, round_number: int) -> list[str]:
     return [q for q in ids if verified[q] == fewest]
 
 
+def sub_question_query(state: ResearchState, question: SubQuestion) -> str:
+    """The plain search for a sub-question: the subject's terms and its own (its text when there are none)."""
+    return " ".join([*state.subject_terms, *question.key_terms]) or question.text
+
+
 class HypothesesOutput(Frozen):
     round: int
     targets: list[str]
@@ -66,9 +71,8 @@ async def hypothesis_tree_tot(ctx: StepContext, inp: RoundInput) -> HypothesesOu
     async def probe(_claims: list[Any]) -> dict[str, list[dict[str, Any]]]:
         probes: dict[str, list[dict[str, Any]]] = {}
         for sub_id in targets:
-            question = questions[sub_id]
-            query = " ".join([*state.subject_terms, *question.key_terms]) or question.text
-            hits = await ctx.retrieve(query, limit=PROBE_LIMIT, collections=state.params.collections or None)
+            hits = await ctx.retrieve(sub_question_query(state, questions[sub_id]), limit=PROBE_LIMIT,
+                                      collections=state.params.collections or None)
             probes[sub_id] = [{"passage_id": h["passage_id"], "title": h["title"], "text": h["text"][:600],
                                "score": h["score"], "known": h["passage_id"] in seen} for h in hits]
         return probes
@@ -116,8 +120,8 @@ async def retrieval_react(ctx: StepContext, inp: RoundInput) -> RetrievalOutput:
     round_number = round_of(ctx)
     recency_mode = state.round < round_number
     if recency_mode:
-        branches = [PlannedBranch(sub_question=q.id, query=" ".join([*state.subject_terms, *q.key_terms]) or q.text,
-                                  score=0.0) for q in state.evidence.sub_questions]
+        branches = [PlannedBranch(sub_question=q.id, query=sub_question_query(state, q), score=0.0)
+                    for q in state.evidence.sub_questions]
         # Recent as scoring counts it: a date inside [window start, as_of]. A document
         # first published after as_of, or one dated inside the window only by an
         # update after as_of, would add a source that lowers recency instead.

@@ -15,7 +15,7 @@ from typing import Any
 from router.config import ProviderConfig
 from router.errors import ErrorClass, ProviderCallError
 from router.models import Usage
-from router.providers.base import CallSpec, HttpCall, ProviderAdapter, split_system, usage_of
+from router.providers.base import CallSpec, HttpCall, ProviderAdapter, plain_messages, split_system, usage_of
 from router.ratelimit_headers import RateLimitInfo, parse_anthropic_headers
 from router.wire import json_schema, schema_name
 
@@ -37,7 +37,7 @@ class AnthropicAdapter(ProviderAdapter):
         body: dict[str, Any] = {
             "model": spec.model,
             "max_tokens": spec.max_tokens or spec.default_max_tokens,
-            "messages": [{"role": m.role, "content": m.content} for m in rest],
+            "messages": plain_messages(rest),
         }
         if system is not None:
             body["system"] = system

@@ -88,6 +88,11 @@ def split_system(messages: list[ChatMessage]) -> tuple[str | None, list[ChatMess
     return ("\n\n".join(system) if system else None), rest
 
 
+def plain_messages(messages: list[ChatMessage]) -> list[dict[str, str]]:
+    """``[{role, content}, ...]``, the message shape OpenAI, Anthropic and Ollama share."""
+    return [{"role": m.role, "content": m.content} for m in messages]
+
+
 def usage_of(input_tokens: Any, output_tokens: Any) -> Usage:
     def count(value: Any) -> int:
         return value if isinstance(value, int) and value >= 0 else 0

@@ -11,7 +11,7 @@ from typing import Any
 
 from router.config import ProviderConfig
 from router.models import Usage
-from router.providers.base import CallSpec, HttpCall, ProviderAdapter, usage_of
+from router.providers.base import CallSpec, HttpCall, ProviderAdapter, plain_messages, usage_of
 from router.ratelimit_headers import RateLimitInfo, parse_generic
 from router.wire import json_schema
 
@@ -26,7 +26,7 @@ class OllamaNativeAdapter(ProviderAdapter):
     def chat_call(self, cfg: ProviderConfig, spec: CallSpec, api_key: str | None) -> HttpCall:
         body: dict[str, Any] = {
             "model": spec.model,
-            "messages": [{"role": m.role, "content": m.content} for m in spec.messages],
+            "messages": plain_messages(spec.messages),
             "stream": False,
         }
         options: dict[str, Any] = {}

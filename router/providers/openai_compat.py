@@ -18,7 +18,7 @@ from urllib.parse import quote
 
 from router.config import ProviderConfig
 from router.models import Usage
-from router.providers.base import CallSpec, HttpCall, ProviderAdapter, usage_of
+from router.providers.base import CallSpec, HttpCall, ProviderAdapter, plain_messages, usage_of
 from router.ratelimit_headers import RateLimitInfo, parse_openai_headers
 from router.wire import is_strict_compatible, json_schema, schema_name
 
@@ -45,7 +45,7 @@ class OpenAICompatAdapter(ProviderAdapter):
 
     def chat_call(self, cfg: ProviderConfig, spec: CallSpec, api_key: str | None) -> HttpCall:
         base = cfg.resolved_base_url
-        body: dict[str, Any] = {"messages": [{"role": m.role, "content": m.content} for m in spec.messages]}
+        body: dict[str, Any] = {"messages": plain_messages(spec.messages)}
         if self.kind == "azure":
             url = (f"{base}/openai/deployments/{quote(spec.model, safe='')}/chat/completions"
                    f"?api-version={quote(cfg.resolved_api_version, safe='')}")

@@ -4,8 +4,9 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+from collections.abc import Awaitable, Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import click
 import yaml
@@ -22,6 +23,8 @@ from router.models import ProviderSnapshot
 from router.router import HealthCheck, SmartModelRouter, build_router
 from router.stats import STATS_FILENAME
 from tui.config import APP_NAME, config_from_context, default_config_path
+
+T = TypeVar("T")
 
 _STATE_STYLE = {"CLOSED": "green", "HALF_OPEN": "yellow", "OPEN": "bold red"}
 
@@ -45,6 +48,19 @@ def _open_router(ctx: click.Context) -> SmartModelRouter:
     stats_file = workspace_dir(ctx) / STATS_FILENAME
     return build_router(resolve_config(ctx), stats_path=stats_file if stats_file.exists() else None,
                         task_handlers=TaskHandlerRegistry())
+
+
+def _with_router(ctx: click.Context, use: Callable[[SmartModelRouter], Awaitable[T]]) -> T:
+    """Open the router, run ``use`` on it, and close it without writing stats (these commands only look)."""
+
+    async def run() -> T:
+        router = _open_router(ctx)
+        try:
+            return await use(router)
+        finally:
+            await router.aclose(flush=False)
+
+    return asyncio.run(run())
 
 
 def _console() -> Console:
@@ -99,14 +115,10 @@ def providers_group(ctx: click.Context, as_json: bool) -> None:
     if ctx.invoked_subcommand is not None:
         return
 
-    async def collect() -> list[ProviderSnapshot]:
-        router = _open_router(ctx)
-        try:
-            return router.snapshot()
-        finally:
-            await router.aclose(flush=False)
+    async def collect(router: SmartModelRouter) -> list[ProviderSnapshot]:
+        return router.snapshot()
 
-    snapshots = asyncio.run(collect())
+    snapshots = _with_router(ctx, collect)
     if as_json:
         click.echo(json.dumps([s.model_dump(mode="json") for s in snapshots], indent=2))
         return
@@ -118,14 +130,7 @@ def providers_group(ctx: click.Context, as_json: bool) -> None:
 def providers_check(ctx: click.Context) -> None:
     """Probe each provider's health endpoint (/v1/models, /api/tags, ...) now."""
 
-    async def run() -> list[HealthCheck]:
-        router = _open_router(ctx)
-        try:
-            return await router.check_health()
-        finally:
-            await router.aclose(flush=False)
-
-    results = asyncio.run(run())
+    results: list[HealthCheck] = _with_router(ctx, lambda router: router.check_health())
     if not results:
         click.echo("No remote providers configured: the built-in provider serves alone.")
         return

@@ -229,6 +229,4 @@ Recent runs are below: **Enter** opens one (replay, report, answer its prompts).
             self.app.open_run(event.row_key.value)  # type: ignore[attr-defined]
 
     def action_history(self) -> None:
-        from tui.screens.history import HistoryScreen
-
-        self.app.push_screen(HistoryScreen(self.workbench))
+        self.app.show_history()  # type: ignore[attr-defined]

@@ -26,10 +26,35 @@ def _payload_text(payload: dict[str, Any]) -> str:
     return json.dumps(value, indent=2, ensure_ascii=False, sort_keys=True, default=str)
 
 
-class ApprovalPrompt(ModalScreen[InterruptAnswer | None]):
-    """Approve, reject or edit a step's outputs (or answer an ``input`` prompt)."""
+class _Prompt(ModalScreen[InterruptAnswer | None]):
+    """What both prompts share: the event, the heading, the held steps, the queue count, Escape."""
 
     CSS_PATH = "prompts.tcss"
+
+    def __init__(self, event: InterruptRaised, queued: int = 0) -> None:
+        super().__init__()
+        self.event = event
+        self.queued = queued
+
+    def _heading(self, title: str) -> ComposeResult:
+        yield Label(Text(title, style="bold"), id="prompt-title")
+        yield Static(self.event.prompt, id="prompt-text")
+
+    def _held(self) -> ComposeResult:
+        if held := _also_held(self.event):
+            yield Static(held, id="prompt-held")
+
+    def _queued(self) -> ComposeResult:
+        if self.queued:
+            yield Static(f"{self.queued} more prompt(s) queued", id="prompt-queued")
+
+    def action_later(self) -> None:
+        self.dismiss(None)
+
+
+class ApprovalPrompt(_Prompt):
+    """Approve, reject or edit a step's outputs (or answer an ``input`` prompt)."""
+
     HELP = """
 ## Approval
 
@@ -44,18 +69,11 @@ them, **e** approves the text as you edited it (it must stay valid JSON).
         Binding("escape", "later", "Later", id="prompt.later"),
     ]
 
-    def __init__(self, event: InterruptRaised, queued: int = 0) -> None:
-        super().__init__()
-        self.event = event
-        self.queued = queued
-
     def compose(self) -> ComposeResult:
         e = self.event
         with Vertical(id="prompt-box"):
-            yield Label(Text(f"⏸ {e.step_id} — {e.interrupt_kind}", style="bold"), id="prompt-title")
-            yield Static(e.prompt, id="prompt-text")
-            if held := _also_held(e):
-                yield Static(held, id="prompt-held")
+            yield from self._heading(f"⏸ {e.step_id} — {e.interrupt_kind}")
+            yield from self._held()
             text = "" if e.interrupt_kind == "input" else _payload_text(e.payload)
             yield TextArea(text, language="json" if text else None, id="prompt-editor", soft_wrap=True)
             yield Static("", id="prompt-error")
@@ -67,8 +85,7 @@ them, **e** approves the text as you edited it (it must stay valid JSON).
                     yield Button("Reject (^R)", id="answer-reject", variant="error")
                     yield Button("Save edit (^E)", id="answer-edit", variant="primary")
                 yield Button("Later (Esc)", id="answer-later")
-            if self.queued:
-                yield Static(f"{self.queued} more prompt(s) queued", id="prompt-queued")
+            yield from self._queued()
 
     def on_mount(self) -> None:
         self.query_one("#answer-approve" if self.event.interrupt_kind != "input" else "#prompt-editor").focus()
@@ -96,9 +113,6 @@ them, **e** approves the text as you edited it (it must stay valid JSON).
             return
         self.dismiss(InterruptAnswer(action="edit", value=edited))
 
-    def action_later(self) -> None:
-        self.dismiss(None)
-
 
 def tie_break_targets(event: InterruptRaised, graph_targets: list[str]) -> tuple[list[str], list[str]]:
     """(valid targets, other graph targets): a choice can only ever name a graph target."""
@@ -112,10 +126,9 @@ def tie_break_targets(event: InterruptRaised, graph_targets: list[str]) -> tuple
     return valid, others
 
 
-class TieBreakPrompt(ModalScreen[InterruptAnswer | None]):
+class TieBreakPrompt(_Prompt):
     """Pick the next step when the model was not confident enough to."""
 
-    CSS_PATH = "prompts.tcss"
     HELP = """
 ## Tie-breaker
 
@@ -127,10 +140,8 @@ targets first, then the other edges the graph defines — with the arrows and
     BINDINGS = [Binding("escape", "later", "Later", id="prompt.later")]
 
     def __init__(self, event: InterruptRaised, graph_targets: list[str], queued: int = 0) -> None:
-        super().__init__()
-        self.event = event
+        super().__init__(event, queued)
         self.valid, self.others = tie_break_targets(event, graph_targets)
-        self.queued = queued
 
     def compose(self) -> ComposeResult:
         e = self.event
@@ -138,16 +149,14 @@ targets first, then the other edges the graph defines — with the arrows and
         suggestion = payload.get("suggestion") or payload.get("target")
         confidence = payload.get("confidence")
         with Vertical(id="prompt-box"):
-            yield Label(Text(f"⑂ {e.step_id} — where next?", style="bold"), id="prompt-title")
-            yield Static(e.prompt, id="prompt-text")
+            yield from self._heading(f"⑂ {e.step_id} — where next?")
             conf = f"{float(confidence):.2f}" if isinstance(confidence, (int, float)) else "–"
             yield Static(Text.assemble(("model suggests ", "dim"), (str(suggestion or "nothing"), "bold"),
                                        (f"  confidence {conf}", "yellow")), id="prompt-suggestion")
             reasoning = str(payload.get("reasoning") or "")
             if reasoning:
                 yield Static(Text(reasoning, style="italic"), id="prompt-reasoning")
-            if held := _also_held(e):
-                yield Static(held, id="prompt-held")
+            yield from self._held()
             options: list[Option | None] = []
             for target in self.valid:
                 mark = "  ← suggested" if target == suggestion else ""
@@ -159,8 +168,7 @@ targets first, then the other edges the graph defines — with the arrows and
             with Horizontal(id="prompt-buttons"):
                 yield Button("Choose (Enter)", id="answer-choose", variant="primary")
                 yield Button("Later (Esc)", id="answer-later")
-            if self.queued:
-                yield Static(f"{self.queued} more prompt(s) queued", id="prompt-queued")
+            yield from self._queued()
 
     def on_mount(self) -> None:
         targets = self.query_one("#prompt-targets", OptionList)
@@ -184,9 +192,6 @@ targets first, then the other edges the graph defines — with the arrows and
     def _choose(self, target: str | None) -> None:
         if target in self.valid or target in self.others:
             self.dismiss(InterruptAnswer(action="choose", value=target))
-
-    def action_later(self) -> None:
-        self.dismiss(None)
 
 
 def prompt_for(event: InterruptRaised, graph_targets: list[str], queued: int = 0) -> ModalScreen[InterruptAnswer | None]:

@@ -98,5 +98,6 @@ not at full service), ✗ a misconfigured one.
         return max(self._clock(), self._view.last_ts) if self.live else self._view.last_ts
 
     def tick(self) -> None:
-        if any(s.get("state") != "CLOSED" for s in self._view.providers.values()):
+        """Count live cooldowns down; a replay's time stands still, so it has nothing to redraw."""
+        if self.live and any(s.get("state") != "CLOSED" for s in self._view.providers.values()):
             self.update(providers_table(self._view, self.now()))

@@ -43,10 +43,14 @@ the start or the end; clicking the bar jumps there.
             self.position = position
             super().__init__()
 
-    def render(self) -> Text:
+    def _bar(self) -> tuple[str, int]:
+        """(the label before the bar, the bar's width): the caption takes at most half the line."""
         label = f" ⏵ replay {self.position}/{self.total} "
+        return label, max(10, self.size.width - len(label) - min(len(self.caption) + 1, self.size.width // 2))
+
+    def render(self) -> Text:
+        label, width = self._bar()
         tail = f" {self.caption}"
-        width = max(10, self.size.width - len(label) - min(len(tail), self.size.width // 2))
         filled = int(width * self.position / self.total) if self.total else 0
         text = Text(label, style="bold")
         text.append("━" * filled, style="bold cyan")
@@ -61,8 +65,7 @@ the start or the end; clicking the bar jumps there.
         self.post_message(self.Seek(self.total if where < 0 else where))
 
     def on_click(self, event: events.Click) -> None:
-        label = len(f" ⏵ replay {self.position}/{self.total} ")
-        width = max(10, self.size.width - label - min(len(self.caption) + 1, self.size.width // 2))
-        offset = event.x - label
+        label, width = self._bar()
+        offset = event.x - len(label)
         if 0 <= offset <= width and self.total:
             self.post_message(self.Seek(round(offset / width * self.total)))
