@@ -60,7 +60,7 @@ async def test_the_chaos_demo_trips_probes_and_closes_breakers_during_one_resear
     app = WorkbenchApp(Workbench(workspace=tmp_path), run_job=job)
     async with app.run_test(size=SIZE) as pilot:
         screen = app.screen
-        assert isinstance(screen, RunScreen) and screen.run_id == job.run_id  # type: ignore[attr-defined]
+        assert isinstance(screen, RunScreen) and screen.run_id == job.run_id
         await until(pilot, lambda: isinstance(app.screen, ApprovalPrompt), rounds=1200)
         await pilot.press("f2")
         await until(pilot, lambda: not screen.live, rounds=2400)
@@ -70,8 +70,8 @@ async def test_the_chaos_demo_trips_probes_and_closes_breakers_during_one_resear
 
     store = RunStore(tmp_path / "runs.sqlite")
     try:
-        assert store.get_run(job.run_id).status is RunStatus.COMPLETED  # type: ignore[attr-defined]
-        events = store.events(job.run_id)  # type: ignore[attr-defined]
+        assert store.get_run(job.run_id).status is RunStatus.COMPLETED
+        events = store.events(job.run_id)
     finally:
         store.close()
     assert shown == [(e.seq, e.kind) for e in events], "every stored event reached the screen, in order"
