@@ -8,12 +8,13 @@ then reads the stored events: breakers must have gone OPEN → HALF_OPEN → CLO
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 from engine.events import ProviderState, RunEvent
 from engine.states import RunStatus
 from engine.store import RunStore
 from router.fault_script import DEFAULT_SCRIPT_PATH, load_fault_script
+from tests.tui.pilot_wait import prompt_ready, until
 from tui.app import WorkbenchApp
 from tui.chaos import BreakerWatch, chaos_job
 from tui.commands.app_cmds import chaos_command
@@ -28,15 +29,6 @@ def demo_default(name: str) -> Any:
     """The default of a `workbench demo chaos` option: the test runs what a newcomer runs."""
     [option] = [p for p in chaos_command.params if p.name == name]
     return option.default
-
-
-async def until(pilot: Any, predicate: Callable[[], bool], rounds: int) -> None:
-    """Let the app run until ``predicate`` holds, bounded by a number of rounds rather than a time."""
-    for _ in range(rounds):
-        if predicate():
-            return
-        await pilot.pause(0.05)
-    raise AssertionError(f"condition never held; screens {pilot.app.screen_stack}")
 
 
 def breaker_states(events: list[RunEvent]) -> dict[str, list[str]]:
@@ -61,9 +53,9 @@ async def test_the_chaos_demo_trips_probes_and_closes_breakers_during_one_resear
     async with app.run_test(size=SIZE) as pilot:
         screen = app.screen
         assert isinstance(screen, RunScreen) and screen.run_id == job.run_id
-        await until(pilot, lambda: isinstance(app.screen, ApprovalPrompt), rounds=1200)
+        await until(pilot, lambda: prompt_ready(app, ApprovalPrompt), rounds=1200, pause=0.05)
         await pilot.press("f2")
-        await until(pilot, lambda: not screen.live, rounds=2400)
+        await until(pilot, lambda: not screen.live, rounds=2400, pause=0.05)
         assert screen.view.status == "COMPLETED"
         shown = [(e.seq, e.kind) for e in screen.events]
         panel_providers = set(screen.view.providers)

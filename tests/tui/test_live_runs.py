@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import pytest
 import yaml
@@ -21,6 +21,7 @@ from engine.events import InterruptRaised, InterruptResolved, StepFinished
 from engine.protocol import InterruptResponder, RunContext, TieBreakAnswer, TieBreakRequest
 from engine.states import RunStatus, StepStatus
 from engine.store import RunStore
+from tests.tui.pilot_wait import prompt_ready, until
 from tui.app import WorkbenchApp
 from tui.screens.run import RunScreen
 from tui.widgets.dag_outline import DagOutline
@@ -40,17 +41,6 @@ async def unsure_tie_breaker(request: TieBreakRequest) -> TieBreakAnswer:
 def demo_context(workspace: Path, inputs: dict[str, Any], responder: InterruptResponder) -> RunContext:
     return RunContext(store=RunStore(workspace / "runs.sqlite"), inputs=inputs, responder=responder,
                       tie_breaker=unsure_tie_breaker)
-
-
-async def until(pilot, predicate: Callable[[], bool], rounds: int = 1000) -> None:
-    """Let the app run until ``predicate`` holds (bounded by rounds, not by a time assertion)."""
-    for _ in range(rounds):
-        if predicate():
-            return
-        await pilot.pause(0.01)
-    app = pilot.app
-    runs = [(driver.running, driver.error, driver.result) for driver in getattr(app, "run_drivers", [])]
-    raise AssertionError(f"condition never held; screens {app.screen_stack}, runs {runs}")
 
 
 def live_workbench(tmp_path: Path) -> Workbench:
@@ -130,7 +120,7 @@ async def test_answering_an_approval_reaches_the_step(tmp_path: Path, engine: st
     async with app.run_test(size=SIZE) as pilot:
         await pilot.pause()
         screen = start_on(app, workflow, {"topic": "launch"}, engine)
-        await until(pilot, lambda: isinstance(app.screen, ApprovalPrompt))
+        await until(pilot, lambda: prompt_ready(app, ApprovalPrompt))
         prompt = app.screen
         await until(pilot, lambda: prompt.event.interrupt_id in screen.view.pending)
         await until(pilot, lambda: screen.view.steps["warm_cache"].status is StepStatus.SUCCEEDED)
@@ -166,7 +156,7 @@ async def test_choosing_a_tie_breaker_target_routes_the_run(tmp_path: Path, engi
     async with app.run_test(size=SIZE) as pilot:
         await pilot.pause()
         screen = start_on(app, workflow, {}, engine)
-        await until(pilot, lambda: isinstance(app.screen, TieBreakPrompt))
+        await until(pilot, lambda: prompt_ready(app, TieBreakPrompt))
         prompt = app.screen
         assert prompt.valid == ["publish", "revise"]
         assert prompt.event.payload["suggestion"] == "revise"
@@ -200,7 +190,7 @@ async def test_a_run_left_waiting_is_answered_and_resumed_later(tmp_path: Path, 
     async with app.run_test(size=SIZE) as pilot:
         await pilot.pause()
         screen = start_on(app, SHIPPED_WORKFLOWS / "approval.yaml", {}, engine)
-        await until(pilot, lambda: isinstance(app.screen, ApprovalPrompt))
+        await until(pilot, lambda: prompt_ready(app, ApprovalPrompt))
         run_id = screen.run_id
     store = RunStore(tmp_path / "runs.sqlite")
     assert store.get_run(run_id).status is RunStatus.WAITING
@@ -210,7 +200,7 @@ async def test_a_run_left_waiting_is_answered_and_resumed_later(tmp_path: Path, 
 
     app = WorkbenchApp(live_workbench(tmp_path), open_run_id=run_id)
     async with app.run_test(size=SIZE) as pilot:
-        await until(pilot, lambda: isinstance(app.screen, ApprovalPrompt))
+        await until(pilot, lambda: prompt_ready(app, ApprovalPrompt))
         await pilot.press("f2")
         screen = app.screen_stack[-1]
         assert isinstance(screen, RunScreen)

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 from engine.states import StepStatus
 from engine.store import RunStore
+from tests.tui.pilot_wait import prompt_ready, until
 from tui.app import WorkbenchApp
 from tui.screens.home import HomeScreen
 from tui.screens.history import HistoryScreen
@@ -107,9 +108,7 @@ async def test_stored_approval_reappears_and_is_recorded(workbench: Workbench) -
     async with app.run_test(size=SIZE) as pilot:
         await pilot.pause()
         screen = app.open_run("run-ask")
-        await pilot.pause()
-        await pilot.pause()
-        assert isinstance(app.screen, ApprovalPrompt)
+        await until(pilot, lambda: prompt_ready(app, ApprovalPrompt))
         app.screen.action_later()
         await pilot.pause()
         assert isinstance(app.screen, RunScreen)
@@ -117,7 +116,7 @@ async def test_stored_approval_reappears_and_is_recorded(workbench: Workbench) -
         screen.resume_requested = 0
         app.resume_run = lambda s: setattr(s, "resume_requested", s.resume_requested + 1)  # type: ignore[method-assign]
         await pilot.press("p")
-        await pilot.pause()
+        await until(pilot, lambda: prompt_ready(app, ApprovalPrompt))
         await pilot.press("f3")
         await pilot.pause()
         assert screen.resume_requested == 1
@@ -150,8 +149,7 @@ async def test_edit_with_invalid_json_is_refused_with_one_line(workbench: Workbe
     async with app.run_test(size=SIZE) as pilot:
         await pilot.pause()
         app.open_run("run-ask")
-        await pilot.pause()
-        await pilot.pause()
+        await until(pilot, lambda: prompt_ready(app, ApprovalPrompt))
         prompt = app.screen
         assert isinstance(prompt, ApprovalPrompt)
         prompt.query_one("#prompt-editor").text = '{"domain": '

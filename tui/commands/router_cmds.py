@@ -4,6 +4,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import signal
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any, TypeVar
@@ -183,12 +184,22 @@ def fault_server_cmd(port: int, script_path: Path | None, time_scale: float | No
         click.echo(f"\nrouter config for these providers (paste it into {default_config_path()}):\n")
         click.echo(yaml.safe_dump(section, sort_keys=False))
         click.echo("Ctrl-C stops the server.", err=True)
-        await server.serve_forever()
+        # Explicit handlers: a process started in the background inherits SIGINT ignored,
+        # and a supervisor stops servers with SIGTERM; both must end it cleanly.
+        stopping = asyncio.Event()
+        loop = asyncio.get_running_loop()
+        for signum in (signal.SIGINT, signal.SIGTERM):
+            loop.add_signal_handler(signum, stopping.set)
+        try:
+            await stopping.wait()
+        finally:
+            await server.stop()
 
     try:
         asyncio.run(serve())
     except KeyboardInterrupt:
-        click.echo("fault server stopped", err=True)
+        pass
+    click.echo("fault server stopped", err=True)
 
 
 COMMANDS = [providers_group, fault_server_cmd]

@@ -69,6 +69,12 @@ them, **e** approves the text as you edited it (it must stay valid JSON).
         Binding("escape", "later", "Later", id="prompt.later"),
     ]
 
+    def __init__(self, event: InterruptRaised, queued: int = 0) -> None:
+        super().__init__(event, queued)
+        # Focus by selector, not in on_mount: Textual applies AUTO_FOCUS once the
+        # children exist, and a prompt closed mid-compose (app exit) has none to query.
+        self.AUTO_FOCUS = "#prompt-editor" if event.interrupt_kind == "input" else "#answer-approve"
+
     def compose(self) -> ComposeResult:
         e = self.event
         with Vertical(id="prompt-box"):
@@ -87,9 +93,6 @@ them, **e** approves the text as you edited it (it must stay valid JSON).
                 yield Button("Later (Esc)", id="answer-later")
             yield from self._queued()
 
-    def on_mount(self) -> None:
-        self.query_one("#answer-approve" if self.event.interrupt_kind != "input" else "#prompt-editor").focus()
-
     def on_button_pressed(self, event: Button.Pressed) -> None:
         action = (event.button.id or "").removeprefix("answer-")
         if action == "later":
@@ -98,12 +101,12 @@ them, **e** approves the text as you edited it (it must stay valid JSON).
             self.action_answer(action)
 
     def action_answer(self, action: str) -> None:
+        if action != "edit" and self.event.interrupt_kind != "input":
+            self.dismiss(InterruptAnswer(action=action))  # type: ignore[arg-type]
+            return
         text = self.query_one("#prompt-editor", TextArea).text
         if self.event.interrupt_kind == "input":
             self.dismiss(InterruptAnswer(action="answer", value=text))
-            return
-        if action != "edit":
-            self.dismiss(InterruptAnswer(action=action))  # type: ignore[arg-type]
             return
         try:
             edited = json.loads(text)
@@ -142,6 +145,7 @@ targets first, then the other edges the graph defines — with the arrows and
     def __init__(self, event: InterruptRaised, graph_targets: list[str], queued: int = 0) -> None:
         super().__init__(event, queued)
         self.valid, self.others = tie_break_targets(event, graph_targets)
+        self.AUTO_FOCUS = "#prompt-targets"
 
     def compose(self) -> ComposeResult:
         e = self.event
@@ -171,11 +175,10 @@ targets first, then the other edges the graph defines — with the arrows and
             yield from self._queued()
 
     def on_mount(self) -> None:
-        targets = self.query_one("#prompt-targets", OptionList)
-        suggestion = self.event.payload.get("suggestion")
-        ids = self.valid + self.others
-        targets.highlighted = targets.get_option_index(suggestion) if suggestion in ids else 0
-        targets.focus()
+        # Queried softly for the same reason as ApprovalPrompt's AUTO_FOCUS.
+        for targets in self.query("#prompt-targets").results(OptionList):
+            suggestion = self.event.payload.get("suggestion")
+            targets.highlighted = targets.get_option_index(suggestion) if suggestion in self.valid + self.others else 0
 
     def on_option_list_option_selected(self, event: OptionList.OptionSelected) -> None:
         event.stop()
