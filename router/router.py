@@ -574,13 +574,16 @@ class SmartModelRouter:
 
 
 def _client(transport: httpx.AsyncBaseTransport | None) -> httpx.AsyncClient:
-    """One shared client. No retries in the transport; loopback never goes through a proxy."""
+    """One shared client: no retries, HTTP(S)_PROXY/NO_PROXY honoured, loopback always direct.
+
+    The default transport is left to httpx on purpose: passing one makes httpx ignore the
+    proxy variables, and its default already makes no retries.
+    """
     limits = httpx.Limits(max_connections=200, max_keepalive_connections=50)
     if transport is not None:
         return httpx.AsyncClient(transport=transport, limits=limits, follow_redirects=False)
     direct = httpx.AsyncHTTPTransport(retries=0, limits=limits)
     return httpx.AsyncClient(
-        transport=httpx.AsyncHTTPTransport(retries=0, limits=limits),
         mounts={"all://127.0.0.1": direct, "all://localhost": direct, "all://[::1]": direct},
         limits=limits, follow_redirects=False, trust_env=True,
     )

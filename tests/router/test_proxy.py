@@ -1,0 +1,78 @@
+"""A user behind a proxy reaches remote providers through it; loopback providers are never proxied.
+
+The proxy is a real loopback forward proxy: it records the absolute-form request line
+httpx sends it and relays the request to the fault server, which plays the provider.
+"""
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+from dataclasses import dataclass, field
+
+import pytest
+
+from router.fault_server import FaultServer
+from tests.router.conftest import RouterFactory, Verdict, make_config, provider_entry, request
+
+
+@dataclass
+class ForwardProxy:
+    """Relays each proxied request to ``upstream`` and remembers its request line."""
+
+    upstream_port: int
+    request_lines: list[str] = field(default_factory=list)
+    port: int = 0
+
+    async def handle(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        head = (await reader.readuntil(b"\r\n\r\n")).decode("latin-1")
+        request_line, *header_lines = head.rstrip("\r\n").split("\r\n")
+        self.request_lines.append(request_line)
+        method, target, version = request_line.split(" ")
+        path = "/" + target.split("://", 1)[1].split("/", 1)[1]
+        headers = [line for line in header_lines if not line.lower().startswith(("connection:", "proxy-"))]
+        length = next((int(line.split(":", 1)[1]) for line in headers
+                       if line.lower().startswith("content-length:")), 0)
+        body = await reader.readexactly(length)
+        up_reader, up_writer = await asyncio.open_connection("127.0.0.1", self.upstream_port)
+        relayed_head = "".join(f"{line}\r\n" for line in [f"{method} {path} {version}", *headers,
+                                                           "Connection: close"])
+        up_writer.write(f"{relayed_head}\r\n".encode("latin-1") + body)
+        await up_writer.drain()
+        writer.write(await up_reader.read())
+        await writer.drain()
+        up_writer.close()
+        writer.close()
+
+
+@pytest.fixture
+async def proxy(fault_server: FaultServer) -> AsyncIterator[ForwardProxy]:
+    assert fault_server.port is not None
+    forward = ForwardProxy(upstream_port=fault_server.port)
+    server = await asyncio.start_server(forward.handle, "127.0.0.1", 0)
+    forward.port = server.sockets[0].getsockname()[1]
+    yield forward
+    server.close()
+    await server.wait_closed()
+
+
+async def test_remote_providers_go_through_the_proxy_and_loopback_does_not(
+    fault_server: FaultServer, proxy: ForwardProxy, make_router: RouterFactory, keys: dict[str, str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    for name in ("NO_PROXY", "no_proxy", "ALL_PROXY", "all_proxy", "HTTPS_PROXY", "https_proxy"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("HTTP_PROXY", f"http://127.0.0.1:{proxy.port}")
+    remote = {**provider_entry(fault_server, "openai"), "base_url": "http://provider.test/openai/v1"}
+    router = make_router(make_config([remote]))
+
+    result = await router.complete(request())
+
+    assert result.provider == "openai" and not result.degraded
+    assert isinstance(result.parsed, Verdict) and result.parsed.verdict == "remote:verify"
+    assert proxy.request_lines == ["POST http://provider.test/openai/v1/chat/completions HTTP/1.1"]
+
+    local = make_router(make_config([provider_entry(fault_server, "ollama", kind="ollama")]))
+    result = await local.complete(request())
+
+    assert result.provider == "ollama" and not result.degraded
+    assert len(proxy.request_lines) == 1
