@@ -95,8 +95,8 @@ async def hypothesis_tree_tot(ctx: StepContext, inp: RoundInput) -> HypothesesOu
                 continue
             kept.append(PlannedBranch(sub_question=branch.sub_question, query=branch.query, score=branch.score))
     if not kept:
-        kept = [PlannedBranch(sub_question=s, query=" ".join([*state.subject_terms, *questions[s].key_terms]),
-                              score=0.0) for s in targets]
+        kept = [PlannedBranch(sub_question=s, query=sub_question_query(state, questions[s]), score=0.0)
+                for s in targets]
     new_state = state.advanced(round_number, "hypotheses", round=round_number, round_kind="full", branches=kept)
     return HypothesesOutput(round=round_number, targets=targets, branches=kept, pruned=pruned,
                             refusal=result.note(), state=new_state)

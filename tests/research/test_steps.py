@@ -18,6 +18,7 @@ from research.state import Params, ResearchState
 from research.steps.analysis import analyst_ai, analyst_swe
 from research.steps.common import RoundInput, passage_from_hit, source_from_hit
 from research.steps.intake import IntakeInput, intake_scope
+from research.steps.retrieval import hypothesis_tree_tot
 from research.steps.verification import cove_verify
 from research.tasks import ScopeAnswer
 from router.local import TaskHandlerRegistry
@@ -175,3 +176,23 @@ def test_a_rerun_replays_the_journal_instead_of_calling_again(builtin_model) -> 
     again_ctx, _ = make_context("intake_scope", "research.intake_scope", model=ScriptedModel([]), journal=journal)
     again = asyncio.run(intake_scope(again_ctx, IntakeInput(query="what are coroutines", as_of="2025-06-30")))
     assert again == first and again_ctx.stats.replayed == 1
+
+
+def test_a_refused_hypothesis_tree_still_searches_each_sub_question_by_its_text(builtin_model) -> None:
+    evidence = EvidenceMap(query="why?", sub_questions=[SubQuestion(id="q1", text="Why does it matter?"),
+                                                        SubQuestion(id="q2", text="Who uses it?",
+                                                                    key_terms=["users"])])
+    state = ResearchState(revision=0, subject="it", subject_terms=[], params=Params(),
+                          policy=SourcePolicy(as_of="2025-06-30"), evidence=evidence)
+    upstream = {"supervisor_r0": {"state": state.model_dump(mode="json")}}
+    ctx, _ = make_context("hypothesis_tree_tot_r1", "research.hypothesis_tree_tot", model=builtin_model,
+                          upstream=upstream, budget=RunBudget(max_llm_calls=0, token_budget=10),
+                          retriever=EmptyRetriever())
+    out = asyncio.run(hypothesis_tree_tot(ctx, RoundInput()))
+    assert "BUDGET_EXCEEDED" in out.refusal
+    assert [(b.sub_question, b.query) for b in out.branches] == [("q1", "Why does it matter?"), ("q2", "users")]
+
+
+class EmptyRetriever:
+    async def search(self, *_: Any, **__: Any) -> list[dict[str, Any]]:
+        return []
