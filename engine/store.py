@@ -38,7 +38,6 @@ from __future__ import annotations
 import json
 import os
 import socket
-import sqlite3
 import threading
 import time
 import uuid
@@ -54,6 +53,7 @@ from engine.bus import BatchCallback, EventBus, Unsubscribe
 from engine.context import InterruptAnswer, InterruptRequest, JournalEntry
 from engine.events import RunEvent, event_from_json
 from engine.spec import Frozen, WorkflowDefinition
+from engine.sqlite_file import open_sqlite_file
 from engine.states import RunStatus, StepStatus
 
 
@@ -474,6 +474,8 @@ class BaseRunStore(ABC):
 # its own small row: an update rewrites the whole row, and the ``runs`` row carries the
 # definition and its source (a large workflow's makes every per-step commit a large one).
 # ``runs.engine_state`` is read when a run has no row there (files written before).
+SCHEMA_VERSION = 1
+"""Stamped into the file (``PRAGMA user_version``); a file with a higher one is refused."""
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS runs (
     run_id TEXT PRIMARY KEY,
@@ -582,12 +584,8 @@ class RunStore(BaseRunStore):
     def __init__(self, path: str | Path) -> None:
         super().__init__()
         self.path = Path(path)
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        self._db = sqlite3.connect(str(self.path), isolation_level=None, check_same_thread=False)
-        self._db.execute("PRAGMA journal_mode=WAL")
-        self._db.execute("PRAGMA synchronous=NORMAL")
-        self._db.execute("PRAGMA busy_timeout=5000")
-        self._db.executescript(_SCHEMA)
+        self._db = open_sqlite_file(self.path, "run store", schema=_SCHEMA, version=SCHEMA_VERSION,
+                                    isolation_level=None)
 
     def _begin(self) -> None:
         self._db.execute("BEGIN IMMEDIATE")

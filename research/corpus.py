@@ -22,9 +22,12 @@ from datetime import date
 from pathlib import Path
 from typing import Any, Protocol
 
+from engine.sqlite_file import open_sqlite_file
 from research.loaders import SUPPORTED_SUFFIXES, LoadedDocument, UnreadableDocument, load_document, split_passages
 from research.text import key_phrases
 
+SCHEMA_VERSION = 1
+"""Stamped into the file (``PRAGMA user_version``); a file with a higher one is refused."""
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS documents (
     source_id TEXT PRIMARY KEY,
@@ -127,11 +130,7 @@ class Corpus:
 
     def __init__(self, path: str | Path) -> None:
         self.path = Path(path)
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        self._db = sqlite3.connect(self.path, check_same_thread=False)
-        self._db.execute("PRAGMA journal_mode=WAL")
-        self._db.execute("PRAGMA synchronous=NORMAL")
-        self._db.executescript(SCHEMA)
+        self._db = open_sqlite_file(self.path, "corpus", schema=SCHEMA, version=SCHEMA_VERSION)
 
     def close(self) -> None:
         self._db.close()

@@ -99,3 +99,11 @@ class BuiltinHandlerError(RouterError):
 class RouterClosedError(RouterError):
     def __init__(self) -> None:
         super().__init__("the router is closed")
+
+
+class StatsFileError(Exception):
+    """The shared provider-statistics file cannot be opened; ``str()`` is one line naming it and the remedy."""
+
+    def __init__(self, path: object, reason: str) -> None:
+        super().__init__(f"{path}: cannot open the provider statistics ({reason}) — it holds only provider "
+                         "health history: delete it and the router starts a new one")

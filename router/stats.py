@@ -22,6 +22,8 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from router.errors import StatsFileError
+
 STATS_FILENAME = "provider_stats.sqlite3"
 SCHEMA_VERSION = 1
 
@@ -124,10 +126,14 @@ class StatsStore:
         self._lock = threading.Lock()
         self._conn = sqlite3.connect(self.path, timeout=busy_timeout_s, isolation_level=None,
                                      check_same_thread=False)
-        self._conn.execute(f"PRAGMA busy_timeout = {int(busy_timeout_s * 1000)}")
-        self._retry(self._set_wal)
-        self._conn.execute("PRAGMA synchronous = NORMAL")
-        self._retry(self._create_schema)
+        try:
+            self._conn.execute(f"PRAGMA busy_timeout = {int(busy_timeout_s * 1000)}")
+            self._retry(self._set_wal)
+            self._conn.execute("PRAGMA synchronous = NORMAL")
+            self._retry(self._create_schema)
+        except sqlite3.DatabaseError as exc:
+            self._conn.close()
+            raise StatsFileError(self.path, str(exc)) from None
 
     # --- setup ----------------------------------------------------------------
 

@@ -5,10 +5,15 @@ module only assembles them.
 """
 from __future__ import annotations
 
+import sys
+
 import click
 from click.core import ParameterSource
 
+from engine.sqlite_file import StoreFileError
+from router.errors import StatsFileError
 from tui.commands import app_cmds, research_cmds, router_cmds, run_cmds, runs_cmds
+from tui.commands.common import BAD_INPUT
 from tui.config import CONFIG_ENV, CONFIG_PATH_KEY, CONFIG_REQUIRED_KEY
 
 COMMAND_MODULES = (run_cmds, runs_cmds, router_cmds, research_cmds, app_cmds)
@@ -36,8 +41,16 @@ for _module in COMMAND_MODULES:
         cli.add_command(_command)
 
 
+UNOPENABLE_FILES = (StoreFileError, StatsFileError)
+"""A workspace file that cannot be opened, from whichever command: one line, exit code 2."""
+
+
 def main() -> None:
-    cli(prog_name="workbench")
+    try:
+        cli(prog_name="workbench")
+    except UNOPENABLE_FILES as error:
+        click.echo(f"error: {error}", err=True)
+        sys.exit(BAD_INPUT)
 
 
 if __name__ == "__main__":

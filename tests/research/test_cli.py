@@ -40,9 +40,10 @@ def test_corpus_add_list_search(tmp_path: Path) -> None:
 def test_research_headless_writes_the_run_folder_and_sensitivity_reads_it(tmp_path: Path) -> None:
     runner = CliRunner()
     workspace = tmp_path / "ws"
-    result = runner.invoke(cli, ["--workspace", str(workspace), "research", "how are widgets frobnicated",
-                                 "--corpus", str(docs(tmp_path)), "--as-of", "2025-06-30", "--domain", "reference",
-                                 "--max-rounds", "2", "--headless", "--on-interrupt", "default"])
+    # The question may stand anywhere among the options, as with any command line.
+    result = runner.invoke(cli, ["--workspace", str(workspace), "research", "--corpus", str(docs(tmp_path)),
+                                 "--headless", "--as-of", "2025-06-30", "how are widgets frobnicated",
+                                 "--domain", "reference", "--max-rounds", "2", "--on-interrupt", "default"])
     assert "report:" in result.output, result.output
     run_id = re.search(r"runs/(\d{8}-\d{6}-[0-9a-f]+)/report\.md", result.output.replace("\n", "")).group(1)
     folder = workspace / "runs" / run_id

@@ -45,6 +45,7 @@ def open_app(workspace: str | Path | None, *, workflow: Path | None = None, inpu
     from tui.app import WorkbenchApp  # imported here: Textual is slow to import and headless commands skip it
 
     workbench = make_workbench(workspace)
+    workbench.store()  # opened before the first frame, so an unreadable store is one line, not a crash screen
     if job is None and workflow is not None:
         job = workbench.new_run_job(workflow, inputs or {}, engine=engine)
     WorkbenchApp(workbench, run_job=job, open_run_id=run_id).run()

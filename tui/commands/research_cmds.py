@@ -55,9 +55,21 @@ class ResearchGroup(click.Group):
     """A group that is also a command: ``research "question"`` runs, ``research sensitivity …`` dispatches."""
 
     def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
-        if args and not args[0].startswith("-") and args[0] not in self.commands:
-            ctx.meta["research.question"] = args[0]
-            args = args[1:]
+        """Take the first word that is neither an option nor an option's value, unless it names a subcommand."""
+        takes_value = {name for param in self.params if isinstance(param, click.Option)
+                       and not param.is_flag and not param.count for name in param.opts}
+        index = 0
+        while index < len(args):
+            word = args[index]
+            if word == "--":
+                index += 1
+                break
+            if not word.startswith("-") or word == "-":
+                break
+            index += 2 if word in takes_value else 1
+        if index < len(args) and args[index] not in self.commands:
+            ctx.meta["research.question"] = args[index]
+            args = args[:index] + args[index + 1:]
         return super().parse_args(ctx, args)
 
 
