@@ -18,6 +18,8 @@ settings.load_profile("ci" if os.environ.get("CI") else "default")
 
 PROVIDER_ENV_PREFIXES = ("OPENAI_", "ANTHROPIC_", "GEMINI_", "AZURE_OPENAI_", "OLLAMA_")
 """Environment variables that would point the router at a real provider."""
+PROXY_ENV = {"HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "NO_PROXY"}
+"""A machine's proxy settings: tests that need a proxy set their own."""
 
 
 @pytest.fixture(autouse=True)
@@ -25,9 +27,9 @@ def _hermetic_environment(monkeypatch: pytest.MonkeyPatch, tmp_path_factory: pyt
     """No test reads the developer's config file or reaches a real provider.
 
     ``WORKBENCH_CONFIG`` points at a file that does not exist (the defaults), and
-    provider keys are removed — subprocesses inherit the cleaned environment.
+    provider keys and proxy settings are removed — subprocesses inherit the cleaned environment.
     """
     monkeypatch.setenv("WORKBENCH_CONFIG", str(tmp_path_factory.getbasetemp() / "no-config.yaml"))
     for name in list(os.environ):
-        if name.startswith(PROVIDER_ENV_PREFIXES) or name == "GITHUB_TOKEN":
+        if name.startswith(PROVIDER_ENV_PREFIXES) or name == "GITHUB_TOKEN" or name.upper() in PROXY_ENV:
             monkeypatch.delenv(name)
