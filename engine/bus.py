@@ -13,6 +13,7 @@ memory stays bounded however slow it is.
 """
 from __future__ import annotations
 
+import logging
 import threading
 from collections import deque
 from typing import Callable, Sequence
@@ -26,6 +27,9 @@ BacklogReader = Callable[[str, int], list[RunEvent]]
 """(run_id, after_seq) -> the stored events after that seq (the store's ``events``)."""
 
 Unsubscribe = Callable[[], None]
+
+log = logging.getLogger(__name__)
+"""A failing subscriber is logged here, not printed: stderr would paint over the app."""
 
 
 class _Subscriber:
@@ -99,7 +103,9 @@ class _Subscriber:
                 try:
                     self.callback(fresh)
                 except Exception:  # noqa: BLE001 - a broken subscriber must not stop delivery to itself or others
-                    pass
+                    log.exception("event subscriber %r failed on a batch of %d event(s) (%s seq %d-%d); "
+                                  "delivery goes on", self.callback, len(fresh), fresh[0].run_id,
+                                  fresh[0].seq, fresh[-1].seq)
 
 
 class EventBus:

@@ -15,6 +15,7 @@ from textual.binding import Binding
 from textual.command import Hit, Hits, Provider
 from textual.screen import Screen
 
+from tui.log_toasts import ToastHandler
 from tui.run_driver import NewRunJob, PromptTicket, RunDriver, RunJob
 from tui.screens.home import HomeScreen
 from tui.screens.run import PromptArrived, RunScreen
@@ -86,8 +87,10 @@ class WorkbenchApp(App[None]):
         self._initial_job = run_job
         self._initial_run = open_run_id
         self.run_drivers: list[RunDriver] = []
+        self._toasts = ToastHandler(self)
 
     def on_mount(self) -> None:
+        self._toasts.install()
         config = self.workbench.config
         if config.theme in self.available_themes:
             self.theme = config.theme
@@ -106,6 +109,7 @@ class WorkbenchApp(App[None]):
             self.open_run(self._initial_run)
 
     def on_unmount(self) -> None:
+        self._toasts.remove()
         for driver in self.run_drivers:
             driver.stop(STOP_TIMEOUT_S)
         self.workbench.close()

@@ -1,6 +1,7 @@
 """The run store (both backends), the event bus and the call journal."""
 from __future__ import annotations
 
+import logging
 import threading
 from pathlib import Path
 from typing import Iterator
@@ -155,6 +156,29 @@ def test_subscribers_get_every_event_once_in_order(store: BaseRunStore) -> None:
     stop_one()
     assert [e.message for e in everything] == [str(i) for i in range(20)]  # type: ignore[union-attr]
     assert [e.seq for e in only_run] == list(range(1, 11))
+
+
+def test_a_failing_subscriber_is_logged_and_nobody_loses_an_event(
+        store: BaseRunStore, caplog: pytest.LogCaptureFixture) -> None:
+    run_id = store.create_run(WF, {}, "kahn", "test")
+    healthy: list[RunEvent] = []
+    seen_by_broken: list[int] = []
+
+    def broken(batch: list[RunEvent]) -> None:
+        seen_by_broken.extend(event.seq for event in batch)
+        raise RuntimeError("the panel is gone")
+
+    with caplog.at_level(logging.ERROR, logger="engine.bus"):
+        stop_broken = store.subscribe(broken, run_id=run_id)
+        stop_healthy = store.subscribe(healthy.extend, run_id=run_id)
+        for i in range(5):
+            store.append(Log(run_id=run_id, message=str(i)))
+        stop_broken()
+        stop_healthy()
+    assert [e.seq for e in healthy] == [1, 2, 3, 4, 5]
+    assert seen_by_broken == [1, 2, 3, 4, 5]
+    assert caplog.records and all("failed on a batch" in r.getMessage() and r.exc_info for r in caplog.records)
+    assert "RuntimeError: the panel is gone" in caplog.text
 
 
 def test_a_slow_subscriber_gets_coalesced_batches_and_never_blocks_the_writer(store: BaseRunStore) -> None:
