@@ -9,7 +9,7 @@ def prompt_ready(app: Any, prompt: type) -> bool:
     return isinstance(app.screen, prompt) and app.screen.focused is not None
 
 
-async def until(pilot: Any, predicate: Callable[[], bool], rounds: int = 1000, pause: float = 0.01) -> None:
+async def until(pilot: Any, predicate: Callable[[], bool], rounds: int = 3000, pause: float = 0.01) -> None:
     """Let the app run until ``predicate`` holds; fail naming the screens and the runs' states."""
     for _ in range(rounds):
         if predicate():
