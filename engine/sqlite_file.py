@@ -41,24 +41,21 @@ def open_sqlite_file(path: Path, what: str, *, schema: str, version: int,
         db = sqlite3.connect(str(path), isolation_level=isolation_level, check_same_thread=False,
                              timeout=busy_timeout_s)
         found = db.execute("PRAGMA user_version").fetchone()[0]
-        if found > version:
-            raise StoreFileError(f"{path}: written by a newer Research Workbench ({what} version {found}, "
-                                 f"this one reads up to {version}) — upgrade, or use another --workspace")
-        db.execute("PRAGMA journal_mode=WAL")
-        db.execute("PRAGMA synchronous=NORMAL")
-        db.execute(f"PRAGMA busy_timeout={int(busy_timeout_s * 1000)}")
-        db.executescript(schema)
-        if found < version:
-            db.execute(f"PRAGMA user_version={int(version)}")
-            if db.in_transaction:
-                db.commit()
-        return db
+        if found <= version:
+            db.execute("PRAGMA journal_mode=WAL")
+            db.execute("PRAGMA synchronous=NORMAL")
+            db.execute(f"PRAGMA busy_timeout={int(busy_timeout_s * 1000)}")
+            db.executescript(schema)
+            if found < version:
+                db.execute(f"PRAGMA user_version={int(version)}")
+                if db.in_transaction:
+                    db.commit()
+            return db
     except sqlite3.DatabaseError as error:
         if db is not None:
             db.close()
         raise StoreFileError(f"{path}: cannot open the {what} ({error}) — {_remedy(error, what)}; "
                              "nothing in it was changed") from None
-    except StoreFileError:
-        if db is not None:
-            db.close()
-        raise
+    db.close()
+    raise StoreFileError(f"{path}: written by a newer Research Workbench ({what} version {found}, "
+                         f"this one reads up to {version}) — upgrade, or use another --workspace")

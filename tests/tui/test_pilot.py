@@ -1,6 +1,10 @@
 """Pilot tests: replay, keyboard-only navigation, prompts answered from the app."""
 from __future__ import annotations
 
+import pytest
+
+from engine.context import InterruptAnswer
+from engine.events import InterruptRaised
 from engine.states import StepStatus
 from engine.store import RunStore
 from tests.tui.pilot_wait import prompt_ready, until
@@ -10,7 +14,7 @@ from tui.screens.history import HistoryScreen
 from tui.screens.report import ReportScreen
 from tui.screens.run import RunScreen
 from tui.screens.step_detail import StepDetailScreen
-from tui.widgets.prompts import ApprovalPrompt, TieBreakPrompt
+from tui.widgets.prompts import ApprovalPrompt, TieBreakPrompt, prompt_for
 from tui.workbench import Workbench
 
 SIZE = (150, 46)
@@ -157,3 +161,24 @@ async def test_edit_with_invalid_json_is_refused_with_one_line(workbench: Workbe
         await pilot.pause()
         assert isinstance(app.screen, ApprovalPrompt)
         assert "fix the JSON" in str(prompt.query_one("#prompt-error").render())
+
+
+@pytest.mark.parametrize(("kind", "focused_id", "keys", "answer"), [
+    ("approval", "answer-approve", ["enter"], InterruptAnswer(action="approve")),
+    ("input", "prompt-editor", ["y", "e", "s", "f4"], InterruptAnswer(action="answer", value="yes")),
+    ("tie_breaker", "prompt-targets", ["enter"], InterruptAnswer(action="choose", value="ship")),
+])
+async def test_each_prompt_opens_on_the_control_that_answers_it(
+        workbench: Workbench, kind: str, focused_id: str, keys: list[str], answer: InterruptAnswer) -> None:
+    event = InterruptRaised(run_id="r", seq=1, interrupt_id="i1", step_id="review", interrupt_kind=kind,
+                            prompt="Your call", payload={"outputs": {"ok": True}, "valid_targets": ["ship"]})
+    app = WorkbenchApp(workbench)
+    answers: list[InterruptAnswer | None] = []
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.pause()
+        app.push_screen(prompt_for(event, ["ship", "hold"]), answers.append)
+        await until(pilot, lambda: app.screen.focused is not None)
+        assert app.screen.focused is not None and app.screen.focused.id == focused_id
+        await pilot.press(*keys)
+        await until(pilot, lambda: bool(answers))
+    assert answers == [answer]

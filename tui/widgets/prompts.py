@@ -69,11 +69,10 @@ them, **e** approves the text as you edited it (it must stay valid JSON).
         Binding("escape", "later", "Later", id="prompt.later"),
     ]
 
-    def __init__(self, event: InterruptRaised, queued: int = 0) -> None:
-        super().__init__(event, queued)
-        # Focus by selector, not in on_mount: Textual applies AUTO_FOCUS once the
-        # children exist, and a prompt closed mid-compose (app exit) has none to query.
-        self.AUTO_FOCUS = "#prompt-editor" if event.interrupt_kind == "input" else "#answer-approve"
+    # Focus by selector, not in on_mount: Textual applies AUTO_FOCUS once the children
+    # exist, and a prompt closed mid-compose (app exit) has none to query. An approval
+    # focuses Approve; an ``input`` prompt (no Approve button) its text box.
+    AUTO_FOCUS = "#answer-approve, .answer-text"
 
     def compose(self) -> ComposeResult:
         e = self.event
@@ -81,7 +80,8 @@ them, **e** approves the text as you edited it (it must stay valid JSON).
             yield from self._heading(f"⏸ {e.step_id} — {e.interrupt_kind}")
             yield from self._held()
             text = "" if e.interrupt_kind == "input" else _payload_text(e.payload)
-            yield TextArea(text, language="json" if text else None, id="prompt-editor", soft_wrap=True)
+            yield TextArea(text, language="json" if text else None, id="prompt-editor", soft_wrap=True,
+                           classes="answer-text" if e.interrupt_kind == "input" else "")
             yield Static("", id="prompt-error")
             with Horizontal(id="prompt-buttons"):
                 if e.interrupt_kind == "input":
@@ -141,11 +141,11 @@ targets first, then the other edges the graph defines — with the arrows and
 **Enter**. Nothing outside the graph can be chosen. **Escape** leaves it queued.
 """
     BINDINGS = [Binding("escape", "later", "Later", id="prompt.later")]
+    AUTO_FOCUS = "#prompt-targets"
 
     def __init__(self, event: InterruptRaised, graph_targets: list[str], queued: int = 0) -> None:
         super().__init__(event, queued)
         self.valid, self.others = tie_break_targets(event, graph_targets)
-        self.AUTO_FOCUS = "#prompt-targets"
 
     def compose(self) -> ComposeResult:
         e = self.event
