@@ -58,6 +58,7 @@ from engine.states import RunStatus, StepStatus
 
 
 _T = TypeVar("_T")
+_Store = TypeVar("_Store", bound="BaseRunStore")
 
 
 class UnknownRun(LookupError):
@@ -468,6 +469,12 @@ class BaseRunStore(ABC):
 
     def close(self) -> None:
         self.bus.close()
+
+    def __enter__(self: _Store) -> _Store:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
 
 
 # ``engine_states`` holds the resume state written with every step transition. It has

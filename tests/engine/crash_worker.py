@@ -17,21 +17,14 @@ from engine.kahn import KahnEngine
 from engine.protocol import RunContext
 from engine.steps import AnyInput, AnyOutput
 from engine.store import RunStore
-from tests.engine.kahn_helpers import TEST_REGISTRY, step, workflow
+from tests.engine.kahn_helpers import TEST_REGISTRY, journaled_counted_call, step, workflow
 
 COUNTER_EXTRA = "crash.counter"
 
 
 async def counted_call(ctx: StepContext, inp: AnyInput) -> AnyOutput:
     """One journaled call whose real execution is counted in a file; then maybe block."""
-    counter = Path(ctx.services.extras[COUNTER_EXTRA])
-
-    async def call() -> str:
-        with counter.open("a") as handle:
-            handle.write(f"{ctx.step_id}\n")
-        return f"answer for {ctx.step_id}"
-
-    answer, _ = await ctx.journaled("llm", call)
+    answer = await journaled_counted_call(ctx, Path(ctx.services.extras[COUNTER_EXTRA]), f"answer for {ctx.step_id}")
     if ctx.config.get("block") and os.environ.get("CRASH_BLOCK") == "1":
         await asyncio.Event().wait()
     return AnyOutput(answer=answer)

@@ -6,6 +6,7 @@ never show up in the process-wide one the loader reports from.
 from __future__ import annotations
 
 import asyncio
+from pathlib import Path
 from typing import Any, Callable
 
 from pydantic import BaseModel, ConfigDict
@@ -152,3 +153,16 @@ def kinds_of(events: list[RunEvent], step_id: str) -> list[str]:
 
 def first_seq(events: list[RunEvent], kind: str, step_id: str) -> int:
     return next(e.seq for e in events if e.kind == kind and getattr(e, "step_id", None) == step_id)
+
+
+async def journaled_counted_call(ctx: StepContext, counter: Path, answer: str) -> str:
+    """One journaled "model" call answering ``answer``; each real execution appends the step id to ``counter``,
+    so a test can tell a call made from one replayed out of the journal."""
+
+    async def call() -> str:
+        with counter.open("a") as handle:
+            handle.write(f"{ctx.step_id}\n")
+        return answer
+
+    value, _ = await ctx.journaled("llm", call)
+    return value

@@ -26,6 +26,7 @@ from engine.protocol import ExecutionEngine, RunContext
 from engine.states import RunStatus
 from engine.steps import REGISTRY, AnyInput, AnyOutput
 from engine.store import RunStore
+from tests.engine.kahn_helpers import journaled_counted_call
 
 COUNTER = "lg.counter"
 
@@ -53,14 +54,7 @@ WORKFLOWS = {
 
 async def counted(ctx: StepContext, inp: AnyInput) -> AnyOutput:
     """One journaled call, counted in a file when it really happens; then maybe ask or block."""
-    counter = Path(ctx.services.extras[COUNTER])
-
-    async def call() -> str:
-        with counter.open("a") as handle:
-            handle.write(f"{ctx.step_id}\n")
-        return f"model answer for {ctx.step_id}"
-
-    model, _ = await ctx.journaled("llm", call)
+    model = await journaled_counted_call(ctx, Path(ctx.services.extras[COUNTER]), f"model answer for {ctx.step_id}")
     if ctx.config.get("block") and os.environ.get("LG_BLOCK") == "1":
         await asyncio.Event().wait()
     outputs = {"model": model}
@@ -80,8 +74,7 @@ def engine_named(name: str) -> ExecutionEngine:
 
 async def main(argv: list[str]) -> int:
     command, db, engine_name = argv[0], Path(argv[1]), argv[2]
-    store = RunStore(db)
-    try:
+    with RunStore(db) as store:
         if command == "run":
             workflow, counter, run_id = argv[3], argv[4], argv[5]
             wf = load_workflow_text(json.dumps(WORKFLOWS[workflow]), source=f"{workflow}.yaml")
@@ -95,8 +88,6 @@ async def main(argv: list[str]) -> int:
                     answers[pending.interrupt_id] = InterruptAnswer(action=argv[5])  # type: ignore[arg-type]
             context = RunContext(store=store, run_id=run_id, extras={COUNTER: counter}, answers=answers)
             result = await engine_named(engine_name).resume(run_id, context)
-    finally:
-        store.close()
     print(json.dumps({"run_id": result.run_id, "status": result.status.value}))
     return {RunStatus.COMPLETED: 0, RunStatus.WAITING: 4}.get(result.status, 1)
 

@@ -70,11 +70,8 @@ def test_cli_fork_and_history(tmp_path: Path) -> None:
     ran = runner.invoke(cli, ["--workspace", str(tmp_path), "run", str(WORKFLOWS / "fan_out.yaml"),
                               "--engine", "langgraph", "--headless"])
     assert ran.exit_code == 0, ran.output
-    store = RunStore(tmp_path / "runs.sqlite")
-    try:
+    with RunStore(tmp_path / "runs.sqlite") as store:
         (parent,) = store.list_runs()
-    finally:
-        store.close()
     history = runner.invoke(cli, ["--workspace", str(tmp_path), "runs", "history", parent.run_id])
     assert history.exit_code == 0, history.output
     assert "merge=SUCCEEDED" in history.output and "langgraph" in history.output
@@ -82,12 +79,9 @@ def test_cli_fork_and_history(tmp_path: Path) -> None:
     forked = runner.invoke(cli, ["--workspace", str(tmp_path), "runs", "fork", parent.run_id, "--at", "summarise_code",
                                  "--engine", "kahn"])
     assert forked.exit_code == 0, forked.output
-    store = RunStore(tmp_path / "runs.sqlite")
-    try:
+    with RunStore(tmp_path / "runs.sqlite") as store:
         fork = next(run for run in store.list_runs() if run.parent_run_id == parent.run_id)
         started = Counter(e.step_id for e in store.events(fork.run_id) if isinstance(e, StepStarted))
-    finally:
-        store.close()
     assert fork.engine == "kahn" and fork.forked_at == "summarise_code"
     assert started == Counter({"summarise_code": 1, "merge": 1})
 

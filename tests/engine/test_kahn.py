@@ -130,8 +130,6 @@ async def test_an_interrupt_holds_only_its_own_step() -> None:
 
     async def person(raised, request):  # type: ignore[no-untyped-def]
         await gates["chain_done"].wait()
-        from engine.context import InterruptAnswer
-
         return InterruptAnswer(action="approve")
 
     wf = workflow(

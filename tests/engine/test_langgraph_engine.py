@@ -157,13 +157,10 @@ def test_the_step_run_bound_is_ours_and_the_same_on_both_engines(engine_class: t
 
 def test_checkpoints_live_in_their_own_file_next_to_the_run_store(tmp_path: Path) -> None:
     wf = workflow([{"id": "a", "uses": "demo.echo"}, {"id": "b", "uses": "demo.echo", "depends_on": ["a"]}])
-    store = RunStore(tmp_path / "runs.sqlite")
     engine = LangGraphEngine()
-    try:
+    with RunStore(tmp_path / "runs.sqlite") as store:
         result = asyncio.run(engine.execute(wf, RunContext(store=store)))
         history = asyncio.run(engine.history(result.run_id, store))
-    finally:
-        store.close()
     assert engine.checkpoint_file(store) == tmp_path / "checkpoints.sqlite"
     assert (tmp_path / "checkpoints.sqlite").exists()
     assert [entry.changed for entry in history if entry.changed][-2:] == [{"a": "SUCCEEDED"}, {"b": "SUCCEEDED"}]
@@ -173,12 +170,9 @@ def test_checkpoints_live_in_their_own_file_next_to_the_run_store(tmp_path: Path
 
 def test_a_kahn_run_has_its_stored_transitions_as_history(tmp_path: Path) -> None:
     wf = workflow([{"id": "a", "uses": "demo.echo"}, {"id": "b", "uses": "demo.echo", "when": "false"}])
-    store = RunStore(tmp_path / "runs.sqlite")
-    try:
+    with RunStore(tmp_path / "runs.sqlite") as store:
         result = asyncio.run(KahnEngine().execute(wf, RunContext(store=store)))
         history = asyncio.run(LangGraphEngine().history(result.run_id, store))
-    finally:
-        store.close()
     assert sorted((entry.changed for entry in history), key=str) == [{"a": "SUCCEEDED"}, {"b": "SKIPPED"}]
     assert history[-1].checkpoint_id.startswith("seq:")
 

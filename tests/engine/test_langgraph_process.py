@@ -41,25 +41,19 @@ def test_interrupt_round_trip_across_processes(tmp_path: Path, engine: str) -> N
     first = worker("run", str(db), engine, "interrupt", str(counter), run_id)
     assert first.returncode == 4, first.stderr
     assert json.loads(first.stdout.splitlines()[-1])["status"] == "WAITING"
-    store = RunStore(db)
-    try:
+    with RunStore(db) as store:
         pending = store.pending_interrupts(run_id)
         assert [p.step_id for p in pending] == ["ask"]
         assert store.get_run(run_id).status == RunStatus.WAITING
-    finally:
-        store.close()
     if engine == "langgraph":
         assert (tmp_path / "checkpoints.sqlite").exists()
 
     second = worker("resume", str(db), engine, run_id, str(counter), "reject")
     assert second.returncode == 0, second.stderr
-    store = RunStore(db)
-    try:
+    with RunStore(db) as store:
         record = store.get_run(run_id)
         events = store.events(run_id)
         results = store.step_results(run_id)
-    finally:
-        store.close()
     assert record.status == RunStatus.COMPLETED
     assert record.outputs == {"answer": "reject", "model": "model answer for ask"}
     assert calls(counter) == Counter({"ask": 1, "side": 1}), "a model call was repeated"
@@ -88,13 +82,10 @@ def test_kill_9_during_a_langgraph_run_then_resume(tmp_path: Path) -> None:
 
     resumed = worker("resume", str(db), "langgraph", run_id, str(counter))
     assert resumed.returncode == 0, resumed.stderr
-    store = RunStore(db)
-    try:
+    with RunStore(db) as store:
         events = store.events(run_id)
         results = store.step_results(run_id)
         record = store.get_run(run_id)
-    finally:
-        store.close()
     assert record.status == RunStatus.COMPLETED
     assert all(result.status == StepStatus.SUCCEEDED for result in results.values())
     started = Counter(e.step_id for e in events if isinstance(e, StepStarted))
@@ -113,11 +104,8 @@ def _wait_until_blocked(db: Path, run_id: str, counter: Path, process: subproces
         if process.poll() is not None:
             raise AssertionError(f"the worker exited early: {process.stderr.read() if process.stderr else ''}")
         if db.exists() and calls(counter)["slow"] == 1:
-            store = RunStore(db)
-            try:
+            with RunStore(db) as store:
                 fast = store.step_results(run_id).get("fast")
-            finally:
-                store.close()
             if fast is not None and fast.status == StepStatus.SUCCEEDED:
                 return
         time.sleep(0.05)
@@ -134,21 +122,15 @@ def test_cli_resumes_a_waiting_langgraph_run_in_a_new_process(tmp_path: Path) ->
     first = workbench("run", str(ROOT / "workflows" / "approval.yaml"), "--engine", "langgraph", "--headless",
                       "--on-interrupt", "wait")
     assert first.returncode == 4, first.stdout + first.stderr
-    store = RunStore(tmp_path / "runs.sqlite")
-    try:
+    with RunStore(tmp_path / "runs.sqlite") as store:
         (run,) = store.list_runs()
-    finally:
-        store.close()
     assert run.engine == "langgraph" and run.status == RunStatus.WAITING
 
     second = workbench("resume", run.run_id, "--answer", '{"steps": 7}')
     assert second.returncode == 0, second.stdout + second.stderr
-    store = RunStore(tmp_path / "runs.sqlite")
-    try:
+    with RunStore(tmp_path / "runs.sqlite") as store:
         results = store.step_results(run.run_id)
         events = store.events(run.run_id)
-    finally:
-        store.close()
     assert results["plan"].outputs["steps"] == 7
     assert results["execute"].status == StepStatus.SUCCEEDED
     assert [e.answer["action"] for e in events if isinstance(e, InterruptResolved)] == ["edit"]

@@ -81,12 +81,9 @@ def _run_until_killed(workspace: Path, name: str, run_id: str, kill_at: int) -> 
 @pytest.mark.parametrize("name", ["microloop", "detour", "value_branch", "approval"])
 def test_kill_9_at_any_checkpoint_write_resumes_to_the_same_end(tmp_path: Path, name: str) -> None:
     wf = load_workflow(WORKFLOWS / f"{name}.yaml")
-    clean_store = RunStore(tmp_path / "clean" / "runs.sqlite")
-    try:
+    with RunStore(tmp_path / "clean" / "runs.sqlite") as clean_store:
         clean = asyncio.run(LangGraphEngine().execute(wf, RunContext(store=clean_store, responder=approve)))
         expected = _essentials(canonical_of(wf, clean_store, clean.run_id))
-    finally:
-        clean_store.close()
     assert clean.status == RunStatus.COMPLETED
 
     kill_at = 0
@@ -96,13 +93,10 @@ def test_kill_9_at_any_checkpoint_write_resumes_to_the_same_end(tmp_path: Path, 
         run_id = f"{name}-{kill_at}"
         if not _run_until_killed(workspace, name, run_id, kill_at):
             break
-        store = RunStore(workspace / "runs.sqlite")
-        try:
+        with RunStore(workspace / "runs.sqlite") as store:
             resumed = asyncio.run(LangGraphEngine().resume(run_id, RunContext(store=store, responder=approve)))
             assert resumed.status == RunStatus.COMPLETED, (kill_at, resumed.reason)
             assert _essentials(canonical_of(wf, store, run_id)) == expected, f"killed at write {kill_at}"
             settled = Counter((e.step_id, e.iteration) for e in store.events(run_id) if isinstance(e, StepFinished))
             assert max(settled.values()) == 1, f"killed at write {kill_at}: a step finished twice: {settled}"
-        finally:
-            store.close()
     assert kill_at > 3, "the run made fewer checkpoint writes than it has supersteps"

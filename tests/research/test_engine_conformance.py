@@ -95,12 +95,9 @@ def engine_runs(tmp_path_factory: pytest.TempPathFactory, pep_corpus_path: Path,
     async def pair(name: str) -> dict[str, EngineRun]:
         query, extra = TRAJECTORIES[name]
         workspace = tmp_path_factory.mktemp(f"conformance-{name}")
-        store = RunStore(workspace / "runs.sqlite")
-        try:
+        with RunStore(workspace / "runs.sqlite") as store:
             return {engine: await run_on(engine, workflow, workspace, store, pep_corpus_path, query, **extra)
                     for engine in ENGINES}
-        finally:
-            store.close()
 
     class Lazy(dict[str, dict[str, EngineRun]]):
         def __missing__(self, name: str) -> dict[str, EngineRun]:

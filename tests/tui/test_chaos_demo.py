@@ -60,12 +60,9 @@ async def test_the_chaos_demo_trips_probes_and_closes_breakers_during_one_resear
         shown = [(e.seq, e.kind) for e in screen.events]
         panel_providers = set(screen.view.providers)
 
-    store = RunStore(tmp_path / "runs.sqlite")
-    try:
+    with RunStore(tmp_path / "runs.sqlite") as store:
         assert store.get_run(job.run_id).status is RunStatus.COMPLETED
         events = store.events(job.run_id)
-    finally:
-        store.close()
     assert shown == [(e.seq, e.kind) for e in events], "every stored event reached the screen, in order"
 
     scripted = set(load_fault_script(DEFAULT_SCRIPT_PATH).providers)

@@ -97,13 +97,10 @@ def test_a_headless_run_uses_the_files_provider_and_corpus_folder(workspace: Pat
     assert result.exit_code == 0, result.output
     chat = server.requests_for("openai", "chat")
     assert chat and all(r.api_path == "/v1/chat/completions" for r in chat)
-    store = RunStore(workspace / "runs.sqlite")
-    try:
+    with RunStore(workspace / "runs.sqlite") as store:
         run = store.list_runs(1)[0]
         assert run.status == RunStatus.COMPLETED
         assert "notes/zebra" in rag_sources(store, run.run_id)
-    finally:
-        store.close()
 
 
 async def approve(event: InterruptRaised, request: InterruptRequest) -> InterruptAnswer:

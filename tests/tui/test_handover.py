@@ -28,12 +28,9 @@ def approve_in_the_app(tmp_path: Path, workspace: Path, args: list[str], waiting
 
 
 def only_run(workspace: Path) -> tuple[RunSummary, list[InterruptResolved]]:
-    store = RunStore(workspace / "runs.sqlite")
-    try:
+    with RunStore(workspace / "runs.sqlite") as store:
         [run] = store.list_runs()
         return run, [e for e in store.events(run.run_id) if isinstance(e, InterruptResolved)]
-    finally:
-        store.close()
 
 
 def test_workbench_run_opens_the_app_on_the_run_and_the_answer_completes_it(tmp_path: Path) -> None:

@@ -13,7 +13,6 @@ from pathlib import Path
 from typing import Any, Awaitable, Callable
 
 import click
-from platformdirs import user_data_dir
 from rich.console import Console
 from rich.markup import escape
 
@@ -53,10 +52,8 @@ class BadInput(click.ClickException):
 
 
 def workspace_path(ctx: click.Context) -> Path:
-    configured = (ctx.obj or {}).get("workspace")
-    path = Path(configured).expanduser() if configured else Path(user_data_dir("research-workbench"))
-    path.mkdir(parents=True, exist_ok=True)
-    return path
+    """The ``--workspace`` given to the root command, else the user data dir; created if missing."""
+    return wiring.resolve_workspace((ctx.obj or {}).get("workspace"))
 
 
 def open_store(ctx: click.Context) -> RunStore:

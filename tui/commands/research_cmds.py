@@ -32,14 +32,11 @@ from tui.commands.common import (
     make_run_context,
     open_store,
     responder_for,
+    workspace_path,
 )
-from tui.wiring import CORPUS_FILE, open_corpus, resolve_workspace
+from tui.wiring import CORPUS_FILE, open_corpus
 
 WORKFLOW = Path(__file__).resolve().parent.parent.parent / "workflows" / "deep_research.yaml"
-
-
-def _workspace(ctx: click.Context) -> Path:
-    return resolve_workspace((ctx.obj or {}).get("workspace"))
 
 
 def _as_of(_ctx: click.Context, _param: click.Parameter, value: str | None) -> str | None:
@@ -101,7 +98,7 @@ def research_group(ctx: click.Context, corpus_dirs: tuple[str, ...], domain: str
     if not question:
         click.echo(ctx.get_help())
         return
-    workspace = _workspace(ctx)
+    workspace = workspace_path(ctx)
     collections: list[str] = []
     with Corpus(workspace / CORPUS_FILE) as corpus:
         for folder in corpus_dirs:
@@ -133,8 +130,7 @@ def _run_headless(ctx: click.Context, workspace: Path, inputs: dict[str, Any], o
         raise BadInput(str(error)) from None
     selection = select_engine(wf)
     console = Console()
-    store = open_store(ctx)
-    try:
+    with open_store(ctx) as store:
         context = make_run_context(workspace=workspace, store=store, wf=wf, inputs=resolved,
                                    responder=responder_for(interrupt_mode(on_interrupt), console),
                                    run_id=new_run_id(), engine_reason=selection.reason)
@@ -145,8 +141,6 @@ def _run_headless(ctx: click.Context, workspace: Path, inputs: dict[str, Any], o
             console.print(f"report: {folder / 'report.md'}", highlight=False)
             console.print(f"quality: {folder / 'quality.yaml'}  rag package: {folder / 'rag_package.jsonl'}",
                           highlight=False)
-    finally:
-        store.close()
     return code
 
 
@@ -156,14 +150,13 @@ def _run_headless(ctx: click.Context, workspace: Path, inputs: dict[str, Any], o
 @click.pass_context
 def sensitivity_command(ctx: click.Context, run_ids: tuple[str, ...], all_variants: bool) -> None:
     """Replay stored runs' stop and coalesce decisions under other CI weights and ADR-003's gate."""
-    from engine.store import RunStore, UnknownRun
+    from engine.store import UnknownRun
     from research.events import ROUND_SCORED
     from research.sensitivity import analyse_run, records_from_payloads
 
     console = Console()
-    store = RunStore(_workspace(ctx) / "runs.sqlite")
     flipped_runs: list[str] = []
-    try:
+    with open_store(ctx) as store:
         for run_id in run_ids:
             try:
                 record = store.get_run(run_id)
@@ -190,8 +183,6 @@ def sensitivity_command(ctx: click.Context, run_ids: tuple[str, ...], all_varian
                               f"R{outcome.stop_round}" + (" (would continue)" if outcome.would_continue else ""),
                               f"R{outcome.selected_round}", "yes" if outcome.flipped else "no")
             console.print(table)
-    finally:
-        store.close()
     console.print("runs whose outcome flips: " + (", ".join(flipped_runs) or "none"), highlight=False)
 
 
@@ -206,7 +197,7 @@ def corpus_group() -> None:
 @click.pass_context
 def corpus_add(ctx: click.Context, folder: str, name: str | None) -> None:
     """Index (or re-index incrementally) a folder of md/rst/txt/html/pdf files."""
-    with Corpus(_workspace(ctx) / CORPUS_FILE) as corpus:
+    with Corpus(workspace_path(ctx) / CORPUS_FILE) as corpus:
         try:
             report = corpus.add_folder(folder, name)
         except FileNotFoundError as error:
@@ -220,16 +211,13 @@ def corpus_add(ctx: click.Context, folder: str, name: str | None) -> None:
 @click.pass_context
 def corpus_list(ctx: click.Context) -> None:
     """The collections in the corpus (the default one is built on first use)."""
-    corpus = open_corpus(_workspace(ctx))
-    try:
+    with open_corpus(workspace_path(ctx)) as corpus:
         table = Table()
         for column in ("collection", "documents", "passages", "root"):
             table.add_column(column)
         for info in corpus.collections():
             table.add_row(info.name, str(info.documents), str(info.passages), escape(info.root))
         Console().print(table)
-    finally:
-        corpus.close()
 
 
 @corpus_group.command("search")
@@ -239,11 +227,8 @@ def corpus_list(ctx: click.Context) -> None:
 @click.pass_context
 def corpus_search(ctx: click.Context, terms: str, limit: int, collections: tuple[str, ...]) -> None:
     """Search the corpus: passages ranked by bm25, with snippets."""
-    corpus = open_corpus(_workspace(ctx))
-    try:
+    with open_corpus(workspace_path(ctx)) as corpus:
         hits = corpus.search(terms, limit=limit, collections=list(collections) or None)
-    finally:
-        corpus.close()
     if not hits:
         click.echo("no matches")
         return

@@ -11,7 +11,6 @@ from typing import Any, TypeVar
 
 import click
 import yaml
-from platformdirs import user_data_dir
 from rich.console import Console
 from rich.table import Table
 from rich.text import Text
@@ -23,17 +22,12 @@ from router.local import TaskHandlerRegistry
 from router.models import ProviderSnapshot
 from router.router import HealthCheck, SmartModelRouter, build_router
 from router.stats import STATS_FILENAME
-from tui.config import APP_NAME, config_from_context, default_config_path
+from tui.commands.common import workspace_path
+from tui.config import config_from_context, default_config_path
 
 T = TypeVar("T")
 
 _STATE_STYLE = {"CLOSED": "green", "HALF_OPEN": "yellow", "OPEN": "bold red"}
-
-
-def workspace_dir(ctx: click.Context) -> Path:
-    obj = ctx.find_root().obj or {}
-    workspace = obj.get("workspace") if isinstance(obj, dict) else None
-    return Path(workspace) if workspace else Path(user_data_dir(APP_NAME))
 
 
 def resolve_config(ctx: click.Context) -> RouterConfig:
@@ -46,7 +40,7 @@ def resolve_config(ctx: click.Context) -> RouterConfig:
 
 
 def _open_router(ctx: click.Context) -> SmartModelRouter:
-    stats_file = workspace_dir(ctx) / STATS_FILENAME
+    stats_file = workspace_path(ctx) / STATS_FILENAME
     return build_router(resolve_config(ctx), stats_path=stats_file if stats_file.exists() else None,
                         task_handlers=TaskHandlerRegistry())
 

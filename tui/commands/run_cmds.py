@@ -72,16 +72,13 @@ def run_command(ctx: click.Context, workflow_file: str, input_pairs: tuple[str, 
         return
     selection = select_engine(wf, engine)
     console = Console()
-    store = open_store(ctx)
-    try:
+    with open_store(ctx) as store:
         context = make_run_context(
             workspace=workspace_path(ctx), store=store, wf=wf, inputs=inputs,
             responder=responder_for(interrupt_mode(on_interrupt), console), run_id=new_run_id(),
             engine_reason=selection.reason,
         )
         code = drive(store, context, lambda c: create_engine(selection.name).execute(wf, c), console)
-    finally:
-        store.close()
     ctx.exit(code)
 
 
@@ -91,8 +88,7 @@ def _shadow_run(ctx: click.Context, wf: WorkflowDefinition, inputs: dict[str, An
 
     first = select_engine(wf, "auto")
     console = Console()
-    store = open_store(ctx)
-    try:
+    with open_store(ctx) as store:
         context = make_run_context(
             workspace=workspace_path(ctx), store=store, wf=wf, inputs=inputs,
             responder=responder_for(interrupt_mode(on_interrupt), console), run_id=new_run_id(),
@@ -110,8 +106,6 @@ def _shadow_run(ctx: click.Context, wf: WorkflowDefinition, inputs: dict[str, An
             result = asyncio.run(go())
         finally:
             unsubscribe()
-    finally:
-        store.close()
     console.print(escape(result.report.render()), highlight=False)
     if result.second is None:
         console.print(f"[yellow]{escape(result.note)}[/]", highlight=False)
@@ -143,8 +137,7 @@ def validate_command(workflow_file: str) -> None:
 def resume_command(ctx: click.Context, run_id: str, answer: str | None, on_interrupt: str | None) -> None:
     """Continue a run that was killed or is WAITING, without re-running finished steps."""
     register_steps()
-    store = open_store(ctx)
-    try:
+    with open_store(ctx) as store:
         try:
             record = store.get_run(run_id)
         except UnknownRun as error:
@@ -173,8 +166,6 @@ def resume_command(ctx: click.Context, run_id: str, answer: str | None, on_inter
             engine_reason=record.engine_reason,
         )
         code = drive(store, context, lambda c: create_engine(record.engine).resume(run_id, c), console)
-    finally:
-        store.close()
     ctx.exit(code)
 
 

@@ -41,11 +41,8 @@ def runs_list(ctx: click.Context, limit: int) -> None:
     """The most recent runs, newest first."""
     from rich.table import Table
 
-    store = open_store(ctx)
-    try:
+    with open_store(ctx) as store:
         runs = store.list_runs(limit)
-    finally:
-        store.close()
     console = Console()
     if not runs:
         console.print("no runs yet: try workbench run workflows/fan_out.yaml --headless")
@@ -75,13 +72,10 @@ def _get_run(store: RunStore, run_id: str) -> Any:
 @click.pass_context
 def runs_show(ctx: click.Context, run_id: str) -> None:
     """One run: status, engine and why, inputs, outputs, every step, pending prompts."""
-    store = open_store(ctx)
-    try:
+    with open_store(ctx) as store:
         record = _get_run(store, run_id)
         results = store.step_results(run_id)
         pending = store.pending_interrupts(run_id)
-    finally:
-        store.close()
     console = Console()
     console.print(f"[bold]run {record.run_id}[/]: {escape(record.workflow)} {styled(record.status.value)}"
                   + (f" — {escape(record.reason)}" if record.reason else ""), highlight=False)
@@ -114,12 +108,9 @@ def runs_show(ctx: click.Context, run_id: str) -> None:
 @click.pass_context
 def runs_export(ctx: click.Context, run_id: str, fmt: str, output: str | None) -> None:
     """Every event of a run, one JSON object per line, in seq order."""
-    store = open_store(ctx)
-    try:
+    with open_store(ctx) as store:
         _get_run(store, run_id)
         lines = [event.model_dump_json() for event in store.events(run_id)]
-    finally:
-        store.close()
     text = "".join(line + "\n" for line in lines)
     if output:
         Path(output).write_text(text, encoding="utf-8")
@@ -139,13 +130,10 @@ def runs_history(ctx: click.Context, run_id: str) -> None:
     # Imported here: LangGraph is slow to import and only history needs it.
     from engine.langgraph_engine import LangGraphEngine
 
-    store = open_store(ctx)
-    try:
+    with open_store(ctx) as store:
         record = _get_run(store, run_id)
         engine = LangGraphEngine(checkpoint_path=workspace_path(ctx) / "checkpoints.sqlite")
         entries = asyncio.run(engine.history(run_id, store))
-    finally:
-        store.close()
     table = Table(title=f"checkpoints of {run_id} ({record.engine})")
     for column in ("#", "checkpoint", "superstep", "source", "changed", "settled"):
         table.add_column(column, overflow="fold")
@@ -167,8 +155,7 @@ def runs_history(ctx: click.Context, run_id: str) -> None:
 def runs_fork(ctx: click.Context, run_id: str, at_step: str, engine: str, on_interrupt: str | None) -> None:
     """Time travel: a new run from RUN_ID's results, re-running STEP and what depends on it."""
     register_steps()
-    store = open_store(ctx)
-    try:
+    with open_store(ctx) as store:
         record = _get_run(store, run_id)
         if at_step not in record.definition.step_ids:
             raise BadInput(f"workflow {record.workflow} has no step {at_step!r}; "
@@ -183,8 +170,6 @@ def runs_fork(ctx: click.Context, run_id: str, at_step: str, engine: str, on_int
             engine_reason=f"fork of {run_id} at {at_step}",
         )
         code = drive(store, context, lambda c: create_engine(name).fork(run_id, at_step, c), console)
-    finally:
-        store.close()
     ctx.exit(code)
 
 
