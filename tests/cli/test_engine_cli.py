@@ -14,7 +14,7 @@ REPO = Path(__file__).resolve().parents[2]
 
 
 def workbench(workspace: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "COLUMNS": "200"}
+    env = {**os.environ, "COLUMNS": "250"}
     env.pop("WORKBENCH_HOME", None)
     return subprocess.run(
         [sys.executable, "-m", "tui.cli", "--workspace", str(workspace), *args],

@@ -21,6 +21,7 @@ from engine.protocol import RunContext
 from engine.states import RunStatus
 from engine.steps import AnyInput, AnyOutput
 from engine.store import RunOwned, RunOwner, RunStore, owner_status, this_process
+from tests.cli.test_engine_cli import workbench
 from tests.engine import crash_worker
 from tests.engine.kahn_helpers import TEST_REGISTRY, step, workflow
 from tests.engine.test_resume import _wait_for
@@ -37,15 +38,6 @@ async def held(ctx: StepContext, inp: AnyInput) -> AnyOutput:
 
 if "test.held" not in TEST_REGISTRY:
     TEST_REGISTRY.register("test.held", held)
-
-
-def workbench(workspace: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "COLUMNS": "250"}
-    env.pop("WORKBENCH_HOME", None)
-    return subprocess.run(
-        [sys.executable, "-m", "tui.cli", "--workspace", str(workspace), *args],
-        cwd=REPO, env=env, capture_output=True, text=True, stdin=subprocess.DEVNULL, timeout=240,
-    )
 
 
 def test_a_killed_process_leaves_a_stopped_run_the_cli_shows_and_a_resume_clears(tmp_path: Path) -> None:
