@@ -15,7 +15,7 @@ $(STAMP): pyproject.toml $(CONSTRAINTS)
 run: $(STAMP)
 	$(BIN)/workbench
 
-test: $(STAMP)
+test: lint
 	$(BIN)/python -m pytest -q
 
 bench: $(STAMP)
@@ -25,7 +25,10 @@ screenshots: $(STAMP)
 	$(BIN)/python -m tui.screenshots screenshots
 
 lint: $(STAMP)
-	$(BIN)/python -m compileall -q engine router research workflows tui tests
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+	$(BIN)/lint-imports
+	$(BIN)/mypy
 
 clean:
 	rm -rf $(VENV) .pytest_cache

@@ -11,12 +11,13 @@ copies, and its thread later reads the missed events back from the store
 (``backlog``) — the subscriber sees every event once, in order, and the bus
 memory stays bounded however slow it is.
 """
+
 from __future__ import annotations
 
 import logging
 import threading
 from collections import deque
-from typing import Callable, Sequence
+from collections.abc import Callable, Sequence
 
 from engine.events import RunEvent
 
@@ -34,7 +35,11 @@ log = logging.getLogger(__name__)
 
 class _Subscriber:
     def __init__(
-        self, callback: BatchCallback, run_id: str | None, backlog: BacklogReader | None, max_pending: int
+        self,
+        callback: BatchCallback,
+        run_id: str | None,
+        backlog: BacklogReader | None,
+        max_pending: int,
     ) -> None:
         self.callback = callback
         self.run_id = run_id
@@ -47,7 +52,9 @@ class _Subscriber:
         """Per run, the highest seq handed to the callback (drops duplicates after a catch-up)."""
         self._condition = threading.Condition()
         self._closing = False
-        self._thread = threading.Thread(target=self._deliver_forever, name="event-bus-subscriber", daemon=True)
+        self._thread = threading.Thread(
+            target=self._deliver_forever, name="event-bus-subscriber", daemon=True
+        )
         self._thread.start()
 
     def wants(self, event: RunEvent) -> bool:
@@ -103,9 +110,15 @@ class _Subscriber:
                 try:
                     self.callback(fresh)
                 except Exception:  # noqa: BLE001 - a broken subscriber must not stop delivery to itself or others
-                    log.exception("event subscriber %r failed on a batch of %d event(s) (%s seq %d-%d); "
-                                  "delivery goes on", self.callback, len(fresh), fresh[0].run_id,
-                                  fresh[0].seq, fresh[-1].seq)
+                    log.exception(
+                        "event subscriber %r failed on a batch of %d event(s) (%s seq %d-%d); "
+                        "delivery goes on",
+                        self.callback,
+                        len(fresh),
+                        fresh[0].run_id,
+                        fresh[0].seq,
+                        fresh[-1].seq,
+                    )
 
 
 class EventBus:

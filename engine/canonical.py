@@ -12,6 +12,7 @@ answered from the journal (the second engine of a shadow run replays them all),
 an interrupt's ``held_steps`` (LangGraph holds a superstep, Kahn holds nothing)
 and the run id inside interrupt ids. Everything else is compared as it is.
 """
+
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
@@ -34,8 +35,14 @@ from engine.events import (
 from engine.spec import Frozen
 
 _PER_STEP = (
-    StepStarted, StepFinished, StepSkipped, StepFailed, StepRetrying,
-    RouteDecided, InterruptRaised, InterruptResolved,
+    StepStarted,
+    StepFinished,
+    StepSkipped,
+    StepFailed,
+    StepRetrying,
+    RouteDecided,
+    InterruptRaised,
+    InterruptResolved,
 )
 _INTERRUPTS = (InterruptRaised, InterruptResolved)
 _SETTLING = (StepFinished, StepSkipped, StepFailed)
@@ -100,7 +107,9 @@ def _scrub(value: Any, run_id: str) -> Any:
 
 
 def _normalise(event: RunEvent) -> dict[str, Any]:
-    data = event.model_dump(mode="json", exclude=set(_DROPPED_FIELDS) & set(type(event).model_fields))
+    data = event.model_dump(
+        mode="json", exclude=set(_DROPPED_FIELDS) & set(type(event).model_fields)
+    )
     return _scrub(data, event.run_id)
 
 
@@ -182,5 +191,7 @@ def compare(left: CanonicalRun, right: CanonicalRun) -> list[Difference]:
         if a_events != b_events:
             diffs.append(Difference(where=f"steps.{step_id}", left=a_events, right=b_events))
     if left.order_violations or right.order_violations:
-        diffs.append(Difference(where="order", left=left.order_violations, right=right.order_violations))
+        diffs.append(
+            Difference(where="order", left=left.order_violations, right=right.order_violations)
+        )
     return diffs

@@ -26,15 +26,17 @@ Compilation is cached by expression text; one evaluation costs on the order of
 a hundred microseconds, so callers compile at load time and evaluate only what
 a decision needs.
 """
+
 from __future__ import annotations
 
 import datetime as _dt
 import enum
 import math
 import re
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property, lru_cache
-from typing import Any, Callable, Mapping, Sequence
+from typing import Any
 
 import celpy
 import lark
@@ -69,16 +71,37 @@ CEL_TYPE_NAMES = frozenset(
 MACROS = frozenset({"has", "all", "exists", "exists_one", "map", "filter"})
 _BINDING_MACROS = frozenset({"all", "exists", "exists_one", "map", "filter"})
 
-KNOWN_FUNCTIONS = frozenset(
-    name for name in base_functions if not name.startswith("_") and not name.endswith("_")
-) | MACROS
+KNOWN_FUNCTIONS = (
+    frozenset(
+        name for name in base_functions if not name.startswith("_") and not name.endswith("_")
+    )
+    | MACROS
+)
 """Function and method names an expression may call."""
 
 CEL_RESERVED_WORDS = frozenset(
     {
-        "true", "false", "null", "in", "as", "break", "const", "continue", "else", "for",
-        "function", "if", "import", "let", "loop", "package", "namespace", "return", "var",
-        "void", "while",
+        "true",
+        "false",
+        "null",
+        "in",
+        "as",
+        "break",
+        "const",
+        "continue",
+        "else",
+        "for",
+        "function",
+        "if",
+        "import",
+        "let",
+        "loop",
+        "package",
+        "namespace",
+        "return",
+        "var",
+        "void",
+        "while",
     }
 )
 """Words the CEL specification reserves: an identifier (a step id) may not be one."""
@@ -123,8 +146,11 @@ def _environment() -> celpy.Environment:
 
 # -- the numeric policy: functions ---------------------------------------------
 
+
 def _as_double(value: Any) -> Any:
-    if isinstance(value, (celtypes.IntType, celtypes.UintType)) and not isinstance(value, celtypes.BoolType):
+    if isinstance(value, (celtypes.IntType, celtypes.UintType)) and not isinstance(
+        value, celtypes.BoolType
+    ):
         return celtypes.DoubleType(float(value))
     return value
 
@@ -154,8 +180,19 @@ def _index(container: Any, index: Any) -> Any:
 
 
 _INTEGER_FUNCTIONS = (
-    "size", "int", "uint", "getDate", "getDayOfMonth", "getDayOfWeek", "getDayOfYear",
-    "getFullYear", "getMonth", "getHours", "getMilliseconds", "getMinutes", "getSeconds",
+    "size",
+    "int",
+    "uint",
+    "getDate",
+    "getDayOfMonth",
+    "getDayOfWeek",
+    "getDayOfYear",
+    "getFullYear",
+    "getMonth",
+    "getHours",
+    "getMilliseconds",
+    "getMinutes",
+    "getSeconds",
 )
 
 _FUNCTIONS: dict[str, Callable[..., Any]] = {
@@ -166,6 +203,7 @@ _FUNCTIONS: dict[str, Callable[..., Any]] = {
 
 
 # -- the numeric policy: literals ----------------------------------------------
+
 
 def _rewrite_integer_literals(tree: lark.Tree) -> None:
     """Turn every INT_LIT into the equal FLOAT_LIT, in place."""
@@ -184,6 +222,7 @@ def _rewrite_integer_literals(tree: lark.Tree) -> None:
 
 
 # -- references read by an expression ------------------------------------------
+
 
 @dataclass(frozen=True)
 class Reference:
@@ -294,6 +333,7 @@ def _collect(tree: lark.Tree) -> tuple[list[Reference], list[FunctionCall]]:
 
 # -- compiled expressions ------------------------------------------------------
 
+
 @dataclass(frozen=True, eq=False)
 class CompiledExpr:
     """A compiled CEL expression: evaluate it as often as needed."""
@@ -328,7 +368,9 @@ class CompiledExpr:
         except CELEvalError as error:
             raise CelEvaluationError(_clean_message(error), expr=self.text) from None
         except RecursionError:
-            raise CelEvaluationError("expression or value nests too deeply to evaluate", expr=self.text) from None
+            raise CelEvaluationError(
+                "expression or value nests too deeply to evaluate", expr=self.text
+            ) from None
         except Exception as error:  # cel-python lets some Python errors through
             raise CelEvaluationError(f"{type(error).__name__}: {error}", expr=self.text) from None
         if isinstance(result, CELEvalError):
@@ -339,7 +381,9 @@ class CompiledExpr:
 def compile_expr(expr: str) -> CompiledExpr:
     """Compile ``expr`` once (cached by text); raises CelSyntaxError with its column."""
     if not isinstance(expr, str):
-        raise CelSyntaxError(f"an expression must be a string, got {type(expr).__name__}", expr=str(expr))
+        raise CelSyntaxError(
+            f"an expression must be a string, got {type(expr).__name__}", expr=str(expr)
+        )
     return _compile_cached(expr)
 
 
@@ -349,7 +393,8 @@ def _compile_cached(expr: str) -> CompiledExpr:
         raise CelSyntaxError("empty expression", expr=expr)
     if len(expr) > MAX_EXPRESSION_LENGTH:
         raise CelSyntaxError(
-            f"expression is {len(expr)} characters long; the limit is {MAX_EXPRESSION_LENGTH}", expr=expr
+            f"expression is {len(expr)} characters long; the limit is {MAX_EXPRESSION_LENGTH}",
+            expr=expr,
         )
     environment = _environment()
     try:
@@ -399,9 +444,17 @@ def _describe_parse_error(error: Exception) -> str:
 
 
 _RULE_OPERATORS = {
-    "relation_lt": "<", "relation_le": "<=", "relation_gt": ">", "relation_ge": ">=",
-    "relation_eq": "==", "relation_ne": "!=", "relation_in": "in", "addition_add": "+",
-    "addition_sub": "-", "multiplication_mul": "*", "multiplication_div": "/",
+    "relation_lt": "<",
+    "relation_le": "<=",
+    "relation_gt": ">",
+    "relation_ge": ">=",
+    "relation_eq": "==",
+    "relation_ne": "!=",
+    "relation_in": "in",
+    "addition_add": "+",
+    "addition_sub": "-",
+    "multiplication_mul": "*",
+    "multiplication_div": "/",
     "multiplication_mod": "%",
 }
 
@@ -409,7 +462,9 @@ _RULE_OPERATORS = {
 def _clean_message(error: CELEvalError) -> str:
     """cel-python's messages carry reprs of its internals; keep what a person needs."""
     text = str(error.args[0]) if error.args else str(error)
-    text = re.sub(r"Token\('RULE', '(\w+)'\)", lambda m: _RULE_OPERATORS.get(m.group(1), m.group(1)), text)
+    text = re.sub(
+        r"Token\('RULE', '(\w+)'\)", lambda m: _RULE_OPERATORS.get(m.group(1), m.group(1)), text
+    )
     text = re.sub(r"<class 'celpy\.celtypes\.(\w+)Type'>", lambda m: m.group(1).lower(), text)
     text = re.sub(r" \(in activation .*$", "", text, flags=re.S)
     return text
@@ -429,9 +484,17 @@ def evaluate_bool(compiled: CompiledExpr, activation: Mapping[str, Any]) -> tupl
 # -- values in and out ---------------------------------------------------------
 
 _CEL_VALUE_TYPES = (
-    celtypes.BoolType, celtypes.IntType, celtypes.UintType, celtypes.DoubleType,
-    celtypes.StringType, celtypes.BytesType, celtypes.ListType, celtypes.MapType,
-    celtypes.NullType, celtypes.TimestampType, celtypes.DurationType,
+    celtypes.BoolType,
+    celtypes.IntType,
+    celtypes.UintType,
+    celtypes.DoubleType,
+    celtypes.StringType,
+    celtypes.BytesType,
+    celtypes.ListType,
+    celtypes.MapType,
+    celtypes.NullType,
+    celtypes.TimestampType,
+    celtypes.DurationType,
 )
 
 
@@ -454,7 +517,7 @@ def to_cel(value: Any, _depth: int = 0) -> Any:
     if isinstance(value, bytes):
         return celtypes.BytesType(value)
     if isinstance(value, _dt.datetime):
-        aware = value if value.tzinfo else value.replace(tzinfo=_dt.timezone.utc)
+        aware = value if value.tzinfo else value.replace(tzinfo=_dt.UTC)
         return celtypes.TimestampType(aware)
     if isinstance(value, _dt.date):
         return celtypes.StringType(value.isoformat())
@@ -492,7 +555,7 @@ def from_cel(value: Any) -> Any:
     if isinstance(value, (celtypes.ListType, list, tuple)):
         return [from_cel(v) for v in value]
     if isinstance(value, celtypes.TimestampType):
-        return _dt.datetime.fromtimestamp(value.timestamp(), tz=_dt.timezone.utc)
+        return _dt.datetime.fromtimestamp(value.timestamp(), tz=_dt.UTC)
     if isinstance(value, celtypes.DurationType):
         return float(value.total_seconds())
     return str(value)

@@ -11,11 +11,13 @@ once" holds on both engines.
 The engine knows nothing of the router or of research: models and retrievers
 arrive as the small protocols below, which the application (tui) adapts.
 """
+
 from __future__ import annotations
 
 import json
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
-from typing import Any, Awaitable, Callable, Literal, Protocol
+from typing import Any, Literal, Protocol
 
 from pydantic import Field
 
@@ -25,7 +27,7 @@ from engine.spec import Frozen, StepSpec
 class ModelCaller(Protocol):
     """How steps reach a language model; the application adapts its router to this."""
 
-    async def complete(self, request: Any, step: "StepInfo") -> Any: ...
+    async def complete(self, request: Any, step: StepInfo) -> Any: ...
 
     def encode(self, response: Any) -> dict[str, Any]:
         """A JSON-able form of a response, for the journal."""
@@ -35,7 +37,7 @@ class ModelCaller(Protocol):
         """Rebuild a response from its journaled form (the request gives its schema)."""
         ...
 
-    def usage(self, response: Any) -> "CallUsage": ...
+    def usage(self, response: Any) -> CallUsage: ...
 
 
 class Retriever(Protocol):
@@ -63,7 +65,7 @@ class InterruptRequest(Frozen):
     prompt: str
     payload: dict[str, Any] = Field(default_factory=dict)
     options: list[str] = Field(default_factory=list)
-    default: "InterruptAnswer | None" = None
+    default: InterruptAnswer | None = None
     """What headless ``--on-interrupt default`` answers (approve when unset)."""
 
 
@@ -85,7 +87,9 @@ class Journal(Protocol):
 
     def get(self, run_id: str, step_id: str, iteration: int, index: int) -> JournalEntry | None: ...
 
-    def put(self, run_id: str, step_id: str, iteration: int, index: int, entry: JournalEntry) -> None: ...
+    def put(
+        self, run_id: str, step_id: str, iteration: int, index: int, entry: JournalEntry
+    ) -> None: ...
 
 
 InterruptAsker = Callable[[str, InterruptRequest, "StepContext"], Awaitable[InterruptAnswer]]
@@ -239,7 +243,13 @@ class StepContext:
             self.stats.replayed += 1
             return decode(entry.payload), True
         value = await call()
-        journal.put(self.run_id, self.step_id, self.iteration, index, JournalEntry(kind=kind, payload=encode(value)))
+        journal.put(
+            self.run_id,
+            self.step_id,
+            self.iteration,
+            index,
+            JournalEntry(kind=kind, payload=encode(value)),
+        )
         return value, False
 
     # -- calls out ----------------------------------------------------------

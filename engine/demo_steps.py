@@ -6,6 +6,7 @@ demo workflow gives the same per-step results on every run and on both engines.
 journal exactly like a real model call would, so resume and shadow runs show
 replayed calls with demo workflows too.
 """
+
 from __future__ import annotations
 
 import asyncio
@@ -155,7 +156,10 @@ class Scored(BaseModel):
 @step("demo.score")
 async def score(ctx: StepContext, inp: AnyInput) -> Scored:
     """Report ``config.score``; ``config.terminate: true`` asks the run to stop."""
-    return Scored(score=float(ctx.config.get("score", 0.5)), terminate=bool(ctx.config.get("terminate", False)))
+    return Scored(
+        score=float(ctx.config.get("score", 0.5)),
+        terminate=bool(ctx.config.get("terminate", False)),
+    )
 
 
 class Approval(BaseModel):
@@ -175,4 +179,6 @@ async def ask(ctx: StepContext, inp: AnyInput) -> Approval:
             options=["approve", "reject"],
         )
     )
-    return Approval(approved=answer.action != "reject", note=answer.note, automatic=answer.automatic)
+    return Approval(
+        approved=answer.action != "reject", note=answer.note, automatic=answer.automatic
+    )

@@ -1,8 +1,9 @@
 """What loading a workflow can report: located problems, raised together."""
+
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Iterable
 
 
 @dataclass(frozen=True, order=True)

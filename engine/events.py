@@ -7,9 +7,10 @@ run started on a monotonic clock, for durations). ``domain`` events carry a
 namespaced payload that a domain package defines and validates, so the engine
 never learns what research is.
 """
+
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal, Union
+from typing import Annotated, Any, Literal
 
 from pydantic import Field, TypeAdapter
 
@@ -177,11 +178,21 @@ class Domain(_Event):
 
 
 RunEvent = Annotated[
-    Union[
-        RunStarted, StepStarted, StepFinished, StepSkipped, StepFailed, StepRetrying,
-        RouteDecided, InterruptRaised, InterruptResolved, ProviderState, Budget,
-        PolicyViolation, Log, RunFinished, Domain,
-    ],
+    RunStarted
+    | StepStarted
+    | StepFinished
+    | StepSkipped
+    | StepFailed
+    | StepRetrying
+    | RouteDecided
+    | InterruptRaised
+    | InterruptResolved
+    | ProviderState
+    | Budget
+    | PolicyViolation
+    | Log
+    | RunFinished
+    | Domain,
     Field(discriminator="kind"),
 ]
 

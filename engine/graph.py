@@ -13,11 +13,13 @@ Two kinds of edges:
 The forward graph of a loaded definition is acyclic (the loader checks it);
 ``forward_cycles`` exists so the loader can report the cycles of one that is not.
 """
+
 from __future__ import annotations
 
 import heapq
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Literal, Mapping
+from typing import Literal
 
 import networkx as nx
 
@@ -125,7 +127,10 @@ class WorkflowGraph:
         cycles: list[list[tuple[str, str, frozenset[str]]]] = []
         forward = self._forward
         components = sorted(
-            (sorted(c, key=self._order.__getitem__) for c in nx.strongly_connected_components(forward)),
+            (
+                sorted(c, key=self._order.__getitem__)
+                for c in nx.strongly_connected_components(forward)
+            ),
             key=lambda c: self._order[c[0]],
         )
         for component in components:
@@ -216,7 +221,9 @@ class WorkflowGraph:
                 self._with_back_edges.add_edge(edge.source, edge.target)
         full = self._with_back_edges
         seen = frozenset(nx.ancestors(full, step_id))
-        on_cycle = any(successor == step_id or successor in seen for successor in full.successors(step_id))
+        on_cycle = any(
+            successor == step_id or successor in seen for successor in full.successors(step_id)
+        )
         return seen | {step_id} if on_cycle else seen
 
     # -- timing and display --------------------------------------------------
@@ -258,11 +265,15 @@ class WorkflowGraph:
             for spec in self.workflow.steps
         ]
         edges: list[GraphEdge] = []
-        for source, target in sorted(self._kinds, key=lambda e: (self._order[e[0]], self._order[e[1]])):
+        for source, target in sorted(
+            self._kinds, key=lambda e: (self._order[e[0]], self._order[e[1]])
+        ):
             kinds = self._kinds[source, target]
             kind: Literal["depends_on", "route", "detour"] = (
                 "detour" if "detour" in kinds else "route" if "route" in kinds else "depends_on"
             )
             edges.append(GraphEdge(source=source, target=target, kind=kind))
-        edges.extend(GraphEdge(source=e.source, target=e.target, kind="loop") for e in self.loop_edges)
+        edges.extend(
+            GraphEdge(source=e.source, target=e.target, kind="loop") for e in self.loop_edges
+        )
         return nodes, edges

@@ -3,10 +3,12 @@
 It reads nothing but run events (DESIGN §6), so it prints a live run, a resumed
 one, or a stored one replayed from the store, the same way.
 """
+
 from __future__ import annotations
 
 import json
-from typing import Any, Iterable
+from collections.abc import Iterable
+from typing import Any
 
 from rich.console import Console
 from rich.markup import escape
@@ -72,8 +74,10 @@ class HeadlessPrinter:
         at = f"[dim]{event.mono:7.2f}s[/]"
         if isinstance(event, RunStarted):
             verb = "resumed" if event.resumed else "forked" if event.forked_from else "started"
-            return (f"{at} [bold]▶ run {event.run_id}[/] {verb}: {escape(event.workflow)} on {event.engine}"
-                    f" [dim]({escape(event.engine_reason)})[/]")
+            return (
+                f"{at} [bold]▶ run {event.run_id}[/] {verb}: {escape(event.workflow)} on {event.engine}"
+                f" [dim]({escape(event.engine_reason)})[/]"
+            )
         if isinstance(event, StepStarted):
             extra = f" iteration {event.iteration}" if event.iteration else ""
             extra += f" attempt {event.attempt}" if event.attempt > 1 else ""
@@ -81,8 +85,10 @@ class HeadlessPrinter:
         if isinstance(event, StepFinished):
             replayed = f", {event.replayed_calls} replayed" if event.replayed_calls else ""
             calls = f" {event.llm_calls} calls{replayed}," if event.llm_calls else ""
-            return (f"{at}   [green]✔[/] {event.step_id} finished ({event.duration_s:.2f} s,{calls}"
-                    f" {escape(summarize(event.outputs, 60))})")
+            return (
+                f"{at}   [green]✔[/] {event.step_id} finished ({event.duration_s:.2f} s,{calls}"
+                f" {escape(summarize(event.outputs, 60))})"
+            )
         if isinstance(event, StepSkipped):
             return f"{at}   [dim]○ {event.step_id} skipped: {escape(event.reason)}[/]"
         if isinstance(event, StepFailed):
@@ -98,8 +104,10 @@ class HeadlessPrinter:
             return f"{at}   [blue]→[/] {event.step_id} routes to {where} [dim]({escape(signal.reason)})[/]{human}"
         if isinstance(event, InterruptRaised):
             options = f" [{' / '.join(event.options)}]" if event.options else ""
-            return (f"{at}   [yellow]? {event.step_id} asks: {escape(event.prompt)}{escape(options)}[/]"
-                    f" [dim]{event.interrupt_id}[/]")
+            return (
+                f"{at}   [yellow]? {event.step_id} asks: {escape(event.prompt)}{escape(options)}[/]"
+                f" [dim]{event.interrupt_id}[/]"
+            )
         if isinstance(event, InterruptResolved):
             how = " automatically" if event.automatic else ""
             action = event.answer.get("action", "?")
@@ -131,6 +139,14 @@ def step_table(results: dict[str, StepResult], order: list[str]) -> Table:
         if result is None:
             table.add_row(step_id, styled("PENDING"), "0", "0", "")
             continue
-        detail = summarize(result.outputs, 70) if result.status.value == "SUCCEEDED" else result.reason
-        table.add_row(step_id, styled(result.status.value), str(result.iteration), str(result.runs), escape(detail))
+        detail = (
+            summarize(result.outputs, 70) if result.status.value == "SUCCEEDED" else result.reason
+        )
+        table.add_row(
+            step_id,
+            styled(result.status.value),
+            str(result.iteration),
+            str(result.runs),
+            escape(detail),
+        )
     return table

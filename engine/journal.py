@@ -6,6 +6,7 @@ a shadow run's second engine replays the first engine's calls, and a fork can
 replay its parent's. A replayed entry is copied into this run's journal, so a
 run's own journal is always the complete record of what its steps were told.
 """
+
 from __future__ import annotations
 
 from typing import Protocol
@@ -14,9 +15,13 @@ from engine.context import JournalEntry
 
 
 class JournalStore(Protocol):
-    def journal_get(self, run_id: str, step_id: str, iteration: int, index: int) -> JournalEntry | None: ...
+    def journal_get(
+        self, run_id: str, step_id: str, iteration: int, index: int
+    ) -> JournalEntry | None: ...
 
-    def journal_put(self, run_id: str, step_id: str, iteration: int, index: int, entry: JournalEntry) -> None: ...
+    def journal_put(
+        self, run_id: str, step_id: str, iteration: int, index: int, entry: JournalEntry
+    ) -> None: ...
 
 
 class StoreJournal:
@@ -33,6 +38,8 @@ class StoreJournal:
             self._store.journal_put(run_id, step_id, iteration, index, entry)
         return entry
 
-    def put(self, run_id: str, step_id: str, iteration: int, index: int, entry: JournalEntry) -> None:
+    def put(
+        self, run_id: str, step_id: str, iteration: int, index: int, entry: JournalEntry
+    ) -> None:
         """Committed before it returns, so the step acts only on a durable answer."""
         self._store.journal_put(run_id, step_id, iteration, index, entry)

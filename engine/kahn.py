@@ -14,11 +14,12 @@ ready together start in topological order (declaration order breaks ties), so
 the per-step events and results of a run are the same on every run of the same
 definition and inputs.
 """
+
 from __future__ import annotations
 
 import asyncio
 import heapq
-from typing import Iterable
+from collections.abc import Iterable
 
 from engine.lifecycle import CancelRequest, EngineBase, RunNotResumable, ScheduleEnd
 from engine.protocol import EngineCapabilities
@@ -30,7 +31,9 @@ __all__ = ["KahnEngine", "RunNotResumable"]
 
 class KahnEngine(EngineBase):
     name = "kahn"
-    capabilities = EngineCapabilities(cycles=True, interrupts_hold_superstep=False, checkpoints=False, fork=True)
+    capabilities = EngineCapabilities(
+        cycles=True, interrupts_hold_superstep=False, checkpoints=False, fork=True
+    )
 
     async def schedule(self, runner: StepRunner, cancel: CancelRequest) -> ScheduleEnd:
         return await _Wavefront(runner, cancel).drive()
@@ -92,7 +95,9 @@ class _Wavefront:
             if readiness.action == "wait":
                 continue
             if readiness.action == "run":
-                self.running[step_id] = asyncio.create_task(self.run(step_id), name=f"step:{step_id}")
+                self.running[step_id] = asyncio.create_task(
+                    self.run(step_id), name=f"step:{step_id}"
+                )
                 continue
             effects = runner.settle_unrun(step_id, readiness)
             for follower in (*runner.dependents(step_id), *effects.reset):

@@ -7,6 +7,7 @@ committed. Runs are checkpointed with ``durability="sync"`` (every superstep is
 on disk before the next one starts); the run store and the call journal stay
 the source of truth for step results.
 """
+
 from __future__ import annotations
 
 from collections.abc import AsyncIterator

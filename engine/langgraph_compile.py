@@ -29,6 +29,7 @@ The compiled graph is scheduling only; what a step *does* is the shared runner's
 
 Node names: a step id is an identifier, so ``@`` and ``>`` never clash with one.
 """
+
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Hashable, Sequence
@@ -101,8 +102,14 @@ def plan(graph: WorkflowGraph) -> SchedulingPlan:
         routing = spec.routing
         if routing is None:
             continue
-        targets = [t for t in (routing.loop.target if routing.loop else None,
-                               routing.detour.target if routing.detour else None) if t]
+        targets = [
+            t
+            for t in (
+                routing.loop.target if routing.loop else None,
+                routing.detour.target if routing.detour else None,
+            )
+            if t
+        ]
         if targets:
             back_targets.setdefault(spec.id, []).extend(targets)
     for edge in graph.detour_edges:
@@ -113,7 +120,9 @@ def plan(graph: WorkflowGraph) -> SchedulingPlan:
     def source(step_id: str) -> str:
         return f"{step_id}{EXIT_SUFFIX}" if step_id in exits else step_id
 
-    predecessors: dict[str, list[str]] = {s: [source(p) for p in graph.dependencies(s)] for s in order}
+    predecessors: dict[str, list[str]] = {
+        s: [source(p) for p in graph.dependencies(s)] for s in order
+    }
     gates: dict[str, str] = {}
     loop_gates: dict[str, list[str]] = {}
     for edge in graph.loop_edges:
@@ -127,7 +136,9 @@ def plan(graph: WorkflowGraph) -> SchedulingPlan:
                     continue
                 gate = f"{dependency}{GATE_SEPARATOR}{step_id}"
                 gates[gate] = source(dependency)
-                predecessors[step_id] = [gate if p == source(dependency) else p for p in predecessors[step_id]]
+                predecessors[step_id] = [
+                    gate if p == source(dependency) else p for p in predecessors[step_id]
+                ]
                 if gate not in opened:
                     opened.append(gate)
     return SchedulingPlan(
@@ -163,7 +174,12 @@ def build_state_graph(
             builder.add_edge(list(preds), step_id)
     for step_id in scheduling.conditional:
         exit_node = f"{step_id}{EXIT_SUFFIX}"
-        destinations = [*scheduling.back_targets[step_id], *scheduling.loop_gates.get(step_id, []), exit_node, END]
+        destinations = [
+            *scheduling.back_targets[step_id],
+            *scheduling.loop_gates.get(step_id, []),
+            exit_node,
+            END,
+        ]
         builder.add_conditional_edges(step_id, route_for(step_id), destinations)
     return builder
 

@@ -21,6 +21,7 @@ from the responder — are recorded in the store and the graph resumes with
 line (``run_step(..., continuing=True)``); its journaled calls replay, so no
 model call is repeated, and the re-run is not counted as a new start.
 """
+
 from __future__ import annotations
 
 import asyncio
@@ -37,9 +38,7 @@ from langgraph.types import Command, Interrupt, interrupt
 
 from engine.context import InterruptAnswer
 from engine.events import InterruptRaised
-from engine.lifecycle import CancelRequest, EngineBase, ScheduleEnd
 from engine.langgraph_checkpoint import CHECKPOINT_FILE, DURABILITY, open_checkpointer
-from engine.langgraph_history import HistoryEntry, checkpoint_history, store_history
 from engine.langgraph_compile import (
     EXIT_SUFFIX,
     GraphState,
@@ -48,6 +47,8 @@ from engine.langgraph_compile import (
     build_state_graph,
     plan,
 )
+from engine.langgraph_history import HistoryEntry, checkpoint_history, store_history
+from engine.lifecycle import CancelRequest, EngineBase, ScheduleEnd
 from engine.protocol import EngineCapabilities
 from engine.runner import AnswerPause, RouteEffects, Sleep, StepRunner, WaitingForHuman
 from engine.states import RoutingSignal, StepStatus
@@ -76,8 +77,12 @@ class CheckpointBehind(RuntimeError):
 async def pause_for_answer(stored: InterruptRecord) -> InterruptAnswer:
     """The runner's pause on this engine: ``interrupt()`` stops the node until the graph
     is resumed with the answer (the engine announces the interrupt with its superstep)."""
-    pause = {"interrupt_id": stored.interrupt_id, "step_id": stored.step_id, "kind": stored.request.kind,
-             "prompt": stored.request.prompt}
+    pause = {
+        "interrupt_id": stored.interrupt_id,
+        "step_id": stored.step_id,
+        "kind": stored.request.kind,
+        "prompt": stored.request.prompt,
+    }
     try:
         while True:
             # Resume values are matched to interrupt() calls by position within the node; a
@@ -86,13 +91,17 @@ async def pause_for_answer(stored: InterruptRecord) -> InterruptAnswer:
             if isinstance(value, dict) and value.get("interrupt_id") == stored.interrupt_id:
                 break
     except GraphInterrupt as paused:
-        raise LangGraphWaiting(stored.interrupt_id, stored.step_id, paused.args[0] if paused.args else ()) from None
+        raise LangGraphWaiting(
+            stored.interrupt_id, stored.step_id, paused.args[0] if paused.args else ()
+        ) from None
     return InterruptAnswer.model_validate(value["answer"])
 
 
 class LangGraphEngine(EngineBase):
     name = "langgraph"
-    capabilities = EngineCapabilities(cycles=True, interrupts_hold_superstep=True, checkpoints=True, fork=True)
+    capabilities = EngineCapabilities(
+        cycles=True, interrupts_hold_superstep=True, checkpoints=True, fork=True
+    )
 
     def __init__(
         self,
@@ -148,7 +157,9 @@ class LangGraphEngine(EngineBase):
         waiting: list[str] = []
         try:
             async with self.checkpointer(runner.store) as saver:
-                app = build_state_graph(scheduling, session.node_for, session.route_for).compile(checkpointer=saver)
+                app = build_state_graph(scheduling, session.node_for, session.route_for).compile(
+                    checkpointer=saver
+                )
                 config: Any = {
                     "configurable": {"thread_id": state.run_id},
                     "recursion_limit": session.recursion_limit(),
@@ -195,19 +206,25 @@ def _settle_running(runner: StepRunner, reason: str) -> None:
             runner.settle_stopped(step_id, reason)
 
 
-async def _stream(app: Any, payload: Any, config: Any, remaining: float, cancel: CancelRequest) -> str:
+async def _stream(
+    app: Any, payload: Any, config: Any, remaining: float, cancel: CancelRequest
+) -> str:
     """Run the graph until it ends or pauses: "done", "timeout" or "cancelled"."""
     if remaining <= 0:
         return "timeout"
 
     async def consume() -> None:
-        async for _chunk in app.astream(payload, config, stream_mode=STREAM_MODE, durability=DURABILITY):
+        async for _chunk in app.astream(
+            payload, config, stream_mode=STREAM_MODE, durability=DURABILITY
+        ):
             pass
 
     worker = asyncio.create_task(consume(), name="langgraph-stream")
     canceller = asyncio.create_task(cancel.wait(), name="cancel-request")
     try:
-        done, _ = await asyncio.wait([worker, canceller], timeout=remaining, return_when=asyncio.FIRST_COMPLETED)
+        done, _ = await asyncio.wait(
+            [worker, canceller], timeout=remaining, return_when=asyncio.FIRST_COMPLETED
+        )
     except asyncio.CancelledError:
         worker.cancel()
         await asyncio.gather(worker, return_exceptions=True)
@@ -242,7 +259,11 @@ class _Session:
     # -- the compiled graph's functions -------------------------------------------
     def recursion_limit(self) -> int:
         """Above our own bound: every step run, plus exit nodes and skips, per pass."""
-        nodes = len(self.scheduling.predecessors) + len(self.scheduling.conditional) + len(self.scheduling.gates)
+        nodes = (
+            len(self.scheduling.predecessors)
+            + len(self.scheduling.conditional)
+            + len(self.scheduling.gates)
+        )
         bound = self.state.wf.limits.step_run_bound(len(self.state.wf.steps))
         return 2 * (bound + nodes) + 25
 
@@ -270,8 +291,13 @@ class _Session:
             touched, signal, goto = await self._run(step_id, halted=bool(graph_state.get("stop")))
             update = self.mirror(touched)
             if signal is not None:
-                update["routes"] = {step_id: {"decision": signal.decision, "target": signal.next_step_id,
-                                              "route": signal.route}}
+                update["routes"] = {
+                    step_id: {
+                        "decision": signal.decision,
+                        "target": signal.next_step_id,
+                        "route": signal.route,
+                    }
+                }
             if conditional:
                 update["goto"] = {step_id: goto}
             if self.state.stop_reason:
@@ -292,7 +318,9 @@ class _Session:
         route.__name__ = f"route_{step_id}"
         return route
 
-    async def _run(self, step_id: str, halted: bool) -> tuple[list[str], RoutingSignal | None, list[str]]:
+    async def _run(
+        self, step_id: str, halted: bool
+    ) -> tuple[list[str], RoutingSignal | None, list[str]]:
         """Settle ``step_id`` if it is still to settle; (steps changed, its route, where control goes back)."""
         runner = self.runner
         record = self.state.steps[step_id]
@@ -306,7 +334,9 @@ class _Session:
             raise CheckpointBehind(f"{step_id} was scheduled before its dependencies settled")
         if readiness.action == "run":
             try:
-                outcome = await runner.run_step(step_id, continuing=record.status == StepStatus.WAITING_HUMAN)
+                outcome = await runner.run_step(
+                    step_id, continuing=record.status == StepStatus.WAITING_HUMAN
+                )
             except WaitingForHuman:
                 runner.mark_waiting(step_id)
                 raise
@@ -323,7 +353,9 @@ class _Session:
             candidates.append(signal.next_step_id)
         pending = {s for s in candidates if self.state.steps[s].status == StepStatus.PENDING}
         allowed = self.scheduling.back_targets.get(step_id, [])
-        entries = [s for s in allowed if s in pending and not (self._step_predecessors[s] & pending)]
+        entries = [
+            s for s in allowed if s in pending and not (self._step_predecessors[s] & pending)
+        ]
         if signal is not None and signal.decision == "loop":
             entries += self.scheduling.loop_gates.get(step_id, [])
         return entries
@@ -336,7 +368,11 @@ class _Session:
             return []
         steps = self.state.steps
         detour = self.state.active_detour
-        if detour is not None and detour.declared_by == step_id and steps[detour.target].status == StepStatus.PENDING:
+        if (
+            detour is not None
+            and detour.declared_by == step_id
+            and steps[detour.target].status == StepStatus.PENDING
+        ):
             return [detour.target]
         declarer = self.runner.graph.detour_declarer(step_id)
         if declarer is not None and detour is None and steps[declarer].status == StepStatus.PENDING:
@@ -348,8 +384,10 @@ class _Session:
         """The waiting step and every step ready to start that the held superstep keeps waiting."""
         runner = self.runner
         ready = [
-            s for s in runner.graph.topological_order()
-            if s != step_id and self.state.steps[s].status == StepStatus.PENDING
+            s
+            for s in runner.graph.topological_order()
+            if s != step_id
+            and self.state.steps[s].status == StepStatus.PENDING
             and runner.readiness(s).action != "wait"
         ]
         return [step_id, *ready]
@@ -387,5 +425,8 @@ class _Session:
             if answer is None:
                 waiting.append(record.step_id)
             else:
-                resume[item.id] = {"interrupt_id": record.interrupt_id, "answer": answer.model_dump(mode="json")}
+                resume[item.id] = {
+                    "interrupt_id": record.interrupt_id,
+                    "answer": answer.model_dump(mode="json"),
+                }
         return resume, waiting

@@ -8,9 +8,10 @@ was settled at that point, and what changed since the previous one — a fork
 (``workbench runs fork RUN_ID --at STEP``) starts from the results a run holds,
 whichever engine ran it.
 """
+
 from __future__ import annotations
 
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from typing import Any
 
 from langgraph.checkpoint.base import BaseCheckpointSaver
@@ -84,7 +85,7 @@ def store_history(store: Any, run_id: str) -> list[HistoryEntry]:
                 index=len(entries),
                 checkpoint_id=f"seq:{event.seq}",
                 source=event.kind,
-                created=datetime.fromtimestamp(event.ts, tz=timezone.utc).isoformat(),
+                created=datetime.fromtimestamp(event.ts, tz=UTC).isoformat(),
                 statuses=statuses,
                 changed={event.step_id: status},
             )

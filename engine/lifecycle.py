@@ -18,6 +18,7 @@ An engine contributes only its scheduler — *when* steps run — through
 
 Running one step is engine/runner.py's, shared as well.
 """
+
 from __future__ import annotations
 
 import asyncio
@@ -45,10 +46,16 @@ def resume_refusal(record: RunSummary) -> str | None:
     """Why ``record`` must not be resumed here because someone drives it; None when it may be."""
     if record.run_id in _DRIVING:
         return f"run {record.run_id} is already running in this process"
-    if record.status == RunStatus.RUNNING and record.owner_status == "alive" and record.owner is not None \
-            and record.owner.pid != os.getpid():
-        return (f"run {record.run_id} is running in another process ({record.owner.describe()}); "
-                "not resuming it twice")
+    if (
+        record.status == RunStatus.RUNNING
+        and record.owner_status == "alive"
+        and record.owner is not None
+        and record.owner.pid != os.getpid()
+    ):
+        return (
+            f"run {record.run_id} is running in another process ({record.owner.describe()}); "
+            "not resuming it twice"
+        )
     return None
 
 
@@ -130,8 +137,14 @@ class EngineBase(ABC):
 
     def _new_runner(self, state: RunState, graph: WorkflowGraph, run: RunContext) -> StepRunner:
         return StepRunner(
-            state=state, graph=graph, store=run.store, run=run, engine_name=self.name,
-            registry=self.registry, sleep=self.sleep, pause=self.answer_pause(),
+            state=state,
+            graph=graph,
+            store=run.store,
+            run=run,
+            engine_name=self.name,
+            registry=self.registry,
+            sleep=self.sleep,
+            pause=self.answer_pause(),
         )
 
     # -- the protocol ----------------------------------------------------------
@@ -153,13 +166,17 @@ class EngineBase(ABC):
         store: BaseRunStore = run.store
         record = store.get_run(run_id)
         if record.status.final:
-            raise RunNotResumable(f"run {run_id} is {record.status.value}; only a RUNNING or WAITING run resumes")
+            raise RunNotResumable(
+                f"run {run_id} is {record.status.value}; only a RUNNING or WAITING run resumes"
+            )
         refusal = resume_refusal(record)
         if refusal:
             raise RunOwned(refusal, run_id)
         store.claim_owner(run_id)
         wf = record.definition
-        state = RunState.restore(run_id, wf, record.inputs, store.step_results(run_id), record.engine_state)
+        state = RunState.restore(
+            run_id, wf, record.inputs, store.step_results(run_id), record.engine_state
+        )
         runner = self._new_runner(state, WorkflowGraph(wf), run)
         self._announce(runner, run, resumed=True)
         return await self._drive(runner)
@@ -175,8 +192,13 @@ class EngineBase(ABC):
         rerun = {at_step} | graph.descendants(at_step)
         kept_results = store.step_results(run_id)
         new_id = store.create_run(
-            wf, parent.inputs, self.name, run.engine_reason or f"fork of {run_id} at {at_step}",
-            run_id=run.run_id, parent=run_id, forked_at=at_step,
+            wf,
+            parent.inputs,
+            self.name,
+            run.engine_reason or f"fork of {run_id} at {at_step}",
+            run_id=run.run_id,
+            parent=run_id,
+            forked_at=at_step,
         )
         runner = self._new_runner(RunState.fresh(new_id, wf, parent.inputs), graph, run)
         self._announce(runner, run, resumed=False, forked_from=run_id)
@@ -188,7 +210,12 @@ class EngineBase(ABC):
                     kept += 1
             for record in runner.state.steps.values():
                 runner.save(record)
-            runner.emit(Log(run_id=new_id, message=f"fork of {run_id} at {at_step}: kept {kept} step results"))
+            runner.emit(
+                Log(
+                    run_id=new_id,
+                    message=f"fork of {run_id} at {at_step}: kept {kept} step results",
+                )
+            )
         return await self._drive(runner)
 
     def cancel(self, run_id: str) -> None:
@@ -198,16 +225,25 @@ class EngineBase(ABC):
             request.request()
 
     # -- the start and the end -------------------------------------------------------
-    def _announce(self, runner: StepRunner, run: RunContext, *, resumed: bool, forked_from: str | None = None) -> None:
+    def _announce(
+        self, runner: StepRunner, run: RunContext, *, resumed: bool, forked_from: str | None = None
+    ) -> None:
         state = runner.state
         nodes, edges = runner.graph.nodes_and_edges()
         with runner.store.batch():
             runner.store.set_status(state.run_id, RunStatus.RUNNING)
             runner.emit(
                 RunStarted(
-                    run_id=state.run_id, workflow=state.wf.name, source=state.wf.source, engine=self.name,
-                    engine_reason=run.engine_reason, inputs=state.inputs, nodes=nodes, edges=edges,
-                    resumed=resumed, forked_from=forked_from,
+                    run_id=state.run_id,
+                    workflow=state.wf.name,
+                    source=state.wf.source,
+                    engine=self.name,
+                    engine_reason=run.engine_reason,
+                    inputs=state.inputs,
+                    nodes=nodes,
+                    edges=edges,
+                    resumed=resumed,
+                    forked_from=forked_from,
                 )
             )
             for record in state.steps.values():  # a resume stores its running steps back as PENDING
@@ -259,13 +295,23 @@ class EngineBase(ABC):
             store.set_status(state.run_id, status, reason, outputs if status.final else None)
             runner.emit(
                 RunFinished(
-                    run_id=state.run_id, status=status, reason=reason, outputs=final_outputs,
-                    missing=final_missing, step_statuses={k: v.value for k, v in step_statuses.items()},
+                    run_id=state.run_id,
+                    status=status,
+                    reason=reason,
+                    outputs=final_outputs,
+                    missing=final_missing,
+                    step_statuses={k: v.value for k, v in step_statuses.items()},
                 )
             )
         return ExecutionResult(
-            run_id=state.run_id, status=status, reason=reason, outputs=final_outputs,
-            step_statuses=step_statuses, missing=final_missing, pending_interrupts=pending, engine=self.name,
+            run_id=state.run_id,
+            status=status,
+            reason=reason,
+            outputs=final_outputs,
+            step_statuses=step_statuses,
+            missing=final_missing,
+            pending_interrupts=pending,
+            engine=self.name,
         )
 
 
@@ -306,9 +352,25 @@ def _replay_settled(runner: StepRunner, step_id: str) -> None:
     record = runner.state.steps[step_id]
     run_id = runner.run_id
     if record.status == StepStatus.SUCCEEDED:
-        runner.emit(StepFinished(run_id=run_id, step_id=step_id, iteration=record.iteration, outputs=record.outputs))
+        runner.emit(
+            StepFinished(
+                run_id=run_id, step_id=step_id, iteration=record.iteration, outputs=record.outputs
+            )
+        )
     elif record.status == StepStatus.SKIPPED:
-        runner.emit(StepSkipped(run_id=run_id, step_id=step_id, iteration=record.iteration, reason=record.reason))
+        runner.emit(
+            StepSkipped(
+                run_id=run_id, step_id=step_id, iteration=record.iteration, reason=record.reason
+            )
+        )
     else:
-        runner.emit(StepFailed(run_id=run_id, step_id=step_id, iteration=record.iteration, error=record.reason,
-                               upstream=record.status == StepStatus.UPSTREAM_FAILED, optional=record.spec.optional))
+        runner.emit(
+            StepFailed(
+                run_id=run_id,
+                step_id=step_id,
+                iteration=record.iteration,
+                error=record.reason,
+                upstream=record.status == StepStatus.UPSTREAM_FAILED,
+                optional=record.spec.optional,
+            )
+        )

@@ -20,15 +20,17 @@ Stages, each reporting every problem it finds before the next runs:
    ``context.requires`` reads must be something the run context will hold
    when the expression is evaluated.
 """
+
 from __future__ import annotations
 
 import datetime as _dt
 import difflib
 import re
 import typing
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Iterator
+from typing import Any
 
 import yaml
 from pydantic import BaseModel, ValidationError
@@ -64,19 +66,32 @@ INTERNAL_ERROR = "internal loader error (please report it)"
 
 _IDENTIFIER = re.compile(IDENTIFIER_PATTERN)
 _TOP_KEYS = (
-    "name", "version", "description", "engine", "inputs", "limits", "templates", "steps",
-    "completion", "outputs",
+    "name",
+    "version",
+    "description",
+    "engine",
+    "inputs",
+    "limits",
+    "templates",
+    "steps",
+    "completion",
+    "outputs",
 )
 _TEMPLATE_KEYS = ("params", "steps", "description")
 _USE_KEYS = ("use", "with")
 _SCALAR_TAGS = {
-    "tag:yaml.org,2002:str", "tag:yaml.org,2002:int", "tag:yaml.org,2002:float",
-    "tag:yaml.org,2002:bool", "tag:yaml.org,2002:null", "tag:yaml.org,2002:timestamp",
+    "tag:yaml.org,2002:str",
+    "tag:yaml.org,2002:int",
+    "tag:yaml.org,2002:float",
+    "tag:yaml.org,2002:bool",
+    "tag:yaml.org,2002:null",
+    "tag:yaml.org,2002:timestamp",
 }
 _COLLECTION_TAGS = {None, "!", "tag:yaml.org,2002:map", "tag:yaml.org,2002:seq"}
 
 
 # == stage 1: located YAML ====================================================
+
 
 @dataclass
 class Node:
@@ -98,7 +113,7 @@ class Node:
     def is_seq(self) -> bool:
         return isinstance(self.value, list)
 
-    def get(self, key: str | int) -> "Node | None":
+    def get(self, key: str | int) -> Node | None:
         if isinstance(key, str) and self.is_map:
             return self.value.get(key)
         if isinstance(key, int) and self.is_seq and 0 <= key < len(self.value):
@@ -115,7 +130,7 @@ class Node:
             return [v.plain() for v in self.value]
         return self.value
 
-    def copy_with(self, transform: Callable[["Node"], Any]) -> "Node":
+    def copy_with(self, transform: Callable[[Node], Any]) -> Node:
         """A deep copy whose scalars are ``transform(scalar node)``; positions are kept."""
         if self.is_map:
             value: Any = {k: v.copy_with(transform) for k, v in self.value.items()}
@@ -125,7 +140,7 @@ class Node:
             value = transform(self)
         return Node(value, self.line, self.column, self.style, dict(self.keys))
 
-    def walk(self, prefix: str) -> Iterator[tuple[str, "Node"]]:
+    def walk(self, prefix: str) -> Iterator[tuple[str, Node]]:
         """(dotted path, node) for this node and everything under it."""
         yield prefix, self
         if self.is_map:
@@ -175,27 +190,41 @@ class _YamlReader:
                 if isinstance(event, yaml.DocumentStartEvent):
                     documents += 1
                     if documents > 1:
-                        self.problem(event.start_mark, "a workflow file holds one YAML document; remove the second '---'")
+                        self.problem(
+                            event.start_mark,
+                            "a workflow file holds one YAML document; remove the second '---'",
+                        )
                         raise _Abort
                 elif isinstance(event, yaml.AliasEvent):
-                    self.problem(event.start_mark, "YAML aliases (*name) are not supported: write the value out")
+                    self.problem(
+                        event.start_mark,
+                        "YAML aliases (*name) are not supported: write the value out",
+                    )
                     raise _Abort
                 elif isinstance(event, (yaml.MappingStartEvent, yaml.SequenceStartEvent)):
                     if len(stack) >= MAX_DEPTH:
-                        self.problem(event.start_mark, f"the YAML nests more than {MAX_DEPTH} levels deep")
+                        self.problem(
+                            event.start_mark, f"the YAML nests more than {MAX_DEPTH} levels deep"
+                        )
                         raise _Abort
                     if event.tag not in _COLLECTION_TAGS:
                         self.problem(event.start_mark, f"unsupported YAML tag {event.tag}")
                         raise _Abort
                     is_map = isinstance(event, yaml.MappingStartEvent)
-                    node = Node({} if is_map else [], event.start_mark.line + 1, event.start_mark.column + 1)
+                    node = Node(
+                        {} if is_map else [], event.start_mark.line + 1, event.start_mark.column + 1
+                    )
                     root = self._attach(stack, node, event, None) or root
                     stack.append(_Open(node))
                 elif isinstance(event, (yaml.MappingEndEvent, yaml.SequenceEndEvent)):
                     stack.pop()
                 elif isinstance(event, yaml.ScalarEvent):
-                    node = Node(self._scalar(loader, event), event.start_mark.line + 1,
-                                event.start_mark.column + 1, event.style)
+                    node = Node(
+                        self._scalar(loader, event),
+                        event.start_mark.line + 1,
+                        event.start_mark.column + 1,
+                        event.style,
+                    )
                     root = self._attach(stack, node, event, event.value) or root
         except _Abort:
             return None
@@ -204,7 +233,9 @@ class _YamlReader:
             message = " ".join(part for part in (error.context, error.problem) if part)
             hint = ""
             if "flow" in message and "'{'" in message:
-                hint = "; inside [...] or {...} quote values that contain braces, e.g. [\"step_r{n-1}\"]"
+                hint = (
+                    '; inside [...] or {...} quote values that contain braces, e.g. ["step_r{n-1}"]'
+                )
             elif "block" in message:
                 hint = "; check the indentation"
             self.problem(mark, f"YAML syntax error: {message or 'cannot parse'}{hint}")
@@ -213,7 +244,9 @@ class _YamlReader:
             self._reader_problem(text, error)
             return None
         except yaml.YAMLError as error:
-            self.problems.append(Problem(self.source, 1, 1, f"YAML error: {str(error).splitlines()[0]}"))
+            self.problems.append(
+                Problem(self.source, 1, 1, f"YAML error: {str(error).splitlines()[0]}")
+            )
             return None
         finally:
             loader.dispose()
@@ -225,9 +258,14 @@ class _YamlReader:
         line = text.count("\n", 0, position) + 1
         column = position - (text.rfind("\n", 0, position) + 1) + 1
         character = error.character if isinstance(error.character, str) else chr(error.character)
-        self.problems.append(Problem(
-            self.source, line, column, f"character {character!r} is not allowed in YAML; remove it",
-        ))
+        self.problems.append(
+            Problem(
+                self.source,
+                line,
+                column,
+                f"character {character!r} is not allowed in YAML; remove it",
+            )
+        )
 
     def _attach(self, stack: list[_Open], node: Node, event: Any, raw: str | None) -> Node | None:
         """Put ``node`` into the open collection; returns it when it is the document root."""
@@ -239,12 +277,16 @@ class _YamlReader:
             return None
         if parent.key is None and not parent.skip:
             if raw is None or node.is_map or node.is_seq:
-                self.problem(event.start_mark, "a mapping key must be a plain value, not a list or mapping")
+                self.problem(
+                    event.start_mark, "a mapping key must be a plain value, not a list or mapping"
+                )
                 raise _Abort
             mark = (node.line, node.column)
             if raw in parent.node.value:
                 first = parent.node.keys[raw]
-                self.problem(event.start_mark, f"duplicate key '{raw}' (first written at line {first[0]})")
+                self.problem(
+                    event.start_mark, f"duplicate key '{raw}' (first written at line {first[0]})"
+                )
                 parent.skip = True
                 return None
             parent.key, parent.key_mark = raw, mark
@@ -270,17 +312,26 @@ class _YamlReader:
                 yaml.ScalarNode(tag, event.value, event.start_mark, event.end_mark, event.style)
             )
         except ValueError:
-            self.problem(event.start_mark, f"cannot read {event.value[:40]!r}: the number is too large")
+            self.problem(
+                event.start_mark, f"cannot read {event.value[:40]!r}: the number is too large"
+            )
         except Exception as error:  # PyYAML's constructors raise assorted errors on odd input
-            self.problem(event.start_mark, f"cannot read {event.value[:40]!r}: {error}".splitlines()[0])
+            self.problem(
+                event.start_mark, f"cannot read {event.value[:40]!r}: {error}".splitlines()[0]
+            )
         raise _Abort
 
 
 # == helpers ==================================================================
 
+
 def _is_identifier(value: Any) -> bool:
     """A name CEL can read: the identifier pattern, and not a CEL reserved word."""
-    return isinstance(value, str) and bool(_IDENTIFIER.match(value)) and value not in CEL_RESERVED_WORDS
+    return (
+        isinstance(value, str)
+        and bool(_IDENTIFIER.match(value))
+        and value not in CEL_RESERVED_WORDS
+    )
 
 
 def _identifier_problem(value: Any, what: str) -> str:
@@ -295,9 +346,15 @@ def _identifier_problem(value: Any, what: str) -> str:
     why = ""
     operator = re.search(r"[-+*/%.]", value)
     if operator:
-        left, right = value[: operator.start()], value[operator.end():]
-        kind = {"-": "a subtraction", "+": "an addition", "*": "a multiplication", "/": "a division",
-                "%": "a modulo", ".": "a field access"}[operator.group()]
+        left, right = value[: operator.start()], value[operator.end() :]
+        kind = {
+            "-": "a subtraction",
+            "+": "an addition",
+            "*": "a multiplication",
+            "/": "a division",
+            "%": "a modulo",
+            ".": "a field access",
+        }[operator.group()]
         why = f" — CEL would read '{value}' as {kind} ({left} {operator.group()} {right})"
     elif value[:1].isdigit():
         why = " — it must start with a letter"
@@ -417,6 +474,7 @@ class _Expression:
 
 # == the loader ===============================================================
 
+
 class _Loader:
     def __init__(self, source: str, registry: StepRegistry) -> None:
         self.source = source
@@ -450,7 +508,10 @@ class _Loader:
             self.fail_if_problems()
         assert root is not None
         if not root.is_map:
-            self.add(root, f"a workflow is a mapping with 'name' and 'steps', got {_type_name(root.plain())}")
+            self.add(
+                root,
+                f"a workflow is a mapping with 'name' and 'steps', got {_type_name(root.plain())}",
+            )
             self.fail_if_problems()
         wf = self._shape(root)
         self.fail_if_problems()
@@ -463,7 +524,10 @@ class _Loader:
     def _shape(self, root: Node) -> WorkflowDefinition | None:
         for key in root.value:
             if key not in _TOP_KEYS:
-                self.add(root.key_mark(key), f"unknown key '{key}'{_closest(key, _TOP_KEYS)}; a workflow has {', '.join(_TOP_KEYS)}")
+                self.add(
+                    root.key_mark(key),
+                    f"unknown key '{key}'{_closest(key, _TOP_KEYS)}; a workflow has {', '.join(_TOP_KEYS)}",
+                )
         for required in ("name", "steps"):
             if required not in root.value:
                 self.add(root, f"missing required key '{required}'")
@@ -478,11 +542,17 @@ class _Loader:
         if self.problems or header is None:
             return None
         locations = self._locations(root)
-        return header.model_copy(update={"steps": steps, "source": self.source, "locations": locations})
+        return header.model_copy(
+            update={"steps": steps, "source": self.source, "locations": locations}
+        )
 
     def _header(self, root: Node) -> WorkflowDefinition | None:
         """Everything but steps and templates, validated by the WorkflowDefinition model."""
-        data = {k: v.plain() for k, v in root.value.items() if k in _TOP_KEYS and k not in ("steps", "templates")}
+        data = {
+            k: v.plain()
+            for k, v in root.value.items()
+            if k in _TOP_KEYS and k not in ("steps", "templates")
+        }
         name = root.get("name")
         if name is not None and not _is_identifier(name.value):
             self.add(name, _identifier_problem(name.value, "workflow name"))
@@ -491,7 +561,9 @@ class _Loader:
         if inputs is not None and inputs.is_map:
             for input_name in inputs.value:
                 if not _is_identifier(input_name):
-                    self.add(inputs.key_mark(input_name), _identifier_problem(input_name, "input name"))
+                    self.add(
+                        inputs.key_mark(input_name), _identifier_problem(input_name, "input name")
+                    )
                     data["inputs"].pop(input_name)
         data.setdefault("name", "unnamed")
         try:
@@ -506,7 +578,10 @@ class _Loader:
         if node is None or node.value is None:
             return {}
         if not node.is_map:
-            self.add(node, f"templates must be a mapping of template name to template, got {_type_name(node.plain())}")
+            self.add(
+                node,
+                f"templates must be a mapping of template name to template, got {_type_name(node.plain())}",
+            )
             return {}
         templates: dict[str, Node] = {}
         self.declared_templates = set(node.value)
@@ -520,11 +595,17 @@ class _Loader:
             ok = True
             for key in template.value:
                 if key not in _TEMPLATE_KEYS:
-                    self.add(template.key_mark(key), f"template '{name}': unknown key '{key}'; a template has params, steps, description")
+                    self.add(
+                        template.key_mark(key),
+                        f"template '{name}': unknown key '{key}'; a template has params, steps, description",
+                    )
                     ok = False
             params = template.get("params")
             if params is None or not params.is_seq or not params.value:
-                self.add(params or template, f"template '{name}': params must be a non-empty list of names, e.g. [n]")
+                self.add(
+                    params or template,
+                    f"template '{name}': params must be a non-empty list of names, e.g. [n]",
+                )
                 ok = False
             else:
                 for param in params.value:
@@ -533,7 +614,9 @@ class _Loader:
                         ok = False
             steps = template.get("steps")
             if steps is None or not steps.is_seq or not steps.value:
-                self.add(steps or template, f"template '{name}': steps must be a non-empty list of steps")
+                self.add(
+                    steps or template, f"template '{name}': steps must be a non-empty list of steps"
+                )
                 ok = False
             if ok:
                 templates[name] = template
@@ -543,12 +626,16 @@ class _Loader:
         if node is None:
             return []
         if not node.is_seq or not node.value:
-            self.add(node, f"steps must be a non-empty list of steps, got {_type_name(node.plain())}")
+            self.add(
+                node, f"steps must be a non-empty list of steps, got {_type_name(node.plain())}"
+            )
             return []
         sources: list[_StepSource] = []
         for entry in node.value:
             if not entry.is_map:
-                self.add(entry, f"a step is a mapping with id and uses, got {_type_name(entry.plain())}")
+                self.add(
+                    entry, f"a step is a mapping with id and uses, got {_type_name(entry.plain())}"
+                )
             elif "use" in entry.value:
                 sources += self._instantiate(entry, templates)
             else:
@@ -558,7 +645,10 @@ class _Loader:
     def _instantiate(self, entry: Node, templates: dict[str, Node]) -> list[_StepSource]:
         for key in entry.value:
             if key not in _USE_KEYS:
-                self.add(entry.key_mark(key), f"unknown key '{key}' next to 'use'; a template use has use and with")
+                self.add(
+                    entry.key_mark(key),
+                    f"unknown key '{key}' next to 'use'; a template use has use and with",
+                )
                 return []
         use = entry.value["use"]
         name = use.value
@@ -566,7 +656,10 @@ class _Loader:
             return []
         if not isinstance(name, str) or name not in templates:
             known = ", ".join(sorted(templates)) or "none are defined"
-            self.add(use, f"unknown template '{name}'{_closest(str(name), templates)} (templates: {known})")
+            self.add(
+                use,
+                f"unknown template '{name}'{_closest(str(name), templates)} (templates: {known})",
+            )
             return []
         template = templates[name]
         params = [p.value for p in template.value["params"].value]
@@ -579,18 +672,28 @@ class _Loader:
                     sources.append(_StepSource(built, name, values))
         return sources
 
-    def _instances(self, node: Node | None, entry: Node, template: str, params: list[str]) -> list[dict[str, Any]]:
+    def _instances(
+        self, node: Node | None, entry: Node, template: str, params: list[str]
+    ) -> list[dict[str, Any]]:
         if node is None or not node.is_map:
-            self.add(node or entry, f"use of template '{template}' needs with: a mapping of {', '.join(params)} to values, e.g. {{{params[0]}: [1, 2, 3]}}")
+            self.add(
+                node or entry,
+                f"use of template '{template}' needs with: a mapping of {', '.join(params)} to values, e.g. {{{params[0]}: [1, 2, 3]}}",
+            )
             return []
         ok = True
         for key in node.value:
             if key not in params:
-                self.add(node.key_mark(key), f"template '{template}' has no parameter '{key}' (params: {', '.join(params)})")
+                self.add(
+                    node.key_mark(key),
+                    f"template '{template}' has no parameter '{key}' (params: {', '.join(params)})",
+                )
                 ok = False
         for param in params:
             if param not in node.value:
-                self.add(node, f"with: missing a value for parameter '{param}' of template '{template}'")
+                self.add(
+                    node, f"with: missing a value for parameter '{param}' of template '{template}'"
+                )
                 ok = False
         if not ok:
             return []
@@ -601,7 +704,10 @@ class _Loader:
             items = value.value if value.is_seq else [value]
             for item in items:
                 if isinstance(item.value, bool) or not isinstance(item.value, (int, str)):
-                    self.add(item, f"with: values of '{param}' must be integers or strings, got {_type_name(item.plain())}")
+                    self.add(
+                        item,
+                        f"with: values of '{param}' must be integers or strings, got {_type_name(item.plain())}",
+                    )
                     ok = False
             if value.is_seq:
                 if not value.value:
@@ -610,25 +716,40 @@ class _Loader:
                 lengths.add(len(value.value))
             columns[param] = [item.value for item in items]
         if len(lengths) > 1:
-            self.add(node, f"with: the value lists have different lengths ({', '.join(map(str, sorted(lengths)))}); give each parameter the same number of values")
+            self.add(
+                node,
+                f"with: the value lists have different lengths ({', '.join(map(str, sorted(lengths)))}); give each parameter the same number of values",
+            )
             ok = False
         if not ok:
             return []
         count = max(lengths) if lengths else 1
         return [
-            {param: values[index] if node.value[param].is_seq else values[0] for param, values in columns.items()}
+            {
+                param: values[index] if node.value[param].is_seq else values[0]
+                for param, values in columns.items()
+            }
             for index in range(count)
         ]
 
-    def _instance_step(self, step: Node, values: dict[str, Any], *, first: bool, template: str) -> Node | None:
+    def _instance_step(
+        self, step: Node, values: dict[str, Any], *, first: bool, template: str
+    ) -> Node | None:
         if not step.is_map:
-            self.add(step, f"template '{template}': a step is a mapping with id and uses, got {_type_name(step.plain())}")
+            self.add(
+                step,
+                f"template '{template}': a step is a mapping with id and uses, got {_type_name(step.plain())}",
+            )
             return None
         if "use" in step.value:
-            self.add(step.key_mark("use"), f"template '{template}': templates cannot use other templates")
+            self.add(
+                step.key_mark("use"), f"template '{template}': templates cannot use other templates"
+            )
             return None
         failures: list[tuple[Node, str]] = []
-        pattern = re.compile(r"\{\s*(" + "|".join(map(re.escape, values)) + r")\s*(?:([+-])\s*(\d+))?\s*\}")
+        pattern = re.compile(
+            r"\{\s*(" + "|".join(map(re.escape, values)) + r")\s*(?:([+-])\s*(\d+))?\s*\}"
+        )
 
         def substitute(node: Node) -> Any:
             scalar = node.value
@@ -640,7 +761,12 @@ class _Loader:
                 if match.group(2) is None:
                     return str(value)
                 if not isinstance(value, int):
-                    failures.append((node, f"'{match.group(0)}' needs an integer, but {match.group(1)} is '{value}'"))
+                    failures.append(
+                        (
+                            node,
+                            f"'{match.group(0)}' needs an integer, but {match.group(1)} is '{value}'",
+                        )
+                    )
                     return match.group(0)
                 offset = int(match.group(3))
                 return str(value + offset if match.group(2) == "+" else value - offset)
@@ -652,7 +778,10 @@ class _Loader:
         built.keys.pop("first", None)
         if override is not None:
             if not override.is_map:
-                self.add(override, f"template '{template}': first must be a mapping of step keys to use for the first instance")
+                self.add(
+                    override,
+                    f"template '{template}': first must be a mapping of step keys to use for the first instance",
+                )
                 return None
             if first:
                 for key, value in override.value.items():
@@ -680,7 +809,10 @@ class _Loader:
         if step_id in self.step_nodes:
             first = self.step_nodes[step_id].node.get("id")
             line = first.line if first else self.step_nodes[step_id].node.line
-            self.add(id_node, f"duplicate step id '{step_id}' (first defined at line {line}){source.origin}")
+            self.add(
+                id_node,
+                f"duplicate step id '{step_id}' (first defined at line {line}){source.origin}",
+            )
             return None
         self.step_nodes[step_id] = source
         ok = self._check_identifier_lists(node, source)
@@ -690,8 +822,14 @@ class _Loader:
         try:
             spec = StepSpec.model_validate(data)
         except ValidationError as error:
-            self._report_validation(error, node, StepSpec, prefix=f"step '{step_id}': ", suffix=source.origin,
-                                    skip_patterns=not ok)
+            self._report_validation(
+                error,
+                node,
+                StepSpec,
+                prefix=f"step '{step_id}': ",
+                suffix=source.origin,
+                skip_patterns=not ok,
+            )
             return None
         return spec if ok else None
 
@@ -714,18 +852,31 @@ class _Loader:
             if spec.uses not in self.registry:
                 registered = self.registry.names()
                 hint = _closest(spec.uses, registered)
-                listing = f" (registered: {', '.join(registered[:12])}{', ...' if len(registered) > 12 else ''})" if not hint else ""
-                self.add(source.node.get("uses"), f"step '{spec.id}': unknown step implementation '{spec.uses}' in uses{hint}{listing}{source.origin}")
+                listing = (
+                    f" (registered: {', '.join(registered[:12])}{', ...' if len(registered) > 12 else ''})"
+                    if not hint
+                    else ""
+                )
+                self.add(
+                    source.node.get("uses"),
+                    f"step '{spec.id}': unknown step implementation '{spec.uses}' in uses{hint}{listing}{source.origin}",
+                )
             for index, dependency in enumerate(spec.depends_on):
                 at = self._node(spec.id, "depends_on", index)
                 if dependency == spec.id:
                     self.add(at, f"step '{spec.id}' depends on itself{source.origin}")
                 elif dependency not in known:
-                    self.add(at, f"step '{spec.id}': depends_on names unknown step '{dependency}'{_closest(dependency, known)}{source.origin}{self._first_hint(source, dependency)}")
+                    self.add(
+                        at,
+                        f"step '{spec.id}': depends_on names unknown step '{dependency}'{_closest(dependency, known)}{source.origin}{self._first_hint(source, dependency)}",
+                    )
             for path, target in _routing_references(spec):
                 at = self._node(spec.id, *path)
                 if target not in known:
-                    self.add(at, f"step '{spec.id}': {_loc_text(path)} names unknown step '{target}'{_closest(target, known)}{source.origin}{self._first_hint(source, target)}")
+                    self.add(
+                        at,
+                        f"step '{spec.id}': {_loc_text(path)} names unknown step '{target}'{_closest(target, known)}{source.origin}{self._first_hint(source, target)}",
+                    )
 
     @staticmethod
     def _first_hint(source: _StepSource, target: str) -> str:
@@ -745,17 +896,25 @@ class _Loader:
             if spec.when is not None:
                 self._compile(spec.when, self._node(spec.id, "when"), f"{prefix} when", spec)
             for name, expr in spec.inputs.items():
-                self._compile(expr, self._node(spec.id, "inputs", name), f"{prefix} inputs.{name}", spec)
+                self._compile(
+                    expr, self._node(spec.id, "inputs", name), f"{prefix} inputs.{name}", spec
+                )
             self._check_input_names(spec, origin)
             if spec.context is not None:
                 for index, ref in enumerate(spec.context.requires):
                     step_part, _, field_part = ref.partition(".")
-                    if not _is_identifier(step_part) or (field_part and not field_part.replace(".", "_").isidentifier()):
-                        self.add(self._node(spec.id, "context", "requires", index),
-                                 f"{prefix}: context.requires entry '{ref}' must be a step id or step.field{origin}")
+                    if not _is_identifier(step_part) or (
+                        field_part and not field_part.replace(".", "_").isidentifier()
+                    ):
+                        self.add(
+                            self._node(spec.id, "context", "requires", index),
+                            f"{prefix}: context.requires entry '{ref}' must be a step id or step.field{origin}",
+                        )
                     elif step_part not in self.step_nodes:
-                        self.add(self._node(spec.id, "context", "requires", index),
-                                 f"{prefix}: context.requires names unknown step '{step_part}'{_closest(step_part, self.step_nodes)}{origin}")
+                        self.add(
+                            self._node(spec.id, "context", "requires", index),
+                            f"{prefix}: context.requires names unknown step '{step_part}'{_closest(step_part, self.step_nodes)}{origin}",
+                        )
             if spec.routing is not None:
                 self._check_routing_shape(spec, origin)
 
@@ -769,17 +928,25 @@ class _Loader:
         if model.model_config.get("extra") != "allow":
             for name in spec.inputs:
                 if name not in accepted:
-                    self.add(self._node(spec.id, "inputs").key_mark(name),
-                             f"step '{spec.id}': {spec.uses} takes no input '{name}'{_closest(name, accepted)}"
-                             f" (inputs: {', '.join(fields) or 'none'}){origin}")
+                    self.add(
+                        self._node(spec.id, "inputs").key_mark(name),
+                        f"step '{spec.id}': {spec.uses} takes no input '{name}'{_closest(name, accepted)}"
+                        f" (inputs: {', '.join(fields) or 'none'}){origin}",
+                    )
         missing = [
-            name for name, info in fields.items()
-            if info.is_required() and name not in spec.inputs and (info.alias or name) not in spec.inputs
+            name
+            for name, info in fields.items()
+            if info.is_required()
+            and name not in spec.inputs
+            and (info.alias or name) not in spec.inputs
         ]
         if missing:
             at = self._node(spec.id, "inputs") if spec.inputs else self._node(spec.id, "uses")
-            self.add(at, f"step '{spec.id}': {spec.uses} needs input {', '.join(repr(m) for m in missing)}"
-                         f" in inputs:{origin}")
+            self.add(
+                at,
+                f"step '{spec.id}': {spec.uses} needs input {', '.join(repr(m) for m in missing)}"
+                f" in inputs:{origin}",
+            )
 
     def _check_routing_shape(self, spec: StepSpec, origin: str) -> None:
         routing = spec.routing
@@ -787,47 +954,101 @@ class _Loader:
         prefix = f"step '{spec.id}'"
         at_kind = self._node(spec.id, "routing", "kind")
         if routing.kind == "loop" and routing.loop is None:
-            self.add(at_kind, f"{prefix}: kind: loop needs routing.loop: {{target: ..., max_iterations: N}}{origin}")
+            self.add(
+                at_kind,
+                f"{prefix}: kind: loop needs routing.loop: {{target: ..., max_iterations: N}}{origin}",
+            )
         if routing.kind == "branch" and not routing.branches:
-            self.add(at_kind, f"{prefix}: kind: branch needs routing.branches: {{VALUE: step, ...}}{origin}")
+            self.add(
+                at_kind,
+                f"{prefix}: kind: branch needs routing.branches: {{VALUE: step, ...}}{origin}",
+            )
         if routing.branches and routing.kind != "branch":
-            self.add(self._node(spec.id, "routing", "branches"),
-                     f"{prefix}: branches are only read with kind: branch (kind is {routing.kind}){origin}")
+            self.add(
+                self._node(spec.id, "routing", "branches"),
+                f"{prefix}: branches are only read with kind: branch (kind is {routing.kind}){origin}",
+            )
         if routing.kind == "conditional" and not routing.conditions and routing.tie_breaker is None:
-            self.add(at_kind, f"{prefix}: kind: conditional needs conditions (or a tie_breaker){origin}")
-        for target in [c.target for c in routing.conditions] + list(routing.branches.values()) + [routing.next]:
+            self.add(
+                at_kind, f"{prefix}: kind: conditional needs conditions (or a tie_breaker){origin}"
+            )
+        for target in (
+            [c.target for c in routing.conditions]
+            + list(routing.branches.values())
+            + [routing.next]
+        ):
             if target == spec.id and not (routing.loop and routing.loop.target == spec.id):
-                self.add(self._routing_node(spec, target),
-                         f"{prefix} routes to itself; a step that repeats needs routing.loop: {{target: {spec.id}, max_iterations: N}}{origin}")
+                self.add(
+                    self._routing_node(spec, target),
+                    f"{prefix} routes to itself; a step that repeats needs routing.loop: {{target: {spec.id}, max_iterations: N}}{origin}",
+                )
                 break
         detour = routing.detour
         if detour is not None:
             at = self._node(spec.id, "routing", "detour", "target")
             if detour.target == spec.id:
-                self.add(at, f"{prefix} detours to itself; a detour goes to another step and returns{origin}")
+                self.add(
+                    at,
+                    f"{prefix} detours to itself; a detour goes to another step and returns{origin}",
+                )
             elif routing.loop is not None and detour.target == routing.loop.target:
-                self.add(at, f"{prefix}: detour target '{detour.target}' is also the loop target; a step is either a loop's or a detour's target{origin}")
+                self.add(
+                    at,
+                    f"{prefix}: detour target '{detour.target}' is also the loop target; a step is either a loop's or a detour's target{origin}",
+                )
             elif detour.target == routing.next:
-                self.add(at, f"{prefix}: detour target '{detour.target}' is also routing.next; a detour returns and the default edge does not — use different steps{origin}")
+                self.add(
+                    at,
+                    f"{prefix}: detour target '{detour.target}' is also routing.next; a detour returns and the default edge does not — use different steps{origin}",
+                )
             if detour.when is not None:
-                self._compile(detour.when, self._node(spec.id, "routing", "detour", "when"), f"{prefix} routing.detour.when", spec, routing=True)
+                self._compile(
+                    detour.when,
+                    self._node(spec.id, "routing", "detour", "when"),
+                    f"{prefix} routing.detour.when",
+                    spec,
+                    routing=True,
+                )
         for index, condition in enumerate(routing.conditions):
-            self._compile(condition.expr, self._node(spec.id, "routing", "conditions", index, "expr"),
-                          f"{prefix} routing.conditions[{index}]", spec, routing=True)
+            self._compile(
+                condition.expr,
+                self._node(spec.id, "routing", "conditions", index, "expr"),
+                f"{prefix} routing.conditions[{index}]",
+                spec,
+                routing=True,
+            )
         if routing.terminate_when is not None:
-            self._compile(routing.terminate_when, self._node(spec.id, "routing", "terminate_when"),
-                          f"{prefix} routing.terminate_when", spec, routing=True)
+            self._compile(
+                routing.terminate_when,
+                self._node(spec.id, "routing", "terminate_when"),
+                f"{prefix} routing.terminate_when",
+                spec,
+                routing=True,
+            )
         if routing.kind == "branch":
-            self._compile(routing.branch_on, self._node(spec.id, "routing", "branch_on") if "branch_on" in routing.model_fields_set else self._node(spec.id, "routing", "kind"),
-                          f"{prefix} routing.branch_on", spec, routing=True)
+            self._compile(
+                routing.branch_on,
+                self._node(spec.id, "routing", "branch_on")
+                if "branch_on" in routing.model_fields_set
+                else self._node(spec.id, "routing", "kind"),
+                f"{prefix} routing.branch_on",
+                spec,
+                routing=True,
+            )
         tie = routing.tie_breaker
         if tie is not None and tie.enabled:
             at = self._node(spec.id, "routing", "tie_breaker")
             if routing.next is None:
-                self.add(at, f"{prefix}: a tie_breaker needs routing.next, the default edge it falls back to{origin}")
+                self.add(
+                    at,
+                    f"{prefix}: a tie_breaker needs routing.next, the default edge it falls back to{origin}",
+                )
             offered = tie.valid_targets or routing.targets()
             if len(set(offered)) < 2:
-                self.add(at, f"{prefix}: a tie_breaker needs at least two targets to choose between (has {', '.join(offered) or 'none'}){origin}")
+                self.add(
+                    at,
+                    f"{prefix}: a tie_breaker needs at least two targets to choose between (has {', '.join(offered) or 'none'}){origin}",
+                )
 
     def _routing_node(self, spec: StepSpec, target: str) -> Node | None:
         for path, value in _routing_references(spec):
@@ -835,7 +1056,15 @@ class _Loader:
                 return self._node(spec.id, *path)
         return self._node(spec.id, "routing")
 
-    def _compile(self, expr: str, node: Node | None, where: str, step: StepSpec | None, *, routing: bool = False) -> None:
+    def _compile(
+        self,
+        expr: str,
+        node: Node | None,
+        where: str,
+        step: StepSpec | None,
+        *,
+        routing: bool = False,
+    ) -> None:
         at = node or (self.step_nodes[step.id].node if step else None)
         try:
             compiled = compile_expr(expr)
@@ -843,7 +1072,10 @@ class _Loader:
             self.add(self._column_in(at, error.column), f"{where}: {error.message} in {expr!r}")
             return
         for call in unknown_functions(compiled):
-            self.add(self._column_in(at, call.column), f"{where}: unknown function '{call.name}' in {expr!r}")
+            self.add(
+                self._column_in(at, call.column),
+                f"{where}: unknown function '{call.name}' in {expr!r}",
+            )
         if at is not None:
             self.expressions.append(_Expression(compiled, at, where, step, routing))
 
@@ -860,29 +1092,45 @@ class _Loader:
             self._compile(expr, _descend(root, "outputs", name), f"outputs.{name}", None)
         for index, step_id in enumerate(header.completion.required_steps):
             if step_id not in self.step_nodes:
-                self.add(_descend(root, "completion", "required_steps", index),
-                         f"completion.required_steps names unknown step '{step_id}'{_closest(step_id, self.step_nodes)}")
+                self.add(
+                    _descend(root, "completion", "required_steps", index),
+                    f"completion.required_steps names unknown step '{step_id}'{_closest(step_id, self.step_nodes)}",
+                )
         for index, name in enumerate(header.completion.required_outputs):
             if name not in header.outputs:
                 declared = ", ".join(header.outputs) or "none are declared"
-                self.add(_descend(root, "completion", "required_outputs", index),
-                         f"completion.required_outputs names '{name}', which is not a workflow output (outputs: {declared})")
+                self.add(
+                    _descend(root, "completion", "required_outputs", index),
+                    f"completion.required_outputs names '{name}', which is not a workflow output (outputs: {declared})",
+                )
         for name, spec in header.inputs.items():
             check = _INPUT_TYPES[spec.type]
             if spec.default is not None and not check(spec.default):
-                self.add(_descend(root, "inputs", name, "default"),
-                         f"input '{name}': default {spec.default!r} is not of type {spec.type}")
+                self.add(
+                    _descend(root, "inputs", name, "default"),
+                    f"input '{name}': default {spec.default!r} is not of type {spec.type}",
+                )
             for index, choice in enumerate(spec.choices or []):
                 if not check(choice):
-                    self.add(_descend(root, "inputs", name, "choices", index),
-                             f"input '{name}': choice {choice!r} is not of type {spec.type}")
-            if spec.choices is not None and spec.default is not None and spec.default not in spec.choices:
-                self.add(_descend(root, "inputs", name, "default"),
-                         f"input '{name}': default {spec.default!r} is not one of the choices")
+                    self.add(
+                        _descend(root, "inputs", name, "choices", index),
+                        f"input '{name}': choice {choice!r} is not of type {spec.type}",
+                    )
+            if (
+                spec.choices is not None
+                and spec.default is not None
+                and spec.default not in spec.choices
+            ):
+                self.add(
+                    _descend(root, "inputs", name, "default"),
+                    f"input '{name}': default {spec.default!r} is not one of the choices",
+                )
         limit = header.limits.max_step_runs
         if limit != "auto" and limit < 1:
-            self.add(_descend(root, "limits", "max_step_runs"),
-                     f"limits.max_step_runs must be a positive integer or auto, got {limit}")
+            self.add(
+                _descend(root, "limits", "max_step_runs"),
+                f"limits.max_step_runs must be a positive integer or auto, got {limit}",
+            )
 
     # == stage 3: graph ==========================================================
     def _check_graph(self, wf: WorkflowDefinition) -> None:
@@ -900,20 +1148,26 @@ class _Loader:
             if routing.loop is not None:
                 target = routing.loop.target
                 if target != spec.id and target not in graph.ancestors(spec.id):
-                    self.add(self._node(spec.id, "routing", "loop", "target"),
-                             f"step '{spec.id}': loop target '{target}' is not upstream of '{spec.id}'; a loop goes back to a step it depends on, directly or through others{origin}")
+                    self.add(
+                        self._node(spec.id, "routing", "loop", "target"),
+                        f"step '{spec.id}': loop target '{target}' is not upstream of '{spec.id}'; a loop goes back to a step it depends on, directly or through others{origin}",
+                    )
             if routing.detour is not None:
                 declarer = graph.detour_declarer(routing.detour.target)
                 if declarer is not None and declarer != spec.id:
-                    self.add(self._node(spec.id, "routing", "detour", "target"),
-                             f"step '{spec.id}': '{routing.detour.target}' is already the detour target of '{declarer}'; a detour target serves one step{origin}")
+                    self.add(
+                        self._node(spec.id, "routing", "detour", "target"),
+                        f"step '{spec.id}': '{routing.detour.target}' is already the detour target of '{declarer}'; a detour target serves one step{origin}",
+                    )
             tie = routing.tie_breaker
             if tie is not None:
                 edges = routing.targets()
                 for index, target in enumerate(tie.valid_targets):
                     if target not in edges:
-                        self.add(self._node(spec.id, "routing", "tie_breaker", "valid_targets", index),
-                                 f"step '{spec.id}': tie_breaker valid target '{target}' is not an edge of the graph; it may only choose among this step's routing targets ({', '.join(edges)}){origin}")
+                        self.add(
+                            self._node(spec.id, "routing", "tie_breaker", "valid_targets", index),
+                            f"step '{spec.id}': tie_breaker valid target '{target}' is not an edge of the graph; it may only choose among this step's routing targets ({', '.join(edges)}){origin}",
+                        )
         visible = {spec.id: graph.visible_from(spec.id) for spec in wf.steps}
         for expression in self.expressions:
             self._check_references(wf, expression, visible)
@@ -923,10 +1177,14 @@ class _Loader:
             for index, ref in enumerate(spec.context.requires):
                 step_part = ref.partition(".")[0]
                 if step_part not in visible[spec.id]:
-                    self.add(self._node(spec.id, "context", "requires", index),
-                             f"step '{spec.id}': context.requires '{ref}' is not upstream of '{spec.id}'; add '{step_part}' to depends_on or drop it{self.step_nodes[spec.id].origin}")
+                    self.add(
+                        self._node(spec.id, "context", "requires", index),
+                        f"step '{spec.id}': context.requires '{ref}' is not upstream of '{spec.id}'; add '{step_part}' to depends_on or drop it{self.step_nodes[spec.id].origin}",
+                    )
 
-    def _report_cycle(self, wf: WorkflowDefinition, cycle: list[tuple[str, str, frozenset[str]]]) -> None:
+    def _report_cycle(
+        self, wf: WorkflowDefinition, cycle: list[tuple[str, str, frozenset[str]]]
+    ) -> None:
         order = {step_id: index for index, step_id in enumerate(wf.step_ids)}
         source, target, kinds = max(cycle, key=lambda e: (order[e[0]] >= order[e[1]], order[e[0]]))
         start = cycle.index(next(e for e in cycle if e[0] == target))
@@ -935,34 +1193,57 @@ class _Loader:
         spec = wf.step(source)
         origin = self.step_nodes[source].origin
         if "detour" in kinds:
-            self.add(self._node(source, "routing", "detour", "target"),
-                     f"step '{source}': detour target '{target}' is upstream of it (cycle {path}); a detour goes to a step that is not upstream — to go back, use routing.loop{origin}")
+            self.add(
+                self._node(source, "routing", "detour", "target"),
+                f"step '{source}': detour target '{target}' is upstream of it (cycle {path}); a detour goes to a step that is not upstream — to go back, use routing.loop{origin}",
+            )
         elif "route" in kinds:
-            self.add(self._routing_node(spec, target),
-                     f"step '{source}' routes back to '{target}' (cycle {path}); a cycle must be closed by a bounded loop: routing.loop: {{target: {target}, max_iterations: N}}{origin}")
+            self.add(
+                self._routing_node(spec, target),
+                f"step '{source}' routes back to '{target}' (cycle {path}); a cycle must be closed by a bounded loop: routing.loop: {{target: {target}, max_iterations: N}}{origin}",
+            )
         else:
             dependent = wf.step(target)
             index = dependent.depends_on.index(source)
-            self.add(self._node(target, "depends_on", index),
-                     f"step '{target}' depends on '{source}', which is downstream of it (cycle {path}); a cycle must be closed by a bounded routing.loop{self.step_nodes[target].origin}")
+            self.add(
+                self._node(target, "depends_on", index),
+                f"step '{target}' depends on '{source}', which is downstream of it (cycle {path}); a cycle must be closed by a bounded routing.loop{self.step_nodes[target].origin}",
+            )
 
-    def _check_references(self, wf: WorkflowDefinition, expression: _Expression, visible: dict[str, frozenset[str]]) -> None:
+    def _check_references(
+        self, wf: WorkflowDefinition, expression: _Expression, visible: dict[str, frozenset[str]]
+    ) -> None:
         step = expression.step
         if step is None:
             roots = {"inputs", "steps", "run"}
             readable: frozenset[str] | set[str] = set(wf.step_ids)
         else:
-            roots = set(TOP_LEVEL_NAMES) if expression.routing else {"inputs", "steps", "iteration", "run"}
+            roots = (
+                set(TOP_LEVEL_NAMES)
+                if expression.routing
+                else {"inputs", "steps", "iteration", "run"}
+            )
             readable = visible[step.id] | ({step.id} if expression.routing else frozenset())
         for reference in expression.compiled.references:
-            message = self._reference_problem(wf, reference.path, roots, readable, step, expression.routing)
+            message = self._reference_problem(
+                wf, reference.path, roots, readable, step, expression.routing
+            )
             if message:
                 origin = self.step_nodes[step.id].origin if step else ""
-                self.add(self._column_in(expression.node, reference.column),
-                         f"{expression.where}: {message}{origin}")
+                self.add(
+                    self._column_in(expression.node, reference.column),
+                    f"{expression.where}: {message}{origin}",
+                )
 
-    def _reference_problem(self, wf: WorkflowDefinition, path: tuple[str, ...], roots: set[str],
-                           readable: frozenset[str] | set[str], step: StepSpec | None, routing: bool) -> str | None:
+    def _reference_problem(
+        self,
+        wf: WorkflowDefinition,
+        path: tuple[str, ...],
+        roots: set[str],
+        readable: frozenset[str] | set[str],
+        step: StepSpec | None,
+        routing: bool,
+    ) -> str | None:
         root = path[0]
         dotted = ".".join(path)
         if root in CEL_TYPE_NAMES and len(path) == 1:
@@ -972,7 +1253,9 @@ class _Loader:
         if root not in roots:
             if root == "outputs":
                 return "'outputs' (the step's own outputs) is only readable in routing expressions; read steps.<id>.outputs instead"
-            return f"'{root}' is not available here; this expression reads {', '.join(sorted(roots))}"
+            return (
+                f"'{root}' is not available here; this expression reads {', '.join(sorted(roots))}"
+            )
         if len(path) == 1:
             return None
         second = path[1]
@@ -1015,8 +1298,16 @@ class _Loader:
         return f"'{dotted}': the outputs of {spec.uses} have no field '{fields[0]}'{_closest(fields[0], names)} (fields: {listing})"
 
     # -- pydantic errors, located ---------------------------------------------------
-    def _report_validation(self, error: ValidationError, node: Node, model: type[BaseModel], *,
-                           prefix: str = "", suffix: str = "", skip_patterns: bool = False) -> None:
+    def _report_validation(
+        self,
+        error: ValidationError,
+        node: Node,
+        model: type[BaseModel],
+        *,
+        prefix: str = "",
+        suffix: str = "",
+        skip_patterns: bool = False,
+    ) -> None:
         for detail in error.errors():
             loc = tuple(detail.get("loc", ()))
             kind = detail.get("type", "")
@@ -1051,10 +1342,14 @@ class _Loader:
             if key in ("steps", "templates"):
                 continue
             for path, node in child.walk(key):
-                locations[path] = SourceLocation(file=self.source, line=node.line, column=node.column)
+                locations[path] = SourceLocation(
+                    file=self.source, line=node.line, column=node.column
+                )
         for step_id, source in self.step_nodes.items():
             for path, node in source.node.walk(f"steps.{step_id}"):
-                locations[path] = SourceLocation(file=self.source, line=node.line, column=node.column)
+                locations[path] = SourceLocation(
+                    file=self.source, line=node.line, column=node.column
+                )
         return locations
 
 
@@ -1093,14 +1388,19 @@ def _routing_references(spec: StepSpec) -> list[tuple[tuple[str | int, ...], str
     found: list[tuple[tuple[str | int, ...], str]] = []
     if routing.next is not None:
         found.append((("routing", "next"), routing.next))
-    found += [(("routing", "conditions", i, "target"), c.target) for i, c in enumerate(routing.conditions)]
+    found += [
+        (("routing", "conditions", i, "target"), c.target) for i, c in enumerate(routing.conditions)
+    ]
     found += [(("routing", "branches", key), target) for key, target in routing.branches.items()]
     if routing.loop is not None:
         found.append((("routing", "loop", "target"), routing.loop.target))
     if routing.detour is not None:
         found.append((("routing", "detour", "target"), routing.detour.target))
     if routing.tie_breaker is not None:
-        found += [(("routing", "tie_breaker", "valid_targets", i), t) for i, t in enumerate(routing.tie_breaker.valid_targets)]
+        found += [
+            (("routing", "tie_breaker", "valid_targets", i), t)
+            for i, t in enumerate(routing.tie_breaker.valid_targets)
+        ]
     return found
 
 
@@ -1126,22 +1426,45 @@ def _locate(node: Node, loc: tuple[Any, ...], kind: str) -> tuple[Node, tuple[in
 
 # == public API ===============================================================
 
-def load_workflow_text(text: str, source: str = "<string>", registry: StepRegistry | None = None) -> WorkflowDefinition:
+
+def load_workflow_text(
+    text: str, source: str = "<string>", registry: StepRegistry | None = None
+) -> WorkflowDefinition:
     """Load a workflow from YAML text; ``source`` names it in problems."""
     if not isinstance(text, str):
-        raise WorkflowLoadError([Problem(source, 1, 1, f"expected YAML text, got {type(text).__name__}")])
+        raise WorkflowLoadError(
+            [Problem(source, 1, 1, f"expected YAML text, got {type(text).__name__}")]
+        )
     if len(text) > MAX_BYTES:
-        raise WorkflowLoadError([Problem(source, 1, 1, f"the file is larger than {MAX_BYTES // 1000} kB; a workflow is far smaller")])
+        raise WorkflowLoadError(
+            [
+                Problem(
+                    source,
+                    1,
+                    1,
+                    f"the file is larger than {MAX_BYTES // 1000} kB; a workflow is far smaller",
+                )
+            ]
+        )
     loader = _Loader(source, registry if registry is not None else REGISTRY)
     try:
         return loader.load(text)
     except WorkflowLoadError:
         raise
     except RecursionError:
-        raise WorkflowLoadError([Problem(source, 1, 1, "the workflow nests too deeply to load")]) from None
+        raise WorkflowLoadError(
+            [Problem(source, 1, 1, "the workflow nests too deeply to load")]
+        ) from None
     except Exception as error:  # the contract: nothing but WorkflowLoadError escapes
         raise WorkflowLoadError(
-            [Problem(source, 1, 1, f"{INTERNAL_ERROR}: {type(error).__name__}: {error}".splitlines()[0])]
+            [
+                Problem(
+                    source,
+                    1,
+                    1,
+                    f"{INTERNAL_ERROR}: {type(error).__name__}: {error}".splitlines()[0],
+                )
+            ]
         ) from error
 
 
@@ -1151,13 +1474,26 @@ def load_workflow(path: str | Path, registry: StepRegistry | None = None) -> Wor
     try:
         data = Path(path).read_bytes()
     except OSError as error:
-        raise WorkflowLoadError([Problem(source, 1, 1, f"cannot read the file: {error.strerror or error}")]) from None
+        raise WorkflowLoadError(
+            [Problem(source, 1, 1, f"cannot read the file: {error.strerror or error}")]
+        ) from None
     if len(data) > MAX_BYTES:
-        raise WorkflowLoadError([Problem(source, 1, 1, f"the file is larger than {MAX_BYTES // 1000} kB; a workflow is far smaller")])
+        raise WorkflowLoadError(
+            [
+                Problem(
+                    source,
+                    1,
+                    1,
+                    f"the file is larger than {MAX_BYTES // 1000} kB; a workflow is far smaller",
+                )
+            ]
+        )
     try:
         text = data.decode("utf-8-sig")
     except UnicodeDecodeError as error:
         line = data[: error.start].count(b"\n") + 1
         column = error.start - (data.rfind(b"\n", 0, error.start) + 1) + 1
-        raise WorkflowLoadError([Problem(source, line, column, "the file is not UTF-8 text; save it as UTF-8")]) from None
+        raise WorkflowLoadError(
+            [Problem(source, line, column, "the file is not UTF-8 text; save it as UTF-8")]
+        ) from None
     return load_workflow_text(text, source=source, registry=registry)

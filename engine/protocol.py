@@ -1,8 +1,10 @@
 """One ``ExecutionEngine`` protocol, two engines (ADR-001 option D, DESIGN §5)."""
+
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Awaitable, Callable, Literal, Protocol
+from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 from pydantic import Field
 
@@ -34,7 +36,9 @@ class TieBreakAnswer(Frozen):
 TieBreaker = Callable[[TieBreakRequest], Awaitable[TieBreakAnswer]]
 """Injected by the application (the router supplies the model-backed one)."""
 
-InterruptResponder = Callable[["InterruptRaised", InterruptRequest], Awaitable[InterruptAnswer | None]]
+InterruptResponder = Callable[
+    ["InterruptRaised", InterruptRequest], Awaitable[InterruptAnswer | None]
+]
 """Who answers prompts: the TUI (a future a modal resolves), headless defaults,
 or nobody — ``None`` means nobody is there, and the run is stored WAITING."""
 

@@ -33,10 +33,12 @@ Every signal lists ``skipped_targets``: the forward routing targets not
 chosen, for the runner to settle SKIPPED "not routed". Loops and detours skip
 nothing — the step decides again when it runs next.
 """
+
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, Mapping
+from typing import Any
 
 from engine.conditions import compile_expr, evaluate_bool
 from engine.context import InterruptAnswer, InterruptRequest
@@ -121,7 +123,7 @@ class HumanTieBreakNeeded:
         return InterruptRequest(
             kind="tie_breaker",
             prompt=f"Where should '{need.step_id}' go next? The model suggests "
-                   f"'{suggested}' with confidence {self.suggestion.confidence:.2f}.",
+            f"'{suggested}' with confidence {self.suggestion.confidence:.2f}.",
             payload={
                 "valid_targets": list(need.valid_targets),
                 "default_target": need.default_target,
@@ -131,8 +133,9 @@ class HumanTieBreakNeeded:
                 "hint": need.hint,
             },
             options=list(need.valid_targets),
-            default=InterruptAnswer(action="choose", value=need.default_target, automatic=True,
-                                    note="default edge"),
+            default=InterruptAnswer(
+                action="choose", value=need.default_target, automatic=True, note="default edge"
+            ),
         )
 
     def chosen_target(self, answer: InterruptAnswer) -> str | None:
@@ -146,6 +149,7 @@ class HumanTieBreakNeeded:
 
 # -- the decision ------------------------------------------------------------------
 
+
 def decide(inp: RouteInput, graph: WorkflowGraph) -> RoutingSignal | TieBreakNeeded:
     """Route one settled step by ADR-004's precedence (see the module docstring)."""
     return _Decision(inp, graph).run()
@@ -158,12 +162,21 @@ class _Decision:
         self.spec = inp.step
         self.routing = inp.step.routing or RoutingSpec()
         self.evaluated: list[EvaluatedCondition] = []
-        ancestors = graph.ancestors(self.spec.id) if self.spec.id in graph.workflow.step_ids else frozenset()
+        ancestors = (
+            graph.ancestors(self.spec.id)
+            if self.spec.id in graph.workflow.step_ids
+            else frozenset()
+        )
         loop_target = self.routing.loop.target if self.routing.loop else None
         self.forward_targets = [
-            t for t in self.routing.targets() if t != loop_target and t not in ancestors and t != self.spec.id
+            t
+            for t in self.routing.targets()
+            if t != loop_target and t not in ancestors and t != self.spec.id
         ]
-        self.in_detour = inp.active_detour is not None and graph.detour_declarer(self.spec.id) == inp.active_detour
+        self.in_detour = (
+            inp.active_detour is not None
+            and graph.detour_declarer(self.spec.id) == inp.active_detour
+        )
 
     # -- precedence ---------------------------------------------------------------
     def run(self) -> RoutingSignal | TieBreakNeeded:
@@ -174,12 +187,19 @@ class _Decision:
             return self._inside_detour()
         for index, condition in enumerate(self.routing.conditions, start=1):
             if self._matches(condition.expr, condition.target):
-                chosen = self._take(condition.target, "condition",
-                                    f"condition {index} matched: {condition.expr} → {condition.target}")
+                chosen = self._take(
+                    condition.target,
+                    "condition",
+                    f"condition {index} matched: {condition.expr} → {condition.target}",
+                )
                 if chosen is not None:
                     return chosen
         detour = self.routing.detour
-        if detour is not None and detour.when is not None and self._matches(detour.when, detour.target):
+        if (
+            detour is not None
+            and detour.when is not None
+            and self._matches(detour.when, detour.target)
+        ):
             chosen = self._take(detour.target, "detour", f"detour.when matched: {detour.when}")
             if chosen is not None:
                 return chosen
@@ -194,14 +214,22 @@ class _Decision:
     def _stop(self) -> RoutingSignal | None:
         inp = self.inp
         workflow = self.graph.workflow
-        bound = inp.max_step_runs if inp.max_step_runs is not None else workflow.limits.step_run_bound(len(workflow.steps))
+        bound = (
+            inp.max_step_runs
+            if inp.max_step_runs is not None
+            else workflow.limits.step_run_bound(len(workflow.steps))
+        )
         if inp.step_runs >= bound:
             return self._terminate(
                 f"safety bound reached: {inp.step_runs} step executions (bound {bound}, 10 x steps at most)",
                 RunStatus.PARTIAL,
             )
-        if self.routing.terminate_when is not None and self._matches(self.routing.terminate_when, None):
-            return self._terminate(f"terminate_when matched: {self.routing.terminate_when}", RunStatus.COMPLETED)
+        if self.routing.terminate_when is not None and self._matches(
+            self.routing.terminate_when, None
+        ):
+            return self._terminate(
+                f"terminate_when matched: {self.routing.terminate_when}", RunStatus.COMPLETED
+            )
         if inp.outputs.get("terminate") is True:
             return self._terminate("the step's outputs set terminate: true", RunStatus.COMPLETED)
         return None
@@ -214,21 +242,36 @@ class _Decision:
         attempted: str | None = None
         if detour is not None:
             for condition in self.routing.conditions:
-                if condition.target == detour.target and self._matches(condition.expr, condition.target):
+                if condition.target == detour.target and self._matches(
+                    condition.expr, condition.target
+                ):
                     attempted = detour.target
                     break
-            if attempted is None and detour.when is not None and self._matches(detour.when, detour.target):
+            if (
+                attempted is None
+                and detour.when is not None
+                and self._matches(detour.when, detour.target)
+            ):
                 attempted = detour.target
         skipped = [t for t in self.forward_targets if t != declarer]
         if attempted is not None:
             return self._signal(
-                "advance", declarer, "detour_rejected",
+                "advance",
+                declarer,
+                "detour_rejected",
                 f"nested detour to {attempted} rejected (single level, ADR-004): "
                 f"the detour of {declarer} is active; returning to {declarer}",
-                skipped=skipped, return_to=declarer,
+                skipped=skipped,
+                return_to=declarer,
             )
-        return self._signal("advance", declarer, "detour_return", f"detour done: returning to {declarer}",
-                            skipped=skipped, return_to=declarer)
+        return self._signal(
+            "advance",
+            declarer,
+            "detour_return",
+            f"detour done: returning to {declarer}",
+            skipped=skipped,
+            return_to=declarer,
+        )
 
     def _static(self) -> RoutingSignal | None:
         routing = self.routing
@@ -249,7 +292,9 @@ class _Decision:
             return None
         key = branch_key(value)
         target = self.routing.branches.get(key)
-        self.evaluated.append(EvaluatedCondition(expr=f"{expr} == {key!r}", target=target, matched=target is not None))
+        self.evaluated.append(
+            EvaluatedCondition(expr=f"{expr} == {key!r}", target=target, matched=target is not None)
+        )
         if target is None:
             return None
         return self._take(target, "branch", f"branch {expr} = {key!r} → {target}")
@@ -303,16 +348,22 @@ class _Decision:
                     f"{reason}; loop to {target} exhausted ({self.inp.loop_count} of {loop.max_iterations})",
                 )
             return self._signal(
-                "loop", target, "loop",
+                "loop",
+                target,
+                "loop",
                 f"{reason}; going back {self.inp.loop_count + 1} of {loop.max_iterations}",
             )
         detour = routing.detour
         if detour is not None and target == detour.target:
             if self.inp.returning_from_detour:
-                self.evaluated.append(EvaluatedCondition(
-                    expr=f"detour to {target}", target=target, matched=False,
-                    error="the detour already returned to this step; not taken again on this pass",
-                ))
+                self.evaluated.append(
+                    EvaluatedCondition(
+                        expr=f"detour to {target}",
+                        target=target,
+                        matched=False,
+                        error="the detour already returned to this step; not taken again on this pass",
+                    )
+                )
                 return None
             if self.inp.active_detour is not None:
                 return self._default(
@@ -320,22 +371,42 @@ class _Decision:
                     f"{reason}; detour to {target} rejected (single level, ADR-004): "
                     f"the detour of {self.inp.active_detour} is active",
                 )
-            return self._signal("detour", target, "detour", f"{reason}; detour to {target}",
-                                return_to=self.spec.id if detour.returns else None)
+            return self._signal(
+                "detour",
+                target,
+                "detour",
+                f"{reason}; detour to {target}",
+                return_to=self.spec.id if detour.returns else None,
+            )
         return self._signal("advance", target, route, reason, skipped=self._skip_all_but(target))
 
     def _default(self, route: RouteKind, reason: str) -> RoutingSignal:
         target = self.routing.next
         if target is None:
-            return self._signal("end", None, "end" if route == "default" else route,
-                                f"{reason}; no default edge: the path ends here",
-                                skipped=self._skip_all_but(None))
-        return self._signal("advance", target, route, f"{reason}; default edge → {target}",
-                            skipped=self._skip_all_but(target))
+            return self._signal(
+                "end",
+                None,
+                "end" if route == "default" else route,
+                f"{reason}; no default edge: the path ends here",
+                skipped=self._skip_all_but(None),
+            )
+        return self._signal(
+            "advance",
+            target,
+            route,
+            f"{reason}; default edge → {target}",
+            skipped=self._skip_all_but(target),
+        )
 
     def _terminate(self, reason: str, status: RunStatus) -> RoutingSignal:
-        return self._signal("terminate", None, "terminate", reason, skipped=self._skip_all_but(None),
-                            run_status=status)
+        return self._signal(
+            "terminate",
+            None,
+            "terminate",
+            reason,
+            skipped=self._skip_all_but(None),
+            run_status=status,
+        )
 
     def _skip_all_but(self, chosen: str | None) -> list[str]:
         detour = self.routing.detour
@@ -349,12 +420,22 @@ class _Decision:
             matched, message = False, str(error)
         else:
             message = error
-        self.evaluated.append(EvaluatedCondition(expr=expr, target=target, matched=matched, error=message))
+        self.evaluated.append(
+            EvaluatedCondition(expr=expr, target=target, matched=matched, error=message)
+        )
         return matched
 
-    def _signal(self, decision: Any, target: str | None, route: RouteKind, reason: str, *,
-                skipped: list[str] | None = None, return_to: str | None = None,
-                run_status: RunStatus | None = None) -> RoutingSignal:
+    def _signal(
+        self,
+        decision: Any,
+        target: str | None,
+        route: RouteKind,
+        reason: str,
+        *,
+        skipped: list[str] | None = None,
+        return_to: str | None = None,
+        run_status: RunStatus | None = None,
+    ) -> RoutingSignal:
         return RoutingSignal(
             decision=decision,
             next_step_id=target,
@@ -380,6 +461,7 @@ def branch_key(value: Any) -> str:
 
 # -- settling a tie-break -------------------------------------------------------------
 
+
 def settle_tie_break(
     need: TieBreakNeeded, answer: TieBreakAnswer | None, *, timed_out: bool = False
 ) -> RoutingSignal | HumanTieBreakNeeded:
@@ -396,42 +478,61 @@ def settle_tie_break(
         return _fallback(need, f"tie-breaker failed: {answer.reasoning or 'error'}")
     if answer.outcome == "invalid_answer" or answer.target not in need.candidates:
         return _fallback(
-            need, f"tie-breaker answered {answer.target!r}, not one of {', '.join(need.valid_targets)}"
+            need,
+            f"tie-breaker answered {answer.target!r}, not one of {', '.join(need.valid_targets)}",
         )
     if answer.confidence < need.confidence_threshold:
         return HumanTieBreakNeeded(need=need, suggestion=answer)
     signal = need.candidates[answer.target]
     reasoning = f": {answer.reasoning}" if answer.reasoning else ""
-    return signal.model_copy(update={
-        "confidence": answer.confidence,
-        "reason": f"tie-breaker chose {answer.target} (confidence {answer.confidence:.2f}){reasoning}",
-    })
+    return signal.model_copy(
+        update={
+            "confidence": answer.confidence,
+            "reason": f"tie-breaker chose {answer.target} (confidence {answer.confidence:.2f}){reasoning}",
+        }
+    )
 
 
-def settle_human_tie_break(human: HumanTieBreakNeeded | TieBreakNeeded, chosen: str | None) -> RoutingSignal:
+def settle_human_tie_break(
+    human: HumanTieBreakNeeded | TieBreakNeeded, chosen: str | None
+) -> RoutingSignal:
     """The signal for a person's choice; no or an invalid choice → the default edge."""
     need = human.need if isinstance(human, HumanTieBreakNeeded) else human
     if chosen is None or chosen not in need.candidates:
-        return _fallback(need, f"a person was asked and chose {chosen!r}, not one of {', '.join(need.valid_targets)}")
+        return _fallback(
+            need,
+            f"a person was asked and chose {chosen!r}, not one of {', '.join(need.valid_targets)}",
+        )
     suggestion = ""
     if isinstance(human, HumanTieBreakNeeded):
-        suggestion = f" (the model suggested {human.suggestion.target} at {human.suggestion.confidence:.2f})"
-    return need.candidates[chosen].model_copy(update={
-        "needs_human": True,
-        "confidence": 1.0,
-        "reason": f"a person chose {chosen}{suggestion}",
-    })
+        suggestion = (
+            f" (the model suggested {human.suggestion.target} at {human.suggestion.confidence:.2f})"
+        )
+    return need.candidates[chosen].model_copy(
+        update={
+            "needs_human": True,
+            "confidence": 1.0,
+            "reason": f"a person chose {chosen}{suggestion}",
+        }
+    )
 
 
 def _fallback(need: TieBreakNeeded, why: str) -> RoutingSignal:
-    return need.fallback.model_copy(update={
-        "reason": f"{why}; default edge → {need.default_target}",
-        "needs_human": True,
-        "confidence": 0.0,
-    })
+    return need.fallback.model_copy(
+        update={
+            "reason": f"{why}; default edge → {need.default_target}",
+            "needs_human": True,
+            "confidence": 0.0,
+        }
+    )
 
 
 __all__ = [
-    "HumanTieBreakNeeded", "RouteInput", "TieBreakNeeded", "branch_key", "decide",
-    "settle_human_tie_break", "settle_tie_break",
+    "HumanTieBreakNeeded",
+    "RouteInput",
+    "TieBreakNeeded",
+    "branch_key",
+    "decide",
+    "settle_human_tie_break",
+    "settle_tie_break",
 ]

@@ -5,11 +5,13 @@ text (``--input key=value`` on the command line); both go through
 :func:`resolve_inputs`, which applies defaults, converts text to the declared
 type and says in one line what is wrong.
 """
+
 from __future__ import annotations
 
 import datetime as dt
 import json
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 from engine.spec import InputSpec, WorkflowDefinition
 
@@ -89,7 +91,9 @@ def resolve_inputs(wf: WorkflowDefinition, given: Mapping[str, Any]) -> dict[str
         elif spec.default is not None:
             value = spec.default
         elif spec.required:
-            raise InputError(f"workflow {wf.name!r} needs input {name!r}: pass --input {name}=VALUE")
+            raise InputError(
+                f"workflow {wf.name!r} needs input {name!r}: pass --input {name}=VALUE"
+            )
         else:
             value = None
         if spec.choices is not None and value is not None and value not in spec.choices:

@@ -4,6 +4,7 @@ Both engines keep it the same way (engine/runner.py changes it), and it is
 rebuilt from the run store on resume: per step its status, iteration, latest
 outputs and settled iterations; per run the counters and the active detour.
 """
+
 from __future__ import annotations
 
 import time
@@ -72,7 +73,9 @@ class StepRecord:
         self.history = list(result.history)
         self.changed()
 
-    def settle(self, status: StepStatus, outputs: dict[str, Any] | None = None, reason: str = "") -> None:
+    def settle(
+        self, status: StepStatus, outputs: dict[str, Any] | None = None, reason: str = ""
+    ) -> None:
         self.status = status
         if outputs is not None:
             self.outputs = outputs
@@ -80,7 +83,9 @@ class StepRecord:
         if status.settled:
             self.history = [h for h in self.history if h.iteration != self.iteration]
             self.history.append(
-                StepIteration(iteration=self.iteration, status=status, outputs=self.outputs, reason=reason)
+                StepIteration(
+                    iteration=self.iteration, status=status, outputs=self.outputs, reason=reason
+                )
             )
         self.changed()
 
@@ -126,12 +131,14 @@ class RunState:
     terminated_by: str = ""
 
     @classmethod
-    def fresh(cls, run_id: str, wf: WorkflowDefinition, inputs: dict[str, Any]) -> "RunState":
+    def fresh(cls, run_id: str, wf: WorkflowDefinition, inputs: dict[str, Any]) -> RunState:
         return cls(
             run_id=run_id,
             wf=wf,
             inputs=inputs,
-            budget=RunBudget(max_llm_calls=wf.limits.max_llm_calls, token_budget=wf.limits.token_budget),
+            budget=RunBudget(
+                max_llm_calls=wf.limits.max_llm_calls, token_budget=wf.limits.token_budget
+            ),
             steps={spec.id: StepRecord(spec=spec) for spec in wf.steps},
         )
 
@@ -143,7 +150,7 @@ class RunState:
         inputs: dict[str, Any],
         results: dict[str, StepResult],
         engine_state: dict[str, Any],
-    ) -> "RunState":
+    ) -> RunState:
         """Rebuild from the store; a step that was running or waiting goes back to PENDING."""
         state = cls.fresh(run_id, wf, inputs)
         for step_id, result in results.items():
@@ -164,7 +171,9 @@ class RunState:
         state.returned_detours = set(engine_state.get("returned_detours", []))
         detour = engine_state.get("active_detour")
         if detour:
-            state.active_detour = ActiveDetour(declared_by=detour["declared_by"], target=detour["target"])
+            state.active_detour = ActiveDetour(
+                declared_by=detour["declared_by"], target=detour["target"]
+            )
         return state
 
     def engine_state(self) -> dict[str, Any]:
@@ -177,7 +186,9 @@ class RunState:
             "elapsed_s": round(self.elapsed_s, 6),
             "loop_counts": dict(self.loop_counts),
             "returned_detours": sorted(self.returned_detours),
-            "active_detour": {"declared_by": detour.declared_by, "target": detour.target} if detour else None,
+            "active_detour": {"declared_by": detour.declared_by, "target": detour.target}
+            if detour
+            else None,
         }
 
     @property

@@ -20,12 +20,14 @@ An engine decides *when* a step runs; :class:`StepRunner` does the rest:
 Every state change is written to the run store before the engine acts on it,
 so a run resumes from the store alone.
 """
+
 from __future__ import annotations
 
 import asyncio
 import time
+from collections.abc import Awaitable, Callable, Iterator, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Awaitable, Callable, Iterator, Literal, Mapping, TypeVar, cast
+from typing import Any, Literal, TypeVar, cast
 
 from pydantic import BaseModel, ValidationError
 
@@ -276,13 +278,19 @@ class StepRunner:
         effects = RouteEffects()
         with self.store.batch():
             if readiness.action == "upstream_failed":
-                failed = sorted(d for d in self._dependencies[step_id] if self.state.steps[d].status in _FAILED)
+                failed = sorted(
+                    d for d in self._dependencies[step_id] if self.state.steps[d].status in _FAILED
+                )
                 reason = f"upstream failed: {', '.join(failed)}" if failed else readiness.reason
                 record.settle(StepStatus.UPSTREAM_FAILED, reason=reason)
                 self.emit(
                     StepFailed(
-                        run_id=self.run_id, step_id=step_id, iteration=record.iteration, error=reason,
-                        upstream=True, optional=record.spec.optional,
+                        run_id=self.run_id,
+                        step_id=step_id,
+                        iteration=record.iteration,
+                        error=reason,
+                        upstream=True,
+                        optional=record.spec.optional,
                     )
                 )
             else:
@@ -297,10 +305,19 @@ class StepRunner:
 
     def _skip(self, record: StepRecord, reason: str) -> None:
         record.settle(StepStatus.SKIPPED, reason=reason)
-        self.emit(StepSkipped(run_id=self.run_id, step_id=record.step_id, iteration=record.iteration, reason=reason))
+        self.emit(
+            StepSkipped(
+                run_id=self.run_id,
+                step_id=record.step_id,
+                iteration=record.iteration,
+                reason=reason,
+            )
+        )
 
     # -- activations -------------------------------------------------------------
-    def activation(self, record: StepRecord, outputs: dict[str, Any] | None = None) -> dict[str, Any]:
+    def activation(
+        self, record: StepRecord, outputs: dict[str, Any] | None = None
+    ) -> dict[str, Any]:
         return build_activation(
             inputs=self.state.inputs,
             steps=self.state.views(),
@@ -366,7 +383,10 @@ class StepRunner:
             if not continuing:
                 self.emit(
                     StepStarted(
-                        run_id=self.run_id, step_id=step_id, iteration=record.iteration, attempt=1,
+                        run_id=self.run_id,
+                        step_id=step_id,
+                        iteration=record.iteration,
+                        attempt=1,
                         inputs=inp.model_dump(mode="json"),
                     )
                 )
@@ -375,9 +395,12 @@ class StepRunner:
         try:
             if spec.interrupt is not None and spec.interrupt.before:
                 answer = await ctx.interrupt(
-                    InterruptRequest(kind=spec.interrupt.kind, prompt=spec.interrupt.prompt,
-                                     payload={"inputs": inp.model_dump(mode="json"), "when": "before"},
-                                     options=["approve", "reject"])
+                    InterruptRequest(
+                        kind=spec.interrupt.kind,
+                        prompt=spec.interrupt.prompt,
+                        payload={"inputs": inp.model_dump(mode="json"), "when": "before"},
+                        options=["approve", "reject"],
+                    )
                 )
                 if answer.action == "reject":
                     return self._settle_skipped(record, "rejected before running" + _note(answer))
@@ -448,14 +471,24 @@ class StepRunner:
                 attempt += 1
                 self.emit(
                     StepRetrying(
-                        run_id=self.run_id, step_id=record.step_id, iteration=record.iteration, attempt=attempt,
-                        error=message, delay_s=spec.retry_delay_s,
+                        run_id=self.run_id,
+                        step_id=record.step_id,
+                        iteration=record.iteration,
+                        attempt=attempt,
+                        error=message,
+                        delay_s=spec.retry_delay_s,
                     )
                 )
                 if spec.retry_delay_s:
                     await self.sleep(spec.retry_delay_s)
-                self.emit(StepStarted(run_id=self.run_id, step_id=record.step_id, iteration=record.iteration,
-                                      attempt=attempt))
+                self.emit(
+                    StepStarted(
+                        run_id=self.run_id,
+                        step_id=record.step_id,
+                        iteration=record.iteration,
+                        attempt=attempt,
+                    )
+                )
                 stats = ctx.stats
                 ctx = self._context(record, attempt=attempt, first_call_index=first_index)
                 ctx.stats = stats
@@ -467,10 +500,15 @@ class StepRunner:
             return _coerce_outputs(registered, await self._call(record, registered, inp, ctx))
         except ValidationError as error:
             if ctx.stats.llm_calls == 0:
-                raise StepError(f"invalid outputs from {registered.name}: {_one_line(error)}") from None
+                raise StepError(
+                    f"invalid outputs from {registered.name}: {_one_line(error)}"
+                ) from None
             first_error = _one_line(error)
         repair = self._context(
-            record, attempt=ctx.attempt, repair_error=first_error, first_call_index=ctx.next_call_index
+            record,
+            attempt=ctx.attempt,
+            repair_error=first_error,
+            first_call_index=ctx.next_call_index,
         )
         repair.stats = ctx.stats
         try:
@@ -480,7 +518,9 @@ class StepRunner:
                 f"invalid outputs from {registered.name} after one repair attempt: {_one_line(error)}"
             ) from None
 
-    async def _call(self, record: StepRecord, registered: RegisteredStep, inp: BaseModel, ctx: StepContext) -> Any:
+    async def _call(
+        self, record: StepRecord, registered: RegisteredStep, inp: BaseModel, ctx: StepContext
+    ) -> Any:
         timeout = record.spec.timeout_s
         if timeout is None:
             return await registered.function(ctx, inp)
@@ -488,13 +528,21 @@ class StepRunner:
             return await registered.function(ctx, inp)
 
     async def _approve_outputs(
-        self, record: StepRecord, registered: RegisteredStep, outputs: dict[str, Any], ctx: StepContext
+        self,
+        record: StepRecord,
+        registered: RegisteredStep,
+        outputs: dict[str, Any],
+        ctx: StepContext,
     ) -> dict[str, Any]:
         spec = record.spec.interrupt
         assert spec is not None
         answer = await ctx.interrupt(
-            InterruptRequest(kind=spec.kind, prompt=spec.prompt, payload={"outputs": outputs, "when": "after"},
-                             options=["approve", "reject", "edit"])
+            InterruptRequest(
+                kind=spec.kind,
+                prompt=spec.prompt,
+                payload={"outputs": outputs, "when": "after"},
+                options=["approve", "reject", "edit"],
+            )
         )
         if answer.action == "reject":
             raise StepError("outputs rejected" + _note(answer))
@@ -516,13 +564,20 @@ class StepRunner:
             self.save_engine_state()
         return StepOutcome(record.step_id, record.status, effects=effects)
 
-    def _settle_failed(self, record: StepRecord, error: str, *, started: bool = True) -> StepOutcome:
+    def _settle_failed(
+        self, record: StepRecord, error: str, *, started: bool = True
+    ) -> StepOutcome:
         with self.store.batch():
             record.settle(StepStatus.FAILED, reason=error)
             self.save(record)
             self.emit(
-                StepFailed(run_id=self.run_id, step_id=record.step_id, iteration=record.iteration, error=error,
-                           optional=record.spec.optional)
+                StepFailed(
+                    run_id=self.run_id,
+                    step_id=record.step_id,
+                    iteration=record.iteration,
+                    error=error,
+                    optional=record.spec.optional,
+                )
             )
             effects = RouteEffects()
             self._after_settle(record, effects)
@@ -532,7 +587,11 @@ class StepRunner:
         return StepOutcome(record.step_id, record.status, effects=effects)
 
     def _settle_succeeded(
-        self, record: StepRecord, outputs: dict[str, Any], signal: RoutingSignal | None, ctx: StepContext,
+        self,
+        record: StepRecord,
+        outputs: dict[str, Any],
+        signal: RoutingSignal | None,
+        ctx: StepContext,
         duration_s: float,
     ) -> StepOutcome:
         stats = ctx.stats
@@ -542,14 +601,26 @@ class StepRunner:
             self.save(record)
             self.emit(
                 StepFinished(
-                    run_id=self.run_id, step_id=record.step_id, iteration=record.iteration, outputs=outputs,
-                    duration_s=round(duration_s, 6), llm_calls=stats.llm_calls, tokens=stats.tokens, providers=stats.providers,
+                    run_id=self.run_id,
+                    step_id=record.step_id,
+                    iteration=record.iteration,
+                    outputs=outputs,
+                    duration_s=round(duration_s, 6),
+                    llm_calls=stats.llm_calls,
+                    tokens=stats.tokens,
+                    providers=stats.providers,
                     replayed_calls=stats.replayed,
                 )
             )
             if signal is not None:
-                self.emit(RouteDecided(run_id=self.run_id, step_id=record.step_id, iteration=record.iteration,
-                                       signal=signal))
+                self.emit(
+                    RouteDecided(
+                        run_id=self.run_id,
+                        step_id=record.step_id,
+                        iteration=record.iteration,
+                        signal=signal,
+                    )
+                )
                 self._apply_route(record, signal, effects)  # saves every step it changes
             self._after_settle(record, effects)
             self.save_engine_state()
@@ -577,7 +648,9 @@ class StepRunner:
             or (detour is not None and detour.target == record.step_id)
         )
 
-    async def _route(self, record: StepRecord, outputs: dict[str, Any], ctx: StepContext) -> RoutingSignal | None:
+    async def _route(
+        self, record: StepRecord, outputs: dict[str, Any], ctx: StepContext
+    ) -> RoutingSignal | None:
         """ADR-004 routing for a step that just produced ``outputs`` (engine/routing.py decides)."""
         if not self._needs_decision(record, outputs):
             return None
@@ -605,27 +678,38 @@ class StepRunner:
         human = await ctx.interrupt(settled.interrupt_request())
         return routing.settle_human_tie_break(settled, settled.chosen_target(human))
 
-    async def _ask_tie_breaker(self, need: routing.TieBreakNeeded, ctx: StepContext) -> TieBreakAnswer:
+    async def _ask_tie_breaker(
+        self, need: routing.TieBreakNeeded, ctx: StepContext
+    ) -> TieBreakAnswer:
         """The injected tie-breaker's answer, journaled like a model call; never raises."""
         tie_breaker = self.run.tie_breaker
         request = need.request(self.run_id, context=ctx.context())
 
         async def call() -> TieBreakAnswer:
             if tie_breaker is None:
-                return TieBreakAnswer(target=None, outcome="error", reasoning="no tie-breaker is configured")
+                return TieBreakAnswer(
+                    target=None, outcome="error", reasoning="no tie-breaker is configured"
+                )
             try:
                 return await asyncio.wait_for(tie_breaker(request), timeout=need.timeout_s)
             except TimeoutError:
                 return TieBreakAnswer(target=None, outcome="timeout")
             except Exception as error:  # noqa: BLE001 - ADR-004: any tie-breaker failure falls back to the default edge
-                return TieBreakAnswer(target=None, outcome="error", reasoning=_describe(error, None))
+                return TieBreakAnswer(
+                    target=None, outcome="error", reasoning=_describe(error, None)
+                )
 
         answer, _ = await ctx.journaled(
-            "tie_breaker", call, encode=lambda a: a.model_dump(mode="json"), decode=TieBreakAnswer.model_validate
+            "tie_breaker",
+            call,
+            encode=lambda a: a.model_dump(mode="json"),
+            decode=TieBreakAnswer.model_validate,
         )
         return answer
 
-    def _apply_route(self, record: StepRecord, signal: RoutingSignal, effects: RouteEffects) -> None:
+    def _apply_route(
+        self, record: StepRecord, signal: RoutingSignal, effects: RouteEffects
+    ) -> None:
         """Change the run by a decision: loops reset, detours start, termination.
 
         Targets not chosen need nothing here: they are skipped "not routed"
@@ -656,7 +740,11 @@ class StepRunner:
                 self.save(reset)
             effects.reset.extend(body)
             return
-        if signal.return_to is not None and target == signal.return_to and signal.decision == "advance":
+        if (
+            signal.return_to is not None
+            and target == signal.return_to
+            and signal.decision == "advance"
+        ):
             return
         chosen = state.steps[target]
         if chosen.status.settled:
@@ -670,7 +758,9 @@ class StepRunner:
             state.active_detour = ActiveDetour(declared_by=step_id, target=target)
 
     # -- interrupts ------------------------------------------------------------------
-    async def ask(self, interrupt_id: str, request: InterruptRequest, ctx: StepContext) -> InterruptAnswer:
+    async def ask(
+        self, interrupt_id: str, request: InterruptRequest, ctx: StepContext
+    ) -> InterruptAnswer:
         """Every step's interrupt asker: a stored answer, else the engine's pause, else
         answers given ahead or the responder — or the step waits."""
         record = self.state.steps[ctx.step_id]
@@ -697,8 +787,12 @@ class StepRunner:
         """Store a new interrupt with the step WAITING_HUMAN, announced in the same commit
         unless the engine pauses the step and announces it itself."""
         stored = InterruptRecord(
-            interrupt_id=interrupt_id, run_id=self.run_id, step_id=ctx.step_id, iteration=ctx.iteration,
-            request=request, created_ts=0.0,
+            interrupt_id=interrupt_id,
+            run_id=self.run_id,
+            step_id=ctx.step_id,
+            iteration=ctx.iteration,
+            request=request,
+            created_ts=0.0,
         )
         raised: InterruptRaised | None = None
         with self.store.batch():
@@ -710,29 +804,46 @@ class StepRunner:
                 raised = self.emit(self.raised_event(stored))
         return stored, raised
 
-    async def answer_given(self, stored: InterruptRecord, raised: InterruptRaised) -> InterruptAnswer | None:
+    async def answer_given(
+        self, stored: InterruptRecord, raised: InterruptRaised
+    ) -> InterruptAnswer | None:
         """Answers given ahead (by interrupt id or step id), else the responder's; None when nobody answers."""
         answer = self.run.answers.get(stored.interrupt_id) or self.run.answers.get(stored.step_id)
         if answer is None and self.run.responder is not None:
             answer = await self.run.responder(raised, stored.request)
         return answer
 
-    def raised_event(self, stored: InterruptRecord, held_steps: list[str] | None = None) -> InterruptRaised:
+    def raised_event(
+        self, stored: InterruptRecord, held_steps: list[str] | None = None
+    ) -> InterruptRaised:
         """``interrupt_raised`` for ``stored``; the pause holds ``held_steps`` (default: its own step)."""
         request = stored.request
         return InterruptRaised(
-            run_id=self.run_id, interrupt_id=stored.interrupt_id, step_id=stored.step_id,
-            iteration=stored.iteration, interrupt_kind=request.kind, prompt=request.prompt,
-            payload=request.payload, options=request.options, held_steps=held_steps or [stored.step_id],
+            run_id=self.run_id,
+            interrupt_id=stored.interrupt_id,
+            step_id=stored.step_id,
+            iteration=stored.iteration,
+            interrupt_kind=request.kind,
+            prompt=request.prompt,
+            payload=request.payload,
+            options=request.options,
+            held_steps=held_steps or [stored.step_id],
         )
 
-    def _resolve(self, stored: InterruptRecord, answer: InterruptAnswer, record: StepRecord) -> None:
+    def _resolve(
+        self, stored: InterruptRecord, answer: InterruptAnswer, record: StepRecord
+    ) -> None:
         with self.store.batch():
-            self.store.add_interrupt(stored.model_copy(update={"status": "resolved", "answer": answer}))
+            self.store.add_interrupt(
+                stored.model_copy(update={"status": "resolved", "answer": answer})
+            )
             self.emit(
                 InterruptResolved(
-                    run_id=self.run_id, interrupt_id=stored.interrupt_id, step_id=stored.step_id,
-                    answer=answer.model_dump(mode="json"), automatic=answer.automatic,
+                    run_id=self.run_id,
+                    interrupt_id=stored.interrupt_id,
+                    step_id=stored.step_id,
+                    answer=answer.model_dump(mode="json"),
+                    automatic=answer.automatic,
                 )
             )
             record.status = StepStatus.RUNNING
@@ -772,20 +883,38 @@ class StepRunner:
         state = self.state
         wf = state.wf
         outputs, unevaluated = self.evaluate_outputs()
-        missing = [f"output {name}" for name in wf.completion.required_outputs
-                   if name in unevaluated or outputs.get(name) is None]
-        missing += [f"step {step_id}" for step_id in wf.completion.required_steps
-                    if state.steps[step_id].status != StepStatus.SUCCEEDED]
+        missing = [
+            f"output {name}"
+            for name in wf.completion.required_outputs
+            if name in unevaluated or outputs.get(name) is None
+        ]
+        missing += [
+            f"step {step_id}"
+            for step_id in wf.completion.required_steps
+            if state.steps[step_id].status != StepStatus.SUCCEEDED
+        ]
         if state.limit_reason:
             return RunStatus.PARTIAL, state.limit_reason, missing, outputs
         if state.terminated_by:
             return RunStatus.COMPLETED, f"terminated by {state.terminated_by}", missing, outputs
-        failed = [r for r in state.steps.values() if r.status == StepStatus.FAILED and not r.spec.optional]
+        failed = [
+            r for r in state.steps.values() if r.status == StepStatus.FAILED and not r.spec.optional
+        ]
         if failed:
             first = failed[0]
-            return RunStatus.FAILED, f"step {first.step_id} failed: {first.reason}", missing, outputs
+            return (
+                RunStatus.FAILED,
+                f"step {first.step_id} failed: {first.reason}",
+                missing,
+                outputs,
+            )
         if missing:
-            return RunStatus.PARTIAL, f"completion criteria not met, missing: {', '.join(missing)}", missing, outputs
+            return (
+                RunStatus.PARTIAL,
+                f"completion criteria not met, missing: {', '.join(missing)}",
+                missing,
+                outputs,
+            )
         return RunStatus.COMPLETED, "", missing, outputs
 
 

@@ -6,6 +6,7 @@ Kahn — interrupts included, because on Kahn an interrupt holds only its own
 step. A user's choice (``--engine``, or ``engine:`` in the YAML) always wins.
 The reason is recorded with the run.
 """
+
 from __future__ import annotations
 
 import importlib
@@ -17,7 +18,10 @@ from engine.protocol import ExecutionEngine
 from engine.spec import WorkflowDefinition
 
 ENGINES = ("kahn", "langgraph")
-_MODULES = {"kahn": ("engine.kahn", "KahnEngine"), "langgraph": ("engine.langgraph_engine", "LangGraphEngine")}
+_MODULES = {
+    "kahn": ("engine.kahn", "KahnEngine"),
+    "langgraph": ("engine.langgraph_engine", "LangGraphEngine"),
+}
 
 
 @dataclass(frozen=True)
@@ -36,18 +40,28 @@ def select_engine(wf: WorkflowDefinition, override: str | None = None) -> Engine
     if override and override != "auto":
         chosen = EngineSelection(override, f"{override} chosen on the command line")
     elif wf.engine != "auto":
-        chosen = EngineSelection(wf.engine, f"{wf.engine} chosen by the workflow (engine: {wf.engine})")
+        chosen = EngineSelection(
+            wf.engine, f"{wf.engine} chosen by the workflow (engine: {wf.engine})"
+        )
     else:
         graph = WorkflowGraph(wf)
         if graph.has_cycles:
-            kinds = [kind for kind, edges in (("loops", graph.loop_edges), ("detours", graph.detour_edges)) if edges]
-            chosen = EngineSelection("langgraph", f"auto: the workflow has cycles ({' and '.join(kinds)})")
+            kinds = [
+                kind
+                for kind, edges in (("loops", graph.loop_edges), ("detours", graph.detour_edges))
+                if edges
+            ]
+            chosen = EngineSelection(
+                "langgraph", f"auto: the workflow has cycles ({' and '.join(kinds)})"
+            )
         else:
             has_interrupts = any(step.interrupt is not None for step in wf.steps)
             note = "; an interrupt holds only its own step" if has_interrupts else ""
             chosen = EngineSelection("kahn", f"auto: acyclic, wavefront scheduling{note}")
     if not engine_available(chosen.name):
-        return EngineSelection("kahn", f"{chosen.reason}; the {chosen.name} engine is not installed, so kahn")
+        return EngineSelection(
+            "kahn", f"{chosen.reason}; the {chosen.name} engine is not installed, so kahn"
+        )
     return chosen
 
 

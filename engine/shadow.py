@@ -12,6 +12,7 @@ Because the second engine is answered from the journal, it never asks a person:
 interrupt events are left out of the comparison (they are compared between
 engines by the conformance suite, where both ask).
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
@@ -52,13 +53,20 @@ async def run_shadow(
     first_engine = chosen.get(first) or create_engine(first)
     second_engine = chosen.get(second) or create_engine(second)
     reason = run.engine_reason or "shadow"
-    first_result = await first_engine.execute(wf, replace(run, engine_reason=f"{reason} (shadow: first)"))
+    first_result = await first_engine.execute(
+        wf, replace(run, engine_reason=f"{reason} (shadow: first)")
+    )
     if not first_result.status.final:
-        report = DifferenceReport(left_engine=first, right_engine=second, left_run=first_result.run_id, right_run="")
+        report = DifferenceReport(
+            left_engine=first, right_engine=second, left_run=first_result.run_id, right_run=""
+        )
         note = f"the {first} run is {first_result.status.value}; shadow compares finished runs only"
         return ShadowResult(first=first_result, second=None, report=report, note=note)
     second_run = replace(
-        run, run_id=None, replay_from=first_result.run_id, engine_reason=f"{reason} (shadow: replays {first_result.run_id})"
+        run,
+        run_id=None,
+        replay_from=first_result.run_id,
+        engine_reason=f"{reason} (shadow: replays {first_result.run_id})",
     )
     second_result = await second_engine.execute(wf, second_run)
     report = compare_runs(wf, run.store, first_result, second_result)
@@ -66,7 +74,12 @@ async def run_shadow(
 
 
 def compare_runs(
-    wf: WorkflowDefinition, store: object, left: ExecutionResult, right: ExecutionResult, *, interrupts: bool = False
+    wf: WorkflowDefinition,
+    store: object,
+    left: ExecutionResult,
+    right: ExecutionResult,
+    *,
+    interrupts: bool = False,
 ) -> DifferenceReport:
     """The canonical difference between two stored runs of ``wf``."""
     graph = WorkflowGraph(wf)

@@ -5,12 +5,12 @@ and reject unknown keys. The loader (engine/loader.py) turns YAML into them and
 does every check that needs more than one field; the models themselves only
 check what one field can know.
 """
+
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints, model_validator
-from typing_extensions import Annotated
 
 IDENTIFIER_PATTERN = r"^[a-z][a-z0-9_]*$"
 Identifier = Annotated[str, StringConstraints(pattern=IDENTIFIER_PATTERN)]
@@ -66,7 +66,7 @@ class InterruptSpec(Frozen):
     prompt: str = "Approve?"
 
     @model_validator(mode="after")
-    def _one_side(self) -> "InterruptSpec":
+    def _one_side(self) -> InterruptSpec:
         if not (self.before or self.after):
             raise ValueError("interrupt needs before: true or after: true")
         return self

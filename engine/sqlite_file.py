@@ -5,6 +5,7 @@ by a newer version — raises :class:`StoreFileError` whose message names the fi
 what to do, and nothing in the file is changed. The command line prints that line;
 nobody sees a traceback.
 """
+
 from __future__ import annotations
 
 import sqlite3
@@ -24,8 +25,15 @@ def _remedy(error: sqlite3.DatabaseError, what: str) -> str:
     return "check that the file and its folder are readable and writable"
 
 
-def open_sqlite_file(path: Path, what: str, *, schema: str, version: int,
-                     isolation_level: str | None = "DEFERRED", busy_timeout_s: float = 5.0) -> sqlite3.Connection:
+def open_sqlite_file(
+    path: Path,
+    what: str,
+    *,
+    schema: str,
+    version: int,
+    isolation_level: str | None = "DEFERRED",
+    busy_timeout_s: float = 5.0,
+) -> sqlite3.Connection:
     """A connection to ``path`` in WAL mode with ``schema`` applied, stamped with ``version``.
 
     ``what`` names the file for a person ("run store", "corpus"). A file stamped with a
@@ -34,12 +42,18 @@ def open_sqlite_file(path: Path, what: str, *, schema: str, version: int,
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
     except OSError as error:
-        raise StoreFileError(f"{path}: cannot create its folder ({error.strerror or error}) — "
-                             "choose another --workspace") from None
+        raise StoreFileError(
+            f"{path}: cannot create its folder ({error.strerror or error}) — "
+            "choose another --workspace"
+        ) from None
     db: sqlite3.Connection | None = None
     try:
-        db = sqlite3.connect(str(path), isolation_level=isolation_level, check_same_thread=False,
-                             timeout=busy_timeout_s)
+        db = sqlite3.connect(
+            str(path),
+            isolation_level=isolation_level,
+            check_same_thread=False,
+            timeout=busy_timeout_s,
+        )
         found = db.execute("PRAGMA user_version").fetchone()[0]
         if found <= version:
             db.execute("PRAGMA journal_mode=WAL")
@@ -54,8 +68,12 @@ def open_sqlite_file(path: Path, what: str, *, schema: str, version: int,
     except sqlite3.DatabaseError as error:
         if db is not None:
             db.close()
-        raise StoreFileError(f"{path}: cannot open the {what} ({error}) — {_remedy(error, what)}; "
-                             "nothing in it was changed") from None
+        raise StoreFileError(
+            f"{path}: cannot open the {what} ({error}) — {_remedy(error, what)}; "
+            "nothing in it was changed"
+        ) from None
     db.close()
-    raise StoreFileError(f"{path}: written by a newer Research Workbench ({what} version {found}, "
-                         f"this one reads up to {version}) — upgrade, or use another --workspace")
+    raise StoreFileError(
+        f"{path}: written by a newer Research Workbench ({what} version {found}, "
+        f"this one reads up to {version}) — upgrade, or use another --workspace"
+    )

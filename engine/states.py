@@ -1,4 +1,5 @@
 """Step and run states, and the record of one routing decision (ADR-004)."""
+
 from __future__ import annotations
 
 from enum import Enum
@@ -38,7 +39,12 @@ class RunStatus(str, Enum):
 
     @property
     def final(self) -> bool:
-        return self in (RunStatus.COMPLETED, RunStatus.PARTIAL, RunStatus.FAILED, RunStatus.CANCELLED)
+        return self in (
+            RunStatus.COMPLETED,
+            RunStatus.PARTIAL,
+            RunStatus.FAILED,
+            RunStatus.CANCELLED,
+        )
 
 
 class EvaluatedCondition(Frozen):
@@ -49,8 +55,18 @@ class EvaluatedCondition(Frozen):
 
 
 RouteKind = Literal[
-    "terminate", "condition", "next", "branch", "loop", "loop_exhausted", "detour",
-    "detour_return", "detour_rejected", "tie_breaker", "default", "end",
+    "terminate",
+    "condition",
+    "next",
+    "branch",
+    "loop",
+    "loop_exhausted",
+    "detour",
+    "detour_return",
+    "detour_rejected",
+    "tie_breaker",
+    "default",
+    "end",
 ]
 
 

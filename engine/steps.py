@@ -6,11 +6,13 @@ where both models are pydantic classes; the annotations are read once at
 registration, so the loader can check ``uses`` and the runner can validate
 inputs and outputs without asking the implementation.
 """
+
 from __future__ import annotations
 
 import inspect
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Awaitable, Callable, TypeVar, get_type_hints
+from typing import TYPE_CHECKING, Any, TypeVar, get_type_hints
 
 from pydantic import BaseModel, ConfigDict
 
@@ -53,7 +55,9 @@ class StepRegistry:
         output_model = hints.get("return", AnyOutput)
         for model in (input_model, output_model):
             if not (isinstance(model, type) and issubclass(model, BaseModel)):
-                raise TypeError(f"step {name!r}: input and output must be pydantic models, got {model!r}")
+                raise TypeError(
+                    f"step {name!r}: input and output must be pydantic models, got {model!r}"
+                )
         registered = RegisteredStep(
             name=name,
             function=function,

@@ -33,6 +33,7 @@ run whose process was killed shows as stopped and a live one is not resumed twic
 ``InMemoryRunStore`` has the same API without a file (benchmarks, tests that
 do not care about durability).
 """
+
 from __future__ import annotations
 
 import json
@@ -42,10 +43,11 @@ import threading
 import time
 import uuid
 from abc import ABC, abstractmethod
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from datetime import datetime
 from pathlib import Path
-from typing import Any, Callable, Iterator, Literal, TypeVar
+from typing import Any, Literal, TypeVar
 
 from pydantic import Field
 
@@ -55,7 +57,6 @@ from engine.events import RunEvent, event_from_json
 from engine.spec import Frozen, WorkflowDefinition
 from engine.sqlite_file import open_sqlite_file
 from engine.states import RunStatus, StepStatus
-
 
 _T = TypeVar("_T")
 _Store = TypeVar("_Store", bound="BaseRunStore")
@@ -101,7 +102,7 @@ def _proc_start(pid: int) -> tuple[str | None, bool]:
         stat = Path(f"/proc/{pid}/stat").read_text()
     except OSError:
         return None, False
-    fields = stat[stat.rfind(")") + 2:].split()  # after "pid (comm) "; comm may hold spaces
+    fields = stat[stat.rfind(")") + 2 :].split()  # after "pid (comm) "; comm may hold spaces
     return (fields[19] if len(fields) > 19 else None), (fields[0] == "Z" if fields else False)
 
 
@@ -113,8 +114,12 @@ def this_process() -> RunOwner:
     pid = os.getpid()
     if pid not in _ME:
         _ME.clear()
-        _ME[pid] = RunOwner(host=socket.gethostname(), pid=pid, token=uuid.uuid4().hex,
-                            proc_start=_proc_start(pid)[0])
+        _ME[pid] = RunOwner(
+            host=socket.gethostname(),
+            pid=pid,
+            token=uuid.uuid4().hex,
+            proc_start=_proc_start(pid)[0],
+        )
     return _ME[pid]
 
 
@@ -167,14 +172,20 @@ class RunSummary(Frozen):
         if self.status != RunStatus.RUNNING or self.owner_status in ("", "alive"):
             return self.status.value
         if self.owner_status == "gone":
-            return "RUNNING (stopped: process gone" + (f" — workbench resume {self.run_id})" if hint else ")")
+            return "RUNNING (stopped: process gone" + (
+                f" — workbench resume {self.run_id})" if hint else ")"
+            )
         where = self.owner.host if self.owner else "another host"
         return f"RUNNING (owner on {where}: unknown)"
 
 
 def _with_owner(values: dict[str, Any], owner: RunOwner | None) -> dict[str, Any]:
     running = values["status"] in (RunStatus.RUNNING, RunStatus.RUNNING.value)
-    return {**values, "owner": owner if running else None, "owner_status": owner_status(owner) if running else ""}
+    return {
+        **values,
+        "owner": owner if running else None,
+        "owner_status": owner_status(owner) if running else "",
+    }
 
 
 class RunRecord(RunSummary):
@@ -269,13 +280,17 @@ class BaseRunStore(ABC):
     def _update_run(self, run_id: str, values: dict[str, Any]) -> None: ...
 
     @abstractmethod
-    def _write_engine_state(self, run_id: str, state: dict[str, Any], updated_ts: float) -> None: ...
+    def _write_engine_state(
+        self, run_id: str, state: dict[str, Any], updated_ts: float
+    ) -> None: ...
 
     @abstractmethod
     def _write_step(self, run_id: str, result: StepResult) -> None: ...
 
     @abstractmethod
-    def _write_journal(self, run_id: str, step_id: str, iteration: int, index: int, entry: JournalEntry) -> None: ...
+    def _write_journal(
+        self, run_id: str, step_id: str, iteration: int, index: int, entry: JournalEntry
+    ) -> None: ...
 
     @abstractmethod
     def _write_interrupt(self, record: InterruptRecord) -> None: ...
@@ -301,7 +316,9 @@ class BaseRunStore(ABC):
     def step_results(self, run_id: str) -> dict[str, StepResult]: ...
 
     @abstractmethod
-    def journal_get(self, run_id: str, step_id: str, iteration: int, index: int) -> JournalEntry | None: ...
+    def journal_get(
+        self, run_id: str, step_id: str, iteration: int, index: int
+    ) -> JournalEntry | None: ...
 
     @abstractmethod
     def interrupts(self, run_id: str) -> list[InterruptRecord]: ...
@@ -385,9 +402,16 @@ class BaseRunStore(ABC):
         with self.batch():
             current = self._read_owner(run_id)
             me = this_process()
-            if current is not None and current.token != me.token and owner_status(current) == "alive":
-                raise RunOwned(f"run {run_id} is running in another process ({current.describe()}); "
-                               "not resuming it twice", run_id)
+            if (
+                current is not None
+                and current.token != me.token
+                and owner_status(current) == "alive"
+            ):
+                raise RunOwned(
+                    f"run {run_id} is running in another process ({current.describe()}); "
+                    "not resuming it twice",
+                    run_id,
+                )
             self._write_owner(run_id, me.model_copy(update={"claimed_ts": time.time()}))
 
     def release_owner(self, run_id: str) -> None:
@@ -412,14 +436,22 @@ class BaseRunStore(ABC):
             self._mono_base[run_id] = time.monotonic() - last_mono
         self._seq[run_id] += 1
         stamped = event.model_copy(  # the event was validated when built; only the stamps are new
-            update={"seq": self._seq[run_id], "ts": time.time(), "mono": time.monotonic() - self._mono_base[run_id]}
+            update={
+                "seq": self._seq[run_id],
+                "ts": time.time(),
+                "mono": time.monotonic() - self._mono_base[run_id],
+            }
         )
         self._write_event(stamped)
         self._unpublished.append(stamped)
         return stamped
 
     def set_status(
-        self, run_id: str, status: RunStatus, reason: str = "", outputs: dict[str, Any] | None = None
+        self,
+        run_id: str,
+        status: RunStatus,
+        reason: str = "",
+        outputs: dict[str, Any] | None = None,
     ) -> None:
         now = time.time()
         values: dict[str, Any] = {"status": status.value, "reason": reason, "updated_ts": now}
@@ -443,7 +475,9 @@ class BaseRunStore(ABC):
         """Store the latest state of a step; a settled one also becomes its iteration's history row."""
         self._write(lambda: self._write_step(run_id, result))
 
-    def journal_put(self, run_id: str, step_id: str, iteration: int, index: int, entry: JournalEntry) -> None:
+    def journal_put(
+        self, run_id: str, step_id: str, iteration: int, index: int, entry: JournalEntry
+    ) -> None:
         self._write(lambda: self._write_journal(run_id, step_id, iteration, index, entry))
 
     def add_interrupt(self, record: InterruptRecord) -> None:
@@ -456,7 +490,9 @@ class BaseRunStore(ABC):
             record = self.get_interrupt(interrupt_id)
             if record is None:
                 raise LookupError(f"no interrupt {interrupt_id!r} in the run store")
-            resolved = record.model_copy(update={"status": "answered", "answer": answer, "resolved_ts": time.time()})
+            resolved = record.model_copy(
+                update={"status": "answered", "answer": answer, "resolved_ts": time.time()}
+            )
             self._write_interrupt(resolved)
         return resolved
 
@@ -574,14 +610,20 @@ _RUN_COLUMNS = (
 )
 _RUN_NAMES = tuple(column.strip() for column in _RUN_COLUMNS.split(","))
 _JSON_RUN_FIELDS = {"inputs", "outputs", "engine_state"}
-_RUN_SELECT = "SELECT " + ", ".join(
-    {
-        "engine_state": "COALESCE(e.engine_state, r.engine_state)",
-        "updated_ts": "MAX(r.updated_ts, COALESCE(e.updated_ts, r.updated_ts))",
-    }.get(name, f"r.{name}")
-    for name in _RUN_NAMES
-) + (", o.host, o.pid, o.token, o.proc_start, o.claimed_ts"
-     " FROM runs r LEFT JOIN engine_states e ON e.run_id = r.run_id LEFT JOIN run_owners o ON o.run_id = r.run_id")
+_RUN_SELECT = (
+    "SELECT "
+    + ", ".join(
+        {
+            "engine_state": "COALESCE(e.engine_state, r.engine_state)",
+            "updated_ts": "MAX(r.updated_ts, COALESCE(e.updated_ts, r.updated_ts))",
+        }.get(name, f"r.{name}")
+        for name in _RUN_NAMES
+    )
+    + (
+        ", o.host, o.pid, o.token, o.proc_start, o.claimed_ts"
+        " FROM runs r LEFT JOIN engine_states e ON e.run_id = r.run_id LEFT JOIN run_owners o ON o.run_id = r.run_id"
+    )
+)
 _OWNER_COLUMNS = ("host", "pid", "token", "proc_start", "claimed_ts")
 
 
@@ -591,8 +633,9 @@ class RunStore(BaseRunStore):
     def __init__(self, path: str | Path) -> None:
         super().__init__()
         self.path = Path(path)
-        self._db = open_sqlite_file(self.path, "run store", schema=_SCHEMA, version=SCHEMA_VERSION,
-                                    isolation_level=None)
+        self._db = open_sqlite_file(
+            self.path, "run store", schema=_SCHEMA, version=SCHEMA_VERSION, isolation_level=None
+        )
 
     def _begin(self) -> None:
         self._db.execute("BEGIN IMMEDIATE")
@@ -619,10 +662,22 @@ class RunStore(BaseRunStore):
         self._db.execute(
             f"INSERT INTO runs ({_RUN_COLUMNS}) VALUES ({', '.join('?' * len(_RUN_NAMES))})",
             (
-                record.run_id, record.workflow, record.source, record.definition.model_dump_json(),
-                record.engine, record.engine_reason, record.status.value, record.reason,
-                _dumps(record.inputs), _dumps(record.outputs), _dumps(record.engine_state),
-                record.created_ts, record.updated_ts, record.finished_ts, record.parent_run_id, record.forked_at,
+                record.run_id,
+                record.workflow,
+                record.source,
+                record.definition.model_dump_json(),
+                record.engine,
+                record.engine_reason,
+                record.status.value,
+                record.reason,
+                _dumps(record.inputs),
+                _dumps(record.outputs),
+                _dumps(record.engine_state),
+                record.created_ts,
+                record.updated_ts,
+                record.finished_ts,
+                record.parent_run_id,
+                record.forked_at,
             ),
         )
 
@@ -649,18 +704,34 @@ class RunStore(BaseRunStore):
             " (run_id, step_id, status, iteration, outputs, reason, routed_by, not_routed_by, runs)"
             " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
             (
-                run_id, result.step_id, result.status.value, result.iteration, outputs, result.reason,
-                _dumps(result.routed_by), _dumps(result.not_routed_by), result.runs,
+                run_id,
+                result.step_id,
+                result.status.value,
+                result.iteration,
+                outputs,
+                result.reason,
+                _dumps(result.routed_by),
+                _dumps(result.not_routed_by),
+                result.runs,
             ),
         )
         if result.status.settled:
             self._db.execute(
                 "INSERT OR REPLACE INTO step_history (run_id, step_id, iteration, status, outputs, reason)"
                 " VALUES (?, ?, ?, ?, ?, ?)",
-                (run_id, result.step_id, result.iteration, result.status.value, outputs, result.reason),
+                (
+                    run_id,
+                    result.step_id,
+                    result.iteration,
+                    result.status.value,
+                    outputs,
+                    result.reason,
+                ),
             )
 
-    def _write_journal(self, run_id: str, step_id: str, iteration: int, index: int, entry: JournalEntry) -> None:
+    def _write_journal(
+        self, run_id: str, step_id: str, iteration: int, index: int, entry: JournalEntry
+    ) -> None:
         self._db.execute(
             "INSERT OR REPLACE INTO journal (run_id, step_id, iteration, call_index, kind, payload)"
             " VALUES (?, ?, ?, ?, ?, ?)",
@@ -673,10 +744,15 @@ class RunStore(BaseRunStore):
             " (interrupt_id, run_id, step_id, iteration, request, status, answer, created_ts, resolved_ts)"
             " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
             (
-                record.interrupt_id, record.run_id, record.step_id, record.iteration,
-                record.request.model_dump_json(), record.status,
+                record.interrupt_id,
+                record.run_id,
+                record.step_id,
+                record.iteration,
+                record.request.model_dump_json(),
+                record.status,
                 record.answer.model_dump_json() if record.answer else None,
-                record.created_ts, record.resolved_ts,
+                record.created_ts,
+                record.resolved_ts,
             ),
         )
 
@@ -686,15 +762,21 @@ class RunStore(BaseRunStore):
             return self._db.execute(sql, params).fetchall()
 
     def events(self, run_id: str, after_seq: int = 0) -> list[RunEvent]:
-        rows = self._query("SELECT body FROM events WHERE run_id = ? AND seq > ? ORDER BY seq", (run_id, after_seq))
+        rows = self._query(
+            "SELECT body FROM events WHERE run_id = ? AND seq > ? ORDER BY seq", (run_id, after_seq)
+        )
         return [event_from_json(row[0]) for row in rows]
 
     def _run_row(self, row: tuple[Any, ...]) -> dict[str, Any]:
         values = dict(zip(_RUN_NAMES, row))
         for name in _JSON_RUN_FIELDS:
             values[name] = json.loads(values[name])
-        owner_row = row[len(_RUN_NAMES):]
-        owner = RunOwner(**dict(zip(_OWNER_COLUMNS, owner_row))) if owner_row and owner_row[0] is not None else None
+        owner_row = row[len(_RUN_NAMES) :]
+        owner = (
+            RunOwner(**dict(zip(_OWNER_COLUMNS, owner_row)))
+            if owner_row and owner_row[0] is not None
+            else None
+        )
         return _with_owner(values, owner)
 
     def _read_owner(self, run_id: str) -> RunOwner | None:
@@ -713,11 +795,17 @@ class RunStore(BaseRunStore):
         )
 
     def list_runs(self, limit: int = 50) -> list[RunSummary]:
-        rows = self._query(f"{_RUN_SELECT} ORDER BY r.created_ts DESC, r.run_id DESC LIMIT ?", (limit,))
+        rows = self._query(
+            f"{_RUN_SELECT} ORDER BY r.created_ts DESC, r.run_id DESC LIMIT ?", (limit,)
+        )
         summaries = []
         for row in rows:
             values = self._run_row(row)
-            summaries.append(RunSummary.model_validate({k: v for k, v in values.items() if k in RunSummary.model_fields}))
+            summaries.append(
+                RunSummary.model_validate(
+                    {k: v for k, v in values.items() if k in RunSummary.model_fields}
+                )
+            )
         return summaries
 
     def get_run(self, run_id: str) -> RunRecord:
@@ -736,10 +824,24 @@ class RunStore(BaseRunStore):
             (run_id,),
         ):
             history.setdefault(step_id, []).append(
-                StepIteration(iteration=iteration, status=StepStatus(status), outputs=json.loads(outputs), reason=reason)
+                StepIteration(
+                    iteration=iteration,
+                    status=StepStatus(status),
+                    outputs=json.loads(outputs),
+                    reason=reason,
+                )
             )
         results: dict[str, StepResult] = {}
-        for step_id, status, iteration, outputs, reason, routed_by, not_routed_by, runs in self._query(
+        for (
+            step_id,
+            status,
+            iteration,
+            outputs,
+            reason,
+            routed_by,
+            not_routed_by,
+            runs,
+        ) in self._query(
             "SELECT step_id, status, iteration, outputs, reason, routed_by, not_routed_by, runs"
             " FROM step_results WHERE run_id = ?",
             (run_id,),
@@ -757,7 +859,9 @@ class RunStore(BaseRunStore):
             )
         return results
 
-    def journal_get(self, run_id: str, step_id: str, iteration: int, index: int) -> JournalEntry | None:
+    def journal_get(
+        self, run_id: str, step_id: str, iteration: int, index: int
+    ) -> JournalEntry | None:
         rows = self._query(
             "SELECT kind, payload FROM journal WHERE run_id = ? AND step_id = ? AND iteration = ? AND call_index = ?",
             (run_id, step_id, iteration, index),
@@ -765,7 +869,17 @@ class RunStore(BaseRunStore):
         return JournalEntry(kind=rows[0][0], payload=json.loads(rows[0][1])) if rows else None
 
     def _interrupt_from_row(self, row: tuple[Any, ...]) -> InterruptRecord:
-        interrupt_id, run_id, step_id, iteration, request, status, answer, created_ts, resolved_ts = row
+        (
+            interrupt_id,
+            run_id,
+            step_id,
+            iteration,
+            request,
+            status,
+            answer,
+            created_ts,
+            resolved_ts,
+        ) = row
         return InterruptRecord(
             interrupt_id=interrupt_id,
             run_id=run_id,
@@ -778,7 +892,9 @@ class RunStore(BaseRunStore):
             resolved_ts=resolved_ts,
         )
 
-    _INTERRUPT_COLUMNS = "interrupt_id, run_id, step_id, iteration, request, status, answer, created_ts, resolved_ts"
+    _INTERRUPT_COLUMNS = (
+        "interrupt_id, run_id, step_id, iteration, request, status, answer, created_ts, resolved_ts"
+    )
 
     def interrupts(self, run_id: str) -> list[InterruptRecord]:
         rows = self._query(
@@ -788,7 +904,10 @@ class RunStore(BaseRunStore):
         return [self._interrupt_from_row(row) for row in rows]
 
     def get_interrupt(self, interrupt_id: str) -> InterruptRecord | None:
-        rows = self._query(f"SELECT {self._INTERRUPT_COLUMNS} FROM interrupts WHERE interrupt_id = ?", (interrupt_id,))
+        rows = self._query(
+            f"SELECT {self._INTERRUPT_COLUMNS} FROM interrupts WHERE interrupt_id = ?",
+            (interrupt_id,),
+        )
         return self._interrupt_from_row(rows[0]) if rows else None
 
     def close(self) -> None:
@@ -838,7 +957,10 @@ class InMemoryRunStore(BaseRunStore):
         self._events.setdefault(event.run_id, []).append(event)
 
     def _insert_run(self, record: RunRecord) -> None:
-        self._runs[record.run_id] = {**record.model_dump(exclude={"definition"}), "definition": record.definition}
+        self._runs[record.run_id] = {
+            **record.model_dump(exclude={"definition"}),
+            "definition": record.definition,
+        }
 
     def _update_run(self, run_id: str, values: dict[str, Any]) -> None:
         if run_id not in self._runs:
@@ -851,11 +973,18 @@ class InMemoryRunStore(BaseRunStore):
     def _write_step(self, run_id: str, result: StepResult) -> None:
         self._steps.setdefault(run_id, {})[result.step_id] = result
         if result.status.settled:
-            self._history.setdefault((run_id, result.step_id), {})[result.iteration] = StepIteration(
-                iteration=result.iteration, status=result.status, outputs=result.outputs, reason=result.reason
+            self._history.setdefault((run_id, result.step_id), {})[result.iteration] = (
+                StepIteration(
+                    iteration=result.iteration,
+                    status=result.status,
+                    outputs=result.outputs,
+                    reason=result.reason,
+                )
             )
 
-    def _write_journal(self, run_id: str, step_id: str, iteration: int, index: int, entry: JournalEntry) -> None:
+    def _write_journal(
+        self, run_id: str, step_id: str, iteration: int, index: int, entry: JournalEntry
+    ) -> None:
         self._journal[(run_id, step_id, iteration, index)] = entry
 
     def _write_interrupt(self, record: InterruptRecord) -> None:
@@ -866,9 +995,19 @@ class InMemoryRunStore(BaseRunStore):
             return [event for event in self._events.get(run_id, []) if event.seq > after_seq]
 
     def list_runs(self, limit: int = 50) -> list[RunSummary]:
-        runs = sorted(self._runs.values(), key=lambda r: (r["created_ts"], r["run_id"]), reverse=True)[:limit]
-        return [RunSummary.model_validate({k: v for k, v in _with_owner(r, self._owners.get(r["run_id"])).items()
-                                           if k in RunSummary.model_fields}) for r in runs]
+        runs = sorted(
+            self._runs.values(), key=lambda r: (r["created_ts"], r["run_id"]), reverse=True
+        )[:limit]
+        return [
+            RunSummary.model_validate(
+                {
+                    k: v
+                    for k, v in _with_owner(r, self._owners.get(r["run_id"])).items()
+                    if k in RunSummary.model_fields
+                }
+            )
+            for r in runs
+        ]
 
     def get_run(self, run_id: str) -> RunRecord:
         if run_id not in self._runs:
@@ -879,10 +1018,14 @@ class InMemoryRunStore(BaseRunStore):
         results = {}
         for step_id, result in self._steps.get(run_id, {}).items():
             history = self._history.get((run_id, step_id), {})
-            results[step_id] = result.model_copy(update={"history": [history[i] for i in sorted(history)]})
+            results[step_id] = result.model_copy(
+                update={"history": [history[i] for i in sorted(history)]}
+            )
         return results
 
-    def journal_get(self, run_id: str, step_id: str, iteration: int, index: int) -> JournalEntry | None:
+    def journal_get(
+        self, run_id: str, step_id: str, iteration: int, index: int
+    ) -> JournalEntry | None:
         return self._journal.get((run_id, step_id, iteration, index))
 
     def interrupts(self, run_id: str) -> list[InterruptRecord]:

@@ -4,6 +4,7 @@ Three weight vectors over (coverage, source_quality, agreement, verification,
 recency): ``proposed`` (ADR-003's), ``equal`` (Dawes 1979) and ``roc`` (rank
 order centroid, Barron & Barrett 1996 — ADR-007's table, normalized to sum 1).
 """
+
 from __future__ import annotations
 
 from research.matrix import DIMENSIONS, DimensionScores
@@ -23,7 +24,9 @@ def weights_named(name: str) -> Weights:
     try:
         return WEIGHT_SETS[name]
     except KeyError:
-        raise ValueError(f"unknown tiebreaker weights {name!r}; use one of {', '.join(WEIGHT_SETS)}") from None
+        raise ValueError(
+            f"unknown tiebreaker weights {name!r}; use one of {', '.join(WEIGHT_SETS)}"
+        ) from None
 
 
 def normalized(weights: tuple[float, ...]) -> Weights:

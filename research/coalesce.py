@@ -8,6 +8,7 @@ simply "the latest". The delivery tier follows the gate: ``full`` when the
 selected round passed it, otherwise moderate / low / insufficient by that
 round's CI (0.65 / 0.50).
 """
+
 from __future__ import annotations
 
 from typing import Literal
@@ -25,12 +26,18 @@ LOW_CI = 0.50
 
 DISCLAIMERS: dict[str, str] = {
     "full": "",
-    "moderate": ("Moderate confidence: the research did not pass every quality gate. "
-                 "Weak metrics are listed below; treat the affected findings with care."),
-    "low": ("LOW CONFIDENCE: several quality metrics are weak. Findings marked [unverified] "
-            "were not confirmed by an independent source; verify before relying on them."),
-    "insufficient": ("INSUFFICIENT EVIDENCE: this report is below the quality floor and is "
-                     "delivered only because a person explicitly asked for it. It needs human review."),
+    "moderate": (
+        "Moderate confidence: the research did not pass every quality gate. "
+        "Weak metrics are listed below; treat the affected findings with care."
+    ),
+    "low": (
+        "LOW CONFIDENCE: several quality metrics are weak. Findings marked [unverified] "
+        "were not confirmed by an independent source; verify before relying on them."
+    ),
+    "insufficient": (
+        "INSUFFICIENT EVIDENCE: this report is below the quality floor and is "
+        "delivered only because a person explicitly asked for it. It needs human review."
+    ),
 }
 
 
@@ -56,7 +63,9 @@ def confidence_level(record: RoundRecord, ci: float) -> ConfidenceLevel:
     return "insufficient"
 
 
-def coalesce(records: list[RoundRecord], weights: Weights, weights_name: str = "proposed") -> CoalesceResult:
+def coalesce(
+    records: list[RoundRecord], weights: Weights, weights_name: str = "proposed"
+) -> CoalesceResult:
     if not records:
         raise ValueError("coalesce needs at least one scored round")
     vetoed = [r.round for r in records if r.vetoed]

@@ -10,6 +10,7 @@ Identifiers are stable and readable: a source is ``<collection>/<relative
 path without suffix>`` and a passage is ``<source>#<ordinal>``, so evidence
 recorded in a run still names the same text after a re-index.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -23,7 +24,13 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from engine.sqlite_file import open_sqlite_file
-from research.loaders import SUPPORTED_SUFFIXES, LoadedDocument, UnreadableDocument, load_document, split_passages
+from research.loaders import (
+    SUPPORTED_SUFFIXES,
+    LoadedDocument,
+    UnreadableDocument,
+    load_document,
+    split_passages,
+)
 from research.text import key_phrases
 
 SCHEMA_VERSION = 1
@@ -86,8 +93,10 @@ class IndexReport:
     seconds: float = 0.0
 
     def summary(self) -> str:
-        return (f"{self.collection}: {self.added} added, {self.updated} updated, {self.unchanged} unchanged, "
-                f"{self.removed} removed, {len(self.skipped)} skipped ({self.seconds:.2f} s)")
+        return (
+            f"{self.collection}: {self.added} added, {self.updated} updated, {self.unchanged} unchanged, "
+            f"{self.removed} removed, {len(self.skipped)} skipped ({self.seconds:.2f} s)"
+        )
 
 
 @dataclass(frozen=True)
@@ -135,7 +144,7 @@ class Corpus:
     def close(self) -> None:
         self._db.close()
 
-    def __enter__(self) -> "Corpus":
+    def __enter__(self) -> Corpus:
         return self
 
     def __exit__(self, *exc: object) -> None:
@@ -150,11 +159,15 @@ class Corpus:
     def add_folder(self, folder: str | Path, collection: str | None = None) -> IndexReport:
         root = Path(folder).expanduser().resolve()
         if not root.is_dir():
-            raise FileNotFoundError(f"{folder}: not a folder; pass a directory of md/rst/txt/html/pdf files")
+            raise FileNotFoundError(
+                f"{folder}: not a folder; pass a directory of md/rst/txt/html/pdf files"
+            )
         name = collection or root.name
         started = time.perf_counter()
         report = IndexReport(collection=name)
-        files = sorted(p for p in root.rglob("*") if p.is_file() and p.suffix.lower() in SUPPORTED_SUFFIXES)
+        files = sorted(
+            p for p in root.rglob("*") if p.is_file() and p.suffix.lower() in SUPPORTED_SUFFIXES
+        )
         seen: set[str] = set()
         with self._transaction() as db:
             for path in files:
@@ -164,11 +177,18 @@ class Corpus:
                 try:
                     raw = path.read_bytes()
                 except OSError as exc:
-                    report.skipped.append(SkippedFile(str(path), f"cannot read: {exc.strerror or exc}"))
+                    report.skipped.append(
+                        SkippedFile(str(path), f"cannot read: {exc.strerror or exc}")
+                    )
                     continue
                 self._index_one(db, report, source_id, name, path.as_uri(), raw, path)
-            stale = [row[0] for row in db.execute(
-                "SELECT source_id FROM documents WHERE collection = ?", (name,)) if row[0] not in seen]
+            stale = [
+                row[0]
+                for row in db.execute(
+                    "SELECT source_id FROM documents WHERE collection = ?", (name,)
+                )
+                if row[0] not in seen
+            ]
             for source_id in stale:
                 self._remove(db, source_id)
                 report.removed += 1
@@ -176,8 +196,9 @@ class Corpus:
         report.seconds = time.perf_counter() - started
         return report
 
-    def add_documents(self, collection: str, root: str,
-                      documents: Iterable[tuple[str, str, LoadedDocument]]) -> IndexReport:
+    def add_documents(
+        self, collection: str, root: str, documents: Iterable[tuple[str, str, LoadedDocument]]
+    ) -> IndexReport:
         """Index already-loaded documents given as (relative id, uri, document)."""
         started = time.perf_counter()
         report = IndexReport(collection=collection)
@@ -189,13 +210,30 @@ class Corpus:
                 if stored == digest:
                     report.unchanged += 1
                     continue
-                self._store(db, report, source_id, collection, uri, digest, document, replaces=stored is not None)
+                self._store(
+                    db,
+                    report,
+                    source_id,
+                    collection,
+                    uri,
+                    digest,
+                    document,
+                    replaces=stored is not None,
+                )
             self._record_collection(db, collection, root)
         report.seconds = time.perf_counter() - started
         return report
 
-    def _index_one(self, db: sqlite3.Connection, report: IndexReport, source_id: str, collection: str,
-                   uri: str, raw: bytes, path: Path) -> None:
+    def _index_one(
+        self,
+        db: sqlite3.Connection,
+        report: IndexReport,
+        source_id: str,
+        collection: str,
+        uri: str,
+        raw: bytes,
+        path: Path,
+    ) -> None:
         digest = hashlib.sha256(raw).hexdigest()
         stored = self._stored_hash(db, source_id)
         if stored == digest:
@@ -206,21 +244,37 @@ class Corpus:
         except UnreadableDocument as exc:
             report.skipped.append(SkippedFile(str(path), str(exc)))
             return
-        self._store(db, report, source_id, collection, uri, digest, document, replaces=stored is not None)
+        self._store(
+            db, report, source_id, collection, uri, digest, document, replaces=stored is not None
+        )
 
     @staticmethod
     def _stored_hash(db: sqlite3.Connection, source_id: str) -> str | None:
-        row = db.execute("SELECT content_hash FROM documents WHERE source_id = ?", (source_id,)).fetchone()
+        row = db.execute(
+            "SELECT content_hash FROM documents WHERE source_id = ?", (source_id,)
+        ).fetchone()
         return row[0] if row else None
 
     @staticmethod
     def _record_collection(db: sqlite3.Connection, name: str, root: str) -> None:
-        db.execute("INSERT INTO collections(name, root, indexed_at) VALUES (?, ?, ?) "
-                   "ON CONFLICT(name) DO UPDATE SET root = excluded.root, indexed_at = excluded.indexed_at",
-                   (name, root, time.time()))
+        db.execute(
+            "INSERT INTO collections(name, root, indexed_at) VALUES (?, ?, ?) "
+            "ON CONFLICT(name) DO UPDATE SET root = excluded.root, indexed_at = excluded.indexed_at",
+            (name, root, time.time()),
+        )
 
-    def _store(self, db: sqlite3.Connection, report: IndexReport, source_id: str, collection: str, uri: str,
-               digest: str, document: LoadedDocument, *, replaces: bool) -> None:
+    def _store(
+        self,
+        db: sqlite3.Connection,
+        report: IndexReport,
+        source_id: str,
+        collection: str,
+        uri: str,
+        digest: str,
+        document: LoadedDocument,
+        *,
+        replaces: bool,
+    ) -> None:
         """Index a document whose content hash differs from the stored one (``replaces``: one is stored)."""
         if replaces:
             self._remove(db, source_id)
@@ -231,20 +285,38 @@ class Corpus:
         db.execute(
             "INSERT INTO documents(source_id, collection, uri, title, content_hash, published, updated, status,"
             " kind, superseded_by, passages, indexed_at) VALUES (?,?,?,?,?,?,?,?,?,?,?,?)",
-            (source_id, collection, uri, document.title, digest, _iso(document.published), _iso(document.updated),
-             document.status, document.kind, document.superseded_by, len(pieces), time.time()),
+            (
+                source_id,
+                collection,
+                uri,
+                document.title,
+                digest,
+                _iso(document.published),
+                _iso(document.updated),
+                document.status,
+                document.kind,
+                document.superseded_by,
+                len(pieces),
+                time.time(),
+            ),
         )
         for ordinal, (section, text) in enumerate(pieces):
-            cursor = db.execute("INSERT INTO passages(passage_id, source_id, ordinal) VALUES (?, ?, ?)",
-                                (f"{source_id}#{ordinal}", source_id, ordinal))
-            db.execute("INSERT INTO passage_fts(rowid, title, section, text) VALUES (?, ?, ?, ?)",
-                       (cursor.lastrowid, document.title, section, text))
+            cursor = db.execute(
+                "INSERT INTO passages(passage_id, source_id, ordinal) VALUES (?, ?, ?)",
+                (f"{source_id}#{ordinal}", source_id, ordinal),
+            )
+            db.execute(
+                "INSERT INTO passage_fts(rowid, title, section, text) VALUES (?, ?, ?, ?)",
+                (cursor.lastrowid, document.title, section, text),
+            )
         report.passages += len(pieces)
 
     @staticmethod
     def _remove(db: sqlite3.Connection, source_id: str) -> None:
-        db.execute("DELETE FROM passage_fts WHERE rowid IN (SELECT rowid FROM passages WHERE source_id = ?)",
-                   (source_id,))
+        db.execute(
+            "DELETE FROM passage_fts WHERE rowid IN (SELECT rowid FROM passages WHERE source_id = ?)",
+            (source_id,),
+        )
         db.execute("DELETE FROM passages WHERE source_id = ?", (source_id,))
         db.execute("DELETE FROM documents WHERE source_id = ?", (source_id,))
 
@@ -252,25 +324,44 @@ class Corpus:
     def collections(self) -> list[CollectionInfo]:
         rows = self._db.execute(
             "SELECT c.name, c.root, c.indexed_at, COUNT(d.source_id), COALESCE(SUM(d.passages), 0) "
-            "FROM collections c LEFT JOIN documents d ON d.collection = c.name GROUP BY c.name ORDER BY c.name")
-        return [CollectionInfo(name=r[0], root=r[1], indexed_at=r[2], documents=r[3], passages=r[4]) for r in rows]
+            "FROM collections c LEFT JOIN documents d ON d.collection = c.name GROUP BY c.name ORDER BY c.name"
+        )
+        return [
+            CollectionInfo(name=r[0], root=r[1], indexed_at=r[2], documents=r[3], passages=r[4])
+            for r in rows
+        ]
 
     def has_collection(self, name: str) -> bool:
-        return self._db.execute("SELECT 1 FROM collections WHERE name = ?", (name,)).fetchone() is not None
+        return (
+            self._db.execute("SELECT 1 FROM collections WHERE name = ?", (name,)).fetchone()
+            is not None
+        )
 
     def document(self, source_id: str) -> DocumentRecord | None:
         row = self._db.execute(
             "SELECT source_id, collection, uri, title, published, updated, status, kind, superseded_by "
-            "FROM documents WHERE source_id = ?", (source_id,)).fetchone()
+            "FROM documents WHERE source_id = ?",
+            (source_id,),
+        ).fetchone()
         if row is None:
             return None
-        return DocumentRecord(source_id=row[0], collection=row[1], uri=row[2], title=row[3], published=_day(row[4]),
-                              updated=_day(row[5]), status=row[6], kind=row[7], superseded_by=row[8])
+        return DocumentRecord(
+            source_id=row[0],
+            collection=row[1],
+            uri=row[2],
+            title=row[3],
+            published=_day(row[4]),
+            updated=_day(row[5]),
+            status=row[6],
+            kind=row[7],
+            superseded_by=row[8],
+        )
 
     def passage_text(self, passage_id: str) -> str | None:
         row = self._db.execute(
             "SELECT f.text FROM passages p JOIN passage_fts f ON f.rowid = p.rowid WHERE p.passage_id = ?",
-            (passage_id,)).fetchone()
+            (passage_id,),
+        ).fetchone()
         return row[0] if row else None
 
     def search(
@@ -345,11 +436,23 @@ class Corpus:
             if skipped < offset:
                 skipped += 1
                 continue
-            hits.append({
-                "passage_id": row[0], "source_id": row[1], "uri": row[2], "title": row[3], "section": row[4],
-                "text": row[5], "snippet": row[6], "score": round(-row[7], 6), "published": row[8],
-                "updated": row[9], "status": row[10], "kind": row[11], "superseded_by": row[12],
-            })
+            hits.append(
+                {
+                    "passage_id": row[0],
+                    "source_id": row[1],
+                    "uri": row[2],
+                    "title": row[3],
+                    "section": row[4],
+                    "text": row[5],
+                    "snippet": row[6],
+                    "score": round(-row[7], 6),
+                    "published": row[8],
+                    "updated": row[9],
+                    "status": row[10],
+                    "kind": row[11],
+                    "superseded_by": row[12],
+                }
+            )
             if len(hits) >= limit:
                 break
         return hits

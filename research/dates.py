@@ -4,13 +4,19 @@ Only dates a document states about itself count (front matter, RST field
 lists, HTML meta, PDF info); file modification times never do — they change
 on every checkout and say nothing about when the text was written.
 """
+
 from __future__ import annotations
 
 import re
 from datetime import date, datetime
 
-_MONTHS = {m: i for i, m in enumerate(
-    ["jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep", "oct", "nov", "dec"], start=1)}
+_MONTHS = {
+    m: i
+    for i, m in enumerate(
+        ["jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep", "oct", "nov", "dec"],
+        start=1,
+    )
+}
 
 _ISO = re.compile(r"\b(\d{4})-(\d{1,2})-(\d{1,2})")
 _DAY_MON_YEAR = re.compile(r"\b(\d{1,2})[- ]([A-Za-z]{3,9})\.?[- ,]+(\d{4})\b")
@@ -67,8 +73,12 @@ def parse_date(text: str) -> date | None:
 
 def parse_dates(text: str) -> list[date]:
     """Every date in a list such as an RST ``Post-History:`` field, in the order written."""
-    found = [(match.start(), parsed) for pattern, build in _SPELLINGS for match in pattern.finditer(text)
-             if (parsed := build(match)) is not None]
+    found = [
+        (match.start(), parsed)
+        for pattern, build in _SPELLINGS
+        for match in pattern.finditer(text)
+        if (parsed := build(match)) is not None
+    ]
     return [d for _, d in sorted(found, key=lambda item: item[0])]
 
 
@@ -77,4 +87,6 @@ def parse_iso_day(value: str) -> date:
     try:
         return datetime.strptime(value.strip(), "%Y-%m-%d").date()
     except ValueError:
-        raise ValueError(f"{value!r} is not a date; write it as YYYY-MM-DD, e.g. 2025-06-30") from None
+        raise ValueError(
+            f"{value!r} is not a date; write it as YYYY-MM-DD, e.g. 2025-06-30"
+        ) from None

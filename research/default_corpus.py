@@ -7,6 +7,7 @@ never by importing a module, which would run its code. Both are reference
 material (kind ``reference``), so recency is not required of them (ADR-007 §5.4).
 The build is lazy (first use) and takes a few seconds.
 """
+
 from __future__ import annotations
 
 import ast
@@ -20,8 +21,23 @@ from research.loaders import LoadedDocument
 
 DEFAULT_COLLECTION = "python-docs"
 
-_SKIP_DIRS = frozenset({"test", "tests", "idlelib", "lib2to3", "site-packages", "dist-packages", "ensurepip",
-                        "turtledemo", "__pycache__", "config-3", "venv", "pydoc_data", "__phello__"})
+_SKIP_DIRS = frozenset(
+    {
+        "test",
+        "tests",
+        "idlelib",
+        "lib2to3",
+        "site-packages",
+        "dist-packages",
+        "ensurepip",
+        "turtledemo",
+        "__pycache__",
+        "config-3",
+        "venv",
+        "pydoc_data",
+        "__phello__",
+    }
+)
 
 
 def _topic_documents() -> Iterator[tuple[str, str, LoadedDocument]]:
@@ -32,8 +48,13 @@ def _topic_documents() -> Iterator[tuple[str, str, LoadedDocument]]:
     for name in sorted(topics):
         text = topics[name].strip()
         if text:
-            yield (f"topics/{name}", f"pydoc:topics/{name}",
-                   LoadedDocument(title=f"Python reference: {name}", text=text, status="Final", kind="reference"))
+            yield (
+                f"topics/{name}",
+                f"pydoc:topics/{name}",
+                LoadedDocument(
+                    title=f"Python reference: {name}", text=text, status="Final", kind="reference"
+                ),
+            )
 
 
 def _docstring_text(tree: ast.Module) -> str:
@@ -42,13 +63,17 @@ def _docstring_text(tree: ast.Module) -> str:
     if module_doc:
         parts.append(module_doc)
     for node in tree.body:
-        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) and not node.name.startswith("_"):
+        if isinstance(
+            node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
+        ) and not node.name.startswith("_"):
             doc = ast.get_docstring(node)
             if doc:
                 parts.append(f"{node.name}\n{'-' * len(node.name)}\n\n{doc}")
             if isinstance(node, ast.ClassDef):
                 for member in node.body:
-                    if isinstance(member, (ast.FunctionDef, ast.AsyncFunctionDef)) and not member.name.startswith("_"):
+                    if isinstance(
+                        member, (ast.FunctionDef, ast.AsyncFunctionDef)
+                    ) and not member.name.startswith("_"):
                         member_doc = ast.get_docstring(member)
                         if member_doc:
                             parts.append(f"{node.name}.{member.name}: {member_doc}")
@@ -75,8 +100,16 @@ def _stdlib_documents(root: Path) -> Iterator[tuple[str, str, LoadedDocument]]:
         if len(text) < 200:
             continue
         module = ".".join(relative.with_suffix("").parts).removesuffix(".__init__")
-        yield (f"stdlib/{module}", path.as_uri(),
-               LoadedDocument(title=f"Python standard library: {module}", text=text, status="Final", kind="reference"))
+        yield (
+            f"stdlib/{module}",
+            path.as_uri(),
+            LoadedDocument(
+                title=f"Python standard library: {module}",
+                text=text,
+                status="Final",
+                kind="reference",
+            ),
+        )
 
 
 def build_default_corpus(corpus: Corpus, stdlib: Path | None = None) -> IndexReport:
@@ -87,7 +120,9 @@ def build_default_corpus(corpus: Corpus, stdlib: Path | None = None) -> IndexRep
         yield from _topic_documents()
         yield from _stdlib_documents(root)
 
-    return corpus.add_documents(DEFAULT_COLLECTION, f"python {sys.version.split()[0]} docs", documents())
+    return corpus.add_documents(
+        DEFAULT_COLLECTION, f"python {sys.version.split()[0]} docs", documents()
+    )
 
 
 def ensure_default_corpus(corpus: Corpus) -> IndexReport | None:

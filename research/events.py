@@ -3,6 +3,7 @@
 The TUI renders these; :func:`validated` is how a step builds one, so a payload
 that does not match its model never reaches the run's event log.
 """
+
 from __future__ import annotations
 
 from typing import Any, Literal
@@ -15,8 +16,16 @@ STAGE = "research.stage"
 ROUND_SCORED = "research.round_scored"
 COALESCED = "research.coalesced"
 
-StageName = Literal["provenance", "budget_check", "retrieval", "prompt_build", "budget_precharge", "model_call",
-                    "budget_reconcile", "validated_result"]
+StageName = Literal[
+    "provenance",
+    "budget_check",
+    "retrieval",
+    "prompt_build",
+    "budget_precharge",
+    "model_call",
+    "budget_reconcile",
+    "validated_result",
+]
 Refusal = Literal["NO_PROVENANCE", "BUDGET_EXCEEDED", "PROVIDER_UNAVAILABLE", "CONTEXT_TOO_SMALL"]
 
 
@@ -42,7 +51,9 @@ class DimensionCell(Payload):
 
 class RoundScoredPayload(Payload):
     round: int
-    dimensions: dict[Literal["coverage", "source_quality", "agreement", "verification", "recency"], DimensionCell]
+    dimensions: dict[
+        Literal["coverage", "source_quality", "agreement", "verification", "recency"], DimensionCell
+    ]
     ci: float
     recent_sources: int
     recent_floor: int

@@ -5,6 +5,7 @@ text of one of them that supports it, so citation faithfulness can be
 checked mechanically. The map is immutable; each step returns a new one
 (``with_*`` methods), and a round starts from the previous round's map.
 """
+
 from __future__ import annotations
 
 from collections.abc import Iterable
@@ -102,10 +103,10 @@ class EvidenceMap(Frozen):
     contradictions: list[Contradiction] = Field(default_factory=list)
     round: int = 0
 
-    def with_updates(self, **changes: Any) -> "EvidenceMap":
+    def with_updates(self, **changes: Any) -> EvidenceMap:
         return self.model_copy(update=changes)
 
-    def add_retrieved(self, sources: list[Source], passages: list[Passage]) -> "EvidenceMap":
+    def add_retrieved(self, sources: list[Source], passages: list[Passage]) -> EvidenceMap:
         merged_sources = dict(self.sources)
         for source in sources:
             merged_sources.setdefault(source.id, source)
@@ -114,7 +115,7 @@ class EvidenceMap(Frozen):
             merged_passages.setdefault(passage.id, passage)
         return self.with_updates(sources=merged_sources, passages=merged_passages)
 
-    def add_claims(self, claims: list[Claim]) -> "EvidenceMap":
+    def add_claims(self, claims: list[Claim]) -> EvidenceMap:
         known = {c.id for c in self.claims}
         texts = {normalize_space(c.text).lower() for c in self.claims}
         fresh = []

@@ -9,6 +9,7 @@ judgement it cannot make (a tie-break), it says so with low confidence.
 The application registers :data:`HANDLERS` as the router's built-in task
 handlers and as the fault server's responder.
 """
+
 from __future__ import annotations
 
 import re
@@ -50,31 +51,136 @@ from research.text import (
     words,
 )
 
-QUERY_NOISE = frozenset({"explain", "describe", "compare", "difference", "differences", "between", "work", "works",
-                         "happen", "happens", "tell", "give", "overview", "summary", "summarize", "research",
-                         "question", "questions", "about", "way", "ways", "get", "make", "like", "need"})
+QUERY_NOISE = frozenset(
+    {
+        "explain",
+        "describe",
+        "compare",
+        "difference",
+        "differences",
+        "between",
+        "work",
+        "works",
+        "happen",
+        "happens",
+        "tell",
+        "give",
+        "overview",
+        "summary",
+        "summarize",
+        "research",
+        "question",
+        "questions",
+        "about",
+        "way",
+        "ways",
+        "get",
+        "make",
+        "like",
+        "need",
+    }
+)
 
 FACETS: tuple[tuple[str, str, tuple[str, ...]], ...] = (
-    ("definition", "What is {subject} and what does it define?", ("specification", "defines", "semantics")),
-    ("rationale", "Why was {subject} introduced, and what problem and trade-offs motivate it?",
-     ("rationale", "motivation", "problem")),
-    ("usage", "How is {subject} used and implemented in code?", ("example", "usage", "implementation")),
-    ("compatibility", "Which versions and compatibility concerns apply to {subject}?",
-     ("version", "compatibility", "backwards")),
-    ("alternatives", "Which alternatives to {subject} were considered or rejected?",
-     ("alternative", "rejected", "instead")),
+    (
+        "definition",
+        "What is {subject} and what does it define?",
+        ("specification", "defines", "semantics"),
+    ),
+    (
+        "rationale",
+        "Why was {subject} introduced, and what problem and trade-offs motivate it?",
+        ("rationale", "motivation", "problem"),
+    ),
+    (
+        "usage",
+        "How is {subject} used and implemented in code?",
+        ("example", "usage", "implementation"),
+    ),
+    (
+        "compatibility",
+        "Which versions and compatibility concerns apply to {subject}?",
+        ("version", "compatibility", "backwards"),
+    ),
+    (
+        "alternatives",
+        "Which alternatives to {subject} were considered or rejected?",
+        ("alternative", "rejected", "instead"),
+    ),
 )
 
 LENS_TERMS: dict[str, frozenset[str]] = {
-    "ai": frozenset(stem(w) for w in (
-        "concept", "concepts", "definition", "defines", "define", "semantics", "rationale", "motivation", "because",
-        "design", "trade", "tradeoff", "tradeoffs", "goal", "goals", "problem", "purpose", "idea", "proposal",
-        "abstract", "meaning", "principle", "intended", "reason", "why", "benefit", "drawback", "consistent")),
-    "swe": frozenset(stem(w) for w in (
-        "implementation", "implement", "implemented", "example", "usage", "syntax", "function", "module", "method",
-        "version", "versions", "compatibility", "compatible", "backward", "backwards", "api", "code", "library",
-        "call", "return", "argument", "release", "released", "install", "package", "interpreter", "cpython",
-        "attribute", "class", "import", "deprecated", "supported", "runtime")),
+    "ai": frozenset(
+        stem(w)
+        for w in (
+            "concept",
+            "concepts",
+            "definition",
+            "defines",
+            "define",
+            "semantics",
+            "rationale",
+            "motivation",
+            "because",
+            "design",
+            "trade",
+            "tradeoff",
+            "tradeoffs",
+            "goal",
+            "goals",
+            "problem",
+            "purpose",
+            "idea",
+            "proposal",
+            "abstract",
+            "meaning",
+            "principle",
+            "intended",
+            "reason",
+            "why",
+            "benefit",
+            "drawback",
+            "consistent",
+        )
+    ),
+    "swe": frozenset(
+        stem(w)
+        for w in (
+            "implementation",
+            "implement",
+            "implemented",
+            "example",
+            "usage",
+            "syntax",
+            "function",
+            "module",
+            "method",
+            "version",
+            "versions",
+            "compatibility",
+            "compatible",
+            "backward",
+            "backwards",
+            "api",
+            "code",
+            "library",
+            "call",
+            "return",
+            "argument",
+            "release",
+            "released",
+            "install",
+            "package",
+            "interpreter",
+            "cpython",
+            "attribute",
+            "class",
+            "import",
+            "deprecated",
+            "supported",
+            "runtime",
+        )
+    ),
 }
 
 SUPPORT_COVERAGE = 0.6
@@ -103,12 +209,22 @@ def clean_sentence(sentence: str) -> str:
 def scope(inputs: dict[str, Any]) -> ScopeAnswer:
     query = str(inputs["query"])
     limit = int(inputs.get("max_sub_questions", 4))
-    phrases = [p for p in key_phrases(query, limit=12) if p not in QUERY_NOISE][:5] or words(query)[:3]
+    phrases = [p for p in key_phrases(query, limit=12) if p not in QUERY_NOISE][:5] or words(query)[
+        :3
+    ]
     subject = " ".join(phrases)
     planned = []
-    for index, (facet, template, facet_terms) in enumerate(FACETS[: max(1, min(limit, len(FACETS)))], start=1):
-        planned.append(PlannedSubQuestion(id=f"q{index}", text=template.format(subject=subject), facet=facet,
-                                          key_terms=[*phrases, *facet_terms]))
+    for index, (facet, template, facet_terms) in enumerate(
+        FACETS[: max(1, min(limit, len(FACETS)))], start=1
+    ):
+        planned.append(
+            PlannedSubQuestion(
+                id=f"q{index}",
+                text=template.format(subject=subject),
+                facet=facet,
+                key_terms=[*phrases, *facet_terms],
+            )
+        )
     return ScopeAnswer(subject=subject, sub_questions=planned, key_terms=phrases)
 
 
@@ -125,13 +241,20 @@ def hypotheses(inputs: dict[str, Any]) -> HypothesesAnswer:
         probes = list(inputs.get("probes", {}).get(sub["id"], []))
         novel = [p for p in probes if not p.get("known")]
         facet_terms = [t for t in sub.get("key_terms", []) if t not in subject_terms]
-        feedback = top_terms((p["text"] for p in novel), exclude=[*subject_terms, *facet_terms],
-                             limit=2 + round_number)
+        feedback = top_terms(
+            (p["text"] for p in novel),
+            exclude=[*subject_terms, *facet_terms],
+            limit=2 + round_number,
+        )
         candidates = [" ".join([*subject_terms, *facet_terms])]
         candidates.append(" ".join([*subject_terms, *feedback[:2]]))
-        candidates.append(" ".join([*subject_terms, *feedback[round_number - 1: round_number + 1]]))
+        candidates.append(
+            " ".join([*subject_terms, *feedback[round_number - 1 : round_number + 1]])
+        )
         if novel:
-            title_terms = [w for w in key_phrases(novel[0].get("title", ""), limit=3) if w not in subject_terms]
+            title_terms = [
+                w for w in key_phrases(novel[0].get("title", ""), limit=3) if w not in subject_terms
+            ]
             candidates.append(" ".join([*subject_terms, *title_terms]))
         probe_text = " ".join(p["text"] for p in novel)
         probe_terms = set(terms(probe_text))
@@ -139,13 +262,24 @@ def hypotheses(inputs: dict[str, Any]) -> HypothesesAnswer:
         scored: list[tuple[float, str]] = []
         for candidate in dict.fromkeys(c.strip() for c in candidates if c.strip()):
             candidate_terms = terms(candidate)
-            support = sum(1 for t in candidate_terms if t in probe_terms) / len(candidate_terms) if candidate_terms else 0
+            support = (
+                sum(1 for t in candidate_terms if t in probe_terms) / len(candidate_terms)
+                if candidate_terms
+                else 0
+            )
             penalty = 0.5 if normalize_space(candidate).lower() in tried else 1.0
             scored.append((round(penalty * (0.5 * novelty + 0.5 * support), 4), candidate))
         scored.sort(key=lambda item: (-item[0], item[1]))
         for rank, (score, candidate) in enumerate(scored):
-            branches.append(Branch(sub_question=sub["id"], query=candidate, score=score, pruned=rank >= keep,
-                                   rationale=f"novel probe hits {len(novel)}/{len(probes)}, term support"))
+            branches.append(
+                Branch(
+                    sub_question=sub["id"],
+                    query=candidate,
+                    score=score,
+                    pruned=rank >= keep,
+                    rationale=f"novel probe hits {len(novel)}/{len(probes)}, term support",
+                )
+            )
     return HypothesesAnswer(branches=branches)
 
 
@@ -159,14 +293,19 @@ def react_step(inputs: dict[str, Any]) -> ReactStep:
     if not observations:
         return ReactStep(thought="the search returned nothing new; stop here", action="finish")
     if step_number + 1 >= max_steps:
-        return ReactStep(thought=f"read {len(observations)} passages; the tool-call bound is reached",
-                         action="finish")
+        return ReactStep(
+            thought=f"read {len(observations)} passages; the tool-call bound is reached",
+            action="finish",
+        )
     feedback = top_terms((o["text"] for o in observations), exclude=words(query), limit=2)
     refined = normalize_space(" ".join([query, *feedback]))
     if not feedback or refined.lower() in tried:
         return ReactStep(thought="no new terms in what was read; stop here", action="finish")
-    return ReactStep(thought=f"read {len(observations)} passages; narrowing with {', '.join(feedback)}",
-                     action="search", query=refined)
+    return ReactStep(
+        thought=f"read {len(observations)} passages; narrowing with {', '.join(feedback)}",
+        action="search",
+        query=refined,
+    )
 
 
 # -- analysts: extractive claims through a lens ---------------------------------
@@ -183,7 +322,9 @@ def analyze(inputs: dict[str, Any]) -> AnalysisAnswer:
         return AnalysisAnswer(lens=lens, claims=[])  # type: ignore[arg-type]
     texts = [c[0] for c in candidates]
     index = BM25(texts)
-    candidate_terms = [doc.keys() for doc in index.docs]  # each sentence's terms, as BM25 already counted them
+    candidate_terms = [
+        doc.keys() for doc in index.docs
+    ]  # each sentence's terms, as BM25 already counted them
     central = centrality(texts) if len(texts) <= 400 else [0.0] * len(texts)
     used: set[str] = set()
     claims: list[ProposedClaim] = []
@@ -192,12 +333,15 @@ def analyze(inputs: dict[str, Any]) -> AnalysisAnswer:
         relevance = index.scores(query_terms)
         top = max(relevance) or 1.0
         ranked = []
-        for i, (sentence, passage) in enumerate(candidates):
+        for i, (_sentence, passage) in enumerate(candidates):
             if relevance[i] <= 0:
                 continue
             lens_hits = len(candidate_terms[i] & lens_terms)
-            score = (relevance[i] / top) * (0.25 + lens_hits) + 0.3 * central[i] \
+            score = (
+                (relevance[i] / top) * (0.25 + lens_hits)
+                + 0.3 * central[i]
                 + 0.2 * float(passage.get("authority", 0.5))
+            )
             ranked.append((round(score, 6), i))
         ranked.sort(key=lambda item: (-item[0], item[1]))
         taken = 0
@@ -208,8 +352,14 @@ def analyze(inputs: dict[str, Any]) -> AnalysisAnswer:
             if key in used or key in known or sentence.lower() in known:
                 continue
             used.add(key)
-            claims.append(ProposedClaim(text=cleaned, quote=sentence, sub_question=sub["id"],
-                                        passage_ids=[passage["id"]]))
+            claims.append(
+                ProposedClaim(
+                    text=cleaned,
+                    quote=sentence,
+                    sub_question=sub["id"],
+                    passage_ids=[passage["id"]],
+                )
+            )
             taken += 1
             if taken >= per_question:
                 break
@@ -218,8 +368,13 @@ def analyze(inputs: dict[str, Any]) -> AnalysisAnswer:
 
 # -- chain of verification -------------------------------------------------------
 def _verification_terms(text: str, attempt: int) -> list[str]:
-    distinct = list(dict.fromkeys(w for w in words(text) if len(w) > 2 and stem(w) not in {"pep"}
-                                  and w not in QUERY_NOISE and terms(w)))
+    distinct = list(
+        dict.fromkeys(
+            w
+            for w in words(text)
+            if len(w) > 2 and stem(w) not in {"pep"} and w not in QUERY_NOISE and terms(w)
+        )
+    )
     if attempt % 3 == 1:
         distinct = sorted(distinct, key=lambda w: (-len(w), w))
     elif attempt % 3 == 2:
@@ -232,8 +387,13 @@ def plan_verification(inputs: dict[str, Any]) -> VerificationPlan:
     for claim in inputs.get("claims", []):
         attempt = int(claim.get("attempts", 0))
         query_terms = _verification_terms(claim["text"], attempt)
-        questions.append(VerificationQuestion(claim_id=claim["id"], question=f"Is it so that: {claim['text']}",
-                                              query=" ".join(query_terms)))
+        questions.append(
+            VerificationQuestion(
+                claim_id=claim["id"],
+                question=f"Is it so that: {claim['text']}",
+                query=" ".join(query_terms),
+            )
+        )
     return VerificationPlan(questions=questions)
 
 
@@ -253,11 +413,22 @@ def verify_claims(inputs: dict[str, Any]) -> VerificationAnswer:
                 if best is None or (coverage, -len(shared)) > (best[0], -best[2]):
                     best = (coverage, passage["passage_id"], len(shared))
         if best:
-            verdicts.append(Verdict(claim_id=claim["id"], supported=True, supporting_passage_ids=[best[1]],
-                                    rationale=f"{best[2]} of {len(claim_terms)} claim terms in an independent source"))
+            verdicts.append(
+                Verdict(
+                    claim_id=claim["id"],
+                    supported=True,
+                    supporting_passage_ids=[best[1]],
+                    rationale=f"{best[2]} of {len(claim_terms)} claim terms in an independent source",
+                )
+            )
         else:
-            verdicts.append(Verdict(claim_id=claim["id"], supported=False,
-                                    rationale="no passage of another source supports it"))
+            verdicts.append(
+                Verdict(
+                    claim_id=claim["id"],
+                    supported=False,
+                    rationale="no passage of another source supports it",
+                )
+            )
     return VerificationAnswer(verdicts=verdicts)
 
 
@@ -268,27 +439,48 @@ def detect_contradictions(inputs: dict[str, Any]) -> ContradictionAnswer:
     for i, a in enumerate(claims):
         for j in range(i + 1, len(claims)):
             b = claims[j]
-            if a["sub_question"] != b["sub_question"] or set(a["source_ids"]) & set(b["source_ids"]):
+            if a["sub_question"] != b["sub_question"] or set(a["source_ids"]) & set(
+                b["source_ids"]
+            ):
                 continue
             similarity = cosine(vectors[i], vectors[j])
             statuses_a = {s.lower() for s in a.get("statuses", [])}
             statuses_b = {s.lower() for s in b.get("statuses", [])}
-            weak_strong = (statuses_a and statuses_a <= WEAK_STATUSES and statuses_b & STRONG_STATUSES) or \
-                (statuses_b and statuses_b <= WEAK_STATUSES and statuses_a & STRONG_STATUSES)
+            weak_strong = (
+                statuses_a and statuses_a <= WEAK_STATUSES and statuses_b & STRONG_STATUSES
+            ) or (statuses_b and statuses_b <= WEAK_STATUSES and statuses_a & STRONG_STATUSES)
             if weak_strong and similarity >= STATUS_SIMILARITY:
-                found.append(FoundContradiction(claim_a=a["id"], claim_b=b["id"], kind="status",
-                                                detail=f"{'/'.join(sorted(statuses_a))} vs "
-                                                       f"{'/'.join(sorted(statuses_b))} on one point"))
+                found.append(
+                    FoundContradiction(
+                        claim_a=a["id"],
+                        claim_b=b["id"],
+                        kind="status",
+                        detail=f"{'/'.join(sorted(statuses_a))} vs "
+                        f"{'/'.join(sorted(statuses_b))} on one point",
+                    )
+                )
                 continue
             if similarity < CONTRADICTION_SIMILARITY:
                 continue
             nums_a, nums_b = versions(a["text"]), versions(b["text"])
             if nums_a and nums_b and not nums_a & nums_b:
-                found.append(FoundContradiction(claim_a=a["id"], claim_b=b["id"], kind="numeric",
-                                                detail=f"{', '.join(sorted(nums_a))} vs {', '.join(sorted(nums_b))}"))
+                found.append(
+                    FoundContradiction(
+                        claim_a=a["id"],
+                        claim_b=b["id"],
+                        kind="numeric",
+                        detail=f"{', '.join(sorted(nums_a))} vs {', '.join(sorted(nums_b))}",
+                    )
+                )
             elif has_negation(a["text"]) != has_negation(b["text"]):
-                found.append(FoundContradiction(claim_a=a["id"], claim_b=b["id"], kind="negation",
-                                                detail="one states what the other negates"))
+                found.append(
+                    FoundContradiction(
+                        claim_a=a["id"],
+                        claim_b=b["id"],
+                        kind="negation",
+                        detail="one states what the other negates",
+                    )
+                )
     return ContradictionAnswer(contradictions=found)
 
 
@@ -306,11 +498,19 @@ def synthesize(inputs: dict[str, Any]) -> SynthesisAnswer:
         index = BM25([c["text"] for c in members])
         relevance = index.scores(sub.get("key_terms") and " ".join(sub["key_terms"]) or sub["text"])
         central = centrality([c["text"] for c in members])
-        ranked = sorted(range(len(members)), key=lambda i: (
-            -(relevance[i] + central[i] + (0.5 if members[i].get("verified") else 0.0)), members[i]["id"]))
+        ranked = sorted(
+            range(len(members)),
+            key=lambda i: (
+                -(relevance[i] + central[i] + (0.5 if members[i].get("verified") else 0.0)),
+                members[i]["id"],
+            ),
+        )
         chosen = [members[i]["id"] for i in ranked[:per_section]]
-        sections.append(SynthesisSection(sub_question=sub["id"], claim_ids=chosen,
-                                         summary=members[ranked[0]]["text"]))
+        sections.append(
+            SynthesisSection(
+                sub_question=sub["id"], claim_ids=chosen, summary=members[ranked[0]]["text"]
+            )
+        )
         lead.append(members[ranked[0]]["text"])
     return SynthesisAnswer(summary=" ".join(lead[:3]), sections=sections)
 
@@ -326,9 +526,14 @@ def tie_break(inputs: dict[str, Any]) -> TieBreakChoice:
         if overlap > best_overlap:
             best, best_overlap = target, overlap
     confidence = min(0.4, 0.2 + 0.05 * best_overlap)
-    return TieBreakChoice(target=best, confidence=confidence,
-                          reasoning=(f"extractive model: {best!r} shares {best_overlap} terms with the hint and "
-                                     "context; it cannot weigh the options, so a person should confirm"))
+    return TieBreakChoice(
+        target=best,
+        confidence=confidence,
+        reasoning=(
+            f"extractive model: {best!r} shares {best_overlap} terms with the hint and "
+            "context; it cannot weigh the options, so a person should confirm"
+        ),
+    )
 
 
 HANDLERS: dict[str, Callable[[dict[str, Any]], Answer]] = {

@@ -4,15 +4,16 @@ Each loader returns a :class:`LoadedDocument`; anything that cannot be read as
 text raises :class:`UnreadableDocument` with a reason a person can act on, and
 the indexer reports and skips it.
 """
+
 from __future__ import annotations
 
 import html
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import date
 from html.parser import HTMLParser
 from pathlib import Path
-from typing import Callable
 
 from research.dates import parse_date, parse_dates
 
@@ -55,7 +56,9 @@ def _kind_from(value: str) -> str:
     return lowered.strip() or "document"
 
 
-def _from_fields(title: str, text: str, fields: dict[str, str], default_kind: str) -> LoadedDocument:
+def _from_fields(
+    title: str, text: str, fields: dict[str, str], default_kind: str
+) -> LoadedDocument:
     lowered = {k.lower(): v for k, v in fields.items()}
     published = None
     for key in ("created", "date", "published", "published_at", "pubdate"):
@@ -114,7 +117,13 @@ def _rst_title(body: str) -> str:
     lines = body.splitlines()
     for i in range(len(lines) - 1):
         line, under = lines[i].strip(), lines[i + 1].strip()
-        if line and under and len(set(under)) == 1 and under[0] in "=-~*#^" and len(under) >= len(line):
+        if (
+            line
+            and under
+            and len(set(under)) == 1
+            and under[0] in "=-~*#^"
+            and len(under) >= len(line)
+        ):
             return line
     return ""
 
@@ -137,7 +146,7 @@ def _front_matter(text: str) -> tuple[dict[str, str], str]:
         key, sep, value = line.partition(":")
         if sep and key.strip():
             fields[key.strip()] = value.strip().strip("\"'")
-    return fields, text[end + 4:].lstrip("\n")
+    return fields, text[end + 4 :].lstrip("\n")
 
 
 def load_markdown(path: Path, raw: bytes) -> LoadedDocument:
@@ -156,7 +165,22 @@ def load_text(path: Path, raw: bytes) -> LoadedDocument:
 
 
 class _HtmlText(HTMLParser):
-    _BLOCKS = {"p", "div", "section", "article", "li", "h1", "h2", "h3", "h4", "h5", "h6", "br", "tr", "pre"}
+    _BLOCKS = {
+        "p",
+        "div",
+        "section",
+        "article",
+        "li",
+        "h1",
+        "h2",
+        "h3",
+        "h4",
+        "h5",
+        "h6",
+        "br",
+        "tr",
+        "pre",
+    }
 
     def __init__(self) -> None:
         super().__init__(convert_charrefs=True)
@@ -173,7 +197,12 @@ class _HtmlText(HTMLParser):
         elif tag == "title":
             self._in_title = True
         elif tag == "meta":
-            name = attributes.get("name") or attributes.get("property") or attributes.get("itemprop") or ""
+            name = (
+                attributes.get("name")
+                or attributes.get("property")
+                or attributes.get("itemprop")
+                or ""
+            )
             if name and "content" in attributes:
                 self.meta[name.lower()] = attributes["content"]
         elif tag == "time" and "datetime" in attributes:
@@ -196,9 +225,23 @@ class _HtmlText(HTMLParser):
             self.parts.append(data)
 
 
-_HTML_PUBLISHED = ("article:published_time", "datepublished", "dcterms.created", "dc.date", "date",
-                   "pubdate", "publish-date", "time")
-_HTML_UPDATED = ("article:modified_time", "datemodified", "dcterms.modified", "last-modified", "og:updated_time")
+_HTML_PUBLISHED = (
+    "article:published_time",
+    "datepublished",
+    "dcterms.created",
+    "dc.date",
+    "date",
+    "pubdate",
+    "publish-date",
+    "time",
+)
+_HTML_UPDATED = (
+    "article:modified_time",
+    "datemodified",
+    "dcterms.modified",
+    "last-modified",
+    "og:updated_time",
+)
 
 
 def load_html(path: Path, raw: bytes) -> LoadedDocument:
@@ -233,11 +276,15 @@ def load_pdf(path: Path, raw: bytes) -> LoadedDocument:
         pages = [page.extract_text() or "" for page in reader.pages]
         info = reader.metadata or {}
     except (PdfReadError, ValueError, KeyError, OSError) as exc:
-        raise UnreadableDocument(f"{path.name} is not a readable PDF ({exc.__class__.__name__}); "
-                                 "re-export it or remove it from the folder") from None
+        raise UnreadableDocument(
+            f"{path.name} is not a readable PDF ({exc.__class__.__name__}); "
+            "re-export it or remove it from the folder"
+        ) from None
     text = "\n\n".join(p.strip() for p in pages if p.strip())
     if not text:
-        raise UnreadableDocument(f"{path.name} has no extractable text (a scanned PDF?); add a text version")
+        raise UnreadableDocument(
+            f"{path.name} has no extractable text (a scanned PDF?); add a text version"
+        )
     fields = {}
     for key, name in (("/CreationDate", "published"), ("/ModDate", "updated"), ("/Title", "title")):
         value = info.get(key)
@@ -260,7 +307,9 @@ LOADERS: dict[str, Callable[[Path, bytes], LoadedDocument]] = {
 def load_document(path: Path, raw: bytes) -> LoadedDocument:
     loader = LOADERS.get(path.suffix.lower())
     if loader is None:
-        raise UnreadableDocument(f"{path.name}: unsupported type (supported: {', '.join(SUPPORTED_SUFFIXES)})")
+        raise UnreadableDocument(
+            f"{path.name}: unsupported type (supported: {', '.join(SUPPORTED_SUFFIXES)})"
+        )
     document = loader(path, raw)
     if not document.text.strip():
         raise UnreadableDocument(f"{path.name} is empty")

@@ -4,6 +4,7 @@ Tiers: Elite ≥ 0.90, High ≥ 0.75, Medium ≥ 0.50, Low below. No dimension c
 make up for another (the matrix is non-compensatory); the CI weighted sum
 lives in :mod:`research.coalesce` and only ranks rounds.
 """
+
 from __future__ import annotations
 
 from typing import Literal
@@ -13,7 +14,13 @@ from pydantic import BaseModel, ConfigDict, Field
 Tier = Literal["Elite", "High", "Medium", "Low"]
 Dimension = Literal["coverage", "source_quality", "agreement", "verification", "recency"]
 
-DIMENSIONS: tuple[Dimension, ...] = ("coverage", "source_quality", "agreement", "verification", "recency")
+DIMENSIONS: tuple[Dimension, ...] = (
+    "coverage",
+    "source_quality",
+    "agreement",
+    "verification",
+    "recency",
+)
 TIER_FLOORS: tuple[tuple[Tier, float], ...] = (("Elite", 0.90), ("High", 0.75), ("Medium", 0.50))
 TIER_RANK: dict[Tier, int] = {"Low": 0, "Medium": 1, "High": 2, "Elite": 3}
 GATE_TIER: Tier = "High"
@@ -53,4 +60,7 @@ class DimensionScores(BaseModel):
 
     def matrix(self) -> dict[str, dict[str, float | str]]:
         """The ``research.round_scored`` shape: {dimension: {score, tier}}."""
-        return {d: {"score": round(getattr(self, d), 4), "tier": tier_of(getattr(self, d))} for d in DIMENSIONS}
+        return {
+            d: {"score": round(getattr(self, d), 4), "tier": tier_of(getattr(self, d))}
+            for d in DIMENSIONS
+        }

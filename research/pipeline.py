@@ -11,6 +11,7 @@ A model answer that does not match the task's schema gets one repair attempt
 (the validation error is sent back); a second failure fails the step with the
 error shown (DESIGN §5).
 """
+
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Sequence
@@ -85,9 +86,21 @@ class ModelPipeline:
     def __init__(self, ctx: StepContext) -> None:
         self.ctx = ctx
 
-    def _emit(self, task: str, stage: StageName, detail: str, refusal: Refusal | None = None, **extra: Any) -> None:
-        self.ctx.emit(STAGE, validated(STAGE, stage=stage, status="refused" if refusal else "ok",
-                                       refusal=refusal, detail=detail, task=task, **extra))
+    def _emit(
+        self, task: str, stage: StageName, detail: str, refusal: Refusal | None = None, **extra: Any
+    ) -> None:
+        self.ctx.emit(
+            STAGE,
+            validated(
+                STAGE,
+                stage=stage,
+                status="refused" if refusal else "ok",
+                refusal=refusal,
+                detail=detail,
+                task=task,
+                **extra,
+            ),
+        )
 
     def _refuse(self, task: str, stage: StageName, refusal: Refusal, detail: str) -> _Stop:
         self._emit(task, stage, detail, refusal)
@@ -109,8 +122,11 @@ class ModelPipeline:
         accepted: list[Claim] = []
         problems: list[str] = []
         for claim in plan.claims:
-            found = plan.evidence.provenance_problems(claim) if plan.evidence else ([] if claim.passage_ids else
-                                                                                  [f"claim {claim.id} cites no passage"])
+            found = (
+                plan.evidence.provenance_problems(claim)
+                if plan.evidence
+                else ([] if claim.passage_ids else [f"claim {claim.id} cites no passage"])
+            )
             if found:
                 problems.extend(found)
                 result.refused.append(claim.id)
@@ -118,18 +134,35 @@ class ModelPipeline:
                 accepted.append(claim)
         result.accepted_claims = accepted
         if plan.require_claims and not accepted:
-            raise self._refuse(task, "provenance", "NO_PROVENANCE",
-                               f"no claim with provenance to work on ({len(problems)} refused)")
+            raise self._refuse(
+                task,
+                "provenance",
+                "NO_PROVENANCE",
+                f"no claim with provenance to work on ({len(problems)} refused)",
+            )
         if problems:
-            self._emit(task, "provenance", f"{len(problems)} refused: {'; '.join(problems[:3])}", "NO_PROVENANCE")
+            self._emit(
+                task,
+                "provenance",
+                f"{len(problems)} refused: {'; '.join(problems[:3])}",
+                "NO_PROVENANCE",
+            )
         else:
             self._emit(task, "provenance", f"{len(accepted)} claims with provenance")
         # 2. budget check
         budget = ctx.budget
         if budget.remaining_llm_calls < 1 or budget.remaining_tokens < 1:
-            raise self._refuse(task, "budget_check", "BUDGET_EXCEEDED",
-                               f"{budget.remaining_llm_calls} calls and {budget.remaining_tokens} tokens left")
-        self._emit(task, "budget_check", f"{budget.remaining_llm_calls} calls, {budget.remaining_tokens} tokens left")
+            raise self._refuse(
+                task,
+                "budget_check",
+                "BUDGET_EXCEEDED",
+                f"{budget.remaining_llm_calls} calls and {budget.remaining_tokens} tokens left",
+            )
+        self._emit(
+            task,
+            "budget_check",
+            f"{budget.remaining_llm_calls} calls, {budget.remaining_tokens} tokens left",
+        )
         # 3. retrieval
         retrieved: Any = None
         if plan.retrieve is not None:
@@ -152,38 +185,69 @@ class ModelPipeline:
             prompt = render(task, inputs, upstream, schema)
         prompt_tokens = estimate_tokens(prompt)
         if prompt_tokens > limit:
-            raise self._refuse(task, "prompt_build", "CONTEXT_TOO_SMALL",
-                               f"~{prompt_tokens} tokens do not fit the step's budget of {limit}")
-        self._emit(task, "prompt_build", f"~{prompt_tokens} of {limit} tokens" + (f", {trimmed} items trimmed"
-                                                                                  if trimmed else ""))
+            raise self._refuse(
+                task,
+                "prompt_build",
+                "CONTEXT_TOO_SMALL",
+                f"~{prompt_tokens} tokens do not fit the step's budget of {limit}",
+            )
+        self._emit(
+            task,
+            "prompt_build",
+            f"~{prompt_tokens} of {limit} tokens"
+            + (f", {trimmed} items trimmed" if trimmed else ""),
+        )
         # 5. budget precharge
         reserve = prompt_tokens + plan.output_tokens
         if reserve > budget.remaining_tokens:
-            raise self._refuse(task, "budget_precharge", "BUDGET_EXCEEDED",
-                               f"needs ~{reserve} tokens, {budget.remaining_tokens} left")
+            raise self._refuse(
+                task,
+                "budget_precharge",
+                "BUDGET_EXCEEDED",
+                f"needs ~{reserve} tokens, {budget.remaining_tokens} left",
+            )
         self._emit(task, "budget_precharge", f"reserved ~{reserve} tokens")
         # 6. model call
-        tier = (ctx.spec.model.tier if ctx.spec.model and ctx.spec.model.tier else 1)
+        tier = ctx.spec.model.tier if ctx.spec.model and ctx.spec.model.tier else 1
         profile = ctx.spec.model.profile if ctx.spec.model else None
-        messages = [ChatMessage(role="system", content=SYSTEM_PROMPT), ChatMessage(role="user", content=prompt)]
-        request = ChatRequest(task=task, messages=messages, inputs=inputs, response_schema=plan.schema, tier=tier,
-                              profile=profile, max_tokens=plan.output_tokens)
+        messages = [
+            ChatMessage(role="system", content=SYSTEM_PROMPT),
+            ChatMessage(role="user", content=prompt),
+        ]
+        request = ChatRequest(
+            task=task,
+            messages=messages,
+            inputs=inputs,
+            response_schema=plan.schema,
+            tier=tier,
+            profile=profile,
+            max_tokens=plan.output_tokens,
+        )
         response = await self._call(task, request)
         # 7. budget reconcile
         usage = ctx.services.model.usage(response) if ctx.services.model else None
         result.tokens = usage.tokens if usage else 0
         result.provider = usage.provider if usage else ""
         result.degraded = bool(usage and usage.degraded)
-        self._emit(task, "budget_reconcile",
-                   f"estimated ~{reserve}, reported {result.tokens} tokens by {result.provider or 'unknown'}"
-                   + (" (degraded)" if result.degraded else ""), provider=result.provider, degraded=result.degraded)
+        self._emit(
+            task,
+            "budget_reconcile",
+            f"estimated ~{reserve}, reported {result.tokens} tokens by {result.provider or 'unknown'}"
+            + (" (degraded)" if result.degraded else ""),
+            provider=result.provider,
+            degraded=result.degraded,
+        )
         # 8. validated result (one repair attempt)
         answer = await self._validated(plan, request, response)
         if plan.check_output is not None:
             answer, output_problems = plan.check_output(answer)
             if output_problems:
-                self._emit(task, "validated_result",
-                           f"{len(output_problems)} refused: {'; '.join(output_problems[:3])}", "NO_PROVENANCE")
+                self._emit(
+                    task,
+                    "validated_result",
+                    f"{len(output_problems)} refused: {'; '.join(output_problems[:3])}",
+                    "NO_PROVENANCE",
+                )
                 result.answer = answer
                 return
         self._emit(task, "validated_result", f"valid {plan.schema.__name__}")
@@ -196,8 +260,11 @@ class ModelPipeline:
             raise self._refuse(task, "model_call", "BUDGET_EXCEEDED", str(exc)) from None
         except RouterError as exc:
             raise self._refuse(task, "model_call", "PROVIDER_UNAVAILABLE", str(exc)) from None
-        self._emit(task, "model_call", f"answered by {getattr(response, 'provider', '?')}/"
-                                       f"{getattr(response, 'model', '?')}")
+        self._emit(
+            task,
+            "model_call",
+            f"answered by {getattr(response, 'provider', '?')}/{getattr(response, 'model', '?')}",
+        )
         return response
 
     async def _validated(self, plan: ModelStage, request: ChatRequest, response: Any) -> Answer:
@@ -205,18 +272,29 @@ class ModelPipeline:
             return _parse(plan.schema, response)
         except ValidationError as first:
             error = str(first).splitlines()[0:4]
-        repair = request.model_copy(update={"messages": [
-            *request.messages,
-            ChatMessage(role="assistant", content=str(getattr(response, "content", ""))[:4000]),
-            ChatMessage(role="user", content="Your answer did not match the schema: " + " ".join(error)
-                        + " Answer again with one JSON object that matches the schema."),
-        ]})
+        repair = request.model_copy(
+            update={
+                "messages": [
+                    *request.messages,
+                    ChatMessage(
+                        role="assistant", content=str(getattr(response, "content", ""))[:4000]
+                    ),
+                    ChatMessage(
+                        role="user",
+                        content="Your answer did not match the schema: "
+                        + " ".join(error)
+                        + " Answer again with one JSON object that matches the schema.",
+                    ),
+                ]
+            }
+        )
         repaired = await self._call(plan.task, repair)
         try:
             return _parse(plan.schema, repaired)
         except ValidationError as second:
-            raise InvalidModelOutput(f"{plan.task}: the model's answer failed its schema after one repair: "
-                                     f"{second}") from None
+            raise InvalidModelOutput(
+                f"{plan.task}: the model's answer failed its schema after one repair: {second}"
+            ) from None
 
 
 def _parse(schema: type[Answer], response: Any) -> Answer:

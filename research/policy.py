@@ -15,6 +15,7 @@ Order of checks:
    evidence; only recency (score or floor) → only retrieval aimed at recent
    sources; anything else → a full round.
 """
+
 from __future__ import annotations
 
 from typing import Literal
@@ -68,7 +69,11 @@ class StopDecision(BaseModel):
 
 
 def gate_passes(measures: RoundMeasures) -> bool:
-    return measures.scores.all_at_least("High") and measures.floor_met and measures.critical_contradictions == 0
+    return (
+        measures.scores.all_at_least("High")
+        and measures.floor_met
+        and measures.critical_contradictions == 0
+    )
 
 
 def _remediation(measures: RoundMeasures) -> Remediation:
@@ -106,8 +111,14 @@ def decide(
     passed = gate_passes(measures)
 
     def stop(reason: StopReason) -> StopDecision:
-        return StopDecision(decision="stop", stop_reason=reason, remediation=None, gate_passed=passed,
-                            failing=failing, regressions=regressions)
+        return StopDecision(
+            decision="stop",
+            stop_reason=reason,
+            remediation=None,
+            gate_passed=passed,
+            failing=failing,
+            regressions=regressions,
+        )
 
     if measures.critical_contradictions > 0:
         return stop("contradiction_veto")
@@ -117,5 +128,11 @@ def decide(
         return stop("max_rounds")
     if patience > 0 and regressions >= patience:
         return stop("patience")
-    return StopDecision(decision="continue", stop_reason=None, remediation=_remediation(measures),
-                        gate_passed=False, failing=failing, regressions=regressions)
+    return StopDecision(
+        decision="continue",
+        stop_reason=None,
+        remediation=_remediation(measures),
+        gate_passed=False,
+        failing=failing,
+        regressions=regressions,
+    )

@@ -5,10 +5,11 @@ Templates use ``string.Template`` placeholders — ``$task``, ``$inputs``,
 provider reads the rendered prompt; the built-in extractive model reads the
 structured inputs the same request carries.
 """
+
 from __future__ import annotations
 
 import json
-from functools import lru_cache
+from functools import cache
 from importlib import resources
 from string import Template
 from typing import Any
@@ -20,7 +21,7 @@ SYSTEM_PROMPT = (
 )
 
 
-@lru_cache(maxsize=None)
+@cache
 def template(task: str) -> Template:
     name = task.removeprefix("research.") + ".md"
     path = resources.files("workflows").joinpath("prompts", name)

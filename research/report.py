@@ -5,6 +5,7 @@ Everything here is built mechanically from the evidence, the synthesis
 report is a claim with its citation, and every citation names a passage that
 contains the claim's quoted text.
 """
+
 from __future__ import annotations
 
 import json
@@ -20,8 +21,10 @@ from research.policy import RoundRecord
 from research.sources import SourcePolicy
 from research.tasks import SynthesisAnswer
 
-GATE_TARGET = ("every dimension High (>= 0.75) or better, recent sources >= the floor where recency is required, "
-               "no critical contradiction (ADR-007)")
+GATE_TARGET = (
+    "every dimension High (>= 0.75) or better, recent sources >= the floor where recency is required, "
+    "no critical contradiction (ADR-007)"
+)
 
 
 class Citation(BaseModel):
@@ -37,7 +40,9 @@ class Citation(BaseModel):
     verified: bool
 
 
-def ordered_claims(evidence: EvidenceMap, synthesis: SynthesisAnswer | None) -> dict[str, list[Claim]]:
+def ordered_claims(
+    evidence: EvidenceMap, synthesis: SynthesisAnswer | None
+) -> dict[str, list[Claim]]:
     """Claims per sub-question in the synthesis's order (evidence order where it named none)."""
     by_id = {c.id: c for c in evidence.claims}
     result: dict[str, list[Claim]] = {}
@@ -56,14 +61,28 @@ def citations_for(evidence: EvidenceMap, sections: dict[str, list[Claim]]) -> li
         for claim in claims:
             passage_id = claim.passage_ids[0]
             source = evidence.sources.get(claim.source_ids[0]) if claim.source_ids else None
-            citations.append(Citation(number=len(citations) + 1, claim_id=claim.id, claim=claim.text, quote=claim.quote,
-                                      passage_id=passage_id, source_id=claim.source_ids[0] if claim.source_ids else "",
-                                      title=source.title if source else "", verified=bool(claim.verified)))
+            citations.append(
+                Citation(
+                    number=len(citations) + 1,
+                    claim_id=claim.id,
+                    claim=claim.text,
+                    quote=claim.quote,
+                    passage_id=passage_id,
+                    source_id=claim.source_ids[0] if claim.source_ids else "",
+                    title=source.title if source else "",
+                    verified=bool(claim.verified),
+                )
+            )
     return citations
 
 
-def quality_metadata(coalesced: CoalesceResult, records: list[RoundRecord], policy: SourcePolicy,
-                     stop_reason: str, delivered: bool) -> dict[str, Any]:
+def quality_metadata(
+    coalesced: CoalesceResult,
+    records: list[RoundRecord],
+    policy: SourcePolicy,
+    stop_reason: str,
+    delivered: bool,
+) -> dict[str, Any]:
     return {
         "confidence_level": coalesced.confidence_level,
         "best_ci_achieved": round(coalesced.best_ci, 4),
@@ -81,29 +100,51 @@ def quality_metadata(coalesced: CoalesceResult, records: list[RoundRecord], poli
         "vetoed_rounds": coalesced.vetoed_rounds,
         "delivered": delivered,
         "rounds": [
-            {"round": r.round, "kind": r.kind, "ci": round(r.ci, 4), "gate_passed": r.gate_passed,
-             "recent_sources": r.recent_sources, "recent_floor": r.recent_floor,
-             "critical_contradictions": r.critical_contradictions, "decision": r.decision,
-             "stop_reason": r.stop_reason, "remediation": r.remediation, "dimensions": r.scores.matrix()}
+            {
+                "round": r.round,
+                "kind": r.kind,
+                "ci": round(r.ci, 4),
+                "gate_passed": r.gate_passed,
+                "recent_sources": r.recent_sources,
+                "recent_floor": r.recent_floor,
+                "critical_contradictions": r.critical_contradictions,
+                "decision": r.decision,
+                "stop_reason": r.stop_reason,
+                "remediation": r.remediation,
+                "dimensions": r.scores.matrix(),
+            }
             for r in records
         ],
     }
 
 
-def render_report(evidence: EvidenceMap, synthesis: SynthesisAnswer | None, citations: list[Citation],
-                  sections: dict[str, list[Claim]], quality: dict[str, Any], delivered: bool) -> str:
+def render_report(
+    evidence: EvidenceMap,
+    synthesis: SynthesisAnswer | None,
+    citations: list[Citation],
+    sections: dict[str, list[Claim]],
+    quality: dict[str, Any],
+    delivered: bool,
+) -> str:
     level = quality["confidence_level"]
     lines = [f"# {evidence.query}", ""]
     if DISCLAIMERS[level]:
         lines += [f"> **{DISCLAIMERS[level]}**", ""]
     if not delivered:
-        lines += ["Delivery was withheld: the evidence is insufficient and no one asked for it to be delivered.",
-                  "The quality section below says what fell short.", ""]
+        lines += [
+            "Delivery was withheld: the evidence is insufficient and no one asked for it to be delivered.",
+            "The quality section below says what fell short.",
+            "",
+        ]
     else:
         number = {c.claim_id: c.number for c in citations}
         lines += ["## Summary", ""]
         lead = [claims[0] for claims in sections.values() if claims][:3]
-        lines += [" ".join(f"{c.text} [{number[c.id]}]" for c in lead) or "No finding had evidence behind it.", ""]
+        lines += [
+            " ".join(f"{c.text} [{number[c.id]}]" for c in lead)
+            or "No finding had evidence behind it.",
+            "",
+        ]
         for question in evidence.sub_questions:
             lines += [f"## {question.text}", ""]
             claims = sections.get(question.id, [])
@@ -117,36 +158,60 @@ def render_report(evidence: EvidenceMap, synthesis: SynthesisAnswer | None, cita
         lines += ["## Sources", ""]
         for citation in citations:
             source = evidence.sources.get(citation.source_id)
-            facts = [str(fact) for fact in (source.status, source.latest_date) if fact] if source else []
-            lines.append(f"[{citation.number}] {citation.title} — `{citation.passage_id}`"
-                         + (f" ({', '.join(facts)})" if facts else "")
-                         + f"\n    > {citation.quote}")
+            facts = (
+                [str(fact) for fact in (source.status, source.latest_date) if fact]
+                if source
+                else []
+            )
+            lines.append(
+                f"[{citation.number}] {citation.title} — `{citation.passage_id}`"
+                + (f" ({', '.join(facts)})" if facts else "")
+                + f"\n    > {citation.quote}"
+            )
         lines.append("")
-    lines += ["## Quality", "",
-              f"- Confidence level: **{level}** (selected round R{quality['selected_round']} of "
-              f"{quality['rounds_completed']}, best CI {quality['best_ci_achieved']}, weights "
-              f"{quality['tiebreaker_weights']})",
-              f"- Stop reason: {quality['stop_reason']}",
-              f"- As of {quality['as_of']}; recency: {quality['recency_window']}"]
+    lines += [
+        "## Quality",
+        "",
+        f"- Confidence level: **{level}** (selected round R{quality['selected_round']} of "
+        f"{quality['rounds_completed']}, best CI {quality['best_ci_achieved']}, weights "
+        f"{quality['tiebreaker_weights']})",
+        f"- Stop reason: {quality['stop_reason']}",
+        f"- As of {quality['as_of']}; recency: {quality['recency_window']}",
+    ]
     if quality["failing_metrics"]:
-        lines.append("- Failing metrics: " + ", ".join(f"{k} {v}" for k, v in quality["failing_metrics"].items()))
+        lines.append(
+            "- Failing metrics: "
+            + ", ".join(f"{k} {v}" for k, v in quality["failing_metrics"].items())
+        )
     if quality["passing_metrics"]:
-        lines.append("- Passing metrics: " + ", ".join(f"{k} {v}" for k, v in quality["passing_metrics"].items()))
+        lines.append(
+            "- Passing metrics: "
+            + ", ".join(f"{k} {v}" for k, v in quality["passing_metrics"].items())
+        )
     lines.append("")
-    lines += ["| Round | Kind | Coverage | Source quality | Agreement | Verification | Recency | CI | Recent | "
-              "Critical | Gate | Decision |", "|" + "---|" * 12]
+    lines += [
+        "| Round | Kind | Coverage | Source quality | Agreement | Verification | Recency | CI | Recent | "
+        "Critical | Gate | Decision |",
+        "|" + "---|" * 12,
+    ]
     for r in quality["rounds"]:
         dims = r["dimensions"]
-        cells = " | ".join(f"{dims[d]['score']:.2f} {dims[d]['tier']}" for d in
-                           ("coverage", "source_quality", "agreement", "verification", "recency"))
-        lines.append(f"| R{r['round']} | {r['kind']} | {cells} | {r['ci']:.3f} | {r['recent_sources']}/"
-                     f"{r['recent_floor']} | {r['critical_contradictions']} | {'pass' if r['gate_passed'] else 'fail'}"
-                     f" | {r['decision']}{' (' + r['stop_reason'] + ')' if r['stop_reason'] else ''} |")
+        cells = " | ".join(
+            f"{dims[d]['score']:.2f} {dims[d]['tier']}"
+            for d in ("coverage", "source_quality", "agreement", "verification", "recency")
+        )
+        lines.append(
+            f"| R{r['round']} | {r['kind']} | {cells} | {r['ci']:.3f} | {r['recent_sources']}/"
+            f"{r['recent_floor']} | {r['critical_contradictions']} | {'pass' if r['gate_passed'] else 'fail'}"
+            f" | {r['decision']}{' (' + r['stop_reason'] + ')' if r['stop_reason'] else ''} |"
+        )
     lines.append("")
     return "\n".join(lines)
 
 
-def rag_chunks(evidence: EvidenceMap, citations: list[Citation], selected_round: int) -> list[dict[str, Any]]:
+def rag_chunks(
+    evidence: EvidenceMap, citations: list[Citation], selected_round: int
+) -> list[dict[str, Any]]:
     """One chunk per cited passage, with its source, a citation line and metadata, ready to index."""
     claims_by_passage: dict[str, list[Claim]] = {}
     for claim in evidence.claims:
@@ -159,26 +224,43 @@ def rag_chunks(evidence: EvidenceMap, citations: list[Citation], selected_round:
             continue
         source = evidence.sources.get(passage.source_id)
         claims = claims_by_passage.get(pid, [])
-        chunks.append({
-            "id": pid,
-            "text": passage.text,
-            "source": {"id": passage.source_id, "uri": source.uri if source else "", "title": source.title if source
-                       else "", "published": source.published_at if source else None,
-                       "updated": source.updated_at if source else None, "status": source.status if source else "",
-                       "authority": source.authority if source else None},
-            "citation": f"{source.title if source else passage.source_id} ({pid})",
-            "metadata": {"selected_round": selected_round, "section": passage.section,
-                         "sub_questions": sorted({c.sub_question for c in claims}),
-                         "claim_ids": [c.id for c in claims], "verified": any(c.verified for c in claims)},
-        })
+        chunks.append(
+            {
+                "id": pid,
+                "text": passage.text,
+                "source": {
+                    "id": passage.source_id,
+                    "uri": source.uri if source else "",
+                    "title": source.title if source else "",
+                    "published": source.published_at if source else None,
+                    "updated": source.updated_at if source else None,
+                    "status": source.status if source else "",
+                    "authority": source.authority if source else None,
+                },
+                "citation": f"{source.title if source else passage.source_id} ({pid})",
+                "metadata": {
+                    "selected_round": selected_round,
+                    "section": passage.section,
+                    "sub_questions": sorted({c.sub_question for c in claims}),
+                    "claim_ids": [c.id for c in claims],
+                    "verified": any(c.verified for c in claims),
+                },
+            }
+        )
     return chunks
 
 
-def write_artifacts(run_dir: Path, report: str, quality: dict[str, Any], chunks: list[dict[str, Any]]) -> list[Path]:
+def write_artifacts(
+    run_dir: Path, report: str, quality: dict[str, Any], chunks: list[dict[str, Any]]
+) -> list[Path]:
     run_dir.mkdir(parents=True, exist_ok=True)
     paths = [run_dir / "report.md", run_dir / "quality.yaml", run_dir / "rag_package.jsonl"]
     paths[0].write_text(report, encoding="utf-8")
-    paths[1].write_text(yaml.safe_dump(quality, sort_keys=False, allow_unicode=True), encoding="utf-8")
-    paths[2].write_text("".join(json.dumps(c, ensure_ascii=False, sort_keys=True) + "\n" for c in chunks),
-                        encoding="utf-8")
+    paths[1].write_text(
+        yaml.safe_dump(quality, sort_keys=False, allow_unicode=True), encoding="utf-8"
+    )
+    paths[2].write_text(
+        "".join(json.dumps(c, ensure_ascii=False, sort_keys=True) + "\n" for c in chunks),
+        encoding="utf-8",
+    )
     return paths

@@ -12,6 +12,7 @@ Plus ``recent_sources`` (the count behind recency) and
 ``critical_contradictions``: two claims on one sub-question, from sources of
 High authority, that contradict, neither source superseded.
 """
+
 from __future__ import annotations
 
 from pydantic import BaseModel, ConfigDict
@@ -80,8 +81,13 @@ def score_evidence(evidence: EvidenceMap, policy: SourcePolicy) -> RoundMeasures
         recency = 1.0
     critical = sum(1 for c in evidence.contradictions if is_critical(c, evidence))
     return RoundMeasures(
-        scores=DimensionScores(coverage=coverage, source_quality=min(1.0, source_quality), agreement=agreement,
-                               verification=verification, recency=recency),
+        scores=DimensionScores(
+            coverage=coverage,
+            source_quality=min(1.0, source_quality),
+            agreement=agreement,
+            verification=verification,
+            recency=recency,
+        ),
         recent_sources=recent,
         recent_floor=policy.min_recent_sources if policy.recency_required else 0,
         recency_required=policy.recency_required,

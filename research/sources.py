@@ -9,6 +9,7 @@ domain — is inferred from how fast documents matching the query get published
 years cannot hold them, the material is foundational and recency is not
 required.
 """
+
 from __future__ import annotations
 
 from datetime import date, timedelta
@@ -29,8 +30,16 @@ DOMAIN_WINDOW_DAYS: dict[str, int | None] = {
 WINDOW_LADDER_DAYS: tuple[int, ...] = (7, 30, 90, 180, 365, 730, 1095, 1825)
 
 STATUS_AUTHORITY: dict[str, float] = {
-    "final": 1.0, "active": 0.95, "accepted": 0.9, "provisional": 0.8, "published": 0.9,
-    "draft": 0.6, "deferred": 0.5, "superseded": 0.5, "rejected": 0.35, "withdrawn": 0.35,
+    "final": 1.0,
+    "active": 0.95,
+    "accepted": 0.9,
+    "provisional": 0.8,
+    "published": 0.9,
+    "draft": 0.6,
+    "deferred": 0.5,
+    "superseded": 0.5,
+    "rejected": 0.35,
+    "withdrawn": 0.35,
     "april fool!": 0.05,
 }
 UNKNOWN_STATUS_AUTHORITY = 0.7
@@ -85,19 +94,26 @@ def infer_window(dates: list[date], as_of: date, floor: int) -> tuple[int | None
     past = sorted((d for d in dates if d <= as_of), reverse=True)
     need = max(floor, 1)
     if len(past) < need:
-        return None, (f"only {len(past)} dated documents match the query (floor {need}); "
-                      "treated as reference material, recency not required")
+        return None, (
+            f"only {len(past)} dated documents match the query (floor {need}); "
+            "treated as reference material, recency not required"
+        )
     span = (as_of - past[need - 1]).days
     for rung in WINDOW_LADDER_DAYS:
         if span <= rung:
-            return rung, (f"the {need} most recent matching documents span {span} days; "
-                          f"window {rung} days from the corpus's publication rate")
-    return None, (f"the {need} most recent matching documents span {span} days (> 5 years): "
-                  "foundational material, recency not required")
+            return rung, (
+                f"the {need} most recent matching documents span {span} days; "
+                f"window {rung} days from the corpus's publication rate"
+            )
+    return None, (
+        f"the {need} most recent matching documents span {span} days (> 5 years): "
+        "foundational material, recency not required"
+    )
 
 
-def resolve_window(domain: str | None, dates: list[date], as_of: date, floor: int
-                   ) -> tuple[int | None, Literal["domain", "inferred", "reference"], str]:
+def resolve_window(
+    domain: str | None, dates: list[date], as_of: date, floor: int
+) -> tuple[int | None, Literal["domain", "inferred", "reference"], str]:
     if domain:
         days = DOMAIN_WINDOW_DAYS[domain]
         if days is None:

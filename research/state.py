@@ -6,6 +6,7 @@ with the highest ``revision`` among the outputs it can see. Revisions are
 ``round * 10 + position`` of the producing step, so the latest stage of the
 latest round wins whatever ran before it.
 """
+
 from __future__ import annotations
 
 import re
@@ -18,8 +19,17 @@ from research.evidence import Claim, EvidenceMap
 from research.policy import Remediation, RoundRecord
 from research.sources import SourcePolicy
 
-POSITION = {"intake": 1, "source_policy": 2, "hypotheses": 1, "retrieval": 2, "analysis": 3, "verification": 4,
-            "audit": 5, "supervisor": 6, "synthesis": 0}
+POSITION = {
+    "intake": 1,
+    "source_policy": 2,
+    "hypotheses": 1,
+    "retrieval": 2,
+    "analysis": 3,
+    "verification": 4,
+    "audit": 5,
+    "supervisor": 6,
+    "synthesis": 0,
+}
 
 
 class Params(BaseModel):
@@ -56,7 +66,7 @@ class ResearchState(BaseModel):
     """Every passage ever read, cited or not (later rounds retrieve past them)."""
     rounds: list[RoundRecord] = Field(default_factory=list)
 
-    def advanced(self, round_number: int, stage: str, **changes: Any) -> "ResearchState":
+    def advanced(self, round_number: int, stage: str, **changes: Any) -> ResearchState:
         return self.model_copy(update={"revision": round_number * 10 + POSITION[stage], **changes})
 
 
@@ -73,10 +83,14 @@ def latest_state(ctx: StepContext) -> ResearchState:
     best: dict[str, Any] | None = None
     for outputs in ctx.upstream.values():
         state = (outputs or {}).get("state")
-        if isinstance(state, dict) and (best is None or state.get("revision", 0) > best.get("revision", 0)):
+        if isinstance(state, dict) and (
+            best is None or state.get("revision", 0) > best.get("revision", 0)
+        ):
             best = state
     if best is None:
-        raise RuntimeError(f"{ctx.step_id}: no research state upstream; it must follow source_policy")
+        raise RuntimeError(
+            f"{ctx.step_id}: no research state upstream; it must follow source_policy"
+        )
     return ResearchState.model_validate(best)
 
 

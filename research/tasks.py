@@ -6,6 +6,7 @@ answers (a real provider, or the built-in extractive model in
 the keys of the router's task-handler registry and of the fault server's
 responder.
 """
+
 from __future__ import annotations
 
 from typing import Literal

@@ -4,6 +4,7 @@ Tokens, sentences, in-memory BM25 over a handful of passages, sentence
 centrality and key phrases. Nothing here is random or order-dependent beyond
 the input order, so the same inputs always give the same answer.
 """
+
 from __future__ import annotations
 
 import math
@@ -23,8 +24,25 @@ STOPWORDS = frozenset(
 )
 """Function words, plus words every document of a Python corpus shares (they rank nothing)."""
 
-NEGATIONS = frozenset({"not", "no", "never", "cannot", "can't", "won't", "isn't", "aren't", "doesn't",
-                       "don't", "shouldn't", "mustn't", "without", "neither", "nor"})
+NEGATIONS = frozenset(
+    {
+        "not",
+        "no",
+        "never",
+        "cannot",
+        "can't",
+        "won't",
+        "isn't",
+        "aren't",
+        "doesn't",
+        "don't",
+        "shouldn't",
+        "mustn't",
+        "without",
+        "neither",
+        "nor",
+    }
+)
 
 _WORD = re.compile(r"[A-Za-z][A-Za-z0-9_]*|\d+(?:\.\d+)*")
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[A-Z0-9`\"'(\[*])")
@@ -33,7 +51,14 @@ _VERSION = re.compile(r"(?<![\w.])\d+(?:\.\d+)+(?![\w])")
 
 def stem(word: str) -> str:
     """A light suffix stripper: enough to match plurals and common verb forms."""
-    for suffix, keep in (("ies", "y"), ("sses", "ss"), ("ing", ""), ("ed", ""), ("es", ""), ("s", "")):
+    for suffix, keep in (
+        ("ies", "y"),
+        ("sses", "ss"),
+        ("ing", ""),
+        ("ed", ""),
+        ("es", ""),
+        ("s", ""),
+    ):
         if word.endswith(suffix) and len(word) - len(suffix) >= 3 and not word.endswith("ss"):
             return word[: -len(suffix)] + keep
     return word
@@ -74,7 +99,11 @@ def sentences(text: str, *, min_words: int = 6, max_chars: int = 400) -> list[st
             continue
         for sentence in _SENTENCE_END.split(block):
             sentence = sentence.strip()
-            if len(words(sentence)) >= min_words and len(sentence) <= max_chars and sentence[-1:] in ".!?":
+            if (
+                len(words(sentence)) >= min_words
+                and len(sentence) <= max_chars
+                and sentence[-1:] in ".!?"
+            ):
                 found.append(sentence)
     return found
 
@@ -97,7 +126,9 @@ class BM25:
     def score(self, query: str | Iterable[str], index: int) -> float:
         query_terms = terms(query) if isinstance(query, str) else list(query)
         doc = self.docs[index]
-        length_norm = 1 - self.b + self.b * (self.lengths[index] / self.avg_length if self.avg_length else 0)
+        length_norm = (
+            1 - self.b + self.b * (self.lengths[index] / self.avg_length if self.avg_length else 0)
+        )
         total = 0.0
         for term in query_terms:
             tf = doc.get(term, 0)
@@ -125,7 +156,10 @@ def centrality(texts: Sequence[str]) -> list[float]:
         return [1.0 for _ in vectors]
     result = []
     for i, vector in enumerate(vectors):
-        result.append(sum(cosine(vector, other) for j, other in enumerate(vectors) if j != i) / (len(vectors) - 1))
+        result.append(
+            sum(cosine(vector, other) for j, other in enumerate(vectors) if j != i)
+            / (len(vectors) - 1)
+        )
     return result
 
 
@@ -147,6 +181,8 @@ def top_terms(texts: Iterable[str], exclude: Iterable[str] = (), limit: int = 5)
     excluded = {stem(w.lower()) for w in exclude}
     counts: Counter[str] = Counter()
     for text in texts:
-        counts.update(w for w in words(text) if w not in STOPWORDS and len(w) > 3 and stem(w) not in excluded)
+        counts.update(
+            w for w in words(text) if w not in STOPWORDS and len(w) > 3 and stem(w) not in excluded
+        )
     ranked = sorted(counts.items(), key=lambda item: (-item[1], item[0]))
     return [w for w, _ in ranked[:limit]]

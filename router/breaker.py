@@ -17,6 +17,7 @@ Retry-After from the provider is honoured exactly instead.
 Mutations hold a ``threading.Lock``: the router runs on one event loop, but
 snapshots are read from the UI thread.
 """
+
 from __future__ import annotations
 
 import itertools
@@ -58,9 +59,14 @@ class BreakerPolicy:
             return self.cooldown_misconfigured_s
         return self.cooldown_failure_s
 
-    def cooldown(self, error_class: ErrorClass, prior_trips: int, retry_after_s: float | None) -> float:
+    def cooldown(
+        self, error_class: ErrorClass, prior_trips: int, retry_after_s: float | None
+    ) -> float:
         """The break length for a trip; ``prior_trips`` counts trips since the last recovery."""
-        if retry_after_s is not None and error_class in (ErrorClass.RATE_LIMIT, ErrorClass.OVERLOAD):
+        if retry_after_s is not None and error_class in (
+            ErrorClass.RATE_LIMIT,
+            ErrorClass.OVERLOAD,
+        ):
             return min(retry_after_s, self.max_retry_after_s)
         if error_class in (ErrorClass.QUOTA, ErrorClass.PERMANENT):
             base = self.base_cooldown(error_class)
@@ -137,7 +143,9 @@ class CircuitBreaker:
             now = self._clock.monotonic()
             view = BreakerView(
                 state=self._state,
-                cooldown_remaining_s=max(0.0, self._open_until - now) if self._state is BreakerState.OPEN else 0.0,
+                cooldown_remaining_s=max(0.0, self._open_until - now)
+                if self._state is BreakerState.OPEN
+                else 0.0,
                 consecutive_trips=self._consecutive_trips,
                 consecutive_failures=self._consecutive_failures,
                 open_reason=self._open_reason,
@@ -173,7 +181,9 @@ class CircuitBreaker:
             self._refresh(transitions)
             now = self._clock.monotonic()
             lease = None
-            if self._state is BreakerState.HALF_OPEN and (self._lease is None or self._lease.expires_at <= now):
+            if self._state is BreakerState.HALF_OPEN and (
+                self._lease is None or self._lease.expires_at <= now
+            ):
                 lease = ProbeLease(next(self._tokens), now + self.policy.probe_lease_s)
                 self._lease = lease
         self._emit(transitions)
@@ -217,8 +227,14 @@ class CircuitBreaker:
             now = self._clock.monotonic()
             if self._state is BreakerState.HALF_OPEN and self._holds(lease):
                 self._lease = None
-                self._open(error_class, retry_after_s, f"probe failed: {error_class.value}", transitions)
-            elif self._state is BreakerState.CLOSED and lease is None and TRAITS[error_class].counts_for_breaker:
+                self._open(
+                    error_class, retry_after_s, f"probe failed: {error_class.value}", transitions
+                )
+            elif (
+                self._state is BreakerState.CLOSED
+                and lease is None
+                and TRAITS[error_class].counts_for_breaker
+            ):
                 self._consecutive_failures += 1
                 self._window.append((now, False))
                 reason = self._trip_reason(error_class, retry_after_s, now)
@@ -226,7 +242,9 @@ class CircuitBreaker:
                     self._open(error_class, retry_after_s, reason, transitions)
         self._emit(transitions)
 
-    def force_open(self, error_class: ErrorClass, reason: str, retry_after_s: float | None = None) -> None:
+    def force_open(
+        self, error_class: ErrorClass, reason: str, retry_after_s: float | None = None
+    ) -> None:
         """Open now whatever the state (a misconfigured provider); the cooldown follows the class."""
         transitions: list[Transition] = []
         with self._lock:
@@ -262,9 +280,13 @@ class CircuitBreaker:
     def _holds(self, lease: ProbeLease | None) -> bool:
         return lease is not None and self._lease is not None and self._lease.token == lease.token
 
-    def _trip_reason(self, error_class: ErrorClass, retry_after_s: float | None, now: float) -> str | None:
+    def _trip_reason(
+        self, error_class: ErrorClass, retry_after_s: float | None, now: float
+    ) -> str | None:
         p = self.policy
-        if TRAITS[error_class].trips_at_once or (error_class is ErrorClass.OVERLOAD and retry_after_s is not None):
+        if TRAITS[error_class].trips_at_once or (
+            error_class is ErrorClass.OVERLOAD and retry_after_s is not None
+        ):
             return f"{error_class.value}"
         if self._consecutive_failures >= p.consecutive_failures:
             return f"{self._consecutive_failures} consecutive failures"
@@ -275,8 +297,13 @@ class CircuitBreaker:
                 return f"failure rate {failures}/{len(recent)}"
         return None
 
-    def _open(self, error_class: ErrorClass, retry_after_s: float | None, reason: str,
-              transitions: list[Transition]) -> None:
+    def _open(
+        self,
+        error_class: ErrorClass,
+        retry_after_s: float | None,
+        reason: str,
+        transitions: list[Transition],
+    ) -> None:
         cooldown = self.policy.cooldown(error_class, self._consecutive_trips, retry_after_s)
         self._consecutive_trips += 1
         self._consecutive_failures = 0
@@ -293,7 +320,9 @@ class CircuitBreaker:
         old = self._state
         self._state = new
         self._changed_wall = self._clock.wall()
-        transitions.append(Transition(old, new, reason, self._clock.monotonic(), self._changed_wall))
+        transitions.append(
+            Transition(old, new, reason, self._clock.monotonic(), self._changed_wall)
+        )
 
     def _emit(self, transitions: list[Transition]) -> None:
         if self._on_transition is not None:

@@ -10,6 +10,7 @@ until a request would fit, so selection can route around a full provider.
 A limit that is neither configured nor reported is unknown, and an unknown
 bucket never limits.
 """
+
 from __future__ import annotations
 
 import threading
@@ -36,7 +37,9 @@ class TokenBucket:
     def _refill(self, now: float) -> None:
         if self.known and now > self._stamp:
             assert self.limit is not None
-            self._level = min(float(self.limit), self._level + (now - self._stamp) * self.limit / 60.0)
+            self._level = min(
+                float(self.limit), self._level + (now - self._stamp) * self.limit / 60.0
+            )
         self._stamp = max(self._stamp, now)
 
     def level(self) -> float | None:

@@ -4,6 +4,7 @@ Acquisition never blocks: a full bulkhead is passed over by selection. A
 request that finds every candidate full may wait, for a bounded time, on the
 event :meth:`BulkheadBoard.waiter` returns; any release sets it.
 """
+
 from __future__ import annotations
 
 import asyncio

@@ -6,6 +6,7 @@ Gemini ``error.status`` and ``details``), never the human message — whose text
 changes, and which may echo part of the API key (OpenAI's 401 does), so it is
 never copied into a detail string either.
 """
+
 from __future__ import annotations
 
 import re
@@ -61,9 +62,13 @@ def classify_status(kind: str, status: int, body: Any, rate_limits: RateLimitInf
     if "resource_exhausted" in markers:
         return ErrorClass.QUOTA if gemini_quota_is_daily(body) else ErrorClass.RATE_LIMIT
     if 300 <= status < 400:
-        return ErrorClass.PERMANENT  # redirected: the base_url is wrong (redirects are never followed)
+        return (
+            ErrorClass.PERMANENT
+        )  # redirected: the base_url is wrong (redirects are never followed)
     if status in (401, 403):
-        if kind == "github" and (rate_limits.retry_after_s is not None or rate_limits.requests.remaining == 0):
+        if kind == "github" and (
+            rate_limits.retry_after_s is not None or rate_limits.requests.remaining == 0
+        ):
             return ErrorClass.RATE_LIMIT  # GitHub signals secondary rate limits with 403
         return ErrorClass.PERMANENT
     if status == 404:

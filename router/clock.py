@@ -6,6 +6,7 @@ with NTP corrections (ADR-002 §C), and tests swap in :class:`ManualClock` to
 move time by hand instead of sleeping. Wall time exists only for display and
 for persisting offsets across processes.
 """
+
 from __future__ import annotations
 
 import asyncio

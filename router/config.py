@@ -22,6 +22,7 @@ Every validation problem becomes one :class:`ConfigError` line naming the
 file and the key and what to do — never a traceback, never the offending
 value (it might be a pasted key).
 """
+
 from __future__ import annotations
 
 import re
@@ -36,7 +37,9 @@ from router.breaker import BreakerPolicy
 from router.local import BUILTIN_NAME
 from router.yaml_file import read_yaml_file
 
-ProviderKind = Literal["openai", "azure", "github", "ollama", "ollama_native", "anthropic", "gemini"]
+ProviderKind = Literal[
+    "openai", "azure", "github", "ollama", "ollama_native", "anthropic", "gemini"
+]
 
 DEFAULT_BASE_URLS: dict[str, str] = {
     "openai": "https://api.openai.com/v1",
@@ -111,8 +114,10 @@ class ProviderConfig(BaseModel):
     @classmethod
     def _env_name(cls, value: str | None) -> str | None:
         if value is not None and not _ENV_NAME.fullmatch(value):
-            raise ValueError("must be the NAME of an environment variable (e.g. OPENAI_API_KEY), "
-                             "not the key itself; export the key in that variable")
+            raise ValueError(
+                "must be the NAME of an environment variable (e.g. OPENAI_API_KEY), "
+                "not the key itself; export the key in that variable"
+            )
         return value
 
     @field_validator("base_url")
@@ -132,7 +137,9 @@ class ProviderConfig(BaseModel):
     def _models(cls, value: dict[int, str]) -> dict[int, str]:
         for tier, model in value.items():
             if tier < 1:
-                raise ValueError("tiers are whole numbers from 1 (1 = basic, higher = more capable)")
+                raise ValueError(
+                    "tiers are whole numbers from 1 (1 = basic, higher = more capable)"
+                )
             if not model.strip():
                 raise ValueError(f"tier {tier} has an empty model name")
         return value
@@ -142,7 +149,9 @@ class ProviderConfig(BaseModel):
         if not self.models:
             raise ValueError("needs models: {1: <model>, ...} (or model: <name> for every tier)")
         if self.kind == "azure" and self.base_url is None:
-            raise ValueError("an azure provider needs base_url: https://<resource>.openai.azure.com")
+            raise ValueError(
+                "an azure provider needs base_url: https://<resource>.openai.azure.com"
+            )
         return self
 
     @property
@@ -234,8 +243,10 @@ class RouterConfig(BaseModel):
             raise ValueError(f"provider name {duplicates[0]!r} is used twice; names must be unique")
         for profile_name, profile in self.profiles.items():
             if profile.provider not in names:
-                raise ValueError(f"profile {profile_name!r} names provider {profile.provider!r}, "
-                                 "which is not configured; add it under router.providers")
+                raise ValueError(
+                    f"profile {profile_name!r} names provider {profile.provider!r}, "
+                    "which is not configured; add it under router.providers"
+                )
         return self
 
     def enabled_providers(self) -> list[ProviderConfig]:
@@ -260,7 +271,11 @@ def _key_path(prefix: str, loc: tuple[int | str, ...]) -> str:
 def _first_error(exc: ValidationError, source: str, prefix: str) -> ConfigError:
     errors = exc.errors(include_input=False, include_url=False)
     first = errors[0]
-    loc = tuple(p for p in first["loc"] if not (isinstance(p, str) and p.startswith(("function-", "literal["))))
+    loc = tuple(
+        p
+        for p in first["loc"]
+        if not (isinstance(p, str) and p.startswith(("function-", "literal[")))
+    )
     key = _key_path(prefix, loc)
     message = str(first["msg"]).removeprefix("Value error, ")
     if first["type"] == "extra_forbidden":
@@ -280,14 +295,18 @@ def parse_router_config(section: Any, source_name: str, key_prefix: str = "route
     if section is None:
         section = {}
     if not isinstance(section, Mapping):
-        raise ConfigError(f"{source_name}: {key_prefix}: must be a mapping of providers/profiles/policy")
+        raise ConfigError(
+            f"{source_name}: {key_prefix}: must be a mapping of providers/profiles/policy"
+        )
     try:
         return RouterConfig.model_validate(dict(section))
     except ValidationError as exc:
         raise _first_error(exc, source_name, key_prefix) from None
 
 
-def load_router_config(path_or_mapping: Path | str | Mapping[str, Any], source_name: str | None = None) -> RouterConfig:
+def load_router_config(
+    path_or_mapping: Path | str | Mapping[str, Any], source_name: str | None = None
+) -> RouterConfig:
     """The router config from a config file's ``router:`` key, or from a mapping that *is* the router section."""
     if isinstance(path_or_mapping, Mapping):
         return parse_router_config(path_or_mapping, source_name or "<config>")
@@ -318,7 +337,9 @@ def _ollama_base(host: str) -> str:
     return f"{parts.scheme}://{host_part}:{port}{parts.path.rstrip('/')}"
 
 
-def router_config_from_env(environ: Mapping[str, str], policy: RouterPolicy | None = None) -> RouterConfig:
+def router_config_from_env(
+    environ: Mapping[str, str], policy: RouterPolicy | None = None
+) -> RouterConfig:
     """Providers from the usual environment variables; with none set, only the built-in provider serves.
 
     Only variable *names* go into the config; the keys stay in the environment.
@@ -329,38 +350,79 @@ def router_config_from_env(environ: Mapping[str, str], policy: RouterPolicy | No
         return bool(environ.get(var, "").strip())
 
     if present("OPENAI_API_KEY"):
-        providers.append({"name": "openai", "kind": "openai", "api_key_env": "OPENAI_API_KEY",
-                          "models": {1: "gpt-4.1-mini", 2: "gpt-4.1", 3: "gpt-4.1"}, "bulkhead": 20})
+        providers.append(
+            {
+                "name": "openai",
+                "kind": "openai",
+                "api_key_env": "OPENAI_API_KEY",
+                "models": {1: "gpt-4.1-mini", 2: "gpt-4.1", 3: "gpt-4.1"},
+                "bulkhead": 20,
+            }
+        )
     if present("ANTHROPIC_API_KEY"):
-        providers.append({"name": "anthropic", "kind": "anthropic", "api_key_env": "ANTHROPIC_API_KEY",
-                          "models": {1: "claude-haiku-4-5", 2: "claude-sonnet-4-5", 3: "claude-opus-4-1"},
-                          "bulkhead": 10})
+        providers.append(
+            {
+                "name": "anthropic",
+                "kind": "anthropic",
+                "api_key_env": "ANTHROPIC_API_KEY",
+                "models": {1: "claude-haiku-4-5", 2: "claude-sonnet-4-5", 3: "claude-opus-4-1"},
+                "bulkhead": 10,
+            }
+        )
     if present("GEMINI_API_KEY"):
-        providers.append({"name": "gemini", "kind": "gemini", "api_key_env": "GEMINI_API_KEY",
-                          "models": {1: "gemini-2.5-flash-lite", 2: "gemini-2.5-flash", 3: "gemini-2.5-pro"},
-                          "bulkhead": 10})
+        providers.append(
+            {
+                "name": "gemini",
+                "kind": "gemini",
+                "api_key_env": "GEMINI_API_KEY",
+                "models": {1: "gemini-2.5-flash-lite", 2: "gemini-2.5-flash", 3: "gemini-2.5-pro"},
+                "bulkhead": 10,
+            }
+        )
     if present("AZURE_OPENAI_API_KEY") and present("AZURE_OPENAI_ENDPOINT"):
         deployment = environ.get("AZURE_OPENAI_DEPLOYMENT", "").strip() or "gpt-4.1-mini"
-        providers.append({"name": "azure", "kind": "azure", "api_key_env": "AZURE_OPENAI_API_KEY",
-                          "base_url": environ["AZURE_OPENAI_ENDPOINT"].strip(),
-                          "api_version": environ.get("AZURE_OPENAI_API_VERSION", "").strip() or None,
-                          "models": {1: deployment, 2: deployment, 3: deployment}, "bulkhead": 10})
+        providers.append(
+            {
+                "name": "azure",
+                "kind": "azure",
+                "api_key_env": "AZURE_OPENAI_API_KEY",
+                "base_url": environ["AZURE_OPENAI_ENDPOINT"].strip(),
+                "api_version": environ.get("AZURE_OPENAI_API_VERSION", "").strip() or None,
+                "models": {1: deployment, 2: deployment, 3: deployment},
+                "bulkhead": 10,
+            }
+        )
     if present("GITHUB_TOKEN"):
-        providers.append({"name": "github", "kind": "github", "api_key_env": "GITHUB_TOKEN",
-                          "models": {1: "openai/gpt-4.1-mini", 2: "openai/gpt-4.1", 3: "openai/gpt-4.1"},
-                          "bulkhead": 5})
+        providers.append(
+            {
+                "name": "github",
+                "kind": "github",
+                "api_key_env": "GITHUB_TOKEN",
+                "models": {1: "openai/gpt-4.1-mini", 2: "openai/gpt-4.1", 3: "openai/gpt-4.1"},
+                "bulkhead": 5,
+            }
+        )
     if present("OLLAMA_HOST"):
         model = environ.get("OLLAMA_MODEL", "").strip() or "llama3.2"
-        providers.append({"name": "ollama", "kind": "ollama_native", "api_key_env": None,
-                          "base_url": _ollama_base(environ["OLLAMA_HOST"]),
-                          "models": {1: model, 2: model, 3: model}, "bulkhead": 4})
+        providers.append(
+            {
+                "name": "ollama",
+                "kind": "ollama_native",
+                "api_key_env": None,
+                "base_url": _ollama_base(environ["OLLAMA_HOST"]),
+                "models": {1: model, 2: model, 3: model},
+                "bulkhead": 4,
+            }
+        )
     section: dict[str, Any] = {"providers": providers}
     if policy is not None:
         section["policy"] = policy.model_dump()
     return parse_router_config(section, "environment")
 
 
-def effective_router_config(file_config: RouterConfig | None, environ: Mapping[str, str]) -> RouterConfig:
+def effective_router_config(
+    file_config: RouterConfig | None, environ: Mapping[str, str]
+) -> RouterConfig:
     """Providers from the file when it lists any, otherwise from the environment (with the file's policy/profiles)."""
     if file_config is not None and file_config.providers:
         return file_config
@@ -368,6 +430,8 @@ def effective_router_config(file_config: RouterConfig | None, environ: Mapping[s
     if file_config is None:
         return from_env
     try:
-        return RouterConfig(providers=from_env.providers, profiles=file_config.profiles, policy=file_config.policy)
+        return RouterConfig(
+            providers=from_env.providers, profiles=file_config.profiles, policy=file_config.policy
+        )
     except ValidationError as exc:
         raise _first_error(exc, "config + environment", "router") from None

@@ -7,6 +7,7 @@ provider is misconfigured, and whether the provider "accepted" the request for
 adaptive throttling. Messages never contain request headers, URLs with
 credentials or bodies, so no secret can leak through an exception.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -16,15 +17,15 @@ from router.ratelimit_headers import RateLimitInfo
 
 
 class ErrorClass(StrEnum):
-    RATE_LIMIT = "rate_limit"        # 429: honour Retry-After, trip at once
-    QUOTA = "quota"                  # spend cap / per-day quota: long cooldown
-    OVERLOAD = "overload"            # Anthropic 529, 503 overloaded
-    TIMEOUT = "timeout"              # 408, 504, client-side timeouts
-    SERVER = "server"                # other 5xx
-    CONNECTION = "connection"        # refused, reset, disconnected
-    BAD_RESPONSE = "bad_response"    # 2xx with a body that is not the API's shape
-    PERMANENT = "permanent"          # 401/403/404: misconfigured, never retried
-    BAD_REQUEST = "bad_request"      # other 4xx: this request's fault, not the provider's
+    RATE_LIMIT = "rate_limit"  # 429: honour Retry-After, trip at once
+    QUOTA = "quota"  # spend cap / per-day quota: long cooldown
+    OVERLOAD = "overload"  # Anthropic 529, 503 overloaded
+    TIMEOUT = "timeout"  # 408, 504, client-side timeouts
+    SERVER = "server"  # other 5xx
+    CONNECTION = "connection"  # refused, reset, disconnected
+    BAD_RESPONSE = "bad_response"  # 2xx with a body that is not the API's shape
+    PERMANENT = "permanent"  # 401/403/404: misconfigured, never retried
+    BAD_REQUEST = "bad_request"  # other 4xx: this request's fault, not the provider's
     INVALID_OUTPUT = "invalid_output"  # well-formed reply whose content fails the schema
 
 
@@ -105,5 +106,7 @@ class StatsFileError(Exception):
     """The shared provider-statistics file cannot be opened; ``str()`` is one line naming it and the remedy."""
 
     def __init__(self, path: object, reason: str) -> None:
-        super().__init__(f"{path}: cannot open the provider statistics ({reason}) — it holds only provider "
-                         "health history: delete it and the router starts a new one")
+        super().__init__(
+            f"{path}: cannot open the provider statistics ({reason}) — it holds only provider "
+            "health history: delete it and the router starts a new one"
+        )

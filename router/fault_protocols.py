@@ -4,6 +4,7 @@ Success bodies, error bodies and rate-limit headers follow each provider's
 documented shapes, so the router's adapters and classifiers are tested against
 the same formats they meet in production.
 """
+
 from __future__ import annotations
 
 import json
@@ -29,7 +30,9 @@ class Route:
     model: str | None = None
 
 
-def route_for(method: str, api_path: str, body: Any, headers: dict[str, str] | None = None) -> Route:
+def route_for(
+    method: str, api_path: str, body: Any, headers: dict[str, str] | None = None
+) -> Route:
     """Which API and which endpoint a request (path below the provider prefix) is for."""
     if method == "POST":
         if m := _AZURE_CHAT.fullmatch(api_path):
@@ -67,7 +70,11 @@ def last_message_text(protocol: Protocol, body: Any) -> str:
     if protocol == "gemini":
         contents = body.get("contents") or []
         if contents and isinstance(contents[-1], dict):
-            return "".join(str(p.get("text", "")) for p in contents[-1].get("parts") or [] if isinstance(p, dict))
+            return "".join(
+                str(p.get("text", ""))
+                for p in contents[-1].get("parts") or []
+                if isinstance(p, dict)
+            )
         return ""
     messages = body.get("messages") or []
     if messages and isinstance(messages[-1], dict):
@@ -93,18 +100,35 @@ def _anthropic_tool(body: Any) -> str | None:
     return None
 
 
-def success_body(protocol: Protocol, model: str | None, answer: str | dict[str, Any], body: Any,
-                 input_tokens: int, serial: int) -> dict[str, Any]:
+def success_body(
+    protocol: Protocol,
+    model: str | None,
+    answer: str | dict[str, Any],
+    body: Any,
+    input_tokens: int,
+    serial: int,
+) -> dict[str, Any]:
     text = answer if isinstance(answer, str) else json.dumps(answer)
     output_tokens = max(1, len(text) // 4)
     model = model or "fault-model"
     if protocol in ("openai", "azure"):
         return {
-            "id": f"chatcmpl-fault-{serial}", "object": "chat.completion", "created": int(time.time()),
+            "id": f"chatcmpl-fault-{serial}",
+            "object": "chat.completion",
+            "created": int(time.time()),
             "model": model,
-            "choices": [{"index": 0, "message": {"role": "assistant", "content": text}, "finish_reason": "stop"}],
-            "usage": {"prompt_tokens": input_tokens, "completion_tokens": output_tokens,
-                      "total_tokens": input_tokens + output_tokens},
+            "choices": [
+                {
+                    "index": 0,
+                    "message": {"role": "assistant", "content": text},
+                    "finish_reason": "stop",
+                }
+            ],
+            "usage": {
+                "prompt_tokens": input_tokens,
+                "completion_tokens": output_tokens,
+                "total_tokens": input_tokens + output_tokens,
+            },
         }
     if protocol == "anthropic":
         tool = _anthropic_tool(body)
@@ -115,42 +139,95 @@ def success_body(protocol: Protocol, model: str | None, answer: str | dict[str, 
             except ValueError:
                 structured = None
         if tool is not None and isinstance(structured, dict):
-            content = [{"type": "tool_use", "id": f"toolu_fault_{serial}", "name": tool, "input": structured}]
+            content = [
+                {
+                    "type": "tool_use",
+                    "id": f"toolu_fault_{serial}",
+                    "name": tool,
+                    "input": structured,
+                }
+            ]
             stop = "tool_use"
         else:
             content, stop = [{"type": "text", "text": text}], "end_turn"
-        return {"id": f"msg_fault_{serial}", "type": "message", "role": "assistant", "model": model,
-                "content": content, "stop_reason": stop, "stop_sequence": None,
-                "usage": {"input_tokens": input_tokens, "output_tokens": output_tokens}}
+        return {
+            "id": f"msg_fault_{serial}",
+            "type": "message",
+            "role": "assistant",
+            "model": model,
+            "content": content,
+            "stop_reason": stop,
+            "stop_sequence": None,
+            "usage": {"input_tokens": input_tokens, "output_tokens": output_tokens},
+        }
     if protocol == "gemini":
-        return {"candidates": [{"content": {"role": "model", "parts": [{"text": text}]}, "finishReason": "STOP",
-                                "index": 0}],
-                "usageMetadata": {"promptTokenCount": input_tokens, "candidatesTokenCount": output_tokens,
-                                  "totalTokenCount": input_tokens + output_tokens},
-                "modelVersion": model}
-    return {"model": model, "created_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-            "message": {"role": "assistant", "content": text}, "done": True, "done_reason": "stop",
-            "prompt_eval_count": input_tokens, "eval_count": output_tokens}
+        return {
+            "candidates": [
+                {
+                    "content": {"role": "model", "parts": [{"text": text}]},
+                    "finishReason": "STOP",
+                    "index": 0,
+                }
+            ],
+            "usageMetadata": {
+                "promptTokenCount": input_tokens,
+                "candidatesTokenCount": output_tokens,
+                "totalTokenCount": input_tokens + output_tokens,
+            },
+            "modelVersion": model,
+        }
+    return {
+        "model": model,
+        "created_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+        "message": {"role": "assistant", "content": text},
+        "done": True,
+        "done_reason": "stop",
+        "prompt_eval_count": input_tokens,
+        "eval_count": output_tokens,
+    }
 
 
 def health_body(protocol: Protocol) -> dict[str, Any]:
     if protocol == "ollama":
         return {"models": [{"name": "fault-model:latest", "model": "fault-model:latest"}]}
     if protocol == "gemini":
-        return {"models": [{"name": "models/fault-model", "supportedGenerationMethods": ["generateContent"]}]}
+        return {
+            "models": [
+                {"name": "models/fault-model", "supportedGenerationMethods": ["generateContent"]}
+            ]
+        }
     if protocol == "anthropic":
         return {"data": [{"id": "fault-model", "type": "model"}], "has_more": False}
     return {"object": "list", "data": [{"id": "fault-model", "object": "model"}]}
 
 
-_OPENAI_ERRORS = {429: ("requests", "rate_limit_exceeded"), 401: ("invalid_request_error", "invalid_api_key"),
-                  403: ("invalid_request_error", "forbidden"), 404: ("invalid_request_error", "model_not_found"),
-                  400: ("invalid_request_error", "bad_request")}
-_ANTHROPIC_ERRORS = {429: "rate_limit_error", 529: "overloaded_error", 401: "authentication_error",
-                     403: "permission_error", 404: "not_found_error", 400: "invalid_request_error",
-                     413: "request_too_large", 500: "api_error"}
-_GEMINI_STATUS = {429: "RESOURCE_EXHAUSTED", 503: "UNAVAILABLE", 500: "INTERNAL", 504: "DEADLINE_EXCEEDED",
-                  401: "UNAUTHENTICATED", 403: "PERMISSION_DENIED", 404: "NOT_FOUND", 400: "INVALID_ARGUMENT"}
+_OPENAI_ERRORS = {
+    429: ("requests", "rate_limit_exceeded"),
+    401: ("invalid_request_error", "invalid_api_key"),
+    403: ("invalid_request_error", "forbidden"),
+    404: ("invalid_request_error", "model_not_found"),
+    400: ("invalid_request_error", "bad_request"),
+}
+_ANTHROPIC_ERRORS = {
+    429: "rate_limit_error",
+    529: "overloaded_error",
+    401: "authentication_error",
+    403: "permission_error",
+    404: "not_found_error",
+    400: "invalid_request_error",
+    413: "request_too_large",
+    500: "api_error",
+}
+_GEMINI_STATUS = {
+    429: "RESOURCE_EXHAUSTED",
+    503: "UNAVAILABLE",
+    500: "INTERNAL",
+    504: "DEADLINE_EXCEEDED",
+    401: "UNAUTHENTICATED",
+    403: "PERMISSION_DENIED",
+    404: "NOT_FOUND",
+    400: "INVALID_ARGUMENT",
+}
 
 
 def error_status(protocol: Protocol, status: int, overloaded: bool) -> int:
@@ -160,32 +237,61 @@ def error_status(protocol: Protocol, status: int, overloaded: bool) -> int:
     return status
 
 
-def error_body(protocol: Protocol, status: int, *, quota: str | None, retry_after_s: float | None,
-               overloaded: bool) -> dict[str, Any]:
+def error_body(
+    protocol: Protocol,
+    status: int,
+    *,
+    quota: str | None,
+    retry_after_s: float | None,
+    overloaded: bool,
+) -> dict[str, Any]:
     message = f"fault server: scripted HTTP {status}"
     if protocol in ("openai", "azure"):
-        err_type, code = _OPENAI_ERRORS.get(status, ("server_error" if status >= 500 else "invalid_request_error",
-                                                     None))
+        err_type, code = _OPENAI_ERRORS.get(
+            status, ("server_error" if status >= 500 else "invalid_request_error", None)
+        )
         if quota == "spend":
             err_type, code = "insufficient_quota", "insufficient_quota"
         return {"error": {"message": message, "type": err_type, "param": None, "code": code}}
     if protocol == "anthropic":
-        err_type = "overloaded_error" if overloaded else _ANTHROPIC_ERRORS.get(
-            status, "api_error" if status >= 500 else "invalid_request_error")
+        err_type = (
+            "overloaded_error"
+            if overloaded
+            else _ANTHROPIC_ERRORS.get(
+                status, "api_error" if status >= 500 else "invalid_request_error"
+            )
+        )
         return {"type": "error", "error": {"type": err_type, "message": message}}
     if protocol == "gemini":
         details: list[dict[str, Any]] = []
         if status == 429:
-            quota_id = ("GenerateRequestsPerDayPerProjectPerModel-FreeTier" if quota == "daily"
-                        else "GenerateRequestsPerMinutePerProjectPerModel-FreeTier")
-            details.append({"@type": "type.googleapis.com/google.rpc.QuotaFailure",
-                            "violations": [{"quotaMetric": "generativelanguage.googleapis.com/generate_content_requests",
-                                            "quotaId": quota_id}]})
+            quota_id = (
+                "GenerateRequestsPerDayPerProjectPerModel-FreeTier"
+                if quota == "daily"
+                else "GenerateRequestsPerMinutePerProjectPerModel-FreeTier"
+            )
+            details.append(
+                {
+                    "@type": "type.googleapis.com/google.rpc.QuotaFailure",
+                    "violations": [
+                        {
+                            "quotaMetric": "generativelanguage.googleapis.com/generate_content_requests",
+                            "quotaId": quota_id,
+                        }
+                    ],
+                }
+            )
             if retry_after_s is not None:
-                details.append({"@type": "type.googleapis.com/google.rpc.RetryInfo",
-                                "retryDelay": f"{retry_after_s:.3f}".rstrip("0").rstrip(".") + "s"})
+                details.append(
+                    {
+                        "@type": "type.googleapis.com/google.rpc.RetryInfo",
+                        "retryDelay": f"{retry_after_s:.3f}".rstrip("0").rstrip(".") + "s",
+                    }
+                )
         status_name = "UNAVAILABLE" if overloaded else _GEMINI_STATUS.get(status, "INTERNAL")
-        return {"error": {"code": status, "message": message, "status": status_name, "details": details}}
+        return {
+            "error": {"code": status, "message": message, "status": status_name, "details": details}
+        }
     return {"error": message}
 
 
@@ -211,8 +317,16 @@ def _go_duration(seconds: float) -> str:
     return f"{int(minutes)}m{rest:g}s" if minutes else f"{rest:g}s"
 
 
-def rate_limit_headers(protocol: Protocol, *, rpm: int | None, rpm_left: int, tpm: int | None, tpm_left: int,
-                       reset_requests_s: float, reset_tokens_s: float) -> dict[str, str]:
+def rate_limit_headers(
+    protocol: Protocol,
+    *,
+    rpm: int | None,
+    rpm_left: int,
+    tpm: int | None,
+    tpm_left: int,
+    reset_requests_s: float,
+    reset_tokens_s: float,
+) -> dict[str, str]:
     headers: dict[str, str] = {}
     if protocol in ("openai", "azure"):
         if rpm is not None:
@@ -226,6 +340,7 @@ def rate_limit_headers(protocol: Protocol, *, rpm: int | None, rpm_left: int, tp
             headers["x-ratelimit-remaining-tokens"] = str(tpm_left)
             headers["x-ratelimit-reset-tokens"] = _go_duration(reset_tokens_s)
     elif protocol == "anthropic":
+
         def instant(delay: float) -> str:
             return time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(time.time() + delay)) + "Z"
 

@@ -27,6 +27,7 @@ JSON with 200), ``rate_limit`` (429, Retry-After 2 s), ``overloaded`` (529 for A
 A mapping sets ``kind``/``status`` and the details. Every duration is in script seconds; the
 time scale multiplies all of them, Retry-After included.
 """
+
 from __future__ import annotations
 
 from collections.abc import Mapping
@@ -55,8 +56,10 @@ _SHORTHANDS: dict[str, dict[str, Any]] = {
 def _expand_shorthand(data: Any) -> Any:
     """A fault given as a name or a status code, as the mapping it stands for."""
     if isinstance(data, bool):
-        raise ValueError("a fault is a name (ok, down, timeout, slow, malformed, rate_limit, overloaded, "
-                         "quota), a status code, or a mapping")
+        raise ValueError(
+            "a fault is a name (ok, down, timeout, slow, malformed, rate_limit, overloaded, "
+            "quota), a status code, or a mapping"
+        )
     if isinstance(data, int):
         return {"kind": "ok"} if 200 <= data < 300 else {"kind": "error", "status": data}
     if isinstance(data, str):
@@ -64,7 +67,9 @@ def _expand_shorthand(data: Any) -> Any:
         if text.isdigit():
             return _expand_shorthand(int(text))
         if text not in _SHORTHANDS:
-            raise ValueError(f"unknown fault {data!r}; use one of {', '.join(_SHORTHANDS)} or a status code")
+            raise ValueError(
+                f"unknown fault {data!r}; use one of {', '.join(_SHORTHANDS)} or a status code"
+            )
         return dict(_SHORTHANDS[text])
     if isinstance(data, Mapping) and "kind" not in data and "status" in data:
         return {**data, "kind": "error"}
@@ -150,7 +155,9 @@ class FaultScript(BaseModel):
     def _prefixes(cls, value: dict[str, ProviderScript]) -> dict[str, ProviderScript]:
         for name in value:
             if not name or "/" in name.strip("/"):
-                raise ValueError(f"provider prefix {name!r} must be one path segment such as openai")
+                raise ValueError(
+                    f"provider prefix {name!r} must be one path segment such as openai"
+                )
         return {name.strip("/"): script for name, script in value.items()}
 
 
@@ -161,7 +168,9 @@ def _describe(exc: ValidationError, source: str) -> FaultScriptError:
     for p in first["loc"]:
         if isinstance(p, int):
             parts.append(f"[{p}]")
-        elif not str(p).startswith(("function-", "literal[", "int", "str", "bool", "Fault", "dict[")):
+        elif not str(p).startswith(
+            ("function-", "literal[", "int", "str", "bool", "Fault", "dict[")
+        ):
             parts.append(("." if parts else "") + str(p))
     key = "".join(parts) or "(top level)"
     message = str(first["msg"]).removeprefix("Value error, ")
@@ -175,15 +184,18 @@ def parse_fault_script(data: Any, source_name: str = "<script>") -> FaultScript:
     if data is None:
         return FaultScript()
     if not isinstance(data, Mapping):
-        raise FaultScriptError(f"{source_name}: the top level must be a mapping with a providers: key")
+        raise FaultScriptError(
+            f"{source_name}: the top level must be a mapping with a providers: key"
+        )
     try:
         return FaultScript.model_validate(dict(data))
     except ValidationError as exc:
         raise _describe(exc, source_name) from None
 
 
-def load_fault_script(source: Path | str | Mapping[str, Any] | FaultScript | None,
-                      source_name: str | None = None) -> FaultScript:
+def load_fault_script(
+    source: Path | str | Mapping[str, Any] | FaultScript | None, source_name: str | None = None
+) -> FaultScript:
     if source is None:
         return FaultScript()
     if isinstance(source, FaultScript):

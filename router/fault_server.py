@@ -15,6 +15,7 @@ Retry-After, so a demo shows a whole OPEN → HALF_OPEN → CLOSED cycle in seco
 Use it as ``async with FaultServer(...) as srv`` on a running loop, or from
 synchronous code as ``with FaultServer.running(...) as srv`` (its own thread).
 """
+
 from __future__ import annotations
 
 import asyncio
@@ -121,7 +122,11 @@ class _ProviderState:
 
     def next_chat_fault(self, now: float) -> Fault:
         fault = self.peek(now)
-        if self.script.fault is None and not self.script.phases and self.cursor < len(self.sequence):
+        if (
+            self.script.fault is None
+            and not self.script.phases
+            and self.cursor < len(self.sequence)
+        ):
             self.cursor += 1
         return fault
 
@@ -129,8 +134,11 @@ class _ProviderState:
         if isinstance(self.script.health, Fault):
             return self.script.health
         current = self.peek(now)
-        if current.kind in ("down", "timeout") or (current.kind == "error" and current.status
-                                                    and (current.status >= 500 or current.status in (401, 403))):
+        if current.kind in ("down", "timeout") or (
+            current.kind == "error"
+            and current.status
+            and (current.status >= 500 or current.status in (401, 403))
+        ):
             return current
         return Fault()
 
@@ -154,7 +162,9 @@ class FaultServer:
         on_request: Callable[[RecordedRequest], None] | None = None,
     ) -> None:
         if host not in LOOPBACK_HOSTS:
-            raise ValueError(f"the fault server only listens on loopback ({', '.join(LOOPBACK_HOSTS)}), not {host}")
+            raise ValueError(
+                f"the fault server only listens on loopback ({', '.join(LOOPBACK_HOSTS)}), not {host}"
+            )
         self.script = load_fault_script(script)
         self.time_scale = time_scale if time_scale is not None else self.script.time_scale
         if self.time_scale <= 0:
@@ -171,13 +181,16 @@ class FaultServer:
         self._serial = 0
         self._lock = threading.Lock()
         self._started_at = time.monotonic()
-        self._script_epoch = self._started_at  # phases count from here: server start or the last set_script
+        self._script_epoch = (
+            self._started_at
+        )  # phases count from here: server start or the last set_script
 
     # --- lifecycle -------------------------------------------------------------------------
 
     async def start(self) -> FaultServer:
-        self._server = await asyncio.start_server(self._on_connection, self.host, self._requested_port,
-                                                  limit=_MAX_HEADER_BYTES)
+        self._server = await asyncio.start_server(
+            self._on_connection, self.host, self._requested_port, limit=_MAX_HEADER_BYTES
+        )
         self.port = self._server.sockets[0].getsockname()[1]
         self._started_at = self._script_epoch = time.monotonic()
         self._states.clear()
@@ -259,7 +272,11 @@ class FaultServer:
             return list(self._requests)
 
     def requests_for(self, provider: str, route: str | None = None) -> list[RecordedRequest]:
-        return [r for r in self.requests if r.provider == provider and (route is None or r.route == route)]
+        return [
+            r
+            for r in self.requests
+            if r.provider == provider and (route is None or r.route == route)
+        ]
 
     def clear_requests(self) -> None:
         with self._lock:
@@ -279,12 +296,16 @@ class FaultServer:
         state = self._states.get(provider)
         if state is None:
             script = self.script.providers.get(provider, ProviderScript())
-            state = self._states[provider] = _ProviderState(script, self._script_epoch, self.time_scale)
+            state = self._states[provider] = _ProviderState(
+                script, self._script_epoch, self.time_scale
+            )
         return state
 
     # --- HTTP ------------------------------------------------------------------------------------------
 
-    async def _on_connection(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+    async def _on_connection(
+        self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter
+    ) -> None:
         task = asyncio.current_task()
         assert task is not None
         self._connections.add(task)
@@ -296,7 +317,12 @@ class FaultServer:
                 keep_alive = await self._dispatch(incoming, writer)
                 if not keep_alive or incoming.headers.get("connection", "").lower() == "close":
                     break
-        except (ConnectionError, asyncio.IncompleteReadError, asyncio.LimitOverrunError, ValueError):
+        except (
+            ConnectionError,
+            asyncio.IncompleteReadError,
+            asyncio.LimitOverrunError,
+            ValueError,
+        ):
             pass
         except asyncio.CancelledError:
             pass  # stop() cancels hanging connections; end quietly, the transport is closed below
@@ -330,12 +356,21 @@ class FaultServer:
             reason = HTTPStatus(status).phrase
         except ValueError:
             reason = "Overloaded" if status == 529 else "Status"
-        lines = [f"HTTP/1.1 {status} {reason}", f"content-length: {length}", "connection: keep-alive"]
+        lines = [
+            f"HTTP/1.1 {status} {reason}",
+            f"content-length: {length}",
+            "connection: keep-alive",
+        ]
         lines += [f"{k}: {v}" for k, v in headers.items()]
         return ("\r\n".join(lines) + "\r\n\r\n").encode("latin-1")
 
-    async def _send(self, writer: asyncio.StreamWriter, status: int, body: Any,
-                    headers: Mapping[str, str] | None = None) -> None:
+    async def _send(
+        self,
+        writer: asyncio.StreamWriter,
+        status: int,
+        body: Any,
+        headers: Mapping[str, str] | None = None,
+    ) -> None:
         payload = body if isinstance(body, bytes) else json.dumps(body).encode()
         all_headers = {"content-type": "application/json", **(headers or {})}
         writer.write(self._head(status, all_headers, len(payload)) + payload)
@@ -368,10 +403,20 @@ class FaultServer:
         task = incoming.headers.get(TASK_HEADER)
         inputs = request_inputs(route.protocol, body) if route.kind == "chat" else {}
         record = RecordedRequest(
-            provider=provider, method=incoming.method, path=path, api_path=api_path,
-            query=dict(parse_qsl(parts.query)), headers=dict(incoming.headers), json=body, route=route.kind,
-            protocol=route.protocol, task=task, inputs=inputs, fault=_describe_fault(fault),
-            at=now - self._started_at)
+            provider=provider,
+            method=incoming.method,
+            path=path,
+            api_path=api_path,
+            query=dict(parse_qsl(parts.query)),
+            headers=dict(incoming.headers),
+            json=body,
+            route=route.kind,
+            protocol=route.protocol,
+            task=task,
+            inputs=inputs,
+            fault=_describe_fault(fault),
+            at=now - self._started_at,
+        )
         with self._lock:
             self._requests.append(record)
         if self.on_request is not None:
@@ -385,12 +430,23 @@ class FaultServer:
         state.in_flight += 1
         state.max_in_flight = max(state.max_in_flight, state.in_flight)
         try:
-            return await self._apply(fault, route, state, incoming, body, task or "chat", inputs, writer)
+            return await self._apply(
+                fault, route, state, incoming, body, task or "chat", inputs, writer
+            )
         finally:
             state.in_flight -= 1
 
-    async def _apply(self, fault: Fault, route: Route, state: _ProviderState, incoming: _Incoming, body: Any,
-                     task: str, inputs: dict[str, Any], writer: asyncio.StreamWriter) -> bool:
+    async def _apply(
+        self,
+        fault: Fault,
+        route: Route,
+        state: _ProviderState,
+        incoming: _Incoming,
+        body: Any,
+        task: str,
+        inputs: dict[str, Any],
+        writer: asyncio.StreamWriter,
+    ) -> bool:
         scale = self.time_scale
         if fault.kind == "down":
             return False
@@ -399,7 +455,9 @@ class FaultServer:
             return False
         await self._sleep(state.script.latency_s + fault.delay_s)
         if fault.kind == "error":
-            return await self._send_error(writer, route, fault.status or 500, fault, fault.retry_after_s)
+            return await self._send_error(
+                writer, route, fault.status or 500, fault, fault.retry_after_s
+            )
         if fault.kind == "malformed":
             await self._send(writer, 200, b'{"choices": [{"message": {"content": "trunc')
             return True
@@ -408,7 +466,9 @@ class FaultServer:
             return True
         limit_headers, retry = self._take_limits(state, route, incoming.body)
         if retry is not None:
-            limited = Fault(kind="error", status=429, retry_after_s=retry / scale, headers=limit_headers)
+            limited = Fault(
+                kind="error", status=429, retry_after_s=retry / scale, headers=limit_headers
+            )
             return await self._send_error(writer, route, 429, limited, retry / scale)
         try:
             answer = self.responder(task, inputs, body if isinstance(body, dict) else {})
@@ -417,7 +477,9 @@ class FaultServer:
             return await self._send_error(writer, route, 500, Fault(kind="error", status=500), None)
         self._serial += 1
         input_tokens = prompt_tokens(incoming.body)
-        payload = success_body(route.protocol, route.model, answer, body, input_tokens, self._serial)
+        payload = success_body(
+            route.protocol, route.model, answer, body, input_tokens, self._serial
+        )
         encoded = json.dumps(payload).encode()
         self._settle_tokens(state, input_tokens + max(1, len(encoded) // 8))
         if fault.kind == "slow_body":
@@ -426,32 +488,55 @@ class FaultServer:
             await self._send(writer, 200, encoded, {**limit_headers, **fault.headers})
         return True
 
-    async def _send_error(self, writer: asyncio.StreamWriter, route: Route, status: int, fault: Fault,
-                          retry_script_s: float | None) -> bool:
+    async def _send_error(
+        self,
+        writer: asyncio.StreamWriter,
+        route: Route,
+        status: int,
+        fault: Fault,
+        retry_script_s: float | None,
+    ) -> bool:
         real_status = error_status(route.protocol, status, fault.overloaded)
         retry_s = None if retry_script_s is None else retry_script_s * self.time_scale
         headers: dict[str, str] = {}
         if retry_s is not None:
             headers.update(retry_after_headers(route.protocol, retry_s, fault.retry_after_format))
         headers.update(fault.headers)
-        await self._send(writer, real_status, error_body(route.protocol, real_status, quota=fault.quota,
-                                                         retry_after_s=retry_s, overloaded=fault.overloaded), headers)
+        await self._send(
+            writer,
+            real_status,
+            error_body(
+                route.protocol,
+                real_status,
+                quota=fault.quota,
+                retry_after_s=retry_s,
+                overloaded=fault.overloaded,
+            ),
+            headers,
+        )
         return True
 
-    async def _trickle(self, writer: asyncio.StreamWriter, payload: bytes, headers: Mapping[str, str],
-                       duration: float) -> None:
+    async def _trickle(
+        self,
+        writer: asyncio.StreamWriter,
+        payload: bytes,
+        headers: Mapping[str, str],
+        duration: float,
+    ) -> None:
         writer.write(self._head(200, {"content-type": "application/json", **headers}, len(payload)))
         await writer.drain()
         chunks = 10
         size = max(1, len(payload) // chunks + 1)
         for offset in range(0, len(payload), size):
             await asyncio.sleep(duration / chunks)
-            writer.write(payload[offset:offset + size])
+            writer.write(payload[offset : offset + size])
             await writer.drain()
 
     # --- scripted rate limits ----------------------------------------------------------------------------------
 
-    def _take_limits(self, state: _ProviderState, route: Route, raw: bytes) -> tuple[dict[str, str], float | None]:
+    def _take_limits(
+        self, state: _ProviderState, route: Route, raw: bytes
+    ) -> tuple[dict[str, str], float | None]:
         """Enforce the provider's rpm/tpm over a (scaled) one-minute window; headers or a retry delay."""
         limits = state.script.limits
         if limits is None:
@@ -468,15 +553,25 @@ class FaultServer:
         reset = (state.window[0][0] + window - now) if state.window else 0.0
         if over_rpm or over_tpm:
             exhausted = rate_limit_headers(
-                route.protocol, rpm=limits.rpm, rpm_left=0 if over_rpm else (limits.rpm or 0) - used_requests,
-                tpm=limits.tpm, tpm_left=0 if over_tpm else max(0, (limits.tpm or 0) - used_tokens),
-                reset_requests_s=max(reset, 0.001), reset_tokens_s=max(reset, 0.001))
+                route.protocol,
+                rpm=limits.rpm,
+                rpm_left=0 if over_rpm else (limits.rpm or 0) - used_requests,
+                tpm=limits.tpm,
+                tpm_left=0 if over_tpm else max(0, (limits.tpm or 0) - used_tokens),
+                reset_requests_s=max(reset, 0.001),
+                reset_tokens_s=max(reset, 0.001),
+            )
             return exhausted, max(0.001, reset)
         state.window.append((now, 0))
         headers = rate_limit_headers(
-            route.protocol, rpm=limits.rpm, rpm_left=max(0, (limits.rpm or 0) - used_requests - 1),
-            tpm=limits.tpm, tpm_left=max(0, (limits.tpm or 0) - used_tokens - needed),
-            reset_requests_s=max(reset, 0.001), reset_tokens_s=max(reset, 0.001))
+            route.protocol,
+            rpm=limits.rpm,
+            rpm_left=max(0, (limits.rpm or 0) - used_requests - 1),
+            tpm=limits.tpm,
+            tpm_left=max(0, (limits.tpm or 0) - used_tokens - needed),
+            reset_requests_s=max(reset, 0.001),
+            reset_tokens_s=max(reset, 0.001),
+        )
         return headers, None
 
     def _settle_tokens(self, state: _ProviderState, tokens: int) -> None:
@@ -486,12 +581,29 @@ class FaultServer:
 
 
 _SCALED_POLICY_KEYS = (
-    "cooldown_failure_s", "cooldown_rate_limit_s", "cooldown_timeout_s", "cooldown_quota_s", "max_cooldown_s",
-    "failure_window_s", "throttle_window_s", "recency_tau_s", "probe_timeout_s", "probe_lease_s",
-    "request_timeout_s", "capacity_wait_s", "shed_queue_wait_s",
+    "cooldown_failure_s",
+    "cooldown_rate_limit_s",
+    "cooldown_timeout_s",
+    "cooldown_quota_s",
+    "max_cooldown_s",
+    "failure_window_s",
+    "throttle_window_s",
+    "recency_tau_s",
+    "probe_timeout_s",
+    "probe_lease_s",
+    "request_timeout_s",
+    "capacity_wait_s",
+    "shed_queue_wait_s",
 )
-_KIND_BY_PREFIX = {"openai": "openai", "azure": "azure", "github": "github", "anthropic": "anthropic",
-                   "gemini": "gemini", "ollama": "ollama_native", "ollama_v1": "ollama"}
+_KIND_BY_PREFIX = {
+    "openai": "openai",
+    "azure": "azure",
+    "github": "github",
+    "anthropic": "anthropic",
+    "gemini": "gemini",
+    "ollama": "ollama_native",
+    "ollama_v1": "ollama",
+}
 
 
 def scaled_policy(time_scale: float) -> dict[str, float]:
@@ -501,8 +613,9 @@ def scaled_policy(time_scale: float) -> dict[str, float]:
     return {key: getattr(defaults, key) * time_scale for key in _SCALED_POLICY_KEYS}
 
 
-def demo_router_config(base_url: str, prefixes: list[str], model: str = "fault-model",
-                       time_scale: float = 1.0) -> dict[str, Any]:
+def demo_router_config(
+    base_url: str, prefixes: list[str], model: str = "fault-model", time_scale: float = 1.0
+) -> dict[str, Any]:
     """A ``router:`` section pointing one provider at each prefix (kind guessed from the name, else openai).
 
     No keys are needed: ``api_key_env`` is null, the fault server does not check credentials.
@@ -512,10 +625,20 @@ def demo_router_config(base_url: str, prefixes: list[str], model: str = "fault-m
     for prefix in prefixes:
         kind = _KIND_BY_PREFIX.get(prefix, "openai")
         root = f"{base_url}/{prefix}"
-        base = {"openai": f"{root}/v1", "ollama": f"{root}/v1", "github": f"{root}/inference"}.get(kind, root)
+        base = {"openai": f"{root}/v1", "ollama": f"{root}/v1", "github": f"{root}/inference"}.get(
+            kind, root
+        )
         name = prefix.lower().replace(".", "-")
-        providers.append({"name": name, "kind": kind, "base_url": base, "model": model, "api_key_env": None,
-                          "timeout_s": 10.0 * time_scale})
+        providers.append(
+            {
+                "name": name,
+                "kind": kind,
+                "base_url": base,
+                "model": model,
+                "api_key_env": None,
+                "timeout_s": 10.0 * time_scale,
+            }
+        )
     section: dict[str, Any] = {"providers": providers}
     if time_scale != 1.0:
         section["policy"] = scaled_policy(time_scale)

@@ -6,12 +6,13 @@ extractive model), so ``router/`` never imports research. A handler is a plain
 synchronous callable; a ``dict`` or pydantic model it returns is sent back as
 JSON content, and validated against the request's ``response_schema``.
 """
+
 from __future__ import annotations
 
 import asyncio
 import threading
 from collections.abc import Callable
-from typing import Any, Union
+from typing import Any
 
 from pydantic import BaseModel, ValidationError
 
@@ -19,7 +20,7 @@ from router.errors import BuiltinHandlerError
 from router.models import ChatMessage, ChatRequest
 from router.wire import encode_json, strip_code_fence
 
-HandlerResult = Union[str, dict[str, Any], BaseModel]
+HandlerResult = str | dict[str, Any] | BaseModel
 TaskHandler = Callable[[ChatRequest], HandlerResult]
 BUILTIN_NAME = "builtin"
 BUILTIN_KIND = "local"
@@ -40,7 +41,9 @@ class TaskHandlerRegistry:
             raise TypeError(f"the handler for task {task!r} is not callable")
         with self._lock:
             if task in self._handlers and not replace:
-                raise ValueError(f"task {task!r} already has a handler; pass replace=True to swap it")
+                raise ValueError(
+                    f"task {task!r} already has a handler; pass replace=True to swap it"
+                )
             self._handlers[task] = handler
 
     def get(self, task: str) -> TaskHandler | None:
@@ -56,12 +59,17 @@ class TaskHandlerRegistry:
     def as_responder(self) -> Callable[[str, dict[str, Any], dict[str, Any]], str | dict[str, Any]]:
         """Adapt the registry to the fault server's responder signature ``(task, inputs, raw_body)``."""
 
-        def respond(task: str, inputs: dict[str, Any], raw_body: dict[str, Any]) -> str | dict[str, Any]:
+        def respond(
+            task: str, inputs: dict[str, Any], raw_body: dict[str, Any]
+        ) -> str | dict[str, Any]:
             handler = self.get(task)
             if handler is None:
                 return f"(no built-in handler for task {task!r})"
-            request = ChatRequest(task=task, inputs=inputs,
-                                  messages=[ChatMessage(role="user", content=encode_json(inputs))])
+            request = ChatRequest(
+                task=task,
+                inputs=inputs,
+                messages=[ChatMessage(role="user", content=encode_json(inputs))],
+            )
             result = handler(request)
             if isinstance(result, BaseModel):
                 return result.model_dump(mode="json")
@@ -85,7 +93,9 @@ class BuiltinProvider:
     kind = BUILTIN_KIND
     model = BUILTIN_MODEL
 
-    def __init__(self, registry: TaskHandlerRegistry, *, concurrency: int = 8, in_thread: bool = True) -> None:
+    def __init__(
+        self, registry: TaskHandlerRegistry, *, concurrency: int = 8, in_thread: bool = True
+    ) -> None:
         self.registry = registry
         self.in_thread = in_thread
         self.concurrency = concurrency
@@ -107,7 +117,9 @@ class BuiltinProvider:
             try:
                 result = await asyncio.to_thread(handler, req) if self.in_thread else handler(req)
             except Exception as exc:  # a handler bug must surface as a router error, with its type
-                raise BuiltinHandlerError(req.task, f"{type(exc).__name__} raised by the handler") from exc
+                raise BuiltinHandlerError(
+                    req.task, f"{type(exc).__name__} raised by the handler"
+                ) from exc
             finally:
                 self.in_flight -= 1
         try:
@@ -122,5 +134,6 @@ class BuiltinProvider:
             return content, req.response_schema.model_validate_json(strip_code_fence(content))
         except ValidationError as exc:
             raise BuiltinHandlerError(
-                req.task, f"its answer does not match {req.response_schema.__name__} ({exc.error_count()} error(s))"
+                req.task,
+                f"its answer does not match {req.response_schema.__name__} ({exc.error_count()} error(s))",
             ) from None

@@ -11,6 +11,7 @@ health score weighs them 60 / 20 / 20:
 * recency: ``1 - exp(-age / tau)`` of the last failure — 0 right after a
   failure, back near 1 after a few ``tau``; 1 if it never failed.
 """
+
 from __future__ import annotations
 
 import math
@@ -44,8 +45,15 @@ def percentile(sorted_values: list[float], q: float) -> float:
 
 
 class ProviderMetrics:
-    def __init__(self, clock: Clock, *, window: int = 100, latency_window: int = 100,
-                 ema_alpha: float = 0.2, recency_tau_s: float = 120.0) -> None:
+    def __init__(
+        self,
+        clock: Clock,
+        *,
+        window: int = 100,
+        latency_window: int = 100,
+        ema_alpha: float = 0.2,
+        recency_tau_s: float = 120.0,
+    ) -> None:
         self._clock = clock
         self._outcomes: deque[bool] = deque(maxlen=window)
         self._ok_in_window = 0
@@ -73,7 +81,9 @@ class ProviderMetrics:
                 self.failures_total += 1
             self.requests_total += 1
 
-    def seed(self, outcomes: Iterable[tuple[bool, float | None]], totals: tuple[int, int, int]) -> None:
+    def seed(
+        self, outcomes: Iterable[tuple[bool, float | None]], totals: tuple[int, int, int]
+    ) -> None:
         """Load persisted history (oldest first) without touching recency."""
         with self._lock:
             for ok, latency in outcomes:
@@ -88,7 +98,11 @@ class ProviderMetrics:
         self._ok_in_window += ok
         if latency_s is not None:
             self._latencies.append(latency_s)
-            self._ema = latency_s if self._ema is None else self._ema + self._alpha * (latency_s - self._ema)
+            self._ema = (
+                latency_s
+                if self._ema is None
+                else self._ema + self._alpha * (latency_s - self._ema)
+            )
 
     @property
     def ema_latency(self) -> float | None:
@@ -110,8 +124,11 @@ class ProviderMetrics:
         return 1.0 - math.exp(-age / self._tau)
 
     def health_score(self, latency_score: float = 1.0) -> float:
-        return (SUCCESS_WEIGHT * self.smoothed_success() + LATENCY_WEIGHT * latency_score
-                + RECENCY_WEIGHT * self.recency_score())
+        return (
+            SUCCESS_WEIGHT * self.smoothed_success()
+            + LATENCY_WEIGHT * latency_score
+            + RECENCY_WEIGHT * self.recency_score()
+        )
 
     def latency_summary(self, recent: int = 30) -> LatencySummary:
         with self._lock:
@@ -120,5 +137,10 @@ class ProviderMetrics:
         if not values:
             return LatencySummary(ema, None, None, None, [])
         ordered = sorted(values)
-        return LatencySummary(ema, percentile(ordered, 50), percentile(ordered, 95), percentile(ordered, 99),
-                              values[-recent:])
+        return LatencySummary(
+            ema,
+            percentile(ordered, 50),
+            percentile(ordered, 95),
+            percentile(ordered, 99),
+            values[-recent:],
+        )

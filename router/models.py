@@ -3,6 +3,7 @@
 These cross the package boundary (research builds requests, the TUI renders
 snapshots), so they are frozen pydantic models that reject unknown fields.
 """
+
 from __future__ import annotations
 
 from enum import StrEnum

@@ -6,6 +6,7 @@ redraws at ~20 Hz anyway), which keeps the per-request cost of having a
 subscriber near zero. A subscriber that raises is logged and skipped; it
 never breaks routing.
 """
+
 from __future__ import annotations
 
 import asyncio
@@ -20,7 +21,9 @@ Subscriber = Callable[[ProviderSnapshot], None]
 
 
 class SnapshotPublisher:
-    def __init__(self, snapshot_of: Callable[[str], ProviderSnapshot], interval_s: float = 0.05) -> None:
+    def __init__(
+        self, snapshot_of: Callable[[str], ProviderSnapshot], interval_s: float = 0.05
+    ) -> None:
         self._snapshot_of = snapshot_of
         self.interval_s = interval_s
         self._subscribers: list[Subscriber] = []
@@ -37,7 +40,9 @@ class SnapshotPublisher:
 
         return unsubscribe
 
-    def changed(self, name: str, loop: asyncio.AbstractEventLoop | None, *, urgent: bool = False) -> None:
+    def changed(
+        self, name: str, loop: asyncio.AbstractEventLoop | None, *, urgent: bool = False
+    ) -> None:
         """Provider ``name`` changed; publish now (``urgent`` or no loop yet) or within ``interval_s``."""
         if not self._subscribers:
             return

@@ -15,13 +15,14 @@ A malformed value is unknown (``None``), never an exception: a provider that
 changes its header format degrades the router to its configured limits, it does
 not break it.
 """
+
 from __future__ import annotations
 
 import math
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from email.utils import parsedate_to_datetime
 from typing import Any
 
@@ -81,7 +82,7 @@ def parse_retry_after(value: str | None, now_wall: float) -> float | None:
     if when is None:
         return None
     if when.tzinfo is None:
-        when = when.replace(tzinfo=timezone.utc)
+        when = when.replace(tzinfo=UTC)
     return max(0.0, when.timestamp() - now_wall)
 
 
@@ -152,17 +153,25 @@ def _retry_after(h: Mapping[str, str], now_wall: float) -> float | None:
     return parse_retry_after(h.get("retry-after"), now_wall)
 
 
-def parse_openai_headers(headers: Mapping[str, str], now_wall: float, *, azure: bool = False) -> RateLimitInfo:
+def parse_openai_headers(
+    headers: Mapping[str, str], now_wall: float, *, azure: bool = False
+) -> RateLimitInfo:
     h = _lower(headers)
 
     def reading(dimension: str) -> LimitReading:
         return LimitReading(
             limit=parse_count(h.get(f"x-ratelimit-limit-{dimension}"), ignore_non_positive=azure),
-            remaining=parse_count(h.get(f"x-ratelimit-remaining-{dimension}"), ignore_non_positive=azure),
+            remaining=parse_count(
+                h.get(f"x-ratelimit-remaining-{dimension}"), ignore_non_positive=azure
+            ),
             reset_s=parse_go_duration(h.get(f"x-ratelimit-reset-{dimension}")),
         )
 
-    return RateLimitInfo(retry_after_s=_retry_after(h, now_wall), requests=reading("requests"), tokens=reading("tokens"))
+    return RateLimitInfo(
+        retry_after_s=_retry_after(h, now_wall),
+        requests=reading("requests"),
+        tokens=reading("tokens"),
+    )
 
 
 def parse_anthropic_headers(headers: Mapping[str, str], now_wall: float) -> RateLimitInfo:
@@ -179,7 +188,9 @@ def parse_anthropic_headers(headers: Mapping[str, str], now_wall: float) -> Rate
     tokens = reading("tokens")
     if not tokens.known:  # newer accounts report input and output tokens separately
         tokens = reading("input-tokens")
-    return RateLimitInfo(retry_after_s=_retry_after(h, now_wall), requests=reading("requests"), tokens=tokens)
+    return RateLimitInfo(
+        retry_after_s=_retry_after(h, now_wall), requests=reading("requests"), tokens=tokens
+    )
 
 
 def gemini_details(body: Any) -> list[dict[str, Any]]:
@@ -219,7 +230,10 @@ def gemini_quota_is_daily(body: Any) -> bool:
         if not str(detail.get("@type", "")).endswith("google.rpc.QuotaFailure"):
             continue
         for violation in detail.get("violations") or []:
-            if isinstance(violation, dict) and "perday" in str(violation.get("quotaId", "")).lower():
+            if (
+                isinstance(violation, dict)
+                and "perday" in str(violation.get("quotaId", "")).lower()
+            ):
                 return True
     return False
 

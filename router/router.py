@@ -24,6 +24,7 @@ whole load of the OPEN ones (the cascade ADR-002 §A warns about).
 The router lives on one event loop. ``snapshot()`` may be called from any
 thread; subscriber callbacks run on the router's loop thread.
 """
+
 from __future__ import annotations
 
 import asyncio
@@ -42,14 +43,35 @@ from router.buckets import Reservation
 from router.bulkhead import BulkheadBoard
 from router.clock import Clock, SystemClock
 from router.config import ProfileConfig, RouterConfig
-from router.errors import TRAITS, BuiltinHandlerError, ErrorClass, NoHandlerError, ProviderCallError, RouterClosedError
-from router.local import BUILTIN_KIND, BUILTIN_MODEL, BUILTIN_NAME, BuiltinProvider, TaskHandlerRegistry
+from router.errors import (
+    TRAITS,
+    BuiltinHandlerError,
+    ErrorClass,
+    NoHandlerError,
+    ProviderCallError,
+    RouterClosedError,
+)
+from router.local import (
+    BUILTIN_KIND,
+    BUILTIN_MODEL,
+    BUILTIN_NAME,
+    BuiltinProvider,
+    TaskHandlerRegistry,
+)
 from router.metrics import ProviderMetrics
-from router.models import Attempt, BreakerState, ChatMessage, ChatRequest, ChatResponse, ProviderSnapshot, Usage
+from router.models import (
+    Attempt,
+    BreakerState,
+    ChatMessage,
+    ChatRequest,
+    ChatResponse,
+    ProviderSnapshot,
+    Usage,
+)
 from router.providers.base import Provider, ProviderReply, spec_from_request
 from router.providers.http import HttpProvider
-from router.runtime import ErrorNote, ProviderRuntime
 from router.publisher import SnapshotPublisher, Subscriber
+from router.runtime import ErrorNote, ProviderRuntime
 from router.selection import Candidate, health_scores, order_group, plan_chain
 from router.shedding import LoadShedder
 from router.stats import STATS_FILENAME, CallRecord, StatsRecorder, StatsStore
@@ -98,15 +120,31 @@ class SmartModelRouter:
         for cfg in config.enabled_providers():
             if cfg.name not in providers:
                 raise ValueError(f"no provider object for configured provider {cfg.name!r}")
-            self._runtimes.append(ProviderRuntime(cfg, providers[cfg.name], self.policy, self.clock, self._board,
-                                                  self._rng, self._on_transition))
-        self.builtin = BuiltinProvider(task_handlers, concurrency=self.policy.builtin_concurrency,
-                                       in_thread=self.policy.builtin_in_thread)
+            self._runtimes.append(
+                ProviderRuntime(
+                    cfg,
+                    providers[cfg.name],
+                    self.policy,
+                    self.clock,
+                    self._board,
+                    self._rng,
+                    self._on_transition,
+                )
+            )
+        self.builtin = BuiltinProvider(
+            task_handlers,
+            concurrency=self.policy.builtin_concurrency,
+            in_thread=self.policy.builtin_in_thread,
+        )
         self._builtin_metrics = ProviderMetrics(self.clock, recency_tau_s=self.policy.recency_tau_s)
         self._publisher = SnapshotPublisher(self._snapshot_by_name, self.NOTIFY_INTERVAL_S)
-        self._shedder = LoadShedder(self.clock, threshold=self.policy.shed_threshold,
-                                    concurrency=self.policy.shed_medium_concurrency,
-                                    queue_size=self.policy.shed_queue_size, queue_wait_s=self.policy.shed_queue_wait_s)
+        self._shedder = LoadShedder(
+            self.clock,
+            threshold=self.policy.shed_threshold,
+            concurrency=self.policy.shed_medium_concurrency,
+            queue_size=self.policy.shed_queue_size,
+            queue_wait_s=self.policy.shed_queue_wait_s,
+        )
         self._by_name = {rt.name: rt for rt in self._runtimes}
         self._plans: dict[tuple[int, str | None], list[list[Candidate]]] = {}
         self._client = client
@@ -127,8 +165,10 @@ class SmartModelRouter:
                     rt.restore(stored[rt.name], now_wall)
             if BUILTIN_NAME in stored:
                 builtin = stored[BUILTIN_NAME]
-                self._builtin_metrics.seed(builtin.recent, (builtin.totals.requests, builtin.totals.successes,
-                                                            builtin.totals.failures))
+                self._builtin_metrics.seed(
+                    builtin.recent,
+                    (builtin.totals.requests, builtin.totals.successes, builtin.totals.failures),
+                )
 
     # --- public API -------------------------------------------------------------------
 
@@ -146,9 +186,15 @@ class SmartModelRouter:
         if groups:
             admission = await self._shedder.admit(req.priority, *self._open_share())
             if admission.note is not None:
-                attempts.append(Attempt(provider="router", outcome="skipped", detail=admission.note))
+                attempts.append(
+                    Attempt(provider="router", outcome="skipped", detail=admission.note)
+                )
             try:
-                response = await self._try_remote(req, groups, attempts, start) if admission.remote else None
+                response = (
+                    await self._try_remote(req, groups, attempts, start)
+                    if admission.remote
+                    else None
+                )
             finally:
                 if admission.gated:
                     self._shedder.release()
@@ -209,11 +255,18 @@ class SmartModelRouter:
         if req.profile is not None:
             profile = self.config.profiles.get(req.profile)
             if profile is None:
-                attempts.append(Attempt(provider="router", outcome="skipped",
-                                        detail=f"unknown profile {req.profile!r}; using tier {req.tier}"))
+                attempts.append(
+                    Attempt(
+                        provider="router",
+                        outcome="skipped",
+                        detail=f"unknown profile {req.profile!r}; using tier {req.tier}",
+                    )
+                )
                 if req.profile not in self._warned_profiles:
                     self._warned_profiles.add(req.profile)
-                    log.warning("unknown model profile %r: add it under router.profiles", req.profile)
+                    log.warning(
+                        "unknown model profile %r: add it under router.profiles", req.profile
+                    )
         key = (req.tier, req.profile if profile is not None else None)
         plan = self._plans.get(key)
         if plan is None:
@@ -226,11 +279,14 @@ class SmartModelRouter:
 
     # --- the remote chain ------------------------------------------------------------------------
 
-    async def _try_remote(self, req: ChatRequest, groups: list[list[Candidate]], attempts: list[Attempt],
-                          start: float) -> ChatResponse | None:
+    async def _try_remote(
+        self, req: ChatRequest, groups: list[list[Candidate]], attempts: list[Attempt], start: float
+    ) -> ChatResponse | None:
         policy = self.policy
         deadline = start + (req.timeout_s or policy.request_timeout_s)
-        inputs_json = encode_inputs(req)  # once per request: the estimate and the wire messages share it
+        inputs_json = encode_inputs(
+            req
+        )  # once per request: the estimate and the wire messages share it
         estimate = estimate_tokens(req, policy.default_output_tokens, inputs_json)
         tried: set[str] = set()
         calls = 0
@@ -245,27 +301,47 @@ class SmartModelRouter:
                     if rt.name in tried or rt.name in passed:
                         continue
                     if calls >= policy.max_attempts:
-                        attempts.append(Attempt(provider="router", outcome="skipped",
-                                                detail=f"{policy.max_attempts} remote attempts made; no more"))
+                        attempts.append(
+                            Attempt(
+                                provider="router",
+                                outcome="skipped",
+                                detail=f"{policy.max_attempts} remote attempts made; no more",
+                            )
+                        )
                         return None
                     if self.clock.monotonic() >= deadline:
-                        attempts.append(Attempt(provider="router", outcome="skipped",
-                                                detail="request deadline passed"))
+                        attempts.append(
+                            Attempt(
+                                provider="router",
+                                outcome="skipped",
+                                detail="request deadline passed",
+                            )
+                        )
                         return None
                     admission = self._admit(rt, estimate)
                     if isinstance(admission, _Skip):
                         passed.add(rt.name)
                         if admission.capacity_eta is not None:
-                            capacity_eta = min(capacity_eta or admission.capacity_eta, admission.capacity_eta)
-                        attempts.append(Attempt(provider=rt.name, model=cand.model, tier=cand.tier,
-                                                outcome="skipped", detail=admission.detail))
+                            capacity_eta = min(
+                                capacity_eta or admission.capacity_eta, admission.capacity_eta
+                            )
+                        attempts.append(
+                            Attempt(
+                                provider=rt.name,
+                                model=cand.model,
+                                tier=cand.tier,
+                                outcome="skipped",
+                                detail=admission.detail,
+                            )
+                        )
                         continue
                     tried.add(rt.name)
                     if wire is None:
                         wire = wire_messages(req, inputs_json)
                     lease, reservation = admission
-                    response, called = await self._attempt(req, cand, lease, reservation, wire, deadline,
-                                                           attempts, start)
+                    response, called = await self._attempt(
+                        req, cand, lease, reservation, wire, deadline, attempts, start
+                    )
                     calls += called
                     if response is not None:
                         return response
@@ -276,12 +352,19 @@ class SmartModelRouter:
                 wait_until = min(now + policy.capacity_wait_s, deadline)
             remaining = wait_until - now
             if capacity_eta > remaining or remaining <= 0:
-                attempts.append(Attempt(provider="router", outcome="skipped",
-                                        detail="no capacity freed within the wait budget"))
+                attempts.append(
+                    Attempt(
+                        provider="router",
+                        outcome="skipped",
+                        detail="no capacity freed within the wait budget",
+                    )
+                )
                 return None
             await self._wait_event_or_timeout(self._board.waiter(), min(capacity_eta, remaining))
 
-    def _admit(self, rt: ProviderRuntime, estimate: int) -> _Skip | tuple[ProbeLease | None, Reservation]:
+    def _admit(
+        self, rt: ProviderRuntime, estimate: int
+    ) -> _Skip | tuple[ProbeLease | None, Reservation]:
         """Admission checks with no await in between, so they are atomic on the loop."""
         breaker = rt.breaker
         state = breaker.state
@@ -299,7 +382,10 @@ class SmartModelRouter:
         if eta > 0:
             return _Skip(f"rate-limit bucket has room in {eta:.2f}s", capacity_eta=eta)
         if rt.bulkhead.free <= 0:
-            return _Skip(f"bulkhead full ({rt.bulkhead.size} in flight)", capacity_eta=self.policy.capacity_wait_s)
+            return _Skip(
+                f"bulkhead full ({rt.bulkhead.size} in flight)",
+                capacity_eta=self.policy.capacity_wait_s,
+            )
         if not probing and rt.throttle.should_reject():
             return _Skip(f"throttled locally (p={rt.throttle.reject_probability():.2f})")
         lease = breaker.acquire_probe() if probing else None
@@ -313,9 +399,17 @@ class SmartModelRouter:
         rt.bulkhead.try_acquire()
         return lease, reservation
 
-    async def _attempt(self, req: ChatRequest, cand: Candidate, lease: ProbeLease | None, reservation: Reservation,
-                       wire: list[ChatMessage], deadline: float, attempts: list[Attempt],
-                       start: float) -> tuple[ChatResponse | None, int]:
+    async def _attempt(
+        self,
+        req: ChatRequest,
+        cand: Candidate,
+        lease: ProbeLease | None,
+        reservation: Reservation,
+        wire: list[ChatMessage],
+        deadline: float,
+        attempts: list[Attempt],
+        start: float,
+    ) -> tuple[ChatResponse | None, int]:
         rt = cand.runtime
         self._notify(rt)
         try:
@@ -325,24 +419,55 @@ class SmartModelRouter:
                 if not healthy:
                     rt.buckets.reconcile(reservation, 0)
                     return None, 0
-            spec = spec_from_request(req, cand.model, wire, self.policy.default_output_tokens,
-                                     cand.temperature, cand.max_tokens)
+            spec = spec_from_request(
+                req,
+                cand.model,
+                wire,
+                self.policy.default_output_tokens,
+                cand.temperature,
+                cand.max_tokens,
+            )
             timeout = max(0.001, min(rt.cfg.timeout_s, deadline - self.clock.monotonic()))
             ticket = rt.throttle.begin()
             began = self.clock.monotonic()
             try:
                 reply = await rt.provider.chat(spec, timeout)
             except ProviderCallError as exc:
-                self._record_failure(rt, exc, lease, reservation, self.clock.monotonic() - began, ticket)
-                attempts.append(Attempt(provider=rt.name, model=cand.model, tier=cand.tier, outcome="failed",
-                                        error_class=exc.error_class.value, status=exc.status,
-                                        latency_s=self.clock.monotonic() - began, detail=exc.detail))
+                self._record_failure(
+                    rt, exc, lease, reservation, self.clock.monotonic() - began, ticket
+                )
+                attempts.append(
+                    Attempt(
+                        provider=rt.name,
+                        model=cand.model,
+                        tier=cand.tier,
+                        outcome="failed",
+                        error_class=exc.error_class.value,
+                        status=exc.status,
+                        latency_s=self.clock.monotonic() - began,
+                        detail=exc.detail,
+                    )
+                )
                 return None, 1
-            except Exception as exc:  # a provider bug must not escape as anything but a failed attempt
-                failure = ProviderCallError(ErrorClass.BAD_RESPONSE, f"{type(exc).__name__} in the provider")
-                self._record_failure(rt, failure, lease, reservation, self.clock.monotonic() - began, ticket)
-                attempts.append(Attempt(provider=rt.name, model=cand.model, tier=cand.tier, outcome="failed",
-                                        error_class=failure.error_class.value, detail=failure.detail))
+            except (
+                Exception
+            ) as exc:  # a provider bug must not escape as anything but a failed attempt
+                failure = ProviderCallError(
+                    ErrorClass.BAD_RESPONSE, f"{type(exc).__name__} in the provider"
+                )
+                self._record_failure(
+                    rt, failure, lease, reservation, self.clock.monotonic() - began, ticket
+                )
+                attempts.append(
+                    Attempt(
+                        provider=rt.name,
+                        model=cand.model,
+                        tier=cand.tier,
+                        outcome="failed",
+                        error_class=failure.error_class.value,
+                        detail=failure.detail,
+                    )
+                )
                 return None, 1
             latency = self.clock.monotonic() - began
             self._record_answer(rt, lease, reservation, reply, latency, ticket)
@@ -352,15 +477,38 @@ class SmartModelRouter:
                     parsed = parse_structured(reply.content, req.response_schema)
                 except ProviderCallError as exc:
                     rt.last_error = ErrorNote(exc.error_class.value, reply.status)
-                    attempts.append(Attempt(provider=rt.name, model=cand.model, tier=cand.tier, outcome="failed",
-                                            error_class=exc.error_class.value, status=reply.status,
-                                            latency_s=latency, detail=exc.detail))
+                    attempts.append(
+                        Attempt(
+                            provider=rt.name,
+                            model=cand.model,
+                            tier=cand.tier,
+                            outcome="failed",
+                            error_class=exc.error_class.value,
+                            status=reply.status,
+                            latency_s=latency,
+                            detail=exc.detail,
+                        )
+                    )
                     return None, 1
-            attempts.append(Attempt(provider=rt.name, model=cand.model, tier=cand.tier, outcome="ok",
-                                    status=reply.status, latency_s=latency))
+            attempts.append(
+                Attempt(
+                    provider=rt.name,
+                    model=cand.model,
+                    tier=cand.tier,
+                    outcome="ok",
+                    status=reply.status,
+                    latency_s=latency,
+                )
+            )
             return ChatResponse(
-                content=reply.content, parsed=parsed, provider=rt.name, model=cand.model, tier=cand.tier,
-                usage=reply.usage, latency_s=self.clock.monotonic() - start, degraded=cand.tier < req.tier,
+                content=reply.content,
+                parsed=parsed,
+                provider=rt.name,
+                model=cand.model,
+                tier=cand.tier,
+                usage=reply.usage,
+                latency_s=self.clock.monotonic() - start,
+                degraded=cand.tier < req.tier,
                 attempts=attempts,
             ), 1
         finally:
@@ -372,31 +520,58 @@ class SmartModelRouter:
         try:
             info = await rt.provider.health(min(self.policy.probe_timeout_s, rt.cfg.timeout_s))
         except Exception as exc:
-            failure = exc if isinstance(exc, ProviderCallError) else ProviderCallError(
-                ErrorClass.BAD_RESPONSE, f"{type(exc).__name__} in the health probe")
+            failure = (
+                exc
+                if isinstance(exc, ProviderCallError)
+                else ProviderCallError(
+                    ErrorClass.BAD_RESPONSE, f"{type(exc).__name__} in the health probe"
+                )
+            )
             error_class = failure.error_class
             if error_class is ErrorClass.PERMANENT:
                 rt.misconfigured_reason = self._misconfigured_reason(rt, failure)
             elif not TRAITS[error_class].counts_for_breaker:
-                error_class = ErrorClass.SERVER  # a health endpoint that does not answer 2xx is not healthy
+                error_class = (
+                    ErrorClass.SERVER
+                )  # a health endpoint that does not answer 2xx is not healthy
             rt.last_error = ErrorNote(failure.error_class.value, failure.status)
             rt.breaker.record_failure(error_class, failure.retry_after_s, lease)
             self._persist_breaker(rt)
-            attempts.append(Attempt(provider=rt.name, outcome="probe_failed", error_class=failure.error_class.value,
-                                    status=failure.status, latency_s=self.clock.monotonic() - began,
-                                    detail=f"health probe: {failure.detail}"))
+            attempts.append(
+                Attempt(
+                    provider=rt.name,
+                    outcome="probe_failed",
+                    error_class=failure.error_class.value,
+                    status=failure.status,
+                    latency_s=self.clock.monotonic() - began,
+                    detail=f"health probe: {failure.detail}",
+                )
+            )
             return False
         rt.buckets.apply(info)
         rt.misconfigured_reason = None
         rt.breaker.record_success(lease)
-        attempts.append(Attempt(provider=rt.name, outcome="probe_ok", latency_s=self.clock.monotonic() - began,
-                                detail="health probe"))
+        attempts.append(
+            Attempt(
+                provider=rt.name,
+                outcome="probe_ok",
+                latency_s=self.clock.monotonic() - began,
+                detail="health probe",
+            )
+        )
         return True
 
     # --- bookkeeping -------------------------------------------------------------------------------
 
-    def _record_answer(self, rt: ProviderRuntime, lease: ProbeLease | None, reservation: Reservation,
-                       reply: ProviderReply, latency: float, ticket: ThrottleTicket) -> None:
+    def _record_answer(
+        self,
+        rt: ProviderRuntime,
+        lease: ProbeLease | None,
+        reservation: Reservation,
+        reply: ProviderReply,
+        latency: float,
+        ticket: ThrottleTicket,
+    ) -> None:
         rt.buckets.reconcile(reservation, reply.usage.total_tokens)
         rt.buckets.apply(reply.rate_limits)
         rt.throttle.settle(ticket, accepted=True)
@@ -404,11 +579,27 @@ class SmartModelRouter:
         rt.breaker.record_success(lease)
         rt.metrics.record(True, latency)
         if self._recorder is not None:
-            self._recorder.add_call(CallRecord(rt.name, True, latency, None, reply.usage.input_tokens,
-                                               reply.usage.output_tokens, self.clock.wall()))
+            self._recorder.add_call(
+                CallRecord(
+                    rt.name,
+                    True,
+                    latency,
+                    None,
+                    reply.usage.input_tokens,
+                    reply.usage.output_tokens,
+                    self.clock.wall(),
+                )
+            )
 
-    def _record_failure(self, rt: ProviderRuntime, exc: ProviderCallError, lease: ProbeLease | None,
-                        reservation: Reservation, latency: float, ticket: ThrottleTicket) -> None:
+    def _record_failure(
+        self,
+        rt: ProviderRuntime,
+        exc: ProviderCallError,
+        lease: ProbeLease | None,
+        reservation: Reservation,
+        latency: float,
+        ticket: ThrottleTicket,
+    ) -> None:
         error_class = exc.error_class
         traits = TRAITS[error_class]
         rt.buckets.reconcile(reservation, 0)
@@ -421,8 +612,11 @@ class SmartModelRouter:
                 rt.breaker.record_failure(error_class, exc.retry_after_s, lease)
             else:
                 rt.breaker.force_open(error_class, f"misconfigured ({exc.detail})")
-            log.warning("provider %s is misconfigured (%s): it is skipped until a health probe passes",
-                        rt.name, exc.detail)
+            log.warning(
+                "provider %s is misconfigured (%s): it is skipped until a health probe passes",
+                rt.name,
+                exc.detail,
+            )
         elif traits.counts_for_breaker:
             rt.breaker.record_failure(error_class, exc.retry_after_s, lease)
         elif lease is not None:
@@ -430,8 +624,17 @@ class SmartModelRouter:
         healthy = not (traits.counts_for_breaker or traits.misconfigures)
         rt.metrics.record(healthy, latency if exc.status is not None else None)
         if self._recorder is not None:
-            self._recorder.add_call(CallRecord(rt.name, healthy, latency if exc.status is not None else None,
-                                               error_class.value, 0, 0, self.clock.wall()))
+            self._recorder.add_call(
+                CallRecord(
+                    rt.name,
+                    healthy,
+                    latency if exc.status is not None else None,
+                    error_class.value,
+                    0,
+                    0,
+                    self.clock.wall(),
+                )
+            )
         self._persist_breaker(rt)
 
     @staticmethod
@@ -451,12 +654,17 @@ class SmartModelRouter:
         if time.monotonic() - self._last_flush < self.policy.stats_flush_s:
             return
         self._last_flush = time.monotonic()
-        self._flush_task = asyncio.get_running_loop().create_task(asyncio.to_thread(self._recorder.flush))
+        self._flush_task = asyncio.get_running_loop().create_task(
+            asyncio.to_thread(self._recorder.flush)
+        )
 
-    async def _answer_builtin(self, req: ChatRequest, had_remote: bool, attempts: list[Attempt],
-                              start: float) -> ChatResponse:
+    async def _answer_builtin(
+        self, req: ChatRequest, had_remote: bool, attempts: list[Attempt], start: float
+    ) -> ChatResponse:
         if not self.builtin.can_answer(req.task):
-            raise NoHandlerError(req.task, sum(1 for a in attempts if a.provider not in ("router",)))
+            raise NoHandlerError(
+                req.task, sum(1 for a in attempts if a.provider not in ("router",))
+            )
         began = self.clock.monotonic()
         try:
             content, parsed = await self.builtin.answer(req)
@@ -465,29 +673,59 @@ class SmartModelRouter:
             raise
         latency = self.clock.monotonic() - began
         self._record_builtin(True, latency)
-        attempts.append(Attempt(provider=BUILTIN_NAME, model=BUILTIN_MODEL, tier=0, outcome="ok", latency_s=latency))
-        return ChatResponse(content=content, parsed=parsed, provider=BUILTIN_NAME, model=BUILTIN_MODEL, tier=0,
-                            usage=Usage(), latency_s=self.clock.monotonic() - start, degraded=had_remote,
-                            attempts=attempts)
+        attempts.append(
+            Attempt(
+                provider=BUILTIN_NAME, model=BUILTIN_MODEL, tier=0, outcome="ok", latency_s=latency
+            )
+        )
+        return ChatResponse(
+            content=content,
+            parsed=parsed,
+            provider=BUILTIN_NAME,
+            model=BUILTIN_MODEL,
+            tier=0,
+            usage=Usage(),
+            latency_s=self.clock.monotonic() - start,
+            degraded=had_remote,
+            attempts=attempts,
+        )
 
     def _record_builtin(self, ok: bool, latency: float | None) -> None:
         self._builtin_metrics.record(ok, latency)
         if self._recorder is not None:
-            self._recorder.add_call(CallRecord(BUILTIN_NAME, ok, latency, None if ok else "handler_error", 0, 0,
-                                               self.clock.wall()))
+            self._recorder.add_call(
+                CallRecord(
+                    BUILTIN_NAME,
+                    ok,
+                    latency,
+                    None if ok else "handler_error",
+                    0,
+                    0,
+                    self.clock.wall(),
+                )
+            )
         self._notify(None)
 
     def _builtin_snapshot(self) -> ProviderSnapshot:
         metrics = self._builtin_metrics
         latency = metrics.latency_summary()
         return ProviderSnapshot(
-            name=BUILTIN_NAME, kind=BUILTIN_KIND, state=BreakerState.CLOSED,
-            success_rate=metrics.success_rate(), health_score=round(metrics.health_score(), 4),
-            ema_latency_s=latency.ema, p50_latency_s=latency.p50, p95_latency_s=latency.p95,
-            p99_latency_s=latency.p99, recent_latencies_s=latency.recent,
-            in_flight=self.builtin.in_flight, bulkhead_size=self.builtin.concurrency,
-            requests_total=metrics.requests_total, successes_total=metrics.successes_total,
-            failures_total=metrics.failures_total, models={0: BUILTIN_MODEL},
+            name=BUILTIN_NAME,
+            kind=BUILTIN_KIND,
+            state=BreakerState.CLOSED,
+            success_rate=metrics.success_rate(),
+            health_score=round(metrics.health_score(), 4),
+            ema_latency_s=latency.ema,
+            p50_latency_s=latency.p50,
+            p95_latency_s=latency.p95,
+            p99_latency_s=latency.p99,
+            recent_latencies_s=latency.recent,
+            in_flight=self.builtin.in_flight,
+            bulkhead_size=self.builtin.concurrency,
+            requests_total=metrics.requests_total,
+            successes_total=metrics.successes_total,
+            failures_total=metrics.failures_total,
+            models={0: BUILTIN_MODEL},
         )
 
     # --- events ---------------------------------------------------------------------------------------
@@ -510,8 +748,13 @@ class SmartModelRouter:
         self._handle_transition(rt, transition)
 
     def _handle_transition(self, rt: ProviderRuntime, transition: Transition) -> None:
-        log.info("provider %s: %s -> %s (%s)", rt.name, transition.old.value, transition.new.value,
-                 transition.reason)
+        log.info(
+            "provider %s: %s -> %s (%s)",
+            rt.name,
+            transition.old.value,
+            transition.new.value,
+            transition.reason,
+        )
         if transition.new is BreakerState.CLOSED:
             rt.misconfigured_reason = None
         if transition.new is BreakerState.OPEN:
@@ -560,7 +803,9 @@ class SmartModelRouter:
     async def _check_one(self, rt: ProviderRuntime) -> HealthCheck:
         problem = rt.provider.key_problem()
         if problem is not None:
-            return HealthCheck(rt.name, rt.cfg.kind, False, None, f"misconfigured: {problem}", "permanent")
+            return HealthCheck(
+                rt.name, rt.cfg.kind, False, None, f"misconfigured: {problem}", "permanent"
+            )
         began = time.perf_counter()
         try:
             await rt.provider.health(min(self.policy.probe_timeout_s, rt.cfg.timeout_s))
@@ -568,8 +813,14 @@ class SmartModelRouter:
             detail = exc.detail
             if exc.error_class is ErrorClass.PERMANENT:
                 detail = f"misconfigured: {self._misconfigured_reason(rt, exc)}"
-            return HealthCheck(rt.name, rt.cfg.kind, False, time.perf_counter() - began, detail,
-                               exc.error_class.value)
+            return HealthCheck(
+                rt.name,
+                rt.cfg.kind,
+                False,
+                time.perf_counter() - began,
+                detail,
+                exc.error_class.value,
+            )
         return HealthCheck(rt.name, rt.cfg.kind, True, time.perf_counter() - began, "healthy")
 
 
@@ -585,7 +836,9 @@ def _client(transport: httpx.AsyncBaseTransport | None) -> httpx.AsyncClient:
     direct = httpx.AsyncHTTPTransport(retries=0, limits=limits)
     return httpx.AsyncClient(
         mounts={"all://127.0.0.1": direct, "all://localhost": direct, "all://[::1]": direct},
-        limits=limits, follow_redirects=False, trust_env=True,
+        limits=limits,
+        follow_redirects=False,
+        trust_env=True,
     )
 
 
@@ -616,5 +869,12 @@ def build_router(
         if path.is_dir() or not path.suffix:  # a workspace directory, existing or not yet created
             path = path / STATS_FILENAME
         stats = StatsStore(path)
-    return SmartModelRouter(config, providers=providers, task_handlers=task_handlers, clock=clock, stats=stats,
-                            rng=rng, client=client)
+    return SmartModelRouter(
+        config,
+        providers=providers,
+        task_handlers=task_handlers,
+        clock=clock,
+        stats=stats,
+        rng=rng,
+        client=client,
+    )

@@ -1,4 +1,5 @@
 """Everything the router keeps about one remote provider, and how it reads as a snapshot or a stored row."""
+
 from __future__ import annotations
 
 import random
@@ -37,10 +38,16 @@ class ProviderRuntime:
         self.cfg = cfg
         self.name = cfg.name
         self.provider = provider
-        self.breaker = CircuitBreaker(policy.breaker_policy(), clock, lambda t: on_transition(self, t))
+        self.breaker = CircuitBreaker(
+            policy.breaker_policy(), clock, lambda t: on_transition(self, t)
+        )
         self.buckets = DualBucket(cfg.rpm, cfg.tpm, clock)
-        self.throttle = AdaptiveThrottle(clock, k=policy.throttle_k, window_s=policy.throttle_window_s,
-                                         rng=random.Random(rng.random()))
+        self.throttle = AdaptiveThrottle(
+            clock,
+            k=policy.throttle_k,
+            window_s=policy.throttle_window_s,
+            rng=random.Random(rng.random()),
+        )
         self.bulkhead = Bulkhead(cfg.bulkhead, board)
         self.metrics = ProviderMetrics(clock, recency_tau_s=policy.recency_tau_s)
         self.misconfigured_reason: str | None = None
@@ -56,13 +63,21 @@ class ProviderRuntime:
         return min(self.buckets.capacity_fraction(), self.bulkhead.free / self.bulkhead.size)
 
     def restore(self, stored: StoredProvider, now_wall: float) -> None:
-        self.metrics.seed(stored.recent, (stored.totals.requests, stored.totals.successes, stored.totals.failures))
+        self.metrics.seed(
+            stored.recent, (stored.totals.requests, stored.totals.successes, stored.totals.failures)
+        )
         row = stored.breaker
         if row is None:
             return
         remaining = stored.cooldown_remaining(now_wall)
-        state = BreakerState(row.state) if row.state in BreakerState.__members__ else BreakerState.CLOSED
-        self.breaker.restore(state, remaining, row.consecutive_trips, row.open_reason, row.changed_wall)
+        state = (
+            BreakerState(row.state)
+            if row.state in BreakerState.__members__
+            else BreakerState.CLOSED
+        )
+        self.breaker.restore(
+            state, remaining, row.consecutive_trips, row.open_reason, row.changed_wall
+        )
         self.last_error = ErrorNote(row.last_error, row.last_error_status)
         if row.misconfigured and state is not BreakerState.CLOSED and remaining > 0:
             self.misconfigured_reason = row.misconfigured_reason or "misconfigured"

@@ -13,6 +13,7 @@ nothing, so its share of the traffic spreads over the others in proportion to
 their health and remaining capacity rather than evenly, and not all onto the
 next in line.
 """
+
 from __future__ import annotations
 
 import random
@@ -33,7 +34,9 @@ class Candidate:
     max_tokens: int | None = None
 
 
-def plan_chain(runtimes: list[ProviderRuntime], tier: int, profile: ProfileConfig | None) -> list[list[Candidate]]:
+def plan_chain(
+    runtimes: list[ProviderRuntime], tier: int, profile: ProfileConfig | None
+) -> list[list[Candidate]]:
     groups: list[list[Candidate]] = []
     if profile is not None:
         for rt in runtimes:
@@ -76,7 +79,9 @@ def order_group(group: list[Candidate], rng: random.Random) -> list[Candidate]:
         score = scores[rt.name]
         weights.append(rt.cfg.weight * score * score * max(MIN_CAPACITY, rt.capacity()))
     total = sum(weights)
-    indices = sorted(range(len(group)), key=lambda i: -weights[i])  # stable: config order breaks ties
+    indices = sorted(
+        range(len(group)), key=lambda i: -weights[i]
+    )  # stable: config order breaks ties
     if total <= 0:
         return [group[i] for i in indices]
     draw = rng.random() * total

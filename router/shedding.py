@@ -8,6 +8,7 @@ built-in provider; high-priority ones pass freely. The providers still up thus
 carry the high-priority traffic plus a trickle — not the whole load of the
 OPEN ones, which is how one outage cascades into the next.
 """
+
 from __future__ import annotations
 
 import asyncio
@@ -25,8 +26,15 @@ class Admission:
 
 
 class LoadShedder:
-    def __init__(self, clock: Clock, *, threshold: float, concurrency: int, queue_size: int,
-                 queue_wait_s: float) -> None:
+    def __init__(
+        self,
+        clock: Clock,
+        *,
+        threshold: float,
+        concurrency: int,
+        queue_size: int,
+        queue_wait_s: float,
+    ) -> None:
         self._clock = clock
         self.threshold = threshold
         self._concurrency = concurrency
@@ -51,7 +59,11 @@ class LoadShedder:
             return Admission(True, False)
         share = f"{opened}/{total} providers OPEN"
         if priority == "low":
-            return Admission(False, False, f"load shedding ({share}): low priority answered by the built-in provider")
+            return Admission(
+                False,
+                False,
+                f"load shedding ({share}): low priority answered by the built-in provider",
+            )
         gate = self._semaphore()
         if not gate.locked():
             await gate.acquire()  # a free slot: this does not suspend
@@ -71,6 +83,12 @@ class LoadShedder:
                 acquire.cancel()
             await asyncio.gather(acquire, return_exceptions=True)
         if acquire.cancelled():
-            return Admission(False, False, f"load shedding: queued {self._queue_wait_s:.1f}s without a turn; "
-                                           "answered by the built-in provider")
-        return Admission(True, True, f"queued {self._clock.monotonic() - began:.1f}s under load shedding")
+            return Admission(
+                False,
+                False,
+                f"load shedding: queued {self._queue_wait_s:.1f}s without a turn; "
+                "answered by the built-in provider",
+            )
+        return Admission(
+            True, True, f"queued {self._clock.monotonic() - began:.1f}s under load shedding"
+        )

@@ -12,6 +12,7 @@ subtracted (never added: a wall clock stepped backwards cannot lengthen it).
 Writes are batched by :class:`StatsRecorder` off the request path; the router
 flushes it from a worker thread about once a second and on close.
 """
+
 from __future__ import annotations
 
 import logging
@@ -124,8 +125,9 @@ class StatsStore:
         self.keep_calls = keep_calls
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self._lock = threading.Lock()
-        self._conn = sqlite3.connect(self.path, timeout=busy_timeout_s, isolation_level=None,
-                                     check_same_thread=False)
+        self._conn = sqlite3.connect(
+            self.path, timeout=busy_timeout_s, isolation_level=None, check_same_thread=False
+        )
         try:
             self._conn.execute(f"PRAGMA busy_timeout = {int(busy_timeout_s * 1000)}")
             self._retry(self._set_wal)
@@ -161,8 +163,10 @@ class StatsStore:
                 for statement in (part.strip() for part in _SCHEMA.split(";")):
                     if statement:
                         self._conn.execute(statement)
-                self._conn.execute("INSERT OR IGNORE INTO meta (key, value) VALUES ('schema_version', ?)",
-                                   (str(SCHEMA_VERSION),))
+                self._conn.execute(
+                    "INSERT OR IGNORE INTO meta (key, value) VALUES ('schema_version', ?)",
+                    (str(SCHEMA_VERSION),),
+                )
                 self._conn.execute("COMMIT")
             except BaseException:
                 self._conn.execute("ROLLBACK")
@@ -221,9 +225,22 @@ class StatsStore:
                            (provider, state, cooldown_remaining_s, consecutive_trips, open_reason, last_error,
                             last_error_status, misconfigured, misconfigured_reason, changed_wall, saved_wall)
                        VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)""",
-                    [(b.provider, b.state, b.cooldown_remaining_s, b.consecutive_trips, b.open_reason,
-                      b.last_error, b.last_error_status, int(b.misconfigured), b.misconfigured_reason,
-                      b.changed_wall, b.saved_wall) for b in breakers],
+                    [
+                        (
+                            b.provider,
+                            b.state,
+                            b.cooldown_remaining_s,
+                            b.consecutive_trips,
+                            b.open_reason,
+                            b.last_error,
+                            b.last_error_status,
+                            int(b.misconfigured),
+                            b.misconfigured_reason,
+                            b.changed_wall,
+                            b.saved_wall,
+                        )
+                        for b in breakers
+                    ],
                 )
                 cur.execute("COMMIT")
             except BaseException:
@@ -252,8 +269,19 @@ class StatsStore:
                 "last_error_status, misconfigured, misconfigured_reason, changed_wall, saved_wall "
                 "FROM provider_breaker"
             ):
-                result[row[0]].breaker = BreakerRecord(row[0], row[1], row[2], row[3], row[4], row[5], row[6],
-                                                       bool(row[7]), row[8], row[9], row[10])
+                result[row[0]].breaker = BreakerRecord(
+                    row[0],
+                    row[1],
+                    row[2],
+                    row[3],
+                    row[4],
+                    row[5],
+                    row[6],
+                    bool(row[7]),
+                    row[8],
+                    row[9],
+                    row[10],
+                )
         return dict(result)
 
     def integrity_ok(self) -> bool:
@@ -301,8 +329,11 @@ class StatsRecorder:
                 self.store.write(calls, breakers)
             except sqlite3.Error as exc:
                 if not self._warned:
-                    log.warning("provider stats could not be written to %s (%s); retrying on the next flush",
-                                self.store.path, type(exc).__name__)
+                    log.warning(
+                        "provider stats could not be written to %s (%s); retrying on the next flush",
+                        self.store.path,
+                        type(exc).__name__,
+                    )
                     self._warned = True
                 with self._lock:
                     self._calls[:0] = calls

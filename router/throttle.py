@@ -13,6 +13,7 @@ pending calls are a rounding error there; LLM calls take seconds, and counting
 a burst of pending calls as not-accepted would throttle every burst at
 start-up before a single answer could arrive.
 """
+
 from __future__ import annotations
 
 import random
@@ -29,8 +30,15 @@ class ThrottleTicket:
 
 
 class AdaptiveThrottle:
-    def __init__(self, clock: Clock, *, k: float = 2.0, window_s: float = 120.0,
-                 rng: random.Random | None = None, slot_s: float = 1.0) -> None:
+    def __init__(
+        self,
+        clock: Clock,
+        *,
+        k: float = 2.0,
+        window_s: float = 120.0,
+        rng: random.Random | None = None,
+        slot_s: float = 1.0,
+    ) -> None:
         self._clock = clock
         self.k = k
         self.window_s = window_s

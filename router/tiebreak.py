@@ -10,6 +10,7 @@ request goes out as task ``tie_break`` with inputs
 ``{step_id, valid_targets, hint, context}``, so the built-in provider can
 answer it too.
 """
+
 from __future__ import annotations
 
 import asyncio
@@ -62,14 +63,26 @@ _SYSTEM = (
 )
 
 
-def tie_break_request(*, step_id: str, valid_targets: list[str], hint: str, context: str) -> ChatRequest:
+def tie_break_request(
+    *, step_id: str, valid_targets: list[str], hint: str, context: str
+) -> ChatRequest:
     targets = "\n".join(f"- {t}" for t in valid_targets)
-    user = (f"Step {step_id!r} has finished and more than one next step is valid.\n"
-            f"Valid targets:\n{targets}\n\nHint: {hint or '(none)'}\n\nContext:\n{context or '(none)'}")
+    user = (
+        f"Step {step_id!r} has finished and more than one next step is valid.\n"
+        f"Valid targets:\n{targets}\n\nHint: {hint or '(none)'}\n\nContext:\n{context or '(none)'}"
+    )
     return ChatRequest(
         task=TIE_BREAK_TASK,
-        messages=[ChatMessage(role="system", content=_SYSTEM), ChatMessage(role="user", content=user)],
-        inputs={"step_id": step_id, "valid_targets": list(valid_targets), "hint": hint, "context": context},
+        messages=[
+            ChatMessage(role="system", content=_SYSTEM),
+            ChatMessage(role="user", content=user),
+        ],
+        inputs={
+            "step_id": step_id,
+            "valid_targets": list(valid_targets),
+            "hint": hint,
+            "context": context,
+        },
         response_schema=TieBreakAnswer,
         priority="high",
         temperature=0.0,
@@ -98,9 +111,13 @@ async def choose_target(
         raise ValueError("choose_target needs at least one valid target")
 
     def fallback(outcome: TieBreakOutcome, reasoning: str) -> TieBreakResult:
-        return TieBreakResult(target=default_target, confidence=0.0, reasoning=reasoning, outcome=outcome)
+        return TieBreakResult(
+            target=default_target, confidence=0.0, reasoning=reasoning, outcome=outcome
+        )
 
-    request = tie_break_request(step_id=step_id, valid_targets=valid_targets, hint=hint, context=context)
+    request = tie_break_request(
+        step_id=step_id, valid_targets=valid_targets, hint=hint, context=context
+    )
     call = asyncio.ensure_future(router.complete(request))
     timer = asyncio.ensure_future(router.clock.sleep(timeout_s))
     try:
@@ -110,20 +127,36 @@ async def choose_target(
     if not call.done():
         call.cancel()
         await asyncio.gather(call, return_exceptions=True)
-        return fallback("timeout", f"the tie-breaker did not answer within {timeout_s:g}s; default edge taken")
+        return fallback(
+            "timeout", f"the tie-breaker did not answer within {timeout_s:g}s; default edge taken"
+        )
     try:
         response = call.result()
     except RouterError as exc:
         log.warning("tie-breaker for step %s failed: %s", step_id, exc)
-        return fallback("error", f"the tie-breaker failed ({type(exc).__name__}); default edge taken")
+        return fallback(
+            "error", f"the tie-breaker failed ({type(exc).__name__}); default edge taken"
+        )
     except Exception as exc:  # any failure degrades to the deterministic default, never blocks
         log.warning("tie-breaker for step %s raised %s", step_id, type(exc).__name__)
-        return fallback("error", f"the tie-breaker failed ({type(exc).__name__}); default edge taken")
+        return fallback(
+            "error", f"the tie-breaker failed ({type(exc).__name__}); default edge taken"
+        )
     answer = response.parsed
     if not isinstance(answer, TieBreakAnswer):
-        return fallback("invalid_answer", "the answer did not have the requested shape; default edge taken")
+        return fallback(
+            "invalid_answer", "the answer did not have the requested shape; default edge taken"
+        )
     target = _match_target(answer.target, valid_targets)
     if target is None:
-        return fallback("invalid_answer", f"{answer.target!r} is not a valid target; default edge taken")
-    return TieBreakResult(target=target, confidence=answer.confidence, reasoning=answer.reasoning, outcome="model",
-                          provider=response.provider, degraded=response.degraded)
+        return fallback(
+            "invalid_answer", f"{answer.target!r} is not a valid target; default edge taken"
+        )
+    return TieBreakResult(
+        target=target,
+        confidence=answer.confidence,
+        reasoning=answer.reasoning,
+        outcome="model",
+        provider=response.provider,
+        degraded=response.degraded,
+    )

@@ -5,6 +5,7 @@ A request names its ``task`` in the ``x-workbench-task`` header and carries its
 real providers ignore the header and read the block as context; the fault
 server reads both to answer through its responder.
 """
+
 from __future__ import annotations
 
 import json
@@ -73,7 +74,9 @@ def is_strict_compatible(schema: Any) -> bool:
     if isinstance(schema, dict):
         if schema.get("type") == "object" or "properties" in schema:
             props = schema.get("properties", {})
-            if schema.get("additionalProperties") is not False or set(schema.get("required", [])) != set(props):
+            if schema.get("additionalProperties") is not False or set(
+                schema.get("required", [])
+            ) != set(props):
                 return False
         return all(is_strict_compatible(v) for v in schema.values())
     if isinstance(schema, list):
@@ -102,7 +105,9 @@ def parse_structured(content: str, schema: type[BaseModel]) -> BaseModel:
         ) from None
 
 
-def estimate_tokens(req: ChatRequest, default_output_tokens: int, inputs_json: str | None = None) -> int:
+def estimate_tokens(
+    req: ChatRequest, default_output_tokens: int, inputs_json: str | None = None
+) -> int:
     """A cheap token estimate for the TPM reservation: ~4 characters a token, plus the output budget."""
     chars = sum(len(m.content) for m in req.messages)
     if req.inputs:

@@ -1,5 +1,6 @@
 """Reading one YAML file with errors a person can act on (the router's config and
 fault scripts both load YAML this way)."""
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -15,7 +16,9 @@ def read_yaml_file(path: Path, name: str, error: type[Exception], missing_hint: 
     except FileNotFoundError:
         raise error(f"{name}: file not found — {missing_hint}") from None
     except (OSError, UnicodeDecodeError) as exc:
-        raise error(f"{name}: cannot read the file ({type(exc).__name__}) — check its permissions and encoding") from None
+        raise error(
+            f"{name}: cannot read the file ({type(exc).__name__}) — check its permissions and encoding"
+        ) from None
     try:
         return yaml.safe_load(text)
     except yaml.YAMLError as exc:

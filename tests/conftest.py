@@ -1,5 +1,6 @@
 """Suite-wide settings: hypothesis runs without deadlines (shared CI machines
 vary too much for per-example timing to mean anything)."""
+
 from __future__ import annotations
 
 import os
@@ -7,9 +8,7 @@ import os
 import pytest
 from hypothesis import HealthCheck, settings
 
-settings.register_profile(
-    "default", deadline=None, suppress_health_check=[HealthCheck.too_slow]
-)
+settings.register_profile("default", deadline=None, suppress_health_check=[HealthCheck.too_slow])
 settings.register_profile(
     "ci", deadline=None, suppress_health_check=[HealthCheck.too_slow], derandomize=True
 )
@@ -23,7 +22,9 @@ PROXY_ENV = {"HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "NO_PROXY"}
 
 
 @pytest.fixture(autouse=True)
-def _hermetic_environment(monkeypatch: pytest.MonkeyPatch, tmp_path_factory: pytest.TempPathFactory) -> None:
+def _hermetic_environment(
+    monkeypatch: pytest.MonkeyPatch, tmp_path_factory: pytest.TempPathFactory
+) -> None:
     """No test reads the developer's config file or reaches a real provider.
 
     ``WORKBENCH_CONFIG`` points at a file that does not exist (the defaults), and
@@ -31,5 +32,9 @@ def _hermetic_environment(monkeypatch: pytest.MonkeyPatch, tmp_path_factory: pyt
     """
     monkeypatch.setenv("WORKBENCH_CONFIG", str(tmp_path_factory.getbasetemp() / "no-config.yaml"))
     for name in list(os.environ):
-        if name.startswith(PROVIDER_ENV_PREFIXES) or name == "GITHUB_TOKEN" or name.upper() in PROXY_ENV:
+        if (
+            name.startswith(PROVIDER_ENV_PREFIXES)
+            or name == "GITHUB_TOKEN"
+            or name.upper() in PROXY_ENV
+        ):
             monkeypatch.delenv(name)

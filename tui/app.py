@@ -4,11 +4,13 @@ The app holds no domain logic: it composes a :class:`~tui.workbench.Workbench`
 (what the rest of the product offers) with screens that render run events.
 Runs execute on a :class:`~tui.run_driver.RunDriver` worker thread.
 """
+
 from __future__ import annotations
 
+from collections.abc import Iterable
 from functools import partial
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any
 
 from textual.app import App, SystemCommand
 from textual.binding import Binding
@@ -42,19 +44,40 @@ class WorkbenchCommands(Provider):
         commands: list[tuple[str, str, Any]] = []
         for entry in app.workbench.workflows():
             if entry.definition is not None:
-                commands.append((f"Run workflow: {entry.name}", "open the new-run form for it",
-                                 partial(app.choose_workflow, entry.name)))
+                commands.append(
+                    (
+                        f"Run workflow: {entry.name}",
+                        "open the new-run form for it",
+                        partial(app.choose_workflow, entry.name),
+                    )
+                )
         for run in app.workbench.store().list_runs(30):
-            commands.append((f"Open run: {run.run_id} {run.workflow} {run.status.value}",
-                             "replay it event by event", partial(app.open_run, run.run_id)))
+            commands.append(
+                (
+                    f"Open run: {run.run_id} {run.workflow} {run.status.value}",
+                    "replay it event by event",
+                    partial(app.open_run, run.run_id),
+                )
+            )
             if run.status.value in ("WAITING", "RUNNING"):
-                commands.append((f"Resume run: {run.run_id} {run.workflow}",
-                                 "continue it from where it stopped", partial(app.open_run, run.run_id, True)))
+                commands.append(
+                    (
+                        f"Resume run: {run.run_id} {run.workflow}",
+                        "continue it from where it stopped",
+                        partial(app.open_run, run.run_id, True),
+                    )
+                )
         for theme in sorted(app.available_themes):
             commands.append((f"Switch theme: {theme}", "", partial(setattr, app, "theme", theme)))
-        for view, action in (("outline view", "toggle_outline"), ("providers panel", "toggle_panel('providers')"),
-                             ("rounds matrix", "toggle_panel('rounds')"), ("event log", "toggle_panel('log')")):
-            commands.append((f"Toggle {view}", "on the run screen", partial(app.run_screen_action, action)))
+        for view, action in (
+            ("outline view", "toggle_outline"),
+            ("providers panel", "toggle_panel('providers')"),
+            ("rounds matrix", "toggle_panel('rounds')"),
+            ("event log", "toggle_panel('log')"),
+        ):
+            commands.append(
+                (f"Toggle {view}", "on the run screen", partial(app.run_screen_action, action))
+            )
         commands.append(("Run history", "every stored run", app.show_history))
         return commands
 
@@ -81,7 +104,9 @@ class WorkbenchApp(App[None]):
         Binding("ctrl+q", "quit", "Quit", id="app.quit", priority=True),
     ]
 
-    def __init__(self, workbench: Workbench, *, run_job: RunJob | None = None, open_run_id: str | None = None) -> None:
+    def __init__(
+        self, workbench: Workbench, *, run_job: RunJob | None = None, open_run_id: str | None = None
+    ) -> None:
         super().__init__()
         self.workbench = workbench
         self._initial_job = run_job
@@ -95,13 +120,21 @@ class WorkbenchApp(App[None]):
         if config.theme in self.available_themes:
             self.theme = config.theme
         else:
-            self.notify(f"theme {config.theme!r} is unknown; using {self.theme}. "
-                        f"Themes: {', '.join(sorted(self.available_themes))}", severity="warning", timeout=10)
+            self.notify(
+                f"theme {config.theme!r} is unknown; using {self.theme}. "
+                f"Themes: {', '.join(sorted(self.available_themes))}",
+                severity="warning",
+                timeout=10,
+            )
         if config.keymap:
             self.set_keymap(config.keymap)
         if self.workbench.config_error:
-            self.notify(self.workbench.config_error, title="config not loaded, using defaults",
-                        severity="error", timeout=30)
+            self.notify(
+                self.workbench.config_error,
+                title="config not loaded, using defaults",
+                severity="error",
+                timeout=30,
+            )
         self.push_screen(HomeScreen(self.workbench))
         if self._initial_job is not None:
             self.start_job(self._initial_job)
@@ -144,8 +177,12 @@ class WorkbenchApp(App[None]):
         except LookupError:
             self.notify(f"no run {run_id!r} in {self.workbench.runs_db}", severity="error")
             return None
-        screen = RunScreen(self.workbench, run_id=run_id, stored_events=store.events(run_id),
-                           stored_status=record.status.value)
+        screen = RunScreen(
+            self.workbench,
+            run_id=run_id,
+            stored_events=store.events(run_id),
+            stored_status=record.status.value,
+        )
         self.push_screen(screen)
         if resume:
             screen.call_after_refresh(screen.action_resume)

@@ -13,6 +13,7 @@ providers' names (openai, anthropic, …), and their scripted outages must not
 land in the workspace's provider statistics that `workbench providers` and
 later runs read.
 """
+
 from __future__ import annotations
 
 import asyncio
@@ -36,7 +37,9 @@ WORKFLOW = SHIPPED_WORKFLOWS / "deep_research.yaml"
 CYCLE = ("OPEN", "HALF_OPEN", "CLOSED")
 
 
-def chaos_job(workspace: Path, *, time_scale: float, query: str, settings: WorkbenchConfig | None = None) -> NewRunJob:
+def chaos_job(
+    workspace: Path, *, time_scale: float, query: str, settings: WorkbenchConfig | None = None
+) -> NewRunJob:
     """The demo's run as a job for the app's worker thread (or ``asyncio.run`` when headless).
     Like ``Workbench.new_run_job``, it is a ``NewRunJob``: its run id is chosen up front."""
     run_id = new_run_id()
@@ -45,18 +48,34 @@ def chaos_job(workspace: Path, *, time_scale: float, query: str, settings: Workb
         from engine.selector import create_engine, select_engine
         from router.config import RouterConfig
         from router.fault_server import FaultServer, demo_router_config
-        from tui.wiring import build_run_context, build_workbench_router, close_run_context, extractive_responder
+        from tui.wiring import (
+            build_run_context,
+            build_workbench_router,
+            close_run_context,
+            extractive_responder,
+        )
 
-        server = FaultServer(script=CHAOS_SCRIPT, responder=extractive_responder(), time_scale=time_scale)
+        server = FaultServer(
+            script=CHAOS_SCRIPT, responder=extractive_responder(), time_scale=time_scale
+        )
         await server.start()
         try:
             config = RouterConfig.model_validate(
-                demo_router_config(server.base_url, sorted(server.script.providers), time_scale=time_scale))
+                demo_router_config(
+                    server.base_url, sorted(server.script.providers), time_scale=time_scale
+                )
+            )
             definition = _load(WORKFLOW)
             router = build_workbench_router(None, config=config, environ={})
             try:
-                context = build_run_context(workspace, inputs={"query": query}, responder=responder, router=router,
-                                            run_id=run_id, settings=settings)
+                context = build_run_context(
+                    workspace,
+                    inputs={"query": query},
+                    responder=responder,
+                    router=router,
+                    run_id=run_id,
+                    settings=settings,
+                )
             except BaseException:
                 await router.aclose(flush=False)
                 raise
@@ -74,7 +93,9 @@ def chaos_job(workspace: Path, *, time_scale: float, query: str, settings: Workb
     return NewRunJob(run_id, job)
 
 
-async def approve_automatically(event: InterruptRaised, request: InterruptRequest) -> InterruptAnswer:
+async def approve_automatically(
+    event: InterruptRaised, request: InterruptRequest
+) -> InterruptAnswer:
     """The headless demo's answer to every prompt: its default (approve the plan), marked automatic."""
     default = request.default or InterruptAnswer(action="approve")
     return default.model_copy(update={"automatic": True, "note": "demo chaos --headless"})
@@ -114,8 +135,10 @@ class BreakerWatch:
         if not self.cycles:
             return "no breaker went OPEN -> HALF_OPEN -> CLOSED during this run"
         counts = ", ".join(f"{name} {count}" for name, count in sorted(self.cycles.items()))
-        return (f"breaker cycles OPEN -> HALF_OPEN -> CLOSED: {counts}; "
-                f"the first completed {self.first_cycle_s:.1f}s into the run")
+        return (
+            f"breaker cycles OPEN -> HALF_OPEN -> CLOSED: {counts}; "
+            f"the first completed {self.first_cycle_s:.1f}s into the run"
+        )
 
 
 _PRINTED = ("run_started", "run_finished", "step_failed", "interrupt_resolved")
@@ -127,12 +150,16 @@ def _print(events: Iterable[RunEvent], watch: BreakerWatch) -> None:
             click.echo(f"{event.mono:6.1f}s {describe(event)}")
 
 
-def run_chaos_demo(workspace: str | Path | None, *, time_scale: float, query: str, headless: bool) -> None:
+def run_chaos_demo(
+    workspace: str | Path | None, *, time_scale: float, query: str, headless: bool
+) -> None:
     from tui.commands.app_cmds import make_workbench
 
     workbench = make_workbench(workspace)
     workbench.workspace.mkdir(parents=True, exist_ok=True)
-    job = chaos_job(workbench.workspace, time_scale=time_scale, query=query, settings=workbench.config)
+    job = chaos_job(
+        workbench.workspace, time_scale=time_scale, query=query, settings=workbench.config
+    )
     if not headless:
         from tui.app import WorkbenchApp
 

@@ -3,6 +3,7 @@
 Each package contributes a command group module under ``tui/commands/``; this
 module only assembles them.
 """
+
 from __future__ import annotations
 
 import sys
@@ -21,17 +22,28 @@ COMMAND_MODULES = (run_cmds, runs_cmds, router_cmds, research_cmds, app_cmds)
 
 
 @click.group(invoke_without_command=True)
-@click.option("--workspace", type=click.Path(file_okay=False), envvar="WORKBENCH_HOME",
-              help="Workspace directory holding the SQLite files (default: the user data dir).")
-@click.option("--config", "config_path", type=click.Path(dir_okay=False), envvar=CONFIG_ENV,
-              help="The config file (default: $WORKBENCH_CONFIG, else config.yaml in the user config dir).")
+@click.option(
+    "--workspace",
+    type=click.Path(file_okay=False),
+    envvar="WORKBENCH_HOME",
+    help="Workspace directory holding the SQLite files (default: the user data dir).",
+)
+@click.option(
+    "--config",
+    "config_path",
+    type=click.Path(dir_okay=False),
+    envvar=CONFIG_ENV,
+    help="The config file (default: $WORKBENCH_CONFIG, else config.yaml in the user config dir).",
+)
 @click.pass_context
 def cli(ctx: click.Context, workspace: str | None, config_path: str | None) -> None:
     """Research Workbench: bounded, auditable agentic research in the terminal."""
     ctx.ensure_object(dict)
     ctx.obj["workspace"] = workspace
     ctx.obj[CONFIG_PATH_KEY] = config_path
-    ctx.obj[CONFIG_REQUIRED_KEY] = ctx.get_parameter_source("config_path") is ParameterSource.COMMANDLINE
+    ctx.obj[CONFIG_REQUIRED_KEY] = (
+        ctx.get_parameter_source("config_path") is ParameterSource.COMMANDLINE
+    )
     if ctx.invoked_subcommand is None:
         ctx.invoke(app_cmds.app_command)
 

@@ -10,6 +10,7 @@ policy). A mistake in the file never becomes a traceback: :func:`load_config`
 raises :class:`ConfigError`, one line naming the file, the line, the key and
 what to do; on the command line it prints as ``error: …`` and exits 2.
 """
+
 from __future__ import annotations
 
 import os
@@ -20,7 +21,15 @@ from typing import Annotated, Any
 import click
 import yaml
 from platformdirs import user_config_dir
-from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, StringConstraints, ValidationError, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    PrivateAttr,
+    StringConstraints,
+    ValidationError,
+    model_validator,
+)
 from pydantic_core import ErrorDetails
 
 from router.config import RouterConfig, effective_router_config
@@ -130,8 +139,11 @@ class _LineLoader(yaml.SafeLoader):
 
 def _construct_mapping(loader: _LineLoader, node: yaml.MappingNode) -> dict[Any, Any]:
     mapping = loader.construct_mapping(node, deep=True)
-    lines = {key_node.value: key_node.start_mark.line + 1 for key_node, _ in node.value
-             if isinstance(key_node, yaml.ScalarNode)}
+    lines = {
+        key_node.value: key_node.start_mark.line + 1
+        for key_node, _ in node.value
+        if isinstance(key_node, yaml.ScalarNode)
+    }
     return _LinedDict(mapping, lines)
 
 
@@ -165,8 +177,14 @@ def _line_of(data: Any, loc: tuple[int | str, ...]) -> int:
 
 def _data_loc(loc: tuple[int | str, ...]) -> tuple[int | str, ...]:
     """``loc`` without pydantic's validator and dict-key markers: the path of keys in the file."""
-    return tuple(part for part in loc
-                 if not (isinstance(part, str) and (part == "[key]" or part.startswith(("function-", "literal[")))))
+    return tuple(
+        part
+        for part in loc
+        if not (
+            isinstance(part, str)
+            and (part == "[key]" or part.startswith(("function-", "literal[")))
+        )
+    )
 
 
 def _key_path(loc: tuple[int | str, ...]) -> str:
@@ -187,8 +205,10 @@ def _advice(error: ErrorDetails, loc: tuple[int | str, ...]) -> str:
     """
     if error["type"] == "extra_forbidden":
         if loc and loc[-1] in SECRET_KEYS:
-            return ("keys never go in the config file; export the key in an environment variable "
-                    "and name that variable in api_key_env")
+            return (
+                "keys never go in the config file; export the key in an environment variable "
+                "and name that variable in api_key_env"
+            )
         return "unknown key; remove it or check its spelling"
     if error["type"] == "missing":
         return "is required; add it"
@@ -216,7 +236,9 @@ def parse_config(text: str, source: str) -> WorkbenchConfig:
     if data is None:
         data = {}
     if not isinstance(data, dict):
-        raise ConfigError(f"{source}:1: the file must be a mapping of sections (theme, keymap, corpus, router)")
+        raise ConfigError(
+            f"{source}:1: the file must be a mapping of sections (theme, keymap, corpus, router)"
+        )
     try:
         config = WorkbenchConfig.model_validate(data)
     except ValidationError as exc:
@@ -235,8 +257,10 @@ def load_config(path: Path | None = None, *, must_exist: bool = False) -> Workbe
             raise ConfigError(f"{path}: no such config file; check the --config path") from None
         return WorkbenchConfig()
     except (OSError, UnicodeDecodeError) as exc:
-        raise ConfigError(f"{path}:1: cannot read the config file ({exc.__class__.__name__}); "
-                          "check its permissions and encoding") from None
+        raise ConfigError(
+            f"{path}:1: cannot read the config file ({exc.__class__.__name__}); "
+            "check its permissions and encoding"
+        ) from None
     return parse_config(text, str(path))
 
 

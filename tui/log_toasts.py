@@ -7,13 +7,14 @@ captured by Textual, so without this bridge those lines would never be seen. The
 handler turns each record into a toast, from any thread without ever blocking it, and folds repeats of the same
 message within ``repeat_window_s`` so a warning raised per call cannot flood the screen.
 """
+
 from __future__ import annotations
 
 import asyncio
 import logging
 import threading
 import time
-from typing import Callable
+from collections.abc import Callable
 
 from textual.app import App
 
@@ -23,8 +24,13 @@ SEVERITY = {logging.WARNING: "warning", logging.ERROR: "error", logging.CRITICAL
 class ToastHandler(logging.Handler):
     """A logging handler that notifies ``app``; attach with :meth:`install`, detach with :meth:`remove`."""
 
-    def __init__(self, app: App[object], *, repeat_window_s: float = 30.0,
-                 clock: Callable[[], float] = time.monotonic) -> None:
+    def __init__(
+        self,
+        app: App[object],
+        *,
+        repeat_window_s: float = 30.0,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
         super().__init__(level=logging.WARNING)
         self.app = app
         self.repeat_window_s = repeat_window_s
@@ -51,7 +57,9 @@ class ToastHandler(logging.Handler):
         if last is not None and now - last < self.repeat_window_s:
             return
         self._last_shown[message] = now
-        severity = SEVERITY.get(record.levelno, "error" if record.levelno > logging.ERROR else "warning")
+        severity = SEVERITY.get(
+            record.levelno, "error" if record.levelno > logging.ERROR else "warning"
+        )
         title = record.name.split(".")[0]
 
         def show() -> None:

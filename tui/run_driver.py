@@ -9,14 +9,15 @@ cross-thread form of Toad's "a prompt is a future inside a message": the UI
 pushes a modal and sets the future's result, and the waiting step (and only
 it, on the Kahn engine) continues.
 """
+
 from __future__ import annotations
 
 import asyncio
 import concurrent.futures
 import threading
 from collections import deque
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
-from typing import Awaitable, Callable
 
 from engine.context import InterruptAnswer, InterruptRequest
 from engine.events import InterruptRaised, RunEvent
@@ -50,7 +51,9 @@ class PromptTicket:
 
     event: InterruptRaised
     request: InterruptRequest
-    answer: concurrent.futures.Future[InterruptAnswer | None] = field(default_factory=concurrent.futures.Future)
+    answer: concurrent.futures.Future[InterruptAnswer | None] = field(
+        default_factory=concurrent.futures.Future
+    )
 
     def resolve(self, answer: InterruptAnswer | None) -> None:
         if not self.answer.done():
@@ -69,7 +72,9 @@ class NewRunJob:
     run_id: str
     run: RunJob
 
-    def __call__(self, responder: InterruptResponder, inbox: EventInbox) -> Awaitable[ExecutionResult]:
+    def __call__(
+        self, responder: InterruptResponder, inbox: EventInbox
+    ) -> Awaitable[ExecutionResult]:
         return self.run(responder, inbox)
 
 
@@ -106,7 +111,9 @@ class RunDriver:
             loop.close()
             self.finished.set()
 
-    async def _respond(self, event: InterruptRaised, request: InterruptRequest) -> InterruptAnswer | None:
+    async def _respond(
+        self, event: InterruptRaised, request: InterruptRequest
+    ) -> InterruptAnswer | None:
         ticket = PromptTicket(event, request)
         with self._tickets_lock:
             if self._closing:

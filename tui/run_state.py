@@ -5,6 +5,7 @@ Widgets render a :class:`RunView`; they never interpret events themselves.
 those. Live runs, stored runs and replays all go through the same fold, which
 is what makes a replay at event N look exactly like the live screen did.
 """
+
 from __future__ import annotations
 
 import json
@@ -12,9 +13,22 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from engine.events import (
-    Budget, Domain, InterruptRaised, InterruptResolved, Log, PolicyViolation, ProviderState,
-    RouteDecided, RunEvent, RunFinished, RunStarted, StepFailed, StepFinished, StepRetrying,
-    StepSkipped, StepStarted,
+    Budget,
+    Domain,
+    InterruptRaised,
+    InterruptResolved,
+    Log,
+    PolicyViolation,
+    ProviderState,
+    RouteDecided,
+    RunEvent,
+    RunFinished,
+    RunStarted,
+    StepFailed,
+    StepFinished,
+    StepRetrying,
+    StepSkipped,
+    StepStarted,
 )
 from engine.states import RoutingSignal, StepStatus
 
@@ -112,8 +126,15 @@ class RunView:
         self.last_seq = max(self.last_seq, event.seq)
         self.last_ts = max(self.last_ts, event.ts)
         parts: set[Part] = {"log"}
-        self.log.append(LogLine(event.seq, event.kind, _level(event), describe(event),
-                                getattr(event, "step_id", None)))
+        self.log.append(
+            LogLine(
+                event.seq,
+                event.kind,
+                _level(event),
+                describe(event),
+                getattr(event, "step_id", None),
+            )
+        )
         handler = getattr(self, f"_on_{event.kind}", None)
         if handler is not None:
             parts |= handler(event)
@@ -161,7 +182,11 @@ class RunView:
 
     def _on_step_finished(self, e: StepFinished) -> set[Part]:
         view = self._step(e.step_id)
-        view.status, view.iteration, view.outputs = StepStatus.SUCCEEDED, e.iteration, dict(e.outputs)
+        view.status, view.iteration, view.outputs = (
+            StepStatus.SUCCEEDED,
+            e.iteration,
+            dict(e.outputs),
+        )
         view.duration_s, view.tokens, view.llm_calls = e.duration_s, e.tokens, e.llm_calls
         view.providers = list(e.providers)
         return {"steps"}
@@ -246,7 +271,9 @@ class RunView:
         view = RoundView(number=number)
         for name, cell in (payload.get("dimensions") or {}).items():
             if isinstance(cell, dict):
-                view.dimensions[name] = DimensionCell(_float(cell.get("score")), str(cell.get("tier", "")))
+                view.dimensions[name] = DimensionCell(
+                    _float(cell.get("score")), str(cell.get("tier", ""))
+                )
         view.ci = _float(payload.get("ci"))
         view.recent_sources = _float(payload.get("recent_sources"))
         view.recent_floor = _float(payload.get("recent_floor"))
@@ -294,7 +321,11 @@ def format_cooldown(seconds: float) -> str:
 
 
 def _short(value: Any, limit: int = 80) -> str:
-    text = value if isinstance(value, str) else json.dumps(value, default=str, ensure_ascii=False, sort_keys=True)
+    text = (
+        value
+        if isinstance(value, str)
+        else json.dumps(value, default=str, ensure_ascii=False, sort_keys=True)
+    )
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
@@ -306,8 +337,9 @@ def describe(event: RunEvent) -> str:
     if isinstance(event, StepStarted):
         return f"{event.step_id} started (iteration {event.iteration}, attempt {event.attempt})"
     if isinstance(event, StepFinished):
-        return (f"{event.step_id} succeeded in {event.duration_s:.2f}s, {event.tokens} tokens"
-                + (f" via {', '.join(event.providers)}" if event.providers else ""))
+        return f"{event.step_id} succeeded in {event.duration_s:.2f}s, {event.tokens} tokens" + (
+            f" via {', '.join(event.providers)}" if event.providers else ""
+        )
     if isinstance(event, StepSkipped):
         return f"{event.step_id} skipped: {event.reason}"
     if isinstance(event, StepFailed):
@@ -327,10 +359,14 @@ def describe(event: RunEvent) -> str:
         snap = event.snapshot
         return f"provider {event.provider}: {snap.get('state', '?')}" + (
             f", cooldown {format_cooldown(float(snap.get('cooldown_remaining_s') or 0))}"
-            if snap.get("state") == "OPEN" else "")
+            if snap.get("state") == "OPEN"
+            else ""
+        )
     if isinstance(event, Budget):
-        return (f"budget: {event.step_runs}/{event.max_step_runs} step runs, "
-                f"{event.llm_calls}/{event.max_llm_calls} calls, {event.tokens}/{event.token_budget} tokens")
+        return (
+            f"budget: {event.step_runs}/{event.max_step_runs} step runs, "
+            f"{event.llm_calls}/{event.max_llm_calls} calls, {event.tokens}/{event.token_budget} tokens"
+        )
     if isinstance(event, PolicyViolation):
         return f"policy {event.rule}: {event.detail}"
     if isinstance(event, Log):

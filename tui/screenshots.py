@@ -4,13 +4,14 @@ Each screenshot opens the real app on scripted runs written through a real run
 store (tui/sample_run.py) in a temporary workspace, so the pictures are the
 same on every machine.
 """
+
 from __future__ import annotations
 
 import asyncio
 import sys
 import tempfile
+from collections.abc import Awaitable, Callable
 from pathlib import Path
-from typing import Awaitable, Callable
 
 from engine.states import RunStatus
 from engine.store import RunStore
@@ -20,11 +21,15 @@ from tui.screens.run import RunScreen
 from tui.workbench import Workbench
 
 SIZE = (150, 46)
-REPORT = ("# How asyncio schedules tasks\n\nThe event loop keeps a **ready queue** of callbacks; a task's step "
-          "runs until its coroutine awaits a pending future [S1].\n\n## Findings\n\n- `call_soon` queues the "
-          "next step [S1]\n- a finished future schedules its callbacks [S2]\n")
-QUALITY = ("confidence_level: full\nbest_ci: 0.85\nselected_round: 3\nrounds_completed: 3\nfailing_metrics: []\n"
-           "stop_reason: gate passed at R3\n")
+REPORT = (
+    "# How asyncio schedules tasks\n\nThe event loop keeps a **ready queue** of callbacks; a task's step "
+    "runs until its coroutine awaits a pending future [S1].\n\n## Findings\n\n- `call_soon` queues the "
+    "next step [S1]\n- a finished future schedules its callbacks [S2]\n"
+)
+QUALITY = (
+    "confidence_level: full\nbest_ci: 0.85\nselected_round: 3\nrounds_completed: 3\nfailing_metrics: []\n"
+    "stop_reason: gate passed at R3\n"
+)
 
 Scene = Callable[[WorkbenchApp], Awaitable[None]]
 
@@ -32,12 +37,24 @@ Scene = Callable[[WorkbenchApp], Awaitable[None]]
 def sample_workspace(root: Path) -> Workbench:
     store = RunStore(root / "runs.sqlite")
     store_events(store, "20240501-093000-a1b2c3", research_events("20240501-093000-a1b2c3"))
-    store_events(store, "20240501-101500-d4e5f6", research_events("20240501-101500-d4e5f6", upto_round=2,
-                                                                  finished=False), status=RunStatus.RUNNING)
-    store_events(store, "20240501-110000-0a1b2c", research_events("20240501-110000-0a1b2c", approval_pending=True),
-                 status=RunStatus.WAITING)
-    store_events(store, "20240501-113000-3d4e5f", tie_break_events("20240501-113000-3d4e5f"),
-                 status=RunStatus.WAITING)
+    store_events(
+        store,
+        "20240501-101500-d4e5f6",
+        research_events("20240501-101500-d4e5f6", upto_round=2, finished=False),
+        status=RunStatus.RUNNING,
+    )
+    store_events(
+        store,
+        "20240501-110000-0a1b2c",
+        research_events("20240501-110000-0a1b2c", approval_pending=True),
+        status=RunStatus.WAITING,
+    )
+    store_events(
+        store,
+        "20240501-113000-3d4e5f",
+        tie_break_events("20240501-113000-3d4e5f"),
+        status=RunStatus.WAITING,
+    )
     store.close()
     folder = root / "runs" / "20240501-093000-a1b2c3"
     folder.mkdir(parents=True)
@@ -80,8 +97,10 @@ async def take(name: str, scene: Scene, size: tuple[int, int], folder: Path) -> 
             await scene(app)
             await pilot.pause()
             path = folder / f"{name}.svg"
-            path.write_text(app.export_screenshot(title=f"Research Workbench — {name.replace('_', ' ')}"),
-                            encoding="utf-8")
+            path.write_text(
+                app.export_screenshot(title=f"Research Workbench — {name.replace('_', ' ')}"),
+                encoding="utf-8",
+            )
             return path
 
 

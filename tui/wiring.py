@@ -9,6 +9,7 @@ collection plus the config's ``corpus.folders``) becomes the run's
 ``Retriever``; router snapshots become ``provider_state`` run events; and
 :func:`build_run_context` puts it all into a ``RunContext``.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -24,7 +25,13 @@ import httpx
 import research.steps  # noqa: F401 - registers the research steps in the engine's registry
 from engine.context import CallUsage, StepInfo
 from engine.events import ProviderState, RunEvent, RunStarted
-from engine.protocol import InterruptResponder, RunContext, TieBreakAnswer, TieBreaker, TieBreakRequest
+from engine.protocol import (
+    InterruptResponder,
+    RunContext,
+    TieBreakAnswer,
+    TieBreaker,
+    TieBreakRequest,
+)
 from engine.store import RunStore, new_run_id
 from research.corpus import Corpus, CorpusRetriever, IndexReport
 from research.default_corpus import ensure_default_corpus
@@ -49,7 +56,9 @@ def extractive_handlers(registry: TaskHandlerRegistry | None = None) -> TaskHand
     """A task-handler registry answering every research task with the extractive model."""
     registry = registry or TaskHandlerRegistry()
     for task, handler in HANDLERS.items():
-        registry.register(task, lambda request, handler=handler: handler(dict(request.inputs)), replace=True)
+        registry.register(
+            task, lambda request, handler=handler: handler(dict(request.inputs)), replace=True
+        )
     return registry
 
 
@@ -69,8 +78,14 @@ def build_workbench_router(
     """The router from ``config`` (None: the environment's provider keys), extractive model built in."""
     env = environ if environ is not None else os.environ
     resolved = config if config is not None else effective_router_config(None, env)
-    return build_router(resolved, stats_path=workspace, task_handlers=extractive_handlers(), clock=clock,
-                        transport=transport, environ=env)
+    return build_router(
+        resolved,
+        stats_path=workspace,
+        task_handlers=extractive_handlers(),
+        clock=clock,
+        transport=transport,
+        environ=env,
+    )
 
 
 class RouterModelCaller:
@@ -81,7 +96,9 @@ class RouterModelCaller:
 
     async def complete(self, request: Any, step: StepInfo) -> ChatResponse:
         if not isinstance(request, ChatRequest):
-            raise TypeError(f"step {step.step_id} passed {type(request).__name__}; llm() takes a router ChatRequest")
+            raise TypeError(
+                f"step {step.step_id} passed {type(request).__name__}; llm() takes a router ChatRequest"
+            )
         if step.tier is not None and request.tier == 1 and step.tier != 1:
             request = request.model_copy(update={"tier": step.tier})
         if step.profile and not request.profile:
@@ -97,7 +114,9 @@ class RouterModelCaller:
         schema = getattr(request, "response_schema", None)
         if schema is not None and isinstance(response.parsed, dict):
             try:
-                response = response.model_copy(update={"parsed": schema.model_validate(response.parsed)})
+                response = response.model_copy(
+                    update={"parsed": schema.model_validate(response.parsed)}
+                )
             except ValueError:
                 pass
         return response
@@ -113,11 +132,21 @@ def router_tie_breaker(router: SmartModelRouter) -> TieBreaker:
     """ADR-004's model-backed tie-breaker (router/tiebreak.py) in the engine's shape."""
 
     async def tie_breaker(request: TieBreakRequest) -> TieBreakAnswer:
-        result = await choose_target(router, step_id=request.step_id, valid_targets=request.valid_targets,
-                                     hint=request.hint, context=request.context,
-                                     default_target=request.default_target, timeout_s=request.timeout_s)
-        return TieBreakAnswer(target=result.target, confidence=result.confidence, reasoning=result.reasoning,
-                              outcome=result.outcome)
+        result = await choose_target(
+            router,
+            step_id=request.step_id,
+            valid_targets=request.valid_targets,
+            hint=request.hint,
+            context=request.context,
+            default_target=request.default_target,
+            timeout_s=request.timeout_s,
+        )
+        return TieBreakAnswer(
+            target=result.target,
+            confidence=result.confidence,
+            reasoning=result.reasoning,
+            outcome=result.outcome,
+        )
 
     return tie_breaker
 
@@ -141,8 +170,11 @@ class ProviderStateForwarder:
             run_id = self.run_id
         if run_id is None:
             return
-        self.store.append(ProviderState(run_id=run_id, provider=snapshot.name,
-                                        snapshot=snapshot.model_dump(mode="json")))
+        self.store.append(
+            ProviderState(
+                run_id=run_id, provider=snapshot.name, snapshot=snapshot.model_dump(mode="json")
+            )
+        )
 
 
 _indexed_lock = threading.Lock()
@@ -153,8 +185,10 @@ _indexed: set[tuple[Path, Path]] = set()
 def _config_folder(folder: str, settings: WorkbenchConfig) -> Path:
     root = Path(folder).expanduser().resolve()
     if not root.is_dir():
-        raise ConfigError(f"{settings.source or 'config'}: corpus.folders: {folder} is not a folder; "
-                          "create it or remove it from the list")
+        raise ConfigError(
+            f"{settings.source or 'config'}: corpus.folders: {folder} is not a folder; "
+            "create it or remove it from the list"
+        )
     return root
 
 
@@ -183,7 +217,9 @@ def index_config_folders(corpus: Corpus, settings: WorkbenchConfig) -> list[Inde
     return reports
 
 
-def open_corpus(workspace: Path, *, default: bool = True, settings: WorkbenchConfig | None = None) -> Corpus:
+def open_corpus(
+    workspace: Path, *, default: bool = True, settings: WorkbenchConfig | None = None
+) -> Corpus:
     """The workspace's corpus (``corpus.sqlite``).
 
     With ``default``, the default collection is built on first use and the
@@ -220,12 +256,19 @@ def _settings_for_run(settings: WorkbenchConfig | None, *, needed: bool) -> Work
     return active_config() if needed else WorkbenchConfig()
 
 
-def _router_for_run(root: Path, settings: WorkbenchConfig, config: RouterConfig | None,
-                    environ: Mapping[str, str] | None, transport: httpx.AsyncBaseTransport | None,
-                    clock: Clock | None) -> SmartModelRouter:
+def _router_for_run(
+    root: Path,
+    settings: WorkbenchConfig,
+    config: RouterConfig | None,
+    environ: Mapping[str, str] | None,
+    transport: httpx.AsyncBaseTransport | None,
+    clock: Clock | None,
+) -> SmartModelRouter:
     env = environ if environ is not None else os.environ
     resolved = config if config is not None else settings.effective_router(env)
-    return build_workbench_router(root, config=resolved, environ=env, transport=transport, clock=clock)
+    return build_workbench_router(
+        root, config=resolved, environ=env, transport=transport, clock=clock
+    )
 
 
 def build_run_context(
@@ -255,7 +298,9 @@ def build_run_context(
     :func:`close_run_context` when the run ends.
     """
     root = resolve_workspace(workspace)
-    settings = _settings_for_run(settings, needed=corpus is None or (router is None and config is None))
+    settings = _settings_for_run(
+        settings, needed=corpus is None or (router is None and config is None)
+    )
     opened = corpus is None
     corpus = corpus or open_corpus(root, settings=settings)
     try:

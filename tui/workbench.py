@@ -7,20 +7,21 @@ corpus + store, from the loaded config's ``router:`` and ``corpus:``
 sections). Tests build one over a temporary workspace; nothing here touches
 Textual.
 """
+
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 from platformdirs import user_data_dir
 
 from engine.protocol import ExecutionResult, InterruptResponder, RunContext
 from engine.selector import create_engine, select_engine
 from engine.spec import WorkflowDefinition
-from engine.store import RunStore
-from engine.store import new_run_id
+from engine.store import RunStore, new_run_id
 from tui.config import APP_NAME, WorkbenchConfig
 from tui.run_driver import EventInbox, NewRunJob, RunJob
 
@@ -117,8 +118,9 @@ class Workbench:
         return entries
 
     # -- runs ------------------------------------------------------------------
-    def run_context(self, inputs: dict[str, Any], responder: InterruptResponder,
-                    run_id: str | None = None) -> RunContext:
+    def run_context(
+        self, inputs: dict[str, Any], responder: InterruptResponder, run_id: str | None = None
+    ) -> RunContext:
         """A RunContext for the worker thread: ``context_factory`` when set, else tui.wiring's.
 
         ``run_id`` goes in at construction: the wiring tags provider events with it.
@@ -129,8 +131,9 @@ class Workbench:
             return context
         from tui.wiring import build_run_context
 
-        return build_run_context(self.workspace, inputs=inputs, responder=responder, run_id=run_id,
-                                 settings=self.config)
+        return build_run_context(
+            self.workspace, inputs=inputs, responder=responder, run_id=run_id, settings=self.config
+        )
 
     async def _close(self, context: RunContext) -> None:
         if self.context_factory is None:
@@ -140,8 +143,13 @@ class Workbench:
         else:
             context.store.close()
 
-    def new_run_job(self, path: Path, inputs: dict[str, Any], engine: str | None = None,
-                    run_id: str | None = None) -> NewRunJob:
+    def new_run_job(
+        self,
+        path: Path,
+        inputs: dict[str, Any],
+        engine: str | None = None,
+        run_id: str | None = None,
+    ) -> NewRunJob:
         """A job starting a new run, its id chosen up front (``job.run_id``)."""
         run_id = run_id or new_run_id()
 
@@ -161,6 +169,7 @@ class Workbench:
 
     def resume_job(self, run_id: str) -> RunJob:
         """Resume a stored run; answers recorded in the store are consumed by the engine."""
+
         async def job(responder: InterruptResponder, inbox: EventInbox) -> ExecutionResult:
             context = self.run_context({}, responder, run_id)
             record = context.store.get_run(run_id)

@@ -1,4 +1,5 @@
 """Workflow definitions shipped with the product (YAML files in this package)."""
+
 from __future__ import annotations
 
 from pathlib import Path

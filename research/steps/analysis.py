@@ -5,6 +5,7 @@ implementation, usage, versions, compatibility. Each proposes claims quoted
 from this round's passages; a claim whose quote is not in the passage it
 cites is refused (NO_PROVENANCE) at the validated-result stage.
 """
+
 from __future__ import annotations
 
 from typing import Any, Literal
@@ -40,7 +41,8 @@ async def analyse(ctx: StepContext, lens: Literal["ai", "swe"]) -> AnalysisOutpu
 
     def build(_claims: list[Any], _retrieved: Any) -> dict[str, Any]:
         return {
-            "lens": lens, "query": evidence.query,
+            "lens": lens,
+            "query": evidence.query,
             "sub_questions": [q.model_dump() for q in evidence.sub_questions],
             "passages": passage_inputs(evidence, passages),
             "known_claims": [c.text for c in evidence.claims],
@@ -63,18 +65,39 @@ async def analyse(ctx: StepContext, lens: Literal["ai", "swe"]) -> AnalysisOutpu
         refused.extend(problems)
         return answer.model_copy(update={"claims": kept}), problems
 
-    result = await ModelPipeline(ctx).run(ModelStage(
-        task="research.analyze", schema=AnalysisAnswer, build_inputs=build, trim="passages", output_tokens=1500,
-        check_output=check))
+    result = await ModelPipeline(ctx).run(
+        ModelStage(
+            task="research.analyze",
+            schema=AnalysisAnswer,
+            build_inputs=build,
+            trim="passages",
+            output_tokens=1500,
+            check_output=check,
+        )
+    )
     claims: list[Claim] = []
     proposed = result.answer.claims if isinstance(result.answer, AnalysisAnswer) else []
     for index, claim in enumerate(proposed, start=1):
         source_ids = sorted({given[p].source_id for p in claim.passage_ids})
-        claims.append(Claim(id=f"r{round_number}-{lens}-{index}", text=claim.text, quote=normalize_space(claim.quote),
-                            sub_question=claim.sub_question, passage_ids=claim.passage_ids, source_ids=source_ids,
-                            lens=lens, round=round_number))
-    return AnalysisOutput(round=round_number, lens=lens, new_claims=claims, refused=len(refused),
-                          refusal=result.note())
+        claims.append(
+            Claim(
+                id=f"r{round_number}-{lens}-{index}",
+                text=claim.text,
+                quote=normalize_space(claim.quote),
+                sub_question=claim.sub_question,
+                passage_ids=claim.passage_ids,
+                source_ids=source_ids,
+                lens=lens,
+                round=round_number,
+            )
+        )
+    return AnalysisOutput(
+        round=round_number,
+        lens=lens,
+        new_claims=claims,
+        refused=len(refused),
+        refusal=result.note(),
+    )
 
 
 @step("research.analyst_ai")

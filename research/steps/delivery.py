@@ -7,6 +7,7 @@ report from the selected round's evidence. rag_package turns the cited
 passages into index-ready chunks and, when the run has a folder, writes
 report.md, quality.yaml and rag_package.jsonl there.
 """
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -55,21 +56,40 @@ async def final_synthesis(ctx: StepContext, inp: RoundInput) -> SynthesisOutput:
         raise RuntimeError(f"{ctx.step_id}: no scored round upstream")
     last = states[max(states)]
     records = list(last.rounds)
-    coalesced: CoalesceResult = coalesce(records, weights_named(last.params.weights), last.params.weights)
+    coalesced: CoalesceResult = coalesce(
+        records, weights_named(last.params.weights), last.params.weights
+    )
     stop_reason = records[-1].stop_reason or "max_rounds"
-    ctx.emit(COALESCED, validated(COALESCED, selected_round=coalesced.selected_round,
-                                  confidence_level=coalesced.confidence_level, best_ci=coalesced.best_ci,
-                                  weights=coalesced.weights, stop_reason=stop_reason))
+    ctx.emit(
+        COALESCED,
+        validated(
+            COALESCED,
+            selected_round=coalesced.selected_round,
+            confidence_level=coalesced.confidence_level,
+            best_ci=coalesced.best_ci,
+            weights=coalesced.weights,
+            stop_reason=stop_reason,
+        ),
+    )
     delivered = True
     if coalesced.confidence_level == "insufficient":
-        answer = await ctx.interrupt(InterruptRequest(
-            kind="delivery",
-            prompt=(f"The evidence is insufficient (best CI {coalesced.best_ci:.2f}, round "
-                    f"R{coalesced.selected_round}). Deliver the report anyway, marked for human review?"),
-            payload={"best_ci": coalesced.best_ci, "failing_metrics": coalesced.failing_metrics},
-            options=["approve", "reject"],
-            default=InterruptAnswer(action="reject", note="insufficient evidence is delivered only on request"),
-        ))
+        answer = await ctx.interrupt(
+            InterruptRequest(
+                kind="delivery",
+                prompt=(
+                    f"The evidence is insufficient (best CI {coalesced.best_ci:.2f}, round "
+                    f"R{coalesced.selected_round}). Deliver the report anyway, marked for human review?"
+                ),
+                payload={
+                    "best_ci": coalesced.best_ci,
+                    "failing_metrics": coalesced.failing_metrics,
+                },
+                options=["approve", "reject"],
+                default=InterruptAnswer(
+                    action="reject", note="insufficient evidence is delivered only on request"
+                ),
+            )
+        )
         delivered = answer.action == "approve"
     selected = states.get(coalesced.selected_round, last)
     evidence = selected.evidence
@@ -77,23 +97,51 @@ async def final_synthesis(ctx: StepContext, inp: RoundInput) -> SynthesisOutput:
     synthesis: SynthesisAnswer | None = None
     refusal = ""
     if delivered and evidence.claims:
-        def build(claims: list[Claim], _r: Any) -> dict[str, Any]:
-            return {"query": evidence.query, "sub_questions": [q.model_dump() for q in evidence.sub_questions],
-                    "claims": [{"id": c.id, "text": c.text, "sub_question": c.sub_question, "verified": c.verified}
-                               for c in claims],
-                    "confidence_level": coalesced.confidence_level, "max_per_section": 4}
 
-        result = await ModelPipeline(ctx).run(ModelStage(
-            task="research.synthesize", schema=SynthesisAnswer, claims=evidence.claims, evidence=evidence,
-            build_inputs=build, trim="claims", output_tokens=1200, require_claims=True))
+        def build(claims: list[Claim], _r: Any) -> dict[str, Any]:
+            return {
+                "query": evidence.query,
+                "sub_questions": [q.model_dump() for q in evidence.sub_questions],
+                "claims": [
+                    {
+                        "id": c.id,
+                        "text": c.text,
+                        "sub_question": c.sub_question,
+                        "verified": c.verified,
+                    }
+                    for c in claims
+                ],
+                "confidence_level": coalesced.confidence_level,
+                "max_per_section": 4,
+            }
+
+        result = await ModelPipeline(ctx).run(
+            ModelStage(
+                task="research.synthesize",
+                schema=SynthesisAnswer,
+                claims=evidence.claims,
+                evidence=evidence,
+                build_inputs=build,
+                trim="claims",
+                output_tokens=1200,
+                require_claims=True,
+            )
+        )
         synthesis = result.answer if isinstance(result.answer, SynthesisAnswer) else None
         refusal = result.note()
     sections = ordered_claims(evidence, synthesis) if delivered else {}
     citations = citations_for(evidence, sections)
     report = render_report(evidence, synthesis, citations, sections, quality, delivered)
-    return SynthesisOutput(report=report, quality=quality, citations=citations, selected_round=coalesced.selected_round,
-                           confidence_level=coalesced.confidence_level, delivered=delivered,
-                           evidence=evidence, refusal=refusal)
+    return SynthesisOutput(
+        report=report,
+        quality=quality,
+        citations=citations,
+        selected_round=coalesced.selected_round,
+        confidence_level=coalesced.confidence_level,
+        delivered=delivered,
+        evidence=evidence,
+        refusal=refusal,
+    )
 
 
 class RagPackageOutput(Frozen):
@@ -105,14 +153,22 @@ class RagPackageOutput(Frozen):
 @step("research.rag_package")
 async def rag_package(ctx: StepContext, inp: RoundInput) -> RagPackageOutput:
     """Chunks of the cited passages with source, citation and metadata; the run's files written."""
-    synthesis = next((SynthesisOutput.model_validate(o) for o in ctx.upstream.values()
-                      if o and "report" in o and "citations" in o), None)
+    synthesis = next(
+        (
+            SynthesisOutput.model_validate(o)
+            for o in ctx.upstream.values()
+            if o and "report" in o and "citations" in o
+        ),
+        None,
+    )
     if synthesis is None:
         raise RuntimeError(f"{ctx.step_id}: needs the outputs of research.final_synthesis upstream")
     chunks = rag_chunks(synthesis.evidence, synthesis.citations, synthesis.selected_round)
     files: list[str] = []
     runs_dir = ctx.services.extras.get(RUNS_DIR_EXTRA)
     if runs_dir:
-        written = write_artifacts(Path(runs_dir) / ctx.run_id, synthesis.report, synthesis.quality, chunks)
+        written = write_artifacts(
+            Path(runs_dir) / ctx.run_id, synthesis.report, synthesis.quality, chunks
+        )
         files = [str(p) for p in written]
     return RagPackageOutput(chunks=chunks, count=len(chunks), files=files)

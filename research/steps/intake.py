@@ -1,4 +1,5 @@
 """intake_scope and source_policy: the plan of the research and the rules its sources live by."""
+
 from __future__ import annotations
 
 from datetime import date
@@ -39,7 +40,9 @@ class IntakeInput(Frozen):
         if value in (None, "", "auto"):
             return None
         if value not in DOMAINS:
-            raise ValueError(f"unknown domain {value!r}; use one of {', '.join(DOMAINS)} (or leave it out)")
+            raise ValueError(
+                f"unknown domain {value!r}; use one of {', '.join(DOMAINS)} (or leave it out)"
+            )
         return str(value)
 
     @field_validator("as_of", mode="before")
@@ -47,7 +50,9 @@ class IntakeInput(Frozen):
     def _as_of(cls, value: Any) -> str | None:
         if value in (None, ""):
             return None
-        return value.isoformat() if isinstance(value, date) else parse_iso_day(str(value)).isoformat()
+        return (
+            value.isoformat() if isinstance(value, date) else parse_iso_day(str(value)).isoformat()
+        )
 
     @field_validator("tiebreaker_weights")
     @classmethod
@@ -81,22 +86,39 @@ class IntakeOutput(Frozen):
 @step("research.intake_scope")
 async def intake_scope(ctx: StepContext, inp: IntakeInput) -> IntakeOutput:
     """Decompose the question into sub-questions (the plan a person approves)."""
-    stage = ModelStage(task="research.scope", schema=ScopeAnswer, output_tokens=600,
-                       build_inputs=lambda _c, _r: {"query": inp.query, "max_sub_questions": inp.max_sub_questions})
+    stage = ModelStage(
+        task="research.scope",
+        schema=ScopeAnswer,
+        output_tokens=600,
+        build_inputs=lambda _c, _r: {
+            "query": inp.query,
+            "max_sub_questions": inp.max_sub_questions,
+        },
+    )
     result = await ModelPipeline(ctx).run(stage)
     if isinstance(result.answer, ScopeAnswer):
         answer = result.answer
-        planned = [PlannedQuestion(id=q.id, text=q.text, facet=q.facet, key_terms=q.key_terms)
-                   for q in answer.sub_questions]
+        planned = [
+            PlannedQuestion(id=q.id, text=q.text, facet=q.facet, key_terms=q.key_terms)
+            for q in answer.sub_questions
+        ]
         subject, subject_terms = answer.subject, answer.key_terms
     else:
         planned = [PlannedQuestion(id="q1", text=inp.query, facet="question", key_terms=[])]
         subject, subject_terms = inp.query, []
     return IntakeOutput(
-        query=inp.query, subject=subject, subject_terms=subject_terms, sub_questions=planned, domain=inp.domain,
-        as_of=inp.as_of or date.today().isoformat(), max_rounds=inp.max_rounds,
-        min_recent_sources=inp.min_recent_sources, patience=inp.patience, tiebreaker_weights=inp.tiebreaker_weights,
-        collections=inp.collections, refusal=result.note(),
+        query=inp.query,
+        subject=subject,
+        subject_terms=subject_terms,
+        sub_questions=planned,
+        domain=inp.domain,
+        as_of=inp.as_of or date.today().isoformat(),
+        max_rounds=inp.max_rounds,
+        min_recent_sources=inp.min_recent_sources,
+        patience=inp.patience,
+        tiebreaker_weights=inp.tiebreaker_weights,
+        collections=inp.collections,
+        refusal=result.note(),
     )
 
 
@@ -122,21 +144,45 @@ async def source_policy(ctx: StepContext, inp: RoundInput) -> SourcePolicyOutput
     plan = _plan(ctx)
     as_of = date.fromisoformat(plan.as_of)
     probe = " ".join(plan.subject_terms) or plan.query
-    hits = await ctx.retrieve(probe, limit=WINDOW_PROBE_LIMIT, distinct_sources=True,
-                              collections=plan.collections or None)
+    hits = await ctx.retrieve(
+        probe, limit=WINDOW_PROBE_LIMIT, distinct_sources=True, collections=plan.collections or None
+    )
     stated = (effective_date(hit.get("published"), hit.get("updated"), as_of) for hit in hits)
     dates = [d for d in stated if d is not None]
     window, origin, rationale = resolve_window(plan.domain, dates, as_of, plan.min_recent_sources)
-    policy = SourcePolicy(as_of=plan.as_of, domain=plan.domain, window_days=window, window_origin=origin,
-                          window_rationale=rationale, min_recent_sources=plan.min_recent_sources,
-                          min_authority=MIN_SOURCE_AUTHORITY)
-    evidence = EvidenceMap(query=plan.query, sub_questions=[
-        SubQuestion(id=q.id, text=q.text, key_terms=q.key_terms) for q in plan.sub_questions])
-    state = ResearchState(
-        revision=2, subject=plan.subject, subject_terms=plan.subject_terms,
-        params=Params(max_rounds=plan.max_rounds, patience=plan.patience, weights=plan.tiebreaker_weights,
-                      collections=plan.collections),
-        policy=policy, evidence=evidence,
+    policy = SourcePolicy(
+        as_of=plan.as_of,
+        domain=plan.domain,
+        window_days=window,
+        window_origin=origin,
+        window_rationale=rationale,
+        min_recent_sources=plan.min_recent_sources,
+        min_authority=MIN_SOURCE_AUTHORITY,
     )
-    return SourcePolicyOutput(window_days=window, window_origin=origin, window_rationale=rationale,
-                              recency_required=policy.recency_required, as_of=plan.as_of, state=state)
+    evidence = EvidenceMap(
+        query=plan.query,
+        sub_questions=[
+            SubQuestion(id=q.id, text=q.text, key_terms=q.key_terms) for q in plan.sub_questions
+        ],
+    )
+    state = ResearchState(
+        revision=2,
+        subject=plan.subject,
+        subject_terms=plan.subject_terms,
+        params=Params(
+            max_rounds=plan.max_rounds,
+            patience=plan.patience,
+            weights=plan.tiebreaker_weights,
+            collections=plan.collections,
+        ),
+        policy=policy,
+        evidence=evidence,
+    )
+    return SourcePolicyOutput(
+        window_days=window,
+        window_origin=origin,
+        window_rationale=rationale,
+        recency_required=policy.recency_required,
+        as_of=plan.as_of,
+        state=state,
+    )

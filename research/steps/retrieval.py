@@ -9,6 +9,7 @@ round retrieves passages earlier rounds did not. A recency remediation round
 skips the tree and searches each sub-question inside the recency window only
 (documents dated between the window's start and ``as_of``).
 """
+
 from __future__ import annotations
 
 from typing import Any
@@ -71,21 +72,45 @@ async def hypothesis_tree_tot(ctx: StepContext, inp: RoundInput) -> HypothesesOu
     async def probe(_claims: list[Any]) -> dict[str, list[dict[str, Any]]]:
         probes: dict[str, list[dict[str, Any]]] = {}
         for sub_id in targets:
-            hits = await ctx.retrieve(sub_question_query(state, questions[sub_id]), limit=PROBE_LIMIT,
-                                      collections=state.params.collections or None)
-            probes[sub_id] = [{"passage_id": h["passage_id"], "title": h["title"], "text": h["text"][:600],
-                               "score": h["score"], "known": h["passage_id"] in seen} for h in hits]
+            hits = await ctx.retrieve(
+                sub_question_query(state, questions[sub_id]),
+                limit=PROBE_LIMIT,
+                collections=state.params.collections or None,
+            )
+            probes[sub_id] = [
+                {
+                    "passage_id": h["passage_id"],
+                    "title": h["title"],
+                    "text": h["text"][:600],
+                    "score": h["score"],
+                    "known": h["passage_id"] in seen,
+                }
+                for h in hits
+            ]
         return probes
 
     def build(_claims: list[Any], probes: dict[str, list[dict[str, Any]]]) -> dict[str, Any]:
         return {
-            "round": round_number, "subject_terms": state.subject_terms, "target_ids": targets,
-            "sub_questions": [q.model_dump() for q in state.evidence.sub_questions if q.id in targets],
-            "probes": probes, "tried_queries": state.tried_queries, "max_branches": BRANCHES_KEPT,
+            "round": round_number,
+            "subject_terms": state.subject_terms,
+            "target_ids": targets,
+            "sub_questions": [
+                q.model_dump() for q in state.evidence.sub_questions if q.id in targets
+            ],
+            "probes": probes,
+            "tried_queries": state.tried_queries,
+            "max_branches": BRANCHES_KEPT,
         }
 
-    result = await ModelPipeline(ctx).run(ModelStage(task="research.hypotheses", schema=HypothesesAnswer,
-                                                     build_inputs=build, retrieve=probe, output_tokens=800))
+    result = await ModelPipeline(ctx).run(
+        ModelStage(
+            task="research.hypotheses",
+            schema=HypothesesAnswer,
+            build_inputs=build,
+            retrieve=probe,
+            output_tokens=800,
+        )
+    )
     kept: list[PlannedBranch] = []
     pruned = 0
     if isinstance(result.answer, HypothesesAnswer):
@@ -93,13 +118,27 @@ async def hypothesis_tree_tot(ctx: StepContext, inp: RoundInput) -> HypothesesOu
             if branch.pruned or branch.sub_question not in questions:
                 pruned += 1
                 continue
-            kept.append(PlannedBranch(sub_question=branch.sub_question, query=branch.query, score=branch.score))
+            kept.append(
+                PlannedBranch(
+                    sub_question=branch.sub_question, query=branch.query, score=branch.score
+                )
+            )
     if not kept:
-        kept = [PlannedBranch(sub_question=s, query=sub_question_query(state, questions[s]), score=0.0)
-                for s in targets]
-    new_state = state.advanced(round_number, "hypotheses", round=round_number, round_kind="full", branches=kept)
-    return HypothesesOutput(round=round_number, targets=targets, branches=kept, pruned=pruned,
-                            refusal=result.note(), state=new_state)
+        kept = [
+            PlannedBranch(sub_question=s, query=sub_question_query(state, questions[s]), score=0.0)
+            for s in targets
+        ]
+    new_state = state.advanced(
+        round_number, "hypotheses", round=round_number, round_kind="full", branches=kept
+    )
+    return HypothesesOutput(
+        round=round_number,
+        targets=targets,
+        branches=kept,
+        pruned=pruned,
+        refusal=result.note(),
+        state=new_state,
+    )
 
 
 class RetrievalOutput(Frozen):
@@ -120,8 +159,10 @@ async def retrieval_react(ctx: StepContext, inp: RoundInput) -> RetrievalOutput:
     round_number = round_of(ctx)
     recency_mode = state.round < round_number
     if recency_mode:
-        branches = [PlannedBranch(sub_question=q.id, query=sub_question_query(state, q), score=0.0)
-                    for q in state.evidence.sub_questions]
+        branches = [
+            PlannedBranch(sub_question=q.id, query=sub_question_query(state, q), score=0.0)
+            for q in state.evidence.sub_questions
+        ]
         # Recent as scoring counts it: a date inside [window start, as_of]. A document
         # first published after as_of, or one dated inside the window only by an
         # update after as_of, would add a source that lowers recency instead.
@@ -145,22 +186,44 @@ async def retrieval_react(ctx: StepContext, inp: RoundInput) -> RetrievalOutput:
             current = query
 
             async def search(_claims: list[Any], current: str = current) -> list[dict[str, Any]]:
-                options: dict[str, Any] = {"limit": HITS_PER_SEARCH, "exclude_passages": sorted(seen_set),
-                                           "collections": state.params.collections or None}
+                options: dict[str, Any] = {
+                    "limit": HITS_PER_SEARCH,
+                    "exclude_passages": sorted(seen_set),
+                    "collections": state.params.collections or None,
+                }
                 if published_after:
                     options["published_after"] = published_after
                 if published_before:
                     options["published_before"] = published_before
                 return await ctx.retrieve(current, **options)
 
-            def build(_claims: list[Any], hits: list[dict[str, Any]], current: str = current,
-                      call: int = call) -> dict[str, Any]:
-                return {"query": current, "step": call, "max_steps": MAX_TOOL_CALLS, "tried_queries": tried,
-                        "observations": [{"passage_id": h["passage_id"], "title": h["title"], "text": h["text"]}
-                                         for h in hits]}
+            def build(
+                _claims: list[Any],
+                hits: list[dict[str, Any]],
+                current: str = current,
+                call: int = call,
+            ) -> dict[str, Any]:
+                return {
+                    "query": current,
+                    "step": call,
+                    "max_steps": MAX_TOOL_CALLS,
+                    "tried_queries": tried,
+                    "observations": [
+                        {"passage_id": h["passage_id"], "title": h["title"], "text": h["text"]}
+                        for h in hits
+                    ],
+                }
 
-            result = await pipeline.run(ModelStage(task="research.react_step", schema=ReactStep, build_inputs=build,
-                                                   retrieve=search, trim="observations", output_tokens=200))
+            result = await pipeline.run(
+                ModelStage(
+                    task="research.react_step",
+                    schema=ReactStep,
+                    build_inputs=build,
+                    retrieve=search,
+                    trim="observations",
+                    output_tokens=200,
+                )
+            )
             tool_calls += 1
             tried.append(current)
             for hit in result.retrieved or []:
@@ -181,11 +244,21 @@ async def retrieval_react(ctx: StepContext, inp: RoundInput) -> RetrievalOutput:
     known_sources = set(state.evidence.sources)
     evidence = state.evidence.add_retrieved(sources, passages)
     new_state = state.advanced(
-        round_number, "retrieval", evidence=evidence, seen_passages=seen, tried_queries=tried,
-        round=round_number, round_kind="recency" if recency_mode else state.round_kind,
+        round_number,
+        "retrieval",
+        evidence=evidence,
+        seen_passages=seen,
+        tried_queries=tried,
+        round=round_number,
+        round_kind="recency" if recency_mode else state.round_kind,
     )
     return RetrievalOutput(
-        round=round_number, mode="recency" if recency_mode else "full", queries=[b.query for b in branches],
-        new_passages=[p.id for p in passages], new_sources=len({s.id for s in sources} - known_sources),
-        tool_calls=tool_calls, refusals=refusals, state=new_state,
+        round=round_number,
+        mode="recency" if recency_mode else "full",
+        queries=[b.query for b in branches],
+        new_passages=[p.id for p in passages],
+        new_sources=len({s.id for s in sources} - known_sources),
+        tool_calls=tool_calls,
+        refusals=refusals,
+        state=new_state,
     )

@@ -6,6 +6,7 @@ rounds search past them). The supervisor applies the stop policy, records the
 round and emits ``research.round_scored``; its ``decision`` and
 ``remediation`` outputs are what the next round's ``when`` conditions read.
 """
+
 from __future__ import annotations
 
 from typing import Literal
@@ -31,7 +32,9 @@ class AuditOutput(Frozen):
 
 def pruned(evidence: EvidenceMap) -> EvidenceMap:
     cited = {pid for c in evidence.claims for pid in (*c.passage_ids, *c.verified_by)}
-    return evidence.with_updates(passages={pid: p for pid, p in evidence.passages.items() if pid in cited})
+    return evidence.with_updates(
+        passages={pid: p for pid, p in evidence.passages.items() if pid in cited}
+    )
 
 
 @step("research.coverage_confidence_audit")
@@ -41,10 +44,20 @@ async def coverage_confidence_audit(ctx: StepContext, inp: RoundInput) -> AuditO
     round_number = round_of(ctx)
     measures = score_evidence(state.evidence, state.policy)
     kind = state.round_kind if state.round == round_number else "full"
-    new_state = state.advanced(round_number, "audit", evidence=pruned(state.evidence).with_updates(round=round_number),
-                               round=round_number, round_kind=kind)
-    return AuditOutput(round=round_number, round_kind=kind, measures=measures, dimensions=measures.scores.matrix(),
-                       state=new_state)
+    new_state = state.advanced(
+        round_number,
+        "audit",
+        evidence=pruned(state.evidence).with_updates(round=round_number),
+        round=round_number,
+        round_kind=kind,
+    )
+    return AuditOutput(
+        round=round_number,
+        round_kind=kind,
+        measures=measures,
+        dimensions=measures.scores.matrix(),
+        state=new_state,
+    )
 
 
 class SupervisorOutput(Frozen):
@@ -67,26 +80,60 @@ async def supervisor(ctx: StepContext, inp: RoundInput) -> SupervisorOutput:
     measures = score_evidence(state.evidence, state.policy)
     weights = weights_named(state.params.weights)
     previous = [r for r in state.rounds if r.round < round_number]
-    verdict = decide(measures, round_number, previous, max_rounds=state.params.max_rounds,
-                     patience=state.params.patience, weights=weights)
+    verdict = decide(
+        measures,
+        round_number,
+        previous,
+        max_rounds=state.params.max_rounds,
+        patience=state.params.patience,
+        weights=weights,
+    )
     ci = confidence_index(measures.scores, weights)
     record = RoundRecord(
-        round=round_number, scores=measures.scores, ci=ci, recent_sources=measures.recent_sources,
-        recent_floor=measures.recent_floor, recency_required=measures.recency_required,
-        critical_contradictions=measures.critical_contradictions, gate_passed=verdict.gate_passed,
-        decision=verdict.decision, stop_reason=verdict.stop_reason, remediation=verdict.remediation,
+        round=round_number,
+        scores=measures.scores,
+        ci=ci,
+        recent_sources=measures.recent_sources,
+        recent_floor=measures.recent_floor,
+        recency_required=measures.recency_required,
+        critical_contradictions=measures.critical_contradictions,
+        gate_passed=verdict.gate_passed,
+        decision=verdict.decision,
+        stop_reason=verdict.stop_reason,
+        remediation=verdict.remediation,
         kind=state.round_kind,
     )
-    ctx.emit(ROUND_SCORED, validated(
-        ROUND_SCORED, round=round_number, dimensions=measures.scores.matrix(), ci=ci,
-        recent_sources=measures.recent_sources, recent_floor=measures.recent_floor,
-        critical_contradictions=measures.critical_contradictions, gate_passed=verdict.gate_passed,
-        decision=verdict.decision, stop_reason=verdict.stop_reason, remediation=verdict.remediation,
-        round_kind=state.round_kind))
-    new_state = state.advanced(round_number, "supervisor", rounds=[*previous, record],
-                               round_kind=verdict.remediation or "full")
+    ctx.emit(
+        ROUND_SCORED,
+        validated(
+            ROUND_SCORED,
+            round=round_number,
+            dimensions=measures.scores.matrix(),
+            ci=ci,
+            recent_sources=measures.recent_sources,
+            recent_floor=measures.recent_floor,
+            critical_contradictions=measures.critical_contradictions,
+            gate_passed=verdict.gate_passed,
+            decision=verdict.decision,
+            stop_reason=verdict.stop_reason,
+            remediation=verdict.remediation,
+            round_kind=state.round_kind,
+        ),
+    )
+    new_state = state.advanced(
+        round_number,
+        "supervisor",
+        rounds=[*previous, record],
+        round_kind=verdict.remediation or "full",
+    )
     return SupervisorOutput(
-        round=round_number, decision=verdict.decision, remediation=verdict.remediation or "none",
-        stop_reason=verdict.stop_reason or "", ci=ci, gate_passed=verdict.gate_passed, failing=verdict.failing,
-        round_record=record, state=new_state,
+        round=round_number,
+        decision=verdict.decision,
+        remediation=verdict.remediation or "none",
+        stop_reason=verdict.stop_reason or "",
+        ci=ci,
+        gate_passed=verdict.gate_passed,
+        failing=verdict.failing,
+        round_record=record,
+        state=new_state,
     )

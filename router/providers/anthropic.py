@@ -6,6 +6,7 @@ output forces a single tool whose ``input_schema`` is the response schema
 (``tool_choice: {type: tool}``), the documented way to get JSON that follows a
 schema; the tool call's ``input`` is the answer. Health: ``GET {base}/v1/models``.
 """
+
 from __future__ import annotations
 
 import json
@@ -15,7 +16,14 @@ from typing import Any
 from router.config import ProviderConfig
 from router.errors import ErrorClass, ProviderCallError
 from router.models import Usage
-from router.providers.base import CallSpec, HttpCall, ProviderAdapter, plain_messages, split_system, usage_of
+from router.providers.base import (
+    CallSpec,
+    HttpCall,
+    ProviderAdapter,
+    plain_messages,
+    split_system,
+    usage_of,
+)
 from router.ratelimit_headers import RateLimitInfo, parse_anthropic_headers
 from router.wire import json_schema, schema_name
 
@@ -45,10 +53,17 @@ class AnthropicAdapter(ProviderAdapter):
             body["temperature"] = min(spec.temperature, 1.0)  # Anthropic's range is 0..1
         if spec.response_schema is not None:
             name = schema_name(spec.response_schema)
-            body["tools"] = [{"name": name, "description": "Give the answer as structured data.",
-                              "input_schema": json_schema(spec.response_schema)}]
+            body["tools"] = [
+                {
+                    "name": name,
+                    "description": "Give the answer as structured data.",
+                    "input_schema": json_schema(spec.response_schema),
+                }
+            ]
             body["tool_choice"] = {"type": "tool", "name": name}
-        return HttpCall("POST", f"{cfg.resolved_base_url}/v1/messages", self._headers(api_key), body)
+        return HttpCall(
+            "POST", f"{cfg.resolved_base_url}/v1/messages", self._headers(api_key), body
+        )
 
     def parse_chat(self, body: Any) -> tuple[str, Usage]:
         blocks = body["content"]

@@ -5,6 +5,7 @@ and an API's JSON answer into content and usage; :mod:`router.providers.http`
 sends it. Keeping the two apart lets the fault-server tests check each API's
 request shape exactly, and keeps every adapter free of I/O.
 """
+
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
@@ -78,7 +79,9 @@ class ProviderAdapter(ABC):
     def health_call(self, cfg: ProviderConfig, api_key: str | None) -> HttpCall | None: ...
 
     @abstractmethod
-    def rate_limits(self, headers: Mapping[str, str], body: Any, now_wall: float) -> RateLimitInfo: ...
+    def rate_limits(
+        self, headers: Mapping[str, str], body: Any, now_wall: float
+    ) -> RateLimitInfo: ...
 
 
 def split_system(messages: list[ChatMessage]) -> tuple[str | None, list[ChatMessage]]:
@@ -100,8 +103,14 @@ def usage_of(input_tokens: Any, output_tokens: Any) -> Usage:
     return Usage(input_tokens=count(input_tokens), output_tokens=count(output_tokens))
 
 
-def spec_from_request(req: ChatRequest, model: str, messages: list[ChatMessage], default_max_tokens: int,
-                      temperature: float | None = None, max_tokens: int | None = None) -> CallSpec:
+def spec_from_request(
+    req: ChatRequest,
+    model: str,
+    messages: list[ChatMessage],
+    default_max_tokens: int,
+    temperature: float | None = None,
+    max_tokens: int | None = None,
+) -> CallSpec:
     return CallSpec(
         task=req.task,
         model=model,

@@ -6,6 +6,7 @@ in ``systemInstruction``. Structured output: ``generationConfig.responseMimeType
 application/json`` with ``responseJsonSchema``. Rate-limit signals come in the
 error body (``RetryInfo``, ``QuotaFailure``). Health: ``GET {base}/v1beta/models``.
 """
+
 from __future__ import annotations
 
 from collections.abc import Mapping
@@ -30,8 +31,13 @@ class GeminiAdapter(ProviderAdapter):
     def chat_call(self, cfg: ProviderConfig, spec: CallSpec, api_key: str | None) -> HttpCall:
         system, rest = split_system(spec.messages)
         body: dict[str, Any] = {
-            "contents": [{"role": "model" if m.role == "assistant" else "user", "parts": [{"text": m.content}]}
-                         for m in rest],
+            "contents": [
+                {
+                    "role": "model" if m.role == "assistant" else "user",
+                    "parts": [{"text": m.content}],
+                }
+                for m in rest
+            ],
         }
         if system is not None:
             body["systemInstruction"] = {"parts": [{"text": system}]}

@@ -6,6 +6,7 @@ read from its environment variable at call time and exists only in the
 outgoing request's headers: it is never stored, logged or put in an error
 (httpx exceptions, which name the URL, are reduced to their class name).
 """
+
 from __future__ import annotations
 
 import asyncio
@@ -51,8 +52,14 @@ def _json_or_none(content: bytes) -> Any:
 
 
 class HttpProvider:
-    def __init__(self, cfg: ProviderConfig, client: httpx.AsyncClient, clock: Clock,
-                 environ: Mapping[str, str] | None = None, adapter: ProviderAdapter | None = None) -> None:
+    def __init__(
+        self,
+        cfg: ProviderConfig,
+        client: httpx.AsyncClient,
+        clock: Clock,
+        environ: Mapping[str, str] | None = None,
+        adapter: ProviderAdapter | None = None,
+    ) -> None:
         self.cfg = cfg
         self.name: str = cfg.name
         self.kind: str = cfg.kind
@@ -83,13 +90,16 @@ class HttpProvider:
         headers = {"User-Agent": USER_AGENT, **call.headers}
         if task is not None:
             headers[TASK_HEADER] = task
-        request = self._client.build_request(call.method, call.url, headers=headers, json=call.json,
-                                             timeout=httpx.Timeout(timeout_s))
+        request = self._client.build_request(
+            call.method, call.url, headers=headers, json=call.json, timeout=httpx.Timeout(timeout_s)
+        )
         try:
             async with asyncio.timeout(timeout_s):  # the whole exchange, slow bodies included
                 return await self._client.send(request)
         except TimeoutError:
-            raise ProviderCallError(ErrorClass.TIMEOUT, f"no complete answer within {timeout_s:.1f}s") from None
+            raise ProviderCallError(
+                ErrorClass.TIMEOUT, f"no complete answer within {timeout_s:.1f}s"
+            ) from None
         except httpx.HTTPError as exc:
             error_class, detail = classify_transport_error(exc)
             raise ProviderCallError(error_class, detail) from None
@@ -98,8 +108,12 @@ class HttpProvider:
         body = _json_or_none(response.content)
         limits = self.adapter.rate_limits(response.headers, body, self._clock.wall())
         error_class = classify_status(self.kind, response.status_code, body, limits)
-        return ProviderCallError(error_class, status_detail(response.status_code, body),
-                                 status=response.status_code, rate_limits=limits)
+        return ProviderCallError(
+            error_class,
+            status_detail(response.status_code, body),
+            status=response.status_code,
+            rate_limits=limits,
+        )
 
     async def chat(self, spec: CallSpec, timeout_s: float) -> ProviderReply:
         response = await self._send(self.build_chat_call(spec), timeout_s, spec.task)
@@ -108,17 +122,25 @@ class HttpProvider:
         limits = self.adapter.rate_limits(response.headers, None, self._clock.wall())
         body = _json_or_none(response.content)
         if body is None:
-            raise ProviderCallError(ErrorClass.BAD_RESPONSE, f"HTTP {response.status_code} with a body that is not JSON",
-                                    status=response.status_code, rate_limits=limits)
+            raise ProviderCallError(
+                ErrorClass.BAD_RESPONSE,
+                f"HTTP {response.status_code} with a body that is not JSON",
+                status=response.status_code,
+                rate_limits=limits,
+            )
         try:
             content, usage = self.adapter.parse_chat(body)
         except ProviderCallError as exc:
-            raise ProviderCallError(exc.error_class, exc.detail, status=response.status_code,
-                                    rate_limits=limits) from None
+            raise ProviderCallError(
+                exc.error_class, exc.detail, status=response.status_code, rate_limits=limits
+            ) from None
         except (KeyError, IndexError, TypeError, ValueError, AttributeError):
-            raise ProviderCallError(ErrorClass.BAD_RESPONSE, f"HTTP {response.status_code} with an unexpected "
-                                    f"{self.kind} response shape", status=response.status_code,
-                                    rate_limits=limits) from None
+            raise ProviderCallError(
+                ErrorClass.BAD_RESPONSE,
+                f"HTTP {response.status_code} with an unexpected {self.kind} response shape",
+                status=response.status_code,
+                rate_limits=limits,
+            ) from None
         return ProviderReply(content, usage, limits, response.status_code)
 
     async def health(self, timeout_s: float) -> RateLimitInfo:

@@ -4,6 +4,7 @@ Structured output passes the JSON schema as ``format``; temperature and the
 output budget go in ``options`` (``num_predict``). Usage comes from
 ``prompt_eval_count`` and ``eval_count``. Health: ``GET {host}/api/tags``.
 """
+
 from __future__ import annotations
 
 from collections.abc import Mapping

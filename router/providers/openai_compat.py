@@ -10,6 +10,7 @@
 Structured output uses ``response_format: {type: json_schema, json_schema: {name, schema, strict}}``,
 strict only when the schema meets strict mode's rules (every object closed, every key required).
 """
+
 from __future__ import annotations
 
 from collections.abc import Mapping
@@ -47,21 +48,28 @@ class OpenAICompatAdapter(ProviderAdapter):
         base = cfg.resolved_base_url
         body: dict[str, Any] = {"messages": plain_messages(spec.messages)}
         if self.kind == "azure":
-            url = (f"{base}/openai/deployments/{quote(spec.model, safe='')}/chat/completions"
-                   f"?api-version={quote(cfg.resolved_api_version, safe='')}")
+            url = (
+                f"{base}/openai/deployments/{quote(spec.model, safe='')}/chat/completions"
+                f"?api-version={quote(cfg.resolved_api_version, safe='')}"
+            )
         else:
             url = f"{base}/chat/completions"
             body["model"] = spec.model
         if spec.temperature is not None:
             body["temperature"] = spec.temperature
         if spec.max_tokens is not None:
-            body["max_completion_tokens" if self.kind == "openai" else "max_tokens"] = spec.max_tokens
+            body["max_completion_tokens" if self.kind == "openai" else "max_tokens"] = (
+                spec.max_tokens
+            )
         if spec.response_schema is not None:
             schema = json_schema(spec.response_schema)
             body["response_format"] = {
                 "type": "json_schema",
-                "json_schema": {"name": schema_name(spec.response_schema), "schema": schema,
-                                "strict": is_strict_compatible(schema)},
+                "json_schema": {
+                    "name": schema_name(spec.response_schema),
+                    "schema": schema,
+                    "strict": is_strict_compatible(schema),
+                },
             }
         return HttpCall("POST", url, self._headers(api_key), body)
 

@@ -3,6 +3,7 @@
 Benchmarks print figures measured side by side in one run; none asserts a time.
 Pass module names (``engine``, ``router``...) to run a subset.
 """
+
 from __future__ import annotations
 
 import importlib
@@ -16,7 +17,9 @@ import tests.benchmarks as package
 def main(argv: list[str]) -> int:
     wanted = set(argv)
     names = sorted(
-        info.name for info in pkgutil.iter_modules(package.__path__) if info.name.startswith("bench_")
+        info.name
+        for info in pkgutil.iter_modules(package.__path__)
+        if info.name.startswith("bench_")
     )
     for name in names:
         if wanted and name.removeprefix("bench_") not in wanted:

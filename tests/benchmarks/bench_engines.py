@@ -13,6 +13,7 @@ Then the per-step overhead of each engine: zero-work steps in a chain and in a
 wide fan-out, wall time divided by the number of steps. Figures are printed,
 never asserted. ``python -m tests.benchmarks engines``.
 """
+
 from __future__ import annotations
 
 import asyncio
@@ -72,8 +73,15 @@ async def dag_suite() -> list[dict[str, float]]:
         critical, _ = graph.critical_path({case.step_id(i): s for i, s in case.sleep_s.items()})
         kahn = await timed_run(KahnEngine(), wf)
         lang = await timed_run(LangGraphEngine(), wf)
-        rows.append({"critical": critical, "bsp": bsp_bound(case), "kahn": kahn, "langgraph": lang,
-                     "work": sum(case.sleep_s.values())})
+        rows.append(
+            {
+                "critical": critical,
+                "bsp": bsp_bound(case),
+                "kahn": kahn,
+                "langgraph": lang,
+                "work": sum(case.sleep_s.values()),
+            }
+        )
     return rows
 
 
@@ -82,7 +90,9 @@ def zero_work(shape: str, size: int) -> WorkflowDefinition:
     for index in range(1, size):
         parent = f"s{index - 1}" if shape == "chain" else "s0"
         steps.append({"id": f"s{index}", "uses": "demo.echo", "depends_on": [parent]})
-    return load_workflow_text(json.dumps({"name": f"{shape}_{size}", "steps": steps}), source=f"{shape}.yaml")
+    return load_workflow_text(
+        json.dumps({"name": f"{shape}_{size}", "steps": steps}), source=f"{shape}.yaml"
+    )
 
 
 async def overhead() -> dict[str, dict[str, float]]:
@@ -99,25 +109,37 @@ async def overhead() -> dict[str, dict[str, float]]:
 
 def main() -> None:
     rows = asyncio.run(dag_suite())
-    print(f"random DAG suite: {DAGS} DAGs x {SIZE} steps, edge p={EDGE_PROBABILITY}, "
-          f"~{STEP_SLEEP_S * 1000:.0f} ms per step, seed {SEED}")
-    print(f"{'dag':>4} {'work s':>7} {'crit s':>7} {'bsp s':>7} {'kahn s':>7} {'lg s':>7} "
-          f"{'kahn/crit':>9} {'lg/crit':>8} {'lg/kahn':>8}")
+    print(
+        f"random DAG suite: {DAGS} DAGs x {SIZE} steps, edge p={EDGE_PROBABILITY}, "
+        f"~{STEP_SLEEP_S * 1000:.0f} ms per step, seed {SEED}"
+    )
+    print(
+        f"{'dag':>4} {'work s':>7} {'crit s':>7} {'bsp s':>7} {'kahn s':>7} {'lg s':>7} "
+        f"{'kahn/crit':>9} {'lg/crit':>8} {'lg/kahn':>8}"
+    )
     for index, row in enumerate(rows):
-        print(f"{index:>4} {row['work']:7.3f} {row['critical']:7.3f} {row['bsp']:7.3f} {row['kahn']:7.3f} "
-              f"{row['langgraph']:7.3f} {row['kahn'] / row['critical']:9.2f} {row['langgraph'] / row['critical']:8.2f} "
-              f"{row['langgraph'] / row['kahn']:8.2f}")
+        print(
+            f"{index:>4} {row['work']:7.3f} {row['critical']:7.3f} {row['bsp']:7.3f} {row['kahn']:7.3f} "
+            f"{row['langgraph']:7.3f} {row['kahn'] / row['critical']:9.2f} {row['langgraph'] / row['critical']:8.2f} "
+            f"{row['langgraph'] / row['kahn']:8.2f}"
+        )
     mean = {key: statistics.mean(row[key] for row in rows) for key in rows[0]}
     ratio = statistics.geometric_mean([row["langgraph"] / row["kahn"] for row in rows])
-    print(f"mean makespan: kahn {mean['kahn']:.3f} s, langgraph {mean['langgraph']:.3f} s; "
-          f"critical path {mean['critical']:.3f} s, BSP bound {mean['bsp']:.3f} s")
-    print(f"makespan / critical path: kahn {mean['kahn'] / mean['critical']:.2f}, "
-          f"langgraph {mean['langgraph'] / mean['critical']:.2f} (BSP bound {mean['bsp'] / mean['critical']:.2f})")
+    print(
+        f"mean makespan: kahn {mean['kahn']:.3f} s, langgraph {mean['langgraph']:.3f} s; "
+        f"critical path {mean['critical']:.3f} s, BSP bound {mean['bsp']:.3f} s"
+    )
+    print(
+        f"makespan / critical path: kahn {mean['kahn'] / mean['critical']:.2f}, "
+        f"langgraph {mean['langgraph'] / mean['critical']:.2f} (BSP bound {mean['bsp'] / mean['critical']:.2f})"
+    )
     print(f"LangGraph/Kahn makespan ratio (geometric mean): {ratio:.2f}")
     figures = asyncio.run(overhead())
     for shape, by_engine in figures.items():
-        print(f"per-step overhead, zero-work {shape} of {OVERHEAD_STEPS}: "
-              + ", ".join(f"{name} {seconds * 1000:.2f} ms" for name, seconds in by_engine.items()))
+        print(
+            f"per-step overhead, zero-work {shape} of {OVERHEAD_STEPS}: "
+            + ", ".join(f"{name} {seconds * 1000:.2f} ms" for name, seconds in by_engine.items())
+        )
 
 
 if __name__ == "__main__":

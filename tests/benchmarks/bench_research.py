@@ -2,6 +2,7 @@
 
 Figures are printed side by side; nothing here asserts a time.
 """
+
 from __future__ import annotations
 
 import asyncio
@@ -15,9 +16,18 @@ from research.text import normalize_space
 
 PROJECT = Path(__file__).resolve().parents[2]
 PEPS = PROJECT.parent / "shared" / "corpus" / "peps"
-QUERIES = ["structural pattern matching", "type hints annotations", "asyncio coroutines", "f-strings",
-           "packaging metadata version", "exception context", "unicode strings bytes", "import system loaders",
-           "garbage collection reference counting", "decorators for functions and methods"]
+QUERIES = [
+    "structural pattern matching",
+    "type hints annotations",
+    "asyncio coroutines",
+    "f-strings",
+    "packaging metadata version",
+    "exception context",
+    "unicode strings bytes",
+    "import system loaders",
+    "garbage collection reference counting",
+    "decorators for functions and methods",
+]
 
 
 def _percentile(values: list[float], q: float) -> float:
@@ -38,25 +48,35 @@ def main() -> None:
             started = time.perf_counter()
             report = corpus.add_folder(PEPS, "peps")
             seconds = time.perf_counter() - started
-            print(f"index PEPs: {report.added} documents, {report.passages} passages in {seconds:.2f} s "
-                  f"= {report.added / seconds:.0f} docs/s")
+            print(
+                f"index PEPs: {report.added} documents, {report.passages} passages in {seconds:.2f} s "
+                f"= {report.added / seconds:.0f} docs/s"
+            )
             started = time.perf_counter()
             again = corpus.add_folder(PEPS, "peps")
-            print(f"re-index unchanged: {again.unchanged} documents in {time.perf_counter() - started:.3f} s")
+            print(
+                f"re-index unchanged: {again.unchanged} documents in {time.perf_counter() - started:.3f} s"
+            )
             latencies = []
             for _ in range(5):
                 for query in QUERIES:
                     t0 = time.perf_counter()
                     corpus.search(query, limit=10)
                     latencies.append((time.perf_counter() - t0) * 1000)
-            print(f"search ({len(latencies)} queries, top 10): p50 {_percentile(latencies, 0.5):.2f} ms, "
-                  f"p95 {_percentile(latencies, 0.95):.2f} ms")
+            print(
+                f"search ({len(latencies)} queries, top 10): p50 {_percentile(latencies, 0.5):.2f} ms, "
+                f"p95 {_percentile(latencies, 0.95):.2f} ms"
+            )
 
         workflow = load_workflow(PROJECT / "workflows" / "deep_research.yaml")
-        for query, extra in [("version specifiers packaging metadata", {}),
-                             ("WSGI web server gateway interface", {"domain": "reference"})]:
+        for query, extra in [
+            ("version specifiers packaging metadata", {}),
+            ("WSGI web server gateway interface", {"domain": "reference"}),
+        ]:
             started = time.perf_counter()
-            run = asyncio.run(run_research(workflow, root / f"ws-{len(query)}", path, query, **extra))
+            run = asyncio.run(
+                run_research(workflow, root / f"ws-{len(query)}", path, query, **extra)
+            )
             wall = time.perf_counter() - started
             citations = run.outputs("final_synthesis")["citations"]
             faithful = 0
@@ -64,12 +84,18 @@ def main() -> None:
                 for citation in citations:
                     text = corpus.passage_text(citation["passage_id"]) or ""
                     faithful += normalize_space(citation["quote"]) in normalize_space(text)
-            print(f"research run {query!r} {extra}: {run.result.status.value} in {wall:.2f} s, "
-                  f"{len(run.rounds)} rounds, stop {run.rounds[-1]['stop_reason']}, "
-                  f"confidence {run.outputs('final_synthesis')['confidence_level']}")
+            print(
+                f"research run {query!r} {extra}: {run.result.status.value} in {wall:.2f} s, "
+                f"{len(run.rounds)} rounds, stop {run.rounds[-1]['stop_reason']}, "
+                f"confidence {run.outputs('final_synthesis')['confidence_level']}"
+            )
             for scored in run.rounds:
-                cells = " ".join(f"{d[:4]} {c['score']:.2f}" for d, c in scored["dimensions"].items())
-                print(f"    R{scored['round']} ({scored['round_kind']}): {cells}  CI {scored['ci']:.3f}")
+                cells = " ".join(
+                    f"{d[:4]} {c['score']:.2f}" for d, c in scored["dimensions"].items()
+                )
+                print(
+                    f"    R{scored['round']} ({scored['round_kind']}): {cells}  CI {scored['ci']:.3f}"
+                )
             print(f"    citation faithfulness: {faithful}/{len(citations)}")
 
 

@@ -12,6 +12,7 @@ Figures are printed side by side; nothing here asserts a time.
    policy scaled alike), the router versus a naive fixed-order fallback loop with
    no breakers: requests answered remotely, wasted calls to failing providers, p95.
 """
+
 from __future__ import annotations
 
 import asyncio
@@ -37,8 +38,11 @@ from router.router import SmartModelRouter, _client, build_router
 from router.stats import StatsStore
 from router.wire import wire_messages
 
-REQUEST = ChatRequest(task="bench", messages=[ChatMessage(role="user", content="What does the corpus say?")],
-                      inputs={"q": "x"})
+REQUEST = ChatRequest(
+    task="bench",
+    messages=[ChatMessage(role="user", content="What does the corpus say?")],
+    inputs={"q": "x"},
+)
 
 
 def registry() -> TaskHandlerRegistry:
@@ -75,13 +79,32 @@ class InstantProvider:
         return RateLimitInfo()
 
 
-async def measure_overhead(providers: int, *, stats_dir: Path | None, subscriber: bool, n: int) -> list[float]:
-    config = load_router_config({"providers": [
-        {"name": f"p{i}", "kind": "openai", "model": "m", "api_key_env": None, "rpm": 10**7, "tpm": 10**9}
-        for i in range(providers)]})
+async def measure_overhead(
+    providers: int, *, stats_dir: Path | None, subscriber: bool, n: int
+) -> list[float]:
+    config = load_router_config(
+        {
+            "providers": [
+                {
+                    "name": f"p{i}",
+                    "kind": "openai",
+                    "model": "m",
+                    "api_key_env": None,
+                    "rpm": 10**7,
+                    "tpm": 10**9,
+                }
+                for i in range(providers)
+            ]
+        }
+    )
     stats = StatsStore(stats_dir / "stats.sqlite3") if stats_dir is not None else None
-    router = SmartModelRouter(config, providers={f"p{i}": InstantProvider(f"p{i}") for i in range(providers)},
-                              task_handlers=registry(), stats=stats, rng=random.Random(1))
+    router = SmartModelRouter(
+        config,
+        providers={f"p{i}": InstantProvider(f"p{i}") for i in range(providers)},
+        task_handlers=registry(),
+        stats=stats,
+        rng=random.Random(1),
+    )
     if subscriber:
         router.subscribe(lambda snapshot: None)
     for _ in range(1000):
@@ -100,26 +123,48 @@ def bench_overhead() -> None:
     print("1. Router overhead per request, instant in-process provider (target <= 50 us p50)")
     print(f"   {'setup':<44} {'p50 us':>8} {'p99 us':>8} {'mean us':>8}")
     with tempfile.TemporaryDirectory() as tmp:
-        cases = [("1 provider", 1, None, False), ("3 providers (health-weighted pick)", 3, None, False),
-                 ("1 provider + SQLite stats", 1, Path(tmp), False),
-                 ("1 provider + stats + 1 subscriber", 1, Path(tmp), True)]
+        cases = [
+            ("1 provider", 1, None, False),
+            ("3 providers (health-weighted pick)", 3, None, False),
+            ("1 provider + SQLite stats", 1, Path(tmp), False),
+            ("1 provider + stats + 1 subscriber", 1, Path(tmp), True),
+        ]
         for label, providers, stats_dir, subscriber in cases:
-            samples = asyncio.run(measure_overhead(providers, stats_dir=stats_dir, subscriber=subscriber, n=20_000))
-            print(f"   {label:<44} {pct(samples, 50):8.1f} {pct(samples, 99):8.1f} {statistics.fmean(samples):8.1f}")
+            samples = asyncio.run(
+                measure_overhead(providers, stats_dir=stats_dir, subscriber=subscriber, n=20_000)
+            )
+            print(
+                f"   {label:<44} {pct(samples, 50):8.1f} {pct(samples, 99):8.1f} {statistics.fmean(samples):8.1f}"
+            )
 
 
 # --- 2. recovery after a rate limit --------------------------------------------------------------------
 
 
-async def recovery_time(server: FaultServer, retry_after: bool, step: float = 0.1) -> tuple[float, int]:
+async def recovery_time(
+    server: FaultServer, retry_after: bool, step: float = 0.1
+) -> tuple[float, int]:
     """Injected seconds from a 429 until the provider answers again; requests sent meanwhile, to it."""
     fault: dict[str, Any] = {"status": 429, "retry_after_s": 3} if retry_after else {"status": 429}
     server.set_script({"providers": {"openai": {"sequence": [fault]}}})
     server.clear_requests()
     clock = ManualClock()
-    config = load_router_config({"providers": [{"name": "openai", "kind": "openai", "model": "m",
-                                                "api_key_env": None, "base_url": server.url("openai") + "/v1"}]})
-    router = build_router(config, stats_path=None, task_handlers=registry(), clock=clock, rng=random.Random(1))
+    config = load_router_config(
+        {
+            "providers": [
+                {
+                    "name": "openai",
+                    "kind": "openai",
+                    "model": "m",
+                    "api_key_env": None,
+                    "base_url": server.url("openai") + "/v1",
+                }
+            ]
+        }
+    )
+    router = build_router(
+        config, stats_path=None, task_handlers=registry(), clock=clock, rng=random.Random(1)
+    )
     first = await router.complete(REQUEST)
     assert first.attempts[0].error_class == "rate_limit"
     began = clock.monotonic()
@@ -139,12 +184,20 @@ async def run_recovery() -> None:
     async with FaultServer() as server:
         honoured, sent_h = await recovery_time(server, retry_after=True)
         flat, sent_f = await recovery_time(server, retry_after=False)
-    print("2. Recovery after a 429 (fault server over loopback, injected clock, a request every 0.1 s)")
-    print(f"   Retry-After: 3 honoured        traffic back after {honoured:7.1f} s   "
-          f"(calls to the provider meanwhile: {sent_h - 2})")
-    print(f"   no Retry-After: flat cooldown  traffic back after {flat:7.1f} s   "
-          f"(calls to the provider meanwhile: {sent_f - 2})")
-    print(f"   faster recovery: {flat / honoured:.0f}x (ADR-002 claims 40x for a 3 s Retry-After vs 120 s)")
+    print(
+        "2. Recovery after a 429 (fault server over loopback, injected clock, a request every 0.1 s)"
+    )
+    print(
+        f"   Retry-After: 3 honoured        traffic back after {honoured:7.1f} s   "
+        f"(calls to the provider meanwhile: {sent_h - 2})"
+    )
+    print(
+        f"   no Retry-After: flat cooldown  traffic back after {flat:7.1f} s   "
+        f"(calls to the provider meanwhile: {sent_f - 2})"
+    )
+    print(
+        f"   faster recovery: {flat / honoured:.0f}x (ADR-002 claims 40x for a 3 s Retry-After vs 120 s)"
+    )
 
 
 # --- 3. goodput under chaos -------------------------------------------------------------------------------
@@ -177,13 +230,17 @@ async def drive(call: Any) -> tuple[list[tuple[str, float, int, int]], float]:
     return results, time.perf_counter() - began
 
 
-async def chaos_router(server: FaultServer, config: RouterConfig) -> tuple[list[tuple[str, float, int, int]], float]:
+async def chaos_router(
+    server: FaultServer, config: RouterConfig
+) -> tuple[list[tuple[str, float, int, int]], float]:
     router = build_router(config, stats_path=None, task_handlers=registry(), rng=random.Random(5))
 
     async def call() -> tuple[str, int, int]:
         response = await router.complete(REQUEST)
         failed = sum(1 for a in response.attempts if a.outcome in ("failed", "probe_failed"))
-        calls = sum(1 for a in response.attempts if a.outcome != "skipped" and a.provider != "builtin")
+        calls = sum(
+            1 for a in response.attempts if a.outcome != "skipped" and a.provider != "builtin"
+        )
         return response.provider, failed, calls
 
     try:
@@ -192,7 +249,9 @@ async def chaos_router(server: FaultServer, config: RouterConfig) -> tuple[list[
         await router.aclose()
 
 
-async def chaos_naive(server: FaultServer, config: RouterConfig) -> tuple[list[tuple[str, float, int, int]], float]:
+async def chaos_naive(
+    server: FaultServer, config: RouterConfig
+) -> tuple[list[tuple[str, float, int, int]], float]:
     """The pre-ADR-002 behaviour: fixed order, no breaker, no rate-limit awareness, builtin last."""
     client = _client(None)
     providers = [HttpProvider(cfg, client, ManualClock()) for cfg in config.providers]
@@ -220,24 +279,37 @@ def report(label: str, results: list[tuple[str, float, int, int]], wall: float) 
     wasted = sum(f for _, _, f, _ in results)
     calls = sum(c for _, _, _, c in results)
     latencies = [lat for _, lat, _, _ in results]
-    print(f"   {label:<22} {len(results):>5} {remote:>7} {served['builtin']:>8} {calls:>6} {wasted:>7} "
-          f"{pct(latencies, 50) * 1000:>8.0f} {pct(latencies, 95) * 1000:>8.0f} {wall:>7.1f}")
+    print(
+        f"   {label:<22} {len(results):>5} {remote:>7} {served['builtin']:>8} {calls:>6} {wasted:>7} "
+        f"{pct(latencies, 50) * 1000:>8.0f} {pct(latencies, 95) * 1000:>8.0f} {wall:>7.1f}"
+    )
 
 
 async def run_chaos() -> None:
     script = load_fault_script(DEFAULT_SCRIPT_PATH)
     prefixes = sorted(script.providers)
-    print(f"3. Goodput under chaos: shipped chaos.yaml, {len(prefixes)} providers, {SCRIPT_SECONDS:.0f} s of "
-          f"scripted faults at time scale {SCALE} ({RATE_PER_S:.0f} requests/s real, open loop)")
-    print(f"   {'':<22} {'reqs':>5} {'remote':>7} {'builtin':>8} {'calls':>6} {'wasted':>7} "
-          f"{'p50 ms':>8} {'p95 ms':>8} {'wall s':>7}")
-    for label, runner in (("SmartModelRouter", chaos_router), ("naive fixed-order loop", chaos_naive)):
+    print(
+        f"3. Goodput under chaos: shipped chaos.yaml, {len(prefixes)} providers, {SCRIPT_SECONDS:.0f} s of "
+        f"scripted faults at time scale {SCALE} ({RATE_PER_S:.0f} requests/s real, open loop)"
+    )
+    print(
+        f"   {'':<22} {'reqs':>5} {'remote':>7} {'builtin':>8} {'calls':>6} {'wasted':>7} "
+        f"{'p50 ms':>8} {'p95 ms':>8} {'wall s':>7}"
+    )
+    for label, runner in (
+        ("SmartModelRouter", chaos_router),
+        ("naive fixed-order loop", chaos_naive),
+    ):
         async with FaultServer(script=script, time_scale=SCALE) as server:
             config = chaos_config(server, prefixes)
             results, wall = await runner(server, config)
         report(label, results, wall)
-    print("   remote = answered by a remote provider; builtin = degraded answer from the built-in provider;")
-    print("   calls = remote calls made (probes included); wasted = calls that failed (5xx, 429, timeouts, ...)")
+    print(
+        "   remote = answered by a remote provider; builtin = degraded answer from the built-in provider;"
+    )
+    print(
+        "   calls = remote calls made (probes included); wasted = calls that failed (5xx, 429, timeouts, ...)"
+    )
 
 
 def main() -> None:

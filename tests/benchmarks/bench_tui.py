@@ -2,6 +2,7 @@
 
 Figures are measured side by side in one run and printed; nothing is asserted about time.
 """
+
 from __future__ import annotations
 
 import asyncio
@@ -39,6 +40,7 @@ def _percentile(values: list[float], q: float) -> float:
 
 def flood_job(rate: int, seconds: float) -> object:
     """A run that appends ``rate`` real events per second to a store for ``seconds``."""
+
     async def job(responder: InterruptResponder, inbox: EventInbox) -> ExecutionResult:
         store = InMemoryRunStore()
         nodes, edges = research_graph()
@@ -47,8 +49,17 @@ def flood_job(rate: int, seconds: float) -> object:
         from tui.sample_run import definition_for
 
         run_id = store.create_run(definition_for(nodes, edges), {}, "kahn", "bench", run_id="bench")
-        store.append(RunStarted(run_id=run_id, workflow="bench", source="-", engine="kahn", engine_reason="bench",
-                                nodes=nodes, edges=edges))
+        store.append(
+            RunStarted(
+                run_id=run_id,
+                workflow="bench",
+                source="-",
+                engine="kahn",
+                engine_reason="bench",
+                nodes=nodes,
+                edges=edges,
+            )
+        )
         started, sent, tick = time.perf_counter(), 0, 0.01
         while time.perf_counter() - started < seconds:
             due = int((time.perf_counter() - started) * rate)
@@ -58,7 +69,9 @@ def flood_job(rate: int, seconds: float) -> object:
                 if kind == 0:
                     store.append(StepStarted(run_id=run_id, step_id=step_id))
                 elif kind == 1:
-                    store.append(StepFinished(run_id=run_id, step_id=step_id, tokens=sent, duration_s=0.1))
+                    store.append(
+                        StepFinished(run_id=run_id, step_id=step_id, tokens=sent, duration_s=0.1)
+                    )
                 else:
                     store.append(Log(run_id=run_id, message=f"event {sent}", step_id=step_id))
                 sent += 1
@@ -100,10 +113,12 @@ async def bench_ingestion() -> None:
             while screen.driver is not None:
                 await pilot.pause(0.05)
             absorbed = len(screen.events)
-    print(f"event ingestion: {RATE} events/s offered for {LOAD_SECONDS:.0f} s; the screen absorbed {absorbed} "
-          f"events ({absorbed / (LOAD_SECONDS + 0.3):.0f}/s) while {KEYPRESSES} key presses (DAG selection) took "
-          f"p50 {statistics.median(latencies) * 1000:.1f} ms, p95 {_percentile(latencies, 0.95) * 1000:.1f} ms, "
-          f"max {max(latencies) * 1000:.1f} ms to repaint (over {elapsed:.1f} s)")
+    print(
+        f"event ingestion: {RATE} events/s offered for {LOAD_SECONDS:.0f} s; the screen absorbed {absorbed} "
+        f"events ({absorbed / (LOAD_SECONDS + 0.3):.0f}/s) while {KEYPRESSES} key presses (DAG selection) took "
+        f"p50 {statistics.median(latencies) * 1000:.1f} ms, p95 {_percentile(latencies, 0.95) * 1000:.1f} ms, "
+        f"max {max(latencies) * 1000:.1f} ms to repaint (over {elapsed:.1f} s)"
+    )
 
 
 def random_dag(size: int, seed: int = 7) -> tuple[list[str], list[tuple[str, str, str]]]:
@@ -126,9 +141,17 @@ async def bench_dag() -> None:
                 layout = compute_layout(nodes, edges)
                 layout_s = time.perf_counter() - started
                 view = RunView()
-                view.apply(RunStarted(run_id="b", workflow="b", source="-", engine="kahn", engine_reason="-",
-                                      nodes=[GraphNode(id=n, uses="demo.echo") for n in nodes],
-                                      edges=[GraphEdge(source=s, target=t) for s, t, _ in edges]))
+                view.apply(
+                    RunStarted(
+                        run_id="b",
+                        workflow="b",
+                        source="-",
+                        engine="kahn",
+                        engine_reason="-",
+                        nodes=[GraphNode(id=n, uses="demo.echo") for n in nodes],
+                        edges=[GraphEdge(source=s, target=t) for s, t, _ in edges],
+                    )
+                )
                 started = time.perf_counter()
                 dag.show(view)
                 rows = 2 * len(dag.layout_.layers)
@@ -136,15 +159,19 @@ async def bench_dag() -> None:
                     dag._render_row(row)
                 render_s = time.perf_counter() - started
                 screen_s = []
-                for _ in range(2):  # first paint (rows drawn and cached), then a repaint from the cache
+                for _ in range(
+                    2
+                ):  # first paint (rows drawn and cached), then a repaint from the cache
                     started = time.perf_counter()
                     for row in range(min(rows, 48)):
                         dag.render_line(row)
                     screen_s.append(time.perf_counter() - started)
-                print(f"DAG {size:>5} nodes: layout {layout_s * 1000:7.1f} ms ({len(layout.layers)} layers, "
-                      f"{len(layout.positions) - size} dummies); layout+render of all {rows} rows "
-                      f"{render_s * 1000:7.1f} ms; one screen: first paint {screen_s[0] * 1000:6.1f} ms, "
-                      f"repaint from cached rows {screen_s[1] * 1000:5.2f} ms")
+                print(
+                    f"DAG {size:>5} nodes: layout {layout_s * 1000:7.1f} ms ({len(layout.layers)} layers, "
+                    f"{len(layout.positions) - size} dummies); layout+render of all {rows} rows "
+                    f"{render_s * 1000:7.1f} ms; one screen: first paint {screen_s[0] * 1000:6.1f} ms, "
+                    f"repaint from cached rows {screen_s[1] * 1000:5.2f} ms"
+                )
 
 
 async def bench_startup_in_process() -> float:
@@ -160,10 +187,16 @@ def bench_startup_process() -> float:
     import pexpect
 
     with tempfile.TemporaryDirectory() as tmp:
-        env = {**os.environ, "WORKBENCH_HOME": tmp, "WORKBENCH_CONFIG": str(Path(tmp) / "config.yaml"),
-               "TERM": "xterm-256color"}
+        env = {
+            **os.environ,
+            "WORKBENCH_HOME": tmp,
+            "WORKBENCH_CONFIG": str(Path(tmp) / "config.yaml"),
+            "TERM": "xterm-256color",
+        }
         started = time.perf_counter()
-        child = pexpect.spawn(str(Path(sys.executable).parent / "workbench"), env=env, dimensions=(48, 160))
+        child = pexpect.spawn(
+            str(Path(sys.executable).parent / "workbench"), env=env, dimensions=(48, 160)
+        )
         child.expect("Workflows", timeout=60)
         elapsed = time.perf_counter() - started
         child.sendcontrol("q")
@@ -176,8 +209,10 @@ def main() -> None:
     asyncio.run(bench_dag())
     in_process = asyncio.run(bench_startup_in_process())
     process = bench_startup_process()
-    print(f"start-up to first frame: {in_process * 1000:.0f} ms in process (headless, Home with shipped workflows); "
-          f"{process * 1000:.0f} ms for the `workbench` process in a pseudo-terminal")
+    print(
+        f"start-up to first frame: {in_process * 1000:.0f} ms in process (headless, Home with shipped workflows); "
+        f"{process * 1000:.0f} ms for the `workbench` process in a pseudo-terminal"
+    )
 
 
 if __name__ == "__main__":

@@ -1,4 +1,5 @@
 """`workbench validate / run / runs / resume` end to end, each in a subprocess."""
+
 from __future__ import annotations
 
 import json
@@ -18,7 +19,12 @@ def workbench(workspace: Path, *args: str) -> subprocess.CompletedProcess[str]:
     env.pop("WORKBENCH_HOME", None)
     return subprocess.run(
         [sys.executable, "-m", "tui.cli", "--workspace", str(workspace), *args],
-        cwd=REPO, env=env, capture_output=True, text=True, stdin=subprocess.DEVNULL, timeout=240,
+        cwd=REPO,
+        env=env,
+        capture_output=True,
+        text=True,
+        stdin=subprocess.DEVNULL,
+        timeout=240,
     )
 
 
@@ -33,12 +39,21 @@ def test_validate_prints_a_summary_or_every_problem(tmp_path: Path) -> None:
     lines = problems.stderr.strip().splitlines()
     assert lines and all(line.startswith(f"{bad}:5:") for line in lines)
     missing = workbench(tmp_path, "validate", str(tmp_path / "nope.yaml"))
-    assert (missing.returncode, missing.stderr.strip()) == (2, f"error: {tmp_path / 'nope.yaml'}: no such workflow file")
+    assert (missing.returncode, missing.stderr.strip()) == (
+        2,
+        f"error: {tmp_path / 'nope.yaml'}: no such workflow file",
+    )
 
 
 def test_run_headless_prints_progress_and_the_final_table(tmp_path: Path) -> None:
-    done = workbench(tmp_path, "run", str(WORKFLOWS_DIR / "value_branch.yaml"), "--headless",
-                     "--input", "text=all good")
+    done = workbench(
+        tmp_path,
+        "run",
+        str(WORKFLOWS_DIR / "value_branch.yaml"),
+        "--headless",
+        "--input",
+        "text=all good",
+    )
     assert done.returncode == 0, done.stderr
     assert "ship started" in done.stdout
     assert "escalate skipped: not routed (by classify)" in done.stdout
@@ -53,12 +68,20 @@ def test_run_headless_prints_progress_and_the_final_table(tmp_path: Path) -> Non
 
 def test_bad_input_is_one_line_and_exit_2(tmp_path: Path) -> None:
     typed = tmp_path / "typed.yaml"
-    typed.write_text("name: typed\ninputs:\n  n: {type: int, default: 1}\nsteps:\n  - id: a\n    uses: demo.echo\n")
+    typed.write_text(
+        "name: typed\ninputs:\n  n: {type: int, default: 1}\nsteps:\n  - id: a\n    uses: demo.echo\n"
+    )
     bad_value = workbench(tmp_path, "run", str(typed), "--headless", "--input", "n=lots")
-    assert (bad_value.returncode, bad_value.stderr.strip()) == (2, "error: input 'n' must be a whole number, got 'lots'")
+    assert (bad_value.returncode, bad_value.stderr.strip()) == (
+        2,
+        "error: input 'n' must be a whole number, got 'lots'",
+    )
     unknown_run = workbench(tmp_path, "runs", "show", "no-such-run")
     assert unknown_run.returncode == 2
-    assert unknown_run.stderr.strip() == "error: no run 'no-such-run' in the run store; see workbench runs list"
+    assert (
+        unknown_run.stderr.strip()
+        == "error: no run 'no-such-run' in the run store; see workbench runs list"
+    )
     broken = tmp_path / "broken.yaml"
     broken.write_text("name: [unclosed\n")
     yaml_error = workbench(tmp_path, "run", str(broken), "--headless")
@@ -67,7 +90,14 @@ def test_bad_input_is_one_line_and_exit_2(tmp_path: Path) -> None:
 
 
 def test_waiting_run_is_listed_shown_exported_and_resumed(tmp_path: Path) -> None:
-    waiting = workbench(tmp_path, "run", str(WORKFLOWS_DIR / "approval.yaml"), "--headless", "--on-interrupt", "wait")
+    waiting = workbench(
+        tmp_path,
+        "run",
+        str(WORKFLOWS_DIR / "approval.yaml"),
+        "--headless",
+        "--on-interrupt",
+        "wait",
+    )
     assert waiting.returncode == 4, waiting.stderr
     assert "plan asks: Approve the plan?" in waiting.stdout
     store = RunStore(tmp_path / "runs.sqlite")
@@ -91,4 +121,7 @@ def test_waiting_run_is_listed_shown_exported_and_resumed(tmp_path: Path) -> Non
     assert events[-1]["kind"] == "run_finished" and events[-1]["status"] == "COMPLETED"
     again = workbench(tmp_path, "resume", run_id)
     assert again.returncode == 2
-    assert again.stderr.strip() == f"error: run {run_id} is COMPLETED; only a RUNNING or WAITING run resumes"
+    assert (
+        again.stderr.strip()
+        == f"error: run {run_id} is COMPLETED; only a RUNNING or WAITING run resumes"
+    )

@@ -5,6 +5,7 @@ on the SQLite store DB. Step ``slow`` makes one journaled call (appending a line
 to COUNTER each time the call really happens), then blocks forever when the
 environment says CRASH_BLOCK=1 — the test kills the process there.
 """
+
 from __future__ import annotations
 
 import asyncio
@@ -24,7 +25,9 @@ COUNTER_EXTRA = "crash.counter"
 
 async def counted_call(ctx: StepContext, inp: AnyInput) -> AnyOutput:
     """One journaled call whose real execution is counted in a file; then maybe block."""
-    answer = await journaled_counted_call(ctx, Path(ctx.services.extras[COUNTER_EXTRA]), f"answer for {ctx.step_id}")
+    answer = await journaled_counted_call(
+        ctx, Path(ctx.services.extras[COUNTER_EXTRA]), f"answer for {ctx.step_id}"
+    )
     if ctx.config.get("block") and os.environ.get("CRASH_BLOCK") == "1":
         await asyncio.Event().wait()
     return AnyOutput(answer=answer)
@@ -48,7 +51,9 @@ def context(store: RunStore, run_id: str, counter: str) -> RunContext:
 
 def main(db: str, run_id: str, counter: str) -> None:
     store = RunStore(db)
-    asyncio.run(KahnEngine(registry=TEST_REGISTRY).execute(WORKFLOW, context(store, run_id, counter)))
+    asyncio.run(
+        KahnEngine(registry=TEST_REGISTRY).execute(WORKFLOW, context(store, run_id, counter))
+    )
 
 
 if __name__ == "__main__":

@@ -3,11 +3,13 @@
 Test steps live in their own registry (the demo steps copied in), so they
 never show up in the process-wide one the loader reports from.
 """
+
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
@@ -141,8 +143,14 @@ async def run(
     engine: KahnEngine | None = None,
 ) -> tuple[ExecutionResult, list[RunEvent]]:
     store = store or InMemoryRunStore()
-    context = RunContext(store=store, inputs=inputs or {}, responder=responder, model=model,
-                         tie_breaker=tie_breaker, answers=answers or {})
+    context = RunContext(
+        store=store,
+        inputs=inputs or {},
+        responder=responder,
+        model=model,
+        tie_breaker=tie_breaker,
+        answers=answers or {},
+    )
     result = await (engine or KahnEngine(registry=TEST_REGISTRY)).execute(wf, context)
     return result, store.events(result.run_id)
 

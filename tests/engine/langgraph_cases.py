@@ -7,13 +7,14 @@ ancestor, capped). :func:`expected_statuses` is the third oracle: a small pure
 function of the case that says which steps succeed, fail, fail upstream or are
 skipped, without any engine.
 """
+
 from __future__ import annotations
 
 import json
 import random
-from pathlib import Path
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import yaml
@@ -27,7 +28,14 @@ from engine.protocol import ExecutionEngine, ExecutionResult, RunContext
 from engine.spec import WorkflowDefinition
 
 WORKFLOWS = Path(__file__).resolve().parents[2] / "workflows"
-TRIGGERS = ("all_success", "all_done", "none_failed", "none_failed_min_one_success", "one_success", "one_failed")
+TRIGGERS = (
+    "all_success",
+    "all_done",
+    "none_failed",
+    "none_failed_min_one_success",
+    "one_success",
+    "one_failed",
+)
 
 
 def demo_workflows() -> list[Path]:
@@ -79,11 +87,16 @@ class DagCase:
                 spec["when"] = "false"
             if self.loop is not None and self.loop[0] == index:
                 router, target, cap = self.loop
-                spec["routing"] = {"kind": "loop", "loop": {"target": self.step_id(target), "max_iterations": cap}}
+                spec["routing"] = {
+                    "kind": "loop",
+                    "loop": {"target": self.step_id(target), "max_iterations": cap},
+                }
             steps.append(spec)
         return {"name": "random_dag", "steps": steps}
 
-    def yaml_text(self, order: Sequence[int] | None = None, extra_steps: Sequence[dict[str, Any]] = ()) -> str:
+    def yaml_text(
+        self, order: Sequence[int] | None = None, extra_steps: Sequence[dict[str, Any]] = ()
+    ) -> str:
         """The definition as YAML text (JSON is YAML), steps declared in ``order``."""
         data = self.definition()
         steps = data["steps"]
@@ -92,7 +105,9 @@ class DagCase:
         data["steps"] = [*steps, *extra_steps]
         return json.dumps(data, indent=1)
 
-    def workflow(self, order: Sequence[int] | None = None, extra_steps: Sequence[dict[str, Any]] = ()) -> WorkflowDefinition:
+    def workflow(
+        self, order: Sequence[int] | None = None, extra_steps: Sequence[dict[str, Any]] = ()
+    ) -> WorkflowDefinition:
         return load_workflow_text(self.yaml_text(order, extra_steps), source="random_dag.yaml")
 
 
@@ -120,7 +135,10 @@ def loop_allowed(case: DagCase, router: int, target: int) -> bool:
     """
     if target != router and router not in _descendants(case, target):
         return False
-    body = {target, router} | (_descendants(case, target) & {a for a in range(case.size) if router in _descendants(case, a)})
+    body = {target, router} | (
+        _descendants(case, target)
+        & {a for a in range(case.size) if router in _descendants(case, a)}
+    )
     for child, parents in enumerate(case.deps):
         if child in body:
             continue
@@ -179,8 +197,7 @@ def expected_skipped(case: DagCase) -> set[str]:
 def dag_cases(draw: st.DrawFn, max_size: int = 7) -> DagCase:
     size = draw(st.integers(min_value=1, max_value=max_size))
     deps = tuple(
-        tuple(parent for parent in range(index) if draw(st.booleans()))
-        for index in range(size)
+        tuple(parent for parent in range(index) if draw(st.booleans())) for index in range(size)
     )
     triggers = tuple(draw(st.sampled_from(TRIGGERS)) for _ in range(size))
     when_false = frozenset(i for i in range(size) if draw(st.integers(0, 5)) == 0)
@@ -189,11 +206,19 @@ def dag_cases(draw: st.DrawFn, max_size: int = 7) -> DagCase:
     if draw(st.booleans()):
         router = size - 1 if draw(st.booleans()) else draw(st.integers(0, size - 1))
         ancestors = sorted(a for a in range(router) if router in _descendants(case, a))
-        target = draw(st.sampled_from(ancestors)) if ancestors and draw(st.integers(0, 3)) else router
+        target = (
+            draw(st.sampled_from(ancestors)) if ancestors and draw(st.integers(0, 3)) else router
+        )
         cap = draw(st.integers(1, 3))
         if loop_allowed(case, router, target):
-            case = DagCase(size=size, deps=deps, triggers=triggers, when_false=when_false, failing=failing,
-                           loop=(router, target, cap))
+            case = DagCase(
+                size=size,
+                deps=deps,
+                triggers=triggers,
+                when_false=when_false,
+                failing=failing,
+                loop=(router, target, cap),
+            )
     return case
 
 
@@ -201,7 +226,9 @@ def random_case(rng: random.Random, size: int, edge_probability: float, sleep_s:
     """A benchmark DAG: every step does ``sleep_s`` of work (scaled at random), no failures."""
     deps = tuple(tuple(p for p in range(i) if rng.random() < edge_probability) for i in range(size))
     work = {i: round(sleep_s * rng.uniform(0.5, 1.5), 4) for i in range(size)}
-    return DagCase(size=size, deps=deps, triggers=tuple("all_success" for _ in range(size)), sleep_s=work)
+    return DagCase(
+        size=size, deps=deps, triggers=tuple("all_success" for _ in range(size)), sleep_s=work
+    )
 
 
 async def run_case(
@@ -211,7 +238,9 @@ async def run_case(
     return result, canonical_of(wf, store, result.run_id)
 
 
-def canonical_of(wf: WorkflowDefinition, store: Any, run_id: str, *, interrupts: bool = True) -> CanonicalRun:
+def canonical_of(
+    wf: WorkflowDefinition, store: Any, run_id: str, *, interrupts: bool = True
+) -> CanonicalRun:
     graph = WorkflowGraph(wf)
     dependencies = {step_id: graph.dependencies(step_id) for step_id in wf.step_ids}
     return canonical_run(store.events(run_id), dependencies, interrupts=interrupts)

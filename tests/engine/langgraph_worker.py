@@ -9,6 +9,7 @@ the call really happens. With LG_BLOCK=1 the step ``slow`` blocks forever after
 its call — the test kills the process there. The exit code is the run's status
 (0 COMPLETED, 4 WAITING, 1 anything else).
 """
+
 from __future__ import annotations
 
 import asyncio
@@ -45,7 +46,12 @@ WORKFLOWS = {
         "steps": [
             {"id": "first", "uses": "test.lg_counted"},
             {"id": "fast", "uses": "test.lg_counted", "depends_on": ["first"]},
-            {"id": "slow", "uses": "test.lg_counted", "depends_on": ["first"], "config": {"block": True}},
+            {
+                "id": "slow",
+                "uses": "test.lg_counted",
+                "depends_on": ["first"],
+                "config": {"block": True},
+            },
             {"id": "join", "uses": "test.lg_counted", "depends_on": ["fast", "slow"]},
         ],
     },
@@ -54,12 +60,16 @@ WORKFLOWS = {
 
 async def counted(ctx: StepContext, inp: AnyInput) -> AnyOutput:
     """One journaled call, counted in a file when it really happens; then maybe ask or block."""
-    model = await journaled_counted_call(ctx, Path(ctx.services.extras[COUNTER]), f"model answer for {ctx.step_id}")
+    model = await journaled_counted_call(
+        ctx, Path(ctx.services.extras[COUNTER]), f"model answer for {ctx.step_id}"
+    )
     if ctx.config.get("block") and os.environ.get("LG_BLOCK") == "1":
         await asyncio.Event().wait()
     outputs = {"model": model}
     if ctx.config.get("ask"):
-        answer = await ctx.interrupt(InterruptRequest(prompt="Go on?", options=["approve", "reject"]))
+        answer = await ctx.interrupt(
+            InterruptRequest(prompt="Go on?", options=["approve", "reject"])
+        )
         outputs["answer"] = answer.action
     return AnyOutput(**outputs)
 
@@ -86,7 +96,9 @@ async def main(argv: list[str]) -> int:
             if len(argv) > 5:
                 for pending in store.pending_interrupts(run_id):
                     answers[pending.interrupt_id] = InterruptAnswer(action=argv[5])  # type: ignore[arg-type]
-            context = RunContext(store=store, run_id=run_id, extras={COUNTER: counter}, answers=answers)
+            context = RunContext(
+                store=store, run_id=run_id, extras={COUNTER: counter}, answers=answers
+            )
             result = await engine_named(engine_name).resume(run_id, context)
     print(json.dumps({"run_id": result.run_id, "status": result.status.value}))
     return {RunStatus.COMPLETED: 0, RunStatus.WAITING: 4}.get(result.status, 1)

@@ -1,4 +1,5 @@
 """CEL conditions: the cel-python traps, handled in engine/conditions.py and nowhere else."""
+
 from __future__ import annotations
 
 import datetime as dt
@@ -25,11 +26,17 @@ from engine.states import StepStatus
 def activation(outputs: dict | None = None, **kwargs):
     return build_activation(
         inputs=kwargs.pop("inputs", {"max_rounds": 4, "topics": ["a", "b"], "query": "q"}),
-        steps=kwargs.pop("steps", {
-            "draft": StepView(status=StepStatus.SUCCEEDED, outputs={"confidence": 1, "status": "OK",
-                                                                    "claims": [{"verified": True}]},
-                              history=[{"confidence": 0.5}], iteration=1),
-        }),
+        steps=kwargs.pop(
+            "steps",
+            {
+                "draft": StepView(
+                    status=StepStatus.SUCCEEDED,
+                    outputs={"confidence": 1, "status": "OK", "claims": [{"verified": True}]},
+                    history=[{"confidence": 0.5}],
+                    iteration=1,
+                ),
+            },
+        ),
         outputs=outputs,
         **kwargs,
     )
@@ -37,31 +44,60 @@ def activation(outputs: dict | None = None, **kwargs):
 
 # -- the numeric policy: int vs double, both ways ------------------------------------
 
-@pytest.mark.parametrize("confidence, expected", [(1, False), (0.65, True), (0, True), (0.7, False)])
+
+@pytest.mark.parametrize(
+    "confidence, expected", [(1, False), (0.65, True), (0, True), (0.7, False)]
+)
 def test_confidence_below_threshold_holds_for_int_and_double_outputs(confidence, expected):
-    assert compile_expr("outputs.confidence < 0.7").evaluate(activation({"confidence": confidence})) is expected
+    assert (
+        compile_expr("outputs.confidence < 0.7").evaluate(activation({"confidence": confidence}))
+        is expected
+    )
 
 
-@pytest.mark.parametrize("expr", [
-    "1 == 1.0", "1.0 == 1", "2 > 1.5", "outputs.n < 2.5", "outputs.x == 3", "outputs.x == 3.0",
-    "iteration >= 2", "iteration == 2.0", "-1 < 0.5", "0x10 == 16.0", "outputs.n % 2 == 0",
-    "steps.draft.outputs.confidence == 1.0", "steps.draft.iteration == 1", "int(2.7) == 2",
-])
+@pytest.mark.parametrize(
+    "expr",
+    [
+        "1 == 1.0",
+        "1.0 == 1",
+        "2 > 1.5",
+        "outputs.n < 2.5",
+        "outputs.x == 3",
+        "outputs.x == 3.0",
+        "iteration >= 2",
+        "iteration == 2.0",
+        "-1 < 0.5",
+        "0x10 == 16.0",
+        "outputs.n % 2 == 0",
+        "steps.draft.outputs.confidence == 1.0",
+        "steps.draft.iteration == 1",
+        "int(2.7) == 2",
+    ],
+)
 def test_mixed_int_and_double_comparisons_hold(expr):
     assert compile_expr(expr).evaluate(activation({"n": 2, "x": 3.0}, iteration=2)) is True
 
 
-@pytest.mark.parametrize("expr", [
-    "size(inputs.topics) >= 2", "inputs.topics.size() == 2", "size(inputs.query) == 1",
-    "size(steps.draft.history) >= 1", "size(outputs) == 1.0", "inputs.topics[0] == 'a'",
-    "inputs.topics[1.0] == 'b'",
-])
+@pytest.mark.parametrize(
+    "expr",
+    [
+        "size(inputs.topics) >= 2",
+        "inputs.topics.size() == 2",
+        "size(inputs.query) == 1",
+        "size(steps.draft.history) >= 1",
+        "size(outputs) == 1.0",
+        "inputs.topics[0] == 'a'",
+        "inputs.topics[1.0] == 'b'",
+    ],
+)
 def test_size_and_indexing_follow_the_numeric_policy(expr):
     assert compile_expr(expr).evaluate(activation({"k": 1})) is True
 
 
-@given(value=st.one_of(st.integers(-10**6, 10**6), st.floats(-1e6, 1e6, allow_nan=False)),
-       threshold=st.one_of(st.integers(-10**6, 10**6), st.floats(-1e6, 1e6, allow_nan=False)))
+@given(
+    value=st.one_of(st.integers(-(10**6), 10**6), st.floats(-1e6, 1e6, allow_nan=False)),
+    threshold=st.one_of(st.integers(-(10**6), 10**6), st.floats(-1e6, 1e6, allow_nan=False)),
+)
 @settings(max_examples=60)
 def test_comparisons_agree_with_python_for_any_int_or_float(value, threshold):
     literal = repr(float(threshold)) if isinstance(threshold, float) else str(threshold)
@@ -70,6 +106,7 @@ def test_comparisons_agree_with_python_for_any_int_or_float(value, threshold):
 
 
 # -- results are plain Python ------------------------------------------------------------
+
 
 def test_results_are_plain_python_values_not_wrappers():
     result = compile_expr("[1, 2.5, 'x', true, null, {'k': [3]}]").evaluate(activation())
@@ -83,11 +120,16 @@ def test_results_are_plain_python_values_not_wrappers():
 
 def test_activation_conversions_round_trip_plain_values():
     day = dt.date(2024, 5, 1)
-    stamp = dt.datetime(2024, 5, 1, 12, tzinfo=dt.timezone.utc)
+    stamp = dt.datetime(2024, 5, 1, 12, tzinfo=dt.UTC)
     assert from_cel(to_cel({"a": [1, 2.5, None, True], "d": day, "s": StepStatus.FAILED})) == {
-        "a": [1, 2.5, None, True], "d": "2024-05-01", "s": "FAILED"}
+        "a": [1, 2.5, None, True],
+        "d": "2024-05-01",
+        "s": "FAILED",
+    }
     assert from_cel(to_cel(stamp)) == stamp
-    assert compile_expr("inputs.day < '2025-01-01'").evaluate(activation(inputs={"day": day})) is True
+    assert (
+        compile_expr("inputs.day < '2025-01-01'").evaluate(activation(inputs={"day": day})) is True
+    )
 
 
 def test_step_views_expose_status_outputs_history_and_iteration():
@@ -100,6 +142,7 @@ def test_step_views_expose_status_outputs_history_and_iteration():
 
 # -- missing keys, has(), evaluation errors --------------------------------------------------
 
+
 def test_missing_keys_raise_and_has_tests_optional_outputs():
     act = activation({"present": 1})
     with pytest.raises(CelEvaluationError, match="no such member in mapping: 'absent'"):
@@ -109,13 +152,16 @@ def test_missing_keys_raise_and_has_tests_optional_outputs():
     assert compile_expr("!has(outputs.absent) || outputs.absent > 1").evaluate(act) is True
 
 
-@pytest.mark.parametrize("expr, message", [
-    ("outputs.absent == 1", "no such member in mapping: 'absent'"),
-    ("outputs.n + 'x' == 'y'", "no matching overload for + applied to '(double, string)'"),
-    ("outputs.n", "expected a boolean, got int 2"),
-    ("outputs.n.field", "does not support field selection"),
-    ("nothing > 1", "undeclared reference to 'nothing'"),
-])
+@pytest.mark.parametrize(
+    "expr, message",
+    [
+        ("outputs.absent == 1", "no such member in mapping: 'absent'"),
+        ("outputs.n + 'x' == 'y'", "no matching overload for + applied to '(double, string)'"),
+        ("outputs.n", "expected a boolean, got int 2"),
+        ("outputs.n.field", "does not support field selection"),
+        ("nothing > 1", "undeclared reference to 'nothing'"),
+    ],
+)
 def test_evaluation_errors_fall_through_as_not_matched(expr, message):
     matched, error = evaluate_bool(compile_expr(expr), activation({"n": 2}))
     assert matched is False
@@ -128,16 +174,20 @@ def test_cel_error_semantics_let_a_true_side_win():
 
 # -- compile: syntax errors with columns, caching, identifiers ----------------------------------
 
-@pytest.mark.parametrize("expr, column, message", [
-    ("outputs.x >", 11, "unexpected end of expression"),
-    ("outputs.x $ 2", 11, "unexpected character '$'"),
-    ("a b", 3, "unexpected 'b'"),
-    ("steps..x", 7, "unexpected '.'"),
-    ("", 1, "empty expression"),
-    ("(" * 30 + "1" + ")" * 30, 1, "expression nests too deeply"),
-    ("1" * 400 + " == 1", 1, "an integer literal is too large for a double"),
-    ("x" * 4001, 1, "expression is 4001 characters long; the limit is 4000"),
-])
+
+@pytest.mark.parametrize(
+    "expr, column, message",
+    [
+        ("outputs.x >", 11, "unexpected end of expression"),
+        ("outputs.x $ 2", 11, "unexpected character '$'"),
+        ("a b", 3, "unexpected 'b'"),
+        ("steps..x", 7, "unexpected '.'"),
+        ("", 1, "empty expression"),
+        ("(" * 30 + "1" + ")" * 30, 1, "expression nests too deeply"),
+        ("1" * 400 + " == 1", 1, "an integer literal is too large for a double"),
+        ("x" * 4001, 1, "expression is 4001 characters long; the limit is 4000"),
+    ],
+)
 def test_syntax_errors_carry_a_message_and_column(expr, column, message):
     with pytest.raises(CelSyntaxError) as caught:
         compile_expr(expr)
@@ -155,9 +205,16 @@ def test_identifiers_list_dotted_references_without_macro_variables():
         " && steps['c'].status == 'SUCCEEDED' && size(outputs.items) > iteration"
     )
     assert compiled.identifiers == [
-        "steps.a.outputs.claims", "steps.b.outputs.x", "inputs.q", "steps.c.status", "outputs.items", "iteration",
+        "steps.a.outputs.claims",
+        "steps.b.outputs.x",
+        "inputs.q",
+        "steps.c.status",
+        "outputs.items",
+        "iteration",
     ]
-    assert [call.name for call in unknown_functions(compile_expr("frobnicate(1) && size([]) == 0"))] == ["frobnicate"]
+    assert [
+        call.name for call in unknown_functions(compile_expr("frobnicate(1) && size([]) == 0"))
+    ] == ["frobnicate"]
 
 
 def test_one_environment_per_process_keeps_the_recursion_limit():

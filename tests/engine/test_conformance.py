@@ -5,6 +5,7 @@ decisions, the final statuses and outputs, and the dependency order — never th
 interleaving of unrelated steps. Three oracles meet here: the two engines, and
 for random DAGs a small pure function (tests/engine/langgraph_cases.py).
 """
+
 from __future__ import annotations
 
 import asyncio
@@ -60,14 +61,24 @@ def both(wf: WorkflowDefinition, **context: Any) -> tuple[Any, Any, list[Any]]:
 
 def test_the_demo_suite_is_not_empty() -> None:
     names = {p.stem for p in demo_workflows()}
-    assert {"fan_out", "approval", "microloop", "detour", "conditional", "value_branch", "terminate"} <= names
+    assert {
+        "fan_out",
+        "approval",
+        "microloop",
+        "detour",
+        "conditional",
+        "value_branch",
+        "terminate",
+    } <= names
 
 
 @pytest.mark.parametrize("path", demo_workflows(), ids=lambda p: p.stem)
 def test_demo_workflow_conforms(path: Path) -> None:
     wf = load_workflow(path)
     kahn, graph, differences = both(wf, responder=approve)
-    assert differences == [], "\n".join(f"{d.where}: {d.left!r} != {d.right!r}" for d in differences)
+    assert differences == [], "\n".join(
+        f"{d.where}: {d.left!r} != {d.right!r}" for d in differences
+    )
     assert kahn.order_violations == [] and graph.order_violations == []
     assert kahn.status not in ("UNFINISHED", "WAITING")
     assert set(kahn.step_statuses) == set(wf.step_ids)
@@ -85,7 +96,15 @@ def test_routes_are_compared_and_agree_on_a_loop() -> None:
 # -- the trigger-rule table ------------------------------------------------------------------
 
 _UPSTREAM = {"ok": "SUCCEEDED", "bad": "FAILED", "off": "SKIPPED"}
-_SUBSETS = [("ok",), ("bad",), ("off",), ("ok", "bad"), ("ok", "off"), ("bad", "off"), ("ok", "bad", "off")]
+_SUBSETS = [
+    ("ok",),
+    ("bad",),
+    ("off",),
+    ("ok", "bad"),
+    ("ok", "off"),
+    ("bad", "off"),
+    ("ok", "bad", "off"),
+]
 
 
 def trigger_table_workflow(rule: str) -> str:
@@ -95,7 +114,14 @@ def trigger_table_workflow(rule: str) -> str:
         {"id": "off", "uses": "demo.echo", "when": "false"},
     ]
     for subset in _SUBSETS:
-        steps.append({"id": "t_" + "_".join(subset), "uses": "demo.gather", "depends_on": list(subset), "trigger": rule})
+        steps.append(
+            {
+                "id": "t_" + "_".join(subset),
+                "uses": "demo.gather",
+                "depends_on": list(subset),
+                "trigger": rule,
+            }
+        )
     return json.dumps({"name": f"trigger_{rule}", "steps": steps})
 
 
@@ -112,7 +138,9 @@ def test_trigger_rule_table(rule: str) -> None:
 
 def test_the_oracle_knows_the_airflow_table() -> None:
     assert trigger_outcome("none_failed_min_one_success", ["SKIPPED", "SKIPPED"]) == "SKIPPED"
-    assert trigger_outcome("none_failed_min_one_success", ["SUCCEEDED", "FAILED"]) == "UPSTREAM_FAILED"
+    assert (
+        trigger_outcome("none_failed_min_one_success", ["SUCCEEDED", "FAILED"]) == "UPSTREAM_FAILED"
+    )
     assert trigger_outcome("none_failed", ["SKIPPED"]) == "RUN"
     assert trigger_outcome("all_success", ["SUCCEEDED", "SKIPPED"]) == "SKIPPED"
     assert trigger_outcome("one_failed", ["SUCCEEDED", "UPSTREAM_FAILED"]) == "RUN"
@@ -122,14 +150,19 @@ def test_the_oracle_knows_the_airflow_table() -> None:
 
 # -- random DAGs, three oracles ----------------------------------------------------------------
 
+
 def check_case(case: DagCase) -> None:
     wf = case.workflow()
     kahn, graph, differences = both(wf)
-    assert differences == [], "\n".join(f"{d.where}: {d.left!r} != {d.right!r}" for d in differences)
+    assert differences == [], "\n".join(
+        f"{d.where}: {d.left!r} != {d.right!r}" for d in differences
+    )
     assert kahn.order_violations == [] and graph.order_violations == []
     expected = expected_statuses(case)
     assert graph.step_statuses == expected
-    assert {s for s, status in kahn.step_statuses.items() if status == "SKIPPED"} == expected_skipped(case)
+    assert {
+        s for s, status in kahn.step_statuses.items() if status == "SKIPPED"
+    } == expected_skipped(case)
     if case.loop is not None and expected[case.step_id(case.loop[0])] == "SUCCEEDED":
         router = case.step_id(case.loop[0])
         assert [r["decision"] for r in graph.routes[router]].count("loop") == case.loop[2]
@@ -153,13 +186,17 @@ def test_a_loop_inside_a_fan_in_conforms() -> None:
 
 def test_a_failure_inside_a_loop_body_conforms() -> None:
     case = DagCase(
-        size=4, deps=((), (0,), (1,), (2,)), triggers=("all_done", "all_success", "all_done", "one_failed"),
-        failing=frozenset({1}), loop=(2, 0, 2),
+        size=4,
+        deps=((), (0,), (1,), (2,)),
+        triggers=("all_done", "all_success", "all_done", "one_failed"),
+        failing=frozenset({1}),
+        loop=(2, 0, 2),
     )
     check_case(case)
 
 
 # -- metamorphic -------------------------------------------------------------------------------
+
 
 def _reversed(wf_text: str) -> str:
     data = yaml.safe_load(wf_text)
@@ -174,15 +211,19 @@ def _with_noop(wf_text: str) -> str:
 
 
 def _without(canonical: Any, step_id: str) -> Any:
-    return canonical.model_copy(update={
-        "step_statuses": {k: v for k, v in canonical.step_statuses.items() if k != step_id},
-        "steps": {k: v for k, v in canonical.steps.items() if k != step_id},
-    })
+    return canonical.model_copy(
+        update={
+            "step_statuses": {k: v for k, v in canonical.step_statuses.items() if k != step_id},
+            "steps": {k: v for k, v in canonical.steps.items() if k != step_id},
+        }
+    )
 
 
 @pytest.mark.parametrize("path", demo_workflows(), ids=lambda p: p.stem)
 @pytest.mark.parametrize("engine_class", [KahnEngine, LangGraphEngine], ids=["kahn", "langgraph"])
-def test_reordering_declarations_or_adding_a_noop_changes_nothing(path: Path, engine_class: type) -> None:
+def test_reordering_declarations_or_adding_a_noop_changes_nothing(
+    path: Path, engine_class: type
+) -> None:
     text = path.read_text(encoding="utf-8")
     variants = {
         "original": load_workflow_text(text, source=path.name),

@@ -1,5 +1,6 @@
 """Fork (time travel) has one meaning on both engines: keep every result not downstream
 of STEP, run STEP and everything downstream again."""
+
 from __future__ import annotations
 
 import asyncio
@@ -22,8 +23,13 @@ from engine.store import InMemoryRunStore, RunStore
 from tests.engine.langgraph_cases import WORKFLOWS, canonical_of
 
 ENGINES = {"kahn": KahnEngine, "langgraph": LangGraphEngine}
-CASES = [("fan_out", "search_code"), ("fan_out", "plan"), ("microloop", "critic"), ("value_branch", "escalate"),
-         ("detour", "review")]
+CASES = [
+    ("fan_out", "search_code"),
+    ("fan_out", "plan"),
+    ("microloop", "critic"),
+    ("value_branch", "escalate"),
+    ("detour", "review"),
+]
 
 
 @pytest.mark.parametrize("original", ["kahn", "langgraph"])
@@ -37,7 +43,9 @@ def test_fork_on_both_engines_gives_the_same_results(name: str, at: str, origina
         assert parent.status == RunStatus.COMPLETED
         forks = {}
         for engine_name, engine_class in ENGINES.items():
-            forks[engine_name] = (await engine_class().fork(parent.run_id, at, RunContext(store=store))).run_id
+            forks[engine_name] = (
+                await engine_class().fork(parent.run_id, at, RunContext(store=store))
+            ).run_id
         return parent.run_id, forks
 
     parent_id, forks = asyncio.run(go())
@@ -48,12 +56,19 @@ def test_fork_on_both_engines_gives_the_same_results(name: str, at: str, origina
     graph_of = WorkflowGraph(wf)
     rerun = {at} | graph_of.descendants(at)
     # A re-run loop router may go back again: its loop body runs again too.
-    again = {s for e in graph_of.loop_edges if e.source in rerun for s in graph_of.between(e.target, e.source)}
+    again = {
+        s
+        for e in graph_of.loop_edges
+        if e.source in rerun
+        for s in graph_of.between(e.target, e.source)
+    }
     parent_results = store.step_results(parent_id)
     for engine_name, fork_id in forks.items():
         events = store.events(fork_id)
         started = {e.step_id for e in events if isinstance(e, StepStarted)}
-        assert started <= rerun | again, f"{engine_name} re-ran a step not downstream of {at}: {started - rerun}"
+        assert started <= rerun | again, (
+            f"{engine_name} re-ran a step not downstream of {at}: {started - rerun}"
+        )
         assert at in started or store.step_results(fork_id)[at].status.value == "SKIPPED"
         kept = store.step_results(fork_id)
         for step_id in set(wf.step_ids) - rerun - again:
@@ -67,8 +82,18 @@ def test_cli_fork_and_history(tmp_path: Path) -> None:
     from tui.cli import cli
 
     runner = CliRunner()
-    ran = runner.invoke(cli, ["--workspace", str(tmp_path), "run", str(WORKFLOWS / "fan_out.yaml"),
-                              "--engine", "langgraph", "--headless"])
+    ran = runner.invoke(
+        cli,
+        [
+            "--workspace",
+            str(tmp_path),
+            "run",
+            str(WORKFLOWS / "fan_out.yaml"),
+            "--engine",
+            "langgraph",
+            "--headless",
+        ],
+    )
     assert ran.exit_code == 0, ran.output
     with RunStore(tmp_path / "runs.sqlite") as store:
         (parent,) = store.list_runs()
@@ -76,14 +101,30 @@ def test_cli_fork_and_history(tmp_path: Path) -> None:
     assert history.exit_code == 0, history.output
     assert "merge=SUCCEEDED" in history.output and "langgraph" in history.output
 
-    forked = runner.invoke(cli, ["--workspace", str(tmp_path), "runs", "fork", parent.run_id, "--at", "summarise_code",
-                                 "--engine", "kahn"])
+    forked = runner.invoke(
+        cli,
+        [
+            "--workspace",
+            str(tmp_path),
+            "runs",
+            "fork",
+            parent.run_id,
+            "--at",
+            "summarise_code",
+            "--engine",
+            "kahn",
+        ],
+    )
     assert forked.exit_code == 0, forked.output
     with RunStore(tmp_path / "runs.sqlite") as store:
         fork = next(run for run in store.list_runs() if run.parent_run_id == parent.run_id)
-        started = Counter(e.step_id for e in store.events(fork.run_id) if isinstance(e, StepStarted))
+        started = Counter(
+            e.step_id for e in store.events(fork.run_id) if isinstance(e, StepStarted)
+        )
     assert fork.engine == "kahn" and fork.forked_at == "summarise_code"
     assert started == Counter({"summarise_code": 1, "merge": 1})
 
-    unknown = runner.invoke(cli, ["--workspace", str(tmp_path), "runs", "fork", parent.run_id, "--at", "nope"])
+    unknown = runner.invoke(
+        cli, ["--workspace", str(tmp_path), "runs", "fork", parent.run_id, "--at", "nope"]
+    )
     assert unknown.exit_code == 2 and "no step 'nope'" in unknown.output

@@ -1,4 +1,5 @@
 """The workflow graph: forward edges, back edges, and the queries the engines ask."""
+
 from __future__ import annotations
 
 import pytest
@@ -16,16 +17,25 @@ def workflow(*steps: dict) -> WorkflowDefinition:
 @pytest.fixture
 def microloop() -> WorkflowGraph:
     """intake → author → critic ⟲ author; critic → publish (next) or → gather (detour, returns)."""
-    return WorkflowGraph(workflow(
-        {"id": "intake"},
-        {"id": "author", "depends_on": ["intake"]},
-        {"id": "side", "depends_on": ["intake"]},
-        {"id": "critic", "depends_on": ["author", "side"], "routing": {
-            "kind": "loop", "next": "publish", "loop": {"target": "author", "max_iterations": 3},
-            "detour": {"target": "gather"}}},
-        {"id": "gather"},
-        {"id": "publish"},
-    ))
+    return WorkflowGraph(
+        workflow(
+            {"id": "intake"},
+            {"id": "author", "depends_on": ["intake"]},
+            {"id": "side", "depends_on": ["intake"]},
+            {
+                "id": "critic",
+                "depends_on": ["author", "side"],
+                "routing": {
+                    "kind": "loop",
+                    "next": "publish",
+                    "loop": {"target": "author", "max_iterations": 3},
+                    "detour": {"target": "gather"},
+                },
+            },
+            {"id": "gather"},
+            {"id": "publish"},
+        )
+    )
 
 
 def test_forward_edges_come_from_depends_on_and_routing_targets(microloop):
@@ -44,7 +54,14 @@ def test_loop_and_detour_return_are_back_edges_that_order_nothing(microloop):
     assert microloop.has_cycles
     assert "critic" not in microloop.dependencies("author")
     assert microloop.forward_cycles() == []
-    assert microloop.topological_order() == ["intake", "author", "side", "critic", "gather", "publish"]
+    assert microloop.topological_order() == [
+        "intake",
+        "author",
+        "side",
+        "critic",
+        "gather",
+        "publish",
+    ]
 
 
 def test_ancestors_descendants_and_between(microloop):
@@ -73,19 +90,23 @@ def test_acyclic_workflows_have_no_cycles_and_ties_follow_declaration_order():
 
 
 def test_forward_cycles_are_found_with_their_edge_kinds():
-    graph = WorkflowGraph(workflow(
-        {"id": "a", "depends_on": ["c"]},
-        {"id": "b", "depends_on": ["a"]},
-        {"id": "c", "depends_on": ["b"], "routing": {"next": "d"}},
-        {"id": "d", "routing": {"next": "d"}},
-    ))
+    graph = WorkflowGraph(
+        workflow(
+            {"id": "a", "depends_on": ["c"]},
+            {"id": "b", "depends_on": ["a"]},
+            {"id": "c", "depends_on": ["b"], "routing": {"next": "d"}},
+            {"id": "d", "routing": {"next": "d"}},
+        )
+    )
     cycles = graph.forward_cycles()
     assert [sorted(s for s, _, _ in cycle) for cycle in cycles] == [["a", "b", "c"], ["d"]]
     assert cycles[1] == [("d", "d", frozenset({"route"}))]
 
 
 def test_critical_path_is_the_longest_weighted_chain(microloop):
-    length, path = microloop.critical_path({"intake": 1, "author": 2, "side": 5, "critic": 1, "publish": 3})
+    length, path = microloop.critical_path(
+        {"intake": 1, "author": 2, "side": 5, "critic": 1, "publish": 3}
+    )
     assert length == 10
     assert path == ["intake", "side", "critic", "publish"]
     assert WorkflowGraph(workflow({"id": "only"})).critical_path({}) == (0.0, ["only"])
@@ -95,9 +116,13 @@ def test_nodes_and_edges_for_the_run_started_event(microloop):
     nodes, edges = microloop.nodes_and_edges()
     assert [n.id for n in nodes] == ["intake", "author", "side", "critic", "gather", "publish"]
     assert {(e.source, e.target, e.kind) for e in edges} == {
-        ("intake", "author", "depends_on"), ("intake", "side", "depends_on"),
-        ("author", "critic", "depends_on"), ("side", "critic", "depends_on"),
-        ("critic", "gather", "detour"), ("critic", "publish", "route"), ("critic", "author", "loop"),
+        ("intake", "author", "depends_on"),
+        ("intake", "side", "depends_on"),
+        ("author", "critic", "depends_on"),
+        ("side", "critic", "depends_on"),
+        ("critic", "gather", "detour"),
+        ("critic", "publish", "route"),
+        ("critic", "author", "loop"),
     }
 
 

@@ -1,4 +1,5 @@
 """The Kahn engine: trigger rules, ordering, wavefront, limits, completion, retries, cancellation."""
+
 from __future__ import annotations
 
 import asyncio
@@ -16,7 +17,14 @@ from engine.spec import CompletionSpec, Limits
 from engine.states import RunStatus, StepStatus
 from engine.store import InMemoryRunStore
 from tests.engine.kahn_helpers import (
-    TEST_REGISTRY, FakeModel, first_seq, fresh_gates, kinds_of, run, step, workflow,
+    TEST_REGISTRY,
+    FakeModel,
+    first_seq,
+    fresh_gates,
+    kinds_of,
+    run,
+    step,
+    workflow,
 )
 
 S, F, U, K = StepStatus.SUCCEEDED, StepStatus.FAILED, StepStatus.UPSTREAM_FAILED, StepStatus.SKIPPED
@@ -69,10 +77,18 @@ async def test_all_six_trigger_rules_through_the_engine() -> None:
     result, events = await run(wf)
     statuses = {k: v.value for k, v in result.step_statuses.items()}
     assert statuses == {
-        "ok": "SUCCEEDED", "bad": "FAILED", "off": "SKIPPED",
-        "r_all_success": "SKIPPED", "r_all_done": "SUCCEEDED", "r_none_failed": "SUCCEEDED",
-        "r_default": "UPSTREAM_FAILED", "r_default_skipped": "SKIPPED", "r_one_success": "SUCCEEDED",
-        "r_one_failed": "SUCCEEDED", "r_one_failed_none": "SKIPPED", "after_upstream_failed": "SUCCEEDED",
+        "ok": "SUCCEEDED",
+        "bad": "FAILED",
+        "off": "SKIPPED",
+        "r_all_success": "SKIPPED",
+        "r_all_done": "SUCCEEDED",
+        "r_none_failed": "SUCCEEDED",
+        "r_default": "UPSTREAM_FAILED",
+        "r_default_skipped": "SKIPPED",
+        "r_one_success": "SUCCEEDED",
+        "r_one_failed": "SUCCEEDED",
+        "r_one_failed_none": "SKIPPED",
+        "after_upstream_failed": "SUCCEEDED",
     }
     assert result.status == RunStatus.COMPLETED, "the only FAILED step is optional"
     skipped = next(e for e in events if e.kind == "step_skipped" and e.step_id == "off")
@@ -90,13 +106,22 @@ def random_dags(draw: st.DrawFn) -> dict[int, list[int]]:
 
 @settings(max_examples=30)
 @given(dag=random_dags(), delays=st.lists(st.sampled_from([0, 0, 1, 2]), min_size=14, max_size=14))
-def test_every_dependency_finishes_before_its_dependent_starts(dag: dict[int, list[int]], delays: list[int]) -> None:
+def test_every_dependency_finishes_before_its_dependent_starts(
+    dag: dict[int, list[int]], delays: list[int]
+) -> None:
     """Random DAGs whose steps yield to the loop a random number of times: dependencies
     settle before dependents start, and every step runs exactly once."""
-    wf = workflow(*[
-        step(f"s{n}", "test.yield", depends_on=[f"s{d}" for d in deps], config={"yields": delays[n]})
-        for n, deps in dag.items()
-    ])
+    wf = workflow(
+        *[
+            step(
+                f"s{n}",
+                "test.yield",
+                depends_on=[f"s{d}" for d in deps],
+                config={"yields": delays[n]},
+            )
+            for n, deps in dag.items()
+        ]
+    )
     result, events = asyncio.run(run(wf))
     assert result.status == RunStatus.COMPLETED
     started = [e.step_id for e in events if isinstance(e, StepStarted)]
@@ -120,7 +145,9 @@ async def test_a_step_never_waits_for_an_unrelated_slow_sibling() -> None:
     )
     result, events = await asyncio.wait_for(run(wf), timeout=30)
     assert result.status == RunStatus.COMPLETED
-    assert first_seq(events, "step_finished", "fast_child") < first_seq(events, "step_finished", "slow")
+    assert first_seq(events, "step_finished", "fast_child") < first_seq(
+        events, "step_finished", "slow"
+    )
     assert first_seq(events, "step_started", "join") > first_seq(events, "step_finished", "slow")
 
 
@@ -142,7 +169,9 @@ async def test_an_interrupt_holds_only_its_own_step() -> None:
     assert result.status == RunStatus.COMPLETED
     raised = next(e for e in events if e.kind == "interrupt_raised")
     assert raised.held_steps == ["ask"]
-    assert first_seq(events, "step_finished", "more_work") < first_seq(events, "interrupt_resolved", "ask")
+    assert first_seq(events, "step_finished", "more_work") < first_seq(
+        events, "interrupt_resolved", "ask"
+    )
 
 
 async def test_retries_emit_step_retrying_and_then_succeed() -> None:
@@ -150,7 +179,12 @@ async def test_retries_emit_step_retrying_and_then_succeed() -> None:
     result, events = await run(wf)
     assert result.status == RunStatus.COMPLETED
     assert kinds_of(events, "flaky") == [
-        "step_started", "step_retrying", "step_started", "step_retrying", "step_started", "step_finished",
+        "step_started",
+        "step_retrying",
+        "step_started",
+        "step_retrying",
+        "step_started",
+        "step_finished",
     ]
     finished = next(e for e in events if isinstance(e, StepFinished))
     assert finished.outputs == {"recovered_on_attempt": 3}
@@ -169,8 +203,17 @@ async def test_a_step_timeout_fails_the_step_after_its_retries() -> None:
 async def test_the_step_run_bound_ends_the_run_partial() -> None:
     wf = workflow(
         step("author", "demo.author"),
-        step("critic", "demo.critic", depends_on=["author"], config={"converge_at": 99},
-             routing={"kind": "loop", "next": "done", "loop": {"target": "author", "max_iterations": 50}}),
+        step(
+            "critic",
+            "demo.critic",
+            depends_on=["author"],
+            config={"converge_at": 99},
+            routing={
+                "kind": "loop",
+                "next": "done",
+                "loop": {"target": "author", "max_iterations": 50},
+            },
+        ),
         step("done"),
         limits=Limits(max_step_runs=5),
     )
@@ -181,15 +224,20 @@ async def test_the_step_run_bound_ends_the_run_partial() -> None:
 
 
 async def test_the_llm_call_limit_ends_the_run_partial() -> None:
-    wf = workflow(step("chatty", "test.model_calls", config={"calls": 5}), step("later", depends_on=["chatty"]),
-                  limits=Limits(max_llm_calls=3))
+    wf = workflow(
+        step("chatty", "test.model_calls", config={"calls": 5}),
+        step("later", depends_on=["chatty"]),
+        limits=Limits(max_llm_calls=3),
+    )
     result, _ = await run(wf, model=FakeModel(["hi"]))
     assert (result.status, result.reason) == (RunStatus.PARTIAL, "max_llm_calls 3 reached")
     assert result.step_statuses["later"] == StepStatus.SKIPPED
 
 
 async def test_the_token_budget_ends_the_run_partial() -> None:
-    wf = workflow(step("chatty", "test.model_calls", config={"calls": 5}), limits=Limits(token_budget=25))
+    wf = workflow(
+        step("chatty", "test.model_calls", config={"calls": 5}), limits=Limits(token_budget=25)
+    )
     result, events = await run(wf, model=FakeModel(["hi"], tokens=10))
     assert (result.status, result.reason) == (RunStatus.PARTIAL, "token_budget 25 reached")
     budgets = [e for e in events if e.kind == "budget"]
@@ -198,8 +246,11 @@ async def test_the_token_budget_ends_the_run_partial() -> None:
 
 async def test_the_run_timeout_ends_the_run_partial() -> None:
     fresh_gates("never")
-    wf = workflow(step("stuck", "test.gate", config={"wait": "never"}), step("after", depends_on=["stuck"]),
-                  limits=Limits(timeout_s=0.05))
+    wf = workflow(
+        step("stuck", "test.gate", config={"wait": "never"}),
+        step("after", depends_on=["stuck"]),
+        limits=Limits(timeout_s=0.05),
+    )
     result, _ = await run(wf)
     assert (result.status, result.reason) == (RunStatus.PARTIAL, "timeout_s 0.05 reached")
     assert result.step_statuses == {"stuck": StepStatus.SKIPPED, "after": StepStatus.SKIPPED}
@@ -207,12 +258,22 @@ async def test_the_run_timeout_ends_the_run_partial() -> None:
 
 async def test_completion_criteria_decide_completed_partial_or_failed() -> None:
     base = [step("a"), step("b", when="false"), step("c", depends_on=["b"])]
-    met, _ = await run(workflow(*base, completion=CompletionSpec(required_steps=["a"]),
-                                outputs={"from_a": "steps.a.status"}))
+    met, _ = await run(
+        workflow(
+            *base,
+            completion=CompletionSpec(required_steps=["a"]),
+            outputs={"from_a": "steps.a.status"},
+        )
+    )
     assert met.status == RunStatus.COMPLETED
     assert met.outputs == {"from_a": "SUCCEEDED"}
-    missing, _ = await run(workflow(*base, completion=CompletionSpec(required_steps=["c"], required_outputs=["x"]),
-                                    outputs={"x": "steps.c.outputs.value"}))
+    missing, _ = await run(
+        workflow(
+            *base,
+            completion=CompletionSpec(required_steps=["c"], required_outputs=["x"]),
+            outputs={"x": "steps.c.outputs.value"},
+        )
+    )
     assert missing.status == RunStatus.PARTIAL
     assert missing.missing == ["output x", "step c"]
     assert "missing: output x, step c" in missing.reason
@@ -243,7 +304,9 @@ async def test_a_model_answer_still_invalid_after_repair_fails_the_step() -> Non
     result, events = await run(workflow(step("judge", "test.model_verdict")), model=model)
     assert result.status == RunStatus.FAILED
     failed = next(e for e in events if e.kind == "step_failed")
-    assert failed.error.startswith("invalid outputs from test.model_verdict after one repair attempt: score")
+    assert failed.error.startswith(
+        "invalid outputs from test.model_verdict after one repair attempt: score"
+    )
     assert len(model.calls) == 2
 
 
@@ -251,10 +314,15 @@ async def test_cancel_stops_running_steps_and_ends_cancelled() -> None:
     fresh_gates("never")
     engine = KahnEngine(registry=TEST_REGISTRY)
     store = InMemoryRunStore()
-    task = asyncio.ensure_future(engine.execute(
-        workflow(step("stuck", "test.gate", config={"wait": "never"}), step("after", depends_on=["stuck"])),
-        RunContext(store=store, run_id="to-cancel"),
-    ))
+    task = asyncio.ensure_future(
+        engine.execute(
+            workflow(
+                step("stuck", "test.gate", config={"wait": "never"}),
+                step("after", depends_on=["stuck"]),
+            ),
+            RunContext(store=store, run_id="to-cancel"),
+        )
+    )
     while not any(e.kind == "step_started" for e in store.events("to-cancel")):
         await asyncio.sleep(0)
     engine.cancel("to-cancel")
@@ -271,6 +339,14 @@ async def test_run_started_carries_the_graph_and_a_budget_event_follows_each_ste
     assert [n.id for n in started.nodes] == ["a", "b"]
     assert [(e.source, e.target) for e in started.edges] == [("a", "b")]
     seqs = [e.kind for e in events]
-    assert seqs == ["run_started", "step_started", "step_finished", "budget", "step_started", "step_finished",
-                    "budget", "run_finished"]
+    assert seqs == [
+        "run_started",
+        "step_started",
+        "step_finished",
+        "budget",
+        "step_started",
+        "step_finished",
+        "budget",
+        "run_finished",
+    ]
     assert [e.seq for e in events] == list(range(1, len(events) + 1))

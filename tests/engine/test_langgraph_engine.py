@@ -1,4 +1,5 @@
 """The LangGraph engine's own mechanics: compilation, checkpoints, interrupts, bounds."""
+
 from __future__ import annotations
 
 import asyncio
@@ -25,7 +26,9 @@ from engine.store import InMemoryRunStore, RunStore
 
 
 def workflow(steps: list[dict[str, Any]], **extra: Any) -> WorkflowDefinition:
-    return load_workflow_text(json.dumps({"name": "lg_test", "steps": steps, **extra}), source="lg_test.yaml")
+    return load_workflow_text(
+        json.dumps({"name": "lg_test", "steps": steps, **extra}), source="lg_test.yaml"
+    )
 
 
 CALLS: Counter[str] = Counter()
@@ -52,14 +55,17 @@ if "test.lg_counted_ask" not in REGISTRY:
 
 # -- compilation -----------------------------------------------------------------------------
 
+
 def test_a_join_is_one_list_edge_and_runs_once_whatever_the_branch_lengths() -> None:
-    wf = workflow([
-        {"id": "a", "uses": "demo.echo"},
-        {"id": "long1", "uses": "demo.echo", "depends_on": ["a"]},
-        {"id": "long2", "uses": "demo.echo", "depends_on": ["long1"]},
-        {"id": "short", "uses": "demo.echo", "depends_on": ["a"]},
-        {"id": "join", "uses": "demo.gather", "depends_on": ["long2", "short"]},
-    ])
+    wf = workflow(
+        [
+            {"id": "a", "uses": "demo.echo"},
+            {"id": "long1", "uses": "demo.echo", "depends_on": ["a"]},
+            {"id": "long2", "uses": "demo.echo", "depends_on": ["long1"]},
+            {"id": "short", "uses": "demo.echo", "depends_on": ["a"]},
+            {"id": "join", "uses": "demo.gather", "depends_on": ["long2", "short"]},
+        ]
+    )
     scheduling = plan(WorkflowGraph(wf))
     assert scheduling.predecessors["join"] == ["long2", "short"]
     builder = build_state_graph(scheduling, lambda s: _noop, lambda s: _nowhere)
@@ -75,43 +81,81 @@ def test_a_join_is_one_list_edge_and_runs_once_whatever_the_branch_lengths() -> 
 
 
 def test_a_skip_is_a_status_so_a_join_behind_a_skipped_branch_still_settles() -> None:
-    wf = workflow([
-        {"id": "a", "uses": "demo.echo"},
-        {"id": "off", "uses": "demo.echo", "depends_on": ["a"], "when": "false"},
-        {"id": "off_child", "uses": "demo.echo", "depends_on": ["off"]},
-        {"id": "join", "uses": "demo.gather", "depends_on": ["a", "off_child"], "trigger": "none_failed"},
-    ])
+    wf = workflow(
+        [
+            {"id": "a", "uses": "demo.echo"},
+            {"id": "off", "uses": "demo.echo", "depends_on": ["a"], "when": "false"},
+            {"id": "off_child", "uses": "demo.echo", "depends_on": ["off"]},
+            {
+                "id": "join",
+                "uses": "demo.gather",
+                "depends_on": ["a", "off_child"],
+                "trigger": "none_failed",
+            },
+        ]
+    )
     store = InMemoryRunStore()
     result = asyncio.run(LangGraphEngine().execute(wf, RunContext(store=store)))
     statuses = {k: v.value for k, v in result.step_statuses.items()}
-    assert statuses == {"a": "SUCCEEDED", "off": "SKIPPED", "off_child": "SKIPPED", "join": "SUCCEEDED"}
+    assert statuses == {
+        "a": "SUCCEEDED",
+        "off": "SKIPPED",
+        "off_child": "SKIPPED",
+        "join": "SUCCEEDED",
+    }
 
 
 def test_conditional_edges_only_where_control_goes_back() -> None:
-    wf = workflow([
-        {"id": "draft", "uses": "demo.echo"},
-        {"id": "review", "uses": "demo.classify", "depends_on": ["draft"],
-         "routing": {"kind": "branch", "branches": {"VERIFIED": "ship", "BLOCKED": "fix"}, "next": "ship"}},
-        {"id": "ship", "uses": "demo.echo"},
-        {"id": "fix", "uses": "demo.echo"},
-        {"id": "critic", "uses": "demo.critic", "depends_on": ["ship"],
-         "routing": {"kind": "loop", "next": "done", "loop": {"target": "ship", "max_iterations": 2}}},
-        {"id": "done", "uses": "demo.echo"},
-    ])
+    wf = workflow(
+        [
+            {"id": "draft", "uses": "demo.echo"},
+            {
+                "id": "review",
+                "uses": "demo.classify",
+                "depends_on": ["draft"],
+                "routing": {
+                    "kind": "branch",
+                    "branches": {"VERIFIED": "ship", "BLOCKED": "fix"},
+                    "next": "ship",
+                },
+            },
+            {"id": "ship", "uses": "demo.echo"},
+            {"id": "fix", "uses": "demo.echo"},
+            {
+                "id": "critic",
+                "uses": "demo.critic",
+                "depends_on": ["ship"],
+                "routing": {
+                    "kind": "loop",
+                    "next": "done",
+                    "loop": {"target": "ship", "max_iterations": 2},
+                },
+            },
+            {"id": "done", "uses": "demo.echo"},
+        ]
+    )
     scheduling = plan(WorkflowGraph(wf))
     assert scheduling.conditional == ["critic"]
     assert scheduling.predecessors["done"] == [f"critic{EXIT_SUFFIX}"]
-    assert scheduling.predecessors["ship"] == ["review"] and scheduling.predecessors["fix"] == ["review"]
+    assert scheduling.predecessors["ship"] == ["review"] and scheduling.predecessors["fix"] == [
+        "review"
+    ]
 
 
 def test_a_loop_body_step_waits_for_an_outside_dependency_through_a_gate() -> None:
-    wf = workflow([
-        {"id": "a", "uses": "demo.echo"},
-        {"id": "side", "uses": "demo.echo"},
-        {"id": "body", "uses": "demo.gather", "depends_on": ["a", "side"]},
-        {"id": "check", "uses": "demo.echo", "depends_on": ["body"],
-         "routing": {"kind": "loop", "loop": {"target": "a", "max_iterations": 2}}},
-    ])
+    wf = workflow(
+        [
+            {"id": "a", "uses": "demo.echo"},
+            {"id": "side", "uses": "demo.echo"},
+            {"id": "body", "uses": "demo.gather", "depends_on": ["a", "side"]},
+            {
+                "id": "check",
+                "uses": "demo.echo",
+                "depends_on": ["body"],
+                "routing": {"kind": "loop", "loop": {"target": "a", "max_iterations": 2}},
+            },
+        ]
+    )
     scheduling = plan(WorkflowGraph(wf))
     assert scheduling.predecessors["body"] == ["a", "side>body"]
     assert scheduling.gates == {"side>body": "side"}
@@ -133,13 +177,23 @@ def _nowhere(state: Any) -> list[str]:
 
 # -- bounds ------------------------------------------------------------------------------------
 
+
 @pytest.mark.parametrize("engine_class", [KahnEngine, LangGraphEngine])
 def test_the_step_run_bound_is_ours_and_the_same_on_both_engines(engine_class: type) -> None:
     wf = workflow(
         [
             {"id": "author", "uses": "demo.author"},
-            {"id": "critic", "uses": "demo.critic", "depends_on": ["author"], "config": {"converge_at": 99},
-             "routing": {"kind": "loop", "next": "publish", "loop": {"target": "author", "max_iterations": 50}}},
+            {
+                "id": "critic",
+                "uses": "demo.critic",
+                "depends_on": ["author"],
+                "config": {"converge_at": 99},
+                "routing": {
+                    "kind": "loop",
+                    "next": "publish",
+                    "loop": {"target": "author", "max_iterations": 50},
+                },
+            },
             {"id": "publish", "uses": "demo.echo"},
         ],
         limits={"max_step_runs": 7},
@@ -155,36 +209,50 @@ def test_the_step_run_bound_is_ours_and_the_same_on_both_engines(engine_class: t
 
 # -- checkpoints and history -------------------------------------------------------------------
 
+
 def test_checkpoints_live_in_their_own_file_next_to_the_run_store(tmp_path: Path) -> None:
-    wf = workflow([{"id": "a", "uses": "demo.echo"}, {"id": "b", "uses": "demo.echo", "depends_on": ["a"]}])
+    wf = workflow(
+        [{"id": "a", "uses": "demo.echo"}, {"id": "b", "uses": "demo.echo", "depends_on": ["a"]}]
+    )
     engine = LangGraphEngine()
     with RunStore(tmp_path / "runs.sqlite") as store:
         result = asyncio.run(engine.execute(wf, RunContext(store=store)))
         history = asyncio.run(engine.history(result.run_id, store))
     assert engine.checkpoint_file(store) == tmp_path / "checkpoints.sqlite"
     assert (tmp_path / "checkpoints.sqlite").exists()
-    assert [entry.changed for entry in history if entry.changed][-2:] == [{"a": "SUCCEEDED"}, {"b": "SUCCEEDED"}]
+    assert [entry.changed for entry in history if entry.changed][-2:] == [
+        {"a": "SUCCEEDED"},
+        {"b": "SUCCEEDED"},
+    ]
     assert history[-1].statuses == {"a": "SUCCEEDED", "b": "SUCCEEDED"}
     assert [entry.superstep for entry in history] == sorted(entry.superstep for entry in history)
 
 
 def test_a_kahn_run_has_its_stored_transitions_as_history(tmp_path: Path) -> None:
-    wf = workflow([{"id": "a", "uses": "demo.echo"}, {"id": "b", "uses": "demo.echo", "when": "false"}])
+    wf = workflow(
+        [{"id": "a", "uses": "demo.echo"}, {"id": "b", "uses": "demo.echo", "when": "false"}]
+    )
     with RunStore(tmp_path / "runs.sqlite") as store:
         result = asyncio.run(KahnEngine().execute(wf, RunContext(store=store)))
         history = asyncio.run(LangGraphEngine().history(result.run_id, store))
-    assert sorted((entry.changed for entry in history), key=str) == [{"a": "SUCCEEDED"}, {"b": "SKIPPED"}]
+    assert sorted((entry.changed for entry in history), key=str) == [
+        {"a": "SUCCEEDED"},
+        {"b": "SKIPPED"},
+    ]
     assert history[-1].checkpoint_id.startswith("seq:")
 
 
 # -- interrupts --------------------------------------------------------------------------------
 
+
 def _held_workflow() -> WorkflowDefinition:
-    return workflow([
-        {"id": "ask", "uses": "test.lg_counted_ask"},
-        {"id": "fast", "uses": "demo.echo"},
-        {"id": "after_fast", "uses": "demo.echo", "depends_on": ["fast"]},
-    ])
+    return workflow(
+        [
+            {"id": "ask", "uses": "test.lg_counted_ask"},
+            {"id": "fast", "uses": "demo.echo"},
+            {"id": "after_fast", "uses": "demo.echo", "depends_on": ["fast"]},
+        ]
+    )
 
 
 def test_an_interrupt_holds_its_superstep_and_says_which_steps_it_holds() -> None:
@@ -202,18 +270,23 @@ def test_an_interrupt_holds_its_superstep_and_says_which_steps_it_holds() -> Non
 
 
 def test_several_pending_interrupts_are_answered_by_id() -> None:
-    wf = workflow([
-        {"id": "left", "uses": "test.lg_counted_ask"},
-        {"id": "right", "uses": "test.lg_counted_ask"},
-        {"id": "join", "uses": "demo.gather", "depends_on": ["left", "right"]},
-    ])
+    wf = workflow(
+        [
+            {"id": "left", "uses": "test.lg_counted_ask"},
+            {"id": "right", "uses": "test.lg_counted_ask"},
+            {"id": "join", "uses": "demo.gather", "depends_on": ["left", "right"]},
+        ]
+    )
     store = InMemoryRunStore()
     engine = LangGraphEngine()
     first = asyncio.run(engine.execute(wf, RunContext(store=store)))
     assert first.status == RunStatus.WAITING
     pending = {p.step_id: p.interrupt_id for p in store.pending_interrupts(first.run_id)}
     assert set(pending) == {"left", "right"}
-    answers = {pending["left"]: InterruptAnswer(action="reject"), pending["right"]: InterruptAnswer(action="approve")}
+    answers = {
+        pending["left"]: InterruptAnswer(action="reject"),
+        pending["right"]: InterruptAnswer(action="approve"),
+    }
     second = asyncio.run(engine.resume(first.run_id, RunContext(store=store, answers=answers)))
     assert second.status == RunStatus.COMPLETED
     results = store.step_results(first.run_id)
@@ -222,17 +295,22 @@ def test_several_pending_interrupts_are_answered_by_id() -> None:
 
 
 def test_a_partly_answered_superstep_lets_the_answered_step_finish() -> None:
-    wf = workflow([
-        {"id": "left", "uses": "test.lg_counted_ask"},
-        {"id": "right", "uses": "test.lg_counted_ask"},
-    ])
+    wf = workflow(
+        [
+            {"id": "left", "uses": "test.lg_counted_ask"},
+            {"id": "right", "uses": "test.lg_counted_ask"},
+        ]
+    )
     store = InMemoryRunStore()
     engine = LangGraphEngine()
     first = asyncio.run(engine.execute(wf, RunContext(store=store)))
     pending = {p.step_id: p.interrupt_id for p in store.pending_interrupts(first.run_id)}
-    second = asyncio.run(engine.resume(
-        first.run_id, RunContext(store=store, answers={pending["left"]: InterruptAnswer(action="approve")})
-    ))
+    second = asyncio.run(
+        engine.resume(
+            first.run_id,
+            RunContext(store=store, answers={pending["left"]: InterruptAnswer(action="approve")}),
+        )
+    )
     assert second.status == RunStatus.WAITING
     assert second.step_statuses["left"] == StepStatus.SUCCEEDED
     assert second.step_statuses["right"] == StepStatus.WAITING_HUMAN
@@ -240,7 +318,9 @@ def test_a_partly_answered_superstep_lets_the_answered_step_finish() -> None:
 
 
 @pytest.mark.parametrize("engine_class", [KahnEngine, LangGraphEngine])
-def test_answered_in_process_the_step_starts_once_and_calls_the_model_once(engine_class: type) -> None:
+def test_answered_in_process_the_step_starts_once_and_calls_the_model_once(
+    engine_class: type,
+) -> None:
     wf = workflow([{"id": "ask", "uses": "test.lg_counted_ask", "config": {"asks": 2}}])
     store = InMemoryRunStore()
     asked: list[str] = []
@@ -255,19 +335,28 @@ def test_answered_in_process_the_step_starts_once_and_calls_the_model_once(engin
     assert CALLS[f"{result.run_id}:ask"] == 1
     events = store.events(result.run_id)
     assert [e.kind for e in events if e.kind.startswith(("step_", "interrupt_"))] == [
-        "step_started", "interrupt_raised", "interrupt_resolved", "interrupt_raised", "interrupt_resolved",
+        "step_started",
+        "interrupt_raised",
+        "interrupt_resolved",
+        "interrupt_raised",
+        "interrupt_resolved",
         "step_finished",
     ]
     assert store.step_results(result.run_id)["ask"].outputs["answers"] == ["approve", "reject"]
-    assert [e.answer["action"] for e in events if isinstance(e, InterruptResolved)] == ["approve", "reject"]
+    assert [e.answer["action"] for e in events if isinstance(e, InterruptResolved)] == [
+        "approve",
+        "reject",
+    ]
 
 
 @pytest.mark.parametrize("engine_class", [KahnEngine, LangGraphEngine])
 def test_cancel_stops_the_running_step_and_skips_the_rest(engine_class: type) -> None:
-    wf = workflow([
-        {"id": "slow", "uses": "demo.sleep", "config": {"seconds": 30}},
-        {"id": "after", "uses": "demo.echo", "depends_on": ["slow"]},
-    ])
+    wf = workflow(
+        [
+            {"id": "slow", "uses": "demo.sleep", "config": {"seconds": 30}},
+            {"id": "after", "uses": "demo.echo", "depends_on": ["slow"]},
+        ]
+    )
     store = InMemoryRunStore()
     engine = engine_class()
 

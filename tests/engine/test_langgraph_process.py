@@ -5,6 +5,7 @@ and checkpoint file in tmp_path. The worker's steps count every model call that
 really happens in a file, so "the call happened exactly once" is checked across
 processes.
 """
+
 from __future__ import annotations
 
 import json
@@ -27,7 +28,11 @@ ROOT = Path(__file__).resolve().parents[2]
 def worker(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         [sys.executable, "-m", "tests.engine.langgraph_worker", *args],
-        cwd=ROOT, env={**os.environ, **(env or {})}, capture_output=True, text=True, timeout=120,
+        cwd=ROOT,
+        env={**os.environ, **(env or {})},
+        capture_output=True,
+        text=True,
+        timeout=120,
     )
 
 
@@ -67,8 +72,22 @@ def test_interrupt_round_trip_across_processes(tmp_path: Path, engine: str) -> N
 def test_kill_9_during_a_langgraph_run_then_resume(tmp_path: Path) -> None:
     db, counter, run_id = tmp_path / "runs.sqlite", tmp_path / "calls.txt", "crash-langgraph"
     process = subprocess.Popen(
-        [sys.executable, "-m", "tests.engine.langgraph_worker", "run", str(db), "langgraph", "crash", str(counter), run_id],
-        cwd=ROOT, env={**os.environ, "LG_BLOCK": "1"}, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        [
+            sys.executable,
+            "-m",
+            "tests.engine.langgraph_worker",
+            "run",
+            str(db),
+            "langgraph",
+            "crash",
+            str(counter),
+            run_id,
+        ],
+        cwd=ROOT,
+        env={**os.environ, "LG_BLOCK": "1"},
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
     )
     try:
         _wait_until_blocked(db, run_id, counter, process)
@@ -91,18 +110,24 @@ def test_kill_9_during_a_langgraph_run_then_resume(tmp_path: Path) -> None:
     started = Counter(e.step_id for e in events if isinstance(e, StepStarted))
     assert started["first"] == 1 and started["fast"] == 1, f"a finished step ran again: {started}"
     assert started["slow"] == 2 and started["join"] == 1
-    assert calls(counter) == Counter({"first": 1, "fast": 1, "slow": 1, "join": 1}), "a journaled call was repeated"
+    assert calls(counter) == Counter({"first": 1, "fast": 1, "slow": 1, "join": 1}), (
+        "a journaled call was repeated"
+    )
     assert results["slow"].outputs == {"model": "model answer for slow"}
 
 
-def _wait_until_blocked(db: Path, run_id: str, counter: Path, process: subprocess.Popen[str]) -> None:
+def _wait_until_blocked(
+    db: Path, run_id: str, counter: Path, process: subprocess.Popen[str]
+) -> None:
     """Until ``fast`` has finished and ``slow`` has made its call (and now blocks)."""
     import time
 
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline:
         if process.poll() is not None:
-            raise AssertionError(f"the worker exited early: {process.stderr.read() if process.stderr else ''}")
+            raise AssertionError(
+                f"the worker exited early: {process.stderr.read() if process.stderr else ''}"
+            )
         if db.exists() and calls(counter)["slow"] == 1:
             with RunStore(db) as store:
                 fast = store.step_results(run_id).get("fast")
@@ -116,11 +141,22 @@ def test_cli_resumes_a_waiting_langgraph_run_in_a_new_process(tmp_path: Path) ->
     def workbench(*args: str) -> subprocess.CompletedProcess[str]:
         return subprocess.run(
             [sys.executable, "-m", "tui.cli", "--workspace", str(tmp_path), *args],
-            cwd=ROOT, capture_output=True, text=True, timeout=120, env={**os.environ, "COLUMNS": "200"},
+            cwd=ROOT,
+            capture_output=True,
+            text=True,
+            timeout=120,
+            env={**os.environ, "COLUMNS": "200"},
         )
 
-    first = workbench("run", str(ROOT / "workflows" / "approval.yaml"), "--engine", "langgraph", "--headless",
-                      "--on-interrupt", "wait")
+    first = workbench(
+        "run",
+        str(ROOT / "workflows" / "approval.yaml"),
+        "--engine",
+        "langgraph",
+        "--headless",
+        "--on-interrupt",
+        "wait",
+    )
     assert first.returncode == 4, first.stdout + first.stderr
     with RunStore(tmp_path / "runs.sqlite") as store:
         (run,) = store.list_runs()

@@ -9,6 +9,7 @@ run does (statuses, outputs, route decisions), and no step settles twice in one
 iteration: a finished step never runs again, a step that was running starts
 again and its journaled calls replay.
 """
+
 from __future__ import annotations
 
 import asyncio
@@ -64,7 +65,11 @@ def _run_until_killed(workspace: Path, name: str, run_id: str, kill_at: int) -> 
             AsyncSqliteSaver.aput_writes = killing(AsyncSqliteSaver.aput_writes)  # type: ignore[method-assign]
             store = RunStore(workspace / "runs.sqlite")
             wf = load_workflow(WORKFLOWS / f"{name}.yaml")
-            asyncio.run(LangGraphEngine().execute(wf, RunContext(store=store, run_id=run_id, responder=approve)))
+            asyncio.run(
+                LangGraphEngine().execute(
+                    wf, RunContext(store=store, run_id=run_id, responder=approve)
+                )
+            )
             store.close()
             code = 0
         finally:
@@ -82,7 +87,9 @@ def _run_until_killed(workspace: Path, name: str, run_id: str, kill_at: int) -> 
 def test_kill_9_at_any_checkpoint_write_resumes_to_the_same_end(tmp_path: Path, name: str) -> None:
     wf = load_workflow(WORKFLOWS / f"{name}.yaml")
     with RunStore(tmp_path / "clean" / "runs.sqlite") as clean_store:
-        clean = asyncio.run(LangGraphEngine().execute(wf, RunContext(store=clean_store, responder=approve)))
+        clean = asyncio.run(
+            LangGraphEngine().execute(wf, RunContext(store=clean_store, responder=approve))
+        )
         expected = _essentials(canonical_of(wf, clean_store, clean.run_id))
     assert clean.status == RunStatus.COMPLETED
 
@@ -94,9 +101,19 @@ def test_kill_9_at_any_checkpoint_write_resumes_to_the_same_end(tmp_path: Path, 
         if not _run_until_killed(workspace, name, run_id, kill_at):
             break
         with RunStore(workspace / "runs.sqlite") as store:
-            resumed = asyncio.run(LangGraphEngine().resume(run_id, RunContext(store=store, responder=approve)))
+            resumed = asyncio.run(
+                LangGraphEngine().resume(run_id, RunContext(store=store, responder=approve))
+            )
             assert resumed.status == RunStatus.COMPLETED, (kill_at, resumed.reason)
-            assert _essentials(canonical_of(wf, store, run_id)) == expected, f"killed at write {kill_at}"
-            settled = Counter((e.step_id, e.iteration) for e in store.events(run_id) if isinstance(e, StepFinished))
-            assert max(settled.values()) == 1, f"killed at write {kill_at}: a step finished twice: {settled}"
+            assert _essentials(canonical_of(wf, store, run_id)) == expected, (
+                f"killed at write {kill_at}"
+            )
+            settled = Counter(
+                (e.step_id, e.iteration)
+                for e in store.events(run_id)
+                if isinstance(e, StepFinished)
+            )
+            assert max(settled.values()) == 1, (
+                f"killed at write {kill_at}: a step finished twice: {settled}"
+            )
     assert kill_at > 3, "the run made fewer checkpoint writes than it has supersteps"

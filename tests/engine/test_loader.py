@@ -1,5 +1,6 @@
 """Loading workflows: the YAML shape of DESIGN §3, templates, locations, and the contract
 that nothing but WorkflowLoadError ever escapes."""
+
 from __future__ import annotations
 
 import textwrap
@@ -14,7 +15,13 @@ from pydantic import BaseModel
 from engine.context import StepContext
 from engine.errors import Problem
 from engine.graph import WorkflowGraph
-from engine.loader import INTERNAL_ERROR, MAX_BYTES, WorkflowLoadError, load_workflow, load_workflow_text
+from engine.loader import (
+    INTERNAL_ERROR,
+    MAX_BYTES,
+    WorkflowLoadError,
+    load_workflow,
+    load_workflow_text,
+)
 from engine.spec import SourceLocation
 from engine.steps import REGISTRY as GLOBAL_REGISTRY
 from engine.steps import AnyInput, AnyOutput, StepRegistry
@@ -111,8 +118,17 @@ def test_a_full_definition_loads_with_every_feature():
     wf = load_workflow_text(FULL, source="full.yaml", registry=REGISTRY)
     assert wf.name == "deep_research" and wf.version == 2 and wf.source == "full.yaml"
     assert wf.step_ids == [
-        "intake_scope", "hypothesis_r1", "supervisor_r1", "hypothesis_r2", "supervisor_r2",
-        "hypothesis_r3", "supervisor_r3", "draft", "review", "gather_context", "publish",
+        "intake_scope",
+        "hypothesis_r1",
+        "supervisor_r1",
+        "hypothesis_r2",
+        "supervisor_r2",
+        "hypothesis_r3",
+        "supervisor_r3",
+        "draft",
+        "review",
+        "gather_context",
+        "publish",
     ]
     assert wf.limits.step_run_bound(len(wf.steps)) == 60
     assert str(wf.inputs["as_of"].default) == "2024-05-01"
@@ -120,7 +136,11 @@ def test_a_full_definition_loads_with_every_feature():
     assert review.routing is not None and review.routing.loop is not None
     assert review.routing.targets() == ["publish", "draft", "gather_context"]
     assert (review.model.tier, review.context.requires, review.optional, review.retries) == (
-        3, ["draft", "supervisor_r1.decision"], True, 2)
+        3,
+        ["draft", "supervisor_r1.decision"],
+        True,
+        2,
+    )
     assert wf.step("intake_scope").interrupt.after is True
     graph = WorkflowGraph(wf)
     assert graph.has_cycles
@@ -132,10 +152,16 @@ def test_templates_substitute_n_and_n_minus_one_and_first_overrides_the_first_in
     first, second = wf.step("hypothesis_r1"), wf.step("hypothesis_r2")
     assert (first.depends_on, first.when, first.inputs) == (["intake_scope"], None, {"round": "1"})
     assert second.depends_on == ["supervisor_r1"]
-    assert second.when == "inputs.max_rounds >= 2 && steps.supervisor_r1.outputs.decision == 'continue'"
+    assert (
+        second.when
+        == "inputs.max_rounds >= 2 && steps.supervisor_r1.outputs.decision == 'continue'"
+    )
     assert second.inputs == {"round": "2", "previous": "steps.supervisor_r1.outputs"}
     assert [wf.step(f"supervisor_r{n}").group for n in (1, 2, 3)] == [
-        "research_round:1", "research_round:2", "research_round:3"]
+        "research_round:1",
+        "research_round:2",
+        "research_round:3",
+    ]
     assert wf.step("draft").group is None
 
 
@@ -159,7 +185,9 @@ def test_template_parameters_may_be_several_and_scalars_repeat():
 
 def test_locations_point_back_at_the_yaml_including_template_lines():
     wf = load_workflow_text(FULL, source="full.yaml", registry=REGISTRY)
-    assert wf.locations["steps.review.routing.next"] == SourceLocation(file="full.yaml", line=46, column=13)
+    assert wf.locations["steps.review.routing.next"] == SourceLocation(
+        file="full.yaml", line=46, column=13
+    )
     assert wf.locations["steps.supervisor_r2.uses"].line == 21
     assert wf.locations["outputs.report"].line == 64
     assert wf.locations["inputs.query.type"] == SourceLocation(file="full.yaml", line=6, column=22)
@@ -202,21 +230,30 @@ def test_problems_print_as_file_line_column_message():
 
 # -- files ------------------------------------------------------------------------------------
 
+
 def test_load_workflow_reads_a_file_and_names_it_in_problems(tmp_path: Path):
     path = tmp_path / "flow.yaml"
     path.write_text("name: w\nsteps:\n  - {id: a, uses: demo.any}\n", encoding="utf-8")
     assert load_workflow(path, registry=REGISTRY).source == str(path)
     path.write_text("name: w\nsteps:\n  - {id: a, uses: demo.gone}\n", encoding="utf-8")
-    with pytest.raises(WorkflowLoadError, match=rf"^{path}:3:19: step 'a': unknown step implementation"):
+    with pytest.raises(
+        WorkflowLoadError, match=rf"^{path}:3:19: step 'a': unknown step implementation"
+    ):
         load_workflow(path, registry=REGISTRY)
 
 
-@pytest.mark.parametrize("content, message", [
-    (b"name: w\n\xff\xfe\x00garbage", "2:1: the file is not UTF-8 text; save it as UTF-8"),
-    (b"\x89PNG\r\n\x1a\n\x00\x00", "1:1: the file is not UTF-8 text; save it as UTF-8"),
-    (b"\xef\xbb\xbfname: w\nsteps: 3\n", "2:8: steps must be a non-empty list of steps, got a number"),
-    (b"#" * (MAX_BYTES + 1), "1:1: the file is larger than 1000 kB; a workflow is far smaller"),
-])
+@pytest.mark.parametrize(
+    "content, message",
+    [
+        (b"name: w\n\xff\xfe\x00garbage", "2:1: the file is not UTF-8 text; save it as UTF-8"),
+        (b"\x89PNG\r\n\x1a\n\x00\x00", "1:1: the file is not UTF-8 text; save it as UTF-8"),
+        (
+            b"\xef\xbb\xbfname: w\nsteps: 3\n",
+            "2:8: steps must be a non-empty list of steps, got a number",
+        ),
+        (b"#" * (MAX_BYTES + 1), "1:1: the file is larger than 1000 kB; a workflow is far smaller"),
+    ],
+)
 def test_unreadable_files_are_one_clear_line(tmp_path: Path, content: bytes, message: str):
     path = tmp_path / "bad.yaml"
     path.write_bytes(content)
@@ -241,6 +278,7 @@ def test_an_alias_bomb_is_refused_without_expanding_it():
 
 # -- nothing but WorkflowLoadError escapes ----------------------------------------------------------
 
+
 def assert_only_load_errors(text: str) -> None:
     try:
         load_workflow_text(text, source="fuzz.yaml", registry=REGISTRY)
@@ -253,15 +291,60 @@ def assert_only_load_errors(text: str) -> None:
 
 
 VOCABULARY = [
-    "name", "version", "engine", "inputs", "limits", "templates", "steps", "completion", "outputs",
-    "id", "uses", "depends_on", "when", "routing", "kind", "next", "conditions", "expr", "target",
-    "loop", "max_iterations", "detour", "tie_breaker", "valid_targets", "branches", "params", "use",
-    "with", "first", "type", "default", "required_steps", "context", "requires", "interrupt", "after",
-    "a", "b", "r{n}", "r{n-1}", "demo.any", "demo.judge", "n", "true", "outputs.x > 1", "steps.a.status",
+    "name",
+    "version",
+    "engine",
+    "inputs",
+    "limits",
+    "templates",
+    "steps",
+    "completion",
+    "outputs",
+    "id",
+    "uses",
+    "depends_on",
+    "when",
+    "routing",
+    "kind",
+    "next",
+    "conditions",
+    "expr",
+    "target",
+    "loop",
+    "max_iterations",
+    "detour",
+    "tie_breaker",
+    "valid_targets",
+    "branches",
+    "params",
+    "use",
+    "with",
+    "first",
+    "type",
+    "default",
+    "required_steps",
+    "context",
+    "requires",
+    "interrupt",
+    "after",
+    "a",
+    "b",
+    "r{n}",
+    "r{n-1}",
+    "demo.any",
+    "demo.judge",
+    "n",
+    "true",
+    "outputs.x > 1",
+    "steps.a.status",
 ]
 SCALARS = st.one_of(
-    st.sampled_from(VOCABULARY), st.integers(-5, 10**30), st.floats(allow_nan=True), st.booleans(),
-    st.none(), st.text(max_size=8),
+    st.sampled_from(VOCABULARY),
+    st.integers(-5, 10**30),
+    st.floats(allow_nan=True),
+    st.booleans(),
+    st.none(),
+    st.text(max_size=8),
 )
 DOCUMENTS = st.recursive(
     SCALARS,
@@ -292,7 +375,9 @@ def test_mutated_valid_definitions_raise_only_load_errors_or_load(data):
     for _ in range(data.draw(st.integers(1, 4))):
         start = data.draw(st.integers(0, len(text)))
         end = data.draw(st.integers(start, min(len(text), start + 12)))
-        insert = data.draw(st.sampled_from(["", "-", "{", "[", ":", " ", "\n", "x", "'", "*a", "&a", "0"]))
+        insert = data.draw(
+            st.sampled_from(["", "-", "{", "[", ":", " ", "\n", "x", "'", "*a", "&a", "0"])
+        )
         text = text[:start] + insert + text[end:]
     assert_only_load_errors(text)
 

@@ -1,5 +1,6 @@
 """The loader's error table: every class of malformed definition, each with its exact
 ``file:line:col: message`` (DESIGN §3: every problem at load time, never a traceback)."""
+
 from __future__ import annotations
 
 import textwrap
@@ -47,236 +48,296 @@ def case(name: str, yaml_text: str, *problems: str):
 
 
 CASES = [
-    case("yaml_syntax", """
+    case(
+        "yaml_syntax",
+        """
         name: w
         steps:
           - id: a
            uses: demo.any
     """,
-         "4:4: YAML syntax error: while parsing a block collection expected <block end>, but found '<block mapping start>'; check the indentation",
+        "4:4: YAML syntax error: while parsing a block collection expected <block end>, but found '<block mapping start>'; check the indentation",
     ),
-    case("yaml_unclosed", """
+    case(
+        "yaml_unclosed",
+        """
         name: w
         steps: [{id: a, uses: demo.any}
     """,
-         "3:1: YAML syntax error: while parsing a flow sequence expected ',' or ']', but got '<stream end>'",
+        "3:1: YAML syntax error: while parsing a flow sequence expected ',' or ']', but got '<stream end>'",
     ),
-    case("flow_braces", """
+    case(
+        "flow_braces",
+        """
         name: w
         steps:
           - id: a
             uses: demo.any
             depends_on: [b_{n}]
     """,
-         '5:20: YAML syntax error: while parsing a flow sequence expected \',\' or \']\', but got \'{\'; inside [...] or {...} quote values that contain braces, e.g. ["step_r{n-1}"]',
+        "5:20: YAML syntax error: while parsing a flow sequence expected ',' or ']', but got '{'; inside [...] or {...} quote values that contain braces, e.g. [\"step_r{n-1}\"]",
     ),
-    case("alias", """
+    case(
+        "alias",
+        """
         name: w
         base: &b {uses: demo.any}
         steps:
           - *b
     """,
-         '4:5: YAML aliases (*name) are not supported: write the value out',
+        "4:5: YAML aliases (*name) are not supported: write the value out",
     ),
-    case("two_documents", """
+    case(
+        "two_documents",
+        """
         name: w
         steps: []
         ---
         name: x
     """,
-         "3:1: a workflow file holds one YAML document; remove the second '---'",
+        "3:1: a workflow file holds one YAML document; remove the second '---'",
     ),
-    case("duplicate_key", """
+    case(
+        "duplicate_key",
+        """
         name: w
         steps:
           - id: a
             uses: demo.any
             uses: demo.judge
     """,
-         "5:5: duplicate key 'uses' (first written at line 4)",
+        "5:5: duplicate key 'uses' (first written at line 4)",
     ),
-    case("python_tag", """
+    case(
+        "python_tag",
+        """
         name: w
         steps:
           - id: a
             uses: !!python/object:os.system echo
     """,
-         '4:11: unsupported YAML tag tag:yaml.org,2002:python/object:os.system',
+        "4:11: unsupported YAML tag tag:yaml.org,2002:python/object:os.system",
     ),
-    case("top_list", """
+    case(
+        "top_list",
+        """
         - id: a
           uses: demo.any
     """,
-         "1:1: a workflow is a mapping with 'name' and 'steps', got a list",
+        "1:1: a workflow is a mapping with 'name' and 'steps', got a list",
     ),
-    case("list_key", """
+    case(
+        "list_key",
+        """
         name: w
         steps:
           - ? [a]
             : 1
     """,
-         '3:7: a mapping key must be a plain value, not a list or mapping',
+        "3:7: a mapping key must be a plain value, not a list or mapping",
     ),
-    case("unknown_top_key", """
+    case(
+        "unknown_top_key",
+        """
         name: w
         stpes:
           - {id: a, uses: demo.any}
     """,
-         "1:1: missing required key 'steps'",
-         "2:1: unknown key 'stpes' (did you mean 'steps'?); a workflow has name, version, description, engine, inputs, limits, templates, steps, completion, outputs",
+        "1:1: missing required key 'steps'",
+        "2:1: unknown key 'stpes' (did you mean 'steps'?); a workflow has name, version, description, engine, inputs, limits, templates, steps, completion, outputs",
     ),
-    case("missing_name", """
+    case(
+        "missing_name",
+        """
         steps:
           - {id: a, uses: demo.any}
     """,
-         "1:1: missing required key 'name'",
+        "1:1: missing required key 'name'",
     ),
-    case("missing_steps", """
+    case(
+        "missing_steps",
+        """
         name: w
     """,
-         "1:1: missing required key 'steps'",
+        "1:1: missing required key 'steps'",
     ),
-    case("bad_name", """
+    case(
+        "bad_name",
+        """
         name: Deep-Research
         steps:
           - {id: a, uses: demo.any}
     """,
-         "1:7: workflow name 'Deep-Research' is not an identifier ([a-z][a-z0-9_]*) — CEL would read 'Deep-Research' as a subtraction (Deep - Research); use 'deep_research'",
+        "1:7: workflow name 'Deep-Research' is not an identifier ([a-z][a-z0-9_]*) — CEL would read 'Deep-Research' as a subtraction (Deep - Research); use 'deep_research'",
     ),
-    case("bad_engine", """
+    case(
+        "bad_engine",
+        """
         name: w
         engine: airflow
         steps:
           - {id: a, uses: demo.any}
     """,
-         "2:9: engine: Input should be 'auto', 'kahn' or 'langgraph', got 'airflow'",
+        "2:9: engine: Input should be 'auto', 'kahn' or 'langgraph', got 'airflow'",
     ),
-    case("bad_version", """
+    case(
+        "bad_version",
+        """
         name: w
         version: one
         steps:
           - {id: a, uses: demo.any}
     """,
-         "2:10: version: Input should be a valid integer, unable to parse string as an integer, got 'one'",
+        "2:10: version: Input should be a valid integer, unable to parse string as an integer, got 'one'",
     ),
-    case("zero_step_runs", """
+    case(
+        "zero_step_runs",
+        """
         name: w
         limits:
           max_step_runs: 0
         steps:
           - {id: a, uses: demo.any}
     """,
-         '3:18: limits.max_step_runs must be a positive integer or auto, got 0',
+        "3:18: limits.max_step_runs must be a positive integer or auto, got 0",
     ),
-    case("limits_unknown", """
+    case(
+        "limits_unknown",
+        """
         name: w
         limits:
           max_tokens: 5
         steps:
           - {id: a, uses: demo.any}
     """,
-         "3:3: limits: unknown key 'max_tokens'; expected one of: max_step_runs, max_llm_calls, token_budget, timeout_s",
+        "3:3: limits: unknown key 'max_tokens'; expected one of: max_step_runs, max_llm_calls, token_budget, timeout_s",
     ),
-    case("input_name", """
+    case(
+        "input_name",
+        """
         name: w
         inputs:
           max-rounds: {type: int}
         steps:
           - {id: a, uses: demo.any}
     """,
-         "3:3: input name 'max-rounds' is not an identifier ([a-z][a-z0-9_]*) — CEL would read 'max-rounds' as a subtraction (max - rounds); use 'max_rounds'",
+        "3:3: input name 'max-rounds' is not an identifier ([a-z][a-z0-9_]*) — CEL would read 'max-rounds' as a subtraction (max - rounds); use 'max_rounds'",
     ),
-    case("input_default_type", """
+    case(
+        "input_default_type",
+        """
         name: w
         inputs:
           max_rounds: {type: int, default: four}
         steps:
           - {id: a, uses: demo.any}
     """,
-         "3:36: input 'max_rounds': default 'four' is not of type int",
+        "3:36: input 'max_rounds': default 'four' is not of type int",
     ),
-    case("input_type_unknown", """
+    case(
+        "input_type_unknown",
+        """
         name: w
         inputs:
           when: {type: datetime}
         steps:
           - {id: a, uses: demo.any}
     """,
-         "3:16: inputs.when.type: Input should be 'string', 'int', 'float', 'bool', 'date', 'list' or 'dict', got 'datetime'",
+        "3:16: inputs.when.type: Input should be 'string', 'int', 'float', 'bool', 'date', 'list' or 'dict', got 'datetime'",
     ),
-    case("required_step_unknown", """
+    case(
+        "required_step_unknown",
+        """
         name: w
         steps:
           - {id: a, uses: demo.any}
         completion:
           required_steps: [b]
     """,
-         "5:20: completion.required_steps names unknown step 'b'",
+        "5:20: completion.required_steps names unknown step 'b'",
     ),
-    case("required_output_undeclared", """
+    case(
+        "required_output_undeclared",
+        """
         name: w
         steps:
           - {id: a, uses: demo.any}
         completion:
           required_outputs: [report]
     """,
-         "5:22: completion.required_outputs names 'report', which is not a workflow output (outputs: none are declared)",
+        "5:22: completion.required_outputs names 'report', which is not a workflow output (outputs: none are declared)",
     ),
-    case("outputs_syntax", """
+    case(
+        "outputs_syntax",
+        """
         name: w
         steps:
           - {id: a, uses: demo.any}
         outputs:
           report: steps.a.outputs.text +
     """,
-         "5:32: outputs.report: CEL syntax error: unexpected end of expression in 'steps.a.outputs.text +'",
+        "5:32: outputs.report: CEL syntax error: unexpected end of expression in 'steps.a.outputs.text +'",
     ),
-    case("outputs_unknown_step", """
+    case(
+        "outputs_unknown_step",
+        """
         name: w
         steps:
           - {id: a, uses: demo.any}
         outputs:
           report: steps.b.outputs.text
     """,
-         "5:11: outputs.report: 'steps.b.outputs.text': no step 'b'",
+        "5:11: outputs.report: 'steps.b.outputs.text': no step 'b'",
     ),
-    case("steps_not_list", """
+    case(
+        "steps_not_list",
+        """
         name: w
         steps: {id: a}
     """,
-         '2:8: steps must be a non-empty list of steps, got a mapping',
+        "2:8: steps must be a non-empty list of steps, got a mapping",
     ),
-    case("step_not_mapping", """
+    case(
+        "step_not_mapping",
+        """
         name: w
         steps:
           - a
     """,
-         '3:5: a step is a mapping with id and uses, got a string',
+        "3:5: a step is a mapping with id and uses, got a string",
     ),
-    case("step_without_id", """
+    case(
+        "step_without_id",
+        """
         name: w
         steps:
           - uses: demo.any
     """,
-         "3:5: step has no 'id'",
+        "3:5: step has no 'id'",
     ),
-    case("id_subtraction", """
+    case(
+        "id_subtraction",
+        """
         name: w
         steps:
           - id: code-implementer
             uses: demo.any
     """,
-         "3:9: step id 'code-implementer' is not an identifier ([a-z][a-z0-9_]*) — CEL would read 'code-implementer' as a subtraction (code - implementer); use 'code_implementer'",
+        "3:9: step id 'code-implementer' is not an identifier ([a-z][a-z0-9_]*) — CEL would read 'code-implementer' as a subtraction (code - implementer); use 'code_implementer'",
     ),
-    case("id_reserved", """
+    case(
+        "id_reserved",
+        """
         name: w
         steps:
           - id: loop
             uses: demo.any
     """,
-         "3:9: step id 'loop' is a CEL reserved word; choose another name",
+        "3:9: step id 'loop' is a CEL reserved word; choose another name",
     ),
-    case("duplicate_id", """
+    case(
+        "duplicate_id",
+        """
         name: w
         steps:
           - id: a
@@ -284,44 +345,54 @@ CASES = [
           - id: a
             uses: demo.any
     """,
-         "5:9: duplicate step id 'a' (first defined at line 3)",
+        "5:9: duplicate step id 'a' (first defined at line 3)",
     ),
-    case("unknown_uses", """
+    case(
+        "unknown_uses",
+        """
         name: w
         steps:
           - id: a
             uses: demo.jduge
     """,
-         "4:11: step 'a': unknown step implementation 'demo.jduge' in uses (did you mean 'demo.judge'?)",
+        "4:11: step 'a': unknown step implementation 'demo.jduge' in uses (did you mean 'demo.judge'?)",
     ),
-    case("unknown_step_key", """
+    case(
+        "unknown_step_key",
+        """
         name: w
         steps:
           - id: a
             uses: demo.any
             dependson: [b]
     """,
-         "5:5: step 'a': unknown key 'dependson' (did you mean 'depends_on'?); expected one of: id, uses, description, depends_on, when, inputs, config, trigger, timeout_s, retries, retry_delay_s, interrupt, routing, model, context, optional, group",
+        "5:5: step 'a': unknown key 'dependson' (did you mean 'depends_on'?); expected one of: id, uses, description, depends_on, when, inputs, config, trigger, timeout_s, retries, retry_delay_s, interrupt, routing, model, context, optional, group",
     ),
-    case("retries_type", """
+    case(
+        "retries_type",
+        """
         name: w
         steps:
           - id: a
             uses: demo.any
             retries: many
     """,
-         "5:14: step 'a': retries: Input should be a valid integer, unable to parse string as an integer, got 'many'",
+        "5:14: step 'a': retries: Input should be a valid integer, unable to parse string as an integer, got 'many'",
     ),
-    case("bad_trigger", """
+    case(
+        "bad_trigger",
+        """
         name: w
         steps:
           - id: a
             uses: demo.any
             trigger: any_success
     """,
-         "5:14: step 'a': trigger: Input should be 'all_success', 'all_done', 'none_failed', 'none_failed_min_one_success', 'one_success' or 'one_failed', got 'any_success'",
+        "5:14: step 'a': trigger: Input should be 'all_success', 'all_done', 'none_failed', 'none_failed_min_one_success', 'one_success' or 'one_failed', got 'any_success'",
     ),
-    case("depends_unknown", """
+    case(
+        "depends_unknown",
+        """
         name: w
         steps:
           - id: a
@@ -330,18 +401,22 @@ CASES = [
             uses: demo.any
             depends_on: [a, c]
     """,
-         "7:21: step 'b': depends_on names unknown step 'c'",
+        "7:21: step 'b': depends_on names unknown step 'c'",
     ),
-    case("depends_self", """
+    case(
+        "depends_self",
+        """
         name: w
         steps:
           - id: a
             uses: demo.any
             depends_on: [a]
     """,
-         "5:18: step 'a' depends on itself",
+        "5:18: step 'a' depends on itself",
     ),
-    case("depends_cycle", """
+    case(
+        "depends_cycle",
+        """
         name: w
         steps:
           - id: a
@@ -351,18 +426,22 @@ CASES = [
             uses: demo.any
             depends_on: [a]
     """,
-         "5:18: step 'a' depends on 'b', which is downstream of it (cycle a → b → a); a cycle must be closed by a bounded routing.loop",
+        "5:18: step 'a' depends on 'b', which is downstream of it (cycle a → b → a); a cycle must be closed by a bounded routing.loop",
     ),
-    case("when_syntax", """
+    case(
+        "when_syntax",
+        """
         name: w
         steps:
           - id: a
             uses: demo.any
             when: inputs.x >
     """,
-         "5:20: step 'a' when: CEL syntax error: unexpected end of expression in 'inputs.x >'",
+        "5:20: step 'a' when: CEL syntax error: unexpected end of expression in 'inputs.x >'",
     ),
-    case("when_unknown_name", """
+    case(
+        "when_unknown_name",
+        """
         name: w
         steps:
           - id: a
@@ -372,9 +451,11 @@ CASES = [
             depends_on: [a]
             when: "step.a.status == 'SUCCEEDED'"
     """,
-         "8:12: step 'b' when: unknown name 'step' (did you mean 'steps'?); expressions read inputs, steps, outputs, iteration, run",
+        "8:12: step 'b' when: unknown name 'step' (did you mean 'steps'?); expressions read inputs, steps, outputs, iteration, run",
     ),
-    case("when_not_upstream", """
+    case(
+        "when_not_upstream",
+        """
         name: w
         steps:
           - id: a
@@ -383,18 +464,22 @@ CASES = [
             uses: demo.any
             when: "steps.a.status == 'SUCCEEDED'"
     """,
-         "7:12: step 'b' when: 'steps.a.status': step 'a' is not upstream of 'b'; add it to depends_on or read it from a later step",
+        "7:12: step 'b' when: 'steps.a.status': step 'a' is not upstream of 'b'; add it to depends_on or read it from a later step",
     ),
-    case("when_reads_outputs", """
+    case(
+        "when_reads_outputs",
+        """
         name: w
         steps:
           - id: a
             uses: demo.any
             when: "outputs.ok"
     """,
-         "5:12: step 'a' when: 'outputs' (the step's own outputs) is only readable in routing expressions; read steps.<id>.outputs instead",
+        "5:12: step 'a' when: 'outputs' (the step's own outputs) is only readable in routing expressions; read steps.<id>.outputs instead",
     ),
-    case("input_undeclared", """
+    case(
+        "input_undeclared",
+        """
         name: w
         inputs:
           query: {type: string}
@@ -403,18 +488,22 @@ CASES = [
             uses: demo.any
             inputs: {q: inputs.qeury}
     """,
-         "7:17: step 'a' inputs.q: 'inputs.qeury': no input 'qeury' (did you mean 'query'?) (inputs: query)",
+        "7:17: step 'a' inputs.q: 'inputs.qeury': no input 'qeury' (did you mean 'query'?) (inputs: query)",
     ),
-    case("unknown_function", """
+    case(
+        "unknown_function",
+        """
         name: w
         steps:
           - id: a
             uses: demo.any
             when: "lenght(inputs) > 0"
     """,
-         "5:12: step 'a' when: unknown function 'lenght' in 'lenght(inputs) > 0'",
+        "5:12: step 'a' when: unknown function 'lenght' in 'lenght(inputs) > 0'",
     ),
-    case("view_field", """
+    case(
+        "view_field",
+        """
         name: w
         steps:
           - id: a
@@ -424,9 +513,11 @@ CASES = [
             depends_on: [a]
             when: "steps.a.result == 1"
     """,
-         "8:12: step 'b' when: 'steps.a.result': a step has status, outputs, history, iteration",
+        "8:12: step 'b' when: 'steps.a.result': a step has status, outputs, history, iteration",
     ),
-    case("closed_output_field", """
+    case(
+        "closed_output_field",
+        """
         name: w
         steps:
           - id: a
@@ -436,9 +527,11 @@ CASES = [
             depends_on: [a]
             when: "steps.a.outputs.confidance > 0.5"
     """,
-         "8:12: step 'b' when: 'steps.a.outputs.confidance': the outputs of demo.judge have no field 'confidance' (did you mean 'confidence'?) (fields: confidence, decision, status, terminate)",
+        "8:12: step 'b' when: 'steps.a.outputs.confidance': the outputs of demo.judge have no field 'confidance' (did you mean 'confidence'?) (fields: confidence, decision, status, terminate)",
     ),
-    case("next_unknown", """
+    case(
+        "next_unknown",
+        """
         name: w
         steps:
           - id: a
@@ -447,27 +540,33 @@ CASES = [
           - id: publish
             uses: demo.any
     """,
-         "5:21: step 'a': routing.next names unknown step 'publsh' (did you mean 'publish'?)",
+        "5:21: step 'a': routing.next names unknown step 'publsh' (did you mean 'publish'?)",
     ),
-    case("routing_kind", """
+    case(
+        "routing_kind",
+        """
         name: w
         steps:
           - id: a
             uses: demo.any
             routing: {kind: switch}
     """,
-         "5:21: step 'a': routing.kind: Input should be 'linear', 'conditional', 'loop' or 'branch', got 'switch'",
+        "5:21: step 'a': routing.kind: Input should be 'linear', 'conditional', 'loop' or 'branch', got 'switch'",
     ),
-    case("routes_to_itself", """
+    case(
+        "routes_to_itself",
+        """
         name: w
         steps:
           - id: a
             uses: demo.any
             routing: {next: a}
     """,
-         "5:21: step 'a' routes to itself; a step that repeats needs routing.loop: {target: a, max_iterations: N}",
+        "5:21: step 'a' routes to itself; a step that repeats needs routing.loop: {target: a, max_iterations: N}",
     ),
-    case("routes_back_without_loop", """
+    case(
+        "routes_back_without_loop",
+        """
         name: w
         steps:
           - id: a
@@ -480,9 +579,11 @@ CASES = [
               conditions:
                 - {expr: "true", target: a}
     """,
-         "11:34: step 'b' routes back to 'a' (cycle a → b → a); a cycle must be closed by a bounded loop: routing.loop: {target: a, max_iterations: N}",
+        "11:34: step 'b' routes back to 'a' (cycle a → b → a); a cycle must be closed by a bounded loop: routing.loop: {target: a, max_iterations: N}",
     ),
-    case("loop_not_ancestor", """
+    case(
+        "loop_not_ancestor",
+        """
         name: w
         steps:
           - id: a
@@ -493,9 +594,11 @@ CASES = [
               kind: loop
               loop: {target: a, max_iterations: 2}
     """,
-         "9:22: step 'b': loop target 'a' is not upstream of 'b'; a loop goes back to a step it depends on, directly or through others",
+        "9:22: step 'b': loop target 'a' is not upstream of 'b'; a loop goes back to a step it depends on, directly or through others",
     ),
-    case("loop_kind_without_loop", """
+    case(
+        "loop_kind_without_loop",
+        """
         name: w
         steps:
           - id: a
@@ -504,9 +607,11 @@ CASES = [
           - id: b
             uses: demo.any
     """,
-         "5:21: step 'a': kind: loop needs routing.loop: {target: ..., max_iterations: N}",
+        "5:21: step 'a': kind: loop needs routing.loop: {target: ..., max_iterations: N}",
     ),
-    case("branch_without_branches", """
+    case(
+        "branch_without_branches",
+        """
         name: w
         steps:
           - id: a
@@ -515,9 +620,11 @@ CASES = [
           - id: b
             uses: demo.any
     """,
-         "5:21: step 'a': kind: branch needs routing.branches: {VALUE: step, ...}",
+        "5:21: step 'a': kind: branch needs routing.branches: {VALUE: step, ...}",
     ),
-    case("branches_wrong_kind", """
+    case(
+        "branches_wrong_kind",
+        """
         name: w
         steps:
           - id: a
@@ -528,9 +635,11 @@ CASES = [
           - id: b
             uses: demo.any
     """,
-         "7:17: step 'a': branches are only read with kind: branch (kind is linear)",
+        "7:17: step 'a': branches are only read with kind: branch (kind is linear)",
     ),
-    case("conditional_without_conditions", """
+    case(
+        "conditional_without_conditions",
+        """
         name: w
         steps:
           - id: a
@@ -539,9 +648,11 @@ CASES = [
           - id: b
             uses: demo.any
     """,
-         "5:21: step 'a': kind: conditional needs conditions (or a tie_breaker)",
+        "5:21: step 'a': kind: conditional needs conditions (or a tie_breaker)",
     ),
-    case("branch_on_missing_field", """
+    case(
+        "branch_on_missing_field",
+        """
         name: w
         steps:
           - id: a
@@ -553,9 +664,11 @@ CASES = [
           - id: b
             uses: demo.any
     """,
-         "7:18: step 'a' routing.branch_on: 'outputs.verdict': the outputs of demo.judge have no field 'verdict' (fields: confidence, decision, status, terminate)",
+        "7:18: step 'a' routing.branch_on: 'outputs.verdict': the outputs of demo.judge have no field 'verdict' (fields: confidence, decision, status, terminate)",
     ),
-    case("tie_breaker_not_edge", """
+    case(
+        "tie_breaker_not_edge",
+        """
         name: w
         steps:
           - id: a
@@ -569,9 +682,11 @@ CASES = [
           - {id: c, uses: demo.any}
           - {id: d, uses: demo.any}
     """,
-         "9:40: step 'a': tie_breaker valid target 'd' is not an edge of the graph; it may only choose among this step's routing targets (b, c)",
+        "9:40: step 'a': tie_breaker valid target 'd' is not an edge of the graph; it may only choose among this step's routing targets (b, c)",
     ),
-    case("tie_breaker_without_next", """
+    case(
+        "tie_breaker_without_next",
+        """
         name: w
         steps:
           - id: a
@@ -583,9 +698,11 @@ CASES = [
           - {id: b, uses: demo.any}
           - {id: c, uses: demo.any}
     """,
-         "8:20: step 'a': a tie_breaker needs routing.next, the default edge it falls back to",
+        "8:20: step 'a': a tie_breaker needs routing.next, the default edge it falls back to",
     ),
-    case("tie_breaker_one_target", """
+    case(
+        "tie_breaker_one_target",
+        """
         name: w
         steps:
           - id: a
@@ -595,9 +712,11 @@ CASES = [
               tie_breaker: {}
           - {id: b, uses: demo.any}
     """,
-         "7:20: step 'a': a tie_breaker needs at least two targets to choose between (has b)",
+        "7:20: step 'a': a tie_breaker needs at least two targets to choose between (has b)",
     ),
-    case("detour_itself", """
+    case(
+        "detour_itself",
+        """
         name: w
         steps:
           - id: a
@@ -605,9 +724,11 @@ CASES = [
             routing:
               detour: {target: a}
     """,
-         "6:24: step 'a' detours to itself; a detour goes to another step and returns",
+        "6:24: step 'a' detours to itself; a detour goes to another step and returns",
     ),
-    case("detour_upstream", """
+    case(
+        "detour_upstream",
+        """
         name: w
         steps:
           - id: a
@@ -618,9 +739,11 @@ CASES = [
             routing:
               detour: {target: a}
     """,
-         "9:24: step 'b': detour target 'a' is upstream of it (cycle a → b → a); a detour goes to a step that is not upstream — to go back, use routing.loop",
+        "9:24: step 'b': detour target 'a' is upstream of it (cycle a → b → a); a detour goes to a step that is not upstream — to go back, use routing.loop",
     ),
-    case("detour_is_next", """
+    case(
+        "detour_is_next",
+        """
         name: w
         steps:
           - id: a
@@ -630,9 +753,11 @@ CASES = [
               detour: {target: b}
           - {id: b, uses: demo.any}
     """,
-         "7:24: step 'a': detour target 'b' is also routing.next; a detour returns and the default edge does not — use different steps",
+        "7:24: step 'a': detour target 'b' is also routing.next; a detour returns and the default edge does not — use different steps",
     ),
-    case("detour_shared", """
+    case(
+        "detour_shared",
+        """
         name: w
         steps:
           - id: a
@@ -643,9 +768,11 @@ CASES = [
             routing: {detour: {target: c}}
           - {id: c, uses: demo.any}
     """,
-         "8:32: step 'b': 'c' is already the detour target of 'a'; a detour target serves one step",
+        "8:32: step 'b': 'c' is already the detour target of 'a'; a detour target serves one step",
     ),
-    case("detour_when_syntax", """
+    case(
+        "detour_when_syntax",
+        """
         name: w
         steps:
           - id: a
@@ -654,9 +781,11 @@ CASES = [
               detour: {target: b, when: "outputs.need =="}
           - {id: b, uses: demo.any}
     """,
-         "6:47: step 'a' routing.detour.when: CEL syntax error: unexpected end of expression in 'outputs.need =='",
+        "6:47: step 'a' routing.detour.when: CEL syntax error: unexpected end of expression in 'outputs.need =='",
     ),
-    case("terminate_when_syntax", """
+    case(
+        "terminate_when_syntax",
+        """
         name: w
         steps:
           - id: a
@@ -664,9 +793,11 @@ CASES = [
             routing:
               terminate_when: "outputs.done = true"
     """,
-         "6:37: step 'a' routing.terminate_when: CEL syntax error: unexpected character '=' in 'outputs.done = true'",
+        "6:37: step 'a' routing.terminate_when: CEL syntax error: unexpected character '=' in 'outputs.done = true'",
     ),
-    case("context_not_upstream", """
+    case(
+        "context_not_upstream",
+        """
         name: w
         steps:
           - {id: a, uses: demo.any}
@@ -674,27 +805,33 @@ CASES = [
             uses: demo.any
             context: {requires: [a]}
     """,
-         "6:26: step 'b': context.requires 'a' is not upstream of 'b'; add 'a' to depends_on or drop it",
+        "6:26: step 'b': context.requires 'a' is not upstream of 'b'; add 'a' to depends_on or drop it",
     ),
-    case("context_unknown", """
+    case(
+        "context_unknown",
+        """
         name: w
         steps:
           - id: b
             uses: demo.any
             context: {requires: [draft]}
     """,
-         "5:26: step 'b': context.requires names unknown step 'draft'",
+        "5:26: step 'b': context.requires names unknown step 'draft'",
     ),
-    case("interrupt_empty", """
+    case(
+        "interrupt_empty",
+        """
         name: w
         steps:
           - id: a
             uses: demo.any
             interrupt: {prompt: "Approve?"}
     """,
-         "5:16: step 'a': interrupt: interrupt needs before: true or after: true",
+        "5:16: step 'a': interrupt: interrupt needs before: true or after: true",
     ),
-    case("loop_zero", """
+    case(
+        "loop_zero",
+        """
         name: w
         steps:
           - id: a
@@ -706,9 +843,11 @@ CASES = [
               kind: loop
               loop: {target: a, max_iterations: 0}
     """,
-         "10:41: step 'b': routing.loop.max_iterations: Input should be greater than or equal to 1, got 0",
+        "10:41: step 'b': routing.loop.max_iterations: Input should be greater than or equal to 1, got 0",
     ),
-    case("threshold_range", """
+    case(
+        "threshold_range",
+        """
         name: w
         steps:
           - id: a
@@ -721,17 +860,21 @@ CASES = [
           - {id: b, uses: demo.any}
           - {id: c, uses: demo.any}
     """,
-         "9:43: step 'a': routing.tie_breaker.confidence_threshold: Input should be less than or equal to 1, got 1.5",
+        "9:43: step 'a': routing.tie_breaker.confidence_threshold: Input should be less than or equal to 1, got 1.5",
     ),
-    case("unknown_template", """
+    case(
+        "unknown_template",
+        """
         name: w
         steps:
           - use: round
             with: {n: [1]}
     """,
-         "3:10: unknown template 'round' (templates: none are defined)",
+        "3:10: unknown template 'round' (templates: none are defined)",
     ),
-    case("template_without_params", """
+    case(
+        "template_without_params",
+        """
         name: w
         templates:
           round:
@@ -741,9 +884,11 @@ CASES = [
           - use: round
             with: {n: [1]}
     """,
-         "4:5: template 'round': params must be a non-empty list of names, e.g. [n]",
+        "4:5: template 'round': params must be a non-empty list of names, e.g. [n]",
     ),
-    case("with_unknown_param", """
+    case(
+        "with_unknown_param",
+        """
         name: w
         templates:
           round:
@@ -754,9 +899,11 @@ CASES = [
           - use: round
             with: {n: [1], m: [2]}
     """,
-         "9:20: template 'round' has no parameter 'm' (params: n)",
+        "9:20: template 'round' has no parameter 'm' (params: n)",
     ),
-    case("with_lengths", """
+    case(
+        "with_lengths",
+        """
         name: w
         templates:
           round:
@@ -767,9 +914,11 @@ CASES = [
           - use: round
             with: {n: [1, 2], label: [a, b, c]}
     """,
-         '9:11: with: the value lists have different lengths (2, 3); give each parameter the same number of values',
+        "9:11: with: the value lists have different lengths (2, 3); give each parameter the same number of values",
     ),
-    case("dangling_n_minus_1", """
+    case(
+        "dangling_n_minus_1",
+        """
         name: w
         templates:
           round:
@@ -782,9 +931,11 @@ CASES = [
           - use: round
             with: {n: [1, 2]}
     """,
-         "8:22: step 'r1': depends_on names unknown step 'r0' (template round, n=1); use first: to override keys for the first instance",
+        "8:22: step 'r1': depends_on names unknown step 'r0' (template round, n=1); use first: to override keys for the first instance",
     ),
-    case("string_param_arithmetic", """
+    case(
+        "string_param_arithmetic",
+        """
         name: w
         templates:
           round:
@@ -797,10 +948,12 @@ CASES = [
           - use: round
             with: {n: [a, b]}
     """,
-         "8:22: template 'round': '{n-1}' needs an integer, but n is 'a'",
-         "8:22: template 'round': '{n-1}' needs an integer, but n is 'b'",
+        "8:22: template 'round': '{n-1}' needs an integer, but n is 'a'",
+        "8:22: template 'round': '{n-1}' needs an integer, but n is 'b'",
     ),
-    case("nested_template_use", """
+    case(
+        "nested_template_use",
+        """
         name: w
         templates:
           round:
@@ -811,9 +964,11 @@ CASES = [
           - use: round
             with: {n: [1]}
     """,
-         "6:9: template 'round': templates cannot use other templates",
+        "6:9: template 'round': templates cannot use other templates",
     ),
-    case("first_not_mapping", """
+    case(
+        "first_not_mapping",
+        """
         name: w
         templates:
           round:
@@ -826,9 +981,11 @@ CASES = [
           - use: round
             with: {n: [1]}
     """,
-         "8:16: template 'round': first must be a mapping of step keys to use for the first instance",
+        "8:16: template 'round': first must be a mapping of step keys to use for the first instance",
     ),
-    case("template_bad_id", """
+    case(
+        "template_bad_id",
+        """
         name: w
         templates:
           round:
@@ -840,9 +997,11 @@ CASES = [
           - use: round
             with: {n: [1]}
     """,
-         "6:13: step id 'round-1' is not an identifier ([a-z][a-z0-9_]*) — CEL would read 'round-1' as a subtraction (round - 1); use 'round_1' (template round, n=1)",
+        "6:13: step id 'round-1' is not an identifier ([a-z][a-z0-9_]*) — CEL would read 'round-1' as a subtraction (round - 1); use 'round_1' (template round, n=1)",
     ),
-    case("template_not_upstream", """
+    case(
+        "template_not_upstream",
+        """
         name: w
         templates:
           round:
@@ -855,51 +1014,71 @@ CASES = [
           - use: round
             with: {n: [1, 2]}
     """,
-         "8:16: step 'r1' when: 'steps.r2.outputs.decision': step 'r2' is not upstream of 'r1'; add it to depends_on or read it from a later step (template round, n=1)",
-         "8:16: step 'r2' when: 'steps.r3.outputs.decision': no step 'r3' (template round, n=2)",
+        "8:16: step 'r1' when: 'steps.r2.outputs.decision': step 'r2' is not upstream of 'r1'; add it to depends_on or read it from a later step (template round, n=1)",
+        "8:16: step 'r2' when: 'steps.r3.outputs.decision': no step 'r3' (template round, n=2)",
     ),
-    case("step_input_unknown", """
+    case(
+        "step_input_unknown",
+        """
         name: w
         steps:
           - id: a
             uses: demo.writer
             inputs: {topic: "'x'", wrods: "10"}
     """,
-         "5:28: step 'a': demo.writer takes no input 'wrods' (did you mean 'words'?) (inputs: topic, words)",
+        "5:28: step 'a': demo.writer takes no input 'wrods' (did you mean 'words'?) (inputs: topic, words)",
     ),
-    case("step_input_missing", """
+    case(
+        "step_input_missing",
+        """
         name: w
         steps:
           - id: a
             uses: demo.writer
             inputs: {words: "10"}
     """,
-         "5:13: step 'a': demo.writer needs input 'topic' in inputs:",
+        "5:13: step 'a': demo.writer needs input 'topic' in inputs:",
     ),
-    case("step_input_missing_without_inputs", """
+    case(
+        "step_input_missing_without_inputs",
+        """
         name: w
         steps:
           - id: a
             uses: demo.writer
     """,
-         "4:11: step 'a': demo.writer needs input 'topic' in inputs:",
+        "4:11: step 'a': demo.writer needs input 'topic' in inputs:",
     ),
-    pytest.param("name: w\nsteps: " + "[" * 45 + "]" * 45 + "\n",
-                 ["2:47: the YAML nests more than 40 levels deep"], id="too_deep"),
-    pytest.param("name: w\nversion: " + "9" * 5000 + "\nsteps:\n  - {id: a, uses: demo.any}\n",
-                 ["2:10: cannot read '9999999999999999999999999999999999999999': the number is too large"],
-                 id="huge_int"),
-    pytest.param("", ["1:1: the file is empty: a workflow needs at least 'name' and 'steps'"], id="empty"),
-    pytest.param("name: w\x07\nsteps: []\n", ["1:8: character '\\x07' is not allowed in YAML; remove it"],
-                 id="control_character"),
-    pytest.param("name: w\nsteps:\n  - {id: a, uses: demo.any, when: \"\\x01\"}\n",
-                 ["3:36: step 'a' when: CEL syntax error: unexpected character '\\x01' in '\\x01'"],
-                 id="control_character_in_cel"),
+    pytest.param(
+        "name: w\nsteps: " + "[" * 45 + "]" * 45 + "\n",
+        ["2:47: the YAML nests more than 40 levels deep"],
+        id="too_deep",
+    ),
+    pytest.param(
+        "name: w\nversion: " + "9" * 5000 + "\nsteps:\n  - {id: a, uses: demo.any}\n",
+        ["2:10: cannot read '9999999999999999999999999999999999999999': the number is too large"],
+        id="huge_int",
+    ),
+    pytest.param(
+        "", ["1:1: the file is empty: a workflow needs at least 'name' and 'steps'"], id="empty"
+    ),
+    pytest.param(
+        "name: w\x07\nsteps: []\n",
+        ["1:8: character '\\x07' is not allowed in YAML; remove it"],
+        id="control_character",
+    ),
+    pytest.param(
+        'name: w\nsteps:\n  - {id: a, uses: demo.any, when: "\\x01"}\n',
+        ["3:36: step 'a' when: CEL syntax error: unexpected character '\\x01' in '\\x01'"],
+        id="control_character_in_cel",
+    ),
 ]
 
 
 @pytest.mark.parametrize("text, expected", CASES)
-def test_malformed_definition_reports_exact_location_and_message(text: str, expected: list[str]) -> None:
+def test_malformed_definition_reports_exact_location_and_message(
+    text: str, expected: list[str]
+) -> None:
     with pytest.raises(WorkflowLoadError) as caught:
         load_workflow_text(text, source="wf.yaml", registry=REGISTRY)
     problems = caught.value.problems

@@ -1,4 +1,5 @@
 """Resume (after SIGKILL and from WAITING) and fork, on the real SQLite store."""
+
 from __future__ import annotations
 
 import os
@@ -6,8 +7,8 @@ import signal
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable
 
 import pytest
 
@@ -22,24 +23,33 @@ from tests.engine.kahn_helpers import TEST_REGISTRY, run, step, workflow
 REPO = Path(__file__).resolve().parents[2]
 
 
-def _wait_for(condition: Callable[[], bool], what: str, process: subprocess.Popen[bytes], limit_s: float = 120) -> None:
+def _wait_for(
+    condition: Callable[[], bool], what: str, process: subprocess.Popen[bytes], limit_s: float = 120
+) -> None:
     deadline = time.monotonic() + limit_s
     while not condition():
         if process.poll() is not None:
-            raise AssertionError(f"the worker exited ({process.returncode}) before {what}: "
-                                 f"{process.stderr.read().decode() if process.stderr else ''}")
+            raise AssertionError(
+                f"the worker exited ({process.returncode}) before {what}: "
+                f"{process.stderr.read().decode() if process.stderr else ''}"
+            )
         if time.monotonic() > deadline:
             process.kill()
             raise AssertionError(f"gave up waiting for {what}")
         time.sleep(0.02)
 
 
-async def test_resume_after_sigkill_reruns_nothing_finished_and_repeats_no_call(tmp_path: Path) -> None:
+async def test_resume_after_sigkill_reruns_nothing_finished_and_repeats_no_call(
+    tmp_path: Path,
+) -> None:
     db, counter, run_id = tmp_path / "runs.sqlite", tmp_path / "calls.txt", "crash-run"
     counter.touch()
     process = subprocess.Popen(
         [sys.executable, "-m", "tests.engine.crash_worker", str(db), run_id, str(counter)],
-        cwd=REPO, env={**os.environ, "CRASH_BLOCK": "1"}, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+        cwd=REPO,
+        env={**os.environ, "CRASH_BLOCK": "1"},
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
     )
     reader = None
 
@@ -48,7 +58,9 @@ async def test_resume_after_sigkill_reruns_nothing_finished_and_repeats_no_call(
         if not db.exists() or "slow" not in counter.read_text().split():
             return False
         reader = reader or RunStore(db)
-        return any(e.kind == "step_finished" and e.step_id == "quick" for e in reader.events(run_id))
+        return any(
+            e.kind == "step_finished" and e.step_id == "quick" for e in reader.events(run_id)
+        )
 
     try:
         _wait_for(killed_mid_run, "slow's journaled call and quick's finish", process)
@@ -62,15 +74,19 @@ async def test_resume_after_sigkill_reruns_nothing_finished_and_repeats_no_call(
 
     store = RunStore(db)
     assert store.get_run(run_id).status == RunStatus.RUNNING
-    result = await KahnEngine(registry=TEST_REGISTRY).resume(run_id, crash_worker.context(store, run_id, str(counter)))
+    result = await KahnEngine(registry=TEST_REGISTRY).resume(
+        run_id, crash_worker.context(store, run_id, str(counter))
+    )
     events = store.events(run_id)
     store.close()
 
     assert result.status == RunStatus.COMPLETED
-    assert sorted(counter.read_text().split()) == ["first", "last", "quick", "slow"], "no journaled call repeated"
+    assert sorted(counter.read_text().split()) == ["first", "last", "quick", "slow"], (
+        "no journaled call repeated"
+    )
     assert [e.seq for e in events] == list(range(1, len(events) + 1)), "no event lost or duplicated"
     assert [e.model_dump() for e in events[: len(before)]] == [e.model_dump() for e in before]
-    after = events[len(before):]
+    after = events[len(before) :]
     assert after[0].kind == "run_started" and after[0].resumed
     rerun = [e.step_id for e in after if e.kind == "step_started"]
     assert rerun == ["slow", "last"], "finished steps are not run again"
@@ -78,28 +94,40 @@ async def test_resume_after_sigkill_reruns_nothing_finished_and_repeats_no_call(
     assert slow_finished.replayed_calls == 1
 
 
-async def test_an_unanswered_interrupt_leaves_the_run_waiting_and_resume_answers_it(tmp_path: Path) -> None:
+async def test_an_unanswered_interrupt_leaves_the_run_waiting_and_resume_answers_it(
+    tmp_path: Path,
+) -> None:
     db = tmp_path / "runs.sqlite"
     wf = workflow(
-        step("plan", interrupt={"after": True, "prompt": "Approve the plan?"}, config={"set": {"n": 1}}),
+        step(
+            "plan",
+            interrupt={"after": True, "prompt": "Approve the plan?"},
+            config={"set": {"n": 1}},
+        ),
         step("side"),
         step("execute", depends_on=["plan", "side"]),
     )
     store = RunStore(db)
     waiting, _ = await run(wf, store=store)
     assert waiting.status == RunStatus.WAITING
-    assert waiting.step_statuses == {"plan": StepStatus.WAITING_HUMAN, "side": StepStatus.SUCCEEDED,
-                                     "execute": StepStatus.PENDING}
+    assert waiting.step_statuses == {
+        "plan": StepStatus.WAITING_HUMAN,
+        "side": StepStatus.SUCCEEDED,
+        "execute": StepStatus.PENDING,
+    }
     assert len(waiting.pending_interrupts) == 1
     store.close()
 
     other_process_store = RunStore(db)
-    other_process_store.record_answer(waiting.pending_interrupts[0],
-                                      InterruptAnswer(action="edit", value={"n": 2}, note="two"))
+    other_process_store.record_answer(
+        waiting.pending_interrupts[0], InterruptAnswer(action="edit", value={"n": 2}, note="two")
+    )
     other_process_store.close()
 
     store = RunStore(db)
-    resumed = await KahnEngine(registry=TEST_REGISTRY).resume(waiting.run_id, RunContext(store=store))
+    resumed = await KahnEngine(registry=TEST_REGISTRY).resume(
+        waiting.run_id, RunContext(store=store)
+    )
     events = store.events(waiting.run_id)
     assert resumed.status == RunStatus.COMPLETED
     assert store.step_results(waiting.run_id)["plan"].outputs == {"n": 2}
@@ -114,7 +142,9 @@ async def test_an_unanswered_interrupt_leaves_the_run_waiting_and_resume_answers
 
 async def test_a_rejected_approval_fails_the_step() -> None:
     wf = workflow(step("plan", interrupt={"after": True}), step("execute", depends_on=["plan"]))
-    result, events = await run(wf, answers={"plan": InterruptAnswer(action="reject", note="too risky")})
+    result, events = await run(
+        wf, answers={"plan": InterruptAnswer(action="reject", note="too risky")}
+    )
     assert result.status == RunStatus.FAILED
     assert result.step_statuses["execute"] == StepStatus.UPSTREAM_FAILED
     failed = next(e for e in events if e.kind == "step_failed" and e.step_id == "plan")
@@ -124,11 +154,16 @@ async def test_a_rejected_approval_fails_the_step() -> None:
 async def test_fork_keeps_results_upstream_and_reruns_from_the_step(tmp_path: Path) -> None:
     store = RunStore(tmp_path / "runs.sqlite")
     wf = workflow(
-        step("a"), step("b", depends_on=["a"]), step("side", depends_on=["a"]),
-        step("c", depends_on=["b"]), step("d", depends_on=["c", "side"]),
+        step("a"),
+        step("b", depends_on=["a"]),
+        step("side", depends_on=["a"]),
+        step("c", depends_on=["b"]),
+        step("d", depends_on=["c", "side"]),
     )
     parent, _ = await run(wf, store=store)
-    fork = await KahnEngine(registry=TEST_REGISTRY).fork(parent.run_id, "c", RunContext(store=store))
+    fork = await KahnEngine(registry=TEST_REGISTRY).fork(
+        parent.run_id, "c", RunContext(store=store)
+    )
     events = store.events(fork.run_id)
     assert fork.status == RunStatus.COMPLETED
     assert [e.step_id for e in events if e.kind == "step_started"] == ["c", "d"]

@@ -1,4 +1,5 @@
 """ADR-004 routing as a pure function: precedence, skips, branches, loops, detours, tie-breaks."""
+
 from __future__ import annotations
 
 from typing import Any
@@ -26,12 +27,23 @@ def workflow(*steps: dict) -> WorkflowDefinition:
     return WorkflowDefinition(name="r", steps=[StepSpec(uses="demo.any", **s) for s in steps])
 
 
-def route(wf: WorkflowDefinition, step_id: str, outputs: dict[str, Any] | None = None, *,
-          iteration: int = 0, steps: dict[str, StepView] | None = None, **options: Any):
+def route(
+    wf: WorkflowDefinition,
+    step_id: str,
+    outputs: dict[str, Any] | None = None,
+    *,
+    iteration: int = 0,
+    steps: dict[str, StepView] | None = None,
+    **options: Any,
+):
     outputs = outputs or {}
-    activation = build_activation(inputs={"strict": True}, steps=steps or {}, outputs=outputs, iteration=iteration)
-    return decide(RouteInput(step=wf.step(step_id), outputs=outputs, activation=activation, **options),
-                  WorkflowGraph(wf))
+    activation = build_activation(
+        inputs={"strict": True}, steps=steps or {}, outputs=outputs, iteration=iteration
+    )
+    return decide(
+        RouteInput(step=wf.step(step_id), outputs=outputs, activation=activation, **options),
+        WorkflowGraph(wf),
+    )
 
 
 def signal_of(result: RoutingSignal | TieBreakNeeded) -> RoutingSignal:
@@ -51,7 +63,10 @@ CRITIC_ROUTING = {
     ],
     "loop": {"target": "author", "max_iterations": 2},
     "detour": {"target": "gather"},
-    "tie_breaker": {"valid_targets": ["publish", "author", "escalate"], "confidence_threshold": 0.7},
+    "tie_breaker": {
+        "valid_targets": ["publish", "author", "escalate"],
+        "confidence_threshold": 0.7,
+    },
 }
 
 
@@ -62,9 +77,15 @@ def review() -> WorkflowDefinition:
         {"id": "intake"},
         {"id": "author", "depends_on": ["intake"]},
         {"id": "critic", "depends_on": ["author"], "routing": CRITIC_ROUTING},
-        {"id": "gather", "routing": {"kind": "conditional", "next": "audit",
-                                     "conditions": [{"expr": "true", "target": "deeper"}],
-                                     "detour": {"target": "deeper"}}},
+        {
+            "id": "gather",
+            "routing": {
+                "kind": "conditional",
+                "next": "audit",
+                "conditions": [{"expr": "true", "target": "deeper"}],
+                "detour": {"target": "deeper"},
+            },
+        },
         {"id": "deeper"},
         {"id": "audit"},
         {"id": "escalate"},
@@ -74,9 +95,14 @@ def review() -> WorkflowDefinition:
 
 # -- 1. stop conditions ---------------------------------------------------------------
 
+
 def test_safety_bound_ends_the_run_partial_before_anything_else(review):
     signal = signal_of(route(review, "critic", {"score": 0.9, "status": "ABORT"}, step_runs=80))
-    assert (signal.decision, signal.route, signal.run_status) == ("terminate", "terminate", RunStatus.PARTIAL)
+    assert (signal.decision, signal.route, signal.run_status) == (
+        "terminate",
+        "terminate",
+        RunStatus.PARTIAL,
+    )
     assert signal.next_step_id is None
     assert "safety bound reached: 80 step executions (bound 80" in signal.reason
     assert signal.evaluated_conditions == []
@@ -85,14 +111,19 @@ def test_safety_bound_ends_the_run_partial_before_anything_else(review):
 
 def test_the_safety_bound_defaults_to_ten_times_the_steps_and_can_be_given(review):
     assert signal_of(route(review, "critic", {"score": 0.9}, step_runs=79)).route == "condition"
-    assert signal_of(route(review, "critic", {"score": 0.9}, step_runs=5, max_step_runs=5)).run_status == RunStatus.PARTIAL
+    assert (
+        signal_of(route(review, "critic", {"score": 0.9}, step_runs=5, max_step_runs=5)).run_status
+        == RunStatus.PARTIAL
+    )
 
 
 def test_terminate_when_beats_conditions_and_completes_the_run(review):
     signal = signal_of(route(review, "critic", {"score": 0.9, "status": "ABORT"}))
     assert (signal.decision, signal.run_status) == ("terminate", RunStatus.COMPLETED)
     assert signal.reason == "terminate_when matched: outputs.status == 'ABORT'"
-    assert [(c.expr, c.matched) for c in signal.evaluated_conditions] == [("outputs.status == 'ABORT'", True)]
+    assert [(c.expr, c.matched) for c in signal.evaluated_conditions] == [
+        ("outputs.status == 'ABORT'", True)
+    ]
     assert signal.skipped_targets == ["publish", "gather", "escalate"]
 
 
@@ -100,7 +131,12 @@ def test_an_output_terminate_true_completes_the_run(review):
     signal = signal_of(route(review, "critic", {"score": 0.9, "status": "OK", "terminate": True}))
     assert (signal.decision, signal.run_status) == ("terminate", RunStatus.COMPLETED)
     assert "terminate: true" in signal.reason
-    assert signal_of(route(review, "critic", {"score": 0.9, "status": "OK", "terminate": "yes"})).decision == "advance"
+    assert (
+        signal_of(
+            route(review, "critic", {"score": 0.9, "status": "OK", "terminate": "yes"})
+        ).decision
+        == "advance"
+    )
 
 
 def test_a_failing_terminate_when_falls_through(review):
@@ -112,12 +148,19 @@ def test_a_failing_terminate_when_falls_through(review):
 
 # -- 2. CEL conditions in order ------------------------------------------------------------
 
+
 def test_first_matching_condition_wins_and_unchosen_targets_are_skipped(review):
     signal = signal_of(route(review, "critic", {"score": 0.95, "status": "ESCALATE"}))
-    assert (signal.decision, signal.next_step_id, signal.route) == ("advance", "publish", "condition")
+    assert (signal.decision, signal.next_step_id, signal.route) == (
+        "advance",
+        "publish",
+        "condition",
+    )
     assert signal.reason == "condition 1 matched: outputs.score >= 0.8 → publish"
     assert [(c.expr, c.target, c.matched) for c in signal.evaluated_conditions] == [
-        ("outputs.status == 'ABORT'", None, False), ("outputs.score >= 0.8", "publish", True)]
+        ("outputs.status == 'ABORT'", None, False),
+        ("outputs.score >= 0.8", "publish", True),
+    ]
     assert signal.skipped_targets == ["gather", "escalate"]
     assert signal.confidence == 1.0 and not signal.needs_human and not signal.tie_breaker_used
 
@@ -132,17 +175,30 @@ def test_an_evaluation_error_counts_as_not_matched_and_is_recorded(review):
 
 # -- 3. static routing and the default edge ---------------------------------------------------
 
+
 def test_linear_routing_takes_next():
     wf = workflow({"id": "a", "routing": {"next": "b"}}, {"id": "b"})
     signal = signal_of(route(wf, "a"))
-    assert (signal.decision, signal.next_step_id, signal.route, signal.skipped_targets) == ("advance", "b", "next", [])
+    assert (signal.decision, signal.next_step_id, signal.route, signal.skipped_targets) == (
+        "advance",
+        "b",
+        "next",
+        [],
+    )
 
 
 def test_no_match_without_a_tie_breaker_takes_the_default_edge():
     wf = workflow(
-        {"id": "a", "routing": {"kind": "conditional", "next": "b",
-                                "conditions": [{"expr": "outputs.ok", "target": "c"}]}},
-        {"id": "b"}, {"id": "c"},
+        {
+            "id": "a",
+            "routing": {
+                "kind": "conditional",
+                "next": "b",
+                "conditions": [{"expr": "outputs.ok", "target": "c"}],
+            },
+        },
+        {"id": "b"},
+        {"id": "c"},
     )
     signal = signal_of(route(wf, "a", {"ok": False}))
     assert (signal.next_step_id, signal.route, signal.skipped_targets) == ("b", "default", ["c"])
@@ -151,30 +207,62 @@ def test_no_match_without_a_tie_breaker_takes_the_default_edge():
 
 def test_no_match_and_no_default_edge_ends_the_path_skipping_every_target():
     wf = workflow(
-        {"id": "a", "routing": {"kind": "conditional", "conditions": [{"expr": "outputs.ok", "target": "c"}]}},
+        {
+            "id": "a",
+            "routing": {
+                "kind": "conditional",
+                "conditions": [{"expr": "outputs.ok", "target": "c"}],
+            },
+        },
         {"id": "c"},
     )
     signal = signal_of(route(wf, "a", {"ok": False}))
-    assert (signal.decision, signal.next_step_id, signal.route, signal.skipped_targets) == ("end", None, "end", ["c"])
+    assert (signal.decision, signal.next_step_id, signal.route, signal.skipped_targets) == (
+        "end",
+        None,
+        "end",
+        ["c"],
+    )
 
 
 # -- 4. branch --------------------------------------------------------------------------------
 
+
 @pytest.fixture
 def branching() -> WorkflowDefinition:
     return workflow(
-        {"id": "check", "routing": {"kind": "branch", "next": "fallback",
-                                    "branches": {"VERIFIED": "ship", "BLOCKED": "unblock", "true": "flagged", "3": "three"}}},
-        {"id": "ship"}, {"id": "unblock"}, {"id": "flagged"}, {"id": "three"}, {"id": "fallback"},
+        {
+            "id": "check",
+            "routing": {
+                "kind": "branch",
+                "next": "fallback",
+                "branches": {
+                    "VERIFIED": "ship",
+                    "BLOCKED": "unblock",
+                    "true": "flagged",
+                    "3": "three",
+                },
+            },
+        },
+        {"id": "ship"},
+        {"id": "unblock"},
+        {"id": "flagged"},
+        {"id": "three"},
+        {"id": "fallback"},
     )
 
 
-@pytest.mark.parametrize("status, target", [("VERIFIED", "ship"), ("BLOCKED", "unblock"), (True, "flagged"), (3, "three")])
+@pytest.mark.parametrize(
+    "status, target",
+    [("VERIFIED", "ship"), ("BLOCKED", "unblock"), (True, "flagged"), (3, "three")],
+)
 def test_branch_chooses_by_value(branching, status, target):
     signal = signal_of(route(branching, "check", {"status": status}))
     assert (signal.decision, signal.next_step_id, signal.route) == ("advance", target, "branch")
     assert target not in signal.skipped_targets
-    assert set(signal.skipped_targets) == {"ship", "unblock", "flagged", "three", "fallback"} - {target}
+    assert set(signal.skipped_targets) == {"ship", "unblock", "flagged", "three", "fallback"} - {
+        target
+    }
 
 
 def test_branch_without_a_matching_value_or_with_an_error_takes_the_default_edge(branching):
@@ -188,9 +276,16 @@ def test_branch_without_a_matching_value_or_with_an_error_takes_the_default_edge
 
 def test_branch_on_reads_any_expression():
     wf = workflow(
-        {"id": "check", "routing": {"kind": "branch", "branch_on": "outputs.score >= 0.5",
-                                    "branches": {"true": "high", "false": "low"}}},
-        {"id": "high"}, {"id": "low"},
+        {
+            "id": "check",
+            "routing": {
+                "kind": "branch",
+                "branch_on": "outputs.score >= 0.5",
+                "branches": {"true": "high", "false": "low"},
+            },
+        },
+        {"id": "high"},
+        {"id": "low"},
     )
     assert signal_of(route(wf, "check", {"score": 1})).next_step_id == "high"
     assert signal_of(route(wf, "check", {"score": 0.2})).next_step_id == "low"
@@ -199,13 +294,26 @@ def test_branch_on_reads_any_expression():
 
 # -- 5. loops: caps and history -------------------------------------------------------------------
 
+
 @pytest.fixture
 def microloop() -> WorkflowDefinition:
     return workflow(
         {"id": "author"},
-        {"id": "critic", "depends_on": ["author"], "routing": {
-            "kind": "loop", "next": "publish", "loop": {"target": "author", "max_iterations": 3},
-            "conditions": [{"expr": "outputs.score >= 0.8 || size(steps.critic.history) >= 2", "target": "publish"}]}},
+        {
+            "id": "critic",
+            "depends_on": ["author"],
+            "routing": {
+                "kind": "loop",
+                "next": "publish",
+                "loop": {"target": "author", "max_iterations": 3},
+                "conditions": [
+                    {
+                        "expr": "outputs.score >= 0.8 || size(steps.critic.history) >= 2",
+                        "target": "publish",
+                    }
+                ],
+            },
+        },
         {"id": "publish", "depends_on": ["critic"]},
     )
 
@@ -218,17 +326,43 @@ def test_a_loop_goes_back_to_its_ancestor_and_skips_nothing(microloop):
 
 
 def test_at_max_iterations_the_default_edge_is_taken(microloop):
-    signal = signal_of(route(microloop, "critic", {"score": 0.1}, loop_count=3, iteration=3,
-                             steps={"critic": StepView()}))
-    assert (signal.decision, signal.next_step_id, signal.route) == ("advance", "publish", "loop_exhausted")
+    signal = signal_of(
+        route(
+            microloop,
+            "critic",
+            {"score": 0.1},
+            loop_count=3,
+            iteration=3,
+            steps={"critic": StepView()},
+        )
+    )
+    assert (signal.decision, signal.next_step_id, signal.route) == (
+        "advance",
+        "publish",
+        "loop_exhausted",
+    )
     assert "exhausted (3 of 3)" in signal.reason
 
 
 def test_loop_exit_conditions_see_the_history_of_earlier_iterations(microloop):
-    one = StepView(status="SUCCEEDED", outputs={"score": 0.2}, history=[{"score": 0.1}], iteration=1)
-    two = StepView(status="SUCCEEDED", outputs={"score": 0.3}, history=[{"score": 0.1}, {"score": 0.2}], iteration=2)
-    assert signal_of(route(microloop, "critic", {"score": 0.2}, loop_count=1, steps={"critic": one})).decision == "loop"
-    exit_signal = signal_of(route(microloop, "critic", {"score": 0.3}, loop_count=2, steps={"critic": two}))
+    one = StepView(
+        status="SUCCEEDED", outputs={"score": 0.2}, history=[{"score": 0.1}], iteration=1
+    )
+    two = StepView(
+        status="SUCCEEDED",
+        outputs={"score": 0.3},
+        history=[{"score": 0.1}, {"score": 0.2}],
+        iteration=2,
+    )
+    assert (
+        signal_of(
+            route(microloop, "critic", {"score": 0.2}, loop_count=1, steps={"critic": one})
+        ).decision
+        == "loop"
+    )
+    exit_signal = signal_of(
+        route(microloop, "critic", {"score": 0.3}, loop_count=2, steps={"critic": two})
+    )
     assert (exit_signal.next_step_id, exit_signal.route) == ("publish", "condition")
 
 
@@ -240,8 +374,14 @@ def test_a_condition_targeting_the_loop_target_is_capped_too(review):
 
 
 def test_a_loop_without_a_default_edge_ends_at_the_cap():
-    wf = workflow({"id": "a"}, {"id": "b", "depends_on": ["a"],
-                                "routing": {"kind": "loop", "loop": {"target": "a", "max_iterations": 1}}})
+    wf = workflow(
+        {"id": "a"},
+        {
+            "id": "b",
+            "depends_on": ["a"],
+            "routing": {"kind": "loop", "loop": {"target": "a", "max_iterations": 1}},
+        },
+    )
     assert signal_of(route(wf, "b", loop_count=0)).decision == "loop"
     end = signal_of(route(wf, "b", loop_count=1))
     assert (end.decision, end.next_step_id, end.route) == ("end", None, "loop_exhausted")
@@ -249,44 +389,93 @@ def test_a_loop_without_a_default_edge_ends_at_the_cap():
 
 # -- 6. detours -------------------------------------------------------------------------------------
 
+
 def test_a_detour_runs_its_target_with_a_return_address(review):
     signal = signal_of(route(review, "critic", {"score": 0, "status": "NEEDS_SOURCES"}))
-    assert (signal.decision, signal.next_step_id, signal.route, signal.return_to) == ("detour", "gather", "detour", "critic")
+    assert (signal.decision, signal.next_step_id, signal.route, signal.return_to) == (
+        "detour",
+        "gather",
+        "detour",
+        "critic",
+    )
     assert signal.skipped_targets == []
 
 
 def test_the_detour_target_returns_to_the_declaring_step(review):
     signal = signal_of(route(review, "deeper", active_detour="gather"))
-    assert (signal.next_step_id, signal.route, signal.skipped_targets) == ("gather", "detour_return", [])
-    back = signal_of(route(workflow(
-        {"id": "s", "routing": {"next": "t", "detour": {"target": "d", "when": "outputs.need"}}},
-        {"id": "d", "routing": {"next": "x"}}, {"id": "t"}, {"id": "x"},
-    ), "d", active_detour="s"))
-    assert (back.decision, back.next_step_id, back.route, back.return_to) == ("advance", "s", "detour_return", "s")
+    assert (signal.next_step_id, signal.route, signal.skipped_targets) == (
+        "gather",
+        "detour_return",
+        [],
+    )
+    back = signal_of(
+        route(
+            workflow(
+                {
+                    "id": "s",
+                    "routing": {"next": "t", "detour": {"target": "d", "when": "outputs.need"}},
+                },
+                {"id": "d", "routing": {"next": "x"}},
+                {"id": "t"},
+                {"id": "x"},
+            ),
+            "d",
+            active_detour="s",
+        )
+    )
+    assert (back.decision, back.next_step_id, back.route, back.return_to) == (
+        "advance",
+        "s",
+        "detour_return",
+        "s",
+    )
     assert back.skipped_targets == ["x"]
 
 
 def test_returning_from_a_detour_does_not_take_it_again_and_does_not_skip_it():
     wf = workflow(
-        {"id": "s", "routing": {"kind": "conditional", "next": "t", "detour": {"target": "d"},
-                                "conditions": [{"expr": "outputs.need", "target": "d"},
-                                               {"expr": "outputs.other", "target": "u"}]}},
-        {"id": "d"}, {"id": "t"}, {"id": "u"},
+        {
+            "id": "s",
+            "routing": {
+                "kind": "conditional",
+                "next": "t",
+                "detour": {"target": "d"},
+                "conditions": [
+                    {"expr": "outputs.need", "target": "d"},
+                    {"expr": "outputs.other", "target": "u"},
+                ],
+            },
+        },
+        {"id": "d"},
+        {"id": "t"},
+        {"id": "u"},
     )
     assert signal_of(route(wf, "s", {"need": True})).decision == "detour"
     signal = signal_of(route(wf, "s", {"need": True, "other": False}, returning_from_detour=True))
     assert (signal.next_step_id, signal.route) == ("t", "default")
     assert signal.skipped_targets == ["u"]
     assert [c.error for c in signal.evaluated_conditions][1] == (
-        "the detour already returned to this step; not taken again on this pass")
+        "the detour already returned to this step; not taken again on this pass"
+    )
     assert need_for_returning_critic_excludes_the_detour()
 
 
 def need_for_returning_critic_excludes_the_detour() -> bool:
-    wf = workflow({"id": "s", "routing": {"kind": "conditional", "next": "t", "detour": {"target": "d"},
-                                          "conditions": [{"expr": "false", "target": "u"}],
-                                          "tie_breaker": {}}},
-                  {"id": "d"}, {"id": "t"}, {"id": "u"})
+    wf = workflow(
+        {
+            "id": "s",
+            "routing": {
+                "kind": "conditional",
+                "next": "t",
+                "detour": {"target": "d"},
+                "conditions": [{"expr": "false", "target": "u"}],
+                "tie_breaker": {},
+            },
+        },
+        {"id": "d"},
+        {"id": "t"},
+        {"id": "u"},
+    )
     first = route(wf, "s")
     again = route(wf, "s", returning_from_detour=True)
     assert isinstance(first, TieBreakNeeded) and isinstance(again, TieBreakNeeded)
@@ -294,29 +483,45 @@ def need_for_returning_critic_excludes_the_detour() -> bool:
 
 
 def test_not_taking_the_detour_skips_its_target(review):
-    assert signal_of(route(review, "critic", {"score": 0.9})).skipped_targets == ["gather", "escalate"]
+    assert signal_of(route(review, "critic", {"score": 0.9})).skipped_targets == [
+        "gather",
+        "escalate",
+    ]
 
 
 def test_a_nested_detour_is_rejected_and_the_detour_returns(review):
     signal = signal_of(route(review, "gather", active_detour="critic"))
     assert (signal.decision, signal.next_step_id, signal.route, signal.return_to) == (
-        "advance", "critic", "detour_rejected", "critic")
+        "advance",
+        "critic",
+        "detour_rejected",
+        "critic",
+    )
     assert "nested detour to deeper rejected" in signal.reason
     assert signal.skipped_targets == ["audit", "deeper"]
 
 
 def test_a_detour_chosen_while_another_is_active_takes_the_default_edge(review):
     signal = signal_of(route(review, "gather", active_detour="someone_else"))
-    assert (signal.decision, signal.next_step_id, signal.route) == ("advance", "audit", "detour_rejected")
+    assert (signal.decision, signal.next_step_id, signal.route) == (
+        "advance",
+        "audit",
+        "detour_rejected",
+    )
     assert "the detour of someone_else is active" in signal.reason
 
 
 def test_outside_any_detour_the_same_step_may_detour(review):
     signal = signal_of(route(review, "gather"))
-    assert (signal.decision, signal.next_step_id, signal.return_to) == ("detour", "deeper", "gather")
+    assert (signal.decision, signal.next_step_id, signal.return_to) == (
+        "detour",
+        "deeper",
+        "gather",
+    )
 
 
 # -- 7. tie-breaker ------------------------------------------------------------------------------------
+
 
 def need_for(review: WorkflowDefinition, **options: Any) -> TieBreakNeeded:
     result = route(review, "critic", {"score": 0.5, "status": "UNSURE"}, **options)
@@ -331,51 +536,98 @@ def test_the_tie_breaker_is_asked_only_about_graph_defined_targets(review):
     assert len(need.evaluated_conditions) == 5
     request = need.request("run-1", context="ctx")
     assert (request.step_id, request.valid_targets, request.default_target, request.timeout_s) == (
-        "critic", ["publish", "author", "escalate"], "publish", 30.0)
+        "critic",
+        ["publish", "author", "escalate"],
+        "publish",
+        30.0,
+    )
 
 
 def test_a_confident_valid_answer_routes_there(review):
-    signal = signal_of(settle_tie_break(need_for(review), TieBreakAnswer(target="escalate", confidence=0.9, reasoning="risky")))
-    assert (signal.next_step_id, signal.route, signal.tie_breaker_used, signal.confidence) == ("escalate", "tie_breaker", True, 0.9)
+    signal = signal_of(
+        settle_tie_break(
+            need_for(review), TieBreakAnswer(target="escalate", confidence=0.9, reasoning="risky")
+        )
+    )
+    assert (signal.next_step_id, signal.route, signal.tie_breaker_used, signal.confidence) == (
+        "escalate",
+        "tie_breaker",
+        True,
+        0.9,
+    )
     assert signal.reason == "tie-breaker chose escalate (confidence 0.90): risky"
     assert signal.skipped_targets == ["publish", "gather"]
 
 
 def test_a_tie_breaker_choosing_the_loop_target_loops(review):
-    signal = signal_of(settle_tie_break(need_for(review), TieBreakAnswer(target="author", confidence=0.8)))
-    assert (signal.decision, signal.next_step_id, signal.tie_breaker_used) == ("loop", "author", True)
+    signal = signal_of(
+        settle_tie_break(need_for(review), TieBreakAnswer(target="author", confidence=0.8))
+    )
+    assert (signal.decision, signal.next_step_id, signal.tie_breaker_used) == (
+        "loop",
+        "author",
+        True,
+    )
 
 
-@pytest.mark.parametrize("answer, timed_out, why", [
-    (None, True, "timed out after 30 s"),
-    (None, False, "timed out after 30 s"),
-    (TieBreakAnswer(target=None, outcome="timeout"), False, "timed out"),
-    (TieBreakAnswer(target="gather", confidence=0.99), False, "answered 'gather', not one of"),
-    (TieBreakAnswer(target="nowhere", confidence=0.99), False, "answered 'nowhere'"),
-    (TieBreakAnswer(target="publish", outcome="invalid_answer"), False, "answered 'publish'"),
-    (TieBreakAnswer(target=None, outcome="error", reasoning="HTTP 500"), False, "failed: HTTP 500"),
-])
-def test_invalid_or_missing_answers_fall_back_to_the_default_edge_needing_a_human(review, answer, timed_out, why):
+@pytest.mark.parametrize(
+    "answer, timed_out, why",
+    [
+        (None, True, "timed out after 30 s"),
+        (None, False, "timed out after 30 s"),
+        (TieBreakAnswer(target=None, outcome="timeout"), False, "timed out"),
+        (TieBreakAnswer(target="gather", confidence=0.99), False, "answered 'gather', not one of"),
+        (TieBreakAnswer(target="nowhere", confidence=0.99), False, "answered 'nowhere'"),
+        (TieBreakAnswer(target="publish", outcome="invalid_answer"), False, "answered 'publish'"),
+        (
+            TieBreakAnswer(target=None, outcome="error", reasoning="HTTP 500"),
+            False,
+            "failed: HTTP 500",
+        ),
+    ],
+)
+def test_invalid_or_missing_answers_fall_back_to_the_default_edge_needing_a_human(
+    review, answer, timed_out, why
+):
     signal = signal_of(settle_tie_break(need_for(review), answer, timed_out=timed_out))
-    assert (signal.next_step_id, signal.route, signal.needs_human, signal.tie_breaker_used) == ("publish", "default", True, True)
+    assert (signal.next_step_id, signal.route, signal.needs_human, signal.tie_breaker_used) == (
+        "publish",
+        "default",
+        True,
+        True,
+    )
     assert why in signal.reason
     assert signal.skipped_targets == ["gather", "escalate"]
 
 
 def test_low_confidence_asks_a_person(review):
-    human = settle_tie_break(need_for(review), TieBreakAnswer(target="author", confidence=0.4, reasoning="unsure"))
+    human = settle_tie_break(
+        need_for(review), TieBreakAnswer(target="author", confidence=0.4, reasoning="unsure")
+    )
     assert isinstance(human, HumanTieBreakNeeded)
     request = human.interrupt_request()
     assert (request.kind, request.options) == ("tie_breaker", ["publish", "author", "escalate"])
     assert request.payload["suggestion"] == "author" and request.payload["confidence"] == 0.4
-    assert request.default == InterruptAnswer(action="choose", value="publish", automatic=True, note="default edge")
-    chosen = settle_human_tie_break(human, human.chosen_target(InterruptAnswer(action="choose", value="escalate")))
-    assert (chosen.next_step_id, chosen.needs_human, chosen.tie_breaker_used) == ("escalate", True, True)
+    assert request.default == InterruptAnswer(
+        action="choose", value="publish", automatic=True, note="default edge"
+    )
+    chosen = settle_human_tie_break(
+        human, human.chosen_target(InterruptAnswer(action="choose", value="escalate"))
+    )
+    assert (chosen.next_step_id, chosen.needs_human, chosen.tie_breaker_used) == (
+        "escalate",
+        True,
+        True,
+    )
     assert chosen.reason == "a person chose escalate (the model suggested author at 0.40)"
     approved = settle_human_tie_break(human, human.chosen_target(InterruptAnswer(action="approve")))
     assert approved.decision == "loop"
     refused = settle_human_tie_break(human, human.chosen_target(InterruptAnswer(action="reject")))
-    assert (refused.next_step_id, refused.route, refused.needs_human) == ("publish", "default", True)
+    assert (refused.next_step_id, refused.route, refused.needs_human) == (
+        "publish",
+        "default",
+        True,
+    )
     invalid = settle_human_tie_break(human, "gather")
     assert invalid.next_step_id == "publish" and "chose 'gather'" in invalid.reason
 
@@ -384,9 +636,17 @@ def test_exhausted_edges_are_not_offered_and_one_edge_left_needs_no_tie_breaker(
     assert need_for(review, loop_count=2).valid_targets == ["publish", "escalate"]
     wf = workflow(
         {"id": "a"},
-        {"id": "b", "depends_on": ["a"], "routing": {
-            "kind": "conditional", "next": "c", "conditions": [{"expr": "false", "target": "c"}],
-            "loop": {"target": "a", "max_iterations": 1}, "tie_breaker": {"valid_targets": ["c", "a"]}}},
+        {
+            "id": "b",
+            "depends_on": ["a"],
+            "routing": {
+                "kind": "conditional",
+                "next": "c",
+                "conditions": [{"expr": "false", "target": "c"}],
+                "loop": {"target": "a", "max_iterations": 1},
+                "tie_breaker": {"valid_targets": ["c", "a"]},
+            },
+        },
         {"id": "c"},
     )
     assert isinstance(route(wf, "b"), TieBreakNeeded)
@@ -396,8 +656,17 @@ def test_exhausted_edges_are_not_offered_and_one_edge_left_needs_no_tie_breaker(
 
 def test_a_disabled_tie_breaker_is_never_asked(review):
     critic = review.step("critic")
-    disabled = critic.model_copy(update={"routing": critic.routing.model_copy(
-        update={"tie_breaker": critic.routing.tie_breaker.model_copy(update={"enabled": False})})})
-    wf = review.model_copy(update={"steps": [disabled if s.id == "critic" else s for s in review.steps]})
+    disabled = critic.model_copy(
+        update={
+            "routing": critic.routing.model_copy(
+                update={
+                    "tie_breaker": critic.routing.tie_breaker.model_copy(update={"enabled": False})
+                }
+            )
+        }
+    )
+    wf = review.model_copy(
+        update={"steps": [disabled if s.id == "critic" else s for s in review.steps]}
+    )
     signal = signal_of(route(wf, "critic", {"score": 0.5, "status": "UNSURE"}))
     assert (signal.next_step_id, signal.route) == ("publish", "default")

@@ -3,6 +3,7 @@
 Real components throughout: the SQLite store, the Kahn engine, a worker process
 killed with SIGKILL, and the `workbench` CLI in subprocesses.
 """
+
 from __future__ import annotations
 
 import asyncio
@@ -40,12 +41,17 @@ if "test.held" not in TEST_REGISTRY:
     TEST_REGISTRY.register("test.held", held)
 
 
-def test_a_killed_process_leaves_a_stopped_run_the_cli_shows_and_a_resume_clears(tmp_path: Path) -> None:
+def test_a_killed_process_leaves_a_stopped_run_the_cli_shows_and_a_resume_clears(
+    tmp_path: Path,
+) -> None:
     db, counter, run_id = tmp_path / "runs.sqlite", tmp_path / "calls.txt", "killed-run"
     counter.touch()
     process = subprocess.Popen(
         [sys.executable, "-m", "tests.engine.crash_worker", str(db), run_id, str(counter)],
-        cwd=REPO, env={**os.environ, "CRASH_BLOCK": "1"}, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+        cwd=REPO,
+        env={**os.environ, "CRASH_BLOCK": "1"},
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
     )
     reader: RunStore | None = None
 
@@ -80,15 +86,20 @@ def test_a_killed_process_leaves_a_stopped_run_the_cli_shows_and_a_resume_clears
     assert f"workbench resume {run_id}" in shown.stdout
 
     store = RunStore(db)
-    result = asyncio.run(KahnEngine(registry=TEST_REGISTRY).resume(run_id, crash_worker.context(store, run_id,
-                                                                                                  str(counter))))
+    result = asyncio.run(
+        KahnEngine(registry=TEST_REGISTRY).resume(
+            run_id, crash_worker.context(store, run_id, str(counter))
+        )
+    )
     record = store.get_run(run_id)
     store.close()
     assert result.status == RunStatus.COMPLETED
     assert (record.owner, record.owner_status, record.stopped) == (None, "", False)
 
 
-async def test_a_live_owner_refuses_a_resume_from_another_process_and_finishing_clears_it(tmp_path: Path) -> None:
+async def test_a_live_owner_refuses_a_resume_from_another_process_and_finishing_clears_it(
+    tmp_path: Path,
+) -> None:
     store = RunStore(tmp_path / "runs.sqlite")
     release = asyncio.Event()
     wf = workflow(step("first"), step("hold", "test.held", depends_on=["first"]), name="held_flow")
@@ -106,7 +117,9 @@ async def test_a_live_owner_refuses_a_resume_from_another_process_and_finishing_
     assert record.owner == this_process().model_copy(update={"claimed_ts": record.owner.claimed_ts})
     assert (record.owner_status, record.stopped) == ("alive", False)
 
-    refused = await asyncio.to_thread(workbench, tmp_path, "resume", "live-run", "--answer", "approve")
+    refused = await asyncio.to_thread(
+        workbench, tmp_path, "resume", "live-run", "--answer", "approve"
+    )
     assert refused.returncode == 2
     assert refused.stderr.strip().splitlines() == [
         f"error: run live-run is running in another process (pid {os.getpid()} on {record.owner.host}); "
@@ -129,14 +142,18 @@ async def test_a_live_owner_refuses_a_resume_from_another_process_and_finishing_
 async def test_a_waiting_run_has_no_owner_and_resumes(tmp_path: Path) -> None:
     store = RunStore(tmp_path / "runs.sqlite")
     wf = workflow(step("ask", interrupt={"after": True, "prompt": "Go?"}), name="ask_flow")
-    result = await KahnEngine(registry=TEST_REGISTRY).execute(wf, RunContext(store=store, run_id="wait-run"))
+    result = await KahnEngine(registry=TEST_REGISTRY).execute(
+        wf, RunContext(store=store, run_id="wait-run")
+    )
     record = store.get_run("wait-run")
     store.close()
     assert result.status == RunStatus.WAITING
     assert (record.owner, record.owner_status, record.status_label()) == (None, "", "WAITING")
 
 
-def test_a_store_written_before_owners_opens_and_its_running_runs_read_as_stopped(tmp_path: Path) -> None:
+def test_a_store_written_before_owners_opens_and_its_running_runs_read_as_stopped(
+    tmp_path: Path,
+) -> None:
     db = tmp_path / "runs.sqlite"
     store = RunStore(db)
     store.create_run(workflow(step("a")), {}, "kahn", "test", run_id="old-run")

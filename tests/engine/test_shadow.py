@@ -1,4 +1,5 @@
 """Shadow mode: both engines on the same inputs, the second replaying the first's journal."""
+
 from __future__ import annotations
 
 import asyncio
@@ -58,11 +59,15 @@ def test_every_demo_workflow_conforms_in_shadow(path: Path, first: str) -> None:
         asked.append(raised.run_id)
         return request.default or InterruptAnswer(action="approve", automatic=True)
 
-    result = asyncio.run(run_shadow(wf, RunContext(store=store, responder=responder), first, engines()))
+    result = asyncio.run(
+        run_shadow(wf, RunContext(store=store, responder=responder), first, engines())
+    )
     assert result.conforms, result.report.render()
     assert result.second is not None
     assert {result.first.engine, result.second.engine} == {"kahn", "langgraph"}
-    assert set(asked) <= {result.first.run_id}, "the second engine asked a person instead of replaying"
+    assert set(asked) <= {result.first.run_id}, (
+        "the second engine asked a person instead of replaying"
+    )
 
 
 def test_the_second_engine_replays_the_first_ones_model_answers() -> None:
@@ -84,7 +89,9 @@ def test_a_difference_is_reported_canonically() -> None:
     assert not result.conforms
     where = [d.where for d in result.report.differences]
     assert "steps.clock" in where
-    assert "steps.after" not in where, "the gather step sees the same upstream steps on both engines"
+    assert "steps.after" not in where, (
+        "the gather step sees the same upstream steps on both engines"
+    )
     text = result.report.render()
     assert "kahn" in text and "langgraph" in text and "difference" in text
 
@@ -103,13 +110,25 @@ def test_cli_shadow_exits_zero_when_identical_and_six_on_a_difference(tmp_path: 
 
     runner = CliRunner()
     same = runner.invoke(
-        cli, ["--workspace", str(tmp_path), "run", str(WORKFLOWS / "microloop.yaml"), "--engine", "shadow", "--headless"]
+        cli,
+        [
+            "--workspace",
+            str(tmp_path),
+            "run",
+            str(WORKFLOWS / "microloop.yaml"),
+            "--engine",
+            "shadow",
+            "--headless",
+        ],
     )
     assert same.exit_code == 0, same.output
     assert "identical" in same.output
 
     divergent = tmp_path / "divergent.yaml"
     divergent.write_text(json.dumps(DIVERGENT), encoding="utf-8")
-    differs = runner.invoke(cli, ["--workspace", str(tmp_path), "run", str(divergent), "--engine", "shadow", "--headless"])
+    differs = runner.invoke(
+        cli,
+        ["--workspace", str(tmp_path), "run", str(divergent), "--engine", "shadow", "--headless"],
+    )
     assert differs.exit_code == 6, differs.output
     assert "steps.clock" in differs.output

@@ -1,10 +1,11 @@
 """The run store (both backends), the event bus and the call journal."""
+
 from __future__ import annotations
 
 import logging
 import threading
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Iterator
 
 import pytest
 
@@ -13,14 +14,23 @@ from engine.events import Log, RunEvent, StepStarted
 from engine.journal import StoreJournal
 from engine.spec import StepSpec, WorkflowDefinition
 from engine.states import RunStatus, StepStatus
-from engine.store import BaseRunStore, InMemoryRunStore, InterruptRecord, RunStore, StepResult, UnknownRun
+from engine.store import (
+    BaseRunStore,
+    InMemoryRunStore,
+    InterruptRecord,
+    RunStore,
+    StepResult,
+    UnknownRun,
+)
 
 WF = WorkflowDefinition(name="store_test", steps=[StepSpec(id="a", uses="demo.echo")])
 
 
 @pytest.fixture(params=["sqlite", "memory"])
 def store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[BaseRunStore]:
-    opened: BaseRunStore = RunStore(tmp_path / "runs.sqlite") if request.param == "sqlite" else InMemoryRunStore()
+    opened: BaseRunStore = (
+        RunStore(tmp_path / "runs.sqlite") if request.param == "sqlite" else InMemoryRunStore()
+    )
     yield opened
     opened.close()
 
@@ -68,7 +78,11 @@ def test_runs_are_listed_read_back_and_finished(store: BaseRunStore) -> None:
     record = store.get_run(first)
     assert record.definition == WF
     assert record.inputs == {"q": "a"}
-    assert (record.status, record.reason, record.outputs) == (RunStatus.COMPLETED, "done", {"out": 1})
+    assert (record.status, record.reason, record.outputs) == (
+        RunStatus.COMPLETED,
+        "done",
+        {"out": 1},
+    )
     assert record.finished_ts is not None
     summaries = {s.run_id: s for s in store.list_runs()}
     assert summaries["r2"].parent_run_id == "r1" and summaries["r2"].forked_at == "a"
@@ -106,13 +120,31 @@ def test_a_run_stored_before_the_engine_states_table_keeps_its_engine_state(tmp_
 
 def test_step_results_keep_every_settled_iteration(store: BaseRunStore) -> None:
     run_id = store.create_run(WF, {}, "kahn", "test")
-    store.save_step(run_id, StepResult(step_id="a", status=StepStatus.SUCCEEDED, outputs={"v": 0}, runs=1))
-    store.save_step(run_id, StepResult(step_id="a", status=StepStatus.PENDING, iteration=1, outputs={"v": 0}, runs=1))
-    store.save_step(run_id, StepResult(step_id="a", status=StepStatus.SUCCEEDED, iteration=1, outputs={"v": 1},
-                                       routed_by=["r"], runs=2))
+    store.save_step(
+        run_id, StepResult(step_id="a", status=StepStatus.SUCCEEDED, outputs={"v": 0}, runs=1)
+    )
+    store.save_step(
+        run_id,
+        StepResult(step_id="a", status=StepStatus.PENDING, iteration=1, outputs={"v": 0}, runs=1),
+    )
+    store.save_step(
+        run_id,
+        StepResult(
+            step_id="a",
+            status=StepStatus.SUCCEEDED,
+            iteration=1,
+            outputs={"v": 1},
+            routed_by=["r"],
+            runs=2,
+        ),
+    )
     result = store.step_results(run_id)["a"]
     assert (result.status, result.iteration, result.outputs, result.routed_by) == (
-        StepStatus.SUCCEEDED, 1, {"v": 1}, ["r"])
+        StepStatus.SUCCEEDED,
+        1,
+        {"v": 1},
+        ["r"],
+    )
     assert [(h.iteration, h.outputs) for h in result.history] == [(0, {"v": 0}), (1, {"v": 1})]
 
 
@@ -131,7 +163,9 @@ def test_journal_replays_another_run_and_copies_what_it_replayed(store: BaseRunS
 def test_interrupt_answers_are_stored_until_the_engine_consumes_them(store: BaseRunStore) -> None:
     run_id = store.create_run(WF, {}, "kahn", "test")
     request = InterruptRequest(prompt="ok?", options=["approve", "reject"])
-    store.add_interrupt(InterruptRecord(interrupt_id="i1", run_id=run_id, step_id="a", request=request))
+    store.add_interrupt(
+        InterruptRecord(interrupt_id="i1", run_id=run_id, step_id="a", request=request)
+    )
     assert [r.interrupt_id for r in store.pending_interrupts(run_id)] == ["i1"]
     answered = store.record_answer("i1", InterruptAnswer(action="reject", note="no"))
     assert answered.status == "answered"
@@ -159,7 +193,8 @@ def test_subscribers_get_every_event_once_in_order(store: BaseRunStore) -> None:
 
 
 def test_a_failing_subscriber_is_logged_and_nobody_loses_an_event(
-        store: BaseRunStore, caplog: pytest.LogCaptureFixture) -> None:
+    store: BaseRunStore, caplog: pytest.LogCaptureFixture
+) -> None:
     run_id = store.create_run(WF, {}, "kahn", "test")
     healthy: list[RunEvent] = []
     seen_by_broken: list[int] = []
@@ -177,11 +212,15 @@ def test_a_failing_subscriber_is_logged_and_nobody_loses_an_event(
         stop_healthy()
     assert [e.seq for e in healthy] == [1, 2, 3, 4, 5]
     assert seen_by_broken == [1, 2, 3, 4, 5]
-    assert caplog.records and all("failed on a batch" in r.getMessage() and r.exc_info for r in caplog.records)
+    assert caplog.records and all(
+        "failed on a batch" in r.getMessage() and r.exc_info for r in caplog.records
+    )
     assert "RuntimeError: the panel is gone" in caplog.text
 
 
-def test_a_slow_subscriber_gets_coalesced_batches_and_never_blocks_the_writer(store: BaseRunStore) -> None:
+def test_a_slow_subscriber_gets_coalesced_batches_and_never_blocks_the_writer(
+    store: BaseRunStore,
+) -> None:
     """The callback is held on its first batch while the writer appends 200 events:
     every append returns (the writer is not blocked), then the subscriber catches
     up from the store in a few batches, each event once, in order."""

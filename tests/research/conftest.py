@@ -1,4 +1,5 @@
 """Shared fixtures: the PEP corpus indexed once per session, and a helper that runs deep research."""
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -65,15 +66,27 @@ class ResearchRun:
         return self.steps[step_id].status.value
 
 
-async def run_research(workflow: WorkflowDefinition, workspace: Path, corpus_path: Path, query: str, *,
-                       responder: Any = approve_by_default, wiring: dict[str, Any] | None = None,
-                       **inputs: Any) -> ResearchRun:
+async def run_research(
+    workflow: WorkflowDefinition,
+    workspace: Path,
+    corpus_path: Path,
+    query: str,
+    *,
+    responder: Any = approve_by_default,
+    wiring: dict[str, Any] | None = None,
+    **inputs: Any,
+) -> ResearchRun:
     workspace.mkdir(parents=True, exist_ok=True)
     store = RunStore(workspace / "runs.sqlite")
     corpus = Corpus(corpus_path)
     context = build_run_context(
-        workspace, inputs={"query": query, "as_of": AS_OF, "collections": ["peps"], **inputs},
-        responder=responder, store=store, corpus=corpus, environ={}, **(wiring or {}),
+        workspace,
+        inputs={"query": query, "as_of": AS_OF, "collections": ["peps"], **inputs},
+        responder=responder,
+        store=store,
+        corpus=corpus,
+        environ={},
+        **(wiring or {}),
     )
     try:
         result = await KahnEngine().execute(workflow, context)

@@ -1,4 +1,5 @@
 """The corpus: loaders and their dates, incremental re-index, ranking, unreadable files, the default corpus."""
+
 from __future__ import annotations
 
 import asyncio
@@ -86,10 +87,17 @@ def folder(tmp_path: Path) -> Path:
     return root
 
 
-@pytest.mark.parametrize("text,expected", [
-    ("05-Jul-2001", date(2001, 7, 5)), ("2024-03-01", date(2024, 3, 1)), ("5 July 2001", date(2001, 7, 5)),
-    ("July 5, 2001", date(2001, 7, 5)), ("D:20220304120000Z", date(2022, 3, 4)), ("no date here", None),
-])
+@pytest.mark.parametrize(
+    "text,expected",
+    [
+        ("05-Jul-2001", date(2001, 7, 5)),
+        ("2024-03-01", date(2024, 3, 1)),
+        ("5 July 2001", date(2001, 7, 5)),
+        ("July 5, 2001", date(2001, 7, 5)),
+        ("D:20220304120000Z", date(2022, 3, 4)),
+        ("no date here", None),
+    ],
+)
 def test_dates_in_their_spellings(text: str, expected: date | None) -> None:
     assert parse_date(text) == expected
 
@@ -98,24 +106,37 @@ def test_a_post_history_list() -> None:
     assert parse_dates("05-Jul-2001, 01-Aug-2013") == [date(2001, 7, 5), date(2013, 8, 1)]
 
 
-@pytest.mark.parametrize("name,title,published,updated,status", [
-    ("pep-9999.rst", "Frobnication of Widgets", date(2001, 7, 5), date(2013, 8, 1), "Final"),
-    ("guide.md", "Widget guide", date(2024, 3, 1), date(2024, 5, 2), "Draft"),
-    ("news.html", "Widget news", date(2023, 1, 15), date(2023, 2, 1), ""),
-    ("notes.txt", "Plain notes about widgets", None, None, ""),
-    ("paper.pdf", "Widget paper", date(2022, 3, 4), None, ""),
-])
-def test_every_loader_and_its_metadata(folder: Path, name: str, title: str, published, updated, status) -> None:
+@pytest.mark.parametrize(
+    "name,title,published,updated,status",
+    [
+        ("pep-9999.rst", "Frobnication of Widgets", date(2001, 7, 5), date(2013, 8, 1), "Final"),
+        ("guide.md", "Widget guide", date(2024, 3, 1), date(2024, 5, 2), "Draft"),
+        ("news.html", "Widget news", date(2023, 1, 15), date(2023, 2, 1), ""),
+        ("notes.txt", "Plain notes about widgets", None, None, ""),
+        ("paper.pdf", "Widget paper", date(2022, 3, 4), None, ""),
+    ],
+)
+def test_every_loader_and_its_metadata(
+    folder: Path, name: str, title: str, published, updated, status
+) -> None:
     path = folder / name
     document = load_document(path, path.read_bytes())
-    assert (document.title, document.published, document.updated, document.status) == (title, published, updated,
-                                                                                          status)
+    assert (document.title, document.published, document.updated, document.status) == (
+        title,
+        published,
+        updated,
+        status,
+    )
     assert "widget" in document.text.lower()
 
 
 def test_rst_fields_and_html_cleanup(folder: Path) -> None:
     rst = load_document(folder / "pep-9999.rst", (folder / "pep-9999.rst").read_bytes())
-    assert rst.superseded_by == "10000" and rst.kind == "specification" and "Post-History" not in rst.text
+    assert (
+        rst.superseded_by == "10000"
+        and rst.kind == "specification"
+        and "Post-History" not in rst.text
+    )
     html = load_document(folder / "news.html", (folder / "news.html").read_bytes())
     assert "var frobnicate" not in html.text and "menu" not in html.text
 
@@ -131,21 +152,29 @@ def test_index_search_and_incremental_reindex(folder: Path, tmp_path: Path) -> N
 
         again = corpus.add_folder(folder, "docs")
         assert (again.added, again.updated, again.unchanged) == (0, 0, 5)
-        (folder / "notes.txt").write_text(TEXT + "\nA new paragraph about gizmos and their sprockets.\n")
+        (folder / "notes.txt").write_text(
+            TEXT + "\nA new paragraph about gizmos and their sprockets.\n"
+        )
         (folder / "guide.md").unlink()
         changed = corpus.add_folder(folder, "docs")
         assert (changed.added, changed.updated, changed.unchanged, changed.removed) == (0, 1, 3, 1)
         assert corpus.search("sprockets")[0]["source_id"] == "docs/notes"
-        assert not [h for h in corpus.search("quickly warm cache") if h["source_id"] == "docs/guide"]
+        assert not [
+            h for h in corpus.search("quickly warm cache") if h["source_id"] == "docs/guide"
+        ]
 
 
 def test_ranking_puts_the_document_about_the_terms_first(tmp_path: Path) -> None:
     root = tmp_path / "ranked"
     root.mkdir()
-    (root / "about.md").write_text("# Sprocket tuning\n\nSprocket tuning: sprockets need tuning. Tune sprockets "
-                                   "weekly; sprocket tuning keeps sprockets quiet.\n")
-    (root / "mention.md").write_text("# Garden\n\nThe garden shed holds tools, seeds, a sprocket and many "
-                                     "other things that have nothing to do with this topic at all.\n")
+    (root / "about.md").write_text(
+        "# Sprocket tuning\n\nSprocket tuning: sprockets need tuning. Tune sprockets "
+        "weekly; sprocket tuning keeps sprockets quiet.\n"
+    )
+    (root / "mention.md").write_text(
+        "# Garden\n\nThe garden shed holds tools, seeds, a sprocket and many "
+        "other things that have nothing to do with this topic at all.\n"
+    )
     with Corpus(tmp_path / "c.sqlite") as corpus:
         corpus.add_folder(root)
         hits = corpus.search("sprocket tuning")
@@ -155,7 +184,9 @@ def test_ranking_puts_the_document_about_the_terms_first(tmp_path: Path) -> None
         assert recent == []
 
 
-def test_a_date_range_keeps_documents_dated_inside_it_as_recency_scoring_does(tmp_path: Path) -> None:
+def test_a_date_range_keeps_documents_dated_inside_it_as_recency_scoring_does(
+    tmp_path: Path,
+) -> None:
     """A recency search bounded by as_of must not return documents that are not recent as of that day.
 
     The recency remediation round used to search with ``published_after`` only,
@@ -166,21 +197,41 @@ def test_a_date_range_keeps_documents_dated_inside_it_as_recency_scoring_does(tm
     """
     root = tmp_path / "dated"
     root.mkdir()
-    dates = {"inside": ("2025-05-01", None), "updated_inside": ("2019-01-01", "2025-06-01"),
-             "after_as_of": ("2025-09-01", None), "updated_after_as_of": ("2022-01-01", "2026-01-01"),
-             "old": ("2019-01-01", "2020-01-01"), "undated": (None, None)}
+    dates = {
+        "inside": ("2025-05-01", None),
+        "updated_inside": ("2019-01-01", "2025-06-01"),
+        "after_as_of": ("2025-09-01", None),
+        "updated_after_as_of": ("2022-01-01", "2026-01-01"),
+        "old": ("2019-01-01", "2020-01-01"),
+        "undated": (None, None),
+    }
     for name, (published, updated) in dates.items():
-        front = "".join(f"{key}: {value}\n" for key, value in (("date", published), ("updated", updated)) if value)
-        (root / f"{name}.md").write_text(f"---\ntitle: {name}\n{front}---\n\nSprocket notes for {name}.\n")
+        front = "".join(
+            f"{key}: {value}\n"
+            for key, value in (("date", published), ("updated", updated))
+            if value
+        )
+        (root / f"{name}.md").write_text(
+            f"---\ntitle: {name}\n{front}---\n\nSprocket notes for {name}.\n"
+        )
     with Corpus(tmp_path / "c.sqlite") as corpus:
         corpus.add_folder(root)
 
         def found(**options: str) -> set[str]:
-            return {h["source_id"].split("/")[1] for h in corpus.search("sprocket", limit=20, **options)}
+            return {
+                h["source_id"].split("/")[1] for h in corpus.search("sprocket", limit=20, **options)
+            }
 
-        assert found(published_after="2025-04-01", published_before="2025-06-30") == {"inside", "updated_inside"}
-        assert found(published_after="2025-04-01") == {"inside", "updated_inside", "after_as_of",
-                                                       "updated_after_as_of"}
+        assert found(published_after="2025-04-01", published_before="2025-06-30") == {
+            "inside",
+            "updated_inside",
+        }
+        assert found(published_after="2025-04-01") == {
+            "inside",
+            "updated_inside",
+            "after_as_of",
+            "updated_after_as_of",
+        }
         assert found(published_before="2020-06-30") == {"updated_inside", "old"}
 
 
@@ -198,13 +249,17 @@ def test_unreadable_and_binary_files_are_reported_and_skipped(folder: Path, tmp_
 
 
 def test_a_missing_folder_is_one_clear_error(tmp_path: Path) -> None:
-    with Corpus(tmp_path / "c.sqlite") as corpus, pytest.raises(FileNotFoundError, match="not a folder"):
+    with (
+        Corpus(tmp_path / "c.sqlite") as corpus,
+        pytest.raises(FileNotFoundError, match="not a folder"),
+    ):
         corpus.add_folder(tmp_path / "nope")
 
 
 def test_passages_do_not_split_mid_paragraph_and_short_sections_run_on() -> None:
-    text = "Intro\n=====\n\n.. label:\n\nBody\n====\n\n" + "\n\n".join(f"Paragraph {i} " + "word " * 60
-                                                                      for i in range(6))
+    text = "Intro\n=====\n\n.. label:\n\nBody\n====\n\n" + "\n\n".join(
+        f"Paragraph {i} " + "word " * 60 for i in range(6)
+    )
     pieces = split_passages(text)
     assert all(p[1].count("Paragraph") >= 1 for p in pieces)
     assert not any(p[1].strip() == ".. label:" for p in pieces)
@@ -218,7 +273,8 @@ def test_the_default_corpus_reads_docstrings_with_ast_never_importing(tmp_path: 
         f'"""Widgets: frobnicate things in order, a long enough module docstring for the default corpus to keep.\n\n'
         f'It explains widgets at length so that the document passes the minimum size of two hundred characters."""\n'
         f'open({str(marker)!r}, "w").write("side effect")\n\n'
-        f'def frobnicate(x):\n    """Frobnicate x and return it."""\n    return x\n')
+        f'def frobnicate(x):\n    """Frobnicate x and return it."""\n    return x\n'
+    )
     (stdlib / "test" / "test_widgets.py").write_text('"""Tests are skipped."""\n')
     with Corpus(tmp_path / "c.sqlite") as corpus:
         report = build_default_corpus(corpus, stdlib=stdlib)

@@ -15,6 +15,7 @@ byte-identical report.md / quality.yaml / rag_package.jsonl, and score the
 same rounds; and a shadow run (engine/shadow.py) of deep research must report
 no difference.
 """
+
 from __future__ import annotations
 
 import asyncio
@@ -34,7 +35,12 @@ from engine.store import RunStore
 from research.corpus import Corpus
 from tests.engine.langgraph_cases import canonical_of
 from tests.research.conftest import AS_OF, approve_by_default
-from tests.research.test_trajectories import GATE_QUERY, PATIENCE_QUERY, REMEDIATION_QUERY, VETO_QUERY
+from tests.research.test_trajectories import (
+    GATE_QUERY,
+    PATIENCE_QUERY,
+    REMEDIATION_QUERY,
+    VETO_QUERY,
+)
 from tui.wiring import build_run_context, close_run_context
 
 TRAJECTORIES: dict[str, tuple[str, dict[str, Any]]] = {
@@ -59,19 +65,34 @@ class EngineRun:
     artifacts: dict[str, str]
 
     def domain(self, name: str) -> list[tuple[str | None, dict[str, Any]]]:
-        return [(e.step_id, e.payload) for e in self.events if isinstance(e, Domain) and e.name == name]
+        return [
+            (e.step_id, e.payload) for e in self.events if isinstance(e, Domain) and e.name == name
+        ]
 
 
-def research_context(workspace: Path, store: RunStore, corpus_path: Path, query: str, **inputs: Any) -> RunContext:
+def research_context(
+    workspace: Path, store: RunStore, corpus_path: Path, query: str, **inputs: Any
+) -> RunContext:
     """The CLI's wiring (tui/wiring.py) on the PEP collection, prompts answered by default."""
     return build_run_context(
-        workspace, inputs={"query": query, "as_of": AS_OF, "collections": ["peps"], **inputs},
-        responder=approve_by_default, store=store, corpus=Corpus(corpus_path), environ={},
+        workspace,
+        inputs={"query": query, "as_of": AS_OF, "collections": ["peps"], **inputs},
+        responder=approve_by_default,
+        store=store,
+        corpus=Corpus(corpus_path),
+        environ={},
     )
 
 
-async def run_on(engine_name: str, workflow: WorkflowDefinition, workspace: Path, store: RunStore,
-                 corpus_path: Path, query: str, **inputs: Any) -> EngineRun:
+async def run_on(
+    engine_name: str,
+    workflow: WorkflowDefinition,
+    workspace: Path,
+    store: RunStore,
+    corpus_path: Path,
+    query: str,
+    **inputs: Any,
+) -> EngineRun:
     """Run deep research on ``engine_name``, chosen through the user override as ``--engine`` does."""
     selection = select_engine(workflow, engine_name)
     assert selection.name == engine_name, selection.reason
@@ -82,22 +103,35 @@ async def run_on(engine_name: str, workflow: WorkflowDefinition, workspace: Path
     finally:
         await close_run_context(context)
     folder = workspace / "runs" / result.run_id
-    artifacts = {name: (folder / name).read_text(encoding="utf-8") for name in ARTIFACTS if (folder / name).exists()}
-    return EngineRun(result=result, canonical=canonical_of(workflow, store, result.run_id),
-                     events=store.events(result.run_id), artifacts=artifacts)
+    artifacts = {
+        name: (folder / name).read_text(encoding="utf-8")
+        for name in ARTIFACTS
+        if (folder / name).exists()
+    }
+    return EngineRun(
+        result=result,
+        canonical=canonical_of(workflow, store, result.run_id),
+        events=store.events(result.run_id),
+        artifacts=artifacts,
+    )
 
 
 @pytest.fixture(scope="module")
-def engine_runs(tmp_path_factory: pytest.TempPathFactory, pep_corpus_path: Path,
-                workflow: WorkflowDefinition) -> dict[str, dict[str, EngineRun]]:
+def engine_runs(
+    tmp_path_factory: pytest.TempPathFactory, pep_corpus_path: Path, workflow: WorkflowDefinition
+) -> dict[str, dict[str, EngineRun]]:
     """Per trajectory, its run on each engine — run once per module, on first use."""
 
     async def pair(name: str) -> dict[str, EngineRun]:
         query, extra = TRAJECTORIES[name]
         workspace = tmp_path_factory.mktemp(f"conformance-{name}")
         with RunStore(workspace / "runs.sqlite") as store:
-            return {engine: await run_on(engine, workflow, workspace, store, pep_corpus_path, query, **extra)
-                    for engine in ENGINES}
+            return {
+                engine: await run_on(
+                    engine, workflow, workspace, store, pep_corpus_path, query, **extra
+                )
+                for engine in ENGINES
+            }
 
     class Lazy(dict[str, dict[str, EngineRun]]):
         def __missing__(self, name: str) -> dict[str, EngineRun]:
@@ -120,7 +154,10 @@ def model_calls(events: list[RunEvent]) -> int:
 
 
 def explain(differences: list[Difference]) -> str:
-    return "\n".join(f"{d.where}:\n  kahn:      {d.left!r:.600}\n  langgraph: {d.right!r:.600}" for d in differences)
+    return "\n".join(
+        f"{d.where}:\n  kahn:      {d.left!r:.600}\n  langgraph: {d.right!r:.600}"
+        for d in differences
+    )
 
 
 @pytest.mark.parametrize("trajectory", list(TRAJECTORIES))
@@ -134,14 +171,18 @@ def test_deep_research_gives_the_same_canonical_results_on_both_engines(
     assert differences == [], explain(differences)
     assert kahn.canonical.order_violations == [] and graph.canonical.order_violations == []
     assert set(graph.canonical.step_statuses) == set(workflow.step_ids)
-    assert set(graph.canonical.steps) == set(workflow.step_ids)  # every step's own events were compared
+    assert set(graph.canonical.steps) == set(
+        workflow.step_ids
+    )  # every step's own events were compared
     assert graph.canonical.routes == kahn.canonical.routes
     # Each engine called the model and the corpus itself: agreement is not borrowed from a journal.
     # The one exception is LangGraph's re-run of a node after its interrupt was answered (the
     # node runs again from its first line), whose calls the journal answers — never called twice.
     assert model_calls(kahn.events) == model_calls(graph.events) > 0
     assert replayed_steps(kahn.events) == set()
-    assert replayed_steps(graph.events) <= {e.step_id for e in graph.events if isinstance(e, InterruptRaised)}
+    assert replayed_steps(graph.events) <= {
+        e.step_id for e in graph.events if isinstance(e, InterruptRaised)
+    }
     # The plan approval was asked — and answered automatically — on both engines.
     for run in (kahn, graph):
         raised = [e for e in run.events if isinstance(e, InterruptRaised)]
@@ -157,21 +198,30 @@ def test_deep_research_writes_the_same_report_and_quality_on_both_engines(
     kahn, graph = engine_runs[trajectory]["kahn"], engine_runs[trajectory]["langgraph"]
     assert set(kahn.artifacts) == set(ARTIFACTS)
     for name in ARTIFACTS:
-        assert graph.artifacts.get(name) == kahn.artifacts[name], f"{name} differs between the engines"
+        assert graph.artifacts.get(name) == kahn.artifacts[name], (
+            f"{name} differs between the engines"
+        )
     for name in COMPARED_DOMAIN_EVENTS:
         assert graph.domain(name) == kahn.domain(name), name
 
 
 def test_the_trajectories_take_different_paths_through_the_rounds(
-    engine_runs: dict[str, dict[str, EngineRun]]
+    engine_runs: dict[str, dict[str, EngineRun]],
 ) -> None:
     """The comparison above covers skipped rounds and remediation rounds, not one path four times."""
-    rounds = {name: [p["round"] for _, p in engine_runs[name]["langgraph"].domain("research.round_scored")]
-              for name in TRAJECTORIES}
+    rounds = {
+        name: [
+            p["round"] for _, p in engine_runs[name]["langgraph"].domain("research.round_scored")
+        ]
+        for name in TRAJECTORIES
+    }
     assert rounds["gate"] == [1]
     assert len(rounds["remediation"]) >= 2 and len(rounds["patience"]) >= 2
     remediation = engine_runs["remediation"]["langgraph"].canonical.step_statuses
-    assert remediation["hypothesis_tree_tot_r2"] == "SKIPPED" and remediation["cove_verify_r2"] == "SUCCEEDED"
+    assert (
+        remediation["hypothesis_tree_tot_r2"] == "SKIPPED"
+        and remediation["cove_verify_r2"] == "SUCCEEDED"
+    )
 
 
 def test_a_shadow_run_of_deep_research_reports_no_difference(

@@ -1,4 +1,5 @@
 """The ADR-007 matrix, the stop policy, coalesce and delivery tiers, as tables."""
+
 from __future__ import annotations
 
 import pytest
@@ -15,36 +16,73 @@ from research.sources import SourcePolicy, infer_window, resolve_window
 PROPOSED = WEIGHT_SETS["proposed"]
 
 
-def scores(coverage=0.9, source_quality=0.9, agreement=0.9, verification=0.9, recency=0.9) -> DimensionScores:
-    return DimensionScores(coverage=coverage, source_quality=source_quality, agreement=agreement,
-                           verification=verification, recency=recency)
+def scores(
+    coverage=0.9, source_quality=0.9, agreement=0.9, verification=0.9, recency=0.9
+) -> DimensionScores:
+    return DimensionScores(
+        coverage=coverage,
+        source_quality=source_quality,
+        agreement=agreement,
+        verification=verification,
+        recency=recency,
+    )
 
 
-def measures(s: DimensionScores, recent: int = 12, floor: int = 10, critical: int = 0,
-             required: bool = True) -> RoundMeasures:
-    return RoundMeasures(scores=s, recent_sources=recent, recent_floor=floor if required else 0,
-                         recency_required=required, critical_contradictions=critical, claims=10, sources=10)
+def measures(
+    s: DimensionScores, recent: int = 12, floor: int = 10, critical: int = 0, required: bool = True
+) -> RoundMeasures:
+    return RoundMeasures(
+        scores=s,
+        recent_sources=recent,
+        recent_floor=floor if required else 0,
+        recency_required=required,
+        critical_contradictions=critical,
+        claims=10,
+        sources=10,
+    )
 
 
 def record(round_number: int, s: DimensionScores, **fields) -> RoundRecord:
-    return RoundRecord(round=round_number, scores=s, ci=confidence_index(s, PROPOSED), recent_sources=12,
-                       recent_floor=10, **fields)
+    return RoundRecord(
+        round=round_number,
+        scores=s,
+        ci=confidence_index(s, PROPOSED),
+        recent_sources=12,
+        recent_floor=10,
+        **fields,
+    )
 
 
-@pytest.mark.parametrize("score,tier", [
-    (1.0, "Elite"), (0.90, "Elite"), (0.8999, "High"), (0.75, "High"), (3 / 4, "High"), (0.7499, "Medium"),
-    (0.50, "Medium"), (0.4999, "Low"), (0.0, "Low"),
-])
+@pytest.mark.parametrize(
+    "score,tier",
+    [
+        (1.0, "Elite"),
+        (0.90, "Elite"),
+        (0.8999, "High"),
+        (0.75, "High"),
+        (3 / 4, "High"),
+        (0.7499, "Medium"),
+        (0.50, "Medium"),
+        (0.4999, "Low"),
+        (0.0, "Low"),
+    ],
+)
 def test_tier_boundaries(score: float, tier: str) -> None:
     assert tier_of(score) == tier
 
 
 def test_masked_failure_passes_the_weighted_mean_and_fails_the_matrix() -> None:
-    masked = scores(coverage=0.95, source_quality=0.95, agreement=0.90, verification=0.20, recency=0.95)
+    masked = scores(
+        coverage=0.95, source_quality=0.95, agreement=0.90, verification=0.20, recency=0.95
+    )
     assert confidence_index(masked, PROPOSED) >= 0.75  # the old weighted gate is fooled
     assert masked.below("High") == ["verification"]
     verdict = decide(measures(masked), 1, [], max_rounds=4, patience=1, weights=PROPOSED)
-    assert verdict.decision == "continue" and not verdict.gate_passed and verdict.remediation == "verification"
+    assert (
+        verdict.decision == "continue"
+        and not verdict.gate_passed
+        and verdict.remediation == "verification"
+    )
 
 
 def test_weight_sets() -> None:
@@ -55,25 +93,38 @@ def test_weight_sets() -> None:
 
 def test_pass_in_round_one() -> None:
     verdict = decide(measures(scores()), 1, [], max_rounds=4, patience=1, weights=PROPOSED)
-    assert (verdict.decision, verdict.stop_reason, verdict.gate_passed) == ("stop", "gate_passed", True)
+    assert (verdict.decision, verdict.stop_reason, verdict.gate_passed) == (
+        "stop",
+        "gate_passed",
+        True,
+    )
 
 
-@pytest.mark.parametrize("kwargs,remediation", [
-    ({"s": scores(coverage=0.6)}, "full"),
-    ({"s": scores(verification=0.6)}, "verification"),
-    ({"s": scores(recency=0.3)}, "recency"),
-    ({"s": scores(), "recent": 3}, "recency"),
-    ({"s": scores(verification=0.6, recency=0.3)}, "full"),
-    ({"s": scores(verification=0.6), "recent": 3}, "full"),
-])
+@pytest.mark.parametrize(
+    "kwargs,remediation",
+    [
+        ({"s": scores(coverage=0.6)}, "full"),
+        ({"s": scores(verification=0.6)}, "verification"),
+        ({"s": scores(recency=0.3)}, "recency"),
+        ({"s": scores(), "recent": 3}, "recency"),
+        ({"s": scores(verification=0.6, recency=0.3)}, "full"),
+        ({"s": scores(verification=0.6), "recent": 3}, "full"),
+    ],
+)
 def test_continue_with_targeted_remediation(kwargs, remediation) -> None:
     verdict = decide(measures(**kwargs), 1, [], max_rounds=4, patience=1, weights=PROPOSED)
     assert verdict.decision == "continue" and verdict.remediation == remediation
 
 
 def test_recent_floor_does_not_apply_when_recency_is_not_required() -> None:
-    verdict = decide(measures(scores(recency=1.0), recent=0, required=False), 1, [], max_rounds=4, patience=1,
-                     weights=PROPOSED)
+    verdict = decide(
+        measures(scores(recency=1.0), recent=0, required=False),
+        1,
+        [],
+        max_rounds=4,
+        patience=1,
+        weights=PROPOSED,
+    )
     assert verdict.stop_reason == "gate_passed"
 
 
@@ -82,28 +133,54 @@ def test_patience_stop_on_the_first_regression() -> None:
     worse = scores(coverage=0.6)
     verdict = decide(measures(worse), 2, previous, max_rounds=4, patience=1, weights=PROPOSED)
     assert verdict.stop_reason == "patience"
-    assert decide(measures(worse), 2, previous, max_rounds=4, patience=2, weights=PROPOSED).decision == "continue"
+    assert (
+        decide(measures(worse), 2, previous, max_rounds=4, patience=2, weights=PROPOSED).decision
+        == "continue"
+    )
     assert trailing_regressions([0.7, 0.6, 0.5]) == 2 and trailing_regressions([0.5, 0.6]) == 0
 
 
 @pytest.mark.parametrize("round_number", [1, 3])
 def test_contradiction_veto_in_any_round(round_number: int) -> None:
     previous = [record(n, scores(coverage=0.6)) for n in range(1, round_number)]
-    verdict = decide(measures(scores(), critical=1), round_number, previous, max_rounds=4, patience=1,
-                     weights=PROPOSED)
+    verdict = decide(
+        measures(scores(), critical=1),
+        round_number,
+        previous,
+        max_rounds=4,
+        patience=1,
+        weights=PROPOSED,
+    )
     assert verdict.stop_reason == "contradiction_veto" and not verdict.gate_passed
 
 
 def test_r4_is_the_hard_bound_and_max_rounds_is_respected() -> None:
     previous = [record(n, scores(coverage=0.6)) for n in (1, 2, 3)]
-    assert decide(measures(scores(coverage=0.6)), 4, previous, max_rounds=9, patience=1,
-                  weights=PROPOSED).stop_reason == "max_rounds"
-    assert decide(measures(scores(coverage=0.6)), 2, previous[:1], max_rounds=2, patience=1,
-                  weights=PROPOSED).stop_reason == "max_rounds"
+    assert (
+        decide(
+            measures(scores(coverage=0.6)), 4, previous, max_rounds=9, patience=1, weights=PROPOSED
+        ).stop_reason
+        == "max_rounds"
+    )
+    assert (
+        decide(
+            measures(scores(coverage=0.6)),
+            2,
+            previous[:1],
+            max_rounds=2,
+            patience=1,
+            weights=PROPOSED,
+        ).stop_reason
+        == "max_rounds"
+    )
 
 
 def test_coalesce_prefers_an_earlier_round_when_a_later_one_regresses() -> None:
-    records = [record(1, scores(coverage=0.6)), record(2, scores(coverage=0.7)), record(3, scores(coverage=0.65))]
+    records = [
+        record(1, scores(coverage=0.6)),
+        record(2, scores(coverage=0.7)),
+        record(3, scores(coverage=0.65)),
+    ]
     result = coalesce(records, PROPOSED)
     assert result.selected_round == 2 and result.confidence_level == "moderate"
 
@@ -125,7 +202,9 @@ def test_coalesce_prefers_a_round_that_passed_the_gate() -> None:
 
 @pytest.mark.parametrize("coverage,level", [(0.9, "moderate"), (0.5, "low"), (0.1, "insufficient")])
 def test_delivery_tiers_follow_the_selected_round(coverage: float, level: str) -> None:
-    s = scores(coverage=coverage, source_quality=coverage, agreement=coverage, verification=coverage)
+    s = scores(
+        coverage=coverage, source_quality=coverage, agreement=coverage, verification=coverage
+    )
     result = coalesce([record(1, s)], PROPOSED)
     assert result.confidence_level == level
     assert coalesce([record(1, scores(), gate_passed=True)], PROPOSED).confidence_level == "full"
@@ -134,23 +213,41 @@ def test_delivery_tiers_follow_the_selected_round(coverage: float, level: str) -
 def _evidence() -> EvidenceMap:
     source = Source(id="c/a", uri="file:///a", title="A", status="Final", authority=1.0)
     passage = Passage(id="c/a#0", source_id="c/a", text="The answer is forty two. It is so.")
-    claim = Claim(id="k1", text="The answer is forty two.", quote="The answer is forty two.", sub_question="q1",
-                  passage_ids=["c/a#0"], source_ids=["c/a"], verified=False)
-    return EvidenceMap(query="what?", sub_questions=[SubQuestion(id="q1", text="What is it?")],
-                       sources={"c/a": source}, passages={"c/a#0": passage}, claims=[claim])
+    claim = Claim(
+        id="k1",
+        text="The answer is forty two.",
+        quote="The answer is forty two.",
+        sub_question="q1",
+        passage_ids=["c/a#0"],
+        source_ids=["c/a"],
+        verified=False,
+    )
+    return EvidenceMap(
+        query="what?",
+        sub_questions=[SubQuestion(id="q1", text="What is it?")],
+        sources={"c/a": source},
+        passages={"c/a#0": passage},
+        claims=[claim],
+    )
 
 
 @pytest.mark.parametrize("level", ["full", "moderate", "low", "insufficient"])
 def test_reports_carry_the_disclaimer_of_their_tier(level: str) -> None:
-    s = {"full": scores(), "moderate": scores(verification=0.6), "low": scores(0.5, 0.5, 0.5, 0.5, 0.5),
-         "insufficient": scores(0.1, 0.1, 0.1, 0.1, 0.1)}[level]
+    s = {
+        "full": scores(),
+        "moderate": scores(verification=0.6),
+        "low": scores(0.5, 0.5, 0.5, 0.5, 0.5),
+        "insufficient": scores(0.1, 0.1, 0.1, 0.1, 0.1),
+    }[level]
     rec = record(1, s, gate_passed=level == "full")
     result = coalesce([rec], PROPOSED)
     assert result.confidence_level == level
     evidence = _evidence()
     sections = ordered_claims(evidence, None)
     quality = quality_metadata(result, [rec], SourcePolicy(as_of="2025-01-01"), "gate_passed", True)
-    report = render_report(evidence, None, citations_for(evidence, sections), sections, quality, True)
+    report = render_report(
+        evidence, None, citations_for(evidence, sections), sections, quality, True
+    )
     if DISCLAIMERS[level]:
         assert DISCLAIMERS[level] in report
     else:

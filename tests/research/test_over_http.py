@@ -6,6 +6,7 @@ Nothing here depends on how fast the machine is: the script counts requests (``s
 router runs on an injected clock that only the fallback answers move, so the number of calls the open
 breaker keeps away from the provider is fixed by the arithmetic below.
 """
+
 from __future__ import annotations
 
 import asyncio
@@ -24,11 +25,13 @@ from tests.research.conftest import ResearchRun, run_research
 from tests.research.test_trajectories import VETO_QUERY
 from tui.wiring import extractive_handlers, extractive_responder
 
-SERVER_ERROR_AT = 5      # the provider's 5th chat request gets a 503: one failure, the breaker stays CLOSED
-RATE_LIMITED_AT = 9      # its 9th gets a 429 with Retry-After: the breaker opens at once
+SERVER_ERROR_AT = (
+    5  # the provider's 5th chat request gets a 503: one failure, the breaker stays CLOSED
+)
+RATE_LIMITED_AT = 9  # its 9th gets a 429 with Retry-After: the breaker opens at once
 RETRY_AFTER_S = 25.0
-FALLBACK_STEP_S = 10.0   # router time that passes while the built-in provider answers one call
-KEPT_OFF = 2             # fallbacks after the 429 before 25 s have passed: at +10 and +20 s still OPEN
+FALLBACK_STEP_S = 10.0  # router time that passes while the built-in provider answers one call
+KEPT_OFF = 2  # fallbacks after the 429 before 25 s have passed: at +10 and +20 s still OPEN
 
 SCRIPT = {
     "time_scale": 1.0,
@@ -63,20 +66,33 @@ def clocked_handlers(clock: ManualClock) -> TaskHandlerRegistry:
 
 
 def test_a_research_run_over_http_degrades_exactly_where_faults_were_injected(
-        tmp_path: Path, pep_corpus_path: Path, workflow) -> None:
+    tmp_path: Path, pep_corpus_path: Path, workflow
+) -> None:
     async def scenario() -> tuple[ResearchRun, list[RecordedRequest]]:
         server = FaultServer(script=SCRIPT, responder=extractive_responder())
         await server.start()
         try:
             section = demo_router_config(server.base_url, ["openai"])
-            section["policy"] = {"builtin_in_thread": False}  # the handlers advance the clock on its loop
+            section["policy"] = {
+                "builtin_in_thread": False
+            }  # the handlers advance the clock on its loop
             config = RouterConfig.model_validate(section)
             clock = ManualClock()
-            router = build_router(config, stats_path=tmp_path / "ws", task_handlers=clocked_handlers(clock),
-                                  clock=clock)
+            router = build_router(
+                config,
+                stats_path=tmp_path / "ws",
+                task_handlers=clocked_handlers(clock),
+                clock=clock,
+            )
             query, extra = VETO_QUERY
-            run = await run_research(workflow, tmp_path / "ws", pep_corpus_path, query, wiring={"router": router},
-                                     **extra)
+            run = await run_research(
+                workflow,
+                tmp_path / "ws",
+                pep_corpus_path,
+                query,
+                wiring={"router": router},
+                **extra,
+            )
             return run, server.requests_for("openai")
         finally:
             await server.stop()
@@ -102,8 +118,14 @@ def test_a_research_run_over_http_degrades_exactly_where_faults_were_injected(
     assert len(calls) == len(chats) + KEPT_OFF
     assert Counter(p["task"] for p in remote) == Counter(r.task for r in chats if r.fault == "ok")
 
-    snapshots = [e.snapshot for e in run.events if isinstance(e, ProviderState) and e.provider == "openai"]
-    states = [s["state"] for i, s in enumerate(snapshots) if i == 0 or s["state"] != snapshots[i - 1]["state"]]
+    snapshots = [
+        e.snapshot for e in run.events if isinstance(e, ProviderState) and e.provider == "openai"
+    ]
+    states = [
+        s["state"]
+        for i, s in enumerate(snapshots)
+        if i == 0 or s["state"] != snapshots[i - 1]["state"]
+    ]
     assert states == ["CLOSED", "OPEN", "HALF_OPEN", "CLOSED"]
     opened = next(s for s in snapshots if s["state"] == "OPEN")
     assert opened["cooldown_remaining_s"] == RETRY_AFTER_S and opened["last_error"] == "rate_limit"

@@ -1,4 +1,5 @@
 """Research steps run directly on a StepContext: the analysts' lenses and the named pipeline's refusals."""
+
 from __future__ import annotations
 
 import asyncio
@@ -33,24 +34,45 @@ class MemoryJournal:
     def get(self, run_id: str, step_id: str, iteration: int, index: int) -> JournalEntry | None:
         return self.entries.get((run_id, step_id, iteration, index))
 
-    def put(self, run_id: str, step_id: str, iteration: int, index: int, entry: JournalEntry) -> None:
+    def put(
+        self, run_id: str, step_id: str, iteration: int, index: int, entry: JournalEntry
+    ) -> None:
         self.entries[(run_id, step_id, iteration, index)] = entry
 
 
-def make_context(step_id: str, uses: str, *, model: Any, retriever: Any = None, upstream: dict | None = None,
-                 budget: RunBudget | None = None, journal: MemoryJournal | None = None
-                 ) -> tuple[StepContext, list[tuple[str, dict]]]:
+def make_context(
+    step_id: str,
+    uses: str,
+    *,
+    model: Any,
+    retriever: Any = None,
+    upstream: dict | None = None,
+    budget: RunBudget | None = None,
+    journal: MemoryJournal | None = None,
+) -> tuple[StepContext, list[tuple[str, dict]]]:
     emitted: list[tuple[str, dict]] = []
 
     async def ask(*_: Any) -> Any:
         raise AssertionError("no interrupt expected")
 
-    services = StepServices(journal=journal or MemoryJournal(), budget=budget or RunBudget(300, 2_000_000), ask=ask,
-                            emit_domain=lambda name, payload, _s: emitted.append((name, payload)), model=model,
-                            retriever=retriever)
+    services = StepServices(
+        journal=journal or MemoryJournal(),
+        budget=budget or RunBudget(300, 2_000_000),
+        ask=ask,
+        emit_domain=lambda name, payload, _s: emitted.append((name, payload)),
+        model=model,
+        retriever=retriever,
+    )
     spec = StepSpec(id=step_id, uses=uses, config={"round": "1"})
-    ctx = StepContext(run_id="run-1", spec=spec, iteration=0, attempt=1, services=services, upstream=upstream or {},
-                      run_inputs={})
+    ctx = StepContext(
+        run_id="run-1",
+        spec=spec,
+        iteration=0,
+        attempt=1,
+        services=services,
+        upstream=upstream or {},
+        run_inputs={},
+    )
     return ctx, emitted
 
 
@@ -65,20 +87,39 @@ def state_with_passages(corpus_path: Path, query: str) -> ResearchState:
     plan: ScopeAnswer = scope({"query": query, "max_sub_questions": 4})
     with Corpus(corpus_path) as corpus:
         hits = corpus.search(" ".join(plan.key_terms), limit=24, collections=["peps"])
-    evidence = EvidenceMap(query=query, sub_questions=[SubQuestion(id=q.id, text=q.text, key_terms=q.key_terms)
-                                                       for q in plan.sub_questions])
-    evidence = evidence.add_retrieved([source_from_hit(h, 1) for h in hits], [passage_from_hit(h, 1) for h in hits])
-    return ResearchState(revision=12, subject=plan.subject, subject_terms=plan.key_terms, params=Params(),
-                         policy=SourcePolicy(as_of="2025-06-30"), evidence=evidence, round=1)
+    evidence = EvidenceMap(
+        query=query,
+        sub_questions=[
+            SubQuestion(id=q.id, text=q.text, key_terms=q.key_terms) for q in plan.sub_questions
+        ],
+    )
+    evidence = evidence.add_retrieved(
+        [source_from_hit(h, 1) for h in hits], [passage_from_hit(h, 1) for h in hits]
+    )
+    return ResearchState(
+        revision=12,
+        subject=plan.subject,
+        subject_terms=plan.key_terms,
+        params=Params(),
+        policy=SourcePolicy(as_of="2025-06-30"),
+        evidence=evidence,
+        round=1,
+    )
 
 
-def test_the_analysts_read_the_same_evidence_differently(pep_corpus_path: Path, builtin_model) -> None:
+def test_the_analysts_read_the_same_evidence_differently(
+    pep_corpus_path: Path, builtin_model
+) -> None:
     state = state_with_passages(pep_corpus_path, "asyncio coroutines async await")
     upstream = {"retrieval_react_r1": {"state": state.model_dump(mode="json")}}
 
     async def both() -> tuple[Any, Any]:
-        ai_ctx, _ = make_context("analyst_ai_r1", "research.analyst_ai", model=builtin_model, upstream=upstream)
-        swe_ctx, _ = make_context("analyst_swe_r1", "research.analyst_swe", model=builtin_model, upstream=upstream)
+        ai_ctx, _ = make_context(
+            "analyst_ai_r1", "research.analyst_ai", model=builtin_model, upstream=upstream
+        )
+        swe_ctx, _ = make_context(
+            "analyst_swe_r1", "research.analyst_swe", model=builtin_model, upstream=upstream
+        )
         return await analyst_ai(ai_ctx, RoundInput()), await analyst_swe(swe_ctx, RoundInput())
 
     ai, swe = asyncio.run(both())
@@ -93,15 +134,36 @@ def test_the_analysts_read_the_same_evidence_differently(pep_corpus_path: Path, 
 def test_a_claim_without_provenance_is_refused(pep_corpus_path: Path, builtin_model) -> None:
     state = state_with_passages(pep_corpus_path, "asyncio coroutines async await")
     passage = next(iter(state.evidence.passages.values()))
-    good = Claim(id="good", text="quoted", quote=passage.text.split(".")[0], sub_question="q1",
-                 passage_ids=[passage.id], source_ids=[passage.source_id])
-    orphan = Claim(id="orphan", text="No passage says this.", quote="No passage says this.", sub_question="q1",
-                   passage_ids=["peps/pep-0000#999"], source_ids=["peps/pep-0000"])
+    good = Claim(
+        id="good",
+        text="quoted",
+        quote=passage.text.split(".")[0],
+        sub_question="q1",
+        passage_ids=[passage.id],
+        source_ids=[passage.source_id],
+    )
+    orphan = Claim(
+        id="orphan",
+        text="No passage says this.",
+        quote="No passage says this.",
+        sub_question="q1",
+        passage_ids=["peps/pep-0000#999"],
+        source_ids=["peps/pep-0000"],
+    )
     evidence = state.evidence.with_updates(claims=[good, orphan])
-    upstream = {"supervisor_r0": {"state": state.model_copy(update={"evidence": evidence}).model_dump(mode="json")}}
+    upstream = {
+        "supervisor_r0": {
+            "state": state.model_copy(update={"evidence": evidence}).model_dump(mode="json")
+        }
+    }
     with Corpus(pep_corpus_path) as corpus:
-        ctx, emitted = make_context("cove_verify_r1", "research.cove_verify", model=builtin_model, upstream=upstream,
-                                    retriever=CorpusRetriever(corpus, ["peps"]))
+        ctx, emitted = make_context(
+            "cove_verify_r1",
+            "research.cove_verify",
+            model=builtin_model,
+            upstream=upstream,
+            retriever=CorpusRetriever(corpus, ["peps"]),
+        )
         out = asyncio.run(cove_verify(ctx, RoundInput()))
     refused = [p for name, p in emitted if p.get("refusal") == "NO_PROVENANCE"]
     assert refused and "orphan" in refused[0]["detail"]
@@ -110,9 +172,15 @@ def test_a_claim_without_provenance_is_refused(pep_corpus_path: Path, builtin_mo
 
 
 def test_budget_exceeded_is_a_named_refusal_not_a_crash(builtin_model) -> None:
-    ctx, emitted = make_context("intake_scope", "research.intake_scope", model=builtin_model,
-                                budget=RunBudget(max_llm_calls=0, token_budget=10))
-    out = asyncio.run(intake_scope(ctx, IntakeInput(query="what are coroutines", as_of="2025-06-30")))
+    ctx, emitted = make_context(
+        "intake_scope",
+        "research.intake_scope",
+        model=builtin_model,
+        budget=RunBudget(max_llm_calls=0, token_budget=10),
+    )
+    out = asyncio.run(
+        intake_scope(ctx, IntakeInput(query="what are coroutines", as_of="2025-06-30"))
+    )
     assert "BUDGET_EXCEEDED" in out.refusal and out.sub_questions[0].text == "what are coroutines"
     assert [p["stage"] for _, p in emitted] == ["provenance", "budget_check"]
     assert emitted[-1][1]["status"] == "refused"
@@ -122,14 +190,21 @@ def test_no_provider_able_to_answer_is_provider_unavailable() -> None:
     from router.config import router_config_from_env
     from router.router import build_router
 
-    router = build_router(router_config_from_env({}), stats_path=None, task_handlers=TaskHandlerRegistry())
+    router = build_router(
+        router_config_from_env({}), stats_path=None, task_handlers=TaskHandlerRegistry()
+    )
     try:
-        ctx, emitted = make_context("intake_scope", "research.intake_scope", model=RouterModelCaller(router))
+        ctx, emitted = make_context(
+            "intake_scope", "research.intake_scope", model=RouterModelCaller(router)
+        )
         out = asyncio.run(intake_scope(ctx, IntakeInput(query="what are coroutines")))
     finally:
         asyncio.run(router.aclose())
     assert "PROVIDER_UNAVAILABLE" in out.refusal
-    assert emitted[-1][1]["stage"] == "model_call" and emitted[-1][1]["refusal"] == "PROVIDER_UNAVAILABLE"
+    assert (
+        emitted[-1][1]["stage"] == "model_call"
+        and emitted[-1][1]["refusal"] == "PROVIDER_UNAVAILABLE"
+    )
 
 
 class ScriptedModel:
@@ -152,45 +227,80 @@ class ScriptedModel:
 
 
 def _scope_stage() -> ModelStage:
-    return ModelStage(task="research.scope", schema=ScopeAnswer,
-                      build_inputs=lambda _c, _r: {"query": "coroutines", "max_sub_questions": 2})
+    return ModelStage(
+        task="research.scope",
+        schema=ScopeAnswer,
+        build_inputs=lambda _c, _r: {"query": "coroutines", "max_sub_questions": 2},
+    )
 
 
 def test_a_malformed_answer_gets_one_repair_attempt() -> None:
     valid = scope({"query": "coroutines", "max_sub_questions": 2}).model_dump_json()
-    ctx, _ = make_context("intake_scope", "research.intake_scope", model=ScriptedModel(["{not json", valid]))
+    ctx, _ = make_context(
+        "intake_scope", "research.intake_scope", model=ScriptedModel(["{not json", valid])
+    )
     result = asyncio.run(ModelPipeline(ctx).run(_scope_stage()))
     assert isinstance(result.answer, ScopeAnswer) and ctx.stats.llm_calls == 2
 
 
 def test_a_second_malformed_answer_fails_the_step_with_the_error() -> None:
-    ctx, _ = make_context("intake_scope", "research.intake_scope", model=ScriptedModel(["{}", '{"subject": 1}']))
+    ctx, _ = make_context(
+        "intake_scope", "research.intake_scope", model=ScriptedModel(["{}", '{"subject": 1}'])
+    )
     with pytest.raises(InvalidModelOutput, match="research.scope.*after one repair"):
         asyncio.run(ModelPipeline(ctx).run(_scope_stage()))
 
 
 def test_a_rerun_replays_the_journal_instead_of_calling_again(builtin_model) -> None:
     journal = MemoryJournal()
-    first_ctx, _ = make_context("intake_scope", "research.intake_scope", model=builtin_model, journal=journal)
-    first = asyncio.run(intake_scope(first_ctx, IntakeInput(query="what are coroutines", as_of="2025-06-30")))
-    again_ctx, _ = make_context("intake_scope", "research.intake_scope", model=ScriptedModel([]), journal=journal)
-    again = asyncio.run(intake_scope(again_ctx, IntakeInput(query="what are coroutines", as_of="2025-06-30")))
+    first_ctx, _ = make_context(
+        "intake_scope", "research.intake_scope", model=builtin_model, journal=journal
+    )
+    first = asyncio.run(
+        intake_scope(first_ctx, IntakeInput(query="what are coroutines", as_of="2025-06-30"))
+    )
+    again_ctx, _ = make_context(
+        "intake_scope", "research.intake_scope", model=ScriptedModel([]), journal=journal
+    )
+    again = asyncio.run(
+        intake_scope(again_ctx, IntakeInput(query="what are coroutines", as_of="2025-06-30"))
+    )
     assert again == first and again_ctx.stats.replayed == 1
 
 
-def test_a_refused_hypothesis_tree_still_searches_each_sub_question_by_its_text(builtin_model) -> None:
-    evidence = EvidenceMap(query="why?", sub_questions=[SubQuestion(id="q1", text="Why does it matter?"),
-                                                        SubQuestion(id="q2", text="Who uses it?",
-                                                                    key_terms=["users"])])
-    state = ResearchState(revision=0, subject="it", subject_terms=[], params=Params(),
-                          policy=SourcePolicy(as_of="2025-06-30"), evidence=evidence)
+def test_a_refused_hypothesis_tree_still_searches_each_sub_question_by_its_text(
+    builtin_model,
+) -> None:
+    evidence = EvidenceMap(
+        query="why?",
+        sub_questions=[
+            SubQuestion(id="q1", text="Why does it matter?"),
+            SubQuestion(id="q2", text="Who uses it?", key_terms=["users"]),
+        ],
+    )
+    state = ResearchState(
+        revision=0,
+        subject="it",
+        subject_terms=[],
+        params=Params(),
+        policy=SourcePolicy(as_of="2025-06-30"),
+        evidence=evidence,
+    )
     upstream = {"supervisor_r0": {"state": state.model_dump(mode="json")}}
-    ctx, _ = make_context("hypothesis_tree_tot_r1", "research.hypothesis_tree_tot", model=builtin_model,
-                          upstream=upstream, budget=RunBudget(max_llm_calls=0, token_budget=10),
-                          retriever=EmptyRetriever())
+    ctx, _ = make_context(
+        "hypothesis_tree_tot_r1",
+        "research.hypothesis_tree_tot",
+        model=builtin_model,
+        upstream=upstream,
+        budget=RunBudget(max_llm_calls=0, token_budget=10),
+        retriever=EmptyRetriever(),
+    )
     out = asyncio.run(hypothesis_tree_tot(ctx, RoundInput()))
     assert "BUDGET_EXCEEDED" in out.refusal
-    assert [(b.sub_question, b.query) for b in out.branches] == [("q1", "Why does it matter?"), ("q2", "users")]
+    assert [(b.sub_question, b.query) for b in out.branches] == [
+        ("q1", "Why does it matter?"),
+        ("q2", "users"),
+    ]
 
 
 class EmptyRetriever:

@@ -4,14 +4,14 @@ Each trajectory is run once per session; the assertions read its events and
 step results. Citation faithfulness is checked mechanically against the
 corpus itself, not against what the run says about it.
 """
+
 from __future__ import annotations
 
+from datetime import date, timedelta
 from pathlib import Path
 
 import pytest
 import yaml
-
-from datetime import date, timedelta
 
 from engine.events import Domain, StepFinished, StepSkipped
 from research.corpus import Corpus
@@ -29,12 +29,19 @@ RECENCY_QUERY = ("WSGI web server gateway interface", {"domain": "technology"})
 
 
 @pytest.fixture(scope="session")
-def trajectories(tmp_path_factory: pytest.TempPathFactory, pep_corpus_path: Path, workflow) -> dict[str, ResearchRun]:
+def trajectories(
+    tmp_path_factory: pytest.TempPathFactory, pep_corpus_path: Path, workflow
+) -> dict[str, ResearchRun]:
     import asyncio
 
     runs: dict[str, ResearchRun] = {}
-    for name, (query, extra) in {"gate": GATE_QUERY, "remediation": REMEDIATION_QUERY, "patience": PATIENCE_QUERY,
-                                 "veto": VETO_QUERY, "recency": RECENCY_QUERY}.items():
+    for name, (query, extra) in {
+        "gate": GATE_QUERY,
+        "remediation": REMEDIATION_QUERY,
+        "patience": PATIENCE_QUERY,
+        "veto": VETO_QUERY,
+        "recency": RECENCY_QUERY,
+    }.items():
         workspace = tmp_path_factory.mktemp(f"ws-{name}")
         runs[name] = asyncio.run(run_research(workflow, workspace, pep_corpus_path, query, **extra))
     return runs
@@ -62,12 +69,18 @@ def test_a_run_that_passes_the_gate(trajectories, pep_corpus_path: Path) -> None
     assert run.result.status.value == "COMPLETED"
     assert [r["round"] for r in run.rounds] == [1]
     first = run.rounds[0]
-    assert first["gate_passed"] and first["decision"] == "stop" and first["stop_reason"] == "gate_passed"
+    assert (
+        first["gate_passed"]
+        and first["decision"] == "stop"
+        and first["stop_reason"] == "gate_passed"
+    )
     assert all(cell["tier"] in ("High", "Elite") for cell in first["dimensions"].values())
     assert run.status("hypothesis_tree_tot_r2") == "SKIPPED"
     coalesced = run.domain("research.coalesced")[0]
     assert coalesced["confidence_level"] == "full" and coalesced["selected_round"] == 1
-    quality = yaml.safe_load((run.workspace / "runs" / run.result.run_id / "quality.yaml").read_text())
+    quality = yaml.safe_load(
+        (run.workspace / "runs" / run.result.run_id / "quality.yaml").read_text()
+    )
     assert quality["confidence_level"] == "full" and quality["as_of"] == "2025-06-30"
     assert quality["rounds_completed"] == 1 and quality["stop_reason"] == "gate_passed"
     assert assert_citations_faithful(run, pep_corpus_path) >= 4
@@ -77,13 +90,22 @@ def test_a_targeted_verification_remediation_round(trajectories, pep_corpus_path
     run = trajectories["remediation"]
     first, second = run.rounds[0], run.rounds[1]
     assert first["remediation"] == "verification"
-    assert [k for k, c in first["dimensions"].items() if c["tier"] not in ("High", "Elite")] == ["verification"]
+    assert [k for k, c in first["dimensions"].items() if c["tier"] not in ("High", "Elite")] == [
+        "verification"
+    ]
     assert second["round_kind"] == "verification"
-    for skipped in ("hypothesis_tree_tot_r2", "retrieval_react_r2", "analyst_ai_r2", "analyst_swe_r2"):
+    for skipped in (
+        "hypothesis_tree_tot_r2",
+        "retrieval_react_r2",
+        "analyst_ai_r2",
+        "analyst_swe_r2",
+    ):
         assert run.status(skipped) == "SKIPPED", skipped
     for ran in ("cove_verify_r2", "coverage_confidence_audit_r2", "supervisor_r2"):
         assert run.status(ran) == "SUCCEEDED", ran
-    assert second["dimensions"]["verification"]["score"] > first["dimensions"]["verification"]["score"]
+    assert (
+        second["dimensions"]["verification"]["score"] > first["dimensions"]["verification"]["score"]
+    )
     before = {c["id"] for c in run.outputs("supervisor_r1")["state"]["evidence"]["claims"]}
     after = {c["id"] for c in run.outputs("supervisor_r2")["state"]["evidence"]["claims"]}
     assert before == after, "a verification round re-checks the accumulated claims and adds none"
@@ -117,8 +139,9 @@ def test_a_run_vetoed_by_a_superseded_by_pair(trajectories, pep_corpus_path: Pat
     evidence = run.outputs("supervisor_r1")["state"]["evidence"]
     critical = [c for c in evidence["contradictions"] if c["critical"]]
     claims = {c["id"]: c for c in evidence["claims"]}
-    sources = {claims[c["claim_a"]]["source_ids"][0] for c in critical} | \
-              {claims[c["claim_b"]]["source_ids"][0] for c in critical}
+    sources = {claims[c["claim_a"]]["source_ids"][0] for c in critical} | {
+        claims[c["claim_b"]]["source_ids"][0] for c in critical
+    }
     assert {"peps/pep-0409", "peps/pep-0415"} <= sources
     with Corpus(pep_corpus_path) as corpus:
         assert corpus.document("peps/pep-0409").superseded_by == "415"
@@ -126,12 +149,17 @@ def test_a_run_vetoed_by_a_superseded_by_pair(trajectories, pep_corpus_path: Pat
     assert_citations_faithful(run, pep_corpus_path)
 
 
-def test_the_same_inputs_give_the_same_report(trajectories, tmp_path: Path, pep_corpus_path: Path, workflow) -> None:
+def test_the_same_inputs_give_the_same_report(
+    trajectories, tmp_path: Path, pep_corpus_path: Path, workflow
+) -> None:
     import asyncio
 
     query, extra = VETO_QUERY
     again = asyncio.run(run_research(workflow, tmp_path / "again", pep_corpus_path, query, **extra))
-    assert again.outputs("final_synthesis")["report"] == trajectories["veto"].outputs("final_synthesis")["report"]
+    assert (
+        again.outputs("final_synthesis")["report"]
+        == trajectories["veto"].outputs("final_synthesis")["report"]
+    )
     assert again.rounds == trajectories["veto"].rounds
 
 
@@ -140,20 +168,35 @@ def test_every_model_backed_stage_is_reported(trajectories) -> None:
     per_task: dict[str, list[str]] = {}
     for stage in stages:
         per_task.setdefault(stage["task"], []).append(stage["stage"])
-    expected = ["provenance", "budget_check", "retrieval", "prompt_build", "budget_precharge", "model_call",
-                "budget_reconcile", "validated_result"]
+    expected = [
+        "provenance",
+        "budget_check",
+        "retrieval",
+        "prompt_build",
+        "budget_precharge",
+        "model_call",
+        "budget_reconcile",
+        "validated_result",
+    ]
     assert per_task["research.scope"] == expected
     assert per_task["research.synthesize"] == expected
-    assert set(per_task) >= {"research.hypotheses", "research.react_step", "research.analyze",
-                             "research.plan_verification", "research.verify_claims",
-                             "research.detect_contradictions"}
+    assert set(per_task) >= {
+        "research.hypotheses",
+        "research.react_step",
+        "research.analyze",
+        "research.plan_verification",
+        "research.verify_claims",
+        "research.detect_contradictions",
+    }
 
 
 def test_rag_package_chunks_carry_source_citation_and_metadata(trajectories) -> None:
     import json
 
     run = trajectories["gate"]
-    lines = (run.workspace / "runs" / run.result.run_id / "rag_package.jsonl").read_text().splitlines()
+    lines = (
+        (run.workspace / "runs" / run.result.run_id / "rag_package.jsonl").read_text().splitlines()
+    )
     chunks = [json.loads(line) for line in lines]
     assert chunks and len(chunks) == run.outputs("rag_package")["count"]
     for chunk in chunks:
@@ -168,7 +211,9 @@ def _effective_dates(corpus: Corpus, source_ids: set[str]) -> dict[str, date | N
     for source_id in source_ids:
         document = corpus.document(source_id)
         assert document is not None, source_id
-        published, updated = (d.isoformat() if d else None for d in (document.published, document.updated))
+        published, updated = (
+            d.isoformat() if d else None for d in (document.published, document.updated)
+        )
         dates[source_id] = effective_date(published, updated, date.fromisoformat(AS_OF))
     return dates
 
@@ -180,7 +225,9 @@ def test_a_targeted_recency_remediation_round(trajectories, pep_corpus_path: Pat
     first, second = run.rounds
 
     # R1 falls short on recency (score and the recent-sources floor) and on nothing else.
-    assert [k for k, c in first["dimensions"].items() if c["tier"] not in ("High", "Elite")] == ["recency"]
+    assert [k for k, c in first["dimensions"].items() if c["tier"] not in ("High", "Elite")] == [
+        "recency"
+    ]
     assert first["recent_sources"] < first["recent_floor"] == 10
     assert first["decision"] == "continue" and first["remediation"] == "recency"
     assert run.outputs("supervisor_r1")["failing"] == ["recency", "recent_sources"]
@@ -195,11 +242,22 @@ def test_a_targeted_recency_remediation_round(trajectories, pep_corpus_path: Pat
     for step_id in ("retrieval_react_r2", "coverage_confidence_audit_r2", "supervisor_r2"):
         assert step_id in finished and step_id not in skipped, step_id
         assert run.status(step_id) == "SUCCEEDED", step_id
-    r2_tasks = {e.payload["task"] for e in run.events
-                if isinstance(e, Domain) and e.name == "research.stage" and (e.step_id or "").endswith("_r2")}
-    assert r2_tasks == {"research.react_step"}, "no model-backed step but retrieval runs in a recency round"
+    r2_tasks = {
+        e.payload["task"]
+        for e in run.events
+        if isinstance(e, Domain)
+        and e.name == "research.stage"
+        and (e.step_id or "").endswith("_r2")
+    }
+    assert r2_tasks == {"research.react_step"}, (
+        "no model-backed step but retrieval runs in a recency round"
+    )
     retrieval = run.outputs("retrieval_react_r2")
-    assert retrieval["mode"] == "recency" and retrieval["new_passages"] and retrieval["new_sources"] > 0
+    assert (
+        retrieval["mode"] == "recency"
+        and retrieval["new_passages"]
+        and retrieval["new_sources"] > 0
+    )
     before = {c["id"] for c in run.outputs("supervisor_r1")["state"]["evidence"]["claims"]}
     after = {c["id"] for c in run.outputs("supervisor_r2")["state"]["evidence"]["claims"]}
     assert before == after, "a recency round adds sources, not claims"
@@ -213,7 +271,9 @@ def test_a_targeted_recency_remediation_round(trajectories, pep_corpus_path: Pat
         r2_dates = _effective_dates(corpus, r2_sources)
     assert not r1_sources & r2_sources
     assert all(d is not None and d < window_start for d in r1_dates.values()), r1_dates
-    assert all(d is not None and window_start <= d <= date.fromisoformat(AS_OF) for d in r2_dates.values()), r2_dates
+    assert all(
+        d is not None and window_start <= d <= date.fromisoformat(AS_OF) for d in r2_dates.values()
+    ), r2_dates
     assert min(r2_dates.values()) > max(r1_dates.values())  # type: ignore[type-var]
     assert len(r2_sources) == second["recent_sources"] - first["recent_sources"]
 
@@ -222,17 +282,27 @@ def test_a_targeted_recency_remediation_round(trajectories, pep_corpus_path: Pat
     assert second["recent_sources"] >= second["recent_floor"] > first["recent_sources"]
     for name in ("coverage", "source_quality", "agreement", "verification"):
         assert second["dimensions"][name] == first["dimensions"][name], name
-    assert second["gate_passed"] and second["stop_reason"] == "gate_passed" and second["ci"] > first["ci"]
-    assert run.status("hypothesis_tree_tot_r3") == "SKIPPED" and run.status("retrieval_react_r3") == "SKIPPED"
+    assert (
+        second["gate_passed"]
+        and second["stop_reason"] == "gate_passed"
+        and second["ci"] > first["ci"]
+    )
+    assert (
+        run.status("hypothesis_tree_tot_r3") == "SKIPPED"
+        and run.status("retrieval_react_r3") == "SKIPPED"
+    )
     coalesced = run.domain("research.coalesced")[0]
     assert coalesced["selected_round"] == 2 and coalesced["confidence_level"] == "full"
-    quality = yaml.safe_load((run.workspace / "runs" / run.result.run_id / "quality.yaml").read_text())
+    quality = yaml.safe_load(
+        (run.workspace / "runs" / run.result.run_id / "quality.yaml").read_text()
+    )
     assert quality["rounds_completed"] == 2 and quality["stop_reason"] == "gate_passed"
     assert assert_citations_faithful(run, pep_corpus_path) >= 4
 
 
-def test_the_recency_trajectory_is_deterministic(trajectories, tmp_path: Path, pep_corpus_path: Path,
-                                                 workflow) -> None:
+def test_the_recency_trajectory_is_deterministic(
+    trajectories, tmp_path: Path, pep_corpus_path: Path, workflow
+) -> None:
     import asyncio
 
     query, extra = RECENCY_QUERY
@@ -240,4 +310,7 @@ def test_the_recency_trajectory_is_deterministic(trajectories, tmp_path: Path, p
     first = trajectories["recency"]
     assert again.outputs("final_synthesis")["report"] == first.outputs("final_synthesis")["report"]
     assert again.rounds == first.rounds
-    assert again.outputs("retrieval_react_r2")["new_passages"] == first.outputs("retrieval_react_r2")["new_passages"]
+    assert (
+        again.outputs("retrieval_react_r2")["new_passages"]
+        == first.outputs("retrieval_react_r2")["new_passages"]
+    )

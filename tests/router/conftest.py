@@ -1,4 +1,5 @@
 """Shared fixtures for the router tests: an injected clock, a handler registry, the loopback fault server."""
+
 from __future__ import annotations
 
 import random
@@ -63,16 +64,32 @@ async def fault_server() -> AsyncIterator[FaultServer]:
         yield server
 
 
-def request(task: str = "verify", *, schema: type[BaseModel] | None = Verdict, **kwargs: Any) -> ChatRequest:
-    return ChatRequest(task=task, messages=[ChatMessage(role="user", content="Is the claim supported?")],
-                       inputs={"claim": "water is wet"}, response_schema=schema, **kwargs)
+def request(
+    task: str = "verify", *, schema: type[BaseModel] | None = Verdict, **kwargs: Any
+) -> ChatRequest:
+    return ChatRequest(
+        task=task,
+        messages=[ChatMessage(role="user", content="Is the claim supported?")],
+        inputs={"claim": "water is wet"},
+        response_schema=schema,
+        **kwargs,
+    )
 
 
-def provider_entry(server: FaultServer, name: str, kind: str = "openai", **extra: Any) -> dict[str, Any]:
+def provider_entry(
+    server: FaultServer, name: str, kind: str = "openai", **extra: Any
+) -> dict[str, Any]:
     root = server.url(name)
-    base = {"openai": f"{root}/v1", "ollama": f"{root}/v1", "github": f"{root}/inference"}.get(kind, root)
-    entry: dict[str, Any] = {"name": name, "kind": kind, "base_url": base, "model": f"{name}-model",
-                             "timeout_s": 5.0}
+    base = {"openai": f"{root}/v1", "ollama": f"{root}/v1", "github": f"{root}/inference"}.get(
+        kind, root
+    )
+    entry: dict[str, Any] = {
+        "name": name,
+        "kind": kind,
+        "base_url": base,
+        "model": f"{name}-model",
+        "timeout_s": 5.0,
+    }
     entry.update(extra)
     return entry
 
@@ -85,7 +102,9 @@ RouterFactory = Callable[..., SmartModelRouter]
 
 
 @pytest.fixture
-async def make_router(clock: ManualClock, registry: TaskHandlerRegistry) -> AsyncIterator[RouterFactory]:
+async def make_router(
+    clock: ManualClock, registry: TaskHandlerRegistry
+) -> AsyncIterator[RouterFactory]:
     routers: list[SmartModelRouter] = []
 
     def factory(config: RouterConfig, *, seed: int = 7, **kwargs: Any) -> SmartModelRouter:

@@ -3,6 +3,7 @@
 The recorded request (URL, headers, body) must match that API's documented
 shape, and success, 429, 5xx, malformed and auth answers must be classified right.
 """
+
 from __future__ import annotations
 
 import json
@@ -36,14 +37,22 @@ class StrictVerdict(BaseModel):
 def chat_request(schema: type[BaseModel] | None = Verdict) -> ChatRequest:
     return ChatRequest(
         task="verify",
-        messages=[ChatMessage(role="system", content="Be terse."), ChatMessage(role="user", content="Claim?"),
-                  ChatMessage(role="assistant", content="Which claim?"),
-                  ChatMessage(role="user", content="Water is wet.")],
-        inputs={"claim": "water is wet", "n": 3}, response_schema=schema, temperature=0.2, max_tokens=300,
+        messages=[
+            ChatMessage(role="system", content="Be terse."),
+            ChatMessage(role="user", content="Claim?"),
+            ChatMessage(role="assistant", content="Which claim?"),
+            ChatMessage(role="user", content="Water is wet."),
+        ],
+        inputs={"claim": "water is wet", "n": 3},
+        response_schema=schema,
+        temperature=0.2,
+        max_tokens=300,
     )
 
 
-def provider_for(server: FaultServer, kind: str, client: httpx.AsyncClient, clock: ManualClock) -> HttpProvider:
+def provider_for(
+    server: FaultServer, kind: str, client: httpx.AsyncClient, clock: ManualClock
+) -> HttpProvider:
     entry = provider_entry(server, kind, kind=kind)
     if kind == "ollama_native":
         entry["base_url"] = server.url(kind)
@@ -77,9 +86,12 @@ def check_common(record: RecordedRequest) -> None:
     assert record.inputs == {"claim": "water is wet", "n": 3}  # the JSON block in the last message
 
 
-async def test_openai_request_shape(fault_server: FaultServer, client: httpx.AsyncClient, keys: dict,
-                                    clock: ManualClock) -> None:
-    reply = await call(provider_for(fault_server, "openai", client, clock), chat_request(StrictVerdict))
+async def test_openai_request_shape(
+    fault_server: FaultServer, client: httpx.AsyncClient, keys: dict, clock: ManualClock
+) -> None:
+    reply = await call(
+        provider_for(fault_server, "openai", client, clock), chat_request(StrictVerdict)
+    )
     record = only(fault_server, "openai")
     check_common(record)
     assert record.api_path == "/v1/chat/completions" and record.query == {}
@@ -97,14 +109,16 @@ async def test_openai_request_shape(fault_server: FaultServer, client: httpx.Asy
     assert reply.usage.input_tokens > 0 and reply.usage.output_tokens > 0
 
 
-async def test_openai_non_strict_schema(fault_server: FaultServer, client: httpx.AsyncClient, keys: dict,
-                                        clock: ManualClock) -> None:
+async def test_openai_non_strict_schema(
+    fault_server: FaultServer, client: httpx.AsyncClient, keys: dict, clock: ManualClock
+) -> None:
     await call(provider_for(fault_server, "openai", client, clock), chat_request(Verdict))
     assert only(fault_server, "openai").json["response_format"]["json_schema"]["strict"] is False
 
 
-async def test_azure_request_shape(fault_server: FaultServer, client: httpx.AsyncClient, keys: dict,
-                                   clock: ManualClock) -> None:
+async def test_azure_request_shape(
+    fault_server: FaultServer, client: httpx.AsyncClient, keys: dict, clock: ManualClock
+) -> None:
     await call(provider_for(fault_server, "azure", client, clock))
     record = only(fault_server, "azure")
     check_common(record)
@@ -116,8 +130,9 @@ async def test_azure_request_shape(fault_server: FaultServer, client: httpx.Asyn
     assert record.json["response_format"]["type"] == "json_schema"
 
 
-async def test_github_models_request_shape(fault_server: FaultServer, client: httpx.AsyncClient, keys: dict,
-                                           clock: ManualClock) -> None:
+async def test_github_models_request_shape(
+    fault_server: FaultServer, client: httpx.AsyncClient, keys: dict, clock: ManualClock
+) -> None:
     await call(provider_for(fault_server, "github", client, clock))
     record = only(fault_server, "github")
     check_common(record)
@@ -128,8 +143,9 @@ async def test_github_models_request_shape(fault_server: FaultServer, client: ht
     assert record.json["model"] == "github-model" and record.json["max_tokens"] == 300
 
 
-async def test_ollama_openai_compatible_shape(fault_server: FaultServer, client: httpx.AsyncClient,
-                                              clock: ManualClock) -> None:
+async def test_ollama_openai_compatible_shape(
+    fault_server: FaultServer, client: httpx.AsyncClient, clock: ManualClock
+) -> None:
     await call(provider_for(fault_server, "ollama", client, clock))
     record = only(fault_server, "ollama")
     check_common(record)
@@ -138,7 +154,9 @@ async def test_ollama_openai_compatible_shape(fault_server: FaultServer, client:
     assert record.json["response_format"]["json_schema"]["schema"]["title"] == "Verdict"
 
 
-async def test_ollama_native_shape(fault_server: FaultServer, client: httpx.AsyncClient, clock: ManualClock) -> None:
+async def test_ollama_native_shape(
+    fault_server: FaultServer, client: httpx.AsyncClient, clock: ManualClock
+) -> None:
     reply = await call(provider_for(fault_server, "ollama_native", client, clock))
     record = only(fault_server, "ollama_native")
     check_common(record)
@@ -150,8 +168,9 @@ async def test_ollama_native_shape(fault_server: FaultServer, client: httpx.Asyn
     assert reply.usage.input_tokens > 0
 
 
-async def test_anthropic_shape(fault_server: FaultServer, client: httpx.AsyncClient, keys: dict,
-                               clock: ManualClock) -> None:
+async def test_anthropic_shape(
+    fault_server: FaultServer, client: httpx.AsyncClient, keys: dict, clock: ManualClock
+) -> None:
     reply = await call(provider_for(fault_server, "anthropic", client, clock))
     record = only(fault_server, "anthropic")
     check_common(record)
@@ -162,22 +181,32 @@ async def test_anthropic_shape(fault_server: FaultServer, client: httpx.AsyncCli
     assert body["system"] == "Be terse."
     assert [m["role"] for m in body["messages"]] == ["user", "assistant", "user"]
     assert body["max_tokens"] == 300 and body["temperature"] == 0.2
-    assert body["tools"][0]["name"] == "Verdict" and body["tools"][0]["input_schema"]["type"] == "object"
+    assert (
+        body["tools"][0]["name"] == "Verdict"
+        and body["tools"][0]["input_schema"]["type"] == "object"
+    )
     assert body["tool_choice"] == {"type": "tool", "name": "Verdict"}
-    assert json.loads(reply.content) == {"verdict": "remote:verify", "score": 0.9}  # read from tool_use.input
+    assert json.loads(reply.content) == {
+        "verdict": "remote:verify",
+        "score": 0.9,
+    }  # read from tool_use.input
 
 
-async def test_anthropic_requires_max_tokens(fault_server: FaultServer, client: httpx.AsyncClient, keys: dict,
-                                             clock: ManualClock) -> None:
+async def test_anthropic_requires_max_tokens(
+    fault_server: FaultServer, client: httpx.AsyncClient, keys: dict, clock: ManualClock
+) -> None:
     req = ChatRequest(task="chat", messages=[ChatMessage(role="user", content="hi")])
     reply = await call(provider_for(fault_server, "anthropic", client, clock), req)
     body = only(fault_server, "anthropic").json
     assert body["max_tokens"] == 512 and "tools" not in body and "system" not in body
-    assert reply.content == '{"verdict": "remote:chat", "score": 0.9}'  # the test responder's answer
+    assert (
+        reply.content == '{"verdict": "remote:chat", "score": 0.9}'
+    )  # the test responder's answer
 
 
-async def test_gemini_shape(fault_server: FaultServer, client: httpx.AsyncClient, keys: dict,
-                            clock: ManualClock) -> None:
+async def test_gemini_shape(
+    fault_server: FaultServer, client: httpx.AsyncClient, keys: dict, clock: ManualClock
+) -> None:
     reply = await call(provider_for(fault_server, "gemini", client, clock))
     record = only(fault_server, "gemini")
     check_common(record)
@@ -196,15 +225,20 @@ async def test_gemini_shape(fault_server: FaultServer, client: httpx.AsyncClient
 
 
 HEALTH_PATHS = {
-    "openai": ("/v1/models", {}), "azure": ("/openai/models", {"api-version": "2024-10-21"}),
-    "github": ("/catalog/models", {}), "ollama": ("/api/tags", {}), "ollama_native": ("/api/tags", {}),
-    "anthropic": ("/v1/models", {}), "gemini": ("/v1beta/models", {}),
+    "openai": ("/v1/models", {}),
+    "azure": ("/openai/models", {"api-version": "2024-10-21"}),
+    "github": ("/catalog/models", {}),
+    "ollama": ("/api/tags", {}),
+    "ollama_native": ("/api/tags", {}),
+    "anthropic": ("/v1/models", {}),
+    "gemini": ("/v1beta/models", {}),
 }
 
 
 @pytest.mark.parametrize("kind", KINDS)
-async def test_health_endpoints(kind: str, fault_server: FaultServer, client: httpx.AsyncClient, keys: dict,
-                                clock: ManualClock) -> None:
+async def test_health_endpoints(
+    kind: str, fault_server: FaultServer, client: httpx.AsyncClient, keys: dict, clock: ManualClock
+) -> None:
     provider = provider_for(fault_server, kind, client, clock)
     assert provider.has_health_probe
     await provider.health(5.0)
@@ -213,24 +247,40 @@ async def test_health_endpoints(kind: str, fault_server: FaultServer, client: ht
     assert (record.api_path, record.query) == HEALTH_PATHS[kind]
 
 
-EXPECTED_5XX = {"openai": ErrorClass.SERVER, "azure": ErrorClass.SERVER, "github": ErrorClass.SERVER,
-                "ollama": ErrorClass.SERVER, "ollama_native": ErrorClass.SERVER, "anthropic": ErrorClass.SERVER,
-                "gemini": ErrorClass.SERVER}
+EXPECTED_5XX = {
+    "openai": ErrorClass.SERVER,
+    "azure": ErrorClass.SERVER,
+    "github": ErrorClass.SERVER,
+    "ollama": ErrorClass.SERVER,
+    "ollama_native": ErrorClass.SERVER,
+    "anthropic": ErrorClass.SERVER,
+    "gemini": ErrorClass.SERVER,
+}
 
 
 @pytest.mark.parametrize("kind", KINDS)
-@pytest.mark.parametrize(("fault", "expected", "retry_after"), [
-    ({"status": 429, "retry_after_s": 2}, ErrorClass.RATE_LIMIT, 2.0),
-    ({"status": 500}, ErrorClass.SERVER, None),
-    ("malformed", ErrorClass.BAD_RESPONSE, None),
-    ({"status": 401}, ErrorClass.PERMANENT, None),
-    ({"status": 404}, ErrorClass.PERMANENT, None),
-    ({"status": 400}, ErrorClass.BAD_REQUEST, None),
-    ("down", ErrorClass.CONNECTION, None),
-])
-async def test_failures_are_classified(kind: str, fault: Any, expected: ErrorClass, retry_after: float | None,
-                                       fault_server: FaultServer, client: httpx.AsyncClient, keys: dict,
-                                       clock: ManualClock) -> None:
+@pytest.mark.parametrize(
+    ("fault", "expected", "retry_after"),
+    [
+        ({"status": 429, "retry_after_s": 2}, ErrorClass.RATE_LIMIT, 2.0),
+        ({"status": 500}, ErrorClass.SERVER, None),
+        ("malformed", ErrorClass.BAD_RESPONSE, None),
+        ({"status": 401}, ErrorClass.PERMANENT, None),
+        ({"status": 404}, ErrorClass.PERMANENT, None),
+        ({"status": 400}, ErrorClass.BAD_REQUEST, None),
+        ("down", ErrorClass.CONNECTION, None),
+    ],
+)
+async def test_failures_are_classified(
+    kind: str,
+    fault: Any,
+    expected: ErrorClass,
+    retry_after: float | None,
+    fault_server: FaultServer,
+    client: httpx.AsyncClient,
+    keys: dict,
+    clock: ManualClock,
+) -> None:
     fault_server.set_script({"providers": {kind: {"sequence": [fault]}}})
     with pytest.raises(ProviderCallError) as caught:
         await call(provider_for(fault_server, kind, client, clock))
@@ -240,11 +290,22 @@ async def test_failures_are_classified(kind: str, fault: Any, expected: ErrorCla
     await call(provider_for(fault_server, kind, client, clock))
 
 
-@pytest.mark.parametrize(("kind", "expected"), [
-    ("anthropic", ErrorClass.OVERLOAD), ("gemini", ErrorClass.OVERLOAD), ("openai", ErrorClass.SERVER),
-])
-async def test_overload(kind: str, expected: ErrorClass, fault_server: FaultServer, client: httpx.AsyncClient,
-                        keys: dict, clock: ManualClock) -> None:
+@pytest.mark.parametrize(
+    ("kind", "expected"),
+    [
+        ("anthropic", ErrorClass.OVERLOAD),
+        ("gemini", ErrorClass.OVERLOAD),
+        ("openai", ErrorClass.SERVER),
+    ],
+)
+async def test_overload(
+    kind: str,
+    expected: ErrorClass,
+    fault_server: FaultServer,
+    client: httpx.AsyncClient,
+    keys: dict,
+    clock: ManualClock,
+) -> None:
     fault_server.set_script({"providers": {kind: {"sequence": ["overloaded"]}}})
     with pytest.raises(ProviderCallError) as caught:
         await call(provider_for(fault_server, kind, client, clock))
@@ -253,19 +314,36 @@ async def test_overload(kind: str, expected: ErrorClass, fault_server: FaultServ
 
 
 @pytest.mark.parametrize(("kind", "quota"), [("openai", "spend"), ("gemini", "daily")])
-async def test_quota_exhaustion_is_a_long_cooldown_class(kind: str, quota: str, fault_server: FaultServer,
-                                                         client: httpx.AsyncClient, keys: dict,
-                                                         clock: ManualClock) -> None:
+async def test_quota_exhaustion_is_a_long_cooldown_class(
+    kind: str,
+    quota: str,
+    fault_server: FaultServer,
+    client: httpx.AsyncClient,
+    keys: dict,
+    clock: ManualClock,
+) -> None:
     fault_server.set_script({"providers": {kind: {"sequence": [{"status": 429, "quota": quota}]}}})
     with pytest.raises(ProviderCallError) as caught:
         await call(provider_for(fault_server, kind, client, clock))
     assert caught.value.error_class is ErrorClass.QUOTA
 
 
-async def test_timeout_and_slow_body(fault_server: FaultServer, client: httpx.AsyncClient, keys: dict,
-                                     clock: ManualClock) -> None:
-    fault_server.set_script({"time_scale": 1.0, "providers": {"openai": {"sequence": [
-        {"kind": "timeout", "hang_s": 5}, {"kind": "slow_body", "duration_s": 5}]}}})
+async def test_timeout_and_slow_body(
+    fault_server: FaultServer, client: httpx.AsyncClient, keys: dict, clock: ManualClock
+) -> None:
+    fault_server.set_script(
+        {
+            "time_scale": 1.0,
+            "providers": {
+                "openai": {
+                    "sequence": [
+                        {"kind": "timeout", "hang_s": 5},
+                        {"kind": "slow_body", "duration_s": 5},
+                    ]
+                }
+            },
+        }
+    )
     provider = provider_for(fault_server, "openai", client, clock)
     spec = spec_from_request(chat_request(), "m", wire_messages(chat_request()), 512)
     for _ in range(2):
@@ -274,10 +352,17 @@ async def test_timeout_and_slow_body(fault_server: FaultServer, client: httpx.As
         assert caught.value.error_class is ErrorClass.TIMEOUT
 
 
-async def test_success_headers_are_parsed(fault_server: FaultServer, client: httpx.AsyncClient, keys: dict,
-                                          clock: ManualClock) -> None:
-    fault_server.set_script({"providers": {"openai": {"limits": {"rpm": 100, "tpm": 50_000}},
-                                           "anthropic": {"limits": {"rpm": 50, "tpm": 20_000}}}})
+async def test_success_headers_are_parsed(
+    fault_server: FaultServer, client: httpx.AsyncClient, keys: dict, clock: ManualClock
+) -> None:
+    fault_server.set_script(
+        {
+            "providers": {
+                "openai": {"limits": {"rpm": 100, "tpm": 50_000}},
+                "anthropic": {"limits": {"rpm": 50, "tpm": 20_000}},
+            }
+        }
+    )
     for kind in ("openai", "anthropic"):
         reply = await call(provider_for(fault_server, kind, client, clock))
         assert reply.rate_limits.requests.limit in (100, 50)

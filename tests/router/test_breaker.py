@@ -1,4 +1,5 @@
 """Breaker state machine on an injected clock: every transition, cooldown growth and cap, leases, OPEN failures."""
+
 from __future__ import annotations
 
 import pytest
@@ -114,13 +115,17 @@ def test_open_to_half_open_to_closed_on_probe_success(clock: ManualClock) -> Non
     assert lease is not None
     breaker.record_success(lease)
     assert breaker.state is CLOSED
-    assert [(t.old, t.new) for t in seen] == [(CLOSED, OPEN), (OPEN, HALF_OPEN), (HALF_OPEN, CLOSED)]
+    assert [(t.old, t.new) for t in seen] == [
+        (CLOSED, OPEN),
+        (OPEN, HALF_OPEN),
+        (HALF_OPEN, CLOSED),
+    ]
 
 
 def test_failed_probe_reopens_with_grown_cooldown_up_to_the_cap(clock: ManualClock) -> None:
     breaker, _ = make(clock)
     trip(breaker)
-    expected = [30.0 * 1.5 ** n for n in range(1, 12)]
+    expected = [30.0 * 1.5**n for n in range(1, 12)]
     cooldowns = []
     for _ in expected:
         clock.advance(breaker.cooldown_remaining())
@@ -179,7 +184,9 @@ def test_a_lost_probe_lease_expires(clock: ManualClock) -> None:
     clock.advance(0.2)
     second = breaker.acquire_probe()
     assert second is not None and second.token != lost.token
-    breaker.record_failure(ErrorClass.SERVER, lease=lost)  # the stale probe's result changes nothing
+    breaker.record_failure(
+        ErrorClass.SERVER, lease=lost
+    )  # the stale probe's result changes nothing
     assert breaker.state is HALF_OPEN
     breaker.record_success(second)
     assert breaker.state is CLOSED
@@ -215,7 +222,7 @@ def test_force_open_and_restore(clock: ManualClock) -> None:
     assert other.state is HALF_OPEN
     lease = other.acquire_probe()
     other.record_failure(ErrorClass.SERVER, lease=lease)
-    assert other.cooldown_remaining() == pytest.approx(30 * 1.5 ** 2)
+    assert other.cooldown_remaining() == pytest.approx(30 * 1.5**2)
 
 
 def test_wall_clock_jumps_do_not_move_cooldowns(clock: ManualClock) -> None:

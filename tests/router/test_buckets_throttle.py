@@ -1,4 +1,5 @@
 """Dual RPM/TPM buckets (reserve, reconcile, header clamping, non-blocking ETA) and SRE adaptive throttling."""
+
 from __future__ import annotations
 
 import random
@@ -36,7 +37,9 @@ def test_reserve_then_reconcile_refunds_and_charges(clock: ManualClock) -> None:
     bucket = DualBucket(None, 1000, clock)
     reservation = bucket.try_reserve(600)
     assert reservation is not None
-    assert bucket.try_reserve(600) is None  # 400 left: the estimate holds capacity while the call runs
+    assert (
+        bucket.try_reserve(600) is None
+    )  # 400 left: the estimate holds capacity while the call runs
     bucket.reconcile(reservation, 100)  # the call used less than estimated
     assert bucket.headroom()[2] == 900
     second = bucket.try_reserve(800)
@@ -55,8 +58,12 @@ def test_eta_is_non_blocking_and_exact(clock: ManualClock) -> None:
 
 def test_headers_clamp_and_teach_the_limit(clock: ManualClock) -> None:
     bucket = DualBucket(None, None, clock)
-    bucket.apply(RateLimitInfo(requests=LimitReading(limit=100, remaining=3, reset_s=20),
-                               tokens=LimitReading(limit=10_000, remaining=500, reset_s=1)))
+    bucket.apply(
+        RateLimitInfo(
+            requests=LimitReading(limit=100, remaining=3, reset_s=20),
+            tokens=LimitReading(limit=10_000, remaining=500, reset_s=1),
+        )
+    )
     assert bucket.headroom() == (3, 100, 500, 10_000)
     higher = RateLimitInfo(requests=LimitReading(limit=100, remaining=90))
     bucket.apply(higher)  # never raised above what we believe is left

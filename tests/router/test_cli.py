@@ -1,4 +1,5 @@
 """`workbench providers`, `workbench providers check` and `workbench fault-server`."""
+
 from __future__ import annotations
 
 import asyncio
@@ -23,8 +24,15 @@ from tui.commands.router_cmds import COMMANDS, fault_server_cmd, providers_group
 
 from .conftest import fault_answer, make_config, provider_entry, request
 
-ENV_VARS = ["OPENAI_API_KEY", "ANTHROPIC_API_KEY", "GEMINI_API_KEY", "AZURE_OPENAI_API_KEY", "AZURE_OPENAI_ENDPOINT",
-            "GITHUB_TOKEN", "OLLAMA_HOST"]
+ENV_VARS = [
+    "OPENAI_API_KEY",
+    "ANTHROPIC_API_KEY",
+    "GEMINI_API_KEY",
+    "AZURE_OPENAI_API_KEY",
+    "AZURE_OPENAI_ENDPOINT",
+    "GITHUB_TOKEN",
+    "OLLAMA_HOST",
+]
 
 
 @pytest.fixture
@@ -60,14 +68,19 @@ def test_a_bad_config_is_one_clear_line(tmp_path: Path, clean_env: None) -> None
     assert "Traceback" not in result.output and len(result.output.strip().splitlines()) == 1
 
 
-def test_providers_shows_state_persisted_by_another_process(tmp_path: Path, clean_env: None) -> None:
+def test_providers_shows_state_persisted_by_another_process(
+    tmp_path: Path, clean_env: None
+) -> None:
     script = {"providers": {"openai": {"sequence": [{"status": 429, "retry_after_s": 300}]}}}
     with FaultServer.running(script=script, responder=fault_answer) as server:
         section = {"providers": [provider_entry(server, "openai", api_key_env=None, bulkhead=7)]}
 
         async def run_app() -> None:  # stands for the application, in its own process
-            router = build_router(make_config(section["providers"]), stats_path=tmp_path,
-                                  task_handlers=TaskHandlerRegistry())
+            router = build_router(
+                make_config(section["providers"]),
+                stats_path=tmp_path,
+                task_handlers=TaskHandlerRegistry(),
+            )
             with pytest.raises(RouterError):
                 await router.complete(request())
             await router.aclose()
@@ -87,10 +100,23 @@ def test_providers_shows_state_persisted_by_another_process(tmp_path: Path, clea
 def test_providers_check_probes_health_endpoints(tmp_path: Path, clean_env: None) -> None:
     script = {"providers": {"bad": {"health": {"status": 401}}}}
     with FaultServer.running(script=script, responder=fault_answer) as server:
-        section = {"providers": [
-            {"name": "good", "kind": "ollama_native", "base_url": server.url("good"), "model": "m"},
-            {"name": "bad", "kind": "anthropic", "base_url": server.url("bad"), "model": "m", "api_key_env": None},
-        ]}
+        section = {
+            "providers": [
+                {
+                    "name": "good",
+                    "kind": "ollama_native",
+                    "base_url": server.url("good"),
+                    "model": "m",
+                },
+                {
+                    "name": "bad",
+                    "kind": "anthropic",
+                    "base_url": server.url("bad"),
+                    "model": "m",
+                    "api_key_env": None,
+                },
+            ]
+        }
         result = CliRunner().invoke(providers_group, ["check"], obj=obj(tmp_path, section))
         paths = [(r.provider, r.api_path) for r in server.requests]
     assert result.exit_code == 1
@@ -119,12 +145,19 @@ def test_fault_server_command_serves_until_interrupted(tmp_path: Path) -> None:
     code = "import sys; from tui.commands.router_cmds import fault_server_cmd; fault_server_cmd(sys.argv[1:])"
     process = subprocess.Popen(
         [sys.executable, "-c", code, "--port", "0", "--script", str(script), "--time-scale", "0.5"],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=Path(__file__).parents[2],
-        env={**os.environ, "PYTHONUNBUFFERED": "1"})
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        cwd=Path(__file__).parents[2],
+        env={**os.environ, "PYTHONUNBUFFERED": "1"},
+    )
     try:
         assert process.stdout is not None
         first = process.stdout.readline()
-        assert first.startswith("fault server listening on http://127.0.0.1:") and "time scale 0.5" in first
+        assert (
+            first.startswith("fault server listening on http://127.0.0.1:")
+            and "time scale 0.5" in first
+        )
         base = first.split()[4]
         body = {"model": "m", "messages": [{"role": "user", "content": "hi"}]}
         assert httpx.post(f"{base}/openai/v1/chat/completions", json=body).status_code == 503

@@ -1,4 +1,5 @@
 """The fault server itself: script parsing, fault timing, time scale, limits, recording, threaded use."""
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -22,15 +23,27 @@ def test_shorthands() -> None:
     assert Fault.model_validate("slow").kind == "slow_body"
 
 
-@pytest.mark.parametrize(("data", "message"), [
-    ({"providers": {"a": {"fault": "explode"}}}, "providers.a.fault: unknown fault 'explode'"),
-    ({"providers": {"a": {"fault": "down", "sequence": ["ok"]}}}, "use one of fault, sequence or phases"),
-    ({"providers": {"a": {"fault": {"kind": "error"}}}}, "needs status: 4xx or 5xx"),
-    ({"providers": {"a": {"phases": [{"for_s": 0, "fault": "ok"}]}}}, "providers.a.phases[0].for_s"),
-    ({"providers": {"a": {"sequence": ["ok"], "colour": "red"}}}, "providers.a.colour: unknown key"),
-    ({"time_scale": 0}, "time_scale: Input should be greater than 0"),
-    ({"providers": {"a/b": {}}}, "must be one path segment"),
-])
+@pytest.mark.parametrize(
+    ("data", "message"),
+    [
+        ({"providers": {"a": {"fault": "explode"}}}, "providers.a.fault: unknown fault 'explode'"),
+        (
+            {"providers": {"a": {"fault": "down", "sequence": ["ok"]}}},
+            "use one of fault, sequence or phases",
+        ),
+        ({"providers": {"a": {"fault": {"kind": "error"}}}}, "needs status: 4xx or 5xx"),
+        (
+            {"providers": {"a": {"phases": [{"for_s": 0, "fault": "ok"}]}}},
+            "providers.a.phases[0].for_s",
+        ),
+        (
+            {"providers": {"a": {"sequence": ["ok"], "colour": "red"}}},
+            "providers.a.colour: unknown key",
+        ),
+        ({"time_scale": 0}, "time_scale: Input should be greater than 0"),
+        ({"providers": {"a/b": {}}}, "must be one path segment"),
+    ],
+)
 def test_script_errors_name_the_key(data: dict, message: str) -> None:
     with pytest.raises(FaultScriptError) as caught:
         load_fault_script(data, "chaos.yaml")
@@ -53,8 +66,9 @@ def test_shipped_chaos_script_loads() -> None:
 
 
 def test_sequence_then_and_health_follow() -> None:
-    script = load_fault_script({"providers": {"p": {"sequence": [{"status": 503, "count": 2}, "down"],
-                                                    "then": "ok"}}})
+    script = load_fault_script(
+        {"providers": {"p": {"sequence": [{"status": 503, "count": 2}, "down"], "then": "ok"}}}
+    )
     state = _ProviderState(script.providers["p"], started=0.0, scale=1.0)
     assert state.health_fault(0).status == 503  # health mirrors the current fault...
     kinds = [state.next_chat_fault(0).kind for _ in range(5)]
@@ -63,10 +77,20 @@ def test_sequence_then_and_health_follow() -> None:
 
 
 def test_phases_follow_scaled_time_and_repeat() -> None:
-    script = load_fault_script({"providers": {"p": {"phases": [{"for_s": 10, "fault": "ok"},
-                                                               {"for_s": 5, "fault": 503}], "repeat": True},
-                                              "q": {"phases": [{"for_s": 10, "fault": "down"}], "then": "ok"}}})
-    flapping = _ProviderState(script.providers["p"], started=100.0, scale=0.1)  # 10 script s = 1 real s
+    script = load_fault_script(
+        {
+            "providers": {
+                "p": {
+                    "phases": [{"for_s": 10, "fault": "ok"}, {"for_s": 5, "fault": 503}],
+                    "repeat": True,
+                },
+                "q": {"phases": [{"for_s": 10, "fault": "down"}], "then": "ok"},
+            }
+        }
+    )
+    flapping = _ProviderState(
+        script.providers["p"], started=100.0, scale=0.1
+    )  # 10 script s = 1 real s
     assert flapping.peek(100.5).kind == "ok"
     assert flapping.peek(101.2).status == 503
     assert flapping.peek(101.6).kind == "ok"  # repeated
@@ -75,8 +99,11 @@ def test_phases_follow_scaled_time_and_repeat() -> None:
 
 
 def test_threaded_server_for_sync_code() -> None:
-    with FaultServer.running(script={"providers": {"openai": {"sequence": [{"status": 429, "retry_after_s": 20}]}}},
-                             responder=fault_answer, time_scale=0.1) as server:
+    with FaultServer.running(
+        script={"providers": {"openai": {"sequence": [{"status": 429, "retry_after_s": 20}]}}},
+        responder=fault_answer,
+        time_scale=0.1,
+    ) as server:
         with httpx.Client() as client:
             url = server.url("openai") + "/v1/chat/completions"
             body = {"model": "m", "messages": [{"role": "user", "content": "hi"}]}
@@ -85,7 +112,10 @@ def test_threaded_server_for_sync_code() -> None:
             assert limited.headers["retry-after"] == "2"  # 20 s scaled by 0.1
             assert limited.json()["error"]["code"] == "rate_limit_exceeded"
             ok = client.post(url, json=body, headers={"x-workbench-task": "verify"})
-            assert ok.json()["choices"][0]["message"]["content"] == '{"verdict": "remote:verify", "score": 0.9}'
+            assert (
+                ok.json()["choices"][0]["message"]["content"]
+                == '{"verdict": "remote:verify", "score": 0.9}'
+            )
             assert client.get(server.base_url + "/openai/nothing/here").status_code == 404
         records = server.requests
         assert [r.fault for r in records] == ["error-429", "ok", "unknown-endpoint"]
@@ -93,10 +123,19 @@ def test_threaded_server_for_sync_code() -> None:
 
 
 async def test_retry_after_as_http_date_and_ms(fault_server: FaultServer) -> None:
-    fault_server.set_script({"providers": {"a": {"sequence": [
-        {"status": 429, "retry_after_s": 30, "retry_after_format": "date"},
-        {"status": 429, "retry_after_s": 1.5, "retry_after_format": "ms"},
-        {"status": 429, "retry_after_s": 0.25}]}}})
+    fault_server.set_script(
+        {
+            "providers": {
+                "a": {
+                    "sequence": [
+                        {"status": 429, "retry_after_s": 30, "retry_after_format": "date"},
+                        {"status": 429, "retry_after_s": 1.5, "retry_after_format": "ms"},
+                        {"status": 429, "retry_after_s": 0.25},
+                    ]
+                }
+            }
+        }
+    )
     async with httpx.AsyncClient() as client:
         url = fault_server.url("a") + "/v1/chat/completions"
         first = await client.post(url, json={"model": "m", "messages": []})
@@ -127,7 +166,9 @@ def test_only_loopback() -> None:
 def test_demo_config_is_a_valid_router_section() -> None:
     from router.config import load_router_config
 
-    config = load_router_config(demo_router_config("http://127.0.0.1:1", ["openai", "github", "ollama", "custom"]))
+    config = load_router_config(
+        demo_router_config("http://127.0.0.1:1", ["openai", "github", "ollama", "custom"])
+    )
     kinds = {p.name: (p.kind, p.resolved_base_url) for p in config.providers}
     assert kinds["github"] == ("github", "http://127.0.0.1:1/github/inference")
     assert kinds["ollama"] == ("ollama_native", "http://127.0.0.1:1/ollama")

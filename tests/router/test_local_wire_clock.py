@@ -1,4 +1,5 @@
 """The built-in provider's registry, the wire block for task and inputs, the manual clock, import direction."""
+
 from __future__ import annotations
 
 import ast
@@ -18,8 +19,12 @@ from .conftest import Verdict
 
 
 def req(task: str = "t", schema: type[BaseModel] | None = None, **inputs: object) -> ChatRequest:
-    return ChatRequest(task=task, messages=[ChatMessage(role="user", content="q")], inputs=inputs,
-                       response_schema=schema)
+    return ChatRequest(
+        task=task,
+        messages=[ChatMessage(role="user", content="q")],
+        inputs=inputs,
+        response_schema=schema,
+    )
 
 
 def test_registry() -> None:
@@ -75,7 +80,9 @@ def test_inputs_travel_in_the_last_message() -> None:
 
 
 def test_structured_output_parsing() -> None:
-    assert parse_structured('{"verdict": "a", "score": 1}', Verdict) == Verdict(verdict="a", score=1)
+    assert parse_structured('{"verdict": "a", "score": 1}', Verdict) == Verdict(
+        verdict="a", score=1
+    )
     assert parse_structured('```json\n{"verdict": "a", "score": 1}\n```', Verdict).verdict == "a"
     with pytest.raises(ProviderCallError) as caught:
         parse_structured("not json", Verdict)
@@ -84,8 +91,12 @@ def test_structured_output_parsing() -> None:
 
 def test_strict_compatibility() -> None:
     assert not is_strict_compatible(Verdict.model_json_schema())
-    closed = {"type": "object", "properties": {"a": {"type": "string"}}, "required": ["a"],
-              "additionalProperties": False}
+    closed = {
+        "type": "object",
+        "properties": {"a": {"type": "string"}},
+        "required": ["a"],
+        "additionalProperties": False,
+    }
     assert is_strict_compatible(closed)
     assert not is_strict_compatible({**closed, "required": []})
 
@@ -118,7 +129,14 @@ def test_router_imports_nothing_from_engine_research_or_tui() -> None:
     for path in root.rglob("*.py"):
         tree = ast.parse(path.read_text())
         for node in ast.walk(tree):
-            names = [a.name for a in node.names] if isinstance(node, ast.Import) else \
-                [node.module or ""] if isinstance(node, ast.ImportFrom) else []
+            names = (
+                [a.name for a in node.names]
+                if isinstance(node, ast.Import)
+                else [node.module or ""]
+                if isinstance(node, ast.ImportFrom)
+                else []
+            )
             for name in names:
-                assert name.split(".")[0] not in ("engine", "research", "tui"), f"{path} imports {name}"
+                assert name.split(".")[0] not in ("engine", "research", "tui"), (
+                    f"{path} imports {name}"
+                )

@@ -3,6 +3,7 @@
 The proxy is a real loopback forward proxy: it records the absolute-form request line
 httpx sends it and relays the request to the fault server, which plays the provider.
 """
+
 from __future__ import annotations
 
 import asyncio
@@ -29,13 +30,22 @@ class ForwardProxy:
         self.request_lines.append(request_line)
         method, target, version = request_line.split(" ")
         path = "/" + target.split("://", 1)[1].split("/", 1)[1]
-        headers = [line for line in header_lines if not line.lower().startswith(("connection:", "proxy-"))]
-        length = next((int(line.split(":", 1)[1]) for line in headers
-                       if line.lower().startswith("content-length:")), 0)
+        headers = [
+            line for line in header_lines if not line.lower().startswith(("connection:", "proxy-"))
+        ]
+        length = next(
+            (
+                int(line.split(":", 1)[1])
+                for line in headers
+                if line.lower().startswith("content-length:")
+            ),
+            0,
+        )
         body = await reader.readexactly(length)
         up_reader, up_writer = await asyncio.open_connection("127.0.0.1", self.upstream_port)
-        relayed_head = "".join(f"{line}\r\n" for line in [f"{method} {path} {version}", *headers,
-                                                           "Connection: close"])
+        relayed_head = "".join(
+            f"{line}\r\n" for line in [f"{method} {path} {version}", *headers, "Connection: close"]
+        )
         up_writer.write(f"{relayed_head}\r\n".encode("latin-1") + body)
         await up_writer.drain()
         writer.write(await up_reader.read())
@@ -56,13 +66,19 @@ async def proxy(fault_server: FaultServer) -> AsyncIterator[ForwardProxy]:
 
 
 async def test_remote_providers_go_through_the_proxy_and_loopback_does_not(
-    fault_server: FaultServer, proxy: ForwardProxy, make_router: RouterFactory, keys: dict[str, str],
+    fault_server: FaultServer,
+    proxy: ForwardProxy,
+    make_router: RouterFactory,
+    keys: dict[str, str],
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     for name in ("NO_PROXY", "no_proxy", "ALL_PROXY", "all_proxy", "HTTPS_PROXY", "https_proxy"):
         monkeypatch.delenv(name, raising=False)
     monkeypatch.setenv("HTTP_PROXY", f"http://127.0.0.1:{proxy.port}")
-    remote = {**provider_entry(fault_server, "openai"), "base_url": "http://provider.test/openai/v1"}
+    remote = {
+        **provider_entry(fault_server, "openai"),
+        "base_url": "http://provider.test/openai/v1",
+    }
     router = make_router(make_config([remote]))
 
     result = await router.complete(request())

@@ -1,4 +1,5 @@
 """The router against the real fault server over loopback, with an injected clock for every cooldown."""
+
 from __future__ import annotations
 
 import asyncio
@@ -30,9 +31,12 @@ async def settle() -> None:
         await asyncio.sleep(0)
 
 
-async def test_429_retry_after_is_honoured_not_a_flat_120s(fault_server: FaultServer, make_router: RouterFactory,
-                                                           clock: ManualClock, keys: dict) -> None:
-    fault_server.set_script({"providers": {"openai": {"sequence": [{"status": 429, "retry_after_s": 2}]}}})
+async def test_429_retry_after_is_honoured_not_a_flat_120s(
+    fault_server: FaultServer, make_router: RouterFactory, clock: ManualClock, keys: dict
+) -> None:
+    fault_server.set_script(
+        {"providers": {"openai": {"sequence": [{"status": 429, "retry_after_s": 2}]}}}
+    )
     router = make_router(make_config([provider_entry(fault_server, "openai")]))
 
     first = await router.complete(request())
@@ -55,10 +59,13 @@ async def test_429_retry_after_is_honoured_not_a_flat_120s(fault_server: FaultSe
     assert len(fault_server.requests_for("openai", "health")) == 1
 
 
-async def test_5xx_burst_trips_and_traffic_moves_by_health(fault_server: FaultServer, make_router: RouterFactory,
-                                                           clock: ManualClock, keys: dict) -> None:
+async def test_5xx_burst_trips_and_traffic_moves_by_health(
+    fault_server: FaultServer, make_router: RouterFactory, clock: ManualClock, keys: dict
+) -> None:
     fault_server.set_script({"providers": {"alpha": {"sequence": [{"status": 503, "count": 5}]}}})
-    router = make_router(make_config([provider_entry(fault_server, "alpha"), provider_entry(fault_server, "beta")]))
+    router = make_router(
+        make_config([provider_entry(fault_server, "alpha"), provider_entry(fault_server, "beta")])
+    )
 
     served = Counter()
     for _ in range(200):  # adaptive throttling already holds back most of alpha's share as it fails
@@ -90,7 +97,8 @@ async def test_5xx_burst_trips_and_traffic_moves_by_health(fault_server: FaultSe
 
 
 async def test_all_remote_down_means_builtin_degraded_and_no_exception(
-        fault_server: FaultServer, make_router: RouterFactory, keys: dict) -> None:
+    fault_server: FaultServer, make_router: RouterFactory, keys: dict
+) -> None:
     names = ["openai", "anthropic", "gemini"]
     fault_server.set_script({"providers": {n: {"fault": "down"} for n in names}})
     router = make_router(make_config([provider_entry(fault_server, n, kind=n) for n in names]))
@@ -107,28 +115,40 @@ async def test_builtin_alone_is_not_degraded(make_router: RouterFactory) -> None
     assert response.provider == "builtin" and not response.degraded
 
 
-async def test_no_handler_raises_a_clear_router_error(fault_server: FaultServer, make_router: RouterFactory,
-                                                      keys: dict) -> None:
+async def test_no_handler_raises_a_clear_router_error(
+    fault_server: FaultServer, make_router: RouterFactory, keys: dict
+) -> None:
     fault_server.set_script({"providers": {"openai": {"fault": {"status": 500}}}})
     router = make_router(make_config([provider_entry(fault_server, "openai")]))
     with pytest.raises(NoHandlerError, match="register one"):
         await router.complete(request(task="unknown_task"))
 
 
-async def test_bulkhead_limits_hold(fault_server: FaultServer, make_router: RouterFactory, keys: dict) -> None:
+async def test_bulkhead_limits_hold(
+    fault_server: FaultServer, make_router: RouterFactory, keys: dict
+) -> None:
     fault_server.set_script({"providers": {"openai": {"latency_s": 0.05}}})
-    router = make_router(make_config([provider_entry(fault_server, "openai", bulkhead=3)], capacity_wait_s=30))
+    router = make_router(
+        make_config([provider_entry(fault_server, "openai", bulkhead=3)], capacity_wait_s=30)
+    )
     responses = await asyncio.gather(*(router.complete(request()) for _ in range(20)))
     assert all(r.provider == "openai" for r in responses)  # waited for a slot rather than degrading
     assert fault_server.max_in_flight("openai") == 3
     assert router._runtimes[0].bulkhead.peak == 3
 
 
-async def test_a_full_bulkhead_is_routed_around(fault_server: FaultServer, make_router: RouterFactory,
-                                                keys: dict) -> None:
+async def test_a_full_bulkhead_is_routed_around(
+    fault_server: FaultServer, make_router: RouterFactory, keys: dict
+) -> None:
     fault_server.set_script({"providers": {"slow": {"latency_s": 0.3}}})
-    router = make_router(make_config([provider_entry(fault_server, "slow", bulkhead=2),
-                                      provider_entry(fault_server, "spare", bulkhead=20, weight=0.0)]))
+    router = make_router(
+        make_config(
+            [
+                provider_entry(fault_server, "slow", bulkhead=2),
+                provider_entry(fault_server, "spare", bulkhead=20, weight=0.0),
+            ]
+        )
+    )
     responses = await asyncio.gather(*(router.complete(request()) for _ in range(10)))
     counts = Counter(r.provider for r in responses)
     assert counts == {"slow": 2, "spare": 8}
@@ -157,20 +177,41 @@ class SpyTransport(httpx.AsyncBaseTransport):
         await self.inner.aclose()
 
 
-async def test_no_request_is_ever_sent_to_an_open_provider(fault_server: FaultServer, make_router: RouterFactory,
-                                                           clock: ManualClock, keys: dict) -> None:
-    fault_server.set_script({"providers": {
-        "flaky": {"sequence": [{"status": 500, "count": 5}, "ok", {"status": 503, "count": 6}, "down", "down"],
-                  "then": "ok"},
-        "limited": {"sequence": ["ok", {"status": 429, "retry_after_s": 3}, "ok",
-                                 {"status": 429, "retry_after_s": 1}]},
-        "dead": {"fault": "down"},
-    }})
+async def test_no_request_is_ever_sent_to_an_open_provider(
+    fault_server: FaultServer, make_router: RouterFactory, clock: ManualClock, keys: dict
+) -> None:
+    fault_server.set_script(
+        {
+            "providers": {
+                "flaky": {
+                    "sequence": [
+                        {"status": 500, "count": 5},
+                        "ok",
+                        {"status": 503, "count": 6},
+                        "down",
+                        "down",
+                    ],
+                    "then": "ok",
+                },
+                "limited": {
+                    "sequence": [
+                        "ok",
+                        {"status": 429, "retry_after_s": 3},
+                        "ok",
+                        {"status": 429, "retry_after_s": 1},
+                    ]
+                },
+                "dead": {"fault": "down"},
+            }
+        }
+    )
     spy = SpyTransport(fault_server.base_url)
-    router = make_router(make_config([provider_entry(fault_server, n) for n in ("flaky", "limited", "dead")]),
-                         transport=spy)
+    router = make_router(
+        make_config([provider_entry(fault_server, n) for n in ("flaky", "limited", "dead")]),
+        transport=spy,
+    )
     spy.router = router
-    for step in range(150):
+    for _ in range(150):
         await asyncio.gather(*(router.complete(request()) for _ in range(3)))
         clock.advance(1.0)
         await settle()
@@ -180,9 +221,18 @@ async def test_no_request_is_ever_sent_to_an_open_provider(fault_server: FaultSe
 
 
 async def test_100_concurrent_requests_against_half_open_send_exactly_one_probe(
-        fault_server: FaultServer, make_router: RouterFactory, clock: ManualClock, keys: dict) -> None:
-    fault_server.set_script({"providers": {"openai": {"sequence": [{"status": 429, "retry_after_s": 5}],
-                                                      "health": {"kind": "ok", "delay_s": 0.5}}}})
+    fault_server: FaultServer, make_router: RouterFactory, clock: ManualClock, keys: dict
+) -> None:
+    fault_server.set_script(
+        {
+            "providers": {
+                "openai": {
+                    "sequence": [{"status": 429, "retry_after_s": 5}],
+                    "health": {"kind": "ok", "delay_s": 0.5},
+                }
+            }
+        }
+    )
     router = make_router(make_config([provider_entry(fault_server, "openai")]))
     await router.complete(request())
     clock.advance(5)
@@ -197,11 +247,14 @@ async def test_100_concurrent_requests_against_half_open_send_exactly_one_probe(
     assert len(chats) == 1  # and only the probing request used it; the 99 others fell back at once
     counts = Counter(r.provider for r in responses)
     assert counts == {"builtin": 99, "openai": 1}
-    assert all("probe in flight" in r.attempts[0].detail for r in responses if r.provider == "builtin")
+    assert all(
+        "probe in flight" in r.attempts[0].detail for r in responses if r.provider == "builtin"
+    )
 
 
 async def test_probe_by_real_request_when_there_is_no_health_probe(
-        fault_server: FaultServer, make_router: RouterFactory, clock: ManualClock, keys: dict) -> None:
+    fault_server: FaultServer, make_router: RouterFactory, clock: ManualClock, keys: dict
+) -> None:
     fault_server.set_script({"providers": {"openai": {"sequence": [{"status": 500, "count": 5}]}}})
     router = make_router(make_config([provider_entry(fault_server, "openai", probe="request")]))
     await trip(router)
@@ -213,8 +266,9 @@ async def test_probe_by_real_request_when_there_is_no_health_probe(
     assert router.snapshot()[0].state is BreakerState.CLOSED
 
 
-async def test_failed_probe_reopens_with_grown_cooldown(fault_server: FaultServer, make_router: RouterFactory,
-                                                        clock: ManualClock, keys: dict) -> None:
+async def test_failed_probe_reopens_with_grown_cooldown(
+    fault_server: FaultServer, make_router: RouterFactory, clock: ManualClock, keys: dict
+) -> None:
     fault_server.set_script({"providers": {"openai": {"fault": {"status": 502}}}})
     router = make_router(make_config([provider_entry(fault_server, "openai")]))
     await trip(router)
@@ -226,23 +280,44 @@ async def test_failed_probe_reopens_with_grown_cooldown(fault_server: FaultServe
     assert router.snapshot()[0].cooldown_remaining_s == pytest.approx(45)
 
 
-async def test_tier_fall_through_is_degraded(fault_server: FaultServer, make_router: RouterFactory,
-                                             keys: dict) -> None:
+async def test_tier_fall_through_is_degraded(
+    fault_server: FaultServer, make_router: RouterFactory, keys: dict
+) -> None:
     fault_server.set_script({"providers": {"big": {"fault": {"status": 500}}}})
-    router = make_router(make_config([
-        provider_entry(fault_server, "big", models={3: "big-3"}),
-        provider_entry(fault_server, "small", models={1: "small-1", 2: "small-2"}),
-    ]))
+    router = make_router(
+        make_config(
+            [
+                provider_entry(fault_server, "big", models={3: "big-3"}),
+                provider_entry(fault_server, "small", models={1: "small-1", 2: "small-2"}),
+            ]
+        )
+    )
     response = await router.complete(request(tier=3))
-    assert (response.provider, response.model, response.tier, response.degraded) == ("small", "small-2", 2, True)
+    assert (response.provider, response.model, response.tier, response.degraded) == (
+        "small",
+        "small-2",
+        2,
+        True,
+    )
     normal = await router.complete(request(tier=2))
     assert not normal.degraded
 
 
-async def test_profile_goes_first(fault_server: FaultServer, make_router: RouterFactory, keys: dict) -> None:
-    config = make_config([provider_entry(fault_server, "a"), provider_entry(fault_server, "b", weight=0)])
-    config = config.model_copy(update={"profiles": {"careful": __import__("router.config").config.ProfileConfig(
-        provider="b", model="b-special", temperature=0.0)}})
+async def test_profile_goes_first(
+    fault_server: FaultServer, make_router: RouterFactory, keys: dict
+) -> None:
+    config = make_config(
+        [provider_entry(fault_server, "a"), provider_entry(fault_server, "b", weight=0)]
+    )
+    config = config.model_copy(
+        update={
+            "profiles": {
+                "careful": __import__("router.config").config.ProfileConfig(
+                    provider="b", model="b-special", temperature=0.0
+                )
+            }
+        }
+    )
     router = make_router(config)
     response = await router.complete(request(profile="careful"))
     assert (response.provider, response.model) == ("b", "b-special")
@@ -251,19 +326,23 @@ async def test_profile_goes_first(fault_server: FaultServer, make_router: Router
     assert unknown.attempts[0].detail.startswith("unknown profile")
 
 
-async def test_retries_are_bounded_per_request(fault_server: FaultServer, make_router: RouterFactory,
-                                               keys: dict) -> None:
+async def test_retries_are_bounded_per_request(
+    fault_server: FaultServer, make_router: RouterFactory, keys: dict
+) -> None:
     names = [f"p{i}" for i in range(7)]
     fault_server.set_script({"providers": {n: {"fault": {"status": 500}} for n in names}})
-    router = make_router(make_config([provider_entry(fault_server, n) for n in names], max_attempts=3))
+    router = make_router(
+        make_config([provider_entry(fault_server, n) for n in names], max_attempts=3)
+    )
     response = await router.complete(request())
     assert response.provider == "builtin"
     assert sum(1 for a in response.attempts if a.outcome == "failed") == 3
     assert len([r for r in fault_server.requests if r.route == "chat"]) == 3
 
 
-async def test_misconfigured_provider_is_not_retried(fault_server: FaultServer, make_router: RouterFactory,
-                                                     keys: dict) -> None:
+async def test_misconfigured_provider_is_not_retried(
+    fault_server: FaultServer, make_router: RouterFactory, keys: dict
+) -> None:
     fault_server.set_script({"providers": {"openai": {"fault": {"status": 401}}}})
     router = make_router(make_config([provider_entry(fault_server, "openai")]))
     for _ in range(5):
@@ -274,9 +353,9 @@ async def test_misconfigured_provider_is_not_retried(fault_server: FaultServer, 
     assert "OPENAI_API_KEY" in (snap.misconfigured_reason or "")
 
 
-async def test_missing_key_marks_misconfigured_without_calling(fault_server: FaultServer,
-                                                               make_router: RouterFactory,
-                                                               monkeypatch: pytest.MonkeyPatch) -> None:
+async def test_missing_key_marks_misconfigured_without_calling(
+    fault_server: FaultServer, make_router: RouterFactory, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.delenv("OPENAI_API_KEY", raising=False)
     router = make_router(make_config([provider_entry(fault_server, "openai")]))
     response = await router.complete(request())
@@ -289,7 +368,8 @@ async def test_missing_key_marks_misconfigured_without_calling(fault_server: Fau
 
 
 async def test_invalid_structured_output_falls_to_the_next_provider(
-        fault_server: FaultServer, make_router: RouterFactory, keys: dict) -> None:
+    fault_server: FaultServer, make_router: RouterFactory, keys: dict
+) -> None:
     fault_server.responder = lambda task, inputs, raw: "definitely not json"
     router = make_router(make_config([provider_entry(fault_server, "openai")]))
     response = await router.complete(request())
@@ -298,18 +378,26 @@ async def test_invalid_structured_output_falls_to_the_next_provider(
     assert router.snapshot()[0].state is BreakerState.CLOSED  # the provider itself is healthy
 
 
-async def test_full_bucket_is_routed_around_without_waiting(fault_server: FaultServer, make_router: RouterFactory,
-                                                            clock: ManualClock, keys: dict) -> None:
-    router = make_router(make_config([provider_entry(fault_server, "metered", rpm=2),
-                                      provider_entry(fault_server, "spare", weight=0.0)]))
+async def test_full_bucket_is_routed_around_without_waiting(
+    fault_server: FaultServer, make_router: RouterFactory, clock: ManualClock, keys: dict
+) -> None:
+    router = make_router(
+        make_config(
+            [
+                provider_entry(fault_server, "metered", rpm=2),
+                provider_entry(fault_server, "spare", weight=0.0),
+            ]
+        )
+    )
     providers = [(await router.complete(request())).provider for _ in range(4)]
     assert providers == ["metered", "metered", "spare", "spare"]
     clock.advance(30)  # 2 per minute: one request's worth refills in 30 s
     assert (await router.complete(request())).provider == "metered"
 
 
-async def test_rate_limit_headers_pre_fill_the_buckets(fault_server: FaultServer, make_router: RouterFactory,
-                                                       keys: dict) -> None:
+async def test_rate_limit_headers_pre_fill_the_buckets(
+    fault_server: FaultServer, make_router: RouterFactory, keys: dict
+) -> None:
     fault_server.set_script({"providers": {"openai": {"limits": {"rpm": 3}}}})
     router = make_router(make_config([provider_entry(fault_server, "openai")]))
     for _ in range(3):
@@ -322,13 +410,19 @@ async def test_rate_limit_headers_pre_fill_the_buckets(fault_server: FaultServer
 
 
 async def test_open_provider_traffic_spreads_by_remaining_capacity(
-        fault_server: FaultServer, make_router: RouterFactory, clock: ManualClock, keys: dict) -> None:
+    fault_server: FaultServer, make_router: RouterFactory, clock: ManualClock, keys: dict
+) -> None:
     fault_server.set_script({"providers": {"down": {"fault": "down"}}})
-    router = make_router(make_config([
-        provider_entry(fault_server, "down"),
-        provider_entry(fault_server, "roomy", rpm=100_000),
-        provider_entry(fault_server, "tight", rpm=100_000),
-    ]), seed=3)
+    router = make_router(
+        make_config(
+            [
+                provider_entry(fault_server, "down"),
+                provider_entry(fault_server, "roomy", rpm=100_000),
+                provider_entry(fault_server, "tight", rpm=100_000),
+            ]
+        ),
+        seed=3,
+    )
     # "tight" has used most of its minute: a quarter of its bucket is left
     tight = next(rt for rt in router._runtimes if rt.name == "tight")
     for _ in range(75_000):
@@ -342,9 +436,12 @@ async def test_open_provider_traffic_spreads_by_remaining_capacity(
     assert 2.5 < ratio < 6  # about 4 : 1, not 1 : 1 and not all onto one
 
 
-async def test_subscribe_sees_every_state_change(fault_server: FaultServer, make_router: RouterFactory,
-                                                 clock: ManualClock, keys: dict) -> None:
-    fault_server.set_script({"providers": {"openai": {"sequence": [{"status": 429, "retry_after_s": 4}]}}})
+async def test_subscribe_sees_every_state_change(
+    fault_server: FaultServer, make_router: RouterFactory, clock: ManualClock, keys: dict
+) -> None:
+    fault_server.set_script(
+        {"providers": {"openai": {"sequence": [{"status": 429, "retry_after_s": 4}]}}}
+    )
     router = make_router(make_config([provider_entry(fault_server, "openai")]))
     seen: list[ProviderSnapshot] = []
     unsubscribe = router.subscribe(seen.append)
@@ -356,7 +453,9 @@ async def test_subscribe_sees_every_state_change(fault_server: FaultServer, make
     await router.complete(request())
     assert [s.state for s in seen if s.name == "openai"][-1] is BreakerState.CLOSED
     assert all(isinstance(s.model_dump(mode="json"), dict) for s in seen)
-    await asyncio.sleep(router.NOTIFY_INTERVAL_S * 2)  # coalesced counter updates arrive within 50 ms
+    await asyncio.sleep(
+        router.NOTIFY_INTERVAL_S * 2
+    )  # coalesced counter updates arrive within 50 ms
     assert seen[-1].name == "openai" and seen[-1].requests_total == 2 and seen[-1].in_flight == 0
     count = len(seen)
     unsubscribe()
@@ -364,8 +463,9 @@ async def test_subscribe_sees_every_state_change(fault_server: FaultServer, make
     assert len(seen) == count
 
 
-async def test_a_failing_subscriber_does_not_break_routing(fault_server: FaultServer, make_router: RouterFactory,
-                                                           keys: dict) -> None:
+async def test_a_failing_subscriber_does_not_break_routing(
+    fault_server: FaultServer, make_router: RouterFactory, keys: dict
+) -> None:
     router = make_router(make_config([provider_entry(fault_server, "openai")]))
 
     def broken(snapshot: ProviderSnapshot) -> None:

@@ -1,4 +1,5 @@
 """Canary: an API key never appears in snapshots, logs, events, exceptions, stats or config dumps."""
+
 from __future__ import annotations
 
 import logging
@@ -22,16 +23,25 @@ def assert_clean(text: str, where: str) -> None:
         assert key[4:16] not in text, f"part of {name} leaked into {where}"
 
 
-async def test_keys_never_leak(fault_server: FaultServer, make_router: RouterFactory, keys: dict, tmp_path: Path,
-                               caplog: pytest.LogCaptureFixture) -> None:
+async def test_keys_never_leak(
+    fault_server: FaultServer,
+    make_router: RouterFactory,
+    keys: dict,
+    tmp_path: Path,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
     caplog.set_level(logging.DEBUG)
-    fault_server.set_script({"providers": {
-        "openai": {"sequence": [{"status": 401}]},
-        "azure": {"sequence": [{"status": 429, "retry_after_s": 1}, "malformed"]},
-        "github": {"sequence": [{"status": 403}]},
-        "anthropic": {"sequence": ["overloaded", {"status": 500}, "down"]},
-        "gemini": {"sequence": [{"status": 429, "quota": "daily"}, {"status": 400}]},
-    }})
+    fault_server.set_script(
+        {
+            "providers": {
+                "openai": {"sequence": [{"status": 401}]},
+                "azure": {"sequence": [{"status": 429, "retry_after_s": 1}, "malformed"]},
+                "github": {"sequence": [{"status": 403}]},
+                "anthropic": {"sequence": ["overloaded", {"status": 500}, "down"]},
+                "gemini": {"sequence": [{"status": 429, "quota": "daily"}, {"status": 400}]},
+            }
+        }
+    )
     config = make_config([provider_entry(fault_server, k, kind=k) for k in KINDS])
     router = make_router(config, stats_path=tmp_path)
     events: list[ProviderSnapshot] = []
@@ -62,16 +72,24 @@ async def test_keys_never_leak(fault_server: FaultServer, make_router: RouterFac
 
 
 def test_env_config_holds_names_not_keys(keys: dict) -> None:
-    config = router_config_from_env(dict(CANARY_KEYS, AZURE_OPENAI_ENDPOINT="https://x.openai.azure.com"))
+    config = router_config_from_env(
+        dict(CANARY_KEYS, AZURE_OPENAI_ENDPOINT="https://x.openai.azure.com")
+    )
     assert {p.api_key_env for p in config.providers} >= set(CANARY_KEYS)
     assert_clean(repr(config) + config.model_dump_json(), "env config")
 
 
 def test_a_key_pasted_into_config_is_never_echoed() -> None:
     key = CANARY_KEYS["OPENAI_API_KEY"]
-    for bad in ({"providers": [{"name": "o", "kind": "openai", "model": "m", "api_key_env": key}]},
-                {"providers": [{"name": "o", "kind": "openai", "model": "m", "api_key": key}]},
-                {"providers": [{"name": "o", "kind": "openai", "model": "m", "base_url": f"https://u:{key}@h"}]}):
+    for bad in (
+        {"providers": [{"name": "o", "kind": "openai", "model": "m", "api_key_env": key}]},
+        {"providers": [{"name": "o", "kind": "openai", "model": "m", "api_key": key}]},
+        {
+            "providers": [
+                {"name": "o", "kind": "openai", "model": "m", "base_url": f"https://u:{key}@h"}
+            ]
+        },
+    ):
         with pytest.raises(ConfigError) as caught:
             load_router_config(bad, "config.yaml")
         assert_clean(str(caught.value), "config error")

@@ -1,4 +1,5 @@
 """Load shedding when more than half the providers are OPEN: low shed, medium queued (bounded), high served."""
+
 from __future__ import annotations
 
 import asyncio
@@ -14,21 +15,32 @@ from .conftest import RouterFactory, make_config, provider_entry, request
 async def shedding_router(fault_server: FaultServer, make_router: RouterFactory, **policy: object):
     down = {n: {"fault": "down"} for n in ("a", "b", "c")}
     fault_server.set_script({"providers": down})
-    router = make_router(make_config([provider_entry(fault_server, n, weight=0.0 if n == "d" else 1.0)
-                                      for n in ("a", "b", "c", "d")], **policy))
+    router = make_router(
+        make_config(
+            [
+                provider_entry(fault_server, n, weight=0.0 if n == "d" else 1.0)
+                for n in ("a", "b", "c", "d")
+            ],
+            **policy,
+        )
+    )
     for _ in range(200):
         states = {s.name: s.state for s in router.snapshot()}
         if all(states[n] is BreakerState.OPEN for n in ("a", "b", "c")):
             break
         await router.complete(request(priority="high"))
-    assert all({s.name: s.state for s in router.snapshot()}[n] is BreakerState.OPEN for n in ("a", "b", "c"))
+    assert all(
+        {s.name: s.state for s in router.snapshot()}[n] is BreakerState.OPEN
+        for n in ("a", "b", "c")
+    )
     fault_server.set_script({"providers": {**down, "d": {"latency_s": 0.2}}})
     fault_server.clear_requests()
     return router
 
 
-async def test_low_priority_is_shed_to_the_builtin(fault_server: FaultServer, make_router: RouterFactory,
-                                                   keys: dict) -> None:
+async def test_low_priority_is_shed_to_the_builtin(
+    fault_server: FaultServer, make_router: RouterFactory, keys: dict
+) -> None:
     router = await shedding_router(fault_server, make_router)
     response = await router.complete(request(priority="low"))
     assert response.provider == "builtin" and response.degraded
@@ -36,19 +48,29 @@ async def test_low_priority_is_shed_to_the_builtin(fault_server: FaultServer, ma
     assert fault_server.requests == []
 
 
-async def test_high_priority_is_served(fault_server: FaultServer, make_router: RouterFactory, keys: dict) -> None:
+async def test_high_priority_is_served(
+    fault_server: FaultServer, make_router: RouterFactory, keys: dict
+) -> None:
     router = await shedding_router(fault_server, make_router)
     responses = await asyncio.gather(*(router.complete(request(priority="high")) for _ in range(8)))
     assert {r.provider for r in responses} == {"d"}
     assert fault_server.max_in_flight("d") == 8  # no gate for high priority
 
 
-async def test_medium_priority_is_queued_and_bounded(fault_server: FaultServer, make_router: RouterFactory,
-                                                     keys: dict) -> None:
-    router = await shedding_router(fault_server, make_router, shed_medium_concurrency=2, shed_queue_size=3)
-    responses = await asyncio.gather(*(router.complete(request(priority="medium")) for _ in range(10)))
+async def test_medium_priority_is_queued_and_bounded(
+    fault_server: FaultServer, make_router: RouterFactory, keys: dict
+) -> None:
+    router = await shedding_router(
+        fault_server, make_router, shed_medium_concurrency=2, shed_queue_size=3
+    )
+    responses = await asyncio.gather(
+        *(router.complete(request(priority="medium")) for _ in range(10))
+    )
     counts = Counter(r.provider for r in responses)
-    assert counts == {"d": 5, "builtin": 5}  # 2 served at once, 3 queued then served, 5 beyond the queue
+    assert counts == {
+        "d": 5,
+        "builtin": 5,
+    }  # 2 served at once, 3 queued then served, 5 beyond the queue
     assert fault_server.max_in_flight("d") == 2
     queued = [r for r in responses if any(a.detail.startswith("queued") for a in r.attempts)]
     assert len(queued) == 3
@@ -56,9 +78,12 @@ async def test_medium_priority_is_queued_and_bounded(fault_server: FaultServer, 
     assert len(full) == 5
 
 
-async def test_medium_queue_wait_is_bounded(fault_server: FaultServer, make_router: RouterFactory,
-                                            clock: ManualClock, keys: dict) -> None:
-    router = await shedding_router(fault_server, make_router, shed_medium_concurrency=1, shed_queue_wait_s=5)
+async def test_medium_queue_wait_is_bounded(
+    fault_server: FaultServer, make_router: RouterFactory, clock: ManualClock, keys: dict
+) -> None:
+    router = await shedding_router(
+        fault_server, make_router, shed_medium_concurrency=1, shed_queue_wait_s=5
+    )
     fault_server.set_script({"providers": {"d": {"latency_s": 0.3}}})
     first = asyncio.ensure_future(router.complete(request(priority="medium")))
     second = asyncio.ensure_future(router.complete(request(priority="medium")))
@@ -73,8 +98,9 @@ async def test_medium_queue_wait_is_bounded(fault_server: FaultServer, make_rout
     assert (await first).provider == "d"
 
 
-async def test_no_shedding_at_half_or_fewer_open(fault_server: FaultServer, make_router: RouterFactory,
-                                                 keys: dict) -> None:
+async def test_no_shedding_at_half_or_fewer_open(
+    fault_server: FaultServer, make_router: RouterFactory, keys: dict
+) -> None:
     fault_server.set_script({"providers": {"a": {"fault": "down"}}})
     router = make_router(make_config([provider_entry(fault_server, n) for n in ("a", "b")]))
     for _ in range(100):

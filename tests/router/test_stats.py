@@ -1,4 +1,5 @@
 """Provider stats in SQLite WAL: several processes at once, persistence across runs, monotonic offsets."""
+
 from __future__ import annotations
 
 import multiprocessing
@@ -24,10 +25,25 @@ def _writer(path: str, index: int, barrier: object) -> None:
     for i in range(WRITES_PER_PROCESS):
         ok = i % 3 != 0
         for provider in ("shared", f"own{index}"):
-            recorder.add_call(CallRecord(provider, ok, 0.01 * (i % 7), None if ok else "server", 10, 5, 1.0 + i))
+            recorder.add_call(
+                CallRecord(provider, ok, 0.01 * (i % 7), None if ok else "server", 10, 5, 1.0 + i)
+            )
         if i % 10 == 9:
-            recorder.set_breaker(BreakerRecord("shared", "OPEN" if i % 20 == 19 else "CLOSED", 5.0, index, None,
-                                               None, None, False, None, 1.0, 2.0))
+            recorder.set_breaker(
+                BreakerRecord(
+                    "shared",
+                    "OPEN" if i % 20 == 19 else "CLOSED",
+                    5.0,
+                    index,
+                    None,
+                    None,
+                    None,
+                    False,
+                    None,
+                    1.0,
+                    2.0,
+                )
+            )
             recorder.flush()
     recorder.flush()
     store.close()
@@ -55,7 +71,9 @@ def test_four_processes_writing_at_once_lose_nothing(tmp_path: Path) -> None:
     for i in range(4):
         assert loaded[f"own{i}"].totals.requests == WRITES_PER_PROCESS
         assert len(loaded[f"own{i}"].recent) == 50  # pruned to keep_calls
-    assert loaded["shared"].breaker is not None and loaded["shared"].breaker.consecutive_trips in range(4)
+    assert loaded["shared"].breaker is not None and loaded[
+        "shared"
+    ].breaker.consecutive_trips in range(4)
     with sqlite3.connect(path) as conn:
         assert conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
     store.close()
@@ -63,7 +81,9 @@ def test_four_processes_writing_at_once_lose_nothing(tmp_path: Path) -> None:
 
 def test_cooldowns_are_stored_as_offsets(tmp_path: Path) -> None:
     store = StatsStore(tmp_path / "s.sqlite3")
-    store.write([], [BreakerRecord("p", "OPEN", 30.0, 1, "x", "server", 503, False, None, 100.0, 1000.0)])
+    store.write(
+        [], [BreakerRecord("p", "OPEN", 30.0, 1, "x", "server", 503, False, None, 100.0, 1000.0)]
+    )
     stored = store.load()["p"]
     assert stored.cooldown_remaining(1000.0) == 30.0
     assert stored.cooldown_remaining(1010.0) == 20.0
@@ -72,9 +92,16 @@ def test_cooldowns_are_stored_as_offsets(tmp_path: Path) -> None:
     store.close()
 
 
-async def test_breaker_state_and_history_survive_a_restart(fault_server: FaultServer, make_router: RouterFactory,
-                                                           clock: ManualClock, tmp_path: Path, keys: dict) -> None:
-    fault_server.set_script({"providers": {"openai": {"sequence": ["ok", "ok", {"status": 429, "retry_after_s": 40}]}}})
+async def test_breaker_state_and_history_survive_a_restart(
+    fault_server: FaultServer,
+    make_router: RouterFactory,
+    clock: ManualClock,
+    tmp_path: Path,
+    keys: dict,
+) -> None:
+    fault_server.set_script(
+        {"providers": {"openai": {"sequence": ["ok", "ok", {"status": 429, "retry_after_s": 40}]}}}
+    )
     config = make_config([provider_entry(fault_server, "openai")])
     first = make_router(config, stats_path=tmp_path)
     for _ in range(3):
@@ -92,17 +119,23 @@ async def test_breaker_state_and_history_survive_a_restart(fault_server: FaultSe
     assert snap.last_error == "rate_limit"
     fault_server.clear_requests()
     assert (await second.complete(request())).provider == "builtin"
-    assert fault_server.requests == []  # a restart does not hammer a provider that is still in its break
+    assert (
+        fault_server.requests == []
+    )  # a restart does not hammer a provider that is still in its break
 
 
-async def test_an_unwritable_store_does_not_break_routing(tmp_path: Path, make_router: RouterFactory) -> None:
+async def test_an_unwritable_store_does_not_break_routing(
+    tmp_path: Path, make_router: RouterFactory
+) -> None:
     router = make_router(make_config([]), stats_path=tmp_path)
     router._stats.close()  # type: ignore[union-attr]
     assert (await router.complete(request())).provider == "builtin"
     await router.flush_stats()  # logs once, keeps the records for a later flush
 
 
-async def test_stats_path_may_be_a_workspace_not_yet_created(tmp_path: Path, make_router: RouterFactory) -> None:
+async def test_stats_path_may_be_a_workspace_not_yet_created(
+    tmp_path: Path, make_router: RouterFactory
+) -> None:
     workspace = tmp_path / "new" / "workspace"
     router = make_router(make_config([]), stats_path=workspace)
     await router.complete(request())

@@ -1,4 +1,5 @@
 """The ADR-004 tie-breaker: valid targets only, validated answers, a 30 s timeout on the router's clock."""
+
 from __future__ import annotations
 
 import asyncio
@@ -18,47 +19,69 @@ TARGETS = ["publish", "implement"]
 
 
 def answer(target: str, confidence: float = 0.8) -> Any:
-    return lambda task, inputs, raw: {"target": target, "confidence": confidence, "reasoning": "looks done"}
+    return lambda task, inputs, raw: {
+        "target": target,
+        "confidence": confidence,
+        "reasoning": "looks done",
+    }
 
 
 async def choose(router: Any, **kwargs: Any):
-    params = dict(step_id="review", valid_targets=TARGETS, hint="publish when verified", context="status VERIFIED",
-                  default_target="implement")
+    params = dict(
+        step_id="review",
+        valid_targets=TARGETS,
+        hint="publish when verified",
+        context="status VERIFIED",
+        default_target="implement",
+    )
     params.update(kwargs)
     return await choose_target(router, **params)
 
 
-async def test_model_choice(fault_server: FaultServer, make_router: RouterFactory, keys: dict) -> None:
+async def test_model_choice(
+    fault_server: FaultServer, make_router: RouterFactory, keys: dict
+) -> None:
     fault_server.responder = answer("publish", 0.9)
     router = make_router(make_config([provider_entry(fault_server, "openai")]))
     result = await choose(router)
     assert (result.target, result.confidence, result.outcome) == ("publish", 0.9, "model")
     record = fault_server.requests_for("openai", "chat")[0]
     assert record.task == TIE_BREAK_TASK
-    assert record.inputs == {"step_id": "review", "valid_targets": TARGETS, "hint": "publish when verified",
-                             "context": "status VERIFIED"}
+    assert record.inputs == {
+        "step_id": "review",
+        "valid_targets": TARGETS,
+        "hint": "publish when verified",
+        "context": "status VERIFIED",
+    }
     prompt = record.json["messages"][-1]["content"]
     assert "- publish\n- implement" in prompt
 
 
-async def test_invalid_target_falls_back_to_default(fault_server: FaultServer, make_router: RouterFactory,
-                                                    keys: dict) -> None:
+async def test_invalid_target_falls_back_to_default(
+    fault_server: FaultServer, make_router: RouterFactory, keys: dict
+) -> None:
     fault_server.responder = answer("deploy_to_prod")
     router = make_router(make_config([provider_entry(fault_server, "openai")]))
     result = await choose(router)
-    assert (result.target, result.confidence, result.outcome) == ("implement", 0.0, "invalid_answer")
+    assert (result.target, result.confidence, result.outcome) == (
+        "implement",
+        0.0,
+        "invalid_answer",
+    )
     assert "deploy_to_prod" in result.reasoning
 
 
-async def test_case_and_space_differences_are_accepted(fault_server: FaultServer, make_router: RouterFactory,
-                                                       keys: dict) -> None:
+async def test_case_and_space_differences_are_accepted(
+    fault_server: FaultServer, make_router: RouterFactory, keys: dict
+) -> None:
     fault_server.responder = answer(" Publish ")
     router = make_router(make_config([provider_entry(fault_server, "openai")]))
     assert (await choose(router)).target == "publish"
 
 
-async def test_timeout_after_30s_of_router_time(fault_server: FaultServer, make_router: RouterFactory,
-                                                clock: ManualClock, keys: dict) -> None:
+async def test_timeout_after_30s_of_router_time(
+    fault_server: FaultServer, make_router: RouterFactory, clock: ManualClock, keys: dict
+) -> None:
     fault_server.set_script({"providers": {"openai": {"latency_s": 5}}})
     router = make_router(make_config([provider_entry(fault_server, "openai", timeout_s=60)]))
     task = asyncio.ensure_future(choose(router))
@@ -80,7 +103,9 @@ async def test_router_error_is_reported(make_router: RouterFactory) -> None:
     assert (result.target, result.outcome) == ("implement", "error")
 
 
-async def test_builtin_can_answer(make_router: RouterFactory, registry: TaskHandlerRegistry) -> None:
+async def test_builtin_can_answer(
+    make_router: RouterFactory, registry: TaskHandlerRegistry
+) -> None:
     def builtin(req: ChatRequest) -> dict[str, Any]:
         targets = req.inputs["valid_targets"]
         return {"target": targets[0], "confidence": 0.4, "reasoning": "first valid target"}

@@ -3,6 +3,7 @@
 Shared by the end-to-end tests (test_serve_and_e2e.py, test_handover.py). Every wait is
 bounded by a number of reads, never skipped.
 """
+
 from __future__ import annotations
 
 import os
@@ -61,10 +62,20 @@ def terminal_env(tmp_path: Path, **extra: str) -> dict[str, str]:
     """The environment of a workbench in a COLUMNS x ROWS xterm: its config file under ``tmp_path``,
     no WORKBENCH_HOME (pass ``--workspace`` or ``WORKBENCH_HOME=`` in ``extra``) and no real provider,
     so runs stay on loopback and the built-in model."""
-    env = {**os.environ, "WORKBENCH_CONFIG": str(tmp_path / "config.yaml"), "TERM": "xterm-256color",
-           "COLUMNS": str(COLUMNS), "LINES": str(ROWS)}
-    for name in [n for n in env if n in ("WORKBENCH_HOME", "GITHUB_TOKEN") or n.endswith("_API_KEY")
-                 or n.startswith(PROVIDER_ENV_PREFIXES)]:
+    env = {
+        **os.environ,
+        "WORKBENCH_CONFIG": str(tmp_path / "config.yaml"),
+        "TERM": "xterm-256color",
+        "COLUMNS": str(COLUMNS),
+        "LINES": str(ROWS),
+    }
+    for name in [
+        n
+        for n in env
+        if n in ("WORKBENCH_HOME", "GITHUB_TOKEN")
+        or n.endswith("_API_KEY")
+        or n.startswith(PROVIDER_ENV_PREFIXES)
+    ]:
         env.pop(name)
     env.update(extra)
     return env

@@ -5,6 +5,7 @@ The run's router publishes provider snapshots on the worker thread's loop; they 
 screen folds them on its UI timer. The test answers the plan approval like a newcomer would and
 then reads the stored events: breakers must have gone OPEN → HALF_OPEN → CLOSED during the run.
 """
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -44,10 +45,12 @@ def breaker_states(events: list[RunEvent]) -> dict[str, list[str]]:
 
 
 def completes_a_cycle(states: list[str]) -> bool:
-    return any(states[i:i + 3] == ["OPEN", "HALF_OPEN", "CLOSED"] for i in range(len(states)))
+    return any(states[i : i + 3] == ["OPEN", "HALF_OPEN", "CLOSED"] for i in range(len(states)))
 
 
-async def test_the_chaos_demo_trips_probes_and_closes_breakers_during_one_research_run(tmp_path: Path) -> None:
+async def test_the_chaos_demo_trips_probes_and_closes_breakers_during_one_research_run(
+    tmp_path: Path,
+) -> None:
     job = chaos_job(tmp_path, time_scale=demo_default("time_scale"), query=demo_default("query"))
     app = WorkbenchApp(Workbench(workspace=tmp_path), run_job=job)
     async with app.run_test(size=SIZE) as pilot:
@@ -63,7 +66,9 @@ async def test_the_chaos_demo_trips_probes_and_closes_breakers_during_one_resear
     with RunStore(tmp_path / "runs.sqlite") as store:
         assert store.get_run(job.run_id).status is RunStatus.COMPLETED
         events = store.events(job.run_id)
-    assert shown == [(e.seq, e.kind) for e in events], "every stored event reached the screen, in order"
+    assert shown == [(e.seq, e.kind) for e in events], (
+        "every stored event reached the screen, in order"
+    )
 
     scripted = set(load_fault_script(DEFAULT_SCRIPT_PATH).providers)
     assert scripted <= panel_providers
@@ -71,25 +76,52 @@ async def test_the_chaos_demo_trips_probes_and_closes_breakers_during_one_resear
     cycled = sorted(name for name, seen in states.items() if completes_a_cycle(seen))
     assert len(cycled) >= 2, states
 
-    calls = [e.payload for e in events if e.kind == "domain" and e.name == "research.stage"
-             and e.payload["stage"] == "budget_reconcile"]
-    assert {call["provider"] for call in calls} & scripted, "answers came over HTTP from the fault server"
-    assert not (tmp_path / "provider_stats.sqlite3").exists(), "the demo keeps its breakers out of the workspace"
+    calls = [
+        e.payload
+        for e in events
+        if e.kind == "domain"
+        and e.name == "research.stage"
+        and e.payload["stage"] == "budget_reconcile"
+    ]
+    assert {call["provider"] for call in calls} & scripted, (
+        "answers came over HTTP from the fault server"
+    )
+    assert not (tmp_path / "provider_stats.sqlite3").exists(), (
+        "the demo keeps its breakers out of the workspace"
+    )
 
 
 def _state(provider: str, state: str, mono: float) -> ProviderState:
-    return ProviderState.model_construct(run_id="r", seq=1, ts=0.0, mono=mono, kind="provider_state",
-                                         provider=provider, snapshot={"state": state})
+    return ProviderState.model_construct(
+        run_id="r",
+        seq=1,
+        ts=0.0,
+        mono=mono,
+        kind="provider_state",
+        provider=provider,
+        snapshot={"state": state},
+    )
 
 
 def test_breaker_watch_reports_changes_and_counts_only_full_cycles() -> None:
     watch = BreakerWatch()
-    timeline = [("a", "CLOSED", 0.1), ("a", "CLOSED", 0.2), ("a", "OPEN", 0.5), ("b", "OPEN", 0.6),
-                ("a", "HALF_OPEN", 1.0), ("a", "OPEN", 1.1),  # the probe failed: the cycle starts over
-                ("b", "HALF_OPEN", 1.2), ("a", "HALF_OPEN", 2.0), ("a", "CLOSED", 2.4), ("b", "CLOSED", 2.5)]
+    timeline = [
+        ("a", "CLOSED", 0.1),
+        ("a", "CLOSED", 0.2),
+        ("a", "OPEN", 0.5),
+        ("b", "OPEN", 0.6),
+        ("a", "HALF_OPEN", 1.0),
+        ("a", "OPEN", 1.1),  # the probe failed: the cycle starts over
+        ("b", "HALF_OPEN", 1.2),
+        ("a", "HALF_OPEN", 2.0),
+        ("a", "CLOSED", 2.4),
+        ("b", "CLOSED", 2.5),
+    ]
     changes = [watch.change(_state(p, s, t)) for p, s, t in timeline]
     assert changes == [True, False, True, True, True, True, True, True, True, True]
     assert watch.cycles == {"a": 1, "b": 1} and watch.first_cycle_s == 2.4
-    assert watch.summary() == ("breaker cycles OPEN -> HALF_OPEN -> CLOSED: a 1, b 1; "
-                               "the first completed 2.4s into the run")
+    assert watch.summary() == (
+        "breaker cycles OPEN -> HALF_OPEN -> CLOSED: a 1, b 1; "
+        "the first completed 2.4s into the run"
+    )
     assert BreakerWatch().summary() == "no breaker went OPEN -> HALF_OPEN -> CLOSED during this run"

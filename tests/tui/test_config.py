@@ -33,7 +33,12 @@ def test_missing_file_means_defaults(tmp_path: Path) -> None:
 
 
 def test_valid_file(tmp_path: Path) -> None:
-    config = load_config(write(tmp_path, "theme: nord\nkeymap:\n  run.toggle_outline: t\ncorpus:\n  folders: [~/docs]\n"))
+    config = load_config(
+        write(
+            tmp_path,
+            "theme: nord\nkeymap:\n  run.toggle_outline: t\ncorpus:\n  folders: [~/docs]\n",
+        )
+    )
     assert config.theme == "nord"
     assert config.keymap == {"run.toggle_outline": "t"}
     assert config.corpus.folders == ["~/docs"]
@@ -49,7 +54,9 @@ def test_valid_file(tmp_path: Path) -> None:
         ("keymap:\n  app.help: ''\n", 2, "keymap.app.help"),
     ],
 )
-def test_mistakes_are_one_line_with_file_and_line(tmp_path: Path, text: str, line: int, words: str) -> None:
+def test_mistakes_are_one_line_with_file_and_line(
+    tmp_path: Path, text: str, line: int, words: str
+) -> None:
     path = write(tmp_path, text)
     with pytest.raises(ConfigError) as caught:
         load_config(path)
@@ -86,16 +93,18 @@ async def test_keymap_from_config_rebinds_by_id(workbench, tmp_path: Path) -> No
         assert screen.query_one("#graph").current == "outline"
 
 
-ROUTER_SECTION = ("router:\n"
-                  "  providers:\n"
-                  "    - name: local\n"
-                  "      kind: ollama_native\n"
-                  "      base_url: http://127.0.0.1:11434\n"
-                  "      model: qwen3\n"
-                  "  profiles:\n"
-                  "    careful: {provider: local, temperature: 0}\n"
-                  "  policy:\n"
-                  "    max_attempts: 2\n")
+ROUTER_SECTION = (
+    "router:\n"
+    "  providers:\n"
+    "    - name: local\n"
+    "      kind: ollama_native\n"
+    "      base_url: http://127.0.0.1:11434\n"
+    "      model: qwen3\n"
+    "  profiles:\n"
+    "    careful: {provider: local, temperature: 0}\n"
+    "  policy:\n"
+    "    max_attempts: 2\n"
+)
 
 
 def test_router_section_is_the_typed_router_config(tmp_path: Path) -> None:
@@ -109,7 +118,9 @@ def test_router_section_is_the_typed_router_config(tmp_path: Path) -> None:
 
 def test_file_providers_replace_the_environments(tmp_path: Path) -> None:
     config = load_config(write(tmp_path, ROUTER_SECTION))
-    assert [p.name for p in config.effective_router({"OPENAI_API_KEY": "sk-x"}).providers] == ["local"]
+    assert [p.name for p in config.effective_router({"OPENAI_API_KEY": "sk-x"}).providers] == [
+        "local"
+    ]
 
 
 def test_policy_only_file_keeps_the_environments_providers(tmp_path: Path) -> None:
@@ -123,8 +134,10 @@ def test_a_profile_must_name_a_provider_of_the_file(tmp_path: Path) -> None:
     path = write(tmp_path, "theme: nord\nrouter:\n  profiles:\n    careful: {provider: openai}\n")
     with pytest.raises(ConfigError) as caught:
         load_config(path)
-    assert str(caught.value) == (f"{path}:2: router: profile 'careful' names provider 'openai', which is not "
-                                 "configured; add it under router.providers")
+    assert str(caught.value) == (
+        f"{path}:2: router: profile 'careful' names provider 'openai', which is not "
+        "configured; add it under router.providers"
+    )
 
 
 def test_empty_sections_mean_the_defaults(tmp_path: Path) -> None:
@@ -135,15 +148,33 @@ def test_empty_sections_mean_the_defaults(tmp_path: Path) -> None:
 @pytest.mark.parametrize(
     ("text", "line", "words"),
     [
-        (ROUTER_SECTION.replace("ollama_native", "olama"), 4, "router.providers[0].kind: Input should be 'openai'"),
-        (ROUTER_SECTION.replace("max_attempts: 2", "max_attempts: 0"), 10, "router.policy.max_attempts"),
-        (ROUTER_SECTION.replace("temperature: 0", "temperature: 9"), 8, "router.profiles.careful.temperature"),
-        (ROUTER_SECTION.replace("      model: qwen3\n", ""), 3, "router.providers[0]: needs models"),
+        (
+            ROUTER_SECTION.replace("ollama_native", "olama"),
+            4,
+            "router.providers[0].kind: Input should be 'openai'",
+        ),
+        (
+            ROUTER_SECTION.replace("max_attempts: 2", "max_attempts: 0"),
+            10,
+            "router.policy.max_attempts",
+        ),
+        (
+            ROUTER_SECTION.replace("temperature: 0", "temperature: 9"),
+            8,
+            "router.profiles.careful.temperature",
+        ),
+        (
+            ROUTER_SECTION.replace("      model: qwen3\n", ""),
+            3,
+            "router.providers[0]: needs models",
+        ),
         (ROUTER_SECTION.replace("  policy:\n", "  polcy:\n"), 9, "router.polcy: unknown key"),
         ("theme: nord\nrouter: [a, b]\n", 2, "router: Input should be a valid dictionary"),
     ],
 )
-def test_router_mistakes_name_file_line_and_key(tmp_path: Path, text: str, line: int, words: str) -> None:
+def test_router_mistakes_name_file_line_and_key(
+    tmp_path: Path, text: str, line: int, words: str
+) -> None:
     path = write(tmp_path, text)
     with pytest.raises(ConfigError) as caught:
         load_config(path)
@@ -154,12 +185,18 @@ def test_router_mistakes_name_file_line_and_key(tmp_path: Path, text: str, line:
 
 
 def test_a_pasted_key_is_refused_without_being_repeated(tmp_path: Path) -> None:
-    path = write(tmp_path, ROUTER_SECTION.replace("      model: qwen3\n",
-                                                  "      model: qwen3\n      api_key: sk-CANARY-5521\n"))
+    path = write(
+        tmp_path,
+        ROUTER_SECTION.replace(
+            "      model: qwen3\n", "      model: qwen3\n      api_key: sk-CANARY-5521\n"
+        ),
+    )
     with pytest.raises(ConfigError) as caught:
         load_config(path)
     message = str(caught.value)
-    assert message.startswith(f"{path}:7: router.providers[0].api_key: keys never go in the config file")
+    assert message.startswith(
+        f"{path}:7: router.providers[0].api_key: keys never go in the config file"
+    )
     assert "CANARY" not in message
 
 
@@ -167,16 +204,24 @@ def test_which_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv(CONFIG_ENV, str(tmp_path / "from-env.yaml"))
     assert standard_config_path() == tmp_path / "from-env.yaml"
     assert default_config_path() == tmp_path / "from-env.yaml"
-    root = click.Context(click.Command("workbench"), obj={CONFIG_PATH_KEY: str(tmp_path / "flag.yaml")})
+    root = click.Context(
+        click.Command("workbench"), obj={CONFIG_PATH_KEY: str(tmp_path / "flag.yaml")}
+    )
     with root:
         assert default_config_path() == tmp_path / "flag.yaml"
     monkeypatch.delenv(CONFIG_ENV)
-    assert standard_config_path().name == "config.yaml" and "research-workbench" in str(standard_config_path())
+    assert standard_config_path().name == "config.yaml" and "research-workbench" in str(
+        standard_config_path()
+    )
 
 
 def test_a_named_file_must_exist(tmp_path: Path) -> None:
     missing = tmp_path / "missing.yaml"
     assert load_config(missing) == WorkbenchConfig()
-    root = click.Context(click.Command("workbench"), obj={CONFIG_PATH_KEY: str(missing), CONFIG_REQUIRED_KEY: True})
-    with pytest.raises(ConfigError, match=r"missing\.yaml: no such config file; check the --config path"):
+    root = click.Context(
+        click.Command("workbench"), obj={CONFIG_PATH_KEY: str(missing), CONFIG_REQUIRED_KEY: True}
+    )
+    with pytest.raises(
+        ConfigError, match=r"missing\.yaml: no such config file; check the --config path"
+    ):
         config_from_context(root)

@@ -7,6 +7,7 @@ the asking step waits and the side branch runs while the prompt is open; on
 LangGraph the pause holds its superstep, so the side branch is ready but held —
 named in ``InterruptRaised.held_steps`` and drawn ⧗ until the answer comes.
 """
+
 from __future__ import annotations
 
 import json
@@ -35,16 +36,26 @@ ENGINES = ["kahn", "langgraph"]
 
 async def unsure_tie_breaker(request: TieBreakRequest) -> TieBreakAnswer:
     """A model that leans to the last valid target with confidence under every threshold."""
-    return TieBreakAnswer(target=request.valid_targets[-1], confidence=0.4, reasoning="two claims are thin")
+    return TieBreakAnswer(
+        target=request.valid_targets[-1], confidence=0.4, reasoning="two claims are thin"
+    )
 
 
-def demo_context(workspace: Path, inputs: dict[str, Any], responder: InterruptResponder) -> RunContext:
-    return RunContext(store=RunStore(workspace / "runs.sqlite"), inputs=inputs, responder=responder,
-                      tie_breaker=unsure_tie_breaker)
+def demo_context(
+    workspace: Path, inputs: dict[str, Any], responder: InterruptResponder
+) -> RunContext:
+    return RunContext(
+        store=RunStore(workspace / "runs.sqlite"),
+        inputs=inputs,
+        responder=responder,
+        tie_breaker=unsure_tie_breaker,
+    )
 
 
 def live_workbench(tmp_path: Path) -> Workbench:
-    return Workbench(workspace=tmp_path, context_factory=demo_context, shipped_dir=tmp_path / "none")
+    return Workbench(
+        workspace=tmp_path, context_factory=demo_context, shipped_dir=tmp_path / "none"
+    )
 
 
 def with_side_branch(shipped: Path, folder: Path, after: str, length: int) -> Path:
@@ -57,8 +68,14 @@ def with_side_branch(shipped: Path, folder: Path, after: str, length: int) -> Pa
     previous = after
     for index in range(1, length + 1):
         step_id = f"side_{index}"
-        data["steps"].append({"id": step_id, "uses": "demo.echo", "depends_on": [previous],
-                              "config": {"set": {"side": index}}})
+        data["steps"].append(
+            {
+                "id": step_id,
+                "uses": "demo.echo",
+                "depends_on": [previous],
+                "config": {"set": {"side": index}},
+            }
+        )
         previous = step_id
     path = folder / shipped.name
     path.write_text(json.dumps(data, indent=1), encoding="utf-8")
@@ -93,11 +110,15 @@ def shown_glyph(screen: RunScreen, step_id: str) -> str:
     glyphs = {line[line.index(f" {step_id} ") - 1] for line in lines if f" {step_id} " in line}
     assert len(glyphs) == 1, (step_id, dag_lines(screen))
     glyph = glyphs.pop()
-    assert outline_label(screen, step_id).startswith(f"{glyph} {step_id}"), outline_label(screen, step_id)
+    assert outline_label(screen, step_id).startswith(f"{glyph} {step_id}"), outline_label(
+        screen, step_id
+    )
     return glyph
 
 
-def assert_held_while_waiting(screen: RunScreen, prompt: Any, engine: str, asking: str, side: str) -> None:
+def assert_held_while_waiting(
+    screen: RunScreen, prompt: Any, engine: str, asking: str, side: str
+) -> None:
     """Kahn holds only the asking step; LangGraph holds its superstep, and the screen says so."""
     event: InterruptRaised = prompt.event
     assert event.step_id == asking
@@ -110,12 +131,17 @@ def assert_held_while_waiting(screen: RunScreen, prompt: Any, engine: str, askin
     step = screen.view.steps[side]
     assert step.status is StepStatus.PENDING and step.held_by == event.interrupt_id
     assert shown_glyph(screen, side) == HELD_GLYPH
-    assert str(prompt.query_one("#prompt-held", Static).render()) == f"also held while this waits: {side}"
+    assert (
+        str(prompt.query_one("#prompt-held", Static).render())
+        == f"also held while this waits: {side}"
+    )
 
 
 @pytest.mark.parametrize("engine", ENGINES)
 async def test_answering_an_approval_reaches_the_step(tmp_path: Path, engine: str) -> None:
-    workflow = with_side_branch(SHIPPED_WORKFLOWS / "approval.yaml", tmp_path, after="warm_cache", length=1)
+    workflow = with_side_branch(
+        SHIPPED_WORKFLOWS / "approval.yaml", tmp_path, after="warm_cache", length=1
+    )
     app = WorkbenchApp(live_workbench(tmp_path))
     async with app.run_test(size=SIZE) as pilot:
         await pilot.pause()
@@ -124,7 +150,9 @@ async def test_answering_an_approval_reaches_the_step(tmp_path: Path, engine: st
         prompt = app.screen
         await until(pilot, lambda: prompt.event.interrupt_id in screen.view.pending)
         await until(pilot, lambda: screen.view.steps["warm_cache"].status is StepStatus.SUCCEEDED)
-        if engine == "kahn":  # only the asking step waits: the side branch goes on while the prompt is open
+        if (
+            engine == "kahn"
+        ):  # only the asking step waits: the side branch goes on while the prompt is open
             await until(pilot, lambda: screen.view.steps["side_1"].status is StepStatus.SUCCEEDED)
         assert screen.view.engine == engine
         assert screen.view.steps["plan"].status is StepStatus.WAITING_HUMAN
@@ -151,7 +179,9 @@ async def test_answering_an_approval_reaches_the_step(tmp_path: Path, engine: st
 
 @pytest.mark.parametrize("engine", ENGINES)
 async def test_choosing_a_tie_breaker_target_routes_the_run(tmp_path: Path, engine: str) -> None:
-    workflow = with_side_branch(SHIPPED_WORKFLOWS / "demo_tiebreak.yaml", tmp_path, after="draft", length=2)
+    workflow = with_side_branch(
+        SHIPPED_WORKFLOWS / "demo_tiebreak.yaml", tmp_path, after="draft", length=2
+    )
     app = WorkbenchApp(live_workbench(tmp_path))
     async with app.run_test(size=SIZE) as pilot:
         await pilot.pause()
@@ -179,12 +209,16 @@ async def test_choosing_a_tie_breaker_target_routes_the_run(tmp_path: Path, engi
     store = RunStore(tmp_path / "runs.sqlite")
     assert store.get_run(run_id).engine == engine
     resolved = [e for e in store.events(run_id) if isinstance(e, InterruptResolved)]
-    assert [(e.step_id, e.answer["action"], e.answer["value"]) for e in resolved] == [("review", "choose", "publish")]
+    assert [(e.step_id, e.answer["action"], e.answer["value"]) for e in resolved] == [
+        ("review", "choose", "publish")
+    ]
     store.close()
 
 
 @pytest.mark.parametrize("engine", ENGINES)
-async def test_a_run_left_waiting_is_answered_and_resumed_later(tmp_path: Path, engine: str) -> None:
+async def test_a_run_left_waiting_is_answered_and_resumed_later(
+    tmp_path: Path, engine: str
+) -> None:
     workbench = live_workbench(tmp_path)
     app = WorkbenchApp(workbench)
     async with app.run_test(size=SIZE) as pilot:

@@ -1,4 +1,5 @@
 """Warnings the domain packages log reach the person as toasts, from any thread, without floods."""
+
 from __future__ import annotations
 
 import logging
@@ -21,13 +22,16 @@ async def test_a_logged_warning_is_a_toast_once_per_window(workbench: Workbench)
     async with app.run_test(size=(120, 40)) as pilot:
         await pilot.pause()
         for _ in range(3):
-            warn_from_a_worker_thread("router.router", "provider openai is misconfigured (401): it is skipped")
+            warn_from_a_worker_thread(
+                "router.router", "provider openai is misconfigured (401): it is skipped"
+            )
         logging.getLogger("engine.bus").error("event subscriber failed on a batch")
         await until(pilot, lambda: len(app._notifications) >= 2)
         await pilot.pause()
         assert sorted((n.title, n.severity, n.message) for n in app._notifications) == [
             ("engine", "error", "event subscriber failed on a batch"),
-            ("router", "warning", "provider openai is misconfigured (401): it is skipped")]
+            ("router", "warning", "provider openai is misconfigured (401): it is skipped"),
+        ]
     assert not any(isinstance(h, ToastHandler) for h in logging.getLogger().handlers)
 
 
@@ -43,7 +47,9 @@ def test_repeats_come_back_after_the_window() -> None:
 
     app = Recording()
     handler = ToastHandler(app, repeat_window_s=30.0, clock=lambda: now[0])  # type: ignore[arg-type]
-    record = logging.LogRecord("router.stats", logging.WARNING, __file__, 1, "stats not written", None, None)
+    record = logging.LogRecord(
+        "router.stats", logging.WARNING, __file__, 1, "stats not written", None, None
+    )
     handler.emit(record)
     now[0] = 29.0
     handler.emit(record)

@@ -1,4 +1,5 @@
 """Pilot tests: replay, keyboard-only navigation, prompts answered from the app."""
+
 from __future__ import annotations
 
 import pytest
@@ -9,8 +10,8 @@ from engine.states import StepStatus
 from engine.store import RunStore
 from tests.tui.pilot_wait import prompt_ready, until
 from tui.app import WorkbenchApp
-from tui.screens.home import HomeScreen
 from tui.screens.history import HistoryScreen
+from tui.screens.home import HomeScreen
 from tui.screens.report import ReportScreen
 from tui.screens.run import RunScreen
 from tui.screens.step_detail import StepDetailScreen
@@ -126,7 +127,11 @@ async def test_stored_approval_reappears_and_is_recorded(workbench: Workbench) -
         assert screen.resume_requested == 1
     store = RunStore(workbench.runs_db)
     [record] = store.interrupts("run-ask")
-    assert record.status != "pending" and record.answer is not None and record.answer.action == "reject"
+    assert (
+        record.status != "pending"
+        and record.answer is not None
+        and record.answer.action == "reject"
+    )
     store.close()
 
 
@@ -163,15 +168,36 @@ async def test_edit_with_invalid_json_is_refused_with_one_line(workbench: Workbe
         assert "fix the JSON" in str(prompt.query_one("#prompt-error").render())
 
 
-@pytest.mark.parametrize(("kind", "focused_id", "keys", "answer"), [
-    ("approval", "answer-approve", ["enter"], InterruptAnswer(action="approve")),
-    ("input", "prompt-editor", ["y", "e", "s", "f4"], InterruptAnswer(action="answer", value="yes")),
-    ("tie_breaker", "prompt-targets", ["enter"], InterruptAnswer(action="choose", value="ship")),
-])
+@pytest.mark.parametrize(
+    ("kind", "focused_id", "keys", "answer"),
+    [
+        ("approval", "answer-approve", ["enter"], InterruptAnswer(action="approve")),
+        (
+            "input",
+            "prompt-editor",
+            ["y", "e", "s", "f4"],
+            InterruptAnswer(action="answer", value="yes"),
+        ),
+        (
+            "tie_breaker",
+            "prompt-targets",
+            ["enter"],
+            InterruptAnswer(action="choose", value="ship"),
+        ),
+    ],
+)
 async def test_each_prompt_opens_on_the_control_that_answers_it(
-        workbench: Workbench, kind: str, focused_id: str, keys: list[str], answer: InterruptAnswer) -> None:
-    event = InterruptRaised(run_id="r", seq=1, interrupt_id="i1", step_id="review", interrupt_kind=kind,
-                            prompt="Your call", payload={"outputs": {"ok": True}, "valid_targets": ["ship"]})
+    workbench: Workbench, kind: str, focused_id: str, keys: list[str], answer: InterruptAnswer
+) -> None:
+    event = InterruptRaised(
+        run_id="r",
+        seq=1,
+        interrupt_id="i1",
+        step_id="review",
+        interrupt_kind=kind,
+        prompt="Your call",
+        payload={"outputs": {"ok": True}, "valid_targets": ["ship"]},
+    )
     app = WorkbenchApp(workbench)
     answers: list[InterruptAnswer | None] = []
     async with app.run_test(size=SIZE) as pilot:

@@ -1,11 +1,11 @@
 """The plain modules under the widgets: layout, the event fold, form conversion, the log filter."""
+
 from __future__ import annotations
 
 import networkx as nx
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-
 from rich.console import Console
 
 from engine.events import ProviderState
@@ -23,7 +23,9 @@ from tui.widgets.providers_panel import providers_table
 def dags(draw: st.DrawFn) -> tuple[list[str], list[tuple[str, str, str]]]:
     size = draw(st.integers(1, 25))
     nodes = [f"n{i}" for i in range(size)]
-    pairs = draw(st.lists(st.tuples(st.integers(0, size - 1), st.integers(0, size - 1)), max_size=60))
+    pairs = draw(
+        st.lists(st.tuples(st.integers(0, size - 1), st.integers(0, size - 1)), max_size=60)
+    )
     return nodes, [(nodes[a], nodes[b], "depends_on") for a, b in pairs if a < b]
 
 
@@ -49,12 +51,15 @@ def test_layout_is_a_function_of_the_graph_alone() -> None:
     groups = {n.id: n.group for n in nodes}
     first, second = compute_layout(ids, pairs, groups), compute_layout(ids, pairs, groups)
     assert {k: (v.layer, v.x) for k, v in first.positions.items()} == {
-        k: (v.layer, v.x) for k, v in second.positions.items()}
+        k: (v.layer, v.x) for k, v in second.positions.items()
+    }
     assert first.group_layers["research_round:2"][0] > first.group_layers["research_round:1"][1]
 
 
 def test_loop_back_edges_are_kept_out_of_the_layering() -> None:
-    layout = compute_layout(["a", "b", "c"], [("a", "b", "depends_on"), ("b", "c", "route"), ("c", "a", "loop")])
+    layout = compute_layout(
+        ["a", "b", "c"], [("a", "b", "depends_on"), ("b", "c", "route"), ("c", "a", "loop")]
+    )
     assert [n.id for layer in layout.layers for n in layer] == ["a", "b", "c"]
     assert layout.back_edges == [("c", "a", "loop")]
     assert nx.is_directed_acyclic_graph(nx.DiGraph([(s.source, s.target) for s in layout.segments]))
@@ -68,7 +73,9 @@ def test_fold_of_a_research_run() -> None:
     assert [r for r in sorted(view.rounds)] == [1, 2, 3]
     assert view.rounds[3].gate_passed and view.selected_round == 3
     assert view.providers["openai"]["state"] == "OPEN"
-    assert all(view.steps[f"{s}_r4"].status is StepStatus.SKIPPED for s in ("supervisor", "cove_verify"))
+    assert all(
+        view.steps[f"{s}_r4"].status is StepStatus.SKIPPED for s in ("supervisor", "cove_verify")
+    )
     assert ("supervisor_r3", "final_synthesis") in view.chosen_edges
     assert len(view.log) == len(research_events("r"))
 
@@ -81,45 +88,64 @@ def test_a_pending_approval_holds_its_step_only() -> None:
     assert view.steps["source_policy"].status is StepStatus.PENDING
 
 
-@pytest.mark.parametrize(("spec", "raw", "expected"), [
-    (InputSpec(type="int", default=4), "", 4),
-    (InputSpec(type="int"), "7", 7),
-    (InputSpec(type="bool"), "yes", True),
-    (InputSpec(type="date"), "2024-05-01", "2024-05-01"),
-    (InputSpec(type="list"), '["a"]', ["a"]),
-    (InputSpec(type="string"), " q ", "q"),
-])
+@pytest.mark.parametrize(
+    ("spec", "raw", "expected"),
+    [
+        (InputSpec(type="int", default=4), "", 4),
+        (InputSpec(type="int"), "7", 7),
+        (InputSpec(type="bool"), "yes", True),
+        (InputSpec(type="date"), "2024-05-01", "2024-05-01"),
+        (InputSpec(type="list"), '["a"]', ["a"]),
+        (InputSpec(type="string"), " q ", "q"),
+    ],
+)
 def test_form_values_follow_the_declared_type(spec: InputSpec, raw: str, expected: object) -> None:
     assert convert_input("x", spec, raw) == expected
 
 
-@pytest.mark.parametrize(("spec", "raw", "words"), [
-    (InputSpec(type="int"), "four", "x must be a int, for example 4"),
-    (InputSpec(type="string", required=True), "", "x is required"),
-    (InputSpec(type="string", choices=["a", "b"]), "c", "one of a, b"),
-])
+@pytest.mark.parametrize(
+    ("spec", "raw", "words"),
+    [
+        (InputSpec(type="int"), "four", "x must be a int, for example 4"),
+        (InputSpec(type="string", required=True), "", "x is required"),
+        (InputSpec(type="string", choices=["a", "b"]), "c", "one of a, b"),
+    ],
+)
 def test_bad_form_values_are_named(spec: InputSpec, raw: str, words: str) -> None:
     with pytest.raises(InputError, match=words):
         convert_input("x", spec, raw)
 
 
 def test_log_filter_terms() -> None:
-    line = LogLine(seq=3, kind="step_failed", level="error", text="review failed: boom", step_id="review")
+    line = LogLine(
+        seq=3, kind="step_failed", level="error", text="review failed: boom", step_id="review"
+    )
     assert matches(line, "kind:step_f level:error")
     assert matches(line, "boom step:rev")
     assert not matches(line, "kind:step_started")
     assert not matches(line, "boom level:info")
 
 
-@pytest.mark.parametrize(("seconds", "shown"), [
-    (0.4, "0.4s"), (3.44, "3.4s"), (9.94, "9.9s"), (9.96, "10s"), (10.0, "10s"), (28.0, "28s"), (600.0, "600s"),
-])
+@pytest.mark.parametrize(
+    ("seconds", "shown"),
+    [
+        (0.4, "0.4s"),
+        (3.44, "3.4s"),
+        (9.94, "9.9s"),
+        (9.96, "10s"),
+        (10.0, "10s"),
+        (28.0, "28s"),
+        (600.0, "600s"),
+    ],
+)
 def test_cooldowns_keep_a_decimal_under_ten_seconds(seconds: float, shown: str) -> None:
     assert format_cooldown(seconds) == shown
 
 
 def test_a_short_cooldown_counts_down_in_tenths_in_the_panel_and_the_log() -> None:
-    event = ProviderState(run_id="r", provider="openai", snapshot=snapshot("openai", "OPEN", cooldown_remaining_s=5.0))
+    event = ProviderState(
+        run_id="r", provider="openai", snapshot=snapshot("openai", "OPEN", cooldown_remaining_s=5.0)
+    )
     assert describe(event) == "provider openai: OPEN, cooldown 5.0s"
     view = RunView()
     view.apply_all([event])

@@ -1,4 +1,5 @@
 """The real `workbench` process: served over loopback HTTP, and driven in a pseudo-terminal."""
+
 from __future__ import annotations
 
 import os
@@ -24,9 +25,17 @@ def free_port() -> int:
 
 def test_serve_answers_with_the_app_page(tmp_path: Path) -> None:
     port = free_port()
-    env = {**os.environ, "WORKBENCH_HOME": str(tmp_path), "WORKBENCH_CONFIG": str(tmp_path / "config.yaml")}
-    process = subprocess.Popen([WORKBENCH, "serve", "--port", str(port)], env=env,
-                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    env = {
+        **os.environ,
+        "WORKBENCH_HOME": str(tmp_path),
+        "WORKBENCH_CONFIG": str(tmp_path / "config.yaml"),
+    }
+    process = subprocess.Popen(
+        [WORKBENCH, "serve", "--port", str(port)],
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
     try:
         page = None
         for _ in range(200):

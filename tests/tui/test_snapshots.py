@@ -3,6 +3,7 @@
 Fixed terminal sizes, a frozen store clock and fixed run ids; focus is put on
 widgets without a text cursor, so nothing blinks.
 """
+
 from __future__ import annotations
 
 from textual.pilot import Pilot
@@ -36,16 +37,23 @@ def test_home(snap_compare, workbench: Workbench) -> None:
 
 
 def test_run_mid_flight(snap_compare, workbench: Workbench) -> None:
-    assert snap_compare(WorkbenchApp(workbench), terminal_size=WIDE, run_before=opened("run-mid", position=20))
+    assert snap_compare(
+        WorkbenchApp(workbench), terminal_size=WIDE, run_before=opened("run-mid", position=20)
+    )
 
 
 def test_run_with_open_and_half_open_providers(snap_compare, workbench: Workbench) -> None:
-    assert snap_compare(WorkbenchApp(workbench), terminal_size=WIDE,
-                        run_before=opened("run-mid", focus="#providers"))
+    assert snap_compare(
+        WorkbenchApp(workbench),
+        terminal_size=WIDE,
+        run_before=opened("run-mid", focus="#providers"),
+    )
 
 
 def test_rounds_matrix_after_three_rounds(snap_compare, workbench: Workbench) -> None:
-    assert snap_compare(WorkbenchApp(workbench), terminal_size=WIDE, run_before=opened("run-done", focus="#rounds"))
+    assert snap_compare(
+        WorkbenchApp(workbench), terminal_size=WIDE, run_before=opened("run-done", focus="#rounds")
+    )
 
 
 def test_approval_prompt(snap_compare, workbench: Workbench) -> None:
@@ -57,13 +65,20 @@ def test_tie_breaker_prompt(snap_compare, workbench: Workbench) -> None:
 
 
 def test_report(snap_compare, workbench: Workbench) -> None:
-    assert snap_compare(WorkbenchApp(workbench), terminal_size=WIDE, run_before=opened("run-done"), press=["r"])
+    assert snap_compare(
+        WorkbenchApp(workbench), terminal_size=WIDE, run_before=opened("run-done"), press=["r"]
+    )
 
 
 def test_replay_at_a_middle_event(snap_compare, workbench: Workbench) -> None:
-    assert snap_compare(WorkbenchApp(workbench), terminal_size=WIDE,
-                        run_before=opened("run-done", position=37, focus="#timeline"))
+    assert snap_compare(
+        WorkbenchApp(workbench),
+        terminal_size=WIDE,
+        run_before=opened("run-done", position=37, focus="#timeline"),
+    )
 
 
 def test_narrow_terminal(snap_compare, workbench: Workbench) -> None:
-    assert snap_compare(WorkbenchApp(workbench), terminal_size=(72, 40), run_before=opened("run-mid"))
+    assert snap_compare(
+        WorkbenchApp(workbench), terminal_size=(72, 40), run_before=opened("run-mid")
+    )

@@ -3,6 +3,7 @@
 ``open_app`` is what other command groups call to open the app on a new run
 or a stored one (``workbench run``, ``workbench research``).
 """
+
 from __future__ import annotations
 
 import shlex
@@ -12,7 +13,14 @@ from typing import Any
 
 import click
 
-from tui.config import CONFIG_PATH_KEY, ConfigError, WorkbenchConfig, config_path_for, config_required, load_config
+from tui.config import (
+    CONFIG_PATH_KEY,
+    ConfigError,
+    WorkbenchConfig,
+    config_path_for,
+    config_required,
+    load_config,
+)
 from tui.run_driver import RunJob
 from tui.workbench import Workbench, default_workspace
 
@@ -31,18 +39,30 @@ def make_workbench(workspace: str | Path | None, config_path: Path | None = None
         config, error = load_config(path), ""
     except ConfigError as exc:
         config, error = WorkbenchConfig(), str(exc)
-    return Workbench(workspace=Path(workspace).expanduser() if workspace else default_workspace(), config=config,
-                     config_error=error)
+    return Workbench(
+        workspace=Path(workspace).expanduser() if workspace else default_workspace(),
+        config=config,
+        config_error=error,
+    )
 
 
-def open_app(workspace: str | Path | None, *, workflow: Path | None = None, inputs: dict[str, Any] | None = None,
-             engine: str | None = None, run_id: str | None = None, job: RunJob | None = None) -> None:
+def open_app(
+    workspace: str | Path | None,
+    *,
+    workflow: Path | None = None,
+    inputs: dict[str, Any] | None = None,
+    engine: str | None = None,
+    run_id: str | None = None,
+    job: RunJob | None = None,
+) -> None:
     """Open the app: straight onto a new run of ``workflow`` (or ``job``), on stored ``run_id``, or on Home.
 
     ``workflow`` is loaded on the run's worker thread, after the first frame; ``engine`` forces
     an engine (None: chosen by the workflow's shape).
     """
-    from tui.app import WorkbenchApp  # imported here: Textual is slow to import and headless commands skip it
+    from tui.app import (
+        WorkbenchApp,  # imported here: Textual is slow to import and headless commands skip it
+    )
 
     workbench = make_workbench(workspace)
     workbench.store()  # opened before the first frame, so an unreadable store is one line, not a crash screen
@@ -52,7 +72,9 @@ def open_app(workspace: str | Path | None, *, workflow: Path | None = None, inpu
 
 
 @click.command("app")
-@click.option("--run", "run_id", default=None, help="Open this stored run (replay, report, prompts).")
+@click.option(
+    "--run", "run_id", default=None, help="Open this stored run (replay, report, prompts)."
+)
 @click.pass_context
 def app_command(ctx: click.Context, run_id: str | None) -> None:
     """Open the workbench (the default when `workbench` is run alone)."""
@@ -65,7 +87,9 @@ def app_command(ctx: click.Context, run_id: str | None) -> None:
 @click.pass_context
 def serve_command(ctx: click.Context, host: str, port: int) -> None:
     """Serve the workbench in a browser (textual-serve)."""
-    from textual_serve.server import Server  # imported here: slow to import, and only serve needs it
+    from textual_serve.server import (
+        Server,  # imported here: slow to import, and only serve needs it
+    )
 
     workspace = (ctx.obj or {}).get("workspace")
     command = [sys.executable, "-m", "tui.cli"]
@@ -84,8 +108,13 @@ def demo_group() -> None:
 
 
 @demo_group.command("chaos")
-@click.option("--time-scale", default=0.05, show_default=True, type=click.FloatRange(min=0, min_open=True),
-              help="Shrinks every scripted delay and cooldown (0.05: a 30 s cooldown takes 1.5 s).")
+@click.option(
+    "--time-scale",
+    default=0.05,
+    show_default=True,
+    type=click.FloatRange(min=0, min_open=True),
+    help="Shrinks every scripted delay and cooldown (0.05: a 30 s cooldown takes 1.5 s).",
+)
 @click.option("--query", default="How does asyncio schedule tasks?", show_default=True)
 @click.option("--headless", is_flag=True, help="Print events instead of opening the app.")
 @click.pass_context
@@ -93,7 +122,9 @@ def chaos_command(ctx: click.Context, time_scale: float, query: str, headless: b
     """Fault server + flaky providers + a research run: watch breakers trip, cool down, probe and close."""
     from tui.chaos import run_chaos_demo
 
-    run_chaos_demo((ctx.obj or {}).get("workspace"), time_scale=time_scale, query=query, headless=headless)
+    run_chaos_demo(
+        (ctx.obj or {}).get("workspace"), time_scale=time_scale, query=query, headless=headless
+    )
 
 
 COMMANDS = [app_command, serve_command, demo_group]

@@ -4,13 +4,15 @@ workflow file, answering interrupts, and driving a run with live output.
 Used by ``run_cmds`` (run, validate, resume), ``runs_cmds`` (runs …) and
 ``research_cmds`` (research). Defines no commands itself.
 """
+
 from __future__ import annotations
 
 import asyncio
 import json
 import sys
+from collections.abc import Awaitable, Callable
 from pathlib import Path
-from typing import Any, Awaitable, Callable
+from typing import Any
 
 import click
 from rich.console import Console
@@ -75,6 +77,7 @@ def load_or_exit(path: str, exit_code: int) -> WorkflowDefinition:
 
 # -- answers and responders ---------------------------------------------------------
 
+
 def parse_answer(text: str) -> InterruptAnswer:
     """An answer as typed: approve / reject, a routing TARGET, or JSON (edited outputs or a full answer)."""
     stripped = text.strip()
@@ -87,7 +90,9 @@ def parse_answer(text: str) -> InterruptAnswer:
         try:
             data = json.loads(stripped)
         except json.JSONDecodeError as error:
-            raise BadInput(f"--answer is not valid JSON: {error.msg} at column {error.colno}") from None
+            raise BadInput(
+                f"--answer is not valid JSON: {error.msg} at column {error.colno}"
+            ) from None
         if "action" in data:
             try:
                 return InterruptAnswer.model_validate(data)
@@ -116,7 +121,9 @@ def terminal_responder(console: Console) -> InterruptResponder:
                 console.print(f"  [dim]{escape(summarize(request.payload, 200))}[/]")
             options = " / ".join(request.options) or "approve / reject"
             try:
-                text = await asyncio.to_thread(click.prompt, f"  answer ({options})", default="approve")
+                text = await asyncio.to_thread(
+                    click.prompt, f"  answer ({options})", default="approve"
+                )
             except (click.Abort, EOFError):
                 return None
             return parse_answer(text)
@@ -140,6 +147,7 @@ def responder_for(mode: str, console: Console) -> InterruptResponder | None:
 
 
 # -- the run context -------------------------------------------------------------------
+
 
 def _needs_application(wf: WorkflowDefinition) -> bool:
     return any(not step.uses.startswith(BUILTIN_STEP_PREFIX) for step in wf.steps)
@@ -168,7 +176,9 @@ def make_run_context(
         )
         context.engine_reason = engine_reason
         return context
-    return RunContext(store=store, inputs=inputs, run_id=run_id, responder=responder, engine_reason=engine_reason)
+    return RunContext(
+        store=store, inputs=inputs, run_id=run_id, responder=responder, engine_reason=engine_reason
+    )
 
 
 async def close_run_context(context: RunContext) -> None:
@@ -177,6 +187,7 @@ async def close_run_context(context: RunContext) -> None:
 
 
 # -- driving a run with live output ----------------------------------------------------
+
 
 def drive(
     store: RunStore,
@@ -200,17 +211,25 @@ def drive(
         raise BadInput(str(error)) from None
     except KeyboardInterrupt:
         unsubscribe()
-        console.print("[magenta]interrupted: the run is stored; continue it with "
-                      f"workbench resume {run_id}[/]")
+        console.print(
+            "[magenta]interrupted: the run is stored; continue it with "
+            f"workbench resume {run_id}[/]"
+        )
         return EXIT_CODES[RunStatus.CANCELLED]
     finally:
         unsubscribe()
     record = store.get_run(result.run_id)
     console.print(step_table(store.step_results(result.run_id), record.definition.step_ids))
-    console.print(f"run {result.run_id}: {styled(result.status.value)}"
-                  + (f" — {escape(result.reason)}" if result.reason else ""), highlight=False)
+    console.print(
+        f"run {result.run_id}: {styled(result.status.value)}"
+        + (f" — {escape(result.reason)}" if result.reason else ""),
+        highlight=False,
+    )
     if result.outputs:
         console.print(f"outputs: {escape(summarize(result.outputs, 300))}", highlight=False)
     if result.status == RunStatus.WAITING:
-        console.print(f"answer and continue with: workbench resume {result.run_id} --answer approve", highlight=False)
+        console.print(
+            f"answer and continue with: workbench resume {result.run_id} --answer approve",
+            highlight=False,
+        )
     return EXIT_CODES[result.status]

@@ -7,6 +7,7 @@ report.md, quality.yaml and rag_package.jsonl to <workspace>/runs/<run_id>/.
 coalesce decisions under other weights. ``workbench corpus add|list|search``
 manages the corpus.
 """
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -53,8 +54,12 @@ class ResearchGroup(click.Group):
 
     def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
         """Take the first word that is neither an option nor an option's value, unless it names a subcommand."""
-        takes_value = {name for param in self.params if isinstance(param, click.Option)
-                       and not param.is_flag and not param.count for name in param.opts}
+        takes_value = {
+            name
+            for param in self.params
+            if isinstance(param, click.Option) and not param.is_flag and not param.count
+            for name in param.opts
+        }
         index = 0
         while index < len(args):
             word = args[index]
@@ -66,31 +71,68 @@ class ResearchGroup(click.Group):
             index += 2 if word in takes_value else 1
         if index < len(args) and args[index] not in self.commands:
             ctx.meta["research.question"] = args[index]
-            args = args[:index] + args[index + 1:]
+            args = args[:index] + args[index + 1 :]
         return super().parse_args(ctx, args)
 
 
-@click.group("research", cls=ResearchGroup, invoke_without_command=True,
-             context_settings={"help_option_names": ["-h", "--help"]})
-@click.option("--corpus", "corpus_dirs", multiple=True, type=click.Path(file_okay=False),
-              help="A folder of md/rst/txt/html/pdf to index and search (repeatable). Default: every collection "
-                   "in the workspace corpus, the Python docs collection built on first use.")
-@click.option("--domain", type=click.Choice(DOMAINS), default=None,
-              help="Sets the recency window (ADR-007 §5.4); without it the window is inferred from the corpus.")
-@click.option("--as-of", "as_of", callback=_as_of, default=None, metavar="YYYY-MM-DD",
-              help="Measure recency against this day (default today; recorded in quality.yaml).")
+@click.group(
+    "research",
+    cls=ResearchGroup,
+    invoke_without_command=True,
+    context_settings={"help_option_names": ["-h", "--help"]},
+)
+@click.option(
+    "--corpus",
+    "corpus_dirs",
+    multiple=True,
+    type=click.Path(file_okay=False),
+    help="A folder of md/rst/txt/html/pdf to index and search (repeatable). Default: every collection "
+    "in the workspace corpus, the Python docs collection built on first use.",
+)
+@click.option(
+    "--domain",
+    type=click.Choice(DOMAINS),
+    default=None,
+    help="Sets the recency window (ADR-007 §5.4); without it the window is inferred from the corpus.",
+)
+@click.option(
+    "--as-of",
+    "as_of",
+    callback=_as_of,
+    default=None,
+    metavar="YYYY-MM-DD",
+    help="Measure recency against this day (default today; recorded in quality.yaml).",
+)
 @click.option("--max-rounds", type=click.IntRange(1, 4), default=4, show_default=True)
 @click.option("--min-recent-sources", type=click.IntRange(0), default=10, show_default=True)
-@click.option("--weights", type=click.Choice(["proposed", "equal", "roc"]), default="proposed", show_default=True,
-              help="CI weights coalesce ranks rounds by.")
+@click.option(
+    "--weights",
+    type=click.Choice(["proposed", "equal", "roc"]),
+    default="proposed",
+    show_default=True,
+    help="CI weights coalesce ranks rounds by.",
+)
 @click.option("--patience", type=click.IntRange(0), default=1, show_default=True)
 @click.option("--headless", is_flag=True, help="Print progress here instead of opening the app.")
-@click.option("--on-interrupt", type=click.Choice(["default", "wait", "ask"]), default=None,
-              help="Who answers prompts: default (approve the plan, withhold insufficient reports), wait, ask.")
+@click.option(
+    "--on-interrupt",
+    type=click.Choice(["default", "wait", "ask"]),
+    default=None,
+    help="Who answers prompts: default (approve the plan, withhold insufficient reports), wait, ask.",
+)
 @click.pass_context
-def research_group(ctx: click.Context, corpus_dirs: tuple[str, ...], domain: str | None, as_of: str | None,
-                   max_rounds: int, min_recent_sources: int, weights: str, patience: int, headless: bool,
-                   on_interrupt: str | None) -> None:
+def research_group(
+    ctx: click.Context,
+    corpus_dirs: tuple[str, ...],
+    domain: str | None,
+    as_of: str | None,
+    max_rounds: int,
+    min_recent_sources: int,
+    weights: str,
+    patience: int,
+    headless: bool,
+    on_interrupt: str | None,
+) -> None:
     """Research a question: workbench research "question" [options]."""
     if ctx.invoked_subcommand is not None:
         return
@@ -110,8 +152,14 @@ def research_group(ctx: click.Context, corpus_dirs: tuple[str, ...], domain: str
             for skipped in report.skipped:
                 click.echo(f"  skipped {skipped.path}: {skipped.reason}")
             collections.append(report.collection)
-    inputs: dict[str, Any] = {"query": question, "max_rounds": max_rounds, "min_recent_sources": min_recent_sources,
-                              "tiebreaker_weights": weights, "patience": patience, "collections": collections}
+    inputs: dict[str, Any] = {
+        "query": question,
+        "max_rounds": max_rounds,
+        "min_recent_sources": min_recent_sources,
+        "tiebreaker_weights": weights,
+        "patience": patience,
+        "collections": collections,
+    }
     if domain:
         inputs["domain"] = domain
     if as_of:
@@ -122,7 +170,9 @@ def research_group(ctx: click.Context, corpus_dirs: tuple[str, ...], domain: str
     ctx.exit(_run_headless(ctx, workspace, inputs, on_interrupt))
 
 
-def _run_headless(ctx: click.Context, workspace: Path, inputs: dict[str, Any], on_interrupt: str | None) -> int:
+def _run_headless(
+    ctx: click.Context, workspace: Path, inputs: dict[str, Any], on_interrupt: str | None
+) -> int:
     wf = load_or_exit(str(WORKFLOW), 2)
     try:
         resolved = resolve_inputs(wf, inputs)
@@ -131,22 +181,36 @@ def _run_headless(ctx: click.Context, workspace: Path, inputs: dict[str, Any], o
     selection = select_engine(wf)
     console = Console()
     with open_store(ctx) as store:
-        context = make_run_context(workspace=workspace, store=store, wf=wf, inputs=resolved,
-                                   responder=responder_for(interrupt_mode(on_interrupt), console),
-                                   run_id=new_run_id(), engine_reason=selection.reason)
+        context = make_run_context(
+            workspace=workspace,
+            store=store,
+            wf=wf,
+            inputs=resolved,
+            responder=responder_for(interrupt_mode(on_interrupt), console),
+            run_id=new_run_id(),
+            engine_reason=selection.reason,
+        )
         run_id = context.run_id
-        code = drive(store, context, lambda c: create_engine(selection.name).execute(wf, c), console)
+        code = drive(
+            store, context, lambda c: create_engine(selection.name).execute(wf, c), console
+        )
         folder = workspace / "runs" / str(run_id)
         if (folder / "report.md").is_file():
             console.print(f"report: {folder / 'report.md'}", highlight=False)
-            console.print(f"quality: {folder / 'quality.yaml'}  rag package: {folder / 'rag_package.jsonl'}",
-                          highlight=False)
+            console.print(
+                f"quality: {folder / 'quality.yaml'}  rag package: {folder / 'rag_package.jsonl'}",
+                highlight=False,
+            )
     return code
 
 
 @research_group.command("sensitivity")
 @click.argument("run_ids", nargs=-1, required=True)
-@click.option("--all-variants", is_flag=True, help="List every variant, not only the ones whose outcome flips.")
+@click.option(
+    "--all-variants",
+    is_flag=True,
+    help="List every variant, not only the ones whose outcome flips.",
+)
 @click.pass_context
 def sensitivity_command(ctx: click.Context, run_ids: tuple[str, ...], all_variants: bool) -> None:
     """Replay stored runs' stop and coalesce decisions under other CI weights and ADR-003's gate."""
@@ -161,29 +225,46 @@ def sensitivity_command(ctx: click.Context, run_ids: tuple[str, ...], all_varian
             try:
                 record = store.get_run(run_id)
             except UnknownRun:
-                raise click.ClickException(f"no run {run_id} in {store.path}; list runs with: workbench runs") from None
-            payloads = [e.payload for e in store.events(run_id) if e.kind == "domain" and e.name == ROUND_SCORED]
+                raise click.ClickException(
+                    f"no run {run_id} in {store.path}; list runs with: workbench runs"
+                ) from None
+            payloads = [
+                e.payload
+                for e in store.events(run_id)
+                if e.kind == "domain" and e.name == ROUND_SCORED
+            ]
             if not payloads:
                 console.print(f"{run_id}: no scored research rounds (not a deep_research run?)")
                 continue
             records = records_from_payloads(payloads)
             inputs = record.inputs
-            outcomes = analyse_run(records, weights_name=inputs.get("tiebreaker_weights") or "proposed",
-                                   max_rounds=int(inputs.get("max_rounds") or 4),
-                                   patience=int(inputs.get("patience") if inputs.get("patience") is not None else 1))
+            outcomes = analyse_run(
+                records,
+                weights_name=inputs.get("tiebreaker_weights") or "proposed",
+                max_rounds=int(inputs.get("max_rounds") or 4),
+                patience=int(inputs.get("patience") if inputs.get("patience") is not None else 1),
+            )
             flips = [o for o in outcomes if o.flipped]
             if flips:
                 flipped_runs.append(run_id)
-            table = Table(title=f"{run_id}: stopped at R{records[-1].round}, {len(flips)} of {len(outcomes)} "
-                                f"variants flip")
+            table = Table(
+                title=f"{run_id}: stopped at R{records[-1].round}, {len(flips)} of {len(outcomes)} "
+                f"variants flip"
+            )
             for column in ("variant", "stop round", "selected round", "flips"):
                 table.add_column(column)
-            for outcome in (outcomes if all_variants else flips):
-                table.add_row(escape(outcome.variant),
-                              f"R{outcome.stop_round}" + (" (would continue)" if outcome.would_continue else ""),
-                              f"R{outcome.selected_round}", "yes" if outcome.flipped else "no")
+            for outcome in outcomes if all_variants else flips:
+                table.add_row(
+                    escape(outcome.variant),
+                    f"R{outcome.stop_round}"
+                    + (" (would continue)" if outcome.would_continue else ""),
+                    f"R{outcome.selected_round}",
+                    "yes" if outcome.flipped else "no",
+                )
             console.print(table)
-    console.print("runs whose outcome flips: " + (", ".join(flipped_runs) or "none"), highlight=False)
+    console.print(
+        "runs whose outcome flips: " + (", ".join(flipped_runs) or "none"), highlight=False
+    )
 
 
 @click.group("corpus")
@@ -223,7 +304,9 @@ def corpus_list(ctx: click.Context) -> None:
 @corpus_group.command("search")
 @click.argument("terms")
 @click.option("--limit", type=click.IntRange(1, 100), default=10, show_default=True)
-@click.option("--collection", "collections", multiple=True, help="Search only this collection (repeatable).")
+@click.option(
+    "--collection", "collections", multiple=True, help="Search only this collection (repeatable)."
+)
 @click.pass_context
 def corpus_search(ctx: click.Context, terms: str, limit: int, collections: tuple[str, ...]) -> None:
     """Search the corpus: passages ranked by bm25, with snippets."""
@@ -234,7 +317,9 @@ def corpus_search(ctx: click.Context, terms: str, limit: int, collections: tuple
         return
     for hit in hits:
         dated = hit["updated"] or hit["published"] or "undated"
-        click.echo(f"{hit['score']:7.2f}  {hit['passage_id']}  {hit['title']} ({hit['status'] or '-'}, {dated})")
+        click.echo(
+            f"{hit['score']:7.2f}  {hit['passage_id']}  {hit['title']} ({hit['status'] or '-'}, {dated})"
+        )
         click.echo(f"         {' '.join(hit['snippet'].split())}")
 
 

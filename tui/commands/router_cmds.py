@@ -1,4 +1,5 @@
 """The router's commands: ``workbench providers``, ``workbench providers check``, ``workbench fault-server``."""
+
 from __future__ import annotations
 
 import asyncio
@@ -41,8 +42,11 @@ def resolve_config(ctx: click.Context) -> RouterConfig:
 
 def _open_router(ctx: click.Context) -> SmartModelRouter:
     stats_file = workspace_path(ctx) / STATS_FILENAME
-    return build_router(resolve_config(ctx), stats_path=stats_file if stats_file.exists() else None,
-                        task_handlers=TaskHandlerRegistry())
+    return build_router(
+        resolve_config(ctx),
+        stats_path=stats_file if stats_file.exists() else None,
+        task_handlers=TaskHandlerRegistry(),
+    )
 
 
 def _with_router(ctx: click.Context, use: Callable[[SmartModelRouter], Awaitable[T]]) -> T:
@@ -78,32 +82,51 @@ def _headroom(remaining: int | None, limit: int | None) -> str:
 
 def providers_table(snapshots: list[ProviderSnapshot]) -> Table:
     table = Table(title="Providers", title_justify="left")
-    for column, justify in (("Provider", "left"), ("Kind", "left"), ("State", "left"), ("Cooldown", "right"),
-                            ("Success", "right"), ("p50", "right"), ("p95", "right"), ("RPM left", "right"),
-                            ("TPM left", "right"), ("In flight", "right"), ("Notes", "left")):
+    for column, justify in (
+        ("Provider", "left"),
+        ("Kind", "left"),
+        ("State", "left"),
+        ("Cooldown", "right"),
+        ("Success", "right"),
+        ("p50", "right"),
+        ("p95", "right"),
+        ("RPM left", "right"),
+        ("TPM left", "right"),
+        ("In flight", "right"),
+        ("Notes", "left"),
+    ):
         table.add_column(column, justify=justify)  # type: ignore[arg-type]
     for snap in snapshots:
         notes = []
         if snap.misconfigured:
             notes.append(f"misconfigured: {snap.misconfigured_reason}")
         if snap.last_error:
-            notes.append(f"last error {snap.last_error}" + (f" ({snap.last_error_status})" if snap.last_error_status
-                                                             else ""))
+            notes.append(
+                f"last error {snap.last_error}"
+                + (f" ({snap.last_error_status})" if snap.last_error_status else "")
+            )
         if snap.throttle_reject_p > 0:
             notes.append(f"throttling p={snap.throttle_reject_p:.2f}")
         table.add_row(
-            snap.name, snap.kind, Text(snap.state.value, style=_STATE_STYLE.get(snap.state.value, "")),
+            snap.name,
+            snap.kind,
+            Text(snap.state.value, style=_STATE_STYLE.get(snap.state.value, "")),
             f"{snap.cooldown_remaining_s:.1f} s" if snap.cooldown_remaining_s > 0 else "—",
             "—" if snap.success_rate is None else f"{snap.success_rate:.0%}",
-            _seconds(snap.p50_latency_s), _seconds(snap.p95_latency_s),
-            _headroom(snap.rpm_remaining, snap.rpm_limit), _headroom(snap.tpm_remaining, snap.tpm_limit),
-            f"{snap.in_flight}/{snap.bulkhead_size}", "; ".join(notes),
+            _seconds(snap.p50_latency_s),
+            _seconds(snap.p95_latency_s),
+            _headroom(snap.rpm_remaining, snap.rpm_limit),
+            _headroom(snap.tpm_remaining, snap.tpm_limit),
+            f"{snap.in_flight}/{snap.bulkhead_size}",
+            "; ".join(notes),
         )
     return table
 
 
 @click.group("providers", invoke_without_command=True)
-@click.option("--json", "as_json", is_flag=True, help="Print the snapshots as JSON instead of a table.")
+@click.option(
+    "--json", "as_json", is_flag=True, help="Print the snapshots as JSON instead of a table."
+)
 @click.pass_context
 def providers_group(ctx: click.Context, as_json: bool) -> None:
     """Show every LLM provider: breaker state, cooldown, success rate, latency, headroom, in-flight."""
@@ -133,49 +156,81 @@ def providers_check(ctx: click.Context) -> None:
     for column in ("Provider", "Kind", "Result", "Latency", "Detail"):
         table.add_column(column)
     for result in results:
-        table.add_row(result.name, result.kind, Text("ok" if result.ok else "FAIL", style="green" if result.ok
-                                                     else "bold red"),
-                      _seconds(result.latency_s), result.detail)
+        table.add_row(
+            result.name,
+            result.kind,
+            Text("ok" if result.ok else "FAIL", style="green" if result.ok else "bold red"),
+            _seconds(result.latency_s),
+            result.detail,
+        )
     _console().print(table)
     if not all(r.ok for r in results):
         ctx.exit(1)
 
 
 def _print_request(record: RecordedRequest) -> None:
-    click.echo(f"{record.at:8.2f}s  {record.provider:<10} {record.method:<4} {record.api_path:<48} "
-               f"{record.route:<6} -> {record.fault}")
+    click.echo(
+        f"{record.at:8.2f}s  {record.provider:<10} {record.method:<4} {record.api_path:<48} "
+        f"{record.route:<6} -> {record.fault}"
+    )
 
 
 @click.command("fault-server")
-@click.option("--port", type=click.IntRange(0, 65535), default=0, show_default=True,
-              help="Port on 127.0.0.1 (0 picks a free one).")
-@click.option("--script", "script_path", type=click.Path(dir_okay=False, path_type=Path), default=None,
-              help="Chaos script (YAML); default: the shipped router/scripts/chaos.yaml.")
-@click.option("--time-scale", type=click.FloatRange(min=0, min_open=True), default=None,
-              help="Multiply every scripted delay and Retry-After (0.1 = ten times faster).")
+@click.option(
+    "--port",
+    type=click.IntRange(0, 65535),
+    default=0,
+    show_default=True,
+    help="Port on 127.0.0.1 (0 picks a free one).",
+)
+@click.option(
+    "--script",
+    "script_path",
+    type=click.Path(dir_okay=False, path_type=Path),
+    default=None,
+    help="Chaos script (YAML); default: the shipped router/scripts/chaos.yaml.",
+)
+@click.option(
+    "--time-scale",
+    type=click.FloatRange(min=0, min_open=True),
+    default=None,
+    help="Multiply every scripted delay and Retry-After (0.1 = ten times faster).",
+)
 @click.option("--quiet", is_flag=True, help="Do not print each request.")
-def fault_server_cmd(port: int, script_path: Path | None, time_scale: float | None, quiet: bool) -> None:
+def fault_server_cmd(
+    port: int, script_path: Path | None, time_scale: float | None, quiet: bool
+) -> None:
     """Run the loopback fault-injecting provider server so you can watch the router cope."""
     try:
         script = load_fault_script(script_path or DEFAULT_SCRIPT_PATH)
     except FaultScriptError as exc:
         raise click.ClickException(str(exc)) from None
-    server = FaultServer(script=script, time_scale=time_scale, port=port,
-                         on_request=None if quiet else _print_request)
+    server = FaultServer(
+        script=script,
+        time_scale=time_scale,
+        port=port,
+        on_request=None if quiet else _print_request,
+    )
 
     async def serve() -> None:
         try:
             await server.start()
         except OSError as exc:
-            raise click.ClickException(f"cannot listen on 127.0.0.1:{port} ({exc.strerror or exc}) — "
-                                       "choose another --port") from None
+            raise click.ClickException(
+                f"cannot listen on 127.0.0.1:{port} ({exc.strerror or exc}) — choose another --port"
+            ) from None
         prefixes = sorted(script.providers) or ["openai"]
-        section: dict[str, Any] = {"router": demo_router_config(server.base_url, prefixes,
-                                                                time_scale=server.time_scale)}
-        click.echo(f"fault server listening on {server.base_url} (time scale {server.time_scale:g})")
+        section: dict[str, Any] = {
+            "router": demo_router_config(server.base_url, prefixes, time_scale=server.time_scale)
+        }
+        click.echo(
+            f"fault server listening on {server.base_url} (time scale {server.time_scale:g})"
+        )
         for prefix in prefixes:
             click.echo(f"  {prefix:<10} {server.url(prefix)}")
-        click.echo(f"\nrouter config for these providers (paste it into {default_config_path()}):\n")
+        click.echo(
+            f"\nrouter config for these providers (paste it into {default_config_path()}):\n"
+        )
         click.echo(yaml.safe_dump(section, sort_keys=False))
         click.echo("Ctrl-C stops the server.", err=True)
         # Explicit handlers: a process started in the background inherits SIGINT ignored,

@@ -6,6 +6,7 @@ Exit codes of `run` and `resume` (the run's status): 0 COMPLETED, 1 FAILED,
 5 CANCELLED, 6 the engines differ (`run --engine shadow`). `validate` exits 0 when the file is valid, 1 when it has
 problems, 2 when it cannot be read.
 """
+
 from __future__ import annotations
 
 import asyncio
@@ -47,17 +48,39 @@ SHADOW_DIFFERS = 6
 
 @click.command("run")
 @click.argument("workflow_file", type=click.Path(dir_okay=False))
-@click.option("--input", "-i", "input_pairs", multiple=True, metavar="KEY=VALUE", help="A workflow input (repeatable).")
+@click.option(
+    "--input",
+    "-i",
+    "input_pairs",
+    multiple=True,
+    metavar="KEY=VALUE",
+    help="A workflow input (repeatable).",
+)
 @click.option("--headless", is_flag=True, help="Print progress here instead of opening the app.")
-@click.option("--engine", type=click.Choice(["auto", *ENGINES, "shadow"]), default="auto", show_default=True,
-              help="Which engine runs it; auto picks by the workflow's shape; shadow runs both and compares "
-                   "them (exit 6 on any difference).")
-@click.option("--on-interrupt", type=ON_INTERRUPT, default=None,
-              help="Who answers prompts: default (approve / default edge, recorded as automatic), wait (store the "
-                   "run WAITING), ask (on this terminal). Default: ask on a terminal, else wait.")
+@click.option(
+    "--engine",
+    type=click.Choice(["auto", *ENGINES, "shadow"]),
+    default="auto",
+    show_default=True,
+    help="Which engine runs it; auto picks by the workflow's shape; shadow runs both and compares "
+    "them (exit 6 on any difference).",
+)
+@click.option(
+    "--on-interrupt",
+    type=ON_INTERRUPT,
+    default=None,
+    help="Who answers prompts: default (approve / default edge, recorded as automatic), wait (store the "
+    "run WAITING), ask (on this terminal). Default: ask on a terminal, else wait.",
+)
 @click.pass_context
-def run_command(ctx: click.Context, workflow_file: str, input_pairs: tuple[str, ...], headless: bool, engine: str,
-                on_interrupt: str | None) -> None:
+def run_command(
+    ctx: click.Context,
+    workflow_file: str,
+    input_pairs: tuple[str, ...],
+    headless: bool,
+    engine: str,
+    on_interrupt: str | None,
+) -> None:
     """Run a workflow file and show its progress live."""
     wf = load_or_exit(workflow_file, BAD_INPUT)
     try:
@@ -67,22 +90,34 @@ def run_command(ctx: click.Context, workflow_file: str, input_pairs: tuple[str, 
     if engine == "shadow":
         ctx.exit(_shadow_run(ctx, wf, inputs, on_interrupt))
     if not headless:
-        open_app((ctx.obj or {}).get("workspace"), workflow=Path(workflow_file), inputs=inputs,
-                 engine=None if engine == "auto" else engine)
+        open_app(
+            (ctx.obj or {}).get("workspace"),
+            workflow=Path(workflow_file),
+            inputs=inputs,
+            engine=None if engine == "auto" else engine,
+        )
         return
     selection = select_engine(wf, engine)
     console = Console()
     with open_store(ctx) as store:
         context = make_run_context(
-            workspace=workspace_path(ctx), store=store, wf=wf, inputs=inputs,
-            responder=responder_for(interrupt_mode(on_interrupt), console), run_id=new_run_id(),
+            workspace=workspace_path(ctx),
+            store=store,
+            wf=wf,
+            inputs=inputs,
+            responder=responder_for(interrupt_mode(on_interrupt), console),
+            run_id=new_run_id(),
             engine_reason=selection.reason,
         )
-        code = drive(store, context, lambda c: create_engine(selection.name).execute(wf, c), console)
+        code = drive(
+            store, context, lambda c: create_engine(selection.name).execute(wf, c), console
+        )
     ctx.exit(code)
 
 
-def _shadow_run(ctx: click.Context, wf: WorkflowDefinition, inputs: dict[str, Any], on_interrupt: str | None) -> int:
+def _shadow_run(
+    ctx: click.Context, wf: WorkflowDefinition, inputs: dict[str, Any], on_interrupt: str | None
+) -> int:
     """Both engines on the same inputs, the second replaying the first's journal; the difference report."""
     from engine.shadow import run_shadow
 
@@ -90,8 +125,12 @@ def _shadow_run(ctx: click.Context, wf: WorkflowDefinition, inputs: dict[str, An
     console = Console()
     with open_store(ctx) as store:
         context = make_run_context(
-            workspace=workspace_path(ctx), store=store, wf=wf, inputs=inputs,
-            responder=responder_for(interrupt_mode(on_interrupt), console), run_id=new_run_id(),
+            workspace=workspace_path(ctx),
+            store=store,
+            wf=wf,
+            inputs=inputs,
+            responder=responder_for(interrupt_mode(on_interrupt), console),
+            run_id=new_run_id(),
             engine_reason=f"shadow, {first.name} first ({first.reason})",
         )
         unsubscribe = store.subscribe(HeadlessPrinter(console))
@@ -123,18 +162,26 @@ def validate_command(workflow_file: str) -> None:
     graph = WorkflowGraph(wf)
     nodes, edges = graph.nodes_and_edges()
     selection = select_engine(wf)
-    click.echo(f"ok: {wf.name}: {len(nodes)} steps, {len(edges)} edges; "
-               f"engine {selection.name} ({selection.reason})")
+    click.echo(
+        f"ok: {wf.name}: {len(nodes)} steps, {len(edges)} edges; "
+        f"engine {selection.name} ({selection.reason})"
+    )
 
 
 @click.command("resume")
 @click.argument("run_id")
-@click.option("--answer", default=None,
-              help="Answer every pending interrupt: approve, reject, a routing TARGET, or JSON (edited outputs).")
-@click.option("--on-interrupt", type=ON_INTERRUPT, default=None,
-              help="Who answers new prompts (as for run).")
+@click.option(
+    "--answer",
+    default=None,
+    help="Answer every pending interrupt: approve, reject, a routing TARGET, or JSON (edited outputs).",
+)
+@click.option(
+    "--on-interrupt", type=ON_INTERRUPT, default=None, help="Who answers new prompts (as for run)."
+)
 @click.pass_context
-def resume_command(ctx: click.Context, run_id: str, answer: str | None, on_interrupt: str | None) -> None:
+def resume_command(
+    ctx: click.Context, run_id: str, answer: str | None, on_interrupt: str | None
+) -> None:
     """Continue a run that was killed or is WAITING, without re-running finished steps."""
     register_steps()
     with open_store(ctx) as store:
@@ -143,7 +190,9 @@ def resume_command(ctx: click.Context, run_id: str, answer: str | None, on_inter
         except UnknownRun as error:
             raise BadInput(f"{error.args[0]}; see workbench runs list") from None
         if record.status.final:
-            raise BadInput(f"run {run_id} is {record.status.value}; only a RUNNING or WAITING run resumes")
+            raise BadInput(
+                f"run {run_id} is {record.status.value}; only a RUNNING or WAITING run resumes"
+            )
         refusal = resume_refusal(record)
         if refusal:
             raise BadInput(refusal)
@@ -151,8 +200,11 @@ def resume_command(ctx: click.Context, run_id: str, answer: str | None, on_inter
             raise BadInput(f"run {run_id} ran on {record.engine}, which is not installed here")
         console = Console()
         if record.owner_status == "unknown" and record.owner is not None:
-            console.print(f"[yellow]run {run_id} was started on {escape(record.owner.host)}; whether it still "
-                          "runs there cannot be checked from here — resuming[/]", highlight=False)
+            console.print(
+                f"[yellow]run {run_id} was started on {escape(record.owner.host)}; whether it still "
+                "runs there cannot be checked from here — resuming[/]",
+                highlight=False,
+            )
         if answer is not None:
             parsed = parse_answer(answer)
             pending = store.pending_interrupts(run_id)
@@ -161,11 +213,17 @@ def resume_command(ctx: click.Context, run_id: str, answer: str | None, on_inter
             for interrupt in pending:
                 store.record_answer(interrupt.interrupt_id, parsed)
         context = make_run_context(
-            workspace=workspace_path(ctx), store=store, wf=record.definition, inputs=record.inputs,
-            responder=responder_for(interrupt_mode(on_interrupt), console), run_id=run_id,
+            workspace=workspace_path(ctx),
+            store=store,
+            wf=record.definition,
+            inputs=record.inputs,
+            responder=responder_for(interrupt_mode(on_interrupt), console),
+            run_id=run_id,
             engine_reason=record.engine_reason,
         )
-        code = drive(store, context, lambda c: create_engine(record.engine).resume(run_id, c), console)
+        code = drive(
+            store, context, lambda c: create_engine(record.engine).resume(run_id, c), console
+        )
     ctx.exit(code)
 
 

@@ -3,6 +3,7 @@
 `runs fork` exits with the new run's status, as `workbench run` does (see run_cmds);
 an unknown run id or step exits 2.
 """
+
 from __future__ import annotations
 
 import asyncio
@@ -54,8 +55,11 @@ def runs_list(ctx: click.Context, limit: int) -> None:
 
     for run in runs:
         started = datetime.fromtimestamp(run.created_ts).strftime("%Y-%m-%d %H:%M:%S")
-        status = styled(run.status.value) if run.status_label() == run.status.value else \
-            f"[yellow]{escape(run.status_label())}[/]"
+        status = (
+            styled(run.status.value)
+            if run.status_label() == run.status.value
+            else f"[yellow]{escape(run.status_label())}[/]"
+        )
         table.add_row(run.run_id, run.workflow, status, run.engine, started, escape(run.reason))
     console.print(table)
 
@@ -77,14 +81,24 @@ def runs_show(ctx: click.Context, run_id: str) -> None:
         results = store.step_results(run_id)
         pending = store.pending_interrupts(run_id)
     console = Console()
-    console.print(f"[bold]run {record.run_id}[/]: {escape(record.workflow)} {styled(record.status.value)}"
-                  + (f" — {escape(record.reason)}" if record.reason else ""), highlight=False)
+    console.print(
+        f"[bold]run {record.run_id}[/]: {escape(record.workflow)} {styled(record.status.value)}"
+        + (f" — {escape(record.reason)}" if record.reason else ""),
+        highlight=False,
+    )
     if record.stopped:
-        console.print(f"[yellow]stopped: the process that ran it is gone"
-                      f"{' (' + record.owner.describe() + ')' if record.owner else ''}"
-                      f" — continue it with workbench resume {record.run_id}[/]", highlight=False)
+        console.print(
+            f"[yellow]stopped: the process that ran it is gone"
+            f"{' (' + record.owner.describe() + ')' if record.owner else ''}"
+            f" — continue it with workbench resume {record.run_id}[/]",
+            highlight=False,
+        )
     elif record.owner is not None:
-        state = "running" if record.owner_status == "alive" else "on another host: cannot check whether it runs"
+        state = (
+            "running"
+            if record.owner_status == "alive"
+            else "on another host: cannot check whether it runs"
+        )
         console.print(f"owner: {record.owner.describe()} ({state})", highlight=False)
     console.print(f"engine: {record.engine} ({escape(record.engine_reason)})", highlight=False)
     console.print(f"source: {escape(record.source)}", highlight=False)
@@ -95,16 +109,23 @@ def runs_show(ctx: click.Context, run_id: str) -> None:
         console.print(f"outputs: {escape(summarize(record.outputs, 300))}", highlight=False)
     console.print(step_table(results, record.definition.step_ids))
     for interrupt in pending:
-        console.print(f"[yellow]waiting: {interrupt.step_id} asks {escape(interrupt.request.prompt)}[/] "
-                      f"[dim]({interrupt.interrupt_id})[/] — answer with: workbench resume {run_id} --answer approve",
-                      highlight=False)
+        console.print(
+            f"[yellow]waiting: {interrupt.step_id} asks {escape(interrupt.request.prompt)}[/] "
+            f"[dim]({interrupt.interrupt_id})[/] — answer with: workbench resume {run_id} --answer approve",
+            highlight=False,
+        )
 
 
 @runs_group.command("export")
 @click.argument("run_id")
 @click.option("--format", "fmt", type=click.Choice(["jsonl"]), default="jsonl", show_default=True)
-@click.option("--output", "-o", type=click.Path(dir_okay=False, writable=True), default=None,
-              help="Write to this file instead of standard output.")
+@click.option(
+    "--output",
+    "-o",
+    type=click.Path(dir_okay=False, writable=True),
+    default=None,
+    help="Write to this file instead of standard output.",
+)
 @click.pass_context
 def runs_export(ctx: click.Context, run_id: str, fmt: str, output: str | None) -> None:
     """Every event of a run, one JSON object per line, in seq order."""
@@ -119,6 +140,7 @@ def runs_export(ctx: click.Context, run_id: str, fmt: str, output: str | None) -
 
 
 # -- history and fork (the LangGraph issue) ----------------------------------------------
+
 
 @runs_group.command("history")
 @click.argument("run_id")
@@ -139,37 +161,65 @@ def runs_history(ctx: click.Context, run_id: str) -> None:
         table.add_column(column, overflow="fold")
     for entry in entries:
         changed = ", ".join(f"{step}={status}" for step, status in entry.changed.items())
-        table.add_row(str(entry.index), entry.checkpoint_id, "" if entry.superstep is None else str(entry.superstep),
-                      entry.source, escape(changed), str(len(entry.settled)))
+        table.add_row(
+            str(entry.index),
+            entry.checkpoint_id,
+            "" if entry.superstep is None else str(entry.superstep),
+            entry.source,
+            escape(changed),
+            str(len(entry.settled)),
+        )
     Console().print(table)
 
 
 @runs_group.command("fork")
 @click.argument("run_id")
-@click.option("--at", "at_step", required=True, metavar="STEP",
-              help="Keep every result not downstream of STEP; run STEP and everything downstream again.")
-@click.option("--engine", type=click.Choice(["same", *ENGINES]), default="same", show_default=True,
-              help="Which engine runs the fork (same: the one that ran RUN_ID).")
-@click.option("--on-interrupt", type=ON_INTERRUPT, default=None, help="Who answers prompts (as for run).")
+@click.option(
+    "--at",
+    "at_step",
+    required=True,
+    metavar="STEP",
+    help="Keep every result not downstream of STEP; run STEP and everything downstream again.",
+)
+@click.option(
+    "--engine",
+    type=click.Choice(["same", *ENGINES]),
+    default="same",
+    show_default=True,
+    help="Which engine runs the fork (same: the one that ran RUN_ID).",
+)
+@click.option(
+    "--on-interrupt", type=ON_INTERRUPT, default=None, help="Who answers prompts (as for run)."
+)
 @click.pass_context
-def runs_fork(ctx: click.Context, run_id: str, at_step: str, engine: str, on_interrupt: str | None) -> None:
+def runs_fork(
+    ctx: click.Context, run_id: str, at_step: str, engine: str, on_interrupt: str | None
+) -> None:
     """Time travel: a new run from RUN_ID's results, re-running STEP and what depends on it."""
     register_steps()
     with open_store(ctx) as store:
         record = _get_run(store, run_id)
         if at_step not in record.definition.step_ids:
-            raise BadInput(f"workflow {record.workflow} has no step {at_step!r}; "
-                           f"steps: {', '.join(record.definition.step_ids)}")
+            raise BadInput(
+                f"workflow {record.workflow} has no step {at_step!r}; "
+                f"steps: {', '.join(record.definition.step_ids)}"
+            )
         name = record.engine if engine == "same" else engine
         if not engine_available(name):
             raise BadInput(f"the {name} engine is not installed here")
         console = Console()
         context = make_run_context(
-            workspace=workspace_path(ctx), store=store, wf=record.definition, inputs=record.inputs,
-            responder=responder_for(interrupt_mode(on_interrupt), console), run_id=new_run_id(),
+            workspace=workspace_path(ctx),
+            store=store,
+            wf=record.definition,
+            inputs=record.inputs,
+            responder=responder_for(interrupt_mode(on_interrupt), console),
+            run_id=new_run_id(),
             engine_reason=f"fork of {run_id} at {at_step}",
         )
-        code = drive(store, context, lambda c: create_engine(name).fork(run_id, at_step, c), console)
+        code = drive(
+            store, context, lambda c: create_engine(name).fork(run_id, at_step, c), console
+        )
     ctx.exit(code)
 
 

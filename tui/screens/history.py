@@ -1,4 +1,5 @@
 """Run history: every stored run; Enter opens it for replay (and resume, when paused)."""
+
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
@@ -40,9 +41,15 @@ replays it event by event, and a paused run can be resumed there.
         table.add_columns("run", "workflow", "status", "engine", "reason", "when")
         now = self.workbench.clock()
         for run in self.workbench.store().list_runs(HISTORY_LIMIT):
-            table.add_row(run.run_id, run.workflow,
-                          status_text(run),
-                          run.engine, run.reason[:40], age(now - run.created_ts), key=run.run_id)
+            table.add_row(
+                run.run_id,
+                run.workflow,
+                status_text(run),
+                run.engine,
+                run.reason[:40],
+                age(now - run.created_ts),
+                key=run.run_id,
+            )
         table.focus()
 
     def on_data_table_row_selected(self, event: DataTable.RowSelected) -> None:

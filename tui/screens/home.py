@@ -3,6 +3,7 @@
 The form is built from the chosen workflow's declared inputs; values are
 converted by their declared type and a bad one is named on one line.
 """
+
 from __future__ import annotations
 
 import json
@@ -55,8 +56,14 @@ def convert_input(name: str, spec: InputSpec, raw: str) -> Any:
         else:
             value = text
     except ValueError:
-        example = {"int": "4", "float": "0.7", "bool": "true", "date": "2024-05-01",
-                   "list": '["a", "b"]', "dict": '{"k": 1}'}.get(spec.type, "")
+        example = {
+            "int": "4",
+            "float": "0.7",
+            "bool": "true",
+            "date": "2024-05-01",
+            "list": '["a", "b"]',
+            "dict": '{"k": 1}',
+        }.get(spec.type, "")
         raise InputError(f"{name} must be a {spec.type}, for example {example}") from None
     if spec.choices and value not in spec.choices:
         raise InputError(f"{name} must be one of {', '.join(map(str, spec.choices))}")
@@ -71,8 +78,14 @@ def age(seconds: float) -> str:
     return "just now"
 
 
-STATUS_STYLE = {"COMPLETED": "green", "FAILED": "red", "PARTIAL": "yellow", "WAITING": "bold yellow",
-                "RUNNING": "cyan", "CANCELLED": "dim"}
+STATUS_STYLE = {
+    "COMPLETED": "green",
+    "FAILED": "red",
+    "PARTIAL": "yellow",
+    "WAITING": "bold yellow",
+    "RUNNING": "cyan",
+    "CANCELLED": "dim",
+}
 
 
 def status_text(run: RunSummary) -> Text:
@@ -106,8 +119,11 @@ Recent runs are below: **Enter** opens one (replay, report, answer its prompts).
         """The chosen workflow's input fields, by input name (no ids: forms are rebuilt while old ones unmount)."""
 
     def compose(self) -> ComposeResult:
-        yield Static(Text(" Research Workbench ", style="bold reverse")
-                     + Text("  bounded, auditable agentic research", style="dim"), id="home-title")
+        yield Static(
+            Text(" Research Workbench ", style="bold reverse")
+            + Text("  bounded, auditable agentic research", style="dim"),
+            id="home-title",
+        )
         with Horizontal(id="home-top"):
             with Vertical(id="workflows-box"):
                 yield Label("Workflows", classes="box-title")
@@ -123,7 +139,9 @@ Recent runs are below: **Enter** opens one (replay, report, answer its prompts).
         yield Footer()
 
     def on_mount(self) -> None:
-        self.query_one("#runs", DataTable).add_columns("run", "workflow", "status", "engine", "when")
+        self.query_one("#runs", DataTable).add_columns(
+            "run", "workflow", "status", "engine", "when"
+        )
         self.action_refresh()
         self.query_one("#workflows", OptionList).focus()
 
@@ -152,7 +170,14 @@ Recent runs are below: **Enter** opens one (replay, report, answer its prompts).
         now = self.workbench.clock()
         for run in self.workbench.store().list_runs(RECENT_RUNS):
             status = status_text(run)
-            table.add_row(run.run_id, run.workflow, status, run.engine, age(now - run.created_ts), key=run.run_id)
+            table.add_row(
+                run.run_id,
+                run.workflow,
+                status,
+                run.engine,
+                age(now - run.created_ts),
+                key=run.run_id,
+            )
 
     def on_option_list_option_highlighted(self, event: OptionList.OptionHighlighted) -> None:
         if event.option.id is not None:
@@ -172,13 +197,20 @@ Recent runs are below: **Enter** opens one (replay, report, answer its prompts).
         fields: list[Any] = []
         self.fields = {}
         if definition.description:
-            fields.append(Static(Text(definition.description, style="italic"), classes="form-description"))
+            fields.append(
+                Static(Text(definition.description, style="italic"), classes="form-description")
+            )
         for name, spec in definition.inputs.items():
             mark = " *" if spec.required and spec.default is None else ""
             hint = spec.description or spec.type
             fields.append(Label(f"{name}{mark}  ({hint})", classes="form-label"))
-            default = "" if spec.default is None else (
-                json.dumps(spec.default) if spec.type in ("list", "dict") else str(spec.default))
+            default = (
+                ""
+                if spec.default is None
+                else (
+                    json.dumps(spec.default) if spec.type in ("list", "dict") else str(spec.default)
+                )
+            )
             field = Input(value=default, placeholder=spec.type, name=name, classes="form-input")
             self.fields[name] = field
             fields.append(field)

@@ -3,6 +3,7 @@
 Copy uses OSC 52 (``App.copy_to_clipboard``), which many terminals honour and
 some ignore silently, so saving to a file is always offered next to it.
 """
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -104,6 +105,9 @@ the selected round, failing and passing metrics, why research stopped).
             target.parent.mkdir(parents=True, exist_ok=True)
             target.write_text(self.text, encoding="utf-8")
         except OSError as exc:
-            self.notify(f"cannot write {target}: {exc.strerror}; check the workspace permissions", severity="error")
+            self.notify(
+                f"cannot write {target}: {exc.strerror}; check the workspace permissions",
+                severity="error",
+            )
             return
         self.notify(f"saved {target}")

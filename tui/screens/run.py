@@ -8,6 +8,7 @@ here: a live prompt resolves its ticket's future; a stored one (a run left
 WAITING, possibly by an earlier session) is recorded in the store and the run
 is resumed with it.
 """
+
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
@@ -66,23 +67,34 @@ one run. **Enter** on a step opens its detail; **p** answers the next prompt.
         Binding("p", "answer_next", "Answer prompt", id="run.answer"),
         Binding("r", "report", "Report", id="run.report"),
         Binding("u", "resume", "Resume", id="run.resume"),
-        Binding("1", "toggle_panel('providers')", "Providers", show=False, id="run.toggle_providers"),
+        Binding(
+            "1", "toggle_panel('providers')", "Providers", show=False, id="run.toggle_providers"
+        ),
         Binding("2", "toggle_panel('rounds')", "Rounds", show=False, id="run.toggle_rounds"),
         Binding("3", "toggle_panel('log')", "Log", show=False, id="run.toggle_log"),
         Binding("comma", "replay(-1)", "◀ event", id="run.replay_back"),
         Binding("full_stop", "replay(1)", "event ▶", id="run.replay_forward"),
     ]
 
-    def __init__(self, workbench: Workbench, *, run_id: str = "", driver: RunDriver | None = None,
-                 stored_events: list[RunEvent] | None = None, position: int | None = None,
-                 stored_status: str = "") -> None:
+    def __init__(
+        self,
+        workbench: Workbench,
+        *,
+        run_id: str = "",
+        driver: RunDriver | None = None,
+        stored_events: list[RunEvent] | None = None,
+        position: int | None = None,
+        stored_status: str = "",
+    ) -> None:
         super().__init__()
         self.workbench = workbench
         self.run_id = run_id
         self.driver = driver
         self.view = RunView(run_id=run_id)
         self.events: list[RunEvent] = list(stored_events or [])
-        self.position = len(self.events) if position is None else max(0, min(position, len(self.events)))
+        self.position = (
+            len(self.events) if position is None else max(0, min(position, len(self.events)))
+        )
         self.stored_status = stored_status
         """The store's word on a stored run (WAITING when it paused with nobody there)."""
         self.tickets: dict[str, PromptTicket] = {}
@@ -111,8 +123,12 @@ one run. **Enter** on a step opens its detail; **p** answers the next prompt.
     def on_mount(self) -> None:
         self.query_one(ProvidersPanel).live = self.live
         self.query_one(Timeline).display = not self.live
-        for panel_id, title in (("graph", "Workflow"), ("providers", "Providers"), ("rounds", "Rounds"),
-                                ("log", "Events")):
+        for panel_id, title in (
+            ("graph", "Workflow"),
+            ("providers", "Providers"),
+            ("rounds", "Rounds"),
+            ("log", "Events"),
+        ):
             self.query_one(f"#{panel_id}").border_title = title
         if not self.live:
             self._fold_stored(self.position)
@@ -182,19 +198,31 @@ one run. **Enter** on a step opens its detail; **p** answers the next prompt.
         if not self.live:
             timeline = self.query_one(Timeline)
             timeline.total, timeline.position = len(self.events), self.position
-            timeline.caption = describe(self.events[self.position - 1]) if self.position else "before the first event"
+            timeline.caption = (
+                describe(self.events[self.position - 1])
+                if self.position
+                else "before the first event"
+            )
 
     def _show_status(self) -> None:
         v = self.view
         text = Text(f" {v.workflow or 'run'} ", style="bold reverse")
         text.append(f" {v.run_id or self.run_id} · {v.engine or '?'}")
-        style = {"COMPLETED": "green", "FAILED": "red", "PARTIAL": "yellow", "WAITING": "yellow"}.get(v.status, "cyan")
+        style = {
+            "COMPLETED": "green",
+            "FAILED": "red",
+            "PARTIAL": "yellow",
+            "WAITING": "yellow",
+        }.get(v.status, "cyan")
         text.append(f" · {v.status}", style=f"bold {style}")
         if v.stage:
             text.append(f" · stage {v.stage}", style="dim")
         if v.budget is not None:
             b = v.budget
-            text.append(f" · calls {b.llm_calls}/{b.max_llm_calls} · tokens {b.tokens}/{b.token_budget}", style="dim")
+            text.append(
+                f" · calls {b.llm_calls}/{b.max_llm_calls} · tokens {b.tokens}/{b.token_budget}",
+                style="dim",
+            )
         if not self.live:
             text.append("  (stored)", style="italic dim")
         self.query_one("#run-status", Static).update(text)
@@ -206,7 +234,7 @@ one run. **Enter** on a step opens its detail; **p** answers the next prompt.
             return
         position = max(0, min(position, len(self.events)))
         if position > self.position:
-            parts = self.view.apply_all(self.events[self.position: position])
+            parts = self.view.apply_all(self.events[self.position : position])
             self.position = position
             self._redraw(parts)
             return
@@ -217,8 +245,11 @@ one run. **Enter** on a step opens its detail; **p** answers the next prompt.
         self.view = RunView(run_id=self.run_id)
         self.view.apply_all(self.events[:position])
         self.position = position
-        if position == len(self.events) and self.stored_status and self.view.status not in (
-                "COMPLETED", "FAILED", "PARTIAL", "CANCELLED"):
+        if (
+            position == len(self.events)
+            and self.stored_status
+            and self.view.status not in ("COMPLETED", "FAILED", "PARTIAL", "CANCELLED")
+        ):
             self.view.status = self.stored_status
 
     def on_timeline_seek(self, message: Timeline.Seek) -> None:
@@ -245,7 +276,11 @@ one run. **Enter** on a step opens its detail; **p** answers the next prompt.
         if self._prompt_open or not pending or (not self.live and self.position < len(self.events)):
             return
         event = pending[0]
-        graph_targets = [e.target for e in self.view.edges if e.source == event.step_id and e.kind != "depends_on"]
+        graph_targets = [
+            e.target
+            for e in self.view.edges
+            if e.source == event.step_id and e.kind != "depends_on"
+        ]
         self._prompt_open = True
 
         def answered(answer: InterruptAnswer | None) -> None:
@@ -272,8 +307,10 @@ one run. **Enter** on a step opens its detail; **p** answers the next prompt.
         try:
             store.record_answer(event.interrupt_id, answer)
         except LookupError:
-            self.notify(f"interrupt {event.interrupt_id} is not in the run store; it cannot be answered",
-                        severity="error")
+            self.notify(
+                f"interrupt {event.interrupt_id} is not in the run store; it cannot be answered",
+                severity="error",
+            )
             return
         if not any(e.interrupt_id != event.interrupt_id for e in self.view.prompts_in_order()):
             self.action_resume()
@@ -316,7 +353,9 @@ one run. **Enter** on a step opens its detail; **p** answers the next prompt.
     def action_report(self) -> None:
         from tui.screens.report import ReportScreen
 
-        self.app.push_screen(ReportScreen(self.workbench, self.run_id or self.view.run_id, self.view))
+        self.app.push_screen(
+            ReportScreen(self.workbench, self.run_id or self.view.run_id, self.view)
+        )
 
     def action_back(self) -> None:
         self.app.pop_screen()

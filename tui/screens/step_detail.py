@@ -1,4 +1,5 @@
 """One step's detail: inputs, outputs, the route decision and what the step cost."""
+
 from __future__ import annotations
 
 import json
@@ -28,13 +29,21 @@ def route_table(step: StepView) -> Table | Text:
     table.add_column("target", no_wrap=True)
     table.add_column("matched", no_wrap=True)
     for condition in signal.evaluated_conditions:
-        matched = Text("error", style="red") if condition.error else (
-            Text("yes", style="green") if condition.matched else Text("no", style="dim"))
-        table.add_row(condition.expr + (f"\n  {condition.error}" if condition.error else ""),
-                      condition.target or "–", matched)
-    table.caption = (f"{signal.decision} → {signal.next_step_id or 'end'} via {signal.route}"
-                     f" (confidence {signal.confidence:.2f}{', tie-breaker' if signal.tie_breaker_used else ''})"
-                     f": {signal.reason}")
+        matched = (
+            Text("error", style="red")
+            if condition.error
+            else (Text("yes", style="green") if condition.matched else Text("no", style="dim"))
+        )
+        table.add_row(
+            condition.expr + (f"\n  {condition.error}" if condition.error else ""),
+            condition.target or "–",
+            matched,
+        )
+    table.caption = (
+        f"{signal.decision} → {signal.next_step_id or 'end'} via {signal.route}"
+        f" (confidence {signal.confidence:.2f}{', tie-breaker' if signal.tie_breaker_used else ''})"
+        f": {signal.reason}"
+    )
     if signal.skipped_targets:
         table.caption += f" · not routed: {', '.join(signal.skipped_targets)}"
     return table
@@ -61,8 +70,10 @@ the provider that answered. **Escape** closes.
             title = Text(f"{s.id}", style="bold")
             title.append(f"  {s.uses}  {s.status.value}", style="dim")
             yield Static(title, id="detail-title")
-            facts = (f"iteration {s.iteration} · attempt {s.attempt} · {s.duration_s:.2f}s · "
-                     f"{s.llm_calls} calls · {s.tokens} tokens · provider {', '.join(s.providers) or '–'}")
+            facts = (
+                f"iteration {s.iteration} · attempt {s.attempt} · {s.duration_s:.2f}s · "
+                f"{s.llm_calls} calls · {s.tokens} tokens · provider {', '.join(s.providers) or '–'}"
+            )
             yield Static(facts, id="detail-facts")
             if s.error:
                 yield Static(Text(f"error: {s.error}", style="bold red"))

@@ -8,6 +8,7 @@ the parents' mean and are pushed apart to one slot minimum. The layout is a
 function of the graph alone — never of step states — so nodes stay put while a
 run changes colours.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -139,11 +140,19 @@ def compute_layout(
         for upper, lower in zip(path, path[1:]):
             segments.append(Segment(placed[upper].layer, x[upper], x[lower], source, target, kind))
     width = max((p.x for p in placed.values()), default=0.0) + 1
-    return DagLayout(layers=layers, segments=segments, positions=placed, width_slots=width,
-                     group_layers=group_layers, back_edges=back)
+    return DagLayout(
+        layers=layers,
+        segments=segments,
+        positions=placed,
+        width_slots=width,
+        group_layers=group_layers,
+        back_edges=back,
+    )
 
 
-def _order_layers(members: list[list[str]], parents: dict[str, list[str]], order_index: dict[str, int]) -> None:
+def _order_layers(
+    members: list[list[str]], parents: dict[str, list[str]], order_index: dict[str, int]
+) -> None:
     """Barycenter sweeps (downwards then upwards) reduce crossings; ties keep declaration order."""
     children: dict[str, list[str]] = {}
     for node, ups in parents.items():
@@ -167,7 +176,12 @@ def _order_layers(members: list[list[str]], parents: dict[str, list[str]], order
             links = parents if downward else children
             current = {node: i for i, node in enumerate(members[depth])}
 
-            def barycenter(node: str) -> tuple[float, float]:
+            def barycenter(
+                node: str,
+                rank: dict[str, int] = rank,
+                links: dict[str, list[str]] = links,
+                current: dict[str, int] = current,
+            ) -> tuple[float, float]:
                 ranks = [rank[n] for n in links.get(node, []) if n in rank]
                 centre = sum(ranks) / len(ranks) if ranks else float(current[node])
                 return centre, seed(node)
@@ -189,7 +203,7 @@ def _assign_x(members: list[list[str]], parents: dict[str, list[str]]) -> dict[s
             ups = [x[p] for p in keys[index] if p in x]
             siblings = end - index + 1
             centre = sum(ups) / len(ups) if ups else float(index) + (siblings - 1) / 2
-            for offset, node in enumerate(layer[index:end + 1]):
+            for offset, node in enumerate(layer[index : end + 1]):
                 wanted = centre - (siblings - 1) / 2 + offset
                 position = max(round(wanted * 2) / 2, previous + 1.0)
                 x[node] = position

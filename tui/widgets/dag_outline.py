@@ -3,6 +3,7 @@
 Each step is one line with its state spelled out in words; template rounds
 are branches. The tree's shape follows the graph; updates only relabel.
 """
+
 from __future__ import annotations
 
 from rich.text import Text
@@ -72,7 +73,9 @@ words. **Enter** opens the step's detail; **Space** folds a round.
             step = view.steps[step_id]
             parent = self.root
             if step.group:
-                parent = self._group_nodes.get(step.group) or self.root.add(step.group, data="", expand=True)
+                parent = self._group_nodes.get(step.group) or self.root.add(
+                    step.group, data="", expand=True
+                )
                 self._group_nodes[step.group] = parent
             self._step_nodes[step_id] = parent.add_leaf(step_label(step), data=step_id)
         self._label_groups(view)
@@ -82,7 +85,9 @@ words. **Enter** opens the step's detail; **Space** folds a round.
             members = [s for s in view.steps.values() if s.group == group]
             skipped = bool(members) and all(s.status is StepStatus.SKIPPED for s in members)
             done = sum(1 for s in members if s.status.settled)
-            label = f"{group_label(group)} {group}  {done}/{len(members)}" + ("  skipped" if skipped else "")
+            label = f"{group_label(group)} {group}  {done}/{len(members)}" + (
+                "  skipped" if skipped else ""
+            )
             node.set_label(Text(label, style="dim strike" if skipped else "bold"))
 
     def on_tree_node_selected(self, event: Tree.NodeSelected[str]) -> None:

@@ -4,6 +4,7 @@ The layout (dag_layout.py) is computed once per graph; state changes only
 recolour nodes, and only the rows of changed nodes are re-rendered. Rows are
 cached as full-width strips and cropped to the scroll window on the way out.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -39,10 +40,21 @@ HELD_GLYPH = "⧗"
 
 _UP, _DOWN, _LEFT, _RIGHT = 1, 2, 4, 8
 _BOX: dict[int, str] = {
-    _UP | _DOWN: "│", _LEFT | _RIGHT: "─", _UP | _RIGHT: "└", _UP | _LEFT: "┘",
-    _DOWN | _RIGHT: "┌", _DOWN | _LEFT: "┐", _UP | _DOWN | _RIGHT: "├", _UP | _DOWN | _LEFT: "┤",
-    _UP | _LEFT | _RIGHT: "┴", _DOWN | _LEFT | _RIGHT: "┬", _UP | _DOWN | _LEFT | _RIGHT: "┼",
-    _UP: "╵", _DOWN: "▼", _LEFT: "─", _RIGHT: "─",
+    _UP | _DOWN: "│",
+    _LEFT | _RIGHT: "─",
+    _UP | _RIGHT: "└",
+    _UP | _LEFT: "┘",
+    _DOWN | _RIGHT: "┌",
+    _DOWN | _LEFT: "┐",
+    _UP | _DOWN | _RIGHT: "├",
+    _UP | _DOWN | _LEFT: "┤",
+    _UP | _LEFT | _RIGHT: "┴",
+    _DOWN | _LEFT | _RIGHT: "┬",
+    _UP | _DOWN | _LEFT | _RIGHT: "┼",
+    _UP: "╵",
+    _DOWN: "▼",
+    _LEFT: "─",
+    _RIGHT: "─",
 }
 _EDGE_RANK = {"dag--edge-skipped": 0, "dag--edge": 1, "dag--edge-active": 2}
 
@@ -97,9 +109,20 @@ the rounds (R1–R4); a dimmed round was skipped.
     ]
 
     COMPONENT_CLASSES = {
-        "dag--pending", "dag--running", "dag--waiting_human", "dag--succeeded", "dag--skipped",
-        "dag--failed", "dag--upstream_failed", "dag--held", "dag--selected", "dag--edge",
-        "dag--edge-active", "dag--edge-skipped", "dag--group", "dag--group-skipped",
+        "dag--pending",
+        "dag--running",
+        "dag--waiting_human",
+        "dag--succeeded",
+        "dag--skipped",
+        "dag--failed",
+        "dag--upstream_failed",
+        "dag--held",
+        "dag--selected",
+        "dag--edge",
+        "dag--edge-active",
+        "dag--edge-skipped",
+        "dag--group",
+        "dag--group-skipped",
     }
 
     DEFAULT_CSS = """
@@ -129,7 +152,9 @@ the rounds (R1–R4); a dimmed round was skipped.
             self.step_id = step_id
             super().__init__()
 
-    def __init__(self, *, name: str | None = None, id: str | None = None, classes: str | None = None) -> None:
+    def __init__(
+        self, *, name: str | None = None, id: str | None = None, classes: str | None = None
+    ) -> None:
         super().__init__(name=name, id=id, classes=classes)
         self.view = RunView()
         self.layout_: DagLayout = compute_layout([], [])
@@ -170,7 +195,9 @@ the rounds (R1–R4); a dimmed round was skipped.
         settled: dict[str, bool] = {}
         for step in self.view.steps.values():
             if step.group:
-                settled[step.group] = settled.get(step.group, True) and step.status is StepStatus.SKIPPED
+                settled[step.group] = (
+                    settled.get(step.group, True) and step.status is StepStatus.SKIPPED
+                )
         return {group for group, skipped in settled.items() if skipped}
 
     def notify_style_update(self) -> None:
@@ -219,7 +246,11 @@ the rounds (R1–R4); a dimmed round was skipped.
             row = [n for n in candidates if abs(n.layer - current.layer) == nearest_layer]
             target = min(row, key=lambda n: (abs(n.x - current.x), n.x))
         else:
-            row = [n for n in self._node_order if n.layer == current.layer and (n.x - current.x) * dx > 0]
+            row = [
+                n
+                for n in self._node_order
+                if n.layer == current.layer and (n.x - current.x) * dx > 0
+            ]
             if not row:
                 return
             target = min(row, key=lambda n: abs(n.x - current.x))
@@ -239,8 +270,11 @@ the rounds (R1–R4); a dimmed round was skipped.
         if node is None:
             return
         geometry = _Geometry(ZOOM_WIDTHS[self.zoom])
-        self.scroll_to_region(Region(geometry.left(node.x) - GUTTER, 2 * node.layer, geometry.width + GUTTER, 2),
-                              animate=False, force=True)
+        self.scroll_to_region(
+            Region(geometry.left(node.x) - GUTTER, 2 * node.layer, geometry.width + GUTTER, 2),
+            animate=False,
+            force=True,
+        )
 
     def on_click(self, event: events.Click) -> None:
         offset = event.get_content_offset(self)
@@ -251,7 +285,10 @@ the rounds (R1–R4); a dimmed round was skipped.
             return
         geometry = _Geometry(ZOOM_WIDTHS[self.zoom])
         for node in self.layout_.layers[y // 2] if y // 2 < len(self.layout_.layers) else []:
-            if not node.dummy and geometry.left(node.x) <= x < geometry.left(node.x) + geometry.width:
+            if (
+                not node.dummy
+                and geometry.left(node.x) <= x < geometry.left(node.x) + geometry.width
+            ):
                 self.select(node.id)
                 self.post_message(self.NodeSelected(node.id))
                 return
@@ -320,7 +357,9 @@ the rounds (R1–R4); a dimmed round was skipped.
             for i, char in enumerate(text[: GUTTER - 1]):
                 chars[i], styles[i] = char, style
 
-    def _draw_nodes(self, layer: int, geometry: _Geometry, chars: list[str], styles: list[str | None]) -> None:
+    def _draw_nodes(
+        self, layer: int, geometry: _Geometry, chars: list[str], styles: list[str | None]
+    ) -> None:
         for node in self.layout_.layers[layer]:
             if node.dummy:
                 centre = geometry.centre(node.x)
@@ -329,7 +368,11 @@ the rounds (R1–R4); a dimmed round was skipped.
                 continue
             step = self.view.steps.get(node.id)
             status = step.status if step else StepStatus.PENDING
-            held = step is not None and step.held_by is not None and status is not StepStatus.WAITING_HUMAN
+            held = (
+                step is not None
+                and step.held_by is not None
+                and status is not StepStatus.WAITING_HUMAN
+            )
             glyph = HELD_GLYPH if held else GLYPHS[status]
             label = f"{glyph} {node.id}"
             if len(label) > geometry.width:
@@ -339,7 +382,9 @@ the rounds (R1–R4); a dimmed round was skipped.
             if node.id == self.selected and self.has_focus:
                 style = "dag--selected"
             elif node.id == self.selected:
-                inner = label if len(label) <= geometry.width - 2 else label[: geometry.width - 3] + "…"
+                inner = (
+                    label if len(label) <= geometry.width - 2 else label[: geometry.width - 3] + "…"
+                )
                 text = f"[{inner}]".ljust(geometry.width)
             left = geometry.left(node.x)
             for i, char in enumerate(text):
@@ -353,7 +398,9 @@ the rounds (R1–R4); a dimmed round was skipped.
             return "dag--edge-skipped"
         return "dag--edge"
 
-    def _draw_connectors(self, layer: int, geometry: _Geometry, chars: list[str], styles: list[str | None]) -> None:
+    def _draw_connectors(
+        self, layer: int, geometry: _Geometry, chars: list[str], styles: list[str | None]
+    ) -> None:
         """Box-drawing joints at edge ends; horizontal runs summed with difference arrays (O(width + edges))."""
         width = len(chars)
         ranks = sorted(_EDGE_RANK, key=_EDGE_RANK.__getitem__)

@@ -1,4 +1,5 @@
 """The run's event log, filterable by text or by ``kind:<event kind>`` / ``level:<level>``."""
+
 from __future__ import annotations
 
 from rich.text import Text
@@ -61,7 +62,9 @@ plain words match the text; `kind:step_failed`, `level:error` or
 
     def compose(self) -> ComposeResult:
         yield Input(placeholder="filter: words, kind:…, level:…, step:…", id="log-filter")
-        yield RichLog(id="log-lines", wrap=False, markup=False, max_lines=MAX_LINES, auto_scroll=True)
+        yield RichLog(
+            id="log-lines", wrap=False, markup=False, max_lines=MAX_LINES, auto_scroll=True
+        )
 
     def show(self, view: RunView) -> None:
         lines = view.log
@@ -69,7 +72,7 @@ plain words match the text; `kind:step_failed`, `level:error` or
             self._view = view
             self._rewrite()
             return
-        self._append(lines[self._written:])
+        self._append(lines[self._written :])
 
     def _append(self, lines: list[LogLine]) -> None:
         shown = [format_line(line) for line in lines if matches(line, self._query)][-MAX_LINES:]
@@ -80,7 +83,7 @@ plain words match the text; `kind:step_failed`, `level:error` or
     def _rewrite(self) -> None:
         self.query_one("#log-lines", RichLog).clear()
         self._written = 0
-        self._append(self._view.log[-MAX_LINES * 4:])
+        self._append(self._view.log[-MAX_LINES * 4 :])
         self._written = len(self._view.log)
 
     def on_input_changed(self, event: Input.Changed) -> None:

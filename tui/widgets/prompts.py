@@ -4,6 +4,7 @@ A prompt is answered by dismissing its modal with an ``InterruptAnswer``;
 dismissing with ``None`` (Escape) leaves it queued for later. The screen that
 pushes a prompt owns the future the waiting step awaits (see run_driver.py).
 """
+
 from __future__ import annotations
 
 import json
@@ -80,8 +81,13 @@ them, **e** approves the text as you edited it (it must stay valid JSON).
             yield from self._heading(f"⏸ {e.step_id} — {e.interrupt_kind}")
             yield from self._held()
             text = "" if e.interrupt_kind == "input" else _payload_text(e.payload)
-            yield TextArea(text, language="json" if text else None, id="prompt-editor", soft_wrap=True,
-                           classes="answer-text" if e.interrupt_kind == "input" else "")
+            yield TextArea(
+                text,
+                language="json" if text else None,
+                id="prompt-editor",
+                soft_wrap=True,
+                classes="answer-text" if e.interrupt_kind == "input" else "",
+            )
             yield Static("", id="prompt-error")
             with Horizontal(id="prompt-buttons"):
                 if e.interrupt_kind == "input":
@@ -112,12 +118,18 @@ them, **e** approves the text as you edited it (it must stay valid JSON).
             edited = json.loads(text)
         except json.JSONDecodeError as exc:
             self.query_one("#prompt-error", Static).update(
-                Text(f"line {exc.lineno}: {exc.msg} — fix the JSON or press ^A to approve as is", style="bold red"))
+                Text(
+                    f"line {exc.lineno}: {exc.msg} — fix the JSON or press ^A to approve as is",
+                    style="bold red",
+                )
+            )
             return
         self.dismiss(InterruptAnswer(action="edit", value=edited))
 
 
-def tie_break_targets(event: InterruptRaised, graph_targets: list[str]) -> tuple[list[str], list[str]]:
+def tie_break_targets(
+    event: InterruptRaised, graph_targets: list[str]
+) -> tuple[list[str], list[str]]:
     """(valid targets, other graph targets): a choice can only ever name a graph target."""
     payload = event.payload
     valid = [str(t) for t in (payload.get("valid_targets") or event.options)]
@@ -155,8 +167,14 @@ targets first, then the other edges the graph defines — with the arrows and
         with Vertical(id="prompt-box"):
             yield from self._heading(f"⑂ {e.step_id} — where next?")
             conf = f"{float(confidence):.2f}" if isinstance(confidence, (int, float)) else "–"
-            yield Static(Text.assemble(("model suggests ", "dim"), (str(suggestion or "nothing"), "bold"),
-                                       (f"  confidence {conf}", "yellow")), id="prompt-suggestion")
+            yield Static(
+                Text.assemble(
+                    ("model suggests ", "dim"),
+                    (str(suggestion or "nothing"), "bold"),
+                    (f"  confidence {conf}", "yellow"),
+                ),
+                id="prompt-suggestion",
+            )
             reasoning = str(payload.get("reasoning") or "")
             if reasoning:
                 yield Static(Text(reasoning, style="italic"), id="prompt-reasoning")
@@ -167,7 +185,9 @@ targets first, then the other edges the graph defines — with the arrows and
                 options.append(Option(f"{target}{mark}", id=target))
             if self.others:
                 options.append(None)
-                options.extend(Option(f"{target}  (other graph edge)", id=target) for target in self.others)
+                options.extend(
+                    Option(f"{target}  (other graph edge)", id=target) for target in self.others
+                )
             yield OptionList(*options, id="prompt-targets")
             with Horizontal(id="prompt-buttons"):
                 yield Button("Choose (Enter)", id="answer-choose", variant="primary")
@@ -178,7 +198,11 @@ targets first, then the other edges the graph defines — with the arrows and
         # Queried softly for the same reason as ApprovalPrompt's AUTO_FOCUS.
         for targets in self.query("#prompt-targets").results(OptionList):
             suggestion = self.event.payload.get("suggestion")
-            targets.highlighted = targets.get_option_index(suggestion) if suggestion in self.valid + self.others else 0
+            targets.highlighted = (
+                targets.get_option_index(suggestion)
+                if suggestion in self.valid + self.others
+                else 0
+            )
 
     def on_option_list_option_selected(self, event: OptionList.OptionSelected) -> None:
         event.stop()
@@ -197,7 +221,9 @@ targets first, then the other edges the graph defines — with the arrows and
             self.dismiss(InterruptAnswer(action="choose", value=target))
 
 
-def prompt_for(event: InterruptRaised, graph_targets: list[str], queued: int = 0) -> ModalScreen[InterruptAnswer | None]:
+def prompt_for(
+    event: InterruptRaised, graph_targets: list[str], queued: int = 0
+) -> ModalScreen[InterruptAnswer | None]:
     if event.interrupt_kind == "tie_breaker":
         return TieBreakPrompt(event, graph_targets, queued)
     return ApprovalPrompt(event, queued)
@@ -212,7 +238,9 @@ class PromptQueue(Static):
             self.update("")
             return
         text = Text(f"⏸ {len(events)} waiting: ", style="bold yellow")
-        text.append(", ".join(f"{e.step_id} ({e.interrupt_kind.replace('_', '-')})" for e in events))
+        text.append(
+            ", ".join(f"{e.step_id} ({e.interrupt_kind.replace('_', '-')})" for e in events)
+        )
         text.append("  — press p to answer", style="dim")
         self.update(text)
 

@@ -4,9 +4,11 @@ The cooldown counts down between snapshots: remaining = the snapshot's
 ``cooldown_remaining_s`` less the time since the snapshot was taken, read
 from the clock the app injects (a frozen clock in tests).
 """
+
 from __future__ import annotations
 
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from rich.table import Table
 from rich.text import Text
@@ -15,7 +17,11 @@ from textual.widgets import Static
 from tui.run_state import RunView, format_cooldown
 
 SPARK = "▁▂▃▄▅▆▇█"
-STATE_STYLE = {"CLOSED": "bold black on green", "OPEN": "bold white on red", "HALF_OPEN": "bold black on yellow"}
+STATE_STYLE = {
+    "CLOSED": "bold black on green",
+    "OPEN": "bold white on red",
+    "HALF_OPEN": "bold black on yellow",
+}
 
 
 def sparkline(values: list[float], width: int = 10) -> str:
@@ -24,7 +30,9 @@ def sparkline(values: list[float], width: int = 10) -> str:
         return "·" * 3
     low, high = min(values), max(values)
     span = (high - low) or 1.0
-    return "".join(SPARK[min(len(SPARK) - 1, int((v - low) / span * (len(SPARK) - 1)))] for v in values)
+    return "".join(
+        SPARK[min(len(SPARK) - 1, int((v - low) / span * (len(SPARK) - 1)))] for v in values
+    )
 
 
 def _ms(value: Any) -> str:
@@ -44,9 +52,17 @@ def cooldown_left(snapshot: dict[str, Any], seen_at: float, now: float) -> float
 
 def providers_table(view: RunView, now: float) -> Table:
     table = Table(expand=True, box=None, pad_edge=False, header_style="bold", collapse_padding=True)
-    for column, justify in (("provider", "left"), ("state", "left"), ("cool", "right"), ("ok", "right"),
-                            ("p50/p95ms", "right"), ("latency", "left"), ("rpm", "right"),
-                            ("tpm", "right"), ("busy", "right")):
+    for column, justify in (
+        ("provider", "left"),
+        ("state", "left"),
+        ("cool", "right"),
+        ("ok", "right"),
+        ("p50/p95ms", "right"),
+        ("latency", "left"),
+        ("rpm", "right"),
+        ("tpm", "right"),
+        ("busy", "right"),
+    ):
         table.add_column(column, justify=justify, no_wrap=True)  # type: ignore[arg-type]
     for name in sorted(view.providers):
         snap = view.providers[name]

@@ -4,6 +4,7 @@ Each cell shows a dimension's tier and score; below them the CI, the recent
 sources against their floor, critical contradictions, the gate result and the
 supervisor's decision. The round coalesce selected is starred.
 """
+
 from __future__ import annotations
 
 from rich.table import Table
@@ -15,8 +16,11 @@ from tui.run_state import DIMENSIONS, RoundView, RunView
 ROUND_COLUMNS = 4
 TIER_STYLE = {"elite": "bold cyan", "high": "green", "medium": "yellow", "low": "red"}
 DIMENSION_TITLES = {
-    "coverage": "coverage", "source_quality": "source quality", "agreement": "agreement",
-    "verification": "verification", "recency": "recency",
+    "coverage": "coverage",
+    "source_quality": "source quality",
+    "agreement": "agreement",
+    "verification": "verification",
+    "recency": "recency",
 }
 
 
@@ -58,12 +62,33 @@ def matrix_table(view: RunView) -> Table:
         table.add_row(DIMENSION_TITLES[dimension], *[_cell(r, dimension) for r in rounds])
     table.add_row("CI", *[_number(r.ci) if r else "·" for r in rounds])
     table.add_row("recent", *[_recent(r) if r else "·" for r in rounds])
-    table.add_row("contradictions", *[
-        Text(str(r.critical_contradictions), style="bold red" if r.critical_contradictions else "")
-        if r else "·" for r in rounds])
-    table.add_row("gate", *[
-        (Text("pass", style="green") if r.gate_passed else Text("fail", style="red")
-         if r.gate_passed is not None else "–") if r else "·" for r in rounds])
+    table.add_row(
+        "contradictions",
+        *[
+            Text(
+                str(r.critical_contradictions),
+                style="bold red" if r.critical_contradictions else "",
+            )
+            if r
+            else "·"
+            for r in rounds
+        ],
+    )
+    table.add_row(
+        "gate",
+        *[
+            (
+                Text("pass", style="green")
+                if r.gate_passed
+                else Text("fail", style="red")
+                if r.gate_passed is not None
+                else "–"
+            )
+            if r
+            else "·"
+            for r in rounds
+        ],
+    )
     table.add_row("decision", *[(r.decision or "–") if r else "·" for r in rounds])
     return table
 
@@ -74,8 +99,10 @@ def coalesce_line(view: RunView) -> str:
     c = view.coalesced
     best = c.get("best_ci")
     best_text = f"{best:.2f}" if isinstance(best, (int, float)) else "–"
-    return (f"coalesce: R{c.get('selected_round', '?')} · confidence {c.get('confidence_level', '?')}"
-            f" · best CI {best_text} · stop: {c.get('stop_reason', '–')}")
+    return (
+        f"coalesce: R{c.get('selected_round', '?')} · confidence {c.get('confidence_level', '?')}"
+        f" · best CI {best_text} · stop: {c.get('stop_reason', '–')}"
+    )
 
 
 class RoundsMatrix(Static, can_focus=True):

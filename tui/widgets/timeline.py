@@ -1,4 +1,5 @@
 """The replay timeline: a position among a run's stored events."""
+
 from __future__ import annotations
 
 from rich.text import Text
@@ -46,7 +47,9 @@ the start or the end; clicking the bar jumps there.
     def _bar(self) -> tuple[str, int]:
         """(the label before the bar, the bar's width): the caption takes at most half the line."""
         label = f" ⏵ replay {self.position}/{self.total} "
-        return label, max(10, self.size.width - len(label) - min(len(self.caption) + 1, self.size.width // 2))
+        return label, max(
+            10, self.size.width - len(label) - min(len(self.caption) + 1, self.size.width // 2)
+        )
 
     def render(self) -> Text:
         label, width = self._bar()
