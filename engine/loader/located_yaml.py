@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, cast
 
 import yaml
 
@@ -50,11 +50,12 @@ class Node:
         return isinstance(self.value, list)
 
     def get(self, key: str | int) -> Node | None:
+        child: Node | None = None
         if isinstance(key, str) and self.is_map:
-            return self.value.get(key)
-        if isinstance(key, int) and self.is_seq and 0 <= key < len(self.value):
-            return self.value[key]
-        return None
+            child = self.value.get(key)
+        elif isinstance(key, int) and self.is_seq and 0 <= key < len(self.value):
+            child = self.value[key]
+        return child
 
     def key_mark(self, key: str) -> tuple[int, int]:
         return self.keys.get(key, (self.line, self.column))
@@ -106,9 +107,7 @@ class YamlReader:
         self.problems = problems
 
     def problem(self, mark: Any, message: str) -> None:
-        line = getattr(mark, "line", 0) + 1
-        column = getattr(mark, "column", 0) + 1
-        self.problems.add((line, column), message)
+        self.problems.add(_position(mark), message)
 
     def read(self, text: str) -> Node | None:
         try:
@@ -121,7 +120,7 @@ class YamlReader:
         documents = 0
         try:
             while loader.check_event():
-                event = loader.get_event()
+                event = loader.get_event()  # type: ignore[no-untyped-call]  # PyYAML's stubs leave it untyped
                 if isinstance(event, yaml.DocumentStartEvent):
                     documents += 1
                     if documents > 1:
@@ -146,19 +145,14 @@ class YamlReader:
                         self.problem(event.start_mark, f"unsupported YAML tag {event.tag}")
                         raise Abort
                     is_map = isinstance(event, yaml.MappingStartEvent)
-                    node = Node(
-                        {} if is_map else [], event.start_mark.line + 1, event.start_mark.column + 1
-                    )
+                    node = Node({} if is_map else [], *_position(event.start_mark))
                     root = self._attach(stack, node, event, None) or root
                     stack.append(_Open(node))
                 elif isinstance(event, (yaml.MappingEndEvent, yaml.SequenceEndEvent)):
                     stack.pop()
                 elif isinstance(event, yaml.ScalarEvent):
                     node = Node(
-                        self._scalar(loader, event),
-                        event.start_mark.line + 1,
-                        event.start_mark.column + 1,
-                        event.style,
+                        self._scalar(loader, event), *_position(event.start_mark), event.style
                     )
                     root = self._attach(stack, node, event, event.value) or root
         except Abort:
@@ -231,13 +225,19 @@ class YamlReader:
     def _scalar(self, loader: yaml.SafeLoader, event: yaml.ScalarEvent) -> Any:
         tag = event.tag
         if tag in (None, "!"):
-            tag = loader.resolve(yaml.ScalarNode, event.value, event.implicit)
+            tag = loader.resolve(yaml.ScalarNode, event.value, event.implicit)  # type: ignore[no-untyped-call]  # PyYAML's stubs leave it untyped
         if tag not in _SCALAR_TAGS:
             self.problem(event.start_mark, f"unsupported YAML tag {event.tag}")
             raise Abort
         try:
             return loader.construct_object(
-                yaml.ScalarNode(tag, event.value, event.start_mark, event.end_mark, event.style)
+                yaml.ScalarNode(
+                    tag,
+                    event.value,
+                    cast("yaml.Mark | None", event.start_mark),
+                    cast("yaml.Mark | None", event.end_mark),
+                    event.style,
+                )
             )
         except ValueError:
             self.problem(
@@ -251,3 +251,8 @@ class YamlReader:
 
 
 # == helpers ==================================================================
+
+
+def _position(mark: Any) -> tuple[int, int]:
+    """PyYAML's 0-based mark as a 1-based (line, column); (1, 1) when there is none."""
+    return getattr(mark, "line", 0) + 1, getattr(mark, "column", 0) + 1
