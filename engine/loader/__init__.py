@@ -47,7 +47,9 @@ __all__ = [
     "load_workflow_text",
 ]
 
-MAX_BYTES = 1_000_000
+MAX_BYTES = 4_000_000
+"""The largest workflow file read: room for a generated chain of 10,000 steps, far below
+what would make reading it a memory problem."""
 
 INTERNAL_ERROR = "internal loader error (please report it)"
 
@@ -101,6 +103,16 @@ def _shape(
     return header.model_copy(update=update), step_index
 
 
+def _too_large(source: str, size: int) -> Problem:
+    return Problem(
+        source,
+        1,
+        1,
+        f"the file is {size / 1e6:.1f} MB, more than the {MAX_BYTES // 1_000_000} MB a workflow"
+        " may be; repeat steps with a template (templates: … use:) instead of writing them out",
+    )
+
+
 # == public API ===============================================================
 
 
@@ -113,23 +125,14 @@ def load_workflow_text(
             [Problem(source, 1, 1, f"expected YAML text, got {type(text).__name__}")]
         )
     if len(text) > MAX_BYTES:
-        raise WorkflowLoadError(
-            [
-                Problem(
-                    source,
-                    1,
-                    1,
-                    f"the file is larger than {MAX_BYTES // 1000} kB; a workflow is far smaller",
-                )
-            ]
-        )
+        raise WorkflowLoadError([_too_large(source, len(text))])
     try:
         return _load(text, source, registry if registry is not None else REGISTRY)
     except WorkflowLoadError:
         raise
     except RecursionError:
         raise WorkflowLoadError(
-            [Problem(source, 1, 1, "the workflow nests too deeply to load")]
+            [Problem(source, 1, 1, "the workflow nests too deeply to load; flatten it")]
         ) from None
     except Exception as error:  # the contract: nothing but WorkflowLoadError escapes
         raise WorkflowLoadError(
@@ -154,16 +157,7 @@ def load_workflow(path: str | Path, registry: StepRegistry | None = None) -> Wor
             [Problem(source, 1, 1, f"cannot read the file: {error.strerror or error}")]
         ) from None
     if len(data) > MAX_BYTES:
-        raise WorkflowLoadError(
-            [
-                Problem(
-                    source,
-                    1,
-                    1,
-                    f"the file is larger than {MAX_BYTES // 1000} kB; a workflow is far smaller",
-                )
-            ]
-        )
+        raise WorkflowLoadError([_too_large(source, len(data))])
     try:
         text = data.decode("utf-8-sig")
     except UnicodeDecodeError as error:

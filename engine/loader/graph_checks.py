@@ -5,6 +5,8 @@ context will hold when the expression is evaluated."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from engine.conditions import CEL_TYPE_NAMES, RUN_FIELDS, STEP_VIEW_FIELDS, TOP_LEVEL_NAMES
 from engine.graph import WorkflowGraph
 from engine.loader.expressions import Expression, column_in
@@ -31,7 +33,7 @@ def check_graph(
         origin = step_index.sources[spec.id].origin
         if routing.loop is not None:
             target = routing.loop.target
-            if target != spec.id and target not in graph.ancestors(spec.id):
+            if target != spec.id and not graph.is_upstream(spec.id, target):
                 problems.add(
                     step_index.node(spec.id, "routing", "loop", "target"),
                     f"step '{spec.id}': loop target '{target}' is not upstream of '{spec.id}'; a loop goes back to a step it depends on, directly or through others{origin}",
@@ -52,15 +54,14 @@ def check_graph(
                         step_index.node(spec.id, "routing", "tie_breaker", "valid_targets", index),
                         f"step '{spec.id}': tie_breaker valid target '{target}' is not an edge of the graph; it may only choose among this step's routing targets ({', '.join(edges)}){origin}",
                     )
-    visible = {spec.id: graph.visible_from(spec.id) for spec in wf.steps}
     for expression in step_index.expressions:
-        _check_references(problems, step_index, registry, wf, expression, visible)
+        _check_references(problems, step_index, registry, wf, graph, expression)
     for spec in wf.steps:
         if spec.context is None:
             continue
         for index, ref in enumerate(spec.context.requires):
             step_part = ref.partition(".")[0]
-            if step_part not in visible[spec.id]:
+            if not graph.can_read(spec.id, step_part):
                 problems.add(
                     step_index.node(spec.id, "context", "requires", index),
                     f"step '{spec.id}': context.requires '{ref}' is not upstream of '{spec.id}'; add '{step_part}' to depends_on or drop it{step_index.sources[spec.id].origin}",
@@ -104,18 +105,23 @@ def _check_references(
     step_index: StepIndex,
     registry: StepRegistry,
     wf: WorkflowDefinition,
+    graph: WorkflowGraph,
     expression: Expression,
-    visible: dict[str, frozenset[str]],
 ) -> None:
     step = expression.step
+    readable: Callable[[str], bool]
     if step is None:
         roots = {"inputs", "steps", "run"}
-        readable: frozenset[str] | set[str] = set(wf.step_ids)
+        readable = set(wf.step_ids).__contains__
     else:
         roots = (
             set(TOP_LEVEL_NAMES) if expression.routing else {"inputs", "steps", "iteration", "run"}
         )
-        readable = visible[step.id] | ({step.id} if expression.routing else frozenset())
+        reader, routing = step.id, expression.routing
+
+        def readable(other: str) -> bool:
+            return graph.can_read(reader, other) or (routing and other == reader)
+
     for reference in expression.compiled.references:
         message = _reference_problem(
             step_index, registry, wf, reference.path, roots, readable, step, expression.routing
@@ -134,7 +140,7 @@ def _reference_problem(
     wf: WorkflowDefinition,
     path: tuple[str, ...],
     roots: set[str],
-    readable: frozenset[str] | set[str],
+    readable: Callable[[str], bool],
     step: StepSpec | None,
     routing: bool,
 ) -> str | None:
@@ -168,7 +174,7 @@ def _reference_problem(
     elif root == "steps":
         if second not in step_index.sources:
             return f"'{dotted}': no step '{second}'{closest(second, step_index.sources)}"
-        if second not in readable:
+        if not readable(second):
             where = f"'{step.id}'" if step else "the workflow"
             return f"'{dotted}': step '{second}' is not upstream of {where}; add it to depends_on or read it from a later step"
         if len(path) >= 3 and path[2] not in STEP_VIEW_FIELDS:
