@@ -36,6 +36,7 @@ nothing — the step decides again when it runs next.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -120,15 +121,20 @@ class HumanTieBreakNeeded:
     def interrupt_request(self) -> InterruptRequest:
         need = self.need
         suggested = self.suggestion.target
+        confidence = self.suggestion.confidence
+        usable = confidence if math.isfinite(confidence) else None
+        stated = (
+            f"with confidence {usable:.2f}" if usable is not None else "without a usable confidence"
+        )
         return InterruptRequest(
             kind="tie_breaker",
             prompt=f"Where should '{need.step_id}' go next? The model suggests "
-            f"'{suggested}' with confidence {self.suggestion.confidence:.2f}.",
+            f"'{suggested}' {stated}.",
             payload={
                 "valid_targets": list(need.valid_targets),
                 "default_target": need.default_target,
                 "suggestion": suggested,
-                "confidence": self.suggestion.confidence,
+                "confidence": usable,
                 "reasoning": self.suggestion.reasoning,
                 "hint": need.hint,
             },
@@ -415,11 +421,9 @@ class _Decision:
 
     def _matches(self, expr: str, target: str | None) -> bool:
         try:
-            matched, error = evaluate_bool(compile_expr(expr), self.inp.activation)
+            matched, message = evaluate_bool(compile_expr(expr), self.inp.activation)
         except Exception as error:  # a syntax error here means the loader was bypassed
             matched, message = False, str(error)
-        else:
-            message = error
         self.evaluated.append(
             EvaluatedCondition(expr=expr, target=target, matched=matched, error=message)
         )
@@ -469,19 +473,23 @@ def settle_tie_break(
 
     No answer, a timeout, an error or a target outside ``valid_targets`` →
     the default edge with ``needs_human`` set (ADR-004: degrade to
-    deterministic, never block). Confidence below the threshold →
-    ``HumanTieBreakNeeded``.
+    deterministic, never block). Confidence below the threshold, or not a
+    number at all (NaN) → ``HumanTieBreakNeeded``.
     """
     if timed_out or answer is None or answer.outcome == "timeout":
         return _fallback(need, f"tie-breaker timed out after {need.timeout_s:g} s")
     if answer.outcome == "error":
         return _fallback(need, f"tie-breaker failed: {answer.reasoning or 'error'}")
-    if answer.outcome == "invalid_answer" or answer.target not in need.candidates:
+    if (
+        answer.outcome == "invalid_answer"
+        or answer.target is None
+        or answer.target not in need.candidates
+    ):
         return _fallback(
             need,
             f"tie-breaker answered {answer.target!r}, not one of {', '.join(need.valid_targets)}",
         )
-    if answer.confidence < need.confidence_threshold:
+    if not answer.confidence >= need.confidence_threshold:  # NaN is not confident either
         return HumanTieBreakNeeded(need=need, suggestion=answer)
     signal = need.candidates[answer.target]
     reasoning = f": {answer.reasoning}" if answer.reasoning else ""
