@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 CONSTRAINTS := constraints.txt
 
-.PHONY: run test bench screenshots lint clean
+.PHONY: run test bench screenshots lint clean fuzz
 
 $(STAMP): pyproject.toml $(CONSTRAINTS)
 	$(PYTHON) -m venv $(VENV)
@@ -23,6 +23,9 @@ bench: $(STAMP)
 
 screenshots: $(STAMP)
 	$(BIN)/python -m tui.screenshots screenshots
+
+fuzz: $(STAMP)
+	DIFFERENTIAL_EXAMPLES=$${FUZZ_EXAMPLES:-20000} nice $(BIN)/python -m pytest -q -p no:cacheprovider tests/engine/test_differential.py
 
 lint: $(STAMP)
 	$(BIN)/ruff check .

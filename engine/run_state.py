@@ -31,6 +31,9 @@ class StepRecord:
     """Routers that chose this step since it was last reset."""
     not_routed_by: set[str] = field(default_factory=set)
     runs: int = 0
+    attempt: int = 1
+    """The attempt of the current run in progress: a step run again from its first line
+    to pick up an answer resumes at it instead of repeating the attempts that failed."""
     _view: StepView | None = None
 
     @property

@@ -323,6 +323,7 @@ class StepRunner:
         if not continuing:
             state.step_runs += 1
             record.runs += 1
+            record.attempt = 1
         record.status = StepStatus.RUNNING
         record.reason = ""
         record.changed()
@@ -409,7 +410,11 @@ class StepRunner:
         """Call the implementation, retrying failures and repairing one invalid model answer."""
         spec = record.spec
         first_index = ctx.next_call_index
-        attempt = 1
+        attempt = record.attempt
+        if attempt > 1:  # run again for an answer: the failed attempts are not repeated
+            stats = ctx.stats
+            ctx = self._context(record, attempt=attempt, first_call_index=first_index)
+            ctx.stats = stats
         while True:
             try:
                 return await self._call_with_repair(record, registered, inp, ctx), ctx
@@ -420,6 +425,7 @@ class StepRunner:
                 if attempt > spec.retries:
                     raise StepError(message) from None
                 attempt += 1
+                record.attempt = attempt
                 self.recorder.emit(
                     StepRetrying(
                         run_id=self.run_id,

@@ -17,12 +17,15 @@ import json
 import os
 from typing import Any
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 
 from tests.engine.reference.differential import run_all
 from tests.engine.reference.generator import load, workflows
 
-EXAMPLES = int(os.environ.get("DIFFERENTIAL_EXAMPLES", "400" if os.environ.get("CI") else "150"))
+EXAMPLES = int(os.environ.get("DIFFERENTIAL_EXAMPLES", "2000" if os.environ.get("CI") else "300"))
+"""CI: 2000 workflows, about 75 s of one core (some 38 ms each, LangGraph's run half of it)."""
+TIMEOUT_S = max(600, EXAMPLES // 2)
 INPUTS = {"n": 3, "xs": [4, 5, 6]}
 
 
@@ -42,6 +45,7 @@ def check(data: dict[str, Any]) -> None:
     assert found["canonical"] == [], shown
 
 
+@pytest.mark.timeout(TIMEOUT_S)
 @settings(
     max_examples=EXAMPLES,
     deadline=None,

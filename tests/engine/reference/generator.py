@@ -179,7 +179,14 @@ def routings(
             "B": f"s{draw(st.sampled_from(later))}",
         }
     elif kind == "detour" and later:
-        routing["kind"] = draw(st.sampled_from(["linear", "conditional"]))
+        routing["kind"] = "linear" if "next" in routing else "conditional"
+        if routing["kind"] == "conditional":
+            routing["conditions"] = [
+                {
+                    "expr": draw(conditions(readable, own=True)),
+                    "target": f"s{draw(st.sampled_from(later))}",
+                }
+            ]
         routing["detour"] = {
             "target": f"s{draw(st.sampled_from(later))}",
             "when": draw(conditions(readable, own=True)),
