@@ -124,7 +124,7 @@ def test_a_loop_exit_on_arithmetic_fires() -> None:
                 depends_on=["work"],
                 routing={
                     "kind": "conditional",
-                    "conditions": [{"expr": "(iteration + 1) % 2 == 0", "target": "done"}],
+                    "conditions": [{"expr": "(iteration + 1) % 2 == 1", "target": "done"}],
                     "next": "work_again",
                     "loop": {"target": "work", "max_iterations": 5},
                 },
@@ -134,8 +134,9 @@ def test_a_loop_exit_on_arithmetic_fires() -> None:
         ]
     )
     found = agree(wf)
-    assert found["kahn"].steps["check"][2] == 1  # pass 0: (0 + 1) % 2 == 1 → work_again
-    assert found["kahn"].steps["done"][0] == "SKIPPED"
+    assert found["kahn"].steps["check"][2] == 1  # pass 0: (0 + 1) % 2 == 1 → done
+    assert found["kahn"].steps["done"][0] == "SUCCEEDED"
+    assert found["kahn"].steps["work_again"][0] == "SKIPPED"
 
 
 def test_a_step_skipped_in_a_later_pass_hides_its_earlier_outputs() -> None:
@@ -164,7 +165,9 @@ def test_a_step_skipped_in_a_later_pass_hides_its_earlier_outputs() -> None:
 def test_a_detour_target_with_its_own_dependency_waits_for_it() -> None:
     wf = load(
         [
-            probe("side"),
+            probe("first"),
+            probe("second", depends_on=["first"]),
+            probe("side", depends_on=["second"]),
             probe(
                 "decide",
                 routing={
