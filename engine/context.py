@@ -291,7 +291,7 @@ class StepContext:
             encode=lambda a: a.model_dump(mode="json"),
             decode=InterruptAnswer.model_validate,
         )
-        return answer
+        return InterruptAnswer.model_validate(answer)
 
     def emit(self, name: str, payload: dict[str, Any]) -> None:
         """Append a namespaced ``domain`` event (``research.stage``, ...)."""
