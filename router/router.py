@@ -209,7 +209,9 @@ class SmartModelRouter:
         attempts: list[Attempt] = []
         groups = self._plan(req, attempts)
         if groups:
-            admission = await self._shedder.admit(req.priority, *self._open_share())
+            admission = await self._shedder.admit(
+                req.priority, *self._open_share(), self._healthy_free_slots, self._board.waiter
+            )
             if admission.note is not None:
                 attempts.append(
                     Attempt(provider="router", outcome="skipped", detail=admission.note)
@@ -340,6 +342,13 @@ class SmartModelRouter:
         if plan is None:
             plan = self._plans[key] = plan_chain(self._runtimes, req.tier, profile)
         return plan
+
+    def _healthy_free_slots(self) -> int:
+        return sum(
+            rt.bulkhead.free
+            for rt in self._runtimes
+            if not rt.misconfigured and rt.breaker.state is BreakerState.CLOSED
+        )
 
     def _open_share(self) -> tuple[int, int]:
         opened = sum(1 for rt in self._runtimes if rt.breaker.state is BreakerState.OPEN)
