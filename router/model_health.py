@@ -26,14 +26,16 @@ from router.breaker import BreakerPolicy, CircuitBreaker, ProbeLease, Transition
 from router.clock import Clock
 from router.errors import ErrorClass
 from router.models import BreakerState, ChatRequest
+from router.wire import encode_inputs
 
 
 def request_fingerprint(req: ChatRequest) -> str:
-    """Identifies a request by what it asks (task and messages), not by when it was sent."""
+    """Identifies a request by what it asks (task, messages, inputs), not by when it was sent."""
     digest = hashlib.blake2b(digest_size=12)
     digest.update(req.task.encode())
     for message in req.messages:
         digest.update(b"\0" + message.role.encode() + b"\0" + message.content.encode())
+    digest.update(b"\0" + encode_inputs(req).encode())
     return digest.hexdigest()
 
 

@@ -179,6 +179,7 @@ class SmartModelRouter:
         self._wake_tasks: dict[str, asyncio.Task[None]] = {}
         self._sync_task: asyncio.Task[None] | None = None
         self._sync_warned = False
+        self.shared_state_syncs = 0  # polls of the stats file done (tests wait on it)
         self._closed = False
         self._warned_profiles: set[str] = set()
         if stats is not None:
@@ -284,6 +285,7 @@ class SmartModelRouter:
             rt.breaker.adopt_trip(
                 remaining, row.consecutive_trips, row.open_reason, row.changed_wall
             )
+        self.shared_state_syncs += 1
 
     async def _sync_loop(self) -> None:
         while not self._closed:
@@ -722,14 +724,17 @@ class SmartModelRouter:
         lease = held.lease
         error_class = exc.error_class
         traits = TRAITS[error_class]
+        # the caller's own deadline ran out, not the provider's time: no verdict on its health
+        deadline_cut = cut_by_deadline and error_class is ErrorClass.TIMEOUT
         rt.buckets.reconcile(held.reservation, used.total_tokens)
         rt.buckets.apply(exc.rate_limits)
         if held.ticket is not None:
-            rt.throttle.settle(held.ticket, accepted=traits.accepted)
+            if deadline_cut:
+                rt.throttle.cancel(held.ticket)
+            else:
+                rt.throttle.settle(held.ticket, accepted=traits.accepted)
         rt.last_error = ErrorNote(error_class.value, exc.status)
         answered_badly = error_class in (ErrorClass.BAD_REQUEST, ErrorClass.INVALID_OUTPUT)
-        # the caller's own deadline ran out, not the provider's time: no verdict on its health
-        deadline_cut = cut_by_deadline and error_class is ErrorClass.TIMEOUT
         if traits.misconfigures:
             rt.misconfigured_reason = self._misconfigured_reason(rt, exc)
             if lease is not None:
