@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import asyncio
 from collections import Counter
-from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -18,7 +17,7 @@ from router.models import BreakerState, ChatMessage, ChatRequest, ProviderSnapsh
 from router.router import SmartModelRouter
 from router.stats import StatsStore
 
-from .conftest import RouterFactory, Verdict, make_config, provider_entry, request
+from .conftest import RouterFactory, Verdict, make_config, provider_entry, request, until
 
 
 def snap(router: SmartModelRouter, name: str) -> ProviderSnapshot:
@@ -28,15 +27,6 @@ def snap(router: SmartModelRouter, name: str) -> ProviderSnapshot:
 async def settle() -> None:
     for _ in range(5):
         await asyncio.sleep(0)
-
-
-async def until(condition: Callable[[], bool], what: str, turns: int = 2000) -> None:
-    """Let the loop (and worker threads) run until ``condition`` holds; fail loudly otherwise."""
-    for _ in range(turns):
-        if condition():
-            return
-        await asyncio.sleep(0.001)
-    raise AssertionError(f"never happened: {what}")
 
 
 def asking(n: int) -> ChatRequest:

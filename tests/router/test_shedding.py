@@ -4,22 +4,12 @@ from __future__ import annotations
 
 import asyncio
 from collections import Counter
-from collections.abc import Callable
 
 from router.clock import ManualClock
 from router.fault_server import FaultServer
 from router.models import BreakerState
 
-from .conftest import RouterFactory, make_config, provider_entry, request
-
-
-async def until(condition: Callable[[], bool], what: str, turns: int = 1000) -> None:
-    """Let the loop run until ``condition`` holds; fail loudly if it never does."""
-    for _ in range(turns):
-        if condition():
-            return
-        await asyncio.sleep(0.001)
-    raise AssertionError(f"never happened: {what}")
+from .conftest import RouterFactory, make_config, provider_entry, request, until
 
 
 async def shedding_router(
