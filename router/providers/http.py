@@ -90,9 +90,21 @@ class HttpProvider:
         headers = {"User-Agent": USER_AGENT, **call.headers}
         if task is not None:
             headers[TASK_HEADER] = task
-        request = self._client.build_request(
-            call.method, call.url, headers=headers, json=call.json, timeout=httpx.Timeout(timeout_s)
+        cfg = self.cfg
+        timeouts = httpx.Timeout(  # each phase its own limit, none beyond the whole call's
+            connect=min(cfg.connect_timeout_s, timeout_s),
+            read=min(cfg.read_timeout_s, timeout_s),
+            write=min(cfg.write_timeout_s, timeout_s),
+            pool=min(cfg.pool_timeout_s, timeout_s),
         )
+        try:
+            request = self._client.build_request(
+                call.method, call.url, headers=headers, json=call.json, timeout=timeouts
+            )
+        except httpx.InvalidURL:
+            raise ProviderCallError(
+                ErrorClass.CONNECTION, "the base_url is not a usable URL — correct it"
+            ) from None
         try:
             async with asyncio.timeout(timeout_s):  # the whole exchange, slow bodies included
                 return await self._client.send(request)
@@ -103,6 +115,10 @@ class HttpProvider:
         except httpx.HTTPError as exc:
             error_class, detail = classify_transport_error(exc)
             raise ProviderCallError(error_class, detail) from None
+        except Exception as exc:  # e.g. an ExceptionGroup from the connect of an unusable address
+            raise ProviderCallError(
+                ErrorClass.CONNECTION, f"cannot connect ({type(exc).__name__}): check the base_url"
+            ) from None
 
     def _failure(self, response: httpx.Response) -> ProviderCallError:
         body = _json_or_none(response.content)

@@ -363,8 +363,8 @@ async def test_success_headers_are_parsed(
             }
         }
     )
-    for kind in ("openai", "anthropic"):
+    for kind, rpm in (("openai", 100), ("anthropic", 50)):
         reply = await call(provider_for(fault_server, kind, client, clock))
-        assert reply.rate_limits.requests.limit in (100, 50)
+        assert reply.rate_limits.requests.limit == rpm
         assert reply.rate_limits.requests.remaining == reply.rate_limits.requests.limit - 1
         assert reply.rate_limits.tokens.remaining is not None
