@@ -93,6 +93,10 @@ class ChatResponse(BaseModel):
     latency_s: float = 0.0
     degraded: bool = False
     attempts: list[Attempt] = Field(default_factory=list)
+    truncated: bool = False
+    """The model stopped at its output-token limit (OpenAI ``finish_reason: length``, Anthropic
+    ``stop_reason: max_tokens``, Gemini ``MAX_TOKENS``): the answer may be cut short; a caller
+    can ask again with more room."""
 
 
 class ProviderSnapshot(BaseModel):
@@ -135,3 +139,6 @@ class ProviderSnapshot(BaseModel):
     last_error_status: int | None = None
     changed_wall: float | None = None
     models: dict[int, str] = Field(default_factory=dict)
+    structured_output: dict[str, str] = Field(default_factory=dict)
+    """Per model, the structured-output mode learnt after the server refused a better one
+    (``json_object`` or ``prompt``); models absent here take the API's schema mode."""

@@ -136,4 +136,5 @@ class ProviderRuntime:
             last_error_status=self.last_error.status,
             changed_wall=view.changed_wall,
             models=dict(self.cfg.models),
+            structured_output=dict(self.provider.structured_modes()),
         )
