@@ -11,6 +11,7 @@ import json
 import math
 import re
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass
 from email.utils import formatdate
 from typing import Any
@@ -400,7 +401,13 @@ _AUTH_HEADERS: dict[Protocol, str] = {
 
 
 def refusal(
-    protocol: Protocol, route_kind: str, headers: dict[str, str], body: Any, needs_auth: bool
+    protocol: Protocol,
+    route_kind: str,
+    headers: dict[str, str],
+    body: Any,
+    needs_auth: bool,
+    response_formats: Sequence[str] | None = None,
+    format_refusal_status: int = 400,
 ) -> tuple[int, str] | None:
     """The status and message the real API would refuse this request with, or None.
 
@@ -423,6 +430,11 @@ def refusal(
     unknown = sorted(set(body) - known) if known is not None else []
     if unknown:
         return 400, f"{unknown[0]}: Extra inputs are not permitted"
+    fmt = body.get("response_format")
+    if response_formats is not None and protocol in ("openai", "azure") and isinstance(fmt, dict):
+        if fmt.get("type") not in response_formats:
+            accepted = " or ".join(repr(f) for f in response_formats)
+            return format_refusal_status, f"response_format.type: Input should be {accepted}"
     return None
 
 

@@ -31,6 +31,10 @@ request that does not stream they cut, hang or garble the body the same way.
 ``auth: required`` refuses with a 401, as the real API does, a request without the API's key
 header (``Authorization``, ``api-key``, ``x-api-key``, ``x-goog-api-key``); the default ``none``
 takes keyless requests, as a local server does and as the demos need.
+
+``response_formats`` (OpenAI-compatible paths): the ``response_format`` types the server
+accepts, e.g. ``[text, json_object]`` for llama.cpp's server, which refuses ``json_schema``
+with ``format_refusal_status`` (500 there) and a message naming ``response_format``.
 A mapping sets ``kind``/``status`` and the details. Every duration is in script seconds; the
 time scale multiplies all of them, Retry-After included.
 """
@@ -93,6 +97,10 @@ def _expand_shorthand(data: Any) -> Any:
         return dict(_SHORTHANDS[text])
     if isinstance(data, Mapping) and "kind" not in data and "status" in data:
         return {**data, "kind": "error"}
+    if isinstance(data, Mapping) and isinstance(data.get("kind"), str):
+        alias = _SHORTHANDS.get(data["kind"].strip().lower())
+        if alias is not None:  # {kind: stall, hang_s: 5}: a shorthand with details
+            return {**alias, **{k: v for k, v in data.items() if k != "kind"}}
     return data
 
 
@@ -153,6 +161,8 @@ class ProviderScript(BaseModel):
     latency_s: float = Field(default=0.0, ge=0)
     limits: Limits | None = None
     auth: Literal["required", "none"] = "none"
+    response_formats: list[Literal["text", "json_object", "json_schema"]] | None = None
+    format_refusal_status: int = Field(default=400, ge=400, le=599)
 
     @model_validator(mode="after")
     def _one_mode(self) -> ProviderScript:

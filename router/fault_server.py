@@ -410,6 +410,8 @@ class FaultServer:
                 incoming.headers,
                 body,
                 state.script.auth == "required",
+                state.script.response_formats,
+                state.script.format_refusal_status,
             )
             if route.kind != "unknown"
             else None

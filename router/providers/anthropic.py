@@ -28,6 +28,7 @@ from router.providers.base import (
     ParsedChat,
     ProviderAdapter,
     StreamDecoder,
+    StreamEndedEarly,
     plain_messages,
     split_system,
     usage_of,
@@ -153,7 +154,7 @@ class AnthropicStreamDecoder(StreamDecoder):
 
     def result(self) -> ParsedChat:
         if not self._ended:
-            raise ValueError("the stream ended before message_stop")
+            raise StreamEndedEarly("the stream ended before message_stop")
         tokens = usage_of(self._input_tokens, self._output_tokens)
         truncated = self._stop == "max_tokens"
         if self._tool:

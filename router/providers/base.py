@@ -62,13 +62,17 @@ class ProviderReply:
     truncated: bool = False
 
 
+class StreamEndedEarly(ValueError):
+    """The streamed body ended before the API's own end marker: the answer was cut off."""
+
+
 class StreamDecoder(ABC):
     """Reads one streamed answer, event by event, in one API's wire format.
 
     ``feed`` takes one SSE event (its ``event`` name, ``""`` when unnamed, and its ``data``)
     or one NDJSON line (event ``""``) and returns the text it adds. ``result`` is called when
-    the body ends: it raises ``ValueError`` when the stream stopped before the API's own end
-    marker (a cut stream must never pass as a complete answer).
+    the body ends: it raises :class:`StreamEndedEarly` when the stream stopped before the API's
+    own end marker (a cut stream must never pass as a complete answer).
     """
 
     @abstractmethod

@@ -28,6 +28,7 @@ from router.providers.base import (
     ParsedChat,
     ProviderAdapter,
     StreamDecoder,
+    StreamEndedEarly,
     split_system,
     usage_of,
 )
@@ -134,7 +135,7 @@ class GeminiStreamDecoder(StreamDecoder):
 
     def result(self) -> ParsedChat:
         if self._finish is None:
-            raise ValueError("the stream ended before a finishReason")
+            raise StreamEndedEarly("the stream ended before a finishReason")
         text = "".join(self._parts)
         if not text and self._finish not in ("STOP", "MAX_TOKENS"):
             raise ProviderCallError(ErrorClass.INVALID_OUTPUT, "no answer (finish reason not STOP)")

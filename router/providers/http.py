@@ -42,6 +42,7 @@ from router.providers.base import (
     ParsedChat,
     ProviderAdapter,
     ProviderReply,
+    StreamEndedEarly,
 )
 from router.providers.gemini import GeminiAdapter
 from router.providers.ollama import OllamaNativeAdapter
@@ -230,7 +231,7 @@ class HttpProvider:
         self, spec: CallSpec, timeout_s: float, sink: StreamSink
     ) -> ProviderReply:
         request = self._request(self.build_chat_call(spec, stream=True), timeout_s, spec.task)
-        started = False
+        tap = _Tap(sink, self.name, spec.model)
         try:
             async with asyncio.timeout(timeout_s):
                 response = await self._client.send(request, stream=True)
@@ -239,48 +240,31 @@ class HttpProvider:
                         await response.aread()
                         raise self._refusal(spec, response)
                     limits = self.adapter.rate_limits(response.headers, None, self._clock.wall())
-                    parsed = await self._read_stream(response, spec, sink, limits)
-                    started = True
+                    parsed = await self._read_stream(response, tap, limits)
                 finally:
                     await response.aclose()
         except TimeoutError:
-            raise self._aborted(
-                sink,
-                spec,
-                ProviderCallError(
-                    ErrorClass.TIMEOUT, f"no complete answer within {timeout_s:.1f}s"
-                ),
+            raise tap.abort(
+                ProviderCallError(ErrorClass.TIMEOUT, f"no complete answer within {timeout_s:.1f}s")
             ) from None
         except httpx.HTTPError as exc:
             error_class, detail = classify_transport_error(exc)
-            raise self._aborted(sink, spec, ProviderCallError(error_class, detail)) from None
+            raise tap.abort(ProviderCallError(error_class, detail)) from None
         except ProviderCallError as exc:
-            if isinstance(exc, _StructureRefused):
-                raise
-            raise self._aborted(sink, spec, exc) from None
-        assert started
+            raise tap.abort(exc) from None
         return _reply(parsed, limits, response.status_code)
 
     async def _read_stream(
-        self,
-        response: httpx.Response,
-        spec: CallSpec,
-        sink: StreamSink,
-        limits: RateLimitInfo,
+        self, response: httpx.Response, tap: _Tap, limits: RateLimitInfo
     ) -> ParsedChat:
         decoder = self.adapter.stream_decoder()
         status = response.status_code
-        began = False
         try:
             async for event, data in stream_events(
                 response, self.adapter.framing, self.cfg.stream_first_byte_s, self.cfg.stream_idle_s
             ):
-                piece = decoder.feed(event, data)
-                if not began:
-                    began = True
-                    _deliver(sink, StreamEvent("start", self.name, spec.model))
-                if piece:
-                    _deliver(sink, StreamEvent("text", self.name, spec.model, piece))
+                tap.text(decoder.feed(event, data))
+            return decoder.result()
         except ProviderCallError as exc:
             raise ProviderCallError(
                 exc.error_class, exc.detail, status=status, rate_limits=limits
@@ -292,6 +276,10 @@ class HttpProvider:
                 status=status,
                 rate_limits=limits,
             ) from None
+        except StreamEndedEarly as exc:
+            raise ProviderCallError(
+                ErrorClass.CONNECTION, str(exc), status=status, rate_limits=limits
+            ) from None
         except (KeyError, IndexError, TypeError, ValueError, AttributeError):
             raise ProviderCallError(
                 ErrorClass.BAD_RESPONSE,
@@ -299,23 +287,6 @@ class HttpProvider:
                 status=status,
                 rate_limits=limits,
             ) from None
-        try:
-            return decoder.result()
-        except ProviderCallError as exc:
-            raise ProviderCallError(
-                exc.error_class, exc.detail, status=status, rate_limits=limits
-            ) from None
-        except ValueError as exc:
-            raise ProviderCallError(
-                ErrorClass.CONNECTION, str(exc), status=status, rate_limits=limits
-            ) from None
-
-    def _aborted(
-        self, sink: StreamSink, spec: CallSpec, error: ProviderCallError
-    ) -> ProviderCallError:
-        """Tell the sink the text it got from this provider is void; returns ``error`` to raise."""
-        _deliver(sink, StreamEvent("abort", self.name, spec.model, error.detail))
-        return error
 
     async def health(self, timeout_s: float) -> RateLimitInfo:
         call = self.adapter.health_call(self.cfg, self._api_key())
@@ -363,6 +334,31 @@ def _refuses_structure(response: httpx.Response) -> bool:
 
 def _reply(parsed: ParsedChat, limits: RateLimitInfo, status: int) -> ProviderReply:
     return ProviderReply(parsed.content, parsed.usage, limits, status, parsed.truncated)
+
+
+class _Tap:
+    """One provider's stream as the sink sees it: ``start`` before its first piece of text,
+    and ``abort`` on failure only when something was streamed (a failure before that is an
+    ordinary failure: the sink never heard of this provider)."""
+
+    def __init__(self, sink: StreamSink, provider: str, model: str) -> None:
+        self._sink = sink
+        self._provider = provider
+        self._model = model
+        self._began = False
+
+    def text(self, piece: str) -> None:
+        if not self._began:
+            self._began = True
+            _deliver(self._sink, StreamEvent("start", self._provider, self._model))
+        if piece:
+            _deliver(self._sink, StreamEvent("text", self._provider, self._model, piece))
+
+    def abort(self, error: ProviderCallError) -> ProviderCallError:
+        """Void what this provider streamed; returns ``error`` for the caller to raise."""
+        if self._began and not isinstance(error, _StructureRefused):
+            _deliver(self._sink, StreamEvent("abort", self._provider, self._model, error.detail))
+        return error
 
 
 def _deliver(sink: StreamSink, event: StreamEvent) -> None:

@@ -23,6 +23,7 @@ from router.providers.base import (
     ParsedChat,
     ProviderAdapter,
     StreamDecoder,
+    StreamEndedEarly,
     plain_messages,
     usage_of,
 )
@@ -103,7 +104,7 @@ class OllamaStreamDecoder(StreamDecoder):
     def result(self) -> ParsedChat:
         last = self._last
         if last is None:
-            raise ValueError("the stream ended before its done line")
+            raise StreamEndedEarly("the stream ended before its done line")
         return ParsedChat(
             "".join(self._parts),
             usage_of(last.get("prompt_eval_count"), last.get("eval_count")),

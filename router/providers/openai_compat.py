@@ -34,6 +34,7 @@ from router.providers.base import (
     ParsedChat,
     ProviderAdapter,
     StreamDecoder,
+    StreamEndedEarly,
     is_reasoning_model,
     plain_messages,
     usage_of,
@@ -167,5 +168,5 @@ class OpenAIStreamDecoder(StreamDecoder):
 
     def result(self) -> ParsedChat:
         if not self._done and self._finish is None:
-            raise ValueError("the stream ended before its finish_reason and [DONE]")
+            raise StreamEndedEarly("the stream ended before its finish_reason and [DONE]")
         return ParsedChat("".join(self._parts), self._usage, self._finish == "length")
