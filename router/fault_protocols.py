@@ -367,15 +367,16 @@ KNOWN_FIELDS: dict[Protocol, frozenset[str]] = {
     "openai": frozenset(
         "messages model audio frequency_penalty function_call functions logit_bias logprobs "
         "max_completion_tokens max_tokens metadata modalities n parallel_tool_calls prediction "
-        "presence_penalty prompt_cache_key prompt_cache_retention reasoning_effort "
+        "moderation presence_penalty prompt_cache_key prompt_cache_options "
+        "prompt_cache_retention reasoning_effort "
         "response_format safety_identifier seed service_tier stop store stream stream_options "
         "temperature tool_choice tools top_logprobs top_p user verbosity "
         "web_search_options".split()
     ),
     "anthropic": frozenset(
-        "model messages max_tokens container context_management mcp_servers metadata "
-        "output_config output_format service_tier stop_sequences stream system temperature "
-        "thinking tool_choice tools top_k top_p".split()
+        "model messages max_tokens cache_control container diagnostics inference_geo metadata "
+        "output_config service_tier speed stop_sequences stream system thinking tool_choice "
+        "tools user_profile_id workspace_id".split()
     ),
     "gemini": frozenset(
         "contents tools toolConfig tool_config safetySettings safety_settings "

@@ -5,7 +5,8 @@ in the top-level ``system`` field; ``max_tokens`` is required. Structured
 output forces a single tool whose ``input_schema`` is the response schema
 (``tool_choice: {type: tool}``), the documented way to get JSON that follows a
 schema; the tool call's ``input`` is the answer. Health: ``GET {base}/v1/models``.
-A server without tools gets the schema in the prompt. ``stop_reason: max_tokens`` marks a
+A server without tools gets the schema in the prompt. No ``temperature`` is sent: the
+Messages API (as its official SDK's request type defines it) has no such field and refuses it. ``stop_reason: max_tokens`` marks a
 truncated answer.
 
 Streaming (``stream: true``): server-sent events ``message_start`` (input usage),
@@ -61,8 +62,6 @@ class AnthropicAdapter(ProviderAdapter):
         }
         if system is not None:
             body["system"] = system
-        if spec.temperature is not None:
-            body["temperature"] = min(spec.temperature, 1.0)  # Anthropic's range is 0..1
         if stream:
             body["stream"] = True
         if spec.response_schema is not None and spec.structured == "schema":
