@@ -125,6 +125,13 @@ class ProviderConfig(BaseModel):
     weight: float = Field(default=1.0, ge=0)
     probe: Literal["health", "request"] = "health"
     enabled: bool = True
+    reasoning_models: list[str] = Field(default_factory=list)
+    """Models (Azure: deployments) that are reasoning models: sent ``max_completion_tokens`` and no
+    ``temperature``. OpenAI's o-series and GPT-5 names are recognised without being listed."""
+    stream_first_byte_s: float = Field(default=30.0, gt=0)
+    """A streamed call fails (TIMEOUT) when its first event takes longer than this."""
+    stream_idle_s: float = Field(default=30.0, gt=0)
+    """A streamed call fails (TIMEOUT) when it stalls this long between two events."""
 
     @model_validator(mode="before")
     @classmethod

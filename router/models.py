@@ -101,6 +101,10 @@ class ChatResponse(BaseModel):
     """What the request cost (every attempt that produced tokens) at the models' configured or
     default prices; 0 for models with no known price."""
     attempts: list[Attempt] = Field(default_factory=list)
+    truncated: bool = False
+    """The model stopped at its output-token limit (OpenAI ``finish_reason: length``, Anthropic
+    ``stop_reason: max_tokens``, Gemini ``MAX_TOKENS``): the answer may be cut short; a caller
+    can ask again with more room."""
 
 
 class RouterTotals(BaseModel):
@@ -173,3 +177,6 @@ class ProviderSnapshot(BaseModel):
     cost_usd_total: float = 0.0
     fallback_total: int = 0
     """Built-in provider only: answers it gave in place of a configured remote provider."""
+    structured_output: dict[str, str] = Field(default_factory=dict)
+    """Per model, the structured-output mode learnt after the server refused a better one
+    (``json_object`` or ``prompt``); models absent here take the API's schema mode."""

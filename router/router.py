@@ -42,6 +42,7 @@ import httpx
 from router.breaker import ProbeLease, Transition
 from router.buckets import Reservation
 from router.bulkhead import BulkheadBoard
+from router.capabilities import StructuredCapabilities
 from router.clock import Clock, SystemClock
 from router.config import ProfileConfig, RouterConfig
 from router.errors import (
@@ -78,6 +79,7 @@ from router.runtime import ErrorNote, ProviderRuntime
 from router.selection import Candidate, health_scores, order_group, plan_chain
 from router.shedding import LoadShedder
 from router.stats import STATS_FILENAME, CallRecord, StatsRecorder, StatsStore
+from router.streaming import StreamSink, streaming_to
 from router.throttle import ThrottleTicket
 from router.wire import encode_inputs, estimate_tokens, parse_structured, wire_messages
 
@@ -238,6 +240,13 @@ class SmartModelRouter:
         self._totals.record(response, BUILTIN_NAME)
         self._maybe_flush()
         return response
+
+    async def stream(self, req: ChatRequest, sink: StreamSink) -> ChatResponse:
+        """``complete`` with the answer streamed: each provider called streams in its API's format
+        and hands partial text to ``sink`` (see :mod:`router.streaming`); the chain, breakers,
+        buckets and fail-over are those of ``complete``. The returned response is the answer."""
+        with streaming_to(sink):
+            return await self.complete(req)
 
     def snapshot(self) -> list[ProviderSnapshot]:
         scores = health_scores(self._runtimes)
@@ -605,6 +614,7 @@ class SmartModelRouter:
                 degraded=cand.tier < req.tier,
                 cost_usd=round(sum(a.cost_usd for a in attempts), 9),
                 attempts=attempts,
+                truncated=reply.truncated,
             ), 1
         except asyncio.CancelledError:
             if not held.settled:
@@ -1014,15 +1024,18 @@ def build_router(
     """
     clock = clock or SystemClock()
     client = _client(transport)
-    providers: dict[str, Provider] = {
-        cfg.name: HttpProvider(cfg, client, clock, environ) for cfg in config.enabled_providers()
-    }
     stats = None
+    path: Path | None = None
     if stats_path is not None:
         path = Path(stats_path)
         if path.is_dir() or not path.suffix:  # a workspace directory, existing or not yet created
             path = path / STATS_FILENAME
         stats = StatsStore(path)
+    capabilities = StructuredCapabilities(path)
+    providers: dict[str, Provider] = {
+        cfg.name: HttpProvider(cfg, client, clock, environ, capabilities=capabilities)
+        for cfg in config.enabled_providers()
+    }
     return SmartModelRouter(
         config,
         providers=providers,

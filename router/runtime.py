@@ -152,4 +152,5 @@ class ProviderRuntime:
             models=dict(self.cfg.models),
             unhealthy_models=self.models.unhealthy(),
             cost_usd_total=round(self.metrics.cost_usd_total, 6),
+            structured_output=dict(self.provider.structured_modes()),
         )

@@ -79,6 +79,9 @@ class InstantProvider:
     def key_problem(self) -> str | None:
         return None
 
+    def structured_modes(self) -> dict[str, str]:
+        return {}
+
     async def chat(self, spec: CallSpec, timeout_s: float) -> ProviderReply:
         return self._reply
 
