@@ -659,3 +659,65 @@ def _view_cel(view: StepView | Mapping[str, Any]) -> Any:
 def unknown_functions(compiled: CompiledExpr) -> list[FunctionCall]:
     """Calls to functions that do not exist (checked at load time)."""
     return [call for call in compiled.calls if call.name not in KNOWN_FUNCTIONS]
+
+
+_BOOL_METHODS = frozenset({"startsWith", "endsWith", "contains", "matches", "exists", "all"})
+_FUNCTION_TYPES = {
+    "has": "bool",
+    "size": "number",
+    "int": "number",
+    "uint": "number",
+    "double": "number",
+    "string": "string",
+}
+_LITERAL_TYPES = {
+    "BOOL_LIT": "bool",
+    "NULL_LIT": "null",
+    "STRING_LIT": "string",
+    "MLSTRING_LIT": "string",
+    "BYTES_LIT": "bytes",
+    "INT_LIT": "number",
+    "UINT_LIT": "number",
+    "FLOAT_LIT": "number",
+}
+
+
+def result_type(compiled: CompiledExpr) -> str | None:
+    """What the expression yields, when its outermost operator says so without evaluating
+    it: "bool", "number", "string", "bytes", "list", "map" or "null"; None when it depends
+    on values (a field, an index, a ternary). The loader refuses a ``when`` that can never
+    be a boolean this way."""
+    node: Any = compiled._program.ast
+    while isinstance(node, lark.Tree):
+        children = node.children
+        first = children[0] if children else None
+        head = first.data if isinstance(first, lark.Tree) else None
+        if node.data == "expr" and len(children) > 1:
+            return None  # a ternary: either branch
+        if node.data in ("conditionalor", "conditionaland") and len(children) > 1:
+            return "bool"
+        if node.data == "relation" and head is not None and head.startswith("relation_"):
+            return "bool"
+        if node.data == "addition" and head is not None and head.startswith("addition_"):
+            return None if head == "addition_add" else "number"  # + also joins text and lists
+        if node.data == "multiplication" and head is not None and head.startswith("multipl"):
+            return "number"
+        if node.data == "unary" and head in ("unary_not", "unary_neg"):
+            return "bool" if head == "unary_not" else "number"
+        if node.data == "member_dot_arg":
+            method = children[1] if len(children) > 1 else None
+            return "bool" if str(method) in _BOOL_METHODS else None
+        if node.data in ("member_dot", "member_index", "ident", "dot_ident", "dot_ident_arg"):
+            return None
+        if node.data == "ident_arg":
+            return _FUNCTION_TYPES.get(str(first))
+        if node.data == "literal":
+            return _LITERAL_TYPES.get(getattr(first, "type", ""))
+        if node.data == "list_lit":
+            return "list"
+        if node.data == "map_lit":
+            return "map"
+        if len(children) != 1 and node.data != "paren_expr":
+            return None
+        node = first
+    return None

@@ -39,6 +39,10 @@ class InputSpec(Frozen):
     default: Any = None
     description: str = ""
     choices: list[Any] | None = None
+    min: float | None = None
+    """The smallest value an int or float input takes (inclusive)."""
+    max: float | None = None
+    """The largest value an int or float input takes (inclusive)."""
 
 
 class Limits(Frozen):

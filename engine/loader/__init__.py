@@ -59,13 +59,16 @@ def _load(text: str, source: str, registry: StepRegistry) -> WorkflowDefinition:
     root = YamlReader(problems).read(text)
     problems.raise_if_any()
     if root is None or root.value is None:
-        problems.add(root, "the file is empty: a workflow needs at least 'name' and 'steps'")
+        problems.add(
+            root, "the file is empty: a workflow needs at least 'name' and 'steps'; write them"
+        )
         problems.raise_if_any()
     assert root is not None
     if not root.is_map:
         problems.add(
             root,
-            f"a workflow is a mapping with 'name' and 'steps', got {type_name(root.plain())}",
+            f"a workflow is a mapping with 'name' and 'steps', got {type_name(root.plain())};"
+            " write name: and steps: at the top level",
         )
         problems.raise_if_any()
     wf, step_index = _shape(problems, root, registry)
@@ -88,7 +91,7 @@ def _shape(
             )
     for required in ("name", "steps"):
         if required not in root.value:
-            problems.add(root, f"missing required key '{required}'")
+            problems.add(root, f"missing required key '{required}'; add it")
     header = read_header(problems, root)
     steps, step_index = read_steps(problems, expand_steps(problems, root), registry)
     if header is not None:

@@ -4,8 +4,16 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from engine.conditions import CelSyntaxError, CompiledExpr, compile_expr, unknown_functions
+from engine.conditions import (
+    KNOWN_FUNCTIONS,
+    CelSyntaxError,
+    CompiledExpr,
+    compile_expr,
+    result_type,
+    unknown_functions,
+)
 from engine.loader.located_yaml import Node
+from engine.loader.names import closest
 from engine.loader.problems import Problems
 from engine.spec import StepSpec
 
@@ -30,20 +38,43 @@ def compile_checked(
     step: StepSpec | None,
     *,
     routing: bool = False,
-) -> None:
-    """Compile ``expr`` written at ``at``; report syntax errors and unknown functions, or keep
-    it in ``expressions`` for the reference checks."""
+    condition: bool = False,
+) -> CompiledExpr | None:
+    """Compile ``expr`` written at ``at``; report syntax errors, unknown functions and (for a
+    ``condition``) a result that can never be true or false; keep it in ``expressions`` for
+    the reference checks. Returns it compiled, or None when it does not compile."""
     try:
         compiled = compile_expr(expr)
     except CelSyntaxError as error:
-        problems.add(column_in(at, error.column), f"{where}: {error.message} in {expr!r}")
-        return
+        problems.add(
+            column_in(at, error.column), f"{where}: {error.message} in {expr!r}; fix the expression"
+        )
+        return None
     for call in unknown_functions(compiled):
         problems.add(
             column_in(at, call.column),
-            f"{where}: unknown function '{call.name}' in {expr!r}",
+            f"{where}: unknown function '{call.name}' in {expr!r};"
+            f" use a CEL function{closest(call.name, KNOWN_FUNCTIONS) or ' (see the README)'}",
+        )
+    kind = result_type(compiled) if condition else None
+    if kind not in (None, "bool"):
+        problems.add(
+            at,
+            f"{where}: {expr!r} gives {_A[kind]}, never true or false; write a condition,"
+            " e.g. a comparison (x > 0, x == 'done') or has(...)",
         )
     expressions.append(Expression(compiled, at, where, step, routing))
+    return compiled
+
+
+_A = {
+    "number": "a number",
+    "string": "text",
+    "bytes": "bytes",
+    "list": "a list",
+    "map": "a map",
+    "null": "null",
+}
 
 
 def column_in(node: Node | None, column: int) -> tuple[int, int] | Node | None:

@@ -36,14 +36,14 @@ def check_graph(
             if target != spec.id and not graph.is_upstream(spec.id, target):
                 problems.add(
                     step_index.node(spec.id, "routing", "loop", "target"),
-                    f"step '{spec.id}': loop target '{target}' is not upstream of '{spec.id}'; a loop goes back to a step it depends on, directly or through others{origin}",
+                    f"step '{spec.id}': loop target '{target}' is not upstream of '{spec.id}'; a loop goes back to a step it depends on, directly or through others — choose such a step{origin}",
                 )
         if routing.detour is not None:
             declarer = graph.detour_declarer(routing.detour.target)
             if declarer is not None and declarer != spec.id:
                 problems.add(
                     step_index.node(spec.id, "routing", "detour", "target"),
-                    f"step '{spec.id}': '{routing.detour.target}' is already the detour target of '{declarer}'; a detour target serves one step{origin}",
+                    f"step '{spec.id}': '{routing.detour.target}' is already the detour target of '{declarer}'; a detour target serves one step — give this detour its own target{origin}",
                 )
         tie = routing.tie_breaker
         if tie is not None:
@@ -52,7 +52,7 @@ def check_graph(
                 if target not in edges:
                     problems.add(
                         step_index.node(spec.id, "routing", "tie_breaker", "valid_targets", index),
-                        f"step '{spec.id}': tie_breaker valid target '{target}' is not an edge of the graph; it may only choose among this step's routing targets ({', '.join(edges)}){origin}",
+                        f"step '{spec.id}': tie_breaker valid target '{target}' is not an edge of the graph; it may only choose among this step's routing targets ({', '.join(edges)}) — remove it from valid_targets{origin}",
                     )
     for expression in step_index.expressions:
         _check_references(problems, step_index, registry, wf, graph, expression)

@@ -141,15 +141,23 @@ class YamlReader:
                 hint = (
                     '; inside [...] or {...} quote values that contain braces, e.g. ["step_r{n-1}"]'
                 )
+            elif "'\\t'" in message:
+                hint = "; indent with spaces — YAML does not allow tab characters there"
             elif "block" in message:
                 hint = "; check the indentation"
+            hint = (
+                hint
+                or "; fix the YAML here (quote values that contain ': ' or start with a symbol)"
+            )
             self.problem(mark, f"YAML syntax error: {message or 'cannot parse'}{hint}")
             return None
         except yaml.reader.ReaderError as error:
             self._reader_problem(text, error)
             return None
         except yaml.YAMLError as error:
-            self.problems.add(None, f"YAML error: {str(error).splitlines()[0]}")
+            self.problems.add(
+                None, f"YAML error: {str(error).splitlines()[0]}; fix the YAML (or report it)"
+            )
             return None
 
     def _build(self, loader: Any) -> Node | None:
@@ -184,7 +192,9 @@ class YamlReader:
                         )
                         raise Abort
                     if event.tag not in _COLLECTION_TAGS:
-                        self.problem(event.start_mark, f"unsupported YAML tag {event.tag}")
+                        self.problem(
+                            event.start_mark, f"unsupported YAML tag {event.tag}; remove the tag"
+                        )
                         raise Abort
                     is_map = isinstance(event, yaml.MappingStartEvent)
                     node = Node({} if is_map else [], *_position(event.start_mark))
@@ -224,14 +234,16 @@ class YamlReader:
         if parent.key is None and not parent.skip:
             if raw is None or node.is_map or node.is_seq:
                 self.problem(
-                    event.start_mark, "a mapping key must be a plain value, not a list or mapping"
+                    event.start_mark,
+                    "a mapping key must be a plain value, not a list or mapping; write the key as plain text",
                 )
                 raise Abort
             mark = (node.line, node.column)
             if raw in parent.node.value:
                 first = parent.node.keys[raw]
                 self.problem(
-                    event.start_mark, f"duplicate key '{raw}' (first written at line {first[0]})"
+                    event.start_mark,
+                    f"duplicate key '{raw}' (first written at line {first[0]}); keep one of them",
                 )
                 parent.skip = True
                 return None
@@ -251,7 +263,7 @@ class YamlReader:
         if tag in (None, "!"):
             tag = loader.resolve(yaml.ScalarNode, event.value, event.implicit)
         if tag not in _SCALAR_TAGS:
-            self.problem(event.start_mark, f"unsupported YAML tag {event.tag}")
+            self.problem(event.start_mark, f"unsupported YAML tag {event.tag}; remove the tag")
             raise Abort
         try:
             return loader.construct_object(
@@ -265,11 +277,14 @@ class YamlReader:
             )
         except ValueError:
             self.problem(
-                event.start_mark, f"cannot read {event.value[:40]!r}: the number is too large"
+                event.start_mark,
+                f"cannot read {event.value[:40]!r}: the number is too large; quote it to keep it as text",
             )
         except Exception as error:  # PyYAML's constructors raise assorted errors on odd input
             self.problem(
-                event.start_mark, f"cannot read {event.value[:40]!r}: {error}".splitlines()[0]
+                event.start_mark,
+                f"cannot read {event.value[:40]!r}: {error}".splitlines()[0]
+                + "; quote it to keep it as text",
             )
         raise Abort
 

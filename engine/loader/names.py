@@ -5,6 +5,7 @@ from __future__ import annotations
 import difflib
 import re
 import typing
+import unicodedata
 from typing import Any
 
 from engine.conditions import CEL_RESERVED_WORDS
@@ -28,9 +29,17 @@ def identifier_problem(value: Any, what: str) -> str:
         return f"{what} must be a string, got {type_name(value)}"
     if value in CEL_RESERVED_WORDS and _IDENTIFIER.match(value):
         return f"{what} '{value}' is a CEL reserved word; choose another name"
-    suggestion = re.sub(r"[^a-z0-9_]+", "_", value.lower()).strip("_") or "name"
+    folded = unicodedata.normalize("NFKD", value).encode("ascii", "ignore").decode()
+    suggestion = re.sub(r"[^a-z0-9_]+", "_", folded.lower()).strip("_") or "step"
     if not suggestion[0].isalpha():
         suggestion = f"s_{suggestion}"
+    kept = sum(c.isalnum() for c in folded)
+    if kept < sum(c.isalnum() for c in value):
+        example = suggestion if kept else "step_1"
+        return (
+            f"{what} '{value}' is not an identifier ([a-z][a-z0-9_]*): names are written in"
+            f" ASCII letters, digits and _; spell it in ASCII, e.g. '{example}'"
+        )
     why = ""
     operator = re.search(r"[-+*/%.]", value)
     if operator:

@@ -15,6 +15,7 @@ from engine.loader.names import closest, identifier_problem, is_identifier
 from engine.loader.problems import Problems
 from engine.loader.step_checks import StepIndex, descend
 from engine.loader.validation import report_validation
+from engine.run_inputs import InputError, check_bounds
 from engine.spec import SourceLocation, WorkflowDefinition
 
 TOP_KEYS = (
@@ -94,42 +95,62 @@ def check_workflow_sections(
         if step_id not in step_index.sources:
             problems.add(
                 descend(root, "completion", "required_steps", index),
-                f"completion.required_steps names unknown step '{step_id}'{closest(step_id, step_index.sources)}",
+                f"completion.required_steps names unknown step '{step_id}'{closest(step_id, step_index.sources)};"
+                " name a step of this workflow",
             )
     for index, name in enumerate(header.completion.required_outputs):
         if name not in header.outputs:
             declared = ", ".join(header.outputs) or "none are declared"
             problems.add(
                 descend(root, "completion", "required_outputs", index),
-                f"completion.required_outputs names '{name}', which is not a workflow output (outputs: {declared})",
+                f"completion.required_outputs names '{name}', which is not a workflow output (outputs: {declared});"
+                " declare it under outputs: or remove it",
             )
     for name, spec in header.inputs.items():
         check = _INPUT_TYPES[spec.type]
-        if spec.default is not None and not check(spec.default):
+        at_default = descend(root, "inputs", name, "default")
+        typed = spec.default is None or check(spec.default)
+        if not typed:
             problems.add(
-                descend(root, "inputs", name, "default"),
-                f"input '{name}': default {spec.default!r} is not of type {spec.type}",
+                at_default,
+                f"input '{name}': default {spec.default!r} is not of type {spec.type};"
+                f" give a default of type {spec.type} or change the type",
+            )
+        if spec.required and spec.default is not None:
+            problems.add(
+                descend(root, "inputs", name, "required"),
+                f"input '{name}' is required and has a default, so the default is never used;"
+                " remove required: true or the default",
             )
         for index, choice in enumerate(spec.choices or []):
             if not check(choice):
                 problems.add(
                     descend(root, "inputs", name, "choices", index),
-                    f"input '{name}': choice {choice!r} is not of type {spec.type}",
+                    f"input '{name}': choice {choice!r} is not of type {spec.type};"
+                    f" write choices of type {spec.type}",
                 )
-        if (
-            spec.choices is not None
-            and spec.default is not None
-            and spec.default not in spec.choices
-        ):
+        for bound in ("min", "max"):
+            if getattr(spec, bound) is not None and spec.type not in ("int", "float"):
+                problems.add(
+                    descend(root, "inputs", name, bound),
+                    f"input '{name}': {bound} bounds int and float inputs (this one is"
+                    f" {spec.type}); remove {bound} or use choices",
+                )
+        if spec.min is not None and spec.max is not None and spec.min > spec.max:
             problems.add(
-                descend(root, "inputs", name, "default"),
-                f"input '{name}': default {spec.default!r} is not one of the choices",
+                descend(root, "inputs", name, "max"),
+                f"input '{name}': max {spec.max:g} is below min {spec.min:g}; swap them",
             )
+        elif typed:
+            try:
+                check_bounds(name, spec, spec.default)
+            except InputError as error:
+                problems.add(at_default, f"default of {error}; change the default or the bounds")
     limit = header.limits.max_step_runs
     if limit != "auto" and limit < 1:
         problems.add(
             descend(root, "limits", "max_step_runs"),
-            f"limits.max_step_runs must be a positive integer or auto, got {limit}",
+            f"limits.max_step_runs must be a positive integer or auto, got {limit}; set auto or a number above 0",
         )
 
 

@@ -6,8 +6,9 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-from pydantic import ValidationError
+from pydantic import TypeAdapter, ValidationError
 
+from engine.conditions import CelEvaluationError, CompiledExpr
 from engine.loader.expressions import Expression, compile_checked
 from engine.loader.located_yaml import Node
 from engine.loader.names import closest, identifier_problem, is_identifier, loc_text
@@ -49,7 +50,7 @@ def _step(problems: Problems, step_index: StepIndex, source: StepSource) -> Step
     node = source.node
     id_node = node.get("id")
     if id_node is None:
-        problems.add(node, f"step has no 'id'{source.origin}")
+        problems.add(node, f"step has no 'id'; add id: NAME{source.origin}")
         return None
     if not is_identifier(id_node.value):
         problems.add(id_node, identifier_problem(id_node.value, "step id") + source.origin)
@@ -60,7 +61,7 @@ def _step(problems: Problems, step_index: StepIndex, source: StepSource) -> Step
         line = first.line if first else step_index.sources[step_id].node.line
         problems.add(
             id_node,
-            f"duplicate step id '{step_id}' (first defined at line {line}){source.origin}",
+            f"duplicate step id '{step_id}' (first defined at line {line}); rename one of them{source.origin}",
         )
         return None
     step_index.sources[step_id] = source
@@ -118,7 +119,10 @@ def _check_ids(
         for index, dependency in enumerate(spec.depends_on):
             at = step_index.node(spec.id, "depends_on", index)
             if dependency == spec.id:
-                problems.add(at, f"step '{spec.id}' depends on itself{source.origin}")
+                problems.add(
+                    at,
+                    f"step '{spec.id}' depends on itself; remove it from depends_on{source.origin}",
+                )
             elif dependency not in known:
                 problems.add(
                     at,
@@ -153,16 +157,15 @@ def _check_step_fields(
                 step_index.node(spec.id, "when"),
                 f"{prefix} when",
                 spec,
+                condition=True,
             )
         for name, expr in spec.inputs.items():
-            compile_checked(
-                problems,
-                step_index.expressions,
-                expr,
-                step_index.node(spec.id, "inputs", name),
-                f"{prefix} inputs.{name}",
-                spec,
+            at = step_index.node(spec.id, "inputs", name)
+            compiled = compile_checked(
+                problems, step_index.expressions, expr, at, f"{prefix} inputs.{name}", spec
             )
+            if compiled is not None and not compiled.references:
+                _check_constant_input(problems, registry, spec, name, compiled, at, origin)
         _check_input_names(problems, step_index, registry, spec, origin)
         if spec.context is not None:
             for index, ref in enumerate(spec.context.requires):
@@ -183,6 +186,43 @@ def _check_step_fields(
             _check_routing_shape(problems, step_index, spec, origin)
 
 
+def _check_constant_input(
+    problems: Problems,
+    registry: StepRegistry,
+    spec: StepSpec,
+    name: str,
+    compiled: CompiledExpr,
+    at: Node,
+    origin: str,
+) -> None:
+    """An input that reads nothing is a constant: evaluate it now and check it against the
+    step's input model, so a value that would fail the step at run time is refused here."""
+    try:
+        value = compiled.evaluate({})
+    except CelEvaluationError as error:
+        problems.add(
+            at,
+            f"step '{spec.id}': inputs.{name} ({compiled.text}) cannot be evaluated: {error};"
+            f" fix the expression{origin}",
+        )
+        return
+    if spec.uses not in registry:
+        return
+    fields = registry.get(spec.uses).input_model.model_fields
+    field = fields.get(name) or next((info for info in fields.values() if info.alias == name), None)
+    if field is None or field.annotation is None:
+        return
+    try:
+        TypeAdapter(field.annotation).validate_python(value)
+    except ValidationError as error:
+        reason = error.errors()[0].get("msg", "invalid value")
+        problems.add(
+            at,
+            f"step '{spec.id}': inputs.{name} is always {value!r}, which {spec.uses} refuses"
+            f" ({reason}); give a value of the type it takes{origin}",
+        )
+
+
 def _check_input_names(
     problems: Problems, step_index: StepIndex, registry: StepRegistry, spec: StepSpec, origin: str
 ) -> None:
@@ -198,7 +238,7 @@ def _check_input_names(
                 problems.add(
                     step_index.node(spec.id, "inputs").key_mark(name),
                     f"step '{spec.id}': {spec.uses} takes no input '{name}'{closest(name, accepted)}"
-                    f" (inputs: {', '.join(fields) or 'none'}){origin}",
+                    f" (inputs: {', '.join(fields) or 'none'}); remove it{origin}",
                 )
     missing = [
         name
@@ -212,7 +252,7 @@ def _check_input_names(
         problems.add(
             at,
             f"step '{spec.id}': {spec.uses} needs input {', '.join(repr(m) for m in missing)}"
-            f" in inputs:{origin}",
+            f"; give it under inputs:{origin}",
         )
 
 
@@ -278,6 +318,7 @@ def _check_routing_shape(
                 f"{prefix} routing.detour.when",
                 spec,
                 routing=True,
+                condition=True,
             )
     for index, condition in enumerate(routing.conditions):
         compile_checked(
@@ -288,6 +329,7 @@ def _check_routing_shape(
             f"{prefix} routing.conditions[{index}]",
             spec,
             routing=True,
+            condition=True,
         )
     if routing.terminate_when is not None:
         compile_checked(
@@ -298,6 +340,7 @@ def _check_routing_shape(
             f"{prefix} routing.terminate_when",
             spec,
             routing=True,
+            condition=True,
         )
     if routing.kind == "branch":
         compile_checked(
@@ -312,7 +355,13 @@ def _check_routing_shape(
             routing=True,
         )
     tie = routing.tie_breaker
-    if tie is not None and tie.enabled:
+    if tie is not None and routing.kind == "linear":
+        problems.add(
+            step_index.node(spec.id, "routing", "tie_breaker"),
+            f"{prefix}: a tie_breaker is never asked with kind: linear, which always takes"
+            f" routing.next; remove tie_breaker or use kind: conditional{origin}",
+        )
+    elif tie is not None and tie.enabled:
         at = step_index.node(spec.id, "routing", "tie_breaker")
         if routing.next is None:
             problems.add(

@@ -8,7 +8,7 @@ from typing import Any
 from pydantic import BaseModel, ValidationError
 
 from engine.loader.located_yaml import Node
-from engine.loader.names import closest, identifier_problem, loc_text
+from engine.loader.names import closest, identifier_problem, loc_text, type_name
 from engine.loader.problems import Problems
 
 
@@ -39,15 +39,24 @@ def report_validation(
             problems.add(key_mark, f"{prefix}{message}{suffix}")
             continue
         if kind == "missing":
-            problems.add(target, f"{prefix}missing required key '{where}'{suffix}")
+            problems.add(target, f"{prefix}missing required key '{where}'; add it{suffix}")
             continue
         if kind == "string_pattern_mismatch":
             message = identifier_problem(detail.get("input"), where)
         else:
             received = detail.get("input")
             got = "" if isinstance(received, (dict, list)) else f", got {received!r}"
+            if kind == "string_type" and isinstance(received, (bool, int, float)) and loc:
+                written = str(received).lower() if isinstance(received, bool) else str(received)
+                problems.add(
+                    target,
+                    f"{prefix}{where}: YAML reads this value as {type_name(received)}, not text"
+                    f" (yes, no, on and off are booleans too); put it in quotes, e.g."
+                    f' {loc[-1]}: "{written}"{suffix}',
+                )
+                continue
             text = str(detail.get("msg", "invalid value")).removeprefix("Value error, ")
-            message = f"{where}: {text}{got}" if where else text
+            message = (f"{where}: {text}{got}" if where else text) + "; correct the value"
         problems.add(target, f"{prefix}{message}{suffix}")
 
 

@@ -36,7 +36,14 @@ do not care about durability).
 
 from engine.store.base import BaseRunStore
 from engine.store.memory import InMemoryRunStore
-from engine.store.ownership import OwnerStatus, RunOwned, RunOwner, owner_status, this_process
+from engine.store.ownership import (
+    OwnerStatus,
+    RunFinishedMeanwhile,
+    RunOwned,
+    RunOwner,
+    owner_status,
+    this_process,
+)
 from engine.store.records import (
     InterruptRecord,
     RunRecord,
@@ -54,6 +61,7 @@ __all__ = [
     "InMemoryRunStore",
     "InterruptRecord",
     "OwnerStatus",
+    "RunFinishedMeanwhile",
     "RunOwned",
     "RunOwner",
     "RunRecord",

@@ -6,7 +6,7 @@ from __future__ import annotations
 import threading
 import time
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from typing import Any, TypeVar
 
@@ -15,7 +15,13 @@ from engine.context import InterruptAnswer, JournalEntry
 from engine.events import RunEvent
 from engine.spec import WorkflowDefinition
 from engine.states import RunStatus
-from engine.store.ownership import RunOwned, RunOwner, owner_status, this_process
+from engine.store.ownership import (
+    RunFinishedMeanwhile,
+    RunOwned,
+    RunOwner,
+    owner_status,
+    this_process,
+)
 from engine.store.records import (
     InterruptRecord,
     RunRecord,
@@ -122,24 +128,41 @@ class BaseRunStore(ABC):
             yield
             return
         with self._lock:
-            self._begin()
+            self._storing(self._begin)
             self._batch_owner = threading.get_ident()
             self._batch_depth = 1
             try:
                 yield
-            except BaseException:
+                self._batch_depth = 0
+                self._batch_owner = None
+                self._storing(self._commit)
+            except BaseException as error:
                 self._batch_depth = 0
                 self._batch_owner = None
                 self._rollback()
                 for event in self._unpublished:
                     self._seq.pop(event.run_id, None)
                 self._unpublished = []
+                failure = self._write_failure(error)
+                if failure is not None and failure is not error:
+                    raise failure from error
                 raise
-            self._batch_depth = 0
-            self._batch_owner = None
-            self._commit()
             published, self._unpublished = self._unpublished, []
         self.bus.publish(published)
+
+    def _storing(self, step: Callable[[], None]) -> None:
+        """Run a transaction step; a storage failure becomes :meth:`_write_failure`'s error."""
+        try:
+            step()
+        except Exception as error:
+            failure = self._write_failure(error)
+            if failure is None:
+                raise
+            raise failure from error
+
+    def _write_failure(self, error: BaseException) -> Exception | None:
+        """The typed error a storage failure is reported as (None: not a storage failure)."""
+        return None
 
     def _write(self, write: Callable[[], _T]) -> _T:
         """Run ``write`` inside the current batch, or in a batch of its own."""
@@ -180,10 +203,27 @@ class BaseRunStore(ABC):
             self._write_owner(run_id, this_process().model_copy(update={"claimed_ts": now}))
         return run_id
 
-    def claim_owner(self, run_id: str) -> None:
-        """Record this process as the one driving ``run_id``; :class:`RunOwned` when another live
-        process already does (checked and written in one transaction)."""
+    def claim_owner(
+        self, run_id: str, answers: Mapping[str, InterruptAnswer] | None = None
+    ) -> None:
+        """Record this process as the one driving ``run_id``, and ``answers`` (interrupt id →
+        answer) as the answers to the run's open interrupts — checked and written in one
+        transaction, so two processes resuming a WAITING run with different answers never
+        mix them: the one that claims the run has its answers applied, the other is refused
+        and stores nothing.
+
+        :class:`RunOwned` when another live process drives the run,
+        :class:`RunFinishedMeanwhile` when it has finished, :class:`UnknownRun` when there
+        is no such run, LookupError when an interrupt id is not one of the run's.
+        """
         with self.batch():
+            status = self.get_run(run_id).status
+            if status.final:
+                raise RunFinishedMeanwhile(
+                    f"run {run_id} is {status.value}; only a RUNNING or WAITING run resumes"
+                    f" — see workbench runs show {run_id}",
+                    run_id,
+                )
             current = self._read_owner(run_id)
             me = this_process()
             if (
@@ -196,6 +236,20 @@ class BaseRunStore(ABC):
                     "not resuming it twice",
                     run_id,
                 )
+            for interrupt_id, answer in (answers or {}).items():
+                record = self.get_interrupt(interrupt_id)
+                if record is None or record.run_id != run_id:
+                    raise LookupError(f"run {run_id} has no interrupt {interrupt_id!r}")
+                if record.status != "resolved":
+                    self._write_interrupt(
+                        record.model_copy(
+                            update={
+                                "status": "answered",
+                                "answer": answer,
+                                "resolved_ts": time.time(),
+                            }
+                        )
+                    )
             self._write_owner(run_id, me.model_copy(update={"claimed_ts": time.time()}))
 
     def release_owner(self, run_id: str) -> None:

@@ -20,11 +20,16 @@ from engine.states import RunStatus
 
 
 class RunOwned(RuntimeError):
-    """Another live process drives this run; it must not be resumed here."""
+    """This process may not drive the run: another live process does (or, for
+    :class:`RunFinishedMeanwhile`, did and finished it). ``str()`` is one line."""
 
     def __init__(self, message: str, run_id: str) -> None:
         super().__init__(message)
         self.run_id = run_id
+
+
+class RunFinishedMeanwhile(RunOwned):
+    """The run finished (in another process) before this one could claim it."""
 
 
 class RunOwner(Frozen):

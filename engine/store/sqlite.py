@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import json
+import sqlite3
 from pathlib import Path
 from typing import Any
 
 from engine.context import InterruptAnswer, InterruptRequest, JournalEntry
 from engine.events import RunEvent, event_from_json
 from engine.spec import WorkflowDefinition
-from engine.sqlite_file import open_sqlite_file
+from engine.sqlite_file import open_sqlite_file, write_error
 from engine.states import StepStatus
 from engine.store.base import BaseRunStore
 from engine.store.ownership import RunOwner, with_owner_status
@@ -153,7 +154,13 @@ class RunStore(BaseRunStore):
         self._db.execute("COMMIT")
 
     def _rollback(self) -> None:
-        self._db.execute("ROLLBACK")
+        if self._db.in_transaction:  # SQLite ends some failed transactions itself (a full disk)
+            self._db.execute("ROLLBACK")
+
+    def _write_failure(self, error: BaseException) -> Exception | None:
+        if isinstance(error, sqlite3.Error):
+            return write_error(self.path, "run store", error)
+        return None
 
     def _last_event(self, run_id: str) -> tuple[int, float]:
         row = self._db.execute(
