@@ -172,6 +172,7 @@ class StepRunner:
             model=run.model,
             retriever=run.retriever,
             extras=run.extras,
+            live=run.live,
         )
         self._order = {step_id: index for index, step_id in enumerate(graph.topological_order())}
         self._dependencies = {step_id: graph.dependencies(step_id) for step_id in state.steps}
