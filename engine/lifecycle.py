@@ -40,7 +40,7 @@ from engine.spec import WorkflowDefinition
 from engine.states import RunStatus, StepStatus
 from engine.steps import REGISTRY, StepRegistry
 from engine.store import BaseRunStore, RunOwned, RunSummary, new_run_id
-from engine.time_travel import ForkEdits, ForkError, ForkPoint, apply_edits, restore
+from engine.time_travel import ForkEdits, ForkPoint, fork_state
 
 _DRIVING: set[str] = set()
 """Runs this process is driving right now (an engine's ``_drive`` is under way)."""
@@ -195,25 +195,11 @@ class EngineBase(ABC):
         Raises ForkError (a ValueError) with what to do when the fork cannot be made.
         """
         store: BaseRunStore = run.store
-        parent = store.get_run(run_id)
-        wf = parent.definition
+        wf = store.get_run(run_id).definition
         point = ForkPoint.parse(at_step)
-        edits = edits or ForkEdits()
-        try:
-            inputs = resolve_inputs(wf, {**parent.inputs, **edits.inputs})
-        except ValueError as error:
-            raise ForkError(f"--input: {error}") from None
         new_id = run.run_id or new_run_id()
-        state = restore(
-            wf,
-            inputs,
-            store.events(run_id),
-            store.step_results(run_id),
-            parent.engine_state,
-            point,
-            new_id,
-        )
-        apply_edits(state, edits, self.registry)
+        state = fork_state(store, run_id, point, edits or ForkEdits(), self.registry, new_id)
+        inputs = state.inputs
         store.create_run(
             wf,
             inputs,

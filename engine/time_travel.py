@@ -41,11 +41,12 @@ from engine.graph import WorkflowGraph
 from engine.protocol import RunContext
 from engine.recorder import RunRecorder
 from engine.route_application import RouteApplication, RouteEffects
+from engine.run_inputs import resolve_inputs
 from engine.run_state import RunState
 from engine.spec import WorkflowDefinition
 from engine.states import StepStatus
 from engine.steps import StepRegistry
-from engine.store import InMemoryRunStore, StepIteration, StepResult
+from engine.store import BaseRunStore, InMemoryRunStore, StepIteration, StepResult
 
 _POINT = re.compile(r"^(?P<step>[a-z][a-z0-9_]*)(?:@(?P<iteration>\d+))?$")
 
@@ -262,3 +263,32 @@ def apply_edits(state: RunState, edits: ForkEdits, registry: StepRegistry) -> No
             for h in record.history
         ]
         record.changed()
+
+
+def fork_state(
+    store: BaseRunStore,
+    run_id: str,
+    point: ForkPoint,
+    edits: ForkEdits,
+    registry: StepRegistry,
+    new_run_id: str,
+) -> RunState:
+    """The starting state of a fork of ``run_id`` at ``point`` with ``edits`` (raises
+    ForkError saying what to do when it cannot be made; call it to check a fork first)."""
+    parent = store.get_run(run_id)
+    wf = parent.definition
+    try:
+        inputs = resolve_inputs(wf, {**parent.inputs, **edits.inputs})
+    except ValueError as error:
+        raise ForkError(f"--input: {error}") from None
+    state = restore(
+        wf,
+        inputs,
+        store.events(run_id),
+        store.step_results(run_id),
+        parent.engine_state,
+        point,
+        new_run_id,
+    )
+    apply_edits(state, edits, registry)
+    return state
