@@ -15,6 +15,7 @@ from engine.states import RunStatus, StepStatus
 
 if TYPE_CHECKING:
     from engine.events import InterruptRaised, RunEvent
+    from engine.time_travel import ForkEdits
 
 
 class TieBreakRequest(Frozen):
@@ -94,4 +95,8 @@ class ExecutionEngine(Protocol):
 
     async def resume(self, run_id: str, run: RunContext) -> ExecutionResult: ...
 
-    async def fork(self, run_id: str, at_step: str, run: RunContext) -> ExecutionResult: ...
+    async def fork(
+        self, run_id: str, at_step: str, run: RunContext, edits: ForkEdits | None = None
+    ) -> ExecutionResult:
+        """``at_step``: ``STEP`` or ``STEP@ITERATION`` (see engine/time_travel.py)."""
+        ...

@@ -25,6 +25,7 @@ from collections.abc import Awaitable, Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+import networkx as nx
 from pydantic import BaseModel, ValidationError
 
 from engine.conditions import CelEvaluationError, build_activation, compile_expr, evaluate_bool
@@ -618,12 +619,30 @@ def _note(answer: InterruptAnswer) -> str:
 
 def _loop_guards(graph: WorkflowGraph) -> dict[str, list[str]]:
     """Per step outside a loop that depends on a step of the loop's body, the loop routers
-    it waits for: it runs once, after the loop's last pass, and sees that pass's outputs."""
+    it waits for: it runs once, after the loop's last pass, and sees that pass's outputs.
+
+    Candidates are taken in topological order of the waiting step, then loop by loop; one
+    that would close a cycle of waits (two loops sharing body steps in parallel branches,
+    each router outside the other's body) is left out, so nothing waits forever.
+    """
+    order = {step: index for index, step in enumerate(graph.topological_order())}
+    bodies = [
+        (edge.source, set(graph.between(edge.target, edge.source))) for edge in graph.loop_edges
+    ]
+    waits = nx.DiGraph()
+    waits.add_nodes_from(order)
+    for step in order:
+        for dependency in graph.dependencies(step):
+            waits.add_edge(dependency, step)
     guards: dict[str, list[str]] = {}
-    for edge in graph.loop_edges:
-        body = set(graph.between(edge.target, edge.source))
-        for inside in body:
-            for dependent in graph.dependents(inside):
-                if dependent not in body and edge.source not in guards.get(dependent, []):
-                    guards.setdefault(dependent, []).append(edge.source)
+    for step in sorted(order, key=order.__getitem__):
+        for router, body in bodies:
+            if step in body or router in guards.get(step, []):
+                continue
+            if not body.intersection(graph.dependencies(step)):
+                continue
+            if step == router or nx.has_path(waits, step, router):
+                continue  # waiting would close a cycle
+            waits.add_edge(router, step)
+            guards.setdefault(step, []).append(router)
     return guards

@@ -344,3 +344,43 @@ def test_the_reference_answers_interrupts_like_the_automatic_responder() -> None
     request = InterruptRequest(kind="approval", prompt="reject this")
     answer = asyncio.run(respond(None, request))  # type: ignore[arg-type]
     assert answer.action == "reject"
+
+
+def test_two_loops_sharing_a_target_in_parallel_branches_do_not_wait_on_each_other() -> None:
+    """Shrunk from the differential suite: each router was outside the other's body and
+    waited for it, through a dependency — every step after the target stayed PENDING."""
+    wf = load(
+        [
+            probe("target"),
+            probe("left", depends_on=["target"]),
+            probe(
+                "left_router",
+                depends_on=["target", "left"],
+                routing={"kind": "loop", "loop": {"target": "target", "max_iterations": 1}},
+            ),
+            probe(
+                "right_router",
+                depends_on=["target"],
+                routing={"kind": "loop", "loop": {"target": "target", "max_iterations": 2}},
+            ),
+        ]
+    )
+    found = agree(wf)
+    assert found["kahn"].status == "COMPLETED"
+    assert {state[0] for state in found["kahn"].steps.values()} == {"SUCCEEDED"}
+
+
+def test_the_safety_bound_counts_runs_in_waves_on_both_engines_and_the_reference() -> None:
+    """Shrunk from the differential suite: two steps ready together both run before the
+    step after them routes, so the bound is reached at its decision."""
+    wf = load(
+        [
+            probe("first"),
+            probe("decider", depends_on=["first"], config={"terminate_at": 0}),
+            probe("beside"),
+        ],
+        limits={"max_step_runs": 3},
+    )
+    found = run_all(wf, INPUTS)
+    assert found["reference"].status == found["kahn"].status == found["langgraph"].status
+    assert found["kahn"].status == "PARTIAL"

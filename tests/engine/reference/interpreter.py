@@ -5,8 +5,9 @@ graph, its own expression evaluator (expressions.py), its own routing. It runs
 workflows made of ``ref.probe`` steps (probe.py) whose outputs it computes
 itself, with every interrupt answered at once by :func:`answer_for`.
 
-One step at a time: the first PENDING step in topological order whose
-dependencies have settled is settled next. The semantic rules the engines must
+In waves, one step at a time: the steps whose dependencies have settled are
+settled in topological order, then the steps that made ready, and so on (run
+counters then read as on a wavefront scheduler with steps that take no time). The semantic rules the engines must
 follow are the ones written in README "Workflow files → Semantics"; each is
 marked here with its rule name (``# rule: ...``).
 """
@@ -82,6 +83,35 @@ class _Graph:
                 if routing.detour and routing.detour.target == target and routing.detour.returns:
                     self.detour_return.setdefault(target, spec.id)
         self.order = self._topological()
+        self.guards = self._guards()
+
+    def _guards(self) -> dict[str, list[str]]:
+        """rule: loop — a step outside a loop's body depending on it waits for the router,
+        unless that wait would close a cycle of waits (candidates in topological order)."""
+        waits = {i: set(self.deps[i]) for i in self.ids}  # step -> what it waits for
+
+        def waits_on(step: str, other: str) -> bool:
+            seen, todo = set(), [step]
+            while todo:
+                current = todo.pop()
+                if current == other:
+                    return True
+                if current not in seen:
+                    seen.add(current)
+                    todo.extend(waits[current])
+            return False
+
+        guards: dict[str, list[str]] = {}
+        for step in self.order:
+            for router, target in self.loops:
+                body = self.body(router, target)
+                if step in body or not set(self.deps[step]) & set(body):
+                    continue
+                if router in guards.get(step, []) or waits_on(router, step):
+                    continue
+                waits[step].add(router)
+                guards.setdefault(step, []).append(router)
+        return guards
 
     def _topological(self) -> list[str]:
         done: list[str] = []
@@ -168,14 +198,17 @@ class Interpreter:
     # -- the run -------------------------------------------------------------------
     def run(self) -> Result:
         while not self.limit:
-            ready = [i for i in self.graph.order if self._readiness(i) != "wait"]
-            if not ready:
+            wave = [i for i in self.graph.order if self._readiness(i) != "wait"]
+            if not wave:
                 break
-            self._settle_next(ready[0])
-        for i in self.graph.order:  # rule: stop — what the stop cut off is skipped
-            if self.steps[i].status not in SETTLED:
-                self._settle(i, "SKIPPED")
-        return Result(self._status(), self.steps, self.step_runs, self.limit, self.order)
+            for step_id in wave:  # the steps ready together, one after the other
+                if not self.limit and self._readiness(step_id) != "wait":
+                    self._settle_next(step_id)
+        unsettled = [i for i in self.graph.order if self.steps[i].status not in SETTLED]
+        for i in unsettled:  # rule: stop — what a limit cut off is skipped; else a defect
+            self._settle(i, "SKIPPED" if self.limit else "FAILED")
+        status = self._status() if self.limit or not unsettled else "FAILED"
+        return Result(status, self.steps, self.step_runs, self.limit, self.order)
 
     def _status(self) -> str:
         # rule: run status — a limit → PARTIAL; a non-optional failure → FAILED;
@@ -199,11 +232,9 @@ class Interpreter:
             if self.detour and d == self.detour[0] and step_id != self.detour[1]:
                 return "wait"  # rule: detour — the declarer's dependents wait for its return
             statuses.append(self.steps[d].status)
-        for router, target in self.graph.loops:
-            body = self.graph.body(router, target)
-            if step_id not in body and set(self.graph.deps[step_id]) & set(body):
-                if self.steps[router].status not in SETTLED:
-                    return "wait"  # rule: loop — outside dependents see the last pass
+        for router in self.graph.guards.get(step_id, []):
+            if self.steps[router].status not in SETTLED:
+                return "wait"  # rule: loop — outside dependents see the last pass
         if step_id in self.stopped:
             return "SKIPPED"
         routers = [r for r in self.graph.routers[step_id] if self.steps[r].status == "SUCCEEDED"]
