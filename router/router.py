@@ -438,7 +438,9 @@ class SmartModelRouter:
                     )
                 )
                 return None
-            await self._wait_event_or_timeout(self._board.waiter(), min(capacity_eta, remaining))
+            # full jitter over one more eta, so requests waiting on one bucket do not all wake at once
+            delay = min(remaining, capacity_eta * (1.0 + self._rng.random()))
+            await self._wait_event_or_timeout(self._board.waiter(), delay)
 
     def _admit(
         self, rt: ProviderRuntime, cand: Candidate, estimate: int, deadline: float
@@ -905,10 +907,11 @@ class SmartModelRouter:
             transition.new.value,
             transition.reason,
         )
-        if transition.new is BreakerState.CLOSED:
-            rt.misconfigured_reason = None
-        if transition.new is BreakerState.OPEN:
-            self._schedule_wake(rt)
+        if transition.model is None:  # the provider's own breaker, not one of its models'
+            if transition.new is BreakerState.CLOSED:
+                rt.misconfigured_reason = None
+            if transition.new is BreakerState.OPEN:
+                self._schedule_wake(rt)
         self._persist_breaker(rt)
         self._notify(rt, urgent=True)
 
