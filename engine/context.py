@@ -57,6 +57,7 @@ class CallUsage(Frozen):
     tokens: int = 0
     provider: str = ""
     degraded: bool = False
+    cost_usd: float = 0.0
 
 
 class StepInfo(Frozen):
@@ -124,6 +125,8 @@ class RunBudget:
     token_budget: int
     llm_calls: int = 0
     tokens: int = 0
+    max_cost_usd: float | None = None
+    cost_usd: float = 0.0
 
     @property
     def remaining_tokens(self) -> int:
@@ -138,10 +141,15 @@ class RunBudget:
             raise BudgetExceeded(f"max_llm_calls {self.max_llm_calls} reached")
         if self.tokens >= self.token_budget:
             raise BudgetExceeded(f"token_budget {self.token_budget} reached")
+        if self.max_cost_usd is not None and self.cost_usd >= self.max_cost_usd:
+            raise BudgetExceeded(
+                f"max_cost_usd {self.max_cost_usd:g} reached (spent ${self.cost_usd:.4f})"
+            )
 
-    def charge(self, tokens: int) -> None:
+    def charge(self, tokens: int, cost_usd: float = 0.0) -> None:
         self.llm_calls += 1
         self.tokens += tokens
+        self.cost_usd += cost_usd
 
 
 @dataclass
@@ -293,7 +301,7 @@ class StepContext:
         )
         usage = model.usage(response)
         if not replayed:
-            self.budget.charge(usage.tokens)
+            self.budget.charge(usage.tokens, usage.cost_usd)
         self.stats.llm_calls += 1
         self.stats.tokens += usage.tokens
         if usage.provider and usage.provider not in self.stats.providers:

@@ -149,7 +149,9 @@ class RunState:
             wf=wf,
             inputs=inputs,
             budget=RunBudget(
-                max_llm_calls=wf.limits.max_llm_calls, token_budget=wf.limits.token_budget
+                max_llm_calls=wf.limits.max_llm_calls,
+                token_budget=wf.limits.token_budget,
+                max_cost_usd=wf.limits.max_cost_usd,
             ),
             steps={spec.id: StepRecord(spec=spec) for spec in wf.steps},
         )
@@ -180,6 +182,7 @@ class RunState:
         state.step_runs = int(engine_state.get("step_runs", 0))
         state.budget.llm_calls = int(engine_state.get("llm_calls", 0))
         state.budget.tokens = int(engine_state.get("tokens", 0))
+        state.budget.cost_usd = float(engine_state.get("cost_usd", 0.0))
         state.elapsed_before = float(engine_state.get("elapsed_s", 0.0))
         state.loop_counts = {k: int(v) for k, v in engine_state.get("loop_counts", {}).items()}
         state.returned_detours = set(engine_state.get("returned_detours", []))
@@ -199,6 +202,7 @@ class RunState:
             "step_runs": self.step_runs,
             "llm_calls": self.budget.llm_calls,
             "tokens": self.budget.tokens,
+            "cost_usd": self.budget.cost_usd,
             "elapsed_s": round(self.elapsed_s, 6),
             "loop_counts": dict(self.loop_counts),
             "returned_detours": sorted(self.returned_detours),

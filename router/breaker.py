@@ -122,6 +122,7 @@ class Transition:
     reason: str
     at_monotonic: float
     at_wall: float
+    model: str | None = None  # set for a model's breaker (router/model_health.py)
 
 
 @dataclass(frozen=True, slots=True)

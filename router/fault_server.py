@@ -676,6 +676,7 @@ _SCALED_POLICY_KEYS = (
     "recency_tau_s",
     "probe_timeout_s",
     "probe_lease_s",
+    "probe_min_s",
     "request_timeout_s",
     "capacity_wait_s",
     "shed_queue_wait_s",

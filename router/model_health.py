@@ -56,6 +56,10 @@ class ModelHealth:
         self._breakers: dict[str, CircuitBreaker] = {}
         self._failing: dict[str, list[str]] = {}
 
+    def get(self, model: str) -> CircuitBreaker | None:
+        """The model's breaker if it ever answered badly (most never do: no cost on the hot path)."""
+        return self._breakers.get(model)
+
     def breaker(self, model: str) -> CircuitBreaker:
         breaker = self._breakers.get(model)
         if breaker is None:

@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import math
 import random
 import sqlite3
 import threading
@@ -89,7 +90,9 @@ log = logging.getLogger(__name__)
 @dataclass(frozen=True, slots=True)
 class _Skip:
     detail: str
-    capacity_eta: float | None = None  # set when only capacity (bucket, bulkhead) stood in the way
+    # set when only capacity stood in the way: seconds until a bucket has room, or ``math.inf``
+    # for a full bulkhead (a slot frees whenever a call ends: wait for that, not for a time)
+    capacity_eta: float | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -410,8 +413,10 @@ class SmartModelRouter:
                     if isinstance(admission, _Skip):
                         passed.add(rt.name)
                         if admission.capacity_eta is not None:
-                            capacity_eta = min(
-                                capacity_eta or admission.capacity_eta, admission.capacity_eta
+                            capacity_eta = (
+                                admission.capacity_eta
+                                if capacity_eta is None
+                                else min(capacity_eta, admission.capacity_eta)
                             )
                         attempts.append(
                             Attempt(
@@ -438,7 +443,7 @@ class SmartModelRouter:
             if wait_until is None:
                 wait_until = min(now + policy.capacity_wait_s, deadline)
             remaining = wait_until - now
-            if capacity_eta > remaining or remaining <= 0:
+            if remaining <= 0 or (math.isfinite(capacity_eta) and capacity_eta > remaining):
                 attempts.append(
                     Attempt(
                         provider="router",
@@ -447,7 +452,9 @@ class SmartModelRouter:
                     )
                 )
                 return None
-            await self._wait_event_or_timeout(self._board.waiter(), min(capacity_eta, remaining))
+            # full jitter over one more eta, so requests waiting on one bucket do not all wake at once
+            delay = min(remaining, capacity_eta * (1.0 + self._rng.random()))  # inf: a slot event
+            await self._wait_event_or_timeout(self._board.waiter(), delay)
 
     def _admit(
         self, rt: ProviderRuntime, cand: Candidate, estimate: int, deadline: float
@@ -465,25 +472,28 @@ class SmartModelRouter:
         probing = state is BreakerState.HALF_OPEN
         if probing and not breaker.can_attempt():
             return _Skip("HALF_OPEN with its probe in flight")
-        model_breaker = rt.models.breaker(cand.model)
-        model_state = model_breaker.state
-        if model_state is BreakerState.OPEN:
-            return _Skip(
-                f"model {cand.model} OPEN (bad answers), next probe in "
-                f"{model_breaker.cooldown_remaining():.1f}s"
-            )
-        model_probing = model_state is BreakerState.HALF_OPEN
-        if model_probing and not model_breaker.can_attempt():
-            return _Skip(f"model {cand.model} HALF_OPEN with its probe in flight")
+        model_probe = None  # the model's breaker when this call would probe it
+        model_breaker = rt.models.get(cand.model)  # None: the model never answered badly
+        if model_breaker is not None:
+            model_state = model_breaker.state
+            if model_state is BreakerState.OPEN:
+                return _Skip(
+                    f"model {cand.model} OPEN (bad answers), next probe in "
+                    f"{model_breaker.cooldown_remaining():.1f}s"
+                )
+            if model_state is BreakerState.HALF_OPEN:
+                if not model_breaker.can_attempt():
+                    return _Skip(f"model {cand.model} HALF_OPEN with its probe in flight")
+                model_probe = model_breaker
         eta = rt.buckets.eta(estimate)
         if eta > 0:
             return _Skip(f"rate-limit bucket has room in {eta:.2f}s", capacity_eta=eta)
         if rt.bulkhead.free <= 0:
             return _Skip(
                 f"bulkhead full ({rt.bulkhead.size} in flight)",
-                capacity_eta=self.policy.capacity_wait_s,
+                capacity_eta=math.inf,
             )
-        if not (probing or model_probing) and rt.throttle.should_reject():
+        if not probing and model_probe is None and rt.throttle.should_reject():
             return _Skip(f"throttled locally (p={rt.throttle.reject_probability():.2f})")
         # a lease outlives its probe: the health check (if any) plus the real call
         probe_s = self._call_timeout(rt, deadline)
@@ -492,17 +502,19 @@ class SmartModelRouter:
         lease = breaker.acquire_probe(probe_s) if probing else None
         if probing and lease is None:
             return _Skip("HALF_OPEN with its probe in flight")
-        model_lease = model_breaker.acquire_probe(probe_s) if model_probing else None
-        if model_probing and model_lease is None:
-            if lease is not None:
-                breaker.release_probe(lease)
-            return _Skip(f"model {cand.model} HALF_OPEN with its probe in flight")
+        model_lease = None
+        if model_probe is not None:
+            model_lease = model_probe.acquire_probe(probe_s)
+            if model_lease is None:
+                if lease is not None:
+                    breaker.release_probe(lease)
+                return _Skip(f"model {cand.model} HALF_OPEN with its probe in flight")
         reservation = rt.buckets.try_reserve(estimate)
         if reservation is None:
             if lease is not None:
                 breaker.release_probe(lease)
-            if model_lease is not None:
-                model_breaker.release_probe(model_lease)
+            if model_probe is not None and model_lease is not None:
+                model_probe.release_probe(model_lease)
             return _Skip("rate-limit bucket full", capacity_eta=rt.buckets.eta(estimate))
         rt.bulkhead.try_acquire()
         return _Admitted(lease, model_lease, reservation)
@@ -915,10 +927,11 @@ class SmartModelRouter:
             transition.new.value,
             transition.reason,
         )
-        if transition.new is BreakerState.CLOSED:
-            rt.misconfigured_reason = None
-        if transition.new is BreakerState.OPEN:
-            self._schedule_wake(rt)
+        if transition.model is None:  # the provider's own breaker, not one of its models'
+            if transition.new is BreakerState.CLOSED:
+                rt.misconfigured_reason = None
+            if transition.new is BreakerState.OPEN:
+                self._schedule_wake(rt)
         self._persist_breaker(rt)
         self._notify(rt, urgent=True)
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import random
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -50,7 +51,9 @@ class ProviderRuntime:
             clock,
             random.Random(rng.random()),
             policy.bad_answer_strikes,
-            lambda model, t: on_transition(self, t),
+            lambda model, t: on_transition(
+                self, dataclasses.replace(t, reason=f"model {model}: {t.reason}", model=model)
+            ),
         )
         self.buckets = DualBucket(cfg.rpm, cfg.tpm, clock)
         self.throttle = AdaptiveThrottle(
@@ -118,6 +121,7 @@ class ProviderRuntime:
         eta = self.buckets.eta(self._nominal_tokens)
         throttle_p = self.throttle.reject_probability()
         reason = self.misconfigured_reason or key_problem
+        unhealthy = self.models.unhealthy()
         return ProviderSnapshot(
             name=self.name,
             kind=self.cfg.kind,
@@ -143,14 +147,17 @@ class ProviderRuntime:
             requests_total=self.metrics.requests_total,
             successes_total=self.metrics.successes_total,
             failures_total=self.metrics.failures_total,
-            degraded=view.state is not BreakerState.CLOSED or throttle_p > 0 or eta > 0,
+            degraded=view.state is not BreakerState.CLOSED
+            or throttle_p > 0
+            or eta > 0
+            or bool(unhealthy),
             misconfigured=reason is not None,
             misconfigured_reason=reason,
             last_error=self.last_error.error_class,
             last_error_status=self.last_error.status,
             changed_wall=view.changed_wall,
             models=dict(self.cfg.models),
-            unhealthy_models=self.models.unhealthy(),
+            unhealthy_models=unhealthy,
             cost_usd_total=round(self.metrics.cost_usd_total, 6),
             structured_output=dict(self.provider.structured_modes()),
         )

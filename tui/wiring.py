@@ -140,7 +140,12 @@ class RouterModelCaller:
         tokens = response.usage.total_tokens
         if tokens == 0:
             tokens = estimate_tokens(response.content)
-        return CallUsage(tokens=tokens, provider=response.provider, degraded=response.degraded)
+        return CallUsage(
+            tokens=tokens,
+            provider=response.provider,
+            degraded=response.degraded,
+            cost_usd=response.cost_usd,
+        )
 
 
 def router_tie_breaker(router: SmartModelRouter) -> TieBreaker:

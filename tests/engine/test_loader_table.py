@@ -210,7 +210,7 @@ CASES = [
         steps:
           - {id: a, uses: demo.any}
     """,
-        "3:3: limits: unknown key 'max_tokens'; expected one of: max_step_runs, max_llm_calls, token_budget, timeout_s",
+        "3:3: limits: unknown key 'max_tokens'; expected one of: max_step_runs, max_llm_calls, token_budget, timeout_s, max_cost_usd",
     ),
     case(
         "input_name",

@@ -354,3 +354,38 @@ def test_a_trip_from_another_process_is_adopted_only_when_newer(clock: ManualClo
     # an older row (written before this breaker recovered) changes nothing
     assert not breaker.adopt_trip(5.0, 3, "old", clock.wall() - 1)
     assert breaker.state is CLOSED
+
+
+def test_releasing_a_stale_lease_leaves_the_live_one_alone(clock: ManualClock) -> None:
+    breaker, _ = make(clock, probe_lease_s=5.0)
+    trip(breaker)
+    clock.advance(breaker.cooldown_remaining())
+    stale = breaker.acquire_probe()
+    assert stale is not None
+    clock.advance(5.0)  # the first probe was lost: its lease expired
+    live = breaker.acquire_probe()
+    assert live is not None
+    breaker.release_probe(stale)
+    assert not breaker.can_attempt()  # the live probe still holds the provider
+    breaker.release_probe(live)
+    assert breaker.can_attempt()
+
+
+def test_restore_takes_stored_values_as_they_are_and_clamps_nonsense(clock: ManualClock) -> None:
+    closed, _ = make(clock)
+    closed.restore(CLOSED, 0.0, 0, None, None)
+    assert closed.view().consecutive_trips == 0 and closed.state is CLOSED
+    assert closed.view().changed_wall is None
+    ended, _ = make(clock)
+    ended.restore(OPEN, 0.0, 0, "x", 5.0)  # a break that ended while nobody ran
+    view = ended.view()
+    assert view.state is HALF_OPEN and view.ceiling_s == 0.0 and view.changed_wall != 5.0
+    broken, _ = make(clock)
+    broken.restore(OPEN, -3.0, -2, "y", 7.0)
+    assert broken.view().consecutive_trips == 0 and broken.state is HALF_OPEN
+    short, _ = make(clock)
+    short.restore(OPEN, 0.5, 1, "z", 9.0)
+    view = short.view()
+    assert view.state is OPEN and view.ceiling_s == pytest.approx(0.5)
+    assert view.open_reason == "z" and view.changed_wall == 9.0
+    assert view.cooldown_remaining_s == pytest.approx(0.5)

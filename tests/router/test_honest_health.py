@@ -360,3 +360,83 @@ async def test_fallback_answers_are_counted_and_marked(
     assert totals.calls == 5 and totals.lower_tier + totals.fallback + totals.remote == 5
     assert totals.fallback == kinds[("builtin", True, True)]
     assert {s.name: s for s in router.snapshot()}["builtin"].fallback_total == totals.fallback
+
+
+async def test_a_provider_the_throttle_rejects_is_passed_over_locally(
+    fault_server: FaultServer, make_router: RouterFactory, keys: dict
+) -> None:
+    router = make_router(
+        make_config(
+            [
+                provider_entry(fault_server, "flaky", weight=1000.0),  # first in line, always
+                provider_entry(fault_server, "spare"),
+            ]
+        )
+    )
+    throttle = router._by_name["flaky"].throttle
+    for _ in range(200):  # two minutes of calls the provider refused: p = 200/201
+        throttle.settle(throttle.begin(), accepted=False)
+    responses = [await router.complete(asking(n)) for n in range(20)]
+    skipped = [
+        r for r in responses if any(a.detail.startswith("throttled locally") for a in r.attempts)
+    ]
+    assert len(skipped) >= 18  # ~99.5 % rejected locally ...
+    assert len(fault_server.requests_for("flaky", "chat")) <= 2  # ... and never sent
+    assert all(r.provider == "spare" for r in skipped)
+
+
+async def test_rate_limit_headers_of_a_429_reach_the_buckets(
+    fault_server: FaultServer, make_router: RouterFactory, clock: ManualClock, keys: dict
+) -> None:
+    limited = {
+        "status": 429,
+        "retry_after_s": 1,
+        "headers": {
+            "x-ratelimit-limit-requests": "100",
+            "x-ratelimit-remaining-requests": "0",
+            "x-ratelimit-reset-requests": "20s",
+        },
+    }
+    fault_server.set_script({"providers": {"openai": {"sequence": [limited]}}})
+    router = make_router(make_config([provider_entry(fault_server, "openai")]))
+    await router.complete(request())
+    state = snap(router, "openai")
+    assert (state.rpm_limit, state.rpm_remaining) == (100, 0)
+    clock.advance(1.0)  # the break is over, but the bucket is empty until the reset
+    await settle()
+    response = await router.complete(request())
+    assert response.provider == "builtin"
+    assert "rate-limit bucket has room in" in response.attempts[0].detail
+    assert len(fault_server.requests_for("openai", "chat")) == 1
+    clock.advance(19.0)
+    await settle()
+    assert (await router.complete(request())).provider == "openai"
+
+
+async def test_providers_check_reports_health_misconfiguration_and_latency(
+    fault_server: FaultServer, make_router: RouterFactory, keys: dict, monkeypatch
+) -> None:
+    monkeypatch.delenv("GEMINI_API_KEY")
+    fault_server.set_script({"providers": {"sick": {"fault": {"status": 503}}}})
+    router = make_router(
+        make_config(
+            [
+                provider_entry(fault_server, "fine"),
+                provider_entry(fault_server, "sick"),
+                provider_entry(fault_server, "nokey", kind="gemini"),
+            ]
+        )
+    )
+    fine, sick, nokey = await router.check_health()
+    assert (fine.name, fine.kind, fine.ok, fine.detail, fine.error_class) == (
+        "fine",
+        "openai",
+        True,
+        "healthy",
+        None,
+    )
+    assert fine.latency_s is not None and fine.latency_s > 0
+    assert (sick.ok, sick.error_class) == (False, "server") and sick.detail.startswith("HTTP 503")
+    assert (nokey.ok, nokey.latency_s, nokey.error_class) == (False, None, "permanent")
+    assert nokey.detail == "misconfigured: environment variable GEMINI_API_KEY is not set"
+    assert fault_server.requests_for("nokey", "health") == []
