@@ -107,6 +107,8 @@ def providers_table(snapshots: list[ProviderSnapshot]) -> Table:
             )
         if snap.throttle_reject_p > 0:
             notes.append(f"throttling p={snap.throttle_reject_p:.2f}")
+        for model, mode in snap.structured_output.items():
+            notes.append(f"{model}: structured output as {mode}")
         table.add_row(
             snap.name,
             snap.kind,
