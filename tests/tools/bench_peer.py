@@ -58,16 +58,33 @@ ALL_DOWN = {
 }
 
 
-def client(python: str, router: str, urls: list[str], *args: str) -> dict[str, Any]:
+def client(
+    python: str, router: str, server: FaultServer, script: Any, urls: list[str], *args: str
+) -> dict[str, Any]:
+    """Run one router's clients; the mocks' scripted timeline starts when they are ready
+    (importing LiteLLM alone can take longer than an outage lasts)."""
     command = [python, "-m", "tests.tools.peer_clients", "--router", router, *args]
     for url in urls:
         command += ["--url", url]
-    done = subprocess.run(
-        command, capture_output=True, text=True, cwd=REPO, timeout=600, check=False
-    )
-    if done.returncode != 0:
-        raise SystemExit(f"{router} client failed:\n{done.stderr[-2000:]}")
-    result: dict[str, Any] = json.loads(done.stdout.strip().splitlines()[-1])
+    with subprocess.Popen(
+        command,
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        cwd=REPO,
+    ) as process:
+        assert process.stdin is not None and process.stdout is not None
+        ready = process.stdout.readline()
+        if ready.strip() == "READY":
+            server.set_script(script)
+            server.clear_requests()
+            process.stdin.write("go\n")
+            process.stdin.flush()
+        out, err = process.communicate(timeout=600)
+    if process.returncode != 0:
+        raise SystemExit(f"{router} client failed:\n{err[-2000:]}")
+    result: dict[str, Any] = json.loads(out.strip().splitlines()[-1])
     return result
 
 
@@ -93,7 +110,15 @@ def overhead(pythons: dict[str, str]) -> dict[str, dict[str, float]]:
     for router, python in pythons.items():
         with FaultServer.running() as server:
             result = client(
-                python, router, urls(server, ["d1"]), "--scenario", "overhead", "--count", "300"
+                python,
+                router,
+                server,
+                None,
+                urls(server, ["d1"]),
+                "--scenario",
+                "overhead",
+                "--count",
+                "300",
             )
         routed, raw = result["routed"], result["raw"]
         out[router] = {
@@ -106,10 +131,12 @@ def overhead(pythons: dict[str, str]) -> dict[str, dict[str, float]]:
 def load(pythons: dict[str, str], script: dict[str, Any], duration: float) -> dict[str, Any]:
     out = {}
     for router, python in pythons.items():
-        with FaultServer.running(script=script) as server:
+        with FaultServer.running() as server:
             result = client(
                 python,
                 router,
+                server,
+                script,
                 urls(server, PREFIXES),
                 "--scenario",
                 "load",

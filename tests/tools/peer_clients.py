@@ -138,6 +138,10 @@ async def load(call: Call, clients: int, duration_s: float) -> dict[str, Any]:
 async def main_async(options: argparse.Namespace) -> dict[str, Any]:
     build = ours if options.router == "ours" else litellm
     call, close = build(options.url)
+    # start together with the mocks' timeline: the orchestrator restarts it on READY
+    sys.stdout.write("READY\n")
+    sys.stdout.flush()
+    sys.stdin.readline()
     try:
         if options.scenario == "overhead":
             return await overhead(call, options.url[0], options.count)
