@@ -105,7 +105,10 @@ class OutputCoalescer:
         self._last_sent: float | None = None
 
     def on_event(self, kind: StreamKind, provider: str, text: str) -> None:
-        if kind == "start":
+        if (
+            kind == "start"
+        ):  # a later attempt voids an earlier one's text (e.g. it failed validation)
+            self._restarted = self._restarted or bool(self._parts)
             self._provider = provider
             self._parts = []
         elif kind == "text":

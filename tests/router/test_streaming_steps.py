@@ -76,6 +76,19 @@ def test_a_voided_attempt_restarts_the_text() -> None:
     assert (seen[-1].provider, seen[-1].text, seen[-1].done) == ("p2", "whole", True)
 
 
+def test_a_new_attempt_after_a_complete_but_rejected_one_restarts_the_text() -> None:
+    channel, clock, seen = LiveChannel(), Ticks(), []
+    channel.subscribe(seen.append)
+    output = coalescer(channel, clock)
+
+    output.on_event("start", "p1", "")
+    output.on_event("text", "p1", "not json")
+    clock.now = 1.0
+    output.on_event("start", "p2", "")
+
+    assert (seen[-1].provider, seen[-1].text, seen[-1].restarted) == ("p2", "", True)
+
+
 def test_a_listener_of_another_run_hears_nothing_and_a_broken_one_harms_nothing() -> None:
     channel, clock, mine = LiveChannel(), Ticks(), []
     channel.subscribe(mine.append, run_id="other")

@@ -112,6 +112,8 @@ def providers_table(snapshots: list[ProviderSnapshot]) -> Table:
             notes.append(f"model {model} {reason}")
         if snap.fallback_total:
             notes.append(f"{snap.fallback_total} answers in place of a remote provider")
+        for model, mode in snap.structured_output.items():
+            notes.append(f"{model}: structured output as {mode}")
         table.add_row(
             snap.name,
             snap.kind,
