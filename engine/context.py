@@ -147,6 +147,8 @@ class StepServices:
     retriever: Retriever | None = None
     extras: dict[str, Any] = field(default_factory=dict)
     """Application services a domain package needs (e.g. the corpus); the engine never reads them."""
+    emit_event: Callable[[Any], Any] | None = None
+    """Appends a run event of an engine kind (agents emit ``policy_violation``)."""
 
 
 @dataclass

@@ -35,6 +35,8 @@ from typing import Any
 import yaml
 from pydantic import BaseModel, ValidationError
 
+from engine.agents.advisory import ORCHESTRATOR_STEP, ORCHESTRATOR_STEP_ID, check_advisory
+from engine.agents.registry import AGENT_PREFIX
 from engine.conditions import (
     CEL_RESERVED_WORDS,
     CEL_TYPE_NAMES,
@@ -76,7 +78,11 @@ _TOP_KEYS = (
     "steps",
     "completion",
     "outputs",
+    "mode",
+    "advisory",
 )
+_MODE_KEYS = ("mode", "advisory")
+"""An advisory workflow (engine/agents/advisory.py) has these instead of steps."""
 _TEMPLATE_KEYS = ("params", "steps", "description")
 _USE_KEYS = ("use", "with")
 _SCALAR_TAGS = {
@@ -526,14 +532,16 @@ class _Loader:
             if key not in _TOP_KEYS:
                 self.add(
                     root.key_mark(key),
-                    f"unknown key '{key}'{_closest(key, _TOP_KEYS)}; a workflow has {', '.join(_TOP_KEYS)}",
+                    f"unknown key '{key}'{_closest(key, _TOP_KEYS)}; a workflow has {', '.join(k for k in _TOP_KEYS if k not in _MODE_KEYS)}",
                 )
-        for required in ("name", "steps"):
+        advisory = "mode" in root.value
+        for required in ("name",) if advisory else ("name", "steps"):
             if required not in root.value:
                 self.add(root, f"missing required key '{required}'")
         header = self._header(root)
         templates = self._templates(root.get("templates"))
-        sources = self._expand_steps(root.get("steps"), templates)
+        steps_node = self._advisory_steps(root) if advisory else root.get("steps")
+        sources = self._expand_steps(steps_node, templates)
         steps = [spec for spec in (self._step(source) for source in sources) if spec is not None]
         self._check_ids(steps)
         self._check_step_fields(steps)
@@ -551,7 +559,7 @@ class _Loader:
         data = {
             k: v.plain()
             for k, v in root.value.items()
-            if k in _TOP_KEYS and k not in ("steps", "templates")
+            if k in _TOP_KEYS and k not in ("steps", "templates", *_MODE_KEYS)
         }
         name = root.get("name")
         if name is not None and not _is_identifier(name.value):
@@ -572,6 +580,45 @@ class _Loader:
             self._report_validation(error, root, WorkflowDefinition)
             return None
         return header
+
+    def _advisory_steps(self, root: Node) -> Node | None:
+        """``mode: advisory``: the one orchestrator step, its ``advisory`` section as config."""
+        mode = root.value["mode"]
+        if mode.value != "advisory":
+            self.add(
+                mode,
+                f"mode must be 'advisory' (or left out for a strict workflow), got {mode.value!r}",
+            )
+            return None
+        if "steps" in root.value:
+            self.add(
+                root.key_mark("steps"),
+                "an advisory workflow has no steps: its orchestrator invokes the agents in 'advisory'",
+            )
+        section = root.get("advisory")
+        if section is None or not section.is_map:
+            self.add(
+                section or mode,
+                "mode: advisory needs an 'advisory' mapping (orchestrator, required_agents, "
+                "optional_agents, suggested_sequence, completion)",
+            )
+            return None
+        agents = {
+            n.removeprefix(AGENT_PREFIX)
+            for n in self.registry.names()
+            if n.startswith(AGENT_PREFIX)
+        }
+        _, problems = check_advisory(section.plain(), agents)
+        for path, message in problems:
+            where = ".".join(str(part) for part in path)
+            self.add(_descend(section, *path), f"advisory{'.' + where if where else ''}: {message}")
+        line, column = section.line, section.column
+        step = {
+            "id": Node(ORCHESTRATOR_STEP_ID, line, column),
+            "uses": Node(ORCHESTRATOR_STEP, line, column),
+            "config": section,
+        }
+        return Node([Node(step, line, column)], line, column)
 
     # -- templates ------------------------------------------------------------
     def _templates(self, node: Node | None) -> dict[str, Node]:

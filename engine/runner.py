@@ -201,6 +201,7 @@ class StepRunner:
             budget=state.budget,
             ask=self.ask,
             emit_domain=self._emit_domain,
+            emit_event=self.emit,
             model=run.model,
             retriever=run.retriever,
             extras=run.extras,
