@@ -14,11 +14,18 @@ from click.core import ParameterSource
 from engine.sqlite_file import StoreFileError
 from router.errors import StatsFileError
 from tui import agents_wiring
-from tui.commands import app_cmds, research_cmds, router_cmds, run_cmds, runs_cmds
+from tui.commands import (
+    app_cmds,
+    registry_cmds,
+    research_cmds,
+    router_cmds,
+    run_cmds,
+    runs_cmds,
+)
 from tui.commands.common import BAD_INPUT
 from tui.config import CONFIG_ENV, CONFIG_PATH_KEY, CONFIG_REQUIRED_KEY
 
-COMMAND_MODULES = (run_cmds, runs_cmds, router_cmds, research_cmds, app_cmds)
+COMMAND_MODULES = (run_cmds, runs_cmds, router_cmds, research_cmds, registry_cmds, app_cmds)
 """Each module lists its click commands in ``COMMANDS``."""
 
 

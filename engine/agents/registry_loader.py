@@ -21,7 +21,7 @@ import re
 from collections.abc import Collection, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, get_args
 
 import yaml
 from pydantic import BaseModel, ValidationError
@@ -44,6 +44,7 @@ SECTIONS: dict[str, type[BaseModel]] = {
     "models": ModelProfile,
     "policies": PolicyDef,
 }
+SINGULAR = {"agents": "agent", "tools": "tool", "models": "model profile", "policies": "policy"}
 MAX_BYTES = 1_000_000
 _NAME = re.compile(IDENTIFIER_PATTERN)
 
@@ -207,7 +208,7 @@ class _RegistryLoader:
                 self.add(
                     source,
                     key_node,
-                    f"{kind[:-1]} name '{name}' is not an identifier ([a-z][a-z0-9_]*)",
+                    f"{SINGULAR[kind]} name '{name}' is not an identifier ([a-z][a-z0-9_]*)",
                 )
                 continue
             if name in seen_in_root[kind]:
@@ -215,7 +216,7 @@ class _RegistryLoader:
                 self.add(
                     source,
                     key_node,
-                    f"{kind[:-1]} '{name}' is defined twice in this root (first at {first})",
+                    f"{SINGULAR[kind]} '{name}' is defined twice in this root (first at {first})",
                 )
                 continue
             mark = key_node.start_mark
@@ -223,29 +224,39 @@ class _RegistryLoader:
             seen_in_root[kind][name] = where
             value = plain[name]
             if not isinstance(value, dict):
-                self.add(source, value_node, f"{kind[:-1]} '{name}' must be a mapping")
+                self.add(source, value_node, f"{SINGULAR[kind]} '{name}' must be a mapping")
                 continue
             try:
                 definition = model.model_validate(value)
             except ValidationError as error:
-                self._report(source, value_node, kind, name, error)
+                self._report(source, key_node, value_node, kind, name, error)
                 continue
             self.entries[kind][name] = Entry(name, definition, where)
             self.nodes[(kind, name)] = _Located(value_node, source)
 
     def _report(
-        self, source: str, node: yaml.Node, kind: str, name: str, error: ValidationError
+        self,
+        source: str,
+        name_node: yaml.Node,
+        node: yaml.Node,
+        kind: str,
+        name: str,
+        error: ValidationError,
     ) -> None:
         for detail in error.errors():
             loc = tuple(detail["loc"])
             at = _find(node, loc)
             path = ".".join(str(p) for p in loc)
-            message = detail["msg"]
+            message = str(detail["msg"]).removeprefix("Value error, ")
             if detail["type"] == "extra_forbidden":
-                model = SECTIONS[kind]
-                message = f"unknown key{_closest(str(loc[-1]), model.model_fields)}"
+                at = _find(node, loc, key=True)
+                model = _model_at(SECTIONS[kind], loc[:-1])
+                fields = model.model_fields if model is not None else {}
+                message = f"unknown key{_closest(str(loc[-1]), fields)}"
+                if fields:
+                    message += f"; expected one of {', '.join(fields)}"
             elif detail["type"] == "missing":
-                at = _find(node, loc[:-1])
+                at = _find(node, loc[:-1], key=True) if len(loc) > 1 else name_node
             value = (
                 f" (got {detail['input']!r})"
                 if detail["type"]
@@ -257,7 +268,7 @@ class _RegistryLoader:
                 else ""
             )
             where = f".{path}" if path else ""
-            self.add(source, at, f"{kind[:-1]} '{name}'{where}: {message}{value}")
+            self.add(source, at, f"{SINGULAR[kind]} '{name}'{where}: {message}{value}")
 
     # -- cross-references -----------------------------------------------------------
     def finish(self) -> RegistryLoad:
@@ -320,7 +331,7 @@ class _RegistryLoader:
                 self._ref(
                     ("policies", name),
                     path,
-                    f"policy '{name}': unknown {kind[:-1]} '{value}'{_closest(value, known[kind])}",
+                    f"policy '{name}': unknown {SINGULAR[kind]} '{value}'{_closest(value, known[kind])}",
                     key=key,
                 )
                 ok = False
@@ -369,6 +380,32 @@ def _find(node: yaml.Node, loc: tuple[Any, ...], key: bool = False) -> yaml.Node
         else:
             return current
     return current
+
+
+def _model_at(model: type[BaseModel], loc: tuple[Any, ...]) -> type[BaseModel] | None:
+    """The pydantic model validating the mapping at ``loc`` (for "expected one of")."""
+    current: Any = model
+    for part in loc:
+        if isinstance(part, int) or not isinstance(current, type):
+            continue
+        if not issubclass(current, BaseModel):
+            return None
+        info = current.model_fields.get(str(part))
+        if info is None:
+            return None
+        current = _model_in(info.annotation)
+    return current if isinstance(current, type) and issubclass(current, BaseModel) else None
+
+
+def _model_in(annotation: Any) -> Any:
+    """The BaseModel inside an annotation (``X | None``, ``dict[str, X]``), else it."""
+    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+        return annotation
+    for argument in get_args(annotation):
+        found = _model_in(argument)
+        if isinstance(found, type) and issubclass(found, BaseModel):
+            return found
+    return annotation
 
 
 def _closest(name: str, options: Iterable[str]) -> str:
