@@ -611,7 +611,10 @@ class _Loader:
         _, problems = check_advisory(section.plain(), agents)
         for path, message in problems:
             where = ".".join(str(part) for part in path)
-            self.add(_descend(section, *path), f"advisory{'.' + where if where else ''}: {message}")
+            at: Node | tuple[int, int] = _descend(section, *path)
+            if message.startswith("unknown key") and path and isinstance(path[-1], str):
+                at = _descend(section, *path[:-1]).key_mark(path[-1])
+            self.add(at, f"advisory{'.' + where if where else ''}: {message}")
         line, column = section.line, section.column
         step = {
             "id": Node(ORCHESTRATOR_STEP_ID, line, column),

@@ -22,7 +22,7 @@ import time
 from collections.abc import Callable
 from typing import Any, Literal
 
-from pydantic import Field, ValidationError, model_validator
+from pydantic import Field, ValidationError
 
 from engine.agents.governance import Refusal
 from engine.agents.port import ORCHESTRATE_TASK, ModelCall, OrchestratorDecision, read_answer
@@ -62,25 +62,6 @@ class AdvisorySpec(Frozen):
     """How often one agent may run in one advisory run (policies may lower it)."""
     approve_plan: bool = False
 
-    @model_validator(mode="after")
-    def _consistent(self) -> AdvisorySpec:
-        offer = self.offer
-        for name in self.suggested_sequence:
-            if name not in offer:
-                raise ValueError(
-                    f"suggested_sequence names {name}, which is neither required nor optional"
-                )
-        for name in self.skip_when:
-            if name not in self.optional_agents:
-                raise ValueError(f"skip_when names {name}; only optional agents can be skipped")
-        criteria = self.completion.required_agents or []
-        for name in criteria:
-            if name not in offer:
-                raise ValueError(f"completion.required_agents names {name}, which is not offered")
-        if self.orchestrator in offer:
-            raise ValueError("the orchestrator cannot also be one of the agents it invokes")
-        return self
-
     @property
     def offer(self) -> list[str]:
         return list(dict.fromkeys([*self.required_agents, *self.optional_agents]))
@@ -113,6 +94,25 @@ def check_advisory(data: Any, known_agents: set[str]) -> tuple[AdvisorySpec | No
 def advisory_problems(spec: AdvisorySpec, known_agents: set[str]) -> Located:
     """What the model cannot check alone: agents the registry lacks, CEL that does not compile."""
     problems: Located = []
+    offer = spec.offer
+    for index, name in enumerate(spec.suggested_sequence):
+        if name not in offer:
+            problems.append(
+                (
+                    ("suggested_sequence", index),
+                    f"'{name}' is neither a required nor an optional agent",
+                )
+            )
+    for name in spec.skip_when:
+        if name not in spec.optional_agents:
+            problems.append(
+                (("skip_when", name), f"'{name}' is not optional; only optional agents are skipped")
+            )
+    for index, name in enumerate(spec.completion.required_agents or []):
+        if name not in offer:
+            problems.append((("completion", "required_agents", index), f"'{name}' is not offered"))
+    if spec.orchestrator in offer:
+        problems.append((("orchestrator",), "the orchestrator cannot also be an agent it invokes"))
     if spec.orchestrator not in known_agents:
         problems.append(
             (("orchestrator",), f"unknown agent '{spec.orchestrator}' (not in the registry)")
