@@ -9,6 +9,7 @@ records every call it really receives — a replayed call never reaches it.
 
 from __future__ import annotations
 
+import asyncio
 import os
 from collections.abc import Callable
 from pathlib import Path
@@ -118,15 +119,20 @@ outputs:
 
 @tool_implementation("test.count")
 async def count(ctx: StepContext, args: dict[str, Any]) -> dict[str, Any]:
-    """Echoes its arguments; each real execution appends a line to the counter file."""
+    """Echoes its arguments; each real execution appends a line to the counter file.
+
+    With ``AGENT_CRASH_BLOCK=N`` in the environment, the execution after the N-th
+    writes ``<counter>.blocked`` and blocks forever (a test kills the process there).
+    """
     counter = ctx.services.extras.get(COUNTER_EXTRA)
     if counter:
-        with Path(counter).open("a") as handle:
-            handle.write(f"{ctx.step_id}:{sorted(args.items())}\n")
-    if os.environ.get("AGENT_CRASH_BLOCK") == "1" and args.get("topic") == "block":
-        import asyncio
-
-        await asyncio.Event().wait()
+        path = Path(counter)
+        block_after = int(os.environ.get("AGENT_CRASH_BLOCK", "0"))
+        if block_after and len(path.read_text().splitlines()) >= block_after:
+            path.with_suffix(".blocked").touch()
+            await asyncio.Event().wait()
+        with path.open("a") as handle:
+            handle.write(f"{ctx.step_id}#{ctx.next_call_index - 1}:{sorted(args.items())}\n")
     return {"topic": args.get("topic") or args.get("text"), "seen": args}
 
 
@@ -158,14 +164,25 @@ def builtin_answer(call: ModelCall) -> Any:
 class ScriptedModel:
     """A ModelCaller: ``script(call)`` answers each ModelCall; ``calls`` are those really made."""
 
-    def __init__(self, script: Callable[[ModelCall], Any] = builtin_answer, tokens: int = 10):
+    def __init__(
+        self,
+        script: Callable[[ModelCall], Any] = builtin_answer,
+        tokens: int = 10,
+        counter: Path | None = None,
+    ):
         self.script = script
         self.tokens = tokens
+        self.counter = counter
+        """A file each real call appends ``task:agent:iteration`` to (for crash tests)."""
         self.calls: list[ModelCall] = []
 
     async def complete(self, request: Any, step: StepInfo) -> dict[str, Any]:
         assert isinstance(request, ModelCall)
         self.calls.append(request)
+        if self.counter is not None:
+            who = request.inputs.get("agent", "orchestrator")
+            with self.counter.open("a") as handle:
+                handle.write(f"{request.task}:{who}:{request.inputs['iteration']}\n")
         return {"answer": self.script(request)}
 
     def encode(self, response: Any) -> dict[str, Any]:
