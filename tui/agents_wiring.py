@@ -32,8 +32,9 @@ from router.config import ProfileConfig, RouterConfig
 from router.local import TaskHandlerRegistry
 from router.models import ChatMessage, ChatRequest, ChatResponse
 from router.router import SmartModelRouter
+from workflows import WORKFLOWS_DIR
 
-SHIPPED_ROOT = Path(__file__).resolve().parent.parent / "workflows"
+SHIPPED_ROOT = WORKFLOWS_DIR
 LOOPBACK_HOSTS = {"127.0.0.1", "localhost", "::1", "[::1]"}
 
 _lock = threading.Lock()

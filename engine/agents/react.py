@@ -349,7 +349,8 @@ class AgentLoop:
             answer = await ctx.interrupt(
                 InterruptRequest(
                     kind="approval",
-                    prompt=f"Agent {self.name} wants to run {tool} ({definition.side_effect}). Allow it?",
+                    prompt=f"Agent {self.name} wants to run {_call_text(tool, args)}"
+                    f" ({definition.side_effect}). Allow it?",
                     payload={"agent": self.name, "tool": tool, "args": args},
                 )
             )
@@ -429,6 +430,12 @@ def find_key(value: Any, key: str) -> Any:
         if found is not None:
             return found
     return None
+
+
+def _call_text(tool: str, args: dict[str, Any], limit: int = 160) -> str:
+    """``tool(name=value, ...)`` for a prompt, long values shortened."""
+    shown = ", ".join(f"{k}={clip(json.dumps(v, ensure_ascii=False), 60)}" for k, v in args.items())
+    return clip(f"{tool}({shown})", limit)
 
 
 def _json_safe(value: Any) -> Any:
