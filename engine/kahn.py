@@ -21,9 +21,10 @@ import asyncio
 import heapq
 from collections.abc import Iterable
 
+from engine.interrupts import WaitingForHuman
 from engine.lifecycle import CancelRequest, EngineBase, RunNotResumable, ScheduleEnd
 from engine.protocol import EngineCapabilities
-from engine.runner import StepOutcome, StepRunner, WaitingForHuman
+from engine.runner import StepOutcome, StepRunner
 from engine.states import StepStatus
 
 __all__ = ["KahnEngine", "RunNotResumable"]
@@ -115,7 +116,7 @@ class _Wavefront:
             self.follow(step_id, outcome)
         except WaitingForHuman:
             self.waiting.add(step_id)
-            self.runner.mark_waiting(step_id)
+            self.runner.interrupts.mark_waiting(step_id)
         except Exception as error:  # noqa: BLE001 - handed to drive(), which raises it
             self.failure = self.failure or error
         finally:

@@ -38,6 +38,7 @@ from langgraph.types import Command, Interrupt, interrupt
 
 from engine.context import InterruptAnswer
 from engine.events import InterruptRaised
+from engine.interrupts import AnswerPause, WaitingForHuman
 from engine.langgraph_checkpoint import CHECKPOINT_FILE, DURABILITY, open_checkpointer
 from engine.langgraph_compile import (
     EXIT_SUFFIX,
@@ -50,7 +51,8 @@ from engine.langgraph_compile import (
 from engine.langgraph_history import HistoryEntry, checkpoint_history, store_history
 from engine.lifecycle import CancelRequest, EngineBase, ScheduleEnd
 from engine.protocol import EngineCapabilities
-from engine.runner import AnswerPause, RouteEffects, Sleep, StepRunner, WaitingForHuman
+from engine.route_application import RouteEffects
+from engine.runner import Sleep, StepRunner
 from engine.states import RoutingSignal, StepStatus
 from engine.steps import REGISTRY, StepRegistry
 from engine.store import BaseRunStore, InterruptRecord
@@ -338,7 +340,7 @@ class _Session:
                     step_id, continuing=record.status == StepStatus.WAITING_HUMAN
                 )
             except WaitingForHuman:
-                runner.mark_waiting(step_id)
+                runner.interrupts.mark_waiting(step_id)
                 raise
             effects, signal = outcome.effects, outcome.signal
         else:
@@ -404,16 +406,16 @@ class _Session:
                 pending.append((item, record))
         raised: dict[str, InterruptRaised] = {}
         for _, record in pending:
-            event = runner.raised_event(record, self.held_steps(record.step_id))
+            event = runner.interrupts.raised_event(record, self.held_steps(record.step_id))
             if record.interrupt_id not in self._announced:
-                runner.emit(event)
+                runner.recorder.emit(event)
                 self._announced.add(record.interrupt_id)
             raised[record.interrupt_id] = event
 
         async def one(record: InterruptRecord) -> InterruptAnswer | None:
             if record.answer is not None:
                 return record.answer
-            given = await runner.answer_given(record, raised[record.interrupt_id])
+            given = await runner.interrupts.answer_given(record, raised[record.interrupt_id])
             if given is not None:
                 store.record_answer(record.interrupt_id, given)
             return given

@@ -27,12 +27,14 @@ from abc import ABC, abstractmethod
 from collections.abc import Callable, Collection
 from dataclasses import dataclass
 
+from engine.completion import conclude
 from engine.events import Log, RunFinished, RunStarted, StepFailed, StepFinished, StepSkipped
 from engine.graph import WorkflowGraph
+from engine.interrupts import AnswerPause
 from engine.protocol import EngineCapabilities, ExecutionResult, RunContext
 from engine.run_inputs import resolve_inputs
 from engine.run_state import RunState
-from engine.runner import AnswerPause, Sleep, StepRunner
+from engine.runner import Sleep, StepRunner
 from engine.spec import WorkflowDefinition
 from engine.states import RunStatus, StepStatus
 from engine.steps import REGISTRY, StepRegistry
@@ -209,8 +211,8 @@ class EngineBase(ABC):
                 if result is not None and _keep(runner, result, rerun):
                     kept += 1
             for record in runner.state.steps.values():
-                runner.save(record)
-            runner.emit(
+                runner.recorder.save(record)
+            runner.recorder.emit(
                 Log(
                     run_id=new_id,
                     message=f"fork of {run_id} at {at_step}: kept {kept} step results",
@@ -232,7 +234,7 @@ class EngineBase(ABC):
         nodes, edges = runner.graph.nodes_and_edges()
         with runner.store.batch():
             runner.store.set_status(state.run_id, RunStatus.RUNNING)
-            runner.emit(
+            runner.recorder.emit(
                 RunStarted(
                     run_id=state.run_id,
                     workflow=state.wf.name,
@@ -247,7 +249,7 @@ class EngineBase(ABC):
                 )
             )
             for record in state.steps.values():  # a resume stores its running steps back as PENDING
-                runner.save(record)
+                runner.recorder.save(record)
 
     async def _drive(self, runner: StepRunner) -> ExecutionResult:
         run_id = runner.run_id
@@ -280,7 +282,7 @@ class EngineBase(ABC):
     ) -> ExecutionResult:
         """Close the run: the given status, or the one the completion criteria decide."""
         state = runner.state
-        concluded, concluded_reason, missing, outputs = runner.conclude()
+        concluded, concluded_reason, missing, outputs = conclude(runner.state)
         if status is None:
             status, reason = concluded, concluded_reason
         elif status == RunStatus.WAITING:
@@ -291,9 +293,9 @@ class EngineBase(ABC):
         final_outputs = outputs if status.final else {}
         final_missing = missing if status.final else []
         with store.batch():
-            runner.save_engine_state()
+            runner.recorder.save_engine_state()
             store.set_status(state.run_id, status, reason, outputs if status.final else None)
-            runner.emit(
+            runner.recorder.emit(
                 RunFinished(
                     run_id=state.run_id,
                     status=status,
@@ -352,19 +354,19 @@ def _replay_settled(runner: StepRunner, step_id: str) -> None:
     record = runner.state.steps[step_id]
     run_id = runner.run_id
     if record.status == StepStatus.SUCCEEDED:
-        runner.emit(
+        runner.recorder.emit(
             StepFinished(
                 run_id=run_id, step_id=step_id, iteration=record.iteration, outputs=record.outputs
             )
         )
     elif record.status == StepStatus.SKIPPED:
-        runner.emit(
+        runner.recorder.emit(
             StepSkipped(
                 run_id=run_id, step_id=step_id, iteration=record.iteration, reason=record.reason
             )
         )
     else:
-        runner.emit(
+        runner.recorder.emit(
             StepFailed(
                 run_id=run_id,
                 step_id=step_id,
