@@ -95,11 +95,11 @@ def fold(
         graph.last[e.step_id] = node
         graph.current[(e.step_id, agent)] = node
         return True
-    agent = p.get("agent")
-    node = graph.current.get((e.step_id, str(agent))) if agent else None
-    if node is None:
+    worker = p.get("agent")
+    grown = graph.current.get((e.step_id, str(worker))) if worker else None
+    if grown is None:
         return False
-    view = step(node)
+    view = step(grown)
     view.trail.append(line)
     if e.name == "agent.finished":
         view.status = AGENT_STATUS.get(str(p.get("status")), StepStatus.SUCCEEDED)
