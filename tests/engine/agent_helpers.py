@@ -92,6 +92,12 @@ agents:
     max_tokens: 15
     output:
       topic: {type: string}
+  pricey:
+    role: Uses a priced model.
+    tools: [lookup]
+    model: remote
+    output:
+      topic: {type: string}
   boss:
     role: Orchestrates.
     model: builtin

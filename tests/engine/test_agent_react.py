@@ -18,6 +18,7 @@ import pytest
 from engine.agents.port import ModelCall
 from engine.context import InterruptAnswer, InterruptRequest
 from engine.events import InterruptRaised
+from engine.langgraph_engine import LangGraphEngine
 from engine.states import RunStatus, StepStatus
 from engine.store import RunStore
 from tests.engine.agent_helpers import (
@@ -64,6 +65,7 @@ async def run_agent(
     agent: str = "alpha",
     policy: str = "",
     responder: Any = None,
+    langgraph: bool = False,
 ) -> tuple[Any, list[Any], ScriptedModel, list[str]]:
     registry = make_registry(policy)
     steps = steps_for(registry)
@@ -73,7 +75,13 @@ async def run_agent(
     counter.touch()
     with RunStore(tmp_path / "runs.sqlite") as store:
         result, events = await run_workflow(
-            wf, steps, store, model, responder=responder, extras={COUNTER_EXTRA: str(counter)}
+            wf,
+            steps,
+            store,
+            model,
+            responder=responder,
+            extras={COUNTER_EXTRA: str(counter)},
+            engine=LangGraphEngine(registry=steps) if langgraph else None,
         )
     return result, events, model, counter.read_text().splitlines()
 
@@ -211,6 +219,12 @@ MODEL_TABLE = {
     ),
     "local_only_agent_on_a_remote_profile": ("", "secret", "local_only", 0),
     "run_budget": ("policies:\n  p:\n    run_budget: {calls: 2}\n", "alpha", "run_budget", 2),
+    "run_budget_cost": (
+        "policies:\n  p:\n    run_budget: {cost: 0.025}\n",
+        "pricey",
+        "run_budget",
+        3,
+    ),
     "agent_budget_tokens": (
         "policies:\n  p:\n    agents:\n      '*': {budget: {tokens: 30}}\n",
         "alpha",
@@ -269,3 +283,25 @@ async def test_approval_rejected_is_refused_before_the_call(tmp_path: Path) -> N
     assert tools == []
     assert [e.rule for e in events if e.kind == "policy_violation"] == ["approval_rejected"]
     assert model.calls[1].inputs["observations"][0]["detail"].endswith("not today")
+
+
+async def test_approval_on_langgraph_replays_the_step_without_repeating_a_call(
+    tmp_path: Path,
+) -> None:
+    """LangGraph re-runs a node from its first line after an interrupt: the journal answers."""
+
+    async def approve(raised: InterruptRaised, request: InterruptRequest) -> InterruptAnswer:
+        return InterruptAnswer(action="approve")
+
+    result, events, model, tools = await run_agent(
+        tmp_path,
+        turns(tool("lookup", topic="owls"), tool("write_file", text="hello"), FINAL),
+        policy="policies:\n  p:\n    approval_required: [write_file]\n",
+        responder=approve,
+        langgraph=True,
+    )
+    assert result.engine == "langgraph" and result.status == RunStatus.COMPLETED
+    assert len(model.calls) == 3, "each model turn once"
+    assert len(tools) == 2, "each tool once"
+    assert [t["action"] for t in domain(events, "agent.thought")] == ["tool", "tool", "final"]
+    assert len(domain(events, "agent.finished")) == 1
