@@ -145,7 +145,8 @@ class Orchestrator:
         self.decisions = 0
         self.fallbacks = 0
         self.spent_s = 0.0
-        """Seconds spent on live work; replayed decisions cost nothing, so a resume keeps its time."""
+        """Seconds this execution has spent deciding and invoking. A resumed run starts it
+        again; the decisions it replays from the journal take next to nothing."""
 
     # -- state -------------------------------------------------------------------
     @property
