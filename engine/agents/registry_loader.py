@@ -35,6 +35,7 @@ from engine.agents.registry import (
     Registry,
     ToolDef,
 )
+from engine.agents.tools import import_implementation
 from engine.errors import Problem
 from engine.spec import IDENTIFIER_PATTERN
 
@@ -278,15 +279,22 @@ class _RegistryLoader:
         dropped: dict[str, set[str]] = {kind: set() for kind in SECTIONS}
         for name, entry in tools.items():
             tool: ToolDef = entry.definition
-            if tool.runs not in self.implementations:
-                self._ref(
-                    ("tools", name),
-                    ("runs",),
+            if tool.runs in self.implementations:
+                continue
+            if ":" in tool.runs:
+                _, why = import_implementation(tool.runs)
+                if not why:
+                    continue
+                message = f"tool '{name}': runs: {why}"
+            else:
+                message = (
                     f"tool '{name}': runs '{tool.runs}' is not a registered tool implementation"
                     f"{_closest(tool.runs, self.implementations)}"
-                    f" (registered: {', '.join(sorted(self.implementations)) or 'none'})",
+                    f" (registered: {', '.join(sorted(self.implementations)) or 'none'};"
+                    " or give module:function)"
                 )
-                dropped["tools"].add(name)
+            self._ref(("tools", name), ("runs",), message)
+            dropped["tools"].add(name)
         for name, entry in agents.items():
             agent: AgentDef = entry.definition
             for index, tool_name in enumerate(agent.tools):

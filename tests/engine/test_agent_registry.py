@@ -7,9 +7,9 @@ from pathlib import Path
 import pytest
 
 import research.agent_tools  # noqa: F401 - registers the corpus tool implementations
-import tests.engine.agent_helpers  # noqa: F401 - registers the test tool implementations
 from engine.agents.registry_loader import load_registry, load_registry_text
 from engine.agents.tools import TOOL_IMPLEMENTATIONS
+from tests.engine.agent_helpers import count
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -66,6 +66,14 @@ CASES = {
         "tools:\n  t:\n    description: d\n    runs: corpus.serch\n",
         "4:11: tool 't': runs 'corpus.serch' is not a registered tool implementation"
         " (did you mean 'corpus.search'?) (registered: ",
+    ),
+    "implementation_not_importable": (
+        "tools:\n  t:\n    description: d\n    runs: no_such_module:run\n",
+        "4:11: tool 't': runs: cannot import no_such_module: ModuleNotFoundError:",
+    ),
+    "implementation_not_async": (
+        "tools:\n  t:\n    description: d\n    runs: json:dumps\n",
+        "4:11: tool 't': runs: json:dumps is not an async function",
     ),
     "agent_unknown_tool": (
         AGENT + "    tools: [lookup_x]\n    output: {x: {type: string}}\n",
@@ -141,3 +149,10 @@ def test_the_shipped_registry_is_valid() -> None:
     assert loaded.problems == []
     assert {"searcher", "reader", "fact_checker", "writer"} <= set(loaded.registry.agents)
     assert {"corpus_search", "document_read", "citation_check"} <= set(loaded.registry.tools)
+
+
+def test_a_tool_may_run_a_python_function_by_its_import_path() -> None:
+    text = "tools:\n  t:\n    description: d\n    runs: tests.engine.agent_helpers:count\n"
+    loaded = load_registry_text(text, "reg.yaml", TOOL_IMPLEMENTATIONS.names())
+    assert loaded.problems == []
+    assert TOOL_IMPLEMENTATIONS.get("tests.engine.agent_helpers:count") is count
