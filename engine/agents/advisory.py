@@ -234,9 +234,10 @@ class Orchestrator:
         if answer.action == "reject":
             self.ctx.emit(PLAN, payload.model_copy(update={"approved": False}).model_dump())
             return False
-        if answer.action == "edit" and isinstance(answer.value, list):
+        edited = answer.value.get("plan") if isinstance(answer.value, dict) else answer.value
+        if answer.action == "edit" and isinstance(edited, list):
             offered = set(self.spec.offer)
-            self.plan = [str(name) for name in answer.value if str(name) in offered]
+            self.plan = [str(name) for name in edited if str(name) in offered]
         self.ctx.emit(
             PLAN, PlanPayload(offer=self.spec.offer, plan=self.plan, approved=True).model_dump()
         )

@@ -368,7 +368,9 @@ class AgentLoop:
                 )
                 return
             if answer.action == "edit" and isinstance(answer.value, dict):
-                edited, why = self._validate_args(tool, answer.value)
+                # the app edits the whole payload shown; an API caller may send the args alone
+                value = answer.value.get("args", answer.value)
+                edited, why = self._validate_args(tool, value if isinstance(value, dict) else {})
                 if edited is None:
                     self._observe(iteration, tool, {"error": f"edited arguments: {why}"}, replayed)
                     return

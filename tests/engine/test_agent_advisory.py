@@ -170,7 +170,9 @@ async def test_a_person_approves_an_edited_plan_before_it_starts(tmp_path: Path)
 
     async def edit(raised: InterruptRaised, request: InterruptRequest) -> InterruptAnswer:
         asked.append(request)
-        return InterruptAnswer(action="edit", value=["beta", "mallory", "alpha"])
+        return InterruptAnswer(
+            action="edit", value={**request.payload, "plan": ["beta", "mallory", "alpha"]}
+        )
 
     workflow = ADVISORY_WORKFLOW.replace(
         "max_iterations: 6", "max_iterations: 6\n  approve_plan: true"

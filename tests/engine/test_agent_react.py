@@ -305,3 +305,17 @@ async def test_approval_on_langgraph_replays_the_step_without_repeating_a_call(
     assert len(tools) == 2, "each tool once"
     assert [t["action"] for t in domain(events, "agent.thought")] == ["tool", "tool", "final"]
     assert len(domain(events, "agent.finished")) == 1
+
+
+async def test_a_person_can_edit_the_tool_call_before_it_runs(tmp_path: Path) -> None:
+    async def edit(raised: InterruptRaised, request: InterruptRequest) -> InterruptAnswer:
+        return InterruptAnswer(action="edit", value={**request.payload, "args": {"text": "safer"}})
+
+    _, _, model, tools = await run_agent(
+        tmp_path,
+        turns(tool("write_file", text="hello"), FINAL),
+        policy="policies:\n  p:\n    approval_required: [write_file]\n",
+        responder=edit,
+    )
+    assert tools == ["work#2:[('text', 'safer')]"]
+    assert model.calls[1].inputs["observations"][0]["result"]["seen"] == {"text": "safer"}
