@@ -24,6 +24,9 @@ bench: $(STAMP)
 screenshots: $(STAMP)
 	$(BIN)/python -m tui.screenshots screenshots
 
+fuzz: $(STAMP)
+	DIFFERENTIAL_EXAMPLES=$${FUZZ_EXAMPLES:-20000} nice $(BIN)/python -m pytest -q -p no:cacheprovider tests/engine/test_differential.py
+
 lint: $(STAMP)
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .

@@ -35,9 +35,10 @@ def evaluate_outputs(state: RunState) -> tuple[dict[str, Any], list[str]]:
 def conclude(state: RunState) -> Conclusion:
     """The final status of a run whose scheduling has ended.
 
-    A limit → PARTIAL; a terminate decision → COMPLETED; a non-optional step
-    that failed → FAILED; completion criteria not met → PARTIAL naming what
-    is missing; otherwise COMPLETED.
+    A step that never settled → FAILED (an engine defect, named); a limit →
+    PARTIAL; a non-optional step that failed → FAILED; completion criteria not
+    met → PARTIAL naming what is missing; otherwise COMPLETED — whether a
+    ``terminate`` decision ended it early or not.
     """
     wf = state.wf
     outputs, unevaluated = evaluate_outputs(state)
@@ -51,12 +52,12 @@ def conclude(state: RunState) -> Conclusion:
         for step_id in wf.completion.required_steps
         if state.steps[step_id].status != StepStatus.SUCCEEDED
     ]
+    unsettled = [r.step_id for r in state.steps.values() if not r.status.settled]
+    if unsettled:
+        reason = f"steps never settled: {', '.join(unsettled)} (an engine defect)"
+        return Conclusion(RunStatus.FAILED, reason, missing, outputs)
     if state.limit_reason:
         return Conclusion(RunStatus.PARTIAL, state.limit_reason, missing, outputs)
-    if state.terminated_by:
-        return Conclusion(
-            RunStatus.COMPLETED, f"terminated by {state.terminated_by}", missing, outputs
-        )
     failed = [
         r for r in state.steps.values() if r.status == StepStatus.FAILED and not r.spec.optional
     ]
@@ -67,4 +68,5 @@ def conclude(state: RunState) -> Conclusion:
     if missing:
         reason = f"completion criteria not met, missing: {', '.join(missing)}"
         return Conclusion(RunStatus.PARTIAL, reason, missing, outputs)
-    return Conclusion(RunStatus.COMPLETED, "", missing, outputs)
+    ended = f"terminated by {state.terminated_by}" if state.terminated_by else ""
+    return Conclusion(RunStatus.COMPLETED, ended, missing, outputs)

@@ -17,10 +17,11 @@ from __future__ import annotations
 import json
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
-from typing import Any, Literal, Protocol
+from typing import Any, Literal, Protocol, runtime_checkable
 
 from pydantic import Field
 
+from engine.live import LiveChannel, ModelOutputSink, OutputCoalescer
 from engine.spec import Frozen, StepSpec
 
 
@@ -38,6 +39,14 @@ class ModelCaller(Protocol):
         ...
 
     def usage(self, response: Any) -> CallUsage: ...
+
+
+@runtime_checkable
+class StreamingModelCaller(ModelCaller, Protocol):
+    """A model caller that can also stream: partial text goes to ``sink`` as it arrives
+    (``engine.live``); the returned response is the answer, as from ``complete``."""
+
+    async def stream(self, request: Any, step: StepInfo, sink: ModelOutputSink) -> Any: ...
 
 
 class Retriever(Protocol):
@@ -147,6 +156,8 @@ class StepServices:
     retriever: Retriever | None = None
     extras: dict[str, Any] = field(default_factory=dict)
     """Application services a domain package needs (e.g. the corpus); the engine never reads them."""
+    live: LiveChannel | None = None
+    """Where a streaming model call's partial text goes (never stored); None: calls don't stream."""
     emit_event: Callable[[Any], Any] | None = None
     """Appends a run event of an engine kind (agents emit ``policy_violation``)."""
 
@@ -260,9 +271,24 @@ class StepContext:
         if model is None:
             raise RuntimeError("no model caller is configured for this run")
 
+        index = self._call_index
+        live = self.services.live
+
         async def call() -> Any:
             self.budget.check_call()
-            return await model.complete(request, self.info)
+            if live is None or not isinstance(model, StreamingModelCaller):
+                return await model.complete(request, self.info)
+            output = OutputCoalescer(
+                live,
+                run_id=self.run_id,
+                step_id=self.step_id,
+                iteration=self.iteration,
+                call_index=index,
+            )
+            try:
+                return await model.stream(request, self.info, output.on_event)
+            finally:
+                output.close()
 
         response, replayed = await self.journaled(
             "llm", call, encode=model.encode, decode=lambda data: model.decode(request, data)
@@ -293,7 +319,7 @@ class StepContext:
             encode=lambda a: a.model_dump(mode="json"),
             decode=InterruptAnswer.model_validate,
         )
-        return answer
+        return InterruptAnswer.model_validate(answer)
 
     def emit(self, name: str, payload: dict[str, Any]) -> None:
         """Append a namespaced ``domain`` event (``research.stage``, ...)."""

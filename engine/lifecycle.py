@@ -275,6 +275,9 @@ class EngineBase(ABC):
             return self._finish(runner, None, "", end.waiting)
         if end.waiting:
             return self._finish(runner, RunStatus.WAITING, "", end.waiting)
+        defect = _fail_unsettled(runner)
+        if defect:
+            return self._finish(runner, RunStatus.FAILED, defect, ())
         return self._finish(runner, None, "", end.waiting)
 
     def _finish(
@@ -322,6 +325,25 @@ def _release(store: BaseRunStore, run_id: str) -> None:
         store.release_owner(run_id)
     except Exception:  # the store itself failed; the original error matters more
         pass
+
+
+def _fail_unsettled(runner: StepRunner) -> str:
+    """The invariant of every finished run: no step is left PENDING or RUNNING. A scheduler
+    that ended with such steps has a defect; they fail with it named, and so does the run."""
+    unsettled = [
+        step_id
+        for step_id in runner.graph.topological_order()
+        if not runner.state.steps[step_id].status.settled
+    ]
+    if not unsettled:
+        return ""
+    reason = (
+        f"the {runner.engine_name} scheduler ended with {', '.join(unsettled)} never settled "
+        "(an engine defect; please report it with this run)"
+    )
+    for step_id in unsettled:
+        runner.fail_unsettled(step_id, reason)
+    return reason
 
 
 def _skip_remaining(runner: StepRunner, reason: str) -> None:

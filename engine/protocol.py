@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any, Literal, Protocol
 from pydantic import Field
 
 from engine.context import InterruptAnswer, InterruptRequest, ModelCaller, Retriever
+from engine.live import LiveChannel
 from engine.spec import Frozen, WorkflowDefinition
 from engine.states import RunStatus, StepStatus
 
@@ -63,6 +64,8 @@ class RunContext:
     """Answers given ahead of time (``workbench resume --answer``), by interrupt id or step id."""
     replay_from: str | None = None
     """A run whose journal answers this run's calls first (shadow mode's second engine)."""
+    live: LiveChannel | None = None
+    """Live (unstored) model output while calls stream (engine/live.py); None: no streaming."""
 
 
 class ExecutionResult(Frozen):

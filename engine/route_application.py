@@ -127,7 +127,9 @@ class RouteApplication:
             if signal.run_status == RunStatus.PARTIAL:
                 state.limit_reason = signal.reason or ""
             else:
-                state.terminated_by = step_id
+                state.terminated_by = state.terminated_by or step_id
+                for cut_off in self.graph.led_to_by(step_id):
+                    state.stopped.setdefault(cut_off, f"terminated by {step_id}")
             return
         target = signal.next_step_id
         if target is None:
@@ -136,6 +138,8 @@ class RouteApplication:
             state.loop_counts[step_id] = state.loop_counts.get(step_id, 0) + 1
             body = self.graph.between(target, step_id)
             for reset_id in body:
+                if reset_id != step_id:  # an inner loop counts afresh on each outer pass
+                    state.loop_counts.pop(reset_id, None)
                 reset = state.steps[reset_id]
                 reset.reset(routers_reset=set(body))
                 save(reset)

@@ -172,11 +172,17 @@ class StepRunner:
             model=run.model,
             retriever=run.retriever,
             extras=run.extras,
+            live=run.live,
         )
         self._order = {step_id: index for index, step_id in enumerate(graph.topological_order())}
         self._dependencies = {step_id: graph.dependencies(step_id) for step_id in state.steps}
         self._routers = {step_id: graph.routers_of(step_id) for step_id in state.steps}
         self._visible: dict[str, list[str]] = {}
+        self._loop_guards = _loop_guards(graph)
+        self._guarded: dict[str, list[str]] = {}
+        for guarded, routers in self._loop_guards.items():
+            for router in routers:
+                self._guarded.setdefault(router, []).append(guarded)
 
     @property
     def run_id(self) -> str:
@@ -188,6 +194,11 @@ class StepRunner:
 
     def dependents(self, step_id: str) -> list[str]:
         return self.graph.dependents(step_id)
+
+    def followers(self, step_id: str) -> list[str]:
+        """The steps whose readiness may change when ``step_id`` settles: its dependents,
+        and, for a loop's router, the steps outside the loop that wait for its last pass."""
+        return [*self.graph.dependents(step_id), *self._guarded.get(step_id, ())]
 
     def order_key(self, step_id: str) -> int:
         return self._order[step_id]
@@ -204,7 +215,12 @@ class StepRunner:
             if detour is not None and dependency == detour.declared_by and step_id != detour.target:
                 return WAIT
             statuses.append(status)
+        for router in self._loop_guards.get(step_id, ()):
+            if not steps[router].status.settled:
+                return WAIT
         record = steps[step_id]
+        if step_id in self.state.stopped:
+            return Readiness("skip", f"run stopped: {self.state.stopped[step_id]}")
         routers = [r for r in self._routers[step_id] if steps[r].status == StepStatus.SUCCEEDED]
         if routers and not record.routed_by.intersection(routers):
             return Readiness("skip", f"not routed (by {', '.join(routers)})")
@@ -236,6 +252,10 @@ class StepRunner:
             self.recorder.save(record)
             self.routes.after_settle(record, effects)
         return effects
+
+    def fail_unsettled(self, step_id: str, reason: str) -> None:
+        """Fail a step a scheduler left unsettled at the end of a run (see lifecycle)."""
+        self._settle_failed(self.state.steps[step_id], reason, started=False)
 
     def settle_stopped(self, step_id: str, reason: str) -> None:
         """Skip a step the run's stop cut off (cancelled, a limit, a termination)."""
@@ -286,6 +306,9 @@ class StepRunner:
         state = self.state
         record = state.steps[step_id]
         spec = record.spec
+        if step_id in state.answering:  # restored while waiting: its start is counted already
+            state.answering.discard(step_id)
+            continuing = True
         if not continuing and self.step_limit_reached():
             state.limit_reason = f"max_step_runs {self.recorder.step_bound} reached"
             return StepOutcome(step_id, record.status)
@@ -302,6 +325,7 @@ class StepRunner:
         if not continuing:
             state.step_runs += 1
             record.runs += 1
+            record.attempt = 1
         record.status = StepStatus.RUNNING
         record.reason = ""
         record.changed()
@@ -345,12 +369,13 @@ class StepRunner:
         return self._settle_succeeded(record, outputs, signal, ctx, time.monotonic() - started)
 
     def upstream_outputs(self, step_id: str) -> dict[str, dict[str, Any]]:
-        """Outputs of every step ``step_id`` can see that has produced some, farthest first."""
+        """Outputs of every step ``step_id`` can see whose latest settled pass succeeded,
+        farthest first (a pass skipped or failed hides what earlier passes produced)."""
         steps = self.state.steps
         return {
             visible_id: steps[visible_id].outputs
             for visible_id in self.visible(step_id)
-            if steps[visible_id].status == StepStatus.SUCCEEDED or steps[visible_id].history
+            if steps[visible_id].status == StepStatus.SUCCEEDED or steps[visible_id].outputs
         }
 
     def _context(self, record: StepRecord, attempt: int, **extra: Any) -> StepContext:
@@ -387,7 +412,11 @@ class StepRunner:
         """Call the implementation, retrying failures and repairing one invalid model answer."""
         spec = record.spec
         first_index = ctx.next_call_index
-        attempt = 1
+        attempt = record.attempt
+        if attempt > 1:  # run again for an answer: the failed attempts are not repeated
+            stats = ctx.stats
+            ctx = self._context(record, attempt=attempt, first_call_index=first_index)
+            ctx.stats = stats
         while True:
             try:
                 return await self._call_with_repair(record, registered, inp, ctx), ctx
@@ -398,6 +427,7 @@ class StepRunner:
                 if attempt > spec.retries:
                     raise StepError(message) from None
                 attempt += 1
+                record.attempt = attempt
                 self.recorder.emit(
                     StepRetrying(
                         run_id=self.run_id,
@@ -585,3 +615,16 @@ def _describe(error: BaseException, timeout_s: float | None) -> str:
 
 def _note(answer: InterruptAnswer) -> str:
     return f" ({answer.note})" if answer.note else ""
+
+
+def _loop_guards(graph: WorkflowGraph) -> dict[str, list[str]]:
+    """Per step outside a loop that depends on a step of the loop's body, the loop routers
+    it waits for: it runs once, after the loop's last pass, and sees that pass's outputs."""
+    guards: dict[str, list[str]] = {}
+    for edge in graph.loop_edges:
+        body = set(graph.between(edge.target, edge.source))
+        for inside in body:
+            for dependent in graph.dependents(inside):
+                if dependent not in body and edge.source not in guards.get(dependent, []):
+                    guards.setdefault(dependent, []).append(edge.source)
+    return guards

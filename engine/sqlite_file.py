@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import sqlite3
 from pathlib import Path
+from typing import Literal
 
 
 class StoreFileError(Exception):
@@ -31,7 +32,7 @@ def open_sqlite_file(
     *,
     schema: str,
     version: int,
-    isolation_level: str | None = "DEFERRED",
+    isolation_level: Literal["DEFERRED", "EXCLUSIVE", "IMMEDIATE"] | None = "DEFERRED",
     busy_timeout_s: float = 5.0,
 ) -> sqlite3.Connection:
     """A connection to ``path`` in WAL mode with ``schema`` applied, stamped with ``version``.

@@ -12,6 +12,7 @@ from router.bulkhead import Bulkhead, BulkheadBoard
 from router.clock import Clock
 from router.config import ProviderConfig, RouterPolicy
 from router.metrics import ProviderMetrics
+from router.model_health import ModelHealth
 from router.models import BreakerState, ProviderSnapshot
 from router.providers.base import Provider
 from router.stats import BreakerRecord, StoredProvider
@@ -39,7 +40,17 @@ class ProviderRuntime:
         self.name = cfg.name
         self.provider = provider
         self.breaker = CircuitBreaker(
-            policy.breaker_policy(), clock, lambda t: on_transition(self, t)
+            policy.breaker_policy(),
+            clock,
+            lambda t: on_transition(self, t),
+            random.Random(rng.random()),
+        )
+        self.models = ModelHealth(
+            policy.breaker_policy(),
+            clock,
+            random.Random(rng.random()),
+            policy.bad_answer_strikes,
+            lambda model, t: on_transition(self, t),
         )
         self.buckets = DualBucket(cfg.rpm, cfg.tpm, clock)
         self.throttle = AdaptiveThrottle(
@@ -64,7 +75,9 @@ class ProviderRuntime:
 
     def restore(self, stored: StoredProvider, now_wall: float) -> None:
         self.metrics.seed(
-            stored.recent, (stored.totals.requests, stored.totals.successes, stored.totals.failures)
+            stored.recent,
+            (stored.totals.requests, stored.totals.successes, stored.totals.failures),
+            stored.totals.cost_usd,
         )
         row = stored.breaker
         if row is None:
@@ -110,6 +123,7 @@ class ProviderRuntime:
             kind=self.cfg.kind,
             state=view.state,
             cooldown_remaining_s=round(view.cooldown_remaining_s, 3),
+            cooldown_ceiling_s=round(view.ceiling_s, 3),
             consecutive_trips=view.consecutive_trips,
             success_rate=self.metrics.success_rate(),
             health_score=round(health_score, 4),
@@ -136,4 +150,7 @@ class ProviderRuntime:
             last_error_status=self.last_error.status,
             changed_wall=view.changed_wall,
             models=dict(self.cfg.models),
+            unhealthy_models=self.models.unhealthy(),
+            cost_usd_total=round(self.metrics.cost_usd_total, 6),
+            structured_output=dict(self.provider.structured_modes()),
         )

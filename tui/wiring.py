@@ -26,6 +26,7 @@ import research.steps  # noqa: F401 - registers the research steps in the engine
 from engine.agents.port import PORT_EXTRA
 from engine.context import CallUsage, StepInfo
 from engine.events import ProviderState, RunEvent, RunStarted
+from engine.live import LiveChannel, ModelOutputSink
 from engine.protocol import (
     InterruptResponder,
     RunContext,
@@ -44,6 +45,7 @@ from router.config import RouterConfig, effective_router_config
 from router.local import TaskHandlerRegistry
 from router.models import ChatRequest, ChatResponse, ProviderSnapshot
 from router.router import SmartModelRouter, build_router
+from router.streaming import StreamEvent
 from router.tiebreak import choose_target
 from tui import agents_wiring
 from tui.config import ConfigError, WorkbenchConfig, active_config
@@ -97,15 +99,28 @@ class RouterModelCaller:
         self.router = router
 
     async def complete(self, request: Any, step: StepInfo) -> ChatResponse:
+        return await self.router.complete(self._request(request, step))
+
+    @staticmethod
+    def _request(request: Any, step: StepInfo) -> ChatRequest:
         if not isinstance(request, ChatRequest):
             raise TypeError(
                 f"step {step.step_id} passed {type(request).__name__}; llm() takes a router ChatRequest"
             )
-        if step.tier is not None and request.tier == 1 and step.tier != 1:
-            request = request.model_copy(update={"tier": step.tier})
-        if step.profile and not request.profile:
-            request = request.model_copy(update={"profile": step.profile})
-        return await self.router.complete(request)
+        checked: ChatRequest = request
+        if step.tier is not None and checked.tier == 1 and step.tier != 1:
+            checked = checked.model_copy(update={"tier": step.tier})
+        if step.profile and not checked.profile:
+            checked = checked.model_copy(update={"profile": step.profile})
+        return checked
+
+    async def stream(self, request: Any, step: StepInfo, sink: ModelOutputSink) -> ChatResponse:
+        """``complete``, streamed: the router's partial text goes to the engine's live sink."""
+
+        def forward(event: StreamEvent) -> None:
+            sink(event.kind, event.provider, event.text)
+
+        return await self.router.stream(self._request(request, step), forward)
 
     def encode(self, response: Any) -> dict[str, Any]:
         return response.model_dump(mode="json")
@@ -333,6 +348,7 @@ def build_run_context(
         retriever=CorpusRetriever(corpus, collections),
         tie_breaker=router_tie_breaker(router),
         responder=responder,
+        live=LiveChannel(),
         extras={
             RUNS_DIR_EXTRA: str(root / "runs"),
             ROUTER_EXTRA: router,

@@ -1051,7 +1051,10 @@ CASES = [
     ),
     pytest.param(
         "name: w\nsteps: " + "[" * 45 + "]" * 45 + "\n",
-        ["2:47: the YAML nests more than 40 levels deep"],
+        [
+            "2:47: the YAML nests more than 40 levels deep; flatten it"
+            " (a workflow needs fewer than ten levels)"
+        ],
         id="too_deep",
     ),
     pytest.param(

@@ -23,8 +23,7 @@ def approve_in_the_app(
     try:
         for words in waiting:
             term.wait_for(words)
-        term.child.send(F2)
-        term.wait_for("COMPLETED")
+        term.press(F2, lambda: "COMPLETED" in term.text(), "the run completing")
         term.quit()
     finally:
         term.close()
