@@ -166,6 +166,8 @@ class StepServices:
     """Application services a domain package needs (e.g. the corpus); the engine never reads them."""
     live: LiveChannel | None = None
     """Where a streaming model call's partial text goes (never stored); None: calls don't stream."""
+    emit_event: Callable[[Any], Any] | None = None
+    """Appends a run event of an engine kind (agents emit ``policy_violation``)."""
 
 
 @dataclass

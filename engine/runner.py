@@ -169,6 +169,7 @@ class StepRunner:
             budget=state.budget,
             ask=self.interrupts.ask,
             emit_domain=self.recorder.emit_domain,
+            emit_event=self.recorder.emit,
             model=run.model,
             retriever=run.retriever,
             extras=run.extras,

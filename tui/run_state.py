@@ -31,6 +31,8 @@ from engine.events import (
     StepStarted,
 )
 from engine.states import RoutingSignal, StepStatus
+from tui.agent_trail import AdvisoryGraph
+from tui.agent_trail import fold as fold_agent_event
 
 Part = Literal["graph", "steps", "providers", "rounds", "log", "prompts", "status"]
 DIMENSIONS: tuple[str, ...] = ("coverage", "source_quality", "agreement", "verification", "recency")
@@ -57,6 +59,8 @@ class StepView:
     providers: list[str] = field(default_factory=list)
     held_by: str | None = None
     """Interrupt id that holds this step (LangGraph pauses its whole superstep)."""
+    trail: list[str] = field(default_factory=list)
+    """An agent step's thoughts, actions, observations and decisions (tui/agent_trail.py)."""
 
 
 @dataclass(frozen=True)
@@ -120,6 +124,7 @@ class RunView:
     last_ts: float = 0.0
     changed_steps: set[str] = field(default_factory=set)
     """Steps whose drawing changed since the screen last took them (see take_changed_steps)."""
+    advisory: AdvisoryGraph = field(default_factory=AdvisoryGraph)
 
     # -- folding -------------------------------------------------------------
     def apply(self, event: RunEvent) -> set[Part]:
@@ -264,7 +269,13 @@ class RunView:
         if e.name == "research.stage":
             self.stage = str(e.payload.get("stage", ""))
             return {"status"}
+        if e.name.startswith(("agent.", "advisory.")):
+            grew = fold_agent_event(e, self.advisory, self._step, self._add_edge)
+            return {"graph", "steps"} if grew else {"steps"}
         return set()
+
+    def _add_edge(self, source: str, target: str) -> None:
+        self.edges.append(Edge(source, target, "depends_on"))
 
     def _round_scored(self, payload: dict[str, Any]) -> None:
         number = int(payload.get("round", len(self.rounds) + 1))

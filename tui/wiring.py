@@ -23,6 +23,7 @@ from typing import Any
 import httpx
 
 import research.steps  # noqa: F401 - registers the research steps in the engine's registry
+from engine.agents.port import PORT_EXTRA
 from engine.context import CallUsage, StepInfo
 from engine.events import ProviderState, RunEvent, RunStarted
 from engine.live import LiveChannel, ModelOutputSink
@@ -46,6 +47,7 @@ from router.models import ChatRequest, ChatResponse, ProviderSnapshot
 from router.router import SmartModelRouter, build_router
 from router.streaming import StreamEvent
 from router.tiebreak import choose_target
+from tui import agents_wiring
 from tui.config import ConfigError, WorkbenchConfig, active_config
 
 CORPUS_FILE = "corpus.sqlite"
@@ -61,7 +63,7 @@ def extractive_handlers(registry: TaskHandlerRegistry | None = None) -> TaskHand
         registry.register(
             task, lambda request, handler=handler: handler(dict(request.inputs)), replace=True
         )
-    return registry
+    return agents_wiring.register_agent_handlers(registry)
 
 
 def extractive_responder() -> Any:
@@ -286,6 +288,9 @@ def _router_for_run(
 ) -> SmartModelRouter:
     env = environ if environ is not None else os.environ
     resolved = config if config is not None else settings.effective_router(env)
+    resolved = agents_wiring.with_agent_profiles(
+        resolved, agents_wiring.register_agent_steps().registry
+    )
     return build_workbench_router(
         root, config=resolved, environ=env, transport=transport, clock=clock
     )
@@ -338,7 +343,13 @@ def build_run_context(
         store=store,
         inputs=dict(inputs),
         run_id=run_id,
-        model=RouterModelCaller(router),
+        model=agents_wiring.AgentAwareModelCaller(
+            RouterModelCaller(router),
+            router,
+            lambda local: build_workbench_router(
+                None, config=local, environ=environ, transport=transport, clock=clock
+            ),
+        ),
         retriever=CorpusRetriever(corpus, collections),
         tie_breaker=router_tie_breaker(router),
         responder=responder,
@@ -347,6 +358,7 @@ def build_run_context(
             RUNS_DIR_EXTRA: str(root / "runs"),
             ROUTER_EXTRA: router,
             CORPUS_EXTRA: corpus,
+            PORT_EXTRA: agents_wiring.RouterAgentPort(router),
             "wiring.unsubscribe": [unsubscribe_store, unsubscribe_router],
         },
     )
@@ -355,6 +367,8 @@ def build_run_context(
 async def close_run_context(context: RunContext, *, close_store: bool = False) -> None:
     for unsubscribe in context.extras.get("wiring.unsubscribe", []):
         unsubscribe()
+    if isinstance(context.model, agents_wiring.AgentAwareModelCaller):
+        await context.model.aclose()
     router = context.extras.get(ROUTER_EXTRA)
     if router is not None:
         await router.aclose()

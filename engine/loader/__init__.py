@@ -27,6 +27,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from engine.errors import Problem, WorkflowLoadError
+from engine.loader.advisory_mode import MODE_KEYS, advisory_root
 from engine.loader.graph_checks import check_graph
 from engine.loader.located_yaml import MAX_DEPTH, Node, YamlReader
 from engine.loader.names import closest, type_name
@@ -84,14 +85,17 @@ def _shape(
 ) -> tuple[WorkflowDefinition | None, StepIndex]:
     """Stage 2: the definition, or None when a problem was found."""
     for key in root.value:
-        if key not in TOP_KEYS:
+        if key not in TOP_KEYS and key not in MODE_KEYS:
             problems.add(
                 root.key_mark(key),
-                f"unknown key '{key}'{closest(key, TOP_KEYS)}; a workflow has {', '.join(TOP_KEYS)}",
+                f"unknown key '{key}'{closest(key, TOP_KEYS + MODE_KEYS)}; a workflow has {', '.join(TOP_KEYS)}",
             )
-    for required in ("name", "steps"):
+    advisory = "mode" in root.value
+    for required in ("name",) if advisory else ("name", "steps"):
         if required not in root.value:
             problems.add(root, f"missing required key '{required}'; add it")
+    if advisory:
+        root = advisory_root(problems, root, registry)
     header = read_header(problems, root)
     steps, step_index = read_steps(problems, expand_steps(problems, root), registry)
     if header is not None:

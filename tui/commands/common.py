@@ -27,7 +27,7 @@ from engine.protocol import ExecutionResult, InterruptResponder, RunContext
 from engine.spec import WorkflowDefinition
 from engine.states import RunStatus
 from engine.store import RunOwned, RunStore
-from tui import wiring
+from tui import agents_wiring, wiring
 from tui.workbench import register_steps
 
 RUNS_FILE = "runs.sqlite"
@@ -72,6 +72,13 @@ def load_or_exit(path: str, exit_code: int) -> WorkflowDefinition:
     except WorkflowLoadError as error:
         for problem in error.problems:
             click.echo(str(problem), err=True)
+        registry = agents_wiring.register_agent_steps()
+        if registry.problems and any("agent." in p.message for p in error.problems):
+            click.echo(
+                f"note: the agent registry has {len(registry.problems)} problem(s) and leaves"
+                " those agents out; `workbench registry validate` lists them",
+                err=True,
+            )
         sys.exit(exit_code)
 
 

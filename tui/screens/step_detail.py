@@ -56,7 +56,9 @@ class StepDetailScreen(ModalScreen[None]):
 
 What the step was given, what it produced, how the run was routed after it
 (each condition evaluated in order, and the reason), its tokens, latency and
-the provider that answered. **Escape** closes.
+the provider that answered. An agent step (or an advisory run's orchestrator)
+shows its trail: each thought and action, each observation or refusal, each
+decision with its reasoning. **Escape** closes.
 """
     BINDINGS = [Binding("escape,q", "dismiss", "Close", id="detail.close")]
 
@@ -87,6 +89,9 @@ the provider that answered. **Escape** closes.
             yield Static(_json(s.outputs), classes="detail-json")
             yield Static("Route decision", classes="detail-heading")
             yield Static(route_table(s), id="detail-route")
+            if s.trail:
+                yield Static("Agent trail", classes="detail-heading")
+                yield Static(Text("\n".join(s.trail)), id="detail-trail")
         yield Footer()
 
     def on_mount(self) -> None:
