@@ -6,30 +6,19 @@ module only assembles them.
 
 from __future__ import annotations
 
-import sys
-
 import click
 from click.core import ParameterSource
 
-from engine.sqlite_file import StoreFileError
-from router.errors import StatsFileError
 from tui import agents_wiring
-from tui.commands import (
-    app_cmds,
-    registry_cmds,
-    research_cmds,
-    router_cmds,
-    run_cmds,
-    runs_cmds,
-)
-from tui.commands.common import BAD_INPUT
+from tui.commands import app_cmds, registry_cmds, research_cmds, router_cmds, run_cmds, runs_cmds
 from tui.config import CONFIG_ENV, CONFIG_PATH_KEY, CONFIG_REQUIRED_KEY
+from tui.failures import FailureBoundary
 
 COMMAND_MODULES = (run_cmds, runs_cmds, router_cmds, research_cmds, registry_cmds, app_cmds)
 """Each module lists its click commands in ``COMMANDS``."""
 
 
-@click.group(invoke_without_command=True)
+@click.group(cls=FailureBoundary, invoke_without_command=True)
 @click.option(
     "--workspace",
     type=click.Path(file_okay=False),
@@ -39,7 +28,7 @@ COMMAND_MODULES = (run_cmds, runs_cmds, router_cmds, research_cmds, registry_cmd
 @click.option(
     "--config",
     "config_path",
-    type=click.Path(dir_okay=False),
+    type=click.Path(),
     envvar=CONFIG_ENV,
     help="The config file (default: $WORKBENCH_CONFIG, else config.yaml in the user config dir).",
 )
@@ -62,16 +51,9 @@ for _module in COMMAND_MODULES:
         cli.add_command(_command)
 
 
-UNOPENABLE_FILES = (StoreFileError, StatsFileError)
-"""A workspace file that cannot be opened, from whichever command: one line, exit code 2."""
-
-
 def main() -> None:
-    try:
-        cli(prog_name="workbench")
-    except UNOPENABLE_FILES as error:
-        click.echo(f"error: {error}", err=True)
-        sys.exit(BAD_INPUT)
+    """Run ``workbench``; every failure is one line (tui/failures.py), never a traceback."""
+    cli(prog_name="workbench")
 
 
 if __name__ == "__main__":

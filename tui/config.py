@@ -256,6 +256,11 @@ def load_config(path: Path | None = None, *, must_exist: bool = False) -> Workbe
         if must_exist:
             raise ConfigError(f"{path}: no such config file; check the --config path") from None
         return WorkbenchConfig()
+    except IsADirectoryError:
+        raise ConfigError(
+            f"{path}: is a folder, not a config file; name a YAML file with --config or "
+            f"{CONFIG_ENV}"
+        ) from None
     except (OSError, UnicodeDecodeError) as exc:
         raise ConfigError(
             f"{path}:1: cannot read the config file ({exc.__class__.__name__}); "

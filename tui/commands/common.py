@@ -28,10 +28,10 @@ from engine.spec import WorkflowDefinition
 from engine.states import RunStatus
 from engine.store import RunOwned, RunStore
 from tui import agents_wiring, wiring
+from tui.failures import BAD_INPUT
 from tui.workbench import register_steps
 
 RUNS_FILE = "runs.sqlite"
-BAD_INPUT = 2
 EXIT_CODES: dict[RunStatus, int] = {
     RunStatus.COMPLETED: 0,
     RunStatus.FAILED: 1,

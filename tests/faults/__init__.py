@@ -1,0 +1,1 @@
+"""The fault matrix: every command family under every fault, through the real `workbench` executable."""
