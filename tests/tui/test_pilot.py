@@ -68,7 +68,7 @@ async def test_replay_steps_backwards_and_forwards(workbench: Workbench) -> None
         await press(pilot, "comma", lambda: screen.position == 22)
         await press(pilot, "comma", lambda: screen.position == 21)
         await press(pilot, "full_stop", lambda: screen.position == 22)
-        await press(pilot, "end", lambda: screen.position == total)
+        await press(pilot, "end", lambda: dag.scroll_y == dag.max_scroll_y)
         timeline.focus()
         await until(pilot, lambda: app.focused is timeline)
         await press(pilot, "end", lambda: screen.position == total)
