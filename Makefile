@@ -22,7 +22,7 @@ bench: $(STAMP)
 	$(BIN)/python -m tests.benchmarks
 
 screenshots: $(STAMP)
-	$(BIN)/python -m tui.screenshots screenshots
+	$(BIN)/python -m tui.dev.screenshots screenshots
 
 lint: $(STAMP)
 	$(BIN)/ruff check .

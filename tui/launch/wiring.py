@@ -240,7 +240,7 @@ def open_corpus(
 
 def resolve_workspace(workspace: str | Path | None) -> Path:
     if workspace is None:
-        from tui.workbench import default_workspace
+        from tui.launch.workbench import default_workspace
 
         path = default_workspace()
     else:
