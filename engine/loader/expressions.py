@@ -27,6 +27,8 @@ class Expression:
     where: str
     step: StepSpec | None
     routing: bool = False
+    condition: bool = False
+    """Read as true or false (``when``, conditions, ``terminate_when``, ``detour.when``)."""
 
 
 def compile_checked(
@@ -63,7 +65,7 @@ def compile_checked(
             f"{where}: {expr!r} gives {_A[kind]}, never true or false; write a condition,"
             " e.g. a comparison (x > 0, x == 'done') or has(...)",
         )
-    expressions.append(Expression(compiled, at, where, step, routing))
+    expressions.append(Expression(compiled, at, where, step, routing, condition))
     return compiled
 
 

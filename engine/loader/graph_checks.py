@@ -56,6 +56,8 @@ def check_graph(
                     )
     for expression in step_index.expressions:
         _check_references(problems, step_index, registry, wf, graph, expression)
+        if expression.condition:
+            _check_read_as_condition(problems, registry, wf, expression)
     for spec in wf.steps:
         if spec.context is None:
             continue
@@ -66,6 +68,58 @@ def check_graph(
                     step_index.node(spec.id, "context", "requires", index),
                     f"step '{spec.id}': context.requires '{ref}' is not upstream of '{spec.id}'; add '{step_part}' to depends_on or drop it{step_index.sources[spec.id].origin}",
                 )
+
+
+def _check_read_as_condition(
+    problems: Problems, registry: StepRegistry, wf: WorkflowDefinition, expression: Expression
+) -> None:
+    """A condition that is one name whose type is declared — an input, a step's status or
+    iteration, an output field of a step's output model — must be a boolean one."""
+    compiled = expression.compiled
+    if len(compiled.references) != 1 or compiled.text.strip() != str(compiled.references[0]):
+        return
+    path = compiled.references[0].path
+    declared: str | None = None
+    if path[0] == "inputs" and len(path) == 2 and path[1] in wf.inputs:
+        declared = wf.inputs[path[1]].type
+    elif path == ("iteration",) or (path[0] == "steps" and path[2:] == ("iteration",)):
+        declared = "int"
+    elif path[0] == "steps" and path[2:] == ("status",):
+        declared = "string"
+    elif path[0] == "steps" and len(path) == 4 and path[2] == "outputs":
+        declared = _output_field_type(registry, wf, path[1], path[3])
+    elif path[0] == "outputs" and len(path) == 2 and expression.step is not None:
+        declared = _output_field_type(registry, wf, expression.step.id, path[1])
+    if declared is None or declared == "bool":
+        return
+    problems.add(
+        expression.node,
+        f"{expression.where}: {compiled.text!r} is declared {declared}, never true or false;"
+        f" compare it, e.g. {_EXAMPLES.get(path[-1], _EXAMPLES.get(declared, '{} > 0')).format(compiled.text)}",
+    )
+
+
+_EXAMPLES = {
+    "status": "{} == 'SUCCEEDED'",
+    "string": "{} == 'done'",
+    "list": "size({}) > 0",
+    "dict": "size({}) > 0",
+}
+
+
+def _output_field_type(
+    registry: StepRegistry, wf: WorkflowDefinition, step_id: str, name: str
+) -> str | None:
+    """The declared type of a step's output field when it is one plain type, else None."""
+    if step_id not in wf.step_ids:
+        return None
+    uses = wf.step(step_id).uses
+    if uses not in registry:
+        return None
+    field = registry.get(uses).output_model.model_fields.get(name)
+    plain = {bool: "bool", int: "int", float: "float", str: "string", list: "list", dict: "dict"}
+    annotation = field.annotation if field is not None else None
+    return plain.get(annotation) if isinstance(annotation, type) else None
 
 
 def _report_cycle(

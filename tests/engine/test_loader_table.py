@@ -1232,6 +1232,39 @@ CASES = [
     """,
         "3:35: default of input 'n' must be at least 1, got 0; change the default or the bounds",
     ),
+    case(
+        "when_is_a_string_input",
+        """
+        name: w
+        inputs:
+          topic: {type: string, default: x}
+        steps:
+          - {id: a, uses: demo.any, when: inputs.topic}
+    """,
+        "5:35: step 'a' when: 'inputs.topic' is declared string, never true or false; compare it, e.g. inputs.topic == 'done'",
+    ),
+    case(
+        "condition_is_a_status",
+        """
+        name: w
+        steps:
+          - {id: a, uses: demo.any}
+          - {id: b, uses: demo.any, depends_on: [a], when: steps.a.status}
+    """,
+        "4:52: step 'b' when: 'steps.a.status' is declared string, never true or false; compare it, e.g. steps.a.status == 'SUCCEEDED'",
+    ),
+    case(
+        "condition_is_a_number_output",
+        """
+        name: w
+        steps:
+          - id: a
+            uses: demo.judge
+            routing: {kind: conditional, next: b, conditions: [{expr: "outputs.confidence", target: b}]}
+          - {id: b, uses: demo.any}
+    """,
+        "5:63: step 'a' routing.conditions[0]: 'outputs.confidence' is declared float, never true or false; compare it, e.g. outputs.confidence > 0",
+    ),
 ]
 
 
@@ -1249,3 +1282,33 @@ def test_malformed_definition_reports_exact_location_and_message(
 
 def test_the_table_covers_at_least_forty_definitions() -> None:
     assert len(CASES) >= 40
+
+
+ACCEPTED = [
+    case(
+        "when_is_a_bool_input",
+        """
+        name: w
+        inputs:
+          go: {type: bool, default: true}
+        steps:
+          - {id: a, uses: demo.any, when: inputs.go}
+    """,
+    ),
+    case(
+        "condition_is_a_bool_output",
+        """
+        name: w
+        steps:
+          - id: a
+            uses: demo.judge
+            routing: {kind: conditional, next: b, conditions: [{expr: outputs.terminate, target: b}]}
+          - {id: b, uses: demo.any}
+    """,
+    ),
+]
+
+
+@pytest.mark.parametrize("text, expected", ACCEPTED)
+def test_conditions_whose_declared_type_is_boolean_load(text: str, expected: list[str]) -> None:
+    assert load_workflow_text(text, source="wf.yaml", registry=REGISTRY).steps

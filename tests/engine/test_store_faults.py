@@ -133,7 +133,7 @@ def tiny_disk(tmp_path: Path) -> Iterator[Path]:
     mount = tmp_path / "disk"
     mount.mkdir()
     mounted = subprocess.run(
-        ["mount", "-t", "tmpfs", "-o", "size=512k", "tmpfs", str(mount)],
+        ["mount", "-t", "tmpfs", "-o", "size=2m", "tmpfs", str(mount)],
         capture_output=True,
         text=True,
     )
@@ -174,3 +174,52 @@ def test_a_full_disk_is_a_store_write_error_and_freeing_space_lets_writes_contin
     store.close()
     with closing(sqlite3.connect(db)) as raw:
         assert raw.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
+
+
+def workbench_cli(workspace: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "COLUMNS": "250"}
+    env.pop("WORKBENCH_HOME", None)
+    return subprocess.run(
+        [sys.executable, "-m", "tui.cli", "--workspace", str(workspace), *args],
+        cwd=REPO,
+        env=env,
+        capture_output=True,
+        text=True,
+        stdin=subprocess.DEVNULL,
+        timeout=240,
+    )
+
+
+def fill(disk: Path, leave_bytes: int) -> Path:
+    """A file that takes all of ``disk``'s free space but ``leave_bytes``."""
+    filler = disk / "filler"
+    free = shutil.disk_usage(disk).free
+    filler.write_bytes(b"\0" * max(0, free - leave_bytes))
+    return filler
+
+
+def test_a_disk_that_fills_up_mid_run_stops_it_in_one_line_and_resume_finishes_it(
+    tiny_disk: Path,
+) -> None:
+    workflow = str(WORKFLOWS_DIR / "fan_out.yaml")
+    first = workbench_cli(tiny_disk, "run", workflow, "--headless")
+    assert first.returncode == 0, first.stderr
+    filler = fill(tiny_disk, 250 * 1024)  # room to start a run, not to finish it
+    stopped = workbench_cli(tiny_disk, "run", workflow, "--headless")
+    assert stopped.returncode == 2, stopped.stdout + stopped.stderr
+    assert stopped.stderr.strip().splitlines() == [
+        f"error: {tiny_disk / 'runs.sqlite'}: cannot write the run store (database or disk is"
+        " full) — free disk space, then continue a stopped run with workbench resume; what was"
+        " stored before is kept"
+    ]
+    filler.unlink()
+    with RunStore(tiny_disk / "runs.sqlite") as store:
+        newest, earlier = store.list_runs()
+        assert earlier.status == RunStatus.COMPLETED
+        assert newest.stopped
+    resumed = workbench_cli(tiny_disk, "resume", newest.run_id)
+    assert resumed.returncode == 0, resumed.stdout + resumed.stderr
+    with closing(sqlite3.connect(tiny_disk / "runs.sqlite")) as raw:
+        assert raw.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
+    with RunStore(tiny_disk / "runs.sqlite") as store:
+        assert store.get_run(newest.run_id).status == RunStatus.COMPLETED
