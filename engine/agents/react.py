@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -78,6 +79,18 @@ class AgentKit:
         ledger = extras.setdefault(LEDGER_EXTRA, Ledger())
         port = extras.get(PORT_EXTRA) or DirectPort()
         return cls(registry, Governance(registry), port, ledger)
+
+
+def governed(ctx: StepContext, check: Callable[[], Refusal | None]) -> Refusal | None:
+    """A policy decision that replays as it was made: when the journal already holds the
+    call this decision guards, the decision is the journal's (a refusal recorded then, or the
+    call made then) — not a new check against counters or policy files that have moved on."""
+    entry = ctx.services.journal.get(ctx.run_id, ctx.step_id, ctx.iteration, ctx.next_call_index)
+    if entry is None:
+        return check()
+    if entry.kind == "policy":
+        return Refusal.model_validate(entry.payload)
+    return None
 
 
 async def record_refusal(ctx: StepContext, refusal: Refusal, agent: str) -> bool:
@@ -185,7 +198,7 @@ class AgentLoop:
     async def run(self) -> AgentResult:
         agent = self.agent
         for iteration in range(1, agent.max_iterations + 1):
-            refusal = self._check_model()
+            refusal = governed(self.ctx, self._check_model)
             if refusal is not None:
                 self.live = not await record_refusal(self.ctx, refusal, self.name) or self.live
                 return self._finish(
@@ -224,6 +237,7 @@ class AgentLoop:
             agent.model,
             self.kit.port.is_local(profile),
             self.kit.ledger,
+            self.ctx.budget,
         )
 
     def _call(self, iteration: int) -> tuple[ModelCall, dict[str, Any]]:
@@ -333,7 +347,7 @@ class AgentLoop:
     async def _act(self, iteration: int, reply: AgentReply, replayed: bool) -> None:
         ctx = self.ctx
         tool = reply.tool
-        refusal = self.kit.governance.check_tool(self.name, self.agent, tool)
+        refusal = governed(ctx, lambda: self.kit.governance.check_tool(self.name, self.agent, tool))
         if refusal is not None:
             await record_refusal(ctx, refusal, self.name)
             observation = {"refused_by": refusal.rule, "detail": refusal.detail}
