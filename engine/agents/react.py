@@ -275,10 +275,14 @@ class AgentLoop:
                 "agent": self.name,
                 "iteration": iteration,
                 "max_iterations": agent.max_iterations,
-                "task": self.task,
+                "task": {
+                    key: compiled.values[f"task.{key}"]
+                    for key in self.task
+                    if f"task.{key}" in compiled.values
+                },
                 "context": {
-                    ref: self.prior[ref.partition(".")[0]]
-                    for ref in compiled.included
+                    ref: value
+                    for ref, value in compiled.values.items()
                     if ref.partition(".")[0] in self.prior
                 },
                 "tools": {
@@ -288,7 +292,12 @@ class AgentLoop:
                     }
                     for tool in agent.tools
                 },
-                "observations": self.observations,
+                "observations": [
+                    compiled.values[f"observation {index}"]
+                    for index in range(1, len(self.observations) + 1)
+                    if f"observation {index}" in compiled.values
+                ],
+                "tools_used": [o["tool"] for o in self.observations if o.get("tool")],
                 "output": {name: spec.model_dump() for name, spec in agent.output.items()},
             },
             profile_name=agent.model,
