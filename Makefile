@@ -22,7 +22,7 @@ bench: $(STAMP)
 	$(BIN)/python -m tests.benchmarks
 
 screenshots: $(STAMP)
-	$(BIN)/python -m tui.screenshots screenshots
+	$(BIN)/python -m tui.dev.screenshots screenshots
 
 fuzz: $(STAMP)
 	DIFFERENTIAL_EXAMPLES=$${FUZZ_EXAMPLES:-20000} nice $(BIN)/python -m pytest -q -p no:cacheprovider tests/engine/test_differential.py

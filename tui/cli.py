@@ -9,10 +9,10 @@ from __future__ import annotations
 import click
 from click.core import ParameterSource
 
-from tui import agents_wiring
 from tui.commands import app_cmds, registry_cmds, research_cmds, router_cmds, run_cmds, runs_cmds
 from tui.config import CONFIG_ENV, CONFIG_PATH_KEY, CONFIG_REQUIRED_KEY
 from tui.failures import FailureBoundary
+from tui.launch import agents_wiring
 
 COMMAND_MODULES = (run_cmds, runs_cmds, router_cmds, research_cmds, registry_cmds, app_cmds)
 """Each module lists its click commands in ``COMMANDS``."""

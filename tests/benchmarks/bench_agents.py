@@ -106,8 +106,8 @@ def orchestrator_overhead() -> None:
 
 
 def offline_advisory_run() -> None:
-    from tui.wiring import build_run_context, close_run_context, open_corpus
-    from tui.workbench import _load
+    from tui.launch.wiring import build_run_context, close_run_context, open_corpus
+    from tui.launch.workbench import _load
     from workflows import WORKFLOWS_DIR
 
     wf = _load(WORKFLOWS_DIR / "research_assistant.yaml")

@@ -19,7 +19,7 @@ from engine.live import LiveChannel, ModelOutput, OutputCoalescer
 from engine.spec import StepSpec
 from engine.store import RunStore
 from router.fault_server import FaultServer
-from tui.wiring import RouterModelCaller
+from tui.launch.wiring import RouterModelCaller
 
 from .conftest import RouterFactory, Verdict, make_config, provider_entry, request
 

@@ -10,8 +10,8 @@ import pytest
 import engine.store.base
 from engine.states import RunStatus
 from engine.store import RunStore
-from tui.sample_run import research_events, store_events, tie_break_events
-from tui.workbench import Workbench
+from tui.dev.sample_run import research_events, store_events, tie_break_events
+from tui.launch.workbench import Workbench
 
 FROZEN_WALL = 1_700_000_000.0
 

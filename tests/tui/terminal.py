@@ -29,6 +29,10 @@ ENTER = "\r"
 PROVIDER_ENV_PREFIXES = ("OPENAI", "ANTHROPIC", "GEMINI", "AZURE_OPENAI", "OLLAMA")
 WAIT_S = 120.0
 """How long an effect may take before the test fails (a loaded CI machine is slow, never this slow)."""
+E2E_TIMEOUT_S = 600
+"""pytest-timeout of a whole end-to-end test: a research run driven key by key on 2 loaded cores."""
+PROCESS_S = 240.0
+"""How long a one-shot `workbench` command may take on a loaded machine before the test fails."""
 READ_GAP_S = 0.05
 """A read ends after this long without output: the frame written so far is on screen."""
 SYNC_QUERY = b"\x1b[?2026$p"
@@ -129,7 +133,7 @@ class Terminal:
     def quit(self) -> None:
         """Ctrl+Q, then wait for the process to end."""
         self.child.sendcontrol("q")
-        self.child.expect(pexpect.EOF, timeout=30)
+        self.child.expect(pexpect.EOF, timeout=PROCESS_S)
 
     def close(self) -> None:
         """Kill the process if it still runs (a failed test)."""

@@ -18,12 +18,12 @@ from tests.engine.agent_helpers import (
     steps_for,
 )
 from tests.tui.pilot_wait import until
-from tui.app import WorkbenchApp
-from tui.run_state import RunView
-from tui.screens.run import RunScreen
-from tui.screens.step_detail import StepDetailScreen
-from tui.widgets.dag_view import DagView
-from tui.workbench import Workbench
+from tui.app.app import WorkbenchApp
+from tui.app.run_state import RunView
+from tui.app.screens.run import RunScreen
+from tui.app.screens.step_detail import StepDetailScreen
+from tui.app.widgets.dag_view import DagView
+from tui.launch.workbench import Workbench
 
 
 async def _advisory_run(workspace: Path) -> str:

@@ -23,8 +23,8 @@ from engine.steps import StepRegistry
 from router.config import RouterConfig
 from router.fault_server import FaultServer, demo_router_config
 from router.router import build_router
-from tui import agents_wiring
-from tui.wiring import build_run_context, close_run_context, extractive_handlers
+from tui.launch import agents_wiring
+from tui.launch.wiring import build_run_context, close_run_context, extractive_handlers
 from workflows import WORKFLOWS_DIR
 
 ANSWERS: list[Any] = [

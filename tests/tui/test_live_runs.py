@@ -23,12 +23,12 @@ from engine.protocol import InterruptResponder, RunContext, TieBreakAnswer, TieB
 from engine.states import RunStatus, StepStatus
 from engine.store import RunStore
 from tests.tui.pilot_wait import highlighted, press, prompt_ready, until
-from tui.app import WorkbenchApp
-from tui.screens.run import RunScreen
-from tui.widgets.dag_outline import DagOutline
-from tui.widgets.dag_view import HELD_GLYPH, DagView
-from tui.widgets.prompts import ApprovalPrompt, TieBreakPrompt
-from tui.workbench import SHIPPED_WORKFLOWS, Workbench
+from tui.app.app import WorkbenchApp
+from tui.app.screens.run import RunScreen
+from tui.app.widgets.dag_outline import DagOutline
+from tui.app.widgets.dag_view import HELD_GLYPH, DagView
+from tui.app.widgets.prompts import ApprovalPrompt, TieBreakPrompt
+from tui.launch.workbench import SHIPPED_WORKFLOWS, Workbench
 
 SIZE = (150, 46)
 ENGINES = ["kahn", "langgraph"]

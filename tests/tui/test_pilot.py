@@ -9,14 +9,14 @@ from engine.events import InterruptRaised
 from engine.states import StepStatus
 from engine.store import RunStore
 from tests.tui.pilot_wait import highlighted, press, prompt_ready, until
-from tui.app import WorkbenchApp
-from tui.screens.history import HistoryScreen
-from tui.screens.home import HomeScreen
-from tui.screens.report import ReportScreen
-from tui.screens.run import RunScreen
-from tui.screens.step_detail import StepDetailScreen
-from tui.widgets.prompts import ApprovalPrompt, TieBreakPrompt, prompt_for
-from tui.workbench import Workbench
+from tui.app.app import WorkbenchApp
+from tui.app.screens.history import HistoryScreen
+from tui.app.screens.home import HomeScreen
+from tui.app.screens.report import ReportScreen
+from tui.app.screens.run import RunScreen
+from tui.app.screens.step_detail import StepDetailScreen
+from tui.app.widgets.prompts import ApprovalPrompt, TieBreakPrompt, prompt_for
+from tui.launch.workbench import Workbench
 
 SIZE = (150, 46)
 
@@ -68,7 +68,7 @@ async def test_replay_steps_backwards_and_forwards(workbench: Workbench) -> None
         await press(pilot, "comma", lambda: screen.position == 22)
         await press(pilot, "comma", lambda: screen.position == 21)
         await press(pilot, "full_stop", lambda: screen.position == 22)
-        await press(pilot, "end", lambda: screen.position == total)
+        await press(pilot, "end", lambda: dag.scroll_y == dag.max_scroll_y)
         timeline.focus()
         await until(pilot, lambda: app.focused is timeline)
         await press(pilot, "end", lambda: screen.position == total)

@@ -14,8 +14,7 @@ import pytest
 from engine.events import InterruptResolved
 from engine.states import RunStatus
 from engine.store import RunStore
-from tests.tui.terminal import ENTER, F2, WORKBENCH, spawn_workbench, terminal_env
-
+from tests.tui.terminal import E2E_TIMEOUT_S, ENTER, F2, WORKBENCH, spawn_workbench, terminal_env
 
 STARTUP_S = 120.0
 """How long the server may take to start or stop on a loaded machine before the test fails."""
@@ -47,7 +46,7 @@ def test_serve_answers_with_the_app_page(tmp_path: Path) -> None:
             try:
                 page = httpx.get(f"http://127.0.0.1:{port}/", timeout=10.0)
             except httpx.TransportError:
-                time.sleep(0.1)  # polling until the server listens, not waiting for an effect
+                time.sleep(0.1)  # refused at once while the server starts: ask again shortly
         assert page is not None, "workbench serve never answered"
         assert page.status_code == 200
         assert "Research Workbench" in page.text
@@ -58,6 +57,7 @@ def test_serve_answers_with_the_app_page(tmp_path: Path) -> None:
 
 
 @pytest.mark.slow
+@pytest.mark.timeout(E2E_TIMEOUT_S)
 def test_full_offline_research_run_with_one_approval(tmp_path: Path) -> None:
     term = spawn_workbench([], terminal_env(tmp_path, WORKBENCH_HOME=str(tmp_path)))
     try:

@@ -15,8 +15,8 @@ from engine.agents.registry import Registry
 from engine.agents.registry_loader import SECTIONS, RegistryLoad, load_registry
 from engine.agents.schema import describe
 from engine.agents.tools import TOOL_IMPLEMENTATIONS
-from tui import agents_wiring
 from tui.commands.common import BadInput, workspace_path
+from tui.launch import agents_wiring
 
 KINDS = click.Choice(list(SECTIONS))
 INVALID = 1

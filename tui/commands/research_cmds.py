@@ -35,7 +35,7 @@ from tui.commands.common import (
     responder_for,
     workspace_path,
 )
-from tui.wiring import CORPUS_FILE, open_corpus
+from tui.launch.wiring import CORPUS_FILE, open_corpus
 
 WORKFLOW = Path(__file__).resolve().parent.parent.parent / "workflows" / "deep_research.yaml"
 

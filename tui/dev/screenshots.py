@@ -1,7 +1,7 @@
-"""`python -m tui.screenshots screenshots` (``make screenshots``): the README's SVGs.
+"""`python -m tui.dev.screenshots screenshots` (``make screenshots``): the README's SVGs.
 
 Each screenshot opens the real app on scripted runs written through a real run
-store (tui/sample_run.py) in a temporary workspace, so the pictures are the
+store (tui/dev/sample_run.py) in a temporary workspace, so the pictures are the
 same on every machine.
 """
 
@@ -15,10 +15,10 @@ from pathlib import Path
 
 from engine.states import RunStatus
 from engine.store import RunStore
-from tui.app import WorkbenchApp
-from tui.sample_run import research_events, store_events, tie_break_events
-from tui.screens.run import RunScreen
-from tui.workbench import Workbench
+from tui.app.app import WorkbenchApp
+from tui.app.screens.run import RunScreen
+from tui.dev.sample_run import research_events, store_events, tie_break_events
+from tui.launch.workbench import Workbench
 
 SIZE = (150, 46)
 REPORT = (

@@ -7,7 +7,7 @@ from textual.app import ComposeResult
 from textual.containers import Vertical
 from textual.widgets import Input, RichLog
 
-from tui.run_state import LogLine, RunView
+from tui.app.run_state import LogLine, RunView
 
 LEVEL_STYLE = {"error": "bold red", "warning": "yellow", "debug": "dim", "info": ""}
 MAX_LINES = 2000

@@ -20,8 +20,8 @@ from textual.scroll_view import ScrollView
 from textual.strip import Strip
 
 from engine.states import StepStatus
-from tui.run_state import RunView
-from tui.widgets.dag_layout import DagLayout, PlacedNode, compute_layout
+from tui.app.run_state import RunView
+from tui.app.widgets.dag_layout import DagLayout, PlacedNode, compute_layout
 
 ZOOM_WIDTHS: tuple[int, ...] = (10, 18, 28)
 GAP = 2

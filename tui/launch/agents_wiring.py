@@ -52,7 +52,7 @@ def use_workspace(workspace: str | Path | None) -> None:
 
 def registry_roots(workspace: Path | None = None) -> list[tuple[Path, str]]:
     from tui.config import standard_config_path
-    from tui.workbench import default_workspace
+    from tui.launch.workbench import default_workspace
 
     home = workspace or _workspace
     if home is None:

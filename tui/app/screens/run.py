@@ -24,18 +24,18 @@ from textual.widgets import ContentSwitcher, Footer, Static
 
 from engine.context import InterruptAnswer
 from engine.events import InterruptRaised, RunEvent
-from tui.run_driver import PromptTicket, RunDriver
-from tui.run_state import Part, RunView, describe
-from tui.widgets.dag_outline import DagOutline
-from tui.widgets.dag_view import DagView
-from tui.widgets.event_log import EventLog
-from tui.widgets.prompts import PromptQueue, prompt_for
-from tui.widgets.providers_panel import ProvidersPanel
-from tui.widgets.rounds_matrix import RoundsMatrix
-from tui.widgets.timeline import Timeline
+from tui.app.run_driver import PromptTicket, RunDriver
+from tui.app.run_state import Part, RunView, describe
+from tui.app.widgets.dag_outline import DagOutline
+from tui.app.widgets.dag_view import DagView
+from tui.app.widgets.event_log import EventLog
+from tui.app.widgets.prompts import PromptQueue, prompt_for
+from tui.app.widgets.providers_panel import ProvidersPanel
+from tui.app.widgets.rounds_matrix import RoundsMatrix
+from tui.app.widgets.timeline import Timeline
 
 if TYPE_CHECKING:
-    from tui.workbench import Workbench
+    from tui.launch.workbench import Workbench
 
 DRAIN_INTERVAL_S = 0.05
 DRAIN_LIMIT = 400
@@ -334,7 +334,7 @@ one run. **Enter** on a step opens its detail; **p** answers the next prompt.
 
     # -- navigation ----------------------------------------------------------------
     def on_dag_view_node_selected(self, message: DagView.NodeSelected) -> None:
-        from tui.screens.step_detail import StepDetailScreen
+        from tui.app.screens.step_detail import StepDetailScreen
 
         step = self.view.steps.get(message.step_id)
         if step is not None:
@@ -351,7 +351,7 @@ one run. **Enter** on a step opens its detail; **p** answers the next prompt.
         side.display = self.query_one("#providers").display or self.query_one("#rounds").display
 
     def action_report(self) -> None:
-        from tui.screens.report import ReportScreen
+        from tui.app.screens.report import ReportScreen
 
         self.app.push_screen(
             ReportScreen(self.workbench, self.run_id or self.view.run_id, self.view)

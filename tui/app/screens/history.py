@@ -9,10 +9,10 @@ from textual.binding import Binding
 from textual.screen import Screen
 from textual.widgets import DataTable, Footer, Static
 
-from tui.screens.home import age, status_text
+from tui.app.screens.home import age, status_text
 
 if TYPE_CHECKING:
-    from tui.workbench import Workbench
+    from tui.launch.workbench import Workbench
 
 HISTORY_LIMIT = 500
 

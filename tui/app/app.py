@@ -1,8 +1,8 @@
 """The Textual application: screens, the command palette, F1 help, theme and keymap.
 
-The app holds no domain logic: it composes a :class:`~tui.workbench.Workbench`
+The app holds no domain logic: it composes a :class:`~tui.launch.workbench.Workbench`
 (what the rest of the product offers) with screens that render run events.
-Runs execute on a :class:`~tui.run_driver.RunDriver` worker thread.
+Runs execute on a :class:`~tui.app.run_driver.RunDriver` worker thread.
 """
 
 from __future__ import annotations
@@ -17,11 +17,11 @@ from textual.binding import Binding
 from textual.command import Hit, Hits, Provider
 from textual.screen import Screen
 
-from tui.log_toasts import ToastHandler
-from tui.run_driver import NewRunJob, PromptTicket, RunDriver, RunJob
-from tui.screens.home import HomeScreen
-from tui.screens.run import PromptArrived, RunScreen
-from tui.workbench import Workbench
+from tui.app.log_toasts import ToastHandler
+from tui.app.run_driver import NewRunJob, PromptTicket, RunDriver, RunJob
+from tui.app.screens.home import HomeScreen
+from tui.app.screens.run import PromptArrived, RunScreen
+from tui.launch.workbench import Workbench
 
 STOP_TIMEOUT_S = 3.0
 
@@ -219,7 +219,7 @@ class WorkbenchApp(App[None]):
             self.notify("open a run first", severity="warning")
 
     def show_history(self) -> None:
-        from tui.screens.history import HistoryScreen
+        from tui.app.screens.history import HistoryScreen
 
         self.push_screen(HistoryScreen(self.workbench))
 

@@ -14,7 +14,7 @@ from rich.table import Table
 from rich.text import Text
 from textual.widgets import Static
 
-from tui.run_state import RunView, format_cooldown
+from tui.app.run_state import RunView, format_cooldown
 
 SPARK = "▁▂▃▄▅▆▇█"
 STATE_STYLE = {

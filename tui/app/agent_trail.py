@@ -1,4 +1,4 @@
-"""Agent and advisory events, folded into the run's view (tui/run_state.py).
+"""Agent and advisory events, folded into the run's view (tui/app/run_state.py).
 
 Every ``agent.*`` and ``advisory.*`` event adds a line to the trail of the step
 that emitted it, which the step detail shows. In an advisory run each

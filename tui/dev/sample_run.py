@@ -31,7 +31,7 @@ from engine.events import (
 from engine.spec import StepSpec, WorkflowDefinition
 from engine.states import EvaluatedCondition, RoutingSignal, RunStatus
 from engine.store import BaseRunStore, InterruptRecord
-from tui.run_state import DIMENSIONS
+from tui.app.run_state import DIMENSIONS
 
 ROUND_STEPS = (
     "hypothesis_tree_tot",

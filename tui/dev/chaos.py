@@ -27,10 +27,10 @@ from engine.events import InterruptRaised, ProviderState, RunEvent
 from engine.protocol import ExecutionResult, InterruptResponder
 from engine.store import new_run_id
 from router.fault_script import DEFAULT_SCRIPT_PATH
+from tui.app.run_driver import EventInbox, NewRunJob
+from tui.app.run_state import describe
 from tui.config import WorkbenchConfig
-from tui.run_driver import EventInbox, NewRunJob
-from tui.run_state import describe
-from tui.workbench import SHIPPED_WORKFLOWS, _load
+from tui.launch.workbench import SHIPPED_WORKFLOWS, _load
 
 CHAOS_SCRIPT = DEFAULT_SCRIPT_PATH
 WORKFLOW = SHIPPED_WORKFLOWS / "deep_research.yaml"
@@ -48,7 +48,7 @@ def chaos_job(
         from engine.selector import create_engine, select_engine
         from router.config import RouterConfig
         from router.fault_server import FaultServer, demo_router_config
-        from tui.wiring import (
+        from tui.launch.wiring import (
             build_run_context,
             build_workbench_router,
             close_run_context,
@@ -161,7 +161,7 @@ def run_chaos_demo(
         workbench.workspace, time_scale=time_scale, query=query, settings=workbench.config
     )
     if not headless:
-        from tui.app import WorkbenchApp
+        from tui.app.app import WorkbenchApp
 
         WorkbenchApp(workbench, run_job=job).run()
         return

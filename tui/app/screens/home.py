@@ -22,7 +22,7 @@ from engine.spec import InputSpec
 from engine.store import RunSummary
 
 if TYPE_CHECKING:
-    from tui.workbench import Workbench, WorkflowEntry
+    from tui.launch.workbench import Workbench, WorkflowEntry
 
 RECENT_RUNS = 15
 

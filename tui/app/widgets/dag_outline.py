@@ -11,8 +11,8 @@ from textual.widgets import Tree
 from textual.widgets.tree import TreeNode
 
 from engine.states import StepStatus
-from tui.run_state import RunView, StepView
-from tui.widgets.dag_view import GLYPHS, HELD_GLYPH, DagView, group_label
+from tui.app.run_state import RunView, StepView
+from tui.app.widgets.dag_view import GLYPHS, HELD_GLYPH, DagView, group_label
 
 _STATUS_STYLE: dict[StepStatus, str] = {
     StepStatus.PENDING: "dim",

@@ -1,8 +1,8 @@
 """What the app needs from the rest of the product, in one place.
 
 ``Workbench`` finds workflows (shipped and the user's), opens the run store
-for reading, and builds :data:`~tui.run_driver.RunJob` s that start or resume
-runs on the worker thread through ``tui.wiring.build_run_context`` (router +
+for reading, and builds :data:`~tui.app.run_driver.RunJob` s that start or resume
+runs on the worker thread through ``tui.launch.wiring.build_run_context`` (router +
 corpus + store, from the loaded config's ``router:`` and ``corpus:``
 sections). Tests build one over a temporary workspace; nothing here touches
 Textual.
@@ -22,13 +22,14 @@ from engine.protocol import ExecutionResult, InterruptResponder, RunContext
 from engine.selector import create_engine, select_engine
 from engine.spec import WorkflowDefinition
 from engine.store import RunStore, new_run_id
+from tui.app.run_driver import EventInbox, NewRunJob, RunJob
 from tui.config import APP_NAME, WorkbenchConfig
-from tui.run_driver import EventInbox, NewRunJob, RunJob
+from workflows import WORKFLOWS_DIR
 
 ContextFactory = Callable[[Path, dict[str, Any], InterruptResponder], RunContext]
 """(workspace, inputs, responder) -> RunContext, called on the worker thread."""
 
-SHIPPED_WORKFLOWS = Path(__file__).resolve().parent.parent / "workflows"
+SHIPPED_WORKFLOWS = WORKFLOWS_DIR
 RUNS_DB = "runs.sqlite"
 
 
@@ -73,7 +74,7 @@ class Workbench:
     extra_workflow_dirs: list[Path] = field(default_factory=list)
     shipped_dir: Path = SHIPPED_WORKFLOWS
     context_factory: ContextFactory | None = None
-    """Builds the worker's RunContext; None means tui.wiring (router + corpus + store from ``config``)."""
+    """Builds the worker's RunContext; None means tui.launch.wiring (router + corpus + store from ``config``)."""
     _store: RunStore | None = None
 
     @property
@@ -124,7 +125,7 @@ class Workbench:
     def run_context(
         self, inputs: dict[str, Any], responder: InterruptResponder, run_id: str | None = None
     ) -> RunContext:
-        """A RunContext for the worker thread: ``context_factory`` when set, else tui.wiring's.
+        """A RunContext for the worker thread: ``context_factory`` when set, else tui.launch.wiring's.
 
         ``run_id`` goes in at construction: the wiring tags provider events with it.
         """
@@ -132,7 +133,7 @@ class Workbench:
             context = self.context_factory(self.workspace, inputs, responder)
             context.run_id = run_id or context.run_id
             return context
-        from tui.wiring import build_run_context
+        from tui.launch.wiring import build_run_context
 
         return build_run_context(
             self.workspace, inputs=inputs, responder=responder, run_id=run_id, settings=self.config
@@ -140,7 +141,7 @@ class Workbench:
 
     async def _close(self, context: RunContext) -> None:
         if self.context_factory is None:
-            from tui.wiring import close_run_context
+            from tui.launch.wiring import close_run_context
 
             await close_run_context(context, close_store=True)
         else:

@@ -13,7 +13,7 @@ from textual.containers import VerticalScroll
 from textual.screen import ModalScreen
 from textual.widgets import Footer, Static
 
-from tui.run_state import StepView
+from tui.app.run_state import StepView
 
 
 def _json(value: Any) -> str:

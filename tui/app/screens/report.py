@@ -17,10 +17,10 @@ from textual.containers import Horizontal, VerticalScroll
 from textual.screen import Screen
 from textual.widgets import Footer, Markdown, Static
 
-from tui.run_state import RunView
+from tui.app.run_state import RunView
 
 if TYPE_CHECKING:
-    from tui.workbench import Workbench
+    from tui.launch.workbench import Workbench
 
 
 def load_report(folder: Path, view: RunView) -> tuple[str, dict[str, Any]]:

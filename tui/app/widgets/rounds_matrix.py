@@ -11,7 +11,7 @@ from rich.table import Table
 from rich.text import Text
 from textual.widgets import Static
 
-from tui.run_state import DIMENSIONS, RoundView, RunView
+from tui.app.run_state import DIMENSIONS, RoundView, RunView
 
 ROUND_COLUMNS = 4
 TIER_STYLE = {"elite": "bold cyan", "high": "green", "medium": "yellow", "low": "red"}

@@ -47,8 +47,8 @@ from router.models import ChatRequest, ChatResponse, ProviderSnapshot
 from router.router import SmartModelRouter, build_router
 from router.streaming import StreamEvent
 from router.tiebreak import choose_target
-from tui import agents_wiring
 from tui.config import ConfigError, WorkbenchConfig, active_config
+from tui.launch import agents_wiring
 
 CORPUS_FILE = "corpus.sqlite"
 RUNS_FILE = "runs.sqlite"
@@ -262,7 +262,7 @@ def open_corpus(
 
 def resolve_workspace(workspace: str | Path | None) -> Path:
     if workspace is None:
-        from tui.workbench import default_workspace
+        from tui.launch.workbench import default_workspace
 
         path = default_workspace()
     else:

@@ -31,8 +31,8 @@ from engine.events import (
     StepStarted,
 )
 from engine.states import RoutingSignal, StepStatus
-from tui.agent_trail import AdvisoryGraph
-from tui.agent_trail import fold as fold_agent_event
+from tui.app.agent_trail import AdvisoryGraph
+from tui.app.agent_trail import fold as fold_agent_event
 
 Part = Literal["graph", "steps", "providers", "rounds", "log", "prompts", "status"]
 DIMENSIONS: tuple[str, ...] = ("coverage", "source_quality", "agreement", "verification", "recency")
