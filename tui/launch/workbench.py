@@ -52,7 +52,7 @@ def register_steps() -> None:
     them; the loader checks ``uses`` against the registry)."""
     import engine.demo_steps  # noqa: F401
     import research.steps  # noqa: F401
-    from tui.agents_wiring import register_agent_steps
+    from tui.launch.agents_wiring import register_agent_steps
 
     register_agent_steps()
 
