@@ -296,22 +296,31 @@ async def retrieval_react(ctx: StepContext, inp: RoundInput) -> RetrievalOutput:
             if not isinstance(answer, ReactStep) or answer.action == "finish" or not answer.query:
                 break
             query = answer.query
+    window = {
+        key: value
+        for key, value in (
+            ("published_after", published_after),
+            ("published_before", published_before),
+        )
+        if value
+    }
+    questions = {q.id: q for q in state.evidence.sub_questions}
+    targets = [q for q in dict.fromkeys(b.sub_question for b in branches) if q in questions]
+    for sub_id in targets:
+        for phrasing in phrasings(state, questions[sub_id]):
+            asked = phrasing + (f" [{published_after}..{published_before}]" if window else "")
+            if asked.lower() in {t.lower() for t in tried}:
+                continue
+            tried.append(asked)
+            tool_calls += 1
+            hits = await ctx.retrieve(
+                phrasing,
+                **state.search_options(
+                    limit=HITS_PER_PHRASING, exclude_passages=sorted(seen_set), **window
+                ),
+            )
+            admit(hits, sub_id, phrasing)
     if not recency_mode:
-        questions = {q.id: q for q in state.evidence.sub_questions}
-        targets = [q for q in dict.fromkeys(b.sub_question for b in branches) if q in questions]
-        for sub_id in targets:
-            for phrasing in phrasings(state, questions[sub_id]):
-                if phrasing.lower() in {t.lower() for t in tried}:
-                    continue
-                tried.append(phrasing)
-                tool_calls += 1
-                hits = await ctx.retrieve(
-                    phrasing,
-                    **state.search_options(
-                        limit=HITS_PER_PHRASING, exclude_passages=sorted(seen_set)
-                    ),
-                )
-                admit(hits, sub_id, phrasing)
         origins = sorted({p.source_id for p in passages} | set(state.evidence.sources))
         if origins and targets:
             tool_calls += 1

@@ -46,13 +46,14 @@ def test_a_fixed_subset_meets_the_floors(pep_corpus_path: Path, tmp_path: Path) 
     chosen = [q for q in peps.questions if q.id in SUBSET]
     assert len(chosen) == len(SUBSET)
     scores = [
-        asyncio.run(run_question("peps", peps, q, pep_corpus_path, tmp_path / q.id))
-        for q in chosen
+        asyncio.run(run_question("peps", peps, q, pep_corpus_path, tmp_path / q.id)) for q in chosen
     ]
     total = totals(scores)
     detail = {s.id: (s.gold_recall, s.fact_recall, s.missing_gold, s.missing_facts) for s in scores}
     assert total.gold_recall >= 0.85, detail
     assert total.fact_recall >= 0.8, detail
-    assert total.faithfulness == 1.0, [(s.id, s.unfaithful_quotes, s.uncited_sentences) for s in scores]
+    assert total.faithfulness == 1.0, [
+        (s.id, s.unfaithful_quotes, s.uncited_sentences) for s in scores
+    ]
     assert total.flagged_as_current == 0, [(s.id, s.flagged_as_current) for s in scores]
     assert all(1 <= s.rounds <= 4 for s in scores)
