@@ -15,19 +15,20 @@ from rich.console import Console
 from rich.markup import escape
 
 from engine.headless import step_table, styled, summarize
-from engine.selector import ENGINES, create_engine, engine_available
+from engine.protocol import ExecutionResult
+from engine.selector import ENGINES, engine_available
 from engine.store import RunStore, UnknownRun, new_run_id
 from tui.commands.common import (
     ON_INTERRUPT,
     BadInput,
     drive,
     interrupt_mode,
-    make_run_context,
     open_store,
-    register_steps,
     responder_for,
-    workspace_path,
+    workspace_of,
 )
+from tui.launch.run import Surface, open_run
+from tui.launch.steps import register_steps
 
 
 @click.group("runs")
@@ -154,7 +155,7 @@ def runs_history(ctx: click.Context, run_id: str) -> None:
 
     with open_store(ctx) as store:
         record = _get_run(store, run_id)
-        engine = LangGraphEngine(checkpoint_path=workspace_path(ctx) / "checkpoints.sqlite")
+        engine = LangGraphEngine()  # its checkpoints file is found next to the store
         entries = asyncio.run(engine.history(run_id, store))
     table = Table(title=f"checkpoints of {run_id} ({record.engine})")
     for column in ("#", "checkpoint", "superstep", "source", "changed", "settled"):
@@ -208,18 +209,23 @@ def runs_fork(
         if not engine_available(name):
             raise BadInput(f"the {name} engine is not installed here")
         console = Console()
-        context = make_run_context(
-            workspace=workspace_path(ctx),
-            store=store,
-            wf=record.definition,
-            inputs=record.inputs,
-            responder=responder_for(interrupt_mode(on_interrupt), console),
-            run_id=new_run_id(),
-            engine_reason=f"fork of {run_id} at {at_step}",
-        )
-        code = drive(
-            store, context, lambda c: create_engine(name).fork(run_id, at_step, c), console
-        )
+        fork_id = new_run_id()
+
+        async def run(printer: Surface) -> ExecutionResult:
+            async with open_run(
+                workspace_of(ctx),
+                record.definition,
+                inputs=record.inputs,
+                run_id=fork_id,
+                engine=name,
+                engine_reason=f"fork of {run_id} at {at_step}",
+                responder=responder_for(interrupt_mode(on_interrupt), console),
+                surfaces=[printer],
+                store=store,
+            ) as opened:
+                return await opened.fork(run_id, at_step)
+
+        code = drive(store, fork_id, run, console)
     ctx.exit(code)
 
 
