@@ -13,7 +13,7 @@ from engine.spec import Frozen, WorkflowDefinition
 from engine.states import RunStatus, StepStatus
 
 if TYPE_CHECKING:
-    from engine.events import InterruptRaised, RunEvent
+    from engine.events import InterruptRaised
 
 
 class TieBreakRequest(Frozen):
@@ -41,8 +41,6 @@ InterruptResponder = Callable[
 ]
 """Who answers prompts: the TUI (a future a modal resolves), headless defaults,
 or nobody — ``None`` means nobody is there, and the run is stored WAITING."""
-
-EventListener = Callable[["RunEvent"], None]
 
 
 @dataclass
