@@ -195,10 +195,10 @@ def _interrupted() -> Interrupted:
 
 
 def _workspace(ctx: click.Context) -> Path:
-    from tui.launch.workbench import default_workspace
+    from tui.launch.workspace import default_root
 
     given = (ctx.find_root().obj or {}).get("workspace")
-    return Path(given).expanduser() if given else default_workspace()
+    return Path(given).expanduser() if given else default_root()
 
 
 class FailureBoundary(click.Group):
