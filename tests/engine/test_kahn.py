@@ -334,6 +334,31 @@ async def test_cancel_stops_running_steps_and_ends_cancelled() -> None:
     assert reasons == {"stuck": "run stopped: cancelled", "after": "run stopped: cancelled"}
 
 
+async def test_cancelling_the_run_task_skips_what_was_running_with_the_reason() -> None:
+    fresh_gates("never")
+    store = InMemoryRunStore()
+    task = asyncio.ensure_future(
+        KahnEngine(registry=TEST_REGISTRY).execute(
+            workflow(
+                step("left", "test.gate", config={"wait": "never"}),
+                step("right", "test.gate", config={"wait": "never"}),
+            ),
+            RunContext(store=store, run_id="task-cancel"),
+        )
+    )
+    while sum(e.kind == "step_started" for e in store.events("task-cancel")) < 2:
+        await asyncio.sleep(0)
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    skipped = [e for e in store.events("task-cancel") if e.kind == "step_skipped"]
+    assert [(e.step_id, e.reason) for e in skipped] == [
+        ("left", "run stopped: cancelled"),
+        ("right", "run stopped: cancelled"),
+    ]
+    assert store.get_run("task-cancel").status == RunStatus.CANCELLED
+
+
 async def test_run_started_carries_the_graph_and_a_budget_event_follows_each_step() -> None:
     result, events = await run(workflow(step("a"), step("b", depends_on=["a"])))
     started = events[0]
