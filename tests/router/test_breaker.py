@@ -471,3 +471,100 @@ def test_an_adopted_trip_is_a_full_break(clock: ManualClock) -> None:
     assert 1.0 < breaker.cooldown_remaining() <= 6.0
     assert not breaker.adopt_trip(5.0, 9, "while OPEN", closed_at + 99)
     assert len([t for t in seen if t.new is OPEN]) == 3
+
+
+def test_a_fresh_breaker_reads_empty(clock: ManualClock) -> None:
+    breaker, _ = make(clock)
+    view = breaker.view()
+    assert view.open_reason is None and view.cooldown_remaining_s == 0.0
+    assert view.ceiling_s == 0.0 and not view.probe_in_flight
+    assert breaker.cooldown_remaining() == 0.0
+
+
+def test_transitions_carry_their_times_and_reasons(clock: ManualClock) -> None:
+    breaker, seen = make(clock)
+    trip(breaker)
+    assert (seen[0].at_monotonic, seen[0].at_wall) == (clock.monotonic(), clock.wall())
+    assert breaker.view().consecutive_failures == 0  # the trip starts the count afresh
+    clock.advance(breaker.cooldown_remaining())
+    assert breaker.state is HALF_OPEN and seen[-1].reason == "cooldown over"
+    lease = breaker.acquire_probe()
+    assert breaker.view().probe_in_flight
+    breaker.record_failure(ErrorClass.SERVER, lease=lease)
+    assert seen[-1].reason.startswith("probe failed: server; next probe in")
+
+
+def test_the_first_read_after_a_cooldown_may_be_any_call(clock: ManualClock) -> None:
+    for first_read in ("record_failure", "adopt_trip"):
+        breaker, seen = make(clock)
+        trip(breaker)
+        clock.advance(breaker.cooldown_remaining())
+        if first_read == "record_failure":
+            breaker.record_failure(ErrorClass.SERVER)  # a late result: ignored, not a crash
+        else:
+            assert not breaker.adopt_trip(5.0, 1, "x", clock.wall() + 1)
+        assert breaker.state is HALF_OPEN and seen[-1].new is HALF_OPEN
+
+
+def test_a_failed_probe_keeps_its_class_and_retry_after(clock: ManualClock) -> None:
+    breaker, _ = make(clock)
+    trip(breaker, ErrorClass.TIMEOUT)
+    clock.advance(breaker.cooldown_remaining())
+    breaker.record_failure(ErrorClass.TIMEOUT, lease=breaker.acquire_probe())
+    assert breaker.view().ceiling_s == pytest.approx(60.0 * 1.5)
+    clock.advance(breaker.cooldown_remaining())
+    breaker.record_failure(ErrorClass.RATE_LIMIT, 7.0, lease=breaker.acquire_probe())
+    assert breaker.cooldown_remaining() == pytest.approx(7.0)
+
+
+def test_overload_trips_at_once_only_with_a_retry_after(clock: ManualClock) -> None:
+    with_retry, _ = make(clock)
+    with_retry.record_failure(ErrorClass.OVERLOAD, retry_after_s=3.0)
+    assert with_retry.state is OPEN and with_retry.cooldown_remaining() == pytest.approx(3.0)
+    without, _ = make(clock)
+    without.record_failure(ErrorClass.OVERLOAD)
+    assert without.state is CLOSED
+    server, _ = make(clock)
+    server.record_failure(ErrorClass.SERVER, retry_after_s=3.0)  # a 500 with Retry-After
+    assert server.state is CLOSED
+
+
+def test_a_call_exactly_window_s_ago_still_counts(clock: ManualClock) -> None:
+    breaker, _ = make(clock)
+    breaker.record_failure(ErrorClass.SERVER)
+    clock.advance(60.0)
+    for _ in range(5):
+        breaker.record_success()
+    for _ in range(4):
+        breaker.record_failure(ErrorClass.SERVER)
+    assert breaker.state is OPEN  # 5 failures in the 10 calls of the last 60 s
+
+
+def test_the_failure_rate_looks_at_the_last_20_calls_only(clock: ManualClock) -> None:
+    breaker, seen = make(clock)
+    for _ in range(30):
+        breaker.record_success()
+    for _ in range(4):  # never five in a row
+        for _ in range(4):
+            breaker.record_failure(ErrorClass.SERVER)
+        if breaker.state is OPEN:
+            break
+        breaker.record_success()
+    assert breaker.state is OPEN and "failure rate" in seen[-1].reason
+
+
+def test_a_quota_cooldown_of_zero_is_zero(clock: ManualClock) -> None:
+    breaker, _ = make(clock, cooldown_quota_s=0.0)
+    breaker.record_failure(ErrorClass.QUOTA)
+    assert breaker.cooldown_remaining() == 0.0 and breaker.state is HALF_OPEN
+
+
+def test_probe_in_flight_ends_exactly_when_the_lease_does(clock: ManualClock) -> None:
+    breaker, _ = make(clock, probe_lease_s=5.0)
+    trip(breaker)
+    clock.advance(breaker.cooldown_remaining())
+    breaker.acquire_probe()
+    clock.advance(4.9)
+    assert breaker.view().probe_in_flight
+    clock.advance(0.1)
+    assert not breaker.view().probe_in_flight

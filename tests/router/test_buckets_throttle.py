@@ -269,3 +269,31 @@ def test_capacity_fraction_of_empty_and_unknown_buckets(clock: ManualClock) -> N
     for _ in range(10):
         assert empty.try_reserve(1) is not None
     assert empty.capacity_fraction() == 0.0
+
+
+def test_cancel_keeps_the_slot_bookkeeping_straight(clock: ManualClock) -> None:
+    throttle = AdaptiveThrottle(clock, rng=random.Random(1))
+    tickets = [throttle.begin() for _ in range(3)]
+    throttle.cancel(tickets[0])
+    assert throttle.reject_probability() == 0.0  # the two left are pending, not refused
+    throttle.settle(tickets[1], accepted=False)
+    assert throttle.reject_probability() == pytest.approx(1 / 2)
+    throttle.settle(tickets[2], accepted=False)
+    clock.advance(122.0)  # the slot expires with nothing pending
+    for _ in range(10):
+        throttle.settle(throttle.begin(), accepted=False)
+    assert throttle.reject_probability() == pytest.approx(10 / 11)
+
+
+def test_a_token_bucket_refusing_for_half_a_second_refuses(clock: ManualClock) -> None:
+    bucket = DualBucket(None, 120, clock)  # two tokens a second
+    assert bucket.try_reserve(120) is not None
+    assert bucket.eta(1) == pytest.approx(0.5)
+    assert bucket.try_reserve(1) is None
+
+
+def test_headroom_of_an_empty_request_bucket_is_zero(clock: ManualClock) -> None:
+    bucket = DualBucket(2, None, clock)
+    bucket.try_reserve(1)
+    bucket.try_reserve(1)
+    assert bucket.headroom() == (0, 2, None, None)
