@@ -496,14 +496,16 @@ class SmartModelRouter:
             )
         if not probing and model_probe is None and rt.throttle.should_reject():
             return _Skip(f"throttled locally (p={rt.throttle.reject_probability():.2f})")
-        # a lease outlives its probe: the health check (if any) plus the real call
-        probe_s = self._call_timeout(rt, deadline)
-        if probing and rt.provider.has_health_probe:
-            probe_s += self._health_timeout(rt)
-        lease = breaker.acquire_probe(probe_s) if probing else None
-        if probing and lease is None:
-            return _Skip("HALF_OPEN with its probe in flight")
-        model_lease = None
+        lease = model_lease = None
+        if probing or model_probe is not None:
+            # a lease outlives its probe: the health check (if any) plus the real call
+            probe_s = self._call_timeout(rt, deadline)
+            if probing and rt.provider.has_health_probe:
+                probe_s += self._health_timeout(rt)
+            if probing:
+                lease = breaker.acquire_probe(probe_s)
+                if lease is None:
+                    return _Skip("HALF_OPEN with its probe in flight")
         if model_probe is not None:
             model_lease = model_probe.acquire_probe(probe_s)
             if model_lease is None:
