@@ -640,7 +640,6 @@ class SmartModelRouter:
 
     def _release(self, rt: ProviderRuntime, model: str, held: _Held) -> None:
         """Give back what an attempt held without an outcome: no health verdict either way."""
-        held.settled = True
         rt.buckets.reconcile(held.reservation, 0)
         if held.ticket is not None:
             rt.throttle.cancel(held.ticket)
