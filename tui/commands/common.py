@@ -150,7 +150,17 @@ def responder_for(mode: str, console: Console) -> InterruptResponder | None:
 
 
 def _needs_application(wf: WorkflowDefinition) -> bool:
-    return any(not step.uses.startswith(BUILTIN_STEP_PREFIX) for step in wf.steps)
+    """Whether a run needs the application's wiring: a step it implements, or a model-backed
+    tie-breaker (which needs the router even when every step is built in)."""
+    return any(
+        not step.uses.startswith(BUILTIN_STEP_PREFIX)
+        or (
+            step.routing is not None
+            and step.routing.tie_breaker is not None
+            and step.routing.tie_breaker.enabled
+        )
+        for step in wf.steps
+    )
 
 
 def make_run_context(
