@@ -79,8 +79,18 @@ class OpenRun:
 
 
 def needs_application(definition: WorkflowDefinition) -> bool:
-    """Whether a step needs the model, corpus or tie-breaker (any step but the built-in demo ones)."""
-    return any(not step.uses.startswith(BUILTIN_STEP_PREFIX) for step in definition.steps)
+    """Whether the run needs the application's wiring: a step it implements (any but the built-in
+    demo ones), or a model-backed tie-breaker (which needs the router even when every step is
+    built in)."""
+    return any(
+        not step.uses.startswith(BUILTIN_STEP_PREFIX)
+        or (
+            step.routing is not None
+            and step.routing.tie_breaker is not None
+            and step.routing.tie_breaker.enabled
+        )
+        for step in definition.steps
+    )
 
 
 @asynccontextmanager
