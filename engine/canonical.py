@@ -110,7 +110,8 @@ def _normalise(event: RunEvent) -> dict[str, Any]:
     data = event.model_dump(
         mode="json", exclude=set(_DROPPED_FIELDS) & set(type(event).model_fields)
     )
-    return _scrub(data, event.run_id)
+    scrubbed: dict[str, Any] = _scrub(data, event.run_id)
+    return scrubbed
 
 
 def order_violations(

@@ -42,6 +42,7 @@ import celpy
 import lark
 import lark.exceptions
 from celpy import celtypes
+from celpy.celparser import CELParseError
 from celpy.evaluation import CELEvalError, base_functions
 
 MAX_EXPRESSION_LENGTH = 4000
@@ -148,16 +149,21 @@ def _environment() -> celpy.Environment:
 
 
 def _as_double(value: Any) -> Any:
-    if isinstance(value, (celtypes.IntType, celtypes.UintType)) and not isinstance(
-        value, celtypes.BoolType
-    ):
+    """Any number cel-python hands back (its int types, or a plain Python number from its
+    arithmetic) as a CEL double; every other value as it is."""
+    if isinstance(value, (bool, celtypes.BoolType, celtypes.DoubleType)):
+        return value
+    if isinstance(value, (int, float)):
         return celtypes.DoubleType(float(value))
     return value
 
 
-def _returning_doubles(function: Callable[..., Any]) -> Callable[..., Any]:
+def _on_doubles(function: Callable[..., Any]) -> Callable[..., Any]:
+    """``function`` with its arguments and its result held to the numeric policy, so an
+    arithmetic result (``size(xs) - 1``, ``iteration + 1``) is a double like any other."""
+
     def wrapped(*args: Any) -> Any:
-        return _as_double(function(*args))
+        return _as_double(function(*(_as_double(arg) for arg in args)))
 
     return wrapped
 
@@ -179,6 +185,18 @@ def _index(container: Any, index: Any) -> Any:
     return base_functions["_[_]"](container, index)
 
 
+def _string(value: Any) -> Any:
+    """``string()``: a whole double reads as the integer it is (``string(3)`` is "3"), a
+    boolean as CEL writes it (``true``)."""
+    if isinstance(value, celtypes.BoolType):
+        return celtypes.StringType("true" if value else "false")
+    if isinstance(value, celtypes.DoubleType) and float(value).is_integer():
+        number = float(value)
+        if abs(number) <= _MAX_EXACT_INTEGER:
+            return celtypes.StringType(str(int(number)))
+    return base_functions["string"](value)
+
+
 _INTEGER_FUNCTIONS = (
     "size",
     "int",
@@ -195,17 +213,33 @@ _INTEGER_FUNCTIONS = (
     "getSeconds",
 )
 
+_NUMERIC_OPERATORS = (
+    "-_",
+    "_+_",
+    "_-_",
+    "_*_",
+    "_/_",
+    "_<_",
+    "_<=_",
+    "_>_",
+    "_>=_",
+    "_==_",
+    "_!=_",
+)
+
 _FUNCTIONS: dict[str, Callable[..., Any]] = {
-    **{name: _returning_doubles(base_functions[name]) for name in _INTEGER_FUNCTIONS},
-    "_%_": _double_mod,
-    "_[_]": _index,
+    **{name: _on_doubles(base_functions[name]) for name in _INTEGER_FUNCTIONS},
+    **{name: _on_doubles(base_functions[name]) for name in _NUMERIC_OPERATORS},
+    "_%_": _on_doubles(_double_mod),
+    "_[_]": _on_doubles(_index),
+    "string": _on_doubles(_string),
 }
 
 
 # -- the numeric policy: literals ----------------------------------------------
 
 
-def _rewrite_integer_literals(tree: lark.Tree) -> None:
+def _rewrite_integer_literals(tree: lark.Tree[Any]) -> None:
     """Turn every INT_LIT into the equal FLOAT_LIT, in place."""
     for node in tree.iter_subtrees():
         if node.data != "literal" or not node.children:
@@ -242,7 +276,7 @@ class FunctionCall:
     column: int
 
 
-def _reference_path(node: lark.Tree) -> list[str] | None:
+def _reference_path(node: lark.Tree[Any]) -> list[str] | None:
     """The dotted path of a ``member``/``primary`` chain rooted at a name, else None."""
     suffix: list[str] = []
     current: Any = node
@@ -273,7 +307,7 @@ def _string_literal(node: Any) -> str | None:
     if isinstance(node, lark.Tree) and node.data == "literal":
         token = node.children[0]
         if isinstance(token, lark.Token) and token.type == "STRING_LIT":
-            text = token.value
+            text = str(token.value)
             if len(text) >= 2 and text[0] == text[-1] and text[0] in "'\"":
                 return text[1:-1]
     return None
@@ -284,12 +318,12 @@ def _bound_name(node: Any) -> str | None:
     return path[0] if path and len(path) == 1 else None
 
 
-def _column(node: lark.Tree) -> int:
+def _column(node: lark.Tree[Any]) -> int:
     meta = getattr(node, "meta", None)
     return int(getattr(meta, "column", 1) or 1) if meta is not None and not meta.empty else 1
 
 
-def _collect(tree: lark.Tree) -> tuple[list[Reference], list[FunctionCall]]:
+def _collect(tree: lark.Tree[Any]) -> tuple[list[Reference], list[FunctionCall]]:
     """References and calls in ``tree``; names bound by macros (``x`` in ``l.all(x, ...)``) are left out."""
     references: list[Reference] = []
     calls: list[FunctionCall] = []
@@ -399,7 +433,7 @@ def _compile_cached(expr: str) -> CompiledExpr:
     environment = _environment()
     try:
         tree = environment.compile(expr)
-    except celpy.CELParseError as error:
+    except CELParseError as error:
         raise CelSyntaxError(
             f"CEL syntax error: {_describe_parse_error(error)}",
             expr=expr,
@@ -421,9 +455,9 @@ def _compile_cached(expr: str) -> CompiledExpr:
     return CompiledExpr(expr, tuple(references), tuple(calls), program)
 
 
-def _tree_depth(tree: lark.Tree) -> int:
+def _tree_depth(tree: lark.Tree[Any]) -> int:
     deepest = 0
-    stack: list[tuple[lark.Tree, int]] = [(tree, 1)]
+    stack: list[tuple[lark.Tree[Any], int]] = [(tree, 1)]
     while stack:
         node, depth = stack.pop()
         deepest = max(deepest, depth)
@@ -625,3 +659,65 @@ def _view_cel(view: StepView | Mapping[str, Any]) -> Any:
 def unknown_functions(compiled: CompiledExpr) -> list[FunctionCall]:
     """Calls to functions that do not exist (checked at load time)."""
     return [call for call in compiled.calls if call.name not in KNOWN_FUNCTIONS]
+
+
+_BOOL_METHODS = frozenset({"startsWith", "endsWith", "contains", "matches", "exists", "all"})
+_FUNCTION_TYPES = {
+    "has": "bool",
+    "size": "number",
+    "int": "number",
+    "uint": "number",
+    "double": "number",
+    "string": "string",
+}
+_LITERAL_TYPES = {
+    "BOOL_LIT": "bool",
+    "NULL_LIT": "null",
+    "STRING_LIT": "string",
+    "MLSTRING_LIT": "string",
+    "BYTES_LIT": "bytes",
+    "INT_LIT": "number",
+    "UINT_LIT": "number",
+    "FLOAT_LIT": "number",
+}
+
+
+def result_type(compiled: CompiledExpr) -> str | None:
+    """What the expression yields, when its outermost operator says so without evaluating
+    it: "bool", "number", "string", "bytes", "list", "map" or "null"; None when it depends
+    on values (a field, an index, a ternary). The loader refuses a ``when`` that can never
+    be a boolean this way."""
+    node: Any = compiled._program.ast
+    while isinstance(node, lark.Tree):
+        children = node.children
+        first = children[0] if children else None
+        head = first.data if isinstance(first, lark.Tree) else None
+        if node.data == "expr" and len(children) > 1:
+            return None  # a ternary: either branch
+        if node.data in ("conditionalor", "conditionaland") and len(children) > 1:
+            return "bool"
+        if node.data == "relation" and head is not None and head.startswith("relation_"):
+            return "bool"
+        if node.data == "addition" and head is not None and head.startswith("addition_"):
+            return None if head == "addition_add" else "number"  # + also joins text and lists
+        if node.data == "multiplication" and head is not None and head.startswith("multipl"):
+            return "number"
+        if node.data == "unary" and head in ("unary_not", "unary_neg"):
+            return "bool" if head == "unary_not" else "number"
+        if node.data == "member_dot_arg":
+            method = children[1] if len(children) > 1 else None
+            return "bool" if str(method) in _BOOL_METHODS else None
+        if node.data in ("member_dot", "member_index", "ident", "dot_ident", "dot_ident_arg"):
+            return None
+        if node.data == "ident_arg":
+            return _FUNCTION_TYPES.get(str(first))
+        if node.data == "literal":
+            return _LITERAL_TYPES.get(getattr(first, "type", ""))
+        if node.data == "list_lit":
+            return "list"
+        if node.data == "map_lit":
+            return "map"
+        if len(children) != 1 and node.data != "paren_expr":
+            return None
+        node = first
+    return None

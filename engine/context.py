@@ -17,10 +17,11 @@ from __future__ import annotations
 import json
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
-from typing import Any, Literal, Protocol
+from typing import Any, Literal, Protocol, runtime_checkable
 
 from pydantic import Field
 
+from engine.live import LiveChannel, ModelOutputSink, OutputCoalescer
 from engine.spec import Frozen, StepSpec
 
 
@@ -40,6 +41,14 @@ class ModelCaller(Protocol):
     def usage(self, response: Any) -> CallUsage: ...
 
 
+@runtime_checkable
+class StreamingModelCaller(ModelCaller, Protocol):
+    """A model caller that can also stream: partial text goes to ``sink`` as it arrives
+    (``engine.live``); the returned response is the answer, as from ``complete``."""
+
+    async def stream(self, request: Any, step: StepInfo, sink: ModelOutputSink) -> Any: ...
+
+
 class Retriever(Protocol):
     async def search(self, query: str, **options: Any) -> list[dict[str, Any]]: ...
 
@@ -48,6 +57,7 @@ class CallUsage(Frozen):
     tokens: int = 0
     provider: str = ""
     degraded: bool = False
+    cost_usd: float = 0.0
 
 
 class StepInfo(Frozen):
@@ -115,6 +125,8 @@ class RunBudget:
     token_budget: int
     llm_calls: int = 0
     tokens: int = 0
+    max_cost_usd: float | None = None
+    cost_usd: float = 0.0
 
     @property
     def remaining_tokens(self) -> int:
@@ -129,10 +141,15 @@ class RunBudget:
             raise BudgetExceeded(f"max_llm_calls {self.max_llm_calls} reached")
         if self.tokens >= self.token_budget:
             raise BudgetExceeded(f"token_budget {self.token_budget} reached")
+        if self.max_cost_usd is not None and self.cost_usd >= self.max_cost_usd:
+            raise BudgetExceeded(
+                f"max_cost_usd {self.max_cost_usd:g} reached (spent ${self.cost_usd:.4f})"
+            )
 
-    def charge(self, tokens: int) -> None:
+    def charge(self, tokens: int, cost_usd: float = 0.0) -> None:
         self.llm_calls += 1
         self.tokens += tokens
+        self.cost_usd += cost_usd
 
 
 @dataclass
@@ -147,6 +164,10 @@ class StepServices:
     retriever: Retriever | None = None
     extras: dict[str, Any] = field(default_factory=dict)
     """Application services a domain package needs (e.g. the corpus); the engine never reads them."""
+    live: LiveChannel | None = None
+    """Where a streaming model call's partial text goes (never stored); None: calls don't stream."""
+    emit_event: Callable[[Any], Any] | None = None
+    """Appends a run event of an engine kind (agents emit ``policy_violation``)."""
 
 
 @dataclass
@@ -258,16 +279,31 @@ class StepContext:
         if model is None:
             raise RuntimeError("no model caller is configured for this run")
 
+        index = self._call_index
+        live = self.services.live
+
         async def call() -> Any:
             self.budget.check_call()
-            return await model.complete(request, self.info)
+            if live is None or not isinstance(model, StreamingModelCaller):
+                return await model.complete(request, self.info)
+            output = OutputCoalescer(
+                live,
+                run_id=self.run_id,
+                step_id=self.step_id,
+                iteration=self.iteration,
+                call_index=index,
+            )
+            try:
+                return await model.stream(request, self.info, output.on_event)
+            finally:
+                output.close()
 
         response, replayed = await self.journaled(
             "llm", call, encode=model.encode, decode=lambda data: model.decode(request, data)
         )
         usage = model.usage(response)
         if not replayed:
-            self.budget.charge(usage.tokens)
+            self.budget.charge(usage.tokens, usage.cost_usd)
         self.stats.llm_calls += 1
         self.stats.tokens += usage.tokens
         if usage.provider and usage.provider not in self.stats.providers:
@@ -291,7 +327,7 @@ class StepContext:
             encode=lambda a: a.model_dump(mode="json"),
             decode=InterruptAnswer.model_validate,
         )
-        return answer
+        return InterruptAnswer.model_validate(answer)
 
     def emit(self, name: str, payload: dict[str, Any]) -> None:
         """Append a namespaced ``domain`` event (``research.stage``, ...)."""

@@ -15,6 +15,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field
 
 from engine.context import InterruptRequest, StepContext
+from engine.protocol import TieBreakAnswer, TieBreakRequest
 from engine.steps import AnyInput, AnyOutput, step
 
 
@@ -181,4 +182,20 @@ async def ask(ctx: StepContext, inp: AnyInput) -> Approval:
     )
     return Approval(
         approved=answer.action != "reject", note=answer.note, automatic=answer.automatic
+    )
+
+
+DEMO_TIE_BREAKER_CONFIDENCE = 0.5
+"""Below every demo workflow's threshold: the demo tie-breaker always leaves it to a person."""
+
+
+async def demo_tie_breaker(request: TieBreakRequest) -> TieBreakAnswer:
+    """The tie-breaker for workflows of demo steps (no model): it suggests the first valid
+    target that is not the default edge, unsure, so ADR-004 asks a person — a headless
+    run's ``--on-interrupt default`` then takes the default edge, recorded as automatic."""
+    others = [t for t in request.valid_targets if t != request.default_target]
+    return TieBreakAnswer(
+        target=(others or request.valid_targets)[0],
+        confidence=DEMO_TIE_BREAKER_CONFIDENCE,
+        reasoning="the demo tie-breaker has no model; a person decides",
     )

@@ -1,4 +1,5 @@
-"""What loading a workflow can report: located problems, raised together."""
+"""What the engine reports: a workflow's located problems (raised together), and a
+failure described in one line."""
 
 from __future__ import annotations
 
@@ -39,3 +40,9 @@ class WorkflowLoadError(Exception):
 
     def __str__(self) -> str:
         return "\n".join(str(problem) for problem in self.problems)
+
+
+def describe_exception(error: BaseException) -> str:
+    """``Type: first line of the message`` — a failure shown in one line."""
+    text = str(error).splitlines()[0] if str(error) else ""
+    return f"{type(error).__name__}: {text}" if text else type(error).__name__

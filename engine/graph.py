@@ -38,6 +38,56 @@ class BackEdge:
     kind: Literal["loop", "detour_return"]
 
 
+class _Reachability:
+    """ "Is there a path from a to b?" for every pair, answered in constant time.
+
+    Built once per graph in near-linear time: the strongly connected components
+    (networkx, iterative), then, in topological order of the components, each
+    component's set of upstream components as an int used as a bit set. A
+    bit-set union costs a few machine words per 64 components, so even a
+    10,000-step chain — where the last step has every other one upstream —
+    builds in milliseconds, where one ancestor set per step is quadratic.
+    """
+
+    def __init__(self, graph: nx.DiGraph) -> None:
+        components = list(nx.strongly_connected_components(graph))
+        self._component = {
+            node: index for index, members in enumerate(components) for node in members
+        }
+        self._cyclic = [len(members) > 1 for members in components]
+        upstream_of: list[set[int]] = [set() for _ in components]
+        downstream_of: list[set[int]] = [set() for _ in components]
+        for source, target in graph.edges:
+            of_source, of_target = self._component[source], self._component[target]
+            if of_source == of_target:
+                self._cyclic[of_source] = True
+            else:
+                upstream_of[of_target].add(of_source)
+                downstream_of[of_source].add(of_target)
+        self._upstream = [0] * len(components)
+        waiting = [len(upstream) for upstream in upstream_of]
+        ready = [index for index, count in enumerate(waiting) if count == 0]
+        while ready:
+            index = ready.pop()
+            bits = 0
+            for before in upstream_of[index]:
+                bits |= self._upstream[before] | (1 << before)
+            self._upstream[index] = bits
+            for after in downstream_of[index]:
+                waiting[after] -= 1
+                if waiting[after] == 0:
+                    ready.append(after)
+
+    def reaches(self, source: str, target: str) -> bool:
+        """A path of at least one edge leads from ``source`` to ``target``."""
+        if source not in self._component or target not in self._component:
+            return False
+        of_source, of_target = self._component[source], self._component[target]
+        if of_source == of_target:
+            return self._cyclic[of_source]
+        return bool(self._upstream[of_target] >> of_source & 1)
+
+
 class WorkflowGraph:
     """The graph of one definition; every query is answered from the forward DAG.
 
@@ -75,6 +125,8 @@ class WorkflowGraph:
         self._descendants: dict[str, frozenset[str]] = {}
         self._networkx: nx.DiGraph | None = None
         self._with_back_edges: nx.DiGraph | None = None
+        self._forward_reach: _Reachability | None = None
+        self._full_reach: _Reachability | None = None
 
     def _add_forward(self, source: str, target: str, kind: ForwardKind) -> None:
         if source not in self._order or target not in self._order:
@@ -125,6 +177,12 @@ class WorkflowGraph:
     def forward_cycles(self) -> list[list[tuple[str, str, frozenset[str]]]]:
         """One cycle per strongly connected part of the forward graph: [(source, target, kinds)]."""
         cycles: list[list[tuple[str, str, frozenset[str]]]] = []
+        try:
+            self.topological_order()
+        except ValueError:
+            pass
+        else:
+            return cycles
         forward = self._forward
         components = sorted(
             (
@@ -193,6 +251,20 @@ class WorkflowGraph:
             self._descendants[step_id] = frozenset(nx.descendants(self._forward, step_id))
         return self._descendants[step_id]
 
+    def is_upstream(self, step_id: str, other: str) -> bool:
+        """``other`` has a forward path to ``step_id`` (is one of its ancestors); constant time
+        after a near-linear first call, for checks that ask it of every step."""
+        if self._forward_reach is None:
+            self._forward_reach = _Reachability(self._forward)
+        return other != step_id and self._forward_reach.reaches(other, step_id)
+
+    def can_read(self, step_id: str, other: str) -> bool:
+        """``other`` is in :meth:`visible_from` of ``step_id``; constant time after a
+        near-linear first call."""
+        if self._full_reach is None:
+            self._full_reach = _Reachability(self._back_edged)
+        return self._full_reach.reaches(other, step_id)
+
     def between(self, ancestor: str, descendant: str) -> list[str]:
         """The steps a loop from ``descendant`` back to ``ancestor`` resets, both ends included,
         in topological order: every step on a forward path from one to the other."""
@@ -203,9 +275,37 @@ class WorkflowGraph:
         inside = (self.descendants(ancestor) & self.ancestors(descendant)) | {ancestor, descendant}
         return [step for step in self.topological_order() if step in inside]
 
+    def led_to_by(self, step_id: str) -> frozenset[str]:
+        """Steps ``step_id`` passes control to, directly or not: its forward descendants and,
+        through detour returns, the declaring steps and what follows them (what a
+        termination at ``step_id`` cuts off)."""
+        returns = {edge.source: edge.target for edge in self.detour_edges}
+        seen: set[str] = set()
+        todo = [step_id]
+        while todo:
+            current = todo.pop()
+            following = list(self.descendants(current))
+            if current in returns:
+                following.append(returns[current])
+            for step in following:
+                if step not in seen:
+                    seen.add(step)
+                    todo.append(step)
+        seen.discard(step_id)
+        return frozenset(seen)
+
     def detour_declarer(self, target: str) -> str | None:
         """The step whose detour targets ``target`` (the detour's return address), if any."""
         return self._detour_of.get(target)
+
+    @property
+    def _back_edged(self) -> nx.DiGraph:
+        """The forward graph plus the back edges of loops and detour returns."""
+        if self._with_back_edges is None:
+            self._with_back_edges = self._forward.copy()
+            for edge in (*self.loop_edges, *self.detour_edges):
+                self._with_back_edges.add_edge(edge.source, edge.target)
+        return self._with_back_edges
 
     def visible_from(self, step_id: str) -> frozenset[str]:
         """Steps whose results ``step_id`` may read: its ancestors, counting back edges.
@@ -215,11 +315,7 @@ class WorkflowGraph:
         detour's return makes the detour target visible to the declaring step.
         A step is visible to itself only when it is on such a cycle.
         """
-        if self._with_back_edges is None:
-            self._with_back_edges = self._forward.copy()
-            for edge in (*self.loop_edges, *self.detour_edges):
-                self._with_back_edges.add_edge(edge.source, edge.target)
-        full = self._with_back_edges
+        full = self._back_edged
         seen = frozenset(nx.ancestors(full, step_id))
         on_cycle = any(
             successor == step_id or successor in seen for successor in full.successors(step_id)

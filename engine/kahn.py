@@ -21,9 +21,10 @@ import asyncio
 import heapq
 from collections.abc import Iterable
 
+from engine.interrupts import WaitingForHuman
 from engine.lifecycle import CancelRequest, EngineBase, RunNotResumable, ScheduleEnd
 from engine.protocol import EngineCapabilities
-from engine.runner import StepOutcome, StepRunner, WaitingForHuman
+from engine.runner import StepOutcome, StepRunner
 from engine.states import StepStatus
 
 __all__ = ["KahnEngine", "RunNotResumable"]
@@ -55,7 +56,9 @@ class _Wavefront:
         cancel.on_request(self.wake.set)
 
     def halted(self) -> bool:
-        return bool(self.state.limit_reason or self.state.terminated_by) or self.cancel.requested
+        """Nothing more starts: a limit was reached or the run is cancelled. (A termination
+        only cuts off what the terminating step leads to; readiness skips those steps.)"""
+        return bool(self.state.limit_reason) or self.cancel.requested
 
     async def drive(self) -> ScheduleEnd:
         state = self.state
@@ -63,7 +66,9 @@ class _Wavefront:
             self.consider(state.steps)
             try:
                 async with asyncio.timeout(state.remaining_s):
-                    while self.failure is None and self.running and not self.halted():
+                    # A limit starts nothing more, and lets the steps already running finish
+                    # (they started within it); a cancel or the timeout cuts them off.
+                    while self.failure is None and self.running and not self.cancel.requested:
                         self.wake.clear()
                         await self.wake.wait()
             except TimeoutError:
@@ -100,7 +105,7 @@ class _Wavefront:
                 )
                 continue
             effects = runner.settle_unrun(step_id, readiness)
-            for follower in (*runner.dependents(step_id), *effects.reset):
+            for follower in (*runner.followers(step_id), *effects.reset):
                 if follower not in queued:
                     queued.add(follower)
                     heapq.heappush(queue, (runner.order_key(follower), follower))
@@ -115,7 +120,7 @@ class _Wavefront:
             self.follow(step_id, outcome)
         except WaitingForHuman:
             self.waiting.add(step_id)
-            self.runner.mark_waiting(step_id)
+            self.runner.interrupts.mark_waiting(step_id)
         except Exception as error:  # noqa: BLE001 - handed to drive(), which raises it
             self.failure = self.failure or error
         finally:
@@ -123,12 +128,9 @@ class _Wavefront:
                 self.wake.set()
 
     def follow(self, step_id: str, outcome: StepOutcome) -> None:
-        state = self.state
-        if outcome.effects.terminate:
-            state.terminated_by = state.terminated_by or step_id
         if outcome.status == StepStatus.PENDING or self.halted():
             return
-        self.consider([*self.runner.dependents(step_id), *outcome.effects.reset])
+        self.consider([*self.runner.followers(step_id), *outcome.effects.reset])
 
     async def stop(self, reason: str) -> None:
         """Cancel running steps; each becomes SKIPPED with the reason the run stopped."""

@@ -25,7 +25,8 @@ model call is repeated, and the re-run is not counted as a new start.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Callable, Hashable, Sequence
+import heapq
+from collections.abc import AsyncIterator, Iterable, Sequence
 from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
@@ -33,24 +34,17 @@ from typing import Any
 from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.errors import GraphInterrupt
-from langgraph.graph import END
 from langgraph.types import Command, Interrupt, interrupt
 
 from engine.context import InterruptAnswer
 from engine.events import InterruptRaised
+from engine.interrupts import AnswerPause, WaitingForHuman
 from engine.langgraph_checkpoint import CHECKPOINT_FILE, DURABILITY, open_checkpointer
-from engine.langgraph_compile import (
-    EXIT_SUFFIX,
-    GraphState,
-    NodeFunction,
-    SchedulingPlan,
-    build_state_graph,
-    plan,
-)
+from engine.langgraph_compile import START_NODE, GraphState, NodeFunction, build_state_graph
 from engine.langgraph_history import HistoryEntry, checkpoint_history, store_history
 from engine.lifecycle import CancelRequest, EngineBase, ScheduleEnd
 from engine.protocol import EngineCapabilities
-from engine.runner import AnswerPause, RouteEffects, Sleep, StepRunner, WaitingForHuman
+from engine.runner import Sleep, StepRunner
 from engine.states import RoutingSignal, StepStatus
 from engine.steps import REGISTRY, StepRegistry
 from engine.store import BaseRunStore, InterruptRecord
@@ -67,11 +61,6 @@ class LangGraphWaiting(WaitingForHuman, GraphInterrupt):
     def __init__(self, interrupt_id: str, step_id: str, interrupts: Sequence[Interrupt]) -> None:
         WaitingForHuman.__init__(self, interrupt_id, step_id)
         self.args = (tuple(interrupts),)
-
-
-class CheckpointBehind(RuntimeError):
-    """A node was scheduled from a checkpoint older than the run store (a crash between a
-    store commit and the checkpoint after it): the run restarts from the store."""
 
 
 async def pause_for_answer(stored: InterruptRecord) -> InterruptAnswer:
@@ -108,7 +97,7 @@ class LangGraphEngine(EngineBase):
         registry: StepRegistry = REGISTRY,
         sleep: Sleep = asyncio.sleep,
         checkpoint_path: Path | None = None,
-        saver: BaseCheckpointSaver | None = None,
+        saver: BaseCheckpointSaver[Any] | None = None,
     ) -> None:
         super().__init__(registry=registry, sleep=sleep)
         self.checkpoint_path = checkpoint_path
@@ -126,7 +115,7 @@ class LangGraphEngine(EngineBase):
         return Path(store_path).parent / CHECKPOINT_FILE if store_path is not None else None
 
     @asynccontextmanager
-    async def checkpointer(self, store: BaseRunStore) -> AsyncIterator[BaseCheckpointSaver]:
+    async def checkpointer(self, store: BaseRunStore) -> AsyncIterator[BaseCheckpointSaver[Any]]:
         if self.saver is not None:
             yield self.saver
             return
@@ -150,16 +139,20 @@ class LangGraphEngine(EngineBase):
 
     async def schedule(self, runner: StepRunner, cancel: CancelRequest) -> ScheduleEnd:
         """Stream the compiled graph superstep by superstep; between streams, answer the
-        interrupts the graph paused on and resume it with them."""
+        interrupts the graph paused on and resume it with them.
+
+        The run store is the source of truth: when the graph ends while a step the store
+        says is ready was never dispatched (a checkpoint older than the store after a
+        crash), the graph starts again from START, which dispatches from the store."""
         state = runner.state
-        scheduling = plan(runner.graph)
-        session = _Session(runner, scheduling)
+        session = _Session(runner)
         waiting: list[str] = []
+        restarts = 0
         try:
             async with self.checkpointer(runner.store) as saver:
-                app = build_state_graph(scheduling, session.node_for, session.route_for).compile(
-                    checkpointer=saver
-                )
+                app = build_state_graph(
+                    runner.graph.topological_order(), session.node_for, session.start
+                ).compile(checkpointer=saver)
                 config: Any = {
                     "configurable": {"thread_id": state.run_id},
                     "recursion_limit": session.recursion_limit(),
@@ -167,19 +160,9 @@ class LangGraphEngine(EngineBase):
                 snapshot = await app.aget_state(config)
                 payload: Any = None if snapshot.next else session.initial_state()
                 held = bool(snapshot.interrupts)
-                restarted = False
                 while True:
                     if not held:
-                        try:
-                            outcome = await _stream(app, payload, config, state.remaining_s, cancel)
-                        except CheckpointBehind:
-                            if restarted:
-                                raise
-                            # The store is the source of truth: start the graph again from it.
-                            # Settled steps pass control on without running; the rest run.
-                            restarted = True
-                            payload = session.initial_state()
-                            continue
+                        outcome = await _stream(app, payload, config, state.remaining_s, cancel)
                         if outcome == "timeout":
                             state.time_out()
                             break
@@ -187,7 +170,13 @@ class LangGraphEngine(EngineBase):
                             return ScheduleEnd(cancelled=True)
                         snapshot = await app.aget_state(config)
                     held = False
-                    if not snapshot.interrupts or state.stop_reason:
+                    if state.stop_reason:
+                        break
+                    if not snapshot.interrupts:
+                        if restarts < _MAX_RESTARTS and session.undispatched():
+                            restarts += 1
+                            payload = session.initial_state()
+                            continue
                         break
                     resume, waiting = await session.answer(snapshot.interrupts)
                     if not resume:
@@ -197,6 +186,11 @@ class LangGraphEngine(EngineBase):
             _settle_running(runner, "cancelled")
             raise
         return ScheduleEnd(waiting=waiting)
+
+
+_MAX_RESTARTS = 3
+"""Restarts from the store in one drive; more would mean a scheduling defect, which the
+run's end reports (a step left unsettled fails the run with the steps named)."""
 
 
 def _settle_running(runner: StepRunner, reason: str) -> None:
@@ -240,16 +234,11 @@ async def _stream(
 
 
 class _Session:
-    """One drive of one run: the node and edge functions, and the interrupt round trip."""
+    """One drive of one run: the node functions, the dispatch, the interrupt round trip."""
 
-    def __init__(self, runner: StepRunner, scheduling: SchedulingPlan) -> None:
+    def __init__(self, runner: StepRunner) -> None:
         self.runner = runner
         self.state = runner.state
-        self.scheduling = scheduling
-        self._step_predecessors = {
-            step_id: {scheduling.step_of(p) for p in preds}
-            for step_id, preds in scheduling.predecessors.items()
-        }
         self._announced = {
             event.interrupt_id
             for event in runner.store.events(runner.run_id)
@@ -258,14 +247,11 @@ class _Session:
 
     # -- the compiled graph's functions -------------------------------------------
     def recursion_limit(self) -> int:
-        """Above our own bound: every step run, plus exit nodes and skips, per pass."""
-        nodes = (
-            len(self.scheduling.predecessors)
-            + len(self.scheduling.conditional)
-            + len(self.scheduling.gates)
-        )
-        bound = self.state.wf.limits.step_run_bound(len(self.state.wf.steps))
-        return 2 * (bound + nodes) + 25
+        """Above our own bound: a superstep runs at least one step or settles a dispatched
+        one, and every pass of a loop may settle each step once."""
+        steps = len(self.state.wf.steps)
+        bound = self.state.wf.limits.step_run_bound(steps)
+        return (bound + 1) * (steps + 2) + 25
 
     def mirror(self, step_ids: Sequence[str]) -> dict[str, Any]:
         steps = self.state.steps
@@ -279,17 +265,23 @@ class _Session:
     def initial_state(self) -> dict[str, Any]:
         update = self.mirror(list(self.state.steps))
         update["routes"] = {}
-        update["goto"] = {}
+        update["dispatch"] = {}
+        return update
+
+    async def start(self, graph_state: GraphState) -> dict[str, Any]:
+        """The first superstep: every step the store says is ready."""
+        settled: list[str] = []
+        ready = self.dispatch(self.runner.graph.topological_order(), settled)
+        update = self.mirror(settled)
+        update["dispatch"] = {START_NODE: ready}
         return update
 
     def node_for(self, step_id: str) -> NodeFunction:
-        conditional = step_id in self.scheduling.conditional
-
         async def node(graph_state: GraphState) -> dict[str, Any]:
-            # The state is the one this superstep started from: a stop decided by another
-            # step of the same superstep does not stop this one, which had already started.
-            touched, signal, goto = await self._run(step_id, halted=bool(graph_state.get("stop")))
-            update = self.mirror(touched)
+            touched, signal, candidates = await self._run(step_id)
+            settled: list[str] = []
+            ready = self.dispatch(candidates, settled)
+            update = self.mirror([*touched, *settled])
             if signal is not None:
                 update["routes"] = {
                     step_id: {
@@ -298,86 +290,78 @@ class _Session:
                         "route": signal.route,
                     }
                 }
-            if conditional:
-                update["goto"] = {step_id: goto}
-            if self.state.stop_reason:
-                update["stop"] = self.state.stop_reason
+            update["dispatch"] = {step_id: ready}
             return update
 
         node.__name__ = f"step_{step_id}"
         return node
 
-    def route_for(self, step_id: str) -> Callable[[GraphState], Sequence[Hashable]]:
-        exit_node = f"{step_id}{EXIT_SUFFIX}"
-
-        def route(graph_state: GraphState) -> Sequence[Hashable]:
-            if graph_state.get("stop"):
-                return [END]
-            return list(graph_state.get("goto", {}).get(step_id) or [exit_node])
-
-        route.__name__ = f"route_{step_id}"
-        return route
-
-    async def _run(
-        self, step_id: str, halted: bool
-    ) -> tuple[list[str], RoutingSignal | None, list[str]]:
-        """Settle ``step_id`` if it is still to settle; (steps changed, its route, where control goes back)."""
+    async def _run(self, step_id: str) -> tuple[list[str], RoutingSignal | None, list[str]]:
+        """Run ``step_id`` if it is PENDING (or waiting for an answer) and ready:
+        (steps changed, its route, the steps to check next). Anything else — settled,
+        already running, or a dependency reset by a loop in the same superstep — is a
+        dispatch to let pass: the step runs when what it waits for dispatches it again."""
         runner = self.runner
         record = self.state.steps[step_id]
-        if halted or self.state.limit_reason:
-            return [step_id], None, []
-        if record.status.settled:
-            return [step_id], None, self._owed(step_id)
-        readiness = runner.readiness(step_id)
-        signal: RoutingSignal | None = None
-        if readiness.action == "wait":
-            raise CheckpointBehind(f"{step_id} was scheduled before its dependencies settled")
-        if readiness.action == "run":
-            try:
-                outcome = await runner.run_step(
-                    step_id, continuing=record.status == StepStatus.WAITING_HUMAN
-                )
-            except WaitingForHuman:
-                runner.mark_waiting(step_id)
-                raise
-            effects, signal = outcome.effects, outcome.signal
+        if self.state.stop_reason:
+            return [], None, []
+        if record.status == StepStatus.WAITING_HUMAN:
+            readiness_action = "run"
+        elif record.status != StepStatus.PENDING:
+            return [], None, []
         else:
-            effects = runner.settle_unrun(step_id, readiness)
-        return [step_id, *effects.reset], signal, self._goto(step_id, effects, signal)
+            readiness_action = runner.readiness(step_id).action
+        if readiness_action != "run":
+            return [], None, [step_id] if readiness_action != "wait" else []
+        try:
+            outcome = await runner.run_step(
+                step_id, continuing=record.status == StepStatus.WAITING_HUMAN
+            )
+        except WaitingForHuman:
+            runner.interrupts.mark_waiting(step_id)
+            raise
+        if outcome.status == StepStatus.PENDING:  # a limit stopped it before it started
+            return [], None, []
+        reset = outcome.effects.reset
+        return [step_id, *reset], outcome.signal, [*runner.followers(step_id), *reset]
 
-    def _goto(self, step_id: str, effects: RouteEffects, signal: RoutingSignal | None) -> list[str]:
-        """Where a conditional step sends control back: the entry points of what it reset
-        (a loop's target, a detour's declaring step) and the detour it started."""
-        candidates = list(effects.reset)
-        if signal is not None and signal.decision == "detour" and signal.next_step_id:
-            candidates.append(signal.next_step_id)
-        pending = {s for s in candidates if self.state.steps[s].status == StepStatus.PENDING}
-        allowed = self.scheduling.back_targets.get(step_id, [])
-        entries = [
-            s for s in allowed if s in pending and not (self._step_predecessors[s] & pending)
-        ]
-        if signal is not None and signal.decision == "loop":
-            entries += self.scheduling.loop_gates.get(step_id, [])
-        return entries
-
-    def _owed(self, step_id: str) -> list[str]:
-        """Where a settled conditional step sends control when it is passed again (a resume
-        from the store): to the target of the detour it started, or back to the step whose
-        detour it was, when that one waits to run again."""
-        if step_id not in self.scheduling.back_targets:
+    def dispatch(self, candidates: Iterable[str], settled: list[str]) -> list[str]:
+        """The candidates that can run now, in topological order. Those that will not run
+        (skipped, failed upstream) are settled here, and what follows them is checked in
+        turn; their ids are appended to ``settled``."""
+        runner, steps = self.runner, self.state.steps
+        if self.state.stop_reason:
             return []
-        steps = self.state.steps
-        detour = self.state.active_detour
-        if (
-            detour is not None
-            and detour.declared_by == step_id
-            and steps[detour.target].status == StepStatus.PENDING
-        ):
-            return [detour.target]
-        declarer = self.runner.graph.detour_declarer(step_id)
-        if declarer is not None and detour is None and steps[declarer].status == StepStatus.PENDING:
-            return [declarer]
-        return []
+        queue = [(runner.order_key(step_id), step_id) for step_id in set(candidates)]
+        heapq.heapify(queue)
+        queued = {step_id for _, step_id in queue}
+        ready: list[str] = []
+        while queue:
+            _, step_id = heapq.heappop(queue)
+            queued.discard(step_id)
+            if steps[step_id].status != StepStatus.PENDING or step_id in ready:
+                continue
+            readiness = runner.readiness(step_id)
+            if readiness.action == "wait":
+                continue
+            if readiness.action == "run":
+                ready.append(step_id)
+                continue
+            effects = runner.settle_unrun(step_id, readiness)
+            settled.append(step_id)
+            for follower in (*runner.followers(step_id), *effects.reset):
+                if follower not in queued:
+                    queued.add(follower)
+                    heapq.heappush(queue, (runner.order_key(follower), follower))
+        return sorted(ready, key=runner.order_key)
+
+    def undispatched(self) -> bool:
+        """True when a step the store says is ready to settle was left without a dispatch."""
+        runner = self.runner
+        return any(
+            record.status == StepStatus.PENDING and runner.readiness(step_id).action != "wait"
+            for step_id, record in self.state.steps.items()
+        )
 
     # -- interrupts ------------------------------------------------------------------
     def held_steps(self, step_id: str) -> list[str]:
@@ -404,16 +388,16 @@ class _Session:
                 pending.append((item, record))
         raised: dict[str, InterruptRaised] = {}
         for _, record in pending:
-            event = runner.raised_event(record, self.held_steps(record.step_id))
+            event = runner.interrupts.raised_event(record, self.held_steps(record.step_id))
             if record.interrupt_id not in self._announced:
-                runner.emit(event)
+                runner.recorder.emit(event)
                 self._announced.add(record.interrupt_id)
             raised[record.interrupt_id] = event
 
         async def one(record: InterruptRecord) -> InterruptAnswer | None:
             if record.answer is not None:
                 return record.answer
-            given = await runner.answer_given(record, raised[record.interrupt_id])
+            given = await runner.interrupts.answer_given(record, raised[record.interrupt_id])
             if given is not None:
                 store.record_answer(record.interrupt_id, given)
             return given

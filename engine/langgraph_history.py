@@ -41,7 +41,7 @@ class HistoryEntry(Frozen):
         return [step for step, status in self.statuses.items() if status in _SETTLED]
 
 
-async def checkpoint_history(saver: BaseCheckpointSaver, run_id: str) -> list[HistoryEntry]:
+async def checkpoint_history(saver: BaseCheckpointSaver[Any], run_id: str) -> list[HistoryEntry]:
     """Every checkpoint of a LangGraph run's thread, oldest first."""
     tuples = [item async for item in saver.alist({"configurable": {"thread_id": run_id}})]
     tuples.sort(key=lambda item: item.checkpoint["id"])

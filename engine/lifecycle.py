@@ -7,7 +7,8 @@ An engine contributes only its scheduler — *when* steps run — through
   graph and the reason the engine was chosen;
 * resume: rebuild the run's state from the store (finished steps keep their
   results; steps that were running start again, their journaled calls replay);
-* fork at a step: a new run keeping every result not downstream of the step,
+* fork at a step's pass (time travel, engine/time_travel.py): a new run from the
+  state just before that pass began, optionally with edited outputs or inputs,
   its kept results replayed into the new run's own event log;
 * cancel: a per-run request the scheduler waits on;
 * ownership: the store records this process as the run's owner from its start or
@@ -27,16 +28,19 @@ from abc import ABC, abstractmethod
 from collections.abc import Callable, Collection
 from dataclasses import dataclass
 
+from engine.completion import conclude
 from engine.events import Log, RunFinished, RunStarted, StepFailed, StepFinished, StepSkipped
 from engine.graph import WorkflowGraph
+from engine.interrupts import AnswerPause
 from engine.protocol import EngineCapabilities, ExecutionResult, RunContext
 from engine.run_inputs import resolve_inputs
 from engine.run_state import RunState
-from engine.runner import AnswerPause, Sleep, StepRunner
+from engine.runner import Sleep, StepRunner
 from engine.spec import WorkflowDefinition
 from engine.states import RunStatus, StepStatus
 from engine.steps import REGISTRY, StepRegistry
-from engine.store import BaseRunStore, RunOwned, RunSummary, StepResult
+from engine.store import BaseRunStore, RunOwned, RunSummary, new_run_id
+from engine.time_travel import ForkEdits, ForkPoint, fork_state
 
 _DRIVING: set[str] = set()
 """Runs this process is driving right now (an engine's ``_drive`` is under way)."""
@@ -181,39 +185,44 @@ class EngineBase(ABC):
         self._announce(runner, run, resumed=True)
         return await self._drive(runner)
 
-    async def fork(self, run_id: str, at_step: str, run: RunContext) -> ExecutionResult:
-        """A new run that keeps every result not downstream of ``at_step`` and runs the rest."""
+    async def fork(
+        self, run_id: str, at_step: str, run: RunContext, edits: ForkEdits | None = None
+    ) -> ExecutionResult:
+        """A new run from ``at_step`` (``STEP`` or ``STEP@ITERATION``) of ``run_id``: the
+        state just before that pass began for everything the step can influence, every
+        other result as the run left it (engine/time_travel.py), then ``edits``.
+
+        Raises ForkError (a ValueError) with what to do when the fork cannot be made.
+        """
         store: BaseRunStore = run.store
-        parent = store.get_run(run_id)
-        wf = parent.definition
-        if at_step not in wf.step_ids:
-            raise KeyError(f"workflow {wf.name!r} has no step {at_step!r}")
-        graph = WorkflowGraph(wf)
-        rerun = {at_step} | graph.descendants(at_step)
-        kept_results = store.step_results(run_id)
-        new_id = store.create_run(
+        wf = store.get_run(run_id).definition
+        point = ForkPoint.parse(at_step)
+        new_id = run.run_id or new_run_id()
+        state = fork_state(store, run_id, point, edits or ForkEdits(), self.registry, new_id)
+        inputs = state.inputs
+        store.create_run(
             wf,
-            parent.inputs,
+            inputs,
             self.name,
-            run.engine_reason or f"fork of {run_id} at {at_step}",
-            run_id=run.run_id,
+            run.engine_reason or f"fork of {run_id} at {point}",
+            run_id=new_id,
             parent=run_id,
-            forked_at=at_step,
+            forked_at=str(point),
         )
-        runner = self._new_runner(RunState.fresh(new_id, wf, parent.inputs), graph, run)
+        graph = WorkflowGraph(wf)
+        runner = self._new_runner(state, graph, run)
         self._announce(runner, run, resumed=False, forked_from=run_id)
         with store.batch():
             kept = 0
             for step_id in graph.topological_order():
-                result = kept_results.get(step_id)
-                if result is not None and _keep(runner, result, rerun):
+                if state.steps[step_id].status.settled:
+                    _replay_settled(runner, step_id)
                     kept += 1
-            for record in runner.state.steps.values():
-                runner.save(record)
-            runner.emit(
+            runner.recorder.save_engine_state()
+            runner.recorder.emit(
                 Log(
                     run_id=new_id,
-                    message=f"fork of {run_id} at {at_step}: kept {kept} step results",
+                    message=f"fork of {run_id} at {point}: kept {kept} step results",
                 )
             )
         return await self._drive(runner)
@@ -232,7 +241,7 @@ class EngineBase(ABC):
         nodes, edges = runner.graph.nodes_and_edges()
         with runner.store.batch():
             runner.store.set_status(state.run_id, RunStatus.RUNNING)
-            runner.emit(
+            runner.recorder.emit(
                 RunStarted(
                     run_id=state.run_id,
                     workflow=state.wf.name,
@@ -247,7 +256,7 @@ class EngineBase(ABC):
                 )
             )
             for record in state.steps.values():  # a resume stores its running steps back as PENDING
-                runner.save(record)
+                runner.recorder.save(record)
 
     async def _drive(self, runner: StepRunner) -> ExecutionResult:
         run_id = runner.run_id
@@ -273,6 +282,9 @@ class EngineBase(ABC):
             return self._finish(runner, None, "", end.waiting)
         if end.waiting:
             return self._finish(runner, RunStatus.WAITING, "", end.waiting)
+        defect = _fail_unsettled(runner)
+        if defect:
+            return self._finish(runner, RunStatus.FAILED, defect, ())
         return self._finish(runner, None, "", end.waiting)
 
     def _finish(
@@ -280,7 +292,7 @@ class EngineBase(ABC):
     ) -> ExecutionResult:
         """Close the run: the given status, or the one the completion criteria decide."""
         state = runner.state
-        concluded, concluded_reason, missing, outputs = runner.conclude()
+        concluded, concluded_reason, missing, outputs = conclude(runner.state)
         if status is None:
             status, reason = concluded, concluded_reason
         elif status == RunStatus.WAITING:
@@ -291,9 +303,9 @@ class EngineBase(ABC):
         final_outputs = outputs if status.final else {}
         final_missing = missing if status.final else []
         with store.batch():
-            runner.save_engine_state()
+            runner.recorder.save_engine_state()
             store.set_status(state.run_id, status, reason, outputs if status.final else None)
-            runner.emit(
+            runner.recorder.emit(
                 RunFinished(
                     run_id=state.run_id,
                     status=status,
@@ -322,6 +334,25 @@ def _release(store: BaseRunStore, run_id: str) -> None:
         pass
 
 
+def _fail_unsettled(runner: StepRunner) -> str:
+    """The invariant of every finished run: no step is left PENDING or RUNNING. A scheduler
+    that ended with such steps has a defect; they fail with it named, and so does the run."""
+    unsettled = [
+        step_id
+        for step_id in runner.graph.topological_order()
+        if not runner.state.steps[step_id].status.settled
+    ]
+    if not unsettled:
+        return ""
+    reason = (
+        f"the {runner.engine_name} scheduler ended with {', '.join(unsettled)} never settled "
+        "(an engine defect; please report it with this run)"
+    )
+    for step_id in unsettled:
+        runner.fail_unsettled(step_id, reason)
+    return reason
+
+
 def _skip_remaining(runner: StepRunner, reason: str) -> None:
     """Every step not settled when the run stopped is skipped with the reason."""
     for step_id in runner.graph.topological_order():
@@ -329,42 +360,24 @@ def _skip_remaining(runner: StepRunner, reason: str) -> None:
             runner.settle_stopped(step_id, reason)
 
 
-def _keep(runner: StepRunner, result: StepResult, rerun: Collection[str]) -> bool:
-    """Carry a parent run's step result into a fork; True when it is kept as settled.
-
-    Routing marks from routers that run again are dropped (they will decide
-    again); a kept result is replayed into the fork's own event log.
-    """
-    step_id = result.step_id
-    record = runner.state.steps[step_id]
-    record.routed_by = {r for r in result.routed_by if r not in rerun}
-    record.not_routed_by = {r for r in result.not_routed_by if r not in rerun}
-    if step_id in rerun or not result.status.settled:
-        record.changed()
-        return False
-    record.load(result)
-    _replay_settled(runner, step_id)
-    return True
-
-
 def _replay_settled(runner: StepRunner, step_id: str) -> None:
     """Show a kept result in the fork's own event log."""
     record = runner.state.steps[step_id]
     run_id = runner.run_id
     if record.status == StepStatus.SUCCEEDED:
-        runner.emit(
+        runner.recorder.emit(
             StepFinished(
                 run_id=run_id, step_id=step_id, iteration=record.iteration, outputs=record.outputs
             )
         )
     elif record.status == StepStatus.SKIPPED:
-        runner.emit(
+        runner.recorder.emit(
             StepSkipped(
                 run_id=run_id, step_id=step_id, iteration=record.iteration, reason=record.reason
             )
         )
     else:
-        runner.emit(
+        runner.recorder.emit(
             StepFailed(
                 run_id=run_id,
                 step_id=step_id,

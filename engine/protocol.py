@@ -9,11 +9,13 @@ from typing import TYPE_CHECKING, Any, Literal, Protocol
 from pydantic import Field
 
 from engine.context import InterruptAnswer, InterruptRequest, ModelCaller, Retriever
+from engine.live import LiveChannel
 from engine.spec import Frozen, WorkflowDefinition
 from engine.states import RunStatus, StepStatus
 
 if TYPE_CHECKING:
     from engine.events import InterruptRaised, RunEvent
+    from engine.time_travel import ForkEdits
 
 
 class TieBreakRequest(Frozen):
@@ -63,6 +65,8 @@ class RunContext:
     """Answers given ahead of time (``workbench resume --answer``), by interrupt id or step id."""
     replay_from: str | None = None
     """A run whose journal answers this run's calls first (shadow mode's second engine)."""
+    live: LiveChannel | None = None
+    """Live (unstored) model output while calls stream (engine/live.py); None: no streaming."""
 
 
 class ExecutionResult(Frozen):
@@ -91,4 +95,8 @@ class ExecutionEngine(Protocol):
 
     async def resume(self, run_id: str, run: RunContext) -> ExecutionResult: ...
 
-    async def fork(self, run_id: str, at_step: str, run: RunContext) -> ExecutionResult: ...
+    async def fork(
+        self, run_id: str, at_step: str, run: RunContext, edits: ForkEdits | None = None
+    ) -> ExecutionResult:
+        """``at_step``: ``STEP`` or ``STEP@ITERATION`` (see engine/time_travel.py)."""
+        ...

@@ -24,7 +24,9 @@ Precedence, first rule that decides wins:
 Whatever rule picks a target, the target decides what the choice means: the
 loop target is a loop (at ``max_iterations`` the default edge is taken
 instead, route ``loop_exhausted``), the detour target is a detour, anything
-else is an advance. Detours are single level: a detour chosen while a detour
+else is an advance. A detour whose target depends on a step that runs only
+after the declaring step could never start: it is rejected (``detour_rejected``)
+and the default edge is taken. Detours are single level: a detour chosen while a detour
 is active is rejected and the step takes its default edge (route
 ``detour_rejected``). The target of the active detour ignores its own routing
 (beyond stop conditions) and returns to the declaring step.
@@ -36,6 +38,7 @@ nothing — the step decides again when it runs next.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -120,15 +123,20 @@ class HumanTieBreakNeeded:
     def interrupt_request(self) -> InterruptRequest:
         need = self.need
         suggested = self.suggestion.target
+        confidence = self.suggestion.confidence
+        usable = confidence if math.isfinite(confidence) else None
+        stated = (
+            f"with confidence {usable:.2f}" if usable is not None else "without a usable confidence"
+        )
         return InterruptRequest(
             kind="tie_breaker",
             prompt=f"Where should '{need.step_id}' go next? The model suggests "
-            f"'{suggested}' with confidence {self.suggestion.confidence:.2f}.",
+            f"'{suggested}' {stated}.",
             payload={
                 "valid_targets": list(need.valid_targets),
                 "default_target": need.default_target,
                 "suggestion": suggested,
-                "confidence": self.suggestion.confidence,
+                "confidence": usable,
                 "reasoning": self.suggestion.reasoning,
                 "hint": need.hint,
             },
@@ -365,6 +373,13 @@ class _Decision:
                     )
                 )
                 return None
+            waits_on = self._waits_on_this_step(target)
+            if waits_on:
+                return self._default(
+                    "detour_rejected",
+                    f"{reason}; detour to {target} rejected: it depends on "
+                    f"{', '.join(waits_on)}, which cannot run before {self.spec.id} has passed",
+                )
             if self.inp.active_detour is not None:
                 return self._default(
                     "detour_rejected",
@@ -379,6 +394,12 @@ class _Decision:
                 return_to=self.spec.id if detour.returns else None,
             )
         return self._signal("advance", target, route, reason, skipped=self._skip_all_but(target))
+
+    def _waits_on_this_step(self, target: str) -> list[str]:
+        """The target's dependencies (besides this step) that run only after this step:
+        a detour there could never start, so it is not taken."""
+        later = self.graph.descendants(self.spec.id)
+        return [d for d in self.graph.dependencies(target) if d != self.spec.id and d in later]
 
     def _default(self, route: RouteKind, reason: str) -> RoutingSignal:
         target = self.routing.next
@@ -415,11 +436,9 @@ class _Decision:
 
     def _matches(self, expr: str, target: str | None) -> bool:
         try:
-            matched, error = evaluate_bool(compile_expr(expr), self.inp.activation)
+            matched, message = evaluate_bool(compile_expr(expr), self.inp.activation)
         except Exception as error:  # a syntax error here means the loader was bypassed
             matched, message = False, str(error)
-        else:
-            message = error
         self.evaluated.append(
             EvaluatedCondition(expr=expr, target=target, matched=matched, error=message)
         )
@@ -469,19 +488,23 @@ def settle_tie_break(
 
     No answer, a timeout, an error or a target outside ``valid_targets`` →
     the default edge with ``needs_human`` set (ADR-004: degrade to
-    deterministic, never block). Confidence below the threshold →
-    ``HumanTieBreakNeeded``.
+    deterministic, never block). Confidence below the threshold, or not a
+    number at all (NaN) → ``HumanTieBreakNeeded``.
     """
     if timed_out or answer is None or answer.outcome == "timeout":
         return _fallback(need, f"tie-breaker timed out after {need.timeout_s:g} s")
     if answer.outcome == "error":
         return _fallback(need, f"tie-breaker failed: {answer.reasoning or 'error'}")
-    if answer.outcome == "invalid_answer" or answer.target not in need.candidates:
+    if (
+        answer.outcome == "invalid_answer"
+        or answer.target is None
+        or answer.target not in need.candidates
+    ):
         return _fallback(
             need,
             f"tie-breaker answered {answer.target!r}, not one of {', '.join(need.valid_targets)}",
         )
-    if answer.confidence < need.confidence_threshold:
+    if not answer.confidence >= need.confidence_threshold:  # NaN is not confident either
         return HumanTieBreakNeeded(need=need, suggestion=answer)
     signal = need.candidates[answer.target]
     reasoning = f": {answer.reasoning}" if answer.reasoning else ""

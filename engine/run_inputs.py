@@ -3,13 +3,16 @@
 Values arrive as Python values (from the TUI's form or an API caller) or as
 text (``--input key=value`` on the command line); both go through
 :func:`resolve_inputs`, which applies defaults, converts text to the declared
-type and says in one line what is wrong.
+type, checks the declared bounds (choices, min, max; whole numbers within the
+range CEL computes exactly) and says in one line what is wrong — before a run
+exists, so a bad value never creates a run that then fails.
 """
 
 from __future__ import annotations
 
 import datetime as dt
 import json
+import math
 from collections.abc import Mapping
 from typing import Any
 
@@ -19,6 +22,10 @@ from engine.spec import InputSpec, WorkflowDefinition
 class InputError(ValueError):
     """A run input that does not fit its declaration; ``str()`` is one line for the person."""
 
+
+LARGEST_INT = 2**53
+"""Whole numbers beyond this are not exact in the doubles CEL computes with (the engine's
+numeric policy), so an int input is refused outside ±LARGEST_INT before a run exists."""
 
 _TRUE = {"true", "yes", "1", "on"}
 _FALSE = {"false", "no", "0", "off"}
@@ -34,11 +41,20 @@ def _convert(name: str, spec: InputSpec, value: Any) -> Any:
                 raise ValueError
             if isinstance(value, float) and not value.is_integer():
                 raise ValueError
-            return int(value)
+            number = int(value)
+            if abs(number) > LARGEST_INT:
+                raise InputError(
+                    f"input {name!r} must be a whole number between -{LARGEST_INT} and"
+                    f" {LARGEST_INT}, got {_shown(value)}; pass a smaller number"
+                )
+            return number
         if kind == "float":
             if isinstance(value, bool):
                 raise ValueError
-            return float(value)
+            real = float(value)
+            if not math.isfinite(real):
+                raise ValueError
+            return real
         if kind == "bool":
             if isinstance(value, bool):
                 return value
@@ -64,6 +80,8 @@ def _convert(name: str, spec: InputSpec, value: Any) -> Any:
             if not isinstance(parsed, dict):
                 raise ValueError
             return dict(parsed)
+    except InputError:
+        raise
     except (ValueError, TypeError, json.JSONDecodeError):
         pass
     hints = {
@@ -75,7 +93,28 @@ def _convert(name: str, spec: InputSpec, value: Any) -> Any:
         "dict": "a JSON object",
         "string": "text",
     }
-    raise InputError(f"input {name!r} must be {hints[kind]}, got {value!r}")
+    raise InputError(f"input {name!r} must be {hints[kind]}, got {_shown(value)}")
+
+
+def _shown(value: Any) -> str:
+    """``value`` as a message shows it: its repr, cut to 60 characters."""
+    text = repr(value)
+    return text if len(text) <= 60 else f"{text[:57]}..."
+
+
+def check_bounds(name: str, spec: InputSpec, value: Any) -> None:
+    """Refuse a converted value outside the declared choices, min or max (InputError)."""
+    if value is None:
+        return
+    if spec.choices is not None and value not in spec.choices:
+        choices = ", ".join(map(str, spec.choices))
+        raise InputError(f"input {name!r} must be one of {choices}, got {_shown(value)}")
+    if spec.type not in ("int", "float") or isinstance(value, bool):
+        return
+    if spec.min is not None and value < spec.min:
+        raise InputError(f"input {name!r} must be at least {spec.min:g}, got {_shown(value)}")
+    if spec.max is not None and value > spec.max:
+        raise InputError(f"input {name!r} must be at most {spec.max:g}, got {_shown(value)}")
 
 
 def resolve_inputs(wf: WorkflowDefinition, given: Mapping[str, Any]) -> dict[str, Any]:
@@ -96,8 +135,7 @@ def resolve_inputs(wf: WorkflowDefinition, given: Mapping[str, Any]) -> dict[str
             )
         else:
             value = None
-        if spec.choices is not None and value is not None and value not in spec.choices:
-            raise InputError(f"input {name!r} must be one of {spec.choices}, got {value!r}")
+        check_bounds(name, spec, value)
         resolved[name] = value
     return resolved
 

@@ -31,6 +31,9 @@ class StepRecord:
     """Routers that chose this step since it was last reset."""
     not_routed_by: set[str] = field(default_factory=set)
     runs: int = 0
+    attempt: int = 1
+    """The attempt of the current run in progress: a step run again from its first line
+    to pick up an answer resumes at it instead of repeating the attempts that failed."""
     _view: StepView | None = None
 
     @property
@@ -79,6 +82,8 @@ class StepRecord:
         self.status = status
         if outputs is not None:
             self.outputs = outputs
+        elif status.settled and status != StepStatus.SUCCEEDED:
+            self.outputs = {}  # a pass that did not succeed hides what earlier passes produced
         self.reason = reason
         if status.settled:
             self.history = [h for h in self.history if h.iteration != self.iteration]
@@ -129,6 +134,13 @@ class RunState:
     limit_reason: str = ""
     """Set when a limit stopped the run: it ends PARTIAL with this reason."""
     terminated_by: str = ""
+    """The first step that ended the run by ``terminate_when`` or ``terminate: true``."""
+    stopped: dict[str, str] = field(default_factory=dict)
+    """Steps a termination cut off (what the terminating step leads to) -> why; each is
+    SKIPPED when its dependencies have settled. Steps it does not lead to run on."""
+    answering: set[str] = field(default_factory=set)
+    """Steps restored while waiting for an answer: their next run continues the start
+    already counted (max_step_runs counts it once)."""
 
     @classmethod
     def fresh(cls, run_id: str, wf: WorkflowDefinition, inputs: dict[str, Any]) -> RunState:
@@ -137,7 +149,9 @@ class RunState:
             wf=wf,
             inputs=inputs,
             budget=RunBudget(
-                max_llm_calls=wf.limits.max_llm_calls, token_budget=wf.limits.token_budget
+                max_llm_calls=wf.limits.max_llm_calls,
+                token_budget=wf.limits.token_budget,
+                max_cost_usd=wf.limits.max_cost_usd,
             ),
             steps={spec.id: StepRecord(spec=spec) for spec in wf.steps},
         )
@@ -160,15 +174,20 @@ class RunState:
             record.load(result)
             if result.status in (StepStatus.RUNNING, StepStatus.WAITING_HUMAN):
                 record.status = StepStatus.PENDING
+            if result.status == StepStatus.WAITING_HUMAN:
+                state.answering.add(step_id)
             record.routed_by = set(result.routed_by)
             record.not_routed_by = set(result.not_routed_by)
             record.runs = result.runs
         state.step_runs = int(engine_state.get("step_runs", 0))
         state.budget.llm_calls = int(engine_state.get("llm_calls", 0))
         state.budget.tokens = int(engine_state.get("tokens", 0))
+        state.budget.cost_usd = float(engine_state.get("cost_usd", 0.0))
         state.elapsed_before = float(engine_state.get("elapsed_s", 0.0))
         state.loop_counts = {k: int(v) for k, v in engine_state.get("loop_counts", {}).items()}
         state.returned_detours = set(engine_state.get("returned_detours", []))
+        state.terminated_by = str(engine_state.get("terminated_by", ""))
+        state.stopped = {str(k): str(v) for k, v in engine_state.get("stopped", {}).items()}
         detour = engine_state.get("active_detour")
         if detour:
             state.active_detour = ActiveDetour(
@@ -183,9 +202,12 @@ class RunState:
             "step_runs": self.step_runs,
             "llm_calls": self.budget.llm_calls,
             "tokens": self.budget.tokens,
+            "cost_usd": self.budget.cost_usd,
             "elapsed_s": round(self.elapsed_s, 6),
             "loop_counts": dict(self.loop_counts),
             "returned_detours": sorted(self.returned_detours),
+            "terminated_by": self.terminated_by,
+            "stopped": dict(self.stopped),
             "active_detour": {"declared_by": detour.declared_by, "target": detour.target}
             if detour
             else None,
@@ -206,10 +228,10 @@ class RunState:
 
     @property
     def stop_reason(self) -> str:
-        """Why the run stops before every step has settled: a limit or a termination ("" if neither)."""
-        if self.limit_reason:
-            return self.limit_reason
-        return f"terminated by {self.terminated_by}" if self.terminated_by else ""
+        """Why the run stops before every step has settled: a limit ("" if none). A
+        termination is no stop of the whole run: it cuts off what the terminating step
+        leads to (``stopped``), and steps it does not lead to run on."""
+        return self.limit_reason
 
     def views(self) -> dict[str, StepView]:
         return {step_id: record.view() for step_id, record in self.steps.items()}

@@ -1,4 +1,4 @@
-"""Executing one step — everything both engines share, and no scheduling.
+"""Running one step — everything both engines share, and no scheduling.
 
 An engine decides *when* a step runs; :class:`StepRunner` does the rest:
 
@@ -8,17 +8,13 @@ An engine decides *when* a step runs; :class:`StepRunner` does the rest:
 * :meth:`StepRunner.run_step` — ``when``, inputs (CEL, then the step's pydantic
   input model), the interrupt before, the implementation with its timeout and
   retries, output validation with one repair attempt when the answer came from
-  a model, the interrupt after, the routing decision (tie-breaker and human
-  escalation included), and then, in one store batch, the step's result, its
-  events and the effects of its route (targets skipped, a loop's steps reset
-  with their history kept, a detour started or returned, termination);
-* :meth:`StepRunner.ask` — every step's interrupts: the stored answer, else
-  the engine's pause (LangGraph's ``interrupt()``), else answers given ahead or
-  the responder, else the step waits;
-* :meth:`StepRunner.conclude` — completion criteria and the run's final status.
+  a model, the interrupt after, the routing decision, and then, in one store
+  batch, the step's result, its events and the effects of its route.
 
-Every state change is written to the run store before the engine acts on it,
-so a run resumes from the store alone.
+Its parts live beside it: the store writes in engine/recorder.py, interrupts in
+engine/interrupts.py, routes in engine/route_application.py and the run's final
+status in engine/completion.py. Every state change is written to the run store
+before the engine acts on it, so a run resumes from the store alone.
 """
 
 from __future__ import annotations
@@ -27,11 +23,11 @@ import asyncio
 import time
 from collections.abc import Awaitable, Callable, Iterator, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Literal, TypeVar, cast
+from typing import Any, Literal
 
+import networkx as nx
 from pydantic import BaseModel, ValidationError
 
-from engine import routing
 from engine.conditions import CelEvaluationError, build_activation, compile_expr, evaluate_bool
 from engine.context import (
     BudgetExceeded,
@@ -40,49 +36,28 @@ from engine.context import (
     StepContext,
     StepServices,
 )
+from engine.errors import describe_exception
 from engine.events import (
-    Budget,
-    Domain,
-    InterruptRaised,
-    InterruptResolved,
     RouteDecided,
-    RunEvent,
     StepFailed,
     StepFinished,
     StepRetrying,
-    StepSkipped,
     StepStarted,
 )
 from engine.graph import WorkflowGraph
+from engine.interrupts import AnswerPause, Interrupts, WaitingForHuman
 from engine.journal import StoreJournal
-from engine.protocol import RunContext, TieBreakAnswer
-from engine.run_state import ActiveDetour, RunState, StepRecord
-from engine.states import RoutingSignal, RunStatus, StepStatus
+from engine.protocol import RunContext
+from engine.recorder import RunRecorder
+from engine.route_application import RouteApplication, RouteEffects
+from engine.run_state import RunState, StepRecord
+from engine.states import RoutingSignal, StepStatus
 from engine.steps import REGISTRY, RegisteredStep, StepRegistry
-from engine.store import BaseRunStore, InterruptRecord
+from engine.store import BaseRunStore
 
 _FAILED = (StepStatus.FAILED, StepStatus.UPSTREAM_FAILED)
 
 Sleep = Callable[[float], Awaitable[None]]
-
-_Event = TypeVar("_Event", bound=RunEvent)
-
-AnswerPause = Callable[[InterruptRecord], Awaitable[InterruptAnswer]]
-"""Engine-supplied: pause a step until a person answers its recorded interrupt.
-
-Returns the answer, or raises (a subclass of) :class:`WaitingForHuman` when the
-engine stops the run to wait. An engine that pauses steps itself announces the
-interrupts itself, with the steps the pause holds (LangGraph: the superstep).
-"""
-
-
-class WaitingForHuman(Exception):
-    """Nobody is there to answer an interrupt: the step waits, the run may go WAITING."""
-
-    def __init__(self, interrupt_id: str, step_id: str) -> None:
-        super().__init__(f"{step_id} waits for an answer to {interrupt_id}")
-        self.interrupt_id = interrupt_id
-        self.step_id = step_id
 
 
 class StepError(Exception):
@@ -124,15 +99,6 @@ class Readiness:
 
 WAIT = Readiness("wait")
 RUN = Readiness("run")
-
-
-@dataclass
-class RouteEffects:
-    """What a settled step changed besides itself; the scheduler looks at these steps next."""
-
-    reset: list[str] = field(default_factory=list)
-    """Steps back to PENDING (a loop's body, a detour target run again, a detour's return)."""
-    terminate: bool = False
 
 
 @dataclass
@@ -194,55 +160,34 @@ class StepRunner:
         self.engine_name = engine_name
         self.registry = registry
         self.sleep = sleep
-        self._pause = pause
-        """None: the run's answers or responder answer, else the step waits (the Kahn engine)."""
+        self.recorder = RunRecorder(state, store)
+        self.interrupts = Interrupts(self.recorder, run, pause)
+        """``pause`` None: the run's answers or responder answer, else the step waits (Kahn)."""
+        self.routes = RouteApplication(self.recorder, graph, run)
         self.services = StepServices(
             journal=StoreJournal(store, run.replay_from),
             budget=state.budget,
-            ask=self.ask,
-            emit_domain=self._emit_domain,
+            ask=self.interrupts.ask,
+            emit_domain=self.recorder.emit_domain,
+            emit_event=self.recorder.emit,
             model=run.model,
             retriever=run.retriever,
             extras=run.extras,
+            live=run.live,
         )
         self._order = {step_id: index for index, step_id in enumerate(graph.topological_order())}
         self._dependencies = {step_id: graph.dependencies(step_id) for step_id in state.steps}
         self._routers = {step_id: graph.routers_of(step_id) for step_id in state.steps}
         self._visible: dict[str, list[str]] = {}
-        self._step_bound = state.wf.limits.step_run_bound(len(state.wf.steps))
+        self._loop_guards = _loop_guards(graph)
+        self._guarded: dict[str, list[str]] = {}
+        for guarded, routers in self._loop_guards.items():
+            for router in routers:
+                self._guarded.setdefault(router, []).append(guarded)
 
-    # -- events and persistence ----------------------------------------------
     @property
     def run_id(self) -> str:
         return self.state.run_id
-
-    def emit(self, event: _Event) -> _Event:
-        """Store ``event`` (committed before anyone sees it); returns it stamped."""
-        return cast(_Event, self.store.append(event))
-
-    def _emit_domain(self, name: str, payload: dict[str, Any], step_id: str | None) -> None:
-        self.emit(Domain(run_id=self.run_id, name=name, payload=payload, step_id=step_id))
-
-    def save(self, record: StepRecord) -> None:
-        self.store.save_step(self.run_id, record.result())
-
-    def save_engine_state(self) -> None:
-        self.store.save_engine_state(self.run_id, self.state.engine_state())
-
-    def emit_budget(self) -> None:
-        state = self.state
-        self.emit(
-            Budget(
-                run_id=self.run_id,
-                step_runs=state.step_runs,
-                llm_calls=state.budget.llm_calls,
-                tokens=state.budget.tokens,
-                max_step_runs=self._step_bound,
-                max_llm_calls=state.budget.max_llm_calls,
-                token_budget=state.budget.token_budget,
-                elapsed_s=round(state.elapsed_s, 6),
-            )
-        )
 
     # -- readiness -------------------------------------------------------------
     def dependencies(self, step_id: str) -> list[str]:
@@ -250,6 +195,11 @@ class StepRunner:
 
     def dependents(self, step_id: str) -> list[str]:
         return self.graph.dependents(step_id)
+
+    def followers(self, step_id: str) -> list[str]:
+        """The steps whose readiness may change when ``step_id`` settles: its dependents,
+        and, for a loop's router, the steps outside the loop that wait for its last pass."""
+        return [*self.graph.dependents(step_id), *self._guarded.get(step_id, ())]
 
     def order_key(self, step_id: str) -> int:
         return self._order[step_id]
@@ -266,7 +216,12 @@ class StepRunner:
             if detour is not None and dependency == detour.declared_by and step_id != detour.target:
                 return WAIT
             statuses.append(status)
+        for router in self._loop_guards.get(step_id, ()):
+            if not steps[router].status.settled:
+                return WAIT
         record = steps[step_id]
+        if step_id in self.state.stopped:
+            return Readiness("skip", f"run stopped: {self.state.stopped[step_id]}")
         routers = [r for r in self._routers[step_id] if steps[r].status == StepStatus.SUCCEEDED]
         if routers and not record.routed_by.intersection(routers):
             return Readiness("skip", f"not routed (by {', '.join(routers)})")
@@ -283,7 +238,7 @@ class StepRunner:
                 )
                 reason = f"upstream failed: {', '.join(failed)}" if failed else readiness.reason
                 record.settle(StepStatus.UPSTREAM_FAILED, reason=reason)
-                self.emit(
+                self.recorder.emit(
                     StepFailed(
                         run_id=self.run_id,
                         step_id=step_id,
@@ -294,25 +249,18 @@ class StepRunner:
                     )
                 )
             else:
-                self._skip(record, readiness.reason)
-            self.save(record)
-            self._after_settle(record, effects)
+                self.recorder.skip(record, readiness.reason)
+            self.recorder.save(record)
+            self.routes.after_settle(record, effects)
         return effects
+
+    def fail_unsettled(self, step_id: str, reason: str) -> None:
+        """Fail a step a scheduler left unsettled at the end of a run (see lifecycle)."""
+        self._settle_failed(self.state.steps[step_id], reason, started=False)
 
     def settle_stopped(self, step_id: str, reason: str) -> None:
         """Skip a step the run's stop cut off (cancelled, a limit, a termination)."""
         self.settle_unrun(step_id, Readiness("skip", f"run stopped: {reason}"))
-
-    def _skip(self, record: StepRecord, reason: str) -> None:
-        record.settle(StepStatus.SKIPPED, reason=reason)
-        self.emit(
-            StepSkipped(
-                run_id=self.run_id,
-                step_id=record.step_id,
-                iteration=record.iteration,
-                reason=reason,
-            )
-        )
 
     # -- activations -------------------------------------------------------------
     def activation(
@@ -345,7 +293,7 @@ class StepRunner:
 
     # -- running a step ----------------------------------------------------------
     def step_limit_reached(self) -> bool:
-        return self.state.step_runs >= self._step_bound
+        return self.state.step_runs >= self.recorder.step_bound
 
     async def run_step(self, step_id: str, *, continuing: bool = False) -> StepOutcome:
         """Run one ready step to its settled state (or raise WaitingForHuman).
@@ -359,8 +307,11 @@ class StepRunner:
         state = self.state
         record = state.steps[step_id]
         spec = record.spec
+        if step_id in state.answering:  # restored while waiting: its start is counted already
+            state.answering.discard(step_id)
+            continuing = True
         if not continuing and self.step_limit_reached():
-            state.limit_reason = f"max_step_runs {self._step_bound} reached"
+            state.limit_reason = f"max_step_runs {self.recorder.step_bound} reached"
             return StepOutcome(step_id, record.status)
         if spec.when:
             matched, error = evaluate_bool(compile_expr(spec.when), self.activation(record))
@@ -375,13 +326,14 @@ class StepRunner:
         if not continuing:
             state.step_runs += 1
             record.runs += 1
+            record.attempt = 1
         record.status = StepStatus.RUNNING
         record.reason = ""
         record.changed()
         with self.store.batch():
-            self.save(record)
+            self.recorder.save(record)
             if not continuing:
-                self.emit(
+                self.recorder.emit(
                     StepStarted(
                         run_id=self.run_id,
                         step_id=step_id,
@@ -407,7 +359,9 @@ class StepRunner:
             outputs, ctx = await self._attempts(record, registered, inp, ctx)
             if spec.interrupt is not None and spec.interrupt.after:
                 outputs = await self._approve_outputs(record, registered, outputs, ctx)
-            signal = await self._route(record, outputs, ctx)
+            signal = await self.routes.decide(
+                record, outputs, self.activation(record, outputs), ctx
+            )
         except BudgetExceeded as error:
             state.limit_reason = str(error)
             return self._settle_failed(record, f"limit reached: {error}")
@@ -416,12 +370,13 @@ class StepRunner:
         return self._settle_succeeded(record, outputs, signal, ctx, time.monotonic() - started)
 
     def upstream_outputs(self, step_id: str) -> dict[str, dict[str, Any]]:
-        """Outputs of every step ``step_id`` can see that has produced some, farthest first."""
+        """Outputs of every step ``step_id`` can see whose latest settled pass succeeded,
+        farthest first (a pass skipped or failed hides what earlier passes produced)."""
         steps = self.state.steps
         return {
             visible_id: steps[visible_id].outputs
             for visible_id in self.visible(step_id)
-            if steps[visible_id].status == StepStatus.SUCCEEDED or steps[visible_id].history
+            if steps[visible_id].status == StepStatus.SUCCEEDED or steps[visible_id].outputs
         }
 
     def _context(self, record: StepRecord, attempt: int, **extra: Any) -> StepContext:
@@ -458,7 +413,11 @@ class StepRunner:
         """Call the implementation, retrying failures and repairing one invalid model answer."""
         spec = record.spec
         first_index = ctx.next_call_index
-        attempt = 1
+        attempt = record.attempt
+        if attempt > 1:  # run again for an answer: the failed attempts are not repeated
+            stats = ctx.stats
+            ctx = self._context(record, attempt=attempt, first_call_index=first_index)
+            ctx.stats = stats
         while True:
             try:
                 return await self._call_with_repair(record, registered, inp, ctx), ctx
@@ -469,7 +428,8 @@ class StepRunner:
                 if attempt > spec.retries:
                     raise StepError(message) from None
                 attempt += 1
-                self.emit(
+                record.attempt = attempt
+                self.recorder.emit(
                     StepRetrying(
                         run_id=self.run_id,
                         step_id=record.step_id,
@@ -481,7 +441,7 @@ class StepRunner:
                 )
                 if spec.retry_delay_s:
                     await self.sleep(spec.retry_delay_s)
-                self.emit(
+                self.recorder.emit(
                     StepStarted(
                         run_id=self.run_id,
                         step_id=record.step_id,
@@ -557,11 +517,11 @@ class StepRunner:
     # -- settling ----------------------------------------------------------------
     def _settle_skipped(self, record: StepRecord, reason: str) -> StepOutcome:
         with self.store.batch():
-            self._skip(record, reason)
-            self.save(record)
+            self.recorder.skip(record, reason)
+            self.recorder.save(record)
             effects = RouteEffects()
-            self._after_settle(record, effects)
-            self.save_engine_state()
+            self.routes.after_settle(record, effects)
+            self.recorder.save_engine_state()
         return StepOutcome(record.step_id, record.status, effects=effects)
 
     def _settle_failed(
@@ -569,8 +529,8 @@ class StepRunner:
     ) -> StepOutcome:
         with self.store.batch():
             record.settle(StepStatus.FAILED, reason=error)
-            self.save(record)
-            self.emit(
+            self.recorder.save(record)
+            self.recorder.emit(
                 StepFailed(
                     run_id=self.run_id,
                     step_id=record.step_id,
@@ -580,10 +540,10 @@ class StepRunner:
                 )
             )
             effects = RouteEffects()
-            self._after_settle(record, effects)
-            self.save_engine_state()
+            self.routes.after_settle(record, effects)
+            self.recorder.save_engine_state()
             if started:
-                self.emit_budget()
+                self.recorder.emit_budget()
         return StepOutcome(record.step_id, record.status, effects=effects)
 
     def _settle_succeeded(
@@ -598,8 +558,8 @@ class StepRunner:
         effects = RouteEffects()
         with self.store.batch():
             record.settle(StepStatus.SUCCEEDED, outputs=outputs)
-            self.save(record)
-            self.emit(
+            self.recorder.save(record)
+            self.recorder.emit(
                 StepFinished(
                     run_id=self.run_id,
                     step_id=record.step_id,
@@ -613,7 +573,7 @@ class StepRunner:
                 )
             )
             if signal is not None:
-                self.emit(
+                self.recorder.emit(
                     RouteDecided(
                         run_id=self.run_id,
                         step_id=record.step_id,
@@ -621,301 +581,11 @@ class StepRunner:
                         signal=signal,
                     )
                 )
-                self._apply_route(record, signal, effects)  # saves every step it changes
-            self._after_settle(record, effects)
-            self.save_engine_state()
-            self.emit_budget()
+                self.routes.apply(record, signal, effects)  # saves every step it changes
+            self.routes.after_settle(record, effects)
+            self.recorder.save_engine_state()
+            self.recorder.emit_budget()
         return StepOutcome(record.step_id, StepStatus.SUCCEEDED, signal=signal, effects=effects)
-
-    def _after_settle(self, record: StepRecord, effects: RouteEffects) -> None:
-        """A settled detour target returns to the step that declared the detour."""
-        detour = self.state.active_detour
-        if detour is None or detour.target != record.step_id:
-            return
-        self.state.active_detour = None
-        self.state.returned_detours.add(detour.declared_by)
-        declarer = self.state.steps[detour.declared_by]
-        declarer.reset()
-        self.save(declarer)
-        effects.reset.append(declarer.step_id)
-
-    # -- routing -------------------------------------------------------------------
-    def _needs_decision(self, record: StepRecord, outputs: dict[str, Any]) -> bool:
-        detour = self.state.active_detour
-        return (
-            record.spec.routing is not None
-            or outputs.get("terminate") is True
-            or (detour is not None and detour.target == record.step_id)
-        )
-
-    async def _route(
-        self, record: StepRecord, outputs: dict[str, Any], ctx: StepContext
-    ) -> RoutingSignal | None:
-        """ADR-004 routing for a step that just produced ``outputs`` (engine/routing.py decides)."""
-        if not self._needs_decision(record, outputs):
-            return None
-        state = self.state
-        detour = state.active_detour
-        decision = routing.decide(
-            routing.RouteInput(
-                step=record.spec,
-                outputs=outputs,
-                activation=self.activation(record, outputs),
-                loop_count=state.loop_counts.get(record.step_id, 0),
-                active_detour=detour.declared_by if detour else None,
-                returning_from_detour=record.step_id in state.returned_detours,
-                step_runs=state.step_runs,
-                max_step_runs=self._step_bound,
-            ),
-            self.graph,
-        )
-        if isinstance(decision, RoutingSignal):
-            return decision
-        answer = await self._ask_tie_breaker(decision, ctx)
-        settled = routing.settle_tie_break(decision, answer)
-        if isinstance(settled, RoutingSignal):
-            return settled
-        human = await ctx.interrupt(settled.interrupt_request())
-        return routing.settle_human_tie_break(settled, settled.chosen_target(human))
-
-    async def _ask_tie_breaker(
-        self, need: routing.TieBreakNeeded, ctx: StepContext
-    ) -> TieBreakAnswer:
-        """The injected tie-breaker's answer, journaled like a model call; never raises."""
-        tie_breaker = self.run.tie_breaker
-        request = need.request(self.run_id, context=ctx.context())
-
-        async def call() -> TieBreakAnswer:
-            if tie_breaker is None:
-                return TieBreakAnswer(
-                    target=None, outcome="error", reasoning="no tie-breaker is configured"
-                )
-            try:
-                return await asyncio.wait_for(tie_breaker(request), timeout=need.timeout_s)
-            except TimeoutError:
-                return TieBreakAnswer(target=None, outcome="timeout")
-            except Exception as error:  # noqa: BLE001 - ADR-004: any tie-breaker failure falls back to the default edge
-                return TieBreakAnswer(
-                    target=None, outcome="error", reasoning=_describe(error, None)
-                )
-
-        answer, _ = await ctx.journaled(
-            "tie_breaker",
-            call,
-            encode=lambda a: a.model_dump(mode="json"),
-            decode=TieBreakAnswer.model_validate,
-        )
-        return answer
-
-    def _apply_route(
-        self, record: StepRecord, signal: RoutingSignal, effects: RouteEffects
-    ) -> None:
-        """Change the run by a decision: loops reset, detours start, termination.
-
-        Targets not chosen need nothing here: they are skipped "not routed"
-        by :meth:`readiness` when the scheduler looks at them next.
-        """
-        state = self.state
-        step_id = record.step_id
-        state.returned_detours.discard(step_id)
-        for target in signal.skipped_targets:
-            state.steps[target].not_routed_by.add(step_id)
-            self.save(state.steps[target])
-        if signal.decision == "terminate":
-            effects.terminate = True
-            if signal.run_status == RunStatus.PARTIAL:
-                state.limit_reason = signal.reason
-            else:
-                state.terminated_by = step_id
-            return
-        target = signal.next_step_id
-        if target is None:
-            return
-        if signal.decision == "loop":
-            state.loop_counts[step_id] = state.loop_counts.get(step_id, 0) + 1
-            body = self.graph.between(target, step_id)
-            for reset_id in body:
-                reset = state.steps[reset_id]
-                reset.reset(routers_reset=set(body))
-                self.save(reset)
-            effects.reset.extend(body)
-            return
-        if (
-            signal.return_to is not None
-            and target == signal.return_to
-            and signal.decision == "advance"
-        ):
-            return
-        chosen = state.steps[target]
-        if chosen.status.settled:
-            chosen.reset(routers_reset={step_id})
-            effects.reset.append(target)
-        chosen.routed_by.add(step_id)
-        chosen.not_routed_by.discard(step_id)
-        chosen.changed()
-        self.save(chosen)
-        if signal.decision == "detour" and signal.return_to is not None:
-            state.active_detour = ActiveDetour(declared_by=step_id, target=target)
-
-    # -- interrupts ------------------------------------------------------------------
-    async def ask(
-        self, interrupt_id: str, request: InterruptRequest, ctx: StepContext
-    ) -> InterruptAnswer:
-        """Every step's interrupt asker: a stored answer, else the engine's pause, else
-        answers given ahead or the responder — or the step waits."""
-        record = self.state.steps[ctx.step_id]
-        stored = self.store.get_interrupt(interrupt_id)
-        if stored is not None and stored.answer is not None:
-            if stored.status != "resolved":
-                self._resolve(stored, stored.answer, record)
-            return stored.answer
-        raised: InterruptRaised | None = None
-        if stored is None:
-            stored, raised = self._record_interrupt(interrupt_id, request, ctx, record)
-        if self._pause is not None:
-            answer = await self._pause(stored)
-        else:
-            answer = await self.answer_given(stored, raised or self.raised_event(stored))
-            if answer is None:
-                raise WaitingForHuman(stored.interrupt_id, stored.step_id)
-        self._resolve(stored, answer, record)
-        return answer
-
-    def _record_interrupt(
-        self, interrupt_id: str, request: InterruptRequest, ctx: StepContext, record: StepRecord
-    ) -> tuple[InterruptRecord, InterruptRaised | None]:
-        """Store a new interrupt with the step WAITING_HUMAN, announced in the same commit
-        unless the engine pauses the step and announces it itself."""
-        stored = InterruptRecord(
-            interrupt_id=interrupt_id,
-            run_id=self.run_id,
-            step_id=ctx.step_id,
-            iteration=ctx.iteration,
-            request=request,
-            created_ts=0.0,
-        )
-        raised: InterruptRaised | None = None
-        with self.store.batch():
-            record.status = StepStatus.WAITING_HUMAN
-            record.changed()
-            self.save(record)
-            self.store.add_interrupt(stored)
-            if self._pause is None:
-                raised = self.emit(self.raised_event(stored))
-        return stored, raised
-
-    async def answer_given(
-        self, stored: InterruptRecord, raised: InterruptRaised
-    ) -> InterruptAnswer | None:
-        """Answers given ahead (by interrupt id or step id), else the responder's; None when nobody answers."""
-        answer = self.run.answers.get(stored.interrupt_id) or self.run.answers.get(stored.step_id)
-        if answer is None and self.run.responder is not None:
-            answer = await self.run.responder(raised, stored.request)
-        return answer
-
-    def raised_event(
-        self, stored: InterruptRecord, held_steps: list[str] | None = None
-    ) -> InterruptRaised:
-        """``interrupt_raised`` for ``stored``; the pause holds ``held_steps`` (default: its own step)."""
-        request = stored.request
-        return InterruptRaised(
-            run_id=self.run_id,
-            interrupt_id=stored.interrupt_id,
-            step_id=stored.step_id,
-            iteration=stored.iteration,
-            interrupt_kind=request.kind,
-            prompt=request.prompt,
-            payload=request.payload,
-            options=request.options,
-            held_steps=held_steps or [stored.step_id],
-        )
-
-    def _resolve(
-        self, stored: InterruptRecord, answer: InterruptAnswer, record: StepRecord
-    ) -> None:
-        with self.store.batch():
-            self.store.add_interrupt(
-                stored.model_copy(update={"status": "resolved", "answer": answer})
-            )
-            self.emit(
-                InterruptResolved(
-                    run_id=self.run_id,
-                    interrupt_id=stored.interrupt_id,
-                    step_id=stored.step_id,
-                    answer=answer.model_dump(mode="json"),
-                    automatic=answer.automatic,
-                )
-            )
-            record.status = StepStatus.RUNNING
-            record.changed()
-            self.save(record)
-
-    def mark_waiting(self, step_id: str) -> None:
-        record = self.state.steps[step_id]
-        record.status = StepStatus.WAITING_HUMAN
-        record.changed()
-        self.save(record)
-
-    # -- the end of a run ------------------------------------------------------------
-    def evaluate_outputs(self) -> tuple[dict[str, Any], list[str]]:
-        """The workflow's declared outputs, and the names that could not be evaluated."""
-        outputs: dict[str, Any] = {}
-        missing: list[str] = []
-        if not self.state.wf.outputs:
-            return outputs, missing
-        activation = build_activation(
-            inputs=self.state.inputs, steps=self.state.views(), run=self.state.counters()
-        )
-        for name, expr in self.state.wf.outputs.items():
-            try:
-                outputs[name] = compile_expr(expr).evaluate(activation)
-            except CelEvaluationError:
-                missing.append(name)
-        return outputs, missing
-
-    def conclude(self) -> tuple[RunStatus, str, list[str], dict[str, Any]]:
-        """(status, reason, missing, outputs) of a run whose scheduling has ended.
-
-        A limit → PARTIAL; a terminate decision → COMPLETED; a non-optional step
-        that failed → FAILED; completion criteria not met → PARTIAL naming what
-        is missing; otherwise COMPLETED.
-        """
-        state = self.state
-        wf = state.wf
-        outputs, unevaluated = self.evaluate_outputs()
-        missing = [
-            f"output {name}"
-            for name in wf.completion.required_outputs
-            if name in unevaluated or outputs.get(name) is None
-        ]
-        missing += [
-            f"step {step_id}"
-            for step_id in wf.completion.required_steps
-            if state.steps[step_id].status != StepStatus.SUCCEEDED
-        ]
-        if state.limit_reason:
-            return RunStatus.PARTIAL, state.limit_reason, missing, outputs
-        if state.terminated_by:
-            return RunStatus.COMPLETED, f"terminated by {state.terminated_by}", missing, outputs
-        failed = [
-            r for r in state.steps.values() if r.status == StepStatus.FAILED and not r.spec.optional
-        ]
-        if failed:
-            first = failed[0]
-            return (
-                RunStatus.FAILED,
-                f"step {first.step_id} failed: {first.reason}",
-                missing,
-                outputs,
-            )
-        if missing:
-            return (
-                RunStatus.PARTIAL,
-                f"completion criteria not met, missing: {', '.join(missing)}",
-                missing,
-                outputs,
-            )
-        return RunStatus.COMPLETED, "", missing, outputs
 
 
 def _coerce_outputs(registered: RegisteredStep, value: Any) -> dict[str, Any]:
@@ -941,9 +611,39 @@ def _one_line(error: ValidationError) -> str:
 def _describe(error: BaseException, timeout_s: float | None) -> str:
     if isinstance(error, TimeoutError):
         return f"timed out after {timeout_s:g} s" if timeout_s else "timed out"
-    text = str(error).splitlines()[0] if str(error) else ""
-    return f"{type(error).__name__}: {text}" if text else type(error).__name__
+    return describe_exception(error)
 
 
 def _note(answer: InterruptAnswer) -> str:
     return f" ({answer.note})" if answer.note else ""
+
+
+def _loop_guards(graph: WorkflowGraph) -> dict[str, list[str]]:
+    """Per step outside a loop that depends on a step of the loop's body, the loop routers
+    it waits for: it runs once, after the loop's last pass, and sees that pass's outputs.
+
+    Candidates are taken in topological order of the waiting step, then loop by loop; one
+    that would close a cycle of waits (two loops sharing body steps in parallel branches,
+    each router outside the other's body) is left out, so nothing waits forever.
+    """
+    order = {step: index for index, step in enumerate(graph.topological_order())}
+    bodies = [
+        (edge.source, set(graph.between(edge.target, edge.source))) for edge in graph.loop_edges
+    ]
+    waits = nx.DiGraph()
+    waits.add_nodes_from(order)
+    for step in order:
+        for dependency in graph.dependencies(step):
+            waits.add_edge(dependency, step)
+    guards: dict[str, list[str]] = {}
+    for step in sorted(order, key=order.__getitem__):
+        for router, body in bodies:
+            if step in body or router in guards.get(step, []):
+                continue
+            if not body.intersection(graph.dependencies(step)):
+                continue
+            if step == router or nx.has_path(waits, step, router):
+                continue  # waiting would close a cycle
+            waits.add_edge(router, step)
+            guards.setdefault(step, []).append(router)
+    return guards

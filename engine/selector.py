@@ -68,4 +68,5 @@ def select_engine(wf: WorkflowDefinition, override: str | None = None) -> Engine
 def create_engine(name: str) -> ExecutionEngine:
     module_name, class_name = _MODULES[name]
     engine_class = getattr(importlib.import_module(module_name), class_name)
-    return engine_class()
+    engine: ExecutionEngine = engine_class()
+    return engine

@@ -39,6 +39,10 @@ class InputSpec(Frozen):
     default: Any = None
     description: str = ""
     choices: list[Any] | None = None
+    min: float | None = None
+    """The smallest value an int or float input takes (inclusive)."""
+    max: float | None = None
+    """The largest value an int or float input takes (inclusive)."""
 
 
 class Limits(Frozen):
@@ -48,6 +52,8 @@ class Limits(Frozen):
     max_llm_calls: int = Field(default=300, ge=1)
     token_budget: int = Field(default=500_000, ge=1)
     timeout_s: float = Field(default=3600, gt=0)
+    max_cost_usd: float | None = Field(default=None, gt=0)
+    """Spend cap in USD over the run's model calls (as priced by the model caller); none if unset."""
 
     def step_run_bound(self, step_count: int) -> int:
         """The safety bound on step executions: 10 x steps unless set lower."""

@@ -13,7 +13,10 @@ recorded in a run still names the same text after a re-index.
 
 from __future__ import annotations
 
+import errno
+import fcntl
 import hashlib
+import re
 import sqlite3
 import time
 from collections.abc import Iterable, Iterator
@@ -23,7 +26,7 @@ from datetime import date
 from pathlib import Path
 from typing import Any, Protocol
 
-from engine.sqlite_file import open_sqlite_file
+from engine.sqlite_file import StoreFileError, open_sqlite_file
 from research.loaders import (
     SUPPORTED_SUFFIXES,
     LoadedDocument,
@@ -31,9 +34,10 @@ from research.loaders import (
     load_document,
     split_passages,
 )
-from research.text import key_phrases
+from research.references import own_keys, references, relation_rank
+from research.text import key_phrases, words
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 """Stamped into the file (``PRAGMA user_version``); a file with a higher one is refused."""
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS documents (
@@ -63,10 +67,47 @@ CREATE TABLE IF NOT EXISTS passages (
     ordinal INTEGER NOT NULL
 );
 CREATE INDEX IF NOT EXISTS passages_source ON passages(source_id);
+CREATE TABLE IF NOT EXISTS document_keys (
+    key TEXT NOT NULL,
+    source_id TEXT NOT NULL,
+    PRIMARY KEY (key, source_id)
+);
+CREATE INDEX IF NOT EXISTS document_keys_source ON document_keys(source_id);
+CREATE TABLE IF NOT EXISTS document_refs (
+    source_id TEXT NOT NULL,
+    key TEXT NOT NULL,
+    via TEXT NOT NULL,
+    PRIMARY KEY (source_id, key, via)
+);
+CREATE INDEX IF NOT EXISTS document_refs_key ON document_refs(key);
 CREATE VIRTUAL TABLE IF NOT EXISTS passage_fts USING fts5(
     title, section, text, tokenize = 'porter unicode61'
 );
 """
+
+
+class CorpusFolderError(FileNotFoundError):
+    """A folder that cannot be indexed (missing, not a folder, a symlink loop); one line."""
+
+
+class CorpusWriteError(StoreFileError):
+    """Indexing could not write the corpus (full disk, read-only file); ``str()`` is one line
+    naming the file and the remedy. The transaction is rolled back: the corpus keeps what it held."""
+
+
+def _write_failure(path: Path, collection: str, error: BaseException) -> CorpusWriteError:
+    text = str(error).lower()
+    if isinstance(error, OSError) and error.errno == errno.ENOSPC or "full" in text:
+        remedy = "the disk is full: free some space and run the command again"
+    elif "readonly" in text or "read-only" in text or isinstance(error, PermissionError):
+        remedy = (
+            "the file or its folder is read-only: make it writable or choose another --workspace"
+        )
+    else:
+        remedy = f"it could not be written ({error}): check the disk and run the command again"
+    return CorpusWriteError(
+        f"{path}: indexing {collection} failed — {remedy}; the corpus keeps what it held before"
+    )
 
 
 class Retriever(Protocol):
@@ -121,9 +162,32 @@ class DocumentRecord:
     superseded_by: str
 
 
+_PHRASE = re.compile(r'"([^"]+)"')
+
+
 def fts_query(text: str) -> str:
-    """Free text → an FTS5 OR-query of quoted terms (quoting makes any word safe)."""
-    return " OR ".join(f'"{w}"' for w in key_phrases(text, limit=24, min_length=2))
+    """Free text → an FTS5 OR-query of quoted terms (quoting makes any word safe).
+
+    A ``"quoted phrase"`` in the text stays a phrase (its words adjacent, stop words kept), so
+    "with statement" can find the with statement although "with" alone ranks nothing.
+    """
+    phrases = [" ".join(words(p)) for p in _PHRASE.findall(text)]
+    phrases = [p for p in dict.fromkeys(phrases) if " " in p]
+    loose = key_phrases(_PHRASE.sub(" ", text) + " " + " ".join(phrases), limit=24, min_length=2)
+    return " OR ".join([*(f'"{p}"' for p in phrases), *(f'"{w}"' for w in loose)])
+
+
+def _broken_link(path: Path) -> str:
+    """Why a symlink cannot be followed (a loop, or a target that is gone); "" when it can."""
+    if not path.is_symlink():
+        return ""
+    try:
+        path.resolve(strict=True)
+    except (RuntimeError, OSError) as error:
+        if isinstance(error, RuntimeError) or getattr(error, "errno", None) == errno.ELOOP:
+            return "a symlink loop; skipped"
+        return "a dangling symlink (its target is gone); skipped"
+    return ""
 
 
 def _iso(value: date | None) -> str | None:
@@ -139,7 +203,27 @@ class Corpus:
 
     def __init__(self, path: str | Path) -> None:
         self.path = Path(path)
+        self._locked = False
         self._db = open_sqlite_file(self.path, "corpus", schema=SCHEMA, version=SCHEMA_VERSION)
+        self._forget_documents_without_keys()
+
+    def _forget_documents_without_keys(self) -> None:
+        """Documents indexed before references were recorded (version 1) are re-read on the next add."""
+        stale = "content_hash <> '' AND source_id NOT IN (SELECT source_id FROM document_keys)"
+        if self._db.execute(f"SELECT 1 FROM documents WHERE {stale} LIMIT 1").fetchone():
+            try:
+                with self._transaction() as db:
+                    db.execute(f"UPDATE documents SET content_hash = '' WHERE {stale}")
+            except sqlite3.OperationalError:
+                return  # read-only: searching still works; the next writable open catches up
+
+    def needs_reindex(self, collection: str) -> bool:
+        """Whether some document of ``collection`` must be read again (indexed by an older version)."""
+        row = self._db.execute(
+            "SELECT 1 FROM documents WHERE collection = ? AND content_hash = '' LIMIT 1",
+            (collection,),
+        ).fetchone()
+        return row is not None
 
     def close(self) -> None:
         self._db.close()
@@ -155,21 +239,72 @@ class Corpus:
         with self._db:
             yield self._db
 
+    @contextmanager
+    def exclusive(self) -> Iterator[None]:
+        """One writer at a time across processes: concurrent first use builds the corpus once.
+
+        A lock file beside the database, held with ``flock`` while a process indexes; another
+        process waits for it (however long the build takes, unlike SQLite's busy timeout) and
+        then finds the work done. Hand-written with the standard library: the lock is a few
+        lines and no dependency is needed for it.
+        """
+        if self._locked:
+            yield  # this Corpus holds it already (a build inside ensure_default_corpus)
+            return
+        lock_path = self.path.with_name(self.path.name + ".lock")
+        try:
+            handle = open(lock_path, "a+b")  # noqa: SIM115 - held for the whole block
+        except OSError:
+            yield  # an unwritable folder: no other process can be writing either
+            return
+        with handle:
+            fcntl.flock(handle, fcntl.LOCK_EX)
+            self._locked = True
+            try:
+                yield
+            finally:
+                self._locked = False
+                fcntl.flock(handle, fcntl.LOCK_UN)
+
+    @contextmanager
+    def _indexing(self, collection: str) -> Iterator[sqlite3.Connection]:
+        """The one write transaction of an indexing call, under :meth:`exclusive`."""
+        with self.exclusive():
+            try:
+                with self._transaction() as db:
+                    yield db
+            except (sqlite3.OperationalError, OSError) as error:
+                if isinstance(error, CorpusFolderError):
+                    raise
+                raise _write_failure(self.path, collection, error) from None
+
     # -- indexing -------------------------------------------------------------
     def add_folder(self, folder: str | Path, collection: str | None = None) -> IndexReport:
-        root = Path(folder).expanduser().resolve()
+        try:
+            root = Path(folder).expanduser().resolve(strict=True)
+        except (RuntimeError, OSError) as error:
+            looped = isinstance(error, RuntimeError) or getattr(error, "errno", None) == errno.ELOOP
+            raise CorpusFolderError(
+                f"{folder}: a symlink loop; pass the real folder of md/rst/txt/html/pdf files"
+                if looped
+                else f"{folder}: not a folder; pass a directory of md/rst/txt/html/pdf files"
+            ) from None
         if not root.is_dir():
-            raise FileNotFoundError(
+            raise CorpusFolderError(
                 f"{folder}: not a folder; pass a directory of md/rst/txt/html/pdf files"
             )
         name = collection or root.name
         started = time.perf_counter()
         report = IndexReport(collection=name)
-        files = sorted(
-            p for p in root.rglob("*") if p.is_file() and p.suffix.lower() in SUPPORTED_SUFFIXES
-        )
+        files: list[Path] = []
+        for path in sorted(root.rglob("*")):
+            broken = _broken_link(path)
+            if broken:
+                report.skipped.append(SkippedFile(str(path), broken))
+            elif path.is_file() and path.suffix.lower() in SUPPORTED_SUFFIXES:
+                files.append(path)
         seen: set[str] = set()
-        with self._transaction() as db:
+        with self._indexing(name) as db:
             for path in files:
                 relative = path.relative_to(root).with_suffix("").as_posix()
                 source_id = f"{name}/{relative}"
@@ -202,7 +337,7 @@ class Corpus:
         """Index already-loaded documents given as (relative id, uri, document)."""
         started = time.perf_counter()
         report = IndexReport(collection=collection)
-        with self._transaction() as db:
+        with self._indexing(collection) as db:
             for relative, uri, document in documents:
                 source_id = f"{collection}/{relative}"
                 digest = hashlib.sha256(document.text.encode()).hexdigest()
@@ -310,6 +445,18 @@ class Corpus:
                 (cursor.lastrowid, document.title, section, text),
             )
         report.passages += len(pieces)
+        relative = source_id.removeprefix(f"{collection}/")
+        db.executemany(
+            "INSERT OR IGNORE INTO document_keys(key, source_id) VALUES (?, ?)",
+            [(key, source_id) for key in sorted(own_keys(relative, document.fields))],
+        )
+        db.executemany(
+            "INSERT OR IGNORE INTO document_refs(source_id, key, via) VALUES (?, ?, ?)",
+            [
+                (source_id, key, via)
+                for key, via in sorted(references(relative, document.text, document.fields))
+            ],
+        )
 
     @staticmethod
     def _remove(db: sqlite3.Connection, source_id: str) -> None:
@@ -318,6 +465,8 @@ class Corpus:
             (source_id,),
         )
         db.execute("DELETE FROM passages WHERE source_id = ?", (source_id,))
+        db.execute("DELETE FROM document_keys WHERE source_id = ?", (source_id,))
+        db.execute("DELETE FROM document_refs WHERE source_id = ?", (source_id,))
         db.execute("DELETE FROM documents WHERE source_id = ?", (source_id,))
 
     # -- reading --------------------------------------------------------------
@@ -364,6 +513,34 @@ class Corpus:
         ).fetchone()
         return row[0] if row else None
 
+    def related(self, source_ids: Iterable[str]) -> dict[str, str]:
+        """Documents the given ones refer to, or that refer to them: {source id: how}.
+
+        ``how`` is the strongest relation found: a header field (``superseded-by`` …) before
+        ``link`` before ``mention``; a document that refers to one of the given ones is
+        ``cited-by`` (or ``<field>-of`` when it names it in a header, e.g. ``replaces-of``).
+        """
+        origins = sorted(set(source_ids))
+        if not origins:
+            return {}
+        marks = ",".join("?" * len(origins))
+        rows = self._db.execute(
+            "SELECT k.source_id, r.via FROM document_refs r JOIN document_keys k ON k.key = r.key "
+            f"WHERE r.source_id IN ({marks}) "
+            "UNION ALL "
+            "SELECT r.source_id, CASE WHEN r.via IN ('mention', 'link') THEN 'cited-by' "
+            "ELSE r.via || '-of' END FROM document_keys k JOIN document_refs r ON r.key = k.key "
+            f"WHERE k.source_id IN ({marks})",
+            [*origins, *origins],
+        )
+        found: dict[str, str] = {}
+        for source_id, via in rows:
+            if source_id in origins:
+                continue
+            if source_id not in found or relation_rank(via) < relation_rank(found[source_id]):
+                found[source_id] = via
+        return found
+
     def search(
         self,
         query: str,
@@ -375,6 +552,8 @@ class Corpus:
         exclude_passages: Iterable[str] = (),
         published_after: str | None = None,
         published_before: str | None = None,
+        not_after: str | None = None,
+        related_to: Iterable[str] = (),
         distinct_sources: bool = False,
     ) -> list[dict[str, Any]]:
         """Passages ranked by bm25 (best first), as plain dicts (the Retriever shape).
@@ -384,13 +563,28 @@ class Corpus:
         with both, a document published before the range and updated after it
         is not kept, the same rule ``effective_date`` scores recency by (the
         latest date not after ``as_of``); ``distinct_sources`` keeps the best
-        passage per document.
+        passage per document. ``not_after`` (an ISO day, the run's ``as_of``) leaves out every
+        document published after it (undated documents stay). ``related_to`` searches only the
+        documents that those documents refer to or that refer to them (one passage each, with
+        ``via`` saying how they are related), never those documents themselves.
         """
         match = fts_query(query)
         if not match:
             return []
         clauses = ["passage_fts MATCH ?"]
         params: list[Any] = [match]
+        related: dict[str, str] = {}
+        origins = sorted(set(related_to))
+        if origins:
+            related = self.related(origins)
+            if not related:
+                return []
+            clauses.append(f"d.source_id IN ({','.join('?' * len(related))})")
+            params += sorted(related)
+            distinct_sources = True
+        if not_after:
+            clauses.append("(COALESCE(d.published, '') = '' OR d.published <= ?)")
+            params.append(not_after)
         names = list(collections or [])
         if names:
             clauses.append(f"d.collection IN ({','.join('?' * len(names))})")
@@ -451,6 +645,7 @@ class Corpus:
                     "status": row[10],
                     "kind": row[11],
                     "superseded_by": row[12],
+                    **({"via": related[row[1]]} if related else {}),
                 }
             )
             if len(hits) >= limit:

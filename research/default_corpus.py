@@ -126,7 +126,20 @@ def build_default_corpus(corpus: Corpus, stdlib: Path | None = None) -> IndexRep
 
 
 def ensure_default_corpus(corpus: Corpus) -> IndexReport | None:
-    """Build the default collection the first time it is needed; None when it already exists."""
-    if corpus.has_collection(DEFAULT_COLLECTION):
+    """Build the default collection the first time it is needed; None when it already exists.
+
+    Concurrent first use builds it once: the check is repeated under the corpus's writer
+    lock, so a process that waited for another's build finds it done and reuses it.
+    """
+
+    def ready() -> bool:
+        return corpus.has_collection(DEFAULT_COLLECTION) and not corpus.needs_reindex(
+            DEFAULT_COLLECTION
+        )
+
+    if ready():
         return None
-    return build_default_corpus(corpus)
+    with corpus.exclusive():
+        if ready():
+            return None
+        return build_default_corpus(corpus)

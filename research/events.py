@@ -47,6 +47,8 @@ class StagePayload(Payload):
 class DimensionCell(Payload):
     score: float
     tier: Tier
+    change: float | None = None
+    """Change from the previous round (None in the first round), to 6 decimals."""
 
 
 class RoundScoredPayload(Payload):
@@ -55,6 +57,8 @@ class RoundScoredPayload(Payload):
         Literal["coverage", "source_quality", "agreement", "verification", "recency"], DimensionCell
     ]
     ci: float
+    ci_change: float | None = None
+    """The CI's change from the previous round (None in the first), to 6 decimals."""
     recent_sources: int
     recent_floor: int
     critical_contradictions: int
@@ -63,6 +67,8 @@ class RoundScoredPayload(Payload):
     stop_reason: str | None
     remediation: str | None
     round_kind: Literal["full", "verification", "recency"] = "full"
+    movable: list[Literal["full", "verification", "recency"]] | None = None
+    """Remediations that could still change the evidence (none of them: the plateau stop)."""
 
 
 class CoalescedPayload(Payload):

@@ -17,6 +17,8 @@ from collections import Counter
 from collections.abc import Callable
 from typing import Any
 
+from research.questions import plan as plan_question
+from research.questions import sub_questions as planned_sub_questions
 from research.tasks import (
     AnalysisAnswer,
     Answer,
@@ -40,6 +42,7 @@ from research.text import (
     BM25,
     centrality,
     cosine,
+    depends_on_context,
     has_negation,
     key_phrases,
     normalize_space,
@@ -78,35 +81,20 @@ QUERY_NOISE = frozenset(
         "make",
         "like",
         "need",
+        "history",
+        "evolve",
+        "evolved",
+        "evolution",
+        "current",
+        "currently",
+        "status",
+        "timeline",
+        "change",
+        "changed",
+        "come",
+        "came",
+        "state",
     }
-)
-
-FACETS: tuple[tuple[str, str, tuple[str, ...]], ...] = (
-    (
-        "definition",
-        "What is {subject} and what does it define?",
-        ("specification", "defines", "semantics"),
-    ),
-    (
-        "rationale",
-        "Why was {subject} introduced, and what problem and trade-offs motivate it?",
-        ("rationale", "motivation", "problem"),
-    ),
-    (
-        "usage",
-        "How is {subject} used and implemented in code?",
-        ("example", "usage", "implementation"),
-    ),
-    (
-        "compatibility",
-        "Which versions and compatibility concerns apply to {subject}?",
-        ("version", "compatibility", "backwards"),
-    ),
-    (
-        "alternatives",
-        "Which alternatives to {subject} were considered or rejected?",
-        ("alternative", "rejected", "instead"),
-    ),
 )
 
 LENS_TERMS: dict[str, frozenset[str]] = {
@@ -183,6 +171,12 @@ LENS_TERMS: dict[str, frozenset[str]] = {
     ),
 }
 
+SUBJECT_PHRASE_WEIGHT = 1.0
+SUBJECT_TERMS_WEIGHT = 0.6
+SUBJECT_TITLE_WEIGHT = 0.4
+SOURCE_REPEAT_PENALTY = 0.6
+"""A source already quoted weighs less for the next claim, so the answer draws on many documents."""
+MAX_JOINED_CLAIM = 500
 SUPPORT_COVERAGE = 0.6
 SUPPORT_MIN_SHARED = 4
 CONTRADICTION_SIMILARITY = 0.45
@@ -190,15 +184,21 @@ STATUS_SIMILARITY = 0.35
 WEAK_STATUSES = frozenset({"superseded", "rejected", "withdrawn"})
 STRONG_STATUSES = frozenset({"final", "active", "accepted"})
 
-_RST_ROLE = re.compile(r":[a-z]+:`([^`<]*?)(?:\s*<[^>]*>)?`")
+_RST_ROLE = re.compile(r":([a-z]+):`([^`<]*?)(?:\s*<[^>]*>)?`")
 _LITERAL = re.compile(r"``([^`]+)``")
 _REFERENCE = re.compile(r"`([^`<]+?)(?:\s*<[^>]*>)?`_+")
 _FOOTNOTE = re.compile(r"\s*\[\d+\]_")
 
 
+def _role_text(match: re.Match[str]) -> str:
+    """``:pep:`634``` → "PEP 634"; any other role → its text."""
+    role, text = match.group(1), match.group(2).strip()
+    return f"{role.upper()} {int(text)}" if role in ("pep", "rfc") and text.isdigit() else text
+
+
 def clean_sentence(sentence: str) -> str:
     """A quoted sentence made readable: RST roles, literals and footnote marks unwrapped."""
-    text = _RST_ROLE.sub(lambda m: m.group(1), sentence)
+    text = _RST_ROLE.sub(_role_text, sentence)
     text = _LITERAL.sub(lambda m: m.group(1), text)
     text = _REFERENCE.sub(lambda m: m.group(1), text)
     text = _FOOTNOTE.sub("", text)
@@ -206,26 +206,40 @@ def clean_sentence(sentence: str) -> str:
 
 
 # -- decomposition -------------------------------------------------------------
+def search_terms(phrase: str, limit: int = 6) -> list[str]:
+    """The words of a phrase worth searching for (question words and noise left out)."""
+    found = [p for p in key_phrases(phrase, limit=12, min_length=2) if p not in QUERY_NOISE]
+    return found[:limit] or words(phrase)[:3]
+
+
 def scope(inputs: dict[str, Any]) -> ScopeAnswer:
+    """Classify the question, cut its subject, and plan the sub-questions its kind needs."""
     query = str(inputs["query"])
     limit = int(inputs.get("max_sub_questions", 4))
-    phrases = [p for p in key_phrases(query, limit=12) if p not in QUERY_NOISE][:5] or words(query)[
-        :3
-    ]
-    subject = " ".join(phrases)
+    understood = plan_question(query)
+    subject_terms = search_terms(understood.subject)
+    part_terms = [search_terms(part) for part in understood.parts]
     planned = []
-    for index, (facet, template, facet_terms) in enumerate(
-        FACETS[: max(1, min(limit, len(FACETS)))], start=1
+    for index, (facet, text, facet_terms) in enumerate(
+        planned_sub_questions(understood, limit), start=1
     ):
+        own = subject_terms
+        if understood.kind == "comparison" and facet in ("first", "second"):
+            own = part_terms[0 if facet == "first" else 1]
         planned.append(
             PlannedSubQuestion(
                 id=f"q{index}",
-                text=template.format(subject=subject),
+                text=text,
                 facet=facet,
-                key_terms=[*phrases, *facet_terms],
+                key_terms=list(dict.fromkeys([*own, *facet_terms])),
             )
         )
-    return ScopeAnswer(subject=subject, sub_questions=planned, key_terms=phrases)
+    return ScopeAnswer(
+        subject=understood.subject,
+        kind=understood.kind,
+        sub_questions=planned,
+        key_terms=subject_terms,
+    )
 
 
 # -- Tree of Thoughts: branches scored, the weakest pruned ---------------------
@@ -309,49 +323,83 @@ def react_step(inputs: dict[str, Any]) -> ReactStep:
 
 
 # -- analysts: extractive claims through a lens ---------------------------------
+def claim_candidates(passage: dict[str, Any]) -> list[str]:
+    """Sentences of a passage that can stand as claims, verbatim.
+
+    A sentence that leans on the one before it ("However, …", "It …") is taken together
+    with that sentence when the two are adjacent in the passage, and left out otherwise.
+    """
+    text = normalize_space(passage["text"])
+    found: list[str] = []
+    previous = ""
+    for sentence in sentences(passage["text"]):
+        sentence = normalize_space(sentence)
+        if not depends_on_context(sentence):
+            found.append(sentence)
+        elif previous and not depends_on_context(previous):
+            joined = f"{previous} {sentence}"
+            if joined in text and len(joined) <= MAX_JOINED_CLAIM:
+                found.append(joined)
+        previous = sentence
+    return found
+
+
 def analyze(inputs: dict[str, Any]) -> AnalysisAnswer:
     lens = str(inputs["lens"])
     lens_terms = LENS_TERMS[lens]
     per_question = int(inputs.get("max_claims_per_sub_question", 2))
     known = {normalize_space(t).lower() for t in inputs.get("known_claims", [])}
+    subject = normalize_space(str(inputs.get("subject", ""))).lower()
+    subject_terms = set(terms(subject))
     candidates: list[tuple[str, dict[str, Any]]] = []
     for passage in inputs.get("passages", []):
-        for sentence in sentences(passage["text"]):
-            candidates.append((normalize_space(sentence), passage))
+        for sentence in claim_candidates(passage):
+            candidates.append((sentence, passage))
     if not candidates:
-        return AnalysisAnswer(lens=lens, claims=[])  # type: ignore[arg-type]
+        return AnalysisAnswer(lens=lens, claims=[])
     texts = [c[0] for c in candidates]
     index = BM25(texts)
     candidate_terms = [
         doc.keys() for doc in index.docs
     ]  # each sentence's terms, as BM25 already counted them
     central = centrality(texts) if len(texts) <= 400 else [0.0] * len(texts)
+    cleaned_texts = [clean_sentence(t) for t in texts]
+    about = [
+        subject_weight(sentence, passage, subject, subject_terms, candidate_terms[i])
+        for i, (sentence, passage) in enumerate(candidates)
+    ]
     used: set[str] = set()
+    cited: Counter[str] = Counter()
     claims: list[ProposedClaim] = []
     for sub in inputs.get("sub_questions", []):
         query_terms = [stem(t) for t in sub.get("key_terms", [])] or terms(sub["text"])
         relevance = index.scores(query_terms)
         top = max(relevance) or 1.0
-        ranked = []
-        for i, (_sentence, passage) in enumerate(candidates):
-            if relevance[i] <= 0:
-                continue
-            lens_hits = len(candidate_terms[i] & lens_terms)
-            score = (
-                (relevance[i] / top) * (0.25 + lens_hits)
-                + 0.3 * central[i]
-                + 0.2 * float(passage.get("authority", 0.5))
-            )
-            ranked.append((round(score, 6), i))
-        ranked.sort(key=lambda item: (-item[0], item[1]))
         taken = 0
-        for _, i in ranked:
-            sentence, passage = candidates[i]
-            cleaned = clean_sentence(sentence)
-            key = cleaned.lower()
-            if key in used or key in known or sentence.lower() in known:
-                continue
-            used.add(key)
+        while taken < per_question:
+            best: tuple[float, int] | None = None
+            for i, (sentence, passage) in enumerate(candidates):
+                lowered = cleaned_texts[i].lower()
+                if relevance[i] <= 0 or lowered in used:
+                    continue
+                if lowered in known or sentence.lower() in known:
+                    continue
+                lens_hits = len(candidate_terms[i] & lens_terms)
+                score = (
+                    (relevance[i] / top) * (0.25 + lens_hits)
+                    + 0.3 * central[i]
+                    + 0.2 * float(passage.get("authority", 0.5))
+                    + about[i]
+                ) / (1 + SOURCE_REPEAT_PENALTY * cited[passage.get("source_id", "")])
+                key = (round(score, 6), -i)
+                if best is None or key > (best[0], -best[1]):
+                    best = (round(score, 6), i)
+            if best is None:
+                break
+            sentence, passage = candidates[best[1]]
+            cleaned = cleaned_texts[best[1]]
+            used.add(cleaned.lower())
+            cited[passage.get("source_id", "")] += 1
             claims.append(
                 ProposedClaim(
                     text=cleaned,
@@ -361,9 +409,28 @@ def analyze(inputs: dict[str, Any]) -> AnalysisAnswer:
                 )
             )
             taken += 1
-            if taken >= per_question:
-                break
-    return AnalysisAnswer(lens=lens, claims=claims)  # type: ignore[arg-type]
+    return AnalysisAnswer(lens=lens, claims=claims)
+
+
+def subject_weight(
+    sentence: str,
+    passage: dict[str, Any],
+    subject: str,
+    subject_terms: set[str],
+    sentence_terms: Any,
+) -> float:
+    """How squarely a sentence is about the question's subject (its phrase, its terms, its title)."""
+    if not subject:
+        return 0.0
+    phrase = " ".join(words(re.sub(r"^(the|a|an)\s+", "", subject)))
+    weight = SUBJECT_PHRASE_WEIGHT if f" {phrase} " in f" {' '.join(words(sentence))} " else 0.0
+    if subject_terms:
+        weight += (
+            SUBJECT_TERMS_WEIGHT * len(subject_terms & set(sentence_terms)) / len(subject_terms)
+        )
+        title_terms = set(terms(str(passage.get("title", ""))))
+        weight += SUBJECT_TITLE_WEIGHT * len(subject_terms & title_terms) / len(subject_terms)
+    return weight
 
 
 # -- chain of verification -------------------------------------------------------
@@ -486,10 +553,12 @@ def detect_contradictions(inputs: dict[str, Any]) -> ContradictionAnswer:
 
 # -- synthesis -------------------------------------------------------------------
 def synthesize(inputs: dict[str, Any]) -> SynthesisAnswer:
+    """Per sub-question, the claims that answer it best, drawing on as many documents as it can."""
     claims = list(inputs.get("claims", []))
     per_section = int(inputs.get("max_per_section", 4))
     sections = []
     lead: list[str] = []
+    chosen_sources: Counter[str] = Counter()
     for sub in inputs.get("sub_questions", []):
         members = [c for c in claims if c["sub_question"] == sub["id"]]
         if not members:
@@ -498,21 +567,34 @@ def synthesize(inputs: dict[str, Any]) -> SynthesisAnswer:
         index = BM25([c["text"] for c in members])
         relevance = index.scores(sub.get("key_terms") and " ".join(sub["key_terms"]) or sub["text"])
         central = centrality([c["text"] for c in members])
-        ranked = sorted(
-            range(len(members)),
-            key=lambda i: (
-                -(relevance[i] + central[i] + (0.5 if members[i].get("verified") else 0.0)),
-                members[i]["id"],
-            ),
-        )
-        chosen = [members[i]["id"] for i in ranked[:per_section]]
+        merit = [
+            relevance[i] + central[i] + (0.5 if members[i].get("verified") else 0.0)
+            for i in range(len(members))
+        ]
+        chosen: list[int] = []
+        while len(chosen) < min(per_section, len(members)):
+            pick = min(
+                (i for i in range(len(members)) if i not in chosen),
+                key=lambda i: (
+                    -merit[i] / (1 + SOURCE_REPEAT_PENALTY * _repeats(members[i], chosen_sources)),
+                    members[i]["id"],
+                ),
+            )
+            chosen.append(pick)
+            chosen_sources.update(members[pick].get("source_ids", []))
         sections.append(
             SynthesisSection(
-                sub_question=sub["id"], claim_ids=chosen, summary=members[ranked[0]]["text"]
+                sub_question=sub["id"],
+                claim_ids=[members[i]["id"] for i in chosen],
+                summary=members[chosen[0]]["text"],
             )
         )
-        lead.append(members[ranked[0]]["text"])
+        lead.append(members[chosen[0]]["text"])
     return SynthesisAnswer(summary=" ".join(lead[:3]), sections=sections)
+
+
+def _repeats(claim: dict[str, Any], chosen_sources: Counter[str]) -> int:
+    return sum(chosen_sources[s] for s in claim.get("source_ids", []))
 
 
 # -- tie-break ---------------------------------------------------------------------

@@ -8,12 +8,16 @@ the indexer reports and skips it.
 from __future__ import annotations
 
 import html
+import logging
 import re
-from collections.abc import Callable
+import warnings
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import date
 from html.parser import HTMLParser
 from pathlib import Path
+from typing import Any
 
 from research.dates import parse_date, parse_dates
 
@@ -265,6 +269,25 @@ def load_html(path: Path, raw: bytes) -> LoadedDocument:
     return _from_fields(title, text, fields, "document")
 
 
+@contextmanager
+def _pypdf_quiet() -> Iterator[None]:
+    """pypdf reports recoverable oddities of a file as log records and warnings on stderr;
+    a document it can still read is indexed without them (one that it cannot is skipped with a
+    reason), so neither reaches the person's terminal."""
+    logger = logging.getLogger("pypdf")
+    propagate = logger.propagate
+    handler = logging.NullHandler()
+    logger.addHandler(handler)
+    logger.propagate = False
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            yield
+    finally:
+        logger.removeHandler(handler)
+        logger.propagate = propagate
+
+
 def load_pdf(path: Path, raw: bytes) -> LoadedDocument:
     import io
 
@@ -272,9 +295,10 @@ def load_pdf(path: Path, raw: bytes) -> LoadedDocument:
     from pypdf.errors import PdfReadError
 
     try:
-        reader = PdfReader(io.BytesIO(raw))
-        pages = [page.extract_text() or "" for page in reader.pages]
-        info = reader.metadata or {}
+        with _pypdf_quiet():
+            reader = PdfReader(io.BytesIO(raw))
+            pages = [page.extract_text() or "" for page in reader.pages]
+            info: Mapping[str, Any] = reader.metadata or {}
     except (PdfReadError, ValueError, KeyError, OSError) as exc:
         raise UnreadableDocument(
             f"{path.name} is not a readable PDF ({exc.__class__.__name__}); "

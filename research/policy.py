@@ -13,11 +13,16 @@ Order of checks:
 5. otherwise continue, with a remediation aimed at what fell short: only
    verification → re-run cove_verify and the audit over the accumulated
    evidence; only recency (score or floor) → only retrieval aimed at recent
-   sources; anything else → a full round.
+   sources; anything else → a full round;
+6. plateau — but when that remediation cannot change the evidence its
+   dimension is computed from (``movable`` says which can: no claim left to
+   verify, no unread recent passage, a full round that found nothing new),
+   another round would change nothing: stop.
 """
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -30,7 +35,8 @@ HARD_MAX_ROUNDS = 4
 
 Decision = Literal["continue", "stop"]
 Remediation = Literal["full", "verification", "recency"]
-StopReason = Literal["gate_passed", "contradiction_veto", "patience", "max_rounds"]
+StopReason = Literal["gate_passed", "contradiction_veto", "patience", "max_rounds", "plateau"]
+REMEDIATIONS: tuple[Remediation, ...] = ("full", "verification", "recency")
 
 
 class RoundRecord(BaseModel):
@@ -51,6 +57,11 @@ class RoundRecord(BaseModel):
     remediation: Remediation | None = None
     kind: Remediation = "full"
     """What kind of round produced these scores (full, or a targeted remediation)."""
+    movable: list[Remediation] = Field(default_factory=lambda: list(REMEDIATIONS))
+    """Remediations that could still change the evidence after this round (plateau otherwise)."""
+    changes: dict[str, float] | None = None
+    """Each dimension's change from the previous round (None in the first round)."""
+    ci_change: float | None = None
 
     @property
     def vetoed(self) -> bool:
@@ -85,6 +96,23 @@ def _remediation(measures: RoundMeasures) -> Remediation:
     return "full"
 
 
+def changes_from(
+    scores: DimensionScores, ci: float, previous: RoundRecord | None
+) -> tuple[dict[str, float] | None, float | None]:
+    """Each dimension's and the CI's change from the previous round, to 6 decimals.
+
+    Six decimals, because a patience stop can turn on a CI drop far below the two decimals
+    a score is shown with; the change says by how much.
+    """
+    if previous is None:
+        return None, None
+    before = previous.scores.as_dict()
+    return (
+        {d: round(v - before[d], 6) for d, v in scores.as_dict().items()},
+        round(ci - previous.ci, 6),
+    )
+
+
 def trailing_regressions(cis: list[float]) -> int:
     """How many rounds in a row, ending with the last, had a CI below the round before."""
     count = 0
@@ -104,6 +132,7 @@ def decide(
     max_rounds: int,
     patience: int,
     weights: Weights,
+    movable: Collection[Remediation] = REMEDIATIONS,
 ) -> StopDecision:
     failing = measures.scores.below("High") + ([] if measures.floor_met else ["recent_sources"])
     cis = [r.ci for r in previous] + [confidence_index(measures.scores, weights)]
@@ -128,10 +157,13 @@ def decide(
         return stop("max_rounds")
     if patience > 0 and regressions >= patience:
         return stop("patience")
+    remediation = _remediation(measures)
+    if remediation not in movable:
+        return stop("plateau")
     return StopDecision(
         decision="continue",
         stop_reason=None,
-        remediation=_remediation(measures),
+        remediation=remediation,
         gate_passed=False,
         failing=failing,
         regressions=regressions,

@@ -16,11 +16,15 @@ import yaml
 from pydantic import BaseModel, ConfigDict
 
 from research.coalesce import DISCLAIMERS, TARGET_CI, CoalesceResult
-from research.evidence import Claim, EvidenceMap
+from research.evidence import Claim, EvidenceMap, Source
 from research.policy import RoundRecord
+from research.references import link_key
 from research.sources import SourcePolicy
 from research.tasks import SynthesisAnswer
+from research.text import SELF_REFERENCE, depends_on_context
 
+FLAGGED_STATUSES = frozenset({"superseded", "rejected", "withdrawn", "deferred"})
+"""Statuses a citation must show where it is used: the document is not in force."""
 GATE_TARGET = (
     "every dimension High (>= 0.75) or better, recent sources >= the floor where recency is required, "
     "no critical contradiction (ADR-007)"
@@ -43,7 +47,11 @@ class Citation(BaseModel):
 def ordered_claims(
     evidence: EvidenceMap, synthesis: SynthesisAnswer | None
 ) -> dict[str, list[Claim]]:
-    """Claims per sub-question in the synthesis's order (evidence order where it named none)."""
+    """Claims per sub-question in the synthesis's order (evidence order where it named none).
+
+    Only claims that stand on their own are kept: "This PEP …" is rewritten to name the
+    document, and a claim that leans on a sentence it does not carry ("However, …") is left out.
+    """
     by_id = {c.id: c for c in evidence.claims}
     result: dict[str, list[Claim]] = {}
     chosen = {s.sub_question: s.claim_ids for s in synthesis.sections} if synthesis else {}
@@ -51,8 +59,62 @@ def ordered_claims(
         ids = [cid for cid in chosen.get(question.id, []) if cid in by_id]
         if not ids and not synthesis:
             ids = [c.id for c in evidence.claims if c.sub_question == question.id]
-        result[question.id] = [by_id[cid] for cid in ids]
+        standing = (standalone(by_id[cid], evidence) for cid in ids)
+        result[question.id] = [claim for claim in standing if claim is not None]
     return result
+
+
+def document_label(source: Source | None, source_id: str = "") -> str:
+    """How the report names a document: ``PEP 634`` from its id when numbered, else its title."""
+    key = link_key(source.id if source else source_id)
+    prefix, _, number = key.partition(" ")
+    if number.isdigit():
+        return f"{prefix.upper()} {number}"
+    return f"“{source.title}”" if source and source.title else source_id
+
+
+def standalone(claim: Claim, evidence: EvidenceMap) -> Claim | None:
+    """The claim as a sentence that stands alone, or None when it cannot."""
+    text = claim.text.strip()
+    source = evidence.sources.get(claim.source_ids[0]) if claim.source_ids else None
+    match = SELF_REFERENCE.match(text)
+    if match:
+        return claim.model_copy(update={"text": document_label(source) + text[match.end() :]})
+    if depends_on_context(text):
+        return None
+    return claim
+
+
+def status_note(source: Source | None) -> str:
+    """What a reader must know about a cited document that is not in force, e.g. superseded."""
+    if source is None:
+        return ""
+    status = source.status.strip().lower()
+    successor = ""
+    if source.superseded_by:
+        prefix = link_key(source.id).partition(" ")[0].upper()
+        named = [
+            f"{prefix} {part}" if part.isdigit() and prefix else part
+            for part in (p.strip() for p in source.superseded_by.split(","))
+            if part
+        ]
+        successor = "superseded by " + " and ".join(named)
+    if status == "superseded":
+        return successor or "superseded"
+    if status in FLAGGED_STATUSES:
+        return status + (f", later {successor}" if successor else "")
+    return f"later {successor}" if successor else ""
+
+
+def cited(number: int, claim: Claim, evidence: EvidenceMap) -> str:
+    """A claim as the report writes it: text, citation, unverified mark, status of its source."""
+    source = evidence.sources.get(claim.source_ids[0]) if claim.source_ids else None
+    note = status_note(source)
+    return (
+        f"{claim.text} [{number}]"
+        + ("" if claim.verified else " [unverified]")
+        + (f" ({document_label(source)}, {note})" if note else "")
+    )
 
 
 def citations_for(evidence: EvidenceMap, sections: dict[str, list[Claim]]) -> list[Citation]:
@@ -103,7 +165,8 @@ def quality_metadata(
             {
                 "round": r.round,
                 "kind": r.kind,
-                "ci": round(r.ci, 4),
+                "ci": round(r.ci, 6),
+                "ci_change": r.ci_change,
                 "gate_passed": r.gate_passed,
                 "recent_sources": r.recent_sources,
                 "recent_floor": r.recent_floor,
@@ -111,7 +174,8 @@ def quality_metadata(
                 "decision": r.decision,
                 "stop_reason": r.stop_reason,
                 "remediation": r.remediation,
-                "dimensions": r.scores.matrix(),
+                "movable": list(r.movable),
+                "dimensions": r.scores.matrix(r.changes),
             }
             for r in records
         ],
@@ -125,7 +189,9 @@ def render_report(
     sections: dict[str, list[Claim]],
     quality: dict[str, Any],
     delivered: bool,
+    kind: str = "definition",
 ) -> str:
+    """report.md: the answer as prose (a paragraph per sub-question), Sources, then Quality."""
     level = quality["confidence_level"]
     lines = [f"# {evidence.query}", ""]
     if DISCLAIMERS[level]:
@@ -137,38 +203,7 @@ def render_report(
             "",
         ]
     else:
-        number = {c.claim_id: c.number for c in citations}
-        lines += ["## Summary", ""]
-        lead = [claims[0] for claims in sections.values() if claims][:3]
-        lines += [
-            " ".join(f"{c.text} [{number[c.id]}]" for c in lead)
-            or "No finding had evidence behind it.",
-            "",
-        ]
-        for question in evidence.sub_questions:
-            lines += [f"## {question.text}", ""]
-            claims = sections.get(question.id, [])
-            if not claims:
-                lines += ["_No claim with provenance answers this sub-question._", ""]
-                continue
-            for claim in claims:
-                mark = "" if claim.verified else " [unverified]"
-                lines.append(f"- {claim.text} [{number[claim.id]}]{mark}")
-            lines.append("")
-        lines += ["## Sources", ""]
-        for citation in citations:
-            source = evidence.sources.get(citation.source_id)
-            facts = (
-                [str(fact) for fact in (source.status, source.latest_date) if fact]
-                if source
-                else []
-            )
-            lines.append(
-                f"[{citation.number}] {citation.title} — `{citation.passage_id}`"
-                + (f" ({', '.join(facts)})" if facts else "")
-                + f"\n    > {citation.quote}"
-            )
-        lines.append("")
+        lines += _answer(evidence, citations, sections, kind)
     lines += [
         "## Quality",
         "",
@@ -197,16 +232,96 @@ def render_report(
     for r in quality["rounds"]:
         dims = r["dimensions"]
         cells = " | ".join(
-            f"{dims[d]['score']:.2f} {dims[d]['tier']}"
+            f"{dims[d]['score']:.2f} {dims[d]['tier']}{signed(dims[d].get('change'))}"
             for d in ("coverage", "source_quality", "agreement", "verification", "recency")
         )
         lines.append(
-            f"| R{r['round']} | {r['kind']} | {cells} | {r['ci']:.3f} | {r['recent_sources']}/"
+            f"| R{r['round']} | {r['kind']} | {cells} | {r['ci']:.4f}{signed(r.get('ci_change'))}"
+            f" | {r['recent_sources']}/"
             f"{r['recent_floor']} | {r['critical_contradictions']} | {'pass' if r['gate_passed'] else 'fail'}"
             f" | {r['decision']}{' (' + r['stop_reason'] + ')' if r['stop_reason'] else ''} |"
         )
     lines.append("")
     return "\n".join(lines)
+
+
+def signed(change: float | None) -> str:
+    """A change from the previous round as `` (+0.0125)``: every digit up to six that it needs."""
+    if change is None:
+        return ""
+    if change == 0:
+        return " (±0)"
+    return f" ({change:+.6f}".rstrip("0") + ")"
+
+
+def _answer(
+    evidence: EvidenceMap,
+    citations: list[Citation],
+    sections: dict[str, list[Claim]],
+    kind: str,
+) -> list[str]:
+    number = {c.claim_id: c.number for c in citations}
+    lines = ["## Summary", ""]
+    lead = [claims[0] for claims in sections.values() if claims][:3]
+    lines += [
+        " ".join(cited(number[c.id], c, evidence) for c in lead)
+        or "No finding had evidence behind it.",
+        "",
+    ]
+    if kind == "history":
+        lines += _timeline(evidence, citations)
+    for question in evidence.sub_questions:
+        lines += [f"## {question.text}", ""]
+        claims = sections.get(question.id, [])
+        if not claims:
+            lines += ["_No claim with provenance answers this sub-question._", ""]
+            continue
+        lines += [" ".join(cited(number[c.id], c, evidence) for c in claims), ""]
+    lines += ["## Sources", ""]
+    for citation in citations:
+        source = evidence.sources.get(citation.source_id)
+        facts = [document_label(source, citation.source_id)]
+        if source and source.status:
+            facts.append(source.status)
+        note = status_note(source)
+        if note:
+            facts.append(note)
+        if source and source.latest_date:
+            facts.append(source.latest_date)
+        lines += [
+            f"{citation.number}. **{citation.title or citation.source_id}** "
+            f"({'; '.join(facts)}) — `{citation.passage_id}`",
+            "",
+            f"   > {citation.quote}",
+            "",
+        ]
+    return lines
+
+
+def _timeline(evidence: EvidenceMap, citations: list[Citation]) -> list[str]:
+    """The cited documents in the order they were written, with what became of them."""
+    numbers: dict[str, list[int]] = {}
+    for citation in citations:
+        numbers.setdefault(citation.source_id, []).append(citation.number)
+    dated = sorted(
+        (source.published_at or source.latest_date or "", source.id)
+        for source in (evidence.sources.get(sid) for sid in numbers)
+        if source is not None and (source.published_at or source.latest_date)
+    )
+    if len(dated) < 2:
+        return []
+    lines = ["## Timeline", ""]
+    for day, source_id in dated:
+        source = evidence.sources[source_id]
+        note = status_note(source)
+        status = source.status + (f", {note}" if note else "") if source.status else note
+        refs = ", ".join(str(n) for n in numbers[source_id])
+        lines.append(
+            f"- **{day}** — {document_label(source)}, {source.title}"
+            + (f" ({status})" if status else "")
+            + f" [{refs}]"
+        )
+    return [*lines, ""]
 
 
 def rag_chunks(

@@ -53,6 +53,8 @@ class ResearchState(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
     revision: int
+    kind: str = "definition"
+    """The question's kind (research.questions): the report gives a history a timeline."""
     subject: str
     subject_terms: list[str]
     params: Params
@@ -64,7 +66,17 @@ class ResearchState(BaseModel):
     tried_queries: list[str] = Field(default_factory=list)
     seen_passages: list[str] = Field(default_factory=list)
     """Every passage ever read, cited or not (later rounds retrieve past them)."""
+    fresh_passages: int = 0
+    """Passages the latest full retrieval read for the first time (0: the corpus has no more)."""
     rounds: list[RoundRecord] = Field(default_factory=list)
+
+    def search_options(self, **options: Any) -> dict[str, Any]:
+        """Options every corpus search of the run carries: its collections, nothing after as_of."""
+        return {
+            "collections": self.params.collections or None,
+            "not_after": self.policy.as_of,
+            **options,
+        }
 
     def advanced(self, round_number: int, stage: str, **changes: Any) -> ResearchState:
         return self.model_copy(update={"revision": round_number * 10 + POSITION[stage], **changes})

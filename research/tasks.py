@@ -13,6 +13,8 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from research.questions import QuestionKind
+
 
 class Answer(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
@@ -27,6 +29,8 @@ class PlannedSubQuestion(Answer):
 
 class ScopeAnswer(Answer):
     subject: str
+    kind: QuestionKind = "definition"
+    """definition, history, comparison, how_to, rationale or status (research.questions)."""
     sub_questions: list[PlannedSubQuestion] = Field(min_length=1)
     key_terms: list[str] = Field(default_factory=list)
 

@@ -186,3 +186,28 @@ def top_terms(texts: Iterable[str], exclude: Iterable[str] = (), limit: int = 5)
         )
     ranked = sorted(counts.items(), key=lambda item: (-item[1], item[0]))
     return [w for w, _ in ranked[:limit]]
+
+
+SELF_REFERENCE = re.compile(
+    r"^(?:this|the present|the current)\s+(pep|proposal|document|specification|spec|rfc|"
+    r"draft|guide|chapter|section)\b",
+    re.I,
+)
+"""A sentence that names its own document ("This PEP proposes …"): the report names it instead."""
+DEPENDENT_OPENER = re.compile(
+    r"^(?:however|but|also|moreover|furthermore|therefore|thus|hence|instead|otherwise|"
+    r"likewise|similarly|consequently|additionally|accordingly|meanwhile|nevertheless|"
+    r"nonetheless|in addition|in contrast|in that case|in this case|on the other hand|"
+    r"as a result|as such|as mentioned|as described|as noted|and|or|so|then|still|"
+    r"this|these|that|those|it|its|they|their|them|such|he|she|his|her|the former|"
+    r"the latter|the above|the following|above|below|here|both|neither|either|"
+    r"for this reason|for these reasons|in both cases|in either case|again)\b",
+    re.I,
+)
+"""Openers that lean on a sentence before them ("However, …", "This means …")."""
+
+
+def depends_on_context(sentence: str) -> bool:
+    """Whether a sentence needs the one before it to be understood (self-references excepted)."""
+    stripped = sentence.lstrip(" *_`\"'(")
+    return bool(DEPENDENT_OPENER.match(stripped)) and not SELF_REFERENCE.match(stripped)

@@ -6,13 +6,29 @@ with at least ``window_min_calls`` of them in the last ``window_s`` seconds, or
 at once on a class that trips at once (429, quota). OPEN becomes HALF_OPEN when
 its cooldown ends — checked lazily whenever the breaker is read. In HALF_OPEN
 exactly one probe runs at a time: the probe holds a lease, and a lease that is
-not returned in time expires so a lost probe cannot wedge the provider.
-Results that arrive from calls that started before the break (or from an
-expired lease) change nothing: failures while OPEN do not extend the break.
+not returned in time expires so a lost probe cannot wedge the provider. The
+caller sizes the lease to the probe's own timeouts (:meth:`acquire_probe`), so
+a lease always outlives the probe that holds it. Results that arrive from
+calls that started before the break (or from an expired lease) change
+nothing: failures while OPEN do not extend the break.
 
-Cooldowns grow with consecutive trips: base (failure 30 s, rate limit 120 s,
-timeout 60 s) x 1.5 per trip since the last recovery, capped at 600 s. A
-Retry-After from the provider is honoured exactly instead.
+Only a success of the path that failed closes the breaker: the router keeps
+the lease through a health probe *and* the real call that follows it, and
+reports success only when the real call answered. A failed probe is another
+trip, so the trip count — and with it the cooldown — keeps growing for as long
+as the provider keeps failing, whatever its health endpoint says.
+
+Cooldowns are a ceiling, not the only interval. The ADR-002 cooldown of a trip
+is base (failure 30 s, rate limit 120 s, timeout 60 s) x 1.5 per trip since the
+last recovery, capped at 600 s; the breaker becomes HALF_OPEN — ready for a
+probe — much sooner: after a delay drawn uniformly ("full jitter") between
+``probe_min_s`` and ``probe_backoff_ratio`` x the time the outage has lasted,
+never above the ceiling. Probing thus starts about a second after a trip and
+backs off as the outage goes on (a 10 s outage is noticed within ~2 s of its
+end, an hour-long one is probed every few minutes), with at most one probe per
+``probe_min_s``. A Retry-After from the provider is honoured exactly, and
+quota or misconfiguration breaks run their full cooldown: probing early cannot
+help there.
 
 Mutations hold a ``threading.Lock``: the router runs on one event loop, but
 snapshots are read from the UI thread.
@@ -21,6 +37,7 @@ snapshots are read from the UI thread.
 from __future__ import annotations
 
 import itertools
+import random
 import threading
 from collections import deque
 from collections.abc import Callable
@@ -47,6 +64,8 @@ class BreakerPolicy:
     max_cooldown_s: float = 600.0
     max_retry_after_s: float = 3600.0
     probe_lease_s: float = 15.0
+    probe_min_s: float = 1.0
+    probe_backoff_ratio: float = 0.2
 
     def base_cooldown(self, error_class: ErrorClass) -> float:
         if error_class is ErrorClass.RATE_LIMIT:
@@ -74,6 +93,21 @@ class BreakerPolicy:
         grown = self.base_cooldown(error_class) * self.multiplier ** max(0, prior_trips)
         return min(grown, self.max_cooldown_s)
 
+    def probes_early(self, error_class: ErrorClass, retry_after_s: float | None) -> bool:
+        """Whether a trip of this class is probed before its cooldown ends (see the module doc)."""
+        if error_class in (ErrorClass.QUOTA, ErrorClass.PERMANENT):
+            return False
+        return not (
+            retry_after_s is not None
+            and error_class in (ErrorClass.RATE_LIMIT, ErrorClass.OVERLOAD)
+        )
+
+    def probe_delay(self, ceiling_s: float, outage_s: float, rng: random.Random) -> float:
+        """Seconds until the next probe: full jitter up to a bound that grows with the outage."""
+        bound = min(ceiling_s, max(self.probe_min_s, self.probe_backoff_ratio * outage_s))
+        floor = min(self.probe_min_s, bound)
+        return floor + rng.random() * (bound - floor)
+
 
 @dataclass(frozen=True, slots=True)
 class ProbeLease:
@@ -88,6 +122,7 @@ class Transition:
     reason: str
     at_monotonic: float
     at_wall: float
+    model: str | None = None  # set for a model's breaker (router/model_health.py)
 
 
 @dataclass(frozen=True, slots=True)
@@ -95,7 +130,8 @@ class BreakerView:
     """A consistent read of the breaker for snapshots and persistence."""
 
     state: BreakerState
-    cooldown_remaining_s: float
+    cooldown_remaining_s: float  # until the next probe may go (OPEN -> HALF_OPEN)
+    ceiling_s: float  # the ADR-002 cooldown of the current trip, the longest the break may last
     consecutive_trips: int
     consecutive_failures: int
     open_reason: str | None
@@ -111,13 +147,17 @@ class CircuitBreaker:
         policy: BreakerPolicy,
         clock: Clock,
         on_transition: Callable[[Transition], None] | None = None,
+        rng: random.Random | None = None,
     ) -> None:
         self.policy = policy
         self._clock = clock
+        self._rng = rng or random.Random()
         self._on_transition = on_transition
         self._lock = threading.Lock()
         self._state = BreakerState.CLOSED
         self._open_until = 0.0
+        self._ceiling = 0.0
+        self._outage_began: float | None = None
         self._open_reason: str | None = None
         self._consecutive_failures = 0
         self._consecutive_trips = 0
@@ -146,6 +186,7 @@ class CircuitBreaker:
                 cooldown_remaining_s=max(0.0, self._open_until - now)
                 if self._state is BreakerState.OPEN
                 else 0.0,
+                ceiling_s=self._ceiling if self._state is not BreakerState.CLOSED else 0.0,
                 consecutive_trips=self._consecutive_trips,
                 consecutive_failures=self._consecutive_failures,
                 open_reason=self._open_reason,
@@ -174,8 +215,12 @@ class CircuitBreaker:
         self._emit(transitions)
         return allowed
 
-    def acquire_probe(self) -> ProbeLease | None:
-        """The single probe lease of a HALF_OPEN breaker, or ``None`` (not HALF_OPEN, or a live probe holds it)."""
+    def acquire_probe(self, probe_s: float = 0.0) -> ProbeLease | None:
+        """The single probe lease of a HALF_OPEN breaker, or ``None`` (not HALF_OPEN, or a live probe holds it).
+
+        ``probe_s`` is the longest the probe can take (the sum of its calls' timeouts): the
+        lease lasts that long plus ``probe_lease_s``, so it never expires under a live probe.
+        """
         transitions: list[Transition] = []
         with self._lock:
             self._refresh(transitions)
@@ -184,7 +229,9 @@ class CircuitBreaker:
             if self._state is BreakerState.HALF_OPEN and (
                 self._lease is None or self._lease.expires_at <= now
             ):
-                lease = ProbeLease(next(self._tokens), now + self.policy.probe_lease_s)
+                lease = ProbeLease(
+                    next(self._tokens), now + max(0.0, probe_s) + self.policy.probe_lease_s
+                )
                 self._lease = lease
         self._emit(transitions)
         return lease
@@ -209,6 +256,7 @@ class CircuitBreaker:
                 self._lease = None
                 self._consecutive_failures = 0
                 self._consecutive_trips = 0
+                self._outage_began = None
                 self._window.clear()
                 self._open_reason = None
                 self._move(BreakerState.CLOSED, "probe succeeded", transitions)
@@ -270,10 +318,45 @@ class CircuitBreaker:
             if state is BreakerState.CLOSED:
                 self._state = BreakerState.CLOSED
                 self._open_reason = None
+                self._outage_began = None
             else:
                 self._state = BreakerState.OPEN
                 self._open_until = now + max(0.0, cooldown_remaining_s)
+                self._ceiling = max(0.0, cooldown_remaining_s)
+                self._outage_began = now
                 self._open_reason = open_reason
+
+    def adopt_trip(
+        self,
+        cooldown_remaining_s: float,
+        consecutive_trips: int,
+        open_reason: str | None,
+        changed_wall: float,
+    ) -> bool:
+        """Take over a trip another process recorded later than this breaker last changed.
+
+        Only a CLOSED breaker adopts (an OPEN or probing one already avoids the provider and
+        runs its own probes); returns whether it did.
+        """
+        transitions: list[Transition] = []
+        with self._lock:
+            self._refresh(transitions)
+            newer = self._changed_wall is None or changed_wall > self._changed_wall
+            adopted = self._state is BreakerState.CLOSED and newer and cooldown_remaining_s > 0
+            if adopted:
+                now = self._clock.monotonic()
+                self._consecutive_trips = max(self._consecutive_trips, consecutive_trips)
+                self._consecutive_failures = 0
+                self._open_until = now + cooldown_remaining_s
+                self._ceiling = cooldown_remaining_s
+                self._outage_began = now
+                self._open_reason = open_reason
+                self._move(
+                    BreakerState.OPEN, f"tripped in another process: {open_reason}", transitions
+                )
+                self._changed_wall = changed_wall
+        self._emit(transitions)
+        return adopted
 
     # --- internals ------------------------------------------------------------------
 
@@ -304,12 +387,24 @@ class CircuitBreaker:
         reason: str,
         transitions: list[Transition],
     ) -> None:
-        cooldown = self.policy.cooldown(error_class, self._consecutive_trips, retry_after_s)
+        policy = self.policy
+        now = self._clock.monotonic()
+        if self._outage_began is None:
+            self._outage_began = now
+        ceiling = policy.cooldown(error_class, self._consecutive_trips, retry_after_s)
+        wait = ceiling
+        if policy.probes_early(error_class, retry_after_s):
+            wait = policy.probe_delay(ceiling, now - self._outage_began, self._rng)
         self._consecutive_trips += 1
         self._consecutive_failures = 0
-        self._open_until = self._clock.monotonic() + cooldown
+        self._ceiling = ceiling
+        self._open_until = now + wait
         self._open_reason = reason
-        self._move(BreakerState.OPEN, f"{reason}; cooldown {cooldown:.1f}s", transitions)
+        self._move(
+            BreakerState.OPEN,
+            f"{reason}; next probe in {wait:.1f}s (cooldown ceiling {ceiling:.1f}s)",
+            transitions,
+        )
 
     def _refresh(self, transitions: list[Transition]) -> None:
         if self._state is BreakerState.OPEN and self._clock.monotonic() >= self._open_until:

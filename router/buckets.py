@@ -29,6 +29,7 @@ class TokenBucket:
         self._level = float(limit) if limit else 0.0
         self._stamp = clock.monotonic()
         self._blocked_until = 0.0
+        self._learnt = False  # the limit was inferred from ``remaining`` readings alone
 
     @property
     def known(self) -> bool:
@@ -74,19 +75,31 @@ class TokenBucket:
         self._blocked_until = max(self._blocked_until, self._clock.monotonic() + seconds)
 
     def clamp(self, reading: LimitReading) -> None:
-        """Adopt what the provider reported: its limit, and no more than its remaining."""
+        """Adopt what the provider reported: its limit, and no more than its remaining.
+
+        A provider that reports only ``remaining`` (Azure) teaches the limit from it: the
+        largest ``remaining`` seen is the floor of the real limit, so a later, larger reading
+        raises the limit — and the level with it — instead of sticking at the first one.
+        """
         now = self._clock.monotonic()
         if reading.limit is not None and reading.limit > 0 and reading.limit != self.limit:
             old_known = self.known
             self.limit = reading.limit
+            self._learnt = False
             if not old_known:
                 self._level = float(reading.limit)
                 self._stamp = now
         if reading.remaining is not None:
-            if self.limit is None:  # remaining alone: treat it as the floor of an unknown limit
+            if reading.limit is None and (
+                self.limit is None or (self._learnt and reading.remaining > self.limit)
+            ):
                 self.limit = max(reading.remaining, 1)
+                self._learnt = True
                 self._level = float(reading.remaining)
                 self._stamp = now
+            elif self._learnt and reading.limit is None:
+                self._refill(now)
+                self._level = float(reading.remaining)  # the provider's count is the truth
             else:
                 self._refill(now)
                 self._level = min(self._level, float(reading.remaining))

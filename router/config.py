@@ -67,6 +67,34 @@ class ConfigError(ValueError):
     """A config problem, as one line: ``file: key: problem — what to do``."""
 
 
+class ModelPrice(BaseModel):
+    """What a model costs, in USD per million tokens."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    input_per_mtok: float = Field(ge=0)
+    output_per_mtok: float = Field(ge=0)
+
+    def cost(self, input_tokens: int, output_tokens: int) -> float:
+        return (input_tokens * self.input_per_mtok + output_tokens * self.output_per_mtok) / 1e6
+
+
+# List prices (USD per million input/output tokens) of the models the environment defaults
+# use; a provider's ``prices`` entry overrides them. Unknown models cost nothing (shown as 0).
+DEFAULT_PRICES: dict[str, tuple[float, float]] = {
+    "gpt-4.1-mini": (0.40, 1.60),
+    "gpt-4.1": (2.00, 8.00),
+    "openai/gpt-4.1-mini": (0.40, 1.60),
+    "openai/gpt-4.1": (2.00, 8.00),
+    "claude-haiku-4-5": (1.00, 5.00),
+    "claude-sonnet-4-5": (3.00, 15.00),
+    "claude-opus-4-1": (15.00, 75.00),
+    "gemini-2.5-flash-lite": (0.10, 0.40),
+    "gemini-2.5-flash": (0.30, 2.50),
+    "gemini-2.5-pro": (1.25, 10.00),
+}
+
+
 class ProviderConfig(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
@@ -79,10 +107,31 @@ class ProviderConfig(BaseModel):
     bulkhead: int = Field(default=10, ge=1, le=10_000)
     rpm: int | None = Field(default=None, ge=1)
     tpm: int | None = Field(default=None, ge=1)
-    timeout_s: float = Field(default=60.0, gt=0)
+    timeout_s: float = Field(default=120.0, gt=0)
+    """The longest one call may take in all (the request's own deadline may cut it shorter)."""
+    connect_timeout_s: float = Field(default=5.0, gt=0)
+    """Opening the connection (TCP + TLS): a blackholed host costs this, not ``timeout_s``."""
+    read_timeout_s: float = Field(default=120.0, gt=0)
+    """The longest silence while reading the answer — for a non-streamed answer, the generation."""
+    write_timeout_s: float = Field(default=10.0, gt=0)
+    pool_timeout_s: float = Field(default=5.0, gt=0)
+    """Waiting for a free connection of the shared client."""
+    first_byte_timeout_s: float = Field(default=30.0, gt=0)
+    """Streams: the longest wait for the first token."""
+    idle_timeout_s: float = Field(default=30.0, gt=0)
+    """Streams: the longest silence between two chunks."""
+    prices: dict[str, ModelPrice] = Field(default_factory=dict)
+    """USD per million tokens by model name; shipped defaults cover the default models."""
     weight: float = Field(default=1.0, ge=0)
     probe: Literal["health", "request"] = "health"
     enabled: bool = True
+    reasoning_models: list[str] = Field(default_factory=list)
+    """Models (Azure: deployments) that are reasoning models: sent ``max_completion_tokens`` and no
+    ``temperature``. OpenAI's o-series and GPT-5 names are recognised without being listed."""
+    stream_first_byte_s: float = Field(default=30.0, gt=0)
+    """A streamed call fails (TIMEOUT) when its first event takes longer than this."""
+    stream_idle_s: float = Field(default=30.0, gt=0)
+    """A streamed call fails (TIMEOUT) when it stalls this long between two events."""
 
     @model_validator(mode="before")
     @classmethod
@@ -125,9 +174,18 @@ class ProviderConfig(BaseModel):
     def _url(cls, value: str | None) -> str | None:
         if value is None:
             return None
-        parts = urlsplit(value)
+        example = "an http(s) URL such as https://api.openai.com/v1"
+        try:
+            parts = urlsplit(value)
+            port = parts.port  # raises on a port outside 0-65535 or not a number
+        except ValueError:
+            raise ValueError(f"is not a valid URL — use {example}") from None
         if parts.scheme not in ("http", "https") or not parts.hostname:
-            raise ValueError("must be an http(s) URL such as https://api.openai.com/v1")
+            raise ValueError(f"must be {example}")
+        if port == 0:
+            raise ValueError("port 0 cannot be connected to — use a port from 1 to 65535")
+        if any(ch.isspace() for ch in value):
+            raise ValueError(f"must not contain spaces — use {example}")
         if parts.username or parts.password or parts.query:
             raise ValueError("must not carry credentials or a query string; keys go in api_key_env")
         return value.rstrip("/")
@@ -165,6 +223,18 @@ class ProviderConfig(BaseModel):
     def model_for(self, tier: int) -> str | None:
         return self.models.get(tier)
 
+    def price_of(self, model: str) -> ModelPrice | None:
+        """The configured price of ``model``, else the shipped default, else ``None`` (unknown)."""
+        price = self.prices.get(model)
+        if price is not None:
+            return price
+        default = DEFAULT_PRICES.get(model)
+        return (
+            None
+            if default is None
+            else ModelPrice(input_per_mtok=default[0], output_per_mtok=default[1])
+        )
+
 
 class ProfileConfig(BaseModel):
     """A named model choice (``ChatRequest.profile``): tried first, then the request's tier chain."""
@@ -194,6 +264,9 @@ class RouterPolicy(BaseModel):
     max_retry_after_s: float = Field(default=3600.0, gt=0)
     probe_lease_s: float = Field(default=15.0, gt=0)
     probe_timeout_s: float = Field(default=10.0, gt=0)
+    probe_min_s: float = Field(default=1.0, gt=0)
+    probe_backoff_ratio: float = Field(default=0.2, ge=0)
+    bad_answer_strikes: int = Field(default=5, ge=1)
     throttle_k: float = Field(default=2.0, gt=0)
     throttle_window_s: float = Field(default=120.0, gt=0)
     max_attempts: int = Field(default=4, ge=1)
@@ -208,6 +281,7 @@ class RouterPolicy(BaseModel):
     builtin_concurrency: int = Field(default=8, ge=1)
     builtin_in_thread: bool = True
     stats_flush_s: float = Field(default=1.0, gt=0)
+    shared_state_poll_s: float = Field(default=0.5, gt=0)
 
     def breaker_policy(self) -> BreakerPolicy:
         return BreakerPolicy(
@@ -225,6 +299,8 @@ class RouterPolicy(BaseModel):
             max_cooldown_s=self.max_cooldown_s,
             max_retry_after_s=self.max_retry_after_s,
             probe_lease_s=self.probe_lease_s,
+            probe_min_s=self.probe_min_s,
+            probe_backoff_ratio=self.probe_backoff_ratio,
         )
 
 

@@ -11,6 +11,7 @@ import json
 import math
 import re
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass
 from email.utils import formatdate
 from typing import Any
@@ -19,7 +20,7 @@ from router.wire import extract_inputs
 
 Protocol = str  # "openai" | "azure" | "anthropic" | "gemini" | "ollama"
 
-_GEMINI_CHAT = re.compile(r"/v1beta/models/([^/:]+):generateContent")
+_GEMINI_CHAT = re.compile(r"/v1beta/models/([^/:]+):(generateContent|streamGenerateContent)")
 _AZURE_CHAT = re.compile(r"/openai/deployments/([^/]+)/chat/completions")
 
 
@@ -28,6 +29,7 @@ class Route:
     kind: str  # "chat" | "health" | "unknown"
     protocol: Protocol
     model: str | None = None
+    stream: bool = False
 
 
 def route_for(
@@ -35,17 +37,18 @@ def route_for(
 ) -> Route:
     """Which API and which endpoint a request (path below the provider prefix) is for."""
     if method == "POST":
+        fields = body if isinstance(body, dict) else {}
+        stream = fields.get("stream") is True
         if m := _AZURE_CHAT.fullmatch(api_path):
-            return Route("chat", "azure", m.group(1))
+            return Route("chat", "azure", m.group(1), stream)
         if api_path.endswith("/chat/completions"):
-            model = body.get("model") if isinstance(body, dict) else None
-            return Route("chat", "openai", model)
+            return Route("chat", "openai", fields.get("model"), stream)
         if api_path.endswith("/v1/messages"):
-            return Route("chat", "anthropic", body.get("model") if isinstance(body, dict) else None)
+            return Route("chat", "anthropic", fields.get("model"), stream)
         if m := _GEMINI_CHAT.search(api_path):
-            return Route("chat", "gemini", m.group(1))
+            return Route("chat", "gemini", m.group(1), m.group(2) == "streamGenerateContent")
         if api_path.endswith("/api/chat"):
-            return Route("chat", "ollama", body.get("model") if isinstance(body, dict) else None)
+            return Route("chat", "ollama", fields.get("model"), stream)
     if method == "GET":
         if api_path.endswith("/api/tags"):
             return Route("health", "ollama")
@@ -353,3 +356,264 @@ def rate_limit_headers(
             headers["anthropic-ratelimit-tokens-remaining"] = str(tpm_left)
             headers["anthropic-ratelimit-tokens-reset"] = instant(reset_tokens_s)
     return headers
+
+
+# --- what the real APIs refuse -----------------------------------------------------------------------
+
+# Top-level request fields each API documents (its reference pages, mirrored by the official
+# SDKs' request types); anything else is refused with a 400, as the real APIs do. The
+# conformance tests check these lists against the SDKs' request types.
+KNOWN_FIELDS: dict[Protocol, frozenset[str]] = {
+    "openai": frozenset(
+        "messages model audio frequency_penalty function_call functions logit_bias logprobs "
+        "max_completion_tokens max_tokens metadata modalities n parallel_tool_calls prediction "
+        "moderation presence_penalty prompt_cache_key prompt_cache_options "
+        "prompt_cache_retention reasoning_effort "
+        "response_format safety_identifier seed service_tier stop store stream stream_options "
+        "temperature tool_choice tools top_logprobs top_p user verbosity "
+        "web_search_options".split()
+    ),
+    "anthropic": frozenset(
+        "model messages max_tokens cache_control container diagnostics inference_geo metadata "
+        "output_config service_tier speed stop_sequences stream system thinking tool_choice "
+        "tools user_profile_id workspace_id".split()
+    ),
+    "gemini": frozenset(
+        "contents tools toolConfig tool_config safetySettings safety_settings "
+        "systemInstruction system_instruction generationConfig generation_config "
+        "cachedContent cached_content labels".split()
+    ),
+    "ollama": frozenset("model messages tools think format options stream keep_alive".split()),
+}
+KNOWN_FIELDS["azure"] = KNOWN_FIELDS["openai"]
+_REQUIRED_FIELDS: dict[Protocol, tuple[str, ...]] = {
+    "openai": ("model", "messages"),
+    "azure": ("messages",),
+    "anthropic": ("model", "messages", "max_tokens"),
+    "gemini": ("contents",),
+    "ollama": ("model", "messages"),
+}
+_AUTH_HEADERS: dict[Protocol, str] = {
+    "openai": "authorization",
+    "azure": "api-key",
+    "anthropic": "x-api-key",
+    "gemini": "x-goog-api-key",
+}
+
+
+def refusal(
+    protocol: Protocol,
+    route_kind: str,
+    headers: dict[str, str],
+    body: Any,
+    needs_auth: bool,
+    response_formats: Sequence[str] | None = None,
+    format_refusal_status: int = 400,
+) -> tuple[int, str] | None:
+    """The status and message the real API would refuse this request with, or None.
+
+    A missing key is a 401; a chat body that is not a JSON object, lacks a required field or
+    has a top-level field the API does not define is a 400 naming the field.
+    """
+    auth = _AUTH_HEADERS.get(protocol)
+    if needs_auth and auth is not None and not headers.get(auth, "").strip():
+        return 401, f"missing {auth} header"
+    if protocol == "anthropic" and "anthropic-version" not in headers:
+        return 400, "anthropic-version: header is required"
+    if route_kind != "chat":
+        return None
+    if not isinstance(body, dict):
+        return 400, "the request body is not a JSON object"
+    for name in _REQUIRED_FIELDS.get(protocol, ()):
+        if name not in body:
+            return 400, f"{name}: Field required"
+    known = KNOWN_FIELDS.get(protocol)
+    unknown = sorted(set(body) - known) if known is not None else []
+    if unknown:
+        return 400, f"{unknown[0]}: Extra inputs are not permitted"
+    fmt = body.get("response_format")
+    if response_formats is not None and protocol in ("openai", "azure") and isinstance(fmt, dict):
+        if fmt.get("type") not in response_formats:
+            accepted = " or ".join(repr(f) for f in response_formats)
+            return format_refusal_status, f"response_format.type: Input should be {accepted}"
+    return None
+
+
+# --- streamed answers --------------------------------------------------------------------------------
+
+
+def _pieces(text: str, count: int = 8) -> list[str]:
+    """``text`` cut into about ``count`` pieces (at least one, possibly empty)."""
+    if not text:
+        return [""]
+    size = max(1, -(-len(text) // count))
+    return [text[i : i + size] for i in range(0, len(text), size)]
+
+
+def _sse(data: Any, event: str | None = None) -> bytes:
+    encoded = data if isinstance(data, str) else json.dumps(data)
+    head = f"event: {event}\n" if event else ""
+    return f"{head}data: {encoded}\n\n".encode()
+
+
+def _ndjson(data: Any) -> bytes:
+    return (json.dumps(data) + "\n").encode()
+
+
+def stream_frames(
+    protocol: Protocol,
+    model: str | None,
+    answer: str | dict[str, Any],
+    body: Any,
+    input_tokens: int,
+    serial: int,
+) -> list[bytes]:
+    """A streamed answer as the API frames it: SSE events (NDJSON lines for Ollama), in order."""
+    text = answer if isinstance(answer, str) else json.dumps(answer)
+    output_tokens = max(1, len(text) // 4)
+    model = model or "fault-model"
+    pieces = _pieces(text)
+    if protocol in ("openai", "azure"):
+        chunk_id, created = f"chatcmpl-fault-{serial}", int(time.time())
+
+        def chunk(choices: list[dict[str, Any]], **extra: Any) -> dict[str, Any]:
+            return {
+                "id": chunk_id,
+                "object": "chat.completion.chunk",
+                "created": created,
+                "model": model,
+                "choices": choices,
+                **extra,
+            }
+
+        frames = [_sse(chunk([{"index": 0, "delta": {"role": "assistant", "content": ""}}]))]
+        frames += [
+            _sse(chunk([{"index": 0, "delta": {"content": p}, "finish_reason": None}]))
+            for p in pieces
+        ]
+        frames.append(_sse(chunk([{"index": 0, "delta": {}, "finish_reason": "stop"}])))
+        options = body.get("stream_options") if isinstance(body, dict) else None
+        if isinstance(options, dict) and options.get("include_usage"):
+            usage = {
+                "prompt_tokens": input_tokens,
+                "completion_tokens": output_tokens,
+                "total_tokens": input_tokens + output_tokens,
+            }
+            frames.append(_sse(chunk([], usage=usage)))
+        return [*frames, _sse("[DONE]")]
+    if protocol == "anthropic":
+        tool = _anthropic_tool(body)
+        if tool is not None and not isinstance(answer, dict):
+            try:
+                tool = tool if isinstance(json.loads(text), dict) else None
+            except ValueError:
+                tool = None
+        block: dict[str, Any] = (
+            {"type": "tool_use", "id": f"toolu_fault_{serial}", "name": tool, "input": {}}
+            if tool is not None
+            else {"type": "text", "text": ""}
+        )
+        delta_type, delta_key = (
+            ("input_json_delta", "partial_json") if tool is not None else ("text_delta", "text")
+        )
+        message: dict[str, Any] = {
+            "id": f"msg_fault_{serial}",
+            "type": "message",
+            "role": "assistant",
+            "model": model,
+            "content": [],
+            "stop_reason": None,
+            "stop_sequence": None,
+            "usage": {"input_tokens": input_tokens, "output_tokens": 1},
+        }
+        frames = [
+            _sse({"type": "message_start", "message": message}, "message_start"),
+            _sse(
+                {"type": "content_block_start", "index": 0, "content_block": block},
+                "content_block_start",
+            ),
+            _sse({"type": "ping"}, "ping"),
+        ]
+        frames += [
+            _sse(
+                {
+                    "type": "content_block_delta",
+                    "index": 0,
+                    "delta": {"type": delta_type, delta_key: p},
+                },
+                "content_block_delta",
+            )
+            for p in pieces
+        ]
+        stop = "tool_use" if tool is not None else "end_turn"
+        return [
+            *frames,
+            _sse({"type": "content_block_stop", "index": 0}, "content_block_stop"),
+            _sse(
+                {
+                    "type": "message_delta",
+                    "delta": {"stop_reason": stop, "stop_sequence": None},
+                    "usage": {"output_tokens": output_tokens},
+                },
+                "message_delta",
+            ),
+            _sse({"type": "message_stop"}, "message_stop"),
+        ]
+    if protocol == "gemini":
+        frames = []
+        for index, p in enumerate(pieces):
+            last = index == len(pieces) - 1
+            candidate: dict[str, Any] = {
+                "content": {"role": "model", "parts": [{"text": p}]},
+                "index": 0,
+            }
+            if last:
+                candidate["finishReason"] = "STOP"
+            frames.append(
+                _sse(
+                    {
+                        "candidates": [candidate],
+                        "usageMetadata": {
+                            "promptTokenCount": input_tokens,
+                            "candidatesTokenCount": output_tokens if last else index + 1,
+                            "totalTokenCount": input_tokens
+                            + (output_tokens if last else index + 1),
+                        },
+                        "modelVersion": model,
+                    }
+                )
+            )
+        return frames
+    created_at = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+    frames = [
+        _ndjson(
+            {
+                "model": model,
+                "created_at": created_at,
+                "message": {"role": "assistant", "content": p},
+                "done": False,
+            }
+        )
+        for p in pieces
+    ]
+    final = {
+        "model": model,
+        "created_at": created_at,
+        "message": {"role": "assistant", "content": ""},
+        "done": True,
+        "done_reason": "stop",
+        "prompt_eval_count": input_tokens,
+        "eval_count": output_tokens,
+    }
+    return [*frames, _ndjson(final)]
+
+
+def malformed_frame(protocol: Protocol) -> bytes:
+    """A chunk cut mid-JSON, in the protocol's framing."""
+    if protocol == "ollama":
+        return b'{"message": {"content": "trunc\n'
+    return b'data: {"choices": [{"delta": {"content": "trunc\n\n'
+
+
+def stream_content_type(protocol: Protocol) -> str:
+    return "application/x-ndjson" if protocol == "ollama" else "text/event-stream"

@@ -24,6 +24,17 @@ YAML shape::
 Fault shorthands: ``ok``, ``down``, ``timeout``, ``slow`` (slow body), ``malformed`` (invalid
 JSON with 200), ``rate_limit`` (429, Retry-After 2 s), ``overloaded`` (529 for Anthropic,
 503 elsewhere), ``quota`` (429 for a spent quota, no Retry-After), or a bare status code.
+Mid-stream faults act on a streamed answer after half its chunks: ``cut`` (the connection
+closes), ``stall`` (the stream hangs ``hang_s``), ``bad_chunk`` (a chunk of broken JSON); on a
+request that does not stream they cut, hang or garble the body the same way.
+
+``auth: required`` refuses with a 401, as the real API does, a request without the API's key
+header (``Authorization``, ``api-key``, ``x-api-key``, ``x-goog-api-key``); the default ``none``
+takes keyless requests, as a local server does and as the demos need.
+
+``response_formats`` (OpenAI-compatible paths): the ``response_format`` types the server
+accepts, e.g. ``[text, json_object]`` for llama.cpp's server, which refuses ``json_schema``
+with ``format_refusal_status`` (500 there) and a message naming ``response_format``.
 A mapping sets ``kind``/``status`` and the details. Every duration is in script seconds; the
 time scale multiplies all of them, Retry-After included.
 """
@@ -38,7 +49,17 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from router.yaml_file import read_yaml_file
 
-FaultKind = Literal["ok", "error", "timeout", "slow_body", "malformed", "down"]
+FaultKind = Literal[
+    "ok",
+    "error",
+    "timeout",
+    "slow_body",
+    "malformed",
+    "down",
+    "stream_cut",
+    "stream_stall",
+    "stream_malformed",
+]
 
 _SHORTHANDS: dict[str, dict[str, Any]] = {
     "ok": {"kind": "ok"},
@@ -50,6 +71,9 @@ _SHORTHANDS: dict[str, dict[str, Any]] = {
     "rate_limit": {"kind": "error", "status": 429, "retry_after_s": 2.0},
     "overloaded": {"kind": "error", "status": 529, "overloaded": True},
     "quota": {"kind": "error", "status": 429, "quota": "spend"},
+    "cut": {"kind": "stream_cut"},
+    "stall": {"kind": "stream_stall"},
+    "bad_chunk": {"kind": "stream_malformed"},
 }
 
 
@@ -58,7 +82,7 @@ def _expand_shorthand(data: Any) -> Any:
     if isinstance(data, bool):
         raise ValueError(
             "a fault is a name (ok, down, timeout, slow, malformed, rate_limit, overloaded, "
-            "quota), a status code, or a mapping"
+            "quota, cut, stall, bad_chunk), a status code, or a mapping"
         )
     if isinstance(data, int):
         return {"kind": "ok"} if 200 <= data < 300 else {"kind": "error", "status": data}
@@ -73,6 +97,10 @@ def _expand_shorthand(data: Any) -> Any:
         return dict(_SHORTHANDS[text])
     if isinstance(data, Mapping) and "kind" not in data and "status" in data:
         return {**data, "kind": "error"}
+    if isinstance(data, Mapping) and isinstance(data.get("kind"), str):
+        alias = _SHORTHANDS.get(data["kind"].strip().lower())
+        if alias is not None:  # {kind: stall, hang_s: 5}: a shorthand with details
+            return {**alias, **{k: v for k, v in data.items() if k != "kind"}}
     return data
 
 
@@ -132,6 +160,9 @@ class ProviderScript(BaseModel):
     health: Literal["follow"] | Fault = "follow"
     latency_s: float = Field(default=0.0, ge=0)
     limits: Limits | None = None
+    auth: Literal["required", "none"] = "none"
+    response_formats: list[Literal["text", "json_object", "json_schema"]] | None = None
+    format_refusal_status: int = Field(default=400, ge=400, le=599)
 
     @model_validator(mode="after")
     def _one_mode(self) -> ProviderScript:

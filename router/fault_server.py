@@ -4,7 +4,10 @@ Each provider is a path prefix (``/openai``, ``/anthropic``, …); below it the
 server answers whichever API the path names — OpenAI-compatible chat
 completions (and Azure's ``/openai/deployments/{d}/chat/completions``),
 Anthropic ``/v1/messages``, Gemini ``:generateContent``, Ollama ``/api/chat`` —
-and their health endpoints. Every request is recorded (method, path, query,
+and their health endpoints, streamed (SSE; Ollama NDJSON) when the request asks for it. Like
+the real APIs it refuses a chat body with a top-level field the API does not define or without
+a required one (400), and, for a provider scripted ``auth: required``, a request without the
+API's key header (401), so a wrong request fails in tests. Every request is recorded (method, path, query,
 headers, JSON body, task and inputs) before its fault is applied, so tests can
 check each adapter's exact request. Successful answers come from a responder
 ``(task, inputs, raw_body) -> str | dict``.
@@ -38,11 +41,15 @@ from router.fault_protocols import (
     error_body,
     error_status,
     health_body,
+    malformed_frame,
     prompt_tokens,
     rate_limit_headers,
+    refusal,
     request_inputs,
     retry_after_headers,
     route_for,
+    stream_content_type,
+    stream_frames,
     success_body,
 )
 from router.fault_script import Fault, FaultScript, ProviderScript, load_fault_script
@@ -396,7 +403,22 @@ class FaultServer:
         state = self._state(provider)
         now = time.monotonic()
         fault: Fault | None = None
-        if route.kind == "chat":
+        refused = (
+            refusal(
+                route.protocol,
+                route.kind,
+                incoming.headers,
+                body,
+                state.script.auth == "required",
+                state.script.response_formats,
+                state.script.format_refusal_status,
+            )
+            if route.kind != "unknown"
+            else None
+        )
+        if refused is not None:
+            fault = Fault(kind="error", status=refused[0])
+        elif route.kind == "chat":
             fault = state.next_chat_fault(now)
         elif route.kind == "health":
             fault = state.health_fault(now)
@@ -414,7 +436,7 @@ class FaultServer:
             protocol=route.protocol,
             task=task,
             inputs=inputs,
-            fault=_describe_fault(fault),
+            fault=f"refused: {refused[1]}" if refused is not None else _describe_fault(fault),
             at=now - self._started_at,
         )
         with self._lock:
@@ -426,6 +448,14 @@ class FaultServer:
                 log.exception("fault server on_request callback failed")
         if fault is None:
             await self._send(writer, 404, {"error": f"fault server: no API at {api_path}"})
+            return True
+        if refused is not None:
+            status, message = refused
+            payload = error_body(
+                route.protocol, status, quota=None, retry_after_s=None, overloaded=False
+            )
+            _set_message(payload, message)
+            await self._send(writer, status, payload)
             return True
         state.in_flight += 1
         state.max_in_flight = max(state.max_in_flight, state.in_flight)
@@ -458,7 +488,7 @@ class FaultServer:
             return await self._send_error(
                 writer, route, fault.status or 500, fault, fault.retry_after_s
             )
-        if fault.kind == "malformed":
+        if fault.kind == "malformed" or (fault.kind == "stream_malformed" and not route.stream):
             await self._send(writer, 200, b'{"choices": [{"message": {"content": "trunc')
             return True
         if route.kind == "health":
@@ -477,6 +507,14 @@ class FaultServer:
             return await self._send_error(writer, route, 500, Fault(kind="error", status=500), None)
         self._serial += 1
         input_tokens = prompt_tokens(incoming.body)
+        if route.stream:
+            frames = stream_frames(
+                route.protocol, route.model, answer, body, input_tokens, self._serial
+            )
+            self._settle_tokens(state, input_tokens + max(1, sum(map(len, frames)) // 8))
+            return await self._stream(
+                writer, route, frames, fault, {**limit_headers, **fault.headers}
+            )
         payload = success_body(
             route.protocol, route.model, answer, body, input_tokens, self._serial
         )
@@ -484,6 +522,17 @@ class FaultServer:
         self._settle_tokens(state, input_tokens + max(1, len(encoded) // 8))
         if fault.kind == "slow_body":
             await self._trickle(writer, encoded, limit_headers, fault.duration_s * scale)
+        elif fault.kind == "stream_cut":
+            writer.write(self._head(200, {"content-type": "application/json"}, len(encoded)))
+            writer.write(encoded[: len(encoded) // 2])
+            await writer.drain()
+            return False
+        elif fault.kind == "stream_stall":
+            writer.write(self._head(200, {"content-type": "application/json"}, len(encoded)))
+            writer.write(encoded[: len(encoded) // 2])
+            await writer.drain()
+            await self._sleep(fault.hang_s)
+            return False
         else:
             await self._send(writer, 200, encoded, {**limit_headers, **fault.headers})
         return True
@@ -514,6 +563,42 @@ class FaultServer:
             ),
             headers,
         )
+        return True
+
+    async def _stream(
+        self,
+        writer: asyncio.StreamWriter,
+        route: Route,
+        frames: list[bytes],
+        fault: Fault,
+        headers: Mapping[str, str],
+    ) -> bool:
+        """Send ``frames`` with chunked transfer encoding, one chunk each, the fault applied
+        after half of them; False when the connection must close (cut, stall)."""
+        lines = [
+            "HTTP/1.1 200 OK",
+            f"content-type: {stream_content_type(route.protocol)}",
+            "transfer-encoding: chunked",
+            "cache-control: no-cache",
+            "connection: keep-alive",
+        ] + [f"{k}: {v}" for k, v in headers.items()]
+        writer.write(("\r\n".join(lines) + "\r\n\r\n").encode("latin-1"))
+        half = max(1, len(frames) // 2)
+        for index, frame in enumerate(frames):
+            if index == half and fault.kind in ("stream_cut", "stream_stall", "stream_malformed"):
+                if fault.kind == "stream_malformed":
+                    frame = malformed_frame(route.protocol)
+                else:
+                    await writer.drain()
+                    if fault.kind == "stream_stall":
+                        await self._sleep(fault.hang_s)
+                    return False
+            writer.write(b"%x\r\n%s\r\n" % (len(frame), frame))
+            await writer.drain()
+            if fault.kind == "slow_body":
+                await asyncio.sleep(fault.duration_s * self.time_scale / len(frames))
+        writer.write(b"0\r\n\r\n")
+        await writer.drain()
         return True
 
     async def _trickle(
@@ -591,6 +676,7 @@ _SCALED_POLICY_KEYS = (
     "recency_tau_s",
     "probe_timeout_s",
     "probe_lease_s",
+    "probe_min_s",
     "request_timeout_s",
     "capacity_wait_s",
     "shed_queue_wait_s",
@@ -604,6 +690,15 @@ _KIND_BY_PREFIX = {
     "ollama": "ollama_native",
     "ollama_v1": "ollama",
 }
+
+
+def _set_message(payload: dict[str, Any], message: str) -> None:
+    """Put a refusal's reason where the protocol's error body keeps its message."""
+    error = payload.get("error")
+    if isinstance(error, dict):
+        error["message"] = message
+    else:
+        payload["error"] = message
 
 
 def scaled_policy(time_scale: float) -> dict[str, float]:

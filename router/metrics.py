@@ -21,6 +21,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 from router.clock import Clock
+from router.models import ChatResponse, RouterTotals
 
 SUCCESS_WEIGHT = 0.6
 LATENCY_WEIGHT = 0.2
@@ -66,6 +67,8 @@ class ProviderMetrics:
         self.requests_total = 0
         self.successes_total = 0
         self.failures_total = 0
+        self.cost_usd_total = 0.0
+        self.fallback_total = 0  # built-in provider only: answers given in place of a remote one
         self._lock = threading.Lock()
 
     def record(self, ok: bool, latency_s: float | None) -> None:
@@ -81,14 +84,24 @@ class ProviderMetrics:
                 self.failures_total += 1
             self.requests_total += 1
 
+    def add_cost(self, usd: float) -> None:
+        with self._lock:
+            self.cost_usd_total += usd
+
     def seed(
-        self, outcomes: Iterable[tuple[bool, float | None]], totals: tuple[int, int, int]
+        self,
+        outcomes: Iterable[tuple[bool, float | None]],
+        totals: tuple[int, int, int],
+        cost_usd: float = 0.0,
+        fallbacks: int = 0,
     ) -> None:
         """Load persisted history (oldest first) without touching recency."""
         with self._lock:
             for ok, latency in outcomes:
                 self._push(ok, latency)
             self.requests_total, self.successes_total, self.failures_total = totals
+            self.cost_usd_total = cost_usd
+            self.fallback_total = fallbacks
 
     def _push(self, ok: bool, latency_s: float | None) -> None:
         """Add one outcome to the windows and the EMA (lock held)."""
@@ -144,3 +157,40 @@ class ProviderMetrics:
             percentile(ordered, 99),
             values[-recent:],
         )
+
+
+class TotalsCounter:
+    """Counts a router's answers by kind (remote, lower tier, fallback, built-in) and their cost."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._counts = dict.fromkeys(
+            (
+                "calls",
+                "remote",
+                "lower_tier",
+                "fallback",
+                "builtin",
+                "input_tokens",
+                "output_tokens",
+            ),
+            0,
+        )
+        self._cost = 0.0
+
+    def record(self, response: ChatResponse, builtin_name: str) -> None:
+        if response.provider == builtin_name:
+            kind = "fallback" if response.fallback else "builtin"
+        else:
+            kind = "lower_tier" if response.degraded else "remote"
+        with self._lock:
+            counts = self._counts
+            counts["calls"] += 1
+            counts[kind] += 1
+            counts["input_tokens"] += response.usage.input_tokens
+            counts["output_tokens"] += response.usage.output_tokens
+            self._cost += response.cost_usd
+
+    def totals(self) -> RouterTotals:
+        with self._lock:
+            return RouterTotals(**self._counts, cost_usd=round(self._cost, 9))

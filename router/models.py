@@ -78,6 +78,7 @@ class Attempt(BaseModel):
     error_class: str | None = None
     status: int | None = None
     latency_s: float = 0.0
+    cost_usd: float = 0.0
     detail: str = ""
 
 
@@ -92,7 +93,41 @@ class ChatResponse(BaseModel):
     usage: Usage = Field(default_factory=Usage)
     latency_s: float = 0.0
     degraded: bool = False
+    """Not the answer asked for: a lower tier's model, or the built-in provider while remote ones
+    are configured. ``fallback`` says which."""
+    fallback: bool = False
+    """Answered by the built-in (offline) provider although remote providers are configured."""
+    cost_usd: float = 0.0
+    """What the request cost (every attempt that produced tokens) at the models' configured or
+    default prices; 0 for models with no known price."""
     attempts: list[Attempt] = Field(default_factory=list)
+    truncated: bool = False
+    """The model stopped at its output-token limit (OpenAI ``finish_reason: length``, Anthropic
+    ``stop_reason: max_tokens``, Gemini ``MAX_TOKENS``): the answer may be cut short; a caller
+    can ask again with more room."""
+
+
+class RouterTotals(BaseModel):
+    """What this router answered since it started: the figures a run's summary shows."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    calls: int = 0
+    remote: int = 0
+    """Answered by a configured provider at the tier asked for."""
+    lower_tier: int = 0
+    """Answered by a configured provider, but by a lower tier's model (``degraded``)."""
+    fallback: int = 0
+    """Answered by the built-in provider while remote providers are configured (``degraded``)."""
+    builtin: int = 0
+    """Answered by the built-in provider with no remote provider configured (not degraded)."""
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cost_usd: float = 0.0
+
+    @property
+    def degraded(self) -> int:
+        return self.lower_tier + self.fallback
 
 
 class ProviderSnapshot(BaseModel):
@@ -100,7 +135,8 @@ class ProviderSnapshot(BaseModel):
 
     ``degraded`` means up but not at full service: not CLOSED, throttling, or
     waiting on a rate-limit bucket. Times are seconds; ``changed_wall`` is
-    epoch seconds, for display only.
+    epoch seconds, for display only. ``cooldown_remaining_s`` counts down to the
+    next probe; ``cooldown_ceiling_s`` is the ADR-002 cooldown of the current trip.
     """
 
     model_config = ConfigDict(frozen=True, extra="forbid")
@@ -109,6 +145,7 @@ class ProviderSnapshot(BaseModel):
     kind: str
     state: BreakerState
     cooldown_remaining_s: float = 0.0
+    cooldown_ceiling_s: float = 0.0
     consecutive_trips: int = 0
     success_rate: float | None = None
     health_score: float = 1.0
@@ -135,3 +172,11 @@ class ProviderSnapshot(BaseModel):
     last_error_status: int | None = None
     changed_wall: float | None = None
     models: dict[int, str] = Field(default_factory=dict)
+    unhealthy_models: dict[str, str] = Field(default_factory=dict)
+    """Models taken out of traffic for answering 4xx or invalid output to many requests."""
+    cost_usd_total: float = 0.0
+    fallback_total: int = 0
+    """Built-in provider only: answers it gave in place of a configured remote provider."""
+    structured_output: dict[str, str] = Field(default_factory=dict)
+    """Per model, the structured-output mode learnt after the server refused a better one
+    (``json_object`` or ``prompt``); models absent here take the API's schema mode."""

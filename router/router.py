@@ -29,7 +29,9 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import math
 import random
+import sqlite3
 import threading
 import time
 from collections.abc import Callable, Mapping
@@ -41,6 +43,7 @@ import httpx
 from router.breaker import ProbeLease, Transition
 from router.buckets import Reservation
 from router.bulkhead import BulkheadBoard
+from router.capabilities import StructuredCapabilities
 from router.clock import Clock, SystemClock
 from router.config import ProfileConfig, RouterConfig
 from router.errors import (
@@ -58,7 +61,8 @@ from router.local import (
     BuiltinProvider,
     TaskHandlerRegistry,
 )
-from router.metrics import ProviderMetrics
+from router.metrics import ProviderMetrics, TotalsCounter
+from router.model_health import request_fingerprint
 from router.models import (
     Attempt,
     BreakerState,
@@ -66,6 +70,7 @@ from router.models import (
     ChatRequest,
     ChatResponse,
     ProviderSnapshot,
+    RouterTotals,
     Usage,
 )
 from router.providers.base import Provider, ProviderReply, spec_from_request
@@ -75,6 +80,7 @@ from router.runtime import ErrorNote, ProviderRuntime
 from router.selection import Candidate, health_scores, order_group, plan_chain
 from router.shedding import LoadShedder
 from router.stats import STATS_FILENAME, CallRecord, StatsRecorder, StatsStore
+from router.streaming import StreamSink, streaming_to
 from router.throttle import ThrottleTicket
 from router.wire import encode_inputs, estimate_tokens, parse_structured, wire_messages
 
@@ -84,7 +90,27 @@ log = logging.getLogger(__name__)
 @dataclass(frozen=True, slots=True)
 class _Skip:
     detail: str
-    capacity_eta: float | None = None  # set when only capacity (bucket, bulkhead) stood in the way
+    # set when only capacity stood in the way: seconds until a bucket has room, or ``math.inf``
+    # for a full bulkhead (a slot frees whenever a call ends: wait for that, not for a time)
+    capacity_eta: float | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class _Admitted:
+    lease: ProbeLease | None  # the provider breaker's probe lease, when this call probes it
+    model_lease: ProbeLease | None  # the model breaker's, when this call probes the model
+    reservation: Reservation
+
+
+@dataclass(slots=True)
+class _Held:
+    """What one attempt holds until it is settled (by an outcome) or released (cancelled)."""
+
+    lease: ProbeLease | None
+    model_lease: ProbeLease | None
+    reservation: Reservation
+    ticket: ThrottleTicket | None = None
+    settled: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -137,6 +163,7 @@ class SmartModelRouter:
             in_thread=self.policy.builtin_in_thread,
         )
         self._builtin_metrics = ProviderMetrics(self.clock, recency_tau_s=self.policy.recency_tau_s)
+        self._totals = TotalsCounter()
         self._publisher = SnapshotPublisher(self._snapshot_by_name, self.NOTIFY_INTERVAL_S)
         self._shedder = LoadShedder(
             self.clock,
@@ -155,6 +182,9 @@ class SmartModelRouter:
         self._loop: asyncio.AbstractEventLoop | None = None
         self._loop_thread: int | None = None
         self._wake_tasks: dict[str, asyncio.Task[None]] = {}
+        self._sync_task: asyncio.Task[None] | None = None
+        self._sync_warned = False
+        self.shared_state_syncs = 0  # polls of the stats file done (tests wait on it)
         self._closed = False
         self._warned_profiles: set[str] = set()
         if stats is not None:
@@ -168,6 +198,7 @@ class SmartModelRouter:
                 self._builtin_metrics.seed(
                     builtin.recent,
                     (builtin.totals.requests, builtin.totals.successes, builtin.totals.failures),
+                    fallbacks=builtin.totals.fallbacks,
                 )
 
     # --- public API -------------------------------------------------------------------
@@ -184,7 +215,9 @@ class SmartModelRouter:
         attempts: list[Attempt] = []
         groups = self._plan(req, attempts)
         if groups:
-            admission = await self._shedder.admit(req.priority, *self._open_share())
+            admission = await self._shedder.admit(
+                req.priority, *self._open_share(), self._healthy_free_slots, self._board.waiter
+            )
             if admission.note is not None:
                 attempts.append(
                     Attempt(provider="router", outcome="skipped", detail=admission.note)
@@ -199,11 +232,24 @@ class SmartModelRouter:
                 if admission.gated:
                     self._shedder.release()
             if response is not None:
-                self._maybe_flush()
-                return response
-        response = await self._answer_builtin(req, bool(groups), attempts, start)
+                return self._finish(response)
+        return self._finish(await self._answer_builtin(req, bool(groups), attempts, start))
+
+    def totals(self) -> RouterTotals:
+        """Answers since this router started, by kind, with tokens and cost (a run's summary)."""
+        return self._totals.totals()
+
+    def _finish(self, response: ChatResponse) -> ChatResponse:
+        self._totals.record(response, BUILTIN_NAME)
         self._maybe_flush()
         return response
+
+    async def stream(self, req: ChatRequest, sink: StreamSink) -> ChatResponse:
+        """``complete`` with the answer streamed: each provider called streams in its API's format
+        and hands partial text to ``sink`` (see :mod:`router.streaming`); the chain, breakers,
+        buckets and fail-over are those of ``complete``. The returned response is the answer."""
+        with streaming_to(sink):
+            return await self.complete(req)
 
     def snapshot(self) -> list[ProviderSnapshot]:
         scores = health_scores(self._runtimes)
@@ -220,8 +266,43 @@ class SmartModelRouter:
         return self._publisher.subscribe(callback)
 
     async def check_health(self) -> list[HealthCheck]:
-        """Probe every provider's health endpoint now, outside the breakers (``workbench providers check``)."""
+        """Probe every provider's health endpoint now, outside the breakers (``workbench providers check``).
+
+        Never raises for a provider: whatever goes wrong becomes that provider's failed check.
+        """
         return list(await asyncio.gather(*(self._check_one(rt) for rt in self._runtimes)))
+
+    async def sync_shared_state(self) -> None:
+        """Write this process's pending stats, then adopt trips other processes wrote to the file.
+
+        The router does this every ``shared_state_poll_s`` on its own; a trip anywhere thus
+        reaches every process sharing the stats file within about a second.
+        """
+        if self._stats is None:
+            return
+        await self.flush_stats()
+        try:
+            rows = await asyncio.to_thread(self._stats.load_breakers)
+        except sqlite3.Error as exc:
+            if not self._sync_warned:
+                self._sync_warned = True
+                log.warning("provider stats could not be read (%s)", type(exc).__name__)
+            return
+        now_wall = self.clock.wall()
+        for row in rows:
+            rt = self._by_name.get(row.provider)
+            if rt is None or row.state != BreakerState.OPEN.value or row.changed_wall is None:
+                continue
+            remaining = row.cooldown_remaining_s - max(0.0, now_wall - row.saved_wall)
+            rt.breaker.adopt_trip(
+                remaining, row.consecutive_trips, row.open_reason, row.changed_wall
+            )
+        self.shared_state_syncs += 1
+
+    async def _sync_loop(self) -> None:
+        while not self._closed:
+            await self.clock.sleep(self.policy.shared_state_poll_s)
+            await self.sync_shared_state()
 
     async def flush_stats(self) -> None:
         """Write buffered calls and changed breaker rows now (rows this process never changed are left alone,
@@ -238,6 +319,9 @@ class SmartModelRouter:
         for task in self._wake_tasks.values():
             task.cancel()
         self._wake_tasks.clear()
+        if self._sync_task is not None:
+            self._sync_task.cancel()
+            await asyncio.gather(self._sync_task, return_exceptions=True)
         self._publisher.flush()
         if self._flush_task is not None:
             await asyncio.gather(self._flush_task, return_exceptions=True)
@@ -272,6 +356,13 @@ class SmartModelRouter:
         if plan is None:
             plan = self._plans[key] = plan_chain(self._runtimes, req.tier, profile)
         return plan
+
+    def _healthy_free_slots(self) -> int:
+        return sum(
+            rt.bulkhead.free
+            for rt in self._runtimes
+            if not rt.misconfigured and rt.breaker.state is BreakerState.CLOSED
+        )
 
     def _open_share(self) -> tuple[int, int]:
         opened = sum(1 for rt in self._runtimes if rt.breaker.state is BreakerState.OPEN)
@@ -318,12 +409,14 @@ class SmartModelRouter:
                             )
                         )
                         return None
-                    admission = self._admit(rt, estimate)
+                    admission = self._admit(rt, cand, estimate, deadline)
                     if isinstance(admission, _Skip):
                         passed.add(rt.name)
                         if admission.capacity_eta is not None:
-                            capacity_eta = min(
-                                capacity_eta or admission.capacity_eta, admission.capacity_eta
+                            capacity_eta = (
+                                admission.capacity_eta
+                                if capacity_eta is None
+                                else min(capacity_eta, admission.capacity_eta)
                             )
                         attempts.append(
                             Attempt(
@@ -338,9 +431,8 @@ class SmartModelRouter:
                     tried.add(rt.name)
                     if wire is None:
                         wire = wire_messages(req, inputs_json)
-                    lease, reservation = admission
                     response, called = await self._attempt(
-                        req, cand, lease, reservation, wire, deadline, attempts, start
+                        req, cand, admission, wire, deadline, attempts, start
                     )
                     calls += called
                     if response is not None:
@@ -351,7 +443,7 @@ class SmartModelRouter:
             if wait_until is None:
                 wait_until = min(now + policy.capacity_wait_s, deadline)
             remaining = wait_until - now
-            if capacity_eta > remaining or remaining <= 0:
+            if remaining <= 0 or (math.isfinite(capacity_eta) and capacity_eta > remaining):
                 attempts.append(
                     Attempt(
                         provider="router",
@@ -360,11 +452,13 @@ class SmartModelRouter:
                     )
                 )
                 return None
-            await self._wait_event_or_timeout(self._board.waiter(), min(capacity_eta, remaining))
+            # full jitter over one more eta, so requests waiting on one bucket do not all wake at once
+            delay = min(remaining, capacity_eta * (1.0 + self._rng.random()))  # inf: a slot event
+            await self._wait_event_or_timeout(self._board.waiter(), delay)
 
     def _admit(
-        self, rt: ProviderRuntime, estimate: int
-    ) -> _Skip | tuple[ProbeLease | None, Reservation]:
+        self, rt: ProviderRuntime, cand: Candidate, estimate: int, deadline: float
+    ) -> _Skip | _Admitted:
         """Admission checks with no await in between, so they are atomic on the loop."""
         breaker = rt.breaker
         state = breaker.state
@@ -374,51 +468,84 @@ class SmartModelRouter:
         if key_problem is not None:
             return _Skip(f"misconfigured: {key_problem}")
         if state is BreakerState.OPEN:
-            return _Skip(f"OPEN, {breaker.cooldown_remaining():.1f}s of cooldown left")
+            return _Skip(f"OPEN, next probe in {breaker.cooldown_remaining():.1f}s")
         probing = state is BreakerState.HALF_OPEN
         if probing and not breaker.can_attempt():
             return _Skip("HALF_OPEN with its probe in flight")
+        model_probe = None  # the model's breaker when this call would probe it
+        model_breaker = rt.models.get(cand.model)  # None: the model never answered badly
+        if model_breaker is not None:
+            model_state = model_breaker.state
+            if model_state is BreakerState.OPEN:
+                return _Skip(
+                    f"model {cand.model} OPEN (bad answers), next probe in "
+                    f"{model_breaker.cooldown_remaining():.1f}s"
+                )
+            if model_state is BreakerState.HALF_OPEN:
+                if not model_breaker.can_attempt():
+                    return _Skip(f"model {cand.model} HALF_OPEN with its probe in flight")
+                model_probe = model_breaker
         eta = rt.buckets.eta(estimate)
         if eta > 0:
             return _Skip(f"rate-limit bucket has room in {eta:.2f}s", capacity_eta=eta)
         if rt.bulkhead.free <= 0:
             return _Skip(
                 f"bulkhead full ({rt.bulkhead.size} in flight)",
-                capacity_eta=self.policy.capacity_wait_s,
+                capacity_eta=math.inf,
             )
-        if not probing and rt.throttle.should_reject():
+        if not probing and model_probe is None and rt.throttle.should_reject():
             return _Skip(f"throttled locally (p={rt.throttle.reject_probability():.2f})")
-        lease = breaker.acquire_probe() if probing else None
+        # a lease outlives its probe: the health check (if any) plus the real call
+        probe_s = self._call_timeout(rt, deadline)
+        if probing and rt.provider.has_health_probe:
+            probe_s += self._health_timeout(rt)
+        lease = breaker.acquire_probe(probe_s) if probing else None
         if probing and lease is None:
             return _Skip("HALF_OPEN with its probe in flight")
+        model_lease = None
+        if model_probe is not None:
+            model_lease = model_probe.acquire_probe(probe_s)
+            if model_lease is None:
+                if lease is not None:
+                    breaker.release_probe(lease)
+                return _Skip(f"model {cand.model} HALF_OPEN with its probe in flight")
         reservation = rt.buckets.try_reserve(estimate)
         if reservation is None:
             if lease is not None:
                 breaker.release_probe(lease)
+            if model_probe is not None and model_lease is not None:
+                model_probe.release_probe(model_lease)
             return _Skip("rate-limit bucket full", capacity_eta=rt.buckets.eta(estimate))
         rt.bulkhead.try_acquire()
-        return lease, reservation
+        return _Admitted(lease, model_lease, reservation)
+
+    def _call_timeout(self, rt: ProviderRuntime, deadline: float) -> float:
+        return max(0.001, min(rt.cfg.timeout_s, deadline - self.clock.monotonic()))
+
+    def _health_timeout(self, rt: ProviderRuntime) -> float:
+        return min(self.policy.probe_timeout_s, rt.cfg.timeout_s)
 
     async def _attempt(
         self,
         req: ChatRequest,
         cand: Candidate,
-        lease: ProbeLease | None,
-        reservation: Reservation,
+        admitted: _Admitted,
         wire: list[ChatMessage],
         deadline: float,
         attempts: list[Attempt],
         start: float,
     ) -> tuple[ChatResponse | None, int]:
+        """One call to one provider; whatever happens — even cancellation — settles what it holds."""
         rt = cand.runtime
+        held = _Held(admitted.lease, admitted.model_lease, admitted.reservation)
         self._notify(rt)
         try:
-            if lease is not None and rt.provider.has_health_probe:
-                healthy = await self._probe(rt, lease, attempts)
-                lease = None
-                if not healthy:
-                    rt.buckets.reconcile(reservation, 0)
+            if held.lease is not None and rt.provider.has_health_probe:
+                if not await self._probe(rt, held.lease, attempts):
+                    held.lease = None  # the failed probe settled it
+                    self._release(rt, cand.model, held)
                     return None, 0
+                # the health check passed; the lease stays with the real call, which decides
             spec = spec_from_request(
                 req,
                 cand.model,
@@ -427,36 +554,39 @@ class SmartModelRouter:
                 cand.temperature,
                 cand.max_tokens,
             )
-            timeout = max(0.001, min(rt.cfg.timeout_s, deadline - self.clock.monotonic()))
-            ticket = rt.throttle.begin()
+            timeout = self._call_timeout(rt, deadline)
+            cut_by_deadline = timeout < rt.cfg.timeout_s
+            held.ticket = rt.throttle.begin()
             began = self.clock.monotonic()
+            failure: ProviderCallError | None = None
+            used = Usage()
             try:
                 reply = await rt.provider.chat(spec, timeout)
             except ProviderCallError as exc:
-                self._record_failure(
-                    rt, exc, lease, reservation, self.clock.monotonic() - began, ticket
-                )
-                attempts.append(
-                    Attempt(
-                        provider=rt.name,
-                        model=cand.model,
-                        tier=cand.tier,
-                        outcome="failed",
-                        error_class=exc.error_class.value,
-                        status=exc.status,
-                        latency_s=self.clock.monotonic() - began,
-                        detail=exc.detail,
-                    )
-                )
-                return None, 1
+                failure = exc
             except (
                 Exception
             ) as exc:  # a provider bug must not escape as anything but a failed attempt
                 failure = ProviderCallError(
                     ErrorClass.BAD_RESPONSE, f"{type(exc).__name__} in the provider"
                 )
-                self._record_failure(
-                    rt, failure, lease, reservation, self.clock.monotonic() - began, ticket
+            latency = self.clock.monotonic() - began
+            parsed = None
+            if failure is None and req.response_schema is not None:
+                try:
+                    parsed = parse_structured(reply.content, req.response_schema)
+                except ProviderCallError as exc:
+                    used = reply.usage
+                    failure = ProviderCallError(
+                        exc.error_class,
+                        exc.detail,
+                        status=reply.status,
+                        rate_limits=reply.rate_limits,
+                    )
+            if failure is not None:
+                held.settled = True
+                cost = self._record_failure(
+                    req, cand, failure, held, latency, used, cut_by_deadline=cut_by_deadline
                 )
                 attempts.append(
                     Attempt(
@@ -465,31 +595,15 @@ class SmartModelRouter:
                         tier=cand.tier,
                         outcome="failed",
                         error_class=failure.error_class.value,
+                        status=failure.status,
+                        latency_s=latency,
+                        cost_usd=cost,
                         detail=failure.detail,
                     )
                 )
                 return None, 1
-            latency = self.clock.monotonic() - began
-            self._record_answer(rt, lease, reservation, reply, latency, ticket)
-            parsed = None
-            if req.response_schema is not None:
-                try:
-                    parsed = parse_structured(reply.content, req.response_schema)
-                except ProviderCallError as exc:
-                    rt.last_error = ErrorNote(exc.error_class.value, reply.status)
-                    attempts.append(
-                        Attempt(
-                            provider=rt.name,
-                            model=cand.model,
-                            tier=cand.tier,
-                            outcome="failed",
-                            error_class=exc.error_class.value,
-                            status=reply.status,
-                            latency_s=latency,
-                            detail=exc.detail,
-                        )
-                    )
-                    return None, 1
+            held.settled = True
+            cost = self._record_answer(cand, held, reply, latency)
             attempts.append(
                 Attempt(
                     provider=rt.name,
@@ -498,6 +612,7 @@ class SmartModelRouter:
                     outcome="ok",
                     status=reply.status,
                     latency_s=latency,
+                    cost_usd=cost,
                 )
             )
             return ChatResponse(
@@ -509,16 +624,34 @@ class SmartModelRouter:
                 usage=reply.usage,
                 latency_s=self.clock.monotonic() - start,
                 degraded=cand.tier < req.tier,
+                cost_usd=round(sum(a.cost_usd for a in attempts), 9),
                 attempts=attempts,
+                truncated=reply.truncated,
             ), 1
+        except asyncio.CancelledError:
+            if not held.settled:
+                self._release(rt, cand.model, held)
+            raise
         finally:
             rt.bulkhead.release()
             self._notify(rt)
 
+    def _release(self, rt: ProviderRuntime, model: str, held: _Held) -> None:
+        """Give back what an attempt held without an outcome: no health verdict either way."""
+        held.settled = True
+        rt.buckets.reconcile(held.reservation, 0)
+        if held.ticket is not None:
+            rt.throttle.cancel(held.ticket)
+        if held.lease is not None:
+            rt.breaker.release_probe(held.lease)
+        if held.model_lease is not None:
+            rt.models.breaker(model).release_probe(held.model_lease)
+
     async def _probe(self, rt: ProviderRuntime, lease: ProbeLease, attempts: list[Attempt]) -> bool:
+        """The cheap health check before a probing request's real call; a failure re-opens at once."""
         began = self.clock.monotonic()
         try:
-            info = await rt.provider.health(min(self.policy.probe_timeout_s, rt.cfg.timeout_s))
+            info = await rt.provider.health(self._health_timeout(rt))
         except Exception as exc:
             failure = (
                 exc
@@ -549,8 +682,6 @@ class SmartModelRouter:
             )
             return False
         rt.buckets.apply(info)
-        rt.misconfigured_reason = None
-        rt.breaker.record_success(lease)
         attempts.append(
             Attempt(
                 provider=rt.name,
@@ -564,20 +695,19 @@ class SmartModelRouter:
     # --- bookkeeping -------------------------------------------------------------------------------
 
     def _record_answer(
-        self,
-        rt: ProviderRuntime,
-        lease: ProbeLease | None,
-        reservation: Reservation,
-        reply: ProviderReply,
-        latency: float,
-        ticket: ThrottleTicket,
-    ) -> None:
-        rt.buckets.reconcile(reservation, reply.usage.total_tokens)
+        self, cand: Candidate, held: _Held, reply: ProviderReply, latency: float
+    ) -> float:
+        """Settle a good answer; returns its cost in USD."""
+        rt = cand.runtime
+        rt.buckets.reconcile(held.reservation, reply.usage.total_tokens)
         rt.buckets.apply(reply.rate_limits)
-        rt.throttle.settle(ticket, accepted=True)
+        if held.ticket is not None:
+            rt.throttle.settle(held.ticket, accepted=True)
         rt.misconfigured_reason = None
-        rt.breaker.record_success(lease)
+        rt.breaker.record_success(held.lease)
+        rt.models.record_good(cand.model, held.model_lease)
         rt.metrics.record(True, latency)
+        cost = self._cost(rt, cand.model, reply.usage)
         if self._recorder is not None:
             self._recorder.add_call(
                 CallRecord(
@@ -588,24 +718,45 @@ class SmartModelRouter:
                     reply.usage.input_tokens,
                     reply.usage.output_tokens,
                     self.clock.wall(),
+                    cost_usd=cost,
                 )
             )
+        return cost
+
+    def _cost(self, rt: ProviderRuntime, model: str, usage: Usage) -> float:
+        price = rt.cfg.price_of(model)
+        cost = 0.0 if price is None else price.cost(usage.input_tokens, usage.output_tokens)
+        if cost:
+            rt.metrics.add_cost(cost)
+        return cost
 
     def _record_failure(
         self,
-        rt: ProviderRuntime,
+        req: ChatRequest,
+        cand: Candidate,
         exc: ProviderCallError,
-        lease: ProbeLease | None,
-        reservation: Reservation,
+        held: _Held,
         latency: float,
-        ticket: ThrottleTicket,
-    ) -> None:
+        used: Usage,
+        *,
+        cut_by_deadline: bool,
+    ) -> float:
+        """Settle a failed call; returns its cost in USD (an invalid answer was still generated)."""
+        rt = cand.runtime
+        lease = held.lease
         error_class = exc.error_class
         traits = TRAITS[error_class]
-        rt.buckets.reconcile(reservation, 0)
+        # the caller's own deadline ran out, not the provider's time: no verdict on its health
+        deadline_cut = cut_by_deadline and error_class is ErrorClass.TIMEOUT
+        rt.buckets.reconcile(held.reservation, used.total_tokens)
         rt.buckets.apply(exc.rate_limits)
-        rt.throttle.settle(ticket, accepted=traits.accepted)
+        if held.ticket is not None:
+            if deadline_cut:
+                rt.throttle.cancel(held.ticket)
+            else:
+                rt.throttle.settle(held.ticket, accepted=traits.accepted)
         rt.last_error = ErrorNote(error_class.value, exc.status)
+        answered_badly = error_class in (ErrorClass.BAD_REQUEST, ErrorClass.INVALID_OUTPUT)
         if traits.misconfigures:
             rt.misconfigured_reason = self._misconfigured_reason(rt, exc)
             if lease is not None:
@@ -617,12 +768,25 @@ class SmartModelRouter:
                 rt.name,
                 exc.detail,
             )
-        elif traits.counts_for_breaker:
+        elif traits.counts_for_breaker and not deadline_cut:
             rt.breaker.record_failure(error_class, exc.retry_after_s, lease)
         elif lease is not None:
-            rt.breaker.record_success(lease)  # it answered; the request was at fault
-        healthy = not (traits.counts_for_breaker or traits.misconfigures)
+            rt.breaker.release_probe(lease)  # it answered, but the failed path is not proven yet
+        if answered_badly:
+            rt.models.record_bad(
+                cand.model,
+                request_fingerprint(req),
+                error_class,
+                exc.detail,
+                held.model_lease,
+            )
+        elif held.model_lease is not None:
+            rt.models.breaker(cand.model).release_probe(held.model_lease)
+        healthy = deadline_cut or not (
+            traits.counts_for_breaker or traits.misconfigures or answered_badly
+        )
         rt.metrics.record(healthy, latency if exc.status is not None else None)
+        cost = self._cost(rt, cand.model, used) if used.total_tokens else 0.0
         if self._recorder is not None:
             self._recorder.add_call(
                 CallRecord(
@@ -630,12 +794,14 @@ class SmartModelRouter:
                     healthy,
                     latency if exc.status is not None else None,
                     error_class.value,
-                    0,
-                    0,
+                    used.input_tokens,
+                    used.output_tokens,
                     self.clock.wall(),
+                    cost_usd=cost,
                 )
             )
         self._persist_breaker(rt)
+        return cost
 
     @staticmethod
     def _misconfigured_reason(rt: ProviderRuntime, exc: ProviderCallError) -> str:
@@ -672,7 +838,7 @@ class SmartModelRouter:
             self._record_builtin(False, None)
             raise
         latency = self.clock.monotonic() - began
-        self._record_builtin(True, latency)
+        self._record_builtin(True, latency, fallback=had_remote)
         attempts.append(
             Attempt(
                 provider=BUILTIN_NAME, model=BUILTIN_MODEL, tier=0, outcome="ok", latency_s=latency
@@ -687,11 +853,13 @@ class SmartModelRouter:
             usage=Usage(),
             latency_s=self.clock.monotonic() - start,
             degraded=had_remote,
+            fallback=had_remote,
             attempts=attempts,
         )
 
-    def _record_builtin(self, ok: bool, latency: float | None) -> None:
+    def _record_builtin(self, ok: bool, latency: float | None, *, fallback: bool = False) -> None:
         self._builtin_metrics.record(ok, latency)
+        self._builtin_metrics.fallback_total += fallback
         if self._recorder is not None:
             self._recorder.add_call(
                 CallRecord(
@@ -702,6 +870,7 @@ class SmartModelRouter:
                     0,
                     0,
                     self.clock.wall(),
+                    fallback=fallback,
                 )
             )
         self._notify(None)
@@ -725,6 +894,7 @@ class SmartModelRouter:
             requests_total=metrics.requests_total,
             successes_total=metrics.successes_total,
             failures_total=metrics.failures_total,
+            fallback_total=metrics.fallback_total,
             models={0: BUILTIN_MODEL},
         )
 
@@ -738,6 +908,8 @@ class SmartModelRouter:
         for rt in self._runtimes:  # breakers restored OPEN from the stats store need their wake-up
             if rt.breaker.state is BreakerState.OPEN:
                 self._schedule_wake(rt)
+        if self._stats is not None:
+            self._sync_task = self._loop.create_task(self._sync_loop())
 
     def _on_transition(self, rt: ProviderRuntime, transition: Transition) -> None:
         loop = self._loop
@@ -755,10 +927,11 @@ class SmartModelRouter:
             transition.new.value,
             transition.reason,
         )
-        if transition.new is BreakerState.CLOSED:
-            rt.misconfigured_reason = None
-        if transition.new is BreakerState.OPEN:
-            self._schedule_wake(rt)
+        if transition.model is None:  # the provider's own breaker, not one of its models'
+            if transition.new is BreakerState.CLOSED:
+                rt.misconfigured_reason = None
+            if transition.new is BreakerState.OPEN:
+                self._schedule_wake(rt)
         self._persist_breaker(rt)
         self._notify(rt, urgent=True)
 
@@ -808,8 +981,12 @@ class SmartModelRouter:
             )
         began = time.perf_counter()
         try:
-            await rt.provider.health(min(self.policy.probe_timeout_s, rt.cfg.timeout_s))
-        except ProviderCallError as exc:
+            await rt.provider.health(self._health_timeout(rt))
+        except Exception as exc:  # one line per provider, whatever failed — never a traceback
+            if not isinstance(exc, ProviderCallError):
+                exc = ProviderCallError(
+                    ErrorClass.CONNECTION, f"{type(exc).__name__}: check the base_url"
+                )
             detail = exc.detail
             if exc.error_class is ErrorClass.PERMANENT:
                 detail = f"misconfigured: {self._misconfigured_reason(rt, exc)}"
@@ -860,15 +1037,18 @@ def build_router(
     """
     clock = clock or SystemClock()
     client = _client(transport)
-    providers: dict[str, Provider] = {
-        cfg.name: HttpProvider(cfg, client, clock, environ) for cfg in config.enabled_providers()
-    }
     stats = None
+    path: Path | None = None
     if stats_path is not None:
         path = Path(stats_path)
         if path.is_dir() or not path.suffix:  # a workspace directory, existing or not yet created
             path = path / STATS_FILENAME
         stats = StatsStore(path)
+    capabilities = StructuredCapabilities(path)
+    providers: dict[str, Provider] = {
+        cfg.name: HttpProvider(cfg, client, clock, environ, capabilities=capabilities)
+        for cfg in config.enabled_providers()
+    }
     return SmartModelRouter(
         config,
         providers=providers,

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import random
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -12,6 +13,7 @@ from router.bulkhead import Bulkhead, BulkheadBoard
 from router.clock import Clock
 from router.config import ProviderConfig, RouterPolicy
 from router.metrics import ProviderMetrics
+from router.model_health import ModelHealth
 from router.models import BreakerState, ProviderSnapshot
 from router.providers.base import Provider
 from router.stats import BreakerRecord, StoredProvider
@@ -39,7 +41,19 @@ class ProviderRuntime:
         self.name = cfg.name
         self.provider = provider
         self.breaker = CircuitBreaker(
-            policy.breaker_policy(), clock, lambda t: on_transition(self, t)
+            policy.breaker_policy(),
+            clock,
+            lambda t: on_transition(self, t),
+            random.Random(rng.random()),
+        )
+        self.models = ModelHealth(
+            policy.breaker_policy(),
+            clock,
+            random.Random(rng.random()),
+            policy.bad_answer_strikes,
+            lambda model, t: on_transition(
+                self, dataclasses.replace(t, reason=f"model {model}: {t.reason}", model=model)
+            ),
         )
         self.buckets = DualBucket(cfg.rpm, cfg.tpm, clock)
         self.throttle = AdaptiveThrottle(
@@ -64,7 +78,9 @@ class ProviderRuntime:
 
     def restore(self, stored: StoredProvider, now_wall: float) -> None:
         self.metrics.seed(
-            stored.recent, (stored.totals.requests, stored.totals.successes, stored.totals.failures)
+            stored.recent,
+            (stored.totals.requests, stored.totals.successes, stored.totals.failures),
+            stored.totals.cost_usd,
         )
         row = stored.breaker
         if row is None:
@@ -105,11 +121,13 @@ class ProviderRuntime:
         eta = self.buckets.eta(self._nominal_tokens)
         throttle_p = self.throttle.reject_probability()
         reason = self.misconfigured_reason or key_problem
+        unhealthy = self.models.unhealthy()
         return ProviderSnapshot(
             name=self.name,
             kind=self.cfg.kind,
             state=view.state,
             cooldown_remaining_s=round(view.cooldown_remaining_s, 3),
+            cooldown_ceiling_s=round(view.ceiling_s, 3),
             consecutive_trips=view.consecutive_trips,
             success_rate=self.metrics.success_rate(),
             health_score=round(health_score, 4),
@@ -129,11 +147,17 @@ class ProviderRuntime:
             requests_total=self.metrics.requests_total,
             successes_total=self.metrics.successes_total,
             failures_total=self.metrics.failures_total,
-            degraded=view.state is not BreakerState.CLOSED or throttle_p > 0 or eta > 0,
+            degraded=view.state is not BreakerState.CLOSED
+            or throttle_p > 0
+            or eta > 0
+            or bool(unhealthy),
             misconfigured=reason is not None,
             misconfigured_reason=reason,
             last_error=self.last_error.error_class,
             last_error_status=self.last_error.status,
             changed_wall=view.changed_wall,
             models=dict(self.cfg.models),
+            unhealthy_models=unhealthy,
+            cost_usd_total=round(self.metrics.cost_usd_total, 6),
+            structured_output=dict(self.provider.structured_modes()),
         )

@@ -26,7 +26,7 @@ from pathlib import Path
 from router.errors import StatsFileError
 
 STATS_FILENAME = "provider_stats.sqlite3"
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 
 log = logging.getLogger(__name__)
 
@@ -40,7 +40,9 @@ CREATE TABLE IF NOT EXISTS provider_totals (
     rate_limited INTEGER NOT NULL DEFAULT 0,
     input_tokens INTEGER NOT NULL DEFAULT 0,
     output_tokens INTEGER NOT NULL DEFAULT 0,
-    updated_wall REAL NOT NULL DEFAULT 0
+    updated_wall REAL NOT NULL DEFAULT 0,
+    cost_usd REAL NOT NULL DEFAULT 0,
+    fallbacks INTEGER NOT NULL DEFAULT 0
 );
 CREATE TABLE IF NOT EXISTS provider_calls (
     id INTEGER PRIMARY KEY AUTOINCREMENT,
@@ -65,6 +67,10 @@ CREATE TABLE IF NOT EXISTS provider_breaker (
     saved_wall REAL NOT NULL
 );
 """
+_ADDED_COLUMNS = (
+    ("cost_usd", "REAL NOT NULL DEFAULT 0"),
+    ("fallbacks", "INTEGER NOT NULL DEFAULT 0"),
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -76,6 +82,8 @@ class CallRecord:
     input_tokens: int
     output_tokens: int
     wall: float
+    cost_usd: float = 0.0
+    fallback: bool = False  # the built-in provider answered in place of a remote one
 
 
 @dataclass(frozen=True, slots=True)
@@ -101,6 +109,8 @@ class ProviderTotals:
     rate_limited: int = 0
     input_tokens: int = 0
     output_tokens: int = 0
+    cost_usd: float = 0.0
+    fallbacks: int = 0
 
 
 @dataclass(slots=True)
@@ -163,8 +173,16 @@ class StatsStore:
                 for statement in (part.strip() for part in _SCHEMA.split(";")):
                     if statement:
                         self._conn.execute(statement)
+                columns = {
+                    row[1] for row in self._conn.execute("PRAGMA table_info(provider_totals)")
+                }
+                for column, decl in _ADDED_COLUMNS:  # files written by schema version 1
+                    if column not in columns:
+                        self._conn.execute(
+                            f"ALTER TABLE provider_totals ADD COLUMN {column} {decl}"
+                        )
                 self._conn.execute(
-                    "INSERT OR IGNORE INTO meta (key, value) VALUES ('schema_version', ?)",
+                    "INSERT OR REPLACE INTO meta (key, value) VALUES ('schema_version', ?)",
                     (str(SCHEMA_VERSION),),
                 )
                 self._conn.execute("COMMIT")
@@ -178,7 +196,7 @@ class StatsStore:
         """Add a batch of calls and replace breaker rows, in one transaction."""
         if not calls and not breakers:
             return
-        totals: dict[str, list[int]] = defaultdict(lambda: [0, 0, 0, 0, 0, 0])
+        totals: dict[str, list[float]] = defaultdict(lambda: [0, 0, 0, 0, 0, 0, 0.0, 0])
         last_wall: dict[str, float] = {}
         for call in calls:
             row = totals[call.provider]
@@ -188,6 +206,8 @@ class StatsStore:
             row[3] += call.error_class in ("rate_limit", "quota")
             row[4] += call.input_tokens
             row[5] += call.output_tokens
+            row[6] += call.cost_usd
+            row[7] += call.fallback
             last_wall[call.provider] = max(last_wall.get(call.provider, 0.0), call.wall)
         with self._lock:
             cur = self._conn.cursor()
@@ -197,8 +217,8 @@ class StatsStore:
                     cur.execute(
                         """INSERT INTO provider_totals
                                (provider, requests, successes, failures, rate_limited, input_tokens,
-                                output_tokens, updated_wall)
-                           VALUES (?, ?, ?, ?, ?, ?, ?, ?)
+                                output_tokens, cost_usd, fallbacks, updated_wall)
+                           VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
                            ON CONFLICT (provider) DO UPDATE SET
                                requests = requests + excluded.requests,
                                successes = successes + excluded.successes,
@@ -206,6 +226,8 @@ class StatsStore:
                                rate_limited = rate_limited + excluded.rate_limited,
                                input_tokens = input_tokens + excluded.input_tokens,
                                output_tokens = output_tokens + excluded.output_tokens,
+                               cost_usd = cost_usd + excluded.cost_usd,
+                               fallbacks = fallbacks + excluded.fallbacks,
                                updated_wall = max(updated_wall, excluded.updated_wall)""",
                         (provider, *row, last_wall[provider]),
                     )
@@ -254,8 +276,8 @@ class StatsStore:
         result: dict[str, StoredProvider] = defaultdict(StoredProvider)
         with self._lock:
             for row in self._conn.execute(
-                "SELECT provider, requests, successes, failures, rate_limited, input_tokens, output_tokens "
-                "FROM provider_totals"
+                "SELECT provider, requests, successes, failures, rate_limited, input_tokens, "
+                "output_tokens, cost_usd, fallbacks FROM provider_totals"
             ):
                 result[row[0]].totals = ProviderTotals(*row[1:])
             for (provider,) in self._conn.execute("SELECT DISTINCT provider FROM provider_calls"):
@@ -264,25 +286,37 @@ class StatsStore:
                     (provider, recent),
                 ).fetchall()
                 result[provider].recent = [(bool(ok), latency) for ok, latency in reversed(rows)]
-            for row in self._conn.execute(
-                "SELECT provider, state, cooldown_remaining_s, consecutive_trips, open_reason, last_error, "
-                "last_error_status, misconfigured, misconfigured_reason, changed_wall, saved_wall "
-                "FROM provider_breaker"
-            ):
-                result[row[0]].breaker = BreakerRecord(
-                    row[0],
-                    row[1],
-                    row[2],
-                    row[3],
-                    row[4],
-                    row[5],
-                    row[6],
-                    bool(row[7]),
-                    row[8],
-                    row[9],
-                    row[10],
-                )
+            for record in self._breaker_rows():
+                result[record.provider].breaker = record
         return dict(result)
+
+    def load_breakers(self) -> list[BreakerRecord]:
+        """Only the breaker rows: what a running router polls to see other processes' trips."""
+        with self._lock:
+            return self._breaker_rows()
+
+    def _breaker_rows(self) -> list[BreakerRecord]:
+        rows = self._conn.execute(
+            "SELECT provider, state, cooldown_remaining_s, consecutive_trips, open_reason, last_error, "
+            "last_error_status, misconfigured, misconfigured_reason, changed_wall, saved_wall "
+            "FROM provider_breaker"
+        ).fetchall()
+        return [
+            BreakerRecord(
+                row[0],
+                row[1],
+                row[2],
+                row[3],
+                row[4],
+                row[5],
+                row[6],
+                bool(row[7]),
+                row[8],
+                row[9],
+                row[10],
+            )
+            for row in rows
+        ]
 
     def integrity_ok(self) -> bool:
         with self._lock:

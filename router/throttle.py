@@ -103,6 +103,18 @@ class AdaptiveThrottle:
                 slot[2] += 1
                 self._accepts += 1
 
+    def cancel(self, ticket: ThrottleTicket) -> None:
+        """The call was abandoned before any answer (cancelled): forget it was ever counted."""
+        with self._lock:
+            self._expire(self._clock.monotonic())
+            slot = self._by_start.get(ticket.slot_start)
+            if slot is None:
+                return
+            slot[1] -= 1
+            slot[3] -= 1
+            self._requests -= 1
+            self._pending -= 1
+
     def counts(self) -> tuple[int, int]:
         """(requests, accepts) in the window, pending calls included in requests."""
         with self._lock:

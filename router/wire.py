@@ -94,15 +94,61 @@ def strip_code_fence(content: str) -> str:
     return match.group(1) if match else content
 
 
+def schema_instruction(model: type[BaseModel]) -> str:
+    """The schema as a prompt, for servers that cannot constrain output to a schema themselves."""
+    return (
+        "Answer with one JSON object and nothing else. It must match this JSON schema:\n"
+        + _schema_json(model)
+    )
+
+
+def with_schema_instruction(
+    messages: list[ChatMessage], model: type[BaseModel]
+) -> list[ChatMessage]:
+    """``messages`` with the schema instruction added to the (first) system message."""
+    instruction = schema_instruction(model)
+    for index, message in enumerate(messages):
+        if message.role == "system":
+            merged = ChatMessage(role="system", content=f"{message.content}\n\n{instruction}")
+            return [*messages[:index], merged, *messages[index + 1 :]]
+    return [ChatMessage(role="system", content=instruction), *messages]
+
+
+def _embedded_objects(text: str) -> list[Any]:
+    """Every JSON object that starts at a ``{`` in ``text`` (prose around it ignored), in order."""
+    decoder = json.JSONDecoder()
+    found: list[Any] = []
+    start = text.find("{")
+    while start != -1:
+        try:
+            value, end = decoder.raw_decode(text, start)
+        except ValueError:
+            start = text.find("{", start + 1)
+            continue
+        found.append(value)
+        start = text.find("{", end)
+    return found
+
+
 def parse_structured(content: str, schema: type[BaseModel]) -> BaseModel:
-    """Validate a model's answer against the request's schema; a mismatch is an INVALID_OUTPUT failure."""
+    """Validate a model's answer against the request's schema; a mismatch is an INVALID_OUTPUT failure.
+
+    The whole answer (code fence stripped) is tried first; then each JSON object embedded in
+    it, since a model asked for JSON in the prompt alone often wraps it in prose.
+    """
     try:
         return schema.model_validate_json(strip_code_fence(content).strip())
     except ValidationError as exc:
-        raise ProviderCallError(
-            ErrorClass.INVALID_OUTPUT,
-            f"answer does not match {schema.__name__}: {exc.error_count()} validation error(s)",
-        ) from None
+        first = exc
+    for candidate in _embedded_objects(content):
+        try:
+            return schema.model_validate(candidate)
+        except ValidationError:
+            continue
+    raise ProviderCallError(
+        ErrorClass.INVALID_OUTPUT,
+        f"answer does not match {schema.__name__}: {first.error_count()} validation error(s)",
+    ) from None
 
 
 def estimate_tokens(

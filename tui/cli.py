@@ -9,11 +9,12 @@ from __future__ import annotations
 import click
 from click.core import ParameterSource
 
-from tui.commands import app_cmds, research_cmds, router_cmds, run_cmds, runs_cmds
+from tui.commands import app_cmds, registry_cmds, research_cmds, router_cmds, run_cmds, runs_cmds
 from tui.config import CONFIG_ENV, CONFIG_PATH_KEY, CONFIG_REQUIRED_KEY
 from tui.failures import FailureBoundary
+from tui.launch import agents_wiring
 
-COMMAND_MODULES = (run_cmds, runs_cmds, router_cmds, research_cmds, app_cmds)
+COMMAND_MODULES = (run_cmds, runs_cmds, router_cmds, research_cmds, registry_cmds, app_cmds)
 """Each module lists its click commands in ``COMMANDS``."""
 
 
@@ -36,6 +37,7 @@ def cli(ctx: click.Context, workspace: str | None, config_path: str | None) -> N
     """Research Workbench: bounded, auditable agentic research in the terminal."""
     ctx.ensure_object(dict)
     ctx.obj["workspace"] = workspace
+    agents_wiring.use_workspace(workspace)
     ctx.obj[CONFIG_PATH_KEY] = config_path
     ctx.obj[CONFIG_REQUIRED_KEY] = (
         ctx.get_parameter_source("config_path") is ParameterSource.COMMANDLINE

@@ -192,7 +192,7 @@ def _interrupted() -> Interrupted:
 
 
 def _workspace(ctx: click.Context) -> Path:
-    from tui.workbench import default_workspace
+    from tui.launch.workbench import default_workspace
 
     given = (ctx.find_root().obj or {}).get("workspace")
     return Path(given).expanduser() if given else default_workspace()

@@ -43,6 +43,7 @@ async def analyse(ctx: StepContext, lens: Literal["ai", "swe"]) -> AnalysisOutpu
         return {
             "lens": lens,
             "query": evidence.query,
+            "subject": state.subject,
             "sub_questions": [q.model_dump() for q in evidence.sub_questions],
             "passages": passage_inputs(evidence, passages),
             "known_claims": [c.text for c in evidence.claims],

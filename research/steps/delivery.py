@@ -108,6 +108,7 @@ async def final_synthesis(ctx: StepContext, inp: RoundInput) -> SynthesisOutput:
                         "text": c.text,
                         "sub_question": c.sub_question,
                         "verified": c.verified,
+                        "source_ids": c.source_ids,
                     }
                     for c in claims
                 ],
@@ -131,7 +132,9 @@ async def final_synthesis(ctx: StepContext, inp: RoundInput) -> SynthesisOutput:
         refusal = result.note()
     sections = ordered_claims(evidence, synthesis) if delivered else {}
     citations = citations_for(evidence, sections)
-    report = render_report(evidence, synthesis, citations, sections, quality, delivered)
+    report = render_report(
+        evidence, synthesis, citations, sections, quality, delivered, kind=selected.kind
+    )
     return SynthesisOutput(
         report=report,
         quality=quality,

@@ -34,6 +34,13 @@ class IntakeInput(Frozen):
     max_sub_questions: int = Field(default=4, ge=1, le=5)
     collections: list[str] = Field(default_factory=list)
 
+    @field_validator("query")
+    @classmethod
+    def _query(cls, value: str) -> str:
+        if not value.strip():
+            raise ValueError("the question is empty; ask something")
+        return value
+
     @field_validator("domain", mode="before")
     @classmethod
     def _domain(cls, value: Any) -> str | None:
@@ -70,6 +77,7 @@ class PlannedQuestion(Frozen):
 
 class IntakeOutput(Frozen):
     query: str
+    kind: str = "definition"
     subject: str
     subject_terms: list[str]
     sub_questions: list[PlannedQuestion]
@@ -102,12 +110,13 @@ async def intake_scope(ctx: StepContext, inp: IntakeInput) -> IntakeOutput:
             PlannedQuestion(id=q.id, text=q.text, facet=q.facet, key_terms=q.key_terms)
             for q in answer.sub_questions
         ]
-        subject, subject_terms = answer.subject, answer.key_terms
+        subject, subject_terms, kind = answer.subject, answer.key_terms, answer.kind
     else:
         planned = [PlannedQuestion(id="q1", text=inp.query, facet="question", key_terms=[])]
-        subject, subject_terms = inp.query, []
+        subject, subject_terms, kind = inp.query, [], "definition"
     return IntakeOutput(
         query=inp.query,
+        kind=kind,
         subject=subject,
         subject_terms=subject_terms,
         sub_questions=planned,
@@ -145,7 +154,11 @@ async def source_policy(ctx: StepContext, inp: RoundInput) -> SourcePolicyOutput
     as_of = date.fromisoformat(plan.as_of)
     probe = " ".join(plan.subject_terms) or plan.query
     hits = await ctx.retrieve(
-        probe, limit=WINDOW_PROBE_LIMIT, distinct_sources=True, collections=plan.collections or None
+        probe,
+        limit=WINDOW_PROBE_LIMIT,
+        distinct_sources=True,
+        collections=plan.collections or None,
+        not_after=plan.as_of,
     )
     stated = (effective_date(hit.get("published"), hit.get("updated"), as_of) for hit in hits)
     dates = [d for d in stated if d is not None]
@@ -167,6 +180,7 @@ async def source_policy(ctx: StepContext, inp: RoundInput) -> SourcePolicyOutput
     )
     state = ResearchState(
         revision=2,
+        kind=plan.kind,
         subject=plan.subject,
         subject_terms=plan.subject_terms,
         params=Params(

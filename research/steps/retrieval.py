@@ -12,6 +12,8 @@ skips the tree and searches each sub-question inside the recency window only
 
 from __future__ import annotations
 
+import math
+import re
 from typing import Any
 
 from pydantic import Field
@@ -20,14 +22,21 @@ from engine.context import StepContext
 from engine.steps import step
 from research.evidence import Passage, Source, SubQuestion
 from research.pipeline import ModelPipeline, ModelStage
+from research.references import relation_rank
 from research.state import PlannedBranch, ResearchState, latest_state, round_of
 from research.steps.common import Frozen, RoundInput, passage_from_hit, source_from_hit
 from research.tasks import HypothesesAnswer, ReactStep
+from research.text import terms
 
 PROBE_LIMIT = 6
 HITS_PER_SEARCH = 4
 MAX_TOOL_CALLS = 2
 BRANCHES_KEPT = 2
+HITS_PER_PHRASING = 3
+RELATED_CANDIDATES = 24
+RELATED_KEPT = 8
+RELATED_MIN_SUBJECT_SHARE = 0.5
+"""A referenced document is kept when its best passage holds this share of the subject's terms."""
 
 
 def target_sub_questions(state: ResearchState, round_number: int) -> list[str]:
@@ -46,9 +55,48 @@ def target_sub_questions(state: ResearchState, round_number: int) -> list[str]:
     return [q for q in ids if verified[q] == fewest]
 
 
+def subject_phrase(state: ResearchState) -> str:
+    """The subject as an FTS phrase when it has several words (``"with statement"``)."""
+    cleaned = re.sub(
+        r"^(the|a|an)\s+", "", " ".join(state.subject.replace('"', " ").split()), flags=re.I
+    )
+    return f'"{cleaned}"' if " " in cleaned and len(cleaned.split()) <= 6 else ""
+
+
 def sub_question_query(state: ResearchState, question: SubQuestion) -> str:
-    """The plain search for a sub-question: the subject's terms and its own (its text when there are none)."""
-    return " ".join([*state.subject_terms, *question.key_terms]) or question.text
+    """The plain search for a sub-question: the subject's phrase and terms and its own."""
+    found = " ".join([*state.subject_terms, *question.key_terms]) or question.text
+    return f"{subject_phrase(state)} {found}".strip()
+
+
+def subject_query(state: ResearchState) -> str:
+    found = " ".join(state.subject_terms) or state.evidence.query
+    return f"{subject_phrase(state)} {found}".strip()
+
+
+def phrasings(state: ResearchState, question: SubQuestion) -> list[str]:
+    """Further ways to ask for a sub-question: its own words, and the subject alone."""
+    return list(dict.fromkeys(p for p in (question.text, subject_query(state)) if p.strip()))
+
+
+def relevant_related(state: ResearchState, hits: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Referenced documents whose best passage is about the subject, strongest relation first."""
+    wanted = set(terms(subject_query(state)))
+    need = max(1, math.ceil(RELATED_MIN_SUBJECT_SHARE * len(wanted)))
+    kept = [h for h in hits if len(wanted & set(terms(f"{h['title']} {h['text']}"))) >= need]
+    return sorted(kept, key=lambda h: (relation_rank(h.get("via", "")), -h["score"]))
+
+
+def best_sub_question(text: str, questions: list[SubQuestion]) -> str:
+    """The sub-question whose key terms the text holds most of (the first on a tie)."""
+    found = set(terms(text))
+    return max(
+        questions,
+        key=lambda q: (
+            len(found & set(terms(" ".join(q.key_terms) or q.text))),
+            -questions.index(q),
+        ),
+    ).id
 
 
 class HypothesesOutput(Frozen):
@@ -74,8 +122,7 @@ async def hypothesis_tree_tot(ctx: StepContext, inp: RoundInput) -> HypothesesOu
         for sub_id in targets:
             hits = await ctx.retrieve(
                 sub_question_query(state, questions[sub_id]),
-                limit=PROBE_LIMIT,
-                collections=state.params.collections or None,
+                **state.search_options(limit=PROBE_LIMIT),
             )
             probes[sub_id] = [
                 {
@@ -148,6 +195,8 @@ class RetrievalOutput(Frozen):
     new_passages: list[str]
     new_sources: int
     tool_calls: int
+    followed: list[str] = Field(default_factory=list)
+    """Documents reached by following the references of the documents found, and how."""
     refusals: list[str] = Field(default_factory=list)
     state: ResearchState
 
@@ -180,17 +229,30 @@ async def retrieval_react(ctx: StepContext, inp: RoundInput) -> RetrievalOutput:
     refusals: list[str] = []
     tool_calls = 0
     pipeline = ModelPipeline(ctx)
+    followed: list[str] = []
+
+    def admit(hits: list[dict[str, Any]], sub_question: str, query: str) -> None:
+        for hit in hits:
+            source = source_from_hit(hit, round_number)
+            if source.authority < state.policy.min_authority or hit["passage_id"] in seen_set:
+                continue
+            seen_set.add(hit["passage_id"])
+            seen.append(hit["passage_id"])
+            sources.append(source)
+            passages.append(passage_from_hit(hit, round_number, sub_question, query))
+
+    phrase = subject_phrase(state)
     for branch in branches:
         query = branch.query
+        if phrase and phrase.strip('"').lower() not in query.lower():
+            query = f"{phrase} {query}"
         for call in range(MAX_TOOL_CALLS):
             current = query
 
             async def search(_claims: list[Any], current: str = current) -> list[dict[str, Any]]:
-                options: dict[str, Any] = {
-                    "limit": HITS_PER_SEARCH,
-                    "exclude_passages": sorted(seen_set),
-                    "collections": state.params.collections or None,
-                }
+                options = state.search_options(
+                    limit=HITS_PER_SEARCH, exclude_passages=sorted(seen_set)
+                )
                 if published_after:
                     options["published_after"] = published_after
                 if published_before:
@@ -226,14 +288,7 @@ async def retrieval_react(ctx: StepContext, inp: RoundInput) -> RetrievalOutput:
             )
             tool_calls += 1
             tried.append(current)
-            for hit in result.retrieved or []:
-                source = source_from_hit(hit, round_number)
-                if source.authority < state.policy.min_authority or hit["passage_id"] in seen_set:
-                    continue
-                seen_set.add(hit["passage_id"])
-                seen.append(hit["passage_id"])
-                sources.append(source)
-                passages.append(passage_from_hit(hit, round_number, branch.sub_question, current))
+            admit(result.retrieved or [], branch.sub_question, current)
             if result.refusal:
                 refusals.append(result.note())
                 break
@@ -241,6 +296,37 @@ async def retrieval_react(ctx: StepContext, inp: RoundInput) -> RetrievalOutput:
             if not isinstance(answer, ReactStep) or answer.action == "finish" or not answer.query:
                 break
             query = answer.query
+    if not recency_mode:
+        questions = {q.id: q for q in state.evidence.sub_questions}
+        targets = [q for q in dict.fromkeys(b.sub_question for b in branches) if q in questions]
+        for sub_id in targets:
+            for phrasing in phrasings(state, questions[sub_id]):
+                if phrasing.lower() in {t.lower() for t in tried}:
+                    continue
+                tried.append(phrasing)
+                tool_calls += 1
+                hits = await ctx.retrieve(
+                    phrasing,
+                    **state.search_options(
+                        limit=HITS_PER_PHRASING, exclude_passages=sorted(seen_set)
+                    ),
+                )
+                admit(hits, sub_id, phrasing)
+        origins = sorted({p.source_id for p in passages} | set(state.evidence.sources))
+        if origins and targets:
+            tool_calls += 1
+            hits = await ctx.retrieve(
+                subject_query(state),
+                **state.search_options(
+                    limit=RELATED_CANDIDATES,
+                    exclude_passages=sorted(seen_set),
+                    related_to=origins,
+                ),
+            )
+            for hit in relevant_related(state, hits)[:RELATED_KEPT]:
+                followed.append(f"{hit['source_id']} ({hit.get('via', 'related')})")
+                sub_id = best_sub_question(hit["text"], [questions[q] for q in targets])
+                admit([hit], sub_id, f"{hit.get('via', 'related')}: {subject_query(state)}")
     known_sources = set(state.evidence.sources)
     evidence = state.evidence.add_retrieved(sources, passages)
     new_state = state.advanced(
@@ -249,6 +335,7 @@ async def retrieval_react(ctx: StepContext, inp: RoundInput) -> RetrievalOutput:
         evidence=evidence,
         seen_passages=seen,
         tried_queries=tried,
+        fresh_passages=state.fresh_passages if recency_mode else len(passages),
         round=round_number,
         round_kind="recency" if recency_mode else state.round_kind,
     )
@@ -259,6 +346,7 @@ async def retrieval_react(ctx: StepContext, inp: RoundInput) -> RetrievalOutput:
         new_passages=[p.id for p in passages],
         new_sources=len({s.id for s in sources} - known_sources),
         tool_calls=tool_calls,
+        followed=followed,
         refusals=refusals,
         state=new_state,
     )

@@ -16,17 +16,19 @@ from engine.steps import step
 from research.ci import confidence_index, weights_named
 from research.events import ROUND_SCORED, validated
 from research.evidence import EvidenceMap
-from research.policy import RoundRecord, decide
+from research.policy import Remediation, RoundRecord, changes_from, decide
 from research.scoring import RoundMeasures, score_evidence
 from research.state import ResearchState, latest_state, round_of
 from research.steps.common import Frozen, RoundInput
+from research.steps.retrieval import subject_query
+from research.steps.verification import MAX_ATTEMPTS
 
 
 class AuditOutput(Frozen):
     round: int
     round_kind: str
     measures: RoundMeasures
-    dimensions: dict[str, dict[str, float | str]]
+    dimensions: dict[str, dict[str, float | str | None]]
     state: ResearchState
 
 
@@ -72,6 +74,36 @@ class SupervisorOutput(Frozen):
     state: ResearchState
 
 
+async def movable_remediations(ctx: StepContext, state: ResearchState) -> list[Remediation]:
+    """Remediations that can still change the evidence their dimension is computed from.
+
+    verification — a claim not yet verified has attempts left (each goes deeper into the
+    corpus); recency — an unread passage dated inside the window exists; full — the last
+    retrieval still found passages never read before.
+    """
+    movable: list[Remediation] = []
+    if state.fresh_passages > 0:
+        movable.append("full")
+    if any(
+        not c.verified and c.verification_attempts < MAX_ATTEMPTS for c in state.evidence.claims
+    ):
+        movable.append("verification")
+    start = state.policy.window_start
+    if start is not None:
+        unread = await ctx.retrieve(
+            subject_query(state),
+            **state.search_options(
+                limit=1,
+                exclude_passages=sorted(state.seen_passages),
+                published_after=start.isoformat(),
+                published_before=state.policy.as_of,
+            ),
+        )
+        if unread:
+            movable.append("recency")
+    return movable
+
+
 @step("research.supervisor")
 async def supervisor(ctx: StepContext, inp: RoundInput) -> SupervisorOutput:
     """Apply the stop policy: veto, gate, R4 bound, patience; choose the next round's remediation."""
@@ -80,6 +112,7 @@ async def supervisor(ctx: StepContext, inp: RoundInput) -> SupervisorOutput:
     measures = score_evidence(state.evidence, state.policy)
     weights = weights_named(state.params.weights)
     previous = [r for r in state.rounds if r.round < round_number]
+    movable = await movable_remediations(ctx, state)
     verdict = decide(
         measures,
         round_number,
@@ -87,8 +120,10 @@ async def supervisor(ctx: StepContext, inp: RoundInput) -> SupervisorOutput:
         max_rounds=state.params.max_rounds,
         patience=state.params.patience,
         weights=weights,
+        movable=movable,
     )
     ci = confidence_index(measures.scores, weights)
+    changes, ci_change = changes_from(measures.scores, ci, previous[-1] if previous else None)
     record = RoundRecord(
         round=round_number,
         scores=measures.scores,
@@ -102,14 +137,19 @@ async def supervisor(ctx: StepContext, inp: RoundInput) -> SupervisorOutput:
         stop_reason=verdict.stop_reason,
         remediation=verdict.remediation,
         kind=state.round_kind,
+        movable=movable,
+        changes=changes,
+        ci_change=ci_change,
     )
     ctx.emit(
         ROUND_SCORED,
         validated(
             ROUND_SCORED,
             round=round_number,
-            dimensions=measures.scores.matrix(),
+            dimensions=measures.scores.matrix(changes),
             ci=ci,
+            ci_change=ci_change,
+            movable=movable,
             recent_sources=measures.recent_sources,
             recent_floor=measures.recent_floor,
             critical_contradictions=measures.critical_contradictions,

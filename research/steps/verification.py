@@ -86,8 +86,7 @@ async def cove_verify(ctx: StepContext, inp: RoundInput) -> VerificationOutput:
                     questions[claim.id].query,
                     limit=CANDIDATES_PER_CLAIM,
                     offset=claim.verification_attempts * CANDIDATES_PER_CLAIM,
-                    exclude_sources=claim.source_ids,
-                    collections=state.params.collections or None,
+                    **state.search_options(exclude_sources=claim.source_ids),
                 )
             return found
 

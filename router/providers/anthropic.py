@@ -5,6 +5,14 @@ in the top-level ``system`` field; ``max_tokens`` is required. Structured
 output forces a single tool whose ``input_schema`` is the response schema
 (``tool_choice: {type: tool}``), the documented way to get JSON that follows a
 schema; the tool call's ``input`` is the answer. Health: ``GET {base}/v1/models``.
+A server without tools gets the schema in the prompt. No ``temperature`` is sent: the
+Messages API (as its official SDK's request type defines it) has no such field and refuses it. ``stop_reason: max_tokens`` marks a
+truncated answer.
+
+Streaming (``stream: true``): server-sent events ``message_start`` (input usage),
+``content_block_start``/``content_block_delta`` (``text_delta`` or, for the tool,
+``input_json_delta``)/``content_block_stop``, ``message_delta`` (stop reason, output usage),
+``message_stop``, with ``ping`` and ``error`` events possible anywhere.
 """
 
 from __future__ import annotations
@@ -15,11 +23,13 @@ from typing import Any
 
 from router.config import ProviderConfig
 from router.errors import ErrorClass, ProviderCallError
-from router.models import Usage
 from router.providers.base import (
     CallSpec,
     HttpCall,
+    ParsedChat,
     ProviderAdapter,
+    StreamDecoder,
+    StreamEndedEarly,
     plain_messages,
     split_system,
     usage_of,
@@ -32,6 +42,7 @@ ANTHROPIC_VERSION = "2023-06-01"
 
 class AnthropicAdapter(ProviderAdapter):
     kind = "anthropic"
+    structured_modes = ("schema", "prompt")
 
     @staticmethod
     def _headers(api_key: str | None) -> dict[str, str]:
@@ -40,7 +51,9 @@ class AnthropicAdapter(ProviderAdapter):
             headers["x-api-key"] = api_key
         return headers
 
-    def chat_call(self, cfg: ProviderConfig, spec: CallSpec, api_key: str | None) -> HttpCall:
+    def chat_call(
+        self, cfg: ProviderConfig, spec: CallSpec, api_key: str | None, *, stream: bool = False
+    ) -> HttpCall:
         system, rest = split_system(spec.messages)
         body: dict[str, Any] = {
             "model": spec.model,
@@ -49,9 +62,9 @@ class AnthropicAdapter(ProviderAdapter):
         }
         if system is not None:
             body["system"] = system
-        if spec.temperature is not None:
-            body["temperature"] = min(spec.temperature, 1.0)  # Anthropic's range is 0..1
-        if spec.response_schema is not None:
+        if stream:
+            body["stream"] = True
+        if spec.response_schema is not None and spec.structured == "schema":
             name = schema_name(spec.response_schema)
             body["tools"] = [
                 {
@@ -65,22 +78,87 @@ class AnthropicAdapter(ProviderAdapter):
             "POST", f"{cfg.resolved_base_url}/v1/messages", self._headers(api_key), body
         )
 
-    def parse_chat(self, body: Any) -> tuple[str, Usage]:
+    def parse_chat(self, body: Any) -> ParsedChat:
         blocks = body["content"]
         if not isinstance(blocks, list):
             raise TypeError("content is not a list of blocks")
         usage = body.get("usage") or {}
         tokens = usage_of(usage.get("input_tokens"), usage.get("output_tokens"))
+        stop = body.get("stop_reason")
+        truncated = stop == "max_tokens"
         for block in blocks:
             if block.get("type") == "tool_use":
-                return json.dumps(block["input"]), tokens
+                return ParsedChat(json.dumps(block["input"]), tokens, truncated)
         text = "".join(b["text"] for b in blocks if b.get("type") == "text")
-        if not text and body.get("stop_reason") == "refusal":
+        if not text and stop == "refusal":
             raise ProviderCallError(ErrorClass.INVALID_OUTPUT, "the model refused")
-        return text, tokens
+        return ParsedChat(text, tokens, truncated)
+
+    def stream_decoder(self) -> StreamDecoder:
+        return AnthropicStreamDecoder()
 
     def health_call(self, cfg: ProviderConfig, api_key: str | None) -> HttpCall | None:
         return HttpCall("GET", f"{cfg.resolved_base_url}/v1/models", self._headers(api_key))
 
     def rate_limits(self, headers: Mapping[str, str], body: Any, now_wall: float) -> RateLimitInfo:
         return parse_anthropic_headers(headers, now_wall)
+
+
+class AnthropicStreamDecoder(StreamDecoder):
+    """Messages-API stream events up to ``message_stop``; a tool block's JSON is the answer."""
+
+    def __init__(self) -> None:
+        self._text: list[str] = []
+        self._tool_json: list[str] = []
+        self._tool = False
+        self._input_tokens: Any = None
+        self._output_tokens: Any = None
+        self._stop: str | None = None
+        self._ended = False
+
+    def feed(self, event: str, data: str) -> str:
+        payload = json.loads(data)
+        kind = payload["type"]
+        if kind == "error":
+            error_type = (payload.get("error") or {}).get("type")
+            error_class = (
+                ErrorClass.OVERLOAD if error_type == "overloaded_error" else (ErrorClass.SERVER)
+            )
+            raise ProviderCallError(
+                error_class, f"the stream carried an error event ({error_type})"
+            )
+        if kind == "message_start":
+            usage = payload["message"].get("usage") or {}
+            self._input_tokens = usage.get("input_tokens")
+            self._output_tokens = usage.get("output_tokens")
+        elif kind == "content_block_start":
+            if payload["content_block"].get("type") == "tool_use":
+                self._tool = True
+        elif kind == "content_block_delta":
+            delta = payload["delta"]
+            if delta.get("type") == "text_delta":
+                self._text.append(delta["text"])
+                return str(delta["text"])
+            if delta.get("type") == "input_json_delta":
+                self._tool_json.append(delta["partial_json"])
+                return str(delta["partial_json"])
+        elif kind == "message_delta":
+            self._stop = (payload.get("delta") or {}).get("stop_reason") or self._stop
+            usage = payload.get("usage") or {}
+            if usage.get("output_tokens") is not None:
+                self._output_tokens = usage["output_tokens"]
+        elif kind == "message_stop":
+            self._ended = True
+        return ""
+
+    def result(self) -> ParsedChat:
+        if not self._ended:
+            raise StreamEndedEarly("the stream ended before message_stop")
+        tokens = usage_of(self._input_tokens, self._output_tokens)
+        truncated = self._stop == "max_tokens"
+        if self._tool:
+            return ParsedChat("".join(self._tool_json) or "{}", tokens, truncated)
+        text = "".join(self._text)
+        if not text and self._stop == "refusal":
+            raise ProviderCallError(ErrorClass.INVALID_OUTPUT, "the model refused")
+        return ParsedChat(text, tokens, truncated)

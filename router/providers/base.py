@@ -15,9 +15,11 @@ from typing import Any, Protocol
 
 from pydantic import BaseModel
 
+from router.capabilities import StructuredMode
 from router.config import ProviderConfig
 from router.models import ChatMessage, ChatRequest, Usage
 from router.ratelimit_headers import RateLimitInfo
+from router.streaming import Framing
 
 
 @dataclass(frozen=True, slots=True)
@@ -39,6 +41,16 @@ class CallSpec:
     temperature: float | None
     max_tokens: int | None
     default_max_tokens: int  # for APIs that require max_tokens (Anthropic)
+    structured: StructuredMode = "schema"
+
+
+@dataclass(frozen=True, slots=True)
+class ParsedChat:
+    """What an answer says: its text, its token usage, and whether it stopped at the token limit."""
+
+    content: str
+    usage: Usage
+    truncated: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -47,6 +59,27 @@ class ProviderReply:
     usage: Usage
     rate_limits: RateLimitInfo = field(default_factory=RateLimitInfo)
     status: int = 200
+    truncated: bool = False
+
+
+class StreamEndedEarly(ValueError):
+    """The streamed body ended before the API's own end marker: the answer was cut off."""
+
+
+class StreamDecoder(ABC):
+    """Reads one streamed answer, event by event, in one API's wire format.
+
+    ``feed`` takes one SSE event (its ``event`` name, ``""`` when unnamed, and its ``data``)
+    or one NDJSON line (event ``""``) and returns the text it adds. ``result`` is called when
+    the body ends: it raises :class:`StreamEndedEarly` when the stream stopped before the API's
+    own end marker (a cut stream must never pass as a complete answer).
+    """
+
+    @abstractmethod
+    def feed(self, event: str, data: str) -> str: ...
+
+    @abstractmethod
+    def result(self) -> ParsedChat: ...
 
 
 class Provider(Protocol):
@@ -60,6 +93,10 @@ class Provider(Protocol):
 
     def key_problem(self) -> str | None: ...
 
+    def structured_modes(self) -> Mapping[str, str]:
+        """Per model, the structured-output mode learnt after a refusal (empty: none learnt)."""
+        ...
+
     async def chat(self, spec: CallSpec, timeout_s: float) -> ProviderReply: ...
 
     async def health(self, timeout_s: float) -> RateLimitInfo: ...
@@ -67,13 +104,23 @@ class Provider(Protocol):
 
 class ProviderAdapter(ABC):
     kind: str
+    framing: Framing = "sse"
+    structured_modes: tuple[StructuredMode, ...] = ("schema", "json_object", "prompt")
+    """The structured-output ladder this API offers, best first (see :data:`StructuredMode`)."""
 
     @abstractmethod
-    def chat_call(self, cfg: ProviderConfig, spec: CallSpec, api_key: str | None) -> HttpCall: ...
+    def chat_call(
+        self, cfg: ProviderConfig, spec: CallSpec, api_key: str | None, *, stream: bool = False
+    ) -> HttpCall:
+        """The request for one call; ``stream`` asks for the API's streamed form of the answer."""
 
     @abstractmethod
-    def parse_chat(self, body: Any) -> tuple[str, Usage]:
+    def parse_chat(self, body: Any) -> ParsedChat:
         """Content and usage of a 2xx answer; raise ``KeyError``/``TypeError``/``ValueError`` on a foreign shape."""
+
+    @abstractmethod
+    def stream_decoder(self) -> StreamDecoder:
+        """A fresh decoder for one streamed answer."""
 
     @abstractmethod
     def health_call(self, cfg: ProviderConfig, api_key: str | None) -> HttpCall | None: ...
@@ -82,6 +129,18 @@ class ProviderAdapter(ABC):
     def rate_limits(
         self, headers: Mapping[str, str], body: Any, now_wall: float
     ) -> RateLimitInfo: ...
+
+
+def is_reasoning_model(cfg: ProviderConfig, model: str) -> bool:
+    """Whether ``model`` is a reasoning model: named in the provider's ``reasoning_models``, or an
+    OpenAI o-series / GPT-5 name (Azure deployments have free names, so they must be listed)."""
+    if model in cfg.reasoning_models:
+        return True
+    base = model.rsplit("/", 1)[-1].lower()
+    return base.startswith(REASONING_PREFIXES)
+
+
+REASONING_PREFIXES = ("o1", "o3", "o4", "gpt-5")
 
 
 def split_system(messages: list[ChatMessage]) -> tuple[str | None, list[ChatMessage]]:

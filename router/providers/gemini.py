@@ -5,10 +5,16 @@ would put it in URLs and logs). Roles are ``user``/``model``; system prompts go
 in ``systemInstruction``. Structured output: ``generationConfig.responseMimeType:
 application/json`` with ``responseJsonSchema``. Rate-limit signals come in the
 error body (``RetryInfo``, ``QuotaFailure``). Health: ``GET {base}/v1beta/models``.
+``finishReason: MAX_TOKENS`` marks a truncated answer.
+
+Streaming: ``POST …:streamGenerateContent?alt=sse``; each server-sent event is a whole
+``GenerateContentResponse`` holding the next piece of text; the last carries ``finishReason``
+and ``usageMetadata``.
 """
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping
 from typing import Any
 from urllib.parse import quote
@@ -16,7 +22,16 @@ from urllib.parse import quote
 from router.config import ProviderConfig
 from router.errors import ErrorClass, ProviderCallError
 from router.models import Usage
-from router.providers.base import CallSpec, HttpCall, ProviderAdapter, split_system, usage_of
+from router.providers.base import (
+    CallSpec,
+    HttpCall,
+    ParsedChat,
+    ProviderAdapter,
+    StreamDecoder,
+    StreamEndedEarly,
+    split_system,
+    usage_of,
+)
 from router.ratelimit_headers import RateLimitInfo, parse_gemini
 from router.wire import json_schema
 
@@ -28,7 +43,9 @@ class GeminiAdapter(ProviderAdapter):
     def _headers(api_key: str | None) -> dict[str, str]:
         return {"x-goog-api-key": api_key} if api_key else {}
 
-    def chat_call(self, cfg: ProviderConfig, spec: CallSpec, api_key: str | None) -> HttpCall:
+    def chat_call(
+        self, cfg: ProviderConfig, spec: CallSpec, api_key: str | None, *, stream: bool = False
+    ) -> HttpCall:
         system, rest = split_system(spec.messages)
         body: dict[str, Any] = {
             "contents": [
@@ -46,19 +63,19 @@ class GeminiAdapter(ProviderAdapter):
             generation["temperature"] = spec.temperature
         if spec.max_tokens is not None:
             generation["maxOutputTokens"] = spec.max_tokens
-        if spec.response_schema is not None:
+        if spec.response_schema is not None and spec.structured != "prompt":
             generation["responseMimeType"] = "application/json"
-            generation["responseJsonSchema"] = json_schema(spec.response_schema)
+            if spec.structured == "schema":
+                generation["responseJsonSchema"] = json_schema(spec.response_schema)
         if generation:
             body["generationConfig"] = generation
         model = quote(spec.model.removeprefix("models/"), safe="-._")
-        url = f"{cfg.resolved_base_url}/v1beta/models/{model}:generateContent"
+        method = "streamGenerateContent?alt=sse" if stream else "generateContent"
+        url = f"{cfg.resolved_base_url}/v1beta/models/{model}:{method}"
         return HttpCall("POST", url, self._headers(api_key), body)
 
-    def parse_chat(self, body: Any) -> tuple[str, Usage]:
-        usage = body.get("usageMetadata") or {}
-        output = (usage.get("candidatesTokenCount") or 0) + (usage.get("thoughtsTokenCount") or 0)
-        tokens = usage_of(usage.get("promptTokenCount"), output)
+    def parse_chat(self, body: Any) -> ParsedChat:
+        tokens = _usage(body)
         candidates = body.get("candidates")
         if not candidates:
             feedback = body.get("promptFeedback") or {}
@@ -68,12 +85,58 @@ class GeminiAdapter(ProviderAdapter):
         candidate = candidates[0]
         parts = (candidate.get("content") or {}).get("parts") or []
         text = "".join(p.get("text", "") for p in parts if not p.get("thought"))
-        if not text and candidate.get("finishReason") not in (None, "STOP", "MAX_TOKENS"):
+        finish = candidate.get("finishReason")
+        if not text and finish not in (None, "STOP", "MAX_TOKENS"):
             raise ProviderCallError(ErrorClass.INVALID_OUTPUT, "no answer (finish reason not STOP)")
-        return text, tokens
+        return ParsedChat(text, tokens, finish == "MAX_TOKENS")
+
+    def stream_decoder(self) -> StreamDecoder:
+        return GeminiStreamDecoder()
 
     def health_call(self, cfg: ProviderConfig, api_key: str | None) -> HttpCall | None:
         return HttpCall("GET", f"{cfg.resolved_base_url}/v1beta/models", self._headers(api_key))
 
     def rate_limits(self, headers: Mapping[str, str], body: Any, now_wall: float) -> RateLimitInfo:
         return parse_gemini(headers, body, now_wall)
+
+
+def _usage(body: Any) -> Usage:
+    usage = body.get("usageMetadata") or {}
+    output = (usage.get("candidatesTokenCount") or 0) + (usage.get("thoughtsTokenCount") or 0)
+    return usage_of(usage.get("promptTokenCount"), output)
+
+
+class GeminiStreamDecoder(StreamDecoder):
+    """``GenerateContentResponse`` events until one carries a ``finishReason``."""
+
+    def __init__(self) -> None:
+        self._parts: list[str] = []
+        self._usage = Usage()
+        self._finish: str | None = None
+
+    def feed(self, event: str, data: str) -> str:
+        body = json.loads(data)
+        if "error" in body:
+            raise ProviderCallError(ErrorClass.SERVER, "the stream carried an error event")
+        if body.get("usageMetadata"):
+            self._usage = _usage(body)
+        candidates = body.get("candidates") or []
+        if not candidates:
+            if "blockReason" in (body.get("promptFeedback") or {}):
+                raise ProviderCallError(ErrorClass.INVALID_OUTPUT, "the prompt was blocked")
+            return ""
+        candidate = candidates[0]
+        parts = (candidate.get("content") or {}).get("parts") or []
+        text = "".join(p.get("text", "") for p in parts if not p.get("thought"))
+        self._parts.append(text)
+        if candidate.get("finishReason"):
+            self._finish = candidate["finishReason"]
+        return text
+
+    def result(self) -> ParsedChat:
+        if self._finish is None:
+            raise StreamEndedEarly("the stream ended before a finishReason")
+        text = "".join(self._parts)
+        if not text and self._finish not in ("STOP", "MAX_TOKENS"):
+            raise ProviderCallError(ErrorClass.INVALID_OUTPUT, "no answer (finish reason not STOP)")
+        return ParsedChat(text, self._usage, self._finish == "MAX_TOKENS")

@@ -5,29 +5,53 @@ built with ``retries=0``); retrying is the router's decision. The API key is
 read from its environment variable at call time and exists only in the
 outgoing request's headers: it is never stored, logged or put in an error
 (httpx exceptions, which name the URL, are reduced to their class name).
+
+The one exception to "one call, one request" is learning a server's structured-output
+capability: when a server refuses the schema mode (an error whose body names the structured-output
+fields), the same call is asked again at once in the next mode of the
+adapter's ladder (``json_schema`` → ``json_object`` + schema in the prompt → the schema in the
+prompt alone). The mode that works is remembered per provider and model
+(:mod:`router.capabilities`), so this happens once, not per request.
+
+A call made while a stream sink is active (:mod:`router.streaming`) asks for the API's
+streamed answer and hands each piece of text to the sink as it arrives.
 """
 
 from __future__ import annotations
 
 import asyncio
 import json
+import logging
 import os
 from collections.abc import Mapping
+from dataclasses import replace
 from typing import Any
 
 import httpx
+import httpx_sse
 
+from router.capabilities import Capability, StructuredCapabilities, StructuredMode
 from router.classify import classify_status, classify_transport_error, status_detail
 from router.clock import Clock
 from router.config import ProviderConfig
 from router.errors import ErrorClass, ProviderCallError
 from router.providers.anthropic import AnthropicAdapter
-from router.providers.base import CallSpec, HttpCall, ProviderAdapter, ProviderReply
+from router.providers.base import (
+    CallSpec,
+    HttpCall,
+    ParsedChat,
+    ProviderAdapter,
+    ProviderReply,
+    StreamEndedEarly,
+)
 from router.providers.gemini import GeminiAdapter
 from router.providers.ollama import OllamaNativeAdapter
 from router.providers.openai_compat import OpenAICompatAdapter
 from router.ratelimit_headers import RateLimitInfo
-from router.wire import TASK_HEADER
+from router.streaming import StreamEvent, StreamSink, active_sink, stream_events
+from router.wire import TASK_HEADER, with_schema_instruction
+
+log = logging.getLogger(__name__)
 
 USER_AGENT = "research-workbench-router/0.1"
 
@@ -59,6 +83,7 @@ class HttpProvider:
         clock: Clock,
         environ: Mapping[str, str] | None = None,
         adapter: ProviderAdapter | None = None,
+        capabilities: StructuredCapabilities | None = None,
     ) -> None:
         self.cfg = cfg
         self.name: str = cfg.name
@@ -67,6 +92,7 @@ class HttpProvider:
         self._client = client
         self._clock = clock
         self._environ = environ if environ is not None else os.environ
+        self.capabilities = capabilities or StructuredCapabilities()
 
     @property
     def has_health_probe(self) -> bool:
@@ -83,16 +109,35 @@ class HttpProvider:
             return f"environment variable {self.cfg.api_key_env} is not set"
         return None
 
-    def build_chat_call(self, spec: CallSpec) -> HttpCall:
-        return self.adapter.chat_call(self.cfg, spec, self._api_key())
+    def build_chat_call(self, spec: CallSpec, *, stream: bool = False) -> HttpCall:
+        return self.adapter.chat_call(self.cfg, spec, self._api_key(), stream=stream)
 
-    async def _send(self, call: HttpCall, timeout_s: float, task: str | None) -> httpx.Response:
+    def structured_modes(self) -> dict[str, StructuredMode]:
+        """The structured-output mode learnt for each model that refused the schema mode."""
+        return self.capabilities.modes(self.name)
+
+    def _request(self, call: HttpCall, timeout_s: float, task: str | None) -> httpx.Request:
         headers = {"User-Agent": USER_AGENT, **call.headers}
         if task is not None:
             headers[TASK_HEADER] = task
-        request = self._client.build_request(
-            call.method, call.url, headers=headers, json=call.json, timeout=httpx.Timeout(timeout_s)
+        cfg = self.cfg
+        timeouts = httpx.Timeout(  # each phase its own limit, none beyond the whole call's
+            connect=min(cfg.connect_timeout_s, timeout_s),
+            read=min(cfg.read_timeout_s, timeout_s),
+            write=min(cfg.write_timeout_s, timeout_s),
+            pool=min(cfg.pool_timeout_s, timeout_s),
         )
+        try:
+            return self._client.build_request(
+                call.method, call.url, headers=headers, json=call.json, timeout=timeouts
+            )
+        except httpx.InvalidURL:
+            raise ProviderCallError(
+                ErrorClass.CONNECTION, "the base_url is not a usable URL — correct it"
+            ) from None
+
+    async def _send(self, call: HttpCall, timeout_s: float, task: str | None) -> httpx.Response:
+        request = self._request(call, timeout_s, task)
         try:
             async with asyncio.timeout(timeout_s):  # the whole exchange, slow bodies included
                 return await self._client.send(request)
@@ -103,6 +148,10 @@ class HttpProvider:
         except httpx.HTTPError as exc:
             error_class, detail = classify_transport_error(exc)
             raise ProviderCallError(error_class, detail) from None
+        except Exception as exc:  # e.g. an ExceptionGroup from the connect of an unusable address
+            raise ProviderCallError(
+                ErrorClass.CONNECTION, f"cannot connect ({type(exc).__name__}): check the base_url"
+            ) from None
 
     def _failure(self, response: httpx.Response) -> ProviderCallError:
         body = _json_or_none(response.content)
@@ -116,9 +165,60 @@ class HttpProvider:
         )
 
     async def chat(self, spec: CallSpec, timeout_s: float) -> ProviderReply:
+        if spec.response_schema is None:
+            return await self._chat_once(spec, timeout_s)
+        ladder = self.adapter.structured_modes
+        known = self.capabilities.get(self.name, spec.model)
+        mode = known.mode if known is not None and known.mode in ladder else ladder[0]
+        deadline = asyncio.get_running_loop().time() + timeout_s
+        try:
+            return await self._chat_once(self._in_mode(spec, mode), timeout_s)
+        except _StructureRefused as refused:
+            if known is not None and known.settled:
+                raise refused.error from None
+            first = refused.error
+        for lower in ladder[ladder.index(mode) + 1 :]:
+            left = deadline - asyncio.get_running_loop().time()
+            if left <= 0:
+                break
+            try:
+                reply = await self._chat_once(self._in_mode(spec, lower), left)
+            except _StructureRefused:
+                continue
+            log.info(
+                "provider %s refused %s output for %s; it is asked in %s mode from now on",
+                self.name,
+                mode,
+                spec.model,
+                lower,
+            )
+            self.capabilities.remember(self.name, spec.model, Capability(lower))
+            return reply
+        # every lower mode was refused as well: the refusal was not about the schema
+        self.capabilities.remember(self.name, spec.model, Capability(mode, settled=True))
+        raise first
+
+    @staticmethod
+    def _in_mode(spec: CallSpec, mode: StructuredMode) -> CallSpec:
+        if mode == "schema" or spec.response_schema is None:
+            return spec
+        messages = with_schema_instruction(spec.messages, spec.response_schema)
+        return replace(spec, structured=mode, messages=messages)
+
+    def _refusal(self, spec: CallSpec, response: httpx.Response) -> ProviderCallError:
+        """The failure of a non-2xx answer, marked when it may be a refusal of the schema mode."""
+        error = self._failure(response)
+        if spec.response_schema is not None and _refuses_structure(response):
+            return _StructureRefused(error)
+        return error
+
+    async def _chat_once(self, spec: CallSpec, timeout_s: float) -> ProviderReply:
+        sink = active_sink()
+        if sink is not None:
+            return await self._chat_streamed(spec, timeout_s, sink)
         response = await self._send(self.build_chat_call(spec), timeout_s, spec.task)
         if response.status_code >= 300:
-            raise self._failure(response)
+            raise self._refusal(spec, response)
         limits = self.adapter.rate_limits(response.headers, None, self._clock.wall())
         body = _json_or_none(response.content)
         if body is None:
@@ -129,7 +229,7 @@ class HttpProvider:
                 rate_limits=limits,
             )
         try:
-            content, usage = self.adapter.parse_chat(body)
+            parsed = self.adapter.parse_chat(body)
         except ProviderCallError as exc:
             raise ProviderCallError(
                 exc.error_class, exc.detail, status=response.status_code, rate_limits=limits
@@ -141,7 +241,68 @@ class HttpProvider:
                 status=response.status_code,
                 rate_limits=limits,
             ) from None
-        return ProviderReply(content, usage, limits, response.status_code)
+        return _reply(parsed, limits, response.status_code)
+
+    async def _chat_streamed(
+        self, spec: CallSpec, timeout_s: float, sink: StreamSink
+    ) -> ProviderReply:
+        request = self._request(self.build_chat_call(spec, stream=True), timeout_s, spec.task)
+        tap = _Tap(sink, self.name, spec.model)
+        try:
+            async with asyncio.timeout(timeout_s):
+                response = await self._client.send(request, stream=True)
+                try:
+                    if response.status_code >= 300:
+                        await response.aread()
+                        raise self._refusal(spec, response)
+                    limits = self.adapter.rate_limits(response.headers, None, self._clock.wall())
+                    parsed = await self._read_stream(response, tap, limits)
+                finally:
+                    await response.aclose()
+        except TimeoutError:
+            raise tap.abort(
+                ProviderCallError(ErrorClass.TIMEOUT, f"no complete answer within {timeout_s:.1f}s")
+            ) from None
+        except httpx.HTTPError as exc:
+            error_class, detail = classify_transport_error(exc)
+            raise tap.abort(ProviderCallError(error_class, detail)) from None
+        except ProviderCallError as exc:
+            raise tap.abort(exc) from None
+        return _reply(parsed, limits, response.status_code)
+
+    async def _read_stream(
+        self, response: httpx.Response, tap: _Tap, limits: RateLimitInfo
+    ) -> ParsedChat:
+        decoder = self.adapter.stream_decoder()
+        status = response.status_code
+        try:
+            async for event, data in stream_events(
+                response, self.adapter.framing, self.cfg.stream_first_byte_s, self.cfg.stream_idle_s
+            ):
+                tap.text(decoder.feed(event, data))
+            return decoder.result()
+        except ProviderCallError as exc:
+            raise ProviderCallError(
+                exc.error_class, exc.detail, status=status, rate_limits=limits
+            ) from None
+        except httpx_sse.SSEError:
+            raise ProviderCallError(
+                ErrorClass.BAD_RESPONSE,
+                f"HTTP {status} streamed as {response.headers.get('content-type', '?')}, not SSE",
+                status=status,
+                rate_limits=limits,
+            ) from None
+        except StreamEndedEarly as exc:
+            raise ProviderCallError(
+                ErrorClass.CONNECTION, str(exc), status=status, rate_limits=limits
+            ) from None
+        except (KeyError, IndexError, TypeError, ValueError, AttributeError):
+            raise ProviderCallError(
+                ErrorClass.BAD_RESPONSE,
+                f"HTTP {status} with a malformed {self.kind} stream chunk",
+                status=status,
+                rate_limits=limits,
+            ) from None
 
     async def health(self, timeout_s: float) -> RateLimitInfo:
         call = self.adapter.health_call(self.cfg, self._api_key())
@@ -151,3 +312,73 @@ class HttpProvider:
         if response.status_code >= 300:
             raise self._failure(response)
         return self.adapter.rate_limits(response.headers, None, self._clock.wall())
+
+
+class _StructureRefused(ProviderCallError):
+    """A non-2xx answer that may refuse the structured-output mode; ``error`` is the failure."""
+
+    def __init__(self, error: ProviderCallError) -> None:
+        super().__init__(
+            error.error_class, error.detail, status=error.status, rate_limits=error.rate_limits
+        )
+        self.error = error
+
+
+_STRUCTURE_WORDS = (
+    "response_format",
+    "json_schema",
+    "json_object",
+    "responsejsonschema",
+    "responsemimetype",
+    "tool_choice",
+    "schema",
+)
+
+
+def _refuses_structure(response: httpx.Response) -> bool:
+    """Whether a failed answer may be a refusal of the structured-output request: a 4xx or 5xx
+    whose body names the structured-output fields. Servers word it in many ways and statuses
+    (llama.cpp's server answers ``json_schema`` with a 500 saying "Input should be 'text' or
+    'json_object'" at ``response_format.type``), so the body, not the status, decides; a
+    refusal is confirmed only when a lower mode then succeeds.
+    """
+    if response.status_code < 400 or response.status_code in (401, 403, 404, 408, 429):
+        return False
+    text = response.content[:8192].decode("utf-8", "replace").lower()
+    return any(word in text for word in _STRUCTURE_WORDS)
+
+
+def _reply(parsed: ParsedChat, limits: RateLimitInfo, status: int) -> ProviderReply:
+    return ProviderReply(parsed.content, parsed.usage, limits, status, parsed.truncated)
+
+
+class _Tap:
+    """One provider's stream as the sink sees it: ``start`` before its first piece of text,
+    and ``abort`` on failure only when something was streamed (a failure before that is an
+    ordinary failure: the sink never heard of this provider)."""
+
+    def __init__(self, sink: StreamSink, provider: str, model: str) -> None:
+        self._sink = sink
+        self._provider = provider
+        self._model = model
+        self._began = False
+
+    def text(self, piece: str) -> None:
+        if not self._began:
+            self._began = True
+            _deliver(self._sink, StreamEvent("start", self._provider, self._model))
+        if piece:
+            _deliver(self._sink, StreamEvent("text", self._provider, self._model, piece))
+
+    def abort(self, error: ProviderCallError) -> ProviderCallError:
+        """Void what this provider streamed; returns ``error`` for the caller to raise."""
+        if self._began and not isinstance(error, _StructureRefused):
+            _deliver(self._sink, StreamEvent("abort", self._provider, self._model, error.detail))
+        return error
+
+
+def _deliver(sink: StreamSink, event: StreamEvent) -> None:
+    try:
+        sink(event)
+    except Exception:  # noqa: BLE001 - a broken display must not fail the provider's call
+        log.exception("stream sink failed on a %s event", event.kind)

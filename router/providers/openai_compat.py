@@ -8,18 +8,37 @@
 * Ollama /v1: ``POST {host}/v1/chat/completions``; health ``GET {host}/api/tags``.
 
 Structured output uses ``response_format: {type: json_schema, json_schema: {name, schema, strict}}``,
-strict only when the schema meets strict mode's rules (every object closed, every key required).
+strict only when the schema meets strict mode's rules (every object closed, every key required);
+servers that refuse it (llama.cpp, LM Studio, older vLLM) get ``{type: json_object}`` or no
+``response_format`` (the schema then travels in the prompt). Reasoning models get
+``max_completion_tokens`` and no ``temperature``, the only parameters their API accepts.
+
+Streaming: ``stream: true`` with ``stream_options: {include_usage: true}``; server-sent events of
+``chat.completion.chunk`` objects whose ``choices[0].delta.content`` carries the text, a last chunk
+with empty ``choices`` and the ``usage``, then ``data: [DONE]``.
 """
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping
 from typing import Any
 from urllib.parse import quote
 
 from router.config import ProviderConfig
+from router.errors import ErrorClass, ProviderCallError
 from router.models import Usage
-from router.providers.base import CallSpec, HttpCall, ProviderAdapter, plain_messages, usage_of
+from router.providers.base import (
+    CallSpec,
+    HttpCall,
+    ParsedChat,
+    ProviderAdapter,
+    StreamDecoder,
+    StreamEndedEarly,
+    is_reasoning_model,
+    plain_messages,
+    usage_of,
+)
 from router.ratelimit_headers import RateLimitInfo, parse_openai_headers
 from router.wire import is_strict_compatible, json_schema, schema_name
 
@@ -44,7 +63,9 @@ class OpenAICompatAdapter(ProviderAdapter):
             headers["X-GitHub-Api-Version"] = GITHUB_API_VERSION
         return headers
 
-    def chat_call(self, cfg: ProviderConfig, spec: CallSpec, api_key: str | None) -> HttpCall:
+    def chat_call(
+        self, cfg: ProviderConfig, spec: CallSpec, api_key: str | None, *, stream: bool = False
+    ) -> HttpCall:
         base = cfg.resolved_base_url
         body: dict[str, Any] = {"messages": plain_messages(spec.messages)}
         if self.kind == "azure":
@@ -55,13 +76,18 @@ class OpenAICompatAdapter(ProviderAdapter):
         else:
             url = f"{base}/chat/completions"
             body["model"] = spec.model
-        if spec.temperature is not None:
+        reasoning = is_reasoning_model(cfg, spec.model)
+        if spec.temperature is not None and not reasoning:
             body["temperature"] = spec.temperature
         if spec.max_tokens is not None:
-            body["max_completion_tokens" if self.kind == "openai" else "max_tokens"] = (
-                spec.max_tokens
-            )
-        if spec.response_schema is not None:
+            modern = self.kind == "openai" or reasoning
+            body["max_completion_tokens" if modern else "max_tokens"] = spec.max_tokens
+        if stream:
+            body["stream"] = True
+            body["stream_options"] = {"include_usage": True}
+        if spec.response_schema is not None and spec.structured == "json_object":
+            body["response_format"] = {"type": "json_object"}
+        elif spec.response_schema is not None and spec.structured == "schema":
             schema = json_schema(spec.response_schema)
             body["response_format"] = {
                 "type": "json_schema",
@@ -73,15 +99,19 @@ class OpenAICompatAdapter(ProviderAdapter):
             }
         return HttpCall("POST", url, self._headers(api_key), body)
 
-    def parse_chat(self, body: Any) -> tuple[str, Usage]:
-        message = body["choices"][0]["message"]
-        content = message.get("content")
+    def parse_chat(self, body: Any) -> ParsedChat:
+        choice = body["choices"][0]
+        content = choice["message"].get("content")
         if content is None:
             content = ""
         if not isinstance(content, str):
             raise TypeError("content is not text")
-        usage = body.get("usage") or {}
-        return content, usage_of(usage.get("prompt_tokens"), usage.get("completion_tokens"))
+        return ParsedChat(
+            content, _usage(body.get("usage")), choice.get("finish_reason") == "length"
+        )
+
+    def stream_decoder(self) -> StreamDecoder:
+        return OpenAIStreamDecoder()
 
     def health_call(self, cfg: ProviderConfig, api_key: str | None) -> HttpCall | None:
         base = cfg.resolved_base_url
@@ -97,3 +127,46 @@ class OpenAICompatAdapter(ProviderAdapter):
 
     def rate_limits(self, headers: Mapping[str, str], body: Any, now_wall: float) -> RateLimitInfo:
         return parse_openai_headers(headers, now_wall, azure=self.kind == "azure")
+
+
+def _usage(usage: Any) -> Usage:
+    usage = usage or {}
+    return usage_of(usage.get("prompt_tokens"), usage.get("completion_tokens"))
+
+
+class OpenAIStreamDecoder(StreamDecoder):
+    """``chat.completion.chunk`` events up to ``[DONE]``; usage from the chunk that carries it."""
+
+    def __init__(self) -> None:
+        self._parts: list[str] = []
+        self._usage = Usage()
+        self._finish: str | None = None
+        self._done = False
+
+    def feed(self, event: str, data: str) -> str:
+        if data.strip() == "[DONE]":
+            self._done = True
+            return ""
+        chunk = json.loads(data)
+        if not isinstance(chunk, dict):
+            raise TypeError("a stream chunk is not an object")
+        if "error" in chunk:
+            raise ProviderCallError(ErrorClass.SERVER, "the stream carried an error event")
+        if chunk.get("usage"):
+            self._usage = _usage(chunk["usage"])
+        text = ""
+        for choice in chunk.get("choices") or []:
+            if choice.get("index", 0) != 0:
+                continue
+            piece = (choice.get("delta") or {}).get("content")
+            if isinstance(piece, str):
+                text += piece
+            if choice.get("finish_reason"):
+                self._finish = choice["finish_reason"]
+        self._parts.append(text)
+        return text
+
+    def result(self) -> ParsedChat:
+        if not self._done and self._finish is None:
+            raise StreamEndedEarly("the stream ended before its finish_reason and [DONE]")
+        return ParsedChat("".join(self._parts), self._usage, self._finish == "length")

@@ -5,12 +5,19 @@ Figures are printed side by side; nothing here asserts a time.
 1. Overhead per request of ``SmartModelRouter.complete`` against an instant in-process
    provider (target: <= 50 us p50), bare and with stats persistence and a subscriber.
 2. Recovery after a 429: injected time until traffic returns to the provider when the
-   router honours ``Retry-After: 3`` versus a flat 120 s rate-limit cooldown (ADR-002
-   claims 40x), measured against the real fault server over loopback.
+   router honours ``Retry-After: 3``, and when no Retry-After comes (the break is probed
+   from about a second on; ADR-002's 120 s is the ceiling), against the real fault
+   server over loopback.
 3. Goodput in a chaos scenario: the shipped chaos script on the fault server (six
    providers, 60 s of scripted faults played at time scale 0.25 with the router's
    policy scaled alike), the router versus a naive fixed-order fallback loop with
    no breakers: requests answered remotely, wasted calls to failing providers, p95.
+4. Recovery after every provider was down for 10 s (injected clock, a request every
+   0.1 s): injected time from their recovery to the first real answer, answers left to
+   the built-in provider after the recovery, health probes per provider per second of
+   the outage, and client-visible failures (exceptions).
+5. The typical outage — health endpoint up, chat answering 500 for 10 minutes: how the
+   break grows (trips, cooldown ceiling) and how many chat calls the outage wastes.
 """
 
 from __future__ import annotations
@@ -71,6 +78,9 @@ class InstantProvider:
 
     def key_problem(self) -> str | None:
         return None
+
+    def structured_modes(self) -> dict[str, str]:
+        return {}
 
     async def chat(self, spec: CallSpec, timeout_s: float) -> ProviderReply:
         return self._reply
@@ -192,12 +202,13 @@ async def run_recovery() -> None:
         f"(calls to the provider meanwhile: {sent_h - 2})"
     )
     print(
-        f"   no Retry-After: flat cooldown  traffic back after {flat:7.1f} s   "
+        f"   no Retry-After: probing        traffic back after {flat:7.1f} s   "
         f"(calls to the provider meanwhile: {sent_f - 2})"
     )
     print(
-        f"   faster recovery: {flat / honoured:.0f}x (ADR-002 claims 40x for a 3 s Retry-After vs 120 s)"
+        "   (before the probing schedule a 429 without Retry-After kept the provider OPEN for a flat"
     )
+    print("   120 s; now 120 s is only the ceiling and the first probe goes about a second in)")
 
 
 # --- 3. goodput under chaos -------------------------------------------------------------------------------
@@ -312,12 +323,123 @@ async def run_chaos() -> None:
     )
 
 
+# --- 4. all providers down for 10 s ---------------------------------------------------------------------
+
+ALL_DOWN = ["p1", "p2", "p3"]
+
+
+def loopback_config(server: FaultServer, names: list[str]) -> RouterConfig:
+    return load_router_config(
+        {
+            "providers": [
+                {
+                    "name": name,
+                    "kind": "openai",
+                    "model": "m",
+                    "api_key_env": None,
+                    "base_url": server.url(name) + "/v1",
+                }
+                for name in names
+            ]
+        }
+    )
+
+
+async def all_down_recovery(server: FaultServer, seed: int) -> tuple[float, int, float, int]:
+    """(seconds to the first real answer after recovery, fallbacks after recovery,
+    max probes per provider per second of outage, client-visible failures)."""
+    server.set_script({"providers": {name: {"fault": "down"} for name in ALL_DOWN}})
+    server.clear_requests()
+    clock = ManualClock()
+    router = build_router(
+        loopback_config(server, ALL_DOWN),
+        stats_path=None,
+        task_handlers=registry(),
+        clock=clock,
+        rng=random.Random(seed),
+    )
+    began = clock.monotonic()
+    failures = fallbacks = 0
+    first_real = None
+    while first_real is None and clock.monotonic() - began < 120:
+        now = clock.monotonic() - began
+        if now >= 10.0 and server.script.providers:
+            server.set_script({"providers": {}})
+        try:
+            response = await router.complete(REQUEST)
+        except Exception:
+            failures += 1
+        else:
+            if response.provider != "builtin":
+                first_real = now
+            elif now >= 10.0:
+                fallbacks += 1
+        clock.advance(0.1)
+        for _ in range(3):
+            await asyncio.sleep(0)
+    probes = max(len(server.requests_for(name, "health")) for name in ALL_DOWN)
+    await router.aclose()
+    return (first_real or 120.0) - 10.0, fallbacks, probes / 10.0, failures
+
+
+async def run_all_down() -> None:
+    print(
+        "4. Every provider down for 10 s, then healthy (3 providers over loopback, injected clock, "
+        "a request every 0.1 s; 5 seeds)"
+    )
+    print(
+        f"   {'seed':>4} {'first real answer after recovery':>34} {'fallbacks after':>16} "
+        f"{'probes/provider/s':>18} {'client failures':>16}"
+    )
+    async with FaultServer() as server:
+        for seed in range(1, 6):
+            delay, fallbacks, rate, failures = await all_down_recovery(server, seed)
+            print(f"   {seed:>4} {delay:>32.1f} s {fallbacks:>16} {rate:>18.2f} {failures:>16}")
+
+
+# --- 5. the typical outage: health up, chat failing ------------------------------------------------------
+
+
+async def typical_outage() -> None:
+    async with FaultServer() as server:
+        server.set_script({"providers": {"p1": {"fault": {"status": 500}, "health": "ok"}}})
+        clock = ManualClock()
+        router = build_router(
+            loopback_config(server, ["p1"]),
+            stats_path=None,
+            task_handlers=registry(),
+            clock=clock,
+            rng=random.Random(1),
+        )
+        while clock.monotonic() < 1_000 + 600:
+            await router.complete(REQUEST)
+            clock.advance(1.0)
+            for _ in range(3):
+                await asyncio.sleep(0)
+        snap = router.snapshot()[0]
+        chats = len(server.requests_for("p1", "chat"))
+        health = len(server.requests_for("p1", "health"))
+        await router.aclose()
+    print(
+        "5. Typical outage: health endpoint up, chat answering 500 for 600 s (a request a second)"
+    )
+    print(
+        f"   state {snap.state.value}, trips {snap.consecutive_trips}, cooldown ceiling now "
+        f"{getattr(snap, 'cooldown_ceiling_s', snap.cooldown_remaining_s):.0f} s, "
+        f"chat calls sent {chats} (5 to trip, then one per probe), health checks {health}"
+    )
+
+
 def main() -> None:
     bench_overhead()
     print()
     asyncio.run(run_recovery())
     print()
     asyncio.run(run_chaos())
+    print()
+    asyncio.run(run_all_down())
+    print()
+    asyncio.run(typical_outage())
 
 
 if __name__ == "__main__":

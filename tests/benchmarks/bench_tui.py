@@ -20,13 +20,13 @@ from engine.events import GraphEdge, GraphNode, Log, RunStarted, StepFinished, S
 from engine.protocol import ExecutionResult, InterruptResponder
 from engine.states import RunStatus
 from engine.store import InMemoryRunStore
-from tui.app import WorkbenchApp
-from tui.run_driver import EventInbox
-from tui.run_state import RunView
-from tui.sample_run import research_graph
-from tui.widgets.dag_layout import compute_layout
-from tui.widgets.dag_view import DagView
-from tui.workbench import Workbench
+from tui.app.app import WorkbenchApp
+from tui.app.run_driver import EventInbox
+from tui.app.run_state import RunView
+from tui.app.widgets.dag_layout import compute_layout
+from tui.app.widgets.dag_view import DagView
+from tui.dev.sample_run import research_graph
+from tui.launch.workbench import Workbench
 
 RATE = 1000
 LOAD_SECONDS = 3.0
@@ -46,7 +46,7 @@ def flood_job(rate: int, seconds: float) -> object:
         nodes, edges = research_graph()
         definition_nodes = [n.id for n in nodes]
         unsubscribe = store.subscribe(inbox.put)
-        from tui.sample_run import definition_for
+        from tui.dev.sample_run import definition_for
 
         run_id = store.create_run(definition_for(nodes, edges), {}, "kahn", "bench", run_id="bench")
         store.append(

@@ -217,9 +217,57 @@ def test_identifiers_list_dotted_references_without_macro_variables():
     ] == ["frobnicate"]
 
 
-def test_one_environment_per_process_keeps_the_recursion_limit():
-    compile_expr("1 == 1")
+def test_compiling_never_creates_another_environment(monkeypatch):
+    """An Environment sets the recursion limit when created: compiling new expressions must
+    reuse the module's one (a counting stand-in for the class would see any new one)."""
+    import celpy
+
+    created: list[object] = []
+    real = celpy.Environment
+
+    def counting(*args, **kwargs):
+        created.append(object())
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(celpy, "Environment", counting)
     before = sys.getrecursionlimit()
     for index in range(5):
-        compile_expr(f"outputs.v{index} == {index}")
+        compile_expr(f"outputs.fresh_{index} == {index} && iteration >= {index}")
+    assert created == []
     assert sys.getrecursionlimit() == before
+
+
+# -- the numeric policy holds for arithmetic results too ----------------------------------
+
+
+@pytest.mark.parametrize(
+    "expr, expected",
+    [
+        ("inputs.topics[size(inputs.topics) - 1]", "b"),
+        ("inputs.topics[iteration - 1]", "a"),
+        ("(iteration + 1) % 2 == 0", True),
+        ("(inputs.max_rounds * 3) % 5 == 2", True),
+        ("string(inputs.max_rounds)", "4"),
+        ("string(inputs.max_rounds + 1)", "5"),
+        ("string(size(inputs.topics))", "2"),
+        ("string(-inputs.max_rounds)", "-4"),
+        ("string(0.5 + 1)", "1.5"),
+        ("string(iteration == 1)", "true"),
+        ("inputs.max_rounds / 8 == 0.5", True),
+        ("-(iteration + 1) < -1.5", True),
+        ("[10, 20, 30][inputs.max_rounds - 3]", 20),
+    ],
+)
+def test_arithmetic_results_follow_the_numeric_policy(expr, expected):
+    assert compile_expr(expr).evaluate(activation(iteration=1)) == expected
+
+
+@given(st.integers(-1000, 1000), st.integers(1, 50))
+@settings(max_examples=60, deadline=None)
+def test_arithmetic_on_ints_agrees_with_python(value, modulus):
+    result = compile_expr(f"string((inputs.v + 1) * 2 % {modulus})").evaluate(
+        build_activation(inputs={"v": value}, steps={})
+    )
+    import math
+
+    assert result == str(int(math.fmod((value + 1) * 2, modulus)))

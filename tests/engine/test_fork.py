@@ -20,6 +20,7 @@ from engine.loader import load_workflow
 from engine.protocol import RunContext
 from engine.states import RunStatus
 from engine.store import InMemoryRunStore, RunStore
+from engine.time_travel import ForkEdits, ForkError, ForkPoint
 from tests.engine.langgraph_cases import WORKFLOWS, canonical_of
 
 ENGINES = {"kahn": KahnEngine, "langgraph": LangGraphEngine}
@@ -128,3 +129,46 @@ def test_cli_fork_and_history(tmp_path: Path) -> None:
         cli, ["--workspace", str(tmp_path), "runs", "fork", parent.run_id, "--at", "nope"]
     )
     assert unknown.exit_code == 2 and "no step 'nope'" in unknown.output
+
+
+@pytest.mark.parametrize("engine", ["kahn", "langgraph"])
+def test_a_fork_inside_a_loop_restores_that_pass_with_its_history_and_count(engine: str) -> None:
+    """The issue's case: a fork at the critic's second pass kept iteration-2 outputs and
+    restarted the loop count. Now: the author's pass 1 result, the critic's pass 0 in its
+    history, one loop taken — and with the author's draft edited, the critic reads the edit."""
+    wf = load_workflow(WORKFLOWS / "microloop.yaml")
+    store = InMemoryRunStore()
+    parent = asyncio.run(ENGINES[engine]().execute(wf, RunContext(store=store)))
+    assert parent.status == RunStatus.COMPLETED
+    edits = ForkEdits.parse(["author.draft=edited by hand"])
+    fork = asyncio.run(
+        ENGINES[engine]().fork(parent.run_id, "critic@1", RunContext(store=store), edits)
+    )
+    assert fork.status == RunStatus.COMPLETED
+    started = [
+        (e.step_id, e.iteration) for e in store.events(fork.run_id) if isinstance(e, StepStarted)
+    ]
+    assert started == [("critic", 1), ("author", 2), ("critic", 2), ("publish", 0)]
+    first = next(
+        e for e in store.events(fork.run_id) if isinstance(e, StepStarted) and e.step_id == "critic"
+    )
+    assert first.inputs == {"draft": "edited by hand"}
+    parent_results, fork_results = (
+        store.step_results(parent.run_id),
+        store.step_results(fork.run_id),
+    )
+    assert fork_results["publish"].outputs == parent_results["publish"].outputs
+    assert store.get_run(fork.run_id).forked_at == "critic@1"
+
+
+def test_fork_refuses_a_pass_that_never_started_and_a_bad_edit() -> None:
+    wf = load_workflow(WORKFLOWS / "microloop.yaml")
+    store = InMemoryRunStore()
+    parent = asyncio.run(KahnEngine().execute(wf, RunContext(store=store)))
+    with pytest.raises(ForkError, match=r"no pass 7 .*passes that started: 0, 1, 2"):
+        asyncio.run(KahnEngine().fork(parent.run_id, "critic@7", RunContext(store=store)))
+    bad = ForkEdits.parse(["critic.score=high"])
+    with pytest.raises(ForkError, match="critic: score: .*give a value demo.critic accepts"):
+        asyncio.run(KahnEngine().fork(parent.run_id, "publish", RunContext(store=store), bad))
+    with pytest.raises(ForkError, match="not STEP or STEP@ITERATION"):
+        ForkPoint.parse("critic@x")

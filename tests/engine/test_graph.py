@@ -140,3 +140,47 @@ def test_topological_order_respects_every_dependency_of_random_dags(parents):
         for dependency in step["depends_on"]:
             assert order[dependency] < order[step["id"]]
             assert dependency in graph.ancestors(step["id"])
+
+
+@given(
+    st.lists(st.lists(st.integers(0, 30), max_size=4), min_size=2, max_size=30),
+    st.lists(st.tuples(st.integers(0, 29), st.integers(0, 29)), max_size=4),
+)
+@settings(max_examples=60, deadline=None)
+def test_constant_time_reachability_agrees_with_ancestor_sets(parents, loops):
+    """is_upstream and can_read (bit sets over components) answer exactly what the
+    ancestor sets and visible_from answer, on random DAGs with random loops."""
+    steps = [
+        {"id": f"s{i}", "depends_on": sorted({f"s{p % i}" for p in ps}) if i else []}
+        for i, ps in enumerate(parents)
+    ]
+    graph = WorkflowGraph(workflow(*steps))
+    for low, high in loops:
+        low, high = sorted((low % len(steps), high % len(steps)))
+        if low == high or f"s{low}" in graph.ancestors(f"s{high}"):
+            steps[high]["routing"] = {
+                "kind": "loop",
+                "loop": {"target": f"s{low}", "max_iterations": 2},
+            }
+    graph = WorkflowGraph(workflow(*steps))
+    ids = [step["id"] for step in steps]
+    for step_id in ids:
+        ancestors, visible = graph.ancestors(step_id), graph.visible_from(step_id)
+        for other in ids:
+            assert graph.is_upstream(step_id, other) == (other in ancestors)
+            assert graph.can_read(step_id, other) == (other in visible)
+
+
+def test_reachability_of_a_long_chain_needs_no_ancestor_sets():
+    """The last step of a 3,000-step chain has every other step upstream; the loader's
+    checks ask this of every step without building one ancestor set per step."""
+    graph = WorkflowGraph(
+        workflow(
+            {"id": "s0"}, *({"id": f"s{i}", "depends_on": [f"s{i - 1}"]} for i in range(1, 3000))
+        )
+    )
+    assert graph.forward_cycles() == []
+    assert graph.is_upstream("s2999", "s0") and not graph.is_upstream("s0", "s2999")
+    assert graph.can_read("s2999", "s1500") and not graph.can_read("s1500", "s2999")
+    assert not graph.can_read("s7", "s7")
+    assert graph._ancestors == {}

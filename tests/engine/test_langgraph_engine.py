@@ -15,7 +15,7 @@ from engine.context import InterruptAnswer, InterruptRequest, StepContext
 from engine.events import InterruptRaised, InterruptResolved, StepStarted
 from engine.graph import WorkflowGraph
 from engine.kahn import KahnEngine
-from engine.langgraph_compile import EXIT_SUFFIX, build_state_graph, plan
+from engine.langgraph_compile import START_NODE, build_state_graph
 from engine.langgraph_engine import LangGraphEngine
 from engine.loader import load_workflow_text
 from engine.protocol import RunContext
@@ -66,11 +66,9 @@ def test_a_join_is_one_list_edge_and_runs_once_whatever_the_branch_lengths() -> 
             {"id": "join", "uses": "demo.gather", "depends_on": ["long2", "short"]},
         ]
     )
-    scheduling = plan(WorkflowGraph(wf))
-    assert scheduling.predecessors["join"] == ["long2", "short"]
-    builder = build_state_graph(scheduling, lambda s: _noop, lambda s: _nowhere)
-    assert (("long2", "short"), "join") in builder.waiting_edges
-    assert all(end != "join" for _, end in builder.edges)
+    builder = build_state_graph(WorkflowGraph(wf).topological_order(), lambda s: _noop, _noop)
+    assert set(builder.nodes) == {START_NODE, *wf.step_ids}
+    assert set(builder.branches) == {START_NODE, *wf.step_ids}  # one dispatch edge per node
 
     store = InMemoryRunStore()
     result = asyncio.run(LangGraphEngine().execute(wf, RunContext(store=store)))
@@ -105,41 +103,28 @@ def test_a_skip_is_a_status_so_a_join_behind_a_skipped_branch_still_settles() ->
     }
 
 
-def test_conditional_edges_only_where_control_goes_back() -> None:
+def test_a_loop_body_with_a_dependent_outside_it_runs_the_dependent_once_after_the_last_pass() -> (
+    None
+):
     wf = workflow(
         [
             {"id": "draft", "uses": "demo.echo"},
-            {
-                "id": "review",
-                "uses": "demo.classify",
-                "depends_on": ["draft"],
-                "routing": {
-                    "kind": "branch",
-                    "branches": {"VERIFIED": "ship", "BLOCKED": "fix"},
-                    "next": "ship",
-                },
-            },
-            {"id": "ship", "uses": "demo.echo"},
-            {"id": "fix", "uses": "demo.echo"},
+            {"id": "body", "uses": "demo.echo", "depends_on": ["draft"]},
+            {"id": "outside", "uses": "demo.gather", "depends_on": ["body"]},
             {
                 "id": "critic",
                 "uses": "demo.critic",
-                "depends_on": ["ship"],
-                "routing": {
-                    "kind": "loop",
-                    "next": "done",
-                    "loop": {"target": "ship", "max_iterations": 2},
-                },
+                "depends_on": ["body"],
+                "routing": {"kind": "loop", "loop": {"target": "draft", "max_iterations": 2}},
             },
-            {"id": "done", "uses": "demo.echo"},
         ]
     )
-    scheduling = plan(WorkflowGraph(wf))
-    assert scheduling.conditional == ["critic"]
-    assert scheduling.predecessors["done"] == [f"critic{EXIT_SUFFIX}"]
-    assert scheduling.predecessors["ship"] == ["review"] and scheduling.predecessors["fix"] == [
-        "review"
-    ]
+    store = InMemoryRunStore()
+    result = asyncio.run(LangGraphEngine().execute(wf, RunContext(store=store)))
+    assert result.status == RunStatus.COMPLETED
+    started = [e.step_id for e in store.events(result.run_id) if isinstance(e, StepStarted)]
+    assert Counter(started) == Counter({"draft": 3, "body": 3, "critic": 3, "outside": 1})
+    assert started.index("outside") > max(i for i, s in enumerate(started) if s == "critic")
 
 
 def test_a_loop_body_step_waits_for_an_outside_dependency_through_a_gate() -> None:
@@ -156,10 +141,6 @@ def test_a_loop_body_step_waits_for_an_outside_dependency_through_a_gate() -> No
             },
         ]
     )
-    scheduling = plan(WorkflowGraph(wf))
-    assert scheduling.predecessors["body"] == ["a", "side>body"]
-    assert scheduling.gates == {"side>body": "side"}
-    assert scheduling.loop_gates == {"check": ["side>body"]}
     store = InMemoryRunStore()
     result = asyncio.run(LangGraphEngine().execute(wf, RunContext(store=store)))
     assert result.status == RunStatus.COMPLETED
@@ -169,10 +150,6 @@ def test_a_loop_body_step_waits_for_an_outside_dependency_through_a_gate() -> No
 
 async def _noop(state: Any) -> dict[str, Any]:
     return {}
-
-
-def _nowhere(state: Any) -> list[str]:
-    return []
 
 
 # -- bounds ------------------------------------------------------------------------------------

@@ -251,7 +251,11 @@ def test_load_workflow_reads_a_file_and_names_it_in_problems(tmp_path: Path):
             b"\xef\xbb\xbfname: w\nsteps: 3\n",
             "2:8: steps must be a non-empty list of steps, got a number",
         ),
-        (b"#" * (MAX_BYTES + 1), "1:1: the file is larger than 1000 kB; a workflow is far smaller"),
+        (
+            b"#" * (MAX_BYTES + 1),
+            "1:1: the file is 4.0 MB, more than the 4 MB a workflow may be; repeat steps with a"
+            " template (templates: … use:) instead of writing them out",
+        ),
     ],
 )
 def test_unreadable_files_are_one_clear_line(tmp_path: Path, content: bytes, message: str):

@@ -64,7 +64,7 @@ CASES = [
         name: w
         steps: [{id: a, uses: demo.any}
     """,
-        "3:1: YAML syntax error: while parsing a flow sequence expected ',' or ']', but got '<stream end>'",
+        "3:1: YAML syntax error: while parsing a flow sequence expected ',' or ']', but got '<stream end>'; fix the YAML here (quote values that contain ': ' or start with a symbol)",
     ),
     case(
         "flow_braces",
@@ -106,7 +106,7 @@ CASES = [
             uses: demo.any
             uses: demo.judge
     """,
-        "5:5: duplicate key 'uses' (first written at line 4)",
+        "5:5: duplicate key 'uses' (first written at line 4); keep one of them",
     ),
     case(
         "python_tag",
@@ -116,7 +116,7 @@ CASES = [
           - id: a
             uses: !!python/object:os.system echo
     """,
-        "4:11: unsupported YAML tag tag:yaml.org,2002:python/object:os.system",
+        "4:11: unsupported YAML tag tag:yaml.org,2002:python/object:os.system; remove the tag",
     ),
     case(
         "top_list",
@@ -124,7 +124,7 @@ CASES = [
         - id: a
           uses: demo.any
     """,
-        "1:1: a workflow is a mapping with 'name' and 'steps', got a list",
+        "1:1: a workflow is a mapping with 'name' and 'steps', got a list; write name: and steps: at the top level",
     ),
     case(
         "list_key",
@@ -134,7 +134,7 @@ CASES = [
           - ? [a]
             : 1
     """,
-        "3:7: a mapping key must be a plain value, not a list or mapping",
+        "3:7: a mapping key must be a plain value, not a list or mapping; write the key as plain text",
     ),
     case(
         "unknown_top_key",
@@ -143,7 +143,7 @@ CASES = [
         stpes:
           - {id: a, uses: demo.any}
     """,
-        "1:1: missing required key 'steps'",
+        "1:1: missing required key 'steps'; add it",
         "2:1: unknown key 'stpes' (did you mean 'steps'?); a workflow has name, version, description, engine, inputs, limits, templates, steps, completion, outputs",
     ),
     case(
@@ -152,14 +152,14 @@ CASES = [
         steps:
           - {id: a, uses: demo.any}
     """,
-        "1:1: missing required key 'name'",
+        "1:1: missing required key 'name'; add it",
     ),
     case(
         "missing_steps",
         """
         name: w
     """,
-        "1:1: missing required key 'steps'",
+        "1:1: missing required key 'steps'; add it",
     ),
     case(
         "bad_name",
@@ -178,7 +178,7 @@ CASES = [
         steps:
           - {id: a, uses: demo.any}
     """,
-        "2:9: engine: Input should be 'auto', 'kahn' or 'langgraph', got 'airflow'",
+        "2:9: engine: Input should be 'auto', 'kahn' or 'langgraph', got 'airflow'; correct the value",
     ),
     case(
         "bad_version",
@@ -188,7 +188,7 @@ CASES = [
         steps:
           - {id: a, uses: demo.any}
     """,
-        "2:10: version: Input should be a valid integer, unable to parse string as an integer, got 'one'",
+        "2:10: version: Input should be a valid integer, unable to parse string as an integer, got 'one'; correct the value",
     ),
     case(
         "zero_step_runs",
@@ -199,7 +199,7 @@ CASES = [
         steps:
           - {id: a, uses: demo.any}
     """,
-        "3:18: limits.max_step_runs must be a positive integer or auto, got 0",
+        "3:18: limits.max_step_runs must be a positive integer or auto, got 0; set auto or a number above 0",
     ),
     case(
         "limits_unknown",
@@ -210,7 +210,7 @@ CASES = [
         steps:
           - {id: a, uses: demo.any}
     """,
-        "3:3: limits: unknown key 'max_tokens'; expected one of: max_step_runs, max_llm_calls, token_budget, timeout_s",
+        "3:3: limits: unknown key 'max_tokens'; expected one of: max_step_runs, max_llm_calls, token_budget, timeout_s, max_cost_usd",
     ),
     case(
         "input_name",
@@ -232,7 +232,7 @@ CASES = [
         steps:
           - {id: a, uses: demo.any}
     """,
-        "3:36: input 'max_rounds': default 'four' is not of type int",
+        "3:36: input 'max_rounds': default 'four' is not of type int; give a default of type int or change the type",
     ),
     case(
         "input_type_unknown",
@@ -243,7 +243,7 @@ CASES = [
         steps:
           - {id: a, uses: demo.any}
     """,
-        "3:16: inputs.when.type: Input should be 'string', 'int', 'float', 'bool', 'date', 'list' or 'dict', got 'datetime'",
+        "3:16: inputs.when.type: Input should be 'string', 'int', 'float', 'bool', 'date', 'list' or 'dict', got 'datetime'; correct the value",
     ),
     case(
         "required_step_unknown",
@@ -254,7 +254,7 @@ CASES = [
         completion:
           required_steps: [b]
     """,
-        "5:20: completion.required_steps names unknown step 'b'",
+        "5:20: completion.required_steps names unknown step 'b'; name a step of this workflow",
     ),
     case(
         "required_output_undeclared",
@@ -265,7 +265,7 @@ CASES = [
         completion:
           required_outputs: [report]
     """,
-        "5:22: completion.required_outputs names 'report', which is not a workflow output (outputs: none are declared)",
+        "5:22: completion.required_outputs names 'report', which is not a workflow output (outputs: none are declared); declare it under outputs: or remove it",
     ),
     case(
         "outputs_syntax",
@@ -276,7 +276,7 @@ CASES = [
         outputs:
           report: steps.a.outputs.text +
     """,
-        "5:32: outputs.report: CEL syntax error: unexpected end of expression in 'steps.a.outputs.text +'",
+        "5:32: outputs.report: CEL syntax error: unexpected end of expression in 'steps.a.outputs.text +'; fix the expression",
     ),
     case(
         "outputs_unknown_step",
@@ -313,7 +313,7 @@ CASES = [
         steps:
           - uses: demo.any
     """,
-        "3:5: step has no 'id'",
+        "3:5: step has no 'id'; add id: NAME",
     ),
     case(
         "id_subtraction",
@@ -345,7 +345,7 @@ CASES = [
           - id: a
             uses: demo.any
     """,
-        "5:9: duplicate step id 'a' (first defined at line 3)",
+        "5:9: duplicate step id 'a' (first defined at line 3); rename one of them",
     ),
     case(
         "unknown_uses",
@@ -377,7 +377,7 @@ CASES = [
             uses: demo.any
             retries: many
     """,
-        "5:14: step 'a': retries: Input should be a valid integer, unable to parse string as an integer, got 'many'",
+        "5:14: step 'a': retries: Input should be a valid integer, unable to parse string as an integer, got 'many'; correct the value",
     ),
     case(
         "bad_trigger",
@@ -388,7 +388,7 @@ CASES = [
             uses: demo.any
             trigger: any_success
     """,
-        "5:14: step 'a': trigger: Input should be 'all_success', 'all_done', 'none_failed', 'none_failed_min_one_success', 'one_success' or 'one_failed', got 'any_success'",
+        "5:14: step 'a': trigger: Input should be 'all_success', 'all_done', 'none_failed', 'none_failed_min_one_success', 'one_success' or 'one_failed', got 'any_success'; correct the value",
     ),
     case(
         "depends_unknown",
@@ -412,7 +412,7 @@ CASES = [
             uses: demo.any
             depends_on: [a]
     """,
-        "5:18: step 'a' depends on itself",
+        "5:18: step 'a' depends on itself; remove it from depends_on",
     ),
     case(
         "depends_cycle",
@@ -437,7 +437,7 @@ CASES = [
             uses: demo.any
             when: inputs.x >
     """,
-        "5:20: step 'a' when: CEL syntax error: unexpected end of expression in 'inputs.x >'",
+        "5:20: step 'a' when: CEL syntax error: unexpected end of expression in 'inputs.x >'; fix the expression",
     ),
     case(
         "when_unknown_name",
@@ -499,7 +499,7 @@ CASES = [
             uses: demo.any
             when: "lenght(inputs) > 0"
     """,
-        "5:12: step 'a' when: unknown function 'lenght' in 'lenght(inputs) > 0'",
+        "5:12: step 'a' when: unknown function 'lenght' in 'lenght(inputs) > 0'; use a CEL function (see the README)",
     ),
     case(
         "view_field",
@@ -551,7 +551,7 @@ CASES = [
             uses: demo.any
             routing: {kind: switch}
     """,
-        "5:21: step 'a': routing.kind: Input should be 'linear', 'conditional', 'loop' or 'branch', got 'switch'",
+        "5:21: step 'a': routing.kind: Input should be 'linear', 'conditional', 'loop' or 'branch', got 'switch'; correct the value",
     ),
     case(
         "routes_to_itself",
@@ -594,7 +594,7 @@ CASES = [
               kind: loop
               loop: {target: a, max_iterations: 2}
     """,
-        "9:22: step 'b': loop target 'a' is not upstream of 'b'; a loop goes back to a step it depends on, directly or through others",
+        "9:22: step 'b': loop target 'a' is not upstream of 'b'; a loop goes back to a step it depends on, directly or through others — choose such a step",
     ),
     case(
         "loop_kind_without_loop",
@@ -682,7 +682,7 @@ CASES = [
           - {id: c, uses: demo.any}
           - {id: d, uses: demo.any}
     """,
-        "9:40: step 'a': tie_breaker valid target 'd' is not an edge of the graph; it may only choose among this step's routing targets (b, c)",
+        "9:40: step 'a': tie_breaker valid target 'd' is not an edge of the graph; it may only choose among this step's routing targets (b, c) — remove it from valid_targets",
     ),
     case(
         "tie_breaker_without_next",
@@ -708,11 +708,12 @@ CASES = [
           - id: a
             uses: demo.any
             routing:
+              kind: conditional
               next: b
               tie_breaker: {}
           - {id: b, uses: demo.any}
     """,
-        "7:20: step 'a': a tie_breaker needs at least two targets to choose between (has b)",
+        "8:20: step 'a': a tie_breaker needs at least two targets to choose between (has b)",
     ),
     case(
         "detour_itself",
@@ -768,7 +769,7 @@ CASES = [
             routing: {detour: {target: c}}
           - {id: c, uses: demo.any}
     """,
-        "8:32: step 'b': 'c' is already the detour target of 'a'; a detour target serves one step",
+        "8:32: step 'b': 'c' is already the detour target of 'a'; a detour target serves one step — give this detour its own target",
     ),
     case(
         "detour_when_syntax",
@@ -781,7 +782,7 @@ CASES = [
               detour: {target: b, when: "outputs.need =="}
           - {id: b, uses: demo.any}
     """,
-        "6:47: step 'a' routing.detour.when: CEL syntax error: unexpected end of expression in 'outputs.need =='",
+        "6:47: step 'a' routing.detour.when: CEL syntax error: unexpected end of expression in 'outputs.need =='; fix the expression",
     ),
     case(
         "terminate_when_syntax",
@@ -793,7 +794,7 @@ CASES = [
             routing:
               terminate_when: "outputs.done = true"
     """,
-        "6:37: step 'a' routing.terminate_when: CEL syntax error: unexpected character '=' in 'outputs.done = true'",
+        "6:37: step 'a' routing.terminate_when: CEL syntax error: unexpected character '=' in 'outputs.done = true'; fix the expression",
     ),
     case(
         "context_not_upstream",
@@ -827,7 +828,7 @@ CASES = [
             uses: demo.any
             interrupt: {prompt: "Approve?"}
     """,
-        "5:16: step 'a': interrupt: interrupt needs before: true or after: true",
+        "5:16: step 'a': interrupt: interrupt needs before: true or after: true; correct the value",
     ),
     case(
         "loop_zero",
@@ -843,7 +844,7 @@ CASES = [
               kind: loop
               loop: {target: a, max_iterations: 0}
     """,
-        "10:41: step 'b': routing.loop.max_iterations: Input should be greater than or equal to 1, got 0",
+        "10:41: step 'b': routing.loop.max_iterations: Input should be greater than or equal to 1, got 0; correct the value",
     ),
     case(
         "threshold_range",
@@ -860,7 +861,7 @@ CASES = [
           - {id: b, uses: demo.any}
           - {id: c, uses: demo.any}
     """,
-        "9:43: step 'a': routing.tie_breaker.confidence_threshold: Input should be less than or equal to 1, got 1.5",
+        "9:43: step 'a': routing.tie_breaker.confidence_threshold: Input should be less than or equal to 1, got 1.5; correct the value",
     ),
     case(
         "unknown_template",
@@ -1026,7 +1027,7 @@ CASES = [
             uses: demo.writer
             inputs: {topic: "'x'", wrods: "10"}
     """,
-        "5:28: step 'a': demo.writer takes no input 'wrods' (did you mean 'words'?) (inputs: topic, words)",
+        "5:28: step 'a': demo.writer takes no input 'wrods' (did you mean 'words'?) (inputs: topic, words); remove it",
     ),
     case(
         "step_input_missing",
@@ -1037,7 +1038,7 @@ CASES = [
             uses: demo.writer
             inputs: {words: "10"}
     """,
-        "5:13: step 'a': demo.writer needs input 'topic' in inputs:",
+        "5:13: step 'a': demo.writer needs input 'topic'; give it under inputs:",
     ),
     case(
         "step_input_missing_without_inputs",
@@ -1047,20 +1048,27 @@ CASES = [
           - id: a
             uses: demo.writer
     """,
-        "4:11: step 'a': demo.writer needs input 'topic' in inputs:",
+        "4:11: step 'a': demo.writer needs input 'topic'; give it under inputs:",
     ),
     pytest.param(
         "name: w\nsteps: " + "[" * 45 + "]" * 45 + "\n",
-        ["2:47: the YAML nests more than 40 levels deep"],
+        [
+            "2:47: the YAML nests more than 40 levels deep; flatten it"
+            " (a workflow needs fewer than ten levels)"
+        ],
         id="too_deep",
     ),
     pytest.param(
         "name: w\nversion: " + "9" * 5000 + "\nsteps:\n  - {id: a, uses: demo.any}\n",
-        ["2:10: cannot read '9999999999999999999999999999999999999999': the number is too large"],
+        [
+            "2:10: cannot read '9999999999999999999999999999999999999999': the number is too large; quote it to keep it as text"
+        ],
         id="huge_int",
     ),
     pytest.param(
-        "", ["1:1: the file is empty: a workflow needs at least 'name' and 'steps'"], id="empty"
+        "",
+        ["1:1: the file is empty: a workflow needs at least 'name' and 'steps'; write them"],
+        id="empty",
     ),
     pytest.param(
         "name: w\x07\nsteps: []\n",
@@ -1069,8 +1077,193 @@ CASES = [
     ),
     pytest.param(
         'name: w\nsteps:\n  - {id: a, uses: demo.any, when: "\\x01"}\n',
-        ["3:36: step 'a' when: CEL syntax error: unexpected character '\\x01' in '\\x01'"],
+        [
+            "3:36: step 'a' when: CEL syntax error: unexpected character '\\x01' in '\\x01'; fix the expression"
+        ],
         id="control_character_in_cel",
+    ),
+    case(
+        "tie_breaker_on_linear",
+        """
+        name: w
+        steps:
+          - id: a
+            uses: demo.judge
+            routing:
+              kind: linear
+              next: b
+              tie_breaker: {valid_targets: [b, c]}
+          - {id: b, uses: demo.any, depends_on: [a]}
+          - {id: c, uses: demo.any, depends_on: [a]}
+    """,
+        "8:20: step 'a': a tie_breaker is never asked with kind: linear, which always takes routing.next; remove tie_breaker or use kind: conditional",
+    ),
+    case(
+        "required_input_with_default",
+        """
+        name: w
+        inputs:
+          n: {type: int, required: true, default: 3}
+        steps:
+          - {id: a, uses: demo.any}
+    """,
+        "3:28: input 'n' is required and has a default, so the default is never used; remove required: true or the default",
+    ),
+    case(
+        "constant_input_of_the_wrong_type",
+        """
+        name: w
+        steps:
+          - id: a
+            uses: demo.writer
+            inputs: {topic: "'t'", words: "'soon'"}
+    """,
+        "5:35: step 'a': inputs.words is always 'soon', which demo.writer refuses (Input should be a valid integer, unable to parse string as an integer); give a value of the type it takes",
+    ),
+    case(
+        "constant_input_that_cannot_be_evaluated",
+        """
+        name: w
+        steps:
+          - id: a
+            uses: demo.writer
+            inputs: {topic: "'t'", words: "[1, 2][5]"}
+    """,
+        "5:35: step 'a': inputs.words ([1, 2][5]) cannot be evaluated: invalid_argument; fix the expression",
+    ),
+    case(
+        "when_is_text",
+        """
+        name: w
+        steps:
+          - {id: a, uses: demo.any, when: "'yes'"}
+    """,
+        "3:35: step 'a' when: \"'yes'\" gives text, never true or false; write a condition, e.g. a comparison (x > 0, x == 'done') or has(...)",
+    ),
+    case(
+        "when_is_arithmetic",
+        """
+        name: w
+        inputs:
+          n: {type: int, default: 1}
+        steps:
+          - {id: a, uses: demo.any, when: "inputs.n - 1"}
+    """,
+        "5:35: step 'a' when: 'inputs.n - 1' gives a number, never true or false; write a condition, e.g. a comparison (x > 0, x == 'done') or has(...)",
+    ),
+    case(
+        "terminate_when_is_a_number",
+        """
+        name: w
+        steps:
+          - id: a
+            uses: demo.judge
+            routing: {kind: conditional, next: b, terminate_when: "size(outputs)", conditions: [{expr: "true", target: b}]}
+          - {id: b, uses: demo.any}
+    """,
+        "5:59: step 'a' routing.terminate_when: 'size(outputs)' gives a number, never true or false; write a condition, e.g. a comparison (x > 0, x == 'done') or has(...)",
+    ),
+    case(
+        "when_is_a_yaml_boolean",
+        """
+        name: w
+        steps:
+          - id: a
+            uses: demo.any
+            when: yes
+    """,
+        "5:11: step 'a': when: YAML reads this value as a boolean, not text (yes, no, on and off are booleans too); put it in quotes, e.g. when: \"true\"",
+    ),
+    pytest.param(
+        "name: w\nsteps:\n\t- {id: a, uses: demo.any}\n",
+        [
+            "3:1: YAML syntax error: while scanning for the next token found character '\\t' that cannot start any token; indent with spaces — YAML does not allow tab characters there"
+        ],
+        id="tab_indentation",
+    ),
+    case(
+        "non_ascii_id_folds",
+        """
+        name: w
+        steps:
+          - {id: café, uses: demo.any}
+    """,
+        "3:10: step id 'café' is not an identifier ([a-z][a-z0-9_]*); use 'cafe'",
+    ),
+    case(
+        "non_ascii_id_without_ascii_letters",
+        """
+        name: w
+        steps:
+          - {id: 步骤, uses: demo.any}
+    """,
+        "3:10: step id '步骤' is not an identifier ([a-z][a-z0-9_]*): names are written in ASCII letters, digits and _; spell it in ASCII, e.g. 'step_1'",
+    ),
+    case(
+        "min_on_a_string_input",
+        """
+        name: w
+        inputs:
+          topic: {type: string, min: 1}
+        steps:
+          - {id: a, uses: demo.any}
+    """,
+        "3:30: input 'topic': min bounds int and float inputs (this one is string); remove min or use choices",
+    ),
+    case(
+        "min_above_max",
+        """
+        name: w
+        inputs:
+          n: {type: int, min: 5, max: 1}
+        steps:
+          - {id: a, uses: demo.any}
+    """,
+        "3:31: input 'n': max 1 is below min 5; swap them",
+    ),
+    case(
+        "default_below_min",
+        """
+        name: w
+        inputs:
+          n: {type: int, min: 1, default: 0}
+        steps:
+          - {id: a, uses: demo.any}
+    """,
+        "3:35: default of input 'n' must be at least 1, got 0; change the default or the bounds",
+    ),
+    case(
+        "when_is_a_string_input",
+        """
+        name: w
+        inputs:
+          topic: {type: string, default: x}
+        steps:
+          - {id: a, uses: demo.any, when: inputs.topic}
+    """,
+        "5:35: step 'a' when: 'inputs.topic' is declared string, never true or false; compare it, e.g. inputs.topic == 'done'",
+    ),
+    case(
+        "condition_is_a_status",
+        """
+        name: w
+        steps:
+          - {id: a, uses: demo.any}
+          - {id: b, uses: demo.any, depends_on: [a], when: steps.a.status}
+    """,
+        "4:52: step 'b' when: 'steps.a.status' is declared string, never true or false; compare it, e.g. steps.a.status == 'SUCCEEDED'",
+    ),
+    case(
+        "condition_is_a_number_output",
+        """
+        name: w
+        steps:
+          - id: a
+            uses: demo.judge
+            routing: {kind: conditional, next: b, conditions: [{expr: "outputs.confidence", target: b}]}
+          - {id: b, uses: demo.any}
+    """,
+        "5:63: step 'a' routing.conditions[0]: 'outputs.confidence' is declared float, never true or false; compare it, e.g. outputs.confidence > 0",
     ),
 ]
 
@@ -1089,3 +1282,33 @@ def test_malformed_definition_reports_exact_location_and_message(
 
 def test_the_table_covers_at_least_forty_definitions() -> None:
     assert len(CASES) >= 40
+
+
+ACCEPTED = [
+    case(
+        "when_is_a_bool_input",
+        """
+        name: w
+        inputs:
+          go: {type: bool, default: true}
+        steps:
+          - {id: a, uses: demo.any, when: inputs.go}
+    """,
+    ),
+    case(
+        "condition_is_a_bool_output",
+        """
+        name: w
+        steps:
+          - id: a
+            uses: demo.judge
+            routing: {kind: conditional, next: b, conditions: [{expr: outputs.terminate, target: b}]}
+          - {id: b, uses: demo.any}
+    """,
+    ),
+]
+
+
+@pytest.mark.parametrize("text, expected", ACCEPTED)
+def test_conditions_whose_declared_type_is_boolean_load(text: str, expected: list[str]) -> None:
+    assert load_workflow_text(text, source="wf.yaml", registry=REGISTRY).steps

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import multiprocessing
 import os
 import signal
 import subprocess
@@ -17,7 +18,7 @@ from engine.kahn import KahnEngine, RunNotResumable
 from engine.protocol import RunContext
 from engine.states import RunStatus, StepStatus
 from engine.store import RunStore
-from tests.engine import crash_worker
+from tests.engine import crash_worker, resume_worker
 from tests.engine.kahn_helpers import TEST_REGISTRY, run, step, workflow
 
 REPO = Path(__file__).resolve().parents[2]
@@ -172,3 +173,48 @@ async def test_fork_keeps_results_upstream_and_reruns_from_the_step(tmp_path: Pa
     assert (record.parent_run_id, record.forked_at) == (parent.run_id, "c")
     assert store.step_results(fork.run_id)["b"].status == StepStatus.SUCCEEDED
     store.close()
+
+
+@pytest.mark.parametrize("round_", range(3))
+async def test_two_processes_resuming_a_waiting_run_with_different_answers_never_mix_them(
+    tmp_path: Path, round_: int
+) -> None:
+    """Claiming the run and recording its answer are one transaction: whichever process
+    claims first has its answer applied; the other is refused and stores nothing."""
+    db = tmp_path / "runs.sqlite"
+    wf = workflow(step("plan", interrupt={"after": True}), step("execute", depends_on=["plan"]))
+    with RunStore(db) as store:
+        waiting, _ = await run(wf, store=store)
+    assert waiting.status == RunStatus.WAITING
+    (interrupt_id,) = waiting.pending_interrupts
+
+    context = multiprocessing.get_context("spawn")
+    barrier, results = context.Barrier(2), context.Queue()
+    processes = [
+        context.Process(
+            target=resume_worker.resume_with,
+            args=(db, waiting.run_id, interrupt_id, action, barrier, results),
+        )
+        for action in ("approve", "reject")
+    ]
+    for process in processes:
+        process.start()
+    outcomes = {results.get(timeout=120)[:2] for _ in processes}
+    for process in processes:
+        process.join(timeout=60)
+        assert process.exitcode == 0
+
+    resumed = [action for action, outcome in outcomes if outcome == "resumed"]
+    assert len(resumed) == 1, outcomes
+    with RunStore(db) as store:
+        stored = store.get_interrupt(interrupt_id)
+        assert stored is not None and stored.answer is not None
+        assert stored.answer.action == resumed[0]
+        answers = [
+            e.answer["action"]
+            for e in store.events(waiting.run_id)
+            if e.kind == "interrupt_resolved"
+        ]
+        assert answers == resumed
+        plan = store.step_results(waiting.run_id)["plan"].status
+        assert plan == (StepStatus.SUCCEEDED if resumed[0] == "approve" else StepStatus.FAILED)

@@ -600,6 +600,16 @@ def test_invalid_or_missing_answers_fall_back_to_the_default_edge_needing_a_huma
     assert signal.skipped_targets == ["gather", "escalate"]
 
 
+@pytest.mark.parametrize("confidence", [float("nan"), float("-inf"), 0.69])
+def test_a_confidence_that_is_not_above_the_threshold_reaches_a_person(review, confidence):
+    human = settle_tie_break(
+        need_for(review), TieBreakAnswer(target="author", confidence=confidence)
+    )
+    assert isinstance(human, HumanTieBreakNeeded)
+    payload = human.interrupt_request().payload
+    assert payload["confidence"] == (0.69 if confidence == 0.69 else None)
+
+
 def test_low_confidence_asks_a_person(review):
     human = settle_tie_break(
         need_for(review), TieBreakAnswer(target="author", confidence=0.4, reasoning="unsure")

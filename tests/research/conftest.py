@@ -16,7 +16,7 @@ from engine.protocol import ExecutionResult
 from engine.spec import WorkflowDefinition
 from engine.store import RunStore, StepResult
 from research.corpus import Corpus
-from tui.wiring import build_run_context, close_run_context
+from tui.launch.wiring import build_run_context, close_run_context
 
 PROJECT = Path(__file__).resolve().parents[2]
 PEPS = PROJECT.parent / "shared" / "corpus" / "peps"

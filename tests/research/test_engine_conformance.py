@@ -41,7 +41,7 @@ from tests.research.test_trajectories import (
     REMEDIATION_QUERY,
     VETO_QUERY,
 )
-from tui.wiring import build_run_context, close_run_context
+from tui.launch.wiring import build_run_context, close_run_context
 
 TRAJECTORIES: dict[str, tuple[str, dict[str, Any]]] = {
     "gate": GATE_QUERY,
@@ -73,7 +73,7 @@ class EngineRun:
 def research_context(
     workspace: Path, store: RunStore, corpus_path: Path, query: str, **inputs: Any
 ) -> RunContext:
-    """The CLI's wiring (tui/wiring.py) on the PEP collection, prompts answered by default."""
+    """The CLI's wiring (tui/launch/wiring.py) on the PEP collection, prompts answered by default."""
     return build_run_context(
         workspace,
         inputs={"query": query, "as_of": AS_OF, "collections": ["peps"], **inputs},

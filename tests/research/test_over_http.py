@@ -23,7 +23,7 @@ from router.models import ChatRequest
 from router.router import build_router
 from tests.research.conftest import ResearchRun, run_research
 from tests.research.test_trajectories import VETO_QUERY
-from tui.wiring import extractive_handlers, extractive_responder
+from tui.launch.wiring import extractive_handlers, extractive_responder
 
 SERVER_ERROR_AT = (
     5  # the provider's 5th chat request gets a 503: one failure, the breaker stays CLOSED

@@ -24,7 +24,7 @@ from research.steps.verification import cove_verify
 from research.tasks import ScopeAnswer
 from router.local import TaskHandlerRegistry
 from router.models import ChatResponse
-from tui.wiring import RouterModelCaller, build_workbench_router
+from tui.launch.wiring import RouterModelCaller, build_workbench_router
 
 
 class MemoryJournal:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import random
 from collections.abc import AsyncIterator, Callable
 from typing import Any
@@ -62,6 +63,18 @@ def keys(monkeypatch: pytest.MonkeyPatch) -> dict[str, str]:
 async def fault_server() -> AsyncIterator[FaultServer]:
     async with FaultServer(responder=fault_answer) as server:
         yield server
+
+
+async def until(condition: Callable[[], bool], what: str, turns: int = 5000) -> None:
+    """Let the loop (the fault server, worker threads) run until ``condition`` holds.
+
+    For waiting on real I/O, never on time: it fails loudly when the condition never comes.
+    """
+    for _ in range(turns):
+        if condition():
+            return
+        await asyncio.sleep(0.001)
+    raise AssertionError(f"never happened: {what}")
 
 
 def request(

@@ -1,6 +1,12 @@
-"""Breaker state machine on an injected clock: every transition, cooldown growth and cap, leases, OPEN failures."""
+"""Breaker state machine on an injected clock: every transition, cooldown growth and cap, leases, OPEN failures.
+
+A trip's ADR-002 cooldown is the ceiling (``view().ceiling_s``); ``cooldown_remaining()`` counts
+down to the next probe, which comes much sooner (jittered, growing with the outage).
+"""
 
 from __future__ import annotations
+
+import random
 
 import pytest
 
@@ -14,7 +20,8 @@ CLOSED, OPEN, HALF_OPEN = BreakerState.CLOSED, BreakerState.OPEN, BreakerState.H
 
 def make(clock: ManualClock, **policy: float) -> tuple[CircuitBreaker, list[Transition]]:
     seen: list[Transition] = []
-    return CircuitBreaker(BreakerPolicy(**policy), clock, seen.append), seen  # type: ignore[arg-type]
+    breaker = CircuitBreaker(BreakerPolicy(**policy), clock, seen.append, random.Random(3))  # type: ignore[arg-type]
+    return breaker, seen
 
 
 def trip(breaker: CircuitBreaker, error: ErrorClass = ErrorClass.SERVER, n: int = 5) -> None:
@@ -36,7 +43,8 @@ def test_five_consecutive_failures_trip(clock: ManualClock) -> None:
     breaker.record_failure(ErrorClass.SERVER)
     assert breaker.state is OPEN
     assert [(t.old, t.new) for t in seen] == [(CLOSED, OPEN)]
-    assert breaker.cooldown_remaining() == pytest.approx(30.0)
+    assert breaker.view().ceiling_s == pytest.approx(30.0)
+    assert breaker.cooldown_remaining() == pytest.approx(1.0)  # first probe after probe_min_s
 
 
 def test_a_success_resets_the_consecutive_count(clock: ManualClock) -> None:
@@ -54,6 +62,8 @@ def test_failure_rate_over_the_window_trips(clock: ManualClock) -> None:
         breaker.record_success()
         clock.advance(1)
         breaker.record_failure(ErrorClass.SERVER)
+        if breaker.state is OPEN:
+            break
         clock.advance(1)
     assert breaker.state is OPEN
     assert "failure rate" in seen[-1].reason
@@ -83,13 +93,14 @@ def test_429_trips_at_once_and_honours_retry_after_exactly(clock: ManualClock) -
 def test_429_without_retry_after_uses_the_rate_limit_base(clock: ManualClock) -> None:
     breaker, _ = make(clock)
     breaker.record_failure(ErrorClass.RATE_LIMIT)
-    assert breaker.cooldown_remaining() == pytest.approx(120.0)
+    assert breaker.view().ceiling_s == pytest.approx(120.0)
+    assert breaker.cooldown_remaining() == pytest.approx(1.0)
 
 
 def test_timeouts_use_the_timeout_base(clock: ManualClock) -> None:
     breaker, _ = make(clock)
     trip(breaker, ErrorClass.TIMEOUT)
-    assert breaker.cooldown_remaining() == pytest.approx(60.0)
+    assert breaker.view().ceiling_s == pytest.approx(60.0)
 
 
 def test_quota_is_a_long_cooldown(clock: ManualClock) -> None:
@@ -133,7 +144,7 @@ def test_failed_probe_reopens_with_grown_cooldown_up_to_the_cap(clock: ManualClo
         assert lease is not None
         breaker.record_failure(ErrorClass.SERVER, lease=lease)
         assert breaker.state is OPEN
-        cooldowns.append(breaker.cooldown_remaining())
+        cooldowns.append(breaker.view().ceiling_s)
     assert cooldowns == pytest.approx([min(600.0, c) for c in expected])
     assert cooldowns[-1] == 600.0
 
@@ -144,22 +155,23 @@ def test_recovery_resets_the_growth(clock: ManualClock) -> None:
     clock.advance(30)
     lease = breaker.acquire_probe()
     breaker.record_failure(ErrorClass.SERVER, lease=lease)
-    assert breaker.cooldown_remaining() == pytest.approx(45.0)
+    assert breaker.view().ceiling_s == pytest.approx(45.0)
     clock.advance(45)
     breaker.record_success(breaker.acquire_probe())
     trip(breaker)
-    assert breaker.cooldown_remaining() == pytest.approx(30.0)
+    assert breaker.view().ceiling_s == pytest.approx(30.0)
+    assert breaker.view().consecutive_trips == 1
 
 
 def test_failures_while_open_do_not_extend_the_break(clock: ManualClock) -> None:
     breaker, seen = make(clock)
     trip(breaker)
-    clock.advance(20)
+    clock.advance(0.6)
     for error in (ErrorClass.SERVER, ErrorClass.TIMEOUT, ErrorClass.RATE_LIMIT):
         breaker.record_failure(error, retry_after_s=500)
     breaker.record_success()  # a late success while OPEN does not close it either
     assert breaker.state is OPEN
-    assert breaker.cooldown_remaining() == pytest.approx(10.0)
+    assert breaker.cooldown_remaining() == pytest.approx(0.4)
     assert len(seen) == 1
 
 
@@ -222,14 +234,158 @@ def test_force_open_and_restore(clock: ManualClock) -> None:
     assert other.state is HALF_OPEN
     lease = other.acquire_probe()
     other.record_failure(ErrorClass.SERVER, lease=lease)
-    assert other.cooldown_remaining() == pytest.approx(30 * 1.5**2)
+    assert other.view().ceiling_s == pytest.approx(30 * 1.5**2)
 
 
 def test_wall_clock_jumps_do_not_move_cooldowns(clock: ManualClock) -> None:
     breaker, _ = make(clock)
     trip(breaker)
     clock.set_wall(clock.wall() + 3600)  # NTP step forward
-    assert breaker.state is OPEN and breaker.cooldown_remaining() == pytest.approx(30.0)
+    assert breaker.state is OPEN and breaker.cooldown_remaining() == pytest.approx(1.0)
     clock.set_wall(clock.wall() - 7200)  # and backward
-    clock.advance(30)
+    clock.advance(0.99)
+    assert breaker.state is OPEN
+    clock.advance(0.01)
     assert breaker.state is HALF_OPEN
+
+
+def play_outage(
+    breaker: CircuitBreaker, clock: ManualClock, seconds: float, ceilings: list[float] | None = None
+) -> list[float]:
+    """An outage of ``seconds`` from now: each probe fails until it ends, the first one after it
+    succeeds. Returns the probe times (since the start), the successful one last."""
+    probes = []
+    began = clock.monotonic()
+    while True:
+        clock.advance(breaker.cooldown_remaining())
+        lease = breaker.acquire_probe()
+        assert lease is not None
+        probes.append(clock.monotonic() - began)
+        if clock.monotonic() - began >= seconds:
+            breaker.record_success(lease)
+            assert breaker.state is CLOSED
+            return probes
+        breaker.record_failure(ErrorClass.SERVER, lease=lease)
+        if ceilings is not None:
+            ceilings.append(breaker.view().ceiling_s)
+
+
+def test_probing_starts_soon_and_backs_off_with_the_outage(clock: ManualClock) -> None:
+    breaker, _ = make(clock)
+    trip(breaker)
+    ceilings: list[float] = []
+    probes = play_outage(breaker, clock, 3600, ceilings)[:-1]
+    gaps = [b - a for a, b in zip([0.0, *probes], probes)]
+    assert probes[0] == pytest.approx(1.0)  # the first probe a second after the trip
+    assert min(gaps) >= 1.0  # never more than one probe a second
+    # each gap is within its bound: 0.2 x the outage so far, and never above the trip's ceiling
+    for start, gap in zip([0.0, *probes], gaps):
+        assert gap <= max(1.0, 0.2 * start) + 1e-9
+        assert gap <= 600.0
+    # the probes back off: 10 s into the outage they come every second or two ...
+    early = [g for s, g in zip([0.0, *probes], gaps) if s < 10]
+    assert max(early) <= 2.0
+    # ... an hour in, minutes apart, and the trip count (the ceiling) kept growing to the cap
+    assert gaps[-1] > 60
+    assert ceilings[:3] == pytest.approx([45.0, 67.5, 101.25])  # x1.5 per trip ...
+    assert ceilings[-1] == 600.0  # ... up to the cap
+    assert breaker.state is CLOSED and breaker.view().consecutive_trips == 0  # reset by the success
+    assert 20 < len(probes) < 120  # ~an hour of outage costs dozens of probes, not thousands
+
+
+def test_a_ten_second_outage_is_noticed_within_two_seconds(clock: ManualClock) -> None:
+    for seed in range(50):
+        breaker = CircuitBreaker(BreakerPolicy(), clock, rng=random.Random(seed))
+        trip(breaker)
+        probes = play_outage(breaker, clock, 10.0)
+        assert probes[-1] - 10.0 <= 2.0  # the first probe after the outage closes the breaker
+
+
+def test_jitter_comes_from_the_injected_rng(clock: ManualClock) -> None:
+    def delays(seed: int) -> list[float]:
+        local = ManualClock()
+        breaker = CircuitBreaker(BreakerPolicy(), local, rng=random.Random(seed))
+        trip(breaker)
+        out = []
+        for _ in range(8):
+            out.append(breaker.cooldown_remaining())
+            local.advance(breaker.cooldown_remaining())
+            breaker.record_failure(ErrorClass.SERVER, lease=breaker.acquire_probe())
+        return out
+
+    assert delays(1) == delays(1)
+    assert delays(1) != delays(2)
+    assert len(set(delays(1)[5:])) == 3  # full jitter once the bound exceeds the floor
+
+
+def test_retry_after_quota_and_misconfiguration_are_not_probed_early(clock: ManualClock) -> None:
+    breaker, _ = make(clock)
+    breaker.record_failure(ErrorClass.RATE_LIMIT, retry_after_s=7.0)
+    assert breaker.cooldown_remaining() == pytest.approx(7.0)
+    quota, _ = make(clock)
+    quota.record_failure(ErrorClass.QUOTA)
+    assert quota.cooldown_remaining() == pytest.approx(600.0)
+    wrong, _ = make(clock)
+    wrong.force_open(ErrorClass.PERMANENT, "bad key")
+    assert wrong.cooldown_remaining() == pytest.approx(600.0)
+
+
+def test_a_lease_outlives_its_probe(clock: ManualClock) -> None:
+    breaker, _ = make(clock, probe_lease_s=15.0)
+    trip(breaker)
+    clock.advance(breaker.cooldown_remaining())
+    lease = breaker.acquire_probe(probe_s=70.0)  # a 10 s health check + a 60 s call
+    assert lease is not None
+    clock.advance(70.0)  # the probe's calls time out at the latest now
+    assert breaker.acquire_probe() is None  # still its lease
+    breaker.record_success(lease)
+    assert breaker.state is CLOSED
+
+
+def test_a_trip_from_another_process_is_adopted_only_when_newer(clock: ManualClock) -> None:
+    breaker, seen = make(clock)
+    assert breaker.adopt_trip(5.0, 3, "5 consecutive failures", clock.wall() + 1)
+    assert breaker.state is OPEN and breaker.cooldown_remaining() == pytest.approx(5.0)
+    assert breaker.view().consecutive_trips == 3
+    assert "another process" in seen[-1].reason
+    clock.advance(5.0)
+    breaker.record_success(breaker.acquire_probe())
+    assert breaker.state is CLOSED
+    # an older row (written before this breaker recovered) changes nothing
+    assert not breaker.adopt_trip(5.0, 3, "old", clock.wall() - 1)
+    assert breaker.state is CLOSED
+
+
+def test_releasing_a_stale_lease_leaves_the_live_one_alone(clock: ManualClock) -> None:
+    breaker, _ = make(clock, probe_lease_s=5.0)
+    trip(breaker)
+    clock.advance(breaker.cooldown_remaining())
+    stale = breaker.acquire_probe()
+    assert stale is not None
+    clock.advance(5.0)  # the first probe was lost: its lease expired
+    live = breaker.acquire_probe()
+    assert live is not None
+    breaker.release_probe(stale)
+    assert not breaker.can_attempt()  # the live probe still holds the provider
+    breaker.release_probe(live)
+    assert breaker.can_attempt()
+
+
+def test_restore_takes_stored_values_as_they_are_and_clamps_nonsense(clock: ManualClock) -> None:
+    closed, _ = make(clock)
+    closed.restore(CLOSED, 0.0, 0, None, None)
+    assert closed.view().consecutive_trips == 0 and closed.state is CLOSED
+    assert closed.view().changed_wall is None
+    ended, _ = make(clock)
+    ended.restore(OPEN, 0.0, 0, "x", 5.0)  # a break that ended while nobody ran
+    view = ended.view()
+    assert view.state is HALF_OPEN and view.ceiling_s == 0.0 and view.changed_wall != 5.0
+    broken, _ = make(clock)
+    broken.restore(OPEN, -3.0, -2, "y", 7.0)
+    assert broken.view().consecutive_trips == 0 and broken.state is HALF_OPEN
+    short, _ = make(clock)
+    short.restore(OPEN, 0.5, 1, "z", 9.0)
+    view = short.view()
+    assert view.state is OPEN and view.ceiling_s == pytest.approx(0.5)
+    assert view.open_reason == "z" and view.changed_wall == 9.0
+    assert view.cooldown_remaining_s == pytest.approx(0.5)

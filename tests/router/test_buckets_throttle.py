@@ -98,6 +98,28 @@ def test_token_bucket_remaining_only(clock: ManualClock) -> None:
     assert bucket.level() == 5
 
 
+def test_remaining_only_limits_are_learnt_upward_and_downward(clock: ManualClock) -> None:
+    """Azure reports only ``remaining``: a first low reading must not cap the bucket for good."""
+    bucket = DualBucket(None, None, clock)
+    bucket.apply(
+        RateLimitInfo(requests=LimitReading(remaining=3), tokens=LimitReading(remaining=2_000))
+    )
+    assert bucket.headroom() == (3, 3, 2_000, 2_000)
+    bucket.apply(
+        RateLimitInfo(requests=LimitReading(remaining=599), tokens=LimitReading(remaining=99_000))
+    )
+    assert bucket.headroom() == (599, 599, 99_000, 99_000)
+    bucket.apply(RateLimitInfo(requests=LimitReading(remaining=40)))
+    assert bucket.headroom()[:2] == (40, 599)  # down again: the level follows, the limit stays
+    assert bucket.eta(1) == 0.0
+
+
+def test_a_configured_limit_is_not_raised_by_remaining(clock: ManualClock) -> None:
+    bucket = DualBucket(10, None, clock)
+    bucket.apply(RateLimitInfo(requests=LimitReading(remaining=500)))
+    assert bucket.headroom()[:2] == (10, 10)
+
+
 def test_bulkhead() -> None:
     bulkhead = Bulkhead(2)
     assert bulkhead.try_acquire() and bulkhead.try_acquire()

@@ -9,16 +9,23 @@ from router.clock import ManualClock
 from router.fault_server import FaultServer
 from router.models import BreakerState
 
-from .conftest import RouterFactory, make_config, provider_entry, request
+from .conftest import RouterFactory, make_config, provider_entry, request, until
 
 
-async def shedding_router(fault_server: FaultServer, make_router: RouterFactory, **policy: object):
+async def shedding_router(
+    fault_server: FaultServer, make_router: RouterFactory, d_slots: int = 10, **policy: object
+):
     down = {n: {"fault": "down"} for n in ("a", "b", "c")}
     fault_server.set_script({"providers": down})
     router = make_router(
         make_config(
             [
-                provider_entry(fault_server, n, weight=0.0 if n == "d" else 1.0)
+                provider_entry(
+                    fault_server,
+                    n,
+                    weight=0.0 if n == "d" else 1.0,
+                    bulkhead=d_slots if n == "d" else 10,
+                )
                 for n in ("a", "b", "c", "d")
             ],
             **policy,
@@ -61,7 +68,7 @@ async def test_medium_priority_is_queued_and_bounded(
     fault_server: FaultServer, make_router: RouterFactory, keys: dict
 ) -> None:
     router = await shedding_router(
-        fault_server, make_router, shed_medium_concurrency=2, shed_queue_size=3
+        fault_server, make_router, d_slots=2, shed_medium_concurrency=2, shed_queue_size=3
     )
     responses = await asyncio.gather(
         *(router.complete(request(priority="medium")) for _ in range(10))
@@ -82,20 +89,44 @@ async def test_medium_queue_wait_is_bounded(
     fault_server: FaultServer, make_router: RouterFactory, clock: ManualClock, keys: dict
 ) -> None:
     router = await shedding_router(
-        fault_server, make_router, shed_medium_concurrency=1, shed_queue_wait_s=5
+        fault_server, make_router, d_slots=1, shed_medium_concurrency=1, shed_queue_wait_s=5
     )
     fault_server.set_script({"providers": {"d": {"latency_s": 0.3}}})
     first = asyncio.ensure_future(router.complete(request(priority="medium")))
     second = asyncio.ensure_future(router.complete(request(priority="medium")))
-    for _ in range(1000):
-        if router._shedder.waiting == 1:
-            break
-        await asyncio.sleep(0.001)
+    await until(lambda: router._shedder.waiting == 1, "the second request queues")
     clock.advance(5)
     late = await second
     assert late.provider == "builtin"
     assert any("without a turn" in a.detail for a in late.attempts)
     assert (await first).provider == "d"
+
+
+async def test_a_healthy_providers_free_slots_are_never_left_idle_while_requests_queue(
+    fault_server: FaultServer, make_router: RouterFactory, keys: dict
+) -> None:
+    router = await shedding_router(
+        fault_server, make_router, d_slots=10, shed_medium_concurrency=2, shed_queue_size=3
+    )
+    responses = await asyncio.gather(
+        *(router.complete(request(priority="medium")) for _ in range(10))
+    )
+    assert Counter(r.provider for r in responses) == {"d": 10}  # all ten of d's slots used
+    assert router._by_name["d"].bulkhead.peak == 10  # at once: none of them waited
+    assert not any(a.detail.startswith("queued") for r in responses for a in r.attempts)
+
+
+async def test_a_queued_request_takes_a_slot_as_soon_as_one_frees(
+    fault_server: FaultServer, make_router: RouterFactory, keys: dict
+) -> None:
+    router = await shedding_router(
+        fault_server, make_router, d_slots=3, shed_medium_concurrency=1, shed_queue_size=10
+    )
+    responses = await asyncio.gather(
+        *(router.complete(request(priority="medium")) for _ in range(9))
+    )
+    assert Counter(r.provider for r in responses) == {"d": 9}  # queued ones got d's freed slots
+    assert router._by_name["d"].bulkhead.peak == 3
 
 
 async def test_no_shedding_at_half_or_fewer_open(

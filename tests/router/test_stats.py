@@ -125,12 +125,18 @@ async def test_breaker_state_and_history_survive_a_restart(
 
 
 async def test_an_unwritable_store_does_not_break_routing(
-    tmp_path: Path, make_router: RouterFactory
+    tmp_path: Path, make_router: RouterFactory, caplog: pytest.LogCaptureFixture
 ) -> None:
     router = make_router(make_config([]), stats_path=tmp_path)
     router._stats.close()  # type: ignore[union-attr]
     assert (await router.complete(request())).provider == "builtin"
-    await router.flush_stats()  # logs once, keeps the records for a later flush
+    await router.flush_stats()
+    assert (await router.complete(request())).provider == "builtin"
+    await router.flush_stats()
+    # the records are kept for a later flush, and the failure is logged once, not per flush
+    assert router._recorder is not None and router._recorder.pending == 2
+    warnings = [r for r in caplog.records if "could not be written" in r.getMessage()]
+    assert len(warnings) == 1
 
 
 async def test_stats_path_may_be_a_workspace_not_yet_created(

@@ -13,7 +13,7 @@ from router.local import TaskHandlerRegistry
 from router.models import ChatRequest
 from router.tiebreak import TIE_BREAK_TASK, choose_target
 
-from .conftest import RouterFactory, make_config, provider_entry
+from .conftest import RouterFactory, make_config, provider_entry, until
 
 TARGETS = ["publish", "implement"]
 
@@ -85,10 +85,7 @@ async def test_timeout_after_30s_of_router_time(
     fault_server.set_script({"providers": {"openai": {"latency_s": 5}}})
     router = make_router(make_config([provider_entry(fault_server, "openai", timeout_s=60)]))
     task = asyncio.ensure_future(choose(router))
-    for _ in range(2000):
-        if fault_server.requests_for("openai", "chat"):
-            break
-        await asyncio.sleep(0.001)
+    await until(lambda: bool(fault_server.requests_for("openai", "chat")), "the call is sent")
     clock.advance(29.9)
     await asyncio.sleep(0)
     assert not task.done()

@@ -7,11 +7,11 @@ from pathlib import Path
 
 import pytest
 
-import engine.store
+import engine.store.base
 from engine.states import RunStatus
 from engine.store import RunStore
-from tui.sample_run import research_events, store_events, tie_break_events
-from tui.workbench import Workbench
+from tui.dev.sample_run import research_events, store_events, tie_break_events
+from tui.launch.workbench import Workbench
 
 FROZEN_WALL = 1_700_000_000.0
 
@@ -20,7 +20,7 @@ FROZEN_WALL = 1_700_000_000.0
 def frozen_store_clock(monkeypatch: pytest.MonkeyPatch) -> None:
     """Stamp every stored event and run with the same wall and monotonic time."""
     monkeypatch.setattr(
-        engine.store,
+        engine.store.base,
         "time",
         types.SimpleNamespace(time=lambda: FROZEN_WALL, monotonic=lambda: 100.0),
     )

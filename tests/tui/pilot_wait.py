@@ -1,4 +1,5 @@
-"""Waiting on the real app in Pilot tests: bounded by rounds of the event loop, never by a timed assertion."""
+"""Waiting on the real app in Pilot tests: bounded by rounds of the event loop, never by a timed
+assertion. Keys go one at a time through :func:`press`, each waiting for its effect."""
 
 from __future__ import annotations
 
@@ -24,3 +25,15 @@ async def until(
         (driver.running, driver.error, driver.result) for driver in getattr(app, "run_drivers", [])
     ]
     raise AssertionError(f"condition never held; screens {app.screen_stack}, runs {runs}")
+
+
+async def press(pilot: Any, key: str, effect: Callable[[], bool]) -> None:
+    """Press one ``key`` and let the app run until its ``effect`` shows, before any other key."""
+    await pilot.press(key)
+    await until(pilot, effect)
+
+
+def highlighted(options: Any) -> str | None:
+    """The id of an OptionList's highlighted option."""
+    index = options.highlighted
+    return None if index is None else options.get_option_at_index(index).id

@@ -16,12 +16,12 @@ from engine.states import RunStatus
 from engine.store import RunStore
 from router.fault_script import DEFAULT_SCRIPT_PATH, load_fault_script
 from tests.tui.pilot_wait import prompt_ready, until
-from tui.app import WorkbenchApp
-from tui.chaos import BreakerWatch, chaos_job
+from tui.app.app import WorkbenchApp
+from tui.app.screens.run import RunScreen
+from tui.app.widgets.prompts import ApprovalPrompt
 from tui.commands.app_cmds import chaos_command
-from tui.screens.run import RunScreen
-from tui.widgets.prompts import ApprovalPrompt
-from tui.workbench import Workbench
+from tui.dev.chaos import BreakerWatch, chaos_job
+from tui.launch.workbench import Workbench
 
 SIZE = (150, 46)
 

@@ -6,7 +6,7 @@ import click
 import pytest
 
 from router.config import RouterConfig
-from tui.app import WorkbenchApp
+from tui.app.app import WorkbenchApp
 from tui.commands.app_cmds import make_workbench
 from tui.config import (
     CONFIG_ENV,

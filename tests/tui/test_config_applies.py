@@ -23,17 +23,17 @@ from engine.states import RunStatus
 from engine.store import RunStore
 from research.corpus import Corpus
 from router.fault_server import FaultServer, demo_router_config
+from tui.app.run_driver import EventInbox
 from tui.cli import cli
 from tui.config import ConfigError, WorkbenchConfig, load_config
-from tui.run_driver import EventInbox
-from tui.wiring import (
+from tui.launch.wiring import (
     ROUTER_EXTRA,
     close_run_context,
     extractive_responder,
     index_config_folders,
     open_corpus,
 )
-from tui.workbench import SHIPPED_WORKFLOWS, Workbench, _load
+from tui.launch.workbench import SHIPPED_WORKFLOWS, Workbench, _load
 
 DEEP_RESEARCH = SHIPPED_WORKFLOWS / "deep_research.yaml"
 ZEBRA = "Zebra herds in the Serengeti migrate with the rains; the quagga stripe pattern confuses predators."

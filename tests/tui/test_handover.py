@@ -8,10 +8,19 @@ import os
 import subprocess
 from pathlib import Path
 
+import pytest
+
 from engine.events import InterruptResolved
 from engine.states import RunStatus
 from engine.store import RunStore, RunSummary
-from tests.tui.terminal import F2, WORKBENCH, spawn_workbench, terminal_env
+from tests.tui.terminal import (
+    E2E_TIMEOUT_S,
+    F2,
+    PROCESS_S,
+    WORKBENCH,
+    spawn_workbench,
+    terminal_env,
+)
 
 
 def approve_in_the_app(
@@ -23,8 +32,7 @@ def approve_in_the_app(
     try:
         for words in waiting:
             term.wait_for(words)
-        term.child.send(F2)
-        term.wait_for("COMPLETED")
+        term.press(F2, lambda: "COMPLETED" in term.text(), "the run completing")
         term.quit()
     finally:
         term.close()
@@ -36,6 +44,7 @@ def only_run(workspace: Path) -> tuple[RunSummary, list[InterruptResolved]]:
         return run, [e for e in store.events(run.run_id) if isinstance(e, InterruptResolved)]
 
 
+@pytest.mark.timeout(E2E_TIMEOUT_S)
 def test_workbench_run_opens_the_app_on_the_run_and_the_answer_completes_it(tmp_path: Path) -> None:
     workspace = tmp_path / "ws"
     approve_in_the_app(
@@ -51,7 +60,7 @@ def test_workbench_run_opens_the_app_on_the_run_and_the_answer_completes_it(tmp_
         env={**os.environ, "COLUMNS": "200"},
         capture_output=True,
         text=True,
-        timeout=60,
+        timeout=PROCESS_S,
         check=True,
     )
     run, answers = only_run(workspace)
@@ -63,6 +72,7 @@ def test_workbench_run_opens_the_app_on_the_run_and_the_answer_completes_it(tmp_
     ]
 
 
+@pytest.mark.timeout(E2E_TIMEOUT_S)
 def test_workbench_research_opens_the_app_on_the_run(tmp_path: Path) -> None:
     workspace = tmp_path / "ws"
     approve_in_the_app(

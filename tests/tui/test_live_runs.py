@@ -22,13 +22,13 @@ from engine.events import InterruptRaised, InterruptResolved, StepFinished
 from engine.protocol import InterruptResponder, RunContext, TieBreakAnswer, TieBreakRequest
 from engine.states import RunStatus, StepStatus
 from engine.store import RunStore
-from tests.tui.pilot_wait import prompt_ready, until
-from tui.app import WorkbenchApp
-from tui.screens.run import RunScreen
-from tui.widgets.dag_outline import DagOutline
-from tui.widgets.dag_view import HELD_GLYPH, DagView
-from tui.widgets.prompts import ApprovalPrompt, TieBreakPrompt
-from tui.workbench import SHIPPED_WORKFLOWS, Workbench
+from tests.tui.pilot_wait import highlighted, press, prompt_ready, until
+from tui.app.app import WorkbenchApp
+from tui.app.screens.run import RunScreen
+from tui.app.widgets.dag_outline import DagOutline
+from tui.app.widgets.dag_view import HELD_GLYPH, DagView
+from tui.app.widgets.prompts import ApprovalPrompt, TieBreakPrompt
+from tui.launch.workbench import SHIPPED_WORKFLOWS, Workbench
 
 SIZE = (150, 46)
 ENGINES = ["kahn", "langgraph"]
@@ -198,8 +198,9 @@ async def test_choosing_a_tie_breaker_target_routes_the_run(tmp_path: Path, engi
         assert screen.view.engine == engine
         assert screen.view.steps["review"].status is StepStatus.WAITING_HUMAN
         assert_held_while_waiting(screen, prompt, engine, asking="review", side="side_2")
-        await pilot.press("up", "enter")
-        await until(pilot, lambda: screen.view.status == "COMPLETED")
+        targets = prompt.query_one("#prompt-targets")
+        await press(pilot, "up", lambda: highlighted(targets) == "publish")
+        await press(pilot, "enter", lambda: screen.view.status == "COMPLETED")
         steps = screen.view.steps
         assert steps["publish"].status is StepStatus.SUCCEEDED
         assert steps["revise"].status is StepStatus.SKIPPED

@@ -6,9 +6,9 @@ import logging
 import threading
 
 from tests.tui.pilot_wait import until
-from tui.app import WorkbenchApp
-from tui.log_toasts import ToastHandler
-from tui.workbench import Workbench
+from tui.app.app import WorkbenchApp
+from tui.app.log_toasts import ToastHandler
+from tui.launch.workbench import Workbench
 
 
 def warn_from_a_worker_thread(logger: str, message: str) -> None:

@@ -8,25 +8,31 @@ from engine.context import InterruptAnswer
 from engine.events import InterruptRaised
 from engine.states import StepStatus
 from engine.store import RunStore
-from tests.tui.pilot_wait import prompt_ready, until
-from tui.app import WorkbenchApp
-from tui.screens.history import HistoryScreen
-from tui.screens.home import HomeScreen
-from tui.screens.report import ReportScreen
-from tui.screens.run import RunScreen
-from tui.screens.step_detail import StepDetailScreen
-from tui.widgets.prompts import ApprovalPrompt, TieBreakPrompt, prompt_for
-from tui.workbench import Workbench
+from tests.tui.pilot_wait import highlighted, press, prompt_ready, until
+from tui.app.app import WorkbenchApp
+from tui.app.screens.history import HistoryScreen
+from tui.app.screens.home import HomeScreen
+from tui.app.screens.report import ReportScreen
+from tui.app.screens.run import RunScreen
+from tui.app.screens.step_detail import StepDetailScreen
+from tui.app.widgets.prompts import ApprovalPrompt, TieBreakPrompt, prompt_for
+from tui.launch.workbench import Workbench
 
 SIZE = (150, 46)
 
 
+def cursor_row(table) -> str:
+    return table.coordinate_to_cell_key(table.cursor_coordinate).row_key.value
+
+
 async def cursor_to(pilot, table, run_id: str) -> None:
-    """Press Down until the table's cursor row is ``run_id`` (equal timestamps leave the order open)."""
+    """Press Down until the table's cursor row is ``run_id`` (equal timestamps leave the order open),
+    each press waiting for the cursor to move."""
     for _ in range(table.row_count):
-        if table.coordinate_to_cell_key(table.cursor_coordinate).row_key.value == run_id:
+        row = table.cursor_coordinate.row
+        if cursor_row(table) == run_id:
             return
-        await pilot.press("down")
+        await press(pilot, "down", lambda row=row: table.cursor_coordinate.row != row)
     raise AssertionError(f"{run_id} is not in the table")
 
 
@@ -39,26 +45,34 @@ async def test_replay_steps_backwards_and_forwards(workbench: Workbench) -> None
         assert isinstance(screen, RunScreen)
         total = len(screen.events)
         assert screen.position == total and screen.view.status == "COMPLETED"
-        screen.query_one("#timeline").focus()
-        await pilot.press("home")
-        assert screen.position == 0 and screen.view.steps == {}
-        await pilot.press("right", "right", "right")
-        assert screen.position == 3
+        timeline = screen.query_one("#timeline")
+        timeline.focus()
+        await until(pilot, lambda: app.focused is timeline)
+        await press(pilot, "home", lambda: screen.position == 0)
+        assert screen.view.steps == {}
+        for position in (1, 2, 3):
+            await press(pilot, "right", lambda p=position: screen.position == p)
         assert screen.view.steps["intake_scope"].status is StepStatus.RUNNING
-        await pilot.press("right")
+        await press(pilot, "right", lambda: screen.position == 4)
         assert screen.view.steps["intake_scope"].status is StepStatus.WAITING_HUMAN
         assert screen.view.pending
-        await pilot.press("left")
-        assert screen.position == 3 and not screen.view.pending
-        await pilot.press("pagedown", "pagedown")
+        await press(pilot, "left", lambda: screen.position == 3)
+        assert not screen.view.pending
+        await press(pilot, "pagedown", lambda: screen.position > 4)
+        moved = screen.position
+        await press(pilot, "pagedown", lambda: screen.position > moved)
         assert screen.position == 23
-        screen.query_one("#dag").focus()
-        await pilot.press("comma", "comma", "full_stop")
-        assert screen.position == 22
-        await pilot.press("end")
-        screen.query_one("#timeline").focus()
-        await pilot.press("end")
-        assert screen.position == total and screen.view.rounds[3].gate_passed is True
+        dag = screen.query_one("#dag")
+        dag.focus()
+        await until(pilot, lambda: app.focused is dag)
+        await press(pilot, "comma", lambda: screen.position == 22)
+        await press(pilot, "comma", lambda: screen.position == 21)
+        await press(pilot, "full_stop", lambda: screen.position == 22)
+        await press(pilot, "end", lambda: dag.scroll_y == dag.max_scroll_y)
+        timeline.focus()
+        await until(pilot, lambda: app.focused is timeline)
+        await press(pilot, "end", lambda: screen.position == total)
+        assert screen.view.rounds[3].gate_passed is True
 
 
 async def test_keyboard_only_through_every_screen(workbench: Workbench) -> None:
@@ -66,46 +80,39 @@ async def test_keyboard_only_through_every_screen(workbench: Workbench) -> None:
     async with app.run_test(size=SIZE) as pilot:
         await pilot.pause()
         assert isinstance(app.screen, HomeScreen)
-        runs = app.screen.query_one("#runs")
+        home = app.screen
+        runs = home.query_one("#runs")
         while app.focused is not runs:
-            await pilot.press("tab")
+            focused = app.focused
+            await press(pilot, "tab", lambda focused=focused: app.focused is not focused)
         await cursor_to(pilot, runs, "run-done")
-        await pilot.press("enter")
-        await pilot.pause()
-        assert isinstance(app.screen, RunScreen)
+        await press(pilot, "enter", lambda: isinstance(app.screen, RunScreen))
         run_screen = app.screen
-        assert app.focused is run_screen.query_one("#dag")
-        await pilot.press("down", "down", "enter")
-        await pilot.pause()
-        assert isinstance(app.screen, StepDetailScreen)
+        dag = run_screen.query_one("#dag")
+        await until(pilot, lambda: app.focused is dag)
+        for selected in ("source_policy", "hypothesis_tree_tot_r1"):
+            await press(pilot, "down", lambda s=selected: dag.selected == s)
+        await press(pilot, "enter", lambda: isinstance(app.screen, StepDetailScreen))
         assert app.screen.step.id == "hypothesis_tree_tot_r1"
-        await pilot.press("escape")
-        await pilot.press("o")
-        await pilot.pause()
-        assert app.focused is run_screen.query_one("#outline")
-        await pilot.press("down", "enter")
-        await pilot.pause()
-        assert isinstance(app.screen, StepDetailScreen)
-        await pilot.press("escape", "o", "r")
-        await pilot.pause()
-        assert isinstance(app.screen, ReportScreen)
-        await pilot.press("escape")
-        await pilot.press("f1")
-        await pilot.pause()
-        assert app.screen.query("HelpPanel")
-        await pilot.press("f1", "escape")
-        await pilot.pause()
-        assert isinstance(app.screen, HomeScreen)
-        await pilot.press("ctrl+h")
-        await pilot.pause()
-        assert isinstance(app.screen, HistoryScreen)
+        await press(pilot, "escape", lambda: app.screen is run_screen)
+        outline = run_screen.query_one("#outline")
+        await press(pilot, "o", lambda: app.focused is outline)
+        line = outline.cursor_line
+        await press(pilot, "down", lambda: outline.cursor_line != line)
+        await press(pilot, "enter", lambda: isinstance(app.screen, StepDetailScreen))
+        await press(pilot, "escape", lambda: app.screen is run_screen)
+        await press(pilot, "o", lambda: app.focused is dag)
+        await press(pilot, "r", lambda: isinstance(app.screen, ReportScreen))
+        await press(pilot, "escape", lambda: app.screen is run_screen)
+        await press(pilot, "f1", lambda: bool(app.screen.query("HelpPanel")))
+        await press(pilot, "f1", lambda: not app.screen.query("HelpPanel"))
+        await press(pilot, "escape", lambda: app.screen is home)
+        await press(pilot, "ctrl+h", lambda: isinstance(app.screen, HistoryScreen))
         await cursor_to(pilot, app.screen.query_one("#history"), "run-mid")
-        await pilot.press("enter")
-        await pilot.pause()
-        assert isinstance(app.screen, RunScreen)
-        await pilot.press("escape", "escape")
-        await pilot.pause()
-        assert isinstance(app.screen, HomeScreen)
+        await press(pilot, "enter", lambda: isinstance(app.screen, RunScreen))
+        history = app.screen_stack[-2]
+        await press(pilot, "escape", lambda: app.screen is history)
+        await press(pilot, "escape", lambda: app.screen is home)
 
 
 async def test_stored_approval_reappears_and_is_recorded(workbench: Workbench) -> None:
@@ -149,7 +156,8 @@ async def test_tie_breaker_offers_graph_targets_only(workbench: Workbench) -> No
         assert targets.highlighted == 1
         chosen = []
         prompt.dismiss = chosen.append  # type: ignore[method-assign]
-        await pilot.press("down", "enter")
+        await press(pilot, "down", lambda: highlighted(targets) == "gather_context")
+        await press(pilot, "enter", lambda: bool(chosen))
         assert chosen[0].action == "choose" and chosen[0].value == "gather_context"
 
 

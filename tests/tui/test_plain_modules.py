@@ -11,12 +11,12 @@ from rich.console import Console
 from engine.events import ProviderState
 from engine.spec import InputSpec
 from engine.states import StepStatus
-from tui.run_state import LogLine, RunView, describe, format_cooldown
-from tui.sample_run import research_events, research_graph, snapshot
-from tui.screens.home import InputError, convert_input
-from tui.widgets.dag_layout import compute_layout
-from tui.widgets.event_log import matches
-from tui.widgets.providers_panel import providers_table
+from tui.app.run_state import LogLine, RunView, describe, format_cooldown
+from tui.app.screens.home import InputError, convert_input
+from tui.app.widgets.dag_layout import compute_layout
+from tui.app.widgets.event_log import matches
+from tui.app.widgets.providers_panel import providers_table
+from tui.dev.sample_run import research_events, research_graph, snapshot
 
 
 @st.composite

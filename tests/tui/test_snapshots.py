@@ -8,9 +8,9 @@ from __future__ import annotations
 
 from textual.pilot import Pilot
 
-from tui.app import WorkbenchApp
-from tui.screens.run import RunScreen
-from tui.workbench import Workbench
+from tui.app.app import WorkbenchApp
+from tui.app.screens.run import RunScreen
+from tui.launch.workbench import Workbench
 
 WIDE = (150, 46)
 

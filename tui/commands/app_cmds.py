@@ -13,6 +13,7 @@ from typing import Any
 
 import click
 
+from tui.app.run_driver import RunJob
 from tui.config import (
     CONFIG_PATH_KEY,
     ConfigError,
@@ -21,8 +22,7 @@ from tui.config import (
     config_required,
     load_config,
 )
-from tui.run_driver import RunJob
-from tui.workbench import Workbench, default_workspace
+from tui.launch.workbench import Workbench, default_workspace
 
 
 def make_workbench(workspace: str | Path | None, config_path: Path | None = None) -> Workbench:
@@ -60,7 +60,7 @@ def open_app(
     ``workflow`` is loaded on the run's worker thread, after the first frame; ``engine`` forces
     an engine (None: chosen by the workflow's shape).
     """
-    from tui.app import (
+    from tui.app.app import (
         WorkbenchApp,  # imported here: Textual is slow to import and headless commands skip it
     )
 
@@ -120,7 +120,7 @@ def demo_group() -> None:
 @click.pass_context
 def chaos_command(ctx: click.Context, time_scale: float, query: str, headless: bool) -> None:
     """Fault server + flaky providers + a research run: watch breakers trip, cool down, probe and close."""
-    from tui.chaos import run_chaos_demo
+    from tui.dev.chaos import run_chaos_demo
 
     run_chaos_demo(
         (ctx.obj or {}).get("workspace"), time_scale=time_scale, query=query, headless=headless

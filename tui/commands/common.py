@@ -27,9 +27,9 @@ from engine.protocol import ExecutionResult, InterruptResponder, RunContext
 from engine.spec import WorkflowDefinition
 from engine.states import RunStatus
 from engine.store import RunOwned, RunStore
-from tui import wiring
 from tui.failures import BAD_INPUT
-from tui.workbench import register_steps
+from tui.launch import agents_wiring, wiring
+from tui.launch.workbench import register_steps
 
 RUNS_FILE = "runs.sqlite"
 EXIT_CODES: dict[RunStatus, int] = {
@@ -72,6 +72,13 @@ def load_or_exit(path: str, exit_code: int) -> WorkflowDefinition:
     except WorkflowLoadError as error:
         for problem in error.problems:
             click.echo(str(problem), err=True)
+        registry = agents_wiring.register_agent_steps()
+        if registry.problems and any("agent." in p.message for p in error.problems):
+            click.echo(
+                f"note: the agent registry has {len(registry.problems)} problem(s) and leaves"
+                " those agents out; `workbench registry validate` lists them",
+                err=True,
+            )
         sys.exit(exit_code)
 
 
@@ -167,7 +174,7 @@ def make_run_context(
 
     Workflows of built-in demo steps need no model, retriever or tie-breaker,
     so they get a plain context and skip opening the router and the corpus;
-    any other workflow gets the application's wiring (tui/wiring.py). Close
+    any other workflow gets the application's wiring (tui/launch/wiring.py). Close
     it with :func:`close_run_context`.
     """
     if _needs_application(wf):

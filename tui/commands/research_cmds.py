@@ -35,7 +35,7 @@ from tui.commands.common import (
     responder_for,
     workspace_path,
 )
-from tui.wiring import CORPUS_FILE, open_corpus
+from tui.launch.wiring import CORPUS_FILE, open_corpus
 
 WORKFLOW = Path(__file__).resolve().parent.parent.parent / "workflows" / "deep_research.yaml"
 
@@ -137,9 +137,11 @@ def research_group(
     if ctx.invoked_subcommand is not None:
         return
     question = ctx.meta.get("research.question")
-    if not question:
+    if question is None:
         click.echo(ctx.get_help())
         return
+    if not question.strip():
+        raise BadInput('the question is empty; ask something, e.g. workbench research "asyncio"')
     workspace = workspace_path(ctx)
     collections: list[str] = []
     with Corpus(workspace / CORPUS_FILE) as corpus:
@@ -147,7 +149,7 @@ def research_group(
             try:
                 report = corpus.add_folder(folder)
             except FileNotFoundError as error:
-                raise click.BadParameter(str(error), param_hint="--corpus") from None
+                raise BadInput(f"--corpus {error}") from None
             click.echo(report.summary())
             for skipped in report.skipped:
                 click.echo(f"  skipped {skipped.path}: {skipped.reason}")
@@ -282,7 +284,7 @@ def corpus_add(ctx: click.Context, folder: str, name: str | None) -> None:
         try:
             report = corpus.add_folder(folder, name)
         except FileNotFoundError as error:
-            raise click.BadParameter(str(error), param_hint="FOLDER") from None
+            raise BadInput(str(error)) from None
     click.echo(report.summary())
     for skipped in report.skipped:
         click.echo(f"skipped {skipped.path}: {skipped.reason}")

@@ -86,13 +86,14 @@ def providers_table(snapshots: list[ProviderSnapshot]) -> Table:
         ("Provider", "left"),
         ("Kind", "left"),
         ("State", "left"),
-        ("Cooldown", "right"),
+        ("Next probe", "right"),
         ("Success", "right"),
         ("p50", "right"),
         ("p95", "right"),
         ("RPM left", "right"),
         ("TPM left", "right"),
         ("In flight", "right"),
+        ("Spend", "right"),
         ("Notes", "left"),
     ):
         table.add_column(column, justify=justify)  # type: ignore[arg-type]
@@ -107,6 +108,12 @@ def providers_table(snapshots: list[ProviderSnapshot]) -> Table:
             )
         if snap.throttle_reject_p > 0:
             notes.append(f"throttling p={snap.throttle_reject_p:.2f}")
+        for model, reason in snap.unhealthy_models.items():
+            notes.append(f"model {model} {reason}")
+        if snap.fallback_total:
+            notes.append(f"{snap.fallback_total} answers in place of a remote provider")
+        for model, mode in snap.structured_output.items():
+            notes.append(f"{model}: structured output as {mode}")
         table.add_row(
             snap.name,
             snap.kind,
@@ -118,6 +125,7 @@ def providers_table(snapshots: list[ProviderSnapshot]) -> Table:
             _headroom(snap.rpm_remaining, snap.rpm_limit),
             _headroom(snap.tpm_remaining, snap.tpm_limit),
             f"{snap.in_flight}/{snap.bulkhead_size}",
+            f"${snap.cost_usd_total:.4f}" if snap.cost_usd_total else "—",
             "; ".join(notes),
         )
     return table

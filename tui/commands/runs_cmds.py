@@ -16,7 +16,9 @@ from rich.markup import escape
 
 from engine.headless import step_table, styled, summarize
 from engine.selector import ENGINES, create_engine, engine_available
+from engine.steps import REGISTRY
 from engine.store import RunStore, UnknownRun, new_run_id
+from engine.time_travel import ForkEdits, ForkError, ForkPoint, fork_state
 from tui.commands.common import (
     ON_INTERRUPT,
     BadInput,
@@ -178,8 +180,22 @@ def runs_history(ctx: click.Context, run_id: str) -> None:
     "--at",
     "at_step",
     required=True,
-    metavar="STEP",
-    help="Keep every result not downstream of STEP; run STEP and everything downstream again.",
+    metavar="STEP[@ITERATION]",
+    help="Go back to just before STEP's pass ITERATION (default 0) and run on from there.",
+)
+@click.option(
+    "--set",
+    "sets",
+    multiple=True,
+    metavar="STEP.FIELD=VALUE",
+    help="Change a restored step output (VALUE as JSON, else text); repeatable.",
+)
+@click.option(
+    "--input",
+    "inputs",
+    multiple=True,
+    metavar="NAME=VALUE",
+    help="Change a run input for the fork; repeatable.",
 )
 @click.option(
     "--engine",
@@ -193,17 +209,24 @@ def runs_history(ctx: click.Context, run_id: str) -> None:
 )
 @click.pass_context
 def runs_fork(
-    ctx: click.Context, run_id: str, at_step: str, engine: str, on_interrupt: str | None
+    ctx: click.Context,
+    run_id: str,
+    at_step: str,
+    sets: tuple[str, ...],
+    inputs: tuple[str, ...],
+    engine: str,
+    on_interrupt: str | None,
 ) -> None:
-    """Time travel: a new run from RUN_ID's results, re-running STEP and what depends on it."""
+    """Time travel: a new run from RUN_ID as it was just before STEP's pass began."""
     register_steps()
     with open_store(ctx) as store:
         record = _get_run(store, run_id)
-        if at_step not in record.definition.step_ids:
-            raise BadInput(
-                f"workflow {record.workflow} has no step {at_step!r}; "
-                f"steps: {', '.join(record.definition.step_ids)}"
-            )
+        try:
+            point = ForkPoint.parse(at_step)
+            edits = ForkEdits.parse(sets, inputs)
+            forked = fork_state(store, run_id, point, edits, REGISTRY, new_run_id())
+        except ForkError as error:
+            raise BadInput(str(error)) from None
         name = record.engine if engine == "same" else engine
         if not engine_available(name):
             raise BadInput(f"the {name} engine is not installed here")
@@ -212,13 +235,13 @@ def runs_fork(
             workspace=workspace_path(ctx),
             store=store,
             wf=record.definition,
-            inputs=record.inputs,
+            inputs=forked.inputs,
             responder=responder_for(interrupt_mode(on_interrupt), console),
-            run_id=new_run_id(),
-            engine_reason=f"fork of {run_id} at {at_step}",
+            run_id=forked.run_id,
+            engine_reason=f"fork of {run_id} at {point}",
         )
         code = drive(
-            store, context, lambda c: create_engine(name).fork(run_id, at_step, c), console
+            store, context, lambda c: create_engine(name).fork(run_id, at_step, c, edits), console
         )
     ctx.exit(code)
 

@@ -1,0 +1,11 @@
+"""Agents, tools, model profiles and governance policies as files (ADR set 002, AgentMesh).
+
+``registry`` holds the validated definitions, ``registry_loader`` reads them
+from YAML with ``file:line:col`` problems, ``governance`` checks every call an
+agent is about to make against the loaded policies, ``react`` runs one agent's
+bounded think → act → observe loop over ``StepContext.llm``, ``advisory`` is
+the orchestrator of ``mode: advisory`` workflows, and ``registration`` puts
+agents into the step registry as ``agent.NAME``. The engine still knows
+nothing of the router or research: models are reached through
+``StepContext.llm`` and tools through implementations other packages register.
+"""

@@ -1,0 +1,297 @@
+"""Located YAML reading: a workflow file parsed into nodes that know their line and column.
+
+The YAML is parsed event by event (no recursion to exhaust). Aliases, a second
+document, nesting deeper than ``MAX_DEPTH``, tags other than the plain scalar
+ones and duplicate keys are refused.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from typing import Any, cast
+
+import yaml
+
+from engine.loader.problems import Problems
+
+MAX_DEPTH = 40
+"""Deepest nesting of YAML collections a workflow may use; real ones stay under ten."""
+
+_SCALAR_TAGS = {
+    "tag:yaml.org,2002:str",
+    "tag:yaml.org,2002:int",
+    "tag:yaml.org,2002:float",
+    "tag:yaml.org,2002:bool",
+    "tag:yaml.org,2002:null",
+    "tag:yaml.org,2002:timestamp",
+}
+_LIBYAML: type[Any] | None = getattr(yaml, "CSafeLoader", None)
+"""PyYAML's C parser, when PyYAML was built with libyaml."""
+_COLLECTION_TAGS = {None, "!", "tag:yaml.org,2002:map", "tag:yaml.org,2002:seq"}
+
+
+@dataclass
+class Node:
+    """A YAML value with where it was written. Mappings keep their keys' positions too."""
+
+    value: Any
+    """dict[str, Node] for a mapping, list[Node] for a sequence, else the scalar."""
+    line: int
+    column: int
+    style: str | None = None
+    """The scalar's quoting style ('"', "'", '|', '>' or None for plain)."""
+    keys: dict[str, tuple[int, int]] = field(default_factory=dict)
+
+    @property
+    def is_map(self) -> bool:
+        return isinstance(self.value, dict)
+
+    @property
+    def is_seq(self) -> bool:
+        return isinstance(self.value, list)
+
+    def get(self, key: str | int) -> Node | None:
+        child: Node | None = None
+        if isinstance(key, str) and self.is_map:
+            child = self.value.get(key)
+        elif isinstance(key, int) and self.is_seq and 0 <= key < len(self.value):
+            child = self.value[key]
+        return child
+
+    def key_mark(self, key: str) -> tuple[int, int]:
+        return self.keys.get(key, (self.line, self.column))
+
+    def plain(self) -> Any:
+        if self.is_map:
+            return {k: v.plain() for k, v in self.value.items()}
+        if self.is_seq:
+            return [v.plain() for v in self.value]
+        return self.value
+
+    def copy_with(self, transform: Callable[[Node], Any]) -> Node:
+        """A deep copy whose scalars are ``transform(scalar node)``; positions are kept."""
+        if self.is_map:
+            value: Any = {k: v.copy_with(transform) for k, v in self.value.items()}
+        elif self.is_seq:
+            value = [v.copy_with(transform) for v in self.value]
+        else:
+            value = transform(self)
+        return Node(value, self.line, self.column, self.style, dict(self.keys))
+
+    def walk(self, prefix: str) -> Iterator[tuple[str, Node]]:
+        """(dotted path, node) for this node and everything under it."""
+        yield prefix, self
+        if self.is_map:
+            for key, child in self.value.items():
+                yield from child.walk(f"{prefix}.{key}" if prefix else key)
+        elif self.is_seq:
+            for index, child in enumerate(self.value):
+                yield from child.walk(f"{prefix}.{index}")
+
+
+class Abort(Exception):
+    """Stop reading: the problem is recorded and nothing after it can be trusted."""
+
+
+@dataclass
+class _Open:
+    node: Node
+    key: str | None = None
+    key_mark: tuple[int, int] = (0, 0)
+    skip: bool = False
+
+
+class YamlReader:
+    """Builds Nodes from PyYAML's event stream, iteratively (no recursion to exhaust)."""
+
+    def __init__(self, problems: Problems) -> None:
+        self.problems = problems
+
+    def problem(self, mark: Any, message: str) -> None:
+        self.problems.add(_position(mark), message)
+
+    def read(self, text: str) -> Node | None:
+        """The document's root node, or None with the problems recorded.
+
+        libyaml (PyYAML's C parser) reads the file when it is installed — some
+        twenty times faster than the Python parser, which matters for workflows
+        of thousands of steps. The two word their syntax errors differently, so
+        a file libyaml refuses is read again by the Python parser, whose messages
+        (and character checks) the loader's hints are written for.
+        """
+        if _LIBYAML is not None and not yaml.reader.Reader.NON_PRINTABLE.search(text):
+            found = len(self.problems.found)
+            try:
+                return self._build(_LIBYAML(text))
+            except yaml.YAMLError:
+                del self.problems.found[found:]
+        try:
+            loader = yaml.SafeLoader(text)
+        except yaml.reader.ReaderError as error:
+            self._reader_problem(text, error)
+            return None
+        try:
+            return self._build(loader)
+        except yaml.MarkedYAMLError as error:
+            mark = error.problem_mark or error.context_mark
+            message = " ".join(part for part in (error.context, error.problem) if part)
+            hint = ""
+            if "flow" in message and "'{'" in message:
+                hint = (
+                    '; inside [...] or {...} quote values that contain braces, e.g. ["step_r{n-1}"]'
+                )
+            elif "'\\t'" in message:
+                hint = "; indent with spaces — YAML does not allow tab characters there"
+            elif "block" in message:
+                hint = "; check the indentation"
+            hint = (
+                hint
+                or "; fix the YAML here (quote values that contain ': ' or start with a symbol)"
+            )
+            self.problem(mark, f"YAML syntax error: {message or 'cannot parse'}{hint}")
+            return None
+        except yaml.reader.ReaderError as error:
+            self._reader_problem(text, error)
+            return None
+        except yaml.YAMLError as error:
+            self.problems.add(
+                None, f"YAML error: {str(error).splitlines()[0]}; fix the YAML (or report it)"
+            )
+            return None
+
+    def _build(self, loader: Any) -> Node | None:
+        """Nodes from ``loader``'s events; YAML errors propagate, the loader's own
+        refusals are recorded (and give None)."""
+        stack: list[_Open] = []
+        root: Node | None = None
+        documents = 0
+        try:
+            while loader.check_event():
+                event = loader.get_event()
+                if isinstance(event, yaml.DocumentStartEvent):
+                    documents += 1
+                    if documents > 1:
+                        self.problem(
+                            event.start_mark,
+                            "a workflow file holds one YAML document; remove the second '---'",
+                        )
+                        raise Abort
+                elif isinstance(event, yaml.AliasEvent):
+                    self.problem(
+                        event.start_mark,
+                        "YAML aliases (*name) are not supported: write the value out",
+                    )
+                    raise Abort
+                elif isinstance(event, (yaml.MappingStartEvent, yaml.SequenceStartEvent)):
+                    if len(stack) >= MAX_DEPTH:
+                        self.problem(
+                            event.start_mark,
+                            f"the YAML nests more than {MAX_DEPTH} levels deep; flatten it"
+                            " (a workflow needs fewer than ten levels)",
+                        )
+                        raise Abort
+                    if event.tag not in _COLLECTION_TAGS:
+                        self.problem(
+                            event.start_mark, f"unsupported YAML tag {event.tag}; remove the tag"
+                        )
+                        raise Abort
+                    is_map = isinstance(event, yaml.MappingStartEvent)
+                    node = Node({} if is_map else [], *_position(event.start_mark))
+                    root = self._attach(stack, node, event, None) or root
+                    stack.append(_Open(node))
+                elif isinstance(event, (yaml.MappingEndEvent, yaml.SequenceEndEvent)):
+                    stack.pop()
+                elif isinstance(event, yaml.ScalarEvent):
+                    node = Node(
+                        self._scalar(loader, event), *_position(event.start_mark), event.style
+                    )
+                    root = self._attach(stack, node, event, event.value) or root
+        except Abort:
+            return None
+        finally:
+            loader.dispose()
+        return root
+
+    def _reader_problem(self, text: str, error: yaml.reader.ReaderError) -> None:
+        """A character YAML does not accept (control characters, some invalid code points)."""
+        position = max(0, min(int(error.position), len(text)))
+        line = text.count("\n", 0, position) + 1
+        column = position - (text.rfind("\n", 0, position) + 1) + 1
+        character = error.character if isinstance(error.character, str) else chr(error.character)
+        self.problems.add(
+            (line, column), f"character {character!r} is not allowed in YAML; remove it"
+        )
+
+    def _attach(self, stack: list[_Open], node: Node, event: Any, raw: str | None) -> Node | None:
+        """Put ``node`` into the open collection; returns it when it is the document root."""
+        if not stack:
+            return node
+        parent = stack[-1]
+        if parent.node.is_seq:
+            parent.node.value.append(node)
+            return None
+        if parent.key is None and not parent.skip:
+            if raw is None or node.is_map or node.is_seq:
+                self.problem(
+                    event.start_mark,
+                    "a mapping key must be a plain value, not a list or mapping; write the key as plain text",
+                )
+                raise Abort
+            mark = (node.line, node.column)
+            if raw in parent.node.value:
+                first = parent.node.keys[raw]
+                self.problem(
+                    event.start_mark,
+                    f"duplicate key '{raw}' (first written at line {first[0]}); keep one of them",
+                )
+                parent.skip = True
+                return None
+            parent.key, parent.key_mark = raw, mark
+            return None
+        if parent.skip:
+            parent.skip = False
+            return None
+        assert parent.key is not None
+        parent.node.value[parent.key] = node
+        parent.node.keys[parent.key] = parent.key_mark
+        parent.key = None
+        return None
+
+    def _scalar(self, loader: Any, event: yaml.ScalarEvent) -> Any:
+        tag = event.tag
+        if tag in (None, "!"):
+            tag = loader.resolve(yaml.ScalarNode, event.value, event.implicit)
+        if tag not in _SCALAR_TAGS:
+            self.problem(event.start_mark, f"unsupported YAML tag {event.tag}; remove the tag")
+            raise Abort
+        try:
+            return loader.construct_object(
+                yaml.ScalarNode(
+                    tag,
+                    event.value,
+                    cast("yaml.Mark | None", event.start_mark),
+                    cast("yaml.Mark | None", event.end_mark),
+                    event.style,
+                )
+            )
+        except ValueError:
+            self.problem(
+                event.start_mark,
+                f"cannot read {event.value[:40]!r}: the number is too large; quote it to keep it as text",
+            )
+        except Exception as error:  # PyYAML's constructors raise assorted errors on odd input
+            self.problem(
+                event.start_mark,
+                f"cannot read {event.value[:40]!r}: {error}".splitlines()[0]
+                + "; quote it to keep it as text",
+            )
+        raise Abort
+
+
+# == helpers ==================================================================
+
+
+def _position(mark: Any) -> tuple[int, int]:
+    """PyYAML's 0-based mark as a 1-based (line, column); (1, 1) when there is none."""
+    return getattr(mark, "line", 0) + 1, getattr(mark, "column", 0) + 1

@@ -1,0 +1,70 @@
+"""Writing a run's changes: every event and step record goes to the run store first.
+
+The step runner, the interrupt asker and the route application all change one
+run; they write through this one recorder, so a run resumes from the store alone.
+"""
+
+from __future__ import annotations
+
+from typing import Any, TypeVar, cast
+
+from engine.events import Budget, Domain, RunEvent, StepSkipped
+from engine.run_state import RunState, StepRecord
+from engine.states import StepStatus
+from engine.store import BaseRunStore
+
+_Event = TypeVar("_Event", bound=RunEvent)
+
+
+class RunRecorder:
+    """The run's state and the store it is written to."""
+
+    def __init__(self, state: RunState, store: BaseRunStore) -> None:
+        self.state = state
+        self.store = store
+        self.step_bound = state.wf.limits.step_run_bound(len(state.wf.steps))
+        """The run's ``max_step_runs``, explicit or derived from the workflow's size."""
+
+    @property
+    def run_id(self) -> str:
+        return self.state.run_id
+
+    def emit(self, event: _Event) -> _Event:
+        """Store ``event`` (committed before anyone sees it); returns it stamped."""
+        return cast(_Event, self.store.append(event))
+
+    def emit_domain(self, name: str, payload: dict[str, Any], step_id: str | None) -> None:
+        self.emit(Domain(run_id=self.run_id, name=name, payload=payload, step_id=step_id))
+
+    def save(self, record: StepRecord) -> None:
+        self.store.save_step(self.run_id, record.result())
+
+    def save_engine_state(self) -> None:
+        self.store.save_engine_state(self.run_id, self.state.engine_state())
+
+    def emit_budget(self) -> None:
+        state = self.state
+        self.emit(
+            Budget(
+                run_id=self.run_id,
+                step_runs=state.step_runs,
+                llm_calls=state.budget.llm_calls,
+                tokens=state.budget.tokens,
+                max_step_runs=self.step_bound,
+                max_llm_calls=state.budget.max_llm_calls,
+                token_budget=state.budget.token_budget,
+                elapsed_s=round(state.elapsed_s, 6),
+            )
+        )
+
+    def skip(self, record: StepRecord, reason: str) -> None:
+        """Settle ``record`` SKIPPED and announce it (the caller saves it)."""
+        record.settle(StepStatus.SKIPPED, reason=reason)
+        self.emit(
+            StepSkipped(
+                run_id=self.run_id,
+                step_id=record.step_id,
+                iteration=record.iteration,
+                reason=reason,
+            )
+        )

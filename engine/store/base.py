@@ -1,0 +1,351 @@
+"""Seq/time stamping, batching and fan-out, shared by both run stores (see the package's
+docstring for the durability rules)."""
+
+from __future__ import annotations
+
+import threading
+import time
+from abc import ABC, abstractmethod
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
+from typing import Any, TypeVar
+
+from engine.bus import BatchCallback, EventBus, Unsubscribe
+from engine.context import InterruptAnswer, JournalEntry
+from engine.events import RunEvent
+from engine.spec import WorkflowDefinition
+from engine.states import RunStatus
+from engine.store.ownership import (
+    RunFinishedMeanwhile,
+    RunOwned,
+    RunOwner,
+    owner_status,
+    this_process,
+)
+from engine.store.records import (
+    InterruptRecord,
+    RunRecord,
+    RunSummary,
+    StepResult,
+    new_run_id,
+)
+
+_T = TypeVar("_T")
+_Store = TypeVar("_Store", bound="BaseRunStore")
+
+
+class BaseRunStore(ABC):
+    """Seq/time stamping, batching and fan-out, shared by both stores."""
+
+    def __init__(self) -> None:
+        self._lock = threading.RLock()
+        self._seq: dict[str, int] = {}
+        self._mono_base: dict[str, float] = {}
+        self._batch_depth = 0
+        self._batch_owner: int | None = None
+        self._unpublished: list[RunEvent] = []
+        self.bus = EventBus(backlog=self.events)
+
+    # -- storage primitives, one implementation per backend -----------------
+    @abstractmethod
+    def _begin(self) -> None: ...
+
+    @abstractmethod
+    def _commit(self) -> None: ...
+
+    @abstractmethod
+    def _rollback(self) -> None: ...
+
+    @abstractmethod
+    def _last_event(self, run_id: str) -> tuple[int, float]:
+        """(highest seq, its mono) of a stored run, (0, 0.0) when it has none."""
+
+    @abstractmethod
+    def _write_event(self, event: RunEvent) -> None: ...
+
+    @abstractmethod
+    def _insert_run(self, record: RunRecord) -> None: ...
+
+    @abstractmethod
+    def _update_run(self, run_id: str, values: dict[str, Any]) -> None: ...
+
+    @abstractmethod
+    def _write_engine_state(
+        self, run_id: str, state: dict[str, Any], updated_ts: float
+    ) -> None: ...
+
+    @abstractmethod
+    def _write_step(self, run_id: str, result: StepResult) -> None: ...
+
+    @abstractmethod
+    def _write_journal(
+        self, run_id: str, step_id: str, iteration: int, index: int, entry: JournalEntry
+    ) -> None: ...
+
+    @abstractmethod
+    def _write_interrupt(self, record: InterruptRecord) -> None: ...
+
+    @abstractmethod
+    def _read_owner(self, run_id: str) -> RunOwner | None: ...
+
+    @abstractmethod
+    def _write_owner(self, run_id: str, owner: RunOwner | None) -> None:
+        """Record ``owner`` for the run (None: delete the row)."""
+
+    # -- reads, one implementation per backend ------------------------------
+    @abstractmethod
+    def events(self, run_id: str, after_seq: int = 0) -> list[RunEvent]: ...
+
+    @abstractmethod
+    def list_runs(self, limit: int = 50) -> list[RunSummary]: ...
+
+    @abstractmethod
+    def get_run(self, run_id: str) -> RunRecord: ...
+
+    @abstractmethod
+    def step_results(self, run_id: str) -> dict[str, StepResult]: ...
+
+    @abstractmethod
+    def journal_get(
+        self, run_id: str, step_id: str, iteration: int, index: int
+    ) -> JournalEntry | None: ...
+
+    @abstractmethod
+    def interrupts(self, run_id: str) -> list[InterruptRecord]: ...
+
+    @abstractmethod
+    def get_interrupt(self, interrupt_id: str) -> InterruptRecord | None: ...
+
+    # -- transactions --------------------------------------------------------
+    @contextmanager
+    def batch(self) -> Iterator[None]:
+        """Group writes into one commit; events are fanned out after it.
+
+        Keep the body synchronous (no ``await``): the writer lock is held for
+        the whole batch.
+        """
+        if self._batch_depth and self._batch_owner == threading.get_ident():
+            yield
+            return
+        with self._lock:
+            self._storing(self._begin)
+            self._batch_owner = threading.get_ident()
+            self._batch_depth = 1
+            try:
+                yield
+                self._batch_depth = 0
+                self._batch_owner = None
+                self._storing(self._commit)
+            except BaseException as error:
+                self._batch_depth = 0
+                self._batch_owner = None
+                self._rollback()
+                for event in self._unpublished:
+                    self._seq.pop(event.run_id, None)
+                self._unpublished = []
+                failure = self._write_failure(error)
+                if failure is not None and failure is not error:
+                    raise failure from error
+                raise
+            published, self._unpublished = self._unpublished, []
+        self.bus.publish(published)
+
+    def _storing(self, step: Callable[[], None]) -> None:
+        """Run a transaction step; a storage failure becomes :meth:`_write_failure`'s error."""
+        try:
+            step()
+        except Exception as error:
+            failure = self._write_failure(error)
+            if failure is None:
+                raise
+            raise failure from error
+
+    def _write_failure(self, error: BaseException) -> Exception | None:
+        """The typed error a storage failure is reported as (None: not a storage failure)."""
+        return None
+
+    def _write(self, write: Callable[[], _T]) -> _T:
+        """Run ``write`` inside the current batch, or in a batch of its own."""
+        if self._batch_depth and self._batch_owner == threading.get_ident():
+            return write()
+        with self.batch():
+            return write()
+
+    # -- writes ---------------------------------------------------------------
+    def create_run(
+        self,
+        wf: WorkflowDefinition,
+        inputs: dict[str, Any],
+        engine: str,
+        engine_reason: str,
+        run_id: str | None = None,
+        parent: str | None = None,
+        forked_at: str | None = None,
+    ) -> str:
+        run_id = run_id or new_run_id()
+        now = time.time()
+        record = RunRecord(
+            run_id=run_id,
+            workflow=wf.name,
+            status=RunStatus.RUNNING,
+            engine=engine,
+            created_ts=now,
+            updated_ts=now,
+            parent_run_id=parent,
+            forked_at=forked_at,
+            source=wf.source,
+            definition=wf,
+            engine_reason=engine_reason,
+            inputs=inputs,
+        )
+        with self.batch():
+            self._insert_run(record)
+            self._write_owner(run_id, this_process().model_copy(update={"claimed_ts": now}))
+        return run_id
+
+    def claim_owner(
+        self, run_id: str, answers: Mapping[str, InterruptAnswer] | None = None
+    ) -> None:
+        """Record this process as the one driving ``run_id``, and ``answers`` (interrupt id →
+        answer) as the answers to the run's open interrupts — checked and written in one
+        transaction, so two processes resuming a WAITING run with different answers never
+        mix them: the one that claims the run has its answers applied, the other is refused
+        and stores nothing.
+
+        :class:`RunOwned` when another live process drives the run,
+        :class:`RunFinishedMeanwhile` when it has finished, :class:`UnknownRun` when there
+        is no such run, LookupError when an interrupt id is not one of the run's.
+        """
+        with self.batch():
+            status = self.get_run(run_id).status
+            if status.final:
+                raise RunFinishedMeanwhile(
+                    f"run {run_id} is {status.value}; only a RUNNING or WAITING run resumes"
+                    f" — see workbench runs show {run_id}",
+                    run_id,
+                )
+            current = self._read_owner(run_id)
+            me = this_process()
+            if (
+                current is not None
+                and current.token != me.token
+                and owner_status(current) == "alive"
+            ):
+                raise RunOwned(
+                    f"run {run_id} is running in another process ({current.describe()}); "
+                    "not resuming it twice",
+                    run_id,
+                )
+            for interrupt_id, answer in (answers or {}).items():
+                record = self.get_interrupt(interrupt_id)
+                if record is None or record.run_id != run_id:
+                    raise LookupError(f"run {run_id} has no interrupt {interrupt_id!r}")
+                if record.status != "resolved":
+                    self._write_interrupt(
+                        record.model_copy(
+                            update={
+                                "status": "answered",
+                                "answer": answer,
+                                "resolved_ts": time.time(),
+                            }
+                        )
+                    )
+            self._write_owner(run_id, me.model_copy(update={"claimed_ts": time.time()}))
+
+    def release_owner(self, run_id: str) -> None:
+        """Forget this process as the run's owner (nothing when another process owns it)."""
+        with self.batch():
+            current = self._read_owner(run_id)
+            if current is not None and current.token == this_process().token:
+                self._write_owner(run_id, None)
+
+    def append(self, event: RunEvent) -> RunEvent:
+        """Stamp ``event`` with the run's next seq, wall time and monotonic offset; store it.
+
+        Outside a batch it is committed and fanned out before this returns.
+        """
+        return self._write(lambda: self._stamp_and_write(event))
+
+    def _stamp_and_write(self, event: RunEvent) -> RunEvent:
+        run_id = event.run_id
+        if run_id not in self._seq:
+            last_seq, last_mono = self._last_event(run_id)
+            self._seq[run_id] = last_seq
+            self._mono_base[run_id] = time.monotonic() - last_mono
+        self._seq[run_id] += 1
+        stamped = event.model_copy(  # the event was validated when built; only the stamps are new
+            update={
+                "seq": self._seq[run_id],
+                "ts": time.time(),
+                "mono": time.monotonic() - self._mono_base[run_id],
+            }
+        )
+        self._write_event(stamped)
+        self._unpublished.append(stamped)
+        return stamped
+
+    def set_status(
+        self,
+        run_id: str,
+        status: RunStatus,
+        reason: str = "",
+        outputs: dict[str, Any] | None = None,
+    ) -> None:
+        now = time.time()
+        values: dict[str, Any] = {"status": status.value, "reason": reason, "updated_ts": now}
+        values["finished_ts"] = now if status.final else None
+        if outputs is not None:
+            values["outputs"] = outputs
+
+        def write() -> None:
+            self._update_run(run_id, values)
+            if status != RunStatus.RUNNING:
+                self._write_owner(run_id, None)
+
+        self._write(write)
+
+    def save_engine_state(self, run_id: str, state: dict[str, Any]) -> None:
+        """Store what resume needs besides the step results; written with every step transition."""
+        updated_ts = time.time()
+        self._write(lambda: self._write_engine_state(run_id, state, updated_ts))
+
+    def save_step(self, run_id: str, result: StepResult) -> None:
+        """Store the latest state of a step; a settled one also becomes its iteration's history row."""
+        self._write(lambda: self._write_step(run_id, result))
+
+    def journal_put(
+        self, run_id: str, step_id: str, iteration: int, index: int, entry: JournalEntry
+    ) -> None:
+        self._write(lambda: self._write_journal(run_id, step_id, iteration, index, entry))
+
+    def add_interrupt(self, record: InterruptRecord) -> None:
+        self._write(lambda: self._write_interrupt(record))
+
+    def record_answer(self, interrupt_id: str, answer: InterruptAnswer) -> InterruptRecord:
+        """Store an answer to an interrupt; the engine consumes it (and announces it
+        with ``interrupt_resolved``) when the run resumes."""
+        with self.batch():
+            record = self.get_interrupt(interrupt_id)
+            if record is None:
+                raise LookupError(f"no interrupt {interrupt_id!r} in the run store")
+            resolved = record.model_copy(
+                update={"status": "answered", "answer": answer, "resolved_ts": time.time()}
+            )
+            self._write_interrupt(resolved)
+        return resolved
+
+    def pending_interrupts(self, run_id: str) -> list[InterruptRecord]:
+        return [record for record in self.interrupts(run_id) if record.status == "pending"]
+
+    def subscribe(self, callback: BatchCallback, run_id: str | None = None) -> Unsubscribe:
+        """Receive batches of committed events (see engine/bus.py)."""
+        return self.bus.subscribe(callback, run_id)
+
+    def close(self) -> None:
+        self.bus.close()
+
+    def __enter__(self: _Store) -> _Store:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()

@@ -1,0 +1,139 @@
+"""The run store's API held in dicts: no durability, no commit cost (benchmarks, unit tests)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from engine.context import JournalEntry
+from engine.events import RunEvent
+from engine.store.base import BaseRunStore
+from engine.store.ownership import RunOwner, with_owner_status
+from engine.store.records import (
+    InterruptRecord,
+    RunRecord,
+    RunSummary,
+    StepIteration,
+    StepResult,
+    UnknownRun,
+)
+
+
+class InMemoryRunStore(BaseRunStore):
+    """The same API held in dicts: no durability, no commit cost (benchmarks, unit tests)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._runs: dict[str, dict[str, Any]] = {}
+        self._events: dict[str, list[RunEvent]] = {}
+        self._steps: dict[str, dict[str, StepResult]] = {}
+        self._history: dict[tuple[str, str], dict[int, StepIteration]] = {}
+        self._journal: dict[tuple[str, str, int, int], JournalEntry] = {}
+        self._interrupts: dict[str, InterruptRecord] = {}
+        self._owners: dict[str, RunOwner] = {}
+
+    def _read_owner(self, run_id: str) -> RunOwner | None:
+        return self._owners.get(run_id)
+
+    def _write_owner(self, run_id: str, owner: RunOwner | None) -> None:
+        if owner is None:
+            self._owners.pop(run_id, None)
+        else:
+            self._owners[run_id] = owner
+
+    def _begin(self) -> None:
+        return None
+
+    def _commit(self) -> None:
+        return None
+
+    def _rollback(self) -> None:
+        """In memory, writes apply at once and a failed batch keeps them; seqs stay
+        contiguous because the counter is re-read from the stored events."""
+        return None
+
+    def _last_event(self, run_id: str) -> tuple[int, float]:
+        events = self._events.get(run_id)
+        return (events[-1].seq, events[-1].mono) if events else (0, 0.0)
+
+    def _write_event(self, event: RunEvent) -> None:
+        self._events.setdefault(event.run_id, []).append(event)
+
+    def _insert_run(self, record: RunRecord) -> None:
+        self._runs[record.run_id] = {
+            **record.model_dump(exclude={"definition"}),
+            "definition": record.definition,
+        }
+
+    def _update_run(self, run_id: str, values: dict[str, Any]) -> None:
+        if run_id not in self._runs:
+            raise UnknownRun(run_id)
+        self._runs[run_id].update(values)
+
+    def _write_engine_state(self, run_id: str, state: dict[str, Any], updated_ts: float) -> None:
+        self._update_run(run_id, {"engine_state": state, "updated_ts": updated_ts})
+
+    def _write_step(self, run_id: str, result: StepResult) -> None:
+        self._steps.setdefault(run_id, {})[result.step_id] = result
+        if result.status.settled:
+            self._history.setdefault((run_id, result.step_id), {})[result.iteration] = (
+                StepIteration(
+                    iteration=result.iteration,
+                    status=result.status,
+                    outputs=result.outputs,
+                    reason=result.reason,
+                )
+            )
+
+    def _write_journal(
+        self, run_id: str, step_id: str, iteration: int, index: int, entry: JournalEntry
+    ) -> None:
+        self._journal[(run_id, step_id, iteration, index)] = entry
+
+    def _write_interrupt(self, record: InterruptRecord) -> None:
+        self._interrupts[record.interrupt_id] = record
+
+    def events(self, run_id: str, after_seq: int = 0) -> list[RunEvent]:
+        with self._lock:
+            return [event for event in self._events.get(run_id, []) if event.seq > after_seq]
+
+    def list_runs(self, limit: int = 50) -> list[RunSummary]:
+        runs = sorted(
+            self._runs.values(), key=lambda r: (r["created_ts"], r["run_id"]), reverse=True
+        )[:limit]
+        return [
+            RunSummary.model_validate(
+                {
+                    k: v
+                    for k, v in with_owner_status(r, self._owners.get(r["run_id"])).items()
+                    if k in RunSummary.model_fields
+                }
+            )
+            for r in runs
+        ]
+
+    def get_run(self, run_id: str) -> RunRecord:
+        if run_id not in self._runs:
+            raise UnknownRun(run_id)
+        return RunRecord.model_validate(
+            with_owner_status(self._runs[run_id], self._owners.get(run_id))
+        )
+
+    def step_results(self, run_id: str) -> dict[str, StepResult]:
+        results = {}
+        for step_id, result in self._steps.get(run_id, {}).items():
+            history = self._history.get((run_id, step_id), {})
+            results[step_id] = result.model_copy(
+                update={"history": [history[i] for i in sorted(history)]}
+            )
+        return results
+
+    def journal_get(
+        self, run_id: str, step_id: str, iteration: int, index: int
+    ) -> JournalEntry | None:
+        return self._journal.get((run_id, step_id, iteration, index))
+
+    def interrupts(self, run_id: str) -> list[InterruptRecord]:
+        return [record for record in self._interrupts.values() if record.run_id == run_id]
+
+    def get_interrupt(self, interrupt_id: str) -> InterruptRecord | None:
+        return self._interrupts.get(interrupt_id)

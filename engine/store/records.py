@@ -1,0 +1,107 @@
+"""What the run store holds: runs, step results with their iterations, interrupts."""
+
+from __future__ import annotations
+
+import uuid
+from datetime import datetime
+from typing import Any, Literal
+
+from pydantic import Field
+
+from engine.context import InterruptAnswer, InterruptRequest
+from engine.spec import Frozen, WorkflowDefinition
+from engine.states import RunStatus, StepStatus
+from engine.store.ownership import OwnerStatus, RunOwner
+
+
+class UnknownRun(LookupError):
+    """No run with this id is stored."""
+
+    def __init__(self, run_id: str) -> None:
+        super().__init__(f"no run {run_id!r} in the run store")
+        self.run_id = run_id
+
+
+class RunSummary(Frozen):
+    run_id: str
+    workflow: str
+    status: RunStatus
+    engine: str
+    reason: str = ""
+    created_ts: float
+    updated_ts: float
+    finished_ts: float | None = None
+    parent_run_id: str | None = None
+    forked_at: str | None = None
+    owner: RunOwner | None = None
+    """The process that drives a RUNNING run; None otherwise (and for runs stored before owners were)."""
+    owner_status: OwnerStatus = ""
+    """For a RUNNING run, whether its owner still runs (computed when read); '' for other statuses."""
+
+    @property
+    def stopped(self) -> bool:
+        """RUNNING in the store, but the process that ran it is gone: only a resume continues it."""
+        return self.status == RunStatus.RUNNING and self.owner_status == "gone"
+
+    def status_label(self, hint: bool = True) -> str:
+        """The status as people read it: a RUNNING run says when its process is gone or cannot be checked."""
+        if self.status != RunStatus.RUNNING or self.owner_status in ("", "alive"):
+            return self.status.value
+        if self.owner_status == "gone":
+            return "RUNNING (stopped: process gone" + (
+                f" — workbench resume {self.run_id})" if hint else ")"
+            )
+        where = self.owner.host if self.owner else "another host"
+        return f"RUNNING (owner on {where}: unknown)"
+
+
+class RunRecord(RunSummary):
+    source: str
+    definition: WorkflowDefinition
+    engine_reason: str = ""
+    inputs: dict[str, Any] = Field(default_factory=dict)
+    outputs: dict[str, Any] = Field(default_factory=dict)
+    engine_state: dict[str, Any] = Field(default_factory=dict)
+    """What an engine needs to resume besides step results (budget counters, active detour)."""
+
+
+class StepIteration(Frozen):
+    iteration: int
+    status: StepStatus
+    outputs: dict[str, Any] = Field(default_factory=dict)
+    reason: str = ""
+
+
+class StepResult(Frozen):
+    """The latest state of one step, plus every iteration it has settled (loops)."""
+
+    step_id: str
+    status: StepStatus
+    iteration: int = 0
+    outputs: dict[str, Any] = Field(default_factory=dict)
+    reason: str = ""
+    """Why it was skipped, or the error it failed with."""
+    routed_by: list[str] = Field(default_factory=list)
+    not_routed_by: list[str] = Field(default_factory=list)
+    runs: int = 0
+    """How many times the step has been started (all iterations and retries)."""
+    history: list[StepIteration] = Field(default_factory=list)
+
+
+class InterruptRecord(Frozen):
+    interrupt_id: str
+    run_id: str
+    step_id: str
+    iteration: int = 0
+    request: InterruptRequest
+    status: Literal["pending", "answered", "resolved"] = "pending"
+    """pending: nobody has answered; answered: an answer is stored (``record_answer``)
+    and the engine has not consumed it yet; resolved: the engine acted on it."""
+    answer: InterruptAnswer | None = None
+    created_ts: float = 0.0
+    resolved_ts: float | None = None
+
+
+def new_run_id() -> str:
+    """Sortable by creation time, unique without coordination."""
+    return f"{datetime.now().strftime('%Y%m%d-%H%M%S')}-{uuid.uuid4().hex[:6]}"

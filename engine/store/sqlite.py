@@ -1,0 +1,436 @@
+"""The durable run store: one SQLite file (DESIGN §9)."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from pathlib import Path
+from typing import Any
+
+from engine.context import InterruptAnswer, InterruptRequest, JournalEntry
+from engine.events import RunEvent, event_from_json
+from engine.spec import WorkflowDefinition
+from engine.sqlite_file import open_sqlite_file, write_error
+from engine.states import StepStatus
+from engine.store.base import BaseRunStore
+from engine.store.ownership import RunOwner, with_owner_status
+from engine.store.records import (
+    InterruptRecord,
+    RunRecord,
+    RunSummary,
+    StepIteration,
+    StepResult,
+    UnknownRun,
+)
+
+# ``engine_states`` holds the resume state written with every step transition. It has
+# its own small row: an update rewrites the whole row, and the ``runs`` row carries the
+# definition and its source (a large workflow's makes every per-step commit a large one).
+# ``runs.engine_state`` is read when a run has no row there (files written before).
+SCHEMA_VERSION = 1
+"""Stamped into the file (``PRAGMA user_version``); a file with a higher one is refused."""
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS runs (
+    run_id TEXT PRIMARY KEY,
+    workflow TEXT NOT NULL,
+    source TEXT NOT NULL,
+    definition TEXT NOT NULL,
+    engine TEXT NOT NULL,
+    engine_reason TEXT NOT NULL,
+    status TEXT NOT NULL,
+    reason TEXT NOT NULL DEFAULT '',
+    inputs TEXT NOT NULL,
+    outputs TEXT NOT NULL DEFAULT '{}',
+    engine_state TEXT NOT NULL DEFAULT '{}',
+    created_ts REAL NOT NULL,
+    updated_ts REAL NOT NULL,
+    finished_ts REAL,
+    parent_run_id TEXT,
+    forked_at TEXT
+);
+CREATE INDEX IF NOT EXISTS runs_by_created ON runs (created_ts);
+CREATE TABLE IF NOT EXISTS events (
+    run_id TEXT NOT NULL,
+    seq INTEGER NOT NULL,
+    kind TEXT NOT NULL,
+    mono REAL NOT NULL,
+    body TEXT NOT NULL,
+    PRIMARY KEY (run_id, seq)
+) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS step_results (
+    run_id TEXT NOT NULL,
+    step_id TEXT NOT NULL,
+    status TEXT NOT NULL,
+    iteration INTEGER NOT NULL,
+    outputs TEXT NOT NULL,
+    reason TEXT NOT NULL,
+    routed_by TEXT NOT NULL,
+    not_routed_by TEXT NOT NULL,
+    runs INTEGER NOT NULL,
+    PRIMARY KEY (run_id, step_id)
+) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS step_history (
+    run_id TEXT NOT NULL,
+    step_id TEXT NOT NULL,
+    iteration INTEGER NOT NULL,
+    status TEXT NOT NULL,
+    outputs TEXT NOT NULL,
+    reason TEXT NOT NULL,
+    PRIMARY KEY (run_id, step_id, iteration)
+) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS journal (
+    run_id TEXT NOT NULL,
+    step_id TEXT NOT NULL,
+    iteration INTEGER NOT NULL,
+    call_index INTEGER NOT NULL,
+    kind TEXT NOT NULL,
+    payload TEXT NOT NULL,
+    PRIMARY KEY (run_id, step_id, iteration, call_index)
+) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS interrupts (
+    interrupt_id TEXT PRIMARY KEY,
+    run_id TEXT NOT NULL,
+    step_id TEXT NOT NULL,
+    iteration INTEGER NOT NULL,
+    request TEXT NOT NULL,
+    status TEXT NOT NULL,
+    answer TEXT,
+    created_ts REAL NOT NULL,
+    resolved_ts REAL
+);
+CREATE INDEX IF NOT EXISTS interrupts_by_run ON interrupts (run_id);
+CREATE TABLE IF NOT EXISTS engine_states (
+    run_id TEXT PRIMARY KEY,
+    engine_state TEXT NOT NULL,
+    updated_ts REAL NOT NULL
+) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS run_owners (
+    run_id TEXT PRIMARY KEY,
+    host TEXT NOT NULL,
+    pid INTEGER NOT NULL,
+    token TEXT NOT NULL,
+    proc_start TEXT,
+    claimed_ts REAL NOT NULL
+) WITHOUT ROWID;
+"""
+
+_RUN_COLUMNS = (
+    "run_id, workflow, source, definition, engine, engine_reason, status, reason, inputs, outputs,"
+    " engine_state, created_ts, updated_ts, finished_ts, parent_run_id, forked_at"
+)
+_RUN_NAMES = tuple(column.strip() for column in _RUN_COLUMNS.split(","))
+_JSON_RUN_FIELDS = {"inputs", "outputs", "engine_state"}
+_RUN_SELECT = (
+    "SELECT "
+    + ", ".join(
+        {
+            "engine_state": "COALESCE(e.engine_state, r.engine_state)",
+            "updated_ts": "MAX(r.updated_ts, COALESCE(e.updated_ts, r.updated_ts))",
+        }.get(name, f"r.{name}")
+        for name in _RUN_NAMES
+    )
+    + (
+        ", o.host, o.pid, o.token, o.proc_start, o.claimed_ts"
+        " FROM runs r LEFT JOIN engine_states e ON e.run_id = r.run_id LEFT JOIN run_owners o ON o.run_id = r.run_id"
+    )
+)
+_OWNER_COLUMNS = ("host", "pid", "token", "proc_start", "claimed_ts")
+
+
+class RunStore(BaseRunStore):
+    """The durable run store: one SQLite file (``runs.sqlite`` in the workspace)."""
+
+    def __init__(self, path: str | Path) -> None:
+        super().__init__()
+        self.path = Path(path)
+        self._db = open_sqlite_file(
+            self.path, "run store", schema=_SCHEMA, version=SCHEMA_VERSION, isolation_level=None
+        )
+
+    def _begin(self) -> None:
+        self._db.execute("BEGIN IMMEDIATE")
+
+    def _commit(self) -> None:
+        self._db.execute("COMMIT")
+
+    def _rollback(self) -> None:
+        if self._db.in_transaction:  # SQLite ends some failed transactions itself (a full disk)
+            self._db.execute("ROLLBACK")
+
+    def _write_failure(self, error: BaseException) -> Exception | None:
+        if isinstance(error, sqlite3.Error):
+            return write_error(self.path, "run store", error)
+        return None
+
+    def _last_event(self, run_id: str) -> tuple[int, float]:
+        row = self._db.execute(
+            "SELECT seq, mono FROM events WHERE run_id = ? ORDER BY seq DESC LIMIT 1", (run_id,)
+        ).fetchone()
+        return (int(row[0]), float(row[1])) if row else (0, 0.0)
+
+    def _write_event(self, event: RunEvent) -> None:
+        self._db.execute(
+            "INSERT INTO events (run_id, seq, kind, mono, body) VALUES (?, ?, ?, ?, ?)",
+            (event.run_id, event.seq, event.kind, event.mono, event.model_dump_json()),
+        )
+
+    def _insert_run(self, record: RunRecord) -> None:
+        self._db.execute(
+            f"INSERT INTO runs ({_RUN_COLUMNS}) VALUES ({', '.join('?' * len(_RUN_NAMES))})",
+            (
+                record.run_id,
+                record.workflow,
+                record.source,
+                record.definition.model_dump_json(),
+                record.engine,
+                record.engine_reason,
+                record.status.value,
+                record.reason,
+                _dumps(record.inputs),
+                _dumps(record.outputs),
+                _dumps(record.engine_state),
+                record.created_ts,
+                record.updated_ts,
+                record.finished_ts,
+                record.parent_run_id,
+                record.forked_at,
+            ),
+        )
+
+    def _update_run(self, run_id: str, values: dict[str, Any]) -> None:
+        columns = ", ".join(f"{name} = ?" for name in values)
+        params = [_dumps(v) if name in _JSON_RUN_FIELDS else v for name, v in values.items()]
+        cursor = self._db.execute(f"UPDATE runs SET {columns} WHERE run_id = ?", (*params, run_id))
+        if cursor.rowcount == 0:
+            raise UnknownRun(run_id)
+
+    def _write_engine_state(self, run_id: str, state: dict[str, Any], updated_ts: float) -> None:
+        cursor = self._db.execute(
+            "INSERT OR REPLACE INTO engine_states (run_id, engine_state, updated_ts)"
+            " SELECT ?, ?, ? WHERE EXISTS (SELECT 1 FROM runs WHERE run_id = ?)",
+            (run_id, _dumps(state), updated_ts, run_id),
+        )
+        if cursor.rowcount == 0:
+            raise UnknownRun(run_id)
+
+    def _write_step(self, run_id: str, result: StepResult) -> None:
+        outputs = _dumps(result.outputs)
+        self._db.execute(
+            "INSERT OR REPLACE INTO step_results"
+            " (run_id, step_id, status, iteration, outputs, reason, routed_by, not_routed_by, runs)"
+            " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            (
+                run_id,
+                result.step_id,
+                result.status.value,
+                result.iteration,
+                outputs,
+                result.reason,
+                _dumps(result.routed_by),
+                _dumps(result.not_routed_by),
+                result.runs,
+            ),
+        )
+        if result.status.settled:
+            self._db.execute(
+                "INSERT OR REPLACE INTO step_history (run_id, step_id, iteration, status, outputs, reason)"
+                " VALUES (?, ?, ?, ?, ?, ?)",
+                (
+                    run_id,
+                    result.step_id,
+                    result.iteration,
+                    result.status.value,
+                    outputs,
+                    result.reason,
+                ),
+            )
+
+    def _write_journal(
+        self, run_id: str, step_id: str, iteration: int, index: int, entry: JournalEntry
+    ) -> None:
+        self._db.execute(
+            "INSERT OR REPLACE INTO journal (run_id, step_id, iteration, call_index, kind, payload)"
+            " VALUES (?, ?, ?, ?, ?, ?)",
+            (run_id, step_id, iteration, index, entry.kind, _dumps(entry.payload)),
+        )
+
+    def _write_interrupt(self, record: InterruptRecord) -> None:
+        self._db.execute(
+            "INSERT OR REPLACE INTO interrupts"
+            " (interrupt_id, run_id, step_id, iteration, request, status, answer, created_ts, resolved_ts)"
+            " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            (
+                record.interrupt_id,
+                record.run_id,
+                record.step_id,
+                record.iteration,
+                record.request.model_dump_json(),
+                record.status,
+                record.answer.model_dump_json() if record.answer else None,
+                record.created_ts,
+                record.resolved_ts,
+            ),
+        )
+
+    # -- reads ----------------------------------------------------------------
+    def _query(self, sql: str, params: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
+        with self._lock:
+            return self._db.execute(sql, params).fetchall()
+
+    def events(self, run_id: str, after_seq: int = 0) -> list[RunEvent]:
+        rows = self._query(
+            "SELECT body FROM events WHERE run_id = ? AND seq > ? ORDER BY seq", (run_id, after_seq)
+        )
+        return [event_from_json(row[0]) for row in rows]
+
+    def _run_row(self, row: tuple[Any, ...]) -> dict[str, Any]:
+        values = dict(zip(_RUN_NAMES, row))
+        for name in _JSON_RUN_FIELDS:
+            values[name] = json.loads(values[name])
+        owner_row = row[len(_RUN_NAMES) :]
+        owner = (
+            RunOwner(**dict(zip(_OWNER_COLUMNS, owner_row)))
+            if owner_row and owner_row[0] is not None
+            else None
+        )
+        return with_owner_status(values, owner)
+
+    def _read_owner(self, run_id: str) -> RunOwner | None:
+        row = self._db.execute(
+            f"SELECT {', '.join(_OWNER_COLUMNS)} FROM run_owners WHERE run_id = ?", (run_id,)
+        ).fetchone()
+        return RunOwner(**dict(zip(_OWNER_COLUMNS, row))) if row else None
+
+    def _write_owner(self, run_id: str, owner: RunOwner | None) -> None:
+        if owner is None:
+            self._db.execute("DELETE FROM run_owners WHERE run_id = ?", (run_id,))
+            return
+        self._db.execute(
+            f"INSERT OR REPLACE INTO run_owners (run_id, {', '.join(_OWNER_COLUMNS)}) VALUES (?, ?, ?, ?, ?, ?)",
+            (run_id, owner.host, owner.pid, owner.token, owner.proc_start, owner.claimed_ts),
+        )
+
+    def list_runs(self, limit: int = 50) -> list[RunSummary]:
+        rows = self._query(
+            f"{_RUN_SELECT} ORDER BY r.created_ts DESC, r.run_id DESC LIMIT ?", (limit,)
+        )
+        summaries = []
+        for row in rows:
+            values = self._run_row(row)
+            summaries.append(
+                RunSummary.model_validate(
+                    {k: v for k, v in values.items() if k in RunSummary.model_fields}
+                )
+            )
+        return summaries
+
+    def get_run(self, run_id: str) -> RunRecord:
+        rows = self._query(f"{_RUN_SELECT} WHERE r.run_id = ?", (run_id,))
+        if not rows:
+            raise UnknownRun(run_id)
+        values = self._run_row(rows[0])
+        values["definition"] = WorkflowDefinition.model_validate_json(values["definition"])
+        return RunRecord.model_validate(values)
+
+    def step_results(self, run_id: str) -> dict[str, StepResult]:
+        history: dict[str, list[StepIteration]] = {}
+        for step_id, iteration, status, outputs, reason in self._query(
+            "SELECT step_id, iteration, status, outputs, reason FROM step_history WHERE run_id = ?"
+            " ORDER BY step_id, iteration",
+            (run_id,),
+        ):
+            history.setdefault(step_id, []).append(
+                StepIteration(
+                    iteration=iteration,
+                    status=StepStatus(status),
+                    outputs=json.loads(outputs),
+                    reason=reason,
+                )
+            )
+        results: dict[str, StepResult] = {}
+        for (
+            step_id,
+            status,
+            iteration,
+            outputs,
+            reason,
+            routed_by,
+            not_routed_by,
+            runs,
+        ) in self._query(
+            "SELECT step_id, status, iteration, outputs, reason, routed_by, not_routed_by, runs"
+            " FROM step_results WHERE run_id = ?",
+            (run_id,),
+        ):
+            results[step_id] = StepResult(
+                step_id=step_id,
+                status=StepStatus(status),
+                iteration=iteration,
+                outputs=json.loads(outputs),
+                reason=reason,
+                routed_by=json.loads(routed_by),
+                not_routed_by=json.loads(not_routed_by),
+                runs=runs,
+                history=history.get(step_id, []),
+            )
+        return results
+
+    def journal_get(
+        self, run_id: str, step_id: str, iteration: int, index: int
+    ) -> JournalEntry | None:
+        rows = self._query(
+            "SELECT kind, payload FROM journal WHERE run_id = ? AND step_id = ? AND iteration = ? AND call_index = ?",
+            (run_id, step_id, iteration, index),
+        )
+        return JournalEntry(kind=rows[0][0], payload=json.loads(rows[0][1])) if rows else None
+
+    def _interrupt_from_row(self, row: tuple[Any, ...]) -> InterruptRecord:
+        (
+            interrupt_id,
+            run_id,
+            step_id,
+            iteration,
+            request,
+            status,
+            answer,
+            created_ts,
+            resolved_ts,
+        ) = row
+        return InterruptRecord(
+            interrupt_id=interrupt_id,
+            run_id=run_id,
+            step_id=step_id,
+            iteration=iteration,
+            request=InterruptRequest.model_validate_json(request),
+            status=status,
+            answer=InterruptAnswer.model_validate_json(answer) if answer else None,
+            created_ts=created_ts,
+            resolved_ts=resolved_ts,
+        )
+
+    _INTERRUPT_COLUMNS = (
+        "interrupt_id, run_id, step_id, iteration, request, status, answer, created_ts, resolved_ts"
+    )
+
+    def interrupts(self, run_id: str) -> list[InterruptRecord]:
+        rows = self._query(
+            f"SELECT {self._INTERRUPT_COLUMNS} FROM interrupts WHERE run_id = ? ORDER BY created_ts, interrupt_id",
+            (run_id,),
+        )
+        return [self._interrupt_from_row(row) for row in rows]
+
+    def get_interrupt(self, interrupt_id: str) -> InterruptRecord | None:
+        rows = self._query(
+            f"SELECT {self._INTERRUPT_COLUMNS} FROM interrupts WHERE interrupt_id = ?",
+            (interrupt_id,),
+        )
+        return self._interrupt_from_row(rows[0]) if rows else None
+
+    def close(self) -> None:
+        super().close()
+        with self._lock:
+            self._db.close()
+
+
+def _dumps(value: Any) -> str:
+    return json.dumps(value, separators=(",", ":"), default=str)

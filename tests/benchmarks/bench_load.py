@@ -1,0 +1,108 @@
+"""Workflow loading benchmark (printed, never asserted).
+
+1. Load time (YAML reading, every step check and the graph checks) of chains
+   of 1k, 5k and 10k steps, in two shapes: *plain* (each step depends on the
+   one before it) and *with CEL* (each step also reads the previous step's
+   status in ``when`` and its outputs in ``inputs``: two expressions per step
+   to parse and check). A chain is the worst shape for per-step ancestor sets
+   — its last step has every other step upstream — so near-linear loading
+   shows as a flat time per step (the ratio to the 1k chain's, near 1.0).
+   Wall and CPU seconds are printed: on a loaded machine wall time mostly
+   measures waiting for a core.
+2. Side by side on the same graphs: the graph stage's "may step A read step
+   B?" answered from one ancestor set per step (how the loader did it before)
+   and from the reachability bit sets it uses now.
+"""
+
+from __future__ import annotations
+
+import gc
+import time
+from collections.abc import Callable
+
+import engine.demo_steps  # noqa: F401 - registers demo.echo
+from engine.graph import WorkflowGraph
+from engine.loader import load_workflow_text
+from engine.spec import WorkflowDefinition
+
+SIZES = (1_000, 5_000, 10_000)
+SIDE_BY_SIDE_SIZES = (1_000, 2_000)
+
+
+def plain_chain(size: int) -> str:
+    lines = ["name: chain", "steps:", "  - {id: s0, uses: demo.echo}"]
+    lines += [f"  - {{id: s{i}, uses: demo.echo, depends_on: [s{i - 1}]}}" for i in range(1, size)]
+    return "\n".join(lines) + "\n"
+
+
+def cel_chain(size: int) -> str:
+    lines = ["name: chain", "inputs:", "  topic: {type: string, default: x}", "steps:"]
+    lines.append("  - {id: s0, uses: demo.echo, inputs: {topic: inputs.topic}}")
+    for index in range(1, size):
+        before = f"s{index - 1}"
+        lines.append(
+            f"  - {{id: s{index}, uses: demo.echo, depends_on: [{before}],"
+            f" when: \"steps.{before}.status == 'SUCCEEDED'\","
+            f" inputs: {{previous: steps.{before}.outputs}}}}"
+        )
+    return "\n".join(lines) + "\n"
+
+
+def timed(action: Callable[..., object], *args: object) -> tuple[float, float]:
+    """(wall s, CPU s) of ``action(*args)``, from a collected heap."""
+    gc.collect()
+    wall, cpu = time.perf_counter(), time.process_time()
+    action(*args)
+    return time.perf_counter() - wall, time.process_time() - cpu
+
+
+def load_times() -> None:
+    print("1. Load time of a chain (YAML, step checks, graph checks):")
+    print(
+        f"  {'shape':<8} {'steps':>6}  {'wall s':>7}  {'CPU s':>6}  {'CPU µs/step':>11}  {'vs 1k':>6}"
+    )
+    for name, build in (("plain", plain_chain), ("with CEL", cel_chain)):
+        first: float | None = None
+        for size in SIZES:
+            wall, cpu = timed(load_workflow_text, build(size), "chain.yaml")
+            per_step = cpu / size
+            first = first or per_step
+            print(
+                f"  {name:<8} {size:>6}  {wall:>7.2f}  {cpu:>6.2f}  {per_step * 1e6:>11.0f}"
+                f"  {per_step / first:>5.2f}x"
+            )
+
+
+def _reads(wf: WorkflowDefinition) -> list[tuple[str, str]]:
+    """Each step reads the one before it."""
+    return [(later.id, earlier.id) for earlier, later in zip(wf.steps, wf.steps[1:])]
+
+
+def ancestor_sets(wf: WorkflowDefinition) -> None:
+    graph = WorkflowGraph(wf)
+    visible = {step.id: graph.visible_from(step.id) for step in wf.steps}
+    assert all(other in visible[step] for step, other in _reads(wf))
+
+
+def bit_sets(wf: WorkflowDefinition) -> None:
+    graph = WorkflowGraph(wf)
+    assert all(graph.can_read(step, other) for step, other in _reads(wf))
+
+
+def side_by_side() -> None:
+    print("2. The graph stage's visibility question for every step, side by side (CPU s):")
+    print(f"  {'steps':>6}  {'ancestor sets':>13}  {'bit sets':>8}  {'ratio':>6}")
+    for size in SIDE_BY_SIDE_SIZES:
+        wf = load_workflow_text(plain_chain(size), source="chain.yaml")
+        _, before = timed(ancestor_sets, wf)
+        _, after = timed(bit_sets, wf)
+        print(f"  {size:>6}  {before:>13.3f}  {after:>8.3f}  {before / after:>5.0f}x")
+
+
+def main() -> None:
+    load_times()
+    side_by_side()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,84 @@
+"""Run inputs are converted and checked against their declarations before a run exists:
+the type, the choices, min and max, and whole numbers within the range CEL computes exactly.
+Every refusal is one line naming the input and the value."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from engine.run_inputs import LARGEST_INT, InputError, parse_assignments, resolve_inputs
+from engine.spec import InputSpec, StepSpec, WorkflowDefinition
+from engine.store import RunStore
+from tests.cli.test_engine_cli import workbench
+from workflows import WORKFLOWS_DIR
+
+WF = WorkflowDefinition(
+    name="bounded",
+    inputs={
+        "rounds": InputSpec(type="int", default=4, min=1, max=6),
+        "ratio": InputSpec(type="float", default=0.5, min=0, max=1),
+        "mode": InputSpec(type="string", default="fast", choices=["fast", "deep"]),
+        "count": InputSpec(type="int", default=1),
+    },
+    steps=[StepSpec(id="a", uses="demo.echo")],
+)
+
+
+@pytest.mark.parametrize(
+    "given, message",
+    [
+        ({"rounds": "-3"}, "input 'rounds' must be at least 1, got -3"),
+        ({"rounds": "7"}, "input 'rounds' must be at most 6, got 7"),
+        ({"ratio": "1.5"}, "input 'ratio' must be at most 1, got 1.5"),
+        ({"ratio": "nan"}, "input 'ratio' must be a number, got 'nan'"),
+        ({"ratio": "inf"}, "input 'ratio' must be a number, got 'inf'"),
+        ({"mode": "slow"}, "input 'mode' must be one of fast, deep, got 'slow'"),
+        (
+            {"count": "9" * 26},
+            f"input 'count' must be a whole number between -{LARGEST_INT} and {LARGEST_INT},"
+            f" got '{'9' * 26}'; pass a smaller number",
+        ),
+        (
+            {"count": 10**30},
+            f"input 'count' must be a whole number between -{LARGEST_INT} and {LARGEST_INT},"
+            f" got {10**30}; pass a smaller number",
+        ),
+    ],
+)
+def test_values_outside_their_declared_bounds_are_refused_in_one_line(
+    given: dict[str, object], message: str
+) -> None:
+    with pytest.raises(InputError) as refused:
+        resolve_inputs(WF, given)
+    assert str(refused.value) == message
+
+
+def test_values_within_their_bounds_are_converted() -> None:
+    assert resolve_inputs(WF, parse_assignments(["rounds=1", "ratio=1", "count=-12"])) == {
+        "rounds": 1,
+        "ratio": 1.0,
+        "mode": "fast",
+        "count": -12,
+    }
+    assert resolve_inputs(WF, {"count": LARGEST_INT})["count"] == LARGEST_INT
+
+
+@pytest.mark.parametrize("value", ["-3", "0", "9" * 26])
+def test_a_bad_max_rounds_is_refused_before_a_run_exists(tmp_path: Path, value: str) -> None:
+    done = workbench(
+        tmp_path,
+        "run",
+        str(WORKFLOWS_DIR / "deep_research.yaml"),
+        "--headless",
+        "--input",
+        "query=asyncio",
+        "--input",
+        f"max_rounds={value}",
+    )
+    assert done.returncode == 2, done.stdout + done.stderr
+    lines = done.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("error: input 'max_rounds' must be")
+    with RunStore(tmp_path / "runs.sqlite") as store:
+        assert store.list_runs() == []

@@ -1,0 +1,386 @@
+"""Named regressions: each defect class the differential test found (or issue 10 names),
+on both engines, checked against the reference interpreter where it applies.
+
+The rules are README "Workflow files → What a run means"; tests/engine/reference/
+is their second reading.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from typing import Any
+
+import pytest
+
+from engine.context import InterruptAnswer, InterruptRequest
+from engine.events import InterruptRaised, StepRetrying, StepStarted
+from engine.kahn import KahnEngine
+from engine.langgraph_engine import LangGraphEngine
+from engine.lifecycle import CancelRequest, EngineBase, ScheduleEnd
+from engine.loader import load_workflow_text
+from engine.protocol import EngineCapabilities, RunContext
+from engine.runner import StepRunner
+from engine.spec import WorkflowDefinition
+from engine.states import RunStatus
+from engine.store import InMemoryRunStore
+from tests.engine.kahn_helpers import TEST_REGISTRY, fresh_gates
+from tests.engine.reference.differential import respond, run_all
+from tests.engine.reference.interpreter import interpret
+
+ENGINES = {"kahn": KahnEngine, "langgraph": LangGraphEngine}
+INPUTS = {"n": 3, "xs": [4, 5, 6]}
+
+
+def load(steps: list[dict[str, Any]], **fields: Any) -> WorkflowDefinition:
+    data = {
+        "name": "regression",
+        "inputs": {
+            "n": {"type": "int", "default": 3},
+            "xs": {"type": "list", "default": [4, 5, 6]},
+        },
+        "steps": steps,
+        **fields,
+    }
+    return load_workflow_text(json.dumps(data), source="regression.yaml", registry=TEST_REGISTRY)
+
+
+def probe(step_id: str, **fields: Any) -> dict[str, Any]:
+    return {"id": step_id, "uses": "ref.probe", **fields}
+
+
+def agree(wf: WorkflowDefinition) -> dict[str, Any]:
+    """Run on both engines and the reference; they agree on everything compared."""
+    found = run_all(wf, INPUTS)
+    reference = found["reference"].comparable()
+    assert found["kahn"].comparable() == reference
+    assert found["langgraph"].comparable() == reference
+    assert found["canonical"] == [] and found["order_violations"] == []
+    return found
+
+
+def execute(engine: str, wf: WorkflowDefinition, **context: Any) -> tuple[Any, InMemoryRunStore]:
+    store = InMemoryRunStore()
+    run = RunContext(store=store, **context)
+    result = asyncio.run(ENGINES[engine](registry=TEST_REGISTRY).execute(wf, run))
+    return result, store
+
+
+# -- loops -------------------------------------------------------------------------------------
+
+
+def test_a_loop_body_step_with_a_dependent_outside_the_body_runs_it_once_after_the_last_pass() -> (
+    None
+):
+    """LangGraph raised CheckpointBehind here; the outside step now waits for the loop."""
+    wf = load(
+        [
+            probe("s0"),
+            probe("s1", depends_on=["s0"]),
+            probe("outside", depends_on=["s1"]),
+            probe(
+                "s2",
+                depends_on=["s1"],
+                routing={"kind": "loop", "loop": {"target": "s0", "max_iterations": 2}},
+            ),
+        ]
+    )
+    found = agree(wf)
+    steps = found["kahn"].steps
+    assert steps["outside"][:3] == ("SUCCEEDED", 0, 1)
+    assert steps["s1"][:3] == ("SUCCEEDED", 2, 3)
+
+
+def test_nested_loops_count_the_inner_loop_afresh_on_each_outer_pass() -> None:
+    wf = load(
+        [
+            probe("outer_start"),
+            probe("inner_start", depends_on=["outer_start"]),
+            probe(
+                "inner_end",
+                depends_on=["inner_start"],
+                routing={"kind": "loop", "loop": {"target": "inner_start", "max_iterations": 2}},
+            ),
+            probe(
+                "outer_end",
+                depends_on=["inner_end"],
+                routing={"kind": "loop", "loop": {"target": "outer_start", "max_iterations": 1}},
+            ),
+        ]
+    )
+    found = agree(wf)
+    # two outer passes, each with the inner loop going back twice: 3 inner passes each
+    assert found["kahn"].steps["inner_end"][2] == 6
+    assert found["kahn"].steps["outer_end"][2] == 2
+
+
+def test_a_loop_exit_on_arithmetic_fires() -> None:
+    """``(iteration + 1) % 2 == 0`` raised "no matching overload" and never matched."""
+    wf = load(
+        [
+            probe("work"),
+            probe(
+                "check",
+                depends_on=["work"],
+                routing={
+                    "kind": "conditional",
+                    "conditions": [{"expr": "(iteration + 1) % 2 == 1", "target": "done"}],
+                    "next": "work_again",
+                    "loop": {"target": "work", "max_iterations": 5},
+                },
+            ),
+            probe("done"),
+            probe("work_again"),
+        ]
+    )
+    found = agree(wf)
+    assert found["kahn"].steps["check"][2] == 1  # pass 0: (0 + 1) % 2 == 1 → done
+    assert found["kahn"].steps["done"][0] == "SUCCEEDED"
+    assert found["kahn"].steps["work_again"][0] == "SKIPPED"
+
+
+def test_a_step_skipped_in_a_later_pass_hides_its_earlier_outputs() -> None:
+    wf = load(
+        [
+            probe("start"),
+            probe("sometimes", depends_on=["start"], when="iteration == 0"),
+            probe(
+                "reader",
+                depends_on=["start", "sometimes"],
+                trigger="all_done",
+                inputs={"x": "has(steps.sometimes.outputs.v) ? 1 : 0"},
+                routing={"kind": "loop", "loop": {"target": "start", "max_iterations": 1}},
+            ),
+        ]
+    )
+    found = agree(wf)
+    reader = found["kahn"].steps["reader"][3]
+    assert reader["x"] == 0 and reader["seen"] == ["start"]  # has() and ctx.upstream agree
+    assert found["kahn"].steps["sometimes"][3] == {}
+
+
+# -- detours ------------------------------------------------------------------------------------
+
+
+def test_a_detour_target_with_its_own_dependency_waits_for_it() -> None:
+    wf = load(
+        [
+            probe("first"),
+            probe("second", depends_on=["first"]),
+            probe("side", depends_on=["second"]),
+            probe(
+                "decide",
+                routing={
+                    "kind": "linear",
+                    "next": "after",
+                    "detour": {"target": "context", "when": "outputs.n == 0"},
+                },
+            ),
+            probe("context", depends_on=["side"]),
+            probe("after"),
+        ]
+    )
+    found = agree(wf)
+    assert found["kahn"].steps["decide"][:3] == ("SUCCEEDED", 1, 2)
+    assert found["kahn"].steps["context"][:3] == ("SUCCEEDED", 0, 1)
+
+
+def test_a_detour_whose_target_waits_on_the_declaring_step_is_rejected_not_left_pending() -> None:
+    """Kahn reported COMPLETED with steps never run; the detour is now rejected."""
+    wf = load(
+        [
+            probe(
+                "decide",
+                routing={
+                    "kind": "linear",
+                    "next": "middle",
+                    "detour": {"target": "context", "when": "true"},
+                },
+            ),
+            probe("middle"),
+            probe("context", depends_on=["middle"]),
+        ]
+    )
+    found = agree(wf)
+    assert found["kahn"].status == "COMPLETED"
+    assert {state[0] for state in found["kahn"].steps.values()} <= {"SUCCEEDED", "SKIPPED"}
+
+
+# -- stops ---------------------------------------------------------------------------------------
+
+
+def _terminate_beside_a_sibling() -> WorkflowDefinition:
+    return load(
+        [
+            {"id": "slow", "uses": "test.gate", "config": {"wait": "stopped"}},
+            {"id": "after_slow", "uses": "test.gate", "depends_on": ["slow"]},
+            {
+                "id": "stopper",
+                "uses": "test.gate",
+                "config": {"open": "stopped"},
+                "routing": {"kind": "linear", "next": "cut", "terminate_when": "true"},
+            },
+            {"id": "cut", "uses": "test.gate"},
+        ]
+    )
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_terminate_in_one_branch_lets_a_running_sibling_finish_on_both_engines(engine: str) -> None:
+    """Kahn cancelled the running sibling (SKIPPED), LangGraph let it finish: now both
+    finish it, and what the sibling leads to runs — the terminating step cuts off only
+    what it leads to."""
+    fresh_gates("stopped")
+    result, _ = execute(engine, _terminate_beside_a_sibling())
+    statuses = {k: v.value for k, v in result.step_statuses.items()}
+    assert statuses == {
+        "slow": "SUCCEEDED",
+        "after_slow": "SUCCEEDED",
+        "stopper": "SUCCEEDED",
+        "cut": "SKIPPED",
+    }
+    assert (result.status, result.reason) == (RunStatus.COMPLETED, "terminated by stopper")
+
+
+def test_a_run_with_a_failed_required_step_is_not_completed_by_a_termination() -> None:
+    wf = load(
+        [
+            probe("broken", config={"fail_times": 1}),
+            probe("stopper", routing={"kind": "linear", "terminate_when": "true"}),
+        ]
+    )
+    found = agree(wf)
+    assert found["kahn"].status == "FAILED"
+
+
+def test_a_limit_lets_the_steps_already_running_finish() -> None:
+    wf = load([probe(f"p{i}") for i in range(4)], limits={"max_step_runs": 2})
+    for engine in ENGINES:
+        result, store = execute(engine, wf)
+        assert result.status == RunStatus.PARTIAL
+        started = [e for e in store.events(result.run_id) if isinstance(e, StepStarted)]
+        assert len(started) == 2
+        assert all(s.value not in ("PENDING", "RUNNING") for s in result.step_statuses.values())
+
+
+# -- the invariant of every run -------------------------------------------------------------------
+
+
+class _StuckScheduler(EngineBase):
+    """A scheduler with a defect: it returns before running anything."""
+
+    name = "stuck"
+    capabilities = EngineCapabilities(
+        cycles=False, interrupts_hold_superstep=False, checkpoints=False, fork=False
+    )
+
+    async def schedule(self, runner: StepRunner, cancel: CancelRequest) -> ScheduleEnd:
+        return ScheduleEnd()
+
+
+def test_a_scheduler_that_leaves_steps_unsettled_fails_the_run_naming_them() -> None:
+    wf = load([probe("a"), probe("b", depends_on=["a"])])
+    store = InMemoryRunStore()
+    result = asyncio.run(
+        _StuckScheduler(registry=TEST_REGISTRY).execute(wf, RunContext(store=store))
+    )
+    assert result.status == RunStatus.FAILED
+    assert "a, b never settled" in result.reason
+    assert {s.value for s in result.step_statuses.values()} == {"FAILED"}
+
+
+# -- interrupts and resume -----------------------------------------------------------------------
+
+
+def _asking(limit: int) -> WorkflowDefinition:
+    return load(
+        [
+            probe("first"),
+            probe("ask", depends_on=["first"], interrupt={"after": True, "prompt": "approve?"}),
+            probe("last", depends_on=["ask"]),
+        ],
+        limits={"max_step_runs": limit},
+    )
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_resuming_from_waiting_counts_the_waiting_step_once(engine: str) -> None:
+    """With max_step_runs exactly the steps' count: COMPLETED in one go, and after WAITING."""
+    wf = _asking(3)
+    in_process, _ = execute(engine, wf, responder=respond)
+    assert in_process.status == RunStatus.COMPLETED
+    store = InMemoryRunStore()
+    first = asyncio.run(
+        ENGINES[engine](registry=TEST_REGISTRY).execute(wf, RunContext(store=store))
+    )
+    assert first.status == RunStatus.WAITING
+    answers = {"ask": InterruptAnswer(action="approve")}
+    resumed = asyncio.run(
+        ENGINES[engine](registry=TEST_REGISTRY).resume(
+            first.run_id, RunContext(store=store, answers=answers)
+        )
+    )
+    assert (resumed.status, store.get_run(first.run_id).engine_state["step_runs"]) == (
+        RunStatus.COMPLETED,
+        3,
+    )
+
+
+def test_a_step_run_again_for_an_answer_does_not_repeat_its_failed_attempts() -> None:
+    """LangGraph re-runs a node from its first line after an answer: the attempts that
+    failed before the interrupt are not run (nor announced) again."""
+    wf = load([probe("flaky", config={"fail_times": 1}, retries=1, interrupt={"after": True})])
+    found = agree(wf)
+    assert found["kahn"].steps["flaky"][0] == "SUCCEEDED"
+    result, store = execute("langgraph", wf, responder=respond)
+    events = store.events(result.run_id)
+    assert sum(isinstance(e, StepRetrying) for e in events) == 1
+    assert sum(isinstance(e, InterruptRaised) for e in events) == 1
+
+
+def test_the_reference_answers_interrupts_like_the_automatic_responder() -> None:
+    wf = load([probe("ask", interrupt={"before": True, "prompt": "reject this"})])
+    assert interpret(wf, INPUTS).steps["ask"].status == "SKIPPED"
+    request = InterruptRequest(kind="approval", prompt="reject this")
+    answer = asyncio.run(respond(None, request))  # type: ignore[arg-type]
+    assert answer.action == "reject"
+
+
+def test_two_loops_sharing_a_target_in_parallel_branches_do_not_wait_on_each_other() -> None:
+    """Shrunk from the differential suite: each router was outside the other's body and
+    waited for it, through a dependency — every step after the target stayed PENDING."""
+    wf = load(
+        [
+            probe("target"),
+            probe("left", depends_on=["target"]),
+            probe(
+                "left_router",
+                depends_on=["target", "left"],
+                routing={"kind": "loop", "loop": {"target": "target", "max_iterations": 1}},
+            ),
+            probe(
+                "right_router",
+                depends_on=["target"],
+                routing={"kind": "loop", "loop": {"target": "target", "max_iterations": 2}},
+            ),
+        ]
+    )
+    found = agree(wf)
+    assert found["kahn"].status == "COMPLETED"
+    assert {state[0] for state in found["kahn"].steps.values()} == {"SUCCEEDED"}
+
+
+def test_the_safety_bound_counts_runs_in_waves_on_both_engines_and_the_reference() -> None:
+    """Shrunk from the differential suite: two steps ready together both run before the
+    step after them routes, so the bound is reached at its decision."""
+    wf = load(
+        [
+            probe("first"),
+            probe("decider", depends_on=["first"], config={"terminate_at": 0}),
+            probe("beside"),
+        ],
+        limits={"max_step_runs": 3},
+    )
+    found = run_all(wf, INPUTS)
+    assert found["reference"].status == found["kahn"].status == found["langgraph"].status
+    assert found["kahn"].status == "PARTIAL"

@@ -1,0 +1,100 @@
+"""Understanding the question: its kind, its subject, and sub-questions that read as sentences."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from research.extractive import scope
+from research.questions import gerund, plan, sub_questions
+
+pytestmark = pytest.mark.timeout(30)
+
+
+@pytest.mark.parametrize(
+    "question,kind,subject",
+    [
+        ("How has the import system changed over the years?", "history", "import system"),
+        ("timeline of the walrus operator", "history", "walrus operator"),
+        ("Tell me the history of type annotations", "history", "type annotations"),
+        (
+            "What is the difference between bytes and bytearray?",
+            "comparison",
+            "bytes and bytearray",
+        ),
+        ("threading vs multiprocessing", "comparison", "threading vs multiprocessing"),
+        ("Should I use attrs or dataclasses?", "comparison", "attrs or dataclasses"),
+        ("How do I read a config file?", "how_to", "reading a config file"),
+        ("how to set up a virtual environment", "how_to", "setting up a virtual environment"),
+        ("Why does Python have a GIL?", "rationale", "Python"),
+        ("What was the motivation for the walrus operator?", "rationale", "walrus operator"),
+        ("Is distutils still supported?", "status", "distutils"),
+        ("What is the current state of the stable ABI?", "status", "stable ABI"),
+        ("What are descriptors?", "definition", "descriptors"),
+        ("How does the garbage collector work in CPython?", "definition", "garbage collector"),
+        ("WSGI web server gateway interface", "definition", "WSGI web server gateway interface"),
+    ],
+)
+def test_questions_are_classified_and_their_subject_cut(
+    question: str, kind: str, subject: str
+) -> None:
+    understood = plan(question)
+    assert understood.kind == kind
+    assert understood.subject.removeprefix("the ") == subject
+
+
+def test_a_comparison_names_both_sides_in_its_sub_questions() -> None:
+    texts = [t for _f, t, _k in sub_questions(plan("Compare generators and iterators"), 4)]
+    assert texts[:3] == [
+        "What are generators?",
+        "What are iterators?",
+        "How do generators and iterators differ?",
+    ]
+
+
+def test_sub_questions_read_as_sentences() -> None:
+    """No template glue left over ("What is X evolve …"), agreement of is/are, one question mark."""
+    for question in (
+        "How did async and await evolve?",
+        "history of structural pattern matching",
+        "What are type hints?",
+        "How do I parse a TOML file?",
+        "Why was print made a function?",
+        "What is the status of the GIL?",
+    ):
+        for _facet, text, _terms in sub_questions(plan(question), 5):
+            assert text[0].isupper() and text.endswith("?") and text.count("?") == 1, text
+            assert not re.search(r"\b(evolve|come|did)\b.*\band what does it define\b", text)
+            assert "  " not in text
+    texts = [t for _f, t, _k in sub_questions(plan("What are type hints?"), 3)]
+    assert texts[0] == "What are type hints, and what do they specify?"
+    history = [t for _f, t, _k in sub_questions(plan("How did async and await evolve?"), 2)]
+    assert history == [
+        "Which proposals first introduced async and await, and when?",
+        "How did async and await change in later proposals?",
+    ]
+
+
+def test_the_built_in_model_plans_by_kind_with_search_terms() -> None:
+    answer = scope({"query": "What is the history of structural pattern matching?"})
+    assert answer.kind == "history" and answer.subject == "structural pattern matching"
+    assert answer.key_terms == ["structural", "pattern", "matching"]
+    assert [q.facet for q in answer.sub_questions] == [
+        "origin",
+        "changes",
+        "superseded",
+        "current",
+    ]
+    assert all(q.key_terms[:3] == answer.key_terms for q in answer.sub_questions)
+    comparison = scope({"query": "asyncio versus threading", "max_sub_questions": 3})
+    assert comparison.kind == "comparison"
+    assert comparison.sub_questions[0].key_terms[0] == "asyncio"
+    assert comparison.sub_questions[1].key_terms[0] == "threading"
+
+
+@pytest.mark.parametrize(
+    "verb,expected", [("make", "making"), ("set", "setting"), ("use", "using"), ("read", "reading")]
+)
+def test_gerunds(verb: str, expected: str) -> None:
+    assert gerund(verb) == expected

@@ -1,0 +1,103 @@
+"""Agents over real HTTP: the orchestrator's model is a provider behind the loopback fault
+server answering adversarially, through the real router and the composition root's port.
+
+Whatever the provider proposes — agents the workflow does not offer, the same agent again
+and again, text that is not a decision — only offered agents run, the required ones run,
+and every decision the provider was asked for is one the run recorded. The worker agents
+use the built-in profile, so none of their calls reaches the provider at all.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+from typing import Any
+
+from engine.agents.builtin_model import react_reply
+from engine.agents.registration import register_agents
+from engine.agents.registry_loader import load_registry
+from engine.agents.tools import TOOL_IMPLEMENTATIONS
+from engine.kahn import KahnEngine
+from engine.loader import load_workflow
+from engine.steps import StepRegistry
+from router.config import RouterConfig
+from router.fault_server import FaultServer, demo_router_config
+from router.router import build_router
+from tui.launch import agents_wiring
+from tui.launch.wiring import build_run_context, close_run_context, extractive_handlers
+from workflows import WORKFLOWS_DIR
+
+ANSWERS: list[Any] = [
+    {"thought": "the archive first", "action": "invoke", "agent": "archivist"},
+    {"thought": "again", "action": "invoke", "agent": "searcher"},
+    "let me think about it",
+    {"thought": "again", "action": "invoke", "agent": "searcher"},
+    {"thought": "again", "action": "invoke", "agent": "searcher"},
+    {"thought": "done", "action": "complete"},
+]
+
+
+def responder(task: str, inputs: dict[str, Any], raw: dict[str, Any]) -> Any:
+    if task == "agent.orchestrate":
+        return ANSWERS[min(int(inputs["iteration"]) - 1, len(ANSWERS) - 1)]
+    if task == "agent.react":
+        return react_reply(inputs)
+    return "unexpected task"
+
+
+def test_an_adversarial_orchestrator_over_http_stays_inside_the_offer(tmp_path: Path) -> None:
+    user = tmp_path / "ws"
+    (user / "agents").mkdir(parents=True)
+    (user / "agents" / "orchestrator.yaml").write_text(
+        "agents:\n  research_orchestrator:\n    role: Decides over HTTP.\n    model: fast\n"
+        "    output: {decision: {type: string}}\n"
+    )
+    loaded = load_registry(
+        [(WORKFLOWS_DIR, "shipped"), (user, "workspace")], TOOL_IMPLEMENTATIONS.names()
+    )
+    assert loaded.problems == []
+    steps = StepRegistry()
+    register_agents(loaded.registry, steps)
+    workflow = load_workflow(WORKFLOWS_DIR / "research_assistant.yaml", registry=steps)
+
+    async def scenario() -> tuple[Any, list[Any], list[Any]]:
+        server = FaultServer(responder=responder)
+        await server.start()
+        try:
+            section = demo_router_config(server.base_url, ["openai"])
+            config = agents_wiring.with_agent_profiles(
+                RouterConfig.model_validate(section), loaded.registry
+            )
+            router = build_router(config, stats_path=None, task_handlers=extractive_handlers())
+            context = build_run_context(
+                user,
+                inputs={"question": "How does the json module encode objects?"},
+                responder=None,
+                router=router,
+            )
+            try:
+                result = await KahnEngine(registry=steps).execute(workflow, context)
+                events = context.store.events(result.run_id)
+            finally:
+                await close_run_context(context, close_store=True)
+            return result, events, server.requests_for("openai", "chat")
+        finally:
+            await server.stop()
+
+    result, events, requests = asyncio.run(scenario())
+    assert result.status.value == "COMPLETED"
+    out = next(e for e in events if e.kind == "step_finished").outputs
+    assert set(out["agents_executed"]) <= {"searcher", "reader", "fact_checker", "writer"}
+    assert {"searcher", "writer"} <= set(out["agents_executed"])
+    assert out["agents_executed"].count("searcher") <= 2
+    assert {r.task for r in requests} == {"agent.orchestrate"}, (
+        "built-in-profile agents never reach a provider"
+    )
+    decisions = [e.payload for e in events if e.kind == "domain" and e.name == "advisory.decision"]
+    assert len(decisions) == len(requests), "one provider request per decision"
+    reasons = [d["reason"] for d in decisions]
+    assert reasons[0].startswith("agent 'archivist' is not offered")
+    assert any("already invoked 2 time(s)" in r for r in reasons)
+    assert all(d["chosen"] != "invoke archivist" for d in decisions)
+    violations = [e.rule for e in events if e.kind == "policy_violation"]
+    assert "max_invocations_exceeded" in violations

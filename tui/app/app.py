@@ -1,0 +1,231 @@
+"""The Textual application: screens, the command palette, F1 help, theme and keymap.
+
+The app holds no domain logic: it composes a :class:`~tui.launch.workbench.Workbench`
+(what the rest of the product offers) with screens that render run events.
+Runs execute on a :class:`~tui.app.run_driver.RunDriver` worker thread.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from functools import partial
+from pathlib import Path
+from typing import Any
+
+from textual.app import App, SystemCommand
+from textual.binding import Binding
+from textual.command import Hit, Hits, Provider
+from textual.screen import Screen
+
+from tui.app.log_toasts import ToastHandler
+from tui.app.run_driver import NewRunJob, PromptTicket, RunDriver, RunJob
+from tui.app.screens.home import HomeScreen
+from tui.app.screens.run import PromptArrived, RunScreen
+from tui.launch.workbench import Workbench
+
+STOP_TIMEOUT_S = 3.0
+
+
+class WorkbenchCommands(Provider):
+    """Palette commands: new run, open / resume run, toggle views, switch theme.
+
+    The list (workflow files loaded, runs read from the store) is built once per
+    palette opening, not again on every keystroke.
+    """
+
+    _listed: list[tuple[str, str, Any]]
+
+    async def startup(self) -> None:
+        self._listed = self._commands()
+
+    def _commands(self) -> list[tuple[str, str, Any]]:
+        app = self.app
+        assert isinstance(app, WorkbenchApp)
+        commands: list[tuple[str, str, Any]] = []
+        for entry in app.workbench.workflows():
+            if entry.definition is not None:
+                commands.append(
+                    (
+                        f"Run workflow: {entry.name}",
+                        "open the new-run form for it",
+                        partial(app.choose_workflow, entry.name),
+                    )
+                )
+        for run in app.workbench.store().list_runs(30):
+            commands.append(
+                (
+                    f"Open run: {run.run_id} {run.workflow} {run.status.value}",
+                    "replay it event by event",
+                    partial(app.open_run, run.run_id),
+                )
+            )
+            if run.status.value in ("WAITING", "RUNNING"):
+                commands.append(
+                    (
+                        f"Resume run: {run.run_id} {run.workflow}",
+                        "continue it from where it stopped",
+                        partial(app.open_run, run.run_id, True),
+                    )
+                )
+        for theme in sorted(app.available_themes):
+            commands.append((f"Switch theme: {theme}", "", partial(setattr, app, "theme", theme)))
+        for view, action in (
+            ("outline view", "toggle_outline"),
+            ("providers panel", "toggle_panel('providers')"),
+            ("rounds matrix", "toggle_panel('rounds')"),
+            ("event log", "toggle_panel('log')"),
+        ):
+            commands.append(
+                (f"Toggle {view}", "on the run screen", partial(app.run_screen_action, action))
+            )
+        commands.append(("Run history", "every stored run", app.show_history))
+        return commands
+
+    async def discover(self) -> Hits:
+        for title, help_text, callback in self._listed:
+            if title.startswith(("Run workflow", "Toggle", "Run history")):
+                yield Hit(1.0, title, callback, help=help_text)
+
+    async def search(self, query: str) -> Hits:
+        matcher = self.matcher(query)
+        for title, help_text, callback in self._listed:
+            score = matcher.match(title)
+            if score > 0:
+                yield Hit(score, matcher.highlight(title), callback, help=help_text)
+
+
+class WorkbenchApp(App[None]):
+    TITLE = "Research Workbench"
+    CSS_PATH = "app.tcss"
+    COMMANDS = App.COMMANDS | {WorkbenchCommands}
+    BINDINGS = [
+        Binding("f1", "toggle_help", "Help", id="app.help"),
+        Binding("ctrl+p", "command_palette", "Palette", id="app.palette", show=False),
+        Binding("ctrl+q", "quit", "Quit", id="app.quit", priority=True),
+    ]
+
+    def __init__(
+        self, workbench: Workbench, *, run_job: RunJob | None = None, open_run_id: str | None = None
+    ) -> None:
+        super().__init__()
+        self.workbench = workbench
+        self._initial_job = run_job
+        self._initial_run = open_run_id
+        self.run_drivers: list[RunDriver] = []
+        self._toasts = ToastHandler(self)
+
+    def on_mount(self) -> None:
+        self._toasts.install()
+        config = self.workbench.config
+        if config.theme in self.available_themes:
+            self.theme = config.theme
+        else:
+            self.notify(
+                f"theme {config.theme!r} is unknown; using {self.theme}. "
+                f"Themes: {', '.join(sorted(self.available_themes))}",
+                severity="warning",
+                timeout=10,
+            )
+        if config.keymap:
+            self.set_keymap(config.keymap)
+        if self.workbench.config_error:
+            self.notify(
+                self.workbench.config_error,
+                title="config not loaded, using defaults",
+                severity="error",
+                timeout=30,
+            )
+        self.push_screen(HomeScreen(self.workbench))
+        if self._initial_job is not None:
+            self.start_job(self._initial_job)
+        elif self._initial_run is not None:
+            self.open_run(self._initial_run)
+
+    def on_unmount(self) -> None:
+        self._toasts.remove()
+        for driver in self.run_drivers:
+            driver.stop(STOP_TIMEOUT_S)
+        self.workbench.close()
+
+    def get_system_commands(self, screen: Screen[Any]) -> Iterable[SystemCommand]:
+        yield from super().get_system_commands(screen)
+        yield SystemCommand("Help for the focused widget", "F1", self.action_toggle_help)
+
+    # -- runs -----------------------------------------------------------------
+    def start_run(self, path: Path, inputs: dict[str, Any]) -> RunScreen:
+        return self.start_job(self.workbench.new_run_job(path, inputs))
+
+    def _new_run_driver(self, job: RunJob, screen: RunScreen) -> RunDriver:
+        def on_prompt(ticket: PromptTicket) -> None:
+            screen.post_message(PromptArrived(ticket))
+
+        driver = RunDriver(job, on_prompt)
+        self.run_drivers.append(driver)
+        return driver
+
+    def start_job(self, job: RunJob) -> RunScreen:
+        screen = RunScreen(self.workbench, run_id=job.run_id if isinstance(job, NewRunJob) else "")
+        screen.driver = self._new_run_driver(job, screen)
+        self.push_screen(screen)
+        screen.driver.start()
+        return screen
+
+    def open_run(self, run_id: str, resume: bool = False) -> RunScreen | None:
+        store = self.workbench.store()
+        try:
+            record = store.get_run(run_id)
+        except LookupError:
+            self.notify(f"no run {run_id!r} in {self.workbench.runs_db}", severity="error")
+            return None
+        screen = RunScreen(
+            self.workbench,
+            run_id=run_id,
+            stored_events=store.events(run_id),
+            stored_status=record.status.value,
+        )
+        self.push_screen(screen)
+        if resume:
+            screen.call_after_refresh(screen.action_resume)
+        return screen
+
+    def resume_run(self, screen: RunScreen) -> None:
+        from engine.lifecycle import resume_refusal
+
+        try:
+            refusal = resume_refusal(self.workbench.store().get_run(screen.run_id))
+        except LookupError:
+            refusal = None  # the resume job reports an unknown run
+        if refusal:
+            self.notify(refusal, severity="error")
+            return
+        driver = self._new_run_driver(self.workbench.resume_job(screen.run_id), screen)
+        screen.go_live(driver)
+
+    def choose_workflow(self, name: str) -> None:
+        while len(self.screen_stack) > 2:
+            self.pop_screen()
+        home = self.screen
+        if isinstance(home, HomeScreen):
+            for index, entry in enumerate(home.entries):
+                if entry.name == name:
+                    home.query_one("#workflows").highlighted = index  # type: ignore[attr-defined]
+                    home.choose(entry)
+                    home.action_focus_form()
+
+    def run_screen_action(self, action: str) -> None:
+        if isinstance(self.screen, RunScreen):
+            self.call_later(self.run_action, action, self.screen)
+        else:
+            self.notify("open a run first", severity="warning")
+
+    def show_history(self) -> None:
+        from tui.app.screens.history import HistoryScreen
+
+        self.push_screen(HistoryScreen(self.workbench))
+
+    # -- help -----------------------------------------------------------------
+    def action_toggle_help(self) -> None:
+        if self.screen.query("HelpPanel"):
+            self.action_hide_help_panel()
+        else:
+            self.action_show_help_panel()

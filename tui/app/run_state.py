@@ -1,0 +1,389 @@
+"""What the run screen shows, folded from run events — plain Python, no Textual.
+
+Widgets render a :class:`RunView`; they never interpret events themselves.
+:meth:`RunView.apply` returns which parts changed, so the screen redraws only
+those. Live runs, stored runs and replays all go through the same fold, which
+is what makes a replay at event N look exactly like the live screen did.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from engine.events import (
+    Budget,
+    Domain,
+    InterruptRaised,
+    InterruptResolved,
+    Log,
+    PolicyViolation,
+    ProviderState,
+    RouteDecided,
+    RunEvent,
+    RunFinished,
+    RunStarted,
+    StepFailed,
+    StepFinished,
+    StepRetrying,
+    StepSkipped,
+    StepStarted,
+)
+from engine.states import RoutingSignal, StepStatus
+from tui.app.agent_trail import AdvisoryGraph
+from tui.app.agent_trail import fold as fold_agent_event
+
+Part = Literal["graph", "steps", "providers", "rounds", "log", "prompts", "status"]
+DIMENSIONS: tuple[str, ...] = ("coverage", "source_quality", "agreement", "verification", "recency")
+
+
+@dataclass
+class StepView:
+    id: str
+    uses: str = ""
+    group: str | None = None
+    optional: bool = False
+    has_interrupt: bool = False
+    status: StepStatus = StepStatus.PENDING
+    iteration: int = 0
+    attempt: int = 1
+    inputs: dict[str, Any] = field(default_factory=dict)
+    outputs: dict[str, Any] = field(default_factory=dict)
+    error: str = ""
+    skip_reason: str = ""
+    route: RoutingSignal | None = None
+    tokens: int = 0
+    llm_calls: int = 0
+    duration_s: float = 0.0
+    providers: list[str] = field(default_factory=list)
+    held_by: str | None = None
+    """Interrupt id that holds this step (LangGraph pauses its whole superstep)."""
+    trail: list[str] = field(default_factory=list)
+    """An agent step's thoughts, actions, observations and decisions (tui/agent_trail.py)."""
+
+
+@dataclass(frozen=True)
+class DimensionCell:
+    score: float | None
+    tier: str
+
+
+@dataclass
+class RoundView:
+    number: int
+    dimensions: dict[str, DimensionCell] = field(default_factory=dict)
+    ci: float | None = None
+    recent_sources: float | None = None
+    recent_floor: float | None = None
+    critical_contradictions: int = 0
+    gate_passed: bool | None = None
+    decision: str = ""
+    stop_reason: str = ""
+
+
+@dataclass(frozen=True)
+class LogLine:
+    seq: int
+    kind: str
+    level: str
+    text: str
+    step_id: str | None = None
+
+
+@dataclass(frozen=True)
+class Edge:
+    source: str
+    target: str
+    kind: str
+
+
+@dataclass
+class RunView:
+    run_id: str = ""
+    workflow: str = ""
+    engine: str = ""
+    engine_reason: str = ""
+    inputs: dict[str, Any] = field(default_factory=dict)
+    status: str = "PENDING"
+    reason: str = ""
+    outputs: dict[str, Any] = field(default_factory=dict)
+    order: list[str] = field(default_factory=list)
+    edges: list[Edge] = field(default_factory=list)
+    steps: dict[str, StepView] = field(default_factory=dict)
+    providers: dict[str, dict[str, Any]] = field(default_factory=dict)
+    provider_seen_at: dict[str, float] = field(default_factory=dict)
+    rounds: dict[int, RoundView] = field(default_factory=dict)
+    coalesced: dict[str, Any] | None = None
+    stage: str = ""
+    log: list[LogLine] = field(default_factory=list)
+    pending: dict[str, InterruptRaised] = field(default_factory=dict)
+    chosen_edges: set[tuple[str, str]] = field(default_factory=set)
+    budget: Budget | None = None
+    last_seq: int = 0
+    last_ts: float = 0.0
+    changed_steps: set[str] = field(default_factory=set)
+    """Steps whose drawing changed since the screen last took them (see take_changed_steps)."""
+    advisory: AdvisoryGraph = field(default_factory=AdvisoryGraph)
+
+    # -- folding -------------------------------------------------------------
+    def apply(self, event: RunEvent) -> set[Part]:
+        self.last_seq = max(self.last_seq, event.seq)
+        self.last_ts = max(self.last_ts, event.ts)
+        parts: set[Part] = {"log"}
+        self.log.append(
+            LogLine(
+                event.seq,
+                event.kind,
+                _level(event),
+                describe(event),
+                getattr(event, "step_id", None),
+            )
+        )
+        handler = getattr(self, f"_on_{event.kind}", None)
+        if handler is not None:
+            parts |= handler(event)
+        return parts
+
+    def apply_all(self, events: list[RunEvent]) -> set[Part]:
+        parts: set[Part] = set()
+        for event in events:
+            parts |= self.apply(event)
+        return parts
+
+    def take_changed_steps(self) -> set[str]:
+        changed, self.changed_steps = self.changed_steps, set()
+        return changed
+
+    def _step(self, step_id: str) -> StepView:
+        view = self.steps.get(step_id)
+        if view is None:
+            view = StepView(id=step_id)
+            self.steps[step_id] = view
+            self.order.append(step_id)
+        self.changed_steps.add(step_id)
+        return view
+
+    def _on_run_started(self, e: RunStarted) -> set[Part]:
+        self.run_id, self.workflow, self.engine = e.run_id, e.workflow, e.engine
+        self.engine_reason, self.inputs = e.engine_reason, dict(e.inputs)
+        self.status = "RUNNING"
+        if e.nodes and not e.resumed:
+            self.steps.clear()
+            self.order = []
+        for node in e.nodes:
+            view = self._step(node.id)
+            view.uses, view.group = node.uses, node.group
+            view.optional, view.has_interrupt = node.optional, node.has_interrupt
+        if e.edges:
+            self.edges = [Edge(edge.source, edge.target, edge.kind) for edge in e.edges]
+        return {"graph", "steps", "status"}
+
+    def _on_step_started(self, e: StepStarted) -> set[Part]:
+        view = self._step(e.step_id)
+        view.status, view.iteration, view.attempt = StepStatus.RUNNING, e.iteration, e.attempt
+        view.inputs, view.error, view.held_by = dict(e.inputs), "", None
+        return {"steps"}
+
+    def _on_step_finished(self, e: StepFinished) -> set[Part]:
+        view = self._step(e.step_id)
+        view.status, view.iteration, view.outputs = (
+            StepStatus.SUCCEEDED,
+            e.iteration,
+            dict(e.outputs),
+        )
+        view.duration_s, view.tokens, view.llm_calls = e.duration_s, e.tokens, e.llm_calls
+        view.providers = list(e.providers)
+        return {"steps"}
+
+    def _on_step_skipped(self, e: StepSkipped) -> set[Part]:
+        view = self._step(e.step_id)
+        view.status, view.skip_reason = StepStatus.SKIPPED, e.reason
+        return {"steps"}
+
+    def _on_step_failed(self, e: StepFailed) -> set[Part]:
+        view = self._step(e.step_id)
+        view.status = StepStatus.UPSTREAM_FAILED if e.upstream else StepStatus.FAILED
+        view.error = e.error
+        return {"steps"}
+
+    def _on_step_retrying(self, e: StepRetrying) -> set[Part]:
+        view = self._step(e.step_id)
+        view.attempt, view.error = e.attempt, e.error
+        return {"steps"}
+
+    def _on_route_decided(self, e: RouteDecided) -> set[Part]:
+        view = self._step(e.step_id)
+        view.route = e.signal
+        if e.signal.next_step_id:
+            self.chosen_edges.add((e.step_id, e.signal.next_step_id))
+            self.changed_steps.add(e.signal.next_step_id)
+        return {"steps"}
+
+    def _on_interrupt_raised(self, e: InterruptRaised) -> set[Part]:
+        self.pending[e.interrupt_id] = e
+        self._step(e.step_id).status = StepStatus.WAITING_HUMAN
+        for held in e.held_steps:
+            self._step(held).held_by = e.interrupt_id
+        return {"steps", "prompts"}
+
+    def _on_interrupt_resolved(self, e: InterruptResolved) -> set[Part]:
+        raised = self.pending.pop(e.interrupt_id, None)
+        view = self._step(e.step_id)
+        if view.status is StepStatus.WAITING_HUMAN:
+            view.status = StepStatus.RUNNING
+        for step in self.steps.values():
+            if step.held_by == e.interrupt_id:
+                step.held_by = None
+                self.changed_steps.add(step.id)
+        if raised is None:
+            return {"steps"}
+        return {"steps", "prompts"}
+
+    def _on_provider_state(self, e: ProviderState) -> set[Part]:
+        self.providers[e.provider] = dict(e.snapshot)
+        self.provider_seen_at[e.provider] = e.ts
+        return {"providers"}
+
+    def _on_budget(self, e: Budget) -> set[Part]:
+        self.budget = e
+        return {"status"}
+
+    def _on_run_finished(self, e: RunFinished) -> set[Part]:
+        self.status, self.reason, self.outputs = e.status.value, e.reason, dict(e.outputs)
+        for step_id, status in e.step_statuses.items():
+            view = self._step(step_id)
+            try:
+                view.status = StepStatus(status)
+            except ValueError:
+                continue
+        return {"steps", "status"}
+
+    def _on_domain(self, e: Domain) -> set[Part]:
+        if e.name == "research.round_scored":
+            self._round_scored(e.payload)
+            return {"rounds"}
+        if e.name == "research.coalesced":
+            self.coalesced = dict(e.payload)
+            return {"rounds"}
+        if e.name == "research.stage":
+            self.stage = str(e.payload.get("stage", ""))
+            return {"status"}
+        if e.name.startswith(("agent.", "advisory.")):
+            grew = fold_agent_event(e, self.advisory, self._step, self._add_edge)
+            return {"graph", "steps"} if grew else {"steps"}
+        return set()
+
+    def _add_edge(self, source: str, target: str) -> None:
+        self.edges.append(Edge(source, target, "depends_on"))
+
+    def _round_scored(self, payload: dict[str, Any]) -> None:
+        number = int(payload.get("round", len(self.rounds) + 1))
+        view = RoundView(number=number)
+        for name, cell in (payload.get("dimensions") or {}).items():
+            if isinstance(cell, dict):
+                view.dimensions[name] = DimensionCell(
+                    _float(cell.get("score")), str(cell.get("tier", ""))
+                )
+        view.ci = _float(payload.get("ci"))
+        view.recent_sources = _float(payload.get("recent_sources"))
+        view.recent_floor = _float(payload.get("recent_floor"))
+        view.critical_contradictions = int(payload.get("critical_contradictions") or 0)
+        gate = payload.get("gate_passed")
+        view.gate_passed = None if gate is None else bool(gate)
+        view.decision = str(payload.get("decision") or "")
+        view.stop_reason = str(payload.get("stop_reason") or "")
+        self.rounds[number] = view
+
+    # -- queries -------------------------------------------------------------
+    @property
+    def selected_round(self) -> int | None:
+        if not self.coalesced:
+            return None
+        value = self.coalesced.get("selected_round")
+        return int(value) if isinstance(value, (int, float)) else None
+
+    def prompts_in_order(self) -> list[InterruptRaised]:
+        return sorted(self.pending.values(), key=lambda e: e.seq)
+
+
+def _float(value: Any) -> float | None:
+    return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
+
+
+def _level(event: RunEvent) -> str:
+    if isinstance(event, Log):
+        return event.level
+    if isinstance(event, (StepFailed, PolicyViolation)):
+        return "error"
+    if isinstance(event, (StepRetrying, InterruptRaised)):
+        return "warning"
+    if isinstance(event, ProviderState) and event.snapshot.get("state") not in (None, "CLOSED"):
+        return "warning"
+    return "info"
+
+
+def format_cooldown(seconds: float) -> str:
+    """A cooldown left: one decimal under 10 s ("3.4s"), so short (time-scaled) cooldowns visibly count
+    down; whole seconds above ("28s")."""
+    if round(seconds, 1) < 10:
+        return f"{seconds:.1f}s"
+    return f"{seconds:.0f}s"
+
+
+def _short(value: Any, limit: int = 80) -> str:
+    text = (
+        value
+        if isinstance(value, str)
+        else json.dumps(value, default=str, ensure_ascii=False, sort_keys=True)
+    )
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def describe(event: RunEvent) -> str:
+    """One line of the event log for ``event``."""
+    if isinstance(event, RunStarted):
+        how = "resumed" if event.resumed else "started"
+        return f"run {how}: {event.workflow} on {event.engine} ({event.engine_reason})"
+    if isinstance(event, StepStarted):
+        return f"{event.step_id} started (iteration {event.iteration}, attempt {event.attempt})"
+    if isinstance(event, StepFinished):
+        return f"{event.step_id} succeeded in {event.duration_s:.2f}s, {event.tokens} tokens" + (
+            f" via {', '.join(event.providers)}" if event.providers else ""
+        )
+    if isinstance(event, StepSkipped):
+        return f"{event.step_id} skipped: {event.reason}"
+    if isinstance(event, StepFailed):
+        what = "upstream failed" if event.upstream else "failed"
+        return f"{event.step_id} {what}: {_short(event.error)}"
+    if isinstance(event, StepRetrying):
+        return f"{event.step_id} retrying (attempt {event.attempt}) after: {_short(event.error)}"
+    if isinstance(event, RouteDecided):
+        sig = event.signal
+        return f"{event.step_id} → {sig.next_step_id or 'end'} [{sig.route}] {sig.reason}"
+    if isinstance(event, InterruptRaised):
+        return f"{event.step_id} waits for a person ({event.interrupt_kind}): {event.prompt}"
+    if isinstance(event, InterruptResolved):
+        how = " (automatic)" if event.automatic else ""
+        return f"{event.step_id} answered{how}: {event.answer.get('action', '?')}"
+    if isinstance(event, ProviderState):
+        snap = event.snapshot
+        return f"provider {event.provider}: {snap.get('state', '?')}" + (
+            f", cooldown {format_cooldown(float(snap.get('cooldown_remaining_s') or 0))}"
+            if snap.get("state") == "OPEN"
+            else ""
+        )
+    if isinstance(event, Budget):
+        return (
+            f"budget: {event.step_runs}/{event.max_step_runs} step runs, "
+            f"{event.llm_calls}/{event.max_llm_calls} calls, {event.tokens}/{event.token_budget} tokens"
+        )
+    if isinstance(event, PolicyViolation):
+        return f"policy {event.rule}: {event.detail}"
+    if isinstance(event, Log):
+        return event.message
+    if isinstance(event, RunFinished):
+        return f"run finished {event.status.value}" + (f": {event.reason}" if event.reason else "")
+    if isinstance(event, Domain):
+        return f"{event.name} {_short(event.payload, 100)}"
+    return event.kind

@@ -1,0 +1,264 @@
+"""Home: the workflows (shipped and the user's), recent runs, and a new-run form.
+
+The form is built from the chosen workflow's declared inputs; values are
+converted by their declared type and a bad one is named on one line.
+"""
+
+from __future__ import annotations
+
+import json
+from datetime import date
+from typing import TYPE_CHECKING, Any
+
+from rich.text import Text
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import Horizontal, Vertical, VerticalScroll
+from textual.screen import Screen
+from textual.widgets import Button, DataTable, Footer, Input, Label, OptionList, Static
+from textual.widgets.option_list import Option
+
+from engine.spec import InputSpec
+from engine.store import RunSummary
+
+if TYPE_CHECKING:
+    from tui.launch.workbench import Workbench, WorkflowEntry
+
+RECENT_RUNS = 15
+
+
+class InputError(ValueError):
+    """A form value that does not fit its declared type; the message is for the person."""
+
+
+def convert_input(name: str, spec: InputSpec, raw: str) -> Any:
+    """The typed value of one form field (the declared default when left empty)."""
+    text = raw.strip()
+    if not text:
+        if spec.required and spec.default is None:
+            raise InputError(f"{name} is required")
+        return spec.default
+    try:
+        if spec.type == "int":
+            value: Any = int(text)
+        elif spec.type == "float":
+            value = float(text)
+        elif spec.type == "bool":
+            if text.lower() not in ("true", "false", "yes", "no", "1", "0"):
+                raise ValueError
+            value = text.lower() in ("true", "yes", "1")
+        elif spec.type == "date":
+            value = date.fromisoformat(text).isoformat()
+        elif spec.type in ("list", "dict"):
+            value = json.loads(text)
+            if not isinstance(value, list if spec.type == "list" else dict):
+                raise ValueError
+        else:
+            value = text
+    except ValueError:
+        example = {
+            "int": "4",
+            "float": "0.7",
+            "bool": "true",
+            "date": "2024-05-01",
+            "list": '["a", "b"]',
+            "dict": '{"k": 1}',
+        }.get(spec.type, "")
+        raise InputError(f"{name} must be a {spec.type}, for example {example}") from None
+    if spec.choices and value not in spec.choices:
+        raise InputError(f"{name} must be one of {', '.join(map(str, spec.choices))}")
+    return value
+
+
+def age(seconds: float) -> str:
+    seconds = max(0.0, seconds)
+    for unit, size in (("d", 86400), ("h", 3600), ("m", 60)):
+        if seconds >= size:
+            return f"{int(seconds // size)}{unit} ago"
+    return "just now"
+
+
+STATUS_STYLE = {
+    "COMPLETED": "green",
+    "FAILED": "red",
+    "PARTIAL": "yellow",
+    "WAITING": "bold yellow",
+    "RUNNING": "cyan",
+    "CANCELLED": "dim",
+}
+
+
+def status_text(run: RunSummary) -> Text:
+    """A run's status for the runs tables: a RUNNING run whose process is gone says so."""
+    label = run.status_label(hint=False)
+    if label != run.status.value:
+        return Text(label, style="yellow")
+    return Text(run.status.value, style=STATUS_STYLE.get(run.status.value, ""))
+
+
+class HomeScreen(Screen[None]):
+    CSS_PATH = "home.tcss"
+    HELP = """
+## Home
+
+Pick a workflow on the left, fill in its inputs and press **Start**.
+Recent runs are below: **Enter** opens one (replay, report, answer its prompts).
+"""
+    BINDINGS = [
+        Binding("f5", "refresh", "Refresh", id="home.refresh"),
+        Binding("ctrl+n", "focus_form", "New run", id="home.new_run"),
+        Binding("ctrl+h", "history", "History", id="home.history"),
+    ]
+
+    def __init__(self, workbench: Workbench) -> None:
+        super().__init__()
+        self.workbench = workbench
+        self.entries: list[WorkflowEntry] = []
+        self.chosen: WorkflowEntry | None = None
+        self.fields: dict[str, Input] = {}
+        """The chosen workflow's input fields, by input name (no ids: forms are rebuilt while old ones unmount)."""
+
+    def compose(self) -> ComposeResult:
+        yield Static(
+            Text(" Research Workbench ", style="bold reverse")
+            + Text("  bounded, auditable agentic research", style="dim"),
+            id="home-title",
+        )
+        with Horizontal(id="home-top"):
+            with Vertical(id="workflows-box"):
+                yield Label("Workflows", classes="box-title")
+                yield OptionList(id="workflows")
+            with Vertical(id="form-box"):
+                yield Label("New run", classes="box-title", id="form-title")
+                yield VerticalScroll(id="form")
+                yield Static("", id="form-error")
+                yield Button("Start run", id="start", variant="primary", disabled=True)
+        with Vertical(id="runs-box"):
+            yield Label("Recent runs", classes="box-title")
+            yield DataTable(id="runs", cursor_type="row", zebra_stripes=True)
+        yield Footer()
+
+    def on_mount(self) -> None:
+        self.query_one("#runs", DataTable).add_columns(
+            "run", "workflow", "status", "engine", "when"
+        )
+        self.action_refresh()
+        self.query_one("#workflows", OptionList).focus()
+
+    def on_screen_resume(self) -> None:
+        self.refresh_runs()
+
+    def action_refresh(self) -> None:
+        self.entries = self.workbench.workflows()
+        options = self.query_one("#workflows", OptionList)
+        options.clear_options()
+        for index, entry in enumerate(self.entries):
+            label = Text(entry.name, style="bold" if entry.origin == "shipped" else "")
+            label.append(f"  {entry.origin}", style="dim")
+            if entry.error:
+                label.append(f"\n  {entry.error}", style="red")
+            options.add_option(Option(label, id=str(index), disabled=bool(entry.error)))
+        usable = [i for i, e in enumerate(self.entries) if not e.error]
+        if usable:
+            options.highlighted = usable[0]
+            self.choose(self.entries[usable[0]])
+        self.refresh_runs()
+
+    def refresh_runs(self) -> None:
+        table = self.query_one("#runs", DataTable)
+        table.clear()
+        now = self.workbench.clock()
+        for run in self.workbench.store().list_runs(RECENT_RUNS):
+            status = status_text(run)
+            table.add_row(
+                run.run_id,
+                run.workflow,
+                status,
+                run.engine,
+                age(now - run.created_ts),
+                key=run.run_id,
+            )
+
+    def on_option_list_option_highlighted(self, event: OptionList.OptionHighlighted) -> None:
+        if event.option.id is not None:
+            self.choose(self.entries[int(event.option.id)])
+
+    def on_option_list_option_selected(self, event: OptionList.OptionSelected) -> None:
+        self.action_focus_form()
+
+    def choose(self, entry: WorkflowEntry) -> None:
+        if entry is self.chosen or entry.definition is None:
+            return
+        self.chosen = entry
+        definition = entry.definition
+        self.query_one("#form-title", Label).update(f"New run · {definition.name}")
+        form = self.query_one("#form", VerticalScroll)
+        form.remove_children()
+        fields: list[Any] = []
+        self.fields = {}
+        if definition.description:
+            fields.append(
+                Static(Text(definition.description, style="italic"), classes="form-description")
+            )
+        for name, spec in definition.inputs.items():
+            mark = " *" if spec.required and spec.default is None else ""
+            hint = spec.description or spec.type
+            fields.append(Label(f"{name}{mark}  ({hint})", classes="form-label"))
+            default = (
+                ""
+                if spec.default is None
+                else (
+                    json.dumps(spec.default) if spec.type in ("list", "dict") else str(spec.default)
+                )
+            )
+            field = Input(value=default, placeholder=spec.type, name=name, classes="form-input")
+            self.fields[name] = field
+            fields.append(field)
+        if not definition.inputs:
+            fields.append(Static("this workflow takes no inputs", classes="form-description"))
+        form.mount_all(fields)
+        self.query_one("#start", Button).disabled = False
+        self.query_one("#form-error", Static).update("")
+
+    def action_focus_form(self) -> None:
+        first = next(iter(self.fields.values()), None)
+        (first or self.query_one("#start")).focus()
+
+    def form_values(self) -> dict[str, Any]:
+        assert self.chosen is not None and self.chosen.definition is not None
+        values = {}
+        for name, spec in self.chosen.definition.inputs.items():
+            raw = self.fields[name].value
+            value = convert_input(name, spec, raw)
+            if value is not None:
+                values[name] = value
+        return values
+
+    def on_input_submitted(self, event: Input.Submitted) -> None:
+        inputs = list(self.fields.values())
+        if event.input in inputs and event.input is inputs[-1]:
+            self.start()
+        elif event.input in inputs:
+            inputs[inputs.index(event.input) + 1].focus()
+
+    def on_button_pressed(self, event: Button.Pressed) -> None:
+        if event.button.id == "start":
+            self.start()
+
+    def start(self) -> None:
+        if self.chosen is None:
+            return
+        try:
+            values = self.form_values()
+        except InputError as exc:
+            self.query_one("#form-error", Static).update(Text(str(exc), style="bold red"))
+            return
+        self.query_one("#form-error", Static).update("")
+        self.app.start_run(self.chosen.path, values)  # type: ignore[attr-defined]
+
+    def on_data_table_row_selected(self, event: DataTable.RowSelected) -> None:
+        if event.row_key.value:
+            self.app.open_run(event.row_key.value)  # type: ignore[attr-defined]
+
+    def action_history(self) -> None:
+        self.app.show_history()  # type: ignore[attr-defined]

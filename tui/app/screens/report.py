@@ -1,0 +1,113 @@
+"""The final report (Markdown) beside its quality metadata; copy or save it.
+
+Copy uses OSC 52 (``App.copy_to_clipboard``), which many terminals honour and
+some ignore silently, so saving to a file is always offered next to it.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import yaml
+from rich.table import Table
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import Horizontal, VerticalScroll
+from textual.screen import Screen
+from textual.widgets import Footer, Markdown, Static
+
+from tui.app.run_state import RunView
+
+if TYPE_CHECKING:
+    from tui.launch.workbench import Workbench
+
+
+def load_report(folder: Path, view: RunView) -> tuple[str, dict[str, Any]]:
+    """(markdown, quality metadata) from the run folder, else from the run's outputs."""
+    report_path, quality_path = folder / "report.md", folder / "quality.yaml"
+    text = report_path.read_text(encoding="utf-8") if report_path.is_file() else ""
+    if not text:
+        value = view.outputs.get("report")
+        text = value if isinstance(value, str) else ""
+    quality: dict[str, Any] = {}
+    if quality_path.is_file():
+        try:
+            loaded = yaml.safe_load(quality_path.read_text(encoding="utf-8"))
+        except yaml.YAMLError as exc:
+            mark = getattr(exc, "problem_mark", None)
+            quality = {"error": f"{quality_path}:{mark.line + 1 if mark else 1}: not valid YAML"}
+        else:
+            quality = loaded if isinstance(loaded, dict) else {}
+    if not quality and view.coalesced:
+        quality = dict(view.coalesced)
+    return text, quality
+
+
+def quality_table(quality: dict[str, Any]) -> Table:
+    table = Table(box=None, show_header=False, expand=True, pad_edge=False)
+    table.add_column("key", style="bold", no_wrap=True)
+    table.add_column("value")
+    for key, value in quality.items():
+        if isinstance(value, list):
+            shown = ", ".join(str(v) for v in value) or "–"
+        elif isinstance(value, dict):
+            shown = ", ".join(f"{k}={v}" for k, v in value.items()) or "–"
+        elif isinstance(value, float):
+            shown = f"{value:.3f}"
+        else:
+            shown = str(value)
+        table.add_row(str(key).replace("_", " "), shown)
+    if not quality:
+        table.add_row("quality", "no quality metadata for this run")
+    return table
+
+
+class ReportScreen(Screen[None]):
+    CSS_PATH = "report.tcss"
+    HELP = """
+## Report
+
+The run's final report with its quality metadata (confidence level, best CI,
+the selected round, failing and passing metrics, why research stopped).
+**c** copies the Markdown to the clipboard (OSC 52); **s** saves it to a file.
+"""
+    BINDINGS = [
+        Binding("escape", "app.pop_screen", "Back", id="report.back"),
+        Binding("c", "copy", "Copy", id="report.copy"),
+        Binding("s", "save", "Save", id="report.save"),
+    ]
+
+    def __init__(self, workbench: Workbench, run_id: str, view: RunView) -> None:
+        super().__init__()
+        self.workbench = workbench
+        self.run_id = run_id
+        self.text, self.quality = load_report(workbench.run_folder(run_id), view)
+
+    def compose(self) -> ComposeResult:
+        yield Static(f" report · {self.run_id}", id="report-title")
+        with Horizontal():
+            with VerticalScroll(id="report-body"):
+                yield Markdown(self.text or "*This run has no report yet.*", id="report-markdown")
+            yield Static(quality_table(self.quality), id="report-quality")
+        yield Footer()
+
+    def on_mount(self) -> None:
+        self.query_one("#report-body").focus()
+
+    def action_copy(self) -> None:
+        self.app.copy_to_clipboard(self.text)
+        self.notify("report copied (OSC 52); if your terminal ignores it, press s to save a file")
+
+    def action_save(self) -> None:
+        target = self.workbench.workspace / "exports" / f"{self.run_id}-report.md"
+        try:
+            target.parent.mkdir(parents=True, exist_ok=True)
+            target.write_text(self.text, encoding="utf-8")
+        except OSError as exc:
+            self.notify(
+                f"cannot write {target}: {exc.strerror}; check the workspace permissions",
+                severity="error",
+            )
+            return
+        self.notify(f"saved {target}")

@@ -1,0 +1,361 @@
+"""The run screen: DAG, providers, rounds matrix, event log, prompts — live or replayed.
+
+A live run's events arrive in the driver's inbox and are drained here on a
+20 Hz timer; each batch is folded into the :class:`RunView` and only the parts
+it changed are redrawn. A stored run is read from the run store and replayed
+through the same fold, at any event along its timeline. Prompts are answered
+here: a live prompt resolves its ticket's future; a stored one (a run left
+WAITING, possibly by an earlier session) is recorded in the store and the run
+is resumed with it.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from rich.text import Text
+from textual import events
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import Horizontal, Vertical
+from textual.message import Message
+from textual.screen import Screen
+from textual.widgets import ContentSwitcher, Footer, Static
+
+from engine.context import InterruptAnswer
+from engine.events import InterruptRaised, RunEvent
+from tui.app.run_driver import PromptTicket, RunDriver
+from tui.app.run_state import Part, RunView, describe
+from tui.app.widgets.dag_outline import DagOutline
+from tui.app.widgets.dag_view import DagView
+from tui.app.widgets.event_log import EventLog
+from tui.app.widgets.prompts import PromptQueue, prompt_for
+from tui.app.widgets.providers_panel import ProvidersPanel
+from tui.app.widgets.rounds_matrix import RoundsMatrix
+from tui.app.widgets.timeline import Timeline
+
+if TYPE_CHECKING:
+    from tui.launch.workbench import Workbench
+
+DRAIN_INTERVAL_S = 0.05
+DRAIN_LIMIT = 400
+"""Events folded per tick at most: 8,000/s at 20 Hz, and a bounded amount of work per frame."""
+NARROW_WIDTH = 100
+
+
+class PromptArrived(Message):
+    """A live interrupt: the ticket's future is what the waiting step awaits."""
+
+    def __init__(self, ticket: PromptTicket) -> None:
+        self.ticket = ticket
+        super().__init__()
+
+
+class RunScreen(Screen[None]):
+    CSS_PATH = "run.tcss"
+
+    HELP = """
+## Run
+
+The workflow graph, provider health, the rounds matrix and the event log of
+one run. **Enter** on a step opens its detail; **p** answers the next prompt.
+"""
+
+    BINDINGS = [
+        Binding("escape", "back", "Back", id="run.back"),
+        Binding("o", "toggle_outline", "Outline", id="run.toggle_outline"),
+        Binding("p", "answer_next", "Answer prompt", id="run.answer"),
+        Binding("r", "report", "Report", id="run.report"),
+        Binding("u", "resume", "Resume", id="run.resume"),
+        Binding(
+            "1", "toggle_panel('providers')", "Providers", show=False, id="run.toggle_providers"
+        ),
+        Binding("2", "toggle_panel('rounds')", "Rounds", show=False, id="run.toggle_rounds"),
+        Binding("3", "toggle_panel('log')", "Log", show=False, id="run.toggle_log"),
+        Binding("comma", "replay(-1)", "◀ event", id="run.replay_back"),
+        Binding("full_stop", "replay(1)", "event ▶", id="run.replay_forward"),
+    ]
+
+    def __init__(
+        self,
+        workbench: Workbench,
+        *,
+        run_id: str = "",
+        driver: RunDriver | None = None,
+        stored_events: list[RunEvent] | None = None,
+        position: int | None = None,
+        stored_status: str = "",
+    ) -> None:
+        super().__init__()
+        self.workbench = workbench
+        self.run_id = run_id
+        self.driver = driver
+        self.view = RunView(run_id=run_id)
+        self.events: list[RunEvent] = list(stored_events or [])
+        self.position = (
+            len(self.events) if position is None else max(0, min(position, len(self.events)))
+        )
+        self.stored_status = stored_status
+        """The store's word on a stored run (WAITING when it paused with nobody there)."""
+        self.tickets: dict[str, PromptTicket] = {}
+        self._prompt_open = False
+        self._outline = False
+
+    @property
+    def live(self) -> bool:
+        return self.driver is not None
+
+    # -- layout ------------------------------------------------------------------
+    def compose(self) -> ComposeResult:
+        yield Static(id="run-status")
+        yield PromptQueue(id="prompt-queue")
+        with Horizontal(id="run-main"):
+            with ContentSwitcher(initial="dag", id="graph"):
+                yield DagView(id="dag")
+                yield DagOutline(id="outline")
+            with Vertical(id="side"):
+                yield ProvidersPanel(self.workbench.clock, id="providers")
+                yield RoundsMatrix(id="rounds")
+        yield EventLog(id="log")
+        yield Timeline(id="timeline")
+        yield Footer()
+
+    def on_mount(self) -> None:
+        self.query_one(ProvidersPanel).live = self.live
+        self.query_one(Timeline).display = not self.live
+        for panel_id, title in (
+            ("graph", "Workflow"),
+            ("providers", "Providers"),
+            ("rounds", "Rounds"),
+            ("log", "Events"),
+        ):
+            self.query_one(f"#{panel_id}").border_title = title
+        if not self.live:
+            self._fold_stored(self.position)
+        self._redraw(None)
+        self.set_interval(DRAIN_INTERVAL_S, self.drain)
+        self.set_interval(1.0, self.query_one(ProvidersPanel).tick)
+        self.query_one(DagView).focus()
+        self._apply_width(self.app.size.width)
+        if self.view.pending and not self.live:
+            self.call_after_refresh(self.action_answer_next)
+
+    def on_resize(self, event: events.Resize) -> None:
+        self._apply_width(event.size.width)
+
+    def _apply_width(self, width: int) -> None:
+        narrow = width < NARROW_WIDTH
+        self.set_class(narrow, "-narrow")
+        self._show_graph(outline=self._outline or narrow)
+
+    def _show_graph(self, outline: bool) -> None:
+        switcher = self.query_one("#graph", ContentSwitcher)
+        wanted = "outline" if outline else "dag"
+        if switcher.current != wanted:
+            had_focus = self.focused in (self.query_one(DagView), self.query_one(DagOutline))
+            switcher.current = wanted
+            if had_focus:
+                self.query_one(f"#{wanted}").focus()
+
+    # -- events in ----------------------------------------------------------------
+    def drain(self) -> None:
+        """Fold whatever the worker produced since the last tick; redraw what changed."""
+        if self.driver is None:
+            return
+        batch = self.driver.inbox.drain(DRAIN_LIMIT)
+        if batch:
+            self.events.extend(batch)
+            self.position = len(self.events)
+            if not self.run_id:
+                self.run_id = batch[0].run_id
+            self._redraw(self.view.apply_all(batch))
+        if not self.driver.running and not len(self.driver.inbox):
+            self._driver_done()
+
+    def _driver_done(self) -> None:
+        driver, self.driver = self.driver, None
+        self.query_one(ProvidersPanel).live = False
+        if driver is not None and driver.error is not None:
+            self.notify(f"the run stopped: {driver.error}", severity="error", timeout=10)
+        self._redraw({"status"})
+
+    def _redraw(self, parts: set[Part] | None) -> None:
+        every = parts is None
+        view = self.view
+        changed_steps = view.take_changed_steps()
+        if every or parts & {"graph", "steps"}:
+            self.query_one(DagView).show(view, None if every or "graph" in parts else changed_steps)
+            self.query_one(DagOutline).show(view, None if every else changed_steps)
+        if every or "providers" in parts:
+            self.query_one(ProvidersPanel).show(view)
+        if every or "rounds" in parts:
+            self.query_one(RoundsMatrix).show(view)
+        if every or "log" in parts:
+            self.query_one(EventLog).show(view)
+        if every or parts & {"prompts", "steps"}:
+            self.query_one(PromptQueue).show(self.pending_prompts())
+        self._show_status()
+        if not self.live:
+            timeline = self.query_one(Timeline)
+            timeline.total, timeline.position = len(self.events), self.position
+            timeline.caption = (
+                describe(self.events[self.position - 1])
+                if self.position
+                else "before the first event"
+            )
+
+    def _show_status(self) -> None:
+        v = self.view
+        text = Text(f" {v.workflow or 'run'} ", style="bold reverse")
+        text.append(f" {v.run_id or self.run_id} · {v.engine or '?'}")
+        style = {
+            "COMPLETED": "green",
+            "FAILED": "red",
+            "PARTIAL": "yellow",
+            "WAITING": "yellow",
+        }.get(v.status, "cyan")
+        text.append(f" · {v.status}", style=f"bold {style}")
+        if v.stage:
+            text.append(f" · stage {v.stage}", style="dim")
+        if v.budget is not None:
+            b = v.budget
+            text.append(
+                f" · calls {b.llm_calls}/{b.max_llm_calls} · tokens {b.tokens}/{b.token_budget}",
+                style="dim",
+            )
+        if not self.live:
+            text.append("  (stored)", style="italic dim")
+        self.query_one("#run-status", Static).update(text)
+
+    # -- replay ------------------------------------------------------------------
+    def seek(self, position: int) -> None:
+        """Show the run as it stood after ``position`` stored events."""
+        if self.live:
+            return
+        position = max(0, min(position, len(self.events)))
+        if position > self.position:
+            parts = self.view.apply_all(self.events[self.position : position])
+            self.position = position
+            self._redraw(parts)
+            return
+        self._fold_stored(position)
+        self._redraw(None)
+
+    def _fold_stored(self, position: int) -> None:
+        self.view = RunView(run_id=self.run_id)
+        self.view.apply_all(self.events[:position])
+        self.position = position
+        if (
+            position == len(self.events)
+            and self.stored_status
+            and self.view.status not in ("COMPLETED", "FAILED", "PARTIAL", "CANCELLED")
+        ):
+            self.view.status = self.stored_status
+
+    def on_timeline_seek(self, message: Timeline.Seek) -> None:
+        self.seek(message.position)
+
+    def action_replay(self, delta: int) -> None:
+        self.seek(self.position + delta)
+
+    # -- prompts -----------------------------------------------------------------
+    def pending_prompts(self) -> list[InterruptRaised]:
+        events = {e.interrupt_id: e for e in self.view.prompts_in_order()}
+        for interrupt_id, ticket in self.tickets.items():
+            events.setdefault(interrupt_id, ticket.event)
+        return sorted(events.values(), key=lambda e: (e.seq == 0, e.seq))
+
+    def on_prompt_arrived(self, message: PromptArrived) -> None:
+        self.tickets[message.ticket.event.interrupt_id] = message.ticket
+        self.query_one(PromptQueue).show(self.pending_prompts())
+        if not self._prompt_open and self.is_current:
+            self.action_answer_next()
+
+    def action_answer_next(self) -> None:
+        pending = self.pending_prompts()
+        if self._prompt_open or not pending or (not self.live and self.position < len(self.events)):
+            return
+        event = pending[0]
+        graph_targets = [
+            e.target
+            for e in self.view.edges
+            if e.source == event.step_id and e.kind != "depends_on"
+        ]
+        self._prompt_open = True
+
+        def answered(answer: InterruptAnswer | None) -> None:
+            self._prompt_open = False
+            if answer is not None:
+                self.answer(event, answer)
+                if len(self.pending_prompts()) > 0:
+                    self.call_after_refresh(self.action_answer_next)
+
+        self.app.push_screen(prompt_for(event, graph_targets, queued=len(pending) - 1), answered)
+
+    def answer(self, event: InterruptRaised, answer: InterruptAnswer) -> None:
+        ticket = self.tickets.pop(event.interrupt_id, None)
+        if ticket is not None:
+            ticket.resolve(answer)
+        elif self.driver is None or not self.driver.answer(event.interrupt_id, answer):
+            self._answer_stored(event, answer)
+        self.view.pending.pop(event.interrupt_id, None)
+        self.query_one(PromptQueue).show(self.pending_prompts())
+
+    def _answer_stored(self, event: InterruptRaised, answer: InterruptAnswer) -> None:
+        """A prompt of a run nobody is running: store the answer, resume when none is left."""
+        store = self.workbench.store()
+        try:
+            store.record_answer(event.interrupt_id, answer)
+        except LookupError:
+            self.notify(
+                f"interrupt {event.interrupt_id} is not in the run store; it cannot be answered",
+                severity="error",
+            )
+            return
+        if not any(e.interrupt_id != event.interrupt_id for e in self.view.prompts_in_order()):
+            self.action_resume()
+
+    def action_resume(self) -> None:
+        if self.live or not self.run_id:
+            return
+        status = self.view.status
+        if status not in ("WAITING", "RUNNING"):
+            self.notify(f"run {self.run_id} is {status}; only a WAITING or interrupted run resumes")
+            return
+        self.app.resume_run(self)  # type: ignore[attr-defined]
+
+    def go_live(self, driver: RunDriver) -> None:
+        """Switch a stored screen to follow its resumed run."""
+        self.seek(len(self.events))
+        self.driver = driver
+        self.query_one(Timeline).display = False
+        self.query_one(ProvidersPanel).live = True
+        driver.start()
+
+    # -- navigation ----------------------------------------------------------------
+    def on_dag_view_node_selected(self, message: DagView.NodeSelected) -> None:
+        from tui.app.screens.step_detail import StepDetailScreen
+
+        step = self.view.steps.get(message.step_id)
+        if step is not None:
+            self.app.push_screen(StepDetailScreen(step))
+
+    def action_toggle_outline(self) -> None:
+        self._outline = not self._outline
+        self._show_graph(self._outline or self.has_class("-narrow"))
+
+    def action_toggle_panel(self, panel: str) -> None:
+        widget = self.query_one(f"#{panel}")
+        widget.display = not widget.display
+        side = self.query_one("#side")
+        side.display = self.query_one("#providers").display or self.query_one("#rounds").display
+
+    def action_report(self) -> None:
+        from tui.app.screens.report import ReportScreen
+
+        self.app.push_screen(
+            ReportScreen(self.workbench, self.run_id or self.view.run_id, self.view)
+        )
+
+    def action_back(self) -> None:
+        self.app.pop_screen()

@@ -1,0 +1,119 @@
+"""Provider health: one row per provider from its latest ``provider_state`` snapshot.
+
+The cooldown counts down between snapshots: remaining = the snapshot's
+``cooldown_remaining_s`` less the time since the snapshot was taken, read
+from the clock the app injects (a frozen clock in tests).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from rich.table import Table
+from rich.text import Text
+from textual.widgets import Static
+
+from tui.app.run_state import RunView, format_cooldown
+
+SPARK = "▁▂▃▄▅▆▇█"
+STATE_STYLE = {
+    "CLOSED": "bold black on green",
+    "OPEN": "bold white on red",
+    "HALF_OPEN": "bold black on yellow",
+}
+
+
+def sparkline(values: list[float], width: int = 10) -> str:
+    values = [v for v in values if isinstance(v, (int, float))][-width:]
+    if not values:
+        return "·" * 3
+    low, high = min(values), max(values)
+    span = (high - low) or 1.0
+    return "".join(
+        SPARK[min(len(SPARK) - 1, int((v - low) / span * (len(SPARK) - 1)))] for v in values
+    )
+
+
+def _ms(value: Any) -> str:
+    return f"{float(value) * 1000:.0f}" if isinstance(value, (int, float)) else "–"
+
+
+def _headroom(remaining: Any, limit: Any) -> str:
+    if not isinstance(remaining, int) or not isinstance(limit, int) or limit <= 0:
+        return "–"
+    return f"{remaining * 100 // limit}%"
+
+
+def cooldown_left(snapshot: dict[str, Any], seen_at: float, now: float) -> float:
+    remaining = float(snapshot.get("cooldown_remaining_s") or 0.0)
+    return max(0.0, remaining - max(0.0, now - seen_at))
+
+
+def providers_table(view: RunView, now: float) -> Table:
+    table = Table(expand=True, box=None, pad_edge=False, header_style="bold", collapse_padding=True)
+    for column, justify in (
+        ("provider", "left"),
+        ("state", "left"),
+        ("cool", "right"),
+        ("ok", "right"),
+        ("p50/p95ms", "right"),
+        ("latency", "left"),
+        ("rpm", "right"),
+        ("tpm", "right"),
+        ("busy", "right"),
+    ):
+        table.add_column(column, justify=justify, no_wrap=True)  # type: ignore[arg-type]
+    for name in sorted(view.providers):
+        snap = view.providers[name]
+        state = str(snap.get("state", "?"))
+        left = cooldown_left(snap, view.provider_seen_at.get(name, now), now)
+        rate = snap.get("success_rate")
+        mark = " ✗" if snap.get("misconfigured") else " ⚠" if snap.get("degraded") else ""
+        table.add_row(
+            Text(name[:10]) + Text(mark, style="yellow"),
+            Text(f" {state.replace('_', '-')} ", style=STATE_STYLE.get(state, "reverse")),
+            format_cooldown(left) if state != "CLOSED" and left > 0 else "–",
+            f"{float(rate) * 100:.0f}%" if isinstance(rate, (int, float)) else "–",
+            f"{_ms(snap.get('p50_latency_s'))}/{_ms(snap.get('p95_latency_s'))}",
+            sparkline(list(snap.get("recent_latencies_s") or []), 8),
+            _headroom(snap.get("rpm_remaining"), snap.get("rpm_limit")),
+            _headroom(snap.get("tpm_remaining"), snap.get("tpm_limit")),
+            f"{snap.get('in_flight', 0)}/{snap.get('bulkhead_size', 0) or '∞'}",
+        )
+    if not view.providers:
+        table.add_row("no provider reports yet", *[""] * 8)
+    return table
+
+
+class ProvidersPanel(Static, can_focus=True):
+    """Circuit-breaker state and capacity of every provider the run uses."""
+
+    HELP = """
+## Providers
+
+One row per LLM provider: breaker state (CLOSED serves, OPEN rejects until its
+cooldown ends, HALF-OPEN lets one probe through), the cooldown left, success
+rate, p50/p95 latency with a sparkline of recent calls, RPM/TPM headroom,
+requests in flight against the bulkhead. ⚠ marks a degraded provider (up but
+not at full service), ✗ a misconfigured one.
+"""
+
+    def __init__(self, clock: Callable[[], float], *, id: str | None = None) -> None:
+        super().__init__(id=id)
+        self._clock = clock
+        self._view = RunView()
+        self.live = False
+        """A live run counts cooldowns down against the clock; a replay stops at its event's time."""
+
+    def show(self, view: RunView) -> None:
+        self._view = view
+        self.update(providers_table(view, self.now()))
+
+    def now(self) -> float:
+        return max(self._clock(), self._view.last_ts) if self.live else self._view.last_ts
+
+    def tick(self) -> None:
+        """Count live cooldowns down; a replay's time stands still, so it has nothing to redraw."""
+        if self.live and any(s.get("state") != "CLOSED" for s in self._view.providers.values()):
+            self.update(providers_table(self._view, self.now()))

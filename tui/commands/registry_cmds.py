@@ -1,0 +1,121 @@
+"""``workbench registry list|show|validate``: the agents, tools, model profiles and policies
+the workbench has loaded, where each was written, and every problem as ``file:line:col``."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import click
+from rich.console import Console
+from rich.table import Table
+
+from engine.agents.registry import Registry
+from engine.agents.registry_loader import SECTIONS, RegistryLoad, load_registry
+from engine.agents.schema import describe
+from engine.agents.tools import TOOL_IMPLEMENTATIONS
+from tui.commands.common import BadInput, workspace_path
+from tui.launch import agents_wiring
+
+KINDS = click.Choice(list(SECTIONS))
+INVALID = 1
+
+
+def _load(ctx: click.Context) -> RegistryLoad:
+    return agents_wiring.load_agent_registry(workspace_path(ctx))
+
+
+def _summary(registry: Registry, kind: str, name: str) -> str:
+    if kind == "agents":
+        agent = registry.agent(name)
+        return f"{agent.role} [model {agent.model}; tools {', '.join(agent.tools) or 'none'}]"
+    if kind == "tools":
+        tool = registry.tool(name)
+        return f"{tool.description} [{tool.side_effect}; runs {tool.runs}]"
+    if kind == "models":
+        profile = registry.model(name)
+        target = profile.provider or f"tier {profile.tier}"
+        return f"{target}{f' / {profile.model}' if profile.model else ''}"
+    policy = registry.policies[name].definition
+    return policy.description or f"{len(policy.agents)} agent rule(s)"
+
+
+@click.group("registry")
+def registry_group() -> None:
+    """Agents, tools, model profiles and policies: shipped under workflows/, and the
+    user's own in the workspace's and the config directory's agents/, tools/, models/
+    and policies/ folders."""
+
+
+@registry_group.command("list")
+@click.option("--kind", type=KINDS, help="Only this kind.")
+@click.pass_context
+def registry_list(ctx: click.Context, kind: str | None) -> None:
+    """Every definition loaded, by kind, with where it was written."""
+    loaded = _load(ctx)
+    console = Console(soft_wrap=False)
+    for section, entries in loaded.registry.kinds().items():
+        if kind is not None and section != kind:
+            continue
+        table = Table(title=section, title_justify="left")
+        for column in ("name", "what", "from"):
+            table.add_column(column)
+        for name, entry in sorted(entries.items()):
+            table.add_row(name, _summary(loaded.registry, section, name), entry.origin.root)
+        console.print(table)
+    if loaded.problems:
+        click.echo(
+            f"{len(loaded.problems)} problem(s); `workbench registry validate` lists them",
+            err=True,
+        )
+
+
+@registry_group.command("show")
+@click.argument("name")
+@click.option("--kind", type=KINDS, help="Which kind, when a name is used by more than one.")
+@click.pass_context
+def registry_show(ctx: click.Context, name: str, kind: str | None) -> None:
+    """One definition in full (as JSON), with the file and line it came from."""
+    loaded = _load(ctx)
+    found = [
+        (section, entries[name])
+        for section, entries in loaded.registry.kinds().items()
+        if name in entries and (kind is None or section == kind)
+    ]
+    if not found:
+        raise BadInput(f"no agent, tool, model profile or policy named {name!r}")
+    for section, entry in found:
+        data = entry.definition.model_dump(mode="json", exclude_defaults=False)
+        click.echo(f"{section[:-1]} {name}  ({entry.origin}, {entry.origin.root})")
+        if section == "agents":
+            data["output"] = describe(loaded.registry.agent(name).output)
+        click.echo(json.dumps(data, indent=2, ensure_ascii=False))
+
+
+@registry_group.command("validate")
+@click.argument("paths", nargs=-1, type=click.Path(exists=True))
+@click.pass_context
+def registry_validate(ctx: click.Context, paths: tuple[str, ...]) -> None:
+    """Check the registry (or the given folders): every problem as file:line:col: message.
+
+    A folder is read like a registry root (its agents/, tools/, models/ and policies/),
+    after the shipped one so it can refer to the shipped definitions. Exit 1 on problems.
+    """
+    if paths:
+        roots = [(agents_wiring.SHIPPED_ROOT, "shipped")] + [(Path(p), "given") for p in paths]
+        loaded = load_registry(roots, TOOL_IMPLEMENTATIONS.names())
+    else:
+        loaded = _load(ctx)
+    for problem in loaded.problems:
+        click.echo(str(problem), err=True)
+    counts = ", ".join(
+        f"{len(entries)} {section}" for section, entries in loaded.registry.kinds().items()
+    )
+    if loaded.problems:
+        click.echo(f"invalid: {len(loaded.problems)} problem(s); valid: {counts}", err=True)
+        sys.exit(INVALID)
+    click.echo(f"ok: {counts} from {len(loaded.files)} file(s)")
+
+
+COMMANDS = [registry_group]

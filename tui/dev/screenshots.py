@@ -1,0 +1,116 @@
+"""`python -m tui.dev.screenshots screenshots` (``make screenshots``): the README's SVGs.
+
+Each screenshot opens the real app on scripted runs written through a real run
+store (tui/dev/sample_run.py) in a temporary workspace, so the pictures are the
+same on every machine.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import sys
+import tempfile
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+
+from engine.states import RunStatus
+from engine.store import RunStore
+from tui.app.app import WorkbenchApp
+from tui.app.screens.run import RunScreen
+from tui.dev.sample_run import research_events, store_events, tie_break_events
+from tui.launch.workbench import Workbench
+
+SIZE = (150, 46)
+REPORT = (
+    "# How asyncio schedules tasks\n\nThe event loop keeps a **ready queue** of callbacks; a task's step "
+    "runs until its coroutine awaits a pending future [S1].\n\n## Findings\n\n- `call_soon` queues the "
+    "next step [S1]\n- a finished future schedules its callbacks [S2]\n"
+)
+QUALITY = (
+    "confidence_level: full\nbest_ci: 0.85\nselected_round: 3\nrounds_completed: 3\nfailing_metrics: []\n"
+    "stop_reason: gate passed at R3\n"
+)
+
+Scene = Callable[[WorkbenchApp], Awaitable[None]]
+
+
+def sample_workspace(root: Path) -> Workbench:
+    store = RunStore(root / "runs.sqlite")
+    store_events(store, "20240501-093000-a1b2c3", research_events("20240501-093000-a1b2c3"))
+    store_events(
+        store,
+        "20240501-101500-d4e5f6",
+        research_events("20240501-101500-d4e5f6", upto_round=2, finished=False),
+        status=RunStatus.RUNNING,
+    )
+    store_events(
+        store,
+        "20240501-110000-0a1b2c",
+        research_events("20240501-110000-0a1b2c", approval_pending=True),
+        status=RunStatus.WAITING,
+    )
+    store_events(
+        store,
+        "20240501-113000-3d4e5f",
+        tie_break_events("20240501-113000-3d4e5f"),
+        status=RunStatus.WAITING,
+    )
+    store.close()
+    folder = root / "runs" / "20240501-093000-a1b2c3"
+    folder.mkdir(parents=True)
+    (folder / "report.md").write_text(REPORT, encoding="utf-8")
+    (folder / "quality.yaml").write_text(QUALITY, encoding="utf-8")
+    return Workbench(workspace=root)
+
+
+def open_run(run_id: str, then: str = "") -> Scene:
+    async def scene(app: WorkbenchApp) -> None:
+        screen = app.open_run(run_id)
+        await asyncio.sleep(0.2)
+        if then and isinstance(screen, RunScreen):
+            await app.run_action(then, screen)
+            await asyncio.sleep(0.2)
+
+    return scene
+
+
+async def home(app: WorkbenchApp) -> None:
+    await asyncio.sleep(0.1)
+
+
+SCENES: dict[str, tuple[Scene, tuple[int, int]]] = {
+    "home": (home, SIZE),
+    "run": (open_run("20240501-093000-a1b2c3"), SIZE),
+    "providers": (open_run("20240501-101500-d4e5f6"), SIZE),
+    "approval": (open_run("20240501-110000-0a1b2c"), SIZE),
+    "tie_breaker": (open_run("20240501-113000-3d4e5f"), SIZE),
+    "report": (open_run("20240501-093000-a1b2c3", "report"), SIZE),
+    "outline": (open_run("20240501-101500-d4e5f6"), (72, 40)),
+}
+
+
+async def take(name: str, scene: Scene, size: tuple[int, int], folder: Path) -> Path:
+    with tempfile.TemporaryDirectory() as tmp:
+        app = WorkbenchApp(sample_workspace(Path(tmp)))
+        async with app.run_test(size=size) as pilot:
+            await pilot.pause()
+            await scene(app)
+            await pilot.pause()
+            path = folder / f"{name}.svg"
+            path.write_text(
+                app.export_screenshot(title=f"Research Workbench — {name.replace('_', ' ')}"),
+                encoding="utf-8",
+            )
+            return path
+
+
+def main(argv: list[str]) -> int:
+    folder = Path(argv[0] if argv else "screenshots")
+    folder.mkdir(parents=True, exist_ok=True)
+    for name, (scene, size) in SCENES.items():
+        print(asyncio.run(take(name, scene, size, folder)))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main(sys.argv[1:]))

@@ -1,0 +1,210 @@
+"""The composition root's side of agents: registry roots, tool implementations, the model port.
+
+Here the agents meet the router and research: registry files are read from
+the shipped ``workflows/`` folder, the workspace and the config directory;
+research's corpus tools are registered as tool implementations; every agent
+becomes the step ``agent.NAME``; agent calls become router ``ChatRequest`` s
+(:class:`RouterAgentPort`), and the built-in model answers agent tasks with
+the engine's deterministic policies, so agents work offline. A local-only
+agent's calls go to a router holding only the loopback providers (and the
+built-in model), so nothing it is given can leave the machine.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlparse
+
+import research.agent_tools  # noqa: F401 - registers the corpus tool implementations
+from engine.agents.builtin_model import orchestrate_reply, react_reply
+from engine.agents.port import ORCHESTRATE_TASK, REACT_TASK, ModelCall
+from engine.agents.registration import register_agents
+from engine.agents.registry import BUILTIN_PROVIDER, ModelProfile, Registry
+from engine.agents.registry_loader import RegistryLoad, load_registry
+from engine.agents.tools import TOOL_IMPLEMENTATIONS
+from engine.context import StepInfo
+from router.config import ProfileConfig, RouterConfig
+from router.local import TaskHandlerRegistry
+from router.models import ChatMessage, ChatRequest, ChatResponse
+from router.router import SmartModelRouter
+from workflows import WORKFLOWS_DIR
+
+SHIPPED_ROOT = WORKFLOWS_DIR
+LOOPBACK_HOSTS = {"127.0.0.1", "localhost", "::1", "[::1]"}
+
+_lock = threading.Lock()
+_workspace: Path | None = None
+_loaded: RegistryLoad | None = None
+
+
+def use_workspace(workspace: str | Path | None) -> None:
+    """The workspace whose registry folders count (the CLI's ``--workspace``)."""
+    global _workspace, _loaded
+    with _lock:
+        _workspace = Path(workspace).expanduser() if workspace else None
+        _loaded = None
+
+
+def registry_roots(workspace: Path | None = None) -> list[tuple[Path, str]]:
+    from tui.config import standard_config_path
+    from tui.launch.workbench import default_workspace
+
+    home = workspace or _workspace
+    if home is None:
+        env = os.environ.get("WORKBENCH_HOME")
+        home = Path(env).expanduser() if env else default_workspace()
+    roots = [(SHIPPED_ROOT, "shipped"), (home, "workspace")]
+    config_dir = standard_config_path().parent
+    if config_dir.resolve() != home.resolve():
+        roots.append((config_dir, "config"))
+    return roots
+
+
+def load_agent_registry(workspace: Path | None = None) -> RegistryLoad:
+    return load_registry(registry_roots(workspace), TOOL_IMPLEMENTATIONS.names())
+
+
+def register_agent_steps() -> RegistryLoad:
+    """Load the registry once per process (per workspace) and register its agents as steps."""
+    global _loaded
+    with _lock:
+        if _loaded is None:
+            _loaded = load_agent_registry()
+            register_agents(_loaded.registry)
+        return _loaded
+
+
+def register_agent_handlers(handlers: TaskHandlerRegistry) -> TaskHandlerRegistry:
+    """The built-in model's answers to agent tasks (deterministic, offline)."""
+    handlers.register(REACT_TASK, lambda request: react_reply(dict(request.inputs)), replace=True)
+    handlers.register(
+        ORCHESTRATE_TASK, lambda request: orchestrate_reply(dict(request.inputs)), replace=True
+    )
+    return handlers
+
+
+def with_agent_profiles(config: RouterConfig, registry: Registry) -> RouterConfig:
+    """Registry model profiles that name a configured provider become router profiles."""
+    names = {p.name for p in config.providers}
+    profiles = dict(config.profiles)
+    for name, entry in registry.models.items():
+        profile = entry.definition
+        if profile.provider in names and name not in profiles:
+            profiles[name] = ProfileConfig(
+                provider=profile.provider,
+                model=profile.model,
+                temperature=profile.temperature,
+                max_tokens=profile.max_tokens,
+            )
+    return config.model_copy(update={"profiles": profiles})
+
+
+def local_config(config: RouterConfig) -> RouterConfig:
+    """``config`` keeping only the providers on this machine (loopback base URLs)."""
+    kept = [p for p in config.providers if _is_loopback(p.resolved_base_url)]
+    names = {p.name for p in kept}
+    profiles = {n: p for n, p in config.profiles.items() if p.provider in names}
+    return config.model_copy(update={"providers": kept, "profiles": profiles})
+
+
+def _is_loopback(url: str) -> bool:
+    return (urlparse(url).hostname or "") in LOOPBACK_HOSTS
+
+
+@dataclass(frozen=True)
+class LocalOnlyRequest:
+    """A request that may reach only loopback providers and the built-in model
+    (``builtin_only``: only the built-in model)."""
+
+    request: ChatRequest
+    builtin_only: bool = False
+
+
+class RouterAgentPort:
+    """``engine.agents.port.ModelPort`` over the router's request and response shapes."""
+
+    def __init__(self, router: SmartModelRouter) -> None:
+        self.config = router.config
+
+    def request(self, call: ModelCall, schema: type[Any]) -> ChatRequest | LocalOnlyRequest:
+        profile = call.profile
+        named = call.profile_name if call.profile_name in self.config.profiles else None
+        request = ChatRequest(
+            task=call.task,
+            messages=[
+                ChatMessage(role="system", content=call.system),
+                ChatMessage(role="user", content=call.prompt or "(no context)"),
+            ],
+            inputs=call.inputs,
+            response_schema=schema,
+            tier=profile.tier or 1,
+            profile=named,
+            temperature=profile.temperature,
+            max_tokens=profile.max_tokens,
+        )
+        if profile.provider == BUILTIN_PROVIDER:
+            return LocalOnlyRequest(request, builtin_only=True)
+        if call.local_only:
+            return LocalOnlyRequest(request)
+        return request
+
+    def answer(self, response: Any) -> Any:
+        if isinstance(response, ChatResponse):
+            return response.parsed if response.parsed is not None else response.content
+        return response
+
+    def is_local(self, profile: ModelProfile) -> bool:
+        if profile.provider == BUILTIN_PROVIDER:
+            return True
+        local = {p.name for p in local_config(self.config).providers}
+        if profile.provider is not None:
+            return profile.provider in local
+        return all(p.name in local for p in self.config.providers)
+
+
+class AgentAwareModelCaller:
+    """The run's ModelCaller: router calls as before; a :class:`LocalOnlyRequest` goes to a
+    router built (once, on first use) from the loopback providers only — or from none, the
+    built-in model alone."""
+
+    def __init__(
+        self, base: Any, router: SmartModelRouter, build: Callable[[RouterConfig], Any]
+    ) -> None:
+        self.base = base
+        self.router = router
+        self._build = build
+        self._local: dict[bool, SmartModelRouter] = {}
+
+    async def complete(self, request: Any, step: StepInfo) -> ChatResponse:
+        if isinstance(request, LocalOnlyRequest):
+            local = self._local.get(request.builtin_only)
+            if local is None:
+                config = local_config(self.router.config)
+                if request.builtin_only:
+                    config = config.model_copy(update={"providers": [], "profiles": {}})
+                local = self._local[request.builtin_only] = self._build(config)
+            return await local.complete(request.request)
+        response: ChatResponse = await self.base.complete(request, step)
+        return response
+
+    def encode(self, response: Any) -> dict[str, Any]:
+        encoded: dict[str, Any] = self.base.encode(response)
+        return encoded
+
+    def decode(self, request: Any, data: dict[str, Any]) -> ChatResponse:
+        if isinstance(request, LocalOnlyRequest):
+            request = request.request
+        decoded: ChatResponse = self.base.decode(request, data)
+        return decoded
+
+    def usage(self, response: Any) -> Any:
+        return self.base.usage(response)
+
+    async def aclose(self) -> None:
+        for local in self._local.values():
+            await local.aclose()
