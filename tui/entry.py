@@ -9,6 +9,8 @@ import sys
 
 INTERRUPTED = 130
 """Exit code of Ctrl-C before a command started its work (128 + SIGINT, as shells report it)."""
+INTERNAL = 70
+"""Exit code of an unexpected failure: a bug, or an installation missing its own dependencies."""
 INTERRUPTED_LINE = (
     "error: interrupted (Ctrl-C) — nothing more was done; what was already stored is kept"
 )
@@ -20,4 +22,11 @@ def main() -> None:
     except KeyboardInterrupt:
         print(INTERRUPTED_LINE, file=sys.stderr)
         sys.exit(INTERRUPTED)
+    except ImportError as error:
+        print(
+            f"error: the installation is incomplete ({error}) — reinstall it "
+            "(make .venv/.installed, or pip install -c constraints.txt -e .)",
+            file=sys.stderr,
+        )
+        sys.exit(INTERNAL)
     run_cli()

@@ -30,12 +30,10 @@ from typing import Any
 
 import click
 
-from tui.entry import INTERRUPTED, INTERRUPTED_LINE
+from tui.entry import INTERNAL, INTERRUPTED, INTERRUPTED_LINE
 
 BAD_INPUT = 2
 """Bad input, or a file or folder the workbench cannot use: always one line."""
-INTERNAL = 70
-"""An unexpected failure (a bug): one line; ``WORKBENCH_TRACEBACK=1`` shows where."""
 TRACEBACK_ENV = "WORKBENCH_TRACEBACK"
 
 _FULL = "its disk is full ({detail}) — free some space on that disk"

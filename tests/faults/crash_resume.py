@@ -24,13 +24,15 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+import yaml
+
 from tests.faults.processes import outcome, spawn
 from tests.faults.workspace import QUESTION, event_seqs, step_finishes
 from workflows import WORKFLOWS_DIR
 
 ENGINES = ("kahn", "langgraph")
-INPUTS = {"deep_research": ["--input", f"query={QUESTION}", "--input", "max_rounds=1"]}
-"""Inputs a workflow needs (the others run on their defaults)."""
+FASTER = {"deep_research": ["--input", "max_rounds=1"]}
+"""Inputs that shorten a long workflow (each try runs it twice)."""
 POLL_S = 0.005
 MAX_RESUMES = 3
 
@@ -68,8 +70,19 @@ def _args(workflow: Path, engine: str) -> list[str]:
         engine,
         "--on-interrupt",
         "default",
-        *INPUTS.get(workflow.stem, []),
+        *_required_inputs(workflow),
+        *FASTER.get(workflow.stem, []),
     ]
+
+
+def _required_inputs(workflow: Path) -> list[str]:
+    """The question for every required string input (the others run on their defaults)."""
+    declared = (yaml.safe_load(workflow.read_text(encoding="utf-8")) or {}).get("inputs") or {}
+    args: list[str] = []
+    for name, spec in declared.items():
+        if isinstance(spec, dict) and spec.get("required") and spec.get("type") == "string":
+            args += ["--input", f"{name}={QUESTION}"]
+    return args
 
 
 def _fresh(seed: Path, root: Path) -> Path:
