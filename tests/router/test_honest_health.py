@@ -476,3 +476,71 @@ async def test_only_open_rows_of_other_processes_are_adopted(
     await router.sync_shared_state()
     states = {n: snap(router, n).state for n in names}
     assert states == {"a": BreakerState.CLOSED, "b": BreakerState.CLOSED, "c": BreakerState.OPEN}
+
+
+async def test_a_failed_health_check_reopens_with_what_it_answered(
+    fault_server: FaultServer, make_router: RouterFactory, clock: ManualClock, keys: dict
+) -> None:
+    fault_server.set_script({"providers": {"p": {"sequence": [{"status": 500, "count": 5}]}}})
+    router = make_router(make_config([provider_entry(fault_server, "p")]))
+    await trip(router, "p")
+
+    async def probe_with(health: dict) -> object:
+        fault_server.set_script({"providers": {"p": {"health": health}}})
+        clock.advance(router._by_name["p"].breaker.cooldown_remaining())
+        await settle()
+        response = await router.complete(request())
+        assert response.provider == "builtin"
+        return response.attempts[0]
+
+    limited = await probe_with({"status": 429, "retry_after_s": 7})
+    assert (limited.outcome, limited.error_class, limited.status) == (
+        "probe_failed",
+        "rate_limit",
+        429,
+    )
+    state = snap(router, "p")
+    assert state.state is BreakerState.OPEN and state.cooldown_remaining_s == pytest.approx(7.0)
+    assert (state.last_error, state.last_error_status) == ("rate_limit", 429)
+
+    refused = await probe_with({"status": 400})  # not this request's fault: the endpoint's
+    assert refused.error_class == "bad_request"
+    assert snap(router, "p").state is BreakerState.OPEN
+    assert snap(router, "p").cooldown_ceiling_s == pytest.approx(30.0 * 1.5**2)  # as a failure
+
+    denied = await probe_with({"status": 401})
+    assert denied.error_class == "permanent"
+    state = snap(router, "p")
+    assert state.misconfigured and "check the key in $OPENAI_API_KEY" in (
+        state.misconfigured_reason or ""
+    )
+    assert state.cooldown_remaining_s == pytest.approx(600.0)
+
+    async def broken(timeout_s: float) -> object:
+        raise RuntimeError("adapter bug")
+
+    router._by_name["p"].provider.health = broken  # type: ignore[method-assign]
+    crashed = await probe_with({"kind": "ok"})
+    assert (crashed.error_class, crashed.detail) == (
+        "bad_response",
+        "health probe: RuntimeError in the health probe",
+    )
+
+
+async def test_cancelling_a_model_probe_frees_the_models_lease(
+    fault_server: FaultServer, make_router: RouterFactory, clock: ManualClock, keys: dict
+) -> None:
+    fault_server.set_script({"providers": {"azure": {"fault": {"status": 400}}}})
+    router = make_router(make_config([provider_entry(fault_server, "azure")]))
+    for n in range(5):
+        await router.complete(asking(n))
+    model = router._by_name["azure"].models.breaker("azure-model")
+    clock.advance(model.cooldown_remaining())
+    fault_server.set_script({"providers": {"azure": {"latency_s": 30}}})
+    task = asyncio.ensure_future(router.complete(asking(50)))
+    await until(lambda: router._by_name["azure"].bulkhead.in_flight == 1, "the model probe")
+    assert not model.can_attempt()
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    assert model.can_attempt() and model.state is BreakerState.HALF_OPEN
