@@ -275,25 +275,6 @@ class WorkflowGraph:
         inside = (self.descendants(ancestor) & self.ancestors(descendant)) | {ancestor, descendant}
         return [step for step in self.topological_order() if step in inside]
 
-    def led_to_by(self, step_id: str) -> frozenset[str]:
-        """Steps ``step_id`` passes control to, directly or not: its forward descendants and,
-        through detour returns, the declaring steps and what follows them (what a
-        termination at ``step_id`` cuts off)."""
-        returns = {edge.source: edge.target for edge in self.detour_edges}
-        seen: set[str] = set()
-        todo = [step_id]
-        while todo:
-            current = todo.pop()
-            following = list(self.descendants(current))
-            if current in returns:
-                following.append(returns[current])
-            for step in following:
-                if step not in seen:
-                    seen.add(step)
-                    todo.append(step)
-        seen.discard(step_id)
-        return frozenset(seen)
-
     def detour_declarer(self, target: str) -> str | None:
         """The step whose detour targets ``target`` (the detour's return address), if any."""
         return self._detour_of.get(target)

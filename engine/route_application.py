@@ -128,8 +128,12 @@ class RouteApplication:
                 state.limit_reason = signal.reason or ""
             else:
                 state.terminated_by = state.terminated_by or step_id
-                for cut_off in self.graph.led_to_by(step_id):
-                    state.stopped.setdefault(cut_off, f"terminated by {step_id}")
+                cut_off = set(self.graph.descendants(step_id))
+                detour = state.active_detour
+                if detour is not None and detour.target == step_id:  # no return to its declarer
+                    cut_off |= {detour.declared_by, *self.graph.descendants(detour.declared_by)}
+                for cut in cut_off - {step_id}:
+                    state.stopped.setdefault(cut, f"terminated by {step_id}")
             return
         target = signal.next_step_id
         if target is None:

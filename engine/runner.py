@@ -624,7 +624,8 @@ def _loop_guards(graph: WorkflowGraph) -> dict[str, list[str]]:
 
     Candidates are taken in topological order of the waiting step, then loop by loop; one
     that would close a cycle of waits (two loops sharing body steps in parallel branches,
-    each router outside the other's body) is left out, so nothing waits forever.
+    each router outside the other's body; a detour target waiting for a router that waits
+    for the detour's return) is left out, so nothing waits forever.
     """
     order = {step: index for index, step in enumerate(graph.topological_order())}
     bodies = [
@@ -635,6 +636,10 @@ def _loop_guards(graph: WorkflowGraph) -> dict[str, list[str]]:
     for step in order:
         for dependency in graph.dependencies(step):
             waits.add_edge(dependency, step)
+    for edge in graph.detour_edges:  # the declarer's dependents wait for its detour's return
+        for dependent in graph.dependents(edge.target):
+            if dependent != edge.source:
+                waits.add_edge(edge.source, dependent)
     guards: dict[str, list[str]] = {}
     for step in sorted(order, key=order.__getitem__):
         for router, body in bodies:

@@ -222,6 +222,11 @@ def restore(
     final_counts = final_engine_state.get("loop_counts", {})
     for step_id, record in state.steps.items():
         result = final.get(step_id)
+        if step_id in rerun and result is not None:
+            # routers outside the rerun set decided for good: their marks stand
+            record.routed_by |= {r for r in result.routed_by if r not in rerun}
+            record.not_routed_by |= {r for r in result.not_routed_by if r not in rerun}
+            record.changed()
         if step_id in rerun or result is None or not result.status.settled:
             continue
         record.load(result)

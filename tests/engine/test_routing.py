@@ -501,6 +501,28 @@ def test_a_nested_detour_is_rejected_and_the_detour_returns(review):
     assert signal.skipped_targets == ["audit", "deeper"]
 
 
+@pytest.mark.parametrize(
+    "when, route_kind",
+    [("outputs.go", "detour_rejected"), ("!outputs.go", "detour_return")],
+)
+def test_inside_a_detour_only_a_matching_detour_when_counts_as_a_nested_attempt(when, route_kind):
+    wf = workflow(
+        {"id": "a", "routing": {"kind": "linear", "next": "z", "detour": {"target": "b"}}},
+        {
+            "id": "b",
+            "routing": {"kind": "linear", "next": "y", "detour": {"target": "c", "when": when}},
+        },
+        {"id": "c"},
+        {"id": "y"},
+        {"id": "z"},
+    )
+    signal = signal_of(route(wf, "b", {"go": True}, active_detour="a"))
+    assert (signal.next_step_id, signal.route, signal.return_to) == ("a", route_kind, "a")
+    assert [(c.expr, c.target, c.matched) for c in signal.evaluated_conditions] == [
+        (when, "c", when == "outputs.go")
+    ]
+
+
 def test_a_detour_chosen_while_another_is_active_takes_the_default_edge(review):
     signal = signal_of(route(review, "gather", active_detour="someone_else"))
     assert (signal.decision, signal.next_step_id, signal.route) == (

@@ -89,6 +89,10 @@ class _Graph:
         """rule: loop — a step outside a loop's body depending on it waits for the router,
         unless that wait would close a cycle of waits (candidates in topological order)."""
         waits = {i: set(self.deps[i]) for i in self.ids}  # step -> what it waits for
+        for target, declarer in self.detour_return.items():  # rule: detour — dependents wait
+            for i in self.ids:
+                if declarer in self.deps[i] and i != target:
+                    waits[i].add(target)
 
         def waits_on(step: str, other: str) -> bool:
             seen, todo = set(), [step]
@@ -343,8 +347,11 @@ class Interpreter:
         if (routing and routing.terminate_when and matches(routing.terminate_when, scope)) or (
             outputs.get("terminate") is True
         ):
-            skip_all_but(None)  # rule: stop — what the terminating step reaches is skipped
-            self.stopped |= self.graph.descendants(step_id, back=True) - {step_id}
+            skip_all_but(None)  # rule: stop — what the terminating step leads to is skipped
+            cut = self.graph.descendants(step_id)
+            if declarer is not None:  # the detour it was the target of does not return
+                cut |= {declarer} | self.graph.descendants(declarer)
+            self.stopped |= cut - {step_id}
             return
         if in_detour:
             skip_all_but(declarer)
