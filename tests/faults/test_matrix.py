@@ -227,6 +227,8 @@ def start_held_run(workspace: Path, template: Template) -> str:
     progress: dict[str, str] = {}
 
     def chain_started() -> bool:
+        if process.poll() is not None:
+            raise AssertionError(f"the held run ended by itself: {finish(process)}")
         run_id = newest_run(workspace, template)
         progress["run"] = run_id or ""
         return bool(run_id) and len(step_finishes(workspace, run_id or "")) >= 5
