@@ -107,6 +107,15 @@ class StatsFileError(Exception):
 
     def __init__(self, path: object, reason: str) -> None:
         super().__init__(
-            f"{path}: cannot open the provider statistics ({reason}) — it holds only provider "
-            "health history: delete it and the router starts a new one"
+            f"{path}: cannot open the provider statistics ({reason}) — {_remedy(reason)}"
         )
+
+
+def _remedy(reason: str) -> str:
+    """What to do, by SQLite's reason: only a damaged or foreign file should be deleted."""
+    text = reason.lower()
+    if "readonly" in text or "read-only" in text or "permission" in text:
+        return "make the file and its folder writable, or choose another --workspace"
+    if "locked" in text or "busy" in text:
+        return "another process holds it locked: let it finish (or stop it), then try again"
+    return "it holds only provider health history: delete it and the router starts a new one"

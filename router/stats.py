@@ -130,7 +130,7 @@ class StoredProvider:
 class StatsStore:
     """One SQLite file; one connection per store, guarded by a lock so worker threads can flush."""
 
-    def __init__(self, path: Path, *, keep_calls: int = 200, busy_timeout_s: float = 30.0) -> None:
+    def __init__(self, path: Path, *, keep_calls: int = 200, busy_timeout_s: float = 5.0) -> None:
         self.path = Path(path)
         self.keep_calls = keep_calls
         self.path.parent.mkdir(parents=True, exist_ok=True)
@@ -140,9 +140,10 @@ class StatsStore:
         )
         try:
             self._conn.execute(f"PRAGMA busy_timeout = {int(busy_timeout_s * 1000)}")
-            self._retry(self._set_wal)
+            deadline = time.monotonic() + busy_timeout_s
+            self._retry(self._set_wal, deadline)
             self._conn.execute("PRAGMA synchronous = NORMAL")
-            self._retry(self._create_schema)
+            self._retry(self._create_schema, deadline)
         except sqlite3.DatabaseError as exc:
             self._conn.close()
             raise StatsFileError(self.path, str(exc)) from None
@@ -150,18 +151,23 @@ class StatsStore:
     # --- setup ----------------------------------------------------------------
 
     @staticmethod
-    def _retry(action: object, attempts: int = 50) -> None:
-        """Retry set-up statements that SQLite refuses with SQLITE_BUSY before a busy handler applies."""
+    def _retry(action: object, deadline: float) -> None:
+        """Retry set-up statements that SQLite refuses with SQLITE_BUSY before a busy handler
+        applies — until ``deadline`` (monotonic), so a file another process keeps locked fails
+        once, with its reason, instead of waiting a busy timeout per attempt."""
         assert callable(action)
-        for attempt in range(attempts):
+        attempt = 0
+        while True:
             try:
                 action()
                 return
             except sqlite3.OperationalError as exc:
                 if "locked" not in str(exc) and "busy" not in str(exc):
                     raise
-                time.sleep(0.01 * (attempt + 1))
-        action()
+                if time.monotonic() >= deadline:
+                    raise
+                attempt += 1
+                time.sleep(min(0.01 * attempt, 0.2))
 
     def _set_wal(self) -> None:
         self._conn.execute("PRAGMA journal_mode = WAL")

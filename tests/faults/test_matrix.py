@@ -96,28 +96,7 @@ def assert_seqs_without_gaps(workspace: Path, run_id: str) -> None:
     assert seqs == list(range(1, len(seqs) + 1)), f"event seqs of {run_id} have a gap"
 
 
-STATS_REMEDY = (
-    "owner router: StatsFileError (router/errors.py) tells the person to delete "
-    "provider_stats.sqlite3 whatever the cause; for a permission problem the line must say "
-    "to make it writable"
-)
-STATS_LOCK_WAIT = (
-    "owner router: StatsStore (router/stats.py) waits 30 s per attempt and retries 50 times "
-    "on a locked provider_stats.sqlite3 — the command hangs for minutes instead of one line; "
-    "not run (it would hold CI for minutes)"
-)
-KNOWN: dict[tuple[str, str], pytest.MarkDecorator] = {
-    ("read-only", "research"): pytest.mark.xfail(strict=True, reason=STATS_REMEDY),
-    ("read-only", "providers"): pytest.mark.xfail(strict=True, reason=STATS_REMEDY),
-    ("locked", "research"): pytest.mark.xfail(run=False, reason=STATS_LOCK_WAIT),
-    ("locked", "providers"): pytest.mark.xfail(run=False, reason=STATS_LOCK_WAIT),
-}
-"""Cells whose fix belongs to another package's owner — temporary, each names its owner."""
-CELLS = [
-    pytest.param(fault, family, marks=[KNOWN[fault, family]] if (fault, family) in KNOWN else [])
-    for fault in FAULTS
-    for family in FAMILIES
-]
+CELLS = [(fault, family) for fault in FAULTS for family in FAMILIES]
 
 
 @pytest.mark.timeout(600)
@@ -356,20 +335,12 @@ def _race(workspace: Path, first: list[str], second: list[str]) -> tuple[Outcome
     return a, b
 
 
-CORPUS_RACE = (
-    "owner research: two commands building the default corpus of a new workspace at once — "
-    "the second dies with 'database is locked' (now one line) when the build outlasts SQLite's "
-    "busy timeout; one builder, the others must wait or reuse. Not strict: on a fast machine "
-    "the build may end within the timeout"
-)
-
-
 @pytest.mark.timeout(600)
 @pytest.mark.parametrize(
     "family",
     [
         "run",
-        pytest.param("research", marks=pytest.mark.xfail(strict=False, reason=CORPUS_RACE)),
+        "research",
         "corpus",
         "runs",
         "providers",
