@@ -58,6 +58,8 @@ class CallUsage(Frozen):
     provider: str = ""
     degraded: bool = False
     cost_usd: float = 0.0
+    fallback: bool = False
+    """The offline built-in model answered although remote providers are configured."""
 
 
 class StepInfo(Frozen):
@@ -177,6 +179,7 @@ class StepCallStats:
     replayed: int = 0
     providers: list[str] = field(default_factory=list)
     degraded: bool = False
+    fallback_calls: int = 0
 
 
 class StepContext:
@@ -309,6 +312,7 @@ class StepContext:
         if usage.provider and usage.provider not in self.stats.providers:
             self.stats.providers.append(usage.provider)
         self.stats.degraded = self.stats.degraded or usage.degraded
+        self.stats.fallback_calls += int(usage.fallback)
         return response
 
     async def retrieve(self, query: str, **options: Any) -> list[dict[str, Any]]:

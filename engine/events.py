@@ -71,6 +71,8 @@ class StepFinished(_Event):
     providers: list[str] = Field(default_factory=list)
     replayed_calls: int = 0
     """Journaled calls answered from the journal instead of calling out again."""
+    fallback_calls: int = 0
+    """Model answers the built-in fallback gave in place of a configured remote provider."""
 
 
 class StepSkipped(_Event):

@@ -84,7 +84,12 @@ class HeadlessPrinter:
             return f"{at}   [cyan]●[/] {event.step_id} started{extra}"
         if isinstance(event, StepFinished):
             replayed = f", {event.replayed_calls} replayed" if event.replayed_calls else ""
-            calls = f" {event.llm_calls} calls{replayed}," if event.llm_calls else ""
+            fallback = (
+                f", [yellow]{event.fallback_calls} from the built-in fallback[/]"
+                if event.fallback_calls
+                else ""
+            )
+            calls = f" {event.llm_calls} calls{replayed}{fallback}," if event.llm_calls else ""
             return (
                 f"{at}   [green]✔[/] {event.step_id} finished ({event.duration_s:.2f} s,{calls}"
                 f" {escape(summarize(event.outputs, 60))})"
@@ -124,6 +129,30 @@ class HeadlessPrinter:
             reason = f": {escape(event.reason)}" if event.reason else ""
             return f"{at} [bold]■ run {styled(event.status.value)}{reason}[/]"
         return None
+
+
+def fallback_disclosure(events: Iterable[RunEvent]) -> str | None:
+    """How many of the run's model answers the built-in fallback gave, naming the steps.
+
+    Counted from each step iteration's latest ``step_finished`` event, so a resumed run
+    (whose replayed calls carry their recorded fallback flag) is counted once. None when
+    every answer came from the configured providers: the offline model's work must never
+    pass for theirs.
+    """
+    latest: dict[tuple[str, int], StepFinished] = {}
+    for event in events:
+        if isinstance(event, StepFinished):
+            latest[(event.step_id, event.iteration)] = event
+    answers = sum(event.llm_calls for event in latest.values())
+    fallback = [event for event in latest.values() if event.fallback_calls]
+    if not fallback:
+        return None
+    count = sum(event.fallback_calls for event in fallback)
+    steps = ", ".join(dict.fromkeys(event.step_id for event in fallback))
+    return (
+        f"{count} of {max(answers, count)} model answers came from the built-in fallback"
+        f" (steps: {steps})"
+    )
 
 
 def step_table(results: dict[str, StepResult], order: list[str]) -> Table:

@@ -570,6 +570,7 @@ class StepRunner:
                     tokens=stats.tokens,
                     providers=stats.providers,
                     replayed_calls=stats.replayed,
+                    fallback_calls=stats.fallback_calls,
                 )
             )
             if signal is not None:

@@ -33,6 +33,7 @@ from pydantic import (
 from pydantic_core import ErrorDetails
 
 from router.config import RouterConfig, effective_router_config
+from router.yaml_file import check_yaml_text
 from tui.commands.root_options import CONFIG_ENV, CONFIG_PATH_KEY, CONFIG_REQUIRED_KEY
 from tui.launch.workspace import APP_NAME
 
@@ -222,6 +223,7 @@ def _validation_problem(exc: ValidationError, data: Any, source: str) -> ConfigE
 
 
 def parse_config(text: str, source: str) -> WorkbenchConfig:
+    check_yaml_text(text, source, ConfigError)
     try:
         data = yaml.load(text, Loader=_LineLoader)  # noqa: S506 - a SafeLoader subclass
     except yaml.YAMLError as exc:

@@ -8,6 +8,7 @@ import sys
 from pathlib import Path
 
 import click
+import pytest
 
 from tui.cli import COMMANDS, cli
 
@@ -51,3 +52,22 @@ def test_validate_loads_neither_the_app_nor_the_router_wiring() -> None:
     assert "tui.commands.run_cmds" in loaded
     assert not {m for m in loaded if m.split(".")[0] == "textual" or m.startswith("tui.app")}
     assert "tui.launch.wiring" not in loaded and "tui.commands.app_cmds" not in loaded
+
+
+def test_validate_loads_neither_the_router_nor_httpx() -> None:
+    """`router/__init__` names its exports lazily, so reaching `router.config` or `router.models`
+    (through the research steps validate registers) does not import the router or httpx."""
+    loaded = modules_loaded_by("validate", str(APPROVAL))
+    assert "router.router" not in loaded
+    assert not {m for m in loaded if m.split(".")[0] == "httpx"}
+
+
+def test_the_router_package_still_exports_its_names_on_first_use() -> None:
+    import router
+
+    assert router.SmartModelRouter.__module__ == "router.router"
+    assert router.ChatRequest.__module__ == "router.models"
+    for name in router.__all__:
+        assert getattr(router, name) is not None
+    with pytest.raises(AttributeError, match="no attribute 'nothing_here'"):
+        router.nothing_here  # noqa: B018

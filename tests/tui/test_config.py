@@ -107,6 +107,26 @@ ROUTER_SECTION = (
 )
 
 
+@pytest.mark.parametrize(
+    ("text", "words"),
+    [
+        ("theme: " + "[" * 300 + "]" * 300 + "\n", ":1:"),
+        ("keymap:\n" + "  # padding\n" * 100_000, "the limit is"),
+    ],
+    ids=["300 levels deep", "oversized"],
+)
+def test_a_hostile_config_is_refused_in_one_line_before_it_is_loaded(
+    tmp_path: Path, text: str, words: str
+) -> None:
+    path = write(tmp_path, text)
+    with pytest.raises(ConfigError) as caught:
+        load_config(path)
+    message = str(caught.value)
+    assert "\n" not in message
+    assert message.startswith(str(path)) and words in message
+    assert "nested" in message or "characters" in message
+
+
 def test_router_section_is_the_typed_router_config(tmp_path: Path) -> None:
     config = load_config(write(tmp_path, "theme: nord\n" + ROUTER_SECTION))
     assert isinstance(config.router, RouterConfig)

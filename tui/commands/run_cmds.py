@@ -23,7 +23,7 @@ from engine.protocol import ExecutionResult
 from engine.run_inputs import InputError, parse_assignments, resolve_inputs
 from engine.selector import ENGINES, engine_available, select_engine
 from engine.spec import WorkflowDefinition
-from engine.store import RunStore, UnknownRun, new_run_id
+from engine.store import RunOwned, RunStore, UnknownRun, new_run_id
 from tui.commands.common import (
     EXIT_CODES,
     ON_INTERRUPT,
@@ -213,8 +213,12 @@ def resume_command(
             pending = store.pending_interrupts(run_id)
             if not pending:
                 console.print("[dim]nothing waits for an answer; resuming[/]")
-            for interrupt in pending:
-                store.record_answer(interrupt.interrupt_id, parsed)
+            # Claim the run and record the answers in one transaction: of two resumes with
+            # different answers, only the one that owns the run stores its answers.
+            try:
+                store.claim_owner(run_id, {i.interrupt_id: parsed for i in pending})
+            except RunOwned as error:
+                raise BadInput(str(error)) from None
 
         async def run(printer: Surface) -> ExecutionResult:
             async with open_run(

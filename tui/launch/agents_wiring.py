@@ -17,7 +17,7 @@ import threading
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import urlparse
 
 import research.agent_tools  # noqa: F401 - registers the corpus tool implementations
@@ -31,8 +31,10 @@ from engine.context import StepInfo
 from router.config import ProfileConfig, RouterConfig
 from router.local import TaskHandlerRegistry
 from router.models import ChatMessage, ChatRequest, ChatResponse
-from router.router import SmartModelRouter
 from workflows import WORKFLOWS_DIR
+
+if TYPE_CHECKING:  # the router (and httpx) load only when a run builds one
+    from router.router import SmartModelRouter
 
 SHIPPED_ROOT = WORKFLOWS_DIR
 LOOPBACK_HOSTS = {"127.0.0.1", "localhost", "::1", "[::1]"}

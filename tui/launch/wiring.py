@@ -143,6 +143,7 @@ class RouterModelCaller:
             provider=response.provider,
             degraded=response.degraded,
             cost_usd=response.cost_usd,
+            fallback=response.fallback,
         )
 
 
