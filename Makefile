@@ -21,6 +21,10 @@ test: lint
 bench: $(STAMP)
 	$(BIN)/python -m tests.benchmarks
 
+.PHONY: eval
+eval: $(STAMP)
+	$(BIN)/python -m tests.research.eval
+
 screenshots: $(STAMP)
 	$(BIN)/python -m tui.dev.screenshots screenshots
 

@@ -148,10 +148,6 @@ class EventBus:
 
         return unsubscribe
 
-    @property
-    def has_subscribers(self) -> bool:
-        return bool(self._subscribers)
-
     def publish(self, events: Sequence[RunEvent]) -> None:
         if not events or not self._subscribers:
             return

@@ -201,7 +201,3 @@ EVENT_ADAPTER: TypeAdapter[RunEvent] = TypeAdapter(RunEvent)
 
 def event_from_json(data: str | bytes) -> RunEvent:
     return EVENT_ADAPTER.validate_json(data)
-
-
-def event_from_dict(data: dict[str, Any]) -> RunEvent:
-    return EVENT_ADAPTER.validate_python(data)

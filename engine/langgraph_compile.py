@@ -6,8 +6,7 @@ the same rules the Kahn engine follows. The shape:
 
 * **State** — per-step statuses, outputs and iterations and the routing choices,
   each a dict merged key by key by its reducer, so the parallel nodes of one
-  superstep never overwrite each other; our own step-run counter; and, per step
-  node, the steps it made ready (``dispatch``).
+  superstep never overwrite each other; our own step-run counter.
 * **One node per step.** It runs its step when the step is PENDING and ready,
   and otherwise does nothing (a step dispatched twice in one superstep, or one
   whose dependency a loop of the same superstep has just reset, is not run
@@ -49,8 +48,6 @@ class GraphState(TypedDict, total=False):
     iterations: Annotated[dict[str, int], merge]
     routes: Annotated[dict[str, dict[str, Any]], merge]
     """Per step, its last routing choice (``decision``, ``target``, ``route``)."""
-    dispatch: Annotated[dict[str, list[str]], merge]
-    """Per step node (and ``__start__``), the steps it made ready to run next."""
     step_runs: Annotated[int, highest]
 
 
@@ -58,23 +55,16 @@ NodeFunction = Callable[[GraphState], Awaitable[dict[str, Any]]]
 EdgeFunction = Callable[[GraphState], Sequence[Hashable]]
 
 
-def dispatched(source: str) -> EdgeFunction:
-    """The conditional edge of ``source``: the steps it made ready, or END when none."""
-
-    def route(graph_state: GraphState) -> Sequence[Hashable]:
-        return list(graph_state.get("dispatch", {}).get(source) or [END])
-
-    route.__name__ = f"route_{source}"
-    return route
-
-
 def build_state_graph(
     step_ids: Sequence[str],
     node_for: Callable[[str], NodeFunction],
     start: NodeFunction,
+    dispatched: Callable[[str], EdgeFunction],
 ) -> StateGraph[Any, Any, Any, Any]:
-    """The ``StateGraph`` of a workflow: ``node_for(step)`` runs a step and dispatches what
-    it made ready; ``start`` dispatches what is ready when the graph starts."""
+    """The ``StateGraph`` of a workflow: ``node_for(step)`` runs a step, ``start`` looks at
+    every step when the graph starts; ``dispatched(node)`` is the node's conditional edge,
+    to the steps it made ready (END when none). A node's edge is evaluated right after the
+    node, in the same task, so the dispatcher can hand it over outside the graph state."""
     builder: StateGraph[Any, Any, Any, Any] = StateGraph(GraphState)
     destinations: list[str] = [*step_ids, END]
     builder.add_node(START_NODE, cast(Any, start))

@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import asyncio
 import heapq
-from collections.abc import AsyncIterator, Iterable, Sequence
+from collections.abc import AsyncIterator, Callable, Hashable, Iterable, Sequence
 from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
@@ -34,6 +34,7 @@ from typing import Any
 from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.errors import GraphInterrupt
+from langgraph.graph import END
 from langgraph.types import Command, Interrupt, interrupt
 
 from engine.context import InterruptAnswer
@@ -151,7 +152,10 @@ class LangGraphEngine(EngineBase):
         try:
             async with self.checkpointer(runner.store) as saver:
                 app = build_state_graph(
-                    runner.graph.topological_order(), session.node_for, session.start
+                    runner.graph.topological_order(),
+                    session.node_for,
+                    session.start,
+                    session.dispatched,
                 ).compile(checkpointer=saver)
                 config: Any = {
                     "configurable": {"thread_id": state.run_id},
@@ -239,6 +243,8 @@ class _Session:
     def __init__(self, runner: StepRunner) -> None:
         self.runner = runner
         self.state = runner.state
+        self._ready: dict[str, list[str]] = {}
+        """Per node, the steps its last execution made ready (read by its conditional edge)."""
         self._announced = {
             event.interrupt_id
             for event in runner.store.events(runner.run_id)
@@ -265,16 +271,20 @@ class _Session:
     def initial_state(self) -> dict[str, Any]:
         update = self.mirror(list(self.state.steps))
         update["routes"] = {}
-        update["dispatch"] = {}
         return update
+
+    def dispatched(self, node: str) -> Callable[[GraphState], Sequence[Hashable]]:
+        def route(graph_state: GraphState) -> Sequence[Hashable]:
+            return self._ready.pop(node, None) or [END]
+
+        route.__name__ = f"route_{node}"
+        return route
 
     async def start(self, graph_state: GraphState) -> dict[str, Any]:
         """The first superstep: every step the store says is ready."""
         settled: list[str] = []
-        ready = self.dispatch(self.runner.graph.topological_order(), settled)
-        update = self.mirror(settled)
-        update["dispatch"] = {START_NODE: ready}
-        return update
+        self._ready[START_NODE] = self.dispatch(self.runner.graph.topological_order(), settled)
+        return self.mirror(settled)
 
     def node_for(self, step_id: str) -> NodeFunction:
         async def node(graph_state: GraphState) -> dict[str, Any]:
@@ -290,7 +300,7 @@ class _Session:
                         "route": signal.route,
                     }
                 }
-            update["dispatch"] = {step_id: ready}
+            self._ready[step_id] = ready
             return update
 
         node.__name__ = f"step_{step_id}"

@@ -14,7 +14,7 @@ from engine.spec import Frozen, WorkflowDefinition
 from engine.states import RunStatus, StepStatus
 
 if TYPE_CHECKING:
-    from engine.events import InterruptRaised, RunEvent
+    from engine.events import InterruptRaised
     from engine.time_travel import ForkEdits
 
 
@@ -43,8 +43,6 @@ InterruptResponder = Callable[
 ]
 """Who answers prompts: the TUI (a future a modal resolves), headless defaults,
 or nobody — ``None`` means nobody is there, and the run is stored WAITING."""
-
-EventListener = Callable[["RunEvent"], None]
 
 
 @dataclass

@@ -528,9 +528,9 @@ def settle_human_tie_break(
         )
     suggestion = ""
     if isinstance(human, HumanTieBreakNeeded):
-        suggestion = (
-            f" (the model suggested {human.suggestion.target} at {human.suggestion.confidence:.2f})"
-        )
+        confidence = human.suggestion.confidence
+        at = f"at {confidence:.2f}" if math.isfinite(confidence) else "without a usable confidence"
+        suggestion = f" (the model suggested {human.suggestion.target} {at})"
     return need.candidates[chosen].model_copy(
         update={
             "needs_human": True,
@@ -541,12 +541,9 @@ def settle_human_tie_break(
 
 
 def _fallback(need: TieBreakNeeded, why: str) -> RoutingSignal:
+    """The default edge; ``need.fallback`` already says a person should look (needs_human)."""
     return need.fallback.model_copy(
-        update={
-            "reason": f"{why}; default edge → {need.default_target}",
-            "needs_human": True,
-            "confidence": 0.0,
-        }
+        update={"reason": f"{why}; default edge → {need.default_target}", "confidence": 0.0}
     )
 
 

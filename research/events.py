@@ -47,8 +47,6 @@ class StagePayload(Payload):
 class DimensionCell(Payload):
     score: float
     tier: Tier
-    change: float | None = None
-    """Change from the previous round (None in the first round), to 6 decimals."""
 
 
 class RoundScoredPayload(Payload):
@@ -57,6 +55,11 @@ class RoundScoredPayload(Payload):
         Literal["coverage", "source_quality", "agreement", "verification", "recency"], DimensionCell
     ]
     ci: float
+    changes: (
+        dict[Literal["coverage", "source_quality", "agreement", "verification", "recency"], float]
+        | None
+    ) = None
+    """Each dimension's change from the previous round (None in the first), to 6 decimals."""
     ci_change: float | None = None
     """The CI's change from the previous round (None in the first), to 6 decimals."""
     recent_sources: int

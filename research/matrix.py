@@ -58,18 +58,9 @@ class DimensionScores(BaseModel):
     def all_at_least(self, tier: Tier = GATE_TIER) -> bool:
         return not self.below(tier)
 
-    def matrix(
-        self, changes: dict[str, float] | None = None
-    ) -> dict[str, dict[str, float | str | None]]:
-        """The ``research.round_scored`` shape: {dimension: {score, tier, change}}.
-
-        ``change`` is the change from the previous round (None in the first), to 6 decimals.
-        """
+    def matrix(self) -> dict[str, dict[str, float | str]]:
+        """The ``research.round_scored`` shape: {dimension: {score, tier}}."""
         return {
-            d: {
-                "score": round(getattr(self, d), 4),
-                "tier": tier_of(getattr(self, d)),
-                "change": None if changes is None else changes.get(d),
-            }
+            d: {"score": round(getattr(self, d), 4), "tier": tier_of(getattr(self, d))}
             for d in DIMENSIONS
         }

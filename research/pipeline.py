@@ -8,8 +8,10 @@ CONTEXT_TOO_SMALL), which the step turns into an output that says so instead
 of failing the run. Per-claim provenance problems refuse those claims only.
 
 A model answer that does not match the task's schema gets one repair attempt
-(the validation error is sent back); a second failure fails the step with the
-error shown (DESIGN §5).
+(the validation error is sent back); when the repaired answer fails too, the
+built-in extractive model answers the same structured inputs instead and the
+result is marked ``degraded`` (the ``validated_result`` stage says so), so a
+misbehaving model slows a run down but never fails it.
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ from pydantic import ValidationError
 from engine.context import BudgetExceeded, StepContext
 from research.events import STAGE, Refusal, StageName, validated
 from research.evidence import Claim, EvidenceMap
+from research.extractive import respond
 from research.prompts import SYSTEM_PROMPT, estimate_tokens, render
 from research.tasks import Answer
 from router.errors import RouterError
@@ -31,10 +34,6 @@ from router.models import ChatMessage, ChatRequest
 DEFAULT_CONTEXT_TOKENS = 6000
 UPSTREAM_CONTEXT_SHARE = 0.2
 """Share of the step's context budget given to compiled upstream outputs (AgentMesh §10)."""
-
-
-class InvalidModelOutput(Exception):
-    """The model's answer failed its schema twice (after one repair attempt)."""
 
 
 @dataclass
@@ -237,21 +236,43 @@ class ModelPipeline:
             provider=result.provider,
             degraded=result.degraded,
         )
-        # 8. validated result (one repair attempt)
-        answer = await self._validated(plan, request, response)
+        # 8. validated result (one repair attempt, then the built-in model's answer)
+        answer, failure = await self._validated(plan, request, response)
+        replaced = (
+            f"the model's answer failed {plan.schema.__name__} after one repair ({failure}); "
+            "the built-in model answered instead"
+            if failure
+            else ""
+        )
+        result.degraded = result.degraded or bool(failure)
+        result.answer = answer
         if plan.check_output is not None:
             answer, output_problems = plan.check_output(answer)
+            result.answer = answer
             if output_problems:
                 self._emit(
                     task,
                     "validated_result",
-                    f"{len(output_problems)} refused: {'; '.join(output_problems[:3])}",
+                    "; ".join(
+                        filter(
+                            None,
+                            [
+                                replaced,
+                                f"{len(output_problems)} refused: "
+                                + "; ".join(output_problems[:3]),
+                            ],
+                        )
+                    ),
                     "NO_PROVENANCE",
+                    degraded=result.degraded,
                 )
-                result.answer = answer
                 return
-        self._emit(task, "validated_result", f"valid {plan.schema.__name__}")
-        result.answer = answer
+        self._emit(
+            task,
+            "validated_result",
+            replaced or f"valid {plan.schema.__name__}",
+            degraded=result.degraded,
+        )
 
     async def _call(self, task: str, request: ChatRequest) -> Any:
         try:
@@ -267,9 +288,12 @@ class ModelPipeline:
         )
         return response
 
-    async def _validated(self, plan: ModelStage, request: ChatRequest, response: Any) -> Answer:
+    async def _validated(
+        self, plan: ModelStage, request: ChatRequest, response: Any
+    ) -> tuple[Answer, str]:
+        """The answer, and why the model's own failed when the built-in one replaced it."""
         try:
-            return _parse(plan.schema, response)
+            return _parse(plan.schema, response), ""
         except ValidationError as first:
             error = str(first).splitlines()[0:4]
         repair = request.model_copy(
@@ -290,11 +314,11 @@ class ModelPipeline:
         )
         repaired = await self._call(plan.task, repair)
         try:
-            return _parse(plan.schema, repaired)
+            return _parse(plan.schema, repaired), ""
         except ValidationError as second:
-            raise InvalidModelOutput(
-                f"{plan.task}: the model's answer failed its schema after one repair: {second}"
-            ) from None
+            reason = str(second).splitlines()[0]
+        built_in = plan.schema.model_validate(respond(plan.task, request.inputs))
+        return built_in, reason
 
 
 def _parse(schema: type[Answer], response: Any) -> Answer:

@@ -92,7 +92,8 @@ def status_note(source: Source | None) -> str:
     status = source.status.strip().lower()
     successor = ""
     if source.superseded_by:
-        prefix = link_key(source.id).partition(" ")[0].upper()
+        own_prefix, _, own_number = link_key(source.id).partition(" ")
+        prefix = own_prefix.upper() if own_number.isdigit() else ""
         named = [
             f"{prefix} {part}" if part.isdigit() and prefix else part
             for part in (p.strip() for p in source.superseded_by.split(","))
@@ -175,7 +176,8 @@ def quality_metadata(
                 "stop_reason": r.stop_reason,
                 "remediation": r.remediation,
                 "movable": list(r.movable),
-                "dimensions": r.scores.matrix(r.changes),
+                "dimensions": r.scores.matrix(),
+                "changes": r.changes,
             }
             for r in records
         ],
@@ -231,8 +233,9 @@ def render_report(
     ]
     for r in quality["rounds"]:
         dims = r["dimensions"]
+        changes = r.get("changes") or {}
         cells = " | ".join(
-            f"{dims[d]['score']:.2f} {dims[d]['tier']}{signed(dims[d].get('change'))}"
+            f"{dims[d]['score']:.2f} {dims[d]['tier']}{signed(changes.get(d))}"
             for d in ("coverage", "source_quality", "agreement", "verification", "recency")
         )
         lines.append(

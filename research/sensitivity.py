@@ -59,6 +59,7 @@ def records_from_payloads(payloads: list[dict[str, Any]]) -> list[RoundRecord]:
                 stop_reason=p["stop_reason"],
                 remediation=p["remediation"],
                 kind=p.get("round_kind", "full"),
+                **({"movable": p["movable"]} if p.get("movable") is not None else {}),
             )
         )
     return records
@@ -89,6 +90,7 @@ def replay(
             max_rounds=max_rounds,
             patience=patience,
             weights=weights,
+            movable=record.movable,
         )
         replayed.append(
             record.model_copy(

@@ -81,7 +81,7 @@ class ModelPrice(BaseModel):
 
 # List prices (USD per million input/output tokens) of the models the environment defaults
 # use; a provider's ``prices`` entry overrides them. Unknown models cost nothing (shown as 0).
-DEFAULT_PRICES: dict[str, tuple[float, float]] = {
+_LIST_PRICES: dict[str, tuple[float, float]] = {
     "gpt-4.1-mini": (0.40, 1.60),
     "gpt-4.1": (2.00, 8.00),
     "openai/gpt-4.1-mini": (0.40, 1.60),
@@ -92,6 +92,9 @@ DEFAULT_PRICES: dict[str, tuple[float, float]] = {
     "gemini-2.5-flash-lite": (0.10, 0.40),
     "gemini-2.5-flash": (0.30, 2.50),
     "gemini-2.5-pro": (1.25, 10.00),
+}
+DEFAULT_PRICES: dict[str, ModelPrice] = {
+    model: ModelPrice(input_per_mtok=i, output_per_mtok=o) for model, (i, o) in _LIST_PRICES.items()
 }
 
 
@@ -225,15 +228,7 @@ class ProviderConfig(BaseModel):
 
     def price_of(self, model: str) -> ModelPrice | None:
         """The configured price of ``model``, else the shipped default, else ``None`` (unknown)."""
-        price = self.prices.get(model)
-        if price is not None:
-            return price
-        default = DEFAULT_PRICES.get(model)
-        return (
-            None
-            if default is None
-            else ModelPrice(input_per_mtok=default[0], output_per_mtok=default[1])
-        )
+        return self.prices.get(model) or DEFAULT_PRICES.get(model)
 
 
 class ProfileConfig(BaseModel):

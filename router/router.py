@@ -5,8 +5,11 @@ tiers), order each group by health and capacity, and walk it. A provider is
 passed over — at once, without waiting — when it is misconfigured, OPEN,
 HALF_OPEN with its probe already out, its rate-limit bucket would make the
 request wait, its bulkhead is full, or adaptive throttling rejects locally.
-A HALF_OPEN provider is probed first (its health endpoint, or the request
-itself), then used. Each provider is called at most once per request and at
+A HALF_OPEN provider's probe is the request itself, preceded by the
+provider's cheap health check where it has one, both under one lease: only
+the real answer closes the breaker. A model that answers 4xx or invalid
+output to many different requests is passed over the same way
+(router/model_health.py). Each provider is called at most once per request and at
 most ``max_attempts`` remote calls are made in all: there is one flat loop
 and no nested retry anywhere, so retries cannot multiply. When every
 candidate is blocked only by capacity, the request waits once, bounded, for a
@@ -15,9 +18,16 @@ slot or a bucket. Whatever remains is answered by the built-in provider,
 
 Under load (more than half the providers OPEN) low-priority requests go
 straight to the built-in provider; medium ones reach the remaining providers
-through a gate of ``shed_medium_concurrency`` slots, waiting in a bounded
-queue (``shed_queue_size`` waiters, ``shed_queue_wait_s`` each) and otherwise
-getting the built-in provider; high ones are served as usual. The healthy
+through a gate of ``shed_medium_concurrency`` turns — or any free bulkhead slot
+of a healthy provider — waiting in a bounded queue (``shed_queue_size``
+waiters, ``shed_queue_wait_s`` each) and otherwise getting the built-in
+provider; high ones are served as usual.
+
+Every call settles what it holds — its token reservation, throttle ticket,
+bulkhead slot and probe leases — by its outcome, or releases it unjudged when
+cancelled or cut short by the caller's deadline. The admission and settling
+steps (``_admit``, ``_record_answer``, ``_record_failure``, ``_release``) are
+separate from the call itself so another entry point (streaming) reuses them. The healthy
 providers left thus take the high-priority traffic plus a trickle, not the
 whole load of the OPEN ones (the cascade ADR-002 §A warns about).
 
@@ -495,14 +505,16 @@ class SmartModelRouter:
             )
         if not probing and model_probe is None and rt.throttle.should_reject():
             return _Skip(f"throttled locally (p={rt.throttle.reject_probability():.2f})")
-        # a lease outlives its probe: the health check (if any) plus the real call
-        probe_s = self._call_timeout(rt, deadline)
-        if probing and rt.provider.has_health_probe:
-            probe_s += self._health_timeout(rt)
-        lease = breaker.acquire_probe(probe_s) if probing else None
-        if probing and lease is None:
-            return _Skip("HALF_OPEN with its probe in flight")
-        model_lease = None
+        lease = model_lease = None
+        if probing or model_probe is not None:
+            # a lease outlives its probe: the health check (if any) plus the real call
+            probe_s = self._call_timeout(rt, deadline)
+            if probing and rt.provider.has_health_probe:
+                probe_s += self._health_timeout(rt)
+            if probing:
+                lease = breaker.acquire_probe(probe_s)
+                if lease is None:
+                    return _Skip("HALF_OPEN with its probe in flight")
         if model_probe is not None:
             model_lease = model_probe.acquire_probe(probe_s)
             if model_lease is None:
@@ -638,7 +650,6 @@ class SmartModelRouter:
 
     def _release(self, rt: ProviderRuntime, model: str, held: _Held) -> None:
         """Give back what an attempt held without an outcome: no health verdict either way."""
-        held.settled = True
         rt.buckets.reconcile(held.reservation, 0)
         if held.ticket is not None:
             rt.throttle.cancel(held.ticket)

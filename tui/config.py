@@ -33,13 +33,9 @@ from pydantic import (
 from pydantic_core import ErrorDetails
 
 from router.config import RouterConfig, effective_router_config
+from tui.commands.root_options import CONFIG_ENV, CONFIG_PATH_KEY, CONFIG_REQUIRED_KEY
+from tui.launch.workspace import APP_NAME
 
-APP_NAME = "research-workbench"
-CONFIG_ENV = "WORKBENCH_CONFIG"
-CONFIG_PATH_KEY = "config_path"
-"""Key of the root click context's ``obj`` holding ``--config`` (or ``$WORKBENCH_CONFIG``)."""
-CONFIG_REQUIRED_KEY = "config_required"
-"""True in ``obj`` when ``--config`` was typed on the command line: then the file must exist."""
 SECRET_KEYS = frozenset({"api_key", "key", "token", "password", "secret"})
 
 

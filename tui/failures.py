@@ -15,8 +15,8 @@ Every one of these exits with :data:`BAD_INPUT` (2) except Ctrl-C (:data:`INTERR
 exit :data:`INTERNAL` (70), naming the variable that shows its traceback. Nothing here
 writes anywhere: what is already stored stays exactly as it was.
 
-This module is imported first by the executable (``main``), so it imports only the
-standard library and click at the top.
+Ctrl-C while Python still imports the commands is caught by :mod:`tui.entry`, the
+executable's first code.
 """
 
 from __future__ import annotations
@@ -24,19 +24,16 @@ from __future__ import annotations
 import errno
 import os
 import sqlite3
-import sys
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, NoReturn
+from typing import Any
 
 import click
 
+from tui.entry import INTERNAL, INTERRUPTED, INTERRUPTED_LINE
+
 BAD_INPUT = 2
 """Bad input, or a file or folder the workbench cannot use: always one line."""
-INTERNAL = 70
-"""An unexpected failure (a bug): one line; ``WORKBENCH_TRACEBACK=1`` shows where."""
-INTERRUPTED = 130
-"""Ctrl-C before a command started its work (128 + SIGINT, as shells report it)."""
 TRACEBACK_ENV = "WORKBENCH_TRACEBACK"
 
 _FULL = "its disk is full ({detail}) — free some space on that disk"
@@ -189,16 +186,14 @@ def explain(error: BaseException, workspace: Path) -> Failure:
 
 
 def _interrupted() -> Interrupted:
-    return Interrupted(
-        "interrupted (Ctrl-C) — nothing more was done; what was already stored is kept"
-    )
+    return Interrupted(INTERRUPTED_LINE.removeprefix("error: "))
 
 
 def _workspace(ctx: click.Context) -> Path:
-    from tui.launch.workbench import default_workspace
+    from tui.launch.workspace import default_root
 
     given = (ctx.find_root().obj or {}).get("workspace")
-    return Path(given).expanduser() if given else default_workspace()
+    return Path(given).expanduser() if given else default_root()
 
 
 class FailureBoundary(click.Group):
@@ -219,17 +214,3 @@ class FailureBoundary(click.Group):
             if os.environ.get(TRACEBACK_ENV):
                 raise
             raise explain(error, _workspace(ctx)) from None
-
-
-def _exit(failure: Failure) -> NoReturn:
-    failure.show()
-    sys.exit(failure.exit_code)
-
-
-def main() -> None:
-    """The ``workbench`` executable: Ctrl-C while Python still imports the commands is one line too."""
-    try:
-        from tui.cli import main as run_cli
-    except KeyboardInterrupt:
-        _exit(_interrupted())
-    run_cli()

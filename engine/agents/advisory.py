@@ -26,7 +26,7 @@ from pydantic import Field, ValidationError
 
 from engine.agents.governance import Refusal
 from engine.agents.port import ORCHESTRATE_TASK, ModelCall, OrchestratorDecision, read_answer
-from engine.agents.react import AgentKit, AgentLoop, AgentResult, record_refusal
+from engine.agents.react import AgentKit, AgentLoop, AgentResult, governed, record_refusal
 from engine.agents.registry import Registry
 from engine.agents.trail import DECISION, PLAN, DecisionPayload, PlanPayload
 from engine.conditions import CelSyntaxError, compile_expr, evaluate_bool
@@ -284,12 +284,16 @@ class Orchestrator:
         thought = ""
         decision: OrchestratorDecision | None = None
         replays = ctx.stats.replayed
-        refusal = self.kit.governance.check_model(
-            self.spec.orchestrator,
-            orchestrator,
-            orchestrator.model,
-            self.kit.port.is_local(profile),
-            self.kit.ledger,
+        refusal = governed(
+            ctx,
+            lambda: self.kit.governance.check_model(
+                self.spec.orchestrator,
+                orchestrator,
+                orchestrator.model,
+                self.kit.port.is_local(profile),
+                self.kit.ledger,
+                ctx.budget,
+            ),
         )
         if refusal is not None:
             await record_refusal(ctx, refusal, self.spec.orchestrator)

@@ -43,9 +43,9 @@ def orchestrate_reply(inputs: dict[str, Any]) -> dict[str, Any]:
 
 
 def react_reply(inputs: dict[str, Any]) -> dict[str, Any]:
-    observations: list[dict[str, Any]] = list(inputs.get("observations") or [])
+    observations: list[Any] = list(inputs.get("observations") or [])
     tools: dict[str, dict[str, Any]] = dict(inputs.get("tools") or {})
-    used = {str(o.get("tool")) for o in observations if o.get("tool")}
+    used = {str(tool) for tool in inputs.get("tools_used") or []}
     sources = [*reversed(observations), inputs.get("task") or {}, inputs.get("context") or {}]
     last_turn = int(inputs.get("iteration", 1)) >= int(inputs.get("max_iterations", 1))
     for tool, fields in tools.items():

@@ -37,6 +37,9 @@ class CompiledContext(Frozen):
     included: list[str] = Field(default_factory=list)
     truncated: list[Cut] = Field(default_factory=list)
     dropped: list[str] = Field(default_factory=list)
+    values: dict[str, Any] = Field(default_factory=dict)
+    """What the text holds, by reference: each value whole, or its cut text where it was cut
+    (the structured form a request carries for the built-in model, within the same budget)."""
 
     def summary(self) -> dict[str, Any]:
         """The part the thought event records."""
@@ -70,6 +73,7 @@ class _Section:
             self.blocks.append((order, block))
             self.chars -= len(block)
             result["included"].append(ref)
+            result["values"].append((ref, value))
             return
         room = self.chars - len(f"### {ref}\n") - len(TRUNCATION_MARK) - 1
         if room < 40:
@@ -78,6 +82,7 @@ class _Section:
         self.blocks.append((order, f"### {ref}\n{text[:room]}{TRUNCATION_MARK}\n"))
         self.chars = 0
         result["included"].append(ref)
+        result["values"].append((ref, text[:room] + TRUNCATION_MARK))
         result["truncated"].append(
             Cut(ref=ref, kept_tokens=room // CHARS_PER_TOKEN, original_tokens=estimate_tokens(text))
         )
@@ -99,7 +104,7 @@ def compile_context(
     """``prior``: outputs visible to the agent by producer (step id or agent name), farthest
     first; ``requires``: ``name`` or ``name.field`` references read first."""
     total = max_tokens * CHARS_PER_TOKEN - len("## Prior outputs\n## Observations\n## Task\n")
-    result: dict[str, list[Any]] = {"included": [], "truncated": [], "dropped": []}
+    result: dict[str, list[Any]] = {"included": [], "truncated": [], "dropped": [], "values": []}
     task_section = _Section("Task", int(total * SHARES[0]))
     for order, (key, value) in enumerate(task.items()):
         task_section.offer(f"task.{key}", value, order, result)
@@ -125,4 +130,5 @@ def compile_context(
         included=result["included"],
         truncated=result["truncated"],
         dropped=result["dropped"],
+        values=dict(result["values"]),
     )

@@ -13,6 +13,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 
 from engine.agents.registry import AgentDef, AgentRules, Budget, PolicyDef, Registry
+from engine.context import RunBudget
 from engine.spec import Frozen
 
 LEDGER_EXTRA = "agents.ledger"
@@ -62,6 +63,15 @@ class Ledger:
     def agent(self, name: str) -> Spend:
         return self.agents.get(name, Spend())
 
+    def run_spend(self, budget: RunBudget) -> Spend:
+        """The run's spend: this ledger's, or the run budget's counters where they are higher —
+        those the engine restores on resume, so steps finished before a crash still count."""
+        return Spend(
+            calls=max(self.run.calls, budget.llm_calls),
+            tokens=max(self.run.tokens, budget.tokens),
+            cost=self.run.cost,
+        )
+
 
 class Governance:
     def __init__(self, registry: Registry) -> None:
@@ -86,6 +96,7 @@ class Governance:
         profile_name: str,
         is_local: bool,
         ledger: Ledger,
+        budget: RunBudget,
     ) -> Refusal | None:
         for policy, rules in self.rules(agent_name):
             if rules.models is not None and profile_name not in rules.models:
@@ -101,8 +112,9 @@ class Governance:
                 detail=f"agent {agent_name} is local-only and model profile {profile_name}"
                 " can reach a provider off this machine",
             )
+        run_spend = ledger.run_spend(budget)
         for policy, definition in self.policies:
-            spent = ledger.run.over(definition.run_budget)
+            spent = run_spend.over(definition.run_budget)
             if spent:
                 return Refusal(rule="run_budget", detail=f"run budget: {spent}", policy=policy)
         spend = ledger.agent(agent_name)

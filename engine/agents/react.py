@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -78,6 +79,18 @@ class AgentKit:
         ledger = extras.setdefault(LEDGER_EXTRA, Ledger())
         port = extras.get(PORT_EXTRA) or DirectPort()
         return cls(registry, Governance(registry), port, ledger)
+
+
+def governed(ctx: StepContext, check: Callable[[], Refusal | None]) -> Refusal | None:
+    """A policy decision that replays as it was made: when the journal already holds the
+    call this decision guards, the decision is the journal's (a refusal recorded then, or the
+    call made then) — not a new check against counters or policy files that have moved on."""
+    entry = ctx.services.journal.get(ctx.run_id, ctx.step_id, ctx.iteration, ctx.next_call_index)
+    if entry is None:
+        return check()
+    if entry.kind == "policy":
+        return Refusal.model_validate(entry.payload)
+    return None
 
 
 async def record_refusal(ctx: StepContext, refusal: Refusal, agent: str) -> bool:
@@ -185,7 +198,7 @@ class AgentLoop:
     async def run(self) -> AgentResult:
         agent = self.agent
         for iteration in range(1, agent.max_iterations + 1):
-            refusal = self._check_model()
+            refusal = governed(self.ctx, self._check_model)
             if refusal is not None:
                 self.live = not await record_refusal(self.ctx, refusal, self.name) or self.live
                 return self._finish(
@@ -224,6 +237,7 @@ class AgentLoop:
             agent.model,
             self.kit.port.is_local(profile),
             self.kit.ledger,
+            self.ctx.budget,
         )
 
     def _call(self, iteration: int) -> tuple[ModelCall, dict[str, Any]]:
@@ -261,10 +275,14 @@ class AgentLoop:
                 "agent": self.name,
                 "iteration": iteration,
                 "max_iterations": agent.max_iterations,
-                "task": self.task,
+                "task": {
+                    key: compiled.values[f"task.{key}"]
+                    for key in self.task
+                    if f"task.{key}" in compiled.values
+                },
                 "context": {
-                    ref: self.prior[ref.partition(".")[0]]
-                    for ref in compiled.included
+                    ref: value
+                    for ref, value in compiled.values.items()
                     if ref.partition(".")[0] in self.prior
                 },
                 "tools": {
@@ -274,7 +292,12 @@ class AgentLoop:
                     }
                     for tool in agent.tools
                 },
-                "observations": self.observations,
+                "observations": [
+                    compiled.values[f"observation {index}"]
+                    for index in range(1, len(self.observations) + 1)
+                    if f"observation {index}" in compiled.values
+                ],
+                "tools_used": [o["tool"] for o in self.observations if o.get("tool")],
                 "output": {name: spec.model_dump() for name, spec in agent.output.items()},
             },
             profile_name=agent.model,
@@ -333,7 +356,7 @@ class AgentLoop:
     async def _act(self, iteration: int, reply: AgentReply, replayed: bool) -> None:
         ctx = self.ctx
         tool = reply.tool
-        refusal = self.kit.governance.check_tool(self.name, self.agent, tool)
+        refusal = governed(ctx, lambda: self.kit.governance.check_tool(self.name, self.agent, tool))
         if refusal is not None:
             await record_refusal(ctx, refusal, self.name)
             observation = {"refused_by": refusal.rule, "detail": refusal.detail}

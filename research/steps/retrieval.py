@@ -5,9 +5,14 @@ uncovered or least verified ones later), probe the corpus, let the model
 propose and score search branches, and prune the weakest. ReAct: for each
 kept branch, search → read → refine (pseudo-relevance feedback) within a
 bound on tool calls, always past every passage read before — so a later
-round retrieves passages earlier rounds did not. A recency remediation round
-skips the tree and searches each sub-question inside the recency window only
-(documents dated between the window's start and ``as_of``).
+round retrieves passages earlier rounds did not. Each sub-question is also
+searched in further phrasings (its own words, the subject as a phrase), and
+then the sources are followed: the documents the found ones name (header
+fields, links, mentions) or that name them, kept when their best passage is
+about the subject. A recency remediation round skips the tree and searches
+each sub-question inside the recency window only (documents dated between the
+window's start and ``as_of``). No search of the run reads a document published
+after ``as_of``.
 """
 
 from __future__ import annotations
@@ -230,8 +235,17 @@ async def retrieval_react(ctx: StepContext, inp: RoundInput) -> RetrievalOutput:
     tool_calls = 0
     pipeline = ModelPipeline(ctx)
     followed: list[str] = []
+    window = {
+        key: value
+        for key, value in (
+            ("published_after", published_after),
+            ("published_before", published_before),
+        )
+        if value
+    }
 
-    def admit(hits: list[dict[str, Any]], sub_question: str, query: str) -> None:
+    def admit(hits: list[dict[str, Any]], sub_question: str, query: str) -> int:
+        admitted = 0
         for hit in hits:
             source = source_from_hit(hit, round_number)
             if source.authority < state.policy.min_authority or hit["passage_id"] in seen_set:
@@ -240,6 +254,8 @@ async def retrieval_react(ctx: StepContext, inp: RoundInput) -> RetrievalOutput:
             seen.append(hit["passage_id"])
             sources.append(source)
             passages.append(passage_from_hit(hit, round_number, sub_question, query))
+            admitted += 1
+        return admitted
 
     phrase = subject_phrase(state)
     for branch in branches:
@@ -250,14 +266,12 @@ async def retrieval_react(ctx: StepContext, inp: RoundInput) -> RetrievalOutput:
             current = query
 
             async def search(_claims: list[Any], current: str = current) -> list[dict[str, Any]]:
-                options = state.search_options(
-                    limit=HITS_PER_SEARCH, exclude_passages=sorted(seen_set)
+                return await ctx.retrieve(
+                    current,
+                    **state.search_options(
+                        limit=HITS_PER_SEARCH, exclude_passages=sorted(seen_set), **window
+                    ),
                 )
-                if published_after:
-                    options["published_after"] = published_after
-                if published_before:
-                    options["published_before"] = published_before
-                return await ctx.retrieve(current, **options)
 
             def build(
                 _claims: list[Any],
@@ -296,22 +310,23 @@ async def retrieval_react(ctx: StepContext, inp: RoundInput) -> RetrievalOutput:
             if not isinstance(answer, ReactStep) or answer.action == "finish" or not answer.query:
                 break
             query = answer.query
+    questions = {q.id: q for q in state.evidence.sub_questions}
+    targets = [q for q in dict.fromkeys(b.sub_question for b in branches) if q in questions]
+    for sub_id in targets:
+        for phrasing in phrasings(state, questions[sub_id]):
+            asked = phrasing + (f" [{published_after}..{published_before}]" if window else "")
+            if asked.lower() in {t.lower() for t in tried}:
+                continue
+            tried.append(asked)
+            tool_calls += 1
+            hits = await ctx.retrieve(
+                phrasing,
+                **state.search_options(
+                    limit=HITS_PER_PHRASING, exclude_passages=sorted(seen_set), **window
+                ),
+            )
+            admit(hits, sub_id, phrasing)
     if not recency_mode:
-        questions = {q.id: q for q in state.evidence.sub_questions}
-        targets = [q for q in dict.fromkeys(b.sub_question for b in branches) if q in questions]
-        for sub_id in targets:
-            for phrasing in phrasings(state, questions[sub_id]):
-                if phrasing.lower() in {t.lower() for t in tried}:
-                    continue
-                tried.append(phrasing)
-                tool_calls += 1
-                hits = await ctx.retrieve(
-                    phrasing,
-                    **state.search_options(
-                        limit=HITS_PER_PHRASING, exclude_passages=sorted(seen_set)
-                    ),
-                )
-                admit(hits, sub_id, phrasing)
         origins = sorted({p.source_id for p in passages} | set(state.evidence.sources))
         if origins and targets:
             tool_calls += 1
@@ -324,9 +339,10 @@ async def retrieval_react(ctx: StepContext, inp: RoundInput) -> RetrievalOutput:
                 ),
             )
             for hit in relevant_related(state, hits)[:RELATED_KEPT]:
-                followed.append(f"{hit['source_id']} ({hit.get('via', 'related')})")
+                via = hit.get("via", "related")
                 sub_id = best_sub_question(hit["text"], [questions[q] for q in targets])
-                admit([hit], sub_id, f"{hit.get('via', 'related')}: {subject_query(state)}")
+                if admit([hit], sub_id, f"{via}: {subject_query(state)}"):
+                    followed.append(f"{hit['source_id']} ({via})")
     known_sources = set(state.evidence.sources)
     evidence = state.evidence.add_retrieved(sources, passages)
     new_state = state.advanced(

@@ -28,7 +28,7 @@ class AuditOutput(Frozen):
     round: int
     round_kind: str
     measures: RoundMeasures
-    dimensions: dict[str, dict[str, float | str | None]]
+    dimensions: dict[str, dict[str, float | str]]
     state: ResearchState
 
 
@@ -146,7 +146,8 @@ async def supervisor(ctx: StepContext, inp: RoundInput) -> SupervisorOutput:
         validated(
             ROUND_SCORED,
             round=round_number,
-            dimensions=measures.scores.matrix(changes),
+            dimensions=measures.scores.matrix(),
+            changes=changes,
             ci=ci,
             ci_change=ci_change,
             movable=movable,

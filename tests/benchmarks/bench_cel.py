@@ -17,7 +17,7 @@ from engine.graph import WorkflowGraph
 from engine.loader import WorkflowLoadError, load_workflow
 from engine.routing import RouteInput, decide
 from engine.spec import StepSpec, WorkflowDefinition
-from tui.launch.workbench import register_steps
+from tui.launch.steps import register_steps
 
 TYPICAL = {
     "comparison": "outputs.confidence < 0.7",

@@ -35,6 +35,25 @@ def _percentile(values: list[float], q: float) -> float:
     return ordered[min(len(ordered) - 1, int(round(q * (len(ordered) - 1))))]
 
 
+def _bench_following(corpus: Corpus, plain_p50_ms: float) -> None:
+    """Following references beside a plain search, measured in the same run (a ratio, not a limit)."""
+    related_ms: list[float] = []
+    followed: list[int] = []
+    for query in QUERIES:
+        found = sorted({h["source_id"] for h in corpus.search(query, limit=10)})
+        t0 = time.perf_counter()
+        hits = corpus.search(query, limit=24, related_to=found, not_after="2025-06-30")
+        related_ms.append((time.perf_counter() - t0) * 1000)
+        followed.append(len(corpus.related(found)))
+        del hits
+    p50 = _percentile(related_ms, 0.5)
+    print(
+        f"follow references from the top 10 ({len(QUERIES)} queries, "
+        f"{sum(followed) / len(followed):.0f} related documents each): p50 {p50:.2f} ms "
+        f"= {p50 / plain_p50_ms:.2f}x a plain search"
+    )
+
+
 def main() -> None:
     if not PEPS.is_dir():
         print(f"skipped: no PEP corpus at {PEPS}")
@@ -67,6 +86,7 @@ def main() -> None:
                 f"search ({len(latencies)} queries, top 10): p50 {_percentile(latencies, 0.5):.2f} ms, "
                 f"p95 {_percentile(latencies, 0.95):.2f} ms"
             )
+            _bench_following(corpus, _percentile(latencies, 0.5))
 
         workflow = load_workflow(PROJECT / "workflows" / "deep_research.yaml")
         for query, extra in [

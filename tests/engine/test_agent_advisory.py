@@ -165,7 +165,10 @@ async def test_at_max_iterations_it_completes_incomplete_and_says_so(tmp_path: P
     assert out["completion_reason"].startswith("max_iterations 1 reached; required agent beta")
 
 
-async def test_a_person_approves_an_edited_plan_before_it_starts(tmp_path: Path) -> None:
+@pytest.mark.parametrize("engine", [None, LangGraphEngine], ids=["kahn", "langgraph"])
+async def test_a_person_approves_an_edited_plan_before_it_starts(
+    tmp_path: Path, engine: Any
+) -> None:
     asked: list[InterruptRequest] = []
 
     async def edit(raised: InterruptRaised, request: InterruptRequest) -> InterruptAnswer:
@@ -177,10 +180,17 @@ async def test_a_person_approves_an_edited_plan_before_it_starts(tmp_path: Path)
     workflow = ADVISORY_WORKFLOW.replace(
         "max_iterations: 6", "max_iterations: 6\n  approve_plan: true"
     )
-    _, events, _, out = await advise(tmp_path, workflow=workflow, responder=edit)
-    assert asked[0].payload["plan"] == ["alpha", "gamma", "beta"]
+    result, events, model, out = await advise(
+        tmp_path,
+        workflow=workflow,
+        responder=edit,
+        engine=(lambda steps: engine(registry=steps)) if engine else None,
+    )
+    assert len(asked) == 1 and asked[0].payload["plan"] == ["alpha", "gamma", "beta"]
+    assert result.engine == ("langgraph" if engine else "kahn")
     assert out["agents_executed"] == ["beta", "alpha"], "unknown names in the edit are dropped"
-    assert domain(events, "advisory.plan")[0]["plan"] == ["beta", "alpha"]
+    assert [p["plan"] for p in domain(events, "advisory.plan")] == [["beta", "alpha"]]
+    assert len(orchestrator_calls(model)) == len(domain(events, "advisory.decision"))
 
 
 async def test_a_rejected_plan_runs_nothing(tmp_path: Path) -> None:

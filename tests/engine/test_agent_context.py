@@ -73,10 +73,15 @@ async def test_the_thought_event_records_what_the_context_cut(tmp_path: Path) ->
 
     steps = steps_for(registry)
     with RunStore(tmp_path / "runs.sqlite") as store:
-        _, events = await run_workflow(
-            load(workflow, steps), steps, store, ScriptedModel(long_note)
-        )
+        model = ScriptedModel(long_note)
+        _, events = await run_workflow(load(workflow, steps), steps, store, model)
     thought = next(t for t in domain(events, "agent.thought") if t["agent"] == "small")
     assert thought["context"]["budget"] == 60
     assert thought["context"]["tokens"] <= 60
     assert [c["ref"] for c in thought["context"]["truncated"]] == ["first"]
+    call = next(c for c in model.calls if c.inputs["agent"] == "small")
+    carried = call.inputs["context"]["first"]
+    assert isinstance(carried, str) and carried.endswith("…[truncated]"), (
+        "the request's structured form is cut like its text"
+    )
+    assert len(carried) < 60 * 4

@@ -18,11 +18,14 @@ import pytest
 from engine.agents.port import ModelCall
 from engine.context import InterruptAnswer, InterruptRequest
 from engine.events import InterruptRaised
+from engine.kahn import KahnEngine
 from engine.langgraph_engine import LangGraphEngine
+from engine.protocol import RunContext
 from engine.states import RunStatus, StepStatus
 from engine.store import RunStore
 from tests.engine.agent_helpers import (
     COUNTER_EXTRA,
+    AnswerPort,
     ScriptedModel,
     domain,
     load,
@@ -319,3 +322,43 @@ async def test_a_person_can_edit_the_tool_call_before_it_runs(tmp_path: Path) ->
     )
     assert tools == ["work#2:[('text', 'safer')]"]
     assert model.calls[1].inputs["observations"][0]["result"]["seen"] == {"text": "safer"}
+
+
+async def test_the_run_budget_counts_what_was_spent_before_a_resume(tmp_path: Path) -> None:
+    """The run waits for an approval; resumed in a new context (a fresh ledger), the calls the
+    first process made still count against the run budget."""
+    policy = "policies:\n  p:\n    run_budget: {calls: 3}\n    approval_required: [write_file]\n"
+    steps = steps_for(make_registry(policy))
+    wf = load(
+        "name: two\nsteps:\n  - {id: one, uses: agent.alpha}\n"
+        "  - {id: two, uses: agent.alpha, depends_on: [one]}\n",
+        steps,
+    )
+
+    def script(call: ModelCall) -> Any:
+        if call.inputs["iteration"] == 1:
+            if call.inputs["context"]:
+                return tool("write_file", text="hello")
+            return tool("lookup", topic="owls")
+        return FINAL
+
+    with RunStore(tmp_path / "runs.sqlite") as store:
+        first, _ = await run_workflow(wf, steps, store, ScriptedModel(script))
+        assert first.status == RunStatus.WAITING
+
+        async def approve(raised: InterruptRaised, request: InterruptRequest) -> InterruptAnswer:
+            return InterruptAnswer(action="approve")
+
+        resumed_model = ScriptedModel(script)
+        context = RunContext(
+            store=store,
+            model=resumed_model,
+            responder=approve,
+            extras={"agents.port": AnswerPort()},
+        )
+        result = await KahnEngine(registry=steps).resume(first.run_id, context)
+        events = store.events(first.run_id)
+    assert result.status == RunStatus.COMPLETED
+    assert resumed_model.calls == [], "the one call left in the budget was refused"
+    violations = [e for e in events if e.kind == "policy_violation"]
+    assert [(v.rule, v.step_id) for v in violations] == [("run_budget", "two")]

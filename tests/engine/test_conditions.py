@@ -256,6 +256,8 @@ def test_compiling_never_creates_another_environment(monkeypatch):
         ("inputs.max_rounds / 8 == 0.5", True),
         ("-(iteration + 1) < -1.5", True),
         ("[10, 20, 30][inputs.max_rounds - 3]", 20),
+        ("steps['draft'].outputs['status']", "OK"),
+        ("{'a': 1}['a'] + 1 == 2", True),
     ],
 )
 def test_arithmetic_results_follow_the_numeric_policy(expr, expected):

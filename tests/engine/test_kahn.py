@@ -219,7 +219,7 @@ async def test_the_step_run_bound_ends_the_run_partial() -> None:
     )
     result, _ = await run(wf)
     assert result.status == RunStatus.PARTIAL
-    assert "5" in result.reason
+    assert result.reason == "max_step_runs 5 reached"
     assert result.step_statuses["done"] == StepStatus.SKIPPED
 
 
@@ -330,6 +330,33 @@ async def test_cancel_stops_running_steps_and_ends_cancelled() -> None:
     assert result.status == RunStatus.CANCELLED
     assert result.step_statuses["stuck"] == StepStatus.SKIPPED
     assert store.get_run("to-cancel").status == RunStatus.CANCELLED
+    reasons = {r.step_id: r.reason for r in store.step_results("to-cancel").values()}
+    assert reasons == {"stuck": "run stopped: cancelled", "after": "run stopped: cancelled"}
+
+
+async def test_cancelling_the_run_task_skips_what_was_running_with_the_reason() -> None:
+    fresh_gates("never")
+    store = InMemoryRunStore()
+    task = asyncio.ensure_future(
+        KahnEngine(registry=TEST_REGISTRY).execute(
+            workflow(
+                step("left", "test.gate", config={"wait": "never"}),
+                step("right", "test.gate", config={"wait": "never"}),
+            ),
+            RunContext(store=store, run_id="task-cancel"),
+        )
+    )
+    while sum(e.kind == "step_started" for e in store.events("task-cancel")) < 2:
+        await asyncio.sleep(0)
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    skipped = [e for e in store.events("task-cancel") if e.kind == "step_skipped"]
+    assert [(e.step_id, e.reason) for e in skipped] == [
+        ("left", "run stopped: cancelled"),
+        ("right", "run stopped: cancelled"),
+    ]
+    assert store.get_run("task-cancel").status == RunStatus.CANCELLED
 
 
 async def test_run_started_carries_the_graph_and_a_budget_event_follows_each_step() -> None:

@@ -66,7 +66,9 @@ def test_a_join_is_one_list_edge_and_runs_once_whatever_the_branch_lengths() -> 
             {"id": "join", "uses": "demo.gather", "depends_on": ["long2", "short"]},
         ]
     )
-    builder = build_state_graph(WorkflowGraph(wf).topological_order(), lambda s: _noop, _noop)
+    builder = build_state_graph(
+        WorkflowGraph(wf).topological_order(), lambda s: _noop, _noop, lambda s: _nowhere
+    )
     assert set(builder.nodes) == {START_NODE, *wf.step_ids}
     assert set(builder.branches) == {START_NODE, *wf.step_ids}  # one dispatch edge per node
 
@@ -348,3 +350,7 @@ def test_cancel_stops_the_running_step_and_skips_the_rest(engine_class: type) ->
     assert result.status == RunStatus.CANCELLED
     assert result.step_statuses == {"slow": StepStatus.SKIPPED, "after": StepStatus.SKIPPED}
     assert store.step_results("to-cancel")["slow"].reason == "run stopped: cancelled"
+
+
+def _nowhere(state: Any) -> list[str]:
+    return []

@@ -610,6 +610,49 @@ def test_a_confidence_that_is_not_above_the_threshold_reaches_a_person(review, c
     assert payload["confidence"] == (0.69 if confidence == 0.69 else None)
 
 
+def test_a_person_is_told_the_suggestion_and_its_confidence(review):
+    unsure = settle_tie_break(need_for(review), TieBreakAnswer(target="author", confidence=0.4))
+    nan = settle_tie_break(
+        need_for(review), TieBreakAnswer(target="author", confidence=float("nan"))
+    )
+    assert isinstance(unsure, HumanTieBreakNeeded) and isinstance(nan, HumanTieBreakNeeded)
+    assert unsure.interrupt_request().prompt == (
+        "Where should 'critic' go next? The model suggests 'author' with confidence 0.40."
+    )
+    assert nan.interrupt_request().prompt == (
+        "Where should 'critic' go next? The model suggests 'author' without a usable confidence."
+    )
+    assert unsure.interrupt_request().payload == {
+        "valid_targets": ["publish", "author", "escalate"],
+        "default_target": "publish",
+        "suggestion": "author",
+        "confidence": 0.4,
+        "reasoning": "",
+        "hint": "",
+    }
+
+
+def test_approving_takes_the_suggestion_whatever_value_comes_with_it(review):
+    human = settle_tie_break(need_for(review), TieBreakAnswer(target="author", confidence=0.4))
+    assert isinstance(human, HumanTieBreakNeeded)
+    assert human.chosen_target(InterruptAnswer(action="approve", value="escalate")) == "author"
+    assert human.chosen_target(InterruptAnswer(action="choose", value=3)) is None
+
+
+def test_a_person_may_settle_a_tie_the_model_was_never_asked_about(review):
+    need = need_for(review)
+    chosen = settle_human_tie_break(need, "escalate")
+    assert (chosen.next_step_id, chosen.needs_human, chosen.confidence, chosen.reason) == (
+        "escalate",
+        True,
+        1.0,
+        "a person chose escalate",
+    )
+    refused = settle_human_tie_break(need, "nowhere")
+    assert (refused.next_step_id, refused.needs_human, refused.confidence) == ("publish", True, 0.0)
+    assert refused.reason.startswith("a person was asked and chose 'nowhere', not one of")
+
+
 def test_low_confidence_asks_a_person(review):
     human = settle_tie_break(
         need_for(review), TieBreakAnswer(target="author", confidence=0.4, reasoning="unsure")

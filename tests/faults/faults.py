@@ -76,8 +76,8 @@ def read_only(template: Template, root: Path) -> Iterator[Faulted]:
         faulted.release()
 
 
-def _fill(folder: Path) -> Path:
-    """Write a filler file until the disk says it is full; the filler."""
+def _fill(folder: Path, room: int) -> Path:
+    """Write a filler file until the disk says it is full, then give back ``room`` bytes."""
     filler = folder / "filler"
     with filler.open("wb", buffering=0) as out:
         for chunk in (1 << 16, 1 << 12, 1 << 9, 1):
@@ -87,13 +87,16 @@ def _fill(folder: Path) -> Path:
             except OSError as error:
                 if error.errno != errno.ENOSPC:
                     raise
+    if room:
+        os.truncate(filler, max(0, filler.stat().st_size - room))
     return filler
 
 
 @contextlib.contextmanager
-def full_disk(template: Template, root: Path) -> Iterator[Faulted]:
+def full_disk(template: Template, root: Path, room: int = 0) -> Iterator[Faulted]:
+    """The workspace on a tmpfs of its own, filled but for ``room`` bytes."""
     disk = root / "disk"
-    disk.mkdir()
+    disk.mkdir(parents=True)
     mounted = subprocess.run(
         ["mount", "-t", "tmpfs", "-o", f"size={DISK_SIZE}", "tmpfs", str(disk)],
         capture_output=True,
@@ -106,7 +109,7 @@ def full_disk(template: Template, root: Path) -> Iterator[Faulted]:
         )
     try:
         workspace = copy_template(template, disk / "ws")
-        filler = _fill(disk)
+        filler = _fill(disk, room)
         faulted = Faulted(workspace, (), [filler.unlink])
         yield faulted
         faulted.release()

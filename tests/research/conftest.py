@@ -16,7 +16,8 @@ from engine.protocol import ExecutionResult
 from engine.spec import WorkflowDefinition
 from engine.store import RunStore, StepResult
 from research.corpus import Corpus
-from tui.launch.wiring import build_run_context, close_run_context
+from tui.launch.run import RunParts, open_run
+from tui.launch.workspace import Workspace
 
 PROJECT = Path(__file__).resolve().parents[2]
 PEPS = PROJECT.parent / "shared" / "corpus" / "peps"
@@ -78,20 +79,16 @@ async def run_research(
 ) -> ResearchRun:
     workspace.mkdir(parents=True, exist_ok=True)
     store = RunStore(workspace / "runs.sqlite")
-    corpus = Corpus(corpus_path)
-    context = build_run_context(
-        workspace,
-        inputs={"query": query, "as_of": AS_OF, "collections": ["peps"], **inputs},
-        responder=responder,
-        store=store,
-        corpus=corpus,
-        environ={},
-        **(wiring or {}),
-    )
-    try:
-        result = await KahnEngine().execute(workflow, context)
-    finally:
-        await close_run_context(context)
+    with Corpus(corpus_path) as corpus:
+        async with open_run(
+            Workspace(workspace),
+            workflow,
+            inputs={"query": query, "as_of": AS_OF, "collections": ["peps"], **inputs},
+            responder=responder,
+            store=store,
+            parts=RunParts(corpus=corpus, environ={}, **(wiring or {})),
+        ) as run:
+            result = await KahnEngine().execute(workflow, run.context)
     events = store.events(result.run_id)
     steps = store.step_results(result.run_id)
     store.close()

@@ -19,6 +19,8 @@ no difference.
 from __future__ import annotations
 
 import asyncio
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -41,7 +43,8 @@ from tests.research.test_trajectories import (
     REMEDIATION_QUERY,
     VETO_QUERY,
 )
-from tui.launch.wiring import build_run_context, close_run_context
+from tui.launch.run import RunParts, open_run
+from tui.launch.workspace import Workspace
 
 TRAJECTORIES: dict[str, tuple[str, dict[str, Any]]] = {
     "gate": GATE_QUERY,
@@ -70,18 +73,26 @@ class EngineRun:
         ]
 
 
-def research_context(
-    workspace: Path, store: RunStore, corpus_path: Path, query: str, **inputs: Any
-) -> RunContext:
-    """The CLI's wiring (tui/launch/wiring.py) on the PEP collection, prompts answered by default."""
-    return build_run_context(
-        workspace,
-        inputs={"query": query, "as_of": AS_OF, "collections": ["peps"], **inputs},
-        responder=approve_by_default,
-        store=store,
-        corpus=Corpus(corpus_path),
-        environ={},
-    )
+@asynccontextmanager
+async def research_context(
+    workflow: WorkflowDefinition,
+    workspace: Path,
+    store: RunStore,
+    corpus_path: Path,
+    query: str,
+    **inputs: Any,
+) -> AsyncIterator[RunContext]:
+    """The CLI's launcher (tui/launch/run.py) on the PEP collection, prompts answered by default."""
+    with Corpus(corpus_path) as corpus:
+        async with open_run(
+            Workspace(workspace),
+            workflow,
+            inputs={"query": query, "as_of": AS_OF, "collections": ["peps"], **inputs},
+            responder=approve_by_default,
+            store=store,
+            parts=RunParts(corpus=corpus, environ={}),
+        ) as run:
+            yield run.context
 
 
 async def run_on(
@@ -96,12 +107,11 @@ async def run_on(
     """Run deep research on ``engine_name``, chosen through the user override as ``--engine`` does."""
     selection = select_engine(workflow, engine_name)
     assert selection.name == engine_name, selection.reason
-    context = research_context(workspace, store, corpus_path, query, **inputs)
-    context.engine_reason = selection.reason
-    try:
+    async with research_context(
+        workflow, workspace, store, corpus_path, query, **inputs
+    ) as context:
+        context.engine_reason = selection.reason
         result = await create_engine(selection.name).execute(workflow, context)
-    finally:
-        await close_run_context(context)
     folder = workspace / "runs" / result.run_id
     artifacts = {
         name: (folder / name).read_text(encoding="utf-8")
@@ -234,13 +244,14 @@ def test_a_shadow_run_of_deep_research_reports_no_difference(
 
     async def go() -> tuple[ShadowResult, list[RunEvent], list[RunEvent]]:
         store = RunStore(tmp_path / "runs.sqlite")
-        context = research_context(tmp_path, store, pep_corpus_path, query, **extra)
         try:
-            result = await run_shadow(workflow, context, first)
+            async with research_context(
+                workflow, tmp_path, store, pep_corpus_path, query, **extra
+            ) as context:
+                result = await run_shadow(workflow, context, first)
             second = store.events(result.second.run_id) if result.second is not None else []
             return result, store.events(result.first.run_id), second
         finally:
-            await close_run_context(context)
             store.close()
 
     shadow, first_events, second_events = asyncio.run(go())

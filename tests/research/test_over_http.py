@@ -22,7 +22,7 @@ from router.local import TaskHandlerRegistry
 from router.models import ChatRequest
 from router.router import build_router
 from tests.research.conftest import ResearchRun, run_research
-from tests.research.test_trajectories import VETO_QUERY
+from tests.research.test_trajectories import VETO_QUERY, assert_citations_faithful
 from tui.launch.wiring import extractive_handlers, extractive_responder
 
 SERVER_ERROR_AT = (
@@ -132,3 +132,51 @@ def test_a_research_run_over_http_degrades_exactly_where_faults_were_injected(
 
     assert run.domain("research.coalesced")[0]["selected_round"] == 1
     assert run.outputs("final_synthesis")["citations"]
+
+
+INVALID_ANALYSIS = '{"lens": "ai", "claims": "not a list of claims"}'
+
+
+def test_invalid_model_answers_are_replaced_by_the_built_in_answer_marked_degraded(
+    tmp_path: Path, pep_corpus_path: Path, workflow
+) -> None:
+    """The provider answers every analysis with JSON that misses the schema: the run still
+    finishes, each of those calls is answered by the built-in model and marked degraded, and
+    every claim of the report cites a passage that contains its quote."""
+    built_in = extractive_responder()
+
+    def responder(task: str, inputs: dict[str, Any], body: dict[str, Any]) -> str:
+        return INVALID_ANALYSIS if task == "research.analyze" else built_in(task, inputs, body)
+
+    async def scenario() -> tuple[ResearchRun, list[RecordedRequest]]:
+        server = FaultServer(script={"providers": {"openai": {"then": "ok"}}}, responder=responder)
+        await server.start()
+        try:
+            config = RouterConfig.model_validate(demo_router_config(server.base_url, ["openai"]))
+            router = build_router(
+                config, stats_path=tmp_path / "ws", task_handlers=extractive_handlers()
+            )
+            run = await run_research(
+                workflow,
+                tmp_path / "ws",
+                pep_corpus_path,
+                "formatted string literals",
+                wiring={"router": router},
+                domain="reference",
+                max_rounds=1,
+            )
+            return run, server.requests_for("openai")
+        finally:
+            await server.stop()
+
+    run, requests = asyncio.run(scenario())
+    assert run.result.status.value == "COMPLETED"
+    asked = [r for r in requests if r.route == "chat" and r.task == "research.analyze"]
+    assert len(asked) >= 2, "both analysts asked the provider"
+    calls = [p for p in run.domain("research.stage") if p["stage"] == "budget_reconcile"]
+    analyses = [p for p in calls if p["task"] == "research.analyze"]
+    assert analyses and all(p["degraded"] and p["provider"] == "builtin" for p in analyses)
+    assert all(not p["degraded"] for p in calls if p["task"] != "research.analyze")
+    citations = run.outputs("final_synthesis")["citations"]
+    assert citations
+    assert assert_citations_faithful(run, pep_corpus_path) == len(citations)

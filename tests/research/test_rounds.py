@@ -61,7 +61,8 @@ def test_changes_are_recorded_with_the_precision_a_patience_stop_needs() -> None
     payload = validated(
         ROUND_SCORED,
         round=2,
-        dimensions=after_scores.matrix(changes),
+        dimensions=after_scores.matrix(),
+        changes=changes,
         ci=ci,
         ci_change=ci_change,
         recent_sources=1,
@@ -74,4 +75,4 @@ def test_changes_are_recorded_with_the_precision_a_patience_stop_needs() -> None
         movable=["full"],
     )
     assert payload["ci_change"] == pytest.approx(-0.00002)
-    assert payload["dimensions"]["verification"]["change"] == pytest.approx(-0.0001)
+    assert payload["changes"]["verification"] == pytest.approx(-0.0001)

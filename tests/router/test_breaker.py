@@ -389,3 +389,182 @@ def test_restore_takes_stored_values_as_they_are_and_clamps_nonsense(clock: Manu
     assert view.state is OPEN and view.ceiling_s == pytest.approx(0.5)
     assert view.open_reason == "z" and view.changed_wall == 9.0
     assert view.cooldown_remaining_s == pytest.approx(0.5)
+
+
+def test_can_attempt_in_every_state(clock: ManualClock) -> None:
+    breaker, _ = make(clock, probe_lease_s=5.0)
+    assert breaker.can_attempt() is True  # CLOSED
+    trip(breaker)
+    assert breaker.can_attempt() is False  # OPEN
+    clock.advance(breaker.cooldown_remaining())
+    assert breaker.can_attempt() is True  # the read itself notices the cooldown is over
+    lease = breaker.acquire_probe()
+    assert lease is not None and breaker.can_attempt() is False  # a live probe
+    clock.advance(5.0)
+    assert breaker.can_attempt() is True  # its lease expired at exactly this instant
+
+
+def test_successes_count_as_successes_in_the_failure_rate(clock: ManualClock) -> None:
+    breaker, _ = make(clock)
+    for _ in range(10):
+        breaker.record_success()
+    breaker.record_failure(ErrorClass.SERVER)
+    assert breaker.state is CLOSED  # 1 failure in 11 calls
+    assert breaker.view().consecutive_failures == 1
+
+
+def test_a_probe_success_closes_with_a_clean_slate(clock: ManualClock) -> None:
+    breaker, seen = make(clock)
+    trip(breaker)
+    clock.advance(breaker.cooldown_remaining())
+    breaker.record_success(breaker.acquire_probe())
+    view = breaker.view()
+    assert (view.state, view.consecutive_failures, view.consecutive_trips) == (CLOSED, 0, 0)
+    assert view.open_reason is None and view.ceiling_s == 0.0
+    assert seen[-1].reason == "probe succeeded"
+    trip(breaker, n=4)  # a fresh count: four failures do not trip
+    assert breaker.state is CLOSED
+
+
+def test_force_open_from_half_open_keeps_the_reason_and_retry_after(clock: ManualClock) -> None:
+    breaker, seen = make(clock)
+    trip(breaker)
+    clock.advance(breaker.cooldown_remaining())  # HALF_OPEN, noticed by force_open's own read
+    breaker.force_open(ErrorClass.RATE_LIMIT, "told to", retry_after_s=42.0)
+    assert breaker.state is OPEN and breaker.cooldown_remaining() == pytest.approx(42.0)
+    assert breaker.view().open_reason == "told to"
+    assert [t.new for t in seen] == [OPEN, HALF_OPEN, OPEN]
+
+
+def test_restore_of_a_break_resumes_the_outage_clock(clock: ManualClock) -> None:
+    breaker, _ = make(clock)
+    breaker.restore(OPEN, 0.0, 1, "stored", 1.0)
+    clock.advance(30.0)  # HALF_OPEN from the start; the outage began at the restore
+    breaker.record_failure(ErrorClass.SERVER, lease=breaker.acquire_probe())
+    # the probe bound is 0.2 x the 30 s the outage has lasted: up to 6 s, at least 1 s
+    assert 1.0 < breaker.cooldown_remaining() <= 6.0
+    closed, _ = make(clock)
+    closed.restore(CLOSED, 0.0, 0, None, 1.0)
+    assert closed.view().open_reason is None
+    trip(closed)
+    assert closed.cooldown_remaining() == pytest.approx(1.0)  # a fresh outage
+
+
+def test_an_adopted_trip_is_a_full_break(clock: ManualClock) -> None:
+    breaker, seen = make(clock)
+    trip(breaker)
+    clock.advance(breaker.cooldown_remaining())
+    breaker.record_success(breaker.acquire_probe())  # recovered at wall time `closed_at`
+    closed_at = breaker.view().changed_wall
+    assert closed_at is not None
+    breaker.record_failure(ErrorClass.SERVER)  # one failure here before the other's trip
+    assert not breaker.adopt_trip(0.0, 2, "ended", closed_at + 1)  # nothing left of it
+    assert not breaker.adopt_trip(0.5, 2, "same instant", closed_at)  # not newer than ours
+    assert breaker.adopt_trip(0.5, 2, "5 consecutive failures", closed_at + 2)
+    view = breaker.view()
+    assert view.state is OPEN and view.ceiling_s == pytest.approx(0.5)
+    assert view.consecutive_failures == 0 and view.changed_wall == closed_at + 2
+    assert view.open_reason == "5 consecutive failures" and view.consecutive_trips == 2
+    clock.advance(30.0)
+    breaker.record_failure(ErrorClass.SERVER, lease=breaker.acquire_probe())
+    # the outage began at the adoption, 30 s ago: the next probe within 0.2 x 30 s
+    assert 1.0 < breaker.cooldown_remaining() <= 6.0
+    assert not breaker.adopt_trip(5.0, 9, "while OPEN", closed_at + 99)
+    assert len([t for t in seen if t.new is OPEN]) == 3
+
+
+def test_a_fresh_breaker_reads_empty(clock: ManualClock) -> None:
+    breaker, _ = make(clock)
+    view = breaker.view()
+    assert view.open_reason is None and view.cooldown_remaining_s == 0.0
+    assert view.ceiling_s == 0.0 and not view.probe_in_flight
+    assert breaker.cooldown_remaining() == 0.0
+
+
+def test_transitions_carry_their_times_and_reasons(clock: ManualClock) -> None:
+    breaker, seen = make(clock)
+    trip(breaker)
+    assert (seen[0].at_monotonic, seen[0].at_wall) == (clock.monotonic(), clock.wall())
+    assert breaker.view().consecutive_failures == 0  # the trip starts the count afresh
+    clock.advance(breaker.cooldown_remaining())
+    assert breaker.state is HALF_OPEN and seen[-1].reason == "cooldown over"
+    lease = breaker.acquire_probe()
+    assert breaker.view().probe_in_flight
+    breaker.record_failure(ErrorClass.SERVER, lease=lease)
+    assert seen[-1].reason.startswith("probe failed: server; next probe in")
+
+
+def test_the_first_read_after_a_cooldown_may_be_any_call(clock: ManualClock) -> None:
+    for first_read in ("record_failure", "adopt_trip"):
+        breaker, seen = make(clock)
+        trip(breaker)
+        clock.advance(breaker.cooldown_remaining())
+        if first_read == "record_failure":
+            breaker.record_failure(ErrorClass.SERVER)  # a late result: ignored, not a crash
+        else:
+            assert not breaker.adopt_trip(5.0, 1, "x", clock.wall() + 1)
+        assert breaker.state is HALF_OPEN and seen[-1].new is HALF_OPEN
+
+
+def test_a_failed_probe_keeps_its_class_and_retry_after(clock: ManualClock) -> None:
+    breaker, _ = make(clock)
+    trip(breaker, ErrorClass.TIMEOUT)
+    clock.advance(breaker.cooldown_remaining())
+    breaker.record_failure(ErrorClass.TIMEOUT, lease=breaker.acquire_probe())
+    assert breaker.view().ceiling_s == pytest.approx(60.0 * 1.5)
+    clock.advance(breaker.cooldown_remaining())
+    breaker.record_failure(ErrorClass.RATE_LIMIT, 7.0, lease=breaker.acquire_probe())
+    assert breaker.cooldown_remaining() == pytest.approx(7.0)
+
+
+def test_overload_trips_at_once_only_with_a_retry_after(clock: ManualClock) -> None:
+    with_retry, _ = make(clock)
+    with_retry.record_failure(ErrorClass.OVERLOAD, retry_after_s=3.0)
+    assert with_retry.state is OPEN and with_retry.cooldown_remaining() == pytest.approx(3.0)
+    without, _ = make(clock)
+    without.record_failure(ErrorClass.OVERLOAD)
+    assert without.state is CLOSED
+    server, _ = make(clock)
+    server.record_failure(ErrorClass.SERVER, retry_after_s=3.0)  # a 500 with Retry-After
+    assert server.state is CLOSED
+
+
+def test_a_call_exactly_window_s_ago_still_counts(clock: ManualClock) -> None:
+    breaker, _ = make(clock)
+    breaker.record_failure(ErrorClass.SERVER)
+    clock.advance(60.0)
+    for _ in range(5):
+        breaker.record_success()
+    for _ in range(4):
+        breaker.record_failure(ErrorClass.SERVER)
+    assert breaker.state is OPEN  # 5 failures in the 10 calls of the last 60 s
+
+
+def test_the_failure_rate_looks_at_the_last_20_calls_only(clock: ManualClock) -> None:
+    breaker, seen = make(clock)
+    for _ in range(30):
+        breaker.record_success()
+    for _ in range(4):  # never five in a row
+        for _ in range(4):
+            breaker.record_failure(ErrorClass.SERVER)
+        if breaker.state is OPEN:
+            break
+        breaker.record_success()
+    assert breaker.state is OPEN and "failure rate" in seen[-1].reason
+
+
+def test_a_quota_cooldown_of_zero_is_zero(clock: ManualClock) -> None:
+    breaker, _ = make(clock, cooldown_quota_s=0.0)
+    breaker.record_failure(ErrorClass.QUOTA)
+    assert breaker.cooldown_remaining() == 0.0 and breaker.state is HALF_OPEN
+
+
+def test_probe_in_flight_ends_exactly_when_the_lease_does(clock: ManualClock) -> None:
+    breaker, _ = make(clock, probe_lease_s=5.0)
+    trip(breaker)
+    clock.advance(breaker.cooldown_remaining())
+    breaker.acquire_probe()
+    clock.advance(4.9)
+    assert breaker.view().probe_in_flight
+    clock.advance(0.1)
+    assert not breaker.view().probe_in_flight

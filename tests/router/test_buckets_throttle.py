@@ -178,3 +178,122 @@ def test_a_call_outliving_the_window_is_forgotten(clock: ManualClock) -> None:
     clock.advance(200)
     throttle.settle(ticket, accepted=False)
     assert throttle.counts() == (0, 0) and throttle.reject_probability() == 0.0
+
+
+def test_a_cancelled_call_is_forgotten_by_the_throttle(clock: ManualClock) -> None:
+    throttle = AdaptiveThrottle(clock, rng=random.Random(1))
+    for _ in range(10):
+        throttle.settle(throttle.begin(), accepted=False)
+    cancelled = throttle.begin()
+    clock.advance(1.5)  # a later slot: the ticket finds its own
+    later = throttle.begin()
+    assert throttle.counts() == (12, 0)
+    throttle.cancel(cancelled)
+    assert throttle.counts() == (11, 0)
+    assert throttle.reject_probability() == pytest.approx(10 / 11)  # only settled calls count
+    throttle.settle(later, accepted=True)
+    assert throttle.counts() == (11, 1)
+    assert throttle.reject_probability() == pytest.approx((11 - 2) / 12)
+    clock.advance(200)
+    throttle.cancel(cancelled)  # outlived the window: nothing left to withdraw
+    assert throttle.counts() == (0, 0)
+
+
+def test_throttle_forgets_accepts_and_pending_calls_with_their_slot(clock: ManualClock) -> None:
+    throttle = AdaptiveThrottle(clock, rng=random.Random(1))
+    for _ in range(5):
+        throttle.settle(throttle.begin(), accepted=True)
+    for _ in range(3):
+        throttle.begin()  # never answered
+    clock.advance(121.0)  # the slot ends exactly at the window's horizon: gone
+    assert throttle.counts() == (0, 0)
+    for _ in range(10):
+        throttle.settle(throttle.begin(), accepted=False)
+    assert throttle.reject_probability() == pytest.approx(10 / 11)
+
+
+def test_throttle_slot_boundaries(clock: ManualClock) -> None:
+    throttle = AdaptiveThrottle(clock, rng=random.Random(1))
+    clock.advance(0.5)
+    ticket = throttle.begin()
+    assert ticket.slot_start == pytest.approx(1000.0)  # the slot the call started in
+    clock.advance(119.0)  # 1119.5: the slot [1000, 1001) is still inside the window
+    assert throttle.counts() == (1, 0)
+
+
+def test_throttle_decisions_follow_the_injected_rng(clock: ManualClock) -> None:
+    def decisions(seed: int) -> list[bool]:
+        throttle = AdaptiveThrottle(ManualClock(), rng=random.Random(seed))
+        for _ in range(10):
+            throttle.settle(throttle.begin(), accepted=False)
+        return [throttle.should_reject() for _ in range(64)]
+
+    assert decisions(4) == decisions(4)
+    assert decisions(4) != decisions(5)
+
+
+def test_clamp_edge_readings(clock: ManualClock) -> None:
+    configured = TokenBucket(10, clock)
+    configured.clamp(LimitReading(limit=0, remaining=5))  # a zero limit means unknown
+    assert configured.limit == 10 and configured.level() == 5
+    one = TokenBucket(None, clock)
+    one.clamp(LimitReading(limit=1))
+    assert one.limit == 1
+    floor = TokenBucket(None, clock)
+    floor.clamp(LimitReading(remaining=1))
+    assert floor.limit == 1
+    spent = TokenBucket(100, clock)
+    spent.take(97)
+    spent.clamp(LimitReading(limit=200))  # a new limit does not refill what was spent
+    assert spent.limit == 200 and spent.level() == pytest.approx(3)
+    reported = TokenBucket(None, clock)
+    reported.clamp(LimitReading(limit=100, remaining=50))
+    reported.clamp(LimitReading(remaining=150))  # above a limit the provider stated: not learnt
+    assert reported.limit == 100 and reported.level() == 50
+    resets = TokenBucket(100, clock)
+    resets.clamp(LimitReading(remaining=5, reset_s=10))  # a reset alone blocks nothing
+    assert resets.eta(1) == 0.0
+
+
+def test_reconcile_refunds_a_single_token(clock: ManualClock) -> None:
+    bucket = DualBucket(None, 1000, clock)
+    reservation = bucket.try_reserve(10)
+    assert reservation is not None
+    bucket.reconcile(reservation, 9)
+    assert bucket.headroom()[2] == 991
+
+
+def test_capacity_fraction_of_empty_and_unknown_buckets(clock: ManualClock) -> None:
+    assert DualBucket(None, None, clock).capacity_fraction() == 1.0
+    empty = DualBucket(10, None, clock)
+    for _ in range(10):
+        assert empty.try_reserve(1) is not None
+    assert empty.capacity_fraction() == 0.0
+
+
+def test_cancel_keeps_the_slot_bookkeeping_straight(clock: ManualClock) -> None:
+    throttle = AdaptiveThrottle(clock, rng=random.Random(1))
+    tickets = [throttle.begin() for _ in range(3)]
+    throttle.cancel(tickets[0])
+    assert throttle.reject_probability() == 0.0  # the two left are pending, not refused
+    throttle.settle(tickets[1], accepted=False)
+    assert throttle.reject_probability() == pytest.approx(1 / 2)
+    throttle.settle(tickets[2], accepted=False)
+    clock.advance(122.0)  # the slot expires with nothing pending
+    for _ in range(10):
+        throttle.settle(throttle.begin(), accepted=False)
+    assert throttle.reject_probability() == pytest.approx(10 / 11)
+
+
+def test_a_token_bucket_refusing_for_half_a_second_refuses(clock: ManualClock) -> None:
+    bucket = DualBucket(None, 120, clock)  # two tokens a second
+    assert bucket.try_reserve(120) is not None
+    assert bucket.eta(1) == pytest.approx(0.5)
+    assert bucket.try_reserve(1) is None
+
+
+def test_headroom_of_an_empty_request_bucket_is_zero(clock: ManualClock) -> None:
+    bucket = DualBucket(2, None, clock)
+    bucket.try_reserve(1)
+    bucket.try_reserve(1)
+    assert bucket.headroom() == (0, 2, None, None)

@@ -15,7 +15,7 @@ from router.config import ConfigError
 from router.fault_server import FaultServer
 from router.models import BreakerState, ChatMessage, ChatRequest, ProviderSnapshot
 from router.router import SmartModelRouter
-from router.stats import StatsStore
+from router.stats import BreakerRecord, StatsStore
 
 from .conftest import RouterFactory, Verdict, make_config, provider_entry, request, until
 
@@ -440,3 +440,39 @@ async def test_providers_check_reports_health_misconfiguration_and_latency(
     assert (nokey.ok, nokey.latency_s, nokey.error_class) == (False, None, "permanent")
     assert nokey.detail == "misconfigured: environment variable GEMINI_API_KEY is not set"
     assert fault_server.requests_for("nokey", "health") == []
+
+
+async def test_an_unreadable_stats_file_is_logged_once_and_routing_goes_on(
+    make_router: RouterFactory, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    router = make_router(make_config([]), stats_path=tmp_path / "s.sqlite3")
+    router._stats.close()  # type: ignore[union-attr]
+    for _ in range(3):
+        await router.sync_shared_state()
+    read = [r.getMessage() for r in caplog.records if "could not be read" in r.getMessage()]
+    assert read == ["provider stats could not be read (ProgrammingError)"]
+    assert (await router.complete(request())).provider == "builtin"
+
+
+async def test_only_open_rows_of_other_processes_are_adopted(
+    fault_server: FaultServer, make_router: RouterFactory, clock: ManualClock, tmp_path: Path
+) -> None:
+    stats = tmp_path / "s.sqlite3"
+    store = StatsStore(stats)
+    later = clock.wall() + 5
+    rows = [
+        BreakerRecord("a", "CLOSED", 30.0, 1, None, None, None, False, None, later, later),
+        BreakerRecord("b", "HALF_OPEN", 30.0, 1, None, None, None, False, None, later, later),
+        BreakerRecord("c", "OPEN", 30.0, 2, "tripped", None, None, False, None, later, later),
+    ]
+    store.write([], rows)
+    store.close()
+    names = ["a", "b", "c"]
+    router = make_router(
+        make_config([provider_entry(fault_server, n) for n in names]), stats_path=stats
+    )
+    for name in names:  # what the router read at start-up, replaced by live state
+        router._by_name[name].breaker.restore(BreakerState.CLOSED, 0.0, 0, None, None)
+    await router.sync_shared_state()
+    states = {n: snap(router, n).state for n in names}
+    assert states == {"a": BreakerState.CLOSED, "b": BreakerState.CLOSED, "c": BreakerState.OPEN}

@@ -75,12 +75,14 @@ def write_config(path: Path, base_url: str) -> None:
         f"      base_url: {base_url}\n"
         "      api_key_env: null\n"
         "      model: smollm2\n"
-        "      bulkhead: 2\n"
-        "      timeout_s: 300\n"
-        "      stream_first_byte_s: 240\n"
+        # llama.cpp's server decodes one request at a time: a second one in flight waits in
+        # its queue and its first-byte timeout runs out there (seen on a loaded machine)
+        "      bulkhead: 1\n"
+        "      timeout_s: 900\n"
+        "      stream_first_byte_s: 600\n"
         "      stream_idle_s: 60\n"
         "  policy:\n"
-        "    request_timeout_s: 600\n",
+        "    request_timeout_s: 900\n",
         encoding="utf-8",
     )
 
@@ -130,7 +132,7 @@ def main(argv: list[str]) -> int:
             "--port",
             str(port),
             "--n_ctx",
-            "8192",
+            "16384",  # research prompts reached 12,234 SmolLM2 tokens; 8192 cut them mid-stream
         ],
         stdout=server_log,
         stderr=subprocess.STDOUT,

@@ -57,8 +57,9 @@ async def test_the_dag_grows_as_the_orchestrator_decides(tmp_path: Path) -> None
         "decision 1: invoke alpha — Following the suggested sequence: alpha runs next."
     )
     alpha = view.steps["alpha#1"].trail
-    assert alpha[0].startswith("alpha 1. thought: I will use lookup. → lookup(topic='owls')")
-    assert alpha[1].startswith("alpha 1. observed: ")
+    assert alpha[0] == decisions[0], "a grown node shows the decision that made it"
+    assert alpha[1].startswith("alpha 1. thought: I will use lookup. → lookup(topic='owls')")
+    assert alpha[2].startswith("alpha 1. observed: ")
     assert alpha[-1] == "alpha completed after 4 turn(s): final answer"
 
 

@@ -24,7 +24,9 @@ from router.config import RouterConfig
 from router.fault_server import FaultServer, demo_router_config
 from router.router import build_router
 from tui.launch import agents_wiring
-from tui.launch.wiring import build_run_context, close_run_context, extractive_handlers
+from tui.launch.run import RunParts, open_run
+from tui.launch.wiring import extractive_handlers
+from tui.launch.workspace import Workspace
 from workflows import WORKFLOWS_DIR
 
 ANSWERS: list[Any] = [
@@ -69,17 +71,15 @@ def test_an_adversarial_orchestrator_over_http_stays_inside_the_offer(tmp_path: 
                 RouterConfig.model_validate(section), loaded.registry
             )
             router = build_router(config, stats_path=None, task_handlers=extractive_handlers())
-            context = build_run_context(
-                user,
+            async with open_run(
+                Workspace.at(user),
+                workflow,
                 inputs={"question": "How does the json module encode objects?"},
-                responder=None,
-                router=router,
-            )
-            try:
-                result = await KahnEngine(registry=steps).execute(workflow, context)
-                events = context.store.events(result.run_id)
-            finally:
-                await close_run_context(context, close_store=True)
+                parts=RunParts(router=router),
+            ) as opened:
+                result = await KahnEngine(registry=steps).execute(workflow, opened.context)
+                events = opened.context.store.events(result.run_id)
+            await router.aclose()
             return result, events, server.requests_for("openai", "chat")
         finally:
             await server.stop()

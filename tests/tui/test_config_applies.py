@@ -26,14 +26,11 @@ from router.fault_server import FaultServer, demo_router_config
 from tui.app.run_driver import EventInbox
 from tui.cli import cli
 from tui.config import ConfigError, WorkbenchConfig, load_config
-from tui.launch.wiring import (
-    ROUTER_EXTRA,
-    close_run_context,
-    extractive_responder,
-    index_config_folders,
-    open_corpus,
-)
-from tui.launch.workbench import SHIPPED_WORKFLOWS, Workbench, _load
+from tui.launch.run import open_run
+from tui.launch.steps import load_workflow_file
+from tui.launch.wiring import extractive_responder, index_config_folders, open_corpus
+from tui.launch.workbench import SHIPPED_WORKFLOWS, Workbench
+from tui.launch.workspace import Workspace
 
 DEEP_RESEARCH = SHIPPED_WORKFLOWS / "deep_research.yaml"
 ZEBRA = "Zebra herds in the Serengeti migrate with the rains; the quagga stripe pattern confuses predators."
@@ -58,7 +55,7 @@ def no_provider_keys(monkeypatch: pytest.MonkeyPatch) -> None:
 def workspace(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A workspace whose default collection is built once for the module."""
     path = tmp_path_factory.mktemp("workspace")
-    open_corpus(path, settings=WorkbenchConfig()).close()
+    open_corpus(Workspace(path), settings=WorkbenchConfig()).close()
     return path
 
 
@@ -145,7 +142,7 @@ async def test_a_run_started_from_the_app_uses_the_loaded_config(
     server.clear_requests()
     bench = Workbench(workspace=workspace, config=load_config(config_file))
     inputs = resolve_inputs(
-        _load(DEEP_RESEARCH), {"query": "How do zebra herds migrate?", "max_rounds": 1}
+        load_workflow_file(DEEP_RESEARCH), {"query": "How do zebra herds migrate?", "max_rounds": 1}
     )
     job = bench.new_run_job(DEEP_RESEARCH, inputs)
     try:
@@ -159,12 +156,16 @@ async def test_a_run_started_from_the_app_uses_the_loaded_config(
 
 async def test_the_apps_runs_get_the_files_router(workspace: Path, config_file: Path) -> None:
     bench = Workbench(workspace=workspace, config=load_config(config_file))
-    context = bench.run_context({}, approve)
-    try:
-        names = [snapshot.name for snapshot in context.extras[ROUTER_EXTRA].snapshot()]
-        hits = await context.retriever.search("quagga stripe predators")
-    finally:
-        await close_run_context(context, close_store=True)
+    async with open_run(
+        bench.files,
+        load_workflow_file(DEEP_RESEARCH),
+        inputs={},
+        responder=approve,
+        settings=bench.config,
+    ) as run:
+        assert run.router is not None and run.context.retriever is not None
+        names = [snapshot.name for snapshot in run.router.snapshot()]
+        hits = await run.context.retriever.search("quagga stripe predators")
     assert "openai" in names
     assert hits and hits[0]["source_id"] == "notes/zebra"
 

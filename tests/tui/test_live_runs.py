@@ -19,7 +19,7 @@ import yaml
 from textual.widgets import Static
 
 from engine.events import InterruptRaised, InterruptResolved, StepFinished
-from engine.protocol import InterruptResponder, RunContext, TieBreakAnswer, TieBreakRequest
+from engine.protocol import TieBreakAnswer, TieBreakRequest
 from engine.states import RunStatus, StepStatus
 from engine.store import RunStore
 from tests.tui.pilot_wait import highlighted, press, prompt_ready, until
@@ -28,6 +28,7 @@ from tui.app.screens.run import RunScreen
 from tui.app.widgets.dag_outline import DagOutline
 from tui.app.widgets.dag_view import HELD_GLYPH, DagView
 from tui.app.widgets.prompts import ApprovalPrompt, TieBreakPrompt
+from tui.launch.run import RunParts
 from tui.launch.workbench import SHIPPED_WORKFLOWS, Workbench
 
 SIZE = (150, 46)
@@ -41,20 +42,11 @@ async def unsure_tie_breaker(request: TieBreakRequest) -> TieBreakAnswer:
     )
 
 
-def demo_context(
-    workspace: Path, inputs: dict[str, Any], responder: InterruptResponder
-) -> RunContext:
-    return RunContext(
-        store=RunStore(workspace / "runs.sqlite"),
-        inputs=inputs,
-        responder=responder,
-        tie_breaker=unsure_tie_breaker,
-    )
-
-
 def live_workbench(tmp_path: Path) -> Workbench:
     return Workbench(
-        workspace=tmp_path, context_factory=demo_context, shipped_dir=tmp_path / "none"
+        workspace=tmp_path,
+        shipped_dir=tmp_path / "none",
+        parts=RunParts(tie_breaker=unsure_tie_breaker),
     )
 
 

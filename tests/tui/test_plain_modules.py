@@ -9,10 +9,11 @@ from hypothesis import strategies as st
 from rich.console import Console
 
 from engine.events import ProviderState
-from engine.spec import InputSpec
+from engine.run_inputs import InputError, resolve_inputs
+from engine.spec import InputSpec, StepSpec, WorkflowDefinition
 from engine.states import StepStatus
 from tui.app.run_state import LogLine, RunView, describe, format_cooldown
-from tui.app.screens.home import InputError, convert_input
+from tui.app.screens.home import form_inputs
 from tui.app.widgets.dag_layout import compute_layout
 from tui.app.widgets.event_log import matches
 from tui.app.widgets.providers_panel import providers_table
@@ -88,6 +89,13 @@ def test_a_pending_approval_holds_its_step_only() -> None:
     assert view.steps["source_policy"].status is StepStatus.PENDING
 
 
+def form_of(spec: InputSpec) -> WorkflowDefinition:
+    """A workflow with one input ``x`` declared as ``spec``."""
+    return WorkflowDefinition(
+        name="form", inputs={"x": spec}, steps=[StepSpec(id="a", uses="demo.echo")]
+    )
+
+
 @pytest.mark.parametrize(
     ("spec", "raw", "expected"),
     [
@@ -97,23 +105,28 @@ def test_a_pending_approval_holds_its_step_only() -> None:
         (InputSpec(type="date"), "2024-05-01", "2024-05-01"),
         (InputSpec(type="list"), '["a"]', ["a"]),
         (InputSpec(type="string"), " q ", "q"),
+        # what `workbench run --input` accepts, the form accepts (it used to refuse these)
+        (InputSpec(type="bool"), "on", True),
     ],
 )
 def test_form_values_follow_the_declared_type(spec: InputSpec, raw: str, expected: object) -> None:
-    assert convert_input("x", spec, raw) == expected
+    assert form_inputs(form_of(spec), {"x": raw}) == {"x": expected}
+    assert form_inputs(form_of(spec), {"x": raw}) == resolve_inputs(
+        form_of(spec), {"x": raw.strip()} if raw.strip() else {}
+    )
 
 
 @pytest.mark.parametrize(
     ("spec", "raw", "words"),
     [
-        (InputSpec(type="int"), "four", "x must be a int, for example 4"),
+        (InputSpec(type="int"), "four", "'x' must be a whole number, got 'four'"),
         (InputSpec(type="string", required=True), "", "x is required"),
-        (InputSpec(type="string", choices=["a", "b"]), "c", "one of a, b"),
+        (InputSpec(type="string", choices=["a", "b"]), "c", "must be one of"),
     ],
 )
 def test_bad_form_values_are_named(spec: InputSpec, raw: str, words: str) -> None:
     with pytest.raises(InputError, match=words):
-        convert_input("x", spec, raw)
+        form_inputs(form_of(spec), {"x": raw})
 
 
 def test_log_filter_terms() -> None:

@@ -91,6 +91,7 @@ def fold(
         node = node_id(agent, invocation)
         view = step(node)
         view.uses, view.status, view.group = f"agent.{agent}", StepStatus.RUNNING, None
+        view.trail.append(line)
         add_edge(graph.last.get(e.step_id, e.step_id), node)
         graph.last[e.step_id] = node
         graph.current[(e.step_id, agent)] = node

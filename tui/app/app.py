@@ -12,12 +12,15 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
+from textual import on
 from textual.app import App, SystemCommand
 from textual.binding import Binding
 from textual.command import Hit, Hits, Provider
 from textual.screen import Screen
+from textual.widgets import OptionList
 
 from tui.app.log_toasts import ToastHandler
+from tui.app.messages import OpenRun, ResumeRun, ShowHistory, StartRun
 from tui.app.run_driver import NewRunJob, PromptTicket, RunDriver, RunJob
 from tui.app.screens.home import HomeScreen
 from tui.app.screens.run import PromptArrived, RunScreen
@@ -208,7 +211,7 @@ class WorkbenchApp(App[None]):
         if isinstance(home, HomeScreen):
             for index, entry in enumerate(home.entries):
                 if entry.name == name:
-                    home.query_one("#workflows").highlighted = index  # type: ignore[attr-defined]
+                    home.query_one("#workflows", OptionList).highlighted = index
                     home.choose(entry)
                     home.action_focus_form()
 
@@ -222,6 +225,22 @@ class WorkbenchApp(App[None]):
         from tui.app.screens.history import HistoryScreen
 
         self.push_screen(HistoryScreen(self.workbench))
+
+    @on(StartRun)
+    def _start_run_asked(self, message: StartRun) -> None:
+        self.start_run(message.path, message.inputs)
+
+    @on(OpenRun)
+    def _open_run_asked(self, message: OpenRun) -> None:
+        self.open_run(message.run_id)
+
+    @on(ResumeRun)
+    def _resume_run_asked(self, message: ResumeRun) -> None:
+        self.resume_run(message.screen)
+
+    @on(ShowHistory)
+    def _history_asked(self, message: ShowHistory) -> None:
+        self.show_history()
 
     # -- help -----------------------------------------------------------------
     def action_toggle_help(self) -> None:

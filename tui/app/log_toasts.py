@@ -15,6 +15,7 @@ import logging
 import threading
 import time
 from collections.abc import Callable
+from typing import Any
 
 from textual.app import App
 
@@ -26,7 +27,7 @@ class ToastHandler(logging.Handler):
 
     def __init__(
         self,
-        app: App[object],
+        app: App[Any],
         *,
         repeat_window_s: float = 30.0,
         clock: Callable[[], float] = time.monotonic,

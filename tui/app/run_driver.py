@@ -16,8 +16,9 @@ import asyncio
 import concurrent.futures
 import threading
 from collections import deque
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable, Coroutine
 from dataclasses import dataclass, field
+from typing import Any
 
 from engine.context import InterruptAnswer, InterruptRequest
 from engine.events import InterruptRaised, RunEvent
@@ -60,7 +61,7 @@ class PromptTicket:
             self.answer.set_result(answer)
 
 
-RunJob = Callable[[InterruptResponder, EventInbox], Awaitable[ExecutionResult]]
+RunJob = Callable[[InterruptResponder, EventInbox], Coroutine[Any, Any, ExecutionResult]]
 """Builds and runs one engine run on the worker loop, subscribing ``inbox`` to its store."""
 
 
@@ -74,7 +75,7 @@ class NewRunJob:
 
     def __call__(
         self, responder: InterruptResponder, inbox: EventInbox
-    ) -> Awaitable[ExecutionResult]:
+    ) -> Coroutine[Any, Any, ExecutionResult]:
         return self.run(responder, inbox)
 
 
@@ -134,10 +135,6 @@ class RunDriver:
             return False
         ticket.resolve(answer)
         return True
-
-    def waiting_on(self, interrupt_id: str) -> bool:
-        with self._tickets_lock:
-            return interrupt_id in self._tickets
 
     @property
     def running(self) -> bool:

@@ -14,6 +14,7 @@ from typing import Any
 import click
 
 from tui.app.run_driver import RunJob
+from tui.commands.root_options import CONFIG_PATH_KEY, WORKSPACE_KEY
 from tui.config import (
     ConfigError,
     WorkbenchConfig,
@@ -21,7 +22,8 @@ from tui.config import (
     config_required,
     load_config,
 )
-from tui.launch.workbench import Workbench, default_workspace
+from tui.launch.workbench import Workbench
+from tui.launch.workspace import Workspace
 
 
 def make_workbench(workspace: str | Path | None, config_path: Path | None = None) -> Workbench:
@@ -39,7 +41,7 @@ def make_workbench(workspace: str | Path | None, config_path: Path | None = None
     except ConfigError as exc:
         config, error = WorkbenchConfig(), str(exc)
     return Workbench(
-        workspace=Path(workspace).expanduser() if workspace else default_workspace(),
+        workspace=Workspace.at(workspace).root,
         config=config,
         config_error=error,
     )
@@ -77,7 +79,7 @@ def open_app(
 @click.pass_context
 def app_command(ctx: click.Context, run_id: str | None) -> None:
     """Open the workbench (the default when `workbench` is run alone)."""
-    open_app((ctx.obj or {}).get("workspace"), run_id=run_id)
+    open_app((ctx.obj or {}).get(WORKSPACE_KEY), run_id=run_id)
 
 
 @click.command("serve")
@@ -90,7 +92,7 @@ def serve_command(ctx: click.Context, host: str, port: int) -> None:
         Server,  # imported here: slow to import, and only serve needs it
     )
 
-    workspace = (ctx.obj or {}).get("workspace")
+    workspace = (ctx.obj or {}).get(WORKSPACE_KEY)
     command = [sys.executable, "-m", "tui.cli"]
     if workspace:
         command += ["--workspace", str(workspace)]
@@ -127,7 +129,7 @@ def chaos_command(ctx: click.Context, time_scale: float, query: str, headless: b
     from tui.dev.chaos import run_chaos_demo
 
     run_chaos_demo(
-        (ctx.obj or {}).get("workspace"), time_scale=time_scale, query=query, headless=headless
+        (ctx.obj or {}).get(WORKSPACE_KEY), time_scale=time_scale, query=query, headless=headless
     )
 
 

@@ -10,9 +10,9 @@ from __future__ import annotations
 import asyncio
 import json
 import sys
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable, Coroutine
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 from rich.console import Console
@@ -22,16 +22,17 @@ from engine.context import InterruptAnswer, InterruptRequest
 from engine.errors import WorkflowLoadError
 from engine.events import InterruptRaised
 from engine.headless import HeadlessPrinter, step_table, styled, summarize
-from engine.loader import load_workflow
-from engine.protocol import ExecutionResult, InterruptResponder, RunContext
+from engine.protocol import ExecutionResult, InterruptResponder
 from engine.spec import WorkflowDefinition
 from engine.states import RunStatus
 from engine.store import RunOwned, RunStore
-from tui.failures import BAD_INPUT
-from tui.launch import agents_wiring, wiring
-from tui.launch.workbench import register_steps
+from tui.commands.root_options import BAD_INPUT, WORKSPACE_KEY
+from tui.launch.steps import load_workflow_file
+from tui.launch.workspace import Workspace
 
-RUNS_FILE = "runs.sqlite"
+if TYPE_CHECKING:
+    from tui.launch.run import Surface
+
 EXIT_CODES: dict[RunStatus, int] = {
     RunStatus.COMPLETED: 0,
     RunStatus.FAILED: 1,
@@ -39,7 +40,6 @@ EXIT_CODES: dict[RunStatus, int] = {
     RunStatus.WAITING: 4,
     RunStatus.CANCELLED: 5,
 }
-BUILTIN_STEP_PREFIX = "demo."
 ON_INTERRUPT = click.Choice(["default", "wait", "ask"])
 """The ``--on-interrupt`` choices of run, resume and runs fork."""
 
@@ -53,25 +53,26 @@ class BadInput(click.ClickException):
         click.echo(f"error: {self.message}", err=True)
 
 
-def workspace_path(ctx: click.Context) -> Path:
+def workspace_of(ctx: click.Context) -> Workspace:
     """The ``--workspace`` given to the root command, else the user data dir; created if missing."""
-    return wiring.resolve_workspace((ctx.obj or {}).get("workspace"))
+    return Workspace.at((ctx.obj or {}).get(WORKSPACE_KEY))
 
 
 def open_store(ctx: click.Context) -> RunStore:
-    return RunStore(workspace_path(ctx) / RUNS_FILE)
+    return RunStore(workspace_of(ctx).runs_db)
 
 
 def load_or_exit(path: str, exit_code: int) -> WorkflowDefinition:
     """The loaded workflow; otherwise every problem as file:line:col: message, then exit."""
     if not Path(path).is_file():
         raise BadInput(f"{path}: no such workflow file")
-    register_steps()
     try:
-        return load_workflow(path)
+        return load_workflow_file(path)
     except WorkflowLoadError as error:
         for problem in error.problems:
             click.echo(str(problem), err=True)
+        from tui.launch import agents_wiring
+
         registry = agents_wiring.register_agent_steps()
         if registry.problems and any("agent." in p.message for p in error.problems):
             click.echo(
@@ -153,78 +154,29 @@ def responder_for(mode: str, console: Console) -> InterruptResponder | None:
     return None
 
 
-# -- the run context -------------------------------------------------------------------
-
-
-def _needs_application(wf: WorkflowDefinition) -> bool:
-    return any(not step.uses.startswith(BUILTIN_STEP_PREFIX) for step in wf.steps)
-
-
-def make_run_context(
-    *,
-    workspace: Path,
-    store: RunStore,
-    wf: WorkflowDefinition,
-    inputs: dict[str, Any],
-    responder: InterruptResponder | None,
-    run_id: str,
-    engine_reason: str = "",
-) -> RunContext:
-    """The RunContext for a CLI run.
-
-    Workflows of built-in demo steps need no model, retriever or tie-breaker,
-    so they get a plain context and skip opening the router and the corpus;
-    any other workflow gets the application's wiring (tui/launch/wiring.py). Close
-    it with :func:`close_run_context`.
-    """
-    if _needs_application(wf):
-        context: RunContext = wiring.build_run_context(
-            workspace, inputs=inputs, responder=responder, run_id=run_id, store=store
-        )
-        context.engine_reason = engine_reason
-        return context
-    return RunContext(
-        store=store, inputs=inputs, run_id=run_id, responder=responder, engine_reason=engine_reason
-    )
-
-
-async def close_run_context(context: RunContext) -> None:
-    if "wiring.unsubscribe" in context.extras:
-        await wiring.close_run_context(context)
-
-
 # -- driving a run with live output ----------------------------------------------------
 
 
 def drive(
     store: RunStore,
-    context: RunContext,
-    start: Callable[[RunContext], Awaitable[ExecutionResult]],
+    run_id: str,
+    run: Callable[[Surface], Coroutine[Any, Any, ExecutionResult]],
     console: Console,
 ) -> int:
-    """Run ``start`` with the headless printer attached; print the final table; the exit code."""
-    run_id = context.run_id
-    unsubscribe = store.subscribe(HeadlessPrinter(console), run_id=run_id)
+    """Run ``run`` with the headless printer as its surface; print the final table; the exit code.
 
-    async def go() -> ExecutionResult:
-        try:
-            return await start(context)
-        finally:
-            await close_run_context(context)
-
+    ``run`` opens the run (:func:`tui.launch.run.open_run`) with the surface it is given.
+    """
     try:
-        result = asyncio.run(go())
+        result = asyncio.run(run(HeadlessPrinter(console)))
     except RunOwned as error:
         raise BadInput(str(error)) from None
     except KeyboardInterrupt:
-        unsubscribe()
         console.print(
             "[magenta]interrupted: the run is stored; continue it with "
             f"workbench resume {run_id}[/]"
         )
         return EXIT_CODES[RunStatus.CANCELLED]
-    finally:
-        unsubscribe()
     record = store.get_run(result.run_id)
     console.print(step_table(store.step_results(result.run_id), record.definition.step_ids))
     console.print(

@@ -15,7 +15,7 @@ from engine.agents.registry import Registry
 from engine.agents.registry_loader import SECTIONS, RegistryLoad, load_registry
 from engine.agents.schema import describe
 from engine.agents.tools import TOOL_IMPLEMENTATIONS
-from tui.commands.common import BadInput, workspace_path
+from tui.commands.common import BadInput, workspace_of
 from tui.launch import agents_wiring
 
 KINDS = click.Choice(list(SECTIONS))
@@ -23,7 +23,7 @@ INVALID = 1
 
 
 def _load(ctx: click.Context) -> RegistryLoad:
-    return agents_wiring.load_agent_registry(workspace_path(ctx))
+    return agents_wiring.load_agent_registry(workspace_of(ctx).root)
 
 
 def _summary(registry: Registry, kind: str, name: str) -> str:

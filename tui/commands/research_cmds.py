@@ -10,7 +10,6 @@ manages the corpus.
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
 import click
@@ -18,8 +17,8 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
+from engine.protocol import ExecutionResult
 from engine.run_inputs import InputError, resolve_inputs
-from engine.selector import create_engine, select_engine
 from engine.store import new_run_id
 from research.corpus import Corpus
 from research.dates import parse_iso_day
@@ -30,14 +29,17 @@ from tui.commands.common import (
     drive,
     interrupt_mode,
     load_or_exit,
-    make_run_context,
     open_store,
     responder_for,
-    workspace_path,
+    workspace_of,
 )
-from tui.launch.wiring import CORPUS_FILE, open_corpus
+from tui.commands.root_options import WORKSPACE_KEY
+from tui.launch.run import Surface, open_run
+from tui.launch.wiring import open_corpus
+from tui.launch.workspace import Workspace
+from workflows import WORKFLOWS_DIR
 
-WORKFLOW = Path(__file__).resolve().parent.parent.parent / "workflows" / "deep_research.yaml"
+WORKFLOW = WORKFLOWS_DIR / "deep_research.yaml"
 
 
 def _as_of(_ctx: click.Context, _param: click.Parameter, value: str | None) -> str | None:
@@ -142,9 +144,9 @@ def research_group(
         return
     if not question.strip():
         raise BadInput('the question is empty; ask something, e.g. workbench research "asyncio"')
-    workspace = workspace_path(ctx)
+    workspace = workspace_of(ctx)
     collections: list[str] = []
-    with Corpus(workspace / CORPUS_FILE) as corpus:
+    with Corpus(workspace.corpus_db) as corpus:
         for folder in corpus_dirs:
             try:
                 report = corpus.add_folder(folder)
@@ -167,36 +169,37 @@ def research_group(
     if as_of:
         inputs["as_of"] = as_of
     if not headless:
-        open_app((ctx.obj or {}).get("workspace"), workflow=WORKFLOW, inputs=inputs)
+        open_app((ctx.obj or {}).get(WORKSPACE_KEY), workflow=WORKFLOW, inputs=inputs)
         return
     ctx.exit(_run_headless(ctx, workspace, inputs, on_interrupt))
 
 
 def _run_headless(
-    ctx: click.Context, workspace: Path, inputs: dict[str, Any], on_interrupt: str | None
+    ctx: click.Context, workspace: Workspace, inputs: dict[str, Any], on_interrupt: str | None
 ) -> int:
     wf = load_or_exit(str(WORKFLOW), 2)
     try:
         resolved = resolve_inputs(wf, inputs)
     except InputError as error:
         raise BadInput(str(error)) from None
-    selection = select_engine(wf)
     console = Console()
-    with open_store(ctx) as store:
-        context = make_run_context(
-            workspace=workspace,
-            store=store,
-            wf=wf,
+    run_id = new_run_id()
+
+    async def run(printer: Surface) -> ExecutionResult:
+        async with open_run(
+            workspace,
+            wf,
             inputs=resolved,
+            run_id=run_id,
             responder=responder_for(interrupt_mode(on_interrupt), console),
-            run_id=new_run_id(),
-            engine_reason=selection.reason,
-        )
-        run_id = context.run_id
-        code = drive(
-            store, context, lambda c: create_engine(selection.name).execute(wf, c), console
-        )
-        folder = workspace / "runs" / str(run_id)
+            surfaces=[printer],
+            store=store,
+        ) as opened:
+            return await opened.start()
+
+    with open_store(ctx) as store:
+        code = drive(store, run_id, run, console)
+        folder = workspace.run_folder(run_id)
         if (folder / "report.md").is_file():
             console.print(f"report: {folder / 'report.md'}", highlight=False)
             console.print(
@@ -244,7 +247,9 @@ def sensitivity_command(ctx: click.Context, run_ids: tuple[str, ...], all_varian
                 records,
                 weights_name=inputs.get("tiebreaker_weights") or "proposed",
                 max_rounds=int(inputs.get("max_rounds") or 4),
-                patience=int(inputs.get("patience") if inputs.get("patience") is not None else 1),
+                patience=int(
+                    inputs.get("patience", 1) if inputs.get("patience") is not None else 1
+                ),
             )
             flips = [o for o in outcomes if o.flipped]
             if flips:
@@ -280,7 +285,7 @@ def corpus_group() -> None:
 @click.pass_context
 def corpus_add(ctx: click.Context, folder: str, name: str | None) -> None:
     """Index (or re-index incrementally) a folder of md/rst/txt/html/pdf files."""
-    with Corpus(workspace_path(ctx) / CORPUS_FILE) as corpus:
+    with Corpus(workspace_of(ctx).corpus_db) as corpus:
         try:
             report = corpus.add_folder(folder, name)
         except FileNotFoundError as error:
@@ -294,7 +299,7 @@ def corpus_add(ctx: click.Context, folder: str, name: str | None) -> None:
 @click.pass_context
 def corpus_list(ctx: click.Context) -> None:
     """The collections in the corpus (the default one is built on first use)."""
-    with open_corpus(workspace_path(ctx)) as corpus:
+    with open_corpus(workspace_of(ctx)) as corpus:
         table = Table()
         for column in ("collection", "documents", "passages", "root"):
             table.add_column(column)
@@ -312,7 +317,7 @@ def corpus_list(ctx: click.Context) -> None:
 @click.pass_context
 def corpus_search(ctx: click.Context, terms: str, limit: int, collections: tuple[str, ...]) -> None:
     """Search the corpus: passages ranked by bm25, with snippets."""
-    with open_corpus(workspace_path(ctx)) as corpus:
+    with open_corpus(workspace_of(ctx)) as corpus:
         hits = corpus.search(terms, limit=limit, collections=list(collections) or None)
     if not hits:
         click.echo("no matches")

@@ -23,7 +23,7 @@ from router.local import TaskHandlerRegistry
 from router.models import ProviderSnapshot
 from router.router import HealthCheck, SmartModelRouter, build_router
 from router.stats import STATS_FILENAME
-from tui.commands.common import workspace_path
+from tui.commands.common import workspace_of
 from tui.config import config_from_context, default_config_path
 
 T = TypeVar("T")
@@ -41,7 +41,7 @@ def resolve_config(ctx: click.Context) -> RouterConfig:
 
 
 def _open_router(ctx: click.Context) -> SmartModelRouter:
-    stats_file = workspace_path(ctx) / STATS_FILENAME
+    stats_file = workspace_of(ctx).root / STATS_FILENAME
     return build_router(
         resolve_config(ctx),
         stats_path=stats_file if stats_file.exists() else None,

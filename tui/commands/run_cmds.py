@@ -19,28 +19,26 @@ from rich.markup import escape
 
 from engine.graph import WorkflowGraph
 from engine.headless import HeadlessPrinter
-from engine.lifecycle import resume_refusal
+from engine.protocol import ExecutionResult
 from engine.run_inputs import InputError, parse_assignments, resolve_inputs
-from engine.selector import ENGINES, create_engine, engine_available, select_engine
+from engine.selector import ENGINES, engine_available, select_engine
 from engine.spec import WorkflowDefinition
-from engine.store import UnknownRun, new_run_id
-from tui.commands.app_cmds import open_app
+from engine.store import RunStore, UnknownRun, new_run_id
 from tui.commands.common import (
-    BAD_INPUT,
     EXIT_CODES,
     ON_INTERRUPT,
     BadInput,
-    close_run_context,
     drive,
     interrupt_mode,
     load_or_exit,
-    make_run_context,
     open_store,
     parse_answer,
-    register_steps,
     responder_for,
-    workspace_path,
+    workspace_of,
 )
+from tui.commands.root_options import BAD_INPUT, WORKSPACE_KEY
+from tui.launch.run import Surface, open_run
+from tui.launch.steps import register_steps
 
 SHADOW_DIFFERS = 6
 """Exit code of ``run --engine shadow`` when the two engines' canonical results differ."""
@@ -90,28 +88,33 @@ def run_command(
     if engine == "shadow":
         ctx.exit(_shadow_run(ctx, wf, inputs, on_interrupt))
     if not headless:
+        from tui.commands.app_cmds import open_app
+
         open_app(
-            (ctx.obj or {}).get("workspace"),
+            (ctx.obj or {}).get(WORKSPACE_KEY),
             workflow=Path(workflow_file),
             inputs=inputs,
             engine=None if engine == "auto" else engine,
         )
         return
-    selection = select_engine(wf, engine)
     console = Console()
-    with open_store(ctx) as store:
-        context = make_run_context(
-            workspace=workspace_path(ctx),
-            store=store,
-            wf=wf,
+    run_id = new_run_id()
+
+    async def run(printer: Surface) -> ExecutionResult:
+        async with open_run(
+            workspace_of(ctx),
+            wf,
             inputs=inputs,
+            run_id=run_id,
+            engine=engine,
             responder=responder_for(interrupt_mode(on_interrupt), console),
-            run_id=new_run_id(),
-            engine_reason=selection.reason,
-        )
-        code = drive(
-            store, context, lambda c: create_engine(selection.name).execute(wf, c), console
-        )
+            surfaces=[printer],
+            store=store,
+        ) as opened:
+            return await opened.start()
+
+    with open_store(ctx) as store:
+        code = drive(store, run_id, run, console)
     ctx.exit(code)
 
 
@@ -119,30 +122,28 @@ def _shadow_run(
     ctx: click.Context, wf: WorkflowDefinition, inputs: dict[str, Any], on_interrupt: str | None
 ) -> int:
     """Both engines on the same inputs, the second replaying the first's journal; the difference report."""
-    from engine.shadow import run_shadow
+    from engine.shadow import ShadowResult, run_shadow
 
     first = select_engine(wf, "auto")
     console = Console()
-    with open_store(ctx) as store:
-        context = make_run_context(
-            workspace=workspace_path(ctx),
-            store=store,
-            wf=wf,
+
+    async def go(store: RunStore) -> ShadowResult:
+        async with open_run(
+            workspace_of(ctx),
+            wf,
             inputs=inputs,
-            responder=responder_for(interrupt_mode(on_interrupt), console),
-            run_id=new_run_id(),
+            engine=first.name,
             engine_reason=f"shadow, {first.name} first ({first.reason})",
-        )
+            responder=responder_for(interrupt_mode(on_interrupt), console),
+            store=store,
+        ) as opened:
+            return await run_shadow(wf, opened.context, first.name)
+
+    with open_store(ctx) as store:
+        # printed from the store, not as the run's surface: the second engine's run has its own id
         unsubscribe = store.subscribe(HeadlessPrinter(console))
-
-        async def go() -> Any:
-            try:
-                return await run_shadow(wf, context, first.name)
-            finally:
-                await close_run_context(context)
-
         try:
-            result = asyncio.run(go())
+            result = asyncio.run(go(store))
         finally:
             unsubscribe()
     console.print(escape(result.report.render()), highlight=False)
@@ -183,6 +184,8 @@ def resume_command(
     ctx: click.Context, run_id: str, answer: str | None, on_interrupt: str | None
 ) -> None:
     """Continue a run that was killed or is WAITING, without re-running finished steps."""
+    from engine.lifecycle import resume_refusal
+
     register_steps()
     with open_store(ctx) as store:
         try:
@@ -212,18 +215,22 @@ def resume_command(
                 console.print("[dim]nothing waits for an answer; resuming[/]")
             for interrupt in pending:
                 store.record_answer(interrupt.interrupt_id, parsed)
-        context = make_run_context(
-            workspace=workspace_path(ctx),
-            store=store,
-            wf=record.definition,
-            inputs=record.inputs,
-            responder=responder_for(interrupt_mode(on_interrupt), console),
-            run_id=run_id,
-            engine_reason=record.engine_reason,
-        )
-        code = drive(
-            store, context, lambda c: create_engine(record.engine).resume(run_id, c), console
-        )
+
+        async def run(printer: Surface) -> ExecutionResult:
+            async with open_run(
+                workspace_of(ctx),
+                record.definition,
+                inputs=record.inputs,
+                run_id=run_id,
+                engine=record.engine,
+                engine_reason=record.engine_reason,
+                responder=responder_for(interrupt_mode(on_interrupt), console),
+                surfaces=[printer],
+                store=store,
+            ) as opened:
+                return await opened.resume()
+
+        code = drive(store, run_id, run, console)
     ctx.exit(code)
 
 

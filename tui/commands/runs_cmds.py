@@ -15,7 +15,8 @@ from rich.console import Console
 from rich.markup import escape
 
 from engine.headless import step_table, styled, summarize
-from engine.selector import ENGINES, create_engine, engine_available
+from engine.protocol import ExecutionResult
+from engine.selector import ENGINES, engine_available
 from engine.steps import REGISTRY
 from engine.store import RunStore, UnknownRun, new_run_id
 from engine.time_travel import ForkEdits, ForkError, ForkPoint, fork_state
@@ -24,12 +25,12 @@ from tui.commands.common import (
     BadInput,
     drive,
     interrupt_mode,
-    make_run_context,
     open_store,
-    register_steps,
     responder_for,
-    workspace_path,
+    workspace_of,
 )
+from tui.launch.run import Surface, open_run
+from tui.launch.steps import register_steps
 
 
 @click.group("runs")
@@ -156,7 +157,7 @@ def runs_history(ctx: click.Context, run_id: str) -> None:
 
     with open_store(ctx) as store:
         record = _get_run(store, run_id)
-        engine = LangGraphEngine(checkpoint_path=workspace_path(ctx) / "checkpoints.sqlite")
+        engine = LangGraphEngine()  # its checkpoints file is found next to the store
         entries = asyncio.run(engine.history(run_id, store))
     table = Table(title=f"checkpoints of {run_id} ({record.engine})")
     for column in ("#", "checkpoint", "superstep", "source", "changed", "settled"):
@@ -231,18 +232,22 @@ def runs_fork(
         if not engine_available(name):
             raise BadInput(f"the {name} engine is not installed here")
         console = Console()
-        context = make_run_context(
-            workspace=workspace_path(ctx),
-            store=store,
-            wf=record.definition,
-            inputs=forked.inputs,
-            responder=responder_for(interrupt_mode(on_interrupt), console),
-            run_id=forked.run_id,
-            engine_reason=f"fork of {run_id} at {point}",
-        )
-        code = drive(
-            store, context, lambda c: create_engine(name).fork(run_id, at_step, c, edits), console
-        )
+
+        async def run(printer: Surface) -> ExecutionResult:
+            async with open_run(
+                workspace_of(ctx),
+                record.definition,
+                inputs=forked.inputs,
+                run_id=forked.run_id,
+                engine=name,
+                engine_reason=f"fork of {run_id} at {point}",
+                responder=responder_for(interrupt_mode(on_interrupt), console),
+                surfaces=[printer],
+                store=store,
+            ) as opened:
+                return await opened.fork(run_id, at_step, edits)
+
+        code = drive(store, forked.run_id, run, console)
     ctx.exit(code)
 
 

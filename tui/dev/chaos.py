@@ -30,7 +30,10 @@ from router.fault_script import DEFAULT_SCRIPT_PATH
 from tui.app.run_driver import EventInbox, NewRunJob
 from tui.app.run_state import describe
 from tui.config import WorkbenchConfig
-from tui.launch.workbench import SHIPPED_WORKFLOWS, _load
+from tui.launch.run import RunParts, open_run
+from tui.launch.steps import load_workflow_file
+from tui.launch.workbench import SHIPPED_WORKFLOWS
+from tui.launch.workspace import Workspace
 
 CHAOS_SCRIPT = DEFAULT_SCRIPT_PATH
 WORKFLOW = SHIPPED_WORKFLOWS / "deep_research.yaml"
@@ -45,15 +48,10 @@ def chaos_job(
     run_id = new_run_id()
 
     async def job(responder: InterruptResponder, inbox: EventInbox) -> ExecutionResult:
-        from engine.selector import create_engine, select_engine
+        from engine.selector import select_engine
         from router.config import RouterConfig
         from router.fault_server import FaultServer, demo_router_config
-        from tui.launch.wiring import (
-            build_run_context,
-            build_workbench_router,
-            close_run_context,
-            extractive_responder,
-        )
+        from tui.launch.wiring import build_workbench_router, extractive_responder
 
         server = FaultServer(
             script=CHAOS_SCRIPT, responder=extractive_responder(), time_scale=time_scale
@@ -65,28 +63,24 @@ def chaos_job(
                     server.base_url, sorted(server.script.providers), time_scale=time_scale
                 )
             )
-            definition = _load(WORKFLOW)
+            definition = load_workflow_file(WORKFLOW)
+            selection = select_engine(definition)
             router = build_workbench_router(None, config=config, environ={})
             try:
-                context = build_run_context(
-                    workspace,
+                async with open_run(
+                    Workspace(workspace),
+                    definition,
                     inputs={"query": query},
-                    responder=responder,
-                    router=router,
                     run_id=run_id,
+                    engine_reason=f"{selection.reason}; chaos demo at time scale {time_scale:g}",
+                    responder=responder,
+                    surfaces=[inbox.put],
                     settings=settings,
-                )
-            except BaseException:
-                await router.aclose(flush=False)
-                raise
-            selection = select_engine(definition)
-            context.engine_reason = f"{selection.reason}; chaos demo at time scale {time_scale:g}"
-            unsubscribe = context.store.subscribe(inbox.put, run_id)
-            try:
-                return await create_engine(selection.name).execute(definition, context)
+                    parts=RunParts(router=router),
+                ) as run:
+                    return await run.start()
             finally:
-                unsubscribe()
-                await close_run_context(context, close_store=True)
+                await router.aclose()
         finally:
             await server.stop()
 

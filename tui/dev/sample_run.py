@@ -42,7 +42,6 @@ ROUND_STEPS = (
     "coverage_confidence_audit",
     "supervisor",
 )
-TIERS = ("Elite", "High", "Medium", "Low")
 
 
 def research_graph(rounds: int = 4) -> tuple[list[GraphNode], list[GraphEdge]]:

@@ -52,12 +52,12 @@ def use_workspace(workspace: str | Path | None) -> None:
 
 def registry_roots(workspace: Path | None = None) -> list[tuple[Path, str]]:
     from tui.config import standard_config_path
-    from tui.launch.workbench import default_workspace
+    from tui.launch.workspace import default_root
 
     home = workspace or _workspace
     if home is None:
         env = os.environ.get("WORKBENCH_HOME")
-        home = Path(env).expanduser() if env else default_workspace()
+        home = Path(env).expanduser() if env else default_root()
     roots = [(SHIPPED_ROOT, "shipped"), (home, "workspace")]
     config_dir = standard_config_path().parent
     if config_dir.resolve() != home.resolve():

@@ -7,7 +7,8 @@ handlers; the router is adapted to the engine's ``ModelCaller`` and its
 tie-breaker to the engine's ``TieBreaker``; the workspace corpus (default
 collection plus the config's ``corpus.folders``) becomes the run's
 ``Retriever``; router snapshots become ``provider_state`` run events; and
-:func:`build_run_context` puts it all into a ``RunContext``.
+:func:`wire_application` puts it all into a run's ``RunContext`` for
+:func:`tui.launch.run.open_run`.
 """
 
 from __future__ import annotations
@@ -15,7 +16,8 @@ from __future__ import annotations
 import hashlib
 import os
 import threading
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
+from contextlib import AsyncExitStack
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -27,14 +29,7 @@ from engine.agents.port import PORT_EXTRA
 from engine.context import CallUsage, StepInfo
 from engine.events import ProviderState, RunEvent, RunStarted
 from engine.live import LiveChannel, ModelOutputSink
-from engine.protocol import (
-    InterruptResponder,
-    RunContext,
-    TieBreakAnswer,
-    TieBreaker,
-    TieBreakRequest,
-)
-from engine.store import RunStore, new_run_id
+from engine.protocol import RunContext, TieBreakAnswer, TieBreaker, TieBreakRequest
 from research.corpus import Corpus, CorpusRetriever, IndexReport
 from research.default_corpus import ensure_default_corpus
 from research.extractive import HANDLERS
@@ -49,20 +44,20 @@ from router.streaming import StreamEvent
 from router.tiebreak import choose_target
 from tui.config import ConfigError, WorkbenchConfig, active_config
 from tui.launch import agents_wiring
+from tui.launch.run import RunParts
+from tui.launch.workspace import Workspace
 
-CORPUS_FILE = "corpus.sqlite"
-RUNS_FILE = "runs.sqlite"
-ROUTER_EXTRA = "wiring.router"
-CORPUS_EXTRA = "wiring.corpus"
+
+def _answering_with(handler: Callable[[dict[str, Any]], Any]) -> Callable[[Any], Any]:
+    """A task handler over one research handler, which takes the request's inputs."""
+    return lambda request: handler(dict(request.inputs))
 
 
 def extractive_handlers(registry: TaskHandlerRegistry | None = None) -> TaskHandlerRegistry:
     """A task-handler registry answering every research task with the extractive model."""
     registry = registry or TaskHandlerRegistry()
     for task, handler in HANDLERS.items():
-        registry.register(
-            task, lambda request, handler=handler: handler(dict(request.inputs)), replace=True
-        )
+        registry.register(task, _answering_with(handler), replace=True)
     return agents_wiring.register_agent_handlers(registry)
 
 
@@ -123,7 +118,8 @@ class RouterModelCaller:
         return await self.router.stream(self._request(request, step), forward)
 
     def encode(self, response: Any) -> dict[str, Any]:
-        return response.model_dump(mode="json")
+        encoded: dict[str, Any] = response.model_dump(mode="json")
+        return encoded
 
     def decode(self, request: Any, data: dict[str, Any]) -> ChatResponse:
         """Rebuild a journaled response; ``parsed`` becomes the request's schema again."""
@@ -240,15 +236,15 @@ def index_config_folders(corpus: Corpus, settings: WorkbenchConfig) -> list[Inde
 
 
 def open_corpus(
-    workspace: Path, *, default: bool = True, settings: WorkbenchConfig | None = None
+    workspace: Workspace, *, default: bool = True, settings: WorkbenchConfig | None = None
 ) -> Corpus:
-    """The workspace's corpus (``corpus.sqlite``).
+    """The workspace's corpus.
 
     With ``default``, the default collection is built on first use and the
     config's ``corpus.folders`` are indexed (``settings`` None: the active
     config file, see :func:`tui.config.active_config`).
     """
-    corpus = Corpus(Path(workspace) / CORPUS_FILE)
+    corpus = Corpus(workspace.corpus_db)
     if not default:
         return corpus
     try:
@@ -260,120 +256,46 @@ def open_corpus(
     return corpus
 
 
-def resolve_workspace(workspace: str | Path | None) -> Path:
-    if workspace is None:
-        from tui.launch.workbench import default_workspace
-
-        path = default_workspace()
-    else:
-        path = Path(workspace).expanduser()
-    path.mkdir(parents=True, exist_ok=True)
-    return path
-
-
-def _settings_for_run(settings: WorkbenchConfig | None, *, needed: bool) -> WorkbenchConfig:
-    """``settings``, else the active config file when the run needs it, else the defaults."""
-    if settings is not None:
-        return settings
-    return active_config() if needed else WorkbenchConfig()
-
-
-def _router_for_run(
-    root: Path,
-    settings: WorkbenchConfig,
-    config: RouterConfig | None,
-    environ: Mapping[str, str] | None,
-    transport: httpx.AsyncBaseTransport | None,
-    clock: Clock | None,
+async def wire_application(
+    stack: AsyncExitStack,
+    context: RunContext,
+    workspace: Workspace,
+    settings: WorkbenchConfig | None,
+    parts: RunParts,
 ) -> SmartModelRouter:
-    env = environ if environ is not None else os.environ
-    resolved = config if config is not None else settings.effective_router(env)
-    resolved = agents_wiring.with_agent_profiles(
-        resolved, agents_wiring.register_agent_steps().registry
-    )
-    return build_workbench_router(
-        root, config=resolved, environ=env, transport=transport, clock=clock
-    )
+    """Give ``context`` the router-backed model, the corpus retriever and the tie-breaker; the router.
 
-
-def build_run_context(
-    workspace: str | Path | None,
-    *,
-    inputs: dict[str, Any],
-    responder: InterruptResponder | None,
-    run_id: str | None = None,
-    store: Any | None = None,
-    router: SmartModelRouter | None = None,
-    corpus: Corpus | None = None,
-    collections: list[str] | None = None,
-    config: RouterConfig | None = None,
-    settings: WorkbenchConfig | None = None,
-    environ: Mapping[str, str] | None = None,
-    transport: httpx.AsyncBaseTransport | None = None,
-    clock: Clock | None = None,
-) -> RunContext:
-    """Everything a run needs: store, router-backed model, corpus retriever, tie-breaker, responder.
-
-    ``settings`` is the workbench config (None: the active config file, read
-    only when something below needs it). The router is ``router``, else built
-    from ``config``, else from the settings' ``router:`` section and the
-    environment. The corpus is ``corpus`` as given, else the workspace corpus
-    with the settings' ``corpus.folders`` indexed. A bad config file raises
-    :class:`tui.config.ConfigError`. Close what it opened with
-    :func:`close_run_context` when the run ends.
+    ``settings`` None: the active config file, read only when a part must be built from it.
+    What is opened here closes with ``stack``; given ``parts`` stay open. A bad config file
+    raises :class:`tui.config.ConfigError`.
     """
-    root = resolve_workspace(workspace)
-    settings = _settings_for_run(
-        settings, needed=corpus is None or (router is None and config is None)
+    if settings is None:
+        needed = parts.corpus is None or parts.router is None
+        settings = active_config() if needed else WorkbenchConfig()
+    corpus = parts.corpus
+    if corpus is None:
+        corpus = stack.enter_context(open_corpus(workspace, settings=settings))
+    env = parts.environ if parts.environ is not None else os.environ
+    router = parts.router
+    if router is None:
+        config = agents_wiring.with_agent_profiles(
+            settings.effective_router(env), agents_wiring.register_agent_steps().registry
+        )
+        router = build_workbench_router(workspace.root, config=config, environ=env)
+        stack.push_async_callback(router.aclose)
+    forwarder = ProviderStateForwarder(context.store, context.run_id)
+    stack.callback(context.store.subscribe(forwarder.on_events))
+    stack.callback(router.subscribe(forwarder.on_snapshot))
+    model = agents_wiring.AgentAwareModelCaller(
+        RouterModelCaller(router),
+        router,
+        lambda local: build_workbench_router(None, config=local, environ=env),
     )
-    opened = corpus is None
-    corpus = corpus or open_corpus(root, settings=settings)
-    try:
-        router = router or _router_for_run(root, settings, config, environ, transport, clock)
-    except BaseException:
-        if opened:
-            corpus.close()
-        raise
-    store = store if store is not None else RunStore(root / RUNS_FILE)
-    run_id = run_id or new_run_id()
-    forwarder = ProviderStateForwarder(store, run_id)
-    unsubscribe_store = store.subscribe(forwarder.on_events)
-    unsubscribe_router = router.subscribe(forwarder.on_snapshot)
-    return RunContext(
-        store=store,
-        inputs=dict(inputs),
-        run_id=run_id,
-        model=agents_wiring.AgentAwareModelCaller(
-            RouterModelCaller(router),
-            router,
-            lambda local: build_workbench_router(
-                None, config=local, environ=environ, transport=transport, clock=clock
-            ),
-        ),
-        retriever=CorpusRetriever(corpus, collections),
-        tie_breaker=router_tie_breaker(router),
-        responder=responder,
-        live=LiveChannel(),
-        extras={
-            RUNS_DIR_EXTRA: str(root / "runs"),
-            ROUTER_EXTRA: router,
-            CORPUS_EXTRA: corpus,
-            PORT_EXTRA: agents_wiring.RouterAgentPort(router),
-            "wiring.unsubscribe": [unsubscribe_store, unsubscribe_router],
-        },
-    )
-
-
-async def close_run_context(context: RunContext, *, close_store: bool = False) -> None:
-    for unsubscribe in context.extras.get("wiring.unsubscribe", []):
-        unsubscribe()
-    if isinstance(context.model, agents_wiring.AgentAwareModelCaller):
-        await context.model.aclose()
-    router = context.extras.get(ROUTER_EXTRA)
-    if router is not None:
-        await router.aclose()
-    corpus = context.extras.get(CORPUS_EXTRA)
-    if corpus is not None:
-        corpus.close()
-    if close_store:
-        context.store.close()
+    stack.push_async_callback(model.aclose)
+    context.model = model
+    context.retriever = CorpusRetriever(corpus)
+    context.tie_breaker = context.tie_breaker or router_tie_breaker(router)
+    context.live = context.live or LiveChannel()
+    context.extras[RUNS_DIR_EXTRA] = str(workspace.run_folders)
+    context.extras[PORT_EXTRA] = agents_wiring.RouterAgentPort(router)
+    return router

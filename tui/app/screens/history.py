@@ -9,6 +9,7 @@ from textual.binding import Binding
 from textual.screen import Screen
 from textual.widgets import DataTable, Footer, Static
 
+from tui.app.messages import OpenRun
 from tui.app.screens.home import age, status_text
 
 if TYPE_CHECKING:
@@ -54,4 +55,4 @@ replays it event by event, and a paused run can be resumed there.
 
     def on_data_table_row_selected(self, event: DataTable.RowSelected) -> None:
         if event.row_key.value:
-            self.app.open_run(event.row_key.value)  # type: ignore[attr-defined]
+            self.post_message(OpenRun(event.row_key.value))

@@ -1,13 +1,14 @@
 """Home: the workflows (shipped and the user's), recent runs, and a new-run form.
 
 The form is built from the chosen workflow's declared inputs; values are
-converted by their declared type and a bad one is named on one line.
+converted by the engine's rule for run inputs (as ``--input`` values are) and a
+bad one is named on one line.
 """
 
 from __future__ import annotations
 
 import json
-from datetime import date
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from rich.text import Text
@@ -18,8 +19,10 @@ from textual.screen import Screen
 from textual.widgets import Button, DataTable, Footer, Input, Label, OptionList, Static
 from textual.widgets.option_list import Option
 
-from engine.spec import InputSpec
+from engine.run_inputs import InputError, resolve_inputs
+from engine.spec import WorkflowDefinition
 from engine.store import RunRecord, RunSummary
+from tui.app.messages import OpenRun, ShowHistory, StartRun
 
 if TYPE_CHECKING:
     from tui.launch.workbench import Workbench, WorkflowEntry
@@ -29,47 +32,18 @@ QUESTION_WIDTH = 60
 """Characters of a run's question shown in the recent-runs table; the rest is elided."""
 
 
-class InputError(ValueError):
-    """A form value that does not fit its declared type; the message is for the person."""
+def form_inputs(definition: WorkflowDefinition, texts: Mapping[str, str]) -> dict[str, Any]:
+    """The run's inputs from the form's texts, converted by the engine's one rule — the one
+    ``workbench run --input KEY=VALUE`` uses, so the form accepts what the command line does.
 
-
-def convert_input(name: str, spec: InputSpec, raw: str) -> Any:
-    """The typed value of one form field (the declared default when left empty)."""
-    text = raw.strip()
-    if not text:
-        if spec.required and spec.default is None:
+    An empty field takes the declared default; an empty required one is named. Raises
+    :class:`engine.run_inputs.InputError` with one line for the person.
+    """
+    given = {name: text.strip() for name, text in texts.items() if text.strip()}
+    for name, spec in definition.inputs.items():
+        if spec.required and spec.default is None and name not in given:
             raise InputError(f"{name} is required")
-        return spec.default
-    try:
-        if spec.type == "int":
-            value: Any = int(text)
-        elif spec.type == "float":
-            value = float(text)
-        elif spec.type == "bool":
-            if text.lower() not in ("true", "false", "yes", "no", "1", "0"):
-                raise ValueError
-            value = text.lower() in ("true", "yes", "1")
-        elif spec.type == "date":
-            value = date.fromisoformat(text).isoformat()
-        elif spec.type in ("list", "dict"):
-            value = json.loads(text)
-            if not isinstance(value, list if spec.type == "list" else dict):
-                raise ValueError
-        else:
-            value = text
-    except ValueError:
-        example = {
-            "int": "4",
-            "float": "0.7",
-            "bool": "true",
-            "date": "2024-05-01",
-            "list": '["a", "b"]',
-            "dict": '{"k": 1}',
-        }.get(spec.type, "")
-        raise InputError(f"{name} must be a {spec.type}, for example {example}") from None
-    if spec.choices and value not in spec.choices:
-        raise InputError(f"{name} must be one of {', '.join(map(str, spec.choices))}")
-    return value
+    return resolve_inputs(definition, given)
 
 
 def age(seconds: float) -> str:
@@ -240,13 +214,8 @@ Recent runs are below: **Enter** opens one (replay, report, answer its prompts).
 
     def form_values(self) -> dict[str, Any]:
         assert self.chosen is not None and self.chosen.definition is not None
-        values = {}
-        for name, spec in self.chosen.definition.inputs.items():
-            raw = self.fields[name].value
-            value = convert_input(name, spec, raw)
-            if value is not None:
-                values[name] = value
-        return values
+        texts = {name: field.value for name, field in self.fields.items()}
+        return form_inputs(self.chosen.definition, texts)
 
     def on_input_submitted(self, event: Input.Submitted) -> None:
         inputs = list(self.fields.values())
@@ -268,11 +237,11 @@ Recent runs are below: **Enter** opens one (replay, report, answer its prompts).
             self.query_one("#form-error", Static).update(Text(str(exc), style="bold red"))
             return
         self.query_one("#form-error", Static).update("")
-        self.app.start_run(self.chosen.path, values)  # type: ignore[attr-defined]
+        self.post_message(StartRun(self.chosen.path, values))
 
     def on_data_table_row_selected(self, event: DataTable.RowSelected) -> None:
         if event.row_key.value:
-            self.app.open_run(event.row_key.value)  # type: ignore[attr-defined]
+            self.post_message(OpenRun(event.row_key.value))
 
     def action_history(self) -> None:
-        self.app.show_history()  # type: ignore[attr-defined]
+        self.post_message(ShowHistory())

@@ -24,6 +24,7 @@ from textual.widgets import ContentSwitcher, Footer, Static
 
 from engine.context import InterruptAnswer
 from engine.events import InterruptRaised, RunEvent
+from tui.app.messages import ResumeRun
 from tui.app.run_driver import PromptTicket, RunDriver
 from tui.app.run_state import Part, RunView, describe
 from tui.app.widgets.dag_outline import DagOutline
@@ -190,6 +191,7 @@ one run. **Enter** on a step opens its detail; **p** answers the next prompt.
 
     def _redraw(self, parts: set[Part] | None) -> None:
         every = parts is None
+        parts = parts or set()
         view = self.view
         changed_steps = view.take_changed_steps()
         if every or parts & {"graph", "steps"}:
@@ -332,7 +334,7 @@ one run. **Enter** on a step opens its detail; **p** answers the next prompt.
         if status not in ("WAITING", "RUNNING"):
             self.notify(f"run {self.run_id} is {status}; only a WAITING or interrupted run resumes")
             return
-        self.app.resume_run(self)  # type: ignore[attr-defined]
+        self.post_message(ResumeRun(self))
 
     def go_live(self, driver: RunDriver) -> None:
         """Switch a stored screen to follow its resumed run."""

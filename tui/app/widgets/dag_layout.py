@@ -124,9 +124,9 @@ def compute_layout(
     for depth, layer in enumerate(members):
         row = []
         for node in layer:
-            dummy = node.startswith("\0")
-            group = None if dummy else groups.get(node)
-            item = PlacedNode(id=node, layer=depth, x=x[node], dummy=dummy, group=group)
+            is_dummy = node.startswith("\0")
+            group = None if is_dummy else groups.get(node)
+            item = PlacedNode(id=node, layer=depth, x=x[node], dummy=is_dummy, group=group)
             row.append(item)
             placed[node] = item
             if group:

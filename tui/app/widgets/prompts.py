@@ -108,7 +108,7 @@ them, **e** approves the text as you edited it (it must stay valid JSON).
 
     def action_answer(self, action: str) -> None:
         if action != "edit" and self.event.interrupt_kind != "input":
-            self.dismiss(InterruptAnswer(action=action))  # type: ignore[arg-type]
+            self.dismiss(InterruptAnswer(action=action))
             return
         text = self.query_one("#prompt-editor", TextArea).text
         if self.event.interrupt_kind == "input":

@@ -1,0 +1,42 @@
+"""What screens ask of the app, as typed messages: a screen posts one, it bubbles up to
+:class:`tui.app.app.WorkbenchApp`, whose ``@on`` handler does it. Screens never reach into the
+app's methods."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from textual.message import Message
+
+if TYPE_CHECKING:
+    from tui.app.screens.run import RunScreen
+
+
+class StartRun(Message):
+    """Start a new run of the workflow in ``path`` with ``inputs`` (converted already)."""
+
+    def __init__(self, path: Path, inputs: dict[str, Any]) -> None:
+        super().__init__()
+        self.path = path
+        self.inputs = inputs
+
+
+class OpenRun(Message):
+    """Open the stored run ``run_id`` (replay, report, its prompts)."""
+
+    def __init__(self, run_id: str) -> None:
+        super().__init__()
+        self.run_id = run_id
+
+
+class ResumeRun(Message):
+    """Continue the stored run shown on ``screen`` and follow it there."""
+
+    def __init__(self, screen: RunScreen) -> None:
+        super().__init__()
+        self.screen = screen
+
+
+class ShowHistory(Message):
+    """Show every stored run."""

@@ -1,0 +1,62 @@
+"""The workspace: one folder holding a person's runs, corpus and workflows — and the one place
+that names each file in it.
+
+``--workspace`` (or ``$WORKBENCH_HOME``) chooses the folder; without it, the platform's user
+data dir. Everything that opens a workspace file asks a :class:`Workspace` for its path.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from platformdirs import user_data_dir
+
+APP_NAME = "research-workbench"
+"""The name of the workbench's folders in the platform's user data and config dirs."""
+RUNS_FILE = "runs.sqlite"
+CORPUS_FILE = "corpus.sqlite"
+RUN_FOLDERS = "runs"
+USER_WORKFLOWS = "workflows"
+
+
+def default_root() -> Path:
+    """The workspace folder when none is given: the platform's user data dir (not created here)."""
+    return Path(user_data_dir(APP_NAME))
+
+
+@dataclass(frozen=True)
+class Workspace:
+    """A workspace folder and the files in it."""
+
+    root: Path
+
+    @classmethod
+    def at(cls, folder: str | Path | None) -> Workspace:
+        """The workspace in ``folder`` (None: the user data dir), created if missing."""
+        root = default_root() if folder is None else Path(folder).expanduser()
+        root.mkdir(parents=True, exist_ok=True)
+        return cls(root)
+
+    @property
+    def runs_db(self) -> Path:
+        """The run store (every run's events, results and interrupts)."""
+        return self.root / RUNS_FILE
+
+    @property
+    def corpus_db(self) -> Path:
+        """The research corpus (SQLite FTS5)."""
+        return self.root / CORPUS_FILE
+
+    @property
+    def run_folders(self) -> Path:
+        """Where runs write their artifacts, one folder per run id."""
+        return self.root / RUN_FOLDERS
+
+    def run_folder(self, run_id: str) -> Path:
+        return self.run_folders / run_id
+
+    @property
+    def workflows(self) -> Path:
+        """The person's own workflow files, listed beside the shipped ones."""
+        return self.root / USER_WORKFLOWS
