@@ -76,7 +76,8 @@ async def test_served_app_starts_on_defaults_when_the_config_file_does_not_exist
         shown = b""
         async with aiohttp.ClientSession() as session:
             async with session.ws_connect(
-                f"http://127.0.0.1:{port}/ws?width=120&height=40", receive_timeout=STARTUP_S
+                f"http://127.0.0.1:{port}/ws?width=120&height=40",
+                timeout=aiohttp.ClientWSTimeout(ws_receive=STARTUP_S),
             ) as websocket:
                 async for message in websocket:
                     if message.type == aiohttp.WSMsgType.BINARY:

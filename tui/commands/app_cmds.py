@@ -14,7 +14,7 @@ from typing import Any
 import click
 
 from tui.app.run_driver import RunJob
-from tui.commands.root_options import CONFIG_PATH_KEY, WORKSPACE_KEY
+from tui.commands.root_options import WORKSPACE_KEY
 from tui.config import (
     ConfigError,
     WorkbenchConfig,
