@@ -132,3 +132,21 @@ async def test_slash_jumps_to_the_log_filter_even_when_the_log_was_hidden(
         await press(pilot, "3", lambda: not log.display)
         await press(pilot, "slash", lambda: app.focused is screen.query_one("#log-filter"))
         assert log.display
+
+
+async def test_at_80x24_one_panel_at_a_time_is_chosen_with_1_2_3(workbench: Workbench) -> None:
+    app = WorkbenchApp(workbench)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await pilot.pause()
+        screen = app.open_run("run-done")
+        assert isinstance(screen, RunScreen)
+        await until(pilot, lambda: composed(screen))
+        providers, rounds, log = (screen.query_one(f"#{p}") for p in ("providers", "rounds", "log"))
+        assert log.display and not providers.display and not rounds.display
+        await press(pilot, "1", lambda: providers.display)
+        assert not log.display and not rounds.display
+        assert providers.region.height >= 5 and screen.query_one("#graph").region.height >= 5
+        await press(pilot, "2", lambda: rounds.display)
+        assert not providers.display and not log.display
+        await press(pilot, "3", lambda: log.display)
+        assert log.region.height >= 5
