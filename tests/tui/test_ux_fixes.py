@@ -3,7 +3,11 @@ the history key, the rounds panel only where there are rounds, the question in r
 
 from __future__ import annotations
 
+import json
 import re
+import subprocess
+import sys
+from pathlib import Path
 
 import pytest
 from rich.console import Console
@@ -150,3 +154,17 @@ async def test_at_80x24_one_panel_at_a_time_is_chosen_with_1_2_3(workbench: Work
         assert not providers.display and not log.display
         await press(pilot, "3", lambda: log.display)
         assert log.region.height >= 5
+
+
+def test_runs_list_json_is_one_array_scripts_can_read(workspace: Path) -> None:
+    listed = subprocess.run(
+        [sys.executable, "-m", "tui.cli", "--workspace", str(workspace), "runs", "list", "--json"],
+        capture_output=True,
+        text=True,
+        stdin=subprocess.DEVNULL,
+        timeout=240,
+    )
+    assert listed.returncode == 0, listed.stderr
+    runs = json.loads(listed.stdout)
+    assert {run["run_id"] for run in runs} == {"run-done", "run-mid", "run-ask", "run-tie"}
+    assert {run["status"] for run in runs} >= {"COMPLETED", "WAITING"}
