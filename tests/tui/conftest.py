@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+import time
 import types
 from pathlib import Path
 
@@ -14,6 +16,9 @@ from tui.dev.sample_run import research_events, store_events, tie_break_events
 from tui.launch.workbench import Workbench
 
 FROZEN_WALL = 1_700_000_000.0
+
+os.environ["TZ"] = "UTC"
+time.tzset()  # the event log shows local times: snapshots must not depend on the machine's zone
 
 
 @pytest.fixture

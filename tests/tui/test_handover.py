@@ -52,7 +52,7 @@ def test_workbench_run_opens_the_app_on_the_run_and_the_answer_completes_it(tmp_
         workspace,
         ["run", "workflows/approval.yaml"],
         # the prompt, and behind it the run screen: the waiting step and the queue bar
-        ["Approve the plan?", "⏸ plan", "1 waiting: plan (approval)"],
+        ["Approve the plan?", "‖ plan", "1 waiting: plan (approval)"],
     )
 
     listing = subprocess.run(

@@ -5,7 +5,7 @@ The approval and tie-breaker tests run on both engines (forced through
 ones plus a side branch that does not depend on the asking step: on Kahn only
 the asking step waits and the side branch runs while the prompt is open; on
 LangGraph the pause holds its superstep, so the side branch is ready but held —
-named in ``InterruptRaised.held_steps`` and drawn ⧗ until the answer comes.
+named in ``InterruptRaised.held_steps`` and drawn ◷ until the answer comes.
 """
 
 from __future__ import annotations
@@ -114,7 +114,7 @@ def assert_held_while_waiting(
     """Kahn holds only the asking step; LangGraph holds its superstep, and the screen says so."""
     event: InterruptRaised = prompt.event
     assert event.step_id == asking
-    assert shown_glyph(screen, asking) == "⏸"
+    assert shown_glyph(screen, asking) == "‖"
     if engine == "kahn":
         assert event.held_steps == [asking]
         assert not prompt.query("#prompt-held"), "Kahn holds nothing besides the asking step"

@@ -107,7 +107,7 @@ async def test_keyboard_only_through_every_screen(workbench: Workbench) -> None:
         await press(pilot, "f1", lambda: bool(app.screen.query("HelpPanel")))
         await press(pilot, "f1", lambda: not app.screen.query("HelpPanel"))
         await press(pilot, "escape", lambda: app.screen is home)
-        await press(pilot, "ctrl+h", lambda: isinstance(app.screen, HistoryScreen))
+        await press(pilot, "ctrl+y", lambda: isinstance(app.screen, HistoryScreen))
         await cursor_to(pilot, app.screen.query_one("#history"), "run-mid")
         await press(pilot, "enter", lambda: isinstance(app.screen, RunScreen))
         history = app.screen_stack[-2]

@@ -6,8 +6,11 @@ import os
 import socket
 import subprocess
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
+import aiohttp
 import httpx
 import pytest
 
@@ -26,7 +29,10 @@ def free_port() -> int:
         return sock.getsockname()[1]
 
 
-def test_serve_answers_with_the_app_page(tmp_path: Path) -> None:
+@contextmanager
+def served(tmp_path: Path) -> Iterator[int]:
+    """`workbench serve` on a free loopback port, with $WORKBENCH_CONFIG naming a file that
+    does not exist yet; yields the port once the page answers."""
     port = free_port()
     env = {
         **os.environ,
@@ -40,20 +46,46 @@ def test_serve_answers_with_the_app_page(tmp_path: Path) -> None:
         stderr=subprocess.DEVNULL,
     )
     try:
-        page = None
         deadline = time.monotonic() + STARTUP_S
-        while page is None and time.monotonic() < deadline:
+        while True:
             try:
-                page = httpx.get(f"http://127.0.0.1:{port}/", timeout=10.0)
+                httpx.get(f"http://127.0.0.1:{port}/", timeout=10.0)
+                break
             except httpx.TransportError:
+                assert time.monotonic() < deadline, "workbench serve never answered"
                 time.sleep(0.1)  # refused at once while the server starts: ask again shortly
-        assert page is not None, "workbench serve never answered"
-        assert page.status_code == 200
-        assert "Research Workbench" in page.text
-        assert "textual" in page.text.lower()
+        yield port
     finally:
         process.terminate()
         process.wait(timeout=STARTUP_S)
+
+
+def test_serve_answers_with_the_app_page(tmp_path: Path) -> None:
+    with served(tmp_path) as port:
+        page = httpx.get(f"http://127.0.0.1:{port}/", timeout=10.0)
+        assert page.status_code == 200
+        assert "Research Workbench" in page.text
+        assert "textual" in page.text.lower()
+
+
+async def test_served_app_starts_on_defaults_when_the_config_file_does_not_exist_yet(
+    tmp_path: Path,
+) -> None:
+    """What a browser does: open the page's websocket and read the app's frames until Home shows."""
+    with served(tmp_path) as port:
+        shown = b""
+        async with aiohttp.ClientSession() as session:
+            async with session.ws_connect(
+                f"http://127.0.0.1:{port}/ws?width=120&height=40",
+                timeout=aiohttp.ClientWSTimeout(ws_receive=STARTUP_S),
+            ) as websocket:
+                async for message in websocket:
+                    if message.type == aiohttp.WSMsgType.BINARY:
+                        shown += message.data
+                    if b"Workflows" in shown:
+                        break
+        assert b"Workflows" in shown, f"the served app never showed Home: {shown[-400:]!r}"
+        assert b"no such config file" not in shown
 
 
 @pytest.mark.slow

@@ -89,6 +89,8 @@ class LogLine:
     level: str
     text: str
     step_id: str | None = None
+    ts: float = 0.0
+    """Wall time of the event (display only)."""
 
 
 @dataclass(frozen=True)
@@ -138,6 +140,7 @@ class RunView:
                 _level(event),
                 describe(event),
                 getattr(event, "step_id", None),
+                event.ts,
             )
         )
         handler = getattr(self, f"_on_{event.kind}", None)

@@ -14,7 +14,7 @@ from typing import Any
 import click
 
 from tui.app.run_driver import RunJob
-from tui.commands.root_options import CONFIG_PATH_KEY, WORKSPACE_KEY
+from tui.commands.root_options import WORKSPACE_KEY
 from tui.config import (
     ConfigError,
     WorkbenchConfig,
@@ -96,9 +96,14 @@ def serve_command(ctx: click.Context, host: str, port: int) -> None:
     command = [sys.executable, "-m", "tui.cli"]
     if workspace:
         command += ["--workspace", str(workspace)]
-    config = (ctx.obj or {}).get(CONFIG_PATH_KEY)
-    if config:
-        command += ["--config", str(config)]
+    if config_required(ctx):
+        # Named with --config: it must exist, so say so here rather than on a page that never
+        # leaves its splash. A $WORKBENCH_CONFIG path reaches the app through the inherited
+        # environment, where a file that does not exist yet means the defaults.
+        path = config_path_for(ctx)
+        if not path.exists():
+            raise ConfigError(f"{path}: no such config file; check the --config path")
+        command += ["--config", str(path)]
     command.append("app")
     Server(shlex.join(command), host=host, port=port, title="Research Workbench").serve()
 

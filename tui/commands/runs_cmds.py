@@ -7,6 +7,7 @@ an unknown run id or step exits 2.
 from __future__ import annotations
 
 import asyncio
+import json
 from pathlib import Path
 from typing import Any
 
@@ -40,13 +41,19 @@ def runs_group() -> None:
 
 @runs_group.command("list")
 @click.option("--limit", default=50, show_default=True, type=click.IntRange(1, 10_000))
+@click.option(
+    "--json", "as_json", is_flag=True, help="Print the runs as one JSON array (for scripts)."
+)
 @click.pass_context
-def runs_list(ctx: click.Context, limit: int) -> None:
+def runs_list(ctx: click.Context, limit: int, as_json: bool) -> None:
     """The most recent runs, newest first."""
     from rich.table import Table
 
     with open_store(ctx) as store:
         runs = store.list_runs(limit)
+    if as_json:
+        click.echo(json.dumps([run.model_dump(mode="json") for run in runs], indent=2))
+        return
     console = Console()
     if not runs:
         console.print("no runs yet: try workbench run workflows/fan_out.yaml --headless")

@@ -21,13 +21,15 @@ from textual.widgets.option_list import Option
 
 from engine.run_inputs import InputError, resolve_inputs
 from engine.spec import WorkflowDefinition
-from engine.store import RunSummary
+from engine.store import RunRecord, RunSummary
 from tui.app.messages import OpenRun, ShowHistory, StartRun
 
 if TYPE_CHECKING:
     from tui.launch.workbench import Workbench, WorkflowEntry
 
 RECENT_RUNS = 15
+QUESTION_WIDTH = 60
+"""Characters of a run's question shown in the recent-runs table; the rest is elided."""
 
 
 def form_inputs(definition: WorkflowDefinition, texts: Mapping[str, str]) -> dict[str, Any]:
@@ -62,6 +64,16 @@ STATUS_STYLE = {
 }
 
 
+def run_question(record: RunRecord) -> str:
+    """What a run was asked: its first text input, declared ones first ('' when it took none)."""
+    for name in [*record.definition.inputs, *record.inputs]:
+        value = record.inputs.get(name)
+        if isinstance(value, str) and value.strip():
+            text = " ".join(value.split())
+            return text if len(text) <= QUESTION_WIDTH else text[: QUESTION_WIDTH - 1] + "…"
+    return ""
+
+
 def status_text(run: RunSummary) -> Text:
     """A run's status for the runs tables: a RUNNING run whose process is gone says so."""
     label = run.status_label(hint=False)
@@ -81,7 +93,7 @@ Recent runs are below: **Enter** opens one (replay, report, answer its prompts).
     BINDINGS = [
         Binding("f5", "refresh", "Refresh", id="home.refresh"),
         Binding("ctrl+n", "focus_form", "New run", id="home.new_run"),
-        Binding("ctrl+h", "history", "History", id="home.history"),
+        Binding("ctrl+y", "history", "History", id="home.history"),
     ]
 
     def __init__(self, workbench: Workbench) -> None:
@@ -114,7 +126,7 @@ Recent runs are below: **Enter** opens one (replay, report, answer its prompts).
 
     def on_mount(self) -> None:
         self.query_one("#runs", DataTable).add_columns(
-            "run", "workflow", "status", "engine", "when"
+            "run", "workflow", "question", "status", "engine", "when"
         )
         self.action_refresh()
         self.query_one("#workflows", OptionList).focus()
@@ -142,11 +154,13 @@ Recent runs are below: **Enter** opens one (replay, report, answer its prompts).
         table = self.query_one("#runs", DataTable)
         table.clear()
         now = self.workbench.clock()
-        for run in self.workbench.store().list_runs(RECENT_RUNS):
+        store = self.workbench.store()
+        for run in store.list_runs(RECENT_RUNS):
             status = status_text(run)
             table.add_row(
                 run.run_id,
                 run.workflow,
+                run_question(store.get_run(run.run_id)),
                 status,
                 run.engine,
                 age(now - run.created_ts),

@@ -17,6 +17,7 @@ from textual.containers import Horizontal, VerticalScroll
 from textual.screen import Screen
 from textual.widgets import Footer, Markdown, Static
 
+from tui.app.plain_values import label, plain_value
 from tui.app.run_state import RunView
 
 if TYPE_CHECKING:
@@ -49,15 +50,7 @@ def quality_table(quality: dict[str, Any]) -> Table:
     table.add_column("key", style="bold", no_wrap=True)
     table.add_column("value")
     for key, value in quality.items():
-        if isinstance(value, list):
-            shown = ", ".join(str(v) for v in value) or "–"
-        elif isinstance(value, dict):
-            shown = ", ".join(f"{k}={v}" for k, v in value.items()) or "–"
-        elif isinstance(value, float):
-            shown = f"{value:.3f}"
-        else:
-            shown = str(value)
-        table.add_row(str(key).replace("_", " "), shown)
+        table.add_row(label(key), plain_value(value))
     if not quality:
         table.add_row("quality", "no quality metadata for this run")
     return table

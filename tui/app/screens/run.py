@@ -42,6 +42,10 @@ DRAIN_INTERVAL_S = 0.05
 DRAIN_LIMIT = 400
 """Events folded per tick at most: 8,000/s at 20 Hz, and a bounded amount of work per frame."""
 NARROW_WIDTH = 100
+SHORT_HEIGHT = 32
+"""Below this many rows (or NARROW_WIDTH columns) the side panels and the log share one slot under
+the graph, chosen with 1/2/3, so every panel stays reachable on an 80×24 terminal."""
+PANELS = ("providers", "rounds", "log")
 
 
 class PromptArrived(Message):
@@ -68,11 +72,10 @@ one run. **Enter** on a step opens its detail; **p** answers the next prompt.
         Binding("p", "answer_next", "Answer prompt", id="run.answer"),
         Binding("r", "report", "Report", id="run.report"),
         Binding("u", "resume", "Resume", id="run.resume"),
-        Binding(
-            "1", "toggle_panel('providers')", "Providers", show=False, id="run.toggle_providers"
-        ),
-        Binding("2", "toggle_panel('rounds')", "Rounds", show=False, id="run.toggle_rounds"),
-        Binding("3", "toggle_panel('log')", "Log", show=False, id="run.toggle_log"),
+        Binding("1", "toggle_panel('providers')", "Providers", id="run.toggle_providers"),
+        Binding("2", "toggle_panel('rounds')", "Rounds", id="run.toggle_rounds"),
+        Binding("3", "toggle_panel('log')", "Log", id="run.toggle_log"),
+        Binding("slash", "filter_log", "Filter log", id="run.filter_log"),
         Binding("comma", "replay(-1)", "◀ event", id="run.replay_back"),
         Binding("full_stop", "replay(1)", "event ▶", id="run.replay_forward"),
     ]
@@ -101,6 +104,10 @@ one run. **Enter** on a step opens its detail; **p** answers the next prompt.
         self.tickets: dict[str, PromptTicket] = {}
         self._prompt_open = False
         self._outline = False
+        self._hidden_panels: set[str] = set()
+        """Panels the person hid with 1/2/3."""
+        self._compact_panel = "log"
+        """On a small terminal, the one panel shown under the graph (1/2/3 choose it)."""
 
     @property
     def live(self) -> bool:
@@ -137,17 +144,19 @@ one run. **Enter** on a step opens its detail; **p** answers the next prompt.
         self.set_interval(DRAIN_INTERVAL_S, self.drain)
         self.set_interval(1.0, self.query_one(ProvidersPanel).tick)
         self.query_one(DagView).focus()
-        self._apply_width(self.app.size.width)
+        self._apply_size(self.app.size.width, self.app.size.height)
         if self.view.pending and not self.live:
             self.call_after_refresh(self.action_answer_next)
 
     def on_resize(self, event: events.Resize) -> None:
-        self._apply_width(event.size.width)
+        self._apply_size(event.size.width, event.size.height)
 
-    def _apply_width(self, width: int) -> None:
+    def _apply_size(self, width: int, height: int) -> None:
         narrow = width < NARROW_WIDTH
         self.set_class(narrow, "-narrow")
+        self.set_class(narrow or height < SHORT_HEIGHT, "-compact")
         self._show_graph(outline=self._outline or narrow)
+        self._place_panels()
 
     def _show_graph(self, outline: bool) -> None:
         switcher = self.query_one("#graph", ContentSwitcher)
@@ -192,6 +201,7 @@ one run. **Enter** on a step opens its detail; **p** answers the next prompt.
             self.query_one(ProvidersPanel).show(view)
         if every or "rounds" in parts:
             self.query_one(RoundsMatrix).show(view)
+            self._place_panels()
         if every or "log" in parts:
             self.query_one(EventLog).show(view)
         if every or parts & {"prompts", "steps"}:
@@ -209,22 +219,22 @@ one run. **Enter** on a step opens its detail; **p** answers the next prompt.
     def _show_status(self) -> None:
         v = self.view
         text = Text(f" {v.workflow or 'run'} ", style="bold reverse")
-        text.append(f" {v.run_id or self.run_id} · {v.engine or '?'}")
         style = {
             "COMPLETED": "green",
             "FAILED": "red",
             "PARTIAL": "yellow",
             "WAITING": "yellow",
         }.get(v.status, "cyan")
-        text.append(f" · {v.status}", style=f"bold {style}")
-        if v.stage:
-            text.append(f" · stage {v.stage}", style="dim")
+        # most important first: a narrow terminal cuts the end of the line
+        text.append(f" {v.status}", style=f"bold {style}")
         if v.budget is not None:
             b = v.budget
             text.append(
-                f" · calls {b.llm_calls}/{b.max_llm_calls} · tokens {b.tokens}/{b.token_budget}",
-                style="dim",
+                f" · calls {b.llm_calls}/{b.max_llm_calls} · tokens {b.tokens}/{b.token_budget}"
             )
+        if v.stage:
+            text.append(f" · stage {v.stage}", style="dim")
+        text.append(f" · {v.run_id or self.run_id} · {v.engine or '?'}", style="dim")
         if not self.live:
             text.append("  (stored)", style="italic dim")
         self.query_one("#run-status", Static).update(text)
@@ -347,8 +357,32 @@ one run. **Enter** on a step opens its detail; **p** answers the next prompt.
         self._show_graph(self._outline or self.has_class("-narrow"))
 
     def action_toggle_panel(self, panel: str) -> None:
-        widget = self.query_one(f"#{panel}")
-        widget.display = not widget.display
+        """Hide or show ``panel``; on a small terminal, put it in the one slot under the graph."""
+        if self.has_class("-compact"):
+            self._compact_panel = panel
+            self._hidden_panels.discard(panel)
+        else:
+            self._hidden_panels ^= {panel}
+        self._place_panels()
+
+    def action_filter_log(self) -> None:
+        self._hidden_panels.discard("log")
+        self._compact_panel = "log"
+        self._place_panels()
+        self.query_one("#log-filter").focus()
+
+    def _place_panels(self) -> None:
+        """Show each panel unless hidden (on a small terminal: the chosen one only); the rounds
+        panel only once the run has rounds."""
+        available = [p for p in PANELS if p != "rounds" or self.view.rounds]
+        compact = self.has_class("-compact")
+        chosen = self._compact_panel if self._compact_panel in available else "log"
+        for panel in PANELS:
+            self.query_one(f"#{panel}").display = (
+                panel in available
+                and panel not in self._hidden_panels
+                and (not compact or panel == chosen)
+            )
         side = self.query_one("#side")
         side.display = self.query_one("#providers").display or self.query_one("#rounds").display
 

@@ -30,13 +30,13 @@ GUTTER = 6
 GLYPHS: dict[StepStatus, str] = {
     StepStatus.PENDING: "○",
     StepStatus.RUNNING: "▶",
-    StepStatus.WAITING_HUMAN: "⏸",
+    StepStatus.WAITING_HUMAN: "‖",
     StepStatus.SUCCEEDED: "✔",
     StepStatus.SKIPPED: "⊘",
     StepStatus.FAILED: "✖",
     StepStatus.UPSTREAM_FAILED: "✖",
 }
-HELD_GLYPH = "⧗"
+HELD_GLYPH = "◷"
 
 _UP, _DOWN, _LEFT, _RIGHT = 1, 2, 4, 8
 _BOX: dict[int, str] = {
@@ -89,8 +89,8 @@ class DagView(ScrollView, can_focus=True):
 ## Workflow graph
 
 Nodes are steps, drawn in layers from top to bottom; colour and glyph show the
-state: ○ pending, ▶ running, ⏸ waiting for a person, ✔ succeeded, ⊘ skipped,
-✖ failed, ⧗ held by a pause. Bold edges are the routes taken. The gutter groups
+state: ○ pending, ▶ running, ‖ waiting for a person, ✔ succeeded, ⊘ skipped,
+✖ failed, ◷ held by a pause. Bold edges are the routes taken. The gutter groups
 the rounds (R1–R4); a dimmed round was skipped.
 
 - **Arrows**: move between steps

@@ -1,6 +1,9 @@
-"""The run's event log, filterable by text or by ``kind:<event kind>`` / ``level:<level>``."""
+"""The run's event log with wall-clock times, filtered by event kind, level, step or whole words."""
 
 from __future__ import annotations
+
+import re
+import time
 
 from rich.text import Text
 from textual.app import ComposeResult
@@ -13,8 +16,19 @@ LEVEL_STYLE = {"error": "bold red", "warning": "yellow", "debug": "dim", "info":
 MAX_LINES = 2000
 
 
+KIND_PARTS = re.compile(r"[._]")
+
+
+def _plain_term_matches(line: LogLine, term: str) -> bool:
+    """A plain word names an event kind (or one part of it: ``breaker`` in ``breaker_state``) or
+    is a whole word of the text: ``open`` finds a breaker going OPEN, never ``openai``."""
+    if term == line.kind or term in KIND_PARTS.split(line.kind):
+        return True
+    return re.search(rf"(?<![\w-]){re.escape(term)}(?![\w-])", line.text.lower()) is not None
+
+
 def matches(line: LogLine, query: str) -> bool:
-    """Every whitespace-separated term must match: ``kind:x``, ``level:x``, ``step:x`` or plain text."""
+    """Every whitespace-separated term must match: ``kind:x``, ``level:x``, ``step:x`` or a word."""
     for term in query.lower().split():
         key, sep, value = term.partition(":")
         if sep and key == "kind":
@@ -24,14 +38,20 @@ def matches(line: LogLine, query: str) -> bool:
         elif sep and key == "step":
             ok = (line.step_id or "").startswith(value)
         else:
-            ok = term in line.text.lower() or term in line.kind
+            ok = _plain_term_matches(line, term)
         if not ok:
             return False
     return True
 
 
+def clock_time(ts: float) -> str:
+    """An event's wall time as the person's local HH:MM:SS (blank for events stored without one)."""
+    return time.strftime("%H:%M:%S", time.localtime(ts)) if ts else " " * 8
+
+
 def format_line(line: LogLine) -> Text:
-    text = Text(f"{line.seq:>5} ", style="dim")
+    text = Text(f"{clock_time(line.ts)} ", style="dim")
+    text.append(f"{line.seq:>5} ", style="dim")
     text.append(f"{line.kind:<18} ", style="cyan")
     text.append(line.text, style=LEVEL_STYLE.get(line.level, ""))
     return text
@@ -43,9 +63,11 @@ class EventLog(Vertical):
     HELP = """
 ## Event log
 
-Every event of the run, in order. Type in the filter box to narrow it:
-plain words match the text; `kind:step_failed`, `level:error` or
-`step:review` match those fields. All terms must match.
+Every event of the run, in order, with its local time. **/** jumps to the
+filter box: a plain word matches an event kind (`step_failed`, or a part of
+it such as `breaker`) or a whole word of the text (`open` finds a breaker
+going OPEN, not `openai`); `kind:step_`, `level:error` or `step:review`
+match those fields. All terms must match.
 """
 
     DEFAULT_CSS = """

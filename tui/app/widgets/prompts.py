@@ -78,7 +78,7 @@ them, **e** approves the text as you edited it (it must stay valid JSON).
     def compose(self) -> ComposeResult:
         e = self.event
         with Vertical(id="prompt-box"):
-            yield from self._heading(f"⏸ {e.step_id} — {e.interrupt_kind}")
+            yield from self._heading(f"‖ {e.step_id} — {e.interrupt_kind}")
             yield from self._held()
             text = "" if e.interrupt_kind == "input" else _payload_text(e.payload)
             yield TextArea(
@@ -237,7 +237,7 @@ class PromptQueue(Static):
         if not events:
             self.update("")
             return
-        text = Text(f"⏸ {len(events)} waiting: ", style="bold yellow")
+        text = Text(f"‖ {len(events)} waiting: ", style="bold yellow")
         text.append(
             ", ".join(f"{e.step_id} ({e.interrupt_kind.replace('_', '-')})" for e in events)
         )

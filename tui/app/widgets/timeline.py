@@ -46,7 +46,7 @@ the start or the end; clicking the bar jumps there.
 
     def _bar(self) -> tuple[str, int]:
         """(the label before the bar, the bar's width): the caption takes at most half the line."""
-        label = f" ⏵ replay {self.position}/{self.total} "
+        label = f" ▷ replay {self.position}/{self.total} "
         return label, max(
             10, self.size.width - len(label) - min(len(self.caption) + 1, self.size.width // 2)
         )
