@@ -43,9 +43,10 @@ def _summary(registry: Registry, kind: str, name: str) -> str:
 
 @click.group("registry")
 def registry_group() -> None:
-    """Agents, tools, model profiles and policies: shipped under workflows/, and the
-    user's own in the workspace's and the config directory's agents/, tools/, models/
-    and policies/ folders."""
+    """Agents, tools, model profiles and policies: list, show, validate.
+
+    Shipped ones live under workflows/; the user's own in the workspace's and the config
+    directory's agents/, tools/, models/ and policies/ folders."""
 
 
 @registry_group.command("list")
