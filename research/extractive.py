@@ -178,8 +178,9 @@ HEADING_RELEVANCE = 0.5
 """A sentence under a heading that names the sub-question's terms is that relevant (of the best
 sentence's score) even when it does not repeat them — a list of rules under "The Zen of Python"."""
 LITERAL_LENS_HIT = 1
-"""For the implementation lens, a sentence that names code (an inline literal) counts one hit more."""
+"""For the implementation lens, a sentence that names code (a literal or a role) counts one hit more."""
 SUBJECT_PHRASE_WEIGHT = 1.0
+HEADING_SUBJECT_SHARE = 0.5
 SUBJECT_TERMS_WEIGHT = 0.6
 SUBJECT_TITLE_WEIGHT = 0.4
 SOURCE_REPEAT_PENALTY = 0.6
@@ -202,6 +203,11 @@ def _role_text(match: re.Match[str]) -> str:
     """``:pep:`634``` → "PEP 634"; any other role → its text."""
     role, text = match.group(1), match.group(2).strip()
     return f"{role.upper()} {int(text)}" if role in ("pep", "rfc") and text.isdigit() else text
+
+
+def names_code(sentence: str) -> bool:
+    """Whether a sentence names code: an inline literal (``x``) or a role (:func:`x`)."""
+    return bool(_LITERAL.search(sentence) or _RST_ROLE.search(sentence))
 
 
 def clean_sentence(sentence: str) -> str:
@@ -420,7 +426,7 @@ def analyze(inputs: dict[str, Any]) -> AnalysisAnswer:
                 if lowered in known or sentence.lower() in known:
                     continue
                 lens_hits = len(candidate_terms[i] & lens_terms)
-                if lens == "swe" and "``" in sentence:
+                if lens == "swe" and names_code(sentence):
                     lens_hits += LITERAL_LENS_HIT
                 score = (
                     (relevance[i] / top) * (0.25 + lens_hits)
@@ -466,19 +472,23 @@ def subject_weight(
 ) -> float:
     """How squarely a sentence is about the question's subject (its phrase, its terms, its title).
 
-    A sentence under a section heading that names the subject is about it as if it named it.
+    A sentence under a section heading that names the subject is about it, at half the weight
+    of naming it itself (a heading covers many sentences, not all squarely about it).
     """
     if not subject:
         return 0.0
     phrase = " ".join(words(re.sub(r"^(the|a|an)\s+", "", subject)))
     heading = str(passage.get("section", ""))
-    named = any(
-        f" {phrase} " in f" {' '.join(words(text))} " for text in (sentence, heading) if text
-    )
-    weight = SUBJECT_PHRASE_WEIGHT if named else 0.0
+    if f" {phrase} " in f" {' '.join(words(sentence))} ":
+        weight = SUBJECT_PHRASE_WEIGHT
+    elif heading and f" {phrase} " in f" {' '.join(words(heading))} ":
+        weight = HEADING_SUBJECT_SHARE * SUBJECT_PHRASE_WEIGHT
+    else:
+        weight = 0.0
     if subject_terms:
-        own_terms = set(sentence_terms) | set(terms(heading))
-        weight += SUBJECT_TERMS_WEIGHT * len(subject_terms & own_terms) / len(subject_terms)
+        own = len(subject_terms & set(sentence_terms))
+        under = len((subject_terms - set(sentence_terms)) & set(terms(heading)))
+        weight += SUBJECT_TERMS_WEIGHT * (own + HEADING_SUBJECT_SHARE * under) / len(subject_terms)
         title_terms = set(terms(str(passage.get("title", ""))))
         weight += SUBJECT_TITLE_WEIGHT * len(subject_terms & title_terms) / len(subject_terms)
     return weight
