@@ -171,18 +171,9 @@ LENS_TERMS: dict[str, frozenset[str]] = {
     ),
 }
 
-FULL_SENTENCE_WORDS = 6
-MAX_SHORT_RUN = 200
-"""Shorter sentences are claims only together with their neighbours, up to this many characters."""
-HEADING_RELEVANCE = 0.5
-"""A sentence under a heading that names the sub-question's terms is that relevant (of the best
-sentence's score) even when it does not repeat them — a list of rules under "The Zen of Python"."""
-LITERAL_LENS_HIT = 1
-"""For the implementation lens, a sentence that names code (a literal or a role) counts one hit more."""
 CODE_SALIENCE_WEIGHT = 0.5
 """A sentence naming the code the passages name most weighs this much more (see code_salience)."""
 SUBJECT_PHRASE_WEIGHT = 1.0
-HEADING_SUBJECT_SHARE = 0.5
 SUBJECT_TERMS_WEIGHT = 0.6
 SUBJECT_TITLE_WEIGHT = 0.4
 SOURCE_REPEAT_PENALTY = 0.6
@@ -226,11 +217,6 @@ def code_salience(texts: list[str]) -> list[float]:
     if top < 2:
         return [0.0] * len(texts)
     return [max((counts[n] for n in names), default=0) / top for names in named]
-
-
-def names_code(sentence: str) -> bool:
-    """Whether a sentence names code: an inline literal (``x``) or a role (:func:`x`)."""
-    return bool(_LITERAL.search(sentence) or _RST_ROLE.search(sentence))
 
 
 def clean_sentence(sentence: str) -> str:
@@ -365,41 +351,19 @@ def claim_candidates(passage: dict[str, Any]) -> list[str]:
 
     A sentence that leans on the one before it ("However, …", "It …") is taken together
     with that sentence when the two are adjacent in the passage, and left out otherwise.
-    Short sentences in a row (a list of rules, "Flat is better than nested.") are too slight
-    alone and are taken together, as long as the run reads as one statement.
     """
     text = normalize_space(passage["text"])
     found: list[str] = []
-    run: list[str] = []
-
-    def close_run() -> None:
-        joined = " ".join(run)
-        if (
-            run
-            and len(words(joined)) >= FULL_SENTENCE_WORDS
-            and not depends_on_context(run[0])
-            and joined in text
-        ):
-            found.append(joined)
-        run.clear()
-
     previous = ""
-    for sentence in sentences(passage["text"], min_words=1):
+    for sentence in sentences(passage["text"]):
         sentence = normalize_space(sentence)
-        if len(words(sentence)) < FULL_SENTENCE_WORDS:
-            if len(" ".join([*run, sentence])) > MAX_SHORT_RUN:
-                close_run()
-            run.append(sentence)
-        else:
-            close_run()
-            if not depends_on_context(sentence):
-                found.append(sentence)
-            elif previous and not depends_on_context(previous):
-                joined = f"{previous} {sentence}"
-                if joined in text and len(joined) <= MAX_JOINED_CLAIM:
-                    found.append(joined)
+        if not depends_on_context(sentence):
+            found.append(sentence)
+        elif previous and not depends_on_context(previous):
+            joined = f"{previous} {sentence}"
+            if joined in text and len(joined) <= MAX_JOINED_CLAIM:
+                found.append(joined)
         previous = sentence
-    close_run()
     return found
 
 
@@ -435,23 +399,16 @@ def analyze(inputs: dict[str, Any]) -> AnalysisAnswer:
         query_terms = [stem(t) for t in sub.get("key_terms", [])] or terms(sub["text"])
         relevance = index.scores(query_terms)
         top = max(relevance) or 1.0
-        relevance = [
-            score + HEADING_RELEVANCE * top * heading_share(query_terms, candidates[i][1])
-            for i, score in enumerate(relevance)
-        ]
-        top = max(relevance) or 1.0
         taken = 0
         while taken < per_question:
             best: tuple[float, int] | None = None
             for i, (sentence, passage) in enumerate(candidates):
                 lowered = cleaned_texts[i].lower()
-                if relevance[i] <= 0 or any(lowered in u or u in lowered for u in used):
+                if relevance[i] <= 0 or lowered in used:
                     continue
                 if lowered in known or sentence.lower() in known:
                     continue
                 lens_hits = len(candidate_terms[i] & lens_terms)
-                if lens == "swe" and names_code(sentence):
-                    lens_hits += LITERAL_LENS_HIT
                 score = (
                     (relevance[i] / top) * (0.25 + lens_hits)
                     + 0.3 * central[i]
@@ -480,14 +437,6 @@ def analyze(inputs: dict[str, Any]) -> AnalysisAnswer:
     return AnalysisAnswer(lens=lens, claims=claims)
 
 
-def heading_share(query_terms: list[str], passage: dict[str, Any]) -> float:
-    """The share of the query's terms that the passage's section heading names."""
-    heading = set(terms(str(passage.get("section", ""))))
-    if not query_terms or not heading:
-        return 0.0
-    return len(heading.intersection(query_terms)) / len(set(query_terms))
-
-
 def subject_weight(
     sentence: str,
     passage: dict[str, Any],
@@ -495,25 +444,15 @@ def subject_weight(
     subject_terms: set[str],
     sentence_terms: Any,
 ) -> float:
-    """How squarely a sentence is about the question's subject (its phrase, its terms, its title).
-
-    A sentence under a section heading that names the subject is about it, at half the weight
-    of naming it itself (a heading covers many sentences, not all squarely about it).
-    """
+    """How squarely a sentence is about the question's subject (its phrase, its terms, its title)."""
     if not subject:
         return 0.0
     phrase = " ".join(words(re.sub(r"^(the|a|an)\s+", "", subject)))
-    heading = str(passage.get("section", ""))
-    if f" {phrase} " in f" {' '.join(words(sentence))} ":
-        weight = SUBJECT_PHRASE_WEIGHT
-    elif heading and f" {phrase} " in f" {' '.join(words(heading))} ":
-        weight = HEADING_SUBJECT_SHARE * SUBJECT_PHRASE_WEIGHT
-    else:
-        weight = 0.0
+    weight = SUBJECT_PHRASE_WEIGHT if f" {phrase} " in f" {' '.join(words(sentence))} " else 0.0
     if subject_terms:
-        own = len(subject_terms & set(sentence_terms))
-        under = len((subject_terms - set(sentence_terms)) & set(terms(heading)))
-        weight += SUBJECT_TERMS_WEIGHT * (own + HEADING_SUBJECT_SHARE * under) / len(subject_terms)
+        weight += (
+            SUBJECT_TERMS_WEIGHT * len(subject_terms & set(sentence_terms)) / len(subject_terms)
+        )
         title_terms = set(terms(str(passage.get("title", ""))))
         weight += SUBJECT_TITLE_WEIGHT * len(subject_terms & title_terms) / len(subject_terms)
     return weight

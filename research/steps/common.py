@@ -45,7 +45,7 @@ def passage_from_hit(
 
 
 def passage_inputs(evidence: EvidenceMap, passages: list[Passage]) -> list[dict[str, Any]]:
-    """Passages as the model sees them: id, source, title, status, authority, section and text."""
+    """Passages as the model sees them: id, source, title, status, authority and text."""
     shaped = []
     for passage in passages:
         source = evidence.sources.get(passage.source_id)
@@ -57,7 +57,6 @@ def passage_inputs(evidence: EvidenceMap, passages: list[Passage]) -> list[dict[
                 "status": source.status if source else "",
                 "authority": source.authority if source else 0.5,
                 "sub_question": passage.sub_question,
-                "section": passage.section,
                 "text": passage.text,
             }
         )
