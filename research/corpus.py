@@ -609,27 +609,44 @@ class Corpus:
                     params.append(published_before)
                 in_range.append("(" + " AND ".join(bounds) + ")")
             clauses.append("(" + " OR ".join(in_range) + ")")
-        sql = (
-            "SELECT p.passage_id, d.source_id, d.uri, d.title, f.section, f.text, "
-            "snippet(passage_fts, 2, '[', ']', '…', 16), bm25(passage_fts, 2.0, 1.0, 1.0) AS rank, "
-            "d.published, d.updated, d.status, d.kind, d.superseded_by, p.ordinal "
-            "FROM passage_fts f JOIN passages p ON p.rowid = f.rowid JOIN documents d ON d.source_id = p.source_id "
-            f"WHERE {' AND '.join(clauses)} ORDER BY rank, p.passage_id"
+        # Rank first, cheaply (rowid and document only), and pick the rows to return; only
+        # those are then read whole with their snippet. Reading every match whole cost most of
+        # a question's time when the best passage per document was asked for (no LIMIT there).
+        joins = (
+            "FROM passage_fts f JOIN passages p ON p.rowid = f.rowid "
+            "JOIN documents d ON d.source_id = p.source_id"
         )
+        order = "ORDER BY bm25(passage_fts, 2.0, 1.0, 1.0), p.passage_id"
+        sql = f"SELECT f.rowid, d.source_id {joins} WHERE {' AND '.join(clauses)} {order}"
         if not distinct_sources:
             sql += " LIMIT ?"
             params.append(offset + limit)
-        hits: list[dict[str, Any]] = []
+        chosen: list[int] = []
         seen_sources: set[str] = set()
         skipped = 0
-        for row in self._db.execute(sql, params):
+        for rowid, source_id in self._db.execute(sql, params):
             if distinct_sources:
-                if row[1] in seen_sources:
+                if source_id in seen_sources:
                     continue
-                seen_sources.add(row[1])
+                seen_sources.add(source_id)
             if skipped < offset:
                 skipped += 1
                 continue
+            chosen.append(rowid)
+            if len(chosen) >= limit:
+                break
+        if not chosen:
+            return []
+        rows = self._db.execute(
+            "SELECT p.passage_id, d.source_id, d.uri, d.title, f.section, f.text, "
+            "snippet(passage_fts, 2, '[', ']', '…', 16), bm25(passage_fts, 2.0, 1.0, 1.0), "
+            "d.published, d.updated, d.status, d.kind, d.superseded_by "
+            f"{joins} WHERE passage_fts MATCH ? AND f.rowid IN ({','.join('?' * len(chosen))}) "
+            f"{order}",
+            [match, *chosen],
+        )
+        hits: list[dict[str, Any]] = []
+        for row in rows:
             hits.append(
                 {
                     "passage_id": row[0],
@@ -648,8 +665,6 @@ class Corpus:
                     **({"via": related[row[1]]} if related else {}),
                 }
             )
-            if len(hits) >= limit:
-                break
         return hits
 
 

@@ -171,6 +171,8 @@ LENS_TERMS: dict[str, frozenset[str]] = {
     ),
 }
 
+CODE_SALIENCE_WEIGHT = 0.5
+"""A sentence naming the code the passages name most weighs this much more (see code_salience)."""
 SUBJECT_PHRASE_WEIGHT = 1.0
 SUBJECT_TERMS_WEIGHT = 0.6
 SUBJECT_TITLE_WEIGHT = 0.4
@@ -194,6 +196,27 @@ def _role_text(match: re.Match[str]) -> str:
     """``:pep:`634``` → "PEP 634"; any other role → its text."""
     role, text = match.group(1), match.group(2).strip()
     return f"{role.upper()} {int(text)}" if role in ("pep", "rfc") and text.isdigit() else text
+
+
+def code_names(text: str) -> list[str]:
+    """The code a text names: its inline literals and roles' targets."""
+    return [m.group(1).strip() for m in _LITERAL.finditer(text)] + [
+        m.group(2).strip() for m in _RST_ROLE.finditer(text)
+    ]
+
+
+def code_salience(texts: list[str]) -> list[float]:
+    """How much each text names the code its fellow texts keep naming (0 to 1).
+
+    The names the sources use most (``start_response`` across a specification) are the
+    ones an answer should carry; a sentence scores by its most used name.
+    """
+    named = [set(code_names(t)) for t in texts]
+    counts = Counter(name for names in named for name in names)
+    top = max(counts.values(), default=0)
+    if top < 2:
+        return [0.0] * len(texts)
+    return [max((counts[n] for n in names), default=0) / top for names in named]
 
 
 def clean_sentence(sentence: str) -> str:
@@ -364,6 +387,7 @@ def analyze(inputs: dict[str, Any]) -> AnalysisAnswer:
     ]  # each sentence's terms, as BM25 already counted them
     central = centrality(texts) if len(texts) <= 400 else [0.0] * len(texts)
     cleaned_texts = [clean_sentence(t) for t in texts]
+    salience = code_salience(texts)
     about = [
         subject_weight(sentence, passage, subject, subject_terms, candidate_terms[i])
         for i, (sentence, passage) in enumerate(candidates)
@@ -390,6 +414,7 @@ def analyze(inputs: dict[str, Any]) -> AnalysisAnswer:
                     + 0.3 * central[i]
                     + 0.2 * float(passage.get("authority", 0.5))
                     + about[i]
+                    + CODE_SALIENCE_WEIGHT * salience[i]
                 ) / (1 + SOURCE_REPEAT_PENALTY * cited[passage.get("source_id", "")])
                 key = (round(score, 6), -i)
                 if best is None or key > (best[0], -best[1]):

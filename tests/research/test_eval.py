@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from research.corpus import Corpus
-from tests.research.eval.evaluate import load_set, run_question, totals
+from tests.research.eval.evaluate import load_set, run_question, stranded_sentences, totals
 
 pytestmark = pytest.mark.timeout(600)
 
@@ -41,6 +41,17 @@ def test_the_evaluation_sets_are_well_formed(pep_corpus_path: Path) -> None:
                 assert corpus.document(peps.source_id(ref)) is not None, (question.id, ref)
 
 
+def test_a_statement_that_leans_on_a_sentence_it_does_not_quote_is_counted_stranded() -> None:
+    report = (
+        "# Q\n\n## Summary\n\nPEP 634 specifies the match statement. [1] However, the new "
+        "syntax came with its own problems. [2] [unverified] (PEP 622, superseded by PEP 634) "
+        "It was rejected. [3]\n\n## Why?\n\nThe walrus operator binds names. [4] Its value is "
+        "the assigned one, so this reads well. [5] The grammar is simple. It keeps one form. [6]"
+        "\n\n## Sources\n\n1. However, sources are not statements. [1]\n"
+    )
+    assert stranded_sentences(report) == 3
+
+
 def test_a_fixed_subset_meets_the_floors(pep_corpus_path: Path, tmp_path: Path) -> None:
     peps = load_set("peps")
     chosen = [q for q in peps.questions if q.id in SUBSET]
@@ -53,7 +64,7 @@ def test_a_fixed_subset_meets_the_floors(pep_corpus_path: Path, tmp_path: Path) 
     assert total.gold_recall >= 0.85, detail
     assert total.fact_recall >= 0.8, detail
     assert total.faithfulness == 1.0, [
-        (s.id, s.unfaithful_quotes, s.uncited_sentences) for s in scores
+        (s.id, s.unfaithful_quotes, s.uncited_sentences, s.stranded_sentences) for s in scores
     ]
     assert total.flagged_as_current == 0, [(s.id, s.flagged_as_current) for s in scores]
     assert all(1 <= s.rounds <= 4 for s in scores)

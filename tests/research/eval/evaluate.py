@@ -5,7 +5,9 @@
 question and in total: gold-document recall, key-fact recall, quote faithfulness (every
 quoted passage verbatim in the cited document's passage, and every sentence of the report
 carries a citation), flagged documents cited as current, rounds used and seconds.
-Everything is measured on the written artifacts (report.md) and the corpus itself, never
+A sentence that opens the quote it stands on with a connective or an unresolved "This/It/These"
+("However, …") is stranded: its antecedent is not in the passage it quotes, so it is unfaithful
+too. Everything is measured on the written artifacts (report.md) and the corpus itself, never
 on what the run says about itself.
 """
 
@@ -25,7 +27,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from engine.loader import load_workflow
 from research.corpus import Corpus
 from research.default_corpus import build_default_corpus
-from research.text import normalize_space
+from research.text import depends_on_context, normalize_space
 
 HERE = Path(__file__).resolve().parent
 PROJECT = HERE.parents[2]
@@ -76,6 +78,7 @@ class QuestionScore:
     faithful: bool
     unfaithful_quotes: int
     uncited_sentences: int
+    stranded_sentences: int
     flagged_as_current: int
     rounds: int
     seconds: float
@@ -110,6 +113,27 @@ def uncited_sentences(report: str) -> int:
                 tail = CITATION.split(line)[-1]
                 tail = FLAG_NOTE.sub("", tail).replace("[unverified]", "")
                 if re.search(r"[A-Za-z]{3,}", tail):
+                    count += 1
+    return count
+
+
+def stranded_sentences(report: str) -> int:
+    """Cited statements in the answering sections that open by leaning on a sentence not there.
+
+    Each citation marker closes one statement (the text since the previous marker, its status
+    note and ``[unverified]`` mark aside); a statement carries its own quoted passage, so only
+    its first sentence can lack an antecedent — a later one finds it in the same quote.
+    """
+    count = 0
+    for heading, text in body_sections(report).items():
+        if heading in UNFLAGGED_SECTIONS:
+            continue
+        for paragraph in re.split(r"\n\s*\n", text):
+            if paragraph.strip().startswith("_"):
+                continue
+            for statement in CITATION.split(normalize_space(paragraph))[::2]:
+                statement = FLAG_NOTE.sub("", statement).replace("[unverified]", "").strip()
+                if statement and depends_on_context(statement):
                     count += 1
     return count
 
@@ -159,15 +183,17 @@ def score_run(
         ):
             unfaithful += 1
     uncited = uncited_sentences(report)
+    stranded = stranded_sentences(report)
     flagged = {eval_set.source_id(f) for f in question.flagged}
     return QuestionScore(
         set_name=set_name,
         id=question.id,
         gold_recall=(len(gold) - len(missing_gold)) / len(gold),
         fact_recall=(len(question.facts) - len(missing_facts)) / len(question.facts),
-        faithful=unfaithful == 0 and uncited == 0 and bool(citations),
+        faithful=unfaithful == 0 and uncited == 0 and stranded == 0 and bool(citations),
         unfaithful_quotes=unfaithful,
         uncited_sentences=uncited,
+        stranded_sentences=stranded,
         flagged_as_current=flagged_as_current(report, citations, flagged),
         rounds=rounds,
         seconds=seconds,
@@ -270,7 +296,11 @@ def table(scores: list[QuestionScore]) -> str:
     ]
     for s in scores:
         missing = ", ".join([*(g.split("/", 1)[1] for g in s.missing_gold), *s.missing_facts])
-        faith = "yes" if s.faithful else f"{s.unfaithful_quotes}q{s.uncited_sentences}u"
+        faith = (
+            "yes"
+            if s.faithful
+            else f"{s.unfaithful_quotes}q{s.uncited_sentences}u{s.stranded_sentences}s"
+        )
         lines.append(
             f"{s.set_name + ':' + s.id:38.38} {s.gold_recall:5.2f} {s.fact_recall:5.2f} "
             f"{faith:>5} {s.flagged_as_current:4d} {s.rounds:3d} {s.seconds:6.1f}  {missing}"
