@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any, NamedTuple
 
 from engine.conditions import CelEvaluationError, build_activation, compile_expr
-from engine.run_state import RunState
+from engine.run_state import TERMINATED_BY, RunState
 from engine.states import RunStatus, StepStatus
 
 
@@ -68,5 +68,5 @@ def conclude(state: RunState) -> Conclusion:
     if missing:
         reason = f"completion criteria not met, missing: {', '.join(missing)}"
         return Conclusion(RunStatus.PARTIAL, reason, missing, outputs)
-    ended = f"terminated by {state.terminated_by}" if state.terminated_by else ""
+    ended = f"{TERMINATED_BY}{state.terminated_by}" if state.terminated_by else ""
     return Conclusion(RunStatus.COMPLETED, ended, missing, outputs)

@@ -199,6 +199,10 @@ class WorkflowGraph:
             cycles.append([(s, t, frozenset(self._kinds[s, t])) for s, t in edges])
         return cycles
 
+    def first_in_definition(self, step_id: str, other: str) -> str:
+        """Whichever of two steps comes first in the workflow file (after template expansion)."""
+        return step_id if self._order[step_id] <= self._order[other] else other
+
     def topological_order(self) -> list[str]:
         """Steps in dependency order; ties broken by declaration order (deterministic).
 

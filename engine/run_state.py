@@ -17,6 +17,9 @@ from engine.spec import StepSpec, WorkflowDefinition
 from engine.states import StepStatus
 from engine.store import StepIteration, StepResult
 
+TERMINATED_BY = "terminated by "
+"""How the run's end and each step it cut off name the step that terminated the run."""
+
 
 @dataclass
 class StepRecord:
