@@ -184,6 +184,11 @@ class StepRunner:
         for guarded, routers in self._loop_guards.items():
             for router in routers:
                 self._guarded.setdefault(router, []).append(guarded)
+        for target in state.steps:  # a returning declarer releases its detour target's dependents
+            declarer = graph.detour_declarer(target)
+            if declarer is not None:
+                waiting = [d for d in graph.dependents(target) if d != declarer]
+                self._guarded.setdefault(declarer, []).extend(waiting)
 
     @property
     def run_id(self) -> str:
@@ -215,6 +220,8 @@ class StepRunner:
                 return WAIT
             if detour is not None and dependency == detour.declared_by and step_id != detour.target:
                 return WAIT
+            if self._awaits_return(step_id, dependency):
+                return WAIT
             statuses.append(status)
         for router in self._loop_guards.get(step_id, ()):
             if not steps[router].status.settled:
@@ -226,6 +233,18 @@ class StepRunner:
         if routers and not record.routed_by.intersection(routers):
             return Readiness("skip", f"not routed (by {', '.join(routers)})")
         return trigger_readiness(record.spec.trigger, statuses)
+
+    def _awaits_return(self, step_id: str, dependency: str) -> bool:
+        """Whether ``dependency`` is a detour target whose declarer is running again: what the
+        target leads to waits for the declarer's return pass, whose decision (terminate, route)
+        may cut it off — so no engine's timing decides whether it runs first."""
+        declarer = self.graph.detour_declarer(dependency)
+        return (
+            declarer is not None
+            and declarer != step_id
+            and declarer in self.state.returned_detours
+            and not self.state.steps[declarer].status.settled
+        )
 
     def settle_unrun(self, step_id: str, readiness: Readiness) -> RouteEffects:
         """Settle a step that will not run: skipped, or failed upstream."""

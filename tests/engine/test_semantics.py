@@ -384,3 +384,46 @@ def test_the_safety_bound_counts_runs_in_waves_on_both_engines_and_the_reference
     found = run_all(wf, INPUTS)
     assert found["reference"].status == found["kahn"].status == found["langgraph"].status
     assert found["kahn"].status == "PARTIAL"
+
+
+# -- found at the merge of the engine branches ---------------------------------------------------
+
+
+def test_a_detour_targets_dependents_wait_for_the_declarers_return_pass() -> None:
+    """The return pass terminates: on Kahn the target's other dependent used to run beside it
+    (SUCCEEDED) while the reference cut it off first — timing decided. It now waits."""
+    wf = load(
+        [
+            probe(
+                "s0",
+                config={"terminate_at": 1},
+                routing={
+                    "kind": "conditional",
+                    "conditions": [{"expr": "true", "target": "s1"}],
+                    "detour": {"target": "s1", "when": "true"},
+                },
+            ),
+            probe("s1"),
+            probe("s2", depends_on=["s1"]),
+        ]
+    )
+    found = agree(wf)
+    assert found["kahn"].steps["s2"][0] == "SKIPPED"
+
+
+def test_several_terminations_name_the_first_terminating_step_in_the_file() -> None:
+    """Three roots terminate side by side; the step they all lead to names s0 on both engines
+    (it used to name whichever finished first)."""
+    wf = load(
+        [
+            probe("s0", config={"terminate_at": 0}),
+            probe("s1", config={"terminate_at": 0}),
+            probe("s2", config={"terminate_at": 0}),
+            probe("join", depends_on=["s0", "s1", "s2"], trigger="all_done"),
+        ]
+    )
+    agree(wf)
+    for engine in ENGINES:
+        result, store = execute(engine, wf, inputs=INPUTS)
+        [skipped] = [e for e in store.events(result.run_id) if e.kind == "step_skipped"]
+        assert skipped.reason == "run stopped: terminated by s0", engine
