@@ -16,7 +16,7 @@ run: $(STAMP)
 	$(BIN)/workbench
 
 test: lint
-	$(BIN)/python -m pytest -q
+	$(BIN)/python -m pytest -q -n 2
 
 bench: $(STAMP)
 	$(BIN)/python -m tests.benchmarks

@@ -213,10 +213,6 @@ class SmartModelRouter:
 
     # --- public API -------------------------------------------------------------------
 
-    @property
-    def provider_names(self) -> list[str]:
-        return [rt.name for rt in self._runtimes]
-
     async def complete(self, req: ChatRequest) -> ChatResponse:
         if self._closed:
             raise RouterClosedError()
