@@ -30,10 +30,9 @@ from typing import Any
 
 import click
 
+from tui.commands.root_options import BAD_INPUT
 from tui.entry import INTERNAL, INTERRUPTED, INTERRUPTED_LINE
 
-BAD_INPUT = 2
-"""Bad input, or a file or folder the workbench cannot use: always one line."""
 TRACEBACK_ENV = "WORKBENCH_TRACEBACK"
 
 _FULL = "its disk is full ({detail}) — free some space on that disk"
