@@ -4,9 +4,13 @@ vary too much for per-example timing to mean anything)."""
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 from hypothesis import HealthCheck, settings
+
+from tests.disks import tmpfs
 
 settings.register_profile("default", deadline=None, suppress_health_check=[HealthCheck.too_slow])
 settings.register_profile(
@@ -38,3 +42,10 @@ def _hermetic_environment(
             or name.upper() in PROXY_ENV
         ):
             monkeypatch.delenv(name)
+
+
+@pytest.fixture
+def tiny_disk(tmp_path: Path) -> Iterator[Path]:
+    """A 2 MB tmpfs of the test's own: room for a small store or collection, and soon full."""
+    with tmpfs(tmp_path / "disk", "2m") as disk:
+        yield disk

@@ -21,6 +21,8 @@ from engine.spec import StepSpec, WorkflowDefinition
 from engine.sqlite_file import StoreFileError, StoreWriteError
 from engine.states import RunStatus
 from engine.store import RunStore
+from tests.cli.test_engine_cli import workbench
+from tests.disks import fill
 from workflows import WORKFLOWS_DIR
 
 REPO = Path(__file__).resolve().parents[2]
@@ -128,21 +130,6 @@ def test_run_in_a_read_only_workspace_prints_one_line_and_exits_2(read_only_work
     assert_intact(workspace / "runs.sqlite", run_id)
 
 
-@pytest.fixture
-def tiny_disk(tmp_path: Path) -> Iterator[Path]:
-    mount = tmp_path / "disk"
-    mount.mkdir()
-    mounted = subprocess.run(
-        ["mount", "-t", "tmpfs", "-o", "size=2m", "tmpfs", str(mount)],
-        capture_output=True,
-        text=True,
-    )
-    if mounted.returncode != 0:
-        pytest.skip(f"needs to mount a tmpfs (root with CAP_SYS_ADMIN): {mounted.stderr.strip()}")
-    yield mount
-    subprocess.run(["umount", str(mount)], check=True)
-
-
 def test_a_full_disk_is_a_store_write_error_and_freeing_space_lets_writes_continue(
     tiny_disk: Path,
 ) -> None:
@@ -176,36 +163,14 @@ def test_a_full_disk_is_a_store_write_error_and_freeing_space_lets_writes_contin
         assert raw.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
 
 
-def workbench_cli(workspace: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "COLUMNS": "250"}
-    env.pop("WORKBENCH_HOME", None)
-    return subprocess.run(
-        [sys.executable, "-m", "tui.cli", "--workspace", str(workspace), *args],
-        cwd=REPO,
-        env=env,
-        capture_output=True,
-        text=True,
-        stdin=subprocess.DEVNULL,
-        timeout=240,
-    )
-
-
-def fill(disk: Path, leave_bytes: int) -> Path:
-    """A file that takes all of ``disk``'s free space but ``leave_bytes``."""
-    filler = disk / "filler"
-    free = shutil.disk_usage(disk).free
-    filler.write_bytes(b"\0" * max(0, free - leave_bytes))
-    return filler
-
-
 def test_a_disk_that_fills_up_mid_run_stops_it_in_one_line_and_resume_finishes_it(
     tiny_disk: Path,
 ) -> None:
     workflow = str(WORKFLOWS_DIR / "fan_out.yaml")
-    first = workbench_cli(tiny_disk, "run", workflow, "--headless")
+    first = workbench(tiny_disk, "run", workflow, "--headless")
     assert first.returncode == 0, first.stderr
     filler = fill(tiny_disk, 250 * 1024)  # room to start a run, not to finish it
-    stopped = workbench_cli(tiny_disk, "run", workflow, "--headless")
+    stopped = workbench(tiny_disk, "run", workflow, "--headless")
     assert stopped.returncode == 2, stopped.stdout + stopped.stderr
     assert stopped.stderr.strip().splitlines() == [
         f"error: {tiny_disk / 'runs.sqlite'}: cannot write the run store (database or disk is"
@@ -217,7 +182,7 @@ def test_a_disk_that_fills_up_mid_run_stops_it_in_one_line_and_resume_finishes_i
         newest, earlier = store.list_runs()
         assert earlier.status == RunStatus.COMPLETED
         assert newest.stopped
-    resumed = workbench_cli(tiny_disk, "resume", newest.run_id)
+    resumed = workbench(tiny_disk, "resume", newest.run_id)
     assert resumed.returncode == 0, resumed.stdout + resumed.stderr
     with closing(sqlite3.connect(tiny_disk / "runs.sqlite")) as raw:
         assert raw.execute("PRAGMA integrity_check").fetchone()[0] == "ok"

@@ -14,7 +14,6 @@ follow see what a person would after fixing the cause.
 from __future__ import annotations
 
 import contextlib
-import errno
 import os
 import shutil
 import subprocess
@@ -25,6 +24,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.disks import fill, tmpfs
 from tests.faults.workspace import DATABASES, Template, copy_template
 
 DROP_CAPABILITIES = ("setpriv", "--inh-caps=-all", "--bounding-set=-all", "--")
@@ -76,45 +76,14 @@ def read_only(template: Template, root: Path) -> Iterator[Faulted]:
         faulted.release()
 
 
-def _fill(folder: Path, room: int) -> Path:
-    """Write a filler file until the disk says it is full, then give back ``room`` bytes."""
-    filler = folder / "filler"
-    with filler.open("wb", buffering=0) as out:
-        for chunk in (1 << 16, 1 << 12, 1 << 9, 1):
-            try:
-                while True:
-                    out.write(b"\0" * chunk)
-            except OSError as error:
-                if error.errno != errno.ENOSPC:
-                    raise
-    if room:
-        os.truncate(filler, max(0, filler.stat().st_size - room))
-    return filler
-
-
 @contextlib.contextmanager
 def full_disk(template: Template, root: Path, room: int = 0) -> Iterator[Faulted]:
     """The workspace on a tmpfs of its own, filled but for ``room`` bytes."""
-    disk = root / "disk"
-    disk.mkdir(parents=True)
-    mounted = subprocess.run(
-        ["mount", "-t", "tmpfs", "-o", f"size={DISK_SIZE}", "tmpfs", str(disk)],
-        capture_output=True,
-        check=False,
-    )
-    if mounted.returncode != 0:
-        pytest.skip(
-            "a full disk needs a tmpfs of its own, and mount was refused "
-            f"({mounted.stderr.decode().strip()}): run the suite as root or with CAP_SYS_ADMIN"
-        )
-    try:
+    with tmpfs(root / "disk", DISK_SIZE) as disk:
         workspace = copy_template(template, disk / "ws")
-        filler = _fill(disk, room)
-        faulted = Faulted(workspace, (), [filler.unlink])
+        faulted = Faulted(workspace, (), [fill(disk, room).unlink])
         yield faulted
         faulted.release()
-    finally:
-        subprocess.run(["umount", "-l", str(disk)], check=False)
 
 
 LOCK_HOLDER = """

@@ -110,24 +110,6 @@ def test_pypdf_warnings_never_reach_stderr(
     assert capfd.readouterr().err == ""
 
 
-@pytest.fixture
-def tiny_disk(tmp_path: Path):
-    """A 2 MB tmpfs: room for a small collection, not for the default corpus."""
-    mount_point = tmp_path / "disk"
-    mount_point.mkdir()
-    mounted = subprocess.run(
-        ["mount", "-t", "tmpfs", "-o", "size=2m", "tmpfs", str(mount_point)],
-        capture_output=True,
-        text=True,
-    )
-    if mounted.returncode != 0:
-        pytest.skip(f"mounting a tmpfs needs CAP_SYS_ADMIN: {mounted.stderr.strip()}")
-    try:
-        yield mount_point
-    finally:
-        subprocess.run(["umount", "-l", str(mount_point)], check=False)
-
-
 def test_building_the_corpus_on_a_full_disk_is_one_line(tiny_disk: Path, tmp_path: Path) -> None:
     workspace = tiny_disk / "ws"
     docs = tmp_path / "docs"
