@@ -131,30 +131,6 @@ class HeadlessPrinter:
         return None
 
 
-def fallback_disclosure(events: Iterable[RunEvent]) -> str | None:
-    """How many of the run's model answers the built-in fallback gave, naming the steps.
-
-    Counted from each step iteration's latest ``step_finished`` event, so a resumed run
-    (whose replayed calls carry their recorded fallback flag) is counted once. None when
-    every answer came from the configured providers: the offline model's work must never
-    pass for theirs.
-    """
-    latest: dict[tuple[str, int], StepFinished] = {}
-    for event in events:
-        if isinstance(event, StepFinished):
-            latest[(event.step_id, event.iteration)] = event
-    answers = sum(event.llm_calls for event in latest.values())
-    fallback = [event for event in latest.values() if event.fallback_calls]
-    if not fallback:
-        return None
-    count = sum(event.fallback_calls for event in fallback)
-    steps = ", ".join(dict.fromkeys(event.step_id for event in fallback))
-    return (
-        f"{count} of {max(answers, count)} model answers came from the built-in fallback"
-        f" (steps: {steps})"
-    )
-
-
 def step_table(results: dict[str, StepResult], order: list[str]) -> Table:
     """The final table: one row per step with its state and what it produced or why not."""
     table = Table(title="steps", show_lines=False)

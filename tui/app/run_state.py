@@ -30,6 +30,7 @@ from engine.events import (
     StepSkipped,
     StepStarted,
 )
+from engine.model_answers import disclosure, tally
 from engine.states import RoutingSignal, StepStatus
 from tui.app.agent_trail import AdvisoryGraph
 from tui.app.agent_trail import fold as fold_agent_event
@@ -127,6 +128,8 @@ class RunView:
     changed_steps: set[str] = field(default_factory=set)
     """Steps whose drawing changed since the screen last took them (see take_changed_steps)."""
     advisory: AdvisoryGraph = field(default_factory=AdvisoryGraph)
+    finished: dict[tuple[str, int], StepFinished] = field(default_factory=dict)
+    """Each step iteration's latest ``step_finished``: who answered its model calls."""
 
     # -- folding -------------------------------------------------------------
     def apply(self, event: RunEvent) -> set[Part]:
@@ -197,7 +200,8 @@ class RunView:
         )
         view.duration_s, view.tokens, view.llm_calls = e.duration_s, e.tokens, e.llm_calls
         view.providers = list(e.providers)
-        return {"steps"}
+        self.finished[(e.step_id, e.iteration)] = e
+        return {"steps", "status"} if e.fallback_calls else {"steps"}
 
     def _on_step_skipped(self, e: StepSkipped) -> set[Part]:
         view = self._step(e.step_id)
@@ -300,6 +304,11 @@ class RunView:
 
     # -- queries -------------------------------------------------------------
     @property
+    def fallback_note(self) -> str | None:
+        """How many model answers the built-in fallback gave and in which steps (None: none)."""
+        return disclosure(tally(self.finished.values()))
+
+    @property
     def selected_round(self) -> int | None:
         if not self.coalesced:
             return None
@@ -324,6 +333,16 @@ def _level(event: RunEvent) -> str:
     if isinstance(event, ProviderState) and event.snapshot.get("state") not in (None, "CLOSED"):
         return "warning"
     return "info"
+
+
+def spend_text(budget: Budget) -> str:
+    """The run's spend and what ``limits.max_cost_usd`` leaves of it, e.g. "$0.0123 of $1.00
+    spent, $0.9877 left"; empty for a run with no cost limit that has spent nothing."""
+    spent = budget.cost_usd
+    if budget.max_cost_usd is None:
+        return f"${spent:.4f} spent" if spent > 0 else ""
+    left = max(0.0, budget.max_cost_usd - spent)
+    return f"${spent:.4f} of ${budget.max_cost_usd:.2f} spent, ${left:.4f} left"
 
 
 def format_cooldown(seconds: float) -> str:

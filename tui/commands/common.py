@@ -23,11 +23,11 @@ from engine.errors import WorkflowLoadError
 from engine.events import InterruptRaised
 from engine.headless import (
     HeadlessPrinter,
-    fallback_disclosure,
     step_table,
     styled,
     summarize,
 )
+from engine.model_answers import disclosure, tally
 from engine.protocol import ExecutionResult, InterruptResponder
 from engine.spec import WorkflowDefinition
 from engine.states import RunStatus
@@ -190,9 +190,9 @@ def drive(
         + (f" — {escape(result.reason)}" if result.reason else ""),
         highlight=False,
     )
-    disclosure = fallback_disclosure(store.events(result.run_id))
-    if disclosure:
-        console.print(f"[bold yellow]{escape(disclosure)}[/]", highlight=False)
+    fallback = disclosure(tally(store.events(result.run_id)))
+    if fallback:
+        console.print(f"[bold yellow]{escape(fallback)}[/]", highlight=False)
     if result.outputs:
         console.print(f"outputs: {escape(summarize(result.outputs, 300))}", highlight=False)
     if result.status == RunStatus.WAITING:

@@ -26,7 +26,7 @@ from engine.context import InterruptAnswer
 from engine.events import InterruptRaised, RunEvent
 from tui.app.messages import ResumeRun
 from tui.app.run_driver import PromptTicket, RunDriver
-from tui.app.run_state import Part, RunView, describe
+from tui.app.run_state import Part, RunView, describe, spend_text
 from tui.app.widgets.dag_outline import DagOutline
 from tui.app.widgets.dag_view import DagView
 from tui.app.widgets.event_log import EventLog
@@ -227,11 +227,18 @@ one run. **Enter** on a step opens its detail; **p** answers the next prompt.
         }.get(v.status, "cyan")
         # most important first: a narrow terminal cuts the end of the line
         text.append(f" {v.status}", style=f"bold {style}")
+        fallback = v.fallback_note
+        if fallback:
+            text.append(f" · {fallback}", style="bold yellow")
         if v.budget is not None:
             b = v.budget
             text.append(
                 f" · calls {b.llm_calls}/{b.max_llm_calls} · tokens {b.tokens}/{b.token_budget}"
             )
+            spend = spend_text(b)
+            if spend:
+                exhausted = b.max_cost_usd is not None and b.cost_usd >= b.max_cost_usd
+                text.append(f" · {spend}", style="bold red" if exhausted else "")
         if v.stage:
             text.append(f" · stage {v.stage}", style="dim")
         text.append(f" · {v.run_id or self.run_id} · {v.engine or '?'}", style="dim")
