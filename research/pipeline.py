@@ -30,7 +30,7 @@ from research.prompts import SYSTEM_PROMPT, estimate_tokens, render
 from research.tasks import Answer
 from router.errors import RouterError
 from router.models import ChatMessage, ChatRequest, ContextLimit
-from router.wire import context_window_problem, request_chars
+from router.wire import context_window_problem, prompt_tokens_in_window, request_chars
 
 DEFAULT_CONTEXT_TOKENS = 6000
 DEFAULT_OUTPUT_TOKENS = 800
@@ -95,6 +95,8 @@ class ModelPipeline:
 
     def __init__(self, ctx: StepContext) -> None:
         self.ctx = ctx
+        self._window: ContextLimit | None = None
+        """The tightest context window of the models the current call may reach."""
 
     def _emit(
         self, task: str, stage: StageName, detail: str, refusal: Refusal | None = None, **extra: Any
@@ -188,7 +190,7 @@ class ModelPipeline:
         upstream = ctx.context(max_tokens=max(1, int(limit * UPSTREAM_CONTEXT_SHARE)))
         tier = ctx.spec.model.tier if ctx.spec.model and ctx.spec.model.tier else 1
         profile = ctx.spec.model.profile if ctx.spec.model else None
-        window = self._context_limit(tier, profile)
+        window = self._window = self._context_limit(tier, profile)
         schema = plan.schema.model_json_schema()
 
         def request_for(inputs: dict[str, Any]) -> ChatRequest:
@@ -302,11 +304,20 @@ class ModelPipeline:
 
     async def _call(self, task: str, request: ChatRequest) -> Any:
         """The model's answer; one cut short at its output limit is asked again, once, with
-        :data:`TRUNCATED_GROWTH` times the room (the cut answer is kept when no room is left)."""
+        :data:`TRUNCATED_GROWTH` times the room — no more than the models' context window leaves
+        beside the prompt (the cut answer is kept when there is no more room to give)."""
         response = await self._call_once(task, request)
         if not getattr(response, "truncated", False):
             return response
-        room = (request.max_tokens or DEFAULT_OUTPUT_TOKENS) * TRUNCATED_GROWTH
+        asked = request.max_tokens or DEFAULT_OUTPUT_TOKENS
+        room = asked * TRUNCATED_GROWTH
+        if self._window is not None:  # more room only as far as the models' window allows
+            left = self._window.tokens - prompt_tokens_in_window(
+                self._window, request, request_chars(request)
+            )
+            room = min(room, left)
+        if room <= asked:
+            return response
         try:
             return await self._call_once(task, request.model_copy(update={"max_tokens": room}))
         except _Stop:

@@ -166,19 +166,24 @@ def estimate_tokens(
     return request_chars(req, inputs_json) // 4 + 1 + (req.max_tokens or default_output_tokens)
 
 
+def prompt_tokens_in_window(limit: ContextLimit, req: ChatRequest, chars: int) -> int:
+    """The tokens ``req``'s prompt (``chars`` characters) takes of the limit's window.
+
+    The schema travels with a structured request (as the API's schema or in the prompt), so its
+    JSON counts too; tokens are estimated at the limit's characters per token."""
+    if req.response_schema is not None:
+        chars += len(encode_json(json_schema(req.response_schema)))
+    return limit.tokens_of(chars)
+
+
 def context_window_problem(
     limit: ContextLimit | None, req: ChatRequest, default_output_tokens: int, chars: int
 ) -> str | None:
-    """Why ``req`` (``chars`` characters) would not fit the limit's model, or None.
-
-    The schema travels with a structured request (as the API's schema or in the prompt), so its
-    JSON counts too; the prompt's tokens are estimated at the limit's characters per token."""
+    """Why ``req`` (``chars`` characters) would not fit the limit's model, or None."""
     if limit is None:
         return None
-    if req.response_schema is not None:
-        chars += len(encode_json(json_schema(req.response_schema)))
     output = req.max_tokens or default_output_tokens
-    prompt = limit.tokens_of(chars)
+    prompt = prompt_tokens_in_window(limit, req, chars)
     if prompt + output <= limit.tokens:
         return None
     return (

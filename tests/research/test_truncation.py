@@ -4,6 +4,7 @@ the loopback fault server scripts a truncated answer (each API's own stop signal
 from __future__ import annotations
 
 import asyncio
+import math
 from typing import Any
 
 import pytest
@@ -13,6 +14,7 @@ from research.tasks import ScopeAnswer
 from router.config import RouterConfig
 from router.fault_server import FaultServer, demo_router_config
 from router.router import build_router
+from router.wire import encode_json, json_schema
 from tests.research.test_steps import make_context
 from tui.launch.wiring import RouterModelCaller, extractive_handlers, extractive_responder
 
@@ -39,11 +41,16 @@ def output_limit(body: dict[str, Any]) -> int:
     raise AssertionError(f"no output limit in {sorted(body)}")
 
 
-def run_stage(prefix: str, sequence: list[str]) -> tuple[Any, list[dict], list[dict]]:
+def run_stage(
+    prefix: str, sequence: list[str], window: int | None = None
+) -> tuple[Any, list[dict], list[dict]]:
     async def scenario() -> tuple[Any, list[dict], list[dict]]:
         script = {"providers": {prefix: {"sequence": sequence, "then": "ok"}}}
         async with FaultServer(script=script, responder=extractive_responder()) as server:
-            config = RouterConfig.model_validate(demo_router_config(server.base_url, [prefix]))
+            section = demo_router_config(server.base_url, [prefix])
+            if window is not None:
+                section["providers"][0]["context_windows"] = {"fault-model": window}
+            config = RouterConfig.model_validate(section)
             router = build_router(config, stats_path=None, task_handlers=extractive_handlers())
             try:
                 ctx, emitted = make_context(
@@ -79,3 +86,17 @@ def test_a_second_truncated_answer_is_not_asked_again() -> None:
     assert isinstance(result.answer, ScopeAnswer) and not result.degraded
     calls = [s for s in stages if s["stage"] == "model_call"]
     assert [c["truncated"] for c in calls] == [True, True, False]
+
+
+def test_more_room_only_as_far_as_the_context_window_allows() -> None:
+    _, (first, _), _ = run_stage("openai", ["truncated"])
+    sent = sum(len(m["content"]) for m in first["messages"])
+    prompt = math.ceil((sent + len(encode_json(json_schema(ScopeAnswer)))) / 2)
+    window = prompt + 450  # room for 450 answer tokens beside the prompt, not for 600
+
+    result, bodies, _ = run_stage("openai", ["truncated"], window=window)
+
+    first_limit, second_limit = (output_limit(b) for b in bodies)
+    # the body also carries the inputs block's fence, which the window's estimate leaves out
+    assert first_limit == 300 and 450 <= second_limit < 480
+    assert result.provider == "openai", "the second call fits the window: it is not skipped"
