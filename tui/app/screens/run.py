@@ -352,6 +352,14 @@ one run. **Enter** on a step opens its detail; **p** answers the next prompt.
         if step is not None:
             self.app.push_screen(StepDetailScreen(step))
 
+    def on_providers_panel_chosen(self, message: ProvidersPanel.Chosen) -> None:
+        from tui.app.screens.provider_detail import ProviderDetailScreen
+
+        panel = self.query_one(ProvidersPanel)
+        self.app.push_screen(
+            ProviderDetailScreen(message.provider, lambda: panel.snapshot(message.provider))
+        )
+
     def action_toggle_outline(self) -> None:
         self._outline = not self._outline
         self._show_graph(self._outline or self.has_class("-narrow"))
