@@ -66,7 +66,18 @@ def research_graph(rounds: int = 4) -> tuple[list[GraphNode], list[GraphEdge]]:
             GraphEdge(source=ids["analyst_swe"], target=ids["cove_verify"]),
             GraphEdge(source=ids["cove_verify"], target=ids["coverage_confidence_audit"]),
             GraphEdge(source=ids["coverage_confidence_audit"], target=ids["supervisor"]),
+            GraphEdge(source=ids["retrieval_react"], target=ids["cove_verify"]),
         ]
+        if n > 1:
+            # as in workflows/deep_research.yaml: a later round's steps also wait for the previous
+            # supervisor, and the audit reads the retrieval directly (long edges across layers)
+            edges += [
+                GraphEdge(source=previous, target=ids[name])
+                for name in ("retrieval_react", "cove_verify", "coverage_confidence_audit")
+            ]
+            edges.append(
+                GraphEdge(source=ids["retrieval_react"], target=ids["coverage_confidence_audit"])
+            )
         previous = ids["supervisor"]
     nodes += [
         GraphNode(id="final_synthesis", uses="research.final_synthesis"),

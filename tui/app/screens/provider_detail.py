@@ -113,9 +113,7 @@ def detail_table(snap: Mapping[str, Any], cooldown_left: float) -> Table:
         f"rpm {_text(snap.get('rpm_remaining'))}/{_text(snap.get('rpm_limit'))}"
         f" · tpm {_text(snap.get('tpm_remaining'))}/{_text(snap.get('tpm_limit'))}",
     )
-    table.add_row(
-        "in flight", f"{_text(snap.get('in_flight'))}/{snap.get('bulkhead_size') or '∞'}"
-    )
+    table.add_row("in flight", f"{_text(snap.get('in_flight'))}/{snap.get('bulkhead_size') or '∞'}")
     return table
 
 
