@@ -222,9 +222,9 @@ def _assign_x(
     for layer in members:
         keys = []
         for node in layer:
-            ups = parents.get(node, [])
-            steps = [p for p in ups if not p.startswith("\0")]
-            keys.append(tuple(sorted(steps if steps and not node.startswith("\0") else ups)))
+            linked = parents.get(node, [])
+            steps = [p for p in linked if not p.startswith("\0")]
+            keys.append(tuple(sorted(steps if steps and not node.startswith("\0") else linked)))
         right_edge: float | None = None
         previous_lane = False
         index = 0
@@ -244,7 +244,8 @@ def _assign_x(
             if ups:
                 # the block's centres side by side; their mean goes under the parents' mean, so a
                 # child of the whole block (their join) lands back in the parents' column
-                centres, edge = [], 0
+                centres: list[int] = []
+                edge = 0
                 for left, right in spans:
                     centres.append(edge + left)
                     edge += left + right + 1 + NODE_GAP

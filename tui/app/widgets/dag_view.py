@@ -272,13 +272,14 @@ straight down sit on adjacent rows. Long edges run in thin lanes to the right.
         """Lay the graph out again: at the widest zoom that fits across when fitting, packed when
         taller than the panel."""
         room = self.size
-        layout = self._layout_at(self.zoom)
         if self.fit and room.width:
             for zoom in reversed(range(len(ZOOM_WIDTHS))):
-                layout = layout if zoom == self.zoom else self._layout_at(zoom)
-                if GUTTER + layout.width <= room.width or zoom == 0:
+                layout = self._layout_at(zoom)
+                if GUTTER + layout.width + 1 <= room.width or zoom == 0:
                     self.set_reactive(DagView.zoom, zoom)
                     break
+        else:
+            layout = self._layout_at(self.zoom)
         self.layout_ = layout
         spread = RowMap.of(layout, packed=False)
         self.rows = RowMap.of(layout, packed=True) if len(spread.rows) > room.height > 0 else spread
