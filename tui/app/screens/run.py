@@ -47,8 +47,8 @@ SHORT_HEIGHT = 32
 the graph, chosen with 1/2/3, so every panel stays reachable on an 80×24 terminal."""
 PANELS = ("providers", "rounds", "log")
 LOG_SHARE = 0.3
-"""The log's share of the screen's height, given up (down to LOG_MIN_ROWS) when the graph needs
-the rows to show every step."""
+"""The log's share of the screen's height, given up (down to LOG_MIN_ROWS) when those rows let
+the whole graph show."""
 LOG_MIN_ROWS = 8
 
 
@@ -164,8 +164,9 @@ one run. **Enter** on a step opens its detail; **p** answers the next prompt.
         self._share_height(height)
 
     def _share_height(self, height: int) -> None:
-        """Give the log its share of the height unless the graph needs those rows to show every
-        step; the log keeps LOG_MIN_ROWS. A small terminal shows one panel at a time instead."""
+        """Give the log its share of the height unless some of those rows let the whole graph
+        show (the log keeps LOG_MIN_ROWS); a graph too tall to fit anyway scrolls and leaves the
+        log its share. A small terminal shows one panel at a time instead."""
         log = self.query_one(EventLog)
         if self.has_class("-compact"):
             log.styles.height = None
@@ -178,7 +179,8 @@ one run. **Enter** on a step opens its detail; **p** answers the next prompt.
         free = height - chrome
         graph = self.query_one(DagView).rows_needed() + 2
         share = max(LOG_MIN_ROWS, int(free * LOG_SHARE))
-        log.styles.height = max(LOG_MIN_ROWS, min(share, free - graph))
+        fits = free - graph >= LOG_MIN_ROWS
+        log.styles.height = min(share, free - graph) if fits else share
 
     def _show_graph(self, outline: bool) -> None:
         switcher = self.query_one("#graph", ContentSwitcher)
