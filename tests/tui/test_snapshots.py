@@ -6,6 +6,7 @@ widgets without a text cursor, so nothing blinks.
 
 from __future__ import annotations
 
+import pytest
 from textual.pilot import Pilot
 
 from tui.app.app import WorkbenchApp
@@ -82,3 +83,9 @@ def test_narrow_terminal(snap_compare, workbench: Workbench) -> None:
     assert snap_compare(
         WorkbenchApp(workbench), terminal_size=(72, 40), run_before=opened("run-mid")
     )
+
+
+@pytest.mark.parametrize("size", [(80, 24), (120, 40), (200, 60)], ids=lambda s: f"{s[0]}x{s[1]}")
+def test_run_screen_fits(snap_compare, workbench: Workbench, size: tuple[int, int]) -> None:
+    """The finished research run at a small, a middling and a large terminal."""
+    assert snap_compare(WorkbenchApp(workbench), terminal_size=size, run_before=opened("run-done"))

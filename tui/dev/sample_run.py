@@ -66,7 +66,18 @@ def research_graph(rounds: int = 4) -> tuple[list[GraphNode], list[GraphEdge]]:
             GraphEdge(source=ids["analyst_swe"], target=ids["cove_verify"]),
             GraphEdge(source=ids["cove_verify"], target=ids["coverage_confidence_audit"]),
             GraphEdge(source=ids["coverage_confidence_audit"], target=ids["supervisor"]),
+            GraphEdge(source=ids["retrieval_react"], target=ids["cove_verify"]),
         ]
+        if n > 1:
+            # as in workflows/deep_research.yaml: a later round's steps also wait for the previous
+            # supervisor, and the audit reads the retrieval directly (long edges across layers)
+            edges += [
+                GraphEdge(source=previous, target=ids[name])
+                for name in ("retrieval_react", "cove_verify", "coverage_confidence_audit")
+            ]
+            edges.append(
+                GraphEdge(source=ids["retrieval_react"], target=ids["coverage_confidence_audit"])
+            )
         previous = ids["supervisor"]
     nodes += [
         GraphNode(id="final_synthesis", uses="research.final_synthesis"),
@@ -218,6 +229,7 @@ def research_events(
         1: ("Medium", "High", "Low", "Medium", "High"),
         2: ("High", "Elite", "Medium", "High", "Low"),
         3: ("Elite", "High", "High", "Elite", "High"),
+        4: ("Elite", "Elite", "High", "Elite", "Medium"),
     }
     for n in range(1, upto_round + 1):
         for name in ROUND_STEPS:
@@ -234,9 +246,16 @@ def research_events(
                         "openai",
                         "OPEN",
                         cooldown_remaining_s=28.0,
+                        cooldown_ceiling_s=30.0,
+                        consecutive_trips=2,
                         success_rate=0.41,
-                        last_error="429 rate limited",
+                        last_error="rate_limit",
                         last_error_status=429,
+                        models={1: "gpt-4o-mini", 2: "gpt-4o"},
+                        cost_usd_total=0.0123,
+                        requests_total=17,
+                        successes_total=7,
+                        failures_total=10,
                     ),
                 ),
                 ProviderState(
@@ -258,7 +277,7 @@ def research_events(
                     message="openai tripped OPEN after a 429 (Retry-After 28 s)",
                 ),
             ]
-        decision = "stop" if n == upto_round == 3 else "continue"
+        decision = "stop" if n == upto_round >= 3 else "continue"
         out.append(
             Domain(
                 run_id=run_id,

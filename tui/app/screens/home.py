@@ -64,14 +64,19 @@ STATUS_STYLE = {
 }
 
 
-def run_question(record: RunRecord) -> str:
+def full_question(record: RunRecord) -> str:
     """What a run was asked: its first text input, declared ones first ('' when it took none)."""
     for name in [*record.definition.inputs, *record.inputs]:
         value = record.inputs.get(name)
         if isinstance(value, str) and value.strip():
-            text = " ".join(value.split())
-            return text if len(text) <= QUESTION_WIDTH else text[: QUESTION_WIDTH - 1] + "…"
+            return " ".join(value.split())
     return ""
+
+
+def run_question(record: RunRecord) -> str:
+    """The run's question cut to the recent-runs column."""
+    text = full_question(record)
+    return text if len(text) <= QUESTION_WIDTH else text[: QUESTION_WIDTH - 1] + "…"
 
 
 def status_text(run: RunSummary) -> Text:

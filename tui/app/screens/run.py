@@ -46,6 +46,10 @@ SHORT_HEIGHT = 32
 """Below this many rows (or NARROW_WIDTH columns) the side panels and the log share one slot under
 the graph, chosen with 1/2/3, so every panel stays reachable on an 80×24 terminal."""
 PANELS = ("providers", "rounds", "log")
+LOG_SHARE = 0.3
+"""The log's share of the screen's height, given up (down to LOG_MIN_ROWS) when those rows let
+the whole graph show."""
+LOG_MIN_ROWS = 8
 
 
 class PromptArrived(Message):
@@ -157,6 +161,26 @@ one run. **Enter** on a step opens its detail; **p** answers the next prompt.
         self.set_class(narrow or height < SHORT_HEIGHT, "-compact")
         self._show_graph(outline=self._outline or narrow)
         self._place_panels()
+        self._share_height(height)
+
+    def _share_height(self, height: int) -> None:
+        """Give the log its share of the height unless some of those rows let the whole graph
+        show (the log keeps LOG_MIN_ROWS); a graph too tall to fit anyway scrolls and leaves the
+        log its share. A small terminal shows one panel at a time instead."""
+        log = self.query_one(EventLog)
+        if self.has_class("-compact"):
+            log.styles.height = None
+            return
+        chrome = sum(
+            w.outer_size.height or 1
+            for w in self.query("#run-status, #prompt-queue, #timeline, Footer")
+            if w.display
+        )
+        free = height - chrome
+        graph = self.query_one(DagView).rows_needed() + 2
+        share = max(LOG_MIN_ROWS, int(free * LOG_SHARE))
+        fits = free - graph >= LOG_MIN_ROWS
+        log.styles.height = min(share, free - graph) if fits else share
 
     def _show_graph(self, outline: bool) -> None:
         switcher = self.query_one("#graph", ContentSwitcher)
@@ -197,6 +221,8 @@ one run. **Enter** on a step opens its detail; **p** answers the next prompt.
         if every or parts & {"graph", "steps"}:
             self.query_one(DagView).show(view, None if every or "graph" in parts else changed_steps)
             self.query_one(DagOutline).show(view, None if every else changed_steps)
+            if every or "graph" in parts:
+                self._share_height(self.app.size.height)
         if every or "providers" in parts:
             self.query_one(ProvidersPanel).show(view)
         if every or "rounds" in parts:
@@ -358,6 +384,14 @@ one run. **Enter** on a step opens its detail; **p** answers the next prompt.
         step = self.view.steps.get(message.step_id)
         if step is not None:
             self.app.push_screen(StepDetailScreen(step))
+
+    def on_providers_panel_chosen(self, message: ProvidersPanel.Chosen) -> None:
+        from tui.app.screens.provider_detail import ProviderDetailScreen
+
+        panel = self.query_one(ProvidersPanel)
+        self.app.push_screen(
+            ProviderDetailScreen(message.provider, lambda: panel.snapshot(message.provider))
+        )
 
     def action_toggle_outline(self) -> None:
         self._outline = not self._outline
