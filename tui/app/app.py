@@ -2,7 +2,8 @@
 
 The app holds no domain logic: it composes a :class:`~tui.launch.workbench.Workbench`
 (what the rest of the product offers) with screens that render run events.
-Runs execute on a :class:`~tui.app.run_driver.RunDriver` worker thread.
+Each live run's engine loop runs in a Textual thread worker of its run screen, bridged by a
+:class:`~tui.app.run_driver.RunDriver`; the app stops every driver when it closes.
 """
 
 from __future__ import annotations
@@ -170,7 +171,6 @@ class WorkbenchApp(App[None]):
         screen = RunScreen(self.workbench, run_id=job.run_id if isinstance(job, NewRunJob) else "")
         screen.driver = self._new_run_driver(job, screen)
         self.push_screen(screen)
-        screen.driver.start()
         return screen
 
     def open_run(self, run_id: str, resume: bool = False) -> RunScreen | None:
