@@ -59,27 +59,41 @@ class BadInput(click.ClickException):
         click.echo(f"error: {self.message}", err=True)
 
 
+WORKSPACE_META = "tui.workspace"
+"""Where a command's :class:`Workspace` is kept in click's shared ``Context.meta``."""
+
+
+def named_workspace(ctx: click.Context) -> Workspace:
+    """The ``--workspace`` given to the root command, else the user data dir — one object per
+    command, so what it reads (the agent registry) is read once; the folder is not created."""
+    workspace = ctx.meta.get(WORKSPACE_META)
+    if not isinstance(workspace, Workspace):
+        workspace = ctx.meta[WORKSPACE_META] = Workspace.named((ctx.obj or {}).get(WORKSPACE_KEY))
+    return workspace
+
+
 def workspace_of(ctx: click.Context) -> Workspace:
-    """The ``--workspace`` given to the root command, else the user data dir; created if missing."""
-    return Workspace.at((ctx.obj or {}).get(WORKSPACE_KEY))
+    """The command's workspace (:func:`named_workspace`), its folder created if missing."""
+    workspace = named_workspace(ctx)
+    workspace.root.mkdir(parents=True, exist_ok=True)
+    return workspace
 
 
 def open_store(ctx: click.Context) -> RunStore:
     return RunStore(workspace_of(ctx).runs_db)
 
 
-def load_or_exit(path: str, exit_code: int) -> WorkflowDefinition:
+def load_or_exit(ctx: click.Context, path: str, exit_code: int) -> WorkflowDefinition:
     """The loaded workflow; otherwise every problem as file:line:col: message, then exit."""
     if not Path(path).is_file():
         raise BadInput(f"{path}: no such workflow file")
+    workspace = named_workspace(ctx)
     try:
-        return load_workflow_file(path)
+        return load_workflow_file(path, workspace)
     except WorkflowLoadError as error:
         for problem in error.problems:
             click.echo(str(problem), err=True)
-        from tui.launch import agents_wiring
-
-        registry = agents_wiring.register_agent_steps()
+        registry = workspace.agent_registry
         if registry.problems and any("agent." in p.message for p in error.problems):
             click.echo(
                 f"note: the agent registry has {len(registry.problems)} problem(s) and leaves"

@@ -177,7 +177,7 @@ def research_group(
 def _run_headless(
     ctx: click.Context, workspace: Workspace, inputs: dict[str, Any], on_interrupt: str | None
 ) -> int:
-    wf = load_or_exit(str(WORKFLOW), 2)
+    wf = load_or_exit(ctx, str(WORKFLOW), 2)
     try:
         resolved = resolve_inputs(wf, inputs)
     except InputError as error:

@@ -226,7 +226,7 @@ def runs_fork(
     on_interrupt: str | None,
 ) -> None:
     """Time travel: a new run from RUN_ID as it was just before STEP's pass began."""
-    register_steps()
+    register_steps(workspace_of(ctx))
     with open_store(ctx) as store:
         record = _get_run(store, run_id)
         try:

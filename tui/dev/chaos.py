@@ -63,7 +63,7 @@ def chaos_job(
                     server.base_url, sorted(server.script.providers), time_scale=time_scale
                 )
             )
-            definition = load_workflow_file(WORKFLOW)
+            definition = load_workflow_file(WORKFLOW, Workspace(workspace))
             selection = select_engine(definition)
             router = build_workbench_router(None, config=config, environ={})
             try:

@@ -12,8 +12,6 @@ built-in model), so nothing it is given can leave the machine.
 
 from __future__ import annotations
 
-import os
-import threading
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -35,50 +33,34 @@ from workflows import WORKFLOWS_DIR
 
 if TYPE_CHECKING:  # the router (and httpx) load only when a run builds one
     from router.router import SmartModelRouter
+    from tui.launch.workspace import Workspace
 
 SHIPPED_ROOT = WORKFLOWS_DIR
 LOOPBACK_HOSTS = {"127.0.0.1", "localhost", "::1", "[::1]"}
 
-_lock = threading.Lock()
-_workspace: Path | None = None
-_loaded: RegistryLoad | None = None
 
-
-def use_workspace(workspace: str | Path | None) -> None:
-    """The workspace whose registry folders count (the CLI's ``--workspace``)."""
-    global _workspace, _loaded
-    with _lock:
-        _workspace = Path(workspace).expanduser() if workspace else None
-        _loaded = None
-
-
-def registry_roots(workspace: Path | None = None) -> list[tuple[Path, str]]:
+def registry_roots(workspace: Workspace) -> list[tuple[Path, str]]:
+    """The folders whose registry files count: shipped, the workspace's, the config file's."""
     from tui.config import standard_config_path
-    from tui.launch.workspace import default_root
 
-    home = workspace or _workspace
-    if home is None:
-        env = os.environ.get("WORKBENCH_HOME")
-        home = Path(env).expanduser() if env else default_root()
-    roots = [(SHIPPED_ROOT, "shipped"), (home, "workspace")]
+    roots = [(SHIPPED_ROOT, "shipped"), (workspace.root, "workspace")]
     config_dir = standard_config_path().parent
-    if config_dir.resolve() != home.resolve():
+    if config_dir.resolve() != workspace.root.resolve():
         roots.append((config_dir, "config"))
     return roots
 
 
-def load_agent_registry(workspace: Path | None = None) -> RegistryLoad:
+def load_agent_registry(workspace: Workspace) -> RegistryLoad:
+    """Read the registry files ``workspace`` sees (uncached: :meth:`Workspace.agent_registry`
+    keeps one per workspace)."""
     return load_registry(registry_roots(workspace), TOOL_IMPLEMENTATIONS.names())
 
 
-def register_agent_steps() -> RegistryLoad:
-    """Load the registry once per process (per workspace) and register its agents as steps."""
-    global _loaded
-    with _lock:
-        if _loaded is None:
-            _loaded = load_agent_registry()
-            register_agents(_loaded.registry)
-        return _loaded
+def register_agent_steps(workspace: Workspace) -> RegistryLoad:
+    """Register the agents of ``workspace``'s registry (read once per workspace) as steps."""
+    loaded = workspace.agent_registry
+    register_agents(loaded.registry)
+    return loaded
 
 
 def register_agent_handlers(handlers: TaskHandlerRegistry) -> TaskHandlerRegistry:

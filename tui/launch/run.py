@@ -15,14 +15,19 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from engine.events import RunEvent
-from engine.protocol import ExecutionResult, InterruptResponder, RunContext, TieBreaker
-from engine.selector import create_engine, select_engine
+from engine.protocol import (
+    ExecutionEngine,
+    ExecutionResult,
+    InterruptResponder,
+    RunContext,
+    TieBreaker,
+)
 from engine.spec import WorkflowDefinition
 from engine.store import RunStore, new_run_id
-from engine.time_travel import ForkEdits
 from tui.launch.workspace import Workspace
 
 if TYPE_CHECKING:
+    from engine.time_travel import ForkEdits
     from tui.config import WorkbenchConfig
 
 Surface = Callable[[list[RunEvent]], None]
@@ -47,6 +52,12 @@ class RunParts:
     """Where provider keys are read (None: the process environment)."""
 
 
+def _engine(name: str) -> ExecutionEngine:
+    from engine.selector import create_engine
+
+    return create_engine(name)
+
+
 @dataclass
 class OpenRun:
     """A run ready to go: its context, its workflow and the engine chosen for it."""
@@ -64,18 +75,18 @@ class OpenRun:
 
     async def start(self) -> ExecutionResult:
         """Run the workflow from its first step."""
-        return await create_engine(self.engine).execute(self.definition, self.context)
+        return await _engine(self.engine).execute(self.definition, self.context)
 
     async def resume(self) -> ExecutionResult:
         """Continue the stored run ``run_id`` without re-running its finished steps."""
-        return await create_engine(self.engine).resume(self.run_id, self.context)
+        return await _engine(self.engine).resume(self.run_id, self.context)
 
     async def fork(
         self, source_run_id: str, at_step: str, edits: ForkEdits | None = None
     ) -> ExecutionResult:
         """A new run from ``source_run_id`` as it was just before ``at_step`` (``STEP[@ITERATION]``),
         with ``edits`` to restored outputs or inputs, re-running the step and what follows it."""
-        return await create_engine(self.engine).fork(source_run_id, at_step, self.context, edits)
+        return await _engine(self.engine).fork(source_run_id, at_step, self.context, edits)
 
 
 def needs_application(definition: WorkflowDefinition) -> bool:
@@ -116,6 +127,8 @@ async def open_run(
     workbench config (None: the active config file, read only when the run needs the router or
     the corpus).
     """
+    from engine.selector import select_engine  # graph analysis (networkx): only when a run opens
+
     selection = select_engine(definition, engine)
     async with AsyncExitStack() as stack:
         if store is None:

@@ -284,7 +284,7 @@ async def wire_application(
     router = parts.router
     if router is None:
         config = agents_wiring.with_agent_profiles(
-            settings.effective_router(env), agents_wiring.register_agent_steps().registry
+            settings.effective_router(env), workspace.agent_registry.registry
         )
         router = build_workbench_router(workspace.root, config=config, environ=env)
         stack.push_async_callback(router.aclose)

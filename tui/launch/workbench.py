@@ -13,6 +13,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from functools import cached_property
 from pathlib import Path
 from typing import Any
 
@@ -52,8 +53,9 @@ class Workbench:
     """Parts the app's runs are given instead of the workspace's own (tests)."""
     _store: RunStore | None = None
 
-    @property
+    @cached_property
     def files(self) -> Workspace:
+        """The workspace's files, and what is read from it once (its agent registry)."""
         return Workspace(self.workspace)
 
     @property
@@ -92,7 +94,7 @@ class Workbench:
                     continue
                 seen.add(path.resolve())
                 try:
-                    definition = load_workflow_file(path)
+                    definition = load_workflow_file(path, self.files)
                 except Exception as exc:  # noqa: BLE001 - a bad file is listed with its one-line error
                     message = str(exc).splitlines()[0].replace(str(path), path.name)
                     entries.append(WorkflowEntry(path.stem, path, origin, None, message))
@@ -114,7 +116,7 @@ class Workbench:
         async def job(responder: InterruptResponder, inbox: EventInbox) -> ExecutionResult:
             async with open_run(
                 self.files,
-                load_workflow_file(path),
+                load_workflow_file(path, self.files),
                 inputs=inputs,
                 run_id=run_id,
                 engine=engine,
@@ -131,7 +133,7 @@ class Workbench:
         """Resume a stored run; answers recorded in the store are consumed by the engine."""
 
         async def job(responder: InterruptResponder, inbox: EventInbox) -> ExecutionResult:
-            register_steps()
+            register_steps(self.files)
             with RunStore(self.runs_db) as store:
                 record = store.get_run(run_id)
                 async with open_run(

@@ -1,7 +1,9 @@
 """The run screen: DAG, providers, rounds matrix, event log, prompts — live or replayed.
 
-A live run's events arrive in the driver's inbox and are drained here on a
-20 Hz timer; each batch is folded into the :class:`RunView` and only the parts
+A live run's engine loop is hosted by a Textual thread worker this screen starts; a run
+that fails outside the engine's own bookkeeping (its file gone, a broken config) ends that
+worker in the ERROR state, reported here through ``Worker.StateChanged``. Its events arrive
+in the driver's inbox and are drained here on a 20 Hz timer; each batch is folded into the :class:`RunView` and only the parts
 it changed are redrawn. A stored run is read from the run store and replayed
 through the same fold, at any event along its timeline. Prompts are answered
 here: a live prompt resolves its ticket's future; a stored one (a run left
@@ -14,16 +16,18 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from rich.text import Text
-from textual import events
+from textual import events, on
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
 from textual.message import Message
 from textual.screen import Screen
 from textual.widgets import ContentSwitcher, Footer, Static
+from textual.worker import Worker, WorkerState
 
 from engine.context import InterruptAnswer
 from engine.events import InterruptRaised, RunEvent
+from engine.protocol import ExecutionResult
 from tui.app.messages import ResumeRun
 from tui.app.run_driver import PromptTicket, RunDriver
 from tui.app.run_state import Part, RunView, describe, spend_text
@@ -38,6 +42,8 @@ from tui.app.widgets.timeline import Timeline
 if TYPE_CHECKING:
     from tui.launch.workbench import Workbench
 
+RUN_WORKERS = "run"
+"""The worker group of the thread workers hosting live runs."""
 DRAIN_INTERVAL_S = 0.05
 DRAIN_LIMIT = 400
 """Events folded per tick at most: 8,000/s at 20 Hz, and a bounded amount of work per frame."""
@@ -98,6 +104,10 @@ one run. **Enter** on a step opens its detail; **p** answers the next prompt.
         self.workbench = workbench
         self.run_id = run_id
         self.driver = driver
+        self.worker: Worker[ExecutionResult] | None = None
+        """The thread worker hosting (or that hosted) the live run's engine loop."""
+        self.failure: BaseException | None = None
+        """Why the live run's worker failed, when it did."""
         self.view = RunView(run_id=run_id)
         self.events: list[RunEvent] = list(stored_events or [])
         self.position = (
@@ -151,6 +161,18 @@ one run. **Enter** on a step opens its detail; **p** answers the next prompt.
         self._apply_size(self.app.size.width, self.app.size.height)
         if self.view.pending and not self.live:
             self.call_after_refresh(self.action_answer_next)
+        if self.driver is not None:
+            self._host(self.driver)
+
+    def _host(self, driver: RunDriver) -> None:
+        """Run ``driver``'s engine loop in a thread worker of this screen."""
+        self.worker = self.run_worker(
+            driver.run,
+            name=f"run {self.run_id}".strip(),
+            group=RUN_WORKERS,
+            thread=True,
+            exit_on_error=False,
+        )
 
     def on_resize(self, event: events.Resize) -> None:
         self._apply_size(event.size.width, event.size.height)
@@ -203,14 +225,22 @@ one run. **Enter** on a step opens its detail; **p** answers the next prompt.
             if not self.run_id:
                 self.run_id = batch[0].run_id
             self._redraw(self.view.apply_all(batch))
-        if not self.driver.running and not len(self.driver.inbox):
+        finished = self.worker is not None and self.worker.is_finished
+        if finished and not len(self.driver.inbox):
             self._driver_done()
 
     def _driver_done(self) -> None:
-        driver, self.driver = self.driver, None
+        self.driver = None
         self.query_one(ProvidersPanel).live = False
-        if driver is not None and driver.error is not None:
-            self.notify(f"the run stopped: {driver.error}", severity="error", timeout=10)
+        self._redraw({"status"})
+
+    @on(Worker.StateChanged)
+    def _run_worker_changed(self, event: Worker.StateChanged) -> None:
+        """A live run whose job raised: say why (its events already stored stay shown)."""
+        if event.worker.group != RUN_WORKERS or event.state is not WorkerState.ERROR:
+            return
+        self.failure = event.worker.error
+        self.notify(f"the run stopped: {self.failure}", severity="error", timeout=10)
         self._redraw({"status"})
 
     def _redraw(self, parts: set[Part] | None) -> None:
@@ -268,7 +298,9 @@ one run. **Enter** on a step opens its detail; **p** answers the next prompt.
         if v.stage:
             text.append(f" · stage {v.stage}", style="dim")
         text.append(f" · {v.run_id or self.run_id} · {v.engine or '?'}", style="dim")
-        if not self.live:
+        if self.failure is not None:
+            text.append(f" · stopped: {self.failure}".splitlines()[0], style="bold red")
+        elif not self.live:
             text.append("  (stored)", style="italic dim")
         self.query_one("#run-status", Static).update(text)
 
@@ -375,7 +407,7 @@ one run. **Enter** on a step opens its detail; **p** answers the next prompt.
         self.driver = driver
         self.query_one(Timeline).display = False
         self.query_one(ProvidersPanel).live = True
-        driver.start()
+        self._host(driver)
 
     # -- navigation ----------------------------------------------------------------
     def on_dag_view_node_selected(self, message: DagView.NodeSelected) -> None:
