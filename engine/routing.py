@@ -25,8 +25,9 @@ Whatever rule picks a target, the target decides what the choice means: the
 loop target is a loop (at ``max_iterations`` the default edge is taken
 instead, route ``loop_exhausted``), the detour target is a detour, anything
 else is an advance. A detour whose target depends on a step that runs only
-after the declaring step could never start: it is rejected (``detour_rejected``)
-and the default edge is taken. Detours are single level: a detour chosen while a detour
+after the declaring step could never start: the loader refuses it, and in a
+definition stored before that check it is rejected (``detour_rejected``) and the
+default edge is taken. Detours are single level: a detour chosen while a detour
 is active is rejected and the step takes its default edge (route
 ``detour_rejected``). The target of the active detour ignores its own routing
 (beyond stop conditions) and returns to the declaring step.
@@ -373,7 +374,7 @@ class _Decision:
                     )
                 )
                 return None
-            waits_on = self._waits_on_this_step(target)
+            waits_on = self.graph.detour_blockers(self.spec.id, target)
             if waits_on:
                 return self._default(
                     "detour_rejected",
@@ -394,12 +395,6 @@ class _Decision:
                 return_to=self.spec.id if detour.returns else None,
             )
         return self._signal("advance", target, route, reason, skipped=self._skip_all_but(target))
-
-    def _waits_on_this_step(self, target: str) -> list[str]:
-        """The target's dependencies (besides this step) that run only after this step:
-        a detour there could never start, so it is not taken."""
-        later = self.graph.descendants(self.spec.id)
-        return [d for d in self.graph.dependencies(target) if d != self.spec.id and d in later]
 
     def _default(self, route: RouteKind, reason: str) -> RoutingSignal:
         target = self.routing.next
