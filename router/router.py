@@ -97,6 +97,9 @@ from router.wire import encode_inputs, estimate_tokens, parse_structured, wire_m
 log = logging.getLogger(__name__)
 
 
+_NO_USAGE = Usage()
+
+
 @dataclass(frozen=True, slots=True)
 class _Skip:
     detail: str
@@ -567,7 +570,7 @@ class SmartModelRouter:
             held.ticket = rt.throttle.begin()
             began = self.clock.monotonic()
             failure: ProviderCallError | None = None
-            used = Usage()
+            used = _NO_USAGE
             try:
                 reply = await rt.provider.chat(spec, timeout)
             except ProviderCallError as exc:
