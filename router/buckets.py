@@ -51,6 +51,14 @@ class TokenBucket:
         self._refill(self._clock.monotonic() if now is None else now)
         return self._level
 
+    def free_share(self, now: float) -> float | None:
+        """The share of the limit free at ``now`` (0..1); ``None`` when the limit is unknown."""
+        limit = self.limit
+        if limit is None or limit <= 0:
+            return None
+        self._refill(now)
+        return max(0.0, self._level) / limit
+
     def eta(self, amount: float, now: float | None = None) -> float:
         """Seconds until ``amount`` fits (0 = now). An amount above the limit waits for a full bucket."""
         if now is None:
@@ -169,9 +177,7 @@ class DualBucket:
         """Share of the tighter bucket still free (1.0 when nothing is known)."""
         with self._lock:
             now = self._clock.monotonic()
-            fractions = []
-            for bucket in (self.requests, self.tokens):
-                level = bucket.level(now)
-                if level is not None and bucket.limit:
-                    fractions.append(max(0.0, level) / bucket.limit)
-            return min(fractions) if fractions else 1.0
+            requests, tokens = self.requests.free_share(now), self.tokens.free_share(now)
+        if requests is None:
+            return 1.0 if tokens is None else tokens
+        return requests if tokens is None else min(requests, tokens)
