@@ -105,6 +105,9 @@ from router.wire import (
 log = logging.getLogger(__name__)
 
 
+_NO_USAGE = Usage()
+
+
 @dataclass(frozen=True, slots=True)
 class _Skip:
     detail: str
@@ -597,7 +600,7 @@ class SmartModelRouter:
             held.ticket = rt.throttle.begin()
             began = self.clock.monotonic()
             failure: ProviderCallError | None = None
-            used = Usage()
+            used = _NO_USAGE
             try:
                 reply = await rt.provider.chat(spec, timeout)
             except ProviderCallError as exc:
