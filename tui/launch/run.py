@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from engine.events import RunEvent
+from engine.live import LiveChannel
 from engine.protocol import ExecutionResult, InterruptResponder, RunContext, TieBreaker
 from engine.selector import create_engine, select_engine
 from engine.spec import WorkflowDefinition
@@ -107,6 +108,7 @@ async def open_run(
     store: RunStore | None = None,
     settings: WorkbenchConfig | None = None,
     parts: RunParts = RunParts(),
+    live: LiveChannel | None = None,
 ) -> AsyncIterator[OpenRun]:
     """Everything one run needs, open while the block runs, closed after it.
 
@@ -114,7 +116,7 @@ async def open_run(
     ``engine_reason`` overrides the selector's reason (a resume keeps the stored one). ``store``
     is the caller's open run store (None: the workspace's, opened here). ``settings`` is the
     workbench config (None: the active config file, read only when the run needs the router or
-    the corpus).
+    the corpus). ``live`` is where streamed model output goes (None: a channel of the run's own).
     """
     selection = select_engine(definition, engine)
     async with AsyncExitStack() as stack:
@@ -127,6 +129,7 @@ async def open_run(
             responder=responder,
             tie_breaker=parts.tie_breaker,
             engine_reason=selection.reason if engine_reason is None else engine_reason,
+            live=live,
         )
         opened = OpenRun(context, definition, selection.name)
         if needs_application(definition):

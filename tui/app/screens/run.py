@@ -25,6 +25,7 @@ from textual.widgets import ContentSwitcher, Footer, Static
 from engine.context import InterruptAnswer
 from engine.events import InterruptRaised, RunEvent
 from tui.app.messages import ResumeRun
+from tui.app.model_calls import model_calls
 from tui.app.run_driver import PromptTicket, RunDriver
 from tui.app.run_state import Part, RunView, describe
 from tui.app.widgets.dag_outline import DagOutline
@@ -76,6 +77,8 @@ one run. **Enter** on a step opens its detail; **p** answers the next prompt.
         Binding("2", "toggle_panel('rounds')", "Rounds", id="run.toggle_rounds"),
         Binding("3", "toggle_panel('log')", "Log", id="run.toggle_log"),
         Binding("slash", "filter_log", "Filter log", id="run.filter_log"),
+        Binding("i", "copy_run_id", "Copy id", id="run.copy_run_id"),
+        Binding("d", "round_diff", "Round diff", id="run.round_diff"),
         Binding("comma", "replay(-1)", "◀ event", id="run.replay_back"),
         Binding("full_stop", "replay(1)", "event ▶", id="run.replay_forward"),
     ]
@@ -349,8 +352,12 @@ one run. **Enter** on a step opens its detail; **p** answers the next prompt.
         from tui.app.screens.step_detail import StepDetailScreen
 
         step = self.view.steps.get(message.step_id)
-        if step is not None:
-            self.app.push_screen(StepDetailScreen(step))
+        if step is None:
+            return
+        run_id = self.run_id or self.view.run_id
+        calls = model_calls(self.workbench.store(), run_id, step.id, step.iteration)
+        live = self.workbench.live if self.live else None
+        self.app.push_screen(StepDetailScreen(step, run_id=run_id, calls=calls, live=live))
 
     def action_toggle_outline(self) -> None:
         self._outline = not self._outline
@@ -392,6 +399,20 @@ one run. **Enter** on a step opens its detail; **p** answers the next prompt.
         self.app.push_screen(
             ReportScreen(self.workbench, self.run_id or self.view.run_id, self.view)
         )
+
+    def action_copy_run_id(self) -> None:
+        run_id = self.run_id or self.view.run_id
+        if run_id:
+            self.app.copy_to_clipboard(run_id)
+            self.notify(f"run id {run_id} copied (OSC 52)")
+
+    def action_round_diff(self) -> None:
+        from tui.app.screens.round_diff import RoundDiffScreen
+
+        if len(self.view.rounds) < 2:
+            self.notify("a round diff needs two scored rounds; this run has fewer", timeout=5)
+            return
+        self.app.push_screen(RoundDiffScreen(self.view))
 
     def action_back(self) -> None:
         self.app.pop_screen()
