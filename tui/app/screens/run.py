@@ -64,7 +64,9 @@ class RunScreen(Screen[None]):
 ## Run
 
 The workflow graph, provider health, the rounds matrix and the event log of
-one run. **Enter** on a step opens its detail; **p** answers the next prompt.
+one run. **Enter** on a step opens its detail; **p** answers the next prompt;
+**d** compares a research round with the one before (once two are scored);
+**i** copies the run id (OSC 52).
 """
 
     BINDINGS = [
@@ -77,7 +79,7 @@ one run. **Enter** on a step opens its detail; **p** answers the next prompt.
         Binding("2", "toggle_panel('rounds')", "Rounds", id="run.toggle_rounds"),
         Binding("3", "toggle_panel('log')", "Log", id="run.toggle_log"),
         Binding("slash", "filter_log", "Filter log", id="run.filter_log"),
-        Binding("i", "copy_run_id", "Copy id", id="run.copy_run_id"),
+        Binding("i", "copy_run_id", "Copy id", id="run.copy_run_id", show=False),
         Binding("d", "round_diff", "Round diff", id="run.round_diff"),
         Binding("comma", "replay(-1)", "◀ event", id="run.replay_back"),
         Binding("full_stop", "replay(1)", "event ▶", id="run.replay_forward"),
@@ -205,6 +207,7 @@ one run. **Enter** on a step opens its detail; **p** answers the next prompt.
         if every or "rounds" in parts:
             self.query_one(RoundsMatrix).show(view)
             self._place_panels()
+            self.refresh_bindings()
         if every or "log" in parts:
             self.query_one(EventLog).show(view)
         if every or parts & {"prompts", "steps"}:
@@ -406,12 +409,15 @@ one run. **Enter** on a step opens its detail; **p** answers the next prompt.
             self.app.copy_to_clipboard(run_id)
             self.notify(f"run id {run_id} copied (OSC 52)")
 
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        """The round diff is offered once a run has two scored rounds to compare."""
+        if action == "round_diff":
+            return len(self.view.rounds) >= 2
+        return True
+
     def action_round_diff(self) -> None:
         from tui.app.screens.round_diff import RoundDiffScreen
 
-        if len(self.view.rounds) < 2:
-            self.notify("a round diff needs two scored rounds; this run has fewer", timeout=5)
-            return
         self.app.push_screen(RoundDiffScreen(self.view))
 
     def action_back(self) -> None:

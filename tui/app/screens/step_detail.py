@@ -21,7 +21,7 @@ from engine.live import LiveChannel, ModelOutput
 from engine.states import StepStatus
 from tui.app.model_calls import ModelCall
 from tui.app.run_state import StepView
-from tui.app.widgets.find_bar import FindBar
+from tui.app.widgets.find_bar import FindBar, plain_text
 from tui.app.widgets.prompts import conditions_table
 
 
@@ -170,7 +170,9 @@ step (or an advisory run's orchestrator) shows its trail.
             )
 
     def _searchable(self) -> list[tuple[Widget, str]]:
-        return [(widget, _plain(widget)) for widget in self.query(".searchable").results(Static)]
+        return [
+            (widget, plain_text(widget)) for widget in self.query(".searchable").results(Static)
+        ]
 
     def on_mount(self) -> None:
         self.query_one("#detail-box").focus()
@@ -221,8 +223,3 @@ step (or an advisory run's orchestrator) shows its trail.
         if self.run_id:
             self.app.copy_to_clipboard(self.run_id)
             self.notify(f"run id {self.run_id} copied (OSC 52)")
-
-
-def _plain(widget: Static) -> str:
-    content = widget.content
-    return content.plain if isinstance(content, Text) else str(content)

@@ -18,6 +18,12 @@ from textual.widgets import Input, Static
 Candidates = Callable[[], list[tuple[Widget, str]]]
 
 
+def plain_text(widget: Static) -> str:
+    """What a text block shows, without its styles (rich ``Text`` or Textual ``Content``)."""
+    content = widget.content
+    return str(getattr(content, "plain", content))
+
+
 class FindBar(Horizontal):
     SCOPED_CSS = False
     DEFAULT_CSS = """

@@ -244,7 +244,7 @@ def outputs_table(outputs: Any) -> Table | Text:
     """A step's outputs as key/value rows in plain words."""
     if not isinstance(outputs, dict) or not outputs:
         return Text("no outputs recorded", style="dim")
-    table = Table(box=None, show_header=False, expand=True, pad_edge=False)
+    table = Table(box=None, show_header=False, pad_edge=False)
     table.add_column("key", style="bold", no_wrap=True)
     table.add_column("value")
     for key, value in outputs.items():
@@ -300,7 +300,7 @@ targets first, then the other edges the graph defines — with the arrows and
         suggestion = payload.get("suggestion") or payload.get("target")
         confidence = payload.get("confidence")
         with Vertical(id="prompt-box"):
-            yield from self._heading(f"⑂ {e.step_id} — where next?")
+            yield from self._heading(f"→ {e.step_id} — where next?")
             conf = f"{float(confidence):.2f}" if isinstance(confidence, (int, float)) else "–"
             yield Static(
                 Text.assemble(
