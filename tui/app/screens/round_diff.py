@@ -49,6 +49,10 @@ def dimensions_table(diff: RoundDiff) -> Table:
     return table
 
 
+def _count(number: int, noun: str) -> str:
+    return f"{number} {noun}{'' if number == 1 else 's'}"
+
+
 def _listing(items: list[str], mark: str, style: str, empty: str) -> Text:
     if not items:
         return Text(empty, style="dim")
@@ -66,8 +70,9 @@ passages it added, the claims added and dropped, and each dimension's score.
 """
     BINDINGS = [
         Binding("escape,q", "dismiss", "Close", id="diff.close"),
-        Binding("left", "pair(-1)", "Earlier rounds", id="diff.earlier"),
-        Binding("right", "pair(1)", "Later rounds", id="diff.later"),
+        # priority: the focused scroll area would take the arrows (and hide them from the footer)
+        Binding("left", "pair(-1)", "Earlier rounds", id="diff.earlier", priority=True),
+        Binding("right", "pair(1)", "Later rounds", id="diff.later", priority=True),
     ]
 
     def __init__(self, view: RunView) -> None:
@@ -112,7 +117,8 @@ passages it added, the claims added and dropped, and each dimension's score.
                 self.query_one(part, Static).update(unknown)
             return
         evidence = Text(
-            f"{len(diff.new_sources)} new sources · {diff.new_passages} new passages\n",
+            f"{_count(len(diff.new_sources), 'new source')} · "
+            f"{_count(diff.new_passages, 'new passage')}\n",
             style="bold",
         )
         evidence.append_text(_listing(diff.new_sources, "+", "green", "no new source"))
