@@ -48,7 +48,7 @@ from engine.conditions import compile_expr, evaluate_bool
 from engine.context import InterruptAnswer, InterruptRequest
 from engine.graph import WorkflowGraph
 from engine.protocol import TieBreakAnswer, TieBreakRequest
-from engine.spec import RoutingSpec, StepSpec
+from engine.spec import Frozen, RoutingSpec, StepSpec
 from engine.states import EvaluatedCondition, RouteKind, RoutingSignal, RunStatus
 
 
@@ -96,6 +96,8 @@ class TieBreakNeeded:
     candidates: Mapping[str, RoutingSignal]
     fallback: RoutingSignal
     evaluated_conditions: list[EvaluatedCondition] = field(default_factory=list)
+    outputs: Mapping[str, Any] = field(default_factory=dict)
+    """The deciding step's outputs, shown to a person asked to break the tie."""
 
     def request(self, run_id: str, context: str = "") -> TieBreakRequest:
         """What the injected tie-breaker is asked (call it with a ``timeout_s`` timeout)."""
@@ -108,6 +110,25 @@ class TieBreakNeeded:
             context=context,
             timeout_s=self.timeout_s,
         )
+
+
+class TieBreakPayload(Frozen):
+    """What a person breaking a tie is shown: the tie-breaker interrupt's payload."""
+
+    valid_targets: list[str]
+    default_target: str
+    suggestion: str | None
+    confidence: float | None
+    """None when the model gave no usable (finite) confidence."""
+    confidence_threshold: float
+    reasoning: str
+    hint: str
+    unsure_because: str
+    """Why the model's answer was not taken, in one sentence."""
+    outputs: dict[str, Any]
+    """The deciding step's outputs."""
+    evaluated_conditions: list[EvaluatedCondition]
+    """The conditions evaluated before the tie-breaker was asked, in order."""
 
 
 @dataclass(frozen=True)
@@ -129,18 +150,28 @@ class HumanTieBreakNeeded:
         stated = (
             f"with confidence {usable:.2f}" if usable is not None else "without a usable confidence"
         )
+        threshold = need.confidence_threshold
+        unsure_because = (
+            f"its confidence {usable:.2f} is below the threshold {threshold:.2f}"
+            if usable is not None
+            else f"it gave no usable confidence (the threshold is {threshold:.2f})"
+        )
         return InterruptRequest(
             kind="tie_breaker",
             prompt=f"Where should '{need.step_id}' go next? The model suggests "
             f"'{suggested}' {stated}.",
-            payload={
-                "valid_targets": list(need.valid_targets),
-                "default_target": need.default_target,
-                "suggestion": suggested,
-                "confidence": usable,
-                "reasoning": self.suggestion.reasoning,
-                "hint": need.hint,
-            },
+            payload=TieBreakPayload(
+                valid_targets=list(need.valid_targets),
+                default_target=need.default_target,
+                suggestion=suggested,
+                confidence=usable,
+                confidence_threshold=threshold,
+                reasoning=self.suggestion.reasoning,
+                hint=need.hint,
+                unsure_because=unsure_because,
+                outputs=dict(need.outputs),
+                evaluated_conditions=list(need.evaluated_conditions),
+            ).model_dump(mode="json"),
             options=list(need.valid_targets),
             default=InterruptAnswer(
                 action="choose", value=need.default_target, automatic=True, note="default edge"
@@ -335,6 +366,7 @@ class _Decision:
             candidates=candidates,
             fallback=fallback,
             evaluated_conditions=list(self.evaluated),
+            outputs=dict(self.inp.outputs),
         )
 
     # -- what a chosen target means ---------------------------------------------------

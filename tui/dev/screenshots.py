@@ -95,6 +95,7 @@ SCENES: dict[str, tuple[Scene, tuple[int, int]]] = {
     "approval": (open_run("20240501-110000-0a1b2c"), SIZE),
     "tie_breaker": (open_run("20240501-113000-3d4e5f"), SIZE),
     "report": (open_run("20240501-093000-a1b2c3", "report"), SIZE),
+    "round_diff": (open_run("20240501-093000-a1b2c3", "round_diff"), SIZE),
     "outline": (open_run("20240501-101500-d4e5f6"), (72, 40)),
 }
 

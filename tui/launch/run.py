@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from engine.events import RunEvent
+from engine.live import LiveChannel
 from engine.protocol import (
     ExecutionEngine,
     ExecutionResult,
@@ -118,6 +119,7 @@ async def open_run(
     store: RunStore | None = None,
     settings: WorkbenchConfig | None = None,
     parts: RunParts = RunParts(),
+    live: LiveChannel | None = None,
 ) -> AsyncIterator[OpenRun]:
     """Everything one run needs, open while the block runs, closed after it.
 
@@ -125,7 +127,7 @@ async def open_run(
     ``engine_reason`` overrides the selector's reason (a resume keeps the stored one). ``store``
     is the caller's open run store (None: the workspace's, opened here). ``settings`` is the
     workbench config (None: the active config file, read only when the run needs the router or
-    the corpus).
+    the corpus). ``live`` is where streamed model output goes (None: a channel of the run's own).
     """
     from engine.selector import select_engine  # graph analysis (networkx): only when a run opens
 
@@ -140,6 +142,7 @@ async def open_run(
             responder=responder,
             tie_breaker=parts.tie_breaker,
             engine_reason=selection.reason if engine_reason is None else engine_reason,
+            live=live,
         )
         opened = OpenRun(context, definition, selection.name)
         if needs_application(definition):

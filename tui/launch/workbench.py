@@ -17,6 +17,7 @@ from functools import cached_property
 from pathlib import Path
 from typing import Any
 
+from engine.live import LiveChannel
 from engine.protocol import ExecutionResult, InterruptResponder
 from engine.spec import WorkflowDefinition
 from engine.store import RunStore, new_run_id
@@ -51,6 +52,8 @@ class Workbench:
     shipped_dir: Path = SHIPPED_WORKFLOWS
     parts: RunParts = field(default_factory=RunParts)
     """Parts the app's runs are given instead of the workspace's own (tests)."""
+    live: LiveChannel = field(default_factory=LiveChannel)
+    """Live model output of every run started here (step detail shows the running step's)."""
     _store: RunStore | None = None
 
     @cached_property
@@ -124,6 +127,7 @@ class Workbench:
                 surfaces=[inbox.put],
                 settings=self.config,
                 parts=self.parts,
+                live=self.live,
             ) as run:
                 return await run.start()
 
@@ -148,6 +152,7 @@ class Workbench:
                     store=store,
                     settings=self.config,
                     parts=self.parts,
+                    live=self.live,
                 ) as run:
                     return await run.resume()
 

@@ -29,6 +29,7 @@ from engine.context import InterruptAnswer
 from engine.events import InterruptRaised, RunEvent
 from engine.protocol import ExecutionResult
 from tui.app.messages import ResumeRun
+from tui.app.model_calls import model_calls
 from tui.app.run_driver import PromptTicket, RunDriver
 from tui.app.run_state import Part, RunView, describe, spend_text
 from tui.app.widgets.dag_outline import DagOutline
@@ -73,7 +74,9 @@ class RunScreen(Screen[None]):
 ## Run
 
 The workflow graph, provider health, the rounds matrix and the event log of
-one run. **Enter** on a step opens its detail; **p** answers the next prompt.
+one run. **Enter** on a step opens its detail; **p** answers the next prompt;
+**d** compares a research round with the one before (once two are scored);
+**i** copies the run id (OSC 52).
 """
 
     BINDINGS = [
@@ -86,6 +89,8 @@ one run. **Enter** on a step opens its detail; **p** answers the next prompt.
         Binding("2", "toggle_panel('rounds')", "Rounds", id="run.toggle_rounds"),
         Binding("3", "toggle_panel('log')", "Log", id="run.toggle_log"),
         Binding("slash", "filter_log", "Filter log", id="run.filter_log"),
+        Binding("i", "copy_run_id", "Copy id", id="run.copy_run_id", show=False),
+        Binding("d", "round_diff", "Round diff", id="run.round_diff"),
         Binding("comma", "replay(-1)", "◀ event", id="run.replay_back"),
         Binding("full_stop", "replay(1)", "event ▶", id="run.replay_forward"),
     ]
@@ -258,6 +263,7 @@ one run. **Enter** on a step opens its detail; **p** answers the next prompt.
         if every or "rounds" in parts:
             self.query_one(RoundsMatrix).show(view)
             self._place_panels()
+            self.refresh_bindings()
         if every or "log" in parts:
             self.query_one(EventLog).show(view)
         if every or parts & {"prompts", "steps"}:
@@ -414,8 +420,12 @@ one run. **Enter** on a step opens its detail; **p** answers the next prompt.
         from tui.app.screens.step_detail import StepDetailScreen
 
         step = self.view.steps.get(message.step_id)
-        if step is not None:
-            self.app.push_screen(StepDetailScreen(step))
+        if step is None:
+            return
+        run_id = self.run_id or self.view.run_id
+        calls = model_calls(self.workbench.store(), run_id, step.id, step.iteration)
+        live = self.workbench.live if self.live else None
+        self.app.push_screen(StepDetailScreen(step, run_id=run_id, calls=calls, live=live))
 
     def on_providers_panel_chosen(self, message: ProvidersPanel.Chosen) -> None:
         from tui.app.screens.provider_detail import ProviderDetailScreen
@@ -465,6 +475,23 @@ one run. **Enter** on a step opens its detail; **p** answers the next prompt.
         self.app.push_screen(
             ReportScreen(self.workbench, self.run_id or self.view.run_id, self.view)
         )
+
+    def action_copy_run_id(self) -> None:
+        run_id = self.run_id or self.view.run_id
+        if run_id:
+            self.app.copy_to_clipboard(run_id)
+            self.notify(f"run id {run_id} copied (OSC 52)")
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        """The round diff is offered once a run has two scored rounds to compare."""
+        if action == "round_diff":
+            return len(self.view.rounds) >= 2
+        return True
+
+    def action_round_diff(self) -> None:
+        from tui.app.screens.round_diff import RoundDiffScreen
+
+        self.app.push_screen(RoundDiffScreen(self.view))
 
     def action_back(self) -> None:
         self.app.pop_screen()
