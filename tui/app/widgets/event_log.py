@@ -97,7 +97,8 @@ match those fields. All terms must match.
         self._append(lines[self._written :])
 
     def _append(self, lines: list[LogLine]) -> None:
-        shown = [format_line(line) for line in lines if matches(line, self._query)][-MAX_LINES:]
+        kept = [line for line in lines if matches(line, self._query)][-MAX_LINES:]
+        shown = [format_line(line) for line in kept]
         if shown:
             self.query_one("#log-lines", RichLog).write(Text("\n").join(shown))
         self._written += len(lines)

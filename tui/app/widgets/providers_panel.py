@@ -14,7 +14,8 @@ from rich.table import Table
 from rich.text import Text
 from textual.widgets import Static
 
-from tui.app.run_state import RunView, format_cooldown
+from tui.app.breaker_story import format_cooldown
+from tui.app.run_state import RunView
 
 SPARK = "▁▂▃▄▅▆▇█"
 STATE_STYLE = {
