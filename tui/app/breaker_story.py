@@ -40,14 +40,12 @@ def why(snapshot: Mapping[str, Any], previous: str | None = None) -> str:
         reason = snapshot.get("open_reason")
         note = error_note(snapshot)
         if previous == "HALF_OPEN":
-            head = "the probe failed"
-        elif reason:
-            head = f"tripped by {reason}"
-        else:
-            head = ""
-        if note and note != reason:
-            head = f"{head} ({note})" if head else note
-        return head
+            return f"the probe failed ({note})" if note else "the probe failed"
+        if reason and note.startswith(str(reason)):
+            return f"tripped by {note}"
+        if reason:
+            return f"tripped by {reason}" + (f" (last error {note})" if note else "")
+        return f"tripped by {note}" if note else ""
     if state == "HALF_OPEN":
         return "cooldown over: one probe may go"
     if state == "CLOSED" and previous in ("OPEN", "HALF_OPEN"):

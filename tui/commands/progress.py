@@ -83,9 +83,17 @@ class ProgressBoard:
             self._bars.start()
 
     def update(
-        self, name: str, completed: int, total: int | None, *, note: str = "", label: str = ""
+        self,
+        name: str,
+        completed: int,
+        total: int | None,
+        *,
+        note: str = "",
+        label: str = "",
+        final: bool = False,
     ) -> None:
-        """Set task ``name`` to ``completed`` of ``total`` (None: not known yet)."""
+        """Set task ``name`` to ``completed`` of ``total`` (None: not known yet); ``final``: the
+        task's last word, printed when piped even if the count has not moved."""
         description = label or name
         if self._bars is not None:
             task = self._tasks.get(name)
@@ -98,16 +106,24 @@ class ProgressBoard:
                     task, total=total, completed=completed, description=description, note=note
                 )
             return
-        self._plain_update(description, name, completed, total, note)
+        self._plain_update(description, name, completed, total, note, final)
 
     def _plain_update(
-        self, description: str, name: str, completed: int, total: int | None, note: str
+        self,
+        description: str,
+        name: str,
+        completed: int,
+        total: int | None,
+        note: str,
+        final: bool,
     ) -> None:
         previous = self._plain.get(name)
         tenth = completed * PLAIN_STEPS // total if total else 0
         ended = total is not None and completed >= total
-        show = previous is None or (
-            tenth > previous[2] or total != previous[1] or (ended and previous[0] < completed)
+        show = (
+            final
+            or previous is None
+            or (tenth > previous[2] or total != previous[1] or (ended and previous[0] < completed))
         )
         self._plain[name] = (completed, total, tenth if show or previous is None else previous[2])
         if show:
@@ -156,15 +172,16 @@ class RunProgress:
         elif isinstance(event, InterruptResolved):
             self.board.resume()
         elif isinstance(event, RunFinished):
-            self._show_steps(event.status.value)
+            self._show_steps(event.status.value, final=True)
 
-    def _show_steps(self, note: str) -> None:
+    def _show_steps(self, note: str, *, final: bool = False) -> None:
         self.board.update(
             "steps",
             len(self._steps),
             self._total or None,
             note=note,
             label=f"{self._workflow} steps settled",
+            final=final,
         )
 
     def _show_round(self, payload: dict[str, Any]) -> None:

@@ -42,7 +42,7 @@ from tui.launch.workspace import Workspace
 
 if TYPE_CHECKING:
     from router.clock import Clock
-    from router.models import ProviderSnapshot
+    from router.models import ChatRequest, ProviderSnapshot
     from router.router import SmartModelRouter
 
 CHAOS_SCRIPT = DEFAULT_SCRIPT_PATH
@@ -131,11 +131,22 @@ def chaos_job(
     return NewRunJob(run_id, job)
 
 
+def probe_request(provider: str) -> ChatRequest:
+    """A small request that goes to ``provider`` first (its profile): a probe when it is HALF_OPEN."""
+    from router.models import ChatMessage, ChatRequest
+
+    return ChatRequest(
+        task="chaos.probe",
+        messages=[ChatMessage(role="user", content="Are you serving again?")],
+        profile=f"{PROBE_PROFILE}{provider}",
+    )
+
+
 async def close_every_breaker(router: SmartModelRouter, rounds: int = CLOSING_ROUNDS) -> list[str]:
     """Wait out the longest cooldown, then send one request through each provider whose breaker
     is not CLOSED (its profile puts it first, so the request is its probe); repeat until every
     breaker is CLOSED. Returns the providers still not CLOSED after ``rounds`` tries."""
-    from router.models import BreakerState, ChatMessage, ChatRequest
+    from router.models import BreakerState
 
     def waiting() -> list[ProviderSnapshot]:
         return [s for s in router.snapshot() if s.state is not BreakerState.CLOSED]
@@ -146,13 +157,8 @@ async def close_every_breaker(router: SmartModelRouter, rounds: int = CLOSING_RO
             return []
         await router.clock.sleep(max(s.cooldown_remaining_s for s in shut))
         for snapshot in waiting():
-            request = ChatRequest(
-                task="chaos.probe",
-                messages=[ChatMessage(role="user", content="Are you serving again?")],
-                profile=f"{PROBE_PROFILE}{snapshot.name}",
-            )
             try:
-                await router.complete(request)
+                await router.complete(probe_request(snapshot.name))
             except Exception:  # noqa: BLE001 - a failed probe reopens its breaker; the next round retries
                 continue
     return [s.name for s in waiting()]
@@ -242,8 +248,8 @@ class BreakerStory:
             self._count(story, previous, state, event)
             reason = why(event.snapshot, previous)
             lines.append(
-                f"{event.mono:6.1f}s {event.provider:<10} {previous or 'new':>9} -> {state:<9}"
-                + (f" {reason}" if reason else "")
+                f"{event.mono:6.1f}s {event.provider:<10} {previous or 'new':>9} -> "
+                + (f"{state:<9} {reason}" if reason else state)
             )
         return lines
 
