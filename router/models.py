@@ -192,6 +192,11 @@ class ProviderSnapshot(BaseModel):
     misconfigured_reason: str | None = None
     last_error: str | None = None
     last_error_status: int | None = None
+    last_error_retry_after_s: float | None = None
+    """The Retry-After the last failed answer carried (seconds), if it carried one."""
+    open_reason: str | None = None
+    """Why the breaker is OPEN or HALF_OPEN (the trip's error class or failure count); None
+    when CLOSED."""
     changed_wall: float | None = None
     models: dict[int, str] = Field(default_factory=dict)
     unhealthy_models: dict[str, str] = Field(default_factory=dict)

@@ -710,7 +710,9 @@ class SmartModelRouter:
                 error_class = (
                     ErrorClass.SERVER
                 )  # a health endpoint that does not answer 2xx is not healthy
-            rt.last_error = ErrorNote(failure.error_class.value, failure.status)
+            rt.last_error = ErrorNote(
+                failure.error_class.value, failure.status, failure.retry_after_s
+            )
             rt.breaker.record_failure(error_class, failure.retry_after_s, lease)
             self._persist_breaker(rt)
             attempts.append(
@@ -798,7 +800,7 @@ class SmartModelRouter:
                 rt.throttle.cancel(held.ticket)
             else:
                 rt.throttle.settle(held.ticket, accepted=traits.accepted)
-        rt.last_error = ErrorNote(error_class.value, exc.status)
+        rt.last_error = ErrorNote(error_class.value, exc.status, exc.retry_after_s)
         answered_badly = error_class in (ErrorClass.BAD_REQUEST, ErrorClass.INVALID_OUTPUT)
         if traits.misconfigures:
             rt.misconfigured_reason = self._misconfigured_reason(rt, exc)

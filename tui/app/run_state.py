@@ -8,8 +8,9 @@ is what makes a replay at event N look exactly like the live screen did.
 
 from __future__ import annotations
 
+import bisect
 import json
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
 from engine.events import (
@@ -34,6 +35,7 @@ from engine.model_answers import disclosure, tally
 from engine.states import RoutingSignal, StepStatus
 from tui.app.agent_trail import AdvisoryGraph
 from tui.app.agent_trail import fold as fold_agent_event
+from tui.app.breaker_story import format_cooldown, why
 
 Part = Literal["graph", "steps", "providers", "rounds", "log", "prompts", "status"]
 DIMENSIONS: tuple[str, ...] = ("coverage", "source_quality", "agreement", "verification", "recency")
@@ -136,12 +138,17 @@ class RunView:
         self.last_seq = max(self.last_seq, event.seq)
         self.last_ts = max(self.last_ts, event.ts)
         parts: set[Part] = {"log"}
+        previous = (
+            self.providers.get(event.provider, {}).get("state")
+            if isinstance(event, ProviderState)
+            else None
+        )
         self.log.append(
             LogLine(
                 event.seq,
                 event.kind,
                 _level(event),
-                describe(event),
+                describe(event, previous),
                 getattr(event, "step_id", None),
                 event.ts,
             )
@@ -156,6 +163,29 @@ class RunView:
         for event in events:
             parts |= self.apply(event)
         return parts
+
+    def copy(self) -> RunView:
+        """An independent copy to fold on from (a replay checkpoint).
+
+        Shallow where the fold only ever replaces a value (events, dicts of outputs, round
+        views, log lines are never changed in place); the containers the fold grows or
+        mutates are copied, so folding the copy never changes the original.
+        """
+        steps = {key: replace(step, trail=list(step.trail)) for key, step in self.steps.items()}
+        return replace(
+            self,
+            order=list(self.order),
+            edges=list(self.edges),
+            steps=steps,
+            providers=dict(self.providers),
+            provider_seen_at=dict(self.provider_seen_at),
+            rounds=dict(self.rounds),
+            log=list(self.log),
+            pending=dict(self.pending),
+            chosen_edges=set(self.chosen_edges),
+            changed_steps=set(self.changed_steps),
+            advisory=AdvisoryGraph(dict(self.advisory.last), dict(self.advisory.current)),
+        )
 
     def take_changed_steps(self) -> set[str]:
         changed, self.changed_steps = self.changed_steps, set()
@@ -319,6 +349,41 @@ class RunView:
         return sorted(self.pending.values(), key=lambda e: e.seq)
 
 
+CHECKPOINT_EVERY = 250
+"""Events between two replay checkpoints: stepping anywhere folds at most this many events."""
+
+
+class ReplayFold:
+    """A stored run's view after any number of its events, without refolding from event 0.
+
+    Folding forward keeps a copy of the view every ``every`` events; a step
+    back starts from the nearest checkpoint at or before the wanted position, so a replay
+    step late in a long run costs at most that many events plus one copy.
+    """
+
+    def __init__(
+        self, events: list[RunEvent], run_id: str = "", *, every: int = CHECKPOINT_EVERY
+    ) -> None:
+        self.events = events
+        self.every = every
+        self._positions: list[int] = [0]
+        self._views: list[RunView] = [RunView(run_id=run_id)]
+
+    def view_at(self, position: int) -> RunView:
+        """A fresh view of the run after ``position`` events (the caller may fold on from it)."""
+        position = max(0, min(position, len(self.events)))
+        index = bisect.bisect_right(self._positions, position) - 1
+        at, view = self._positions[index], self._views[index].copy()
+        while at < position:
+            step_end = min(position, (at // self.every + 1) * self.every)
+            view.apply_all(self.events[at:step_end])
+            at = step_end
+            if at % self.every == 0 and at > self._positions[-1]:
+                self._positions.append(at)
+                self._views.append(view.copy())
+        return view
+
+
 def _float(value: Any) -> float | None:
     return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
 
@@ -345,14 +410,6 @@ def spend_text(budget: Budget) -> str:
     return f"${spent:.4f} of ${budget.max_cost_usd:.2f} spent, ${left:.4f} left"
 
 
-def format_cooldown(seconds: float) -> str:
-    """A cooldown left: one decimal under 10 s ("3.4s"), so short (time-scaled) cooldowns visibly count
-    down; whole seconds above ("28s")."""
-    if round(seconds, 1) < 10:
-        return f"{seconds:.1f}s"
-    return f"{seconds:.0f}s"
-
-
 def _short(value: Any, limit: int = 80) -> str:
     text = (
         value
@@ -362,8 +419,9 @@ def _short(value: Any, limit: int = 80) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
-def describe(event: RunEvent) -> str:
-    """One line of the event log for ``event``."""
+def describe(event: RunEvent, previous_state: str | None = None) -> str:
+    """One line of the event log for ``event`` (``previous_state``: a provider's breaker state
+    before this ``provider_state`` event, when the caller knows it)."""
     if isinstance(event, RunStarted):
         how = "resumed" if event.resumed else "started"
         return f"run {how}: {event.workflow} on {event.engine} ({event.engine_reason})"
@@ -390,10 +448,15 @@ def describe(event: RunEvent) -> str:
         return f"{event.step_id} answered{how}: {event.answer.get('action', '?')}"
     if isinstance(event, ProviderState):
         snap = event.snapshot
-        return f"provider {event.provider}: {snap.get('state', '?')}" + (
-            f", cooldown {format_cooldown(float(snap.get('cooldown_remaining_s') or 0))}"
-            if snap.get("state") == "OPEN"
-            else ""
+        reason = why(snap, previous_state)
+        return (
+            f"provider {event.provider}: {snap.get('state', '?')}"
+            + (
+                f", cooldown {format_cooldown(float(snap.get('cooldown_remaining_s') or 0))}"
+                if snap.get("state") == "OPEN"
+                else ""
+            )
+            + (f" — {reason}" if reason else "")
         )
     if isinstance(event, Budget):
         return (

@@ -20,7 +20,7 @@ from rich.markup import escape
 
 from engine.context import InterruptAnswer, InterruptRequest
 from engine.errors import WorkflowLoadError
-from engine.events import InterruptRaised
+from engine.events import InterruptRaised, RunEvent
 from engine.headless import (
     HeadlessPrinter,
     step_table,
@@ -32,6 +32,7 @@ from engine.protocol import ExecutionResult, InterruptResponder
 from engine.spec import WorkflowDefinition
 from engine.states import RunStatus
 from engine.store import RunOwned, RunStore
+from tui.commands.progress import ProgressBoard, RunProgress
 from tui.commands.root_options import BAD_INPUT, WORKSPACE_KEY
 from tui.launch.steps import load_workflow_file
 from tui.launch.workspace import Workspace
@@ -183,12 +184,21 @@ def drive(
     run: Callable[[Surface], Coroutine[Any, Any, ExecutionResult]],
     console: Console,
 ) -> int:
-    """Run ``run`` with the headless printer as its surface; print the final table; the exit code.
+    """Run ``run`` with the headless printer and the progress bars as its surface; print the final
+    table; the exit code.
 
     ``run`` opens the run (:func:`tui.launch.run.open_run`) with the surface it is given.
     """
+    printer = HeadlessPrinter(console)
     try:
-        result = asyncio.run(run(HeadlessPrinter(console)))
+        with ProgressBoard(console) as board:
+            progress = RunProgress(board)
+
+            def surface(events: list[RunEvent]) -> None:
+                printer(events)
+                progress(events)
+
+            result = asyncio.run(run(surface))
     except RunOwned as error:
         raise BadInput(str(error)) from None
     except KeyboardInterrupt:

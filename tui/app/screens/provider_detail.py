@@ -19,7 +19,7 @@ from textual.containers import VerticalScroll
 from textual.screen import ModalScreen
 from textual.widgets import Footer, Static
 
-from tui.app.run_state import format_cooldown
+from tui.app.breaker_story import format_cooldown
 from tui.app.widgets.providers_panel import STATE_STYLE
 
 SnapshotSource = Callable[[], tuple[Mapping[str, Any], float]]

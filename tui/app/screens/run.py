@@ -22,6 +22,7 @@ from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
 from textual.message import Message
 from textual.screen import Screen
+from textual.timer import Timer
 from textual.widgets import ContentSwitcher, Footer, Static
 from textual.worker import Worker, WorkerState
 
@@ -31,7 +32,7 @@ from engine.protocol import ExecutionResult
 from tui.app.messages import ResumeRun
 from tui.app.model_calls import model_calls
 from tui.app.run_driver import PromptTicket, RunDriver
-from tui.app.run_state import Part, RunView, describe, spend_text
+from tui.app.run_state import Part, ReplayFold, RunView, describe, spend_text
 from tui.app.widgets.dag_outline import DagOutline
 from tui.app.widgets.dag_view import DagView
 from tui.app.widgets.event_log import EventLog
@@ -57,6 +58,11 @@ LOG_SHARE = 0.3
 """The log's share of the screen's height, given up (down to LOG_MIN_ROWS) when those rows let
 the whole graph show."""
 LOG_MIN_ROWS = 8
+STARTING_TICK_S = 0.5
+STARTING_WHAT = (
+    "opening the run store, the corpus (indexed on first use) and the providers; "
+    "the graph appears with the run's first event"
+)
 
 
 class PromptArrived(Message):
@@ -119,6 +125,8 @@ one run. **Enter** on a step opens its detail; **p** answers the next prompt;
             len(self.events) if position is None else max(0, min(position, len(self.events)))
         )
         self.stored_status = stored_status
+        self._replay = ReplayFold(self.events, run_id)
+        """Checkpoints of the stored run's fold, so a step back does not refold from event 0."""
         """The store's word on a stored run (WAITING when it paused with nobody there)."""
         self.tickets: dict[str, PromptTicket] = {}
         self._prompt_open = False
@@ -127,6 +135,8 @@ one run. **Enter** on a step opens its detail; **p** answers the next prompt;
         """Panels the person hid with 1/2/3."""
         self._compact_panel = "log"
         """On a small terminal, the one panel shown under the graph (1/2/3 choose it)."""
+        self._mounted_at = 0.0
+        self._starting_timer: Timer | None = None
 
     @property
     def live(self) -> bool:
@@ -162,6 +172,10 @@ one run. **Enter** on a step opens its detail; **p** answers the next prompt;
         self._redraw(None)
         self.set_interval(DRAIN_INTERVAL_S, self.drain)
         self.set_interval(1.0, self.query_one(ProvidersPanel).tick)
+        self._mounted_at = self.workbench.clock()
+        if self.live and self.view.status == "PENDING":
+            self._starting_timer = self.set_interval(STARTING_TICK_S, self._show_starting)
+
         self.query_one(DagView).focus()
         self._apply_size(self.app.size.width, self.app.size.height)
         if self.view.pending and not self.live:
@@ -278,8 +292,25 @@ one run. **Enter** on a step opens its detail; **p** answers the next prompt;
                 else "before the first event"
             )
 
+    def _show_starting(self) -> None:
+        """Count the seconds until the run's first event, so its start is never a blank wait."""
+        if (self.view.status != "PENDING" or not self.live) and self._starting_timer is not None:
+            self._starting_timer.stop()
+            self._starting_timer = None
+        self._show_status()
+
     def _show_status(self) -> None:
         v = self.view
+        if v.status == "PENDING" and self.live:
+            waited = max(0.0, self.workbench.clock() - self._mounted_at)
+            self.query_one("#run-status", Static).update(
+                Text.assemble(
+                    (" starting ", "bold reverse"),
+                    (f" {waited:.0f}s", "bold cyan"),
+                    (f" · {STARTING_WHAT}", "dim"),
+                )
+            )
+            return
         text = Text(f" {v.workflow or 'run'} ", style="bold reverse")
         style = {
             "COMPLETED": "green",
@@ -325,8 +356,7 @@ one run. **Enter** on a step opens its detail; **p** answers the next prompt;
         self._redraw(None)
 
     def _fold_stored(self, position: int) -> None:
-        self.view = RunView(run_id=self.run_id)
-        self.view.apply_all(self.events[:position])
+        self.view = self._replay.view_at(position)
         self.position = position
         if (
             position == len(self.events)

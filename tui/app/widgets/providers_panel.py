@@ -16,7 +16,8 @@ from textual.binding import Binding
 from textual.message import Message
 from textual.widgets import Static
 
-from tui.app.run_state import RunView, format_cooldown
+from tui.app.breaker_story import format_cooldown
+from tui.app.run_state import RunView
 
 SPARK = "▁▂▃▄▅▆▇█"
 STATE_STYLE = {
