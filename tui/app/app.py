@@ -24,6 +24,7 @@ from tui.app.messages import OpenRun, ResumeRun, ShowHistory, StartRun
 from tui.app.run_driver import NewRunJob, PromptTicket, RunDriver, RunJob
 from tui.app.screens.home import HomeScreen
 from tui.app.screens.run import PromptArrived, RunScreen
+from tui.app.status_style import STATUS_CSS
 from tui.launch.workbench import Workbench
 
 STOP_TIMEOUT_S = 3.0
@@ -100,6 +101,7 @@ class WorkbenchCommands(Provider):
 class WorkbenchApp(App[None]):
     TITLE = "Research Workbench"
     CSS_PATH = "app.tcss"
+    CSS = STATUS_CSS
     COMMANDS = App.COMMANDS | {WorkbenchCommands}
     BINDINGS = [
         Binding("f1", "toggle_help", "Help", id="app.help"),

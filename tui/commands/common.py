@@ -20,18 +20,14 @@ from rich.markup import escape
 
 from engine.context import InterruptAnswer, InterruptRequest
 from engine.errors import WorkflowLoadError
+from engine.event_lines import summarize
 from engine.events import InterruptRaised
-from engine.headless import (
-    HeadlessPrinter,
-    fallback_disclosure,
-    step_table,
-    styled,
-    summarize,
-)
+from engine.headless import HeadlessPrinter, fallback_disclosure, step_table, styled
 from engine.protocol import ExecutionResult, InterruptResponder
 from engine.spec import WorkflowDefinition
 from engine.states import RunStatus
 from engine.store import RunOwned, RunStore
+from research.events import describe_research_event
 from tui.commands.root_options import BAD_INPUT, WORKSPACE_KEY
 from tui.launch.steps import load_workflow_file
 from tui.launch.workspace import Workspace
@@ -174,7 +170,7 @@ def drive(
     ``run`` opens the run (:func:`tui.launch.run.open_run`) with the surface it is given.
     """
     try:
-        result = asyncio.run(run(HeadlessPrinter(console)))
+        result = asyncio.run(run(HeadlessPrinter(console, domain=describe_research_event)))
     except RunOwned as error:
         raise BadInput(str(error)) from None
     except KeyboardInterrupt:
