@@ -6,63 +6,79 @@ one, or a stored one replayed from the store, the same way.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterable
-from typing import Any
 
 from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from engine.events import (
-    Domain,
-    InterruptRaised,
-    InterruptResolved,
-    Log,
-    PolicyViolation,
-    RouteDecided,
-    RunEvent,
-    RunFinished,
-    RunStarted,
-    StepFailed,
-    StepFinished,
-    StepRetrying,
-    StepSkipped,
-    StepStarted,
-)
+from engine.event_lines import DomainDescriber, EventLine, describe, summarize
+from engine.events import Domain, RunEvent
+from engine.status_tone import Tone, tone
 from engine.store import StepResult
 
-STATUS_STYLES = {
-    "SUCCEEDED": "green",
-    "COMPLETED": "bold green",
-    "SKIPPED": "dim",
-    "PENDING": "dim",
-    "RUNNING": "cyan",
-    "WAITING_HUMAN": "yellow",
-    "WAITING": "bold yellow",
-    "PARTIAL": "bold yellow",
-    "FAILED": "bold red",
-    "UPSTREAM_FAILED": "red",
-    "CANCELLED": "magenta",
+TONE_STYLES: dict[Tone, str] = {
+    "muted": "dim",
+    "active": "cyan",
+    "attention": "bold yellow",
+    "caution": "yellow",
+    "good": "green",
+    "excellent": "bold cyan",
+    "disabled": "dim",
+    "critical": "bold red",
+    "bad": "red",
+    "stopped": "magenta",
+    "plain": "white",
+}
+"""How the console shows each tone of engine/status_tone.py."""
+
+LEVEL_STYLES = {"debug": "dim", "warning": "yellow", "error": "red"}
+RUN_EVENTS = ("run_started", "run_finished")
+"""Printed flush left; a run's other events are indented under them."""
+QUIET_EVENTS = ("provider_state", "budget")
+"""Shown by the app's panels; on the console they would drown the run's progress."""
+
+GLYPHS = {
+    "run_started": "▶",
+    "run_finished": "■",
+    "step_started": "●",
+    "step_finished": "✔",
+    "step_skipped": "○",
+    "step_failed": "✖",
+    "step_retrying": "↻",
+    "route_decided": "→",
+    "interrupt_raised": "?",
+    "interrupt_resolved": "✓",
 }
 
 
-def summarize(value: Any, width: int = 80) -> str:
-    """A one-line JSON summary of outputs, cut to ``width`` characters."""
-    text = json.dumps(value, default=str, ensure_ascii=False, separators=(", ", ": "))
-    return text if len(text) <= width else text[: width - 1] + "…"
+def console_style(status: str) -> str:
+    """How the console colours ``status``: its tone's rich style."""
+    return TONE_STYLES[tone(status)]
 
 
 def styled(status: str) -> str:
-    return f"[{STATUS_STYLES.get(status, 'white')}]{status}[/]"
+    """``status`` in console markup, coloured by its tone."""
+    return f"[{console_style(status)}]{status}[/]"
 
 
 class HeadlessPrinter:
-    """Call it with batches of events (a store subscriber); each becomes one line."""
+    """Call it with batches of events (a store subscriber); each becomes one line.
 
-    def __init__(self, console: Console | None = None, *, show_domain: bool = False) -> None:
+    ``domain`` describes the domain events of the package that emits them (the
+    application passes research's); without it they are shown as name and payload.
+    """
+
+    def __init__(
+        self,
+        console: Console | None = None,
+        *,
+        show_domain: bool = False,
+        domain: DomainDescriber | None = None,
+    ) -> None:
         self.console = console or Console()
         self.show_domain = show_domain
+        self.domain = domain
 
     def __call__(self, events: Iterable[RunEvent]) -> None:
         for event in events:
@@ -71,64 +87,27 @@ class HeadlessPrinter:
                 self.console.print(line, highlight=False)
 
     def line(self, event: RunEvent) -> str | None:
-        at = f"[dim]{event.mono:7.2f}s[/]"
-        if isinstance(event, RunStarted):
-            verb = "resumed" if event.resumed else "forked" if event.forked_from else "started"
-            return (
-                f"{at} [bold]▶ run {event.run_id}[/] {verb}: {escape(event.workflow)} on {event.engine}"
-                f" [dim]({escape(event.engine_reason)})[/]"
-            )
-        if isinstance(event, StepStarted):
-            extra = f" iteration {event.iteration}" if event.iteration else ""
-            extra += f" attempt {event.attempt}" if event.attempt > 1 else ""
-            return f"{at}   [cyan]●[/] {event.step_id} started{extra}"
-        if isinstance(event, StepFinished):
-            replayed = f", {event.replayed_calls} replayed" if event.replayed_calls else ""
-            fallback = (
-                f", [yellow]{event.fallback_calls} from the built-in fallback[/]"
-                if event.fallback_calls
-                else ""
-            )
-            calls = f" {event.llm_calls} calls{replayed}{fallback}," if event.llm_calls else ""
-            return (
-                f"{at}   [green]✔[/] {event.step_id} finished ({event.duration_s:.2f} s,{calls}"
-                f" {escape(summarize(event.outputs, 60))})"
-            )
-        if isinstance(event, StepSkipped):
-            return f"{at}   [dim]○ {event.step_id} skipped: {escape(event.reason)}[/]"
-        if isinstance(event, StepFailed):
-            kind = "upstream failed" if event.upstream else "failed"
-            optional = " (optional)" if event.optional else ""
-            return f"{at}   [red]✖ {event.step_id} {kind}{optional}: {escape(event.error)}[/]"
-        if isinstance(event, StepRetrying):
-            return f"{at}   [yellow]↻ {event.step_id} retry, attempt {event.attempt}: {escape(event.error)}[/]"
-        if isinstance(event, RouteDecided):
-            signal = event.signal
-            where = signal.next_step_id or signal.decision
-            human = " [yellow](needs a person)[/]" if signal.needs_human else ""
-            return f"{at}   [blue]→[/] {event.step_id} routes to {where} [dim]({escape(signal.reason)})[/]{human}"
-        if isinstance(event, InterruptRaised):
-            options = f" [{' / '.join(event.options)}]" if event.options else ""
-            return (
-                f"{at}   [yellow]? {event.step_id} asks: {escape(event.prompt)}{escape(options)}[/]"
-                f" [dim]{event.interrupt_id}[/]"
-            )
-        if isinstance(event, InterruptResolved):
-            how = " automatically" if event.automatic else ""
-            action = event.answer.get("action", "?")
-            value = event.answer.get("value")
-            shown = f" {escape(summarize(value, 40))}" if value not in (None, "") else ""
-            return f"{at}   [yellow]✓ {event.step_id} answered{how}: {action}{shown}[/]"
-        if isinstance(event, Log):
-            return f"{at}   [dim]{event.level}: {escape(event.message)}[/]"
-        if isinstance(event, PolicyViolation):
-            return f"{at}   [red]policy {event.rule}: {escape(event.detail)}[/]"
-        if isinstance(event, Domain) and self.show_domain:
-            return f"{at}   [dim]· {event.name} {escape(summarize(event.payload, 60))}[/]"
-        if isinstance(event, RunFinished):
-            reason = f": {escape(event.reason)}" if event.reason else ""
-            return f"{at} [bold]■ run {styled(event.status.value)}{reason}[/]"
-        return None
+        """The console line for ``event``, or None for events the console does not show."""
+        if event.kind in QUIET_EVENTS or (isinstance(event, Domain) and not self.show_domain):
+            return None
+        return f"[dim]{event.mono:7.2f}s[/] " + console_markup(describe(event, self.domain), event)
+
+
+def console_markup(line: EventLine, event: RunEvent) -> str:
+    """An event line in rich markup: a glyph for its kind, coloured by its level when that
+    is not plain info, else by its status's tone; run lines bold and flush left."""
+    text = f"{GLYPHS.get(event.kind, '·')} {escape(line.text)}"
+    style = _style(line)
+    if event.kind in RUN_EVENTS:
+        return f"[bold {style}]{text}[/]"
+    outputs = f" [dim]{escape(line.outputs)}[/]" if line.outputs else ""
+    return f"  [{style}]{text}[/]{outputs}"
+
+
+def _style(line: EventLine) -> str:
+    if line.level != "info" or line.status is None:
+        return LEVEL_STYLES.get(line.level, "default")
+    return console_style(line.status)
 
 
 def step_table(results: dict[str, StepResult], order: list[str]) -> Table:

@@ -1,16 +1,19 @@
 """Payloads of the research domain events (DESIGN §6: the engine carries them, research defines them).
 
 The TUI renders these; :func:`validated` is how a step builds one, so a payload
-that does not match its model never reaches the run's event log.
+that does not match its model never reaches the run's event log, and
+:func:`describe_research_event` is how every surface words them.
 """
 
 from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, ValidationError
 
-from research.matrix import Tier
+from engine.event_lines import EventLine, counted
+from engine.events import Domain
+from research.matrix import Dimension, Tier
 
 STAGE = "research.stage"
 ROUND_SCORED = "research.round_scored"
@@ -54,14 +57,9 @@ class DimensionCell(Payload):
 
 class RoundScoredPayload(Payload):
     round: int
-    dimensions: dict[
-        Literal["coverage", "source_quality", "agreement", "verification", "recency"], DimensionCell
-    ]
+    dimensions: dict[Dimension, DimensionCell]
     ci: float
-    changes: (
-        dict[Literal["coverage", "source_quality", "agreement", "verification", "recency"], float]
-        | None
-    ) = None
+    changes: dict[Dimension, float] | None = None
     """Each dimension's change from the previous round (None in the first), to 6 decimals."""
     ci_change: float | None = None
     """The CI's change from the previous round (None in the first), to 6 decimals."""
@@ -95,3 +93,52 @@ PAYLOAD_MODELS: dict[str, type[Payload]] = {
 def validated(name: str, **fields: Any) -> dict[str, Any]:
     """The JSON form of a payload after validating it against its model."""
     return PAYLOAD_MODELS[name](**fields).model_dump(mode="json")
+
+
+def describe_research_event(event: Domain) -> EventLine | None:
+    """The event-log line of a research event, read through its payload model; None for
+    other domains' events and for a payload its model rejects (shown as name and payload)."""
+    model = PAYLOAD_MODELS.get(event.name)
+    if model is None:
+        return None
+    try:
+        payload = model.model_validate(event.payload)
+    except ValidationError:
+        return None
+    if isinstance(payload, StagePayload):
+        return _stage_line(payload)
+    if isinstance(payload, RoundScoredPayload):
+        return _round_line(payload)
+    assert isinstance(payload, CoalescedPayload)
+    return EventLine(
+        f"coalesced: round {payload.selected_round} selected, confidence"
+        f" {payload.confidence_level}, best CI {payload.best_ci:.2f} ({payload.stop_reason})"
+    )
+
+
+def _stage_line(payload: StagePayload) -> EventLine:
+    refused = payload.status == "refused"
+    why = f" {payload.refusal}" if payload.refusal else ""
+    detail = f": {payload.detail}" if payload.detail else ""
+    provider = f" via {payload.provider}" if payload.provider else ""
+    fallback = " (fallback)" if payload.degraded else ""
+    return EventLine(
+        f"stage {payload.stage} {payload.status}{why}{provider}{fallback}{detail}",
+        level="warning" if refused or payload.degraded else "info",
+    )
+
+
+def _round_line(payload: RoundScoredPayload) -> EventLine:
+    gate = "passed" if payload.gate_passed else "not passed"
+    contradictions = (
+        f", {counted(payload.critical_contradictions, 'critical contradiction')}"
+        if payload.critical_contradictions
+        else ""
+    )
+    stop = f" ({payload.stop_reason})" if payload.stop_reason else ""
+    return EventLine(
+        f"round {payload.round} scored: CI {payload.ci:.2f}, gate {gate}{contradictions},"
+        f" {payload.decision}{stop}",
+        level="warning" if payload.critical_contradictions else "info",
+        status="PASS" if payload.gate_passed else "FAIL",
+    )

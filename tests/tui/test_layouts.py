@@ -265,7 +265,7 @@ async def test_provider_drill_down_says_why_it_tripped(workbench: Workbench) -> 
         detail = app.screen
         facts = text_of(detail.query_one("#provider-facts"), 100)
         assert "OPEN" in facts
-        assert "opened on rate_limit (HTTP 429); trip 2 in a row" in facts
+        assert "tripped by rate_limit, HTTP 429; trip 2 in a row" in facts
         assert "28s of 30s" in facts
         assert "tier 1: gpt-4o-mini, tier 2: gpt-4o" in facts
         assert "$0.0123" in facts

@@ -8,11 +8,12 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from rich.console import Console
 
+from engine.breaker_story import format_cooldown
 from engine.events import ProviderState
 from engine.run_inputs import InputError, resolve_inputs
 from engine.spec import InputSpec, StepSpec, WorkflowDefinition
 from engine.states import StepStatus
-from tui.app.run_state import LogLine, RunView, describe, format_cooldown
+from tui.app.run_state import LogLine, RunView, describe
 from tui.app.screens.home import form_inputs
 from tui.app.widgets.dag_layout import compute_layout
 from tui.app.widgets.event_log import matches

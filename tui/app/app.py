@@ -24,6 +24,7 @@ from tui.app.log_toasts import ToastHandler
 from tui.app.messages import OpenRun, ResumeRun, ShowHistory, StartRun
 from tui.app.run_driver import NewRunJob, PromptTicket, RunDriver, RunJob
 from tui.app.screens.home import HomeScreen
+from tui.app.status_style import STATUS_CSS
 from tui.launch.workbench import Workbench
 
 if TYPE_CHECKING:  # the run screen (graph layout, the event fold) loads with the first run
@@ -103,6 +104,7 @@ class WorkbenchCommands(Provider):
 class WorkbenchApp(App[None]):
     TITLE = "Research Workbench"
     CSS_PATH = "app.tcss"
+    CSS = STATUS_CSS
     COMMANDS = App.COMMANDS | {WorkbenchCommands}
     BINDINGS = [
         Binding("f1", "toggle_help", "Help", id="app.help"),

@@ -12,7 +12,13 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from tui.app.run_state import DimensionCell, RunView
+from research.events import DimensionCell
+from tui.app.run_state import RunView
+
+
+def score_delta(before: float | None, after: float | None) -> float | None:
+    """How a score moved between two rounds (None when either round lacks it)."""
+    return None if before is None or after is None else after - before
 
 
 @dataclass(frozen=True)
@@ -23,11 +29,9 @@ class DimensionChange:
 
     @property
     def delta(self) -> float | None:
-        if self.before is None or self.after is None:
-            return None
-        if self.before.score is None or self.after.score is None:
-            return None
-        return self.after.score - self.before.score
+        return score_delta(
+            self.before.score if self.before else None, self.after.score if self.after else None
+        )
 
 
 @dataclass(frozen=True)

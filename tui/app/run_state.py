@@ -9,17 +9,18 @@ is what makes a replay at event N look exactly like the live screen did.
 from __future__ import annotations
 
 import bisect
-import json
 from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
+from pydantic import ValidationError
+
+from engine.event_lines import EventLine
+from engine.event_lines import describe as describe_event
 from engine.events import (
     Budget,
     Domain,
     InterruptRaised,
     InterruptResolved,
-    Log,
-    PolicyViolation,
     ProviderState,
     RouteDecided,
     RunEvent,
@@ -33,12 +34,19 @@ from engine.events import (
 )
 from engine.model_answers import disclosure, tally
 from engine.states import RoutingSignal, StepStatus
+from research.events import (
+    COALESCED,
+    ROUND_SCORED,
+    STAGE,
+    CoalescedPayload,
+    RoundScoredPayload,
+    StagePayload,
+    describe_research_event,
+)
 from tui.app.agent_trail import AdvisoryGraph
 from tui.app.agent_trail import fold as fold_agent_event
-from tui.app.breaker_story import format_cooldown, why
 
 Part = Literal["graph", "steps", "providers", "rounds", "log", "prompts", "status"]
-DIMENSIONS: tuple[str, ...] = ("coverage", "source_quality", "agreement", "verification", "recency")
 
 
 @dataclass
@@ -64,25 +72,6 @@ class StepView:
     """Interrupt id that holds this step (LangGraph pauses its whole superstep)."""
     trail: list[str] = field(default_factory=list)
     """An agent step's thoughts, actions, observations and decisions (tui/agent_trail.py)."""
-
-
-@dataclass(frozen=True)
-class DimensionCell:
-    score: float | None
-    tier: str
-
-
-@dataclass
-class RoundView:
-    number: int
-    dimensions: dict[str, DimensionCell] = field(default_factory=dict)
-    ci: float | None = None
-    recent_sources: float | None = None
-    recent_floor: float | None = None
-    critical_contradictions: int = 0
-    gate_passed: bool | None = None
-    decision: str = ""
-    stop_reason: str = ""
 
 
 @dataclass(frozen=True)
@@ -118,8 +107,8 @@ class RunView:
     steps: dict[str, StepView] = field(default_factory=dict)
     providers: dict[str, dict[str, Any]] = field(default_factory=dict)
     provider_seen_at: dict[str, float] = field(default_factory=dict)
-    rounds: dict[int, RoundView] = field(default_factory=dict)
-    coalesced: dict[str, Any] | None = None
+    rounds: dict[int, RoundScoredPayload] = field(default_factory=dict)
+    coalesced: CoalescedPayload | None = None
     stage: str = ""
     log: list[LogLine] = field(default_factory=list)
     pending: dict[str, InterruptRaised] = field(default_factory=dict)
@@ -143,12 +132,13 @@ class RunView:
             if isinstance(event, ProviderState)
             else None
         )
+        line = event_line(event, previous)
         self.log.append(
             LogLine(
                 event.seq,
                 event.kind,
-                _level(event),
-                describe(event, previous),
+                line.level,
+                line.text,
                 getattr(event, "step_id", None),
                 event.ts,
             )
@@ -297,40 +287,31 @@ class RunView:
         return {"steps", "status"}
 
     def _on_domain(self, e: Domain) -> set[Part]:
-        if e.name == "research.round_scored":
-            self._round_scored(e.payload)
-            return {"rounds"}
-        if e.name == "research.coalesced":
-            self.coalesced = dict(e.payload)
-            return {"rounds"}
-        if e.name == "research.stage":
-            self.stage = str(e.payload.get("stage", ""))
-            return {"status"}
+        if e.name in (ROUND_SCORED, COALESCED, STAGE):
+            return self._research(e)
         if e.name.startswith(("agent.", "advisory.")):
             grew = fold_agent_event(e, self.advisory, self._step, self._add_edge)
             return {"graph", "steps"} if grew else {"steps"}
         return set()
 
+    def _research(self, e: Domain) -> set[Part]:
+        """Folds a research event read through research's own payload types; one its type
+        rejects changes nothing but its log line (which shows the payload as it came)."""
+        try:
+            if e.name == ROUND_SCORED:
+                scored = RoundScoredPayload.model_validate(e.payload)
+                self.rounds[scored.round] = scored
+                return {"rounds"}
+            if e.name == COALESCED:
+                self.coalesced = CoalescedPayload.model_validate(e.payload)
+                return {"rounds"}
+            self.stage = StagePayload.model_validate(e.payload).stage
+        except ValidationError:
+            return set()
+        return {"status"}
+
     def _add_edge(self, source: str, target: str) -> None:
         self.edges.append(Edge(source, target, "depends_on"))
-
-    def _round_scored(self, payload: dict[str, Any]) -> None:
-        number = int(payload.get("round", len(self.rounds) + 1))
-        view = RoundView(number=number)
-        for name, cell in (payload.get("dimensions") or {}).items():
-            if isinstance(cell, dict):
-                view.dimensions[name] = DimensionCell(
-                    _float(cell.get("score")), str(cell.get("tier", ""))
-                )
-        view.ci = _float(payload.get("ci"))
-        view.recent_sources = _float(payload.get("recent_sources"))
-        view.recent_floor = _float(payload.get("recent_floor"))
-        view.critical_contradictions = int(payload.get("critical_contradictions") or 0)
-        gate = payload.get("gate_passed")
-        view.gate_passed = None if gate is None else bool(gate)
-        view.decision = str(payload.get("decision") or "")
-        view.stop_reason = str(payload.get("stop_reason") or "")
-        self.rounds[number] = view
 
     # -- queries -------------------------------------------------------------
     @property
@@ -340,10 +321,7 @@ class RunView:
 
     @property
     def selected_round(self) -> int | None:
-        if not self.coalesced:
-            return None
-        value = self.coalesced.get("selected_round")
-        return int(value) if isinstance(value, (int, float)) else None
+        return self.coalesced.selected_round if self.coalesced else None
 
     def prompts_in_order(self) -> list[InterruptRaised]:
         return sorted(self.pending.values(), key=lambda e: e.seq)
@@ -384,22 +362,6 @@ class ReplayFold:
         return view
 
 
-def _float(value: Any) -> float | None:
-    return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
-
-
-def _level(event: RunEvent) -> str:
-    if isinstance(event, Log):
-        return event.level
-    if isinstance(event, (StepFailed, PolicyViolation)):
-        return "error"
-    if isinstance(event, (StepRetrying, InterruptRaised)):
-        return "warning"
-    if isinstance(event, ProviderState) and event.snapshot.get("state") not in (None, "CLOSED"):
-        return "warning"
-    return "info"
-
-
 def spend_text(budget: Budget) -> str:
     """The run's spend and what ``limits.max_cost_usd`` leaves of it, e.g. "$0.0123 of $1.00
     spent, $0.9877 left"; empty for a run with no cost limit that has spent nothing."""
@@ -410,65 +372,12 @@ def spend_text(budget: Budget) -> str:
     return f"${spent:.4f} of ${budget.max_cost_usd:.2f} spent, ${left:.4f} left"
 
 
-def _short(value: Any, limit: int = 80) -> str:
-    text = (
-        value
-        if isinstance(value, str)
-        else json.dumps(value, default=str, ensure_ascii=False, sort_keys=True)
-    )
-    return text if len(text) <= limit else text[: limit - 1] + "…"
+def event_line(event: RunEvent, previous_state: str | None = None) -> EventLine:
+    """The engine's line for ``event``, research's own events worded by research
+    (``previous_state``: a provider's breaker state before this ``provider_state`` event)."""
+    return describe_event(event, describe_research_event, previous_state)
 
 
 def describe(event: RunEvent, previous_state: str | None = None) -> str:
-    """One line of the event log for ``event`` (``previous_state``: a provider's breaker state
-    before this ``provider_state`` event, when the caller knows it)."""
-    if isinstance(event, RunStarted):
-        how = "resumed" if event.resumed else "started"
-        return f"run {how}: {event.workflow} on {event.engine} ({event.engine_reason})"
-    if isinstance(event, StepStarted):
-        return f"{event.step_id} started (iteration {event.iteration}, attempt {event.attempt})"
-    if isinstance(event, StepFinished):
-        return f"{event.step_id} succeeded in {event.duration_s:.2f}s, {event.tokens} tokens" + (
-            f" via {', '.join(event.providers)}" if event.providers else ""
-        )
-    if isinstance(event, StepSkipped):
-        return f"{event.step_id} skipped: {event.reason}"
-    if isinstance(event, StepFailed):
-        what = "upstream failed" if event.upstream else "failed"
-        return f"{event.step_id} {what}: {_short(event.error)}"
-    if isinstance(event, StepRetrying):
-        return f"{event.step_id} retrying (attempt {event.attempt}) after: {_short(event.error)}"
-    if isinstance(event, RouteDecided):
-        sig = event.signal
-        return f"{event.step_id} → {sig.next_step_id or 'end'} [{sig.route}] {sig.reason}"
-    if isinstance(event, InterruptRaised):
-        return f"{event.step_id} waits for a person ({event.interrupt_kind}): {event.prompt}"
-    if isinstance(event, InterruptResolved):
-        how = " (automatic)" if event.automatic else ""
-        return f"{event.step_id} answered{how}: {event.answer.get('action', '?')}"
-    if isinstance(event, ProviderState):
-        snap = event.snapshot
-        reason = why(snap, previous_state)
-        return (
-            f"provider {event.provider}: {snap.get('state', '?')}"
-            + (
-                f", cooldown {format_cooldown(float(snap.get('cooldown_remaining_s') or 0))}"
-                if snap.get("state") == "OPEN"
-                else ""
-            )
-            + (f" — {reason}" if reason else "")
-        )
-    if isinstance(event, Budget):
-        return (
-            f"budget: {event.step_runs}/{event.max_step_runs} step runs, "
-            f"{event.llm_calls}/{event.max_llm_calls} calls, {event.tokens}/{event.token_budget} tokens"
-        )
-    if isinstance(event, PolicyViolation):
-        return f"policy {event.rule}: {event.detail}"
-    if isinstance(event, Log):
-        return event.message
-    if isinstance(event, RunFinished):
-        return f"run finished {event.status.value}" + (f": {event.reason}" if event.reason else "")
-    if isinstance(event, Domain):
-        return f"{event.name} {_short(event.payload, 100)}"
-    return event.kind
+    """One line of the event log for ``event``."""
+    return event_line(event, previous_state).text

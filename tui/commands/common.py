@@ -20,18 +20,15 @@ from rich.markup import escape
 
 from engine.context import InterruptAnswer, InterruptRequest
 from engine.errors import WorkflowLoadError
+from engine.event_lines import summarize
 from engine.events import InterruptRaised, RunEvent
-from engine.headless import (
-    HeadlessPrinter,
-    step_table,
-    styled,
-    summarize,
-)
+from engine.headless import HeadlessPrinter, step_table, styled
 from engine.model_answers import disclosure, tally
 from engine.protocol import ExecutionResult, InterruptResponder
 from engine.spec import WorkflowDefinition
 from engine.states import RunStatus
 from engine.store import RunOwned, RunStore
+from research.events import describe_research_event
 from tui.commands.progress import ProgressBoard, RunProgress
 from tui.commands.root_options import BAD_INPUT, WORKSPACE_KEY
 from tui.launch.steps import load_workflow_file
@@ -189,7 +186,7 @@ def drive(
 
     ``run`` opens the run (:func:`tui.launch.run.open_run`) with the surface it is given.
     """
-    printer = HeadlessPrinter(console)
+    printer = HeadlessPrinter(console, domain=describe_research_event)
     try:
         with ProgressBoard(console) as board:
             progress = RunProgress(board)

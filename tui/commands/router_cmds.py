@@ -16,6 +16,7 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
+from engine.headless import console_style
 from router.config import RouterConfig
 from router.fault_script import DEFAULT_SCRIPT_PATH, FaultScriptError, load_fault_script
 from router.fault_server import FaultServer, RecordedRequest, demo_router_config
@@ -27,8 +28,6 @@ from tui.commands.common import workspace_of
 from tui.config import config_from_context, default_config_path
 
 T = TypeVar("T")
-
-_STATE_STYLE = {"CLOSED": "green", "HALF_OPEN": "yellow", "OPEN": "bold red"}
 
 
 def resolve_config(ctx: click.Context) -> RouterConfig:
@@ -117,7 +116,7 @@ def providers_table(snapshots: list[ProviderSnapshot]) -> Table:
         table.add_row(
             snap.name,
             snap.kind,
-            Text(snap.state.value, style=_STATE_STYLE.get(snap.state.value, "")),
+            Text(snap.state.value, style=console_style(snap.state.value)),
             f"{snap.cooldown_remaining_s:.1f} s" if snap.cooldown_remaining_s > 0 else "—",
             "—" if snap.success_rate is None else f"{snap.success_rate:.0%}",
             _seconds(snap.p50_latency_s),

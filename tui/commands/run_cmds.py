@@ -24,6 +24,7 @@ from engine.run_inputs import InputError, parse_assignments, resolve_inputs
 from engine.selector import ENGINES, engine_available, select_engine
 from engine.spec import WorkflowDefinition
 from engine.store import RunOwned, RunStore, UnknownRun, new_run_id
+from research.events import describe_research_event
 from tui.commands.common import (
     EXIT_CODES,
     ON_INTERRUPT,
@@ -141,7 +142,7 @@ def _shadow_run(
 
     with open_store(ctx) as store:
         # printed from the store, not as the run's surface: the second engine's run has its own id
-        unsubscribe = store.subscribe(HeadlessPrinter(console))
+        unsubscribe = store.subscribe(HeadlessPrinter(console, domain=describe_research_event))
         try:
             result = asyncio.run(go(store))
         finally:

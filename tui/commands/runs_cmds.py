@@ -15,7 +15,8 @@ import click
 from rich.console import Console
 from rich.markup import escape
 
-from engine.headless import step_table, styled, summarize
+from engine.event_lines import summarize
+from engine.headless import step_table, styled
 from engine.protocol import ExecutionResult
 from engine.selector import ENGINES, engine_available
 from engine.steps import REGISTRY

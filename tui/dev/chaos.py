@@ -25,12 +25,12 @@ from typing import TYPE_CHECKING
 import click
 from rich.console import Console
 
+from engine.breaker_story import error_note, why
 from engine.context import InterruptAnswer, InterruptRequest
 from engine.events import InterruptRaised, Log, ProviderState, RunEvent
 from engine.protocol import ExecutionResult, InterruptResponder
 from engine.store import new_run_id
 from router.fault_script import DEFAULT_SCRIPT_PATH
-from tui.app.breaker_story import error_note, why
 from tui.app.run_driver import EventInbox, NewRunJob
 from tui.app.run_state import describe
 from tui.commands.progress import ProgressBoard, RunProgress

@@ -32,7 +32,8 @@ from engine.routing import TieBreakPayload
 from engine.spec import StepSpec, WorkflowDefinition
 from engine.states import EvaluatedCondition, RoutingSignal, RunStatus
 from engine.store import BaseRunStore, InterruptRecord
-from tui.app.run_state import DIMENSIONS
+from research.events import COALESCED, ROUND_SCORED, validated
+from research.matrix import DIMENSIONS
 
 ROUND_STEPS = (
     "hypothesis_tree_tot",
@@ -129,22 +130,24 @@ def snapshot(name: str, state: str, **extra: Any) -> dict[str, Any]:
 
 
 def round_payload(n: int, tiers: tuple[str, ...], ci: float, decision: str) -> dict[str, Any]:
+    """A ``research.round_scored`` payload, built through research's own type as a step's is."""
     scores = {"Elite": 0.93, "High": 0.81, "Medium": 0.66, "Low": 0.42}
-    return {
-        "round": n,
-        "dimensions": {
+    return validated(
+        ROUND_SCORED,
+        round=n,
+        dimensions={
             d: {"score": scores[t] - 0.01 * i, "tier": t}
             for i, (d, t) in enumerate(zip(DIMENSIONS, tiers))
         },
-        "ci": ci,
-        "recent_sources": 4 + 3 * n,
-        "recent_floor": 10,
-        "critical_contradictions": 1 if n == 2 else 0,
-        "gate_passed": all(t in ("Elite", "High") for t in tiers),
-        "decision": decision,
-        "stop_reason": "gate passed" if decision == "stop" else "",
-        "remediation": [],
-    }
+        ci=ci,
+        recent_sources=4 + 3 * n,
+        recent_floor=10,
+        critical_contradictions=1 if n == 2 else 0,
+        gate_passed=all(t in ("Elite", "High") for t in tiers),
+        decision=decision,
+        stop_reason="gate_passed" if decision == "stop" else None,
+        remediation=None if decision == "stop" else "full",
+    )
 
 
 def _step(
@@ -351,7 +354,7 @@ def research_events(
         out.append(
             Domain(
                 run_id=run_id,
-                name="research.round_scored",
+                name=ROUND_SCORED,
                 step_id=f"coverage_confidence_audit_r{n}",
                 payload=round_payload(n, tier_rows[n], 0.55 + 0.1 * n, decision),
             )
@@ -395,14 +398,15 @@ def research_events(
     out.append(
         Domain(
             run_id=run_id,
-            name="research.coalesced",
-            payload={
-                "selected_round": 3,
-                "confidence_level": "full",
-                "best_ci": 0.85,
-                "weights": "proposed",
-                "stop_reason": "gate passed at R3",
-            },
+            name=COALESCED,
+            payload=validated(
+                COALESCED,
+                selected_round=3,
+                confidence_level="full",
+                best_ci=0.85,
+                weights="proposed",
+                stop_reason="gate passed at R3",
+            ),
         )
     )
     out += _step(

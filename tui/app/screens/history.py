@@ -9,6 +9,7 @@ terms must match; case does not matter.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import partial
 from typing import TYPE_CHECKING
 
 from textual import on
@@ -20,6 +21,7 @@ from textual.widgets import DataTable, Footer, Input, Static
 from engine.store import RunSummary, UnknownRun
 from tui.app.messages import OpenRun
 from tui.app.screens.home import QUESTION_WIDTH, age, full_question, status_text
+from tui.app.status_style import STATUS_CLASSES, on_theme_change, status_style
 
 if TYPE_CHECKING:
     from tui.launch.workbench import Workbench
@@ -73,6 +75,7 @@ be resumed there.
         Binding("slash", "search", "Search", id="history.search"),
         Binding("down", "to_table", show=False, id="history.to_table"),
     ]
+    COMPONENT_CLASSES = set(STATUS_CLASSES)
 
     def __init__(self, workbench: Workbench) -> None:
         super().__init__()
@@ -94,6 +97,7 @@ be resumed there.
         table.add_columns("run", "workflow", "question", "status", "engine", "when")
         self._fill("")
         table.focus()
+        on_theme_change(self, self.refill)
 
     def _load(self) -> list[HistoryRow]:
         store = self.workbench.store()
@@ -105,6 +109,13 @@ be resumed there.
                 question = ""
             rows.append(HistoryRow(run, question))
         return rows
+
+    def refill(self) -> None:
+        """Redraw the rows the search shows (after a theme switch), the cursor where it was."""
+        table = self.query_one(DataTable)
+        cursor = table.cursor_coordinate
+        self._fill(self.query_one("#history-search", Input).value)
+        table.cursor_coordinate = cursor
 
     def _fill(self, query: str) -> None:
         table = self.query_one(DataTable)
@@ -120,7 +131,7 @@ be resumed there.
                 run.run_id,
                 run.workflow,
                 question,
-                status_text(run),
+                status_text(run, partial(status_style, self)),
                 run.engine,
                 age(now - run.created_ts),
                 key=run.run_id,

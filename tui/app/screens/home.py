@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
+from functools import partial
 from typing import TYPE_CHECKING, Any
 
 from rich.text import Text
@@ -29,6 +30,7 @@ from engine.run_inputs import InputError, resolve_inputs
 from engine.spec import WorkflowDefinition
 from engine.store import RunRecord, RunSummary
 from tui.app.messages import OpenRun, ShowHistory, StartRun
+from tui.app.status_style import STATUS_CLASSES, StatusStyler, on_theme_change, status_style
 
 if TYPE_CHECKING:
     from tui.launch.workbench import Workbench, WorkflowEntry
@@ -63,16 +65,6 @@ def age(seconds: float) -> str:
     return "just now"
 
 
-STATUS_STYLE = {
-    "COMPLETED": "green",
-    "FAILED": "red",
-    "PARTIAL": "yellow",
-    "WAITING": "bold yellow",
-    "RUNNING": "cyan",
-    "CANCELLED": "dim",
-}
-
-
 def full_question(record: RunRecord) -> str:
     """What a run was asked: its first text input, declared ones first ('' when it took none)."""
     for name in [*record.definition.inputs, *record.inputs]:
@@ -88,12 +80,12 @@ def run_question(record: RunRecord) -> str:
     return text if len(text) <= QUESTION_WIDTH else text[: QUESTION_WIDTH - 1] + "…"
 
 
-def status_text(run: RunSummary) -> Text:
+def status_text(run: RunSummary, style: StatusStyler) -> Text:
     """A run's status for the runs tables: a RUNNING run whose process is gone says so."""
     label = run.status_label(hint=False)
     if label != run.status.value:
-        return Text(label, style="yellow")
-    return Text(run.status.value, style=STATUS_STYLE.get(run.status.value, ""))
+        return Text(label, style=style("STALE"))
+    return Text(run.status.value, style=style(run.status.value))
 
 
 class HomeScreen(Screen[None]):
@@ -109,6 +101,8 @@ Recent runs are below: **Enter** opens one (replay, report, answer its prompts).
         Binding("ctrl+n", "focus_form", "New run", id="home.new_run"),
         Binding("ctrl+y", "history", "History", id="home.history"),
     ]
+
+    COMPONENT_CLASSES = set(STATUS_CLASSES)
 
     def __init__(self, workbench: Workbench) -> None:
         super().__init__()
@@ -144,6 +138,7 @@ Recent runs are below: **Enter** opens one (replay, report, answer its prompts).
         )
         self.action_refresh()
         self.query_one("#workflows", OptionList).focus()
+        on_theme_change(self, self.refresh_runs)
 
     @property
     def ready(self) -> bool:
@@ -194,11 +189,12 @@ Recent runs are below: **Enter** opens one (replay, report, answer its prompts).
 
     def refresh_runs(self) -> None:
         table = self.query_one("#runs", DataTable)
+        cursor = table.cursor_coordinate
         table.clear()
         now = self.workbench.clock()
         store = self.workbench.store()
         for run in store.list_runs(RECENT_RUNS):
-            status = status_text(run)
+            status = status_text(run, partial(status_style, self))
             table.add_row(
                 run.run_id,
                 run.workflow,
@@ -208,6 +204,7 @@ Recent runs are below: **Enter** opens one (replay, report, answer its prompts).
                 age(now - run.created_ts),
                 key=run.run_id,
             )
+        table.cursor_coordinate = cursor
 
     def on_option_list_option_highlighted(self, event: OptionList.OptionHighlighted) -> None:
         if event.option.id is not None:

@@ -9,6 +9,7 @@ counts down once a second against the panel's clock, as the panel's does.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
+from functools import partial
 from typing import Any
 
 from rich.table import Table
@@ -19,8 +20,10 @@ from textual.containers import VerticalScroll
 from textual.screen import ModalScreen
 from textual.widgets import Footer, Static
 
-from tui.app.breaker_story import format_cooldown
-from tui.app.widgets.providers_panel import STATE_STYLE
+from engine.breaker_story import error_note, format_cooldown, why
+from engine.headless import console_style
+from tui.app.status_style import STATUS_CLASSES, StatusStyler, status_style
+from tui.app.widgets.providers_panel import state_badge
 
 SnapshotSource = Callable[[], tuple[Mapping[str, Any], float]]
 """Returns the provider's latest snapshot and its cooldown left now."""
@@ -38,30 +41,16 @@ def _percent(value: Any) -> str:
     return f"{float(value) * 100:.0f}%" if isinstance(value, (int, float)) else "–"
 
 
-def last_error(snap: Mapping[str, Any]) -> str:
-    """``rate_limit (HTTP 429)``; "none" when the provider never failed."""
-    error, status = snap.get("last_error"), snap.get("last_error_status")
-    if not error and status is None:
-        return "none"
-    return f"{_text(error)}" + (f" (HTTP {status})" if status is not None else "")
-
-
 def trip_reason(snap: Mapping[str, Any]) -> str:
-    """Why the breaker is not CLOSED: the router's own reason when the snapshot carries one, else
-    what the snapshot shows (its last error, how many trips in a row)."""
-    state = str(snap.get("state", "?"))
+    """Why the breaker is not CLOSED, as the event log says it (engine.breaker_story), with how
+    many trips in a row."""
     if snap.get("misconfigured"):
         return f"misconfigured: {_text(snap.get('misconfigured_reason'))}"
-    if state == "CLOSED":
+    if snap.get("state") == "CLOSED":
         return "serving (breaker CLOSED)"
-    own = snap.get("open_reason")
     trips = snap.get("consecutive_trips")
     streak = f"; trip {trips} in a row" if isinstance(trips, int) and trips > 1 else ""
-    if own:
-        return f"{own}{streak}"
-    if state == "HALF_OPEN":
-        return f"cooldown over, one probe may pass; it opened on {last_error(snap)}{streak}"
-    return f"opened on {last_error(snap)}{streak}"
+    return (why(snap) or "no error recorded") + streak
 
 
 def _models(snap: Mapping[str, Any]) -> str:
@@ -71,17 +60,19 @@ def _models(snap: Mapping[str, Any]) -> str:
     return ", ".join(f"tier {tier}: {name}" for tier, name in sorted(models.items(), key=str))
 
 
-def detail_table(snap: Mapping[str, Any], cooldown_left: float) -> Table:
+def detail_table(
+    snap: Mapping[str, Any], cooldown_left: float, style: StatusStyler = console_style
+) -> Table:
     table = Table(box=None, show_header=False, pad_edge=False, expand=True)
     table.add_column("field", style="bold", no_wrap=True)
     table.add_column("value")
     state = str(snap.get("state", "?"))
     table.add_row(
         "state",
-        Text(f" {state.replace('_', '-')} ", style=STATE_STYLE.get(state, "reverse")),
+        state_badge(state, style),
     )
     table.add_row("why", trip_reason(snap))
-    table.add_row("last error", last_error(snap))
+    table.add_row("last error", error_note(snap) or "none")
     ceiling = snap.get("cooldown_ceiling_s")
     table.add_row(
         "cooldown left",
@@ -129,6 +120,7 @@ traffic), spend, request counts, latency and rate-limit headroom.
 **Escape** closes.
 """
     BINDINGS = [Binding("escape,q", "dismiss", "Close", id="provider_detail.close")]
+    COMPONENT_CLASSES = set(STATUS_CLASSES)
 
     def __init__(self, provider: str, source: SnapshotSource) -> None:
         super().__init__()
@@ -148,7 +140,9 @@ traffic), spend, request counts, latency and rate-limit headroom.
 
     def refresh_facts(self) -> None:
         snap, left = self._source()
-        self.query_one("#provider-facts", Static).update(detail_table(snap, left))
+        self.query_one("#provider-facts", Static).update(
+            detail_table(snap, left, partial(status_style, self))
+        )
 
     async def action_dismiss(self, result: None = None) -> None:
         self.dismiss(result)

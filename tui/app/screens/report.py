@@ -46,7 +46,7 @@ def load_report(folder: Path, view: RunView) -> tuple[str, dict[str, Any]]:
         else:
             quality = loaded if isinstance(loaded, dict) else {}
     if not quality and view.coalesced:
-        quality = dict(view.coalesced)
+        quality = view.coalesced.model_dump(mode="json")
     return text, quality
 
 

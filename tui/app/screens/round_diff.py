@@ -10,20 +10,17 @@ from textual.containers import VerticalScroll
 from textual.screen import ModalScreen
 from textual.widgets import Footer, Static
 
+from research.events import DimensionCell
 from tui.app.plain_values import MISSING, label
-from tui.app.round_diff import DimensionChange, RoundDiff, diff_rounds
-from tui.app.run_state import DimensionCell, RunView
+from tui.app.round_diff import RoundDiff, diff_rounds, score_delta
+from tui.app.run_state import RunView
 
 
 def _cell(cell: DimensionCell | None) -> str:
-    if cell is None:
-        return MISSING
-    score = MISSING if cell.score is None else f"{cell.score:.2f}"
-    return f"{score} {cell.tier}".strip()
+    return MISSING if cell is None else f"{cell.score:.2f} {cell.tier}"
 
 
-def _delta(change: DimensionChange) -> Text:
-    delta = change.delta
+def _delta(delta: float | None) -> Text:
     if delta is None:
         return Text(MISSING, style="dim")
     if abs(delta) < 0.005:
@@ -38,13 +35,15 @@ def dimensions_table(diff: RoundDiff) -> Table:
     table.add_column(f"round {diff.after}", no_wrap=True)
     table.add_column("change", no_wrap=True)
     for change in diff.dimensions:
-        table.add_row(label(change.name), _cell(change.before), _cell(change.after), _delta(change))
+        table.add_row(
+            label(change.name), _cell(change.before), _cell(change.after), _delta(change.delta)
+        )
     before, after = diff.ci
     table.add_row(
         Text("CI", style="bold"),
         MISSING if before is None else f"{before:.2f}",
         MISSING if after is None else f"{after:.2f}",
-        _delta(DimensionChange("ci", DimensionCell(before, ""), DimensionCell(after, ""))),
+        _delta(score_delta(before, after)),
     )
     return table
 

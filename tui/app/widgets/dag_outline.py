@@ -6,30 +6,23 @@ are branches. The tree's shape follows the graph; updates only relabel.
 
 from __future__ import annotations
 
+from functools import partial
+
 from rich.text import Text
 from textual.widgets import Tree
 from textual.widgets.tree import TreeNode
 
 from engine.states import StepStatus
 from tui.app.run_state import RunView, StepView
+from tui.app.status_style import STATUS_CLASSES, StatusStyler, on_theme_change, status_style
 from tui.app.widgets.dag_view import GLYPHS, HELD_GLYPH, DagView, group_label
 
-_STATUS_STYLE: dict[StepStatus, str] = {
-    StepStatus.PENDING: "dim",
-    StepStatus.RUNNING: "bold cyan",
-    StepStatus.WAITING_HUMAN: "bold yellow",
-    StepStatus.SUCCEEDED: "green",
-    StepStatus.SKIPPED: "dim strike",
-    StepStatus.FAILED: "bold red",
-    StepStatus.UPSTREAM_FAILED: "red",
-}
 
-
-def step_label(step: StepView) -> Text:
+def step_label(step: StepView, style: StatusStyler) -> Text:
     held = step.held_by is not None and step.status is not StepStatus.WAITING_HUMAN
     glyph = HELD_GLYPH if held else GLYPHS[step.status]
     state = "held" if held else step.status.value.lower().replace("_", " ")
-    label = Text(f"{glyph} {step.id}", style=_STATUS_STYLE[step.status])
+    label = Text(f"{glyph} {step.id}", style=style(step.status.value))
     label.append(f"  {state}", style="italic")
     return label
 
@@ -44,15 +37,22 @@ The workflow as a list: rounds are branches, each step shows its state in
 words. **Enter** opens the step's detail; **Space** folds a round.
 """
 
+    COMPONENT_CLASSES = set(STATUS_CLASSES)
+
     def __init__(self, *, id: str | None = None) -> None:
         super().__init__("workflow", id=id)
+        self._view = RunView()
         self.show_root = False
         self.guide_depth = 2
         self._step_nodes: dict[str, TreeNode[str]] = {}
         self._group_nodes: dict[str, TreeNode[str]] = {}
         self._shape: tuple[str, ...] = ()
 
+    def on_mount(self) -> None:
+        on_theme_change(self, lambda: self.show(self._view))
+
     def show(self, view: RunView, changed: set[str] | None = None) -> None:
+        self._view = view
         shape = tuple(view.order)
         if shape != self._shape:
             self._shape = shape
@@ -62,7 +62,7 @@ words. **Enter** opens the step's detail; **Space** folds a round.
             node = self._step_nodes.get(step_id)
             step = view.steps.get(step_id)
             if node is not None and step is not None:
-                node.set_label(step_label(step))
+                node.set_label(step_label(step, partial(status_style, self)))
         self._label_groups(view)
 
     def _rebuild(self, view: RunView) -> None:
@@ -77,7 +77,9 @@ words. **Enter** opens the step's detail; **Space** folds a round.
                     step.group, data="", expand=True
                 )
                 self._group_nodes[step.group] = parent
-            self._step_nodes[step_id] = parent.add_leaf(step_label(step), data=step_id)
+            self._step_nodes[step_id] = parent.add_leaf(
+                step_label(step, partial(status_style, self)), data=step_id
+            )
         self._label_groups(view)
 
     def _label_groups(self, view: RunView) -> None:

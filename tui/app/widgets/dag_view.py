@@ -21,6 +21,7 @@ from textual.strip import Strip
 
 from engine.states import StepStatus
 from tui.app.run_state import RunView
+from tui.app.status_style import STATUS_CLASSES, status_class
 from tui.app.widgets.dag_layout import DagLayout, PlacedNode, compute_layout
 
 ZOOM_WIDTHS: tuple[int, ...] = (10, 18, 28)
@@ -151,14 +152,7 @@ straight down sit on adjacent rows. Long edges run in thin lanes to the right.
     ]
 
     COMPONENT_CLASSES = {
-        "dag--pending",
-        "dag--running",
-        "dag--waiting_human",
-        "dag--succeeded",
-        "dag--skipped",
-        "dag--failed",
-        "dag--upstream_failed",
-        "dag--held",
+        *STATUS_CLASSES,
         "dag--selected",
         "dag--edge",
         "dag--edge-active",
@@ -169,14 +163,6 @@ straight down sit on adjacent rows. Long edges run in thin lanes to the right.
 
     DEFAULT_CSS = """
     DagView { background: $surface; }
-    DagView > .dag--pending { color: $text-muted; }
-    DagView > .dag--running { color: $accent; text-style: bold; }
-    DagView > .dag--waiting_human { color: $warning; text-style: bold; }
-    DagView > .dag--succeeded { color: $success; }
-    DagView > .dag--skipped { color: $text-disabled; }
-    DagView > .dag--failed { color: $error; text-style: bold; }
-    DagView > .dag--upstream_failed { color: $error; }
-    DagView > .dag--held { color: $warning; }
     DagView > .dag--selected { text-style: reverse bold; }
     DagView > .dag--edge { color: $foreground-muted; }
     DagView > .dag--edge-active { color: $accent; text-style: bold; }
@@ -472,7 +458,7 @@ straight down sit on adjacent rows. Long edges run in thin lanes to the right.
             if len(label) > geometry.width:
                 label = label[: geometry.width - 1] + "…"
             text = label.ljust(geometry.width)
-            style = "dag--held" if held else f"dag--{status.value.lower()}"
+            style = status_class("HELD" if held else status.value)
             if node.id == self.selected and self.has_focus:
                 style = "dag--selected"
             elif node.id == self.selected:

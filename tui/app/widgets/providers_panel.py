@@ -8,23 +8,24 @@ from the clock the app injects (a frozen clock in tests).
 from __future__ import annotations
 
 from collections.abc import Callable
+from functools import partial
 from typing import Any
 
+from rich.style import Style
 from rich.table import Table
 from rich.text import Text
 from textual.binding import Binding
 from textual.message import Message
 from textual.widgets import Static
 
-from tui.app.breaker_story import format_cooldown
+from engine.breaker_story import format_cooldown
+from engine.headless import console_style
 from tui.app.run_state import RunView
+from tui.app.status_style import STATUS_CLASSES, StatusStyler, on_theme_change, status_style
 
 SPARK = "▁▂▃▄▅▆▇█"
-STATE_STYLE = {
-    "CLOSED": "bold black on green",
-    "OPEN": "bold white on red",
-    "HALF_OPEN": "bold black on yellow",
-}
+BADGE = Style(bold=True, reverse=True)
+"""A breaker state is a badge: its status colour as the background."""
 
 
 def sparkline(values: list[float], width: int = 10) -> str:
@@ -53,7 +54,21 @@ def cooldown_left(snapshot: dict[str, Any], seen_at: float, now: float) -> float
     return max(0.0, remaining - max(0.0, now - seen_at))
 
 
-def providers_table(view: RunView, now: float, selected: str | None = None) -> Table:
+def state_badge(state: str, style: StatusStyler) -> Text:
+    """A breaker state as a badge in its status colour."""
+    badge = Text(f" {state.replace('_', '-')} ", style=style(state))
+    badge.stylize(BADGE)
+    return badge
+
+
+def providers_table(
+    view: RunView,
+    now: float,
+    selected: str | None = None,
+    style: StatusStyler = console_style,
+) -> Table:
+    """One row per provider, breaker states styled by ``style`` (the widget's theme in the app);
+    ``selected`` is highlighted."""
     table = Table(expand=True, box=None, pad_edge=False, header_style="bold", collapse_padding=True)
     for column, justify in (
         ("provider", "left"),
@@ -75,7 +90,7 @@ def providers_table(view: RunView, now: float, selected: str | None = None) -> T
         mark = " ✗" if snap.get("misconfigured") else " ⚠" if snap.get("degraded") else ""
         table.add_row(
             Text(name[:10]) + Text(mark, style="yellow"),
-            Text(f" {state.replace('_', '-')} ", style=STATE_STYLE.get(state, "reverse")),
+            state_badge(state, style),
             format_cooldown(left) if state != "CLOSED" and left > 0 else "–",
             f"{float(rate) * 100:.0f}%" if isinstance(rate, (int, float)) else "–",
             f"{_ms(snap.get('p50_latency_s'))}/{_ms(snap.get('p95_latency_s'))}",
@@ -120,6 +135,8 @@ not at full service), ✗ a misconfigured one.
             self.provider = provider
             super().__init__()
 
+    COMPONENT_CLASSES = set(STATUS_CLASSES)
+
     def __init__(self, clock: Callable[[], float], *, id: str | None = None) -> None:
         super().__init__(id=id)
         self._clock = clock
@@ -129,6 +146,9 @@ not at full service), ✗ a misconfigured one.
         self.live = False
         """A live run counts cooldowns down against the clock; a replay stops at its event's time."""
 
+    def on_mount(self) -> None:
+        on_theme_change(self, lambda: self.show(self._view))
+
     def show(self, view: RunView) -> None:
         self._view = view
         if self.selected not in view.providers:
@@ -137,7 +157,12 @@ not at full service), ✗ a misconfigured one.
 
     def _draw(self) -> None:
         self.update(
-            providers_table(self._view, self.now(), self.selected if self.has_focus else None)
+            providers_table(
+                self._view,
+                self.now(),
+                self.selected if self.has_focus else None,
+                partial(status_style, self),
+            )
         )
 
     def now(self) -> float:

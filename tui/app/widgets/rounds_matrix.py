@@ -12,16 +12,21 @@ every round's column stays on screen.
 
 from __future__ import annotations
 
+from functools import partial
+
 from rich.measure import Measurement
 from rich.table import Table
 from rich.text import Text
 from textual import events
 from textual.widgets import Static
 
-from tui.app.run_state import DIMENSIONS, RoundView, RunView
+from engine.headless import console_style
+from research.events import RoundScoredPayload
+from research.matrix import DIMENSIONS, Dimension
+from tui.app.run_state import RunView
+from tui.app.status_style import STATUS_CLASSES, StatusStyler, on_theme_change, status_style
 
 ROUND_COLUMNS = 4
-TIER_STYLE = {"elite": "bold cyan", "high": "green", "medium": "yellow", "low": "red"}
 DIMENSION_TITLES = {
     "coverage": "coverage",
     "source_quality": "source quality",
@@ -47,15 +52,16 @@ def _score(value: float, compact: bool) -> str:
     return text[1:] if compact and text.startswith("0.") else text
 
 
-def _cell(round_view: RoundView | None, dimension: str, compact: bool) -> Text:
+def _cell(
+    round_view: RoundScoredPayload | None, dimension: Dimension, style: StatusStyler, compact: bool
+) -> Text:
     if round_view is None:
         return Text("·", style="dim")
     cell = round_view.dimensions.get(dimension)
     if cell is None:
         return Text("–", style="dim")
-    score = f" {_score(cell.score, compact)}" if cell.score is not None else ""
-    tier = (cell.tier or "?")[:1] if compact else cell.tier or "?"
-    return Text(f"{tier}{score}", style=TIER_STYLE.get(cell.tier.lower(), ""))
+    tier = cell.tier[:1].upper() if compact else cell.tier
+    return Text(f"{tier} {_score(cell.score, compact)}", style=style(cell.tier))
 
 
 def _number(value: float | None, compact: bool) -> str:
@@ -70,19 +76,22 @@ def _decision(text: str, compact: bool) -> str:
     return text
 
 
-def _recent(round_view: RoundView) -> Text:
-    """Recent sources against the floor (``12/10``), red when the floor is not met."""
-    count = round_view.recent_sources
-    if count is None:
-        return Text("–")
-    if round_view.recent_floor is None:
-        return Text(f"{count:g}")
-    below = count < round_view.recent_floor
-    return Text(f"{count:g}/{round_view.recent_floor:g}", style="red" if below else "")
+def _recent(round_view: RoundScoredPayload, style: StatusStyler) -> Text:
+    """Recent sources against the floor (``12/10``), styled as below the floor when it is."""
+    count, floor = round_view.recent_sources, round_view.recent_floor
+    return Text(f"{count}/{floor}", style=style("BELOW_FLOOR") if count < floor else "")
 
 
-def matrix_table(view: RunView, compact: bool = False) -> Table:
-    """The matrix; ``compact`` trades words for width (see the module's docstring)."""
+def _gate(round_view: RoundScoredPayload, style: StatusStyler) -> Text:
+    result = "PASS" if round_view.gate_passed else "FAIL"
+    return Text(result.lower(), style=style(result))
+
+
+def matrix_table(
+    view: RunView, style: StatusStyler = console_style, compact: bool = False
+) -> Table:
+    """The matrix, statuses styled by ``style`` (the widget's theme in the app); ``compact``
+    trades words for width (see the module's docstring)."""
     selected = view.selected_round
     count = max([ROUND_COLUMNS, *view.rounds]) if view.rounds else ROUND_COLUMNS
     table = Table(
@@ -99,36 +108,22 @@ def matrix_table(view: RunView, compact: bool = False) -> Table:
     rounds = [view.rounds.get(n) for n in range(1, count + 1)]
     titles = SHORT_TITLES if compact else DIMENSION_TITLES
     for dimension in DIMENSIONS:
-        table.add_row(titles[dimension], *[_cell(r, dimension, compact) for r in rounds])
+        table.add_row(titles[dimension], *[_cell(r, dimension, style, compact) for r in rounds])
     table.add_row("CI", *[_number(r.ci, compact) if r else "·" for r in rounds])
-    table.add_row("recent", *[_recent(r) if r else "·" for r in rounds])
+    table.add_row("recent", *[_recent(r, style) if r else "·" for r in rounds])
     table.add_row(
         SHORT_TITLES["contradictions"] if compact else "contradictions",
         *[
             Text(
                 str(r.critical_contradictions),
-                style="bold red" if r.critical_contradictions else "",
+                style=style("VETO") if r.critical_contradictions else "",
             )
             if r
             else "·"
             for r in rounds
         ],
     )
-    table.add_row(
-        "gate",
-        *[
-            (
-                Text("pass", style="green")
-                if r.gate_passed
-                else Text("fail", style="red")
-                if r.gate_passed is not None
-                else "–"
-            )
-            if r
-            else "·"
-            for r in rounds
-        ],
-    )
+    table.add_row("gate", *[_gate(r, style) if r else "·" for r in rounds])
     table.add_row(
         "decide" if compact else "decision",
         *[_decision(r.decision, compact) if r else "·" for r in rounds],
@@ -137,14 +132,12 @@ def matrix_table(view: RunView, compact: bool = False) -> Table:
 
 
 def coalesce_line(view: RunView) -> str:
-    if not view.coalesced:
-        return ""
     c = view.coalesced
-    best = c.get("best_ci")
-    best_text = f"{best:.2f}" if isinstance(best, (int, float)) else "–"
+    if c is None:
+        return ""
     return (
-        f"coalesce: R{c.get('selected_round', '?')} · confidence {c.get('confidence_level', '?')}"
-        f" · best CI {best_text} · stop: {c.get('stop_reason', '–')}"
+        f"coalesce: R{c.selected_round} · confidence {c.confidence_level}"
+        f" · best CI {c.best_ci:.2f} · stop: {c.stop_reason or '–'}"
     )
 
 
@@ -160,19 +153,25 @@ the floor, critical contradictions (a veto), the stop gate and the supervisor's
 decision. ★ marks the round coalesce selected for the report.
 """
 
+    COMPONENT_CLASSES = set(STATUS_CLASSES)
+
     def __init__(self, *, id: str | None = None) -> None:
         super().__init__(id=id)
         self._view = RunView()
+
+    def on_mount(self) -> None:
+        on_theme_change(self, self._draw)
 
     def show(self, view: RunView) -> None:
         self._view = view
         self._draw()
 
     def _draw(self) -> None:
-        table = matrix_table(self._view)
+        style = partial(status_style, self)
+        table = matrix_table(self._view, style)
         room = self.content_size.width
         if room and self._width_of(table) > room:
-            table = matrix_table(self._view, compact=True)
+            table = matrix_table(self._view, style, compact=True)
             table.caption = COMPACT_LEGEND
         line = coalesce_line(self._view)
         if line:

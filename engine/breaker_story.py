@@ -12,8 +12,8 @@ from typing import Any
 
 
 def format_cooldown(seconds: float) -> str:
-    """A cooldown left: one decimal under 10 s ("3.4s"), so short (time-scaled) cooldowns visibly count
-    down; whole seconds above ("28s")."""
+    """A cooldown left: one decimal under 10 s ("3.4s"), so short (time-scaled) cooldowns
+    visibly count down; whole seconds above ("28s")."""
     if round(seconds, 1) < 10:
         return f"{seconds:.1f}s"
     return f"{seconds:.0f}s"

@@ -1,0 +1,159 @@
+"""One event describer (engine/event_lines.py), styled by each surface.
+
+The console printer shows the describer's words for every event it prints; a
+domain event is worded by the describer its package hands in, or shown as name
+and payload without one.
+"""
+
+from __future__ import annotations
+
+from typing import get_args
+
+import pytest
+from rich.console import Console
+
+from engine.event_lines import EventLine, describe
+from engine.events import (
+    Budget,
+    Domain,
+    InterruptRaised,
+    InterruptResolved,
+    Log,
+    PolicyViolation,
+    ProviderState,
+    RouteDecided,
+    RunEvent,
+    RunFinished,
+    RunStarted,
+    StepFailed,
+    StepFinished,
+    StepRetrying,
+    StepSkipped,
+    StepStarted,
+)
+from engine.headless import HeadlessPrinter, console_style, styled
+from engine.states import RoutingSignal, RunStatus
+from engine.status_tone import STATUS_TONES, tone
+
+pytestmark = pytest.mark.timeout(30)
+
+EVENTS: list[RunEvent] = [
+    RunStarted(run_id="r", workflow="wf", source="wf.yaml", engine="kahn", engine_reason="auto"),
+    StepStarted(run_id="r", step_id="plan", iteration=2, attempt=3),
+    StepFinished(
+        run_id="r",
+        step_id="plan",
+        duration_s=1.5,
+        llm_calls=3,
+        fallback_calls=2,
+        tokens=40,
+        providers=["openai"],
+        outputs={"topic": "owls"},
+    ),
+    StepSkipped(run_id="r", step_id="escalate", reason="not routed (by classify)"),
+    StepFailed(run_id="r", step_id="boom", error="DemoFailure: no", optional=True),
+    StepFailed(run_id="r", step_id="after", error="boom failed", upstream=True),
+    StepRetrying(run_id="r", step_id="plan", attempt=2, error="timeout"),
+    RouteDecided(
+        run_id="r",
+        step_id="classify",
+        signal=RoutingSignal(
+            decision="advance", next_step_id="ship", route="condition", reason="score > 0.5"
+        ),
+    ),
+    InterruptRaised(
+        run_id="r",
+        interrupt_id="i1",
+        step_id="plan",
+        interrupt_kind="approval",
+        prompt="Approve the plan?",
+        options=["approve", "reject"],
+    ),
+    InterruptResolved(
+        run_id="r", interrupt_id="i1", step_id="plan", answer={"action": "edit", "value": "x"}
+    ),
+    ProviderState(run_id="r", provider="openai", snapshot={"state": "OPEN"}),
+    Budget(
+        run_id="r",
+        step_runs=1,
+        llm_calls=2,
+        tokens=3,
+        max_step_runs=10,
+        max_llm_calls=20,
+        token_budget=30,
+    ),
+    PolicyViolation(run_id="r", rule="max_llm_calls", detail="21 > 20"),
+    Log(run_id="r", level="warning", message="slow provider"),
+    RunFinished(run_id="r", status=RunStatus.PARTIAL, reason="safety bound"),
+    Domain(run_id="r", name="demo.thing", payload={"n": 1}),
+]
+
+
+def printed(printer: HeadlessPrinter, events: list[RunEvent]) -> list[str]:
+    console = printer.console
+    with console.capture() as capture:
+        printer(events)
+    return capture.get().splitlines()
+
+
+def test_every_event_kind_is_described_and_the_examples_cover_them_all() -> None:
+    kinds = {
+        get_args(cls.model_fields["kind"].annotation)[0] for cls in get_args(get_args(RunEvent)[0])
+    }
+    assert {event.kind for event in EVENTS} == kinds
+    for event in EVENTS:
+        line = describe(event)
+        assert line.text and line.text != event.kind, event.kind
+
+
+def test_the_console_prints_the_describers_words_for_every_event_it_shows() -> None:
+    printer = HeadlessPrinter(Console(width=400, color_system=None), show_domain=True)
+    lines = printed(printer, EVENTS)
+    shown = [e for e in EVENTS if e.kind not in ("provider_state", "budget")]
+    assert len(lines) == len(shown)
+    for line, event in zip(lines, shown):
+        line_words = describe(event)
+        assert line_words.text in line, (line, line_words)
+        assert line_words.outputs in line
+
+
+def test_the_words_the_cli_relies_on() -> None:
+    texts = [describe(event).text for event in EVENTS]
+    assert "plan started (iteration 2, attempt 3)" in texts
+    assert "escalate skipped: not routed (by classify)" in texts
+    assert any(t.startswith("classify routes to ship") for t in texts)
+    assert any(t.startswith("plan asks: Approve the plan? [approve / reject]") for t in texts)
+    assert 'plan answered: edit "x"' in texts
+    finished = describe(EVENTS[2])
+    assert "3 calls, 2 from the built-in fallback, 40 tokens via openai" in finished.text
+    assert finished.level == "warning" and finished.outputs == '{"topic": "owls"}'
+
+
+def test_domain_events_are_worded_by_their_package_or_shown_as_name_and_payload() -> None:
+    event = Domain(run_id="r", name="demo.thing", payload={"n": 1})
+    assert describe(event).text == 'demo.thing {"n": 1}'
+    own = EventLine("the thing happened", level="warning")
+    assert describe(event, lambda e: own if e.name == "demo.thing" else None) == own
+    assert describe(event, lambda e: None).text == 'demo.thing {"n": 1}'
+    console = HeadlessPrinter(Console(width=200, color_system=None), domain=lambda e: own)
+    assert printed(console, [event]) == []
+    console.show_domain = True
+    assert printed(console, [event])[0].endswith("· the thing happened")
+
+
+def test_the_console_colours_a_line_by_its_status_tone_and_its_level() -> None:
+    printer = HeadlessPrinter(Console(width=200))
+    finished = printer.line(RunFinished(run_id="r", status=RunStatus.COMPLETED))
+    assert finished is not None and "[bold green]" in finished
+    skipped = printer.line(EVENTS[3])
+    assert skipped is not None and f"[{console_style('SKIPPED')}]" in skipped
+    failed = printer.line(EVENTS[4])
+    assert failed is not None and "[red]" in failed
+    assert printer.line(EVENTS[10]) is None and printer.line(EVENTS[11]) is None
+
+
+@pytest.mark.parametrize("status", [s.value for s in RunStatus])
+def test_every_run_status_has_a_tone(status: str) -> None:
+    assert status in STATUS_TONES
+    assert styled(status) == f"[{console_style(status)}]{status}[/]"
+    assert tone(status.lower()) == tone(status) != "plain"
