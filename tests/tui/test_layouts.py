@@ -28,6 +28,7 @@ from tui.app.widgets.rounds_matrix import COMPACT_LEGEND, RoundsMatrix
 from tui.dev.sample_run import ROUND_STEPS, research_events, round_payload, store_events
 from tui.launch.steps import load_workflow_file
 from tui.launch.workbench import Workbench
+from tui.launch.workspace import Workspace
 
 pytestmark = pytest.mark.timeout(120)
 SIZE = (150, 46)
@@ -60,8 +61,9 @@ async def open_run(pilot, app: WorkbenchApp, run_id: str) -> RunScreen:
 # -- the layout, plain -------------------------------------------------------------------------
 
 
-def deep_research_layout(node_width: int):
-    nodes, edges = WorkflowGraph(load_workflow_file(DEEP_RESEARCH)).nodes_and_edges()
+def deep_research_layout(node_width: int, workspace: Path):
+    definition = load_workflow_file(DEEP_RESEARCH, Workspace(workspace))
+    nodes, edges = WorkflowGraph(definition).nodes_and_edges()
     return compute_layout(
         [n.id for n in nodes],
         [(e.source, e.target, e.kind) for e in edges],
@@ -71,10 +73,12 @@ def deep_research_layout(node_width: int):
 
 
 @pytest.mark.parametrize("node_width", ZOOM_WIDTHS)
-def test_rounds_of_the_shipped_research_workflow_stay_in_their_columns(node_width: int) -> None:
+def test_rounds_of_the_shipped_research_workflow_stay_in_their_columns(
+    node_width: int, tmp_path: Path
+) -> None:
     """Long edges (a round's steps wait for the previous supervisor, the synthesis for every
     supervisor) used to pull each round half a slot further right than the one before."""
-    layout = deep_research_layout(node_width)
+    layout = deep_research_layout(node_width, tmp_path)
     x = {node.id: node.x for node in layout.real_nodes}
     for step in ROUND_STEPS:
         assert len({x[f"{step}_r{n}"] for n in range(1, 5)}) == 1, step
