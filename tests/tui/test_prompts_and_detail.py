@@ -194,6 +194,11 @@ async def test_an_unchanged_plan_is_approved_as_proposed(workbench: Workbench) -
         await until(pilot, lambda: prompt_ready(app, ApprovalPrompt))
         prompt = app.screen
         prompt.dismiss = answers.append  # type: ignore[method-assign]
+        line, error = prompt.query_one("#plan-input", Input), prompt.query_one("#prompt-error")
+        await press(pilot, "e", lambda: app.focused is line)
+        await press(pilot, "ctrl+a", lambda: "finish the question first" in plain_text(error))
+        assert answers == [] and app.focused is line
+        await press(pilot, "escape", lambda: app.focused is not line)
         await press(pilot, "ctrl+a", lambda: bool(answers))
     assert answers == [InterruptAnswer(action="approve")]
 
