@@ -78,7 +78,7 @@ def detail_table(snap: Mapping[str, Any], cooldown_left: float) -> Table:
     state = str(snap.get("state", "?"))
     table.add_row(
         "state",
-        Text(f" {state.replace('_', '-')} ", style=STATE_STYLE.get(state, "reverse")),
+        Text.assemble((f" {state.replace('_', '-')} ", STATE_STYLE.get(state, "reverse"))),
     )
     table.add_row("why", trip_reason(snap))
     table.add_row("last error", last_error(snap))
