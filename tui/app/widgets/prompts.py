@@ -165,7 +165,7 @@ targets first, then the other edges the graph defines — with the arrows and
         suggestion = payload.get("suggestion") or payload.get("target")
         confidence = payload.get("confidence")
         with Vertical(id="prompt-box"):
-            yield from self._heading(f"⑂ {e.step_id} — where next?")
+            yield from self._heading(f"→ {e.step_id} — where next?")
             conf = f"{float(confidence):.2f}" if isinstance(confidence, (int, float)) else "–"
             yield Static(
                 Text.assemble(
