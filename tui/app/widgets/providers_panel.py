@@ -39,7 +39,10 @@ def sparkline(values: list[float], width: int = 10) -> str:
 
 
 def _ms(value: Any) -> str:
-    return f"{float(value) * 1000:.0f}" if isinstance(value, (int, float)) else "–"
+    """A latency in milliseconds, or whole seconds from 10 s, so it fits four cells."""
+    if not isinstance(value, (int, float)):
+        return "–"
+    return f"{float(value) * 1000:.0f}" if value < 10 else f"{float(value):.0f}s"
 
 
 def _headroom(remaining: Any, limit: Any) -> str:
