@@ -13,6 +13,8 @@ import contextlib
 from pathlib import Path
 from typing import Any
 
+from rich.console import Console
+
 from engine.events import ProviderState, RunEvent
 from engine.states import RunStatus
 from engine.store import RunStore
@@ -23,8 +25,10 @@ from router.fault_script import DEFAULT_SCRIPT_PATH, load_fault_script
 from router.fault_server import FaultServer, demo_router_config
 from tests.tui.pilot_wait import prompt_ready, until
 from tui.app.app import WorkbenchApp
+from tui.app.run_state import RunView
 from tui.app.screens.run import RunScreen
 from tui.app.widgets.prompts import ApprovalPrompt
+from tui.app.widgets.providers_panel import providers_table
 from tui.commands.app_cmds import chaos_command
 from tui.dev.chaos import (
     PROBE_PROFILE,
@@ -34,6 +38,7 @@ from tui.dev.chaos import (
     close_every_breaker,
     probe_request,
 )
+from tui.dev.sample_run import snapshot
 from tui.launch.wiring import build_workbench_router
 from tui.launch.workbench import Workbench
 
@@ -248,3 +253,37 @@ async def test_the_closing_phase_probes_every_breaker_closed_on_the_injected_clo
         "  30.0s beta       HALF_OPEN -> CLOSED    the probe succeeded: serving again",
     ], "each breaker waited out exactly its Retry-After on the injected clock"
     assert story.summary_lines()[0].endswith("every breaker CLOSED")
+
+
+def test_provider_columns_keep_their_places_while_breakers_change() -> None:
+    """The panel's columns do not move as states, cooldowns and latencies change."""
+
+    def header_at(states: dict[str, dict[str, Any]]) -> str:
+        view = RunView()
+        view.apply_all(
+            [
+                ProviderState(run_id="r", provider=name, snapshot=snapshot(name, **fields))
+                for name, fields in states.items()
+            ]
+        )
+        console = Console(width=110)
+        with console.capture() as capture:
+            console.print(providers_table(view, now=view.last_ts))
+        return capture.get().splitlines()[0]
+
+    calm = header_at({"openai": {"state": "CLOSED"}, "gemini": {"state": "CLOSED"}})
+    stormy = header_at(
+        {
+            "openai": {"state": "HALF_OPEN", "cooldown_remaining_s": 3599.0},
+            "gemini": {
+                "state": "OPEN",
+                "cooldown_remaining_s": 1.5,
+                "p50_latency_s": 12.5,
+                "p95_latency_s": 40.0,
+                "in_flight": 12,
+                "bulkhead_size": 16,
+                "success_rate": 1.0,
+            },
+        }
+    )
+    assert calm == stormy

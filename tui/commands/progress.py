@@ -37,6 +37,7 @@ from engine.events import (
     StepFinished,
     StepSkipped,
 )
+from research.events import ROUND_SCORED
 
 PLAIN_STEPS = 10
 """Piped, a task prints a line each time it passes another 1/PLAIN_STEPS of its total."""
@@ -165,7 +166,7 @@ class RunProgress:
             self._steps.add(event.step_id)
             self._total = max(self._total, len(self._steps))
             self._show_steps(event.step_id)
-        elif isinstance(event, Domain) and event.name == "research.round_scored":
+        elif isinstance(event, Domain) and event.name == ROUND_SCORED:
             self._show_round(event.payload)
         elif isinstance(event, InterruptRaised):
             self.board.pause()

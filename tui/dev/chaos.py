@@ -113,7 +113,7 @@ def chaos_job(
                         store.append(Log(run_id=run_id, message=message))
 
                     say(
-                        "chaos demo: the run is over and so are the scripted outages; "
+                        f"{DEMO_LOG}: the run is over and so are the scripted outages; "
                         "every breaker not CLOSED waits out its cooldown and is probed"
                     )
                     server.set_script({"providers": {name: {} for name in providers}})
@@ -121,7 +121,7 @@ def chaos_job(
                     story = BreakerStory()
                     story.fold(store.events(run_id))
                     for line in story.summary_lines():
-                        say(f"chaos demo summary: {line}")
+                        say(f"{DEMO_LOG} summary: {line}")
                     return result
             finally:
                 await router.aclose()

@@ -16,8 +16,6 @@ from textual.widgets import Input
 from tui.app.run_state import LogLine, RunView
 
 LEVEL_STYLE = {"error": "bold red", "warning": "yellow", "debug": "dim", "info": ""}
-PREFIX_CELLS = 8 + 1 + 5 + 1 + 18 + 1
-"""The cells before an event's text: its time, seq and kind (see :func:`format_line`)."""
 
 
 KIND_PARTS = re.compile(r"[._]")
@@ -74,7 +72,7 @@ class LogLines(ScrollView, can_focus=True):
         background: $surface;
         color: $foreground;
         overflow-y: scroll;
-        overflow-x: auto;
+        overflow-x: hidden;
         &:focus { background-tint: $foreground 5%; }
     }
     """
@@ -82,26 +80,23 @@ class LogLines(ScrollView, can_focus=True):
     def __init__(self, *, id: str | None = None) -> None:
         super().__init__(id=id)
         self.lines: list[LogLine] = []
-        self._widest = 0
         self._strips: dict[int, Strip] = {}
 
     def replace(self, lines: list[LogLine]) -> None:
         """Show ``lines`` instead of what is shown, scrolled to the newest."""
         self.lines = list(lines)
         self._strips.clear()
-        self._widest = 0
-        self._grew(self.lines)
+        self._grew()
         self.refresh()
 
     def extend(self, lines: list[LogLine]) -> None:
         """Add ``lines`` at the bottom; the view follows the newest line."""
         self.lines.extend(lines)
-        self._grew(lines)
+        self._grew()
 
-    def _grew(self, added: list[LogLine]) -> None:
-        if added:
-            self._widest = max(self._widest, PREFIX_CELLS + max(len(line.text) for line in added))
-        self.virtual_size = Size(self._widest, len(self.lines))
+    def _grew(self) -> None:
+        """Lines longer than the log is wide are cut at its edge, as a terminal log's are."""
+        self.virtual_size = Size(0, len(self.lines))
         self.scroll_end(animate=False, immediate=False, x_axis=False)
 
     def render_line(self, y: int) -> Strip:

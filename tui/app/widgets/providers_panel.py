@@ -24,6 +24,8 @@ from tui.app.run_state import RunView
 from tui.app.status_style import STATUS_CLASSES, StatusStyler, on_theme_change, status_style
 
 SPARK = "▁▂▃▄▅▆▇█"
+SPARK_CELLS = 8
+NAME_CELLS = 10
 BADGE = Style(bold=True, reverse=True)
 """A breaker state is a badge: its status colour as the background."""
 
@@ -40,7 +42,10 @@ def sparkline(values: list[float], width: int = 10) -> str:
 
 
 def _ms(value: Any) -> str:
-    return f"{float(value) * 1000:.0f}" if isinstance(value, (int, float)) else "–"
+    """A latency in milliseconds, or whole seconds from 10 s, so it fits four cells."""
+    if not isinstance(value, (int, float)):
+        return "–"
+    return f"{float(value) * 1000:.0f}" if value < 10 else f"{float(value):.0f}s"
 
 
 def _headroom(remaining: Any, limit: Any) -> str:
@@ -70,18 +75,20 @@ def providers_table(
     """One row per provider, breaker states styled by ``style`` (the widget's theme in the app);
     ``selected`` is highlighted."""
     table = Table(expand=True, box=None, pad_edge=False, header_style="bold", collapse_padding=True)
-    for column, justify in (
-        ("provider", "left"),
-        ("state", "left"),
-        ("cool", "right"),
-        ("ok", "right"),
-        ("p50/p95ms", "right"),
-        ("latency", "left"),
-        ("rpm", "right"),
-        ("tpm", "right"),
-        ("busy", "right"),
+    # Each column is as wide as its widest value can be, so columns keep their places while
+    # states, cooldowns and latencies change (a breaker going HALF-OPEN moved them before).
+    for column, justify, width in (
+        ("provider", "left", NAME_CELLS + 2),
+        ("state", "left", len(" HALF-OPEN ")),
+        ("cool", "right", len("3600s")),
+        ("ok", "right", len("100%")),
+        ("p50/p95ms", "right", len("9999/9999")),
+        ("latency", "left", SPARK_CELLS),
+        ("rpm", "right", len("100%")),
+        ("tpm", "right", len("100%")),
+        ("busy", "right", len("99/99")),
     ):
-        table.add_column(column, justify=justify, no_wrap=True)  # type: ignore[arg-type]
+        table.add_column(column, justify=justify, no_wrap=True, min_width=width)  # type: ignore[arg-type]
     for name in sorted(view.providers):
         snap = view.providers[name]
         state = str(snap.get("state", "?"))
@@ -89,19 +96,19 @@ def providers_table(
         rate = snap.get("success_rate")
         mark = " ✗" if snap.get("misconfigured") else " ⚠" if snap.get("degraded") else ""
         table.add_row(
-            Text(name[:10]) + Text(mark, style="yellow"),
+            Text(name[:NAME_CELLS]) + Text(mark, style="yellow"),
             state_badge(state, style),
             format_cooldown(left) if state != "CLOSED" and left > 0 else "–",
             f"{float(rate) * 100:.0f}%" if isinstance(rate, (int, float)) else "–",
             f"{_ms(snap.get('p50_latency_s'))}/{_ms(snap.get('p95_latency_s'))}",
-            sparkline(list(snap.get("recent_latencies_s") or []), 8),
+            sparkline(list(snap.get("recent_latencies_s") or []), SPARK_CELLS),
             _headroom(snap.get("rpm_remaining"), snap.get("rpm_limit")),
             _headroom(snap.get("tpm_remaining"), snap.get("tpm_limit")),
             f"{snap.get('in_flight', 0)}/{snap.get('bulkhead_size', 0) or '∞'}",
             style="reverse" if name == selected else None,
         )
     if not view.providers:
-        table.add_row("no provider reports yet", *[""] * 8)
+        table.add_row("none yet", *[""] * 8)
     return table
 
 
