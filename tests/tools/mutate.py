@@ -10,11 +10,11 @@ tests/engine) without touching it. Any mutmut command and option works as with
 
 from __future__ import annotations
 
+import importlib
 import sys
 from collections.abc import Callable
 from typing import Any
 
-import mutmut.__main__
 import mutmut.configuration
 
 ENGINE_SETTINGS: dict[str, Any] = {
@@ -57,9 +57,11 @@ def engine_settings() -> Callable[[str, Any], Any]:
 
 
 def main() -> None:
+    # before mutmut's modules load: some read the configuration when imported
     mutmut.configuration._config_reader = engine_settings
+    mutmut.configuration.reset_config()
     sys.argv[0] = "mutmut"
-    mutmut.__main__.cli()
+    importlib.import_module("mutmut.__main__").cli()
 
 
 if __name__ == "__main__":
