@@ -17,6 +17,7 @@ from engine.conditions import (
     compile_expr,
     evaluate_bool,
     from_cel,
+    result_type,
     to_cel,
     unknown_functions,
 )
@@ -273,3 +274,64 @@ def test_arithmetic_on_ints_agrees_with_python(value, modulus):
     import math
 
     assert result == str(int(math.fmod((value + 1) * 2, modulus)))
+
+
+# -- what the loader reads from a compiled expression -------------------------------------
+
+
+@pytest.mark.parametrize(
+    "expr, expected",
+    [
+        ("a || b", "bool"),
+        ("a && b", "bool"),
+        ("a < 1", "bool"),
+        ("a in [1]", "bool"),
+        ("a + 1", None),  # + also joins text and lists
+        ("a - 1", "number"),
+        ("a * 2", "number"),
+        ("a % 2", "number"),
+        ("!a", "bool"),
+        ("-a", "number"),
+        ("a.startsWith('x')", "bool"),
+        ("a.exists(x, x)", "bool"),
+        ("a.size()", None),
+        ("a.b", None),
+        ("a['b']", None),
+        ("a", None),
+        ("has(a.b)", "bool"),
+        ("size(a)", "number"),
+        ("string(a)", "string"),
+        ("frobnicate(a)", None),
+        ("true", "bool"),
+        ("null", "null"),
+        ("'yes'", "string"),
+        ("b'x'", "bytes"),
+        ("3", "number"),
+        ("3u", "number"),
+        ("2.5", "number"),
+        ("[1, 2]", "list"),
+        ("{'a': 1}", "map"),
+        ("(a < 1)", "bool"),
+        ("((2))", "number"),
+        ("a ? 1 : 'x'", None),
+    ],
+)
+def test_the_result_type_the_loader_reads_from_the_outermost_operator(expr, expected):
+    assert result_type(compile_expr(expr)) == expected
+
+
+def test_references_and_calls_carry_their_columns_for_file_line_col_messages():
+    compiled = compile_expr("size(steps.a.outputs.x) > 1 && steps['b'].status == 'OK'")
+    assert [(str(r), r.column) for r in compiled.references] == [
+        ("steps.a.outputs.x", 6),
+        ("steps.b.status", 32),
+    ]
+    assert [(c.name, c.column) for c in compiled.calls] == [("size", 1)]
+    methods = compile_expr("inputs.xs.all(x, x > steps.c.outputs.n) && inputs.q.matches('a')")
+    assert methods.identifiers == ["inputs.xs", "steps.c.outputs.n", "inputs.q"]
+    assert [(c.name, c.column) for c in methods.calls] == [("all", 1), ("matches", 44)]
+
+
+def test_an_index_that_is_not_a_plain_string_reads_the_whole_container():
+    assert compile_expr("steps[inputs.k].status == 'OK'").identifiers == ["steps", "inputs.k"]
+    assert compile_expr("steps['a' + 'b'].status == 'OK'").identifiers == ["steps"]
