@@ -11,6 +11,7 @@ tests/engine) without touching it. Any mutmut command and option works as with
 from __future__ import annotations
 
 import importlib
+import os
 import sys
 from collections.abc import Callable
 from typing import Any
@@ -56,10 +57,21 @@ def engine_settings() -> Callable[[str, Any], Any]:
     return lambda key, default: ENGINE_SETTINGS.get(key, default)
 
 
+def forget_compiled_expressions() -> None:
+    """mutmut runs the clean tests in its own process, then forks one child per mutant:
+    without this the child would inherit CEL expressions compiled by the clean run
+    (engine.conditions caches them by text), and a mutant of the compile path — the
+    references, columns and result types the loader reports — would never run."""
+    conditions = sys.modules.get("engine.conditions")
+    if conditions is not None:
+        conditions._compile_cached.cache_clear()
+
+
 def main() -> None:
     # before mutmut's modules load: some read the configuration when imported
     mutmut.configuration._config_reader = engine_settings
     mutmut.configuration.reset_config()
+    os.register_at_fork(after_in_child=forget_compiled_expressions)
     sys.argv[0] = "mutmut"
     importlib.import_module("mutmut.__main__").cli()
 
