@@ -335,3 +335,40 @@ def test_references_and_calls_carry_their_columns_for_file_line_col_messages():
 def test_an_index_that_is_not_a_plain_string_reads_the_whole_container():
     assert compile_expr("steps[inputs.k].status == 'OK'").identifiers == ["steps", "inputs.k"]
     assert compile_expr("steps['a' + 'b'].status == 'OK'").identifiers == ["steps"]
+
+
+@pytest.mark.parametrize(
+    "expr, message",
+    [
+        ("inputs.s % 2 == 1", "found no matching overload for % applied to '(string, double)'"),
+        (
+            "inputs.n % inputs.s == 1",
+            "found no matching overload for % applied to '(double, string)'",
+        ),
+        ("inputs.n % 0 == 1", "modulus or divide by zero"),
+        ("inputs.xs['a'] == 1", "found no matching overload for _[_] applied to '(list, string)'"),
+        ("{'a': 1}[1] == 1", "found no matching overload for _[_] applied to '(map, double)'"),
+        ("inputs.s < 1", "found no matching overload for < applied to '(string, double)'"),
+    ],
+)
+def test_an_evaluation_error_names_the_operator_and_the_operand_types(expr, message):
+    """What a route decision shows for a condition that could not be evaluated."""
+    act = build_activation(inputs={"n": 3, "s": "a", "xs": [1, 2]}, steps={})
+    with pytest.raises(CelEvaluationError) as caught:
+        compile_expr(expr).evaluate(act)
+    assert (caught.value.message, caught.value.expr, str(caught.value)) == (message, expr, message)
+
+
+@pytest.mark.parametrize(
+    "expr, expected",
+    [
+        ("string(false)", "false"),
+        ("string(true)", "true"),
+        ("string(9007199254740992.0)", "9007199254740992"),  # 2**53, the last exact integer
+        ("string(9007199254740992.0 * 2.0)", "1.8014398509481984e+16"),
+        ("string(inputs.n / 2)", "1.5"),
+    ],
+)
+def test_string_writes_whole_numbers_as_integers_up_to_2_to_the_53(expr, expected):
+    act = build_activation(inputs={"n": 3}, steps={})
+    assert compile_expr(expr).evaluate(act) == expected
