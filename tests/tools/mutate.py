@@ -1,5 +1,8 @@
-"""Mutation testing of the engine: ``nice python -m tests.tools.mutate run --max-children 1``,
-then ``python -m tests.tools.mutate results``.
+"""Mutation testing of the engine: ``nice -n 19 .venv/bin/python tests/tools/mutate.py run
+--max-children 1``, then ``.venv/bin/python tests/tools/mutate.py results``.
+
+Run it as a file, not with ``-m``: mutmut runs the tests from its ``mutants/`` copy,
+whose ``tests`` package must not already be imported from the worktree.
 
 ``[tool.mutmut]`` in pyproject.toml is the router's setup; mutmut reads only that
 table, so this runs mutmut with the engine's settings instead (the routing
