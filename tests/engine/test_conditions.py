@@ -332,9 +332,41 @@ def test_references_and_calls_carry_their_columns_for_file_line_col_messages():
     assert [(c.name, c.column) for c in methods.calls] == [("all", 1), ("matches", 44)]
 
 
-def test_an_index_that_is_not_a_plain_string_reads_the_whole_container():
-    assert compile_expr("steps[inputs.k].status == 'OK'").identifiers == ["steps", "inputs.k"]
-    assert compile_expr("steps['a' + 'b'].status == 'OK'").identifiers == ["steps"]
+@pytest.mark.parametrize(
+    "expr, identifiers",
+    [
+        ("steps[inputs.k].status == 'OK'", ["steps", "inputs.k"]),
+        ("steps['a' + 'b'].status == 'OK'", ["steps"]),
+        ("steps[r'a'].status == 'OK'", ["steps"]),
+        ("inputs.xs[n] == 1", ["inputs.xs", "n"]),
+        ("steps[''].status == 'OK'", ["steps..status"]),
+    ],
+)
+def test_only_a_plain_string_index_extends_a_dotted_reference(expr, identifiers):
+    """Anything else reads the whole container (the loader checks what it can name)."""
+    assert compile_expr(expr).identifiers == identifiers
+
+
+@pytest.mark.parametrize(
+    "expr, identifiers",
+    [
+        ("inputs.xs.exists(x, x > steps.a.outputs.n)", ["inputs.xs", "steps.a.outputs.n"]),
+        ("inputs.xs.exists(1, true)", ["inputs.xs"]),
+        ("inputs.xs.all(steps.s, steps.s > 0)", ["inputs.xs", "steps.s", "steps.s"]),
+    ],
+)
+def test_only_a_plain_name_is_bound_by_a_macro(expr, identifiers):
+    assert [str(r) for r in compile_expr(expr).references] == identifiers
+
+
+def test_a_syntax_error_reads_with_its_column_and_expression():
+    with pytest.raises(CelSyntaxError) as caught:
+        compile_expr("outputs.x >")
+    assert (
+        str(caught.value) == "CEL syntax error: unexpected end of expression (column 11 of "
+        "'outputs.x >')"
+    )
+    assert caught.value.expr == "outputs.x >"
 
 
 @pytest.mark.parametrize(
@@ -349,6 +381,12 @@ def test_an_index_that_is_not_a_plain_string_reads_the_whole_container():
         ("inputs.xs['a'] == 1", "found no matching overload for _[_] applied to '(list, string)'"),
         ("{'a': 1}[1] == 1", "found no matching overload for _[_] applied to '(map, double)'"),
         ("inputs.s < 1", "found no matching overload for < applied to '(string, double)'"),
+        ("-inputs.s == 1", "found no matching overload for unary_neg applied to '(string)'"),
+        ("undefined_var == 1", "undeclared reference to 'undefined_var'"),
+        (
+            "inputs.n.foo == 1",
+            "DoubleType(3.0) with type: 'double' does not support field selection",
+        ),
     ],
 )
 def test_an_evaluation_error_names_the_operator_and_the_operand_types(expr, message):
