@@ -340,6 +340,7 @@ def test_references_and_calls_carry_their_columns_for_file_line_col_messages():
         ("steps[r'a'].status == 'OK'", ["steps"]),
         ("inputs.xs[n] == 1", ["inputs.xs", "n"]),
         ("steps[''].status == 'OK'", ["steps..status"]),
+        (".inputs.n > .iteration", ["inputs.n", "iteration"]),  # CEL's root-qualified names
     ],
 )
 def test_only_a_plain_string_index_extends_a_dotted_reference(expr, identifiers):
