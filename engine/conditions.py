@@ -119,11 +119,10 @@ CEL_RESERVED_WORDS = frozenset(
 class CelSyntaxError(ValueError):
     """An expression that does not compile; ``column`` is 1-based within the expression."""
 
-    def __init__(self, message: str, *, expr: str, line: int = 1, column: int = 1) -> None:
+    def __init__(self, message: str, *, expr: str, column: int = 1) -> None:
         super().__init__(message)
         self.message = message
         self.expr = expr
-        self.line = line
         self.column = column
 
     def __str__(self) -> str:
@@ -486,7 +485,6 @@ def _compile_cached(expr: str) -> CompiledExpr:
         raise CelSyntaxError(
             f"CEL syntax error: {_describe_parse_error(error)}",
             expr=expr,
-            line=int(getattr(error, "line", None) or 1),
             column=int(getattr(error, "column", None) or 1),
         ) from None
     except RecursionError:

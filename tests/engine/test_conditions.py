@@ -17,6 +17,7 @@ from engine.conditions import (
     compile_expr,
     evaluate_bool,
     from_cel,
+    result_type,
     to_cel,
     unknown_functions,
 )
@@ -273,3 +274,140 @@ def test_arithmetic_on_ints_agrees_with_python(value, modulus):
     import math
 
     assert result == str(int(math.fmod((value + 1) * 2, modulus)))
+
+
+# -- what the loader reads from a compiled expression -------------------------------------
+
+
+@pytest.mark.parametrize(
+    "expr, expected",
+    [
+        ("a || b", "bool"),
+        ("a && b", "bool"),
+        ("a < 1", "bool"),
+        ("a in [1]", "bool"),
+        ("a + 1", None),  # + also joins text and lists
+        ("a - 1", "number"),
+        ("a * 2", "number"),
+        ("a % 2", "number"),
+        ("!a", "bool"),
+        ("-a", "number"),
+        ("a.startsWith('x')", "bool"),
+        ("a.exists(x, x)", "bool"),
+        ("a.size()", None),
+        ("a.b", None),
+        ("a['b']", None),
+        ("a", None),
+        ("has(a.b)", "bool"),
+        ("size(a)", "number"),
+        ("string(a)", "string"),
+        ("frobnicate(a)", None),
+        ("true", "bool"),
+        ("null", "null"),
+        ("'yes'", "string"),
+        ("b'x'", "bytes"),
+        ("3", "number"),
+        ("3u", "number"),
+        ("2.5", "number"),
+        ("[1, 2]", "list"),
+        ("{'a': 1}", "map"),
+        ("(a < 1)", "bool"),
+        ("((2))", "number"),
+        ("a ? 1 : 'x'", None),
+    ],
+)
+def test_the_result_type_the_loader_reads_from_the_outermost_operator(expr, expected):
+    assert result_type(compile_expr(expr)) == expected
+
+
+def test_references_and_calls_carry_their_columns_for_file_line_col_messages():
+    compiled = compile_expr("size(steps.a.outputs.x) > 1 && steps['b'].status == 'OK'")
+    assert [(str(r), r.column) for r in compiled.references] == [
+        ("steps.a.outputs.x", 6),
+        ("steps.b.status", 32),
+    ]
+    assert [(c.name, c.column) for c in compiled.calls] == [("size", 1)]
+    methods = compile_expr("inputs.xs.all(x, x > steps.c.outputs.n) && inputs.q.matches('a')")
+    assert methods.identifiers == ["inputs.xs", "steps.c.outputs.n", "inputs.q"]
+    assert [(c.name, c.column) for c in methods.calls] == [("all", 1), ("matches", 44)]
+
+
+@pytest.mark.parametrize(
+    "expr, identifiers",
+    [
+        ("steps[inputs.k].status == 'OK'", ["steps", "inputs.k"]),
+        ("steps['a' + 'b'].status == 'OK'", ["steps"]),
+        ("steps[r'a'].status == 'OK'", ["steps"]),
+        ("inputs.xs[n] == 1", ["inputs.xs", "n"]),
+        ("steps[''].status == 'OK'", ["steps..status"]),
+        (".inputs.n > .iteration", ["inputs.n", "iteration"]),  # CEL's root-qualified names
+    ],
+)
+def test_only_a_plain_string_index_extends_a_dotted_reference(expr, identifiers):
+    """Anything else reads the whole container (the loader checks what it can name)."""
+    assert compile_expr(expr).identifiers == identifiers
+
+
+@pytest.mark.parametrize(
+    "expr, identifiers",
+    [
+        ("inputs.xs.exists(x, x > steps.a.outputs.n)", ["inputs.xs", "steps.a.outputs.n"]),
+        ("inputs.xs.exists(1, true)", ["inputs.xs"]),
+        ("inputs.xs.all(steps.s, steps.s > 0)", ["inputs.xs", "steps.s", "steps.s"]),
+    ],
+)
+def test_only_a_plain_name_is_bound_by_a_macro(expr, identifiers):
+    assert [str(r) for r in compile_expr(expr).references] == identifiers
+
+
+def test_a_syntax_error_reads_with_its_column_and_expression():
+    with pytest.raises(CelSyntaxError) as caught:
+        compile_expr("outputs.x >")
+    assert (
+        str(caught.value) == "CEL syntax error: unexpected end of expression (column 11 of "
+        "'outputs.x >')"
+    )
+    assert caught.value.expr == "outputs.x >"
+
+
+@pytest.mark.parametrize(
+    "expr, message",
+    [
+        ("inputs.s % 2 == 1", "found no matching overload for % applied to '(string, double)'"),
+        (
+            "inputs.n % inputs.s == 1",
+            "found no matching overload for % applied to '(double, string)'",
+        ),
+        ("inputs.n % 0 == 1", "modulus or divide by zero"),
+        ("inputs.xs['a'] == 1", "found no matching overload for _[_] applied to '(list, string)'"),
+        ("{'a': 1}[1] == 1", "found no matching overload for _[_] applied to '(map, double)'"),
+        ("inputs.s < 1", "found no matching overload for < applied to '(string, double)'"),
+        ("-inputs.s == 1", "found no matching overload for unary_neg applied to '(string)'"),
+        ("undefined_var == 1", "undeclared reference to 'undefined_var'"),
+        (
+            "inputs.n.foo == 1",
+            "DoubleType(3.0) with type: 'double' does not support field selection",
+        ),
+    ],
+)
+def test_an_evaluation_error_names_the_operator_and_the_operand_types(expr, message):
+    """What a route decision shows for a condition that could not be evaluated."""
+    act = build_activation(inputs={"n": 3, "s": "a", "xs": [1, 2]}, steps={})
+    with pytest.raises(CelEvaluationError) as caught:
+        compile_expr(expr).evaluate(act)
+    assert (caught.value.message, caught.value.expr, str(caught.value)) == (message, expr, message)
+
+
+@pytest.mark.parametrize(
+    "expr, expected",
+    [
+        ("string(false)", "false"),
+        ("string(true)", "true"),
+        ("string(9007199254740992.0)", "9007199254740992"),  # 2**53, the last exact integer
+        ("string(9007199254740992.0 * 2.0)", "1.8014398509481984e+16"),
+        ("string(inputs.n / 2)", "1.5"),
+    ],
+)
+def test_string_writes_whole_numbers_as_integers_up_to_2_to_the_53(expr, expected):
+    act = build_activation(inputs={"n": 3}, steps={})
+    assert compile_expr(expr).evaluate(act) == expected

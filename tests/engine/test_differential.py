@@ -26,6 +26,7 @@ from hypothesis import strategies as st
 
 from engine.events import StepStarted
 from engine.kahn import KahnEngine
+from engine.langgraph_engine import LangGraphEngine
 from engine.protocol import RunContext
 from engine.store import InMemoryRunStore
 from tests.engine.kahn_helpers import TEST_REGISTRY
@@ -72,8 +73,8 @@ def test_the_engines_and_the_reference_agree_on_generated_workflows(data: dict[s
 # -- time travel: a fork with no edits reproduces the run it forks ---------------------------
 
 FORK_EXAMPLES = max(60, EXAMPLES // 12)
-"""CI: 150 workflows, each forked on both engines at one pass drawn from the run (about
-15 s of one core); ``make fuzz``: 1 in 12 of its workflows."""
+"""CI: 150 workflows, each run on an engine drawn at random and forked on both engines at
+a pass drawn from the run (about 20 s of one core); ``make fuzz``: 1 in 12 of its workflows."""
 
 
 @pytest.mark.timeout(TIMEOUT_S)
@@ -95,7 +96,8 @@ def test_a_fork_at_any_pass_without_edits_ends_as_the_run_it_forks(
     store = InMemoryRunStore()
 
     async def go() -> None:
-        parent = await KahnEngine(registry=TEST_REGISTRY).execute(
+        engine = rng.choice([KahnEngine, LangGraphEngine])
+        parent = await engine(registry=TEST_REGISTRY).execute(
             wf, RunContext(store=store, responder=respond)
         )
         if "reached" in parent.reason:

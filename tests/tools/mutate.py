@@ -1,5 +1,8 @@
-"""Mutation testing of the engine: ``nice python -m tests.tools.mutate run --max-children 1``,
-then ``python -m tests.tools.mutate results``.
+"""Mutation testing of the engine: ``nice -n 19 .venv/bin/python tests/tools/mutate.py run
+--max-children 1``, then ``.venv/bin/python tests/tools/mutate.py results``.
+
+Run it as a file, not with ``-m``: mutmut runs the tests from its ``mutants/`` copy,
+whose ``tests`` package must not already be imported from the worktree.
 
 ``[tool.mutmut]`` in pyproject.toml is the router's setup; mutmut reads only that
 table, so this runs mutmut with the engine's settings instead (the routing
@@ -10,11 +13,12 @@ tests/engine) without touching it. Any mutmut command and option works as with
 
 from __future__ import annotations
 
+import importlib
+import os
 import sys
 from collections.abc import Callable
 from typing import Any
 
-import mutmut.__main__
 import mutmut.configuration
 
 ENGINE_SETTINGS: dict[str, Any] = {
@@ -56,10 +60,23 @@ def engine_settings() -> Callable[[str, Any], Any]:
     return lambda key, default: ENGINE_SETTINGS.get(key, default)
 
 
+def forget_compiled_expressions() -> None:
+    """mutmut runs the clean tests in its own process, then forks one child per mutant:
+    without this the child would inherit CEL expressions compiled by the clean run
+    (engine.conditions caches them by text), and a mutant of the compile path — the
+    references, columns and result types the loader reports — would never run."""
+    conditions = sys.modules.get("engine.conditions")
+    if conditions is not None:
+        conditions._compile_cached.cache_clear()
+
+
 def main() -> None:
+    # before mutmut's modules load: some read the configuration when imported
     mutmut.configuration._config_reader = engine_settings
+    mutmut.configuration.reset_config()
+    os.register_at_fork(after_in_child=forget_compiled_expressions)
     sys.argv[0] = "mutmut"
-    mutmut.__main__.cli()
+    importlib.import_module("mutmut.__main__").cli()
 
 
 if __name__ == "__main__":
