@@ -100,6 +100,8 @@ class TokenBucket:
             if not old_known:
                 self._level = float(reading.limit)
                 self._stamp = now
+            else:  # a lowered limit: no more left than the limit
+                self._level = min(self._level, float(reading.limit))
         if reading.remaining is not None:
             if reading.limit is None and (
                 self.limit is None or (self._learnt and reading.remaining > self.limit)

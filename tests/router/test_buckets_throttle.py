@@ -246,6 +246,10 @@ def test_clamp_edge_readings(clock: ManualClock) -> None:
     spent.take(97)
     spent.clamp(LimitReading(limit=200))  # a new limit does not refill what was spent
     assert spent.limit == 200 and spent.level() == pytest.approx(3)
+    lowered = DualBucket(100, None, clock)
+    lowered.apply(RateLimitInfo(requests=LimitReading(limit=40)))  # a lower limit, no remaining
+    assert lowered.headroom()[:2] == (40, 40)  # never more left than the limit
+    assert lowered.capacity_fraction() == 1.0
     reported = TokenBucket(None, clock)
     reported.clamp(LimitReading(limit=100, remaining=50))
     reported.clamp(LimitReading(remaining=150))  # above a limit the provider stated: not learnt

@@ -491,6 +491,8 @@ async def test_only_open_rows_of_other_processes_are_adopted(
     for name in names:  # what the router read at start-up, replaced by live state
         router._by_name[name].breaker.restore(BreakerState.CLOSED, 0.0, 0, None, None)
     await router.sync_shared_state()
+    await router.sync_shared_state()  # adopting again changes nothing
+    assert router.shared_state_syncs == 2
     states = {n: snap(router, n).state for n in names}
     assert states == {"a": BreakerState.CLOSED, "b": BreakerState.CLOSED, "c": BreakerState.OPEN}
     adopted = router._by_name["c"].breaker.view()
