@@ -301,3 +301,17 @@ def test_headroom_of_an_empty_request_bucket_is_zero(clock: ManualClock) -> None
     bucket.try_reserve(1)
     bucket.try_reserve(1)
     assert bucket.headroom() == (0, 2, None, None)
+
+
+def test_a_one_per_minute_bucket_refills_and_a_zero_limit_stays_unknown(
+    clock: ManualClock,
+) -> None:
+    single = TokenBucket(1, clock)
+    single.take(1)
+    assert single.eta(1) == pytest.approx(60.0)
+    clock.advance(60)
+    assert single.eta(1) == 0.0 and single.level() == pytest.approx(1.0)
+    zero = TokenBucket(None, clock)
+    clock.advance(1)
+    zero.clamp(LimitReading(limit=0, remaining=5))  # a zero limit is no limit: still unknown
+    assert zero.limit is None and zero.eta(10**6) == 0.0 and zero.level() is None
