@@ -598,3 +598,26 @@ async def test_a_subscriber_sees_a_missing_key_in_the_snapshots_it_is_sent(
     published = [s for s in seen if s.name == "g"][-1]
     assert published.misconfigured
     assert published.misconfigured_reason == "environment variable GEMINI_API_KEY is not set"
+
+
+async def test_a_failed_health_probe_is_stored_and_answered_by_the_builtin(
+    fault_server: FaultServer,
+    make_router: RouterFactory,
+    clock: ManualClock,
+    keys: dict,
+    tmp_path: Path,
+) -> None:
+    fault_server.set_script({"providers": {"p": {"sequence": [{"status": 500, "count": 5}]}}})
+    stats = tmp_path / "s.sqlite3"
+    router = make_router(make_config([provider_entry(fault_server, "p")]), stats_path=stats)
+    await trip(router, "p")
+    fault_server.set_script({"providers": {"p": {"health": {"status": 503}}}})
+    clock.advance(router._by_name["p"].breaker.cooldown_remaining())
+    response = await router.complete(request())  # never raises
+    assert response.provider == "builtin" and response.attempts[0].outcome == "probe_failed"
+    await router.flush_stats()
+    store = StatsStore(stats)
+    row = store.load()["p"].breaker
+    store.close()
+    assert row is not None
+    assert (row.state, row.last_error, row.last_error_status) == ("OPEN", "server", 503)
