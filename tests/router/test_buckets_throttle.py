@@ -315,3 +315,11 @@ def test_a_one_per_minute_bucket_refills_and_a_zero_limit_stays_unknown(
     clock.advance(1)
     zero.clamp(LimitReading(limit=0, remaining=5))  # a zero limit is no limit: still unknown
     assert zero.limit is None and zero.eta(10**6) == 0.0 and zero.level() is None
+
+
+def test_capacity_fraction_of_the_smallest_and_of_a_zero_limit(clock: ManualClock) -> None:
+    single = DualBucket(1, None, clock)
+    assert single.capacity_fraction() == 1.0
+    assert single.try_reserve(0) is not None
+    assert single.capacity_fraction() == 0.0  # its one request a minute is spent
+    assert DualBucket(0, None, clock).capacity_fraction() == 1.0  # zero: unknown, never limits
