@@ -5,6 +5,7 @@ traffic, cancellation releases what it held, trips reach other processes, cost i
 from __future__ import annotations
 
 import asyncio
+import time
 from collections import Counter
 from pathlib import Path
 
@@ -425,7 +426,9 @@ async def test_providers_check_reports_health_misconfiguration_and_latency(
             ]
         )
     )
+    began = time.perf_counter()
     fine, sick, nokey, denied, local = await router.check_health()
+    took = time.perf_counter() - began
     checks = (fine, sick, nokey, denied, local)
     assert [(c.name, c.kind) for c in checks] == [
         ("fine", "openai"),
@@ -434,8 +437,8 @@ async def test_providers_check_reports_health_misconfiguration_and_latency(
         ("denied", "openai"),
         ("local", "ollama"),
     ]
-    for answered in (fine, sick, denied, local):  # an answer took a loopback round trip's time
-        assert answered.latency_s is not None and 0 < answered.latency_s < 60
+    for answered in (fine, sick, denied, local):  # each measured within the check's own time
+        assert answered.latency_s is not None and 0 < answered.latency_s <= took
     assert (denied.ok, denied.error_class) == (False, "permanent")
     assert denied.detail.startswith("misconfigured: HTTP 401")
     assert denied.detail.endswith(
