@@ -322,4 +322,9 @@ def test_capacity_fraction_of_the_smallest_and_of_a_zero_limit(clock: ManualCloc
     assert single.capacity_fraction() == 1.0
     assert single.try_reserve(0) is not None
     assert single.capacity_fraction() == 0.0  # its one request a minute is spent
-    assert DualBucket(0, None, clock).capacity_fraction() == 1.0  # zero: unknown, never limits
+    zero = DualBucket(0, 0, clock)
+    assert zero.capacity_fraction() == 1.0  # zero: unknown, never limits
+    assert zero.headroom() == (None, None, None, None)
+    tokens_only = DualBucket(None, 100, clock)
+    assert tokens_only.try_reserve(100) is not None
+    assert tokens_only.capacity_fraction() == 0.0
