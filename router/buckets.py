@@ -43,12 +43,10 @@ class TokenBucket:
                 self._level = min(float(limit), self._level + (now - stamp) * limit / 60.0)
             self._stamp = now
 
-    def level(self, now: float | None = None) -> float | None:
-        """Tokens free at ``now`` (default: the clock's; the router passes one reading to many
-        calls); ``None`` when the limit is unknown."""
+    def level(self) -> float | None:
         if not self.known:
             return None
-        self._refill(self._clock.monotonic() if now is None else now)
+        self._refill(self._clock.monotonic())
         return self._level
 
     def free_share(self, now: float) -> float | None:
@@ -100,6 +98,8 @@ class TokenBucket:
             if not old_known:
                 self._level = float(reading.limit)
                 self._stamp = now
+            else:  # a lowered limit: no more left than the limit
+                self._level = min(self._level, float(reading.limit))
         if reading.remaining is not None:
             if reading.limit is None and (
                 self.limit is None or (self._learnt and reading.remaining > self.limit)

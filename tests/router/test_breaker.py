@@ -235,6 +235,9 @@ def test_force_open_and_restore(clock: ManualClock) -> None:
     lease = other.acquire_probe()
     other.record_failure(ErrorClass.SERVER, lease=lease)
     assert other.view().ceiling_s == pytest.approx(30 * 1.5**2)
+    breaker.restore(CLOSED, 0.0, 0, None, None)  # a break another run ended early
+    view = breaker.view()
+    assert (view.state, view.cooldown_remaining_s, view.ceiling_s) == (CLOSED, 0.0, 0.0)
 
 
 def test_wall_clock_jumps_do_not_move_cooldowns(clock: ManualClock) -> None:

@@ -246,6 +246,10 @@ def test_clamp_edge_readings(clock: ManualClock) -> None:
     spent.take(97)
     spent.clamp(LimitReading(limit=200))  # a new limit does not refill what was spent
     assert spent.limit == 200 and spent.level() == pytest.approx(3)
+    lowered = DualBucket(100, None, clock)
+    lowered.apply(RateLimitInfo(requests=LimitReading(limit=40)))  # a lower limit, no remaining
+    assert lowered.headroom()[:2] == (40, 40)  # never more left than the limit
+    assert lowered.capacity_fraction() == 1.0
     reported = TokenBucket(None, clock)
     reported.clamp(LimitReading(limit=100, remaining=50))
     reported.clamp(LimitReading(remaining=150))  # above a limit the provider stated: not learnt
@@ -297,3 +301,30 @@ def test_headroom_of_an_empty_request_bucket_is_zero(clock: ManualClock) -> None
     bucket.try_reserve(1)
     bucket.try_reserve(1)
     assert bucket.headroom() == (0, 2, None, None)
+
+
+def test_a_one_per_minute_bucket_refills_and_a_zero_limit_stays_unknown(
+    clock: ManualClock,
+) -> None:
+    single = TokenBucket(1, clock)
+    single.take(1)
+    assert single.eta(1) == pytest.approx(60.0)
+    clock.advance(60)
+    assert single.eta(1) == 0.0 and single.level() == pytest.approx(1.0)
+    zero = TokenBucket(None, clock)
+    clock.advance(1)
+    zero.clamp(LimitReading(limit=0, remaining=5))  # a zero limit is no limit: still unknown
+    assert zero.limit is None and zero.eta(10**6) == 0.0 and zero.level() is None
+
+
+def test_capacity_fraction_of_the_smallest_and_of_a_zero_limit(clock: ManualClock) -> None:
+    single = DualBucket(1, None, clock)
+    assert single.capacity_fraction() == 1.0
+    assert single.try_reserve(0) is not None
+    assert single.capacity_fraction() == 0.0  # its one request a minute is spent
+    zero = DualBucket(0, 0, clock)
+    assert zero.capacity_fraction() == 1.0  # zero: unknown, never limits
+    assert zero.headroom() == (None, None, None, None)
+    tokens_only = DualBucket(None, 100, clock)
+    assert tokens_only.try_reserve(100) is not None
+    assert tokens_only.capacity_fraction() == 0.0

@@ -5,6 +5,7 @@ traffic, cancellation releases what it held, trips reach other processes, cost i
 from __future__ import annotations
 
 import asyncio
+import time
 from collections import Counter
 from pathlib import Path
 
@@ -405,17 +406,46 @@ async def test_providers_check_reports_health_misconfiguration_and_latency(
     fault_server: FaultServer, make_router: RouterFactory, keys: dict, monkeypatch
 ) -> None:
     monkeypatch.delenv("GEMINI_API_KEY")
-    fault_server.set_script({"providers": {"sick": {"fault": {"status": 503}}}})
+    fault_server.set_script(
+        {
+            "providers": {
+                "sick": {"fault": {"status": 503}},
+                "denied": {"health": {"status": 401}},
+                "local": {"health": {"status": 404}},
+            }
+        }
+    )
     router = make_router(
         make_config(
             [
                 provider_entry(fault_server, "fine"),
                 provider_entry(fault_server, "sick"),
                 provider_entry(fault_server, "nokey", kind="gemini"),
+                provider_entry(fault_server, "denied"),
+                provider_entry(fault_server, "local", kind="ollama", api_key_env=None),
             ]
         )
     )
-    fine, sick, nokey = await router.check_health()
+    began = time.perf_counter()
+    fine, sick, nokey, denied, local = await router.check_health()
+    took = time.perf_counter() - began
+    checks = (fine, sick, nokey, denied, local)
+    assert [(c.name, c.kind) for c in checks] == [
+        ("fine", "openai"),
+        ("sick", "openai"),
+        ("nokey", "gemini"),
+        ("denied", "openai"),
+        ("local", "ollama"),
+    ]
+    for answered in (fine, sick, denied, local):  # each measured within the check's own time
+        assert answered.latency_s is not None and 0 < answered.latency_s <= took
+    assert (denied.ok, denied.error_class) == (False, "permanent")
+    assert denied.detail.startswith("misconfigured: HTTP 401")
+    assert denied.detail.endswith(
+        ": check the key in $OPENAI_API_KEY, the model names and base_url"
+    )
+    assert local.detail.startswith("misconfigured: HTTP 404")
+    assert local.detail.endswith(": check the model names and base_url")  # it has no key
     assert (fine.name, fine.kind, fine.ok, fine.detail, fine.error_class) == (
         "fine",
         "openai",
@@ -448,10 +478,12 @@ async def test_only_open_rows_of_other_processes_are_adopted(
     stats = tmp_path / "s.sqlite3"
     store = StatsStore(stats)
     later = clock.wall() + 5
+    before = clock.wall() - 10
     rows = [
         BreakerRecord("a", "CLOSED", 30.0, 1, None, None, None, False, None, later, later),
         BreakerRecord("b", "HALF_OPEN", 30.0, 1, None, None, None, False, None, later, later),
-        BreakerRecord("c", "OPEN", 30.0, 2, "tripped", None, None, False, None, later, later),
+        # written 10 s ago with 30 s to go: 20 s are left
+        BreakerRecord("c", "OPEN", 30.0, 2, "tripped", None, None, False, None, before, before),
     ]
     store.write([], rows)
     store.close()
@@ -462,8 +494,13 @@ async def test_only_open_rows_of_other_processes_are_adopted(
     for name in names:  # what the router read at start-up, replaced by live state
         router._by_name[name].breaker.restore(BreakerState.CLOSED, 0.0, 0, None, None)
     await router.sync_shared_state()
+    await router.sync_shared_state()  # adopting again changes nothing
+    assert router.shared_state_syncs == 2
     states = {n: snap(router, n).state for n in names}
     assert states == {"a": BreakerState.CLOSED, "b": BreakerState.CLOSED, "c": BreakerState.OPEN}
+    adopted = router._by_name["c"].breaker.view()
+    assert adopted.cooldown_remaining_s == pytest.approx(20.0)
+    assert (adopted.consecutive_trips, adopted.open_reason) == (2, "tripped")
 
 
 async def test_a_failed_health_check_reopens_with_what_it_answered(
@@ -531,3 +568,59 @@ async def test_cancelling_a_model_probe_frees_the_models_lease(
     with pytest.raises(asyncio.CancelledError):
         await task
     assert model.can_attempt() and model.state is BreakerState.HALF_OPEN
+
+
+async def test_a_subscriber_sees_a_missing_key_in_the_snapshots_it_is_sent(
+    fault_server: FaultServer,
+    make_router: RouterFactory,
+    clock: ManualClock,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A break stored by an earlier run ends in this one; the key has gone meanwhile. The
+    snapshot published for the transition says so, like ``snapshot()`` does."""
+    monkeypatch.delenv("GEMINI_API_KEY", raising=False)
+    stats = tmp_path / "s.sqlite3"
+    store = StatsStore(stats)
+    now = clock.wall()
+    store.write(
+        [], [BreakerRecord("g", "OPEN", 5.0, 1, "server", None, None, False, None, now, now)]
+    )
+    store.close()
+    router = make_router(
+        make_config([provider_entry(fault_server, "g", kind="gemini")]), stats_path=stats
+    )
+    seen: list[ProviderSnapshot] = []
+    router.subscribe(seen.append)
+    assert (await router.complete(request())).provider == "builtin"  # binds the wake-up timer
+    clock.advance(5.0)
+    await until(
+        lambda: any(s.name == "g" and s.state is BreakerState.HALF_OPEN for s in seen),
+        "the stored break ends and its transition is published",
+    )
+    published = [s for s in seen if s.name == "g"][-1]
+    assert published.misconfigured
+    assert published.misconfigured_reason == "environment variable GEMINI_API_KEY is not set"
+
+
+async def test_a_failed_health_probe_is_stored_and_answered_by_the_builtin(
+    fault_server: FaultServer,
+    make_router: RouterFactory,
+    clock: ManualClock,
+    keys: dict,
+    tmp_path: Path,
+) -> None:
+    fault_server.set_script({"providers": {"p": {"sequence": [{"status": 500, "count": 5}]}}})
+    stats = tmp_path / "s.sqlite3"
+    router = make_router(make_config([provider_entry(fault_server, "p")]), stats_path=stats)
+    await trip(router, "p")
+    fault_server.set_script({"providers": {"p": {"health": {"status": 503}}}})
+    clock.advance(router._by_name["p"].breaker.cooldown_remaining())
+    response = await router.complete(request())  # never raises
+    assert response.provider == "builtin" and response.attempts[0].outcome == "probe_failed"
+    await router.flush_stats()
+    store = StatsStore(stats)
+    row = store.load()["p"].breaker
+    store.close()
+    assert row is not None
+    assert (row.state, row.last_error, row.last_error_status) == ("OPEN", "server", 503)

@@ -464,3 +464,27 @@ async def test_a_failing_subscriber_does_not_break_routing(
 
     router.subscribe(broken)
     assert (await router.complete(request())).provider == "openai"
+
+
+async def test_a_request_waits_once_for_a_bucket_and_goes_when_it_has_room(
+    fault_server: FaultServer, make_router: RouterFactory, clock: ManualClock, keys: dict
+) -> None:
+    """With no other provider, a request waits (on the injected clock) for the bucket to refill,
+    within ``capacity_wait_s``, and is sent then: one skip, one answer, nothing in between."""
+    router = make_router(
+        make_config([provider_entry(fault_server, "metered", rpm=2)], capacity_wait_s=60)
+    )
+    for _ in range(2):
+        assert (await router.complete(request())).provider == "metered"
+    waiting = asyncio.ensure_future(router.complete(request()))
+    await until(lambda: clock.pending_sleepers == 1, "the request sleeps until the bucket refills")
+    assert not waiting.done()
+    clock.advance(60)  # the wait is at most twice the bucket's 30 s eta (full jitter)
+    await until(waiting.done, "the request goes once the bucket has room")
+    response = waiting.result()
+    assert response.provider == "metered"
+    assert [(a.provider, a.outcome) for a in response.attempts] == [
+        ("metered", "skipped"),
+        ("metered", "ok"),
+    ]
+    assert response.attempts[0].detail == "rate-limit bucket has room in 30.00s"
