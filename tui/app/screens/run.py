@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from rich.style import Style
 from rich.text import Text
 from textual import events
 from textual.app import ComposeResult
@@ -27,6 +28,7 @@ from engine.events import InterruptRaised, RunEvent
 from tui.app.messages import ResumeRun
 from tui.app.run_driver import PromptTicket, RunDriver
 from tui.app.run_state import Part, RunView, describe
+from tui.app.status_style import STATUS_CLASSES, on_theme_change, status_style
 from tui.app.widgets.dag_outline import DagOutline
 from tui.app.widgets.dag_view import DagView
 from tui.app.widgets.event_log import EventLog
@@ -66,6 +68,7 @@ The workflow graph, provider health, the rounds matrix and the event log of
 one run. **Enter** on a step opens its detail; **p** answers the next prompt.
 """
 
+    COMPONENT_CLASSES = set(STATUS_CLASSES)
     BINDINGS = [
         Binding("escape", "back", "Back", id="run.back"),
         Binding("o", "toggle_outline", "Outline", id="run.toggle_outline"),
@@ -129,6 +132,7 @@ one run. **Enter** on a step opens its detail; **p** answers the next prompt.
         yield Footer()
 
     def on_mount(self) -> None:
+        on_theme_change(self, self._show_status)
         self.query_one(ProvidersPanel).live = self.live
         self.query_one(Timeline).display = not self.live
         for panel_id, title in (
@@ -219,14 +223,8 @@ one run. **Enter** on a step opens its detail; **p** answers the next prompt.
     def _show_status(self) -> None:
         v = self.view
         text = Text(f" {v.workflow or 'run'} ", style="bold reverse")
-        style = {
-            "COMPLETED": "green",
-            "FAILED": "red",
-            "PARTIAL": "yellow",
-            "WAITING": "yellow",
-        }.get(v.status, "cyan")
         # most important first: a narrow terminal cuts the end of the line
-        text.append(f" {v.status}", style=f"bold {style}")
+        text.append(f" {v.status}", style=status_style(self, v.status) + Style(bold=True))
         if v.budget is not None:
             b = v.budget
             text.append(
