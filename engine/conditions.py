@@ -21,6 +21,12 @@ Every cel-python trap is handled here and nowhere else:
   what ADR-004 asks of routing (fall through, record the error).
 - **The Environment changes the recursion limit** when created, so there is
   exactly one per process, created when this module is imported.
+- **cel-python builds its parser on every start.** Building the LALR tables
+  from its grammar takes about 0.2 s, most of what `workbench validate` took;
+  lark can keep a built parser in a file and load it ten times faster, but
+  cel-python does not ask it to. So this module builds cel-python's parser —
+  its grammar, its options — with lark's cache on, and installs it where
+  cel-python looks for its one parser (``CELParser.CEL_PARSER``).
 
 Compilation is cached by expression text; one evaluation costs on the order of
 a hundred microseconds, so callers compile at load time and evaluate only what
@@ -36,14 +42,16 @@ import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property, lru_cache
+from pathlib import Path
 from typing import Any
 
 import celpy
 import lark
 import lark.exceptions
 from celpy import celtypes
-from celpy.celparser import CELParseError
+from celpy.celparser import CELParseError, CELParser
 from celpy.evaluation import CELEvalError, base_functions
+from platformdirs import user_cache_dir
 
 MAX_EXPRESSION_LENGTH = 4000
 """Longer texts are refused at compile time: conditions are one-liners, and the
@@ -136,6 +144,47 @@ class CelEvaluationError(RuntimeError):
 
 # -- the one Environment ------------------------------------------------------
 
+PARSER_CACHE = Path(user_cache_dir("cel-python", appauthor=False)) / "cel-parser.lark"
+"""cel-python's parser, as lark saves it; lark checks the file against the grammar, the
+options and its own version, and rebuilds a stale, unreadable or missing one."""
+
+
+class _RuleTree(lark.Tree[Any]):
+    """A parse tree naming its rule with a ``Token("RULE", name)``, as the trees of a parser lark
+    builds from the grammar do. A parser loaded from lark's cache names rules with plain strings,
+    and cel-python's evaluation errors quote that name (:func:`_clean_message` reads it)."""
+
+    def __init__(self, data: str, children: list[Any], meta: Any = None) -> None:
+        rule = data if isinstance(data, lark.Token) else lark.Token("RULE", data)
+        super().__init__(rule, children, meta)
+
+
+def _install_cached_parser() -> None:
+    """cel-python's parser, built as cel-python builds it (celpy/celparser.py) but through
+    lark's cache (see the module docstring)."""
+    if CELParser.CEL_PARSER is not None:
+        return
+    try:
+        PARSER_CACHE.parent.mkdir(parents=True, exist_ok=True)
+        cache: str | bool = str(PARSER_CACHE)
+    except OSError:  # no writable cache dir: build it every time, as cel-python would
+        cache = False
+    CELParser.CEL_PARSER = lark.Lark(
+        (Path(celpy.__file__).parent / "cel.lark").read_text(encoding="utf-8"),
+        parser="lalr",
+        start="expr",
+        debug=True,
+        g_regex_flags=re.M,
+        lexer_callbacks={"IDENT": CELParser.ambiguous_literals},
+        propagate_positions=True,
+        maybe_placeholders=False,
+        priority="invert",
+        tree_class=_RuleTree,
+        cache=cache,
+    )
+
+
+_install_cached_parser()
 _ENVIRONMENT = celpy.Environment()
 """The process-wide Environment, created on import: creating one sets the recursion
 limit, so it happens once and at a predictable moment."""

@@ -22,6 +22,7 @@ from typing import Any, Literal, Protocol, runtime_checkable
 from pydantic import Field
 
 from engine.live import LiveChannel, ModelOutputSink, OutputCoalescer
+from engine.model_answers import ModelAnswers
 from engine.spec import Frozen, StepSpec
 
 
@@ -170,6 +171,9 @@ class StepServices:
     """Where a streaming model call's partial text goes (never stored); None: calls don't stream."""
     emit_event: Callable[[Any], Any] | None = None
     """Appends a run event of an engine kind (agents emit ``policy_violation``)."""
+    model_answers: Callable[[], ModelAnswers] | None = None
+    """The run's model answers so far by who gave them (``engine.model_answers``), from the
+    steps that have finished."""
 
 
 @dataclass
@@ -332,6 +336,18 @@ class StepContext:
             decode=InterruptAnswer.model_validate,
         )
         return InterruptAnswer.model_validate(answer)
+
+    def count_fallback_answer(self) -> None:
+        """Count an answer the step took from the built-in model instead of the provider's
+        (whose answer failed validation): disclosed like the router's fallback answers."""
+        self.stats.fallback_calls += 1
+
+    def model_answers(self) -> ModelAnswers:
+        """Who answered the run's model calls so far: the finished steps' answers plus this
+        step's own (for a report that must say how much the built-in fallback wrote)."""
+        finished = self.services.model_answers
+        done = finished() if finished is not None else ModelAnswers()
+        return done.plus(self.step_id, self.stats.llm_calls, self.stats.fallback_calls)
 
     def emit(self, name: str, payload: dict[str, Any]) -> None:
         """Append a namespaced ``domain`` event (``research.stage``, ...)."""

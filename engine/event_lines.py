@@ -15,6 +15,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from engine.breaker_story import format_cooldown, why
 from engine.events import (
     Budget,
     Domain,
@@ -68,16 +69,14 @@ def counted(count: int, noun: str) -> str:
     return f"{count} {noun}" + ("" if count == 1 else "s")
 
 
-def format_cooldown(seconds: float) -> str:
-    """A cooldown left: one decimal under 10 s ("3.4s"), so short (time-scaled) cooldowns
-    visibly count down; whole seconds above ("28s")."""
-    if round(seconds, 1) < 10:
-        return f"{seconds:.1f}s"
-    return f"{seconds:.0f}s"
-
-
-def describe(event: RunEvent, domain: DomainDescriber | None = None) -> EventLine:
-    """The one line every surface shows for ``event``."""
+def describe(
+    event: RunEvent, domain: DomainDescriber | None = None, previous_state: str | None = None
+) -> EventLine:
+    """The one line every surface shows for ``event``. ``previous_state`` is a provider's
+    breaker state before this ``provider_state`` event, when the caller folds them (it lets
+    the line say why the breaker moved)."""
+    if isinstance(event, ProviderState):
+        return _provider_state(event, previous_state)
     described = _DESCRIBERS.get(type(event))
     if described is not None:
         return described(event)
@@ -184,7 +183,7 @@ def _interrupt_resolved(event: InterruptResolved) -> EventLine:
     )
 
 
-def _provider_state(event: ProviderState) -> EventLine:
+def _provider_state(event: ProviderState, previous_state: str | None) -> EventLine:
     snapshot = event.snapshot
     state = str(snapshot.get("state", "?"))
     cooldown = (
@@ -192,8 +191,9 @@ def _provider_state(event: ProviderState) -> EventLine:
         if state == "OPEN"
         else ""
     )
+    reason = why(snapshot, previous_state)
     return EventLine(
-        f"provider {event.provider}: {state}{cooldown}",
+        f"provider {event.provider}: {state}{cooldown}" + (f" — {reason}" if reason else ""),
         level="info" if state in ("CLOSED", "?") else "warning",
         status=state,
     )
@@ -230,7 +230,6 @@ _DESCRIBERS: dict[type[Any], Callable[[Any], EventLine]] = {
     RouteDecided: _route_decided,
     InterruptRaised: _interrupt_raised,
     InterruptResolved: _interrupt_resolved,
-    ProviderState: _provider_state,
     Budget: _budget,
     PolicyViolation: _policy_violation,
     Log: _log,

@@ -72,7 +72,8 @@ class StepFinished(_Event):
     replayed_calls: int = 0
     """Journaled calls answered from the journal instead of calling out again."""
     fallback_calls: int = 0
-    """Model answers the built-in fallback gave in place of a configured remote provider."""
+    """Model answers the built-in fallback gave in place of a configured remote provider, or
+    in place of a provider's answer that failed validation (``StepContext.count_fallback_answer``)."""
 
 
 class StepSkipped(_Event):
@@ -146,6 +147,10 @@ class Budget(_Event):
     max_llm_calls: int
     token_budget: int
     elapsed_s: float = 0.0
+    cost_usd: float = 0.0
+    """What the run's model calls have cost so far (at the router's configured prices)."""
+    max_cost_usd: float | None = None
+    """``limits.max_cost_usd``; None when the run has no spending limit."""
 
 
 class PolicyViolation(_Event):

@@ -283,6 +283,12 @@ class WorkflowGraph:
         """The step whose detour targets ``target`` (the detour's return address), if any."""
         return self._detour_of.get(target)
 
+    def detour_blockers(self, declarer: str, target: str) -> list[str]:
+        """The dependencies of a detour's ``target`` (besides ``declarer``) that run only after
+        ``declarer``: while any exists the detour could never start."""
+        later = self.descendants(declarer)
+        return [d for d in self.dependencies(target) if d != declarer and d in later]
+
     @property
     def _back_edged(self) -> nx.DiGraph:
         """The forward graph plus the back edges of loops and detour returns."""

@@ -13,7 +13,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from engine.event_lines import DomainDescriber, EventLine, describe, summarize
-from engine.events import Domain, RunEvent, StepFinished
+from engine.events import Domain, RunEvent
 from engine.status_tone import Tone, tone
 from engine.store import StepResult
 
@@ -108,30 +108,6 @@ def _style(line: EventLine) -> str:
     if line.level != "info" or line.status is None:
         return LEVEL_STYLES.get(line.level, "default")
     return console_style(line.status)
-
-
-def fallback_disclosure(events: Iterable[RunEvent]) -> str | None:
-    """How many of the run's model answers the built-in fallback gave, naming the steps.
-
-    Counted from each step iteration's latest ``step_finished`` event, so a resumed run
-    (whose replayed calls carry their recorded fallback flag) is counted once. None when
-    every answer came from the configured providers: the offline model's work must never
-    pass for theirs.
-    """
-    latest: dict[tuple[str, int], StepFinished] = {}
-    for event in events:
-        if isinstance(event, StepFinished):
-            latest[(event.step_id, event.iteration)] = event
-    answers = sum(event.llm_calls for event in latest.values())
-    fallback = [event for event in latest.values() if event.fallback_calls]
-    if not fallback:
-        return None
-    count = sum(event.fallback_calls for event in fallback)
-    steps = ", ".join(dict.fromkeys(event.step_id for event in fallback))
-    return (
-        f"{count} of {max(answers, count)} model answers came from the built-in fallback"
-        f" (steps: {steps})"
-    )
 
 
 def step_table(results: dict[str, StepResult], order: list[str]) -> Table:

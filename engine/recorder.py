@@ -54,6 +54,8 @@ class RunRecorder:
                 max_llm_calls=state.budget.max_llm_calls,
                 token_budget=state.budget.token_budget,
                 elapsed_s=round(state.elapsed_s, 6),
+                cost_usd=state.budget.cost_usd,
+                max_cost_usd=state.budget.max_cost_usd,
             )
         )
 

@@ -17,7 +17,7 @@ from engine.errors import describe_exception
 from engine.graph import WorkflowGraph
 from engine.protocol import RunContext, TieBreakAnswer
 from engine.recorder import RunRecorder
-from engine.run_state import TERMINATED_BY, ActiveDetour, StepRecord
+from engine.run_state import ActiveDetour, StepRecord
 from engine.states import RoutingSignal, RunStatus
 
 
@@ -127,19 +127,13 @@ class RouteApplication:
             if signal.run_status == RunStatus.PARTIAL:
                 state.limit_reason = signal.reason or ""
             else:
-                # Several steps may terminate while their branches run side by side: which
-                # finished first is timing, so the one named is the first in the definition.
-                first = self.graph.first_in_definition
-                if not state.terminated_by or first(step_id, state.terminated_by) == step_id:
-                    state.terminated_by = step_id
                 cut_off = set(self.graph.descendants(step_id))
                 detour = state.active_detour
                 if detour is not None and detour.target == step_id:  # no return to its declarer
                     cut_off |= {detour.declared_by, *self.graph.descendants(detour.declared_by)}
-                for cut in cut_off - {step_id}:
-                    earlier = state.stopped.get(cut, "").removeprefix(TERMINATED_BY)
-                    if not earlier or first(step_id, earlier) == step_id:
-                        state.stopped[cut] = f"{TERMINATED_BY}{step_id}"
+                state.record_termination(
+                    step_id, cut_off - {step_id}, self.graph.first_in_definition
+                )
             return
         target = signal.next_step_id
         if target is None:

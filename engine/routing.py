@@ -25,8 +25,9 @@ Whatever rule picks a target, the target decides what the choice means: the
 loop target is a loop (at ``max_iterations`` the default edge is taken
 instead, route ``loop_exhausted``), the detour target is a detour, anything
 else is an advance. A detour whose target depends on a step that runs only
-after the declaring step could never start: it is rejected (``detour_rejected``)
-and the default edge is taken. Detours are single level: a detour chosen while a detour
+after the declaring step could never start: the loader refuses it, and in a
+definition stored before that check it is rejected (``detour_rejected``) and the
+default edge is taken. Detours are single level: a detour chosen while a detour
 is active is rejected and the step takes its default edge (route
 ``detour_rejected``). The target of the active detour ignores its own routing
 (beyond stop conditions) and returns to the declaring step.
@@ -47,7 +48,7 @@ from engine.conditions import compile_expr, evaluate_bool
 from engine.context import InterruptAnswer, InterruptRequest
 from engine.graph import WorkflowGraph
 from engine.protocol import TieBreakAnswer, TieBreakRequest
-from engine.spec import RoutingSpec, StepSpec
+from engine.spec import Frozen, RoutingSpec, StepSpec
 from engine.states import EvaluatedCondition, RouteKind, RoutingSignal, RunStatus
 
 
@@ -95,6 +96,8 @@ class TieBreakNeeded:
     candidates: Mapping[str, RoutingSignal]
     fallback: RoutingSignal
     evaluated_conditions: list[EvaluatedCondition] = field(default_factory=list)
+    outputs: Mapping[str, Any] = field(default_factory=dict)
+    """The deciding step's outputs, shown to a person asked to break the tie."""
 
     def request(self, run_id: str, context: str = "") -> TieBreakRequest:
         """What the injected tie-breaker is asked (call it with a ``timeout_s`` timeout)."""
@@ -107,6 +110,25 @@ class TieBreakNeeded:
             context=context,
             timeout_s=self.timeout_s,
         )
+
+
+class TieBreakPayload(Frozen):
+    """What a person breaking a tie is shown: the tie-breaker interrupt's payload."""
+
+    valid_targets: list[str]
+    default_target: str
+    suggestion: str | None
+    confidence: float | None
+    """None when the model gave no usable (finite) confidence."""
+    confidence_threshold: float
+    reasoning: str
+    hint: str
+    unsure_because: str
+    """Why the model's answer was not taken, in one sentence."""
+    outputs: dict[str, Any]
+    """The deciding step's outputs."""
+    evaluated_conditions: list[EvaluatedCondition]
+    """The conditions evaluated before the tie-breaker was asked, in order."""
 
 
 @dataclass(frozen=True)
@@ -128,18 +150,28 @@ class HumanTieBreakNeeded:
         stated = (
             f"with confidence {usable:.2f}" if usable is not None else "without a usable confidence"
         )
+        threshold = need.confidence_threshold
+        unsure_because = (
+            f"its confidence {usable:.2f} is below the threshold {threshold:.2f}"
+            if usable is not None
+            else f"it gave no usable confidence (the threshold is {threshold:.2f})"
+        )
         return InterruptRequest(
             kind="tie_breaker",
             prompt=f"Where should '{need.step_id}' go next? The model suggests "
             f"'{suggested}' {stated}.",
-            payload={
-                "valid_targets": list(need.valid_targets),
-                "default_target": need.default_target,
-                "suggestion": suggested,
-                "confidence": usable,
-                "reasoning": self.suggestion.reasoning,
-                "hint": need.hint,
-            },
+            payload=TieBreakPayload(
+                valid_targets=list(need.valid_targets),
+                default_target=need.default_target,
+                suggestion=suggested,
+                confidence=usable,
+                confidence_threshold=threshold,
+                reasoning=self.suggestion.reasoning,
+                hint=need.hint,
+                unsure_because=unsure_because,
+                outputs=dict(need.outputs),
+                evaluated_conditions=list(need.evaluated_conditions),
+            ).model_dump(mode="json"),
             options=list(need.valid_targets),
             default=InterruptAnswer(
                 action="choose", value=need.default_target, automatic=True, note="default edge"
@@ -334,6 +366,7 @@ class _Decision:
             candidates=candidates,
             fallback=fallback,
             evaluated_conditions=list(self.evaluated),
+            outputs=dict(self.inp.outputs),
         )
 
     # -- what a chosen target means ---------------------------------------------------
@@ -373,7 +406,7 @@ class _Decision:
                     )
                 )
                 return None
-            waits_on = self._waits_on_this_step(target)
+            waits_on = self.graph.detour_blockers(self.spec.id, target)
             if waits_on:
                 return self._default(
                     "detour_rejected",
@@ -394,12 +427,6 @@ class _Decision:
                 return_to=self.spec.id if detour.returns else None,
             )
         return self._signal("advance", target, route, reason, skipped=self._skip_all_but(target))
-
-    def _waits_on_this_step(self, target: str) -> list[str]:
-        """The target's dependencies (besides this step) that run only after this step:
-        a detour there could never start, so it is not taken."""
-        later = self.graph.descendants(self.spec.id)
-        return [d for d in self.graph.dependencies(target) if d != self.spec.id and d in later]
 
     def _default(self, route: RouteKind, reason: str) -> RoutingSignal:
         target = self.routing.next

@@ -8,6 +8,7 @@ outputs and settled iterations; per run the counters and the active detour.
 from __future__ import annotations
 
 import time
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -144,6 +145,19 @@ class RunState:
     answering: set[str] = field(default_factory=set)
     """Steps restored while waiting for an answer: their next run continues the start
     already counted (max_step_runs counts it once)."""
+
+    def record_termination(
+        self, step_id: str, cut_off: Iterable[str], first: Callable[[str, str], str]
+    ) -> None:
+        """``step_id`` ended the run, cutting ``cut_off`` off. Several steps may terminate
+        while their branches run side by side: which finished first is timing, so the one
+        named (for the run and for each step cut off) is ``first`` in the definition."""
+        if not self.terminated_by or first(step_id, self.terminated_by) == step_id:
+            self.terminated_by = step_id
+        for cut in cut_off:
+            earlier = self.stopped.get(cut, "").removeprefix(TERMINATED_BY)
+            if not earlier or first(step_id, earlier) == step_id:
+                self.stopped[cut] = f"{TERMINATED_BY}{step_id}"
 
     @classmethod
     def fresh(cls, run_id: str, wf: WorkflowDefinition, inputs: dict[str, Any]) -> RunState:

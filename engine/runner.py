@@ -47,6 +47,7 @@ from engine.events import (
 from engine.graph import WorkflowGraph
 from engine.interrupts import AnswerPause, Interrupts, WaitingForHuman
 from engine.journal import StoreJournal
+from engine.model_answers import tally
 from engine.protocol import RunContext
 from engine.recorder import RunRecorder
 from engine.route_application import RouteApplication, RouteEffects
@@ -174,6 +175,7 @@ class StepRunner:
             retriever=run.retriever,
             extras=run.extras,
             live=run.live,
+            model_answers=lambda: tally(store.events(state.run_id)),
         )
         self._order = {step_id: index for index, step_id in enumerate(graph.topological_order())}
         self._dependencies = {step_id: graph.dependencies(step_id) for step_id in state.steps}

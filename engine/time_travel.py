@@ -42,7 +42,7 @@ from engine.protocol import RunContext
 from engine.recorder import RunRecorder
 from engine.route_application import RouteApplication, RouteEffects
 from engine.run_inputs import resolve_inputs
-from engine.run_state import RunState
+from engine.run_state import TERMINATED_BY, RunState
 from engine.spec import WorkflowDefinition
 from engine.states import StepStatus
 from engine.steps import StepRegistry
@@ -218,7 +218,8 @@ def restore(
             f"workflow {wf.name} has no step {point.step_id!r}; steps: {', '.join(wf.step_ids)}"
         )
     state = state_before(wf, inputs, events, point, run_id)
-    rerun = rerun_set(WorkflowGraph(wf), point.step_id)
+    graph = WorkflowGraph(wf)
+    rerun = rerun_set(graph, point.step_id)
     final_counts = final_engine_state.get("loop_counts", {})
     for step_id, record in state.steps.items():
         result = final.get(step_id)
@@ -235,7 +236,25 @@ def restore(
         record.runs = result.runs
         if step_id in final_counts:
             state.loop_counts[step_id] = int(final_counts[step_id])
+    _keep_terminations(state, final_engine_state, rerun, graph)
     return state
+
+
+def _keep_terminations(
+    state: RunState,
+    final_engine_state: Mapping[str, Any],
+    rerun: frozenset[str],
+    graph: WorkflowGraph,
+) -> None:
+    """A kept step that ended the run (perhaps after the fork point) still ends it: what
+    it cut off stays cut off — steps of the rerun set included — and it is named."""
+    kept = set(state.steps) - rerun
+    cut_by: dict[str, list[str]] = {}
+    for cut, reason in final_engine_state.get("stopped", {}).items():
+        cut_by.setdefault(str(reason).removeprefix(TERMINATED_BY), []).append(str(cut))
+    terminator = str(final_engine_state.get("terminated_by", ""))
+    for step_id in sorted(kept & ({terminator} | set(cut_by))):
+        state.record_termination(step_id, cut_by.get(step_id, ()), graph.first_in_definition)
 
 
 def apply_edits(state: RunState, edits: ForkEdits, registry: StepRegistry) -> None:

@@ -19,7 +19,7 @@ import hashlib
 import re
 import sqlite3
 import time
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import date
@@ -279,7 +279,14 @@ class Corpus:
                 raise _write_failure(self.path, collection, error) from None
 
     # -- indexing -------------------------------------------------------------
-    def add_folder(self, folder: str | Path, collection: str | None = None) -> IndexReport:
+    def add_folder(
+        self,
+        folder: str | Path,
+        collection: str | None = None,
+        on_progress: Callable[[int, int], None] | None = None,
+    ) -> IndexReport:
+        """Index the folder's supported files into ``collection`` (default: the folder's name);
+        ``on_progress(done, total)`` is called once the files are listed and after each file."""
         try:
             root = Path(folder).expanduser().resolve(strict=True)
         except (RuntimeError, OSError) as error:
@@ -305,7 +312,9 @@ class Corpus:
                 files.append(path)
         seen: set[str] = set()
         with self._indexing(name) as db:
-            for path in files:
+            if on_progress is not None:
+                on_progress(0, len(files))
+            for done, path in enumerate(files, 1):
                 relative = path.relative_to(root).with_suffix("").as_posix()
                 source_id = f"{name}/{relative}"
                 seen.add(source_id)
@@ -315,8 +324,10 @@ class Corpus:
                     report.skipped.append(
                         SkippedFile(str(path), f"cannot read: {exc.strerror or exc}")
                     )
-                    continue
-                self._index_one(db, report, source_id, name, path.as_uri(), raw, path)
+                else:
+                    self._index_one(db, report, source_id, name, path.as_uri(), raw, path)
+                if on_progress is not None:
+                    on_progress(done, len(files))
             stale = [
                 row[0]
                 for row in db.execute(

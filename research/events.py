@@ -45,6 +45,9 @@ class StagePayload(Payload):
     provider: str = ""
     degraded: bool = False
     """Set on budget_reconcile: the answer came from a fallback (lower tier or the built-in model)."""
+    truncated: bool = False
+    """Set on model_call: the answer stopped at its output-token limit (it is asked again once,
+    with more room)."""
 
 
 class DimensionCell(Payload):

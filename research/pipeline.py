@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol, runtime_checkable
 
 from pydantic import ValidationError
 
@@ -29,11 +29,22 @@ from research.extractive import respond
 from research.prompts import SYSTEM_PROMPT, estimate_tokens, render
 from research.tasks import Answer
 from router.errors import RouterError
-from router.models import ChatMessage, ChatRequest
+from router.models import ChatMessage, ChatRequest, ContextLimit
+from router.wire import context_window_problem, prompt_tokens_in_window, request_chars
 
 DEFAULT_CONTEXT_TOKENS = 6000
+DEFAULT_OUTPUT_TOKENS = 800
+TRUNCATED_GROWTH = 2
+"""An answer cut at its output limit is asked again once with this many times the room."""
 UPSTREAM_CONTEXT_SHARE = 0.2
 """Share of the step's context budget given to compiled upstream outputs (AgentMesh §10)."""
+
+
+@runtime_checkable
+class KnowsContextWindows(Protocol):
+    """A model caller that knows the context window of the models a call may reach."""
+
+    def context_limit(self, tier: int, profile: str | None) -> ContextLimit | None: ...
 
 
 @dataclass
@@ -49,7 +60,7 @@ class ModelStage:
     retrieve: Callable[[list[Claim]], Awaitable[Any]] | None = None
     trim: str | None = None
     """Key of the list in the inputs to shorten (from the end) until the prompt fits the budget."""
-    output_tokens: int = 800
+    output_tokens: int = DEFAULT_OUTPUT_TOKENS
     require_claims: bool = False
     check_output: Callable[[Answer], tuple[Answer, list[str]]] | None = None
     """Output provenance: returns the answer with unprovable items removed, and why each was."""
@@ -84,6 +95,8 @@ class ModelPipeline:
 
     def __init__(self, ctx: StepContext) -> None:
         self.ctx = ctx
+        self._window: ContextLimit | None = None
+        """The tightest context window of the models the current call may reach."""
 
     def _emit(
         self, task: str, stage: StageName, detail: str, refusal: Refusal | None = None, **extra: Any
@@ -171,29 +184,51 @@ class ModelPipeline:
         else:
             self._emit(task, "retrieval", "none needed: works on the accumulated evidence")
         result.retrieved = retrieved
-        # 4. prompt build under the step's context budget
+        # 4. prompt build under the step's context budget and the models' context window
         inputs = plan.build_inputs(accepted, retrieved)
         limit = ctx.spec.context.max_tokens if ctx.spec.context else DEFAULT_CONTEXT_TOKENS
         upstream = ctx.context(max_tokens=max(1, int(limit * UPSTREAM_CONTEXT_SHARE)))
+        tier = ctx.spec.model.tier if ctx.spec.model and ctx.spec.model.tier else 1
+        profile = ctx.spec.model.profile if ctx.spec.model else None
+        window = self._window = self._context_limit(tier, profile)
         schema = plan.schema.model_json_schema()
-        prompt = render(task, inputs, upstream, schema)
+
+        def request_for(inputs: dict[str, Any]) -> ChatRequest:
+            return ChatRequest(
+                task=task,
+                messages=[
+                    ChatMessage(role="system", content=SYSTEM_PROMPT),
+                    ChatMessage(role="user", content=render(task, inputs, upstream, schema)),
+                ],
+                inputs=inputs,
+                response_schema=plan.schema,
+                tier=tier,
+                profile=profile,
+                max_tokens=plan.output_tokens,
+            )
+
+        def too_long(request: ChatRequest) -> str:
+            """Why the request does not fit (empty: it fits)."""
+            tokens = estimate_tokens(request.messages[-1].content)
+            if tokens > limit:
+                return f"~{tokens} tokens do not fit the step's budget of {limit}"
+            return context_window_problem(window, request, 0, request_chars(request)) or ""
+
+        request = request_for(inputs)
         trimmed = 0
-        while estimate_tokens(prompt) > limit and plan.trim and len(inputs.get(plan.trim, [])) > 1:
+        while too_long(request) and plan.trim and len(inputs.get(plan.trim, [])) > 1:
             inputs = {**inputs, plan.trim: inputs[plan.trim][:-1]}
             trimmed += 1
-            prompt = render(task, inputs, upstream, schema)
-        prompt_tokens = estimate_tokens(prompt)
-        if prompt_tokens > limit:
-            raise self._refuse(
-                task,
-                "prompt_build",
-                "CONTEXT_TOO_SMALL",
-                f"~{prompt_tokens} tokens do not fit the step's budget of {limit}",
-            )
+            request = request_for(inputs)
+        prompt_tokens = estimate_tokens(request.messages[-1].content)
+        problem = too_long(request)
+        if problem:
+            raise self._refuse(task, "prompt_build", "CONTEXT_TOO_SMALL", problem)
         self._emit(
             task,
             "prompt_build",
             f"~{prompt_tokens} of {limit} tokens"
+            + (f", {window.model}'s context window {window.tokens}" if window else "")
             + (f", {trimmed} items trimmed" if trimmed else ""),
         )
         # 5. budget precharge
@@ -207,21 +242,6 @@ class ModelPipeline:
             )
         self._emit(task, "budget_precharge", f"reserved ~{reserve} tokens")
         # 6. model call
-        tier = ctx.spec.model.tier if ctx.spec.model and ctx.spec.model.tier else 1
-        profile = ctx.spec.model.profile if ctx.spec.model else None
-        messages = [
-            ChatMessage(role="system", content=SYSTEM_PROMPT),
-            ChatMessage(role="user", content=prompt),
-        ]
-        request = ChatRequest(
-            task=task,
-            messages=messages,
-            inputs=inputs,
-            response_schema=plan.schema,
-            tier=tier,
-            profile=profile,
-            max_tokens=plan.output_tokens,
-        )
         response = await self._call(task, request)
         # 7. budget reconcile
         usage = ctx.services.model.usage(response) if ctx.services.model else None
@@ -245,6 +265,8 @@ class ModelPipeline:
             else ""
         )
         result.degraded = result.degraded or bool(failure)
+        if failure:
+            ctx.count_fallback_answer()
         result.answer = answer
         if plan.check_output is not None:
             answer, output_problems = plan.check_output(answer)
@@ -274,17 +296,51 @@ class ModelPipeline:
             degraded=result.degraded,
         )
 
+    def _context_limit(self, tier: int, profile: str | None) -> ContextLimit | None:
+        model = self.ctx.services.model
+        if isinstance(model, KnowsContextWindows):
+            return model.context_limit(tier, profile)
+        return None
+
     async def _call(self, task: str, request: ChatRequest) -> Any:
+        """The model's answer; one cut short at its output limit is asked again, once, with
+        :data:`TRUNCATED_GROWTH` times the room — no more than the models' context window leaves
+        beside the prompt (the cut answer is kept when there is no more room to give)."""
+        response = await self._call_once(task, request)
+        if not getattr(response, "truncated", False):
+            return response
+        asked = request.max_tokens or DEFAULT_OUTPUT_TOKENS
+        room = asked * TRUNCATED_GROWTH
+        if self._window is not None:  # more room only as far as the models' window allows
+            left = self._window.tokens - prompt_tokens_in_window(
+                self._window, request, request_chars(request)
+            )
+            room = min(room, left)
+        if room <= asked:
+            return response
+        try:
+            return await self._call_once(task, request.model_copy(update={"max_tokens": room}))
+        except _Stop:
+            return response
+
+    async def _call_once(self, task: str, request: ChatRequest) -> Any:
         try:
             response = await self.ctx.llm(request)
         except BudgetExceeded as exc:
             raise self._refuse(task, "model_call", "BUDGET_EXCEEDED", str(exc)) from None
         except RouterError as exc:
             raise self._refuse(task, "model_call", "PROVIDER_UNAVAILABLE", str(exc)) from None
+        truncated = bool(getattr(response, "truncated", False))
         self._emit(
             task,
             "model_call",
-            f"answered by {getattr(response, 'provider', '?')}/{getattr(response, 'model', '?')}",
+            f"answered by {getattr(response, 'provider', '?')}/{getattr(response, 'model', '?')}"
+            + (
+                f", cut short at its {request.max_tokens or 'default'}-token output limit"
+                if truncated
+                else ""
+            ),
+            truncated=truncated,
         )
         return response
 

@@ -15,6 +15,7 @@ from typing import Any
 import yaml
 from pydantic import BaseModel, ConfigDict
 
+from engine.model_answers import ModelAnswers, disclosure
 from research.coalesce import DISCLAIMERS, TARGET_CI, CoalesceResult
 from research.evidence import Claim, EvidenceMap, Source
 from research.policy import RoundRecord
@@ -145,7 +146,10 @@ def quality_metadata(
     policy: SourcePolicy,
     stop_reason: str,
     delivered: bool,
+    answers: ModelAnswers | None = None,
 ) -> dict[str, Any]:
+    """quality.yaml's content; ``answers``: who answered the run's model calls (none: no call)."""
+    answers = answers or ModelAnswers()
     return {
         "confidence_level": coalesced.confidence_level,
         "best_ci_achieved": round(coalesced.best_ci, 4),
@@ -162,6 +166,12 @@ def quality_metadata(
         "tiebreaker_weights": coalesced.weights,
         "vetoed_rounds": coalesced.vetoed_rounds,
         "delivered": delivered,
+        "model_answers": {
+            "total": answers.answers,
+            "builtin_fallback": answers.fallback,
+            "fallback_steps": list(answers.fallback_steps),
+            "note": disclosure(answers),
+        },
         "rounds": [
             {
                 "round": r.round,
@@ -198,6 +208,13 @@ def render_report(
     lines = [f"# {evidence.query}", ""]
     if DISCLAIMERS[level]:
         lines += [f"> **{DISCLAIMERS[level]}**", ""]
+    fallback = quality["model_answers"]["note"]
+    if fallback:
+        lines += [
+            f"> **{fallback}: the offline extractive model's work, not the configured"
+            " provider's.**",
+            "",
+        ]
     if not delivered:
         lines += [
             "Delivery was withheld: the evidence is insufficient and no one asked for it to be delivered.",
@@ -214,6 +231,7 @@ def render_report(
         f"{quality['tiebreaker_weights']})",
         f"- Stop reason: {quality['stop_reason']}",
         f"- As of {quality['as_of']}; recency: {quality['recency_window']}",
+        f"- Model answers: {_who_answered(quality['model_answers'])}",
     ]
     if quality["failing_metrics"]:
         lines.append(
@@ -246,6 +264,14 @@ def render_report(
         )
     lines.append("")
     return "\n".join(lines)
+
+
+def _who_answered(answers: dict[str, Any]) -> str:
+    """The report's line on who wrote its model answers: the fallback note in bold when the
+    built-in model answered any of them."""
+    if answers["note"]:
+        return f"**{answers['note']}**"
+    return f"{answers['total']}, none from the built-in fallback"
 
 
 def signed(change: float | None) -> str:

@@ -169,6 +169,8 @@ class CircuitBreaker:
 
     @property
     def state(self) -> BreakerState:
+        if self._state is BreakerState.CLOSED:
+            return BreakerState.CLOSED  # only OPEN changes on a read: the hot path takes no lock
         transitions: list[Transition] = []
         with self._lock:
             self._refresh(transitions)
@@ -203,15 +205,14 @@ class CircuitBreaker:
 
     def can_attempt(self) -> bool:
         """Would a request be admitted now (CLOSED, or HALF_OPEN with no live probe)? Changes nothing."""
+        if self._state is BreakerState.CLOSED:
+            return True
         transitions: list[Transition] = []
         with self._lock:
-            self._refresh(transitions)
-            if self._state is BreakerState.CLOSED:
-                allowed = True
-            elif self._state is BreakerState.HALF_OPEN:
-                allowed = self._lease is None or self._lease.expires_at <= self._clock.monotonic()
-            else:
-                allowed = False
+            self._refresh(transitions)  # OPEN may have become HALF_OPEN; nothing else changes
+            allowed = self._state is BreakerState.HALF_OPEN and (
+                self._lease is None or self._lease.expires_at <= self._clock.monotonic()
+            )
         self._emit(transitions)
         return allowed
 

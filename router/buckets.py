@@ -36,34 +36,45 @@ class TokenBucket:
         return self.limit is not None and self.limit > 0
 
     def _refill(self, now: float) -> None:
-        if self.known and now > self._stamp:
-            assert self.limit is not None
-            self._level = min(
-                float(self.limit), self._level + (now - self._stamp) * self.limit / 60.0
-            )
-        self._stamp = max(self._stamp, now)
+        stamp = self._stamp
+        if now > stamp:
+            limit = self.limit
+            if limit is not None and limit > 0:
+                self._level = min(float(limit), self._level + (now - stamp) * limit / 60.0)
+            self._stamp = now
 
-    def level(self) -> float | None:
+    def level(self, now: float | None = None) -> float | None:
+        """Tokens free at ``now`` (default: the clock's; the router passes one reading to many
+        calls); ``None`` when the limit is unknown."""
         if not self.known:
             return None
-        self._refill(self._clock.monotonic())
+        self._refill(self._clock.monotonic() if now is None else now)
         return self._level
 
-    def eta(self, amount: float) -> float:
-        """Seconds until ``amount`` fits (0 = now). An amount above the limit waits for a full bucket."""
-        now = self._clock.monotonic()
-        wait_block = max(0.0, self._blocked_until - now)
-        if not self.known:
-            return wait_block
-        assert self.limit is not None
+    def free_share(self, now: float) -> float | None:
+        """The share of the limit free at ``now`` (0..1); ``None`` when the limit is unknown."""
+        limit = self.limit
+        if limit is None or limit <= 0:
+            return None
         self._refill(now)
-        need = min(amount, float(self.limit)) - self._level
-        wait_refill = 0.0 if need <= 0 else need * 60.0 / self.limit
+        return max(0.0, self._level) / limit
+
+    def eta(self, amount: float, now: float | None = None) -> float:
+        """Seconds until ``amount`` fits (0 = now). An amount above the limit waits for a full bucket."""
+        if now is None:
+            now = self._clock.monotonic()
+        wait_block = max(0.0, self._blocked_until - now)
+        limit = self.limit
+        if limit is None or limit <= 0:
+            return wait_block
+        self._refill(now)
+        need = min(amount, float(limit)) - self._level
+        wait_refill = 0.0 if need <= 0 else need * 60.0 / limit
         return max(wait_block, wait_refill)
 
-    def take(self, amount: float) -> None:
+    def take(self, amount: float, now: float | None = None) -> None:
         if self.known:
-            self._refill(self._clock.monotonic())
+            self._refill(self._clock.monotonic() if now is None else now)
             self._level -= amount
 
     def give_back(self, amount: float) -> None:
@@ -118,18 +129,21 @@ class DualBucket:
     def __init__(self, rpm: int | None, tpm: int | None, clock: Clock) -> None:
         self.requests = TokenBucket(rpm, clock)
         self.tokens = TokenBucket(tpm, clock)
+        self._clock = clock
         self._lock = threading.Lock()
 
     def eta(self, estimated_tokens: int) -> float:
         with self._lock:
-            return max(self.requests.eta(1), self.tokens.eta(estimated_tokens))
+            now = self._clock.monotonic()
+            return max(self.requests.eta(1, now), self.tokens.eta(estimated_tokens, now))
 
     def try_reserve(self, estimated_tokens: int) -> Reservation | None:
         with self._lock:
-            if self.requests.eta(1) > 0 or self.tokens.eta(estimated_tokens) > 0:
+            now = self._clock.monotonic()
+            if self.requests.eta(1, now) > 0 or self.tokens.eta(estimated_tokens, now) > 0:
                 return None
-            self.requests.take(1)
-            self.tokens.take(estimated_tokens)
+            self.requests.take(1, now)
+            self.tokens.take(estimated_tokens, now)
             return Reservation(estimated_tokens)
 
     def reconcile(self, reservation: Reservation, actual_tokens: int) -> None:
@@ -162,9 +176,8 @@ class DualBucket:
     def capacity_fraction(self) -> float:
         """Share of the tighter bucket still free (1.0 when nothing is known)."""
         with self._lock:
-            fractions = []
-            for bucket in (self.requests, self.tokens):
-                level = bucket.level()
-                if level is not None and bucket.limit:
-                    fractions.append(max(0.0, level) / bucket.limit)
-            return min(fractions) if fractions else 1.0
+            now = self._clock.monotonic()
+            requests, tokens = self.requests.free_share(now), self.tokens.free_share(now)
+        if requests is None:
+            return 1.0 if tokens is None else tokens
+        return requests if tokens is None else min(requests, tokens)

@@ -31,10 +31,19 @@ from pathlib import Path
 from typing import Any, Literal
 from urllib.parse import urlsplit
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    PositiveInt,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
 
 from router.breaker import BreakerPolicy
 from router.local import BUILTIN_NAME
+from router.models import ContextLimit
 from router.yaml_file import read_yaml_file
 
 ProviderKind = Literal[
@@ -98,6 +107,28 @@ DEFAULT_PRICES: dict[str, ModelPrice] = {
 }
 
 
+# Context windows (tokens) of the models the environment defaults use; a provider's
+# ``context_windows`` entry overrides them. A model with no known window is not checked.
+DEFAULT_CONTEXT_WINDOWS: dict[str, int] = {
+    "gpt-4.1-mini": 1_047_576,
+    "gpt-4.1": 1_047_576,
+    # GitHub Models' free tier takes at most 8,000 input tokens a request, whatever the model
+    "openai/gpt-4.1-mini": 8_000,
+    "openai/gpt-4.1": 8_000,
+    "claude-haiku-4-5": 200_000,
+    "claude-sonnet-4-5": 200_000,
+    "claude-opus-4-1": 200_000,
+    "gemini-2.5-flash-lite": 1_048_576,
+    "gemini-2.5-flash": 1_048_576,
+    "gemini-2.5-pro": 1_048_576,
+    # what Ollama serves by default (its num_ctx), not the model's trained 128k
+    "llama3.2": 4_096,
+}
+DEFAULT_CHARS_PER_TOKEN = 2.0
+"""Characters per token when checking a context window: half the usual four, because small
+models' tokenizers (and JSON in any tokenizer) produce about twice the tokens of that estimate."""
+
+
 class ProviderConfig(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
@@ -125,6 +156,11 @@ class ProviderConfig(BaseModel):
     """Streams: the longest silence between two chunks."""
     prices: dict[str, ModelPrice] = Field(default_factory=dict)
     """USD per million tokens by model name; shipped defaults cover the default models."""
+    context_windows: dict[str, PositiveInt] = Field(default_factory=dict)
+    """Context window (tokens, prompt and answer together) by model name; shipped defaults cover
+    the default models. A request that would not fit is not sent to that model."""
+    chars_per_token: float = Field(default=DEFAULT_CHARS_PER_TOKEN, gt=0)
+    """Characters one token of this provider's models holds, for the context-window check."""
     weight: float = Field(default=1.0, ge=0)
     probe: Literal["health", "request"] = "health"
     enabled: bool = True
@@ -225,6 +261,13 @@ class ProviderConfig(BaseModel):
 
     def model_for(self, tier: int) -> str | None:
         return self.models.get(tier)
+
+    def context_limit(self, model: str) -> ContextLimit | None:
+        """``model``'s configured or default context window, else None (not checked)."""
+        tokens = self.context_windows.get(model) or DEFAULT_CONTEXT_WINDOWS.get(model)
+        if tokens is None:
+            return None
+        return ContextLimit(model=model, tokens=tokens, chars_per_token=self.chars_per_token)
 
     def price_of(self, model: str) -> ModelPrice | None:
         """The configured price of ``model``, else the shipped default, else ``None`` (unknown)."""

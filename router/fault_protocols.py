@@ -110,8 +110,10 @@ def success_body(
     body: Any,
     input_tokens: int,
     serial: int,
+    truncated: bool = False,
 ) -> dict[str, Any]:
-    text = answer if isinstance(answer, str) else json.dumps(answer)
+    """The API's answer; ``truncated``: its first half, stopped at the output-token limit."""
+    text = _text_of(answer, truncated)
     output_tokens = max(1, len(text) // 4)
     model = model or "fault-model"
     if protocol in ("openai", "azure"):
@@ -124,7 +126,7 @@ def success_body(
                 {
                     "index": 0,
                     "message": {"role": "assistant", "content": text},
-                    "finish_reason": "stop",
+                    "finish_reason": "length" if truncated else "stop",
                 }
             ],
             "usage": {
@@ -134,7 +136,7 @@ def success_body(
             },
         }
     if protocol == "anthropic":
-        tool = _anthropic_tool(body)
+        tool = None if truncated else _anthropic_tool(body)
         structured: Any = answer
         if tool is not None and isinstance(answer, str):
             try:
@@ -152,7 +154,8 @@ def success_body(
             ]
             stop = "tool_use"
         else:
-            content, stop = [{"type": "text", "text": text}], "end_turn"
+            content = [{"type": "text", "text": text}]
+            stop = "max_tokens" if truncated else "end_turn"
         return {
             "id": f"msg_fault_{serial}",
             "type": "message",
@@ -168,7 +171,7 @@ def success_body(
             "candidates": [
                 {
                     "content": {"role": "model", "parts": [{"text": text}]},
-                    "finishReason": "STOP",
+                    "finishReason": "MAX_TOKENS" if truncated else "STOP",
                     "index": 0,
                 }
             ],
@@ -184,10 +187,15 @@ def success_body(
         "created_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
         "message": {"role": "assistant", "content": text},
         "done": True,
-        "done_reason": "stop",
+        "done_reason": "length" if truncated else "stop",
         "prompt_eval_count": input_tokens,
         "eval_count": output_tokens,
     }
+
+
+def _text_of(answer: str | dict[str, Any], truncated: bool) -> str:
+    text = answer if isinstance(answer, str) else json.dumps(answer)
+    return text[: len(text) // 2] if truncated else text
 
 
 def health_body(protocol: Protocol) -> dict[str, Any]:
@@ -401,6 +409,50 @@ _AUTH_HEADERS: dict[Protocol, str] = {
 }
 
 
+@dataclass(frozen=True)
+class Refused:
+    """A request the real server would refuse: the status, and either a message for the
+    protocol's error body or (``body``) the whole body a particular server sends instead."""
+
+    status: int
+    message: str
+    body: dict[str, Any] | None = None
+
+
+LLAMA_CPP_PYTHON = "llama_cpp_python"
+"""The server ``emulate`` can play: llama-cpp-python's OpenAI-compatible server."""
+LLAMA_CPP_PYTHON_FORMATS = ("text", "json_object")
+"""The ``response_format`` types its request model (``ChatCompletionRequestResponseFormat``) takes."""
+
+
+def llama_cpp_python_format_refusal(given: Any, accepted: Sequence[str]) -> Refused:
+    """What llama-cpp-python's server answers a ``response_format`` type it does not take.
+
+    FastAPI raises a ``RequestValidationError``; the server's ``RouteErrorHandler`` catches it
+    as an unexpected exception and answers 500 with an OpenAI-style envelope of type
+    ``internal_server_error`` whose message is ``str(error)``: FastAPI's "N validation error"
+    text listing pydantic's error dicts (Python reprs) and the endpoint.
+    """
+    names = [repr(f) for f in accepted]
+    expected = names[0] if len(names) == 1 else f"{', '.join(names[:-1])} or {names[-1]}"
+    error = {
+        "type": "literal_error",
+        "loc": ("body", "response_format", "type"),
+        "msg": f"Input should be {expected}",
+        "input": given,
+        "ctx": {"expected": expected},
+    }
+    message = (
+        f"1 validation error:\n  {error}\n\n"
+        '  File "/srv/venv/lib/python3.11/site-packages/llama_cpp/server/app.py", line 376,'
+        " in create_chat_completion\n    POST /v1/chat/completions"
+    )
+    body = {
+        "error": {"message": message, "type": "internal_server_error", "param": None, "code": None}
+    }
+    return Refused(500, message, body)
+
+
 def refusal(
     protocol: Protocol,
     route_kind: str,
@@ -409,33 +461,42 @@ def refusal(
     needs_auth: bool,
     response_formats: Sequence[str] | None = None,
     format_refusal_status: int = 400,
-) -> tuple[int, str] | None:
-    """The status and message the real API would refuse this request with, or None.
+    emulate: str | None = None,
+) -> Refused | None:
+    """What the real API would refuse this request with, or None.
 
     A missing key is a 401; a chat body that is not a JSON object, lacks a required field or
-    has a top-level field the API does not define is a 400 naming the field.
+    has a top-level field the API does not define is a 400 naming the field. Emulating
+    llama-cpp-python, unknown fields are ignored (its pydantic request model ignores them)
+    and a ``response_format`` type other than ``text``/``json_object`` gets that server's 500.
     """
     auth = _AUTH_HEADERS.get(protocol)
     if needs_auth and auth is not None and not headers.get(auth, "").strip():
-        return 401, f"missing {auth} header"
+        return Refused(401, f"missing {auth} header")
     if protocol == "anthropic" and "anthropic-version" not in headers:
-        return 400, "anthropic-version: header is required"
+        return Refused(400, "anthropic-version: header is required")
     if route_kind != "chat":
         return None
     if not isinstance(body, dict):
-        return 400, "the request body is not a JSON object"
+        return Refused(400, "the request body is not a JSON object")
     for name in _REQUIRED_FIELDS.get(protocol, ()):
         if name not in body:
-            return 400, f"{name}: Field required"
+            return Refused(400, f"{name}: Field required")
     known = KNOWN_FIELDS.get(protocol)
-    unknown = sorted(set(body) - known) if known is not None else []
+    unknown = sorted(set(body) - known) if known is not None and emulate is None else []
     if unknown:
-        return 400, f"{unknown[0]}: Extra inputs are not permitted"
+        return Refused(400, f"{unknown[0]}: Extra inputs are not permitted")
     fmt = body.get("response_format")
+    if emulate == LLAMA_CPP_PYTHON and response_formats is None:
+        response_formats = LLAMA_CPP_PYTHON_FORMATS
     if response_formats is not None and protocol in ("openai", "azure") and isinstance(fmt, dict):
         if fmt.get("type") not in response_formats:
+            if emulate == LLAMA_CPP_PYTHON:
+                return llama_cpp_python_format_refusal(fmt.get("type"), response_formats)
             accepted = " or ".join(repr(f) for f in response_formats)
-            return format_refusal_status, f"response_format.type: Input should be {accepted}"
+            return Refused(
+                format_refusal_status, f"response_format.type: Input should be {accepted}"
+            )
     return None
 
 
@@ -467,9 +528,11 @@ def stream_frames(
     body: Any,
     input_tokens: int,
     serial: int,
+    truncated: bool = False,
 ) -> list[bytes]:
-    """A streamed answer as the API frames it: SSE events (NDJSON lines for Ollama), in order."""
-    text = answer if isinstance(answer, str) else json.dumps(answer)
+    """A streamed answer as the API frames it: SSE events (NDJSON lines for Ollama), in order;
+    ``truncated`` as in :func:`success_body`."""
+    text = _text_of(answer, truncated)
     output_tokens = max(1, len(text) // 4)
     model = model or "fault-model"
     pieces = _pieces(text)
@@ -491,7 +554,8 @@ def stream_frames(
             _sse(chunk([{"index": 0, "delta": {"content": p}, "finish_reason": None}]))
             for p in pieces
         ]
-        frames.append(_sse(chunk([{"index": 0, "delta": {}, "finish_reason": "stop"}])))
+        finish = "length" if truncated else "stop"
+        frames.append(_sse(chunk([{"index": 0, "delta": {}, "finish_reason": finish}])))
         options = body.get("stream_options") if isinstance(body, dict) else None
         if isinstance(options, dict) and options.get("include_usage"):
             usage = {
@@ -502,7 +566,7 @@ def stream_frames(
             frames.append(_sse(chunk([], usage=usage)))
         return [*frames, _sse("[DONE]")]
     if protocol == "anthropic":
-        tool = _anthropic_tool(body)
+        tool = None if truncated else _anthropic_tool(body)
         if tool is not None and not isinstance(answer, dict):
             try:
                 tool = tool if isinstance(json.loads(text), dict) else None
@@ -545,7 +609,7 @@ def stream_frames(
             )
             for p in pieces
         ]
-        stop = "tool_use" if tool is not None else "end_turn"
+        stop = "tool_use" if tool is not None else "max_tokens" if truncated else "end_turn"
         return [
             *frames,
             _sse({"type": "content_block_stop", "index": 0}, "content_block_stop"),
@@ -568,7 +632,7 @@ def stream_frames(
                 "index": 0,
             }
             if last:
-                candidate["finishReason"] = "STOP"
+                candidate["finishReason"] = "MAX_TOKENS" if truncated else "STOP"
             frames.append(
                 _sse(
                     {
@@ -601,7 +665,7 @@ def stream_frames(
         "created_at": created_at,
         "message": {"role": "assistant", "content": ""},
         "done": True,
-        "done_reason": "stop",
+        "done_reason": "length" if truncated else "stop",
         "prompt_eval_count": input_tokens,
         "eval_count": output_tokens,
     }

@@ -26,7 +26,10 @@ JSON with 200), ``rate_limit`` (429, Retry-After 2 s), ``overloaded`` (529 for A
 503 elsewhere), ``quota`` (429 for a spent quota, no Retry-After), or a bare status code.
 Mid-stream faults act on a streamed answer after half its chunks: ``cut`` (the connection
 closes), ``stall`` (the stream hangs ``hang_s``), ``bad_chunk`` (a chunk of broken JSON); on a
-request that does not stream they cut, hang or garble the body the same way.
+request that does not stream they cut, hang or garble the body the same way. ``truncated``
+answers the first half of the answer, stopped at the output-token limit as the API says it
+(OpenAI ``finish_reason: length``, Anthropic ``stop_reason: max_tokens``, Gemini
+``MAX_TOKENS``, Ollama ``done_reason: length``).
 
 ``auth: required`` refuses with a 401, as the real API does, a request without the API's key
 header (``Authorization``, ``api-key``, ``x-api-key``, ``x-goog-api-key``); the default ``none``
@@ -34,7 +37,11 @@ takes keyless requests, as a local server does and as the demos need.
 
 ``response_formats`` (OpenAI-compatible paths): the ``response_format`` types the server
 accepts, e.g. ``[text, json_object]`` for llama.cpp's server, which refuses ``json_schema``
-with ``format_refusal_status`` (500 there) and a message naming ``response_format``.
+with ``format_refusal_status`` and a message naming ``response_format``.
+``emulate: llama_cpp_python`` plays llama-cpp-python's server as it really answers: unknown
+top-level fields ignored, ``json_schema`` refused with a 500 whose body is FastAPI's validation
+error text in an ``internal_server_error`` envelope (``response_formats`` defaults to
+``[text, json_object]`` there).
 A mapping sets ``kind``/``status`` and the details. Every duration is in script seconds; the
 time scale multiplies all of them, Retry-After included.
 """
@@ -59,6 +66,7 @@ FaultKind = Literal[
     "stream_cut",
     "stream_stall",
     "stream_malformed",
+    "truncated",
 ]
 
 _SHORTHANDS: dict[str, dict[str, Any]] = {
@@ -74,6 +82,7 @@ _SHORTHANDS: dict[str, dict[str, Any]] = {
     "cut": {"kind": "stream_cut"},
     "stall": {"kind": "stream_stall"},
     "bad_chunk": {"kind": "stream_malformed"},
+    "truncated": {"kind": "truncated"},
 }
 
 
@@ -82,7 +91,7 @@ def _expand_shorthand(data: Any) -> Any:
     if isinstance(data, bool):
         raise ValueError(
             "a fault is a name (ok, down, timeout, slow, malformed, rate_limit, overloaded, "
-            "quota, cut, stall, bad_chunk), a status code, or a mapping"
+            "quota, cut, stall, bad_chunk, truncated), a status code, or a mapping"
         )
     if isinstance(data, int):
         return {"kind": "ok"} if 200 <= data < 300 else {"kind": "error", "status": data}
@@ -163,6 +172,7 @@ class ProviderScript(BaseModel):
     auth: Literal["required", "none"] = "none"
     response_formats: list[Literal["text", "json_object", "json_schema"]] | None = None
     format_refusal_status: int = Field(default=400, ge=400, le=599)
+    emulate: Literal["llama_cpp_python"] | None = None
 
     @model_validator(mode="after")
     def _one_mode(self) -> ProviderScript:

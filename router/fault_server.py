@@ -412,12 +412,13 @@ class FaultServer:
                 state.script.auth == "required",
                 state.script.response_formats,
                 state.script.format_refusal_status,
+                state.script.emulate,
             )
             if route.kind != "unknown"
             else None
         )
         if refused is not None:
-            fault = Fault(kind="error", status=refused[0])
+            fault = Fault(kind="error", status=refused.status)
         elif route.kind == "chat":
             fault = state.next_chat_fault(now)
         elif route.kind == "health":
@@ -436,7 +437,7 @@ class FaultServer:
             protocol=route.protocol,
             task=task,
             inputs=inputs,
-            fault=f"refused: {refused[1]}" if refused is not None else _describe_fault(fault),
+            fault=f"refused: {refused.message}" if refused is not None else _describe_fault(fault),
             at=now - self._started_at,
         )
         with self._lock:
@@ -450,12 +451,13 @@ class FaultServer:
             await self._send(writer, 404, {"error": f"fault server: no API at {api_path}"})
             return True
         if refused is not None:
-            status, message = refused
-            payload = error_body(
-                route.protocol, status, quota=None, retry_after_s=None, overloaded=False
-            )
-            _set_message(payload, message)
-            await self._send(writer, status, payload)
+            payload = refused.body
+            if payload is None:
+                payload = error_body(
+                    route.protocol, refused.status, quota=None, retry_after_s=None, overloaded=False
+                )
+                _set_message(payload, refused.message)
+            await self._send(writer, refused.status, payload)
             return True
         state.in_flight += 1
         state.max_in_flight = max(state.max_in_flight, state.in_flight)
@@ -509,14 +511,26 @@ class FaultServer:
         input_tokens = prompt_tokens(incoming.body)
         if route.stream:
             frames = stream_frames(
-                route.protocol, route.model, answer, body, input_tokens, self._serial
+                route.protocol,
+                route.model,
+                answer,
+                body,
+                input_tokens,
+                self._serial,
+                truncated=fault.kind == "truncated",
             )
             self._settle_tokens(state, input_tokens + max(1, sum(map(len, frames)) // 8))
             return await self._stream(
                 writer, route, frames, fault, {**limit_headers, **fault.headers}
             )
         payload = success_body(
-            route.protocol, route.model, answer, body, input_tokens, self._serial
+            route.protocol,
+            route.model,
+            answer,
+            body,
+            input_tokens,
+            self._serial,
+            truncated=fault.kind == "truncated",
         )
         encoded = json.dumps(payload).encode()
         self._settle_tokens(state, input_tokens + max(1, len(encoded) // 8))

@@ -6,6 +6,7 @@ snapshots), so they are frozen pydantic models that reject unknown fields.
 
 from __future__ import annotations
 
+import math
 from enum import StrEnum
 from typing import Any, Literal
 
@@ -50,6 +51,26 @@ class ChatRequest(BaseModel):
         if value is not None and not (isinstance(value, type) and issubclass(value, BaseModel)):
             raise ValueError("response_schema must be a pydantic BaseModel subclass")
         return value
+
+
+class ContextLimit(BaseModel):
+    """A model's context window (prompt and answer together, in tokens) and how many characters
+    one token of its tokenizer holds on average, to estimate a prompt's tokens before sending it.
+    The estimate errs long: going past a window fails the call or silently drops the prompt's
+    start (Ollama), while a prompt trimmed a little more than needed costs little."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    model: str
+    tokens: int = Field(ge=1)
+    chars_per_token: float = Field(gt=0)
+
+    def tokens_of(self, chars: int) -> int:
+        return math.ceil(chars / self.chars_per_token)
+
+    def prompt_chars(self, output_tokens: int) -> int:
+        """The characters of prompt that fit beside an answer of ``output_tokens``."""
+        return max(0, int((self.tokens - output_tokens) * self.chars_per_token))
 
 
 class Usage(BaseModel):
@@ -104,7 +125,8 @@ class ChatResponse(BaseModel):
     truncated: bool = False
     """The model stopped at its output-token limit (OpenAI ``finish_reason: length``, Anthropic
     ``stop_reason: max_tokens``, Gemini ``MAX_TOKENS``): the answer may be cut short; a caller
-    can ask again with more room."""
+    can ask again with more room. A cut answer that does not match the response schema comes
+    back with ``parsed=None`` rather than as the provider's failure."""
 
 
 class RouterTotals(BaseModel):
@@ -170,6 +192,11 @@ class ProviderSnapshot(BaseModel):
     misconfigured_reason: str | None = None
     last_error: str | None = None
     last_error_status: int | None = None
+    last_error_retry_after_s: float | None = None
+    """The Retry-After the last failed answer carried (seconds), if it carried one."""
+    open_reason: str | None = None
+    """Why the breaker is OPEN or HALF_OPEN (the trip's error class or failure count); None
+    when CLOSED."""
     changed_wall: float | None = None
     models: dict[int, str] = Field(default_factory=dict)
     unhealthy_models: dict[str, str] = Field(default_factory=dict)

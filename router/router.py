@@ -79,6 +79,7 @@ from router.models import (
     ChatMessage,
     ChatRequest,
     ChatResponse,
+    ContextLimit,
     ProviderSnapshot,
     RouterTotals,
     Usage,
@@ -92,9 +93,19 @@ from router.shedding import LoadShedder
 from router.stats import STATS_FILENAME, CallRecord, StatsRecorder, StatsStore
 from router.streaming import StreamSink, streaming_to
 from router.throttle import ThrottleTicket
-from router.wire import encode_inputs, estimate_tokens, parse_structured, wire_messages
+from router.wire import (
+    context_window_problem,
+    encode_inputs,
+    estimate_tokens,
+    parse_structured,
+    request_chars,
+    wire_messages,
+)
 
 log = logging.getLogger(__name__)
+
+
+_NO_USAGE = Usage()
 
 
 @dataclass(frozen=True, slots=True)
@@ -363,6 +374,19 @@ class SmartModelRouter:
             plan = self._plans[key] = plan_chain(self._runtimes, req.tier, profile)
         return plan
 
+    def context_limit(self, tier: int = 1, profile: str | None = None) -> ContextLimit | None:
+        """The tightest known context window among the remote models a request of ``tier`` (or
+        ``profile``) may be sent to, so a caller can fit its prompt to every one of them; None
+        when none of them has a known window (the built-in provider has none)."""
+        known = self.config.profiles.get(profile) if profile is not None else None
+        limits = [
+            limit
+            for group in plan_chain(self._runtimes, tier, known)
+            for cand in group
+            if (limit := cand.runtime.cfg.context_limit(cand.model)) is not None
+        ]
+        return min(limits, key=lambda limit: limit.prompt_chars(0), default=None)
+
     def _healthy_free_slots(self) -> int:
         return sum(
             rt.bulkhead.free
@@ -385,6 +409,7 @@ class SmartModelRouter:
             req
         )  # once per request: the estimate and the wire messages share it
         estimate = estimate_tokens(req, policy.default_output_tokens, inputs_json)
+        chars = request_chars(req, inputs_json)
         tried: set[str] = set()
         calls = 0
         wait_until: float | None = None  # capacity waits share one bounded budget per request
@@ -415,7 +440,15 @@ class SmartModelRouter:
                             )
                         )
                         return None
-                    admission = self._admit(rt, cand, estimate, deadline)
+                    too_long = context_window_problem(
+                        rt.cfg.context_limit(cand.model),
+                        req,
+                        policy.default_output_tokens,
+                        chars,
+                    )
+                    admission = (
+                        _Skip(too_long) if too_long else self._admit(rt, cand, estimate, deadline)
+                    )
                     if isinstance(admission, _Skip):
                         passed.add(rt.name)
                         if admission.capacity_eta is not None:
@@ -567,7 +600,7 @@ class SmartModelRouter:
             held.ticket = rt.throttle.begin()
             began = self.clock.monotonic()
             failure: ProviderCallError | None = None
-            used = Usage()
+            used = _NO_USAGE
             try:
                 reply = await rt.provider.chat(spec, timeout)
             except ProviderCallError as exc:
@@ -584,13 +617,16 @@ class SmartModelRouter:
                 try:
                     parsed = parse_structured(reply.content, req.response_schema)
                 except ProviderCallError as exc:
-                    used = reply.usage
-                    failure = ProviderCallError(
-                        exc.error_class,
-                        exc.detail,
-                        status=reply.status,
-                        rate_limits=reply.rate_limits,
-                    )
+                    # an answer cut at the caller's output limit is flagged for the caller to act
+                    # on (ask again with more room), not held against the provider
+                    if not reply.truncated:
+                        used = reply.usage
+                        failure = ProviderCallError(
+                            exc.error_class,
+                            exc.detail,
+                            status=reply.status,
+                            rate_limits=reply.rate_limits,
+                        )
             if failure is not None:
                 held.settled = True
                 cost = self._record_failure(
@@ -674,7 +710,9 @@ class SmartModelRouter:
                 error_class = (
                     ErrorClass.SERVER
                 )  # a health endpoint that does not answer 2xx is not healthy
-            rt.last_error = ErrorNote(failure.error_class.value, failure.status)
+            rt.last_error = ErrorNote(
+                failure.error_class.value, failure.status, failure.retry_after_s
+            )
             rt.breaker.record_failure(error_class, failure.retry_after_s, lease)
             self._persist_breaker(rt)
             attempts.append(
@@ -762,7 +800,7 @@ class SmartModelRouter:
                 rt.throttle.cancel(held.ticket)
             else:
                 rt.throttle.settle(held.ticket, accepted=traits.accepted)
-        rt.last_error = ErrorNote(error_class.value, exc.status)
+        rt.last_error = ErrorNote(error_class.value, exc.status, exc.retry_after_s)
         answered_badly = error_class in (ErrorClass.BAD_REQUEST, ErrorClass.INVALID_OUTPUT)
         if traits.misconfigures:
             rt.misconfigured_reason = self._misconfigured_reason(rt, exc)

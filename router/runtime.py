@@ -24,6 +24,7 @@ from router.throttle import AdaptiveThrottle
 class ErrorNote:
     error_class: str | None = None
     status: int | None = None
+    retry_after_s: float | None = None
 
 
 class ProviderRuntime:
@@ -155,6 +156,8 @@ class ProviderRuntime:
             misconfigured_reason=reason,
             last_error=self.last_error.error_class,
             last_error_status=self.last_error.status,
+            last_error_retry_after_s=self.last_error.retry_after_s,
+            open_reason=view.open_reason,
             changed_wall=view.changed_wall,
             models=dict(self.cfg.models),
             unhealthy_models=unhealthy,

@@ -69,15 +69,14 @@ def health_scores(runtimes: list[ProviderRuntime]) -> dict[str, float]:
 def order_group(group: list[Candidate], rng: random.Random) -> list[Candidate]:
     if len(group) <= 1:
         return list(group)
-    scores = health_scores([c.runtime for c in group])
-    weights = []
-    for candidate in group:
-        rt = candidate.runtime
-        if rt.misconfigured or not rt.breaker.can_attempt():
-            weights.append(0.0)  # OPEN: its traffic goes to the others by their weights
-            continue
-        score = scores[rt.name]
-        weights.append(rt.cfg.weight * score * score * max(MIN_CAPACITY, rt.capacity()))
+    runtimes = [c.runtime for c in group]
+    scores = health_scores(runtimes)
+    weights = [
+        0.0  # OPEN: its traffic goes to the others by their weights
+        if rt.misconfigured or not rt.breaker.can_attempt()
+        else rt.cfg.weight * scores[rt.name] ** 2 * max(MIN_CAPACITY, rt.capacity())
+        for rt in runtimes
+    ]
     total = sum(weights)
     indices = sorted(
         range(len(group)), key=lambda i: -weights[i]

@@ -16,7 +16,7 @@ from typing import Any
 from pydantic import BaseModel, ValidationError
 
 from router.errors import ErrorClass, ProviderCallError
-from router.models import ChatMessage, ChatRequest
+from router.models import ChatMessage, ChatRequest, ContextLimit
 
 TASK_HEADER = "x-workbench-task"
 INPUTS_FENCE = "workbench-inputs"
@@ -151,11 +151,42 @@ def parse_structured(content: str, schema: type[BaseModel]) -> BaseModel:
     ) from None
 
 
+def request_chars(req: ChatRequest, inputs_json: str | None = None) -> int:
+    """The characters a request puts before the model: its messages and its inputs block."""
+    chars = sum(len(m.content) for m in req.messages)
+    if req.inputs:
+        chars += len(encode_inputs(req) if inputs_json is None else inputs_json)
+    return chars
+
+
 def estimate_tokens(
     req: ChatRequest, default_output_tokens: int, inputs_json: str | None = None
 ) -> int:
     """A cheap token estimate for the TPM reservation: ~4 characters a token, plus the output budget."""
-    chars = sum(len(m.content) for m in req.messages)
-    if req.inputs:
-        chars += len(encode_inputs(req) if inputs_json is None else inputs_json)
-    return chars // 4 + 1 + (req.max_tokens or default_output_tokens)
+    return request_chars(req, inputs_json) // 4 + 1 + (req.max_tokens or default_output_tokens)
+
+
+def prompt_tokens_in_window(limit: ContextLimit, req: ChatRequest, chars: int) -> int:
+    """The tokens ``req``'s prompt (``chars`` characters) takes of the limit's window.
+
+    The schema travels with a structured request (as the API's schema or in the prompt), so its
+    JSON counts too; tokens are estimated at the limit's characters per token."""
+    if req.response_schema is not None:
+        chars += len(encode_json(json_schema(req.response_schema)))
+    return limit.tokens_of(chars)
+
+
+def context_window_problem(
+    limit: ContextLimit | None, req: ChatRequest, default_output_tokens: int, chars: int
+) -> str | None:
+    """Why ``req`` (``chars`` characters) would not fit the limit's model, or None."""
+    if limit is None:
+        return None
+    output = req.max_tokens or default_output_tokens
+    prompt = prompt_tokens_in_window(limit, req, chars)
+    if prompt + output <= limit.tokens:
+        return None
+    return (
+        f"~{prompt} prompt + {output} answer tokens exceed {limit.model}'s context window of"
+        f" {limit.tokens}"
+    )

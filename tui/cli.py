@@ -125,10 +125,6 @@ def cli(ctx: click.Context, workspace: str | None, config_path: str | None) -> N
     """Research Workbench: bounded, auditable agentic research in the terminal."""
     ctx.ensure_object(dict)
     ctx.obj[WORKSPACE_KEY] = workspace
-    if workspace:  # the registry folders of this workspace count (imported only when given)
-        from tui.launch import agents_wiring
-
-        agents_wiring.use_workspace(workspace)
     ctx.obj[CONFIG_PATH_KEY] = config_path
     ctx.obj[CONFIG_REQUIRED_KEY] = (
         ctx.get_parameter_source("config_path") is ParameterSource.COMMANDLINE

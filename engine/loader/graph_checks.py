@@ -1,7 +1,8 @@
 """Graph checks: the workflow graph is built and checked — cycles not closed by a bounded
-loop, loop targets that are not ancestors, detours, tie-breaker targets that are not edges,
-and every name a CEL expression or a ``context.requires`` reads must be something the run
-context will hold when the expression is evaluated."""
+loop, loop targets that are not ancestors, detours (one declarer per target, a target that
+can start), tie-breaker targets that are not edges, and every name a CEL expression or a
+``context.requires`` reads must be something the run context will hold when the expression
+is evaluated."""
 
 from __future__ import annotations
 
@@ -44,6 +45,12 @@ def check_graph(
                 problems.add(
                     step_index.node(spec.id, "routing", "detour", "target"),
                     f"step '{spec.id}': '{routing.detour.target}' is already the detour target of '{declarer}'; a detour target serves one step — give this detour its own target{origin}",
+                )
+            blockers = graph.detour_blockers(spec.id, routing.detour.target)
+            if blockers:
+                problems.add(
+                    step_index.node(spec.id, "routing", "detour", "target"),
+                    f"step '{spec.id}': detour target '{routing.detour.target}' depends on {', '.join(repr(b) for b in blockers)}, which runs only after '{spec.id}', so the detour could never start — remove that dependency from '{routing.detour.target}' or declare the detour on a step after it{origin}",
                 )
         tie = routing.tie_breaker
         if tie is not None:

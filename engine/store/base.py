@@ -111,6 +111,12 @@ class BaseRunStore(ABC):
     ) -> JournalEntry | None: ...
 
     @abstractmethod
+    def journal_entries(
+        self, run_id: str, step_id: str, iteration: int
+    ) -> list[tuple[int, JournalEntry]]:
+        """One step iteration's journaled calls as (call index, entry), in call order."""
+
+    @abstractmethod
     def interrupts(self, run_id: str) -> list[InterruptRecord]: ...
 
     @abstractmethod

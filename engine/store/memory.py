@@ -132,6 +132,18 @@ class InMemoryRunStore(BaseRunStore):
     ) -> JournalEntry | None:
         return self._journal.get((run_id, step_id, iteration, index))
 
+    def journal_entries(
+        self, run_id: str, step_id: str, iteration: int
+    ) -> list[tuple[int, JournalEntry]]:
+        return sorted(
+            (
+                (index, entry)
+                for (run, step, it, index), entry in self._journal.items()
+                if (run, step, it) == (run_id, step_id, iteration)
+            ),
+            key=lambda pair: pair[0],
+        )
+
     def interrupts(self, run_id: str) -> list[InterruptRecord]:
         return [record for record in self._interrupts.values() if record.run_id == run_id]
 

@@ -384,6 +384,19 @@ class RunStore(BaseRunStore):
         )
         return JournalEntry(kind=rows[0][0], payload=json.loads(rows[0][1])) if rows else None
 
+    def journal_entries(
+        self, run_id: str, step_id: str, iteration: int
+    ) -> list[tuple[int, JournalEntry]]:
+        rows = self._query(
+            "SELECT call_index, kind, payload FROM journal"
+            " WHERE run_id = ? AND step_id = ? AND iteration = ? ORDER BY call_index",
+            (run_id, step_id, iteration),
+        )
+        return [
+            (int(index), JournalEntry(kind=kind, payload=json.loads(payload)))
+            for index, kind, payload in rows
+        ]
+
     def _interrupt_from_row(self, row: tuple[Any, ...]) -> InterruptRecord:
         (
             interrupt_id,

@@ -93,7 +93,6 @@ async def final_synthesis(ctx: StepContext, inp: RoundInput) -> SynthesisOutput:
         delivered = answer.action == "approve"
     selected = states.get(coalesced.selected_round, last)
     evidence = selected.evidence
-    quality = quality_metadata(coalesced, records, selected.policy, stop_reason, delivered)
     synthesis: SynthesisAnswer | None = None
     refusal = ""
     if delivered and evidence.claims:
@@ -130,6 +129,9 @@ async def final_synthesis(ctx: StepContext, inp: RoundInput) -> SynthesisOutput:
         )
         synthesis = result.answer if isinstance(result.answer, SynthesisAnswer) else None
         refusal = result.note()
+    quality = quality_metadata(
+        coalesced, records, selected.policy, stop_reason, delivered, ctx.model_answers()
+    )
     sections = ordered_claims(evidence, synthesis) if delivered else {}
     citations = citations_for(evidence, sections)
     report = render_report(

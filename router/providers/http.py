@@ -185,18 +185,27 @@ class HttpProvider:
                 reply = await self._chat_once(self._in_mode(spec, lower), left)
             except _StructureRefused:
                 continue
-            log.info(
-                "provider %s refused %s output for %s; it is asked in %s mode from now on",
-                self.name,
-                mode,
-                spec.model,
-                lower,
-            )
-            self.capabilities.remember(self.name, spec.model, Capability(lower))
+            except ProviderCallError:
+                # Not refused: the server took this mode and failed at something else (a slow
+                # generation timing out, an overloaded server). The schema mode's refusal was
+                # about the schema after all, so this mode is learnt; the call still failed.
+                self._learn(spec.model, mode, lower)
+                raise
+            self._learn(spec.model, mode, lower)
             return reply
         # every lower mode was refused as well: the refusal was not about the schema
         self.capabilities.remember(self.name, spec.model, Capability(mode, settled=True))
         raise first
+
+    def _learn(self, model: str, refused: StructuredMode, accepted: StructuredMode) -> None:
+        log.info(
+            "provider %s refused %s output for %s; it is asked in %s mode from now on",
+            self.name,
+            refused,
+            model,
+            accepted,
+        )
+        self.capabilities.remember(self.name, model, Capability(accepted))
 
     @staticmethod
     def _in_mode(spec: CallSpec, mode: StructuredMode) -> CallSpec:

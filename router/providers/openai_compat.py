@@ -23,7 +23,7 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping
 from typing import Any
-from urllib.parse import quote
+from urllib.parse import quote, urlsplit
 
 from router.config import ProviderConfig
 from router.errors import ErrorClass, ProviderCallError
@@ -80,8 +80,7 @@ class OpenAICompatAdapter(ProviderAdapter):
         if spec.temperature is not None and not reasoning:
             body["temperature"] = spec.temperature
         if spec.max_tokens is not None:
-            modern = self.kind == "openai" or reasoning
-            body["max_completion_tokens" if modern else "max_tokens"] = spec.max_tokens
+            body[_max_tokens_field(self.kind, base, reasoning)] = spec.max_tokens
         if stream:
             body["stream"] = True
             body["stream_options"] = {"include_usage": True}
@@ -170,3 +169,16 @@ class OpenAIStreamDecoder(StreamDecoder):
         if not self._done and self._finish is None:
             raise StreamEndedEarly("the stream ended before its finish_reason and [DONE]")
         return ParsedChat("".join(self._parts), self._usage, self._finish == "length")
+
+
+OPENAI_API_HOST = "api.openai.com"
+
+
+def _max_tokens_field(kind: str, base_url: str, reasoning: bool) -> str:
+    """OpenAI's own API and reasoning models take ``max_completion_tokens``; every other
+    OpenAI-compatible server (llama.cpp, vLLM, LM Studio, Ollama's /v1, Azure, GitHub Models)
+    reads ``max_tokens`` — llama-cpp-python ignores the newer name, so its answers had no
+    length limit at all and ran into the read timeout."""
+    if reasoning or (kind == "openai" and urlsplit(base_url).hostname == OPENAI_API_HOST):
+        return "max_completion_tokens"
+    return "max_tokens"

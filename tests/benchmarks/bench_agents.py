@@ -112,9 +112,9 @@ def offline_advisory_run() -> None:
     from tui.launch.workspace import Workspace
     from workflows import WORKFLOWS_DIR
 
-    wf = load_workflow_file(WORKFLOWS_DIR / "research_assistant.yaml")
     with tempfile.TemporaryDirectory() as tmp:
         workspace = Workspace.at(tmp)
+        wf = load_workflow_file(WORKFLOWS_DIR / "research_assistant.yaml", workspace)
         started = time.perf_counter()
         open_corpus(workspace).close()
         print(f"default corpus built once in {time.perf_counter() - started:.1f} s (not counted)")

@@ -8,6 +8,7 @@ decision, and ms to load the shipped deep-research workflow. Nothing is asserted
 from __future__ import annotations
 
 import statistics
+import tempfile
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -18,6 +19,7 @@ from engine.loader import WorkflowLoadError, load_workflow
 from engine.routing import RouteInput, decide
 from engine.spec import StepSpec, WorkflowDefinition
 from tui.launch.steps import register_steps
+from tui.launch.workspace import Workspace
 
 TYPICAL = {
     "comparison": "outputs.confidence < 0.7",
@@ -131,7 +133,8 @@ def main() -> None:
     )
 
     shipped = Path(__file__).resolve().parents[2] / "workflows" / "deep_research.yaml"
-    register_steps()
+    with tempfile.TemporaryDirectory() as empty:
+        register_steps(Workspace.at(empty))
     _compile_cached.cache_clear()
     try:
         started = time.perf_counter()

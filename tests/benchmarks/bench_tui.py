@@ -1,4 +1,5 @@
-"""TUI benchmarks: event ingestion under load, DAG layout and render, start-up to first frame.
+"""TUI benchmarks: event ingestion under load, DAG layout and render, start-up to first frame,
+opening a stored run, and replay steps late in a long run.
 
 Figures are measured side by side in one run and printed; nothing is asserted about time.
 """
@@ -14,16 +15,25 @@ from pathlib import Path
 import networkx as nx
 from textual import events
 
-from engine.events import GraphEdge, GraphNode, Log, RunStarted, StepFinished, StepStarted
+from engine.events import (
+    GraphEdge,
+    GraphNode,
+    Log,
+    RunEvent,
+    RunStarted,
+    StepFinished,
+    StepStarted,
+)
 from engine.protocol import ExecutionResult, InterruptResponder
 from engine.states import RunStatus
-from engine.store import InMemoryRunStore
+from engine.store import InMemoryRunStore, RunStore
 from tui.app.app import WorkbenchApp
 from tui.app.run_driver import EventInbox
-from tui.app.run_state import RunView
+from tui.app.run_state import ReplayFold, RunView
+from tui.app.screens.run import RunScreen
 from tui.app.widgets.dag_layout import compute_layout
 from tui.app.widgets.dag_view import DagView
-from tui.dev.sample_run import research_graph
+from tui.dev.sample_run import definition_for, research_graph
 from tui.launch.workbench import Workbench
 
 RATE = 1000
@@ -44,8 +54,6 @@ def flood_job(rate: int, seconds: float) -> object:
         nodes, edges = research_graph()
         definition_nodes = [n.id for n in nodes]
         unsubscribe = store.subscribe(inbox.put)
-        from tui.dev.sample_run import definition_for
-
         run_id = store.create_run(definition_for(nodes, edges), {}, "kahn", "bench", run_id="bench")
         store.append(
             RunStarted(
@@ -62,22 +70,99 @@ def flood_job(rate: int, seconds: float) -> object:
         while time.perf_counter() - started < seconds:
             due = int((time.perf_counter() - started) * rate)
             while sent < due:
-                step_id = definition_nodes[sent % len(definition_nodes)]
-                kind = sent % 3
-                if kind == 0:
-                    store.append(StepStarted(run_id=run_id, step_id=step_id))
-                elif kind == 1:
-                    store.append(
-                        StepFinished(run_id=run_id, step_id=step_id, tokens=sent, duration_s=0.1)
-                    )
-                else:
-                    store.append(Log(run_id=run_id, message=f"event {sent}", step_id=step_id))
+                store.append(step_event(run_id, definition_nodes, sent))
                 sent += 1
             await asyncio.sleep(tick)
         unsubscribe()
         return ExecutionResult(run_id=run_id, status=RunStatus.COMPLETED)
 
     return job
+
+
+def step_event(run_id: str, step_ids: list[str], index: int) -> RunEvent:
+    """The ``index``-th event of a synthetic busy run: steps start, finish and log in turn."""
+    step_id = step_ids[index % len(step_ids)]
+    kind = index % 3
+    if kind == 0:
+        return StepStarted(run_id=run_id, step_id=step_id)
+    if kind == 1:
+        return StepFinished(run_id=run_id, step_id=step_id, tokens=index, duration_s=0.1)
+    return Log(run_id=run_id, message=f"event {index}", step_id=step_id)
+
+
+def store_run(workspace: Path, run_id: str, events: int) -> None:
+    """A stored run of ``events`` events (its run_started first) in the workspace's run store."""
+    nodes, edges = research_graph()
+    step_ids = [n.id for n in nodes]
+    with RunStore(workspace / "runs.sqlite") as store:
+        store.create_run(definition_for(nodes, edges), {}, "kahn", "bench", run_id=run_id)
+        with store.batch():
+            store.append(
+                RunStarted(
+                    run_id=run_id,
+                    workflow="bench",
+                    source="-",
+                    engine="kahn",
+                    engine_reason="bench",
+                    nodes=nodes,
+                    edges=edges,
+                )
+            )
+            for index in range(events - 1):
+                store.append(step_event(run_id, step_ids, index))
+
+
+STORED_EVENTS = 1000
+LONG_RUN_EVENTS = 20_000
+REPLAY_STEPS = 20
+
+
+async def bench_stored_runs() -> None:
+    """Opening a stored run, and stepping back through the end of a long one: the replay fold
+    from the nearest checkpoint against refolding from event 0 (what every step back did before
+    checkpoints), side by side on the same screen."""
+    with tempfile.TemporaryDirectory() as tmp:
+        workspace = Path(tmp)
+        store_run(workspace, "stored", STORED_EVENTS)
+        store_run(workspace, "long", LONG_RUN_EVENTS)
+        app = WorkbenchApp(Workbench(workspace=workspace, shipped_dir=workspace / "none"))
+        async with app.run_test(size=(160, 48)) as pilot:
+            await pilot.pause()
+            started = time.perf_counter()
+            screen = app.open_run("stored")
+            await pilot.pause()
+            open_s = time.perf_counter() - started
+            assert isinstance(screen, RunScreen) and screen.position == STORED_EVENTS
+            app.pop_screen()
+            await pilot.pause()
+            screen = app.open_run("long")
+            await pilot.pause()
+            assert isinstance(screen, RunScreen)
+            timings: dict[str, list[float]] = {}
+            for label, fold in (
+                ("from event 0", ReplayFold(screen.events, every=len(screen.events) + 1)),
+                ("checkpointed", ReplayFold(screen.events)),
+            ):
+                screen._replay = fold
+                screen.seek(len(screen.events))
+                await pilot.pause()
+                steps = timings.setdefault(label, [])
+                for _ in range(REPLAY_STEPS):
+                    started = time.perf_counter()
+                    await pilot.press("comma")
+                    steps.append(time.perf_counter() - started)
+    before, after = timings["from event 0"], timings["checkpointed"]
+    print(
+        f"opening a stored {STORED_EVENTS}-event run: {open_s * 1000:.0f} ms to the run screen's "
+        "first frame"
+    )
+    print(
+        f"replay, {REPLAY_STEPS} steps back from event {LONG_RUN_EVENTS} of a {LONG_RUN_EVENTS}-event "
+        f"run (key press to repaint): refold from event 0 p50 {statistics.median(before) * 1000:.0f} "
+        f"ms, max {max(before) * 1000:.0f} ms; from the nearest checkpoint p50 "
+        f"{statistics.median(after) * 1000:.1f} ms, max {max(after) * 1000:.1f} ms "
+        f"({statistics.median(before) / statistics.median(after):.0f}x faster)"
+    )
 
 
 async def key_to_repaint(app: WorkbenchApp, dag: DagView, key: str) -> float:
@@ -184,6 +269,7 @@ async def bench_startup_in_process() -> float:
 def main() -> None:
     asyncio.run(bench_ingestion())
     asyncio.run(bench_dag())
+    asyncio.run(bench_stored_runs())
     in_process = asyncio.run(bench_startup_in_process())
     print(
         f"start-up to first frame: {in_process * 1000:.0f} ms in process (headless, Home with "

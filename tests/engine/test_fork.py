@@ -4,8 +4,10 @@ of STEP, run STEP and everything downstream again."""
 from __future__ import annotations
 
 import asyncio
+import json
 from collections import Counter
 from pathlib import Path
+from typing import Any
 
 import pytest
 from click.testing import CliRunner
@@ -16,12 +18,15 @@ from engine.events import RunStarted, StepStarted
 from engine.graph import WorkflowGraph
 from engine.kahn import KahnEngine
 from engine.langgraph_engine import LangGraphEngine
-from engine.loader import load_workflow
+from engine.loader import load_workflow, load_workflow_text
 from engine.protocol import RunContext
+from engine.spec import WorkflowDefinition
 from engine.states import RunStatus
 from engine.store import InMemoryRunStore, RunStore
 from engine.time_travel import ForkEdits, ForkError, ForkPoint
+from tests.engine.kahn_helpers import TEST_REGISTRY
 from tests.engine.langgraph_cases import WORKFLOWS, canonical_of
+from tests.engine.reference.differential import fork_differences, respond
 
 ENGINES = {"kahn": KahnEngine, "langgraph": LangGraphEngine}
 CASES = [
@@ -172,3 +177,59 @@ def test_fork_refuses_a_pass_that_never_started_and_a_bad_edit() -> None:
         asyncio.run(KahnEngine().fork(parent.run_id, "publish", RunContext(store=store), bad))
     with pytest.raises(ForkError, match="not STEP or STEP@ITERATION"):
         ForkPoint.parse("critic@x")
+
+
+# -- a fork without edits ends as its parent: the shrunk counterexamples ------------------------
+
+
+def _probe_workflow(*steps: dict[str, Any], **fields: Any) -> WorkflowDefinition:
+    data = {"name": "fork_regression", "steps": [{"uses": "ref.probe", **s} for s in steps]}
+    return load_workflow_text(
+        json.dumps({**data, **fields}), source="fork_regression.yaml", registry=TEST_REGISTRY
+    )
+
+
+def _forks_of_runs_on_both_engines(wf: WorkflowDefinition, at: str) -> dict[str, Any]:
+    """Run ``wf`` on each engine, fork each run at ``at`` on each engine; what differed."""
+    store = InMemoryRunStore()
+
+    async def go() -> dict[str, Any]:
+        found = {}
+        for name, engine in ENGINES.items():
+            parent = await engine(registry=TEST_REGISTRY).execute(
+                wf, RunContext(store=store, responder=respond)
+            )
+            found[name] = await fork_differences(store, parent.run_id, at)
+        return found
+
+    return asyncio.run(go())
+
+
+NO_DIFFERENCES = {parent: {"kahn": [], "langgraph": []} for parent in ("kahn", "langgraph")}
+
+
+def test_a_fork_keeps_a_termination_by_a_step_it_does_not_run_again() -> None:
+    """s1 terminated the run after s2 began, so the fork at s2 keeps s1's result: the join
+    it cut off was run in the fork (the termination was lost) and the reason was empty."""
+    wf = _probe_workflow(
+        {"id": "s0"},
+        {"id": "s1", "depends_on": ["s0"], "config": {"terminate_at": 0}},
+        {"id": "s2"},
+        {"id": "join", "depends_on": ["s1", "s2"]},
+    )
+    assert _forks_of_runs_on_both_engines(wf, "s2") == NO_DIFFERENCES
+
+
+def test_a_fork_keeps_a_termination_that_held_a_limit_off() -> None:
+    """The fuzz's case: with the kept termination lost the fork ran on into
+    max_step_runs and ended PARTIAL where its parent was COMPLETED."""
+    wf = _probe_workflow(
+        {"id": "s0", "optional": True, "interrupt": {"before": True, "prompt": "approve?"}},
+        {"id": "s1", "interrupt": {"before": True, "prompt": "approve?"}},
+        {"id": "s2", "depends_on": ["s1"], "config": {"terminate_at": 0}},
+        {"id": "s3", "depends_on": ["s0", "s2"]},
+        {"id": "s4", "depends_on": ["s3"]},
+        {"id": "s5", "depends_on": ["s4"]},
+        limits={"max_step_runs": 4},
+    )
+    assert _forks_of_runs_on_both_engines(wf, "s0") == NO_DIFFERENCES

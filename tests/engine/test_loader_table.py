@@ -772,6 +772,22 @@ CASES = [
         "8:32: step 'b': 'c' is already the detour target of 'a'; a detour target serves one step — give this detour its own target",
     ),
     case(
+        "detour_never_starts",
+        """
+        name: w
+        steps:
+          - id: a
+            uses: demo.any
+            routing:
+              next: b
+              detour: {target: d}
+          - {id: b, uses: demo.any}
+          - {id: c, uses: demo.any, depends_on: [b]}
+          - {id: d, uses: demo.any, depends_on: [c]}
+    """,
+        "7:24: step 'a': detour target 'd' depends on 'c', which runs only after 'a', so the detour could never start — remove that dependency from 'd' or declare the detour on a step after it",
+    ),
+    case(
         "detour_when_syntax",
         """
         name: w

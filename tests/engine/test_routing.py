@@ -644,14 +644,25 @@ def test_a_person_is_told_the_suggestion_and_its_confidence(review):
     assert nan.interrupt_request().prompt == (
         "Where should 'critic' go next? The model suggests 'author' without a usable confidence."
     )
-    assert unsure.interrupt_request().payload == {
+    payload = unsure.interrupt_request().payload
+    assert {key: payload.pop(key) for key in list(payload) if key != "evaluated_conditions"} == {
         "valid_targets": ["publish", "author", "escalate"],
         "default_target": "publish",
         "suggestion": "author",
         "confidence": 0.4,
+        "confidence_threshold": 0.7,
         "reasoning": "",
         "hint": "",
+        "unsure_because": "its confidence 0.40 is below the threshold 0.70",
+        "outputs": {"score": 0.5, "status": "UNSURE"},
     }
+    assert payload["evaluated_conditions"] == [
+        condition.model_dump(mode="json") for condition in need_for(review).evaluated_conditions
+    ]
+    assert len(payload["evaluated_conditions"]) == 5
+    assert nan.interrupt_request().payload["unsure_because"] == (
+        "it gave no usable confidence (the threshold is 0.70)"
+    )
 
 
 def test_approving_takes_the_suggestion_whatever_value_comes_with_it(review):

@@ -14,6 +14,7 @@ from typing import Any
 import pytest
 
 from engine.context import InterruptAnswer, InterruptRequest
+from engine.errors import WorkflowLoadError
 from engine.events import InterruptRaised, StepRetrying, StepStarted
 from engine.kahn import KahnEngine
 from engine.langgraph_engine import LangGraphEngine
@@ -185,21 +186,35 @@ def test_a_detour_target_with_its_own_dependency_waits_for_it() -> None:
     assert found["kahn"].steps["context"][:3] == ("SUCCEEDED", 0, 1)
 
 
-def test_a_detour_whose_target_waits_on_the_declaring_step_is_rejected_not_left_pending() -> None:
-    """Kahn reported COMPLETED with steps never run; the detour is now rejected."""
-    wf = load(
-        [
-            probe(
-                "decide",
-                routing={
-                    "kind": "linear",
-                    "next": "middle",
-                    "detour": {"target": "context", "when": "true"},
-                },
-            ),
-            probe("middle"),
-            probe("context", depends_on=["middle"]),
-        ]
+def _detour_to_a_step_after_its_declarer() -> list[dict[str, Any]]:
+    return [
+        probe(
+            "decide",
+            routing={
+                "kind": "linear",
+                "next": "middle",
+                "detour": {"target": "context", "when": "true"},
+            },
+        ),
+        probe("middle"),
+        probe("context", depends_on=["middle"]),
+    ]
+
+
+def test_a_detour_whose_target_waits_on_the_declaring_step_is_refused_by_the_loader() -> None:
+    with pytest.raises(WorkflowLoadError) as refused:
+        load(_detour_to_a_step_after_its_declarer())
+    assert str(refused.value).startswith("regression.yaml:")
+    assert "detour target 'context' depends on 'middle', which runs only after 'decide'" in str(
+        refused.value
+    )
+
+
+def test_a_stored_detour_whose_target_waits_on_the_declaring_step_is_rejected_not_pending() -> None:
+    """Kahn reported COMPLETED with steps never run; a definition stored before the loader
+    refused this shape (runs keep their definition) has the detour rejected at run time."""
+    wf = WorkflowDefinition.model_validate(
+        {"name": "stored", "steps": _detour_to_a_step_after_its_declarer()}
     )
     found = agree(wf)
     assert found["kahn"].status == "COMPLETED"

@@ -245,3 +245,17 @@ def test_a_slow_subscriber_gets_coalesced_batches_and_never_blocks_the_writer(
     seqs = [event.seq for batch in batches for event in batch]
     assert seqs == list(range(1, 202))
     assert len(batches) < 20
+
+
+def test_a_step_iterations_journal_is_listed_in_call_order(store: BaseRunStore) -> None:
+    run_id = store.create_run(WF, {}, "kahn", "test")
+    for index in (2, 0, 1):
+        store.journal_put(run_id, "a", 0, index, JournalEntry(kind=f"k{index}", payload=[index]))
+    store.journal_put(run_id, "a", 1, 0, JournalEntry(kind="later", payload=None))
+    store.journal_put(run_id, "b", 0, 0, JournalEntry(kind="other", payload=None))
+    assert [(i, e.kind, e.payload) for i, e in store.journal_entries(run_id, "a", 0)] == [
+        (0, "k0", [0]),
+        (1, "k1", [1]),
+        (2, "k2", [2]),
+    ]
+    assert store.journal_entries(run_id, "c", 0) == []

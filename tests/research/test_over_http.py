@@ -14,7 +14,8 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
-from engine.events import ProviderState
+from engine.events import Domain, ProviderState
+from engine.model_answers import disclosure, tally
 from router.clock import ManualClock
 from router.config import RouterConfig
 from router.fault_server import FaultServer, RecordedRequest, demo_router_config
@@ -133,6 +134,23 @@ def test_a_research_run_over_http_degrades_exactly_where_faults_were_injected(
     assert run.domain("research.coalesced")[0]["selected_round"] == 1
     assert run.outputs("final_synthesis")["citations"]
 
+    # the report says how much of it the built-in fallback wrote, as the headless summary does
+    fallback_steps = [
+        e.step_id
+        for e in run.events
+        if isinstance(e, Domain)
+        and e.name == "research.stage"
+        and e.payload["stage"] == "budget_reconcile"
+        and e.payload["degraded"]
+    ]
+    synthesis = run.outputs("final_synthesis")
+    answers = synthesis["quality"]["model_answers"]
+    assert answers["builtin_fallback"] == len(degraded) and answers["total"] == len(calls)
+    assert answers["fallback_steps"] == list(dict.fromkeys(fallback_steps))
+    assert answers["note"] == disclosure(tally(run.events))
+    assert f"> **{answers['note']}: the offline extractive model's work" in synthesis["report"]
+    assert f"- Model answers: **{answers['note']}**" in synthesis["report"]
+
 
 INVALID_ANALYSIS = '{"lens": "ai", "claims": "not a list of claims"}'
 
@@ -177,6 +195,10 @@ def test_invalid_model_answers_are_replaced_by_the_built_in_answer_marked_degrad
     analyses = [p for p in calls if p["task"] == "research.analyze"]
     assert analyses and all(p["degraded"] and p["provider"] == "builtin" for p in analyses)
     assert all(not p["degraded"] for p in calls if p["task"] != "research.analyze")
+    # each replaced answer is the built-in model's work, and the report says so
+    answers = run.outputs("final_synthesis")["quality"]["model_answers"]
+    assert answers["builtin_fallback"] == len(analyses)
+    assert sorted(answers["fallback_steps"]) == ["analyst_ai_r1", "analyst_swe_r1"]
     citations = run.outputs("final_synthesis")["citations"]
     assert citations
     assert assert_citations_faithful(run, pep_corpus_path) == len(citations)

@@ -250,6 +250,7 @@ def test_a_second_malformed_answer_is_replaced_by_the_built_in_answer_marked_deg
     result = asyncio.run(ModelPipeline(ctx).run(_scope_stage()))
     built_in = scope({"query": "coroutines", "max_sub_questions": 2})
     assert result.answer == built_in and result.degraded and ctx.stats.llm_calls == 2
+    assert ctx.stats.fallback_calls == 1, "the built-in model's answer is disclosed as one"
     last = emitted[-1][1]
     assert last["stage"] == "validated_result" and last["degraded"] and last["status"] == "ok"
     assert "after one repair" in last["detail"] and "built-in model answered" in last["detail"]

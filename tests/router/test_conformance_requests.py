@@ -160,3 +160,25 @@ def test_the_fault_server_accepts_no_field_the_sdks_do_not_define() -> None:
     anthropic = keys_of(anthropic_params.MessageCreateParamsStreaming)
     assert KNOWN_FIELDS["openai"] <= openai, KNOWN_FIELDS["openai"] - openai
     assert KNOWN_FIELDS["anthropic"] <= anthropic, KNOWN_FIELDS["anthropic"] - anthropic
+
+
+@pytest.mark.parametrize(
+    ("base_url", "model", "field"),
+    [
+        (None, "gpt-4.1-mini", "max_completion_tokens"),  # OpenAI's own API
+        ("https://api.openai.com/v1", "gpt-4.1-mini", "max_completion_tokens"),
+        ("http://127.0.0.1:8080/v1", "smollm2", "max_tokens"),  # llama.cpp, vLLM, LM Studio
+        ("http://127.0.0.1:8080/v1", "o4-mini", "max_completion_tokens"),  # a reasoning model
+    ],
+)
+def test_the_output_limit_goes_in_the_field_the_server_reads(
+    base_url: str | None, model: str, field: str
+) -> None:
+    config = ProviderConfig.model_validate(
+        {"name": "p", "kind": "openai", "base_url": base_url, "model": model}
+    )
+    spec = specs(model)[1]  # schema mode, max_tokens 300
+    body = make_adapter("openai").chat_call(config, spec, "key").json
+
+    assert body is not None and body[field] == 300
+    assert ({"max_tokens", "max_completion_tokens"} - {field}).isdisjoint(body), "only one"

@@ -24,11 +24,6 @@ def snap(router: SmartModelRouter, name: str) -> ProviderSnapshot:
     return {s.name: s for s in router.snapshot()}[name]
 
 
-async def settle() -> None:
-    for _ in range(5):
-        await asyncio.sleep(0)
-
-
 def asking(n: int) -> ChatRequest:
     """A different request each ``n`` (what it asks differs), same task and schema."""
     return ChatRequest(
@@ -60,7 +55,6 @@ async def test_health_up_chat_failing_never_closes_and_cooldowns_grow(
     ceilings = [snap(router, "openai").cooldown_ceiling_s]
     for _ in range(8):
         clock.advance(snap(router, "openai").cooldown_remaining_s)
-        await settle()
         fault_server.clear_requests()
         response = await router.complete(request())
         assert [a.outcome for a in response.attempts][:2] == ["probe_ok", "failed"]
@@ -72,7 +66,6 @@ async def test_health_up_chat_failing_never_closes_and_cooldowns_grow(
 
     fault_server.set_script({"providers": {"openai": {"health": "ok"}}})  # chat works again
     clock.advance(snap(router, "openai").cooldown_remaining_s)
-    await settle()
     back = await router.complete(request())
     assert back.provider == "openai" and [a.outcome for a in back.attempts] == ["probe_ok", "ok"]
     assert snap(router, "openai").state is BreakerState.CLOSED
@@ -100,7 +93,6 @@ async def test_after_ten_seconds_of_every_provider_down_the_first_answer_comes_w
             break
         assert now < 30, "no real answer 20 s after recovery"
         clock.advance(0.1)
-        await settle()
     assert recovered_at is not None
     first_real = served[-1][0]
     assert first_real - recovered_at <= 2.0
@@ -130,7 +122,6 @@ async def test_a_provider_answering_400_to_everything_loses_the_models_traffic(
 
     fault_server.set_script({"providers": {}})  # fixed: the model's probe closes it
     clock.advance(snap(router, "azure").cooldown_remaining_s + 2.0)
-    await settle()
     assert (await router.complete(asking(100))).provider == "azure"
     assert snap(router, "azure").unhealthy_models == {}
 
@@ -174,7 +165,6 @@ async def test_cancelling_a_call_releases_reservation_ticket_slot_and_lease(
     )
     await trip(router, "openai")
     clock.advance(snap(router, "openai").cooldown_remaining_s)
-    await settle()
     assert snap(router, "openai").state is BreakerState.HALF_OPEN
     fault_server.set_script({"providers": {"openai": {"latency_s": 30}}})
     fault_server.clear_requests()
@@ -403,13 +393,11 @@ async def test_rate_limit_headers_of_a_429_reach_the_buckets(
     state = snap(router, "openai")
     assert (state.rpm_limit, state.rpm_remaining) == (100, 0)
     clock.advance(1.0)  # the break is over, but the bucket is empty until the reset
-    await settle()
     response = await router.complete(request())
     assert response.provider == "builtin"
     assert "rate-limit bucket has room in" in response.attempts[0].detail
     assert len(fault_server.requests_for("openai", "chat")) == 1
     clock.advance(19.0)
-    await settle()
     assert (await router.complete(request())).provider == "openai"
 
 
@@ -488,7 +476,6 @@ async def test_a_failed_health_check_reopens_with_what_it_answered(
     async def probe_with(health: dict) -> object:
         fault_server.set_script({"providers": {"p": {"health": health}}})
         clock.advance(router._by_name["p"].breaker.cooldown_remaining())
-        await settle()
         response = await router.complete(request())
         assert response.provider == "builtin"
         return response.attempts[0]

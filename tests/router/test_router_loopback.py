@@ -13,7 +13,7 @@ from router.errors import NoHandlerError
 from router.fault_server import FaultServer
 from router.models import BreakerState, ProviderSnapshot
 
-from .conftest import RouterFactory, Verdict, make_config, provider_entry, request
+from .conftest import RouterFactory, Verdict, make_config, provider_entry, request, until
 
 
 async def trip(router, name: str = "openai", limit: int = 100) -> None:
@@ -23,12 +23,6 @@ async def trip(router, name: str = "openai", limit: int = 100) -> None:
             return
         await router.complete(request())
     raise AssertionError(f"{name} never opened")
-
-
-async def settle() -> None:
-    """Let woken tasks (breaker wake-ups) run after the clock moved."""
-    for _ in range(5):
-        await asyncio.sleep(0)
 
 
 async def test_429_retry_after_is_honoured_not_a_flat_120s(
@@ -46,12 +40,10 @@ async def test_429_retry_after_is_honoured_not_a_flat_120s(
     assert snap.state is BreakerState.OPEN and snap.cooldown_remaining_s == pytest.approx(2.0)
 
     clock.advance(1.9)
-    await settle()
     assert (await router.complete(request())).provider == "builtin"
     assert len(fault_server.requests_for("openai", "chat")) == 1  # nothing sent while OPEN
 
     clock.advance(0.2)  # ~2 s of injected time, nowhere near 120 s
-    await settle()
     back = await router.complete(request())
     assert back.provider == "openai" and not back.degraded
     assert isinstance(back.parsed, Verdict) and back.parsed.verdict == "remote:verify"
@@ -83,7 +75,6 @@ async def test_5xx_burst_trips_and_traffic_moves_by_health(
     assert served["alpha"] == 0
 
     clock.advance(30)
-    await settle()
     assert {s.name: s for s in router.snapshot()}["alpha"].state is BreakerState.HALF_OPEN
     after = Counter()
     for _ in range(60):
@@ -214,7 +205,6 @@ async def test_no_request_is_ever_sent_to_an_open_provider(
     for _ in range(150):
         await asyncio.gather(*(router.complete(request()) for _ in range(3)))
         clock.advance(1.0)
-        await settle()
     assert spy.violations == []
     # the dead provider is only probed now and then: about a second after it tripped, then less
     # and less often (0.2 x the outage so far) — never once a second for the 150 s
@@ -238,7 +228,6 @@ async def test_100_concurrent_requests_against_half_open_send_exactly_one_probe(
     router = make_router(make_config([provider_entry(fault_server, "openai")]))
     await router.complete(request())
     clock.advance(5)
-    await settle()
     assert router.snapshot()[0].state is BreakerState.HALF_OPEN
     fault_server.clear_requests()
 
@@ -261,7 +250,6 @@ async def test_probe_by_real_request_when_there_is_no_health_probe(
     router = make_router(make_config([provider_entry(fault_server, "openai", probe="request")]))
     await trip(router)
     clock.advance(30)
-    await settle()
     response = await router.complete(request())
     assert response.provider == "openai"
     assert fault_server.requests_for("openai", "health") == []
@@ -276,7 +264,6 @@ async def test_failed_probe_reopens_with_grown_cooldown(
     await trip(router)
     assert router.snapshot()[0].cooldown_ceiling_s == pytest.approx(30)
     clock.advance(router.snapshot()[0].cooldown_remaining_s)
-    await settle()
     response = await router.complete(request())
     assert [a.outcome for a in response.attempts][:1] == ["probe_failed"]
     assert router.snapshot()[0].cooldown_ceiling_s == pytest.approx(45)
@@ -449,7 +436,10 @@ async def test_subscribe_sees_every_state_change(
     unsubscribe = router.subscribe(seen.append)
     await router.complete(request())
     clock.advance(4)
-    await settle()  # the wake-up emits HALF_OPEN with no request touching the provider
+    await until(  # the wake-up emits HALF_OPEN with no request touching the provider
+        lambda: any(s.name == "openai" and s.state is BreakerState.HALF_OPEN for s in seen),
+        "the wake-up task emits HALF_OPEN",
+    )
     states = [s.state for s in seen if s.name == "openai"]
     assert BreakerState.OPEN in states and states[-1] is BreakerState.HALF_OPEN
     await router.complete(request())

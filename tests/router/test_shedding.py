@@ -138,5 +138,7 @@ async def test_no_shedding_at_half_or_fewer_open(
         if router.snapshot()[0].state is BreakerState.OPEN:
             break
         await router.complete(request())
+    else:
+        raise AssertionError("a never opened")
     response = await router.complete(request(priority="low"))
     assert response.provider == "b"

@@ -10,6 +10,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+import httpx
 import pytest
 
 from router.fault_server import FaultServer
@@ -122,3 +123,95 @@ async def test_prose_around_the_json_is_tolerated_in_prompt_mode(
 
     assert response.provider == "local"
     assert response.parsed == Verdict(verdict="ok", score=1.0)
+
+
+LLAMA_CPP_PYTHON_ERROR = (
+    # as llama-cpp-python's server logged it for a json_schema request in a live run
+    "{'type': 'literal_error', 'loc': ('body', 'response_format', 'type'), "
+    "'msg': \"Input should be 'text' or 'json_object'\", 'input': 'json_schema', "
+    "'ctx': {'expected': \"'text' or 'json_object'\"}}"
+)
+
+
+def llama_cpp_python(**script: Any) -> dict[str, Any]:
+    return {"providers": {"local": {"emulate": "llama_cpp_python", **script}}}
+
+
+async def test_the_fault_server_refuses_json_schema_as_llama_cpp_python_does(
+    fault_server: FaultServer, keys: dict
+) -> None:
+    fault_server.set_script(llama_cpp_python())
+    body = {
+        "model": "m",
+        "messages": [{"role": "user", "content": "hi"}],
+        "max_tokens": 5,
+        "an_unknown_field": True,  # its pydantic request model ignores unknown fields
+        "response_format": {"type": "json_schema", "json_schema": {"name": "V", "schema": {}}},
+    }
+    async with httpx.AsyncClient() as client:
+        refused = await client.post(f"{fault_server.url('local')}/v1/chat/completions", json=body)
+        body["response_format"] = {"type": "json_object"}
+        accepted = await client.post(f"{fault_server.url('local')}/v1/chat/completions", json=body)
+
+    assert refused.status_code == 500
+    error = refused.json()["error"]
+    assert error["type"] == "internal_server_error"
+    assert error["param"] is None and error["code"] is None
+    assert error["message"].startswith(
+        f"1 validation error:\n  {LLAMA_CPP_PYTHON_ERROR}\n\n  File "
+    )
+    assert error["message"].endswith("in create_chat_completion\n    POST /v1/chat/completions")
+    assert accepted.status_code == 200
+
+
+async def test_llama_cpp_python_refusal_is_learnt_as_json_object(
+    fault_server: FaultServer, make_router: RouterFactory, keys: dict
+) -> None:
+    fault_server.set_script(llama_cpp_python())
+    router = make_router(make_config([provider_entry(fault_server, "local")]))
+
+    first = await router.complete(request())
+    second = await router.complete(request())
+
+    assert first.provider == second.provider == "local"
+    assert [b["response_format"]["type"] for b in chat_bodies(fault_server)] == [
+        "json_schema",
+        "json_object",
+        "json_object",
+    ]
+    snap = next(s for s in router.snapshot() if s.name == "local")
+    assert snap.structured_output == {"local-model": "json_object"}
+
+
+@pytest.mark.parametrize("failure", ["timeout", 503])
+async def test_a_lower_mode_that_fails_otherwise_is_still_learnt(
+    failure: str | int,
+    tmp_path: Path,
+    fault_server: FaultServer,
+    make_router: RouterFactory,
+    keys: dict,
+) -> None:
+    """The live run's failure: llama-cpp-python refused json_schema at once, then took the
+    json_object request and generated past the read timeout. That was not a refusal of
+    json_object, so json_object is learnt: later calls no longer start with a refused request."""
+    fault_server.set_script(llama_cpp_python(sequence=[failure]))
+    config = make_config([provider_entry(fault_server, "local", timeout_s=0.5)], max_attempts=1)
+    first = make_router(config, stats_path=tmp_path)
+
+    answer = await first.complete(request())
+
+    assert answer.provider == "builtin"
+    assert [b["response_format"]["type"] for b in chat_bodies(fault_server)] == [
+        "json_schema",
+        "json_object",
+    ]
+    snap = next(s for s in first.snapshot() if s.name == "local")
+    assert snap.structured_output == {"local-model": "json_object"}
+    await first.aclose()
+    fault_server.clear_requests()
+
+    second = make_router(config, stats_path=tmp_path)
+    answer = await second.complete(request())
+
+    assert answer.provider == "local"
+    assert [b["response_format"]["type"] for b in chat_bodies(fault_server)] == ["json_object"]

@@ -66,6 +66,12 @@ def wait_ready(base_url: str, server: subprocess.Popen[bytes]) -> None:
     raise SystemExit(f"the model server did not answer within {READY_TIMEOUT_S:.0f}s")
 
 
+CONTEXT_WINDOW = 16384
+"""The server's n_ctx, declared to the router as the model's context window. Research prompts
+reached 12,234 SmolLM2 tokens (the four-characters estimate said ~6,000), and 8192 cut them
+mid-stream before the router knew the window; now they are trimmed to fit it."""
+
+
 def write_config(path: Path, base_url: str) -> None:
     path.write_text(
         "router:\n"
@@ -75,6 +81,8 @@ def write_config(path: Path, base_url: str) -> None:
         f"      base_url: {base_url}\n"
         "      api_key_env: null\n"
         "      model: smollm2\n"
+        # what the server holds: research prompts are fitted to it instead of being cut
+        f"      context_windows: {{smollm2: {CONTEXT_WINDOW}}}\n"
         # llama.cpp's server decodes one request at a time: a second one in flight waits in
         # its queue and its first-byte timeout runs out there (seen on a loaded machine)
         "      bulkhead: 1\n"
@@ -132,7 +140,7 @@ def main(argv: list[str]) -> int:
             "--port",
             str(port),
             "--n_ctx",
-            "16384",  # research prompts reached 12,234 SmolLM2 tokens; 8192 cut them mid-stream
+            str(CONTEXT_WINDOW),
         ],
         stdout=server_log,
         stderr=subprocess.STDOUT,

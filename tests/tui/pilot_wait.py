@@ -21,10 +21,8 @@ async def until(
             return
         await pilot.pause(pause)
     app = pilot.app
-    runs = [
-        (driver.running, driver.error, driver.result) for driver in getattr(app, "run_drivers", [])
-    ]
-    raise AssertionError(f"condition never held; screens {app.screen_stack}, runs {runs}")
+    runs = [(worker.name, worker.state.name, worker.error) for worker in app.workers]
+    raise AssertionError(f"condition never held; screens {app.screen_stack}, workers {runs}")
 
 
 async def press(pilot: Any, key: str, effect: Callable[[], bool]) -> None:

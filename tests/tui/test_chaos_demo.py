@@ -8,19 +8,33 @@ then reads the stored events: breakers must have gone OPEN → HALF_OPEN → CLO
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 from pathlib import Path
 from typing import Any
 
 from engine.events import ProviderState, RunEvent
 from engine.states import RunStatus
 from engine.store import RunStore
+from router.clock import ManualClock
+from router.config import RouterConfig
+from router.errors import NoHandlerError
 from router.fault_script import DEFAULT_SCRIPT_PATH, load_fault_script
+from router.fault_server import FaultServer, demo_router_config
 from tests.tui.pilot_wait import prompt_ready, until
 from tui.app.app import WorkbenchApp
 from tui.app.screens.run import RunScreen
 from tui.app.widgets.prompts import ApprovalPrompt
 from tui.commands.app_cmds import chaos_command
-from tui.dev.chaos import BreakerWatch, chaos_job
+from tui.dev.chaos import (
+    PROBE_PROFILE,
+    BreakerStory,
+    BreakerWatch,
+    chaos_job,
+    close_every_breaker,
+    probe_request,
+)
+from tui.launch.wiring import build_workbench_router
 from tui.launch.workbench import Workbench
 
 SIZE = (150, 46)
@@ -125,3 +139,108 @@ def test_breaker_watch_reports_changes_and_counts_only_full_cycles() -> None:
         "the first completed 2.4s into the run"
     )
     assert BreakerWatch().summary() == "no breaker went OPEN -> HALF_OPEN -> CLOSED during this run"
+
+
+def test_the_breaker_story_says_why_each_transition_happened_and_sums_up() -> None:
+    story = BreakerStory()
+    tripped = {"open_reason": "rate_limit", "last_error": "rate_limit", "last_error_status": 429}
+    timeline = [
+        ("openai", {"state": "CLOSED"}, 0.1),
+        ("openai", {"state": "OPEN", **tripped, "last_error_retry_after_s": 1.25}, 0.5),
+        ("github", {"state": "OPEN", "open_reason": "5 consecutive failures"}, 0.7),
+        ("openai", {"state": "HALF_OPEN", "open_reason": "rate_limit"}, 1.75),
+        ("openai", {"state": "CLOSED"}, 1.9),
+        ("github", {"state": "HALF_OPEN"}, 2.0),
+        ("github", {"state": "OPEN", "last_error": "connection"}, 2.1),
+        ("github", {"state": "HALF_OPEN"}, 3.0),
+        ("github", {"state": "CLOSED"}, 3.2),
+    ]
+    lines = story.fold(_snap(p, snapshot, t) for p, snapshot, t in timeline)
+    assert lines == LINES
+    assert story.summary_lines() == SUMMARY
+    story.fold([_snap("azure", {"state": "OPEN", "open_reason": "timeout"}, 4.0)])
+    assert story.summary_lines()[0].endswith("not CLOSED at the end: azure")
+
+
+LINES = [
+    "   0.1s openai           new -> CLOSED",
+    "   0.5s openai        CLOSED -> OPEN      tripped by rate_limit, HTTP 429, Retry-After 1.2s",
+    "   0.7s github           new -> OPEN      tripped by 5 consecutive failures",
+    "   1.8s openai          OPEN -> HALF_OPEN cooldown over: one probe may go",
+    "   1.9s openai     HALF_OPEN -> CLOSED    the probe succeeded: serving again",
+    "   2.0s github          OPEN -> HALF_OPEN cooldown over: one probe may go",
+    "   2.1s github     HALF_OPEN -> OPEN      the probe failed (connection)",
+    "   3.0s github          OPEN -> HALF_OPEN cooldown over: one probe may go",
+    "   3.2s github     HALF_OPEN -> CLOSED    the probe succeeded: serving again",
+]
+SUMMARY = [
+    "2 providers, 2 breaker trips, 1 failed probes over 3.2s; every breaker CLOSED",
+    "github: tripped 1x (5 consecutive failures), 1 failed probes, shut 2.5s, now CLOSED",
+    "openai: tripped 1x (rate_limit, HTTP 429, Retry-After 1.2s), 0 failed probes, shut 1.4s, "
+    "now CLOSED",
+    "breaker cycles OPEN -> HALF_OPEN -> CLOSED: github 1, openai 1; "
+    "the first completed 1.9s into the run",
+]
+
+
+def _snap(provider: str, snapshot: dict[str, Any], mono: float) -> ProviderState:
+    return ProviderState(run_id="r", provider=provider, snapshot=snapshot, mono=mono)
+
+
+OUTAGE = {
+    "providers": {
+        "alpha": {"sequence": [{"status": 429, "retry_after_s": 30}], "then": "ok"},
+        "beta": {"sequence": [{"status": 429, "retry_after_s": 20}], "then": "ok"},
+    }
+}
+
+
+async def test_the_closing_phase_probes_every_breaker_closed_on_the_injected_clock() -> None:
+    """Both breakers trip on a Retry-After; once the outage is over, the closing phase waits
+    out the cooldowns on the router's clock (advanced here, never slept) and probes each
+    provider through its profile until every breaker is CLOSED."""
+    clock = ManualClock()
+    server = FaultServer(script=OUTAGE)
+    await server.start()
+    seen: list[ProviderState] = []
+    try:
+        names = sorted(OUTAGE["providers"])
+        section = demo_router_config(server.base_url, names)
+        section["profiles"] = {f"{PROBE_PROFILE}{n}": {"provider": n} for n in names}
+        router = build_workbench_router(
+            None, config=RouterConfig.model_validate(section), environ={}, clock=clock
+        )
+        router.subscribe(
+            lambda s: seen.append(
+                _snap(s.name, s.model_dump(mode="json"), clock.monotonic() - 1_000.0)
+            )
+        )
+        try:
+            for name in names:
+                with contextlib.suppress(NoHandlerError):  # every provider failed, as scripted
+                    await router.complete(probe_request(name))
+            states = {s.name: s.state.value for s in router.snapshot()}
+            assert [states[name] for name in names] == ["OPEN", "OPEN"], states
+            server.set_script({"providers": {name: {} for name in names}})
+            closing = asyncio.ensure_future(close_every_breaker(router))
+            while not closing.done():
+                await asyncio.sleep(0.01)  # lets the loopback HTTP calls and the router run
+                if clock.pending_sleepers:
+                    clock.advance(5.0)
+            assert closing.result() == []
+            assert all(s.state.value == "CLOSED" for s in router.snapshot())
+        finally:
+            await router.aclose(flush=False)
+    finally:
+        await server.stop()
+    story = BreakerStory()
+    lines = "\n".join(story.fold(seen))
+    assert lines.splitlines() == [
+        "   0.0s alpha            new -> OPEN      tripped by rate_limit, HTTP 429, Retry-After 30s",
+        "   0.0s beta             new -> OPEN      tripped by rate_limit, HTTP 429, Retry-After 20s",
+        "  20.0s beta            OPEN -> HALF_OPEN cooldown over: one probe may go",
+        "  30.0s alpha           OPEN -> HALF_OPEN cooldown over: one probe may go",
+        "  30.0s alpha      HALF_OPEN -> CLOSED    the probe succeeded: serving again",
+        "  30.0s beta       HALF_OPEN -> CLOSED    the probe succeeded: serving again",
+    ], "each breaker waited out exactly its Retry-After on the injected clock"
+    assert story.summary_lines()[0].endswith("every breaker CLOSED")

@@ -142,7 +142,8 @@ async def test_a_run_started_from_the_app_uses_the_loaded_config(
     server.clear_requests()
     bench = Workbench(workspace=workspace, config=load_config(config_file))
     inputs = resolve_inputs(
-        load_workflow_file(DEEP_RESEARCH), {"query": "How do zebra herds migrate?", "max_rounds": 1}
+        load_workflow_file(DEEP_RESEARCH, bench.files),
+        {"query": "How do zebra herds migrate?", "max_rounds": 1},
     )
     job = bench.new_run_job(DEEP_RESEARCH, inputs)
     try:
@@ -158,7 +159,7 @@ async def test_the_apps_runs_get_the_files_router(workspace: Path, config_file: 
     bench = Workbench(workspace=workspace, config=load_config(config_file))
     async with open_run(
         bench.files,
-        load_workflow_file(DEEP_RESEARCH),
+        load_workflow_file(DEEP_RESEARCH, bench.files),
         inputs={},
         responder=approve,
         settings=bench.config,

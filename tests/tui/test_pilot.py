@@ -169,6 +169,8 @@ async def test_edit_with_invalid_json_is_refused_with_one_line(workbench: Workbe
         await until(pilot, lambda: prompt_ready(app, ApprovalPrompt))
         prompt = app.screen
         assert isinstance(prompt, ApprovalPrompt)
+        views = prompt.query_one("#prompt-views")
+        await press(pilot, "ctrl+t", lambda: views.current == "prompt-editor")
         prompt.query_one("#prompt-editor").text = '{"domain": '
         await pilot.press("f4")
         await pilot.pause()

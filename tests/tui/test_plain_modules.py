@@ -8,7 +8,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from rich.console import Console
 
-from engine.event_lines import format_cooldown
+from engine.breaker_story import format_cooldown
 from engine.events import ProviderState
 from engine.run_inputs import InputError, resolve_inputs
 from engine.spec import InputSpec, StepSpec, WorkflowDefinition

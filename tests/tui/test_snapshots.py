@@ -6,9 +6,12 @@ widgets without a text cursor, so nothing blinks.
 
 from __future__ import annotations
 
+import pytest
 from textual.pilot import Pilot
 
+from tests.tui.pilot_wait import until
 from tui.app.app import WorkbenchApp
+from tui.app.screens.home import HomeScreen
 from tui.app.screens.run import RunScreen
 from tui.launch.workbench import Workbench
 
@@ -32,8 +35,16 @@ def opened(run_id: str, position: int | None = None, focus: str | None = None):
     return run_before
 
 
+async def home_loaded(pilot: Pilot) -> None:
+    """Home after its worker has loaded the workflows and the first one's form is shown."""
+    app = pilot.app
+
+    await until(pilot, lambda: isinstance(app.screen, HomeScreen) and app.screen.ready)
+    await pilot.pause()
+
+
 def test_home(snap_compare, workbench: Workbench) -> None:
-    assert snap_compare(WorkbenchApp(workbench), terminal_size=WIDE)
+    assert snap_compare(WorkbenchApp(workbench), terminal_size=WIDE, run_before=home_loaded)
 
 
 def test_run_mid_flight(snap_compare, workbench: Workbench) -> None:
@@ -82,3 +93,9 @@ def test_narrow_terminal(snap_compare, workbench: Workbench) -> None:
     assert snap_compare(
         WorkbenchApp(workbench), terminal_size=(72, 40), run_before=opened("run-mid")
     )
+
+
+@pytest.mark.parametrize("size", [(80, 24), (120, 40), (200, 60)], ids=lambda s: f"{s[0]}x{s[1]}")
+def test_run_screen_fits(snap_compare, workbench: Workbench, size: tuple[int, int]) -> None:
+    """The finished research run at a small, a middling and a large terminal."""
+    assert snap_compare(WorkbenchApp(workbench), terminal_size=size, run_before=opened("run-done"))

@@ -2,7 +2,8 @@
 
 The app holds no domain logic: it composes a :class:`~tui.launch.workbench.Workbench`
 (what the rest of the product offers) with screens that render run events.
-Runs execute on a :class:`~tui.app.run_driver.RunDriver` worker thread.
+Each live run's engine loop runs in a Textual thread worker of its run screen, bridged by a
+:class:`~tui.app.run_driver.RunDriver`; the app stops every driver when it closes.
 """
 
 from __future__ import annotations
@@ -10,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from functools import partial
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from textual import on
 from textual.app import App, SystemCommand
@@ -23,9 +24,11 @@ from tui.app.log_toasts import ToastHandler
 from tui.app.messages import OpenRun, ResumeRun, ShowHistory, StartRun
 from tui.app.run_driver import NewRunJob, PromptTicket, RunDriver, RunJob
 from tui.app.screens.home import HomeScreen
-from tui.app.screens.run import PromptArrived, RunScreen
 from tui.app.status_style import STATUS_CSS
 from tui.launch.workbench import Workbench
+
+if TYPE_CHECKING:  # the run screen (graph layout, the event fold) loads with the first run
+    from tui.app.screens.run import RunScreen
 
 STOP_TIMEOUT_S = 3.0
 
@@ -161,6 +164,8 @@ class WorkbenchApp(App[None]):
         return self.start_job(self.workbench.new_run_job(path, inputs))
 
     def _new_run_driver(self, job: RunJob, screen: RunScreen) -> RunDriver:
+        from tui.app.screens.run import PromptArrived
+
         def on_prompt(ticket: PromptTicket) -> None:
             screen.post_message(PromptArrived(ticket))
 
@@ -169,13 +174,16 @@ class WorkbenchApp(App[None]):
         return driver
 
     def start_job(self, job: RunJob) -> RunScreen:
+        from tui.app.screens.run import RunScreen
+
         screen = RunScreen(self.workbench, run_id=job.run_id if isinstance(job, NewRunJob) else "")
         screen.driver = self._new_run_driver(job, screen)
         self.push_screen(screen)
-        screen.driver.start()
         return screen
 
     def open_run(self, run_id: str, resume: bool = False) -> RunScreen | None:
+        from tui.app.screens.run import RunScreen
+
         store = self.workbench.store()
         try:
             record = store.get_run(run_id)
@@ -218,6 +226,8 @@ class WorkbenchApp(App[None]):
                     home.action_focus_form()
 
     def run_screen_action(self, action: str) -> None:
+        from tui.app.screens.run import RunScreen
+
         if isinstance(self.screen, RunScreen):
             self.call_later(self.run_action, action, self.screen)
         else:

@@ -1,7 +1,9 @@
 """Runs an engine job off the UI's event loop and bridges events and prompts back.
 
-The engine runs on a worker thread with its own asyncio loop, so a CPU-heavy
-step never delays a keypress (DESIGN §10). Events reach the UI through an
+The engine runs in a Textual thread worker (the run screen starts :meth:`RunDriver.run` with
+``run_worker(thread=True)``) on an asyncio loop of its own, so a CPU-heavy step never delays a
+keypress (DESIGN §10). A job that raises ends its worker in the ERROR state, which reaches the
+screen as ``Worker.StateChanged``. Events reach the UI through an
 :class:`EventInbox` that the run store's bus fills from its delivery thread;
 the UI drains it in batches on a ~20 Hz timer. An interrupt becomes a
 :class:`PromptTicket` holding a ``concurrent.futures.Future`` — the
@@ -80,7 +82,8 @@ class NewRunJob:
 
 
 class RunDriver:
-    """Owns one worker thread running one job; thread-safe towards the UI."""
+    """One run's bridge between its engine loop (in a thread worker) and the UI; thread-safe
+    towards the UI."""
 
     def __init__(self, job: RunJob, on_prompt: Callable[[PromptTicket], None]) -> None:
         self.inbox = EventInbox()
@@ -90,26 +93,27 @@ class RunDriver:
         self._tickets_lock = threading.Lock()
         self._loop: asyncio.AbstractEventLoop | None = None
         self._task: asyncio.Task[ExecutionResult] | None = None
-        self._thread = threading.Thread(target=self._run, name="workbench-run", daemon=True)
         self._closing = False
-        self.result: ExecutionResult | None = None
-        self.error: BaseException | None = None
+        self.started = threading.Event()
         self.finished = threading.Event()
 
-    def start(self) -> None:
-        self._thread.start()
+    def run(self) -> ExecutionResult:
+        """The worker's body: the job on a new event loop in the calling thread.
 
-    def _run(self) -> None:
+        A failure propagates, so the hosting worker ends in the ERROR state. The loop is closed
+        without waiting for its default executor, as a thread left running by a cancelled step
+        must not hold up leaving the app.
+        """
         loop = asyncio.new_event_loop()
         self._loop = loop
         try:
             self._task = loop.create_task(self._job(self._respond, self.inbox))
-            self.result = loop.run_until_complete(self._task)
-        except BaseException as exc:  # noqa: BLE001 - reported to the UI, never lost
-            self.error = exc
+            self.started.set()
+            return loop.run_until_complete(self._task)
         finally:
             loop.run_until_complete(loop.shutdown_asyncgens())
             loop.close()
+            self.started.set()
             self.finished.set()
 
     async def _respond(
@@ -136,23 +140,18 @@ class RunDriver:
         ticket.resolve(answer)
         return True
 
-    @property
-    def running(self) -> bool:
-        return self._thread.is_alive()
-
     def stop(self, timeout: float = 10.0) -> None:
         """Leave: open prompts are answered "nobody is there" (the run is stored WAITING).
 
-        A run still busy after ``timeout`` is cancelled; what it stored stays stored.
+        A run still busy after ``timeout`` is cancelled; what it stored stays stored. A driver
+        whose worker never started has nothing to stop.
         """
         with self._tickets_lock:
             self._closing = True
             tickets = list(self._tickets.values())
         for ticket in tickets:
             ticket.resolve(None)
-        if not self._thread.is_alive():
-            return
-        if self.finished.wait(timeout):
+        if not self.started.is_set() or self.finished.wait(timeout):
             return
         loop, task = self._loop, self._task
         if loop is not None and task is not None and not loop.is_closed():

@@ -8,7 +8,8 @@ is what makes a replay at event N look exactly like the live screen did.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+import bisect
+from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
 from engine.event_lines import EventLine
@@ -29,6 +30,7 @@ from engine.events import (
     StepSkipped,
     StepStarted,
 )
+from engine.model_answers import disclosure, tally
 from engine.states import RoutingSignal, StepStatus
 from research.events import (
     CoalescedPayload,
@@ -113,13 +115,20 @@ class RunView:
     changed_steps: set[str] = field(default_factory=set)
     """Steps whose drawing changed since the screen last took them (see take_changed_steps)."""
     advisory: AdvisoryGraph = field(default_factory=AdvisoryGraph)
+    finished: dict[tuple[str, int], StepFinished] = field(default_factory=dict)
+    """Each step iteration's latest ``step_finished``: who answered its model calls."""
 
     # -- folding -------------------------------------------------------------
     def apply(self, event: RunEvent) -> set[Part]:
         self.last_seq = max(self.last_seq, event.seq)
         self.last_ts = max(self.last_ts, event.ts)
         parts: set[Part] = {"log"}
-        line = event_line(event)
+        previous = (
+            self.providers.get(event.provider, {}).get("state")
+            if isinstance(event, ProviderState)
+            else None
+        )
+        line = event_line(event, previous)
         self.log.append(
             LogLine(
                 event.seq,
@@ -140,6 +149,29 @@ class RunView:
         for event in events:
             parts |= self.apply(event)
         return parts
+
+    def copy(self) -> RunView:
+        """An independent copy to fold on from (a replay checkpoint).
+
+        Shallow where the fold only ever replaces a value (events, dicts of outputs, round
+        views, log lines are never changed in place); the containers the fold grows or
+        mutates are copied, so folding the copy never changes the original.
+        """
+        steps = {key: replace(step, trail=list(step.trail)) for key, step in self.steps.items()}
+        return replace(
+            self,
+            order=list(self.order),
+            edges=list(self.edges),
+            steps=steps,
+            providers=dict(self.providers),
+            provider_seen_at=dict(self.provider_seen_at),
+            rounds=dict(self.rounds),
+            log=list(self.log),
+            pending=dict(self.pending),
+            chosen_edges=set(self.chosen_edges),
+            changed_steps=set(self.changed_steps),
+            advisory=AdvisoryGraph(dict(self.advisory.last), dict(self.advisory.current)),
+        )
 
     def take_changed_steps(self) -> set[str]:
         changed, self.changed_steps = self.changed_steps, set()
@@ -184,7 +216,8 @@ class RunView:
         )
         view.duration_s, view.tokens, view.llm_calls = e.duration_s, e.tokens, e.llm_calls
         view.providers = list(e.providers)
-        return {"steps"}
+        self.finished[(e.step_id, e.iteration)] = e
+        return {"steps", "status"} if e.fallback_calls else {"steps"}
 
     def _on_step_skipped(self, e: StepSkipped) -> set[Part]:
         view = self._step(e.step_id)
@@ -270,6 +303,11 @@ class RunView:
 
     # -- queries -------------------------------------------------------------
     @property
+    def fallback_note(self) -> str | None:
+        """How many model answers the built-in fallback gave and in which steps (None: none)."""
+        return disclosure(tally(self.finished.values()))
+
+    @property
     def selected_round(self) -> int | None:
         return self.coalesced.selected_round if self.coalesced else None
 
@@ -277,11 +315,57 @@ class RunView:
         return sorted(self.pending.values(), key=lambda e: e.seq)
 
 
-def event_line(event: RunEvent) -> EventLine:
-    """The engine's line for ``event``, research's own events worded by research."""
-    return describe_event(event, describe_research_event)
+CHECKPOINT_EVERY = 250
+"""Events between two replay checkpoints: stepping anywhere folds at most this many events."""
 
 
-def describe(event: RunEvent) -> str:
+class ReplayFold:
+    """A stored run's view after any number of its events, without refolding from event 0.
+
+    Folding forward keeps a copy of the view every ``every`` events; a step
+    back starts from the nearest checkpoint at or before the wanted position, so a replay
+    step late in a long run costs at most that many events plus one copy.
+    """
+
+    def __init__(
+        self, events: list[RunEvent], run_id: str = "", *, every: int = CHECKPOINT_EVERY
+    ) -> None:
+        self.events = events
+        self.every = every
+        self._positions: list[int] = [0]
+        self._views: list[RunView] = [RunView(run_id=run_id)]
+
+    def view_at(self, position: int) -> RunView:
+        """A fresh view of the run after ``position`` events (the caller may fold on from it)."""
+        position = max(0, min(position, len(self.events)))
+        index = bisect.bisect_right(self._positions, position) - 1
+        at, view = self._positions[index], self._views[index].copy()
+        while at < position:
+            step_end = min(position, (at // self.every + 1) * self.every)
+            view.apply_all(self.events[at:step_end])
+            at = step_end
+            if at % self.every == 0 and at > self._positions[-1]:
+                self._positions.append(at)
+                self._views.append(view.copy())
+        return view
+
+
+def spend_text(budget: Budget) -> str:
+    """The run's spend and what ``limits.max_cost_usd`` leaves of it, e.g. "$0.0123 of $1.00
+    spent, $0.9877 left"; empty for a run with no cost limit that has spent nothing."""
+    spent = budget.cost_usd
+    if budget.max_cost_usd is None:
+        return f"${spent:.4f} spent" if spent > 0 else ""
+    left = max(0.0, budget.max_cost_usd - spent)
+    return f"${spent:.4f} of ${budget.max_cost_usd:.2f} spent, ${left:.4f} left"
+
+
+def event_line(event: RunEvent, previous_state: str | None = None) -> EventLine:
+    """The engine's line for ``event``, research's own events worded by research
+    (``previous_state``: a provider's breaker state before this ``provider_state`` event)."""
+    return describe_event(event, describe_research_event, previous_state)
+
+
+def describe(event: RunEvent, previous_state: str | None = None) -> str:
     """One line of the event log for ``event``."""
-    return event_line(event).text
+    return event_line(event, previous_state).text

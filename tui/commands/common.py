@@ -21,13 +21,15 @@ from rich.markup import escape
 from engine.context import InterruptAnswer, InterruptRequest
 from engine.errors import WorkflowLoadError
 from engine.event_lines import summarize
-from engine.events import InterruptRaised
-from engine.headless import HeadlessPrinter, fallback_disclosure, step_table, styled
+from engine.events import InterruptRaised, RunEvent
+from engine.headless import HeadlessPrinter, step_table, styled
+from engine.model_answers import disclosure, tally
 from engine.protocol import ExecutionResult, InterruptResponder
 from engine.spec import WorkflowDefinition
 from engine.states import RunStatus
 from engine.store import RunOwned, RunStore
 from research.events import describe_research_event
+from tui.commands.progress import ProgressBoard, RunProgress
 from tui.commands.root_options import BAD_INPUT, WORKSPACE_KEY
 from tui.launch.steps import load_workflow_file
 from tui.launch.workspace import Workspace
@@ -55,27 +57,41 @@ class BadInput(click.ClickException):
         click.echo(f"error: {self.message}", err=True)
 
 
+WORKSPACE_META = "tui.workspace"
+"""Where a command's :class:`Workspace` is kept in click's shared ``Context.meta``."""
+
+
+def named_workspace(ctx: click.Context) -> Workspace:
+    """The ``--workspace`` given to the root command, else the user data dir — one object per
+    command, so what it reads (the agent registry) is read once; the folder is not created."""
+    workspace = ctx.meta.get(WORKSPACE_META)
+    if not isinstance(workspace, Workspace):
+        workspace = ctx.meta[WORKSPACE_META] = Workspace.named((ctx.obj or {}).get(WORKSPACE_KEY))
+    return workspace
+
+
 def workspace_of(ctx: click.Context) -> Workspace:
-    """The ``--workspace`` given to the root command, else the user data dir; created if missing."""
-    return Workspace.at((ctx.obj or {}).get(WORKSPACE_KEY))
+    """The command's workspace (:func:`named_workspace`), its folder created if missing."""
+    workspace = named_workspace(ctx)
+    workspace.root.mkdir(parents=True, exist_ok=True)
+    return workspace
 
 
 def open_store(ctx: click.Context) -> RunStore:
     return RunStore(workspace_of(ctx).runs_db)
 
 
-def load_or_exit(path: str, exit_code: int) -> WorkflowDefinition:
+def load_or_exit(ctx: click.Context, path: str, exit_code: int) -> WorkflowDefinition:
     """The loaded workflow; otherwise every problem as file:line:col: message, then exit."""
     if not Path(path).is_file():
         raise BadInput(f"{path}: no such workflow file")
+    workspace = named_workspace(ctx)
     try:
-        return load_workflow_file(path)
+        return load_workflow_file(path, workspace)
     except WorkflowLoadError as error:
         for problem in error.problems:
             click.echo(str(problem), err=True)
-        from tui.launch import agents_wiring
-
-        registry = agents_wiring.register_agent_steps()
+        registry = workspace.agent_registry
         if registry.problems and any("agent." in p.message for p in error.problems):
             click.echo(
                 f"note: the agent registry has {len(registry.problems)} problem(s) and leaves"
@@ -165,12 +181,21 @@ def drive(
     run: Callable[[Surface], Coroutine[Any, Any, ExecutionResult]],
     console: Console,
 ) -> int:
-    """Run ``run`` with the headless printer as its surface; print the final table; the exit code.
+    """Run ``run`` with the headless printer and the progress bars as its surface; print the final
+    table; the exit code.
 
     ``run`` opens the run (:func:`tui.launch.run.open_run`) with the surface it is given.
     """
+    printer = HeadlessPrinter(console, domain=describe_research_event)
     try:
-        result = asyncio.run(run(HeadlessPrinter(console, domain=describe_research_event)))
+        with ProgressBoard(console) as board:
+            progress = RunProgress(board)
+
+            def surface(events: list[RunEvent]) -> None:
+                printer(events)
+                progress(events)
+
+            result = asyncio.run(run(surface))
     except RunOwned as error:
         raise BadInput(str(error)) from None
     except KeyboardInterrupt:
@@ -186,9 +211,9 @@ def drive(
         + (f" — {escape(result.reason)}" if result.reason else ""),
         highlight=False,
     )
-    disclosure = fallback_disclosure(store.events(result.run_id))
-    if disclosure:
-        console.print(f"[bold yellow]{escape(disclosure)}[/]", highlight=False)
+    fallback = disclosure(tally(store.events(result.run_id)))
+    if fallback:
+        console.print(f"[bold yellow]{escape(fallback)}[/]", highlight=False)
     if result.outputs:
         console.print(f"outputs: {escape(summarize(result.outputs, 300))}", highlight=False)
     if result.status == RunStatus.WAITING:

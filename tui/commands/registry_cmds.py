@@ -23,7 +23,7 @@ INVALID = 1
 
 
 def _load(ctx: click.Context) -> RegistryLoad:
-    return agents_wiring.load_agent_registry(workspace_of(ctx).root)
+    return workspace_of(ctx).agent_registry
 
 
 def _summary(registry: Registry, kind: str, name: str) -> str:

@@ -33,6 +33,7 @@ from tui.commands.common import (
     responder_for,
     workspace_of,
 )
+from tui.commands.progress import counting
 from tui.commands.root_options import WORKSPACE_KEY
 from tui.launch.run import Surface, open_run
 from tui.launch.wiring import open_corpus
@@ -146,10 +147,12 @@ def research_group(
         raise BadInput('the question is empty; ask something, e.g. workbench research "asyncio"')
     workspace = workspace_of(ctx)
     collections: list[str] = []
+    console = Console()
     with Corpus(workspace.corpus_db) as corpus:
         for folder in corpus_dirs:
             try:
-                report = corpus.add_folder(folder)
+                with counting(console, folder, label=f"indexing {folder}") as progress:
+                    report = corpus.add_folder(folder, on_progress=progress)
             except FileNotFoundError as error:
                 raise BadInput(f"--corpus {error}") from None
             click.echo(report.summary())
@@ -177,7 +180,7 @@ def research_group(
 def _run_headless(
     ctx: click.Context, workspace: Workspace, inputs: dict[str, Any], on_interrupt: str | None
 ) -> int:
-    wf = load_or_exit(str(WORKFLOW), 2)
+    wf = load_or_exit(ctx, str(WORKFLOW), 2)
     try:
         resolved = resolve_inputs(wf, inputs)
     except InputError as error:
@@ -287,7 +290,8 @@ def corpus_add(ctx: click.Context, folder: str, name: str | None) -> None:
     """Index (or re-index incrementally) a folder of md/rst/txt/html/pdf files."""
     with Corpus(workspace_of(ctx).corpus_db) as corpus:
         try:
-            report = corpus.add_folder(folder, name)
+            with counting(Console(), folder, label=f"indexing {folder}") as progress:
+                report = corpus.add_folder(folder, name, on_progress=progress)
         except FileNotFoundError as error:
             raise BadInput(str(error)) from None
     click.echo(report.summary())

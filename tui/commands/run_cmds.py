@@ -81,7 +81,7 @@ def run_command(
     on_interrupt: str | None,
 ) -> None:
     """Run a workflow file and show its progress live."""
-    wf = load_or_exit(workflow_file, BAD_INPUT)
+    wf = load_or_exit(ctx, workflow_file, BAD_INPUT)
     try:
         inputs = resolve_inputs(wf, parse_assignments(list(input_pairs)))
     except InputError as error:
@@ -158,9 +158,10 @@ def _shadow_run(
 
 @click.command("validate")
 @click.argument("workflow_file", type=click.Path(dir_okay=False))
-def validate_command(workflow_file: str) -> None:
+@click.pass_context
+def validate_command(ctx: click.Context, workflow_file: str) -> None:
     """Check a workflow file: every problem as file:line:col: message, or ok with a summary."""
-    wf = load_or_exit(workflow_file, 1)
+    wf = load_or_exit(ctx, workflow_file, 1)
     graph = WorkflowGraph(wf)
     nodes, edges = graph.nodes_and_edges()
     selection = select_engine(wf)
@@ -187,7 +188,7 @@ def resume_command(
     """Continue a run that was killed or is WAITING, without re-running finished steps."""
     from engine.lifecycle import resume_refusal
 
-    register_steps()
+    register_steps(workspace_of(ctx))
     with open_store(ctx) as store:
         try:
             record = store.get_run(run_id)

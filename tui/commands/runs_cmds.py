@@ -21,6 +21,7 @@ from engine.protocol import ExecutionResult
 from engine.selector import ENGINES, engine_available
 from engine.steps import REGISTRY
 from engine.store import RunStore, UnknownRun, new_run_id
+from engine.store.records import InterruptRecord, RunRecord, StepResult
 from engine.time_travel import ForkEdits, ForkError, ForkPoint, fork_state
 from tui.commands.common import (
     ON_INTERRUPT,
@@ -82,15 +83,36 @@ def _get_run(store: RunStore, run_id: str) -> Any:
         raise BadInput(f"{error.args[0]}; see workbench runs list") from None
 
 
+def run_document(
+    record: RunRecord, results: dict[str, StepResult], pending: list[InterruptRecord]
+) -> dict[str, Any]:
+    """`runs show --json`: the run record's fields (without its definition and engine-private
+    state), ``stopped``, ``steps`` in the workflow's order, then any steps the definition does
+    not name (grown agent nodes), and the ``pending`` prompts."""
+    document = record.model_dump(mode="json", exclude={"definition", "engine_state"})
+    document["stopped"] = record.stopped
+    order = [s for s in record.definition.step_ids if s in results]
+    order += [s for s in results if s not in order]
+    document["steps"] = [results[step].model_dump(mode="json") for step in order]
+    document["pending"] = [interrupt.model_dump(mode="json") for interrupt in pending]
+    return document
+
+
 @runs_group.command("show")
 @click.argument("run_id")
+@click.option(
+    "--json", "as_json", is_flag=True, help="Print the run as one JSON object (for scripts)."
+)
 @click.pass_context
-def runs_show(ctx: click.Context, run_id: str) -> None:
+def runs_show(ctx: click.Context, run_id: str, as_json: bool) -> None:
     """One run: status, engine and why, inputs, outputs, every step, pending prompts."""
     with open_store(ctx) as store:
         record = _get_run(store, run_id)
         results = store.step_results(run_id)
         pending = store.pending_interrupts(run_id)
+    if as_json:
+        click.echo(json.dumps(run_document(record, results, pending), indent=2))
+        return
     console = Console()
     console.print(
         f"[bold]run {record.run_id}[/]: {escape(record.workflow)} {styled(record.status.value)}"
@@ -227,7 +249,7 @@ def runs_fork(
     on_interrupt: str | None,
 ) -> None:
     """Time travel: a new run from RUN_ID as it was just before STEP's pass began."""
-    register_steps()
+    register_steps(workspace_of(ctx))
     with open_store(ctx) as store:
         record = _get_run(store, run_id)
         try:

@@ -28,6 +28,7 @@ from engine.events import (
     StepSkipped,
     StepStarted,
 )
+from engine.routing import TieBreakPayload
 from engine.spec import StepSpec, WorkflowDefinition
 from engine.states import EvaluatedCondition, RoutingSignal, RunStatus
 from engine.store import BaseRunStore, InterruptRecord
@@ -67,7 +68,18 @@ def research_graph(rounds: int = 4) -> tuple[list[GraphNode], list[GraphEdge]]:
             GraphEdge(source=ids["analyst_swe"], target=ids["cove_verify"]),
             GraphEdge(source=ids["cove_verify"], target=ids["coverage_confidence_audit"]),
             GraphEdge(source=ids["coverage_confidence_audit"], target=ids["supervisor"]),
+            GraphEdge(source=ids["retrieval_react"], target=ids["cove_verify"]),
         ]
+        if n > 1:
+            # as in workflows/deep_research.yaml: a later round's steps also wait for the previous
+            # supervisor, and the audit reads the retrieval directly (long edges across layers)
+            edges += [
+                GraphEdge(source=previous, target=ids[name])
+                for name in ("retrieval_react", "cove_verify", "coverage_confidence_audit")
+            ]
+            edges.append(
+                GraphEdge(source=ids["retrieval_react"], target=ids["coverage_confidence_audit"])
+            )
         previous = ids["supervisor"]
     nodes += [
         GraphNode(id="final_synthesis", uses="research.final_synthesis"),
@@ -163,6 +175,79 @@ def _step(
     ]
 
 
+ROUND_SOURCES = {
+    1: {
+        "pep-3156": "PEP 3156 – Asynchronous IO Support Rebooted",
+        "pep-3148": "PEP 3148 – futures",
+    },
+    2: {"pep-492": "PEP 492 – Coroutines with async and await syntax"},
+    3: {"pep-525": "PEP 525 – Asynchronous Generators"},
+}
+ROUND_CLAIMS = {
+    1: {
+        "c1": "A task wraps a coroutine and schedules its steps on the event loop.",
+        "c2": "The loop runs callbacks in the order they were scheduled.",
+    },
+    2: {"c3": "await on a pending future suspends the task until the future is done."},
+    3: {"c4": "call_soon appends a callback to the loop's ready queue."},
+}
+DROPPED_CLAIMS = {3: {"c2"}}
+"""Claims a later round's audit pruned (its passages no longer supported it)."""
+
+
+def round_state(number: int) -> dict[str, Any]:
+    """The research state a sample round ends with (the fields the round diff reads)."""
+    sources: dict[str, Any] = {}
+    claims: dict[str, str] = {}
+    for n in range(1, number + 1):
+        for source_id, title in ROUND_SOURCES[n].items():
+            sources[source_id] = {"id": source_id, "title": title, "round": n}
+        claims.update(ROUND_CLAIMS[n])
+        for dropped in DROPPED_CLAIMS.get(n, set()):
+            claims.pop(dropped, None)
+    return {
+        "revision": number * 10 + 9,
+        "round": number,
+        "evidence": {
+            "sources": sources,
+            "passages": {f"{source_id}#1": {"source_id": source_id} for source_id in sources},
+            "claims": [{"id": claim_id, "text": text} for claim_id, text in claims.items()],
+        },
+    }
+
+
+PLAN_OUTPUTS: dict[str, Any] = {
+    "query": "How do CPython's asyncio tasks get scheduled?",
+    "kind": "how_to",
+    "subject": "asyncio task scheduling",
+    "subject_terms": ["asyncio", "task", "event loop"],
+    "sub_questions": [
+        {"id": "q1", "text": "What is a task?", "facet": "definition", "key_terms": ["task"]},
+        {
+            "id": "q2",
+            "text": "How does the loop pick the next one?",
+            "facet": "mechanism",
+            "key_terms": ["ready queue", "call_soon"],
+        },
+        {
+            "id": "q3",
+            "text": "What suspends a running task?",
+            "facet": "mechanism",
+            "key_terms": ["await", "future"],
+        },
+    ],
+    "domain": "software",
+    "as_of": "2024-05-01",
+    "max_rounds": 4,
+    "min_recent_sources": 10,
+    "patience": 1,
+    "tiebreaker_weights": "proposed",
+    "collections": [],
+    "refusal": "",
+}
+"""A research plan as research.intake_scope proposes it (IntakeOutput's fields)."""
+
+
 def research_events(
     run_id: str, *, upto_round: int = 3, approval_pending: bool = False, finished: bool = True
 ) -> list[RunEvent]:
@@ -192,12 +277,7 @@ def research_events(
         step_id="intake_scope",
         interrupt_kind="approval",
         prompt="Approve the research plan?",
-        payload={
-            "outputs": {
-                "sub_questions": ["What is a task?", "How does the loop pick one?"],
-                "domain": "software",
-            }
-        },
+        payload={"outputs": PLAN_OUTPUTS, "when": "after"},
         options=["approve", "reject"],
     )
     out.append(raised)
@@ -221,13 +301,15 @@ def research_events(
         1: ("Medium", "High", "Low", "Medium", "High"),
         2: ("High", "Elite", "Medium", "High", "Low"),
         3: ("Elite", "High", "High", "Elite", "High"),
+        4: ("Elite", "Elite", "High", "Elite", "Medium"),
     }
     for n in range(1, upto_round + 1):
         for name in ROUND_STEPS:
             provider = "openai" if n % 2 else "anthropic"
-            out += _step(
-                run_id, f"{name}_r{n}", {"round": n}, tokens=900 + 10 * n, providers=[provider]
+            outputs = (
+                {"round": n, "state": round_state(n)} if name == "supervisor" else {"round": n}
             )
+            out += _step(run_id, f"{name}_r{n}", outputs, tokens=900 + 10 * n, providers=[provider])
         if n == 2:
             out += [
                 ProviderState(
@@ -237,9 +319,16 @@ def research_events(
                         "openai",
                         "OPEN",
                         cooldown_remaining_s=28.0,
+                        cooldown_ceiling_s=30.0,
+                        consecutive_trips=2,
                         success_rate=0.41,
-                        last_error="429 rate limited",
+                        last_error="rate_limit",
                         last_error_status=429,
+                        models={1: "gpt-4o-mini", 2: "gpt-4o"},
+                        cost_usd_total=0.0123,
+                        requests_total=17,
+                        successes_total=7,
+                        failures_total=10,
                     ),
                 ),
                 ProviderState(
@@ -261,7 +350,7 @@ def research_events(
                     message="openai tripped OPEN after a 429 (Retry-After 28 s)",
                 ),
             ]
-        decision = "stop" if n == upto_round == 3 else "continue"
+        decision = "stop" if n == upto_round >= 3 else "continue"
         out.append(
             Domain(
                 run_id=run_id,
@@ -372,13 +461,23 @@ def tie_break_events(run_id: str) -> list[RunEvent]:
             step_id="review",
             interrupt_kind="tie_breaker",
             prompt="The reviewer is unsure: where next?",
-            payload={
-                "valid_targets": ["publish", "revise"],
-                "suggestion": "revise",
-                "confidence": 0.55,
-                "reasoning": "Two claims lack a second source; one more pass may fix them.",
-                "default_target": "publish",
-            },
+            payload=TieBreakPayload(
+                valid_targets=["publish", "revise"],
+                default_target="publish",
+                suggestion="revise",
+                confidence=0.55,
+                confidence_threshold=0.7,
+                reasoning="Two claims lack a second source; one more pass may fix them.",
+                hint="",
+                unsure_because="its confidence 0.55 is below the threshold 0.70",
+                outputs={"score": 0.62, "verdict": "UNSURE", "unsupported_claims": 2},
+                evaluated_conditions=[
+                    EvaluatedCondition(
+                        expr="outputs.verdict == 'PASS'", target="publish", matched=False
+                    ),
+                    EvaluatedCondition(expr="outputs.score < 0.3", target="revise", matched=False),
+                ],
+            ).model_dump(mode="json"),
             options=["publish", "revise"],
         ),
     ]

@@ -16,6 +16,7 @@ from pathlib import Path
 from engine.states import RunStatus
 from engine.store import RunStore
 from tui.app.app import WorkbenchApp
+from tui.app.screens.home import HomeScreen
 from tui.app.screens.run import RunScreen
 from tui.dev.sample_run import research_events, store_events, tie_break_events
 from tui.launch.workbench import Workbench
@@ -74,8 +75,17 @@ def open_run(run_id: str, then: str = "") -> Scene:
     return scene
 
 
+HOME_WAITS = 600
+"""Checks (every 50 ms) for Home's workflow list before giving up."""
+
+
 async def home(app: WorkbenchApp) -> None:
-    await asyncio.sleep(0.1)
+    """Home once its worker has listed the workflows and the first one's form is built."""
+    for _ in range(HOME_WAITS):
+        if isinstance(app.screen, HomeScreen) and app.screen.ready:
+            return
+        await asyncio.sleep(0.05)
+    raise RuntimeError("Home never listed the workflows")
 
 
 SCENES: dict[str, tuple[Scene, tuple[int, int]]] = {
@@ -85,6 +95,7 @@ SCENES: dict[str, tuple[Scene, tuple[int, int]]] = {
     "approval": (open_run("20240501-110000-0a1b2c"), SIZE),
     "tie_breaker": (open_run("20240501-113000-3d4e5f"), SIZE),
     "report": (open_run("20240501-093000-a1b2c3", "report"), SIZE),
+    "round_diff": (open_run("20240501-093000-a1b2c3", "round_diff"), SIZE),
     "outline": (open_run("20240501-101500-d4e5f6"), (72, 40)),
 }
 

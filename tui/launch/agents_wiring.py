@@ -12,8 +12,6 @@ built-in model), so nothing it is given can leave the machine.
 
 from __future__ import annotations
 
-import os
-import threading
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -28,57 +26,44 @@ from engine.agents.registry import BUILTIN_PROVIDER, ModelProfile, Registry
 from engine.agents.registry_loader import RegistryLoad, load_registry
 from engine.agents.tools import TOOL_IMPLEMENTATIONS
 from engine.context import StepInfo
+from engine.live import ModelOutputSink
 from router.config import ProfileConfig, RouterConfig
 from router.local import TaskHandlerRegistry
 from router.models import ChatMessage, ChatRequest, ChatResponse
+from router.wire import wire_messages
+from tui.app.model_calls import SENT_KEY
 from workflows import WORKFLOWS_DIR
 
 if TYPE_CHECKING:  # the router (and httpx) load only when a run builds one
     from router.router import SmartModelRouter
+    from tui.launch.workspace import Workspace
 
 SHIPPED_ROOT = WORKFLOWS_DIR
 LOOPBACK_HOSTS = {"127.0.0.1", "localhost", "::1", "[::1]"}
 
-_lock = threading.Lock()
-_workspace: Path | None = None
-_loaded: RegistryLoad | None = None
 
-
-def use_workspace(workspace: str | Path | None) -> None:
-    """The workspace whose registry folders count (the CLI's ``--workspace``)."""
-    global _workspace, _loaded
-    with _lock:
-        _workspace = Path(workspace).expanduser() if workspace else None
-        _loaded = None
-
-
-def registry_roots(workspace: Path | None = None) -> list[tuple[Path, str]]:
+def registry_roots(workspace: Workspace) -> list[tuple[Path, str]]:
+    """The folders whose registry files count: shipped, the workspace's, the config file's."""
     from tui.config import standard_config_path
-    from tui.launch.workspace import default_root
 
-    home = workspace or _workspace
-    if home is None:
-        env = os.environ.get("WORKBENCH_HOME")
-        home = Path(env).expanduser() if env else default_root()
-    roots = [(SHIPPED_ROOT, "shipped"), (home, "workspace")]
+    roots = [(SHIPPED_ROOT, "shipped"), (workspace.root, "workspace")]
     config_dir = standard_config_path().parent
-    if config_dir.resolve() != home.resolve():
+    if config_dir.resolve() != workspace.root.resolve():
         roots.append((config_dir, "config"))
     return roots
 
 
-def load_agent_registry(workspace: Path | None = None) -> RegistryLoad:
+def load_agent_registry(workspace: Workspace) -> RegistryLoad:
+    """Read the registry files ``workspace`` sees (uncached: :meth:`Workspace.agent_registry`
+    keeps one per workspace)."""
     return load_registry(registry_roots(workspace), TOOL_IMPLEMENTATIONS.names())
 
 
-def register_agent_steps() -> RegistryLoad:
-    """Load the registry once per process (per workspace) and register its agents as steps."""
-    global _loaded
-    with _lock:
-        if _loaded is None:
-            _loaded = load_agent_registry()
-            register_agents(_loaded.registry)
-        return _loaded
+def register_agent_steps(workspace: Workspace) -> RegistryLoad:
+    """Register the agents of ``workspace``'s registry (read once per workspace) as steps."""
+    loaded = workspace.agent_registry
+    register_agents(loaded.registry)
+    return loaded
 
 
 def register_agent_handlers(handlers: TaskHandlerRegistry) -> TaskHandlerRegistry:
@@ -172,7 +157,11 @@ class RouterAgentPort:
 class AgentAwareModelCaller:
     """The run's ModelCaller: router calls as before; a :class:`LocalOnlyRequest` goes to a
     router built (once, on first use) from the loopback providers only — or from none, the
-    built-in model alone."""
+    built-in model alone.
+
+    Each journaled answer also keeps the messages that were sent for it (``SENT_KEY``), so a
+    step's detail can show the prompt beside the answer; ``decode`` drops them again.
+    """
 
     def __init__(
         self, base: Any, router: SmartModelRouter, build: Callable[[RouterConfig], Any]
@@ -181,6 +170,8 @@ class AgentAwareModelCaller:
         self.router = router
         self._build = build
         self._local: dict[bool, SmartModelRouter] = {}
+        self._sent: dict[int, list[dict[str, str]]] = {}
+        """id(response) → the messages sent for it, until ``encode`` journals them."""
 
     async def complete(self, request: Any, step: StepInfo) -> ChatResponse:
         if isinstance(request, LocalOnlyRequest):
@@ -190,18 +181,34 @@ class AgentAwareModelCaller:
                 if request.builtin_only:
                     config = config.model_copy(update={"providers": [], "profiles": {}})
                 local = self._local[request.builtin_only] = self._build(config)
-            return await local.complete(request.request)
+            return self._remember(request.request, await local.complete(request.request))
         response: ChatResponse = await self.base.complete(request, step)
+        return self._remember(request, response)
+
+    async def stream(self, request: Any, step: StepInfo, sink: ModelOutputSink) -> ChatResponse:
+        """Router calls stream their text to ``sink``; a loopback-only one answers whole."""
+        if isinstance(request, LocalOnlyRequest):
+            return await self.complete(request, step)
+        response: ChatResponse = await self.base.stream(request, step, sink)
+        return self._remember(request, response)
+
+    def _remember(self, request: Any, response: ChatResponse) -> ChatResponse:
+        if isinstance(request, ChatRequest):
+            self._sent[id(response)] = [m.model_dump() for m in wire_messages(request)]
         return response
 
     def encode(self, response: Any) -> dict[str, Any]:
         encoded: dict[str, Any] = self.base.encode(response)
+        sent = self._sent.pop(id(response), None)
+        if sent is not None:
+            encoded[SENT_KEY] = sent
         return encoded
 
     def decode(self, request: Any, data: dict[str, Any]) -> ChatResponse:
         if isinstance(request, LocalOnlyRequest):
             request = request.request
-        decoded: ChatResponse = self.base.decode(request, data)
+        answer = {key: value for key, value in data.items() if key != SENT_KEY}
+        decoded: ChatResponse = self.base.decode(request, answer)
         return decoded
 
     def usage(self, response: Any) -> Any:

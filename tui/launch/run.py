@@ -15,14 +15,20 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from engine.events import RunEvent
-from engine.protocol import ExecutionResult, InterruptResponder, RunContext, TieBreaker
-from engine.selector import create_engine, select_engine
+from engine.live import LiveChannel
+from engine.protocol import (
+    ExecutionEngine,
+    ExecutionResult,
+    InterruptResponder,
+    RunContext,
+    TieBreaker,
+)
 from engine.spec import WorkflowDefinition
 from engine.store import RunStore, new_run_id
-from engine.time_travel import ForkEdits
 from tui.launch.workspace import Workspace
 
 if TYPE_CHECKING:
+    from engine.time_travel import ForkEdits
     from tui.config import WorkbenchConfig
 
 Surface = Callable[[list[RunEvent]], None]
@@ -47,6 +53,12 @@ class RunParts:
     """Where provider keys are read (None: the process environment)."""
 
 
+def _engine(name: str) -> ExecutionEngine:
+    from engine.selector import create_engine
+
+    return create_engine(name)
+
+
 @dataclass
 class OpenRun:
     """A run ready to go: its context, its workflow and the engine chosen for it."""
@@ -64,18 +76,18 @@ class OpenRun:
 
     async def start(self) -> ExecutionResult:
         """Run the workflow from its first step."""
-        return await create_engine(self.engine).execute(self.definition, self.context)
+        return await _engine(self.engine).execute(self.definition, self.context)
 
     async def resume(self) -> ExecutionResult:
         """Continue the stored run ``run_id`` without re-running its finished steps."""
-        return await create_engine(self.engine).resume(self.run_id, self.context)
+        return await _engine(self.engine).resume(self.run_id, self.context)
 
     async def fork(
         self, source_run_id: str, at_step: str, edits: ForkEdits | None = None
     ) -> ExecutionResult:
         """A new run from ``source_run_id`` as it was just before ``at_step`` (``STEP[@ITERATION]``),
         with ``edits`` to restored outputs or inputs, re-running the step and what follows it."""
-        return await create_engine(self.engine).fork(source_run_id, at_step, self.context, edits)
+        return await _engine(self.engine).fork(source_run_id, at_step, self.context, edits)
 
 
 def needs_application(definition: WorkflowDefinition) -> bool:
@@ -107,6 +119,7 @@ async def open_run(
     store: RunStore | None = None,
     settings: WorkbenchConfig | None = None,
     parts: RunParts = RunParts(),
+    live: LiveChannel | None = None,
 ) -> AsyncIterator[OpenRun]:
     """Everything one run needs, open while the block runs, closed after it.
 
@@ -114,8 +127,10 @@ async def open_run(
     ``engine_reason`` overrides the selector's reason (a resume keeps the stored one). ``store``
     is the caller's open run store (None: the workspace's, opened here). ``settings`` is the
     workbench config (None: the active config file, read only when the run needs the router or
-    the corpus).
+    the corpus). ``live`` is where streamed model output goes (None: a channel of the run's own).
     """
+    from engine.selector import select_engine  # graph analysis (networkx): only when a run opens
+
     selection = select_engine(definition, engine)
     async with AsyncExitStack() as stack:
         if store is None:
@@ -127,6 +142,7 @@ async def open_run(
             responder=responder,
             tie_breaker=parts.tie_breaker,
             engine_reason=selection.reason if engine_reason is None else engine_reason,
+            live=live,
         )
         opened = OpenRun(context, definition, selection.name)
         if needs_application(definition):

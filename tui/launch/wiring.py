@@ -38,7 +38,7 @@ from research.steps.delivery import RUNS_DIR_EXTRA
 from router.clock import Clock
 from router.config import RouterConfig, effective_router_config
 from router.local import TaskHandlerRegistry
-from router.models import ChatRequest, ChatResponse, ProviderSnapshot
+from router.models import ChatRequest, ChatResponse, ContextLimit, ProviderSnapshot
 from router.router import SmartModelRouter, build_router
 from router.streaming import StreamEvent
 from router.tiebreak import choose_target
@@ -108,6 +108,10 @@ class RouterModelCaller:
         if step.profile and not checked.profile:
             checked = checked.model_copy(update={"profile": step.profile})
         return checked
+
+    def context_limit(self, tier: int, profile: str | None) -> ContextLimit | None:
+        """The tightest context window the router knows for a call of ``tier``/``profile``."""
+        return self.router.context_limit(tier, profile)
 
     async def stream(self, request: Any, step: StepInfo, sink: ModelOutputSink) -> ChatResponse:
         """``complete``, streamed: the router's partial text goes to the engine's live sink."""
@@ -280,7 +284,7 @@ async def wire_application(
     router = parts.router
     if router is None:
         config = agents_wiring.with_agent_profiles(
-            settings.effective_router(env), agents_wiring.register_agent_steps().registry
+            settings.effective_router(env), workspace.agent_registry.registry
         )
         router = build_workbench_router(workspace.root, config=config, environ=env)
         stack.push_async_callback(router.aclose)

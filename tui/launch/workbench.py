@@ -13,9 +13,11 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from functools import cached_property
 from pathlib import Path
 from typing import Any
 
+from engine.live import LiveChannel
 from engine.protocol import ExecutionResult, InterruptResponder
 from engine.spec import WorkflowDefinition
 from engine.store import RunStore, new_run_id
@@ -50,10 +52,13 @@ class Workbench:
     shipped_dir: Path = SHIPPED_WORKFLOWS
     parts: RunParts = field(default_factory=RunParts)
     """Parts the app's runs are given instead of the workspace's own (tests)."""
+    live: LiveChannel = field(default_factory=LiveChannel)
+    """Live model output of every run started here (step detail shows the running step's)."""
     _store: RunStore | None = None
 
-    @property
+    @cached_property
     def files(self) -> Workspace:
+        """The workspace's files, and what is read from it once (its agent registry)."""
         return Workspace(self.workspace)
 
     @property
@@ -92,7 +97,7 @@ class Workbench:
                     continue
                 seen.add(path.resolve())
                 try:
-                    definition = load_workflow_file(path)
+                    definition = load_workflow_file(path, self.files)
                 except Exception as exc:  # noqa: BLE001 - a bad file is listed with its one-line error
                     message = str(exc).splitlines()[0].replace(str(path), path.name)
                     entries.append(WorkflowEntry(path.stem, path, origin, None, message))
@@ -114,7 +119,7 @@ class Workbench:
         async def job(responder: InterruptResponder, inbox: EventInbox) -> ExecutionResult:
             async with open_run(
                 self.files,
-                load_workflow_file(path),
+                load_workflow_file(path, self.files),
                 inputs=inputs,
                 run_id=run_id,
                 engine=engine,
@@ -122,6 +127,7 @@ class Workbench:
                 surfaces=[inbox.put],
                 settings=self.config,
                 parts=self.parts,
+                live=self.live,
             ) as run:
                 return await run.start()
 
@@ -131,7 +137,7 @@ class Workbench:
         """Resume a stored run; answers recorded in the store are consumed by the engine."""
 
         async def job(responder: InterruptResponder, inbox: EventInbox) -> ExecutionResult:
-            register_steps()
+            register_steps(self.files)
             with RunStore(self.runs_db) as store:
                 record = store.get_run(run_id)
                 async with open_run(
@@ -146,6 +152,7 @@ class Workbench:
                     store=store,
                     settings=self.config,
                     parts=self.parts,
+                    live=self.live,
                 ) as run:
                     return await run.resume()
 

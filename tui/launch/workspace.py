@@ -2,15 +2,22 @@
 that names each file in it.
 
 ``--workspace`` (or ``$WORKBENCH_HOME``) chooses the folder; without it, the platform's user
-data dir. Everything that opens a workspace file asks a :class:`Workspace` for its path.
+data dir. Everything that opens a workspace file asks a :class:`Workspace` for its path, and what
+is read from the folder once per process (the agent registry) travels inside the object — there
+is no module-level "current workspace".
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cached_property
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from platformdirs import user_data_dir
+
+if TYPE_CHECKING:
+    from engine.agents.registry_loader import RegistryLoad
 
 APP_NAME = "research-workbench"
 """The name of the workbench's folders in the platform's user data and config dirs."""
@@ -32,11 +39,16 @@ class Workspace:
     root: Path
 
     @classmethod
+    def named(cls, folder: str | Path | None) -> Workspace:
+        """The workspace in ``folder`` (None: the user data dir), not created."""
+        return cls(default_root() if folder is None else Path(folder).expanduser())
+
+    @classmethod
     def at(cls, folder: str | Path | None) -> Workspace:
         """The workspace in ``folder`` (None: the user data dir), created if missing."""
-        root = default_root() if folder is None else Path(folder).expanduser()
-        root.mkdir(parents=True, exist_ok=True)
-        return cls(root)
+        workspace = cls.named(folder)
+        workspace.root.mkdir(parents=True, exist_ok=True)
+        return workspace
 
     @property
     def runs_db(self) -> Path:
@@ -60,3 +72,11 @@ class Workspace:
     def workflows(self) -> Path:
         """The person's own workflow files, listed beside the shipped ones."""
         return self.root / USER_WORKFLOWS
+
+    @cached_property
+    def agent_registry(self) -> RegistryLoad:
+        """The agents, tools, model profiles and policies this workspace sees (the shipped
+        ones, its own folder's, the config folder's), read on first use and kept."""
+        from tui.launch.agents_wiring import load_agent_registry
+
+        return load_agent_registry(self)

@@ -81,3 +81,34 @@ def run_all(wf: WorkflowDefinition, inputs: dict[str, Any]) -> dict[str, Any]:
         "canonical": compare(kahn_canonical, graph_canonical),
         "order_violations": kahn_canonical.order_violations + graph_canonical.order_violations,
     }
+
+
+def final_steps(store: InMemoryRunStore, run_id: str) -> dict[str, StepState]:
+    return {
+        step_id: (r.status.value, r.iteration, r.runs, dict(r.outputs))
+        for step_id, r in store.step_results(run_id).items()
+    }
+
+
+async def fork_differences(
+    store: InMemoryRunStore, parent_id: str, at: str
+) -> dict[str, list[tuple[str, Any, Any]]]:
+    """Fork ``parent_id`` at ``at`` without edits on each engine: per engine, what differs
+    from the parent — ("status" | "reason" | step id, parent's, fork's)."""
+    parent = store.get_run(parent_id)
+    expected = final_steps(store, parent_id)
+    found: dict[str, list[tuple[str, Any, Any]]] = {}
+    for engine in (KahnEngine(registry=TEST_REGISTRY), LangGraphEngine(registry=TEST_REGISTRY)):
+        fork = await engine.fork(parent_id, at, RunContext(store=store, responder=respond))
+        got = final_steps(store, fork.run_id)
+        differences = [
+            (step_id, expected[step_id], got[step_id])
+            for step_id in expected
+            if got[step_id] != expected[step_id]
+        ]
+        if fork.status != parent.status:
+            differences.append(("status", parent.status.value, fork.status.value))
+        if fork.reason != parent.reason:
+            differences.append(("reason", parent.reason, fork.reason))
+        found[engine.name] = differences
+    return found

@@ -1,17 +1,26 @@
-"""Run history: every stored run; Enter opens it for replay (and resume, when paused)."""
+"""Run history: every stored run, searched and filtered; Enter opens one for replay (and resume).
+
+The search box takes the event log's query style: ``workflow:NAME`` and
+``status:NAME`` keep the runs whose workflow or status starts with NAME, and
+every other word must appear in the run's question, run id or reason. All
+terms must match; case does not matter.
+"""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from functools import partial
 from typing import TYPE_CHECKING
 
+from textual import on
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.screen import Screen
-from textual.widgets import DataTable, Footer, Static
+from textual.widgets import DataTable, Footer, Input, Static
 
+from engine.store import RunSummary, UnknownRun
 from tui.app.messages import OpenRun
-from tui.app.screens.home import age, status_text
+from tui.app.screens.home import QUESTION_WIDTH, age, full_question, status_text
 from tui.app.status_style import STATUS_CLASSES, on_theme_change, status_style
 
 if TYPE_CHECKING:
@@ -20,50 +29,131 @@ if TYPE_CHECKING:
 HISTORY_LIMIT = 500
 
 
+@dataclass(frozen=True)
+class HistoryRow:
+    """One stored run as the history searches it."""
+
+    summary: RunSummary
+    question: str
+
+    @property
+    def haystack(self) -> str:
+        run = self.summary
+        return f"{self.question} {run.run_id} {run.reason}".lower()
+
+
+def row_matches(row: HistoryRow, query: str) -> bool:
+    """Every whitespace-separated term matches: ``workflow:x``, ``status:x`` or a word of the text."""
+    run = row.summary
+    for term in query.lower().split():
+        key, sep, value = term.partition(":")
+        if sep and key == "workflow":
+            ok = run.workflow.lower().startswith(value)
+        elif sep and key == "status":
+            ok = run.status.value.lower().startswith(value)
+        else:
+            ok = term in row.haystack
+        if not ok:
+            return False
+    return True
+
+
 class HistoryScreen(Screen[None]):
     CSS_PATH = "history.tcss"
     HELP = """
 ## Run history
 
-Every run in the workspace, newest first. **Enter** opens one: its timeline
-replays it event by event, and a paused run can be resumed there.
+Every run in the workspace, newest first. **/** jumps to the search box:
+`workflow:deep` and `status:failed` keep the runs whose workflow or status
+starts with that; other words must appear in the question, run id or reason.
+**Enter** in the box (or **Down**) goes back to the table; **Enter** there
+opens the run: its timeline replays it event by event, and a paused run can
+be resumed there.
 """
-    BINDINGS = [Binding("escape", "app.pop_screen", "Back", id="history.back")]
+    BINDINGS = [
+        Binding("escape", "app.pop_screen", "Back", id="history.back"),
+        Binding("slash", "search", "Search", id="history.search"),
+        Binding("down", "to_table", show=False, id="history.to_table"),
+    ]
     COMPONENT_CLASSES = set(STATUS_CLASSES)
 
     def __init__(self, workbench: Workbench) -> None:
         super().__init__()
         self.workbench = workbench
+        self.rows: list[HistoryRow] = []
 
     def compose(self) -> ComposeResult:
         yield Static(" run history", id="history-title")
+        yield Input(
+            placeholder="search: words of the question, workflow:NAME, status:NAME",
+            id="history-search",
+        )
         yield DataTable(id="history", cursor_type="row", zebra_stripes=True)
         yield Footer()
 
     def on_mount(self) -> None:
+        self.rows = self._load()
         table = self.query_one(DataTable)
-        table.add_columns("run", "workflow", "status", "engine", "reason", "when")
-        self.fill()
+        table.add_columns("run", "workflow", "question", "status", "engine", "when")
+        self._fill("")
         table.focus()
-        on_theme_change(self, self.fill)
+        on_theme_change(self, self.refill)
 
-    def fill(self) -> None:
-        """Every stored run, newest first (the cursor stays where it was)."""
+    def _load(self) -> list[HistoryRow]:
+        store = self.workbench.store()
+        rows = []
+        for run in store.list_runs(HISTORY_LIMIT):
+            try:
+                question = full_question(store.get_run(run.run_id))
+            except UnknownRun:
+                question = ""
+            rows.append(HistoryRow(run, question))
+        return rows
+
+    def refill(self) -> None:
+        """Redraw the rows the search shows (after a theme switch), the cursor where it was."""
         table = self.query_one(DataTable)
         cursor = table.cursor_coordinate
+        self._fill(self.query_one("#history-search", Input).value)
+        table.cursor_coordinate = cursor
+
+    def _fill(self, query: str) -> None:
+        table = self.query_one(DataTable)
         table.clear()
         now = self.workbench.clock()
-        for run in self.workbench.store().list_runs(HISTORY_LIMIT):
+        shown = [row for row in self.rows if row_matches(row, query)]
+        for row in shown:
+            run = row.summary
+            question = row.question
+            if len(question) > QUESTION_WIDTH:
+                question = question[: QUESTION_WIDTH - 1] + "…"
             table.add_row(
                 run.run_id,
                 run.workflow,
+                question,
                 status_text(run, partial(status_style, self)),
                 run.engine,
-                run.reason[:40],
                 age(now - run.created_ts),
                 key=run.run_id,
             )
-        table.cursor_coordinate = cursor
+        title = f" run history · {len(shown)} of {len(self.rows)} runs"
+        if query.strip():
+            title += f" matching {query.strip()!r}"
+        self.query_one("#history-title", Static).update(title)
+
+    def action_search(self) -> None:
+        self.query_one("#history-search", Input).focus()
+
+    @on(Input.Changed, "#history-search")
+    def _search_changed(self, event: Input.Changed) -> None:
+        self._fill(event.value)
+
+    @on(Input.Submitted, "#history-search")
+    def _search_done(self) -> None:
+        self.action_to_table()
+
+    def action_to_table(self) -> None:
+        self.query_one(DataTable).focus()
 
     def on_data_table_row_selected(self, event: DataTable.RowSelected) -> None:
         if event.row_key.value:

@@ -1,5 +1,9 @@
 """Home: the workflows (shipped and the user's), recent runs, and a new-run form.
 
+The workflows are loaded by a thread worker after the first frame (loading one means
+importing the steps it may use and compiling its conditions), with a loading line shown
+meanwhile; the list fills in when the worker succeeds (``Worker.StateChanged``).
+
 The form is built from the chosen workflow's declared inputs; values are
 converted by the engine's rule for run inputs (as ``--input`` values are) and a
 bad one is named on one line.
@@ -13,12 +17,14 @@ from functools import partial
 from typing import TYPE_CHECKING, Any
 
 from rich.text import Text
+from textual import on, work
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.screen import Screen
 from textual.widgets import Button, DataTable, Footer, Input, Label, OptionList, Static
 from textual.widgets.option_list import Option
+from textual.worker import Worker, WorkerState
 
 from engine.run_inputs import InputError, resolve_inputs
 from engine.spec import WorkflowDefinition
@@ -30,6 +36,9 @@ if TYPE_CHECKING:
     from tui.launch.workbench import Workbench, WorkflowEntry
 
 RECENT_RUNS = 15
+LOADING = "loading workflows…"
+LOADERS = "workflows"
+"""The worker group loading Home's workflow list."""
 QUESTION_WIDTH = 60
 """Characters of a run's question shown in the recent-runs table; the rest is elided."""
 
@@ -56,14 +65,19 @@ def age(seconds: float) -> str:
     return "just now"
 
 
-def run_question(record: RunRecord) -> str:
+def full_question(record: RunRecord) -> str:
     """What a run was asked: its first text input, declared ones first ('' when it took none)."""
     for name in [*record.definition.inputs, *record.inputs]:
         value = record.inputs.get(name)
         if isinstance(value, str) and value.strip():
-            text = " ".join(value.split())
-            return text if len(text) <= QUESTION_WIDTH else text[: QUESTION_WIDTH - 1] + "…"
+            return " ".join(value.split())
     return ""
+
+
+def run_question(record: RunRecord) -> str:
+    """The run's question cut to the recent-runs column."""
+    text = full_question(record)
+    return text if len(text) <= QUESTION_WIDTH else text[: QUESTION_WIDTH - 1] + "…"
 
 
 def status_text(run: RunSummary, style: StatusStyler) -> Text:
@@ -126,11 +140,40 @@ Recent runs are below: **Enter** opens one (replay, report, answer its prompts).
         self.query_one("#workflows", OptionList).focus()
         on_theme_change(self, self.refresh_runs)
 
+    @property
+    def ready(self) -> bool:
+        """The workflows are listed and the first usable one's form is on screen."""
+        return self.chosen is not None and all(f.is_mounted for f in self.fields.values())
+
     def on_screen_resume(self) -> None:
         self.refresh_runs()
 
     def action_refresh(self) -> None:
-        self.entries = self.workbench.workflows()
+        """Reload the workflow list (in a worker) and the recent runs."""
+        options = self.query_one("#workflows", OptionList)
+        options.clear_options()
+        options.add_option(Option(Text(LOADING, style="dim italic"), disabled=True))
+        self._load_workflows()
+        self.refresh_runs()
+
+    @work(thread=True, exclusive=True, group=LOADERS, exit_on_error=False)
+    def _load_workflows(self) -> list[WorkflowEntry]:
+        return self.workbench.workflows()
+
+    @on(Worker.StateChanged)
+    def _workflows_loaded(self, event: Worker.StateChanged) -> None:
+        if event.worker.group != LOADERS:
+            return
+        if event.state is WorkerState.SUCCESS and event.worker.result is not None:
+            self.show_workflows(event.worker.result)
+        elif event.state is WorkerState.ERROR:
+            options = self.query_one("#workflows", OptionList)
+            options.clear_options()
+            problem = f"workflows not loaded: {event.worker.error}".splitlines()[0]
+            options.add_option(Option(Text(problem, style="red"), disabled=True))
+
+    def show_workflows(self, entries: list[WorkflowEntry]) -> None:
+        self.entries = entries
         options = self.query_one("#workflows", OptionList)
         options.clear_options()
         for index, entry in enumerate(self.entries):
@@ -143,7 +186,6 @@ Recent runs are below: **Enter** opens one (replay, report, answer its prompts).
         if usable:
             options.highlighted = usable[0]
             self.choose(self.entries[usable[0]])
-        self.refresh_runs()
 
     def refresh_runs(self) -> None:
         table = self.query_one("#runs", DataTable)

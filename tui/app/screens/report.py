@@ -1,4 +1,5 @@
-"""The final report (Markdown) beside its quality metadata; copy or save it.
+"""The final report (Markdown) beside its quality metadata; search it, copy it (or one section
+of it) or save it.
 
 Copy uses OSC 52 (``App.copy_to_clipboard``), which many terminals honour and
 some ignore silently, so saving to a file is always offered next to it.
@@ -15,10 +16,14 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, VerticalScroll
 from textual.screen import Screen
+from textual.widget import Widget
 from textual.widgets import Footer, Markdown, Static
+from textual.widgets.markdown import MarkdownBlock
 
 from tui.app.plain_values import label, plain_value
+from tui.app.report_sections import section_at
 from tui.app.run_state import RunView
+from tui.app.widgets.find_bar import FindBar, plain_text
 
 if TYPE_CHECKING:
     from tui.launch.workbench import Workbench
@@ -63,11 +68,17 @@ class ReportScreen(Screen[None]):
 
 The run's final report with its quality metadata (confidence level, best CI,
 the selected round, failing and passing metrics, why research stopped).
-**c** copies the Markdown to the clipboard (OSC 52); **s** saves it to a file.
+**/** or **^F** searches the report (Enter: next match, Escape closes the search).
+**x** copies the section you are reading — the one holding the current match, else
+the one at the top of the view; **c** copies the whole Markdown; **i** the run id
+(all by OSC 52); **s** saves the report to a file.
 """
     BINDINGS = [
-        Binding("escape", "app.pop_screen", "Back", id="report.back"),
-        Binding("c", "copy", "Copy", id="report.copy"),
+        Binding("escape", "back", "Back", id="report.back"),
+        Binding("slash,ctrl+f", "find", "Search", id="report.find"),
+        Binding("x", "copy_section", "Copy section", id="report.copy_section"),
+        Binding("c", "copy", "Copy all", id="report.copy"),
+        Binding("i", "copy_run_id", "Copy run id", id="report.copy_run_id"),
         Binding("s", "save", "Save", id="report.save"),
     ]
 
@@ -83,14 +94,57 @@ the selected round, failing and passing metrics, why research stopped).
             with VerticalScroll(id="report-body"):
                 yield Markdown(self.text or "*This run has no report yet.*", id="report-markdown")
             yield Static(quality_table(self.quality), id="report-quality")
+        yield FindBar(self._searchable, id="report-find")
         yield Footer()
 
     def on_mount(self) -> None:
         self.query_one("#report-body").focus()
 
+    def _blocks(self) -> list[MarkdownBlock]:
+        """The report's innermost blocks (paragraphs, list items' text, headings), in order."""
+        markdown = self.query_one("#report-markdown", Markdown)
+        return [block for block in markdown.query(MarkdownBlock) if not block.query(MarkdownBlock)]
+
+    def _searchable(self) -> list[tuple[Widget, str]]:
+        return [(block, plain_text(block)) for block in self._blocks()]
+
+    def action_find(self) -> None:
+        self.query_one(FindBar).open()
+
+    def action_back(self) -> None:
+        bar = self.query_one(FindBar)
+        if bar.is_open:
+            bar.close()
+            self.query_one("#report-body").focus()
+            return
+        self.app.pop_screen()
+
+    def _reading_line(self) -> int:
+        """The report line the reader is at: the current match's, else the top of the view's."""
+        hit = self.query_one(FindBar).current_hit
+        if isinstance(hit, MarkdownBlock):
+            return hit.source_range[0]
+        top = self.query_one("#report-body").content_region.y
+        for block in self._blocks():
+            if block.region.bottom > top:
+                return block.source_range[0]
+        return 0
+
+    def action_copy_section(self) -> None:
+        section = section_at(self.text, self._reading_line())
+        if section is None:
+            self.action_copy()
+            return
+        self.app.copy_to_clipboard(section.text)
+        self.notify(f"section '{section.title}' copied (OSC 52)")
+
     def action_copy(self) -> None:
         self.app.copy_to_clipboard(self.text)
         self.notify("report copied (OSC 52); if your terminal ignores it, press s to save a file")
+
+    def action_copy_run_id(self) -> None:
+        self.app.copy_to_clipboard(self.run_id)
+        self.notify(f"run id {self.run_id} copied (OSC 52)")
 
     def action_save(self) -> None:
         target = self.workbench.workspace / "exports" / f"{self.run_id}-report.md"

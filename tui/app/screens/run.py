@@ -1,7 +1,9 @@
 """The run screen: DAG, providers, rounds matrix, event log, prompts — live or replayed.
 
-A live run's events arrive in the driver's inbox and are drained here on a
-20 Hz timer; each batch is folded into the :class:`RunView` and only the parts
+A live run's engine loop is hosted by a Textual thread worker this screen starts; a run
+that fails outside the engine's own bookkeeping (its file gone, a broken config) ends that
+worker in the ERROR state, reported here through ``Worker.StateChanged``. Its events arrive
+in the driver's inbox and are drained here on a 20 Hz timer; each batch is folded into the :class:`RunView` and only the parts
 it changed are redrawn. A stored run is read from the run store and replayed
 through the same fold, at any event along its timeline. Prompts are answered
 here: a live prompt resolves its ticket's future; a stored one (a run left
@@ -15,19 +17,23 @@ from typing import TYPE_CHECKING
 
 from rich.style import Style
 from rich.text import Text
-from textual import events
+from textual import events, on
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
 from textual.message import Message
 from textual.screen import Screen
+from textual.timer import Timer
 from textual.widgets import ContentSwitcher, Footer, Static
+from textual.worker import Worker, WorkerState
 
 from engine.context import InterruptAnswer
 from engine.events import InterruptRaised, RunEvent
+from engine.protocol import ExecutionResult
 from tui.app.messages import ResumeRun
+from tui.app.model_calls import model_calls
 from tui.app.run_driver import PromptTicket, RunDriver
-from tui.app.run_state import Part, RunView, describe
+from tui.app.run_state import Part, ReplayFold, RunView, describe, spend_text
 from tui.app.status_style import STATUS_CLASSES, on_theme_change, status_style
 from tui.app.widgets.dag_outline import DagOutline
 from tui.app.widgets.dag_view import DagView
@@ -40,6 +46,8 @@ from tui.app.widgets.timeline import Timeline
 if TYPE_CHECKING:
     from tui.launch.workbench import Workbench
 
+RUN_WORKERS = "run"
+"""The worker group of the thread workers hosting live runs."""
 DRAIN_INTERVAL_S = 0.05
 DRAIN_LIMIT = 400
 """Events folded per tick at most: 8,000/s at 20 Hz, and a bounded amount of work per frame."""
@@ -48,6 +56,15 @@ SHORT_HEIGHT = 32
 """Below this many rows (or NARROW_WIDTH columns) the side panels and the log share one slot under
 the graph, chosen with 1/2/3, so every panel stays reachable on an 80×24 terminal."""
 PANELS = ("providers", "rounds", "log")
+LOG_SHARE = 0.3
+"""The log's share of the screen's height, given up (down to LOG_MIN_ROWS) when those rows let
+the whole graph show."""
+LOG_MIN_ROWS = 8
+STARTING_TICK_S = 0.5
+STARTING_WHAT = (
+    "opening the run store, the corpus (indexed on first use) and the providers; "
+    "the graph appears with the run's first event"
+)
 
 
 class PromptArrived(Message):
@@ -65,7 +82,9 @@ class RunScreen(Screen[None]):
 ## Run
 
 The workflow graph, provider health, the rounds matrix and the event log of
-one run. **Enter** on a step opens its detail; **p** answers the next prompt.
+one run. **Enter** on a step opens its detail; **p** answers the next prompt;
+**d** compares a research round with the one before (once two are scored);
+**i** copies the run id (OSC 52).
 """
 
     COMPONENT_CLASSES = set(STATUS_CLASSES)
@@ -79,6 +98,8 @@ one run. **Enter** on a step opens its detail; **p** answers the next prompt.
         Binding("2", "toggle_panel('rounds')", "Rounds", id="run.toggle_rounds"),
         Binding("3", "toggle_panel('log')", "Log", id="run.toggle_log"),
         Binding("slash", "filter_log", "Filter log", id="run.filter_log"),
+        Binding("i", "copy_run_id", "Copy id", id="run.copy_run_id", show=False),
+        Binding("d", "round_diff", "Round diff", id="run.round_diff"),
         Binding("comma", "replay(-1)", "◀ event", id="run.replay_back"),
         Binding("full_stop", "replay(1)", "event ▶", id="run.replay_forward"),
     ]
@@ -97,12 +118,18 @@ one run. **Enter** on a step opens its detail; **p** answers the next prompt.
         self.workbench = workbench
         self.run_id = run_id
         self.driver = driver
+        self.worker: Worker[ExecutionResult] | None = None
+        """The thread worker hosting (or that hosted) the live run's engine loop."""
+        self.failure: BaseException | None = None
+        """Why the live run's worker failed, when it did."""
         self.view = RunView(run_id=run_id)
         self.events: list[RunEvent] = list(stored_events or [])
         self.position = (
             len(self.events) if position is None else max(0, min(position, len(self.events)))
         )
         self.stored_status = stored_status
+        self._replay = ReplayFold(self.events, run_id)
+        """Checkpoints of the stored run's fold, so a step back does not refold from event 0."""
         """The store's word on a stored run (WAITING when it paused with nobody there)."""
         self.tickets: dict[str, PromptTicket] = {}
         self._prompt_open = False
@@ -111,6 +138,8 @@ one run. **Enter** on a step opens its detail; **p** answers the next prompt.
         """Panels the person hid with 1/2/3."""
         self._compact_panel = "log"
         """On a small terminal, the one panel shown under the graph (1/2/3 choose it)."""
+        self._mounted_at = 0.0
+        self._starting_timer: Timer | None = None
 
     @property
     def live(self) -> bool:
@@ -147,10 +176,26 @@ one run. **Enter** on a step opens its detail; **p** answers the next prompt.
         self._redraw(None)
         self.set_interval(DRAIN_INTERVAL_S, self.drain)
         self.set_interval(1.0, self.query_one(ProvidersPanel).tick)
+        self._mounted_at = self.workbench.clock()
+        if self.live and self.view.status == "PENDING":
+            self._starting_timer = self.set_interval(STARTING_TICK_S, self._show_starting)
+
         self.query_one(DagView).focus()
         self._apply_size(self.app.size.width, self.app.size.height)
         if self.view.pending and not self.live:
             self.call_after_refresh(self.action_answer_next)
+        if self.driver is not None:
+            self._host(self.driver)
+
+    def _host(self, driver: RunDriver) -> None:
+        """Run ``driver``'s engine loop in a thread worker of this screen."""
+        self.worker = self.run_worker(
+            driver.run,
+            name=f"run {self.run_id}".strip(),
+            group=RUN_WORKERS,
+            thread=True,
+            exit_on_error=False,
+        )
 
     def on_resize(self, event: events.Resize) -> None:
         self._apply_size(event.size.width, event.size.height)
@@ -161,6 +206,26 @@ one run. **Enter** on a step opens its detail; **p** answers the next prompt.
         self.set_class(narrow or height < SHORT_HEIGHT, "-compact")
         self._show_graph(outline=self._outline or narrow)
         self._place_panels()
+        self._share_height(height)
+
+    def _share_height(self, height: int) -> None:
+        """Give the log its share of the height unless some of those rows let the whole graph
+        show (the log keeps LOG_MIN_ROWS); a graph too tall to fit anyway scrolls and leaves the
+        log its share. A small terminal shows one panel at a time instead."""
+        log = self.query_one(EventLog)
+        if self.has_class("-compact"):
+            log.styles.height = None
+            return
+        chrome = sum(
+            w.outer_size.height or 1
+            for w in self.query("#run-status, #prompt-queue, #timeline, Footer")
+            if w.display
+        )
+        free = height - chrome
+        graph = self.query_one(DagView).rows_needed() + 2
+        share = max(LOG_MIN_ROWS, int(free * LOG_SHARE))
+        fits = free - graph >= LOG_MIN_ROWS
+        log.styles.height = min(share, free - graph) if fits else share
 
     def _show_graph(self, outline: bool) -> None:
         switcher = self.query_one("#graph", ContentSwitcher)
@@ -183,14 +248,22 @@ one run. **Enter** on a step opens its detail; **p** answers the next prompt.
             if not self.run_id:
                 self.run_id = batch[0].run_id
             self._redraw(self.view.apply_all(batch))
-        if not self.driver.running and not len(self.driver.inbox):
+        finished = self.worker is not None and self.worker.is_finished
+        if finished and not len(self.driver.inbox):
             self._driver_done()
 
     def _driver_done(self) -> None:
-        driver, self.driver = self.driver, None
+        self.driver = None
         self.query_one(ProvidersPanel).live = False
-        if driver is not None and driver.error is not None:
-            self.notify(f"the run stopped: {driver.error}", severity="error", timeout=10)
+        self._redraw({"status"})
+
+    @on(Worker.StateChanged)
+    def _run_worker_changed(self, event: Worker.StateChanged) -> None:
+        """A live run whose job raised: say why (its events already stored stay shown)."""
+        if event.worker.group != RUN_WORKERS or event.state is not WorkerState.ERROR:
+            return
+        self.failure = event.worker.error
+        self.notify(f"the run stopped: {self.failure}", severity="error", timeout=10)
         self._redraw({"status"})
 
     def _redraw(self, parts: set[Part] | None) -> None:
@@ -201,11 +274,14 @@ one run. **Enter** on a step opens its detail; **p** answers the next prompt.
         if every or parts & {"graph", "steps"}:
             self.query_one(DagView).show(view, None if every or "graph" in parts else changed_steps)
             self.query_one(DagOutline).show(view, None if every else changed_steps)
+            if every or "graph" in parts:
+                self._share_height(self.app.size.height)
         if every or "providers" in parts:
             self.query_one(ProvidersPanel).show(view)
         if every or "rounds" in parts:
             self.query_one(RoundsMatrix).show(view)
             self._place_panels()
+            self.refresh_bindings()
         if every or "log" in parts:
             self.query_one(EventLog).show(view)
         if every or parts & {"prompts", "steps"}:
@@ -220,20 +296,46 @@ one run. **Enter** on a step opens its detail; **p** answers the next prompt.
                 else "before the first event"
             )
 
+    def _show_starting(self) -> None:
+        """Count the seconds until the run's first event, so its start is never a blank wait."""
+        if (self.view.status != "PENDING" or not self.live) and self._starting_timer is not None:
+            self._starting_timer.stop()
+            self._starting_timer = None
+        self._show_status()
+
     def _show_status(self) -> None:
         v = self.view
+        if v.status == "PENDING" and self.live:
+            waited = max(0.0, self.workbench.clock() - self._mounted_at)
+            self.query_one("#run-status", Static).update(
+                Text.assemble(
+                    (" starting ", "bold reverse"),
+                    (f" {waited:.0f}s", "bold cyan"),
+                    (f" · {STARTING_WHAT}", "dim"),
+                )
+            )
+            return
         text = Text(f" {v.workflow or 'run'} ", style="bold reverse")
         # most important first: a narrow terminal cuts the end of the line
         text.append(f" {v.status}", style=status_style(self, v.status) + Style(bold=True))
+        fallback = v.fallback_note
+        if fallback:
+            text.append(f" · {fallback}", style="bold yellow")
         if v.budget is not None:
             b = v.budget
             text.append(
                 f" · calls {b.llm_calls}/{b.max_llm_calls} · tokens {b.tokens}/{b.token_budget}"
             )
+            spend = spend_text(b)
+            if spend:
+                exhausted = b.max_cost_usd is not None and b.cost_usd >= b.max_cost_usd
+                text.append(f" · {spend}", style="bold red" if exhausted else "")
         if v.stage:
             text.append(f" · stage {v.stage}", style="dim")
         text.append(f" · {v.run_id or self.run_id} · {v.engine or '?'}", style="dim")
-        if not self.live:
+        if self.failure is not None:
+            text.append(f" · stopped: {self.failure}".splitlines()[0], style="bold red")
+        elif not self.live:
             text.append("  (stored)", style="italic dim")
         self.query_one("#run-status", Static).update(text)
 
@@ -252,8 +354,7 @@ one run. **Enter** on a step opens its detail; **p** answers the next prompt.
         self._redraw(None)
 
     def _fold_stored(self, position: int) -> None:
-        self.view = RunView(run_id=self.run_id)
-        self.view.apply_all(self.events[:position])
+        self.view = self._replay.view_at(position)
         self.position = position
         if (
             position == len(self.events)
@@ -340,15 +441,27 @@ one run. **Enter** on a step opens its detail; **p** answers the next prompt.
         self.driver = driver
         self.query_one(Timeline).display = False
         self.query_one(ProvidersPanel).live = True
-        driver.start()
+        self._host(driver)
 
     # -- navigation ----------------------------------------------------------------
     def on_dag_view_node_selected(self, message: DagView.NodeSelected) -> None:
         from tui.app.screens.step_detail import StepDetailScreen
 
         step = self.view.steps.get(message.step_id)
-        if step is not None:
-            self.app.push_screen(StepDetailScreen(step))
+        if step is None:
+            return
+        run_id = self.run_id or self.view.run_id
+        calls = model_calls(self.workbench.store(), run_id, step.id, step.iteration)
+        live = self.workbench.live if self.live else None
+        self.app.push_screen(StepDetailScreen(step, run_id=run_id, calls=calls, live=live))
+
+    def on_providers_panel_chosen(self, message: ProvidersPanel.Chosen) -> None:
+        from tui.app.screens.provider_detail import ProviderDetailScreen
+
+        panel = self.query_one(ProvidersPanel)
+        self.app.push_screen(
+            ProviderDetailScreen(message.provider, lambda: panel.snapshot(message.provider))
+        )
 
     def action_toggle_outline(self) -> None:
         self._outline = not self._outline
@@ -390,6 +503,23 @@ one run. **Enter** on a step opens its detail; **p** answers the next prompt.
         self.app.push_screen(
             ReportScreen(self.workbench, self.run_id or self.view.run_id, self.view)
         )
+
+    def action_copy_run_id(self) -> None:
+        run_id = self.run_id or self.view.run_id
+        if run_id:
+            self.app.copy_to_clipboard(run_id)
+            self.notify(f"run id {run_id} copied (OSC 52)")
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        """The round diff is offered once a run has two scored rounds to compare."""
+        if action == "round_diff":
+            return len(self.view.rounds) >= 2
+        return True
+
+    def action_round_diff(self) -> None:
+        from tui.app.screens.round_diff import RoundDiffScreen
+
+        self.app.push_screen(RoundDiffScreen(self.view))
 
     def action_back(self) -> None:
         self.app.pop_screen()

@@ -1,8 +1,10 @@
-"""One step's detail: inputs, outputs, the route decision and what the step cost."""
+"""One step's detail: inputs, outputs, its model calls as messages, live model output while it
+runs, the route decision and what the step cost."""
 
 from __future__ import annotations
 
 import json
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from rich.table import Table
@@ -10,10 +12,17 @@ from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import VerticalScroll
+from textual.message import Message
 from textual.screen import ModalScreen
+from textual.widget import Widget
 from textual.widgets import Footer, Static
 
+from engine.live import LiveChannel, ModelOutput
+from engine.states import StepStatus
+from tui.app.model_calls import ModelCall
 from tui.app.run_state import StepView
+from tui.app.widgets.find_bar import FindBar, plain_text
+from tui.app.widgets.prompts import conditions_table
 
 
 def _json(value: Any) -> str:
@@ -24,21 +33,10 @@ def route_table(step: StepView) -> Table | Text:
     signal = step.route
     if signal is None:
         return Text("no route decision recorded", style="dim")
-    table = Table(box=None, expand=True, pad_edge=False)
-    table.add_column("condition")
-    table.add_column("target", no_wrap=True)
-    table.add_column("matched", no_wrap=True)
-    for condition in signal.evaluated_conditions:
-        matched = (
-            Text("error", style="red")
-            if condition.error
-            else (Text("yes", style="green") if condition.matched else Text("no", style="dim"))
-        )
-        table.add_row(
-            condition.expr + (f"\n  {condition.error}" if condition.error else ""),
-            condition.target or "–",
-            matched,
-        )
+    table = conditions_table(signal.evaluated_conditions)
+    if isinstance(table, Text):
+        table = Table(box=None, expand=True, pad_edge=False, show_header=False)
+        table.add_column("")
     table.caption = (
         f"{signal.decision} → {signal.next_step_id or 'end'} via {signal.route}"
         f" (confidence {signal.confidence:.2f}{', tie-breaker' if signal.tie_breaker_used else ''})"
@@ -49,22 +47,66 @@ def route_table(step: StepView) -> Table | Text:
     return table
 
 
+class LiveText(Message):
+    """Live model output for the step shown (posted from the run's thread)."""
+
+    def __init__(self, output: ModelOutput) -> None:
+        self.output = output
+        super().__init__()
+
+
+def call_heading(call: ModelCall) -> Text:
+    text = Text(f"call {call.index + 1}", style="bold")
+    text.append(
+        f"  {call.provider or '–'}{f' · {call.model}' if call.model else ''}"
+        f" · {call.input_tokens} in / {call.output_tokens} out tokens"
+        f" · {call.latency_s:.2f}s · ${call.cost_usd:.4f}",
+        style="dim",
+    )
+    return text
+
+
+def message_text(role: str, content: str) -> Text:
+    text = Text(f"{role}\n", style="bold")
+    text.append(content)
+    return text
+
+
 class StepDetailScreen(ModalScreen[None]):
     CSS_PATH = "step_detail.tcss"
     HELP = """
 ## Step detail
 
-What the step was given, what it produced, how the run was routed after it
-(each condition evaluated in order, and the reason), its tokens, latency and
-the provider that answered. An agent step (or an advisory run's orchestrator)
-shows its trail: each thought and action, each observation or refusal, each
-decision with its reasoning. **Escape** closes.
-"""
-    BINDINGS = [Binding("escape,q", "dismiss", "Close", id="detail.close")]
+What the step was given, what it produced, each model call it made (the messages
+sent and the answer received, with tokens, latency, cost and provider), how the run
+was routed after it (each condition evaluated in order, and the reason). While the
+step runs, the model's output appears live under **Live model output**. An agent
+step (or an advisory run's orchestrator) shows its trail.
 
-    def __init__(self, step: StepView) -> None:
+**/** or **^F** searches (Enter: next match), **c** copies the step's outputs
+(OSC 52), **i** copies the run id, **Escape** closes the search, then the detail.
+"""
+    BINDINGS = [
+        Binding("escape,q", "close", "Close", id="detail.close"),
+        Binding("slash,ctrl+f", "find", "Search", id="detail.find"),
+        Binding("c", "copy_outputs", "Copy outputs", id="detail.copy"),
+        Binding("i", "copy_run_id", "Copy run id", id="detail.copy_run_id"),
+    ]
+
+    def __init__(
+        self,
+        step: StepView,
+        *,
+        run_id: str = "",
+        calls: Sequence[ModelCall] = (),
+        live: LiveChannel | None = None,
+    ) -> None:
         super().__init__()
         self.step = step
+        self.run_id = run_id
+        self.calls = list(calls)
+        self.live_channel = live
+        self._unsubscribe: Callable[[], None] | None = None
 
     def compose(self) -> ComposeResult:
         s = self.step
@@ -72,30 +114,112 @@ decision with its reasoning. **Escape** closes.
             title = Text(f"{s.id}", style="bold")
             title.append(f"  {s.uses}  {s.status.value}", style="dim")
             yield Static(title, id="detail-title")
+            cost = sum(call.cost_usd for call in self.calls)
+            latency = sum(call.latency_s for call in self.calls)
             facts = (
                 f"iteration {s.iteration} · attempt {s.attempt} · {s.duration_s:.2f}s · "
-                f"{s.llm_calls} calls · {s.tokens} tokens · provider {', '.join(s.providers) or '–'}"
+                f"{s.llm_calls} calls · {s.tokens} tokens · model latency {latency:.2f}s · "
+                f"cost ${cost:.4f} · provider {', '.join(s.providers) or '–'}"
             )
-            yield Static(facts, id="detail-facts")
+            yield Static(facts, id="detail-facts", classes="searchable")
             if s.error:
-                yield Static(Text(f"error: {s.error}", style="bold red"))
+                yield Static(Text(f"error: {s.error}", style="bold red"), classes="searchable")
             if s.skip_reason:
-                yield Static(Text(f"skipped: {s.skip_reason}", style="dim"))
+                yield Static(Text(f"skipped: {s.skip_reason}", style="dim"), classes="searchable")
             if s.held_by:
                 yield Static(Text(f"held by interrupt {s.held_by}", style="yellow"))
+            if self.live_channel is not None:
+                yield Static("Live model output", classes="detail-heading", id="live-heading")
+                yield Static(
+                    Text("waiting for the model…", style="dim"),
+                    id="detail-live",
+                    classes="searchable",
+                )
             yield Static("Inputs", classes="detail-heading")
-            yield Static(_json(s.inputs), classes="detail-json")
+            yield Static(_json(s.inputs), classes="detail-json searchable")
             yield Static("Outputs", classes="detail-heading")
-            yield Static(_json(s.outputs), classes="detail-json")
+            yield Static(_json(s.outputs), classes="detail-json searchable", id="detail-outputs")
+            yield from self._calls()
             yield Static("Route decision", classes="detail-heading")
             yield Static(route_table(s), id="detail-route")
             if s.trail:
                 yield Static("Agent trail", classes="detail-heading")
-                yield Static(Text("\n".join(s.trail)), id="detail-trail")
+                yield Static(Text("\n".join(s.trail)), id="detail-trail", classes="searchable")
+        yield FindBar(self._searchable, id="detail-find")
         yield Footer()
+
+    def _calls(self) -> ComposeResult:
+        if not self.calls:
+            return
+        yield Static("Model calls", classes="detail-heading")
+        for call in self.calls:
+            yield Static(call_heading(call), classes="detail-call")
+            if not call.sent:
+                yield Static(
+                    Text("the messages sent were not kept for this run", style="dim"),
+                    classes="detail-message",
+                )
+            for message in call.sent:
+                yield Static(
+                    message_text(message.role, message.content),
+                    classes=f"detail-message -role-{message.role} searchable",
+                )
+            yield Static(
+                message_text(f"answer from {call.provider or 'the model'}", call.answer),
+                classes="detail-message -role-assistant searchable",
+            )
+
+    def _searchable(self) -> list[tuple[Widget, str]]:
+        return [
+            (widget, plain_text(widget)) for widget in self.query(".searchable").results(Static)
+        ]
 
     def on_mount(self) -> None:
         self.query_one("#detail-box").focus()
+        if self.live_channel is not None:
+            self._unsubscribe = self.live_channel.subscribe(self._on_live, self.run_id or None)
+            if self.step.status is not StepStatus.RUNNING:
+                self.query_one("#detail-live").display = False
+                self.query_one("#live-heading").display = False
 
-    async def action_dismiss(self, result: None = None) -> None:
-        self.dismiss(result)
+    def on_unmount(self) -> None:
+        if self._unsubscribe is not None:
+            self._unsubscribe()
+            self._unsubscribe = None
+
+    def _on_live(self, output: ModelOutput) -> None:
+        """On the run's thread: hand the step's own output to the UI thread."""
+        if output.step_id == self.step.id:
+            self.post_message(LiveText(output))
+
+    def on_live_text(self, message: LiveText) -> None:
+        output = message.output
+        text = Text(f"call {output.call_index + 1} · {output.provider or '–'}", style="bold")
+        if output.restarted:
+            text.append("  (the attempt before failed; its text is void)", style="yellow")
+        text.append("  done" if output.done else "  streaming…", style="dim")
+        text.append("\n" + output.text)
+        self.query_one("#live-heading").display = True
+        live = self.query_one("#detail-live", Static)
+        live.display = True
+        live.update(text)
+
+    def action_find(self) -> None:
+        self.query_one(FindBar).open()
+
+    async def action_close(self) -> None:
+        bar = self.query_one(FindBar)
+        if bar.is_open:
+            bar.close()
+            self.query_one("#detail-box").focus()
+            return
+        self.dismiss(None)
+
+    def action_copy_outputs(self) -> None:
+        self.app.copy_to_clipboard(_json(self.step.outputs))
+        self.notify(f"outputs of {self.step.id} copied (OSC 52)")
+
+    def action_copy_run_id(self) -> None:
+        if self.run_id:
+            self.app.copy_to_clipboard(self.run_id)
+            self.notify(f"run id {self.run_id} copied (OSC 52)")

@@ -3,19 +3,31 @@
 Layers are networkx topological generations of the graph without loop back
 edges; an edge that spans several layers gets a dummy node in each layer it
 crosses, so every drawn edge joins adjacent layers. Order within a layer comes
-from a few barycenter sweeps seeded by declaration order; x positions follow
-the parents' mean and are pushed apart to one slot minimum. The layout is a
-function of the graph alone — never of step states — so nodes stay put while a
-run changes colours.
+from a few barycenter sweeps seeded by declaration order.
+
+x positions are character columns of each node's centre. A step is
+``node_width`` columns wide; a dummy is a one-column lane, so long edges cost
+two columns each rather than a node's width. A step sits under the mean of its
+*step* parents only — a long edge arriving from far above does not pull it
+sideways — and a lane runs straight down from where it left. Without that pull
+a chain of rounds stays in one column however many long edges cross it (it
+used to drift right by half a slot per round). Nodes are then pushed apart to
+keep a gap. The layout is a function of the graph and the node width alone —
+never of step states — so nodes stay put while a run changes colours.
 """
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 
 import networkx as nx
 
 SWEEPS = 4
+NODE_GAP = 2
+"""Blank columns between two nodes when one of them is a step."""
+LANE_GAP = 1
+"""Blank columns between two long-edge lanes."""
 
 
 @dataclass(frozen=True)
@@ -23,7 +35,7 @@ class PlacedNode:
     id: str
     layer: int
     x: float
-    """Position in slots (one slot = one node width plus a gap at the current zoom)."""
+    """Column of the node's centre (a step spans ``node_width`` columns around it)."""
     dummy: bool = False
     group: str | None = None
 
@@ -45,7 +57,9 @@ class DagLayout:
     layers: list[list[PlacedNode]]
     segments: list[Segment]
     positions: dict[str, PlacedNode]
-    width_slots: float
+    width: int
+    """Columns from the left edge of the leftmost node to the right edge of the rightmost."""
+    node_width: int
     group_layers: dict[str, tuple[int, int]] = field(default_factory=dict)
     """Group name -> (first layer, last layer) holding one of its nodes."""
     back_edges: list[tuple[str, str, str]] = field(default_factory=list)
@@ -73,8 +87,10 @@ def compute_layout(
     nodes: list[str],
     edges: list[tuple[str, str, str]],
     groups: dict[str, str | None] | None = None,
+    node_width: int = 18,
 ) -> DagLayout:
-    """Lay out ``nodes`` (declaration order) joined by ``edges`` (source, target, kind)."""
+    """Lay out ``nodes`` (declaration order) joined by ``edges`` (source, target, kind), each step
+    ``node_width`` columns wide."""
     groups = groups or {}
     order_index = {node: i for i, node in enumerate(nodes)}
     graph: nx.DiGraph = nx.DiGraph()
@@ -116,7 +132,7 @@ def compute_layout(
         chains.append((source, target, path))
 
     _order_layers(members, parents, order_index)
-    x = _assign_x(members, parents)
+    x = _assign_x(members, parents, node_width)
 
     placed: dict[str, PlacedNode] = {}
     layers: list[list[PlacedNode]] = []
@@ -139,12 +155,13 @@ def compute_layout(
         kind = kinds.get((source, target), "depends_on")
         for upper, lower in zip(path, path[1:]):
             segments.append(Segment(placed[upper].layer, x[upper], x[lower], source, target, kind))
-    width = max((p.x for p in placed.values()), default=0.0) + 1
+    width = max((x[n] + _extent(n, node_width)[1] + 1 for n in x), default=0)
     return DagLayout(
         layers=layers,
         segments=segments,
         positions=placed,
-        width_slots=width,
+        width=int(width),
+        node_width=node_width,
         group_layers=group_layers,
         back_edges=back,
     )
@@ -189,25 +206,60 @@ def _order_layers(
             members[depth].sort(key=barycenter)
 
 
-def _assign_x(members: list[list[str]], parents: dict[str, list[str]]) -> dict[str, float]:
-    """Centre each run of siblings under their parents' mean, one slot apart at least."""
+def _extent(node: str, node_width: int) -> tuple[int, int]:
+    """Columns a node takes left and right of its centre column."""
+    if node.startswith("\0"):
+        return 0, 0
+    return node_width // 2, node_width - node_width // 2 - 1
+
+
+def _assign_x(
+    members: list[list[str]], parents: dict[str, list[str]], node_width: int
+) -> dict[str, float]:
+    """Centre each run of sibling steps under their step parents' mean and each lane under its
+    parent; push them apart left to right to keep the gaps."""
     x: dict[str, float] = {}
     for layer in members:
-        keys = [tuple(sorted(parents.get(node, []))) for node in layer]
-        previous = -1.0
+        keys = []
+        for node in layer:
+            linked = parents.get(node, [])
+            steps = [p for p in linked if not p.startswith("\0")]
+            keys.append(tuple(sorted(steps if steps and not node.startswith("\0") else linked)))
+        right_edge: float | None = None
+        previous_lane = False
         index = 0
         while index < len(layer):
             end = index
-            while end + 1 < len(layer) and keys[end + 1] == keys[index] and keys[index]:
+            while (
+                end + 1 < len(layer)
+                and keys[end + 1] == keys[index]
+                and keys[index]
+                and not layer[index].startswith("\0")
+                and not layer[end + 1].startswith("\0")
+            ):
                 end += 1
+            block = layer[index : end + 1]
+            spans = [_extent(node, node_width) for node in block]
             ups = [x[p] for p in keys[index] if p in x]
-            siblings = end - index + 1
-            centre = sum(ups) / len(ups) if ups else float(index) + (siblings - 1) / 2
-            for offset, node in enumerate(layer[index : end + 1]):
-                wanted = centre - (siblings - 1) / 2 + offset
-                position = max(round(wanted * 2) / 2, previous + 1.0)
-                x[node] = position
-                previous = position
+            if ups:
+                # the block's centres side by side; their mean goes under the parents' mean, so a
+                # child of the whole block (their join) lands back in the parents' column
+                centres: list[int] = []
+                edge = 0
+                for left, right in spans:
+                    centres.append(edge + left)
+                    edge += left + right + 1 + NODE_GAP
+                start = math.floor(sum(ups) / len(ups) - sum(centres) / len(centres))
+            else:
+                start = 0 if right_edge is None else int(right_edge) + NODE_GAP + 1
+            for node, (left, right) in zip(block, spans):
+                lane = node.startswith("\0")
+                gap = LANE_GAP if lane and previous_lane else NODE_GAP
+                lowest = start if right_edge is None else max(start, int(right_edge) + gap + 1)
+                x[node] = float(lowest + left)
+                right_edge = x[node] + right
+                start = int(right_edge) + NODE_GAP + 1
+                previous_lane = lane
             index = end + 1
-    low = min(x.values(), default=0.0)
+    low = min((x[n] - _extent(n, node_width)[0] for n in x), default=0.0)
     return {node: value - low for node, value in x.items()}

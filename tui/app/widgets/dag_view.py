@@ -70,17 +70,48 @@ def group_label(group: str) -> str:
 
 @dataclass(frozen=True)
 class _Geometry:
+    """Screen columns of a layout whose x positions are node centres."""
+
     width: int
 
-    @property
-    def slot(self) -> int:
-        return self.width + GAP
-
     def left(self, x: float) -> int:
-        return GUTTER + int(round(x * self.slot))
+        return GUTTER + int(x) - self.width // 2
 
     def centre(self, x: float) -> int:
-        return self.left(x) + self.width // 2
+        return GUTTER + int(x)
+
+
+@dataclass(frozen=True)
+class RowMap:
+    """Which layer each screen row draws: a layer's nodes (``node``) or the joints under them.
+
+    Spread out, every layer has a joint row under it. Packed (when the spread-out graph is taller
+    than the view), a joint row is kept only where an edge bends; where every edge between two
+    layers runs straight down, the layers sit on adjacent rows."""
+
+    rows: tuple[tuple[int, bool], ...]
+    """(layer, is the node row) per screen row."""
+    node_row: tuple[int, ...]
+    """The screen row of each layer's nodes."""
+
+    @classmethod
+    def of(cls, layout: DagLayout, packed: bool) -> RowMap:
+        bends = {s.layer for s in layout.segments if s.x_from != s.x_to}
+        rows: list[tuple[int, bool]] = []
+        node_row: list[int] = []
+        last = len(layout.layers) - 1
+        for layer in range(len(layout.layers)):
+            node_row.append(len(rows))
+            rows.append((layer, True))
+            if layer < last and (not packed or layer in bends):
+                rows.append((layer, False))
+        return cls(tuple(rows), tuple(node_row))
+
+    def rows_of_layer(self, layer: int) -> range:
+        """The node row of ``layer`` and its joint row, if it has one."""
+        start = self.node_row[layer]
+        end = self.node_row[layer + 1] if layer + 1 < len(self.node_row) else len(self.rows)
+        return range(start, end)
 
 
 class DagView(ScrollView, can_focus=True):
@@ -94,9 +125,15 @@ state: ○ pending, ▶ running, ‖ waiting for a person, ✔ succeeded, ⊘ sk
 ✖ failed, ◷ held by a pause. Bold edges are the routes taken. The gutter groups
 the rounds (R1–R4); a dimmed round was skipped.
 
+The graph fits itself to the panel: it picks the widest node labels that fit
+across, and when it is taller than the panel, layers whose edges all run
+straight down sit on adjacent rows. Long edges run in thin lanes to the right.
+
 - **Arrows**: move between steps
 - **Enter** or click: step detail
-- **+ / -**: zoom
+- **Shift+arrows**: pan the view
+- **+ / -**: zoom (the graph stops fitting itself)
+- **f**: fit the graph to the panel again
 """
 
     BINDINGS = [
@@ -107,6 +144,11 @@ the rounds (R1–R4); a dimmed round was skipped.
         Binding("enter", "open", "Detail", id="dag.open"),
         Binding("plus,equals_sign", "zoom(1)", "Zoom in", id="dag.zoom_in"),
         Binding("minus", "zoom(-1)", "Zoom out", id="dag.zoom_out"),
+        Binding("f", "fit", "Fit", id="dag.fit"),
+        Binding("shift+left", "pan(-1, 0)", "Pan", key_display="shift+arrows", id="dag.pan_left"),
+        Binding("shift+right", "pan(1, 0)", "Pan right", show=False, id="dag.pan_right"),
+        Binding("shift+up", "pan(0, -1)", "Pan up", show=False, id="dag.pan_up"),
+        Binding("shift+down", "pan(0, 1)", "Pan down", show=False, id="dag.pan_down"),
     ]
 
     COMPONENT_CLASSES = {
@@ -144,6 +186,9 @@ the rounds (R1–R4); a dimmed round was skipped.
         super().__init__(name=name, id=id, classes=classes)
         self.view = RunView()
         self.layout_: DagLayout = compute_layout([], [])
+        self.rows = RowMap.of(self.layout_, packed=False)
+        self.fit = True
+        """Pick the zoom that fits the panel on every relayout; a manual zoom turns it off."""
         self._graph_key: tuple[object, ...] = ()
         self._rows: dict[int, Strip] = {}
         self._node_order: list[PlacedNode] = []
@@ -159,15 +204,9 @@ the rounds (R1–R4); a dimmed round was skipped.
         key = (tuple(view.order), tuple(view.edges))
         if key != self._graph_key:
             self._graph_key = key
-            self.layout_ = compute_layout(
-                list(view.order),
-                [(e.source, e.target, e.kind) for e in view.edges],
-                {sid: s.group for sid, s in view.steps.items()},
-            )
-            self._node_order = sorted(self.layout_.real_nodes, key=lambda n: (n.layer, n.x))
+            self._relayout()
             if self.selected not in self.layout_.positions and self._node_order:
                 self.selected = self._node_order[0].id
-            self._relayout()
             return
         if changed is None:
             self._rows.clear()
@@ -197,26 +236,74 @@ the rounds (R1–R4); a dimmed round was skipped.
             node = self.layout_.positions.get(step_id)
             if node is None:
                 continue
-            rows.update({2 * node.layer - 1, 2 * node.layer, 2 * node.layer + 1})
+            for layer in (node.layer - 1, node.layer):
+                if layer >= 0:
+                    rows.update(self.rows.rows_of_layer(layer))
             group = node.group and self.layout_.group_layers.get(node.group)
             if group:
-                rows.update(range(2 * group[0], 2 * group[1] + 2))
-        return {row for row in rows if row >= 0}
+                for layer in range(group[0], group[1] + 1):
+                    rows.update(self.rows.rows_of_layer(layer))
+        return rows
+
+    def _layout_at(self, zoom: int) -> DagLayout:
+        view = self.view
+        return compute_layout(
+            list(view.order),
+            [(e.source, e.target, e.kind) for e in view.edges],
+            {sid: s.group for sid, s in view.steps.items()},
+            node_width=ZOOM_WIDTHS[zoom],
+        )
 
     def _relayout(self) -> None:
+        """Lay the graph out again: at the widest zoom that fits across when fitting, packed when
+        taller than the panel."""
+        room = self.size
+        if self.fit and room.width:
+            for zoom in reversed(range(len(ZOOM_WIDTHS))):
+                layout = self._layout_at(zoom)
+                if GUTTER + layout.width + 1 <= room.width or zoom == 0:
+                    self.set_reactive(DagView.zoom, zoom)
+                    break
+        else:
+            layout = self._layout_at(self.zoom)
+        self.layout_ = layout
+        spread = RowMap.of(layout, packed=False)
+        self.rows = RowMap.of(layout, packed=True) if len(spread.rows) > room.height > 0 else spread
+        self._node_order = sorted(layout.real_nodes, key=lambda n: (n.layer, n.x))
         self._rows.clear()
-        geometry = _Geometry(ZOOM_WIDTHS[self.zoom])
-        width = geometry.left(self.layout_.width_slots) + 1
-        self.virtual_size = Size(width, max(1, 2 * len(self.layout_.layers)))
+        self.virtual_size = Size(GUTTER + layout.width + 1, max(1, len(self.rows.rows)))
         self.refresh()
+
+    def rows_needed(self) -> int:
+        """Rows the whole graph takes packed: what the run screen tries to give it."""
+        return len(RowMap.of(self.layout_, packed=True).rows)
 
     def watch_zoom(self) -> None:
         self._relayout()
         self._scroll_to_selected()
 
+    def on_resize(self) -> None:
+        self._relayout()
+
     # -- actions ----------------------------------------------------------------
     def action_zoom(self, delta: int) -> None:
+        self.fit = False
         self.zoom = max(0, min(len(ZOOM_WIDTHS) - 1, self.zoom + delta))
+
+    def action_fit(self) -> None:
+        """Fit the graph to the panel again and show it from its top left corner."""
+        self.fit = True
+        self._relayout()
+        self.scroll_to(0, 0, animate=False, force=True)
+
+    def action_pan(self, dx: int, dy: int) -> None:
+        """Move the view a quarter of the panel (the selection stays where it is)."""
+        self.scroll_to(
+            self.scroll_x + dx * max(4, self.size.width // 4),
+            self.scroll_y + dy * max(2, self.size.height // 4),
+            animate=False,
+            force=True,
+        )
 
     def action_move(self, dx: int, dy: int) -> None:
         current = self.layout_.positions.get(self.selected or "")
@@ -255,9 +342,14 @@ the rounds (R1–R4); a dimmed round was skipped.
         node = self.layout_.positions.get(self.selected or "")
         if node is None:
             return
-        geometry = _Geometry(ZOOM_WIDTHS[self.zoom])
+        geometry = _Geometry(self.layout_.node_width)
         self.scroll_to_region(
-            Region(geometry.left(node.x) - GUTTER, 2 * node.layer, geometry.width + GUTTER, 2),
+            Region(
+                geometry.left(node.x) - GUTTER,
+                self.rows.node_row[node.layer],
+                geometry.width + GUTTER,
+                len(self.rows.rows_of_layer(node.layer)),
+            ),
             animate=False,
             force=True,
         )
@@ -267,10 +359,10 @@ the rounds (R1–R4); a dimmed round was skipped.
         if offset is None:
             return
         x, y = offset.x + int(self.scroll_offset.x), offset.y + int(self.scroll_offset.y)
-        if y % 2:
+        if not 0 <= y < len(self.rows.rows) or not self.rows.rows[y][1]:
             return
-        geometry = _Geometry(ZOOM_WIDTHS[self.zoom])
-        for node in self.layout_.layers[y // 2] if y // 2 < len(self.layout_.layers) else []:
+        geometry = _Geometry(self.layout_.node_width)
+        for node in self.layout_.layers[self.rows.rows[y][0]]:
             if (
                 not node.dummy
                 and geometry.left(node.x) <= x < geometry.left(node.x) + geometry.width
@@ -285,7 +377,7 @@ the rounds (R1–R4); a dimmed round was skipped.
         row = y + scroll_y
         width = self.scrollable_content_region.width
         base = self.rich_style
-        if row >= 2 * len(self.layout_.layers):
+        if row >= len(self.rows.rows):
             return Strip.blank(width, base)
         strip = self._rows.get(row)
         if strip is None:
@@ -307,13 +399,13 @@ the rounds (R1–R4); a dimmed round was skipped.
         return style
 
     def _render_row(self, row: int) -> Strip:
-        geometry = _Geometry(ZOOM_WIDTHS[self.zoom])
+        geometry = _Geometry(self.layout_.node_width)
         width = self.virtual_size.width
         chars = [" "] * width
         styles: list[str | None] = [None] * width
         self._draw_gutter(row, chars, styles)
-        layer = row // 2
-        if row % 2 == 0:
+        layer, node_row = self.rows.rows[row]
+        if node_row:
             self._draw_nodes(layer, geometry, chars, styles)
         else:
             self._draw_connectors(layer, geometry, chars, styles)
@@ -329,14 +421,16 @@ the rounds (R1–R4); a dimmed round was skipped.
         return Strip(segments, width)
 
     def _draw_gutter(self, row: int, chars: list[str], styles: list[str | None]) -> None:
+        layer = self.rows.rows[row][0]
         for group, (first, last) in self.layout_.group_layers.items():
-            if not 2 * first <= row <= 2 * last + 1:
+            if not first <= layer <= last:
                 continue
             skipped = group in self._skipped_groups
             style = "dag--group-skipped" if skipped else "dag--group"
-            if row == 2 * first:
+            top = self.rows.node_row[first]
+            if row == top:
                 text = group_label(group)
-            elif row == 2 * first + 1 and skipped:
+            elif row == top + 1 and skipped:
                 text = "skip"
             else:
                 text = "│"

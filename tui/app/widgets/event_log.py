@@ -8,12 +8,16 @@ import time
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.containers import Vertical
-from textual.widgets import Input, RichLog
+from textual.geometry import Size
+from textual.scroll_view import ScrollView
+from textual.strip import Strip
+from textual.widgets import Input
 
 from tui.app.run_state import LogLine, RunView
 
 LEVEL_STYLE = {"error": "bold red", "warning": "yellow", "debug": "dim", "info": ""}
-MAX_LINES = 2000
+PREFIX_CELLS = 8 + 1 + 5 + 1 + 18 + 1
+"""The cells before an event's text: its time, seq and kind (see :func:`format_line`)."""
 
 
 KIND_PARTS = re.compile(r"[._]")
@@ -57,6 +61,64 @@ def format_line(line: LogLine) -> Text:
     return text
 
 
+class LogLines(ScrollView, can_focus=True):
+    """The log's lines, newest at the bottom, each formatted only when it is drawn.
+
+    Textual's RichLog renders every line it is given up front; a stored run's replay step
+    or a filter change replaces the whole log, and rendering thousands of lines then took
+    seconds. Here a replacement is a list assignment; a frame formats the rows on screen.
+    """
+
+    DEFAULT_CSS = """
+    LogLines {
+        background: $surface;
+        color: $foreground;
+        overflow-y: scroll;
+        overflow-x: auto;
+        &:focus { background-tint: $foreground 5%; }
+    }
+    """
+
+    def __init__(self, *, id: str | None = None) -> None:
+        super().__init__(id=id)
+        self.lines: list[LogLine] = []
+        self._widest = 0
+        self._strips: dict[int, Strip] = {}
+
+    def replace(self, lines: list[LogLine]) -> None:
+        """Show ``lines`` instead of what is shown, scrolled to the newest."""
+        self.lines = list(lines)
+        self._strips.clear()
+        self._widest = 0
+        self._grew(self.lines)
+        self.refresh()
+
+    def extend(self, lines: list[LogLine]) -> None:
+        """Add ``lines`` at the bottom; the view follows the newest line."""
+        self.lines.extend(lines)
+        self._grew(lines)
+
+    def _grew(self, added: list[LogLine]) -> None:
+        if added:
+            self._widest = max(self._widest, PREFIX_CELLS + max(len(line.text) for line in added))
+        self.virtual_size = Size(self._widest, len(self.lines))
+        self.scroll_end(animate=False, immediate=False, x_axis=False)
+
+    def render_line(self, y: int) -> Strip:
+        scroll_x, scroll_y = self.scroll_offset
+        width = self.scrollable_content_region.width
+        index = scroll_y + y
+        if index >= len(self.lines):
+            return Strip.blank(width, self.rich_style)
+        strip = self._strips.get(index)
+        if strip is None:
+            strip = Strip(format_line(self.lines[index]).render(self.app.console))
+            self._strips[index] = strip
+        return strip.crop_extend(scroll_x, scroll_x + width, self.rich_style).apply_style(
+            self.rich_style
+        )
+
+
 class EventLog(Vertical):
     """Every event of the run, newest at the bottom, with a filter box."""
 
@@ -73,7 +135,7 @@ match those fields. All terms must match.
     DEFAULT_CSS = """
     EventLog { height: 1fr; }
     EventLog > Input { height: 3; }
-    EventLog > RichLog { height: 1fr; }
+    EventLog > LogLines { height: 1fr; }
     """
 
     def __init__(self, *, id: str | None = None) -> None:
@@ -84,9 +146,7 @@ match those fields. All terms must match.
 
     def compose(self) -> ComposeResult:
         yield Input(placeholder="filter: words, kind:…, level:…, step:…", id="log-filter")
-        yield RichLog(
-            id="log-lines", wrap=False, markup=False, max_lines=MAX_LINES, auto_scroll=True
-        )
+        yield LogLines(id="log-lines")
 
     def show(self, view: RunView) -> None:
         lines = view.log
@@ -94,18 +154,14 @@ match those fields. All terms must match.
             self._view = view
             self._rewrite()
             return
-        self._append(lines[self._written :])
+        self.query_one(LogLines).extend(self._matching(lines[self._written :]))
+        self._written = len(lines)
 
-    def _append(self, lines: list[LogLine]) -> None:
-        shown = [format_line(line) for line in lines if matches(line, self._query)][-MAX_LINES:]
-        if shown:
-            self.query_one("#log-lines", RichLog).write(Text("\n").join(shown))
-        self._written += len(lines)
+    def _matching(self, lines: list[LogLine]) -> list[LogLine]:
+        return [line for line in lines if matches(line, self._query)] if self._query else lines
 
     def _rewrite(self) -> None:
-        self.query_one("#log-lines", RichLog).clear()
-        self._written = 0
-        self._append(self._view.log[-MAX_LINES * 4 :])
+        self.query_one(LogLines).replace(self._matching(self._view.log))
         self._written = len(self._view.log)
 
     def on_input_changed(self, event: Input.Changed) -> None:

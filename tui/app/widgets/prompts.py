@@ -10,20 +10,30 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from rich.table import Table
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
 from textual.screen import ModalScreen
-from textual.widgets import Button, Label, OptionList, Static, TextArea
+from textual.widgets import Button, ContentSwitcher, Label, OptionList, Static, TextArea
 from textual.widgets.option_list import Option
 
 from engine.context import InterruptAnswer
 from engine.events import InterruptRaised
+from engine.states import EvaluatedCondition
+from tui.app.plain_values import MISSING, label, plain_value
+from tui.app.plan_draft import PlanDraft
+from tui.app.widgets.plan_editor import PlanEditor
 
 
-def _payload_text(payload: dict[str, Any]) -> str:
+def _outputs(payload: dict[str, Any]) -> dict[str, Any]:
+    """The outputs an approval is about (an older payload may be the outputs themselves)."""
     value = payload.get("outputs", payload)
+    return dict(value) if isinstance(value, dict) else {}
+
+
+def _json_text(value: Any) -> str:
     return json.dumps(value, indent=2, ensure_ascii=False, sort_keys=True, default=str)
 
 
@@ -54,40 +64,62 @@ class _Prompt(ModalScreen[InterruptAnswer | None]):
 
 
 class ApprovalPrompt(_Prompt):
-    """Approve, reject or edit a step's outputs (or answer an ``input`` prompt)."""
+    """Approve, reject or edit a step's outputs (or answer an ``input`` prompt).
+
+    Outputs holding a plan (a list of sub-questions) open as a numbered list edited one
+    question at a time; the JSON of the whole outputs is one key (^T) away.
+    """
 
     HELP = """
 ## Approval
 
-The step waits for you. **a** approves its outputs as they are, **r** rejects
-them, **e** approves the text as you edited it (it must stay valid JSON).
-**Escape** leaves the prompt queued.
+The step waits for you. **^A** approves its outputs, **^R** rejects them,
+**^E** approves the JSON as you edited it (it must stay valid JSON).
+A research plan shows its sub-questions as a numbered list: **Enter** or **e**
+edits the highlighted one, **n** adds one after it, **d** deletes it,
+**shift+↑/↓** (or **[** / **]**) moves it; **^A** approves the plan as shown,
+edits included. **^T** switches between the list and the JSON.
+**Escape** cancels a line being edited, else leaves the prompt queued.
 """
     BINDINGS = [
         Binding("ctrl+a,f2", "answer('approve')", "Approve", id="prompt.approve", priority=True),
         Binding("ctrl+r,f3", "answer('reject')", "Reject", id="prompt.reject", priority=True),
         Binding("ctrl+e,f4", "answer('edit')", "Save edit", id="prompt.edit", priority=True),
+        Binding("ctrl+t,f5", "toggle_json", "List/JSON", id="prompt.json", priority=True),
         Binding("escape", "later", "Later", id="prompt.later"),
     ]
 
     # Focus by selector, not in on_mount: Textual applies AUTO_FOCUS once the children
-    # exist, and a prompt closed mid-compose (app exit) has none to query. An approval
-    # focuses Approve; an ``input`` prompt (no Approve button) its text box.
-    AUTO_FOCUS = "#answer-approve, .answer-text"
+    # exist, and a prompt closed mid-compose (app exit) has none to query. A plan focuses
+    # its list; another approval Approve; an ``input`` prompt (no Approve button) its text box.
+    AUTO_FOCUS = "#plan-list, #answer-approve, .answer-text"
+
+    def __init__(self, event: InterruptRaised, queued: int = 0) -> None:
+        super().__init__(event, queued)
+        self.outputs = _outputs(event.payload)
+        self.draft = (
+            None if event.interrupt_kind == "input" else PlanDraft.from_outputs(self.outputs)
+        )
 
     def compose(self) -> ComposeResult:
         e = self.event
         with Vertical(id="prompt-box"):
             yield from self._heading(f"‖ {e.step_id} — {e.interrupt_kind}")
             yield from self._held()
-            text = "" if e.interrupt_kind == "input" else _payload_text(e.payload)
-            yield TextArea(
+            text = "" if e.interrupt_kind == "input" else _json_text(self.outputs)
+            editor = TextArea(
                 text,
                 language="json" if text else None,
                 id="prompt-editor",
                 soft_wrap=True,
                 classes="answer-text" if e.interrupt_kind == "input" else "",
             )
+            if self.draft is None:
+                yield editor
+            else:
+                with ContentSwitcher(initial="plan-editor", id="prompt-views"):
+                    yield PlanEditor(self.draft, id="plan-editor")
+                    yield editor
             yield Static("", id="prompt-error")
             with Horizontal(id="prompt-buttons"):
                 if e.interrupt_kind == "input":
@@ -96,35 +128,102 @@ them, **e** approves the text as you edited it (it must stay valid JSON).
                     yield Button("Approve (^A)", id="answer-approve", variant="success")
                     yield Button("Reject (^R)", id="answer-reject", variant="error")
                     yield Button("Save edit (^E)", id="answer-edit", variant="primary")
+                if self.draft is not None:
+                    yield Button("JSON (^T)", id="answer-json")
                 yield Button("Later (Esc)", id="answer-later")
             yield from self._queued()
+
+    @property
+    def _in_list(self) -> bool:
+        return self.draft is not None and (
+            self.query_one("#prompt-views", ContentSwitcher).current == "plan-editor"
+        )
 
     def on_button_pressed(self, event: Button.Pressed) -> None:
         action = (event.button.id or "").removeprefix("answer-")
         if action == "later":
             self.action_later()
+        elif action == "json":
+            self.action_toggle_json()
         else:
             self.action_answer(action)
 
-    def action_answer(self, action: str) -> None:
-        if action != "edit" and self.event.interrupt_kind != "input":
-            self.dismiss(InterruptAnswer(action=action))
+    def action_later(self) -> None:
+        editor = self.query(PlanEditor).first() if self.draft is not None else None
+        if editor is not None and editor.editing:
+            editor.cancel()
+        else:
+            super().action_later()
+
+    def action_toggle_json(self) -> None:
+        """List → JSON shows the outputs with the list's edits; JSON → list takes the JSON's."""
+        if self.draft is None:
             return
-        text = self.query_one("#prompt-editor", TextArea).text
+        views = self.query_one("#prompt-views", ContentSwitcher)
+        editor = self.query_one(PlanEditor)
+        text_area = self.query_one("#prompt-editor", TextArea)
+        if self._in_list:
+            editor.cancel()
+            text_area.text = _json_text({**self.outputs, **editor.draft.answer()})
+            views.current = "prompt-editor"
+            text_area.focus()
+            self._error("")
+            return
+        edited = self._parsed_json()
+        if edited is None:
+            return
+        draft = PlanDraft.from_outputs(edited)
+        if draft is None:
+            self._error("the JSON has no sub_questions list to edit as a list; fix it, or ^E")
+            return
+        draft.original = editor.draft.original
+        self.outputs = {**self.outputs, **edited}
+        editor.replace(draft)
+        views.current = "plan-editor"
+        editor.plan_list.focus()
+        self._error("")
+
+    def action_answer(self, action: str) -> None:
         if self.event.interrupt_kind == "input":
+            text = self.query_one("#prompt-editor", TextArea).text
             self.dismiss(InterruptAnswer(action="answer", value=text))
             return
+        if action == "reject":
+            self.dismiss(InterruptAnswer(action="reject"))
+            return
+        if self.draft is not None and self._in_list:
+            # the plan as shown: the list's edits (and any made in the JSON before) included
+            draft = self.query_one(PlanEditor).draft
+            edited = {**self.outputs, **draft.answer()}
+            unchanged = not draft.changed and edited == _outputs(self.event.payload)
+            self.dismiss(
+                InterruptAnswer(action="approve")
+                if unchanged
+                else InterruptAnswer(action="edit", value=edited)
+            )
+            return
+        if action == "approve":
+            self.dismiss(InterruptAnswer(action="approve"))
+            return
+        parsed = self._parsed_json()
+        if parsed is not None:
+            self.dismiss(InterruptAnswer(action="edit", value=parsed))
+
+    def _parsed_json(self) -> dict[str, Any] | None:
+        """The JSON box's outputs, or None (with the reason shown) when they are not valid."""
+        text = self.query_one("#prompt-editor", TextArea).text
         try:
             edited = json.loads(text)
         except json.JSONDecodeError as exc:
-            self.query_one("#prompt-error", Static).update(
-                Text(
-                    f"line {exc.lineno}: {exc.msg} — fix the JSON or press ^A to approve as is",
-                    style="bold red",
-                )
-            )
-            return
-        self.dismiss(InterruptAnswer(action="edit", value=edited))
+            self._error(f"line {exc.lineno}: {exc.msg} — fix the JSON or press ^A to approve as is")
+            return None
+        if not isinstance(edited, dict):
+            self._error("the outputs must be a JSON object ({...}); fix it or press ^A")
+            return None
+        return edited
+
+    def _error(self, message: str) -> None:
+        self.query_one("#prompt-error", Static).update(Text(message, style="bold red"))
 
 
 def tie_break_targets(
@@ -141,6 +240,41 @@ def tie_break_targets(
     return valid, others
 
 
+def outputs_table(outputs: Any) -> Table | Text:
+    """A step's outputs as key/value rows in plain words."""
+    if not isinstance(outputs, dict) or not outputs:
+        return Text("no outputs recorded", style="dim")
+    table = Table(box=None, show_header=False, pad_edge=False)
+    table.add_column("key", style="bold", no_wrap=True)
+    table.add_column("value")
+    for key, value in outputs.items():
+        table.add_row(label(key), plain_value(value))
+    return table
+
+
+def conditions_table(conditions: Any) -> Table | Text:
+    """The routing conditions evaluated before the tie-breaker, in order, with their outcome."""
+    rows = [
+        EvaluatedCondition.model_validate(c)
+        for c in (conditions if isinstance(conditions, list) else [])
+    ]
+    if not rows:
+        return Text("no routing condition was evaluated", style="dim")
+    table = Table(box=None, expand=True, pad_edge=False)
+    table.add_column("condition")
+    table.add_column("target", no_wrap=True)
+    table.add_column("matched", no_wrap=True)
+    for condition in rows:
+        table.add_row(
+            condition.expr + (f"\n  {condition.error}" if condition.error else ""),
+            condition.target or MISSING,
+            Text("error", style="red")
+            if condition.error
+            else (Text("yes", style="green") if condition.matched else Text("no", style="dim")),
+        )
+    return table
+
+
 class TieBreakPrompt(_Prompt):
     """Pick the next step when the model was not confident enough to."""
 
@@ -148,7 +282,8 @@ class TieBreakPrompt(_Prompt):
 ## Tie-breaker
 
 The router could not decide with enough confidence. The model's suggestion is
-shown with its confidence and reasoning. Pick any listed target — the valid
+shown with its confidence and reasoning, why you are asked, the step's
+outputs and the routing conditions evaluated before it. Pick any listed target — the valid
 targets first, then the other edges the graph defines — with the arrows and
 **Enter**. Nothing outside the graph can be chosen. **Escape** leaves it queued.
 """
@@ -165,7 +300,7 @@ targets first, then the other edges the graph defines — with the arrows and
         suggestion = payload.get("suggestion") or payload.get("target")
         confidence = payload.get("confidence")
         with Vertical(id="prompt-box"):
-            yield from self._heading(f"⑂ {e.step_id} — where next?")
+            yield from self._heading(f"→ {e.step_id} — where next?")
             conf = f"{float(confidence):.2f}" if isinstance(confidence, (int, float)) else "–"
             yield Static(
                 Text.assemble(
@@ -178,6 +313,15 @@ targets first, then the other edges the graph defines — with the arrows and
             reasoning = str(payload.get("reasoning") or "")
             if reasoning:
                 yield Static(Text(reasoning, style="italic"), id="prompt-reasoning")
+            unsure = str(payload.get("unsure_because") or "")
+            if unsure:
+                yield Static(Text(f"asking you because {unsure}", style="yellow"), id="prompt-why")
+            yield Static(Text("Step outputs", style="bold"), classes="prompt-heading")
+            yield Static(outputs_table(payload.get("outputs")), id="prompt-outputs")
+            yield Static(Text("Conditions evaluated", style="bold"), classes="prompt-heading")
+            yield Static(
+                conditions_table(payload.get("evaluated_conditions")), id="prompt-conditions"
+            )
             yield from self._held()
             options: list[Option | None] = []
             for target in self.valid:

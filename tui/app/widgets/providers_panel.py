@@ -14,9 +14,11 @@ from typing import Any
 from rich.style import Style
 from rich.table import Table
 from rich.text import Text
+from textual.binding import Binding
+from textual.message import Message
 from textual.widgets import Static
 
-from engine.event_lines import format_cooldown
+from engine.breaker_story import format_cooldown
 from engine.headless import console_style
 from tui.app.run_state import RunView
 from tui.app.status_style import STATUS_CLASSES, StatusStyler, on_theme_change, status_style
@@ -52,14 +54,21 @@ def cooldown_left(snapshot: dict[str, Any], seen_at: float, now: float) -> float
     return max(0.0, remaining - max(0.0, now - seen_at))
 
 
-def _badge(state: str, style: StatusStyler) -> Text:
+def state_badge(state: str, style: StatusStyler) -> Text:
+    """A breaker state as a badge in its status colour."""
     badge = Text(f" {state.replace('_', '-')} ", style=style(state))
     badge.stylize(BADGE)
     return badge
 
 
-def providers_table(view: RunView, now: float, style: StatusStyler = console_style) -> Table:
-    """One row per provider, breaker states styled by ``style`` (the widget's theme in the app)."""
+def providers_table(
+    view: RunView,
+    now: float,
+    selected: str | None = None,
+    style: StatusStyler = console_style,
+) -> Table:
+    """One row per provider, breaker states styled by ``style`` (the widget's theme in the app);
+    ``selected`` is highlighted."""
     table = Table(expand=True, box=None, pad_edge=False, header_style="bold", collapse_padding=True)
     for column, justify in (
         ("provider", "left"),
@@ -81,7 +90,7 @@ def providers_table(view: RunView, now: float, style: StatusStyler = console_sty
         mark = " ✗" if snap.get("misconfigured") else " ⚠" if snap.get("degraded") else ""
         table.add_row(
             Text(name[:10]) + Text(mark, style="yellow"),
-            _badge(state, style),
+            state_badge(state, style),
             format_cooldown(left) if state != "CLOSED" and left > 0 else "–",
             f"{float(rate) * 100:.0f}%" if isinstance(rate, (int, float)) else "–",
             f"{_ms(snap.get('p50_latency_s'))}/{_ms(snap.get('p95_latency_s'))}",
@@ -89,6 +98,7 @@ def providers_table(view: RunView, now: float, style: StatusStyler = console_sty
             _headroom(snap.get("rpm_remaining"), snap.get("rpm_limit")),
             _headroom(snap.get("tpm_remaining"), snap.get("tpm_limit")),
             f"{snap.get('in_flight', 0)}/{snap.get('bulkhead_size', 0) or '∞'}",
+            style="reverse" if name == selected else None,
         )
     if not view.providers:
         table.add_row("no provider reports yet", *[""] * 8)
@@ -106,7 +116,24 @@ cooldown ends, HALF-OPEN lets one probe through), the cooldown left, success
 rate, p50/p95 latency with a sparkline of recent calls, RPM/TPM headroom,
 requests in flight against the bulkhead. ⚠ marks a degraded provider (up but
 not at full service), ✗ a misconfigured one.
+
+- **Up / Down**: choose a provider
+- **Enter**: its detail — models, last error and status code, why the breaker
+  tripped, cooldown left, spend
 """
+
+    BINDINGS = [
+        Binding("up", "move(-1)", "Up", show=False, id="providers.up"),
+        Binding("down", "move(1)", "Down", show=False, id="providers.down"),
+        Binding("enter", "open", "Provider detail", id="providers.open"),
+    ]
+
+    class Chosen(Message):
+        """The person asked for one provider's detail."""
+
+        def __init__(self, provider: str) -> None:
+            self.provider = provider
+            super().__init__()
 
     COMPONENT_CLASSES = set(STATUS_CLASSES)
 
@@ -114,6 +141,8 @@ not at full service), ✗ a misconfigured one.
         super().__init__(id=id)
         self._clock = clock
         self._view = RunView()
+        self.selected: str | None = None
+        """The provider Enter opens; highlighted while the panel has focus."""
         self.live = False
         """A live run counts cooldowns down against the clock; a replay stops at its event's time."""
 
@@ -122,15 +151,50 @@ not at full service), ✗ a misconfigured one.
 
     def show(self, view: RunView) -> None:
         self._view = view
-        self.update(self._table())
+        if self.selected not in view.providers:
+            self.selected = min(view.providers, default=None)
+        self._draw()
 
-    def _table(self) -> Table:
-        return providers_table(self._view, self.now(), partial(status_style, self))
+    def _draw(self) -> None:
+        self.update(
+            providers_table(
+                self._view,
+                self.now(),
+                self.selected if self.has_focus else None,
+                partial(status_style, self),
+            )
+        )
 
     def now(self) -> float:
         return max(self._clock(), self._view.last_ts) if self.live else self._view.last_ts
 
+    def snapshot(self, provider: str) -> tuple[dict[str, Any], float]:
+        """The provider's latest snapshot and its cooldown left now ({} and 0 when unknown)."""
+        snap = self._view.providers.get(provider)
+        if snap is None:
+            return {}, 0.0
+        now = self.now()
+        return snap, cooldown_left(snap, self._view.provider_seen_at.get(provider, now), now)
+
     def tick(self) -> None:
         """Count live cooldowns down; a replay's time stands still, so it has nothing to redraw."""
         if self.live and any(s.get("state") != "CLOSED" for s in self._view.providers.values()):
-            self.update(self._table())
+            self._draw()
+
+    def action_move(self, delta: int) -> None:
+        names = sorted(self._view.providers)
+        if not names:
+            return
+        index = names.index(self.selected) if self.selected in names else 0
+        self.selected = names[max(0, min(len(names) - 1, index + delta))]
+        self._draw()
+
+    def action_open(self) -> None:
+        if self.selected:
+            self.post_message(self.Chosen(self.selected))
+
+    def on_focus(self) -> None:
+        self._draw()
+
+    def on_blur(self) -> None:
+        self._draw()

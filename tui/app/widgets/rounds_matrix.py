@@ -3,14 +3,21 @@
 Each cell shows a dimension's tier and score; below them the CI, the recent
 sources against their floor, critical contradictions, the gate result and the
 supervisor's decision. The round coalesce selected is starred.
+
+When the full matrix is wider than the panel (four rounds beside a graph on a
+180-column screen, or more rounds than four), it switches to a compact form:
+tier initials, scores without the leading zero, short row titles and a legend —
+every round's column stays on screen.
 """
 
 from __future__ import annotations
 
 from functools import partial
 
+from rich.measure import Measurement
 from rich.table import Table
 from rich.text import Text
+from textual import events
 from textual.widgets import Static
 
 from engine.headless import console_style
@@ -27,19 +34,46 @@ DIMENSION_TITLES = {
     "verification": "verification",
     "recency": "recency",
 }
+SHORT_TITLES = {
+    "coverage": "cover",
+    "source_quality": "source",
+    "agreement": "agree",
+    "verification": "verify",
+    "recency": "recency",
+    "contradictions": "contra",
+}
+COMPACT_LEGEND = "E elite · H high · M medium · L low"
+DECISION_WIDTH = 6
+"""Characters of a decision the compact form keeps."""
 
 
-def _cell(round_view: RoundScoredPayload | None, dimension: Dimension, style: StatusStyler) -> Text:
+def _score(value: float, compact: bool) -> str:
+    text = f"{value:.2f}"
+    return text[1:] if compact and text.startswith("0.") else text
+
+
+def _cell(
+    round_view: RoundScoredPayload | None, dimension: Dimension, style: StatusStyler, compact: bool
+) -> Text:
     if round_view is None:
         return Text("·", style="dim")
     cell = round_view.dimensions.get(dimension)
     if cell is None:
         return Text("–", style="dim")
-    return Text(f"{cell.tier} {cell.score:.2f}", style=style(cell.tier))
+    tier = cell.tier[:1].upper() if compact else cell.tier
+    return Text(f"{tier} {_score(cell.score, compact)}", style=style(cell.tier))
 
 
-def _number(value: float | None, fmt: str = "{:.2f}") -> str:
-    return fmt.format(value) if value is not None else "–"
+def _number(value: float | None, compact: bool) -> str:
+    return _score(value, compact) if value is not None else "–"
+
+
+def _decision(text: str, compact: bool) -> str:
+    if not text:
+        return "–"
+    if compact and len(text) > DECISION_WIDTH:
+        return text[: DECISION_WIDTH - 1] + "…"
+    return text
 
 
 def _recent(round_view: RoundScoredPayload, style: StatusStyler) -> Text:
@@ -53,22 +87,32 @@ def _gate(round_view: RoundScoredPayload, style: StatusStyler) -> Text:
     return Text(result.lower(), style=style(result))
 
 
-def matrix_table(view: RunView, style: StatusStyler = console_style) -> Table:
-    """The matrix, statuses styled by ``style`` (the widget's theme in the app)."""
+def matrix_table(
+    view: RunView, style: StatusStyler = console_style, compact: bool = False
+) -> Table:
+    """The matrix, statuses styled by ``style`` (the widget's theme in the app); ``compact``
+    trades words for width (see the module's docstring)."""
     selected = view.selected_round
     count = max([ROUND_COLUMNS, *view.rounds]) if view.rounds else ROUND_COLUMNS
-    table = Table(expand=True, box=None, pad_edge=False, header_style="bold")
-    table.add_column("dimension", no_wrap=True)
+    table = Table(
+        expand=True,
+        box=None,
+        pad_edge=False,
+        header_style="bold",
+        collapse_padding=compact,
+    )
+    table.add_column("dim" if compact else "dimension", no_wrap=True)
     for number in range(1, count + 1):
-        title = f"R{number}" + (" ★" if number == selected else "")
+        title = f"R{number}" + (("★" if compact else " ★") if number == selected else "")
         table.add_column(title, no_wrap=True, style="on grey15" if number == selected else "")
     rounds = [view.rounds.get(n) for n in range(1, count + 1)]
+    titles = SHORT_TITLES if compact else DIMENSION_TITLES
     for dimension in DIMENSIONS:
-        table.add_row(DIMENSION_TITLES[dimension], *[_cell(r, dimension, style) for r in rounds])
-    table.add_row("CI", *[_number(r.ci) if r else "·" for r in rounds])
+        table.add_row(titles[dimension], *[_cell(r, dimension, style, compact) for r in rounds])
+    table.add_row("CI", *[_number(r.ci, compact) if r else "·" for r in rounds])
     table.add_row("recent", *[_recent(r, style) if r else "·" for r in rounds])
     table.add_row(
-        "contradictions",
+        SHORT_TITLES["contradictions"] if compact else "contradictions",
         *[
             Text(
                 str(r.critical_contradictions),
@@ -80,7 +124,10 @@ def matrix_table(view: RunView, style: StatusStyler = console_style) -> Table:
         ],
     )
     table.add_row("gate", *[_gate(r, style) if r else "·" for r in rounds])
-    table.add_row("decision", *[r.decision if r else "·" for r in rounds])
+    table.add_row(
+        "decide" if compact else "decision",
+        *[_decision(r.decision, compact) if r else "·" for r in rounds],
+    )
     return table
 
 
@@ -113,12 +160,27 @@ decision. ★ marks the round coalesce selected for the report.
         self._view = RunView()
 
     def on_mount(self) -> None:
-        on_theme_change(self, lambda: self.show(self._view))
+        on_theme_change(self, self._draw)
 
     def show(self, view: RunView) -> None:
         self._view = view
-        table = matrix_table(view, partial(status_style, self))
-        line = coalesce_line(view)
+        self._draw()
+
+    def _draw(self) -> None:
+        style = partial(status_style, self)
+        table = matrix_table(self._view, style)
+        room = self.content_size.width
+        if room and self._width_of(table) > room:
+            table = matrix_table(self._view, style, compact=True)
+            table.caption = COMPACT_LEGEND
+        line = coalesce_line(self._view)
         if line:
-            table.caption = line
+            table.caption = f"{line}\n{table.caption}" if table.caption else line
         self.update(table)
+
+    def _width_of(self, table: Table) -> int:
+        console = self.app.console
+        return Measurement.get(console, console.options.update_width(10_000), table).minimum
+
+    def on_resize(self, event: events.Resize) -> None:
+        self._draw()

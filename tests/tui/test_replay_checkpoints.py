@@ -1,0 +1,85 @@
+"""Replay from checkpoints: the view at any event equals folding every event from the first.
+
+A step back late in a long run must not refold from event 0 (tui/app/run_state.ReplayFold);
+these tests prove that what it shows is still exactly the full fold, whichever way the
+person steps, and that folding on from a view it handed out never changes a checkpoint.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+
+from engine.events import RunEvent
+from engine.store import RunStore
+from tests.tui.pilot_wait import press, until
+from tui.app.app import WorkbenchApp
+from tui.app.run_state import ReplayFold, RunView
+from tui.app.screens.run import RunScreen
+from tui.dev.sample_run import research_events, store_events, tie_break_events
+from tui.launch.workbench import Workbench
+
+pytestmark = pytest.mark.timeout(300)
+
+
+def full_fold(events: list[RunEvent], position: int) -> RunView:
+    view = RunView()
+    view.apply_all(events[:position])
+    return view
+
+
+def shown(view: RunView) -> RunView:
+    """The view without what the screen has already taken to redraw (``changed_steps``)."""
+    return replace(view, changed_steps=set())
+
+
+def stored(run_id: str, events: list[RunEvent], tmp_path: Path) -> list[RunEvent]:
+    """The events as the store stamps them (seq, times), as a stored run's screen reads them."""
+    with RunStore(tmp_path / "runs.sqlite") as store:
+        store_events(store, run_id, events)
+        return store.events(run_id)
+
+
+@pytest.mark.parametrize("every", [1, 7, 20])
+def test_the_view_at_any_position_equals_the_fold_from_the_first_event(
+    tmp_path: Path, every: int
+) -> None:
+    events = stored("r", research_events("r"), tmp_path)
+    assert len(events) > 3 * every
+    fold = ReplayFold(events, every=every)
+    # late first (checkpoints are made on the way), then back, forward, and to both ends
+    for position in (len(events), len(events) - 1, 3, every, every + 1, len(events) // 2, 0):
+        assert fold.view_at(position) == full_fold(events, position), position
+
+
+def test_folding_on_from_a_handed_out_view_leaves_the_checkpoints_alone(tmp_path: Path) -> None:
+    events = stored("t", tie_break_events("t"), tmp_path) + stored(
+        "u", research_events("u"), tmp_path
+    )
+    fold = ReplayFold(events, every=5)
+    middle = len(events) // 2
+    handed = fold.view_at(middle)
+    handed.apply_all(events[middle:])  # what the screen does when the person steps forward
+    for step in handed.steps.values():
+        step.trail.append("scribbled")
+    assert fold.view_at(middle) == full_fold(events, middle)
+    assert fold.view_at(middle - 3) == full_fold(events, middle - 3)
+
+
+async def test_stepping_back_on_the_run_screen_shows_the_full_fold(tmp_path: Path) -> None:
+    with RunStore(tmp_path / "runs.sqlite") as store:
+        store_events(store, "run-done", research_events("run-done"))
+        events = store.events("run-done")
+    app = WorkbenchApp(Workbench(workspace=tmp_path, shipped_dir=tmp_path / "none"))
+    async with app.run_test(size=(160, 48)) as pilot:
+        await pilot.pause()
+        screen = app.open_run("run-done")
+        await until(pilot, lambda: isinstance(app.screen, RunScreen))
+        assert isinstance(screen, RunScreen) and screen.position == len(events)
+        for expected in (len(events) - 1, len(events) - 2):
+            await press(pilot, "comma", lambda at=expected: screen.position == at)
+            assert shown(screen.view) == shown(full_fold(events, expected))
+        await press(pilot, "full_stop", lambda: screen.position == len(events) - 1)
+        assert shown(screen.view) == shown(full_fold(events, len(events) - 1))
