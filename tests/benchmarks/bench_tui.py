@@ -30,6 +30,7 @@ from engine.store import InMemoryRunStore, RunStore
 from tui.app.app import WorkbenchApp
 from tui.app.run_driver import EventInbox
 from tui.app.run_state import ReplayFold, RunView
+from tui.app.screens.home import HomeScreen
 from tui.app.screens.run import RunScreen
 from tui.app.widgets.dag_layout import compute_layout
 from tui.app.widgets.dag_view import DagView
@@ -257,23 +258,28 @@ async def bench_dag() -> None:
                 )
 
 
-async def bench_startup_in_process() -> float:
+async def bench_startup_in_process() -> tuple[float, float]:
+    """To Home's first frame, and to its workflow list filled in by its worker."""
     with tempfile.TemporaryDirectory() as tmp:
         started = time.perf_counter()
         app = WorkbenchApp(Workbench(workspace=Path(tmp)))
         async with app.run_test(size=(160, 48)) as pilot:
             await pilot.pause()
-            return time.perf_counter() - started
+            first_frame = time.perf_counter() - started
+            while not (isinstance(app.screen, HomeScreen) and app.screen.ready):
+                await pilot.pause(0.01)
+            return first_frame, time.perf_counter() - started
 
 
 def main() -> None:
     asyncio.run(bench_ingestion())
     asyncio.run(bench_dag())
     asyncio.run(bench_stored_runs())
-    in_process = asyncio.run(bench_startup_in_process())
+    first_frame, listed = asyncio.run(bench_startup_in_process())
     print(
-        f"start-up to first frame: {in_process * 1000:.0f} ms in process (headless, Home with "
-        "shipped workflows); the `workbench` process's is in bench_startup"
+        f"start-up in process (headless): Home's first frame {first_frame * 1000:.0f} ms, its "
+        f"shipped workflows listed {listed * 1000:.0f} ms; the `workbench` process's figures "
+        "are in bench_startup"
     )
 
 

@@ -28,6 +28,7 @@ from tui.app.widgets.rounds_matrix import COMPACT_LEGEND, RoundsMatrix
 from tui.dev.sample_run import ROUND_STEPS, research_events, round_payload, store_events
 from tui.launch.steps import load_workflow_file
 from tui.launch.workbench import Workbench
+from tui.launch.workspace import Workspace
 
 pytestmark = pytest.mark.timeout(120)
 SIZE = (150, 46)
@@ -60,8 +61,9 @@ async def open_run(pilot, app: WorkbenchApp, run_id: str) -> RunScreen:
 # -- the layout, plain -------------------------------------------------------------------------
 
 
-def deep_research_layout(node_width: int):
-    nodes, edges = WorkflowGraph(load_workflow_file(DEEP_RESEARCH)).nodes_and_edges()
+def deep_research_layout(node_width: int, workspace: Path):
+    definition = load_workflow_file(DEEP_RESEARCH, Workspace(workspace))
+    nodes, edges = WorkflowGraph(definition).nodes_and_edges()
     return compute_layout(
         [n.id for n in nodes],
         [(e.source, e.target, e.kind) for e in edges],
@@ -71,10 +73,12 @@ def deep_research_layout(node_width: int):
 
 
 @pytest.mark.parametrize("node_width", ZOOM_WIDTHS)
-def test_rounds_of_the_shipped_research_workflow_stay_in_their_columns(node_width: int) -> None:
+def test_rounds_of_the_shipped_research_workflow_stay_in_their_columns(
+    node_width: int, tmp_path: Path
+) -> None:
     """Long edges (a round's steps wait for the previous supervisor, the synthesis for every
     supervisor) used to pull each round half a slot further right than the one before."""
-    layout = deep_research_layout(node_width)
+    layout = deep_research_layout(node_width, tmp_path)
     x = {node.id: node.x for node in layout.real_nodes}
     for step in ROUND_STEPS:
         assert len({x[f"{step}_r{n}"] for n in range(1, 5)}) == 1, step
@@ -152,46 +156,56 @@ async def test_fit_zoom_and_pan_from_the_keyboard(workbench: Workbench) -> None:
 # -- rounds ------------------------------------------------------------------------------------
 
 
+def scored(run_id: str, rounds: range) -> list[Domain]:
+    return [
+        Domain(
+            run_id=run_id,
+            name="research.round_scored",
+            payload=round_payload(n, ("High",) * 5, 0.9, "continue"),
+        )
+        for n in rounds
+    ]
+
+
 @pytest.fixture
-def four_rounds(workbench: Workbench) -> Workbench:
+def many_rounds(workbench: Workbench) -> Workbench:
+    """A four-round run, and one whose rounds went on to R7."""
     store = RunStore(workbench.runs_db)
+    four = research_events("run-four", upto_round=4, finished=False)
+    store_events(store, "run-four", four, status=RunStatus.RUNNING)
+    seven = research_events("run-seven", upto_round=4, finished=False)
     store_events(
-        store,
-        "run-four",
-        research_events("run-four", upto_round=4, finished=False),
-        status=RunStatus.RUNNING,
+        store, "run-seven", seven + scored("run-seven", range(5, 8)), status=RunStatus.RUNNING
     )
     store.close()
     return workbench
 
 
-async def test_a_four_round_run_fits_a_180_column_screen(four_rounds: Workbench) -> None:
-    app = WorkbenchApp(four_rounds)
+def matrix_lines(rounds: RoundsMatrix) -> list[str]:
+    return text_of(rounds, rounds.content_size.width).splitlines()
+
+
+@pytest.mark.parametrize(
+    ("run_id", "last", "compact"), [("run-four", 4, False), ("run-seven", 7, True)]
+)
+async def test_every_round_fits_a_180_column_screen(
+    many_rounds: Workbench, run_id: str, last: int, compact: bool
+) -> None:
+    """Four rounds in the full form; more than the full form has room for in the compact one."""
+    app = WorkbenchApp(many_rounds)
     async with app.run_test(size=(180, 50)) as pilot:
-        screen = await open_run(pilot, app, "run-four")
+        screen = await open_run(pilot, app, run_id)
         rounds = screen.query_one(RoundsMatrix)
-        await until(pilot, lambda: rounds.display and rounds.content_size.width > 0)
-        width = rounds.content_size.width
-        lines = text_of(rounds, width).splitlines()
-        header = lines[0].split()
-        assert header[1:] == ["R1", "R2", "R3", "R4"]
-        assert any(line.split()[-1] == "stop" for line in lines)  # R4's decision, the last column
-        assert "0.95" in next(line for line in lines if line.startswith("CI"))
-        # more rounds than the full form has room for: the compact form keeps every column
-        view = screen.view
-        extra = [
-            Domain(
-                run_id="run-four",
-                name="research.round_scored",
-                payload=round_payload(n, ("High",) * 5, 0.9, "continue"),
+        await until(pilot, lambda: rounds.display and f"R{last}" in "".join(matrix_lines(rounds)))
+        lines = matrix_lines(rounds)
+        assert lines[0].split()[1:] == [f"R{n}" for n in range(1, last + 1)]
+        ci = next(line for line in lines if line.startswith("CI")).split()
+        assert len(ci) == 1 + last  # a value under every round, the last one included
+        assert (COMPACT_LEGEND in "\n".join(lines)) is compact
+        if not compact:
+            assert "0.95" in ci and "Medium 0.62" in next(
+                line for line in lines if line.startswith("recency")
             )
-            for n in range(5, 8)
-        ]
-        screen._redraw(view.apply_all(extra))
-        await until(pilot, lambda: "R7" in text_of(rounds, width))
-        lines = text_of(rounds, width).splitlines()
-        assert lines[0].split()[1:] == [f"R{n}" for n in range(1, 8)]
-        assert COMPACT_LEGEND in text_of(rounds, width)
 
 
 # -- history -----------------------------------------------------------------------------------

@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 from textual.widgets import Input, Static
 
-from engine.context import InterruptAnswer, JournalEntry, StepInfo
+from engine.context import InterruptAnswer, JournalEntry, StepInfo, StreamingModelCaller
 from engine.live import LiveChannel, OutputCoalescer
 from engine.states import StepStatus
 from engine.store import RunStore
@@ -24,7 +24,7 @@ from tests.tui.pilot_wait import press, prompt_ready, until
 from tests.tui.test_live_runs import SIZE as LIVE_SIZE
 from tests.tui.test_live_runs import live_workbench, start_on
 from tui.app.app import WorkbenchApp
-from tui.app.model_calls import model_calls
+from tui.app.model_calls import SENT_KEY, model_calls
 from tui.app.plan_draft import PlanDraft, PlanEditRefused
 from tui.app.report_sections import report_sections, section_at
 from tui.app.round_diff import diff_rounds
@@ -194,6 +194,11 @@ async def test_an_unchanged_plan_is_approved_as_proposed(workbench: Workbench) -
         await until(pilot, lambda: prompt_ready(app, ApprovalPrompt))
         prompt = app.screen
         prompt.dismiss = answers.append  # type: ignore[method-assign]
+        line, error = prompt.query_one("#plan-input", Input), prompt.query_one("#prompt-error")
+        await press(pilot, "e", lambda: app.focused is line)
+        await press(pilot, "ctrl+a", lambda: "finish the question first" in plain_text(error))
+        assert answers == [] and app.focused is line
+        await press(pilot, "escape", lambda: app.focused is not line)
         await press(pilot, "ctrl+a", lambda: bool(answers))
     assert answers == [InterruptAnswer(action="approve")]
 
@@ -227,7 +232,7 @@ def rendered(screen: Any, selector: str) -> str:
 
 
 # -- step detail ---------------------------------------------------------------------------------
-async def journal_a_model_call(workbench: Workbench, run_id: str, step_id: str) -> ChatRequest:
+async def journal_a_model_call(workbench: Workbench, run_id: str, step_id: str) -> None:
     """One real call through the app's model caller over a built-in-only router, journaled."""
     router = build_workbench_router(None, config=RouterConfig(), environ={})
     caller = AgentAwareModelCaller(
@@ -241,18 +246,19 @@ async def journal_a_model_call(workbench: Workbench, run_id: str, step_id: str) 
         ],
         inputs={"query": "How do asyncio tasks get scheduled?", "max_sub_questions": 2},
     )
+    # the engine streams through any caller that can (StreamingModelCaller): the app's can
+    assert isinstance(caller, StreamingModelCaller)
+    info = StepInfo(run_id=run_id, step_id=step_id, iteration=0)
     try:
-        response = await caller.complete(
-            request, StepInfo(run_id=run_id, step_id=step_id, iteration=0)
-        )
+        response = await caller.stream(request, info, lambda kind, provider, text: None)
         payload = caller.encode(response)
         assert caller.decode(request, payload).content == response.content
+        assert payload[SENT_KEY] == caller.encode(await caller.complete(request, info))[SENT_KEY]
     finally:
         await router.aclose()
     store = workbench.store()
     store.journal_put(run_id, step_id, 0, 0, JournalEntry(kind="retrieve", payload=[]))
     store.journal_put(run_id, step_id, 0, 1, JournalEntry(kind="llm", payload=payload))
-    return request
 
 
 async def test_step_detail_shows_the_prompt_and_answer_as_messages_and_searches_them(

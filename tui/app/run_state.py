@@ -9,7 +9,7 @@ is what makes a replay at event N look exactly like the live screen did.
 from __future__ import annotations
 
 import bisect
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field, fields, replace
 from typing import Any, Literal
 
 from engine.event_lines import EventLine
@@ -153,23 +153,22 @@ class RunView:
     def copy(self) -> RunView:
         """An independent copy to fold on from (a replay checkpoint).
 
-        Shallow where the fold only ever replaces a value (events, dicts of outputs, round
-        views, log lines are never changed in place); the containers the fold grows or
-        mutates are copied, so folding the copy never changes the original.
+        Every list, dict and set the view holds is copied (the fold grows them in place);
+        the values in them are shared, as the fold only ever replaces a value (events,
+        outputs, round payloads, log lines are never changed in place) — except a step's
+        trail and the advisory graph, which the fold extends, so they are copied too.
         """
-        steps = {key: replace(step, trail=list(step.trail)) for key, step in self.steps.items()}
+        containers: dict[str, Any] = {
+            f.name: type(value)(value)
+            for f in fields(self)
+            if isinstance(value := getattr(self, f.name), (list, dict, set))
+        }
+        containers["steps"] = {
+            key: replace(step, trail=list(step.trail)) for key, step in self.steps.items()
+        }
         return replace(
             self,
-            order=list(self.order),
-            edges=list(self.edges),
-            steps=steps,
-            providers=dict(self.providers),
-            provider_seen_at=dict(self.provider_seen_at),
-            rounds=dict(self.rounds),
-            log=list(self.log),
-            pending=dict(self.pending),
-            chosen_edges=set(self.chosen_edges),
-            changed_steps=set(self.changed_steps),
+            **containers,
             advisory=AdvisoryGraph(dict(self.advisory.last), dict(self.advisory.current)),
         )
 

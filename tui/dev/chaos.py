@@ -17,7 +17,7 @@ later runs read.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Iterable
+from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -142,11 +142,20 @@ def probe_request(provider: str) -> ChatRequest:
     )
 
 
-async def close_every_breaker(router: SmartModelRouter, rounds: int = CLOSING_ROUNDS) -> list[str]:
+async def close_every_breaker(
+    router: SmartModelRouter,
+    rounds: int = CLOSING_ROUNDS,
+    wait: Callable[[float], Awaitable[None]] | None = None,
+) -> list[str]:
     """Wait out the longest cooldown, then send one request through each provider whose breaker
     is not CLOSED (its profile puts it first, so the request is its probe); repeat until every
-    breaker is CLOSED. Returns the providers still not CLOSED after ``rounds`` tries."""
+    breaker is CLOSED. Returns the providers still not CLOSED after ``rounds`` tries.
+
+    ``wait`` waits out a cooldown (default: the router's clock); a test hands in one that
+    advances its manual clock, so no probe is ever in flight while time jumps."""
     from router.models import BreakerState
+
+    wait = wait or router.clock.sleep
 
     def waiting() -> list[ProviderSnapshot]:
         return [s for s in router.snapshot() if s.state is not BreakerState.CLOSED]
@@ -155,7 +164,7 @@ async def close_every_breaker(router: SmartModelRouter, rounds: int = CLOSING_RO
         shut = waiting()
         if not shut:
             return []
-        await router.clock.sleep(max(s.cooldown_remaining_s for s in shut))
+        await wait(max(s.cooldown_remaining_s for s in shut))
         for snapshot in waiting():
             try:
                 await router.complete(probe_request(snapshot.name))

@@ -182,6 +182,7 @@ ROUND_SOURCES = {
     },
     2: {"pep-492": "PEP 492 – Coroutines with async and await syntax"},
     3: {"pep-525": "PEP 525 – Asynchronous Generators"},
+    4: {"pep-530": "PEP 530 – Asynchronous Comprehensions"},
 }
 ROUND_CLAIMS = {
     1: {
@@ -190,6 +191,7 @@ ROUND_CLAIMS = {
     },
     2: {"c3": "await on a pending future suspends the task until the future is done."},
     3: {"c4": "call_soon appends a callback to the loop's ready queue."},
+    4: {"c5": "An asynchronous comprehension awaits each item in turn."},
 }
 DROPPED_CLAIMS = {3: {"c2"}}
 """Claims a later round's audit pruned (its passages no longer supported it)."""
@@ -200,9 +202,9 @@ def round_state(number: int) -> dict[str, Any]:
     sources: dict[str, Any] = {}
     claims: dict[str, str] = {}
     for n in range(1, number + 1):
-        for source_id, title in ROUND_SOURCES[n].items():
+        for source_id, title in ROUND_SOURCES.get(n, {}).items():
             sources[source_id] = {"id": source_id, "title": title, "round": n}
-        claims.update(ROUND_CLAIMS[n])
+        claims.update(ROUND_CLAIMS.get(n, {}))
         for dropped in DROPPED_CLAIMS.get(n, set()):
             claims.pop(dropped, None)
     return {

@@ -18,6 +18,7 @@ from engine.store import RunStore
 from tui.app.app import WorkbenchApp
 from tui.app.screens.home import HomeScreen
 from tui.app.screens.run import RunScreen
+from tui.app.widgets.providers_panel import ProvidersPanel
 from tui.dev.sample_run import research_events, store_events, tie_break_events
 from tui.launch.workbench import Workbench
 
@@ -88,6 +89,20 @@ async def home(app: WorkbenchApp) -> None:
     raise RuntimeError("Home never listed the workflows")
 
 
+def provider_detail(run_id: str, provider: str) -> Scene:
+    async def scene(app: WorkbenchApp) -> None:
+        screen = app.open_run(run_id)
+        await asyncio.sleep(0.2)
+        assert screen is not None, f"{run_id} is in the sample workspace"
+        panel = screen.query_one(ProvidersPanel)
+        panel.focus()
+        panel.selected = provider
+        panel.action_open()
+        await asyncio.sleep(0.2)
+
+    return scene
+
+
 SCENES: dict[str, tuple[Scene, tuple[int, int]]] = {
     "home": (home, SIZE),
     "run": (open_run("20240501-093000-a1b2c3"), SIZE),
@@ -97,6 +112,7 @@ SCENES: dict[str, tuple[Scene, tuple[int, int]]] = {
     "report": (open_run("20240501-093000-a1b2c3", "report"), SIZE),
     "round_diff": (open_run("20240501-093000-a1b2c3", "round_diff"), SIZE),
     "outline": (open_run("20240501-101500-d4e5f6"), (72, 40)),
+    "provider_detail": (provider_detail("20240501-101500-d4e5f6", "openai"), SIZE),
 }
 
 

@@ -90,13 +90,15 @@ one run. **Enter** on a step opens its detail; **p** answers the next prompt;
     COMPONENT_CLASSES = set(STATUS_CLASSES)
     BINDINGS = [
         Binding("escape", "back", "Back", id="run.back"),
+        # the panel keys come first: a narrow footer cuts its end, and on a small terminal they
+        # are the only way to the panels
+        Binding("1", "toggle_panel('providers')", "Providers", id="run.toggle_providers"),
+        Binding("2", "toggle_panel('rounds')", "Rounds", id="run.toggle_rounds"),
+        Binding("3", "toggle_panel('log')", "Log", id="run.toggle_log"),
         Binding("o", "toggle_outline", "Outline", id="run.toggle_outline"),
         Binding("p", "answer_next", "Answer prompt", id="run.answer"),
         Binding("r", "report", "Report", id="run.report"),
         Binding("u", "resume", "Resume", id="run.resume"),
-        Binding("1", "toggle_panel('providers')", "Providers", id="run.toggle_providers"),
-        Binding("2", "toggle_panel('rounds')", "Rounds", id="run.toggle_rounds"),
-        Binding("3", "toggle_panel('log')", "Log", id="run.toggle_log"),
         Binding("slash", "filter_log", "Filter log", id="run.filter_log"),
         Binding("i", "copy_run_id", "Copy id", id="run.copy_run_id", show=False),
         Binding("d", "round_diff", "Round diff", id="run.round_diff"),

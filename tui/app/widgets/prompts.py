@@ -133,6 +133,14 @@ edits included. **^T** switches between the list and the JSON.
                 yield Button("Later (Esc)", id="answer-later")
             yield from self._queued()
 
+    def on_mount(self) -> None:
+        self._show_buttons()
+
+    def _show_buttons(self) -> None:
+        """In the list, Approve sends the plan as shown, so Save edit is only the JSON's."""
+        if self.draft is not None:
+            self.query_one("#answer-edit").display = not self._in_list
+
     @property
     def _in_list(self) -> bool:
         return self.draft is not None and (
@@ -166,6 +174,7 @@ edits included. **^T** switches between the list and the JSON.
             editor.cancel()
             text_area.text = _json_text({**self.outputs, **editor.draft.answer()})
             views.current = "prompt-editor"
+            self._show_buttons()
             text_area.focus()
             self._error("")
             return
@@ -180,6 +189,7 @@ edits included. **^T** switches between the list and the JSON.
         self.outputs = {**self.outputs, **edited}
         editor.replace(draft)
         views.current = "plan-editor"
+        self._show_buttons()
         editor.plan_list.focus()
         self._error("")
 
@@ -192,6 +202,9 @@ edits included. **^T** switches between the list and the JSON.
             self.dismiss(InterruptAnswer(action="reject"))
             return
         if self.draft is not None and self._in_list:
+            if self.query_one(PlanEditor).editing:
+                self._error("finish the question first: Enter keeps it, Escape drops it")
+                return
             # the plan as shown: the list's edits (and any made in the JSON before) included
             draft = self.query_one(PlanEditor).draft
             edited = {**self.outputs, **draft.answer()}
