@@ -28,7 +28,7 @@ TONE_STYLES: dict[Tone, str] = {
     "critical": "bold red",
     "bad": "red",
     "stopped": "magenta",
-    "plain": "white",
+    "plain": "default",
 }
 """How the console shows each tone of engine/status_tone.py."""
 

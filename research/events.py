@@ -95,15 +95,23 @@ def validated(name: str, **fields: Any) -> dict[str, Any]:
     return PAYLOAD_MODELS[name](**fields).model_dump(mode="json")
 
 
-def describe_research_event(event: Domain) -> EventLine | None:
-    """The event-log line of a research event, read through its payload model; None for
-    other domains' events and for a payload its model rejects (shown as name and payload)."""
+def payload_of(event: Domain) -> Payload | None:
+    """A research event's payload as its model; None for other domains' events and for a
+    payload its model rejects."""
     model = PAYLOAD_MODELS.get(event.name)
     if model is None:
         return None
     try:
-        payload = model.model_validate(event.payload)
+        return model.model_validate(event.payload)
     except ValidationError:
+        return None
+
+
+def describe_research_event(event: Domain) -> EventLine | None:
+    """The event-log line of a research event, read through its payload model; None where
+    :func:`payload_of` has none (the line then shows name and payload)."""
+    payload = payload_of(event)
+    if payload is None:
         return None
     if isinstance(payload, StagePayload):
         return _stage_line(payload)

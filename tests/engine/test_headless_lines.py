@@ -12,35 +12,18 @@ from typing import get_args
 import pytest
 from rich.console import Console
 
+from engine import events as ev
 from engine.event_lines import EventLine, describe
-from engine.events import (
-    Budget,
-    Domain,
-    InterruptRaised,
-    InterruptResolved,
-    Log,
-    PolicyViolation,
-    ProviderState,
-    RouteDecided,
-    RunEvent,
-    RunFinished,
-    RunStarted,
-    StepFailed,
-    StepFinished,
-    StepRetrying,
-    StepSkipped,
-    StepStarted,
-)
 from engine.headless import HeadlessPrinter, console_style, styled
 from engine.states import RoutingSignal, RunStatus
 from engine.status_tone import STATUS_TONES, tone
 
 pytestmark = pytest.mark.timeout(30)
 
-EVENTS: list[RunEvent] = [
-    RunStarted(run_id="r", workflow="wf", source="wf.yaml", engine="kahn", engine_reason="auto"),
-    StepStarted(run_id="r", step_id="plan", iteration=2, attempt=3),
-    StepFinished(
+EVENTS: list[ev.RunEvent] = [
+    ev.RunStarted(run_id="r", workflow="wf", source="wf.yaml", engine="kahn", engine_reason="auto"),
+    ev.StepStarted(run_id="r", step_id="plan", iteration=2, attempt=3),
+    ev.StepFinished(
         run_id="r",
         step_id="plan",
         duration_s=1.5,
@@ -50,18 +33,18 @@ EVENTS: list[RunEvent] = [
         providers=["openai"],
         outputs={"topic": "owls"},
     ),
-    StepSkipped(run_id="r", step_id="escalate", reason="not routed (by classify)"),
-    StepFailed(run_id="r", step_id="boom", error="DemoFailure: no", optional=True),
-    StepFailed(run_id="r", step_id="after", error="boom failed", upstream=True),
-    StepRetrying(run_id="r", step_id="plan", attempt=2, error="timeout"),
-    RouteDecided(
+    ev.StepSkipped(run_id="r", step_id="escalate", reason="not routed (by classify)"),
+    ev.StepFailed(run_id="r", step_id="boom", error="DemoFailure: no", optional=True),
+    ev.StepFailed(run_id="r", step_id="after", error="boom failed", upstream=True),
+    ev.StepRetrying(run_id="r", step_id="plan", attempt=2, error="timeout"),
+    ev.RouteDecided(
         run_id="r",
         step_id="classify",
         signal=RoutingSignal(
             decision="advance", next_step_id="ship", route="condition", reason="score > 0.5"
         ),
     ),
-    InterruptRaised(
+    ev.InterruptRaised(
         run_id="r",
         interrupt_id="i1",
         step_id="plan",
@@ -69,11 +52,11 @@ EVENTS: list[RunEvent] = [
         prompt="Approve the plan?",
         options=["approve", "reject"],
     ),
-    InterruptResolved(
+    ev.InterruptResolved(
         run_id="r", interrupt_id="i1", step_id="plan", answer={"action": "edit", "value": "x"}
     ),
-    ProviderState(run_id="r", provider="openai", snapshot={"state": "OPEN"}),
-    Budget(
+    ev.ProviderState(run_id="r", provider="openai", snapshot={"state": "OPEN"}),
+    ev.Budget(
         run_id="r",
         step_runs=1,
         llm_calls=2,
@@ -82,14 +65,14 @@ EVENTS: list[RunEvent] = [
         max_llm_calls=20,
         token_budget=30,
     ),
-    PolicyViolation(run_id="r", rule="max_llm_calls", detail="21 > 20"),
-    Log(run_id="r", level="warning", message="slow provider"),
-    RunFinished(run_id="r", status=RunStatus.PARTIAL, reason="safety bound"),
-    Domain(run_id="r", name="demo.thing", payload={"n": 1}),
+    ev.PolicyViolation(run_id="r", rule="max_llm_calls", detail="21 > 20"),
+    ev.Log(run_id="r", level="warning", message="slow provider"),
+    ev.RunFinished(run_id="r", status=RunStatus.PARTIAL, reason="safety bound"),
+    ev.Domain(run_id="r", name="demo.thing", payload={"n": 1}),
 ]
 
 
-def printed(printer: HeadlessPrinter, events: list[RunEvent]) -> list[str]:
+def printed(printer: HeadlessPrinter, events: list[ev.RunEvent]) -> list[str]:
     console = printer.console
     with console.capture() as capture:
         printer(events)
@@ -98,7 +81,8 @@ def printed(printer: HeadlessPrinter, events: list[RunEvent]) -> list[str]:
 
 def test_every_event_kind_is_described_and_the_examples_cover_them_all() -> None:
     kinds = {
-        get_args(cls.model_fields["kind"].annotation)[0] for cls in get_args(get_args(RunEvent)[0])
+        get_args(cls.model_fields["kind"].annotation)[0]
+        for cls in get_args(get_args(ev.RunEvent)[0])
     }
     assert {event.kind for event in EVENTS} == kinds
     for event in EVENTS:
@@ -130,7 +114,7 @@ def test_the_words_the_cli_relies_on() -> None:
 
 
 def test_domain_events_are_worded_by_their_package_or_shown_as_name_and_payload() -> None:
-    event = Domain(run_id="r", name="demo.thing", payload={"n": 1})
+    event = ev.Domain(run_id="r", name="demo.thing", payload={"n": 1})
     assert describe(event).text == 'demo.thing {"n": 1}'
     own = EventLine("the thing happened", level="warning")
     assert describe(event, lambda e: own if e.name == "demo.thing" else None) == own
@@ -143,7 +127,7 @@ def test_domain_events_are_worded_by_their_package_or_shown_as_name_and_payload(
 
 def test_the_console_colours_a_line_by_its_status_tone_and_its_level() -> None:
     printer = HeadlessPrinter(Console(width=200))
-    finished = printer.line(RunFinished(run_id="r", status=RunStatus.COMPLETED))
+    finished = printer.line(ev.RunFinished(run_id="r", status=RunStatus.COMPLETED))
     assert finished is not None and "[bold green]" in finished
     skipped = printer.line(EVENTS[3])
     assert skipped is not None and f"[{console_style('SKIPPED')}]" in skipped

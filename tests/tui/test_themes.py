@@ -47,12 +47,13 @@ async def test_a_theme_switch_recolours_every_status_panel(workbench: Workbench)
         await until(pilot, lambda: app.screen is screen and bool(screen.query("#rounds")))
         dag, outline = screen.query_one("#dag"), screen.query_one("#outline")
         # a status cell in each panel: a SUCCEEDED step, a CLOSED breaker, a High tier, a
-        # COMPLETED run
+        # COMPLETED run (on Home, in the history and in the run's status line)
         cells: dict[str, tuple[Widget, str]] = {
             "dag": (dag, "source_policy"),
             "providers": (screen.query_one("#providers"), "CLOSED"),
             "rounds": (screen.query_one("#rounds"), "High"),
             "home": (home.query_one("#runs"), "COMPLETED"),
+            "run status": (screen.query_one("#run-status"), "COMPLETED"),
         }
         before = {name: drawn_colour(*cell) for name, cell in cells.items()}
         await press(pilot, "o", lambda: outline.display and outline.size.height > 0)
@@ -72,7 +73,7 @@ async def test_a_theme_switch_recolours_every_status_panel(workbench: Workbench)
         second = success(app)
         await until(pilot, lambda: drawn_colour(history, "COMPLETED") == second)
         await press(pilot, "escape", lambda: app.screen is screen)
-        shown = ("dag", "providers", "rounds", "home")
+        shown = ("dag", "providers", "rounds", "home", "run status")
         await until(pilot, lambda: all(drawn_colour(*cells[n]) == second for n in shown))
         await press(pilot, "o", lambda: outline.display and outline.size.height > 0)
         await until(pilot, lambda: drawn_colour(outline, "source_policy") == second)

@@ -12,8 +12,6 @@ import bisect
 from dataclasses import dataclass, field, fields, replace
 from typing import Any, Literal
 
-from pydantic import ValidationError
-
 from engine.event_lines import EventLine
 from engine.event_lines import describe as describe_event
 from engine.events import (
@@ -35,13 +33,11 @@ from engine.events import (
 from engine.model_answers import disclosure, tally
 from engine.states import RoutingSignal, StepStatus
 from research.events import (
-    COALESCED,
-    ROUND_SCORED,
-    STAGE,
     CoalescedPayload,
     RoundScoredPayload,
     StagePayload,
     describe_research_event,
+    payload_of,
 )
 from tui.app.agent_trail import AdvisoryGraph
 from tui.app.agent_trail import fold as fold_agent_event
@@ -286,28 +282,20 @@ class RunView:
         return {"steps", "status"}
 
     def _on_domain(self, e: Domain) -> set[Part]:
-        if e.name in (ROUND_SCORED, COALESCED, STAGE):
-            return self._research(e)
         if e.name.startswith(("agent.", "advisory.")):
             grew = fold_agent_event(e, self.advisory, self._step, self._add_edge)
             return {"graph", "steps"} if grew else {"steps"}
+        payload = payload_of(e)
+        if isinstance(payload, RoundScoredPayload):
+            self.rounds[payload.round] = payload
+            return {"rounds"}
+        if isinstance(payload, CoalescedPayload):
+            self.coalesced = payload
+            return {"rounds"}
+        if isinstance(payload, StagePayload):
+            self.stage = payload.stage
+            return {"status"}
         return set()
-
-    def _research(self, e: Domain) -> set[Part]:
-        """Folds a research event read through research's own payload types; one its type
-        rejects changes nothing but its log line (which shows the payload as it came)."""
-        try:
-            if e.name == ROUND_SCORED:
-                scored = RoundScoredPayload.model_validate(e.payload)
-                self.rounds[scored.round] = scored
-                return {"rounds"}
-            if e.name == COALESCED:
-                self.coalesced = CoalescedPayload.model_validate(e.payload)
-                return {"rounds"}
-            self.stage = StagePayload.model_validate(e.payload).stage
-        except ValidationError:
-            return set()
-        return {"status"}
 
     def _add_edge(self, source: str, target: str) -> None:
         self.edges.append(Edge(source, target, "depends_on"))

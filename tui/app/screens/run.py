@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from rich.style import Style
 from rich.text import Text
 from textual import events, on
 from textual.app import ComposeResult
@@ -33,6 +34,7 @@ from tui.app.messages import ResumeRun
 from tui.app.model_calls import model_calls
 from tui.app.run_driver import PromptTicket, RunDriver
 from tui.app.run_state import Part, ReplayFold, RunView, describe, spend_text
+from tui.app.status_style import STATUS_CLASSES, on_theme_change, status_style
 from tui.app.widgets.dag_outline import DagOutline
 from tui.app.widgets.dag_view import DagView
 from tui.app.widgets.event_log import EventLog
@@ -85,6 +87,7 @@ one run. **Enter** on a step opens its detail; **p** answers the next prompt;
 **i** copies the run id (OSC 52).
 """
 
+    COMPONENT_CLASSES = set(STATUS_CLASSES)
     BINDINGS = [
         Binding("escape", "back", "Back", id="run.back"),
         # the panel keys come first: a narrow footer cuts its end, and on a small terminal they
@@ -160,6 +163,7 @@ one run. **Enter** on a step opens its detail; **p** answers the next prompt;
         yield Footer()
 
     def on_mount(self) -> None:
+        on_theme_change(self, self._show_status)
         self.query_one(ProvidersPanel).live = self.live
         self.query_one(Timeline).display = not self.live
         for panel_id, title in (
@@ -314,14 +318,8 @@ one run. **Enter** on a step opens its detail; **p** answers the next prompt;
             )
             return
         text = Text(f" {v.workflow or 'run'} ", style="bold reverse")
-        style = {
-            "COMPLETED": "green",
-            "FAILED": "red",
-            "PARTIAL": "yellow",
-            "WAITING": "yellow",
-        }.get(v.status, "cyan")
         # most important first: a narrow terminal cuts the end of the line
-        text.append(f" {v.status}", style=f"bold {style}")
+        text.append(f" {v.status}", style=status_style(self, v.status) + Style(bold=True))
         fallback = v.fallback_note
         if fallback:
             text.append(f" · {fallback}", style="bold yellow")
