@@ -411,3 +411,29 @@ def test_an_evaluation_error_names_the_operator_and_the_operand_types(expr, mess
 def test_string_writes_whole_numbers_as_integers_up_to_2_to_the_53(expr, expected):
     act = build_activation(inputs={"n": 3}, steps={})
     assert compile_expr(expr).evaluate(act) == expected
+
+
+@pytest.mark.parametrize(
+    "expr, identifiers, calls",
+    [
+        ("size(inputs) > 0", ["inputs"], ["size"]),  # a function's argument is never bound
+        ("inputs.s.contains(n)", ["inputs.s", "n"], ["contains"]),  # nor a method's
+        (".size(inputs.xs) > 0", ["inputs.xs"], ["size"]),
+        ("frobnicate() == 1", [], ["frobnicate"]),
+    ],
+)
+def test_calls_and_their_arguments_are_read(expr, identifiers, calls):
+    compiled = compile_expr(expr)
+    assert compiled.identifiers == identifiers
+    assert [call.name for call in compiled.calls] == calls
+
+
+def test_hex_literals_keep_their_value():
+    assert compile_expr("0x1F == 31 && 0x10 + 1 == 17").evaluate(activation()) is True
+
+
+def test_the_nesting_limit_is_exact():
+    """24 parentheses compile, 25 do not (MAX_TREE_DEPTH counts the parse tree's levels)."""
+    compile_expr("(" * 24 + "1" + ")" * 24)
+    with pytest.raises(CelSyntaxError, match="nests too deeply"):
+        compile_expr("(" * 25 + "1" + ")" * 25)
