@@ -328,3 +328,13 @@ def test_capacity_fraction_of_the_smallest_and_of_a_zero_limit(clock: ManualCloc
     tokens_only = DualBucket(None, 100, clock)
     assert tokens_only.try_reserve(100) is not None
     assert tokens_only.capacity_fraction() == 0.0
+
+
+def test_a_stated_limit_equal_to_the_learnt_one_clamps_like_any_stated_limit(
+    clock: ManualClock,
+) -> None:
+    bucket = TokenBucket(None, clock)
+    bucket.clamp(LimitReading(remaining=100))  # learnt from remaining alone (Azure)
+    bucket.take(50)  # reserved by calls still in flight
+    bucket.clamp(LimitReading(limit=100, remaining=80))  # now stated, and what it counted
+    assert bucket.limit == 100 and bucket.level() == 50  # no more than either count
