@@ -61,7 +61,8 @@ class StepRegistry:
     def register_later(self, prefixes: tuple[str, ...], load: Callable[[], object]) -> None:
         """Have ``load`` register the steps whose names start with one of ``prefixes`` when
         the first of them is asked for (or every name is listed); it replaces an earlier
-        pending ``load`` for the same prefixes and runs at most once."""
+        pending ``load`` for the same prefixes and runs at most once. A family loaded before
+        is loaded again (``load`` re-registers its names), as when the workspace changes."""
         self._later = [family for family in self._later if family.prefixes != prefixes]
         self._later.append(_LaterFamily(prefixes, load))
 
@@ -95,12 +96,12 @@ class StepRegistry:
         return registered
 
     def get(self, name: str) -> RegisteredStep:
-        if name not in self._steps:
+        if self._later:
             self._load_families(name)
         return self._steps[name]
 
     def __contains__(self, name: object) -> bool:
-        if isinstance(name, str) and name not in self._steps:
+        if self._later and isinstance(name, str):
             self._load_families(name)
         return name in self._steps
 

@@ -61,3 +61,13 @@ def test_a_later_registration_for_the_same_prefixes_replaces_the_pending_one() -
     registry.register_later(("ws.",), family(registry, calls, "ws.second"))
     assert registry.names() == ["ws.second"]
     assert calls == ["ws.second"]
+
+
+def test_a_family_registered_again_reloads_names_it_registered_before() -> None:
+    """A second workspace's agents replace the first's, as registering them eagerly did."""
+    registry, calls = StepRegistry(), list[str]()
+    registry.register_later(("ws.",), family(registry, calls, "ws.echo"))
+    assert "ws.echo" in registry
+    registry.register_later(("ws.",), family(registry, calls, "ws.echo"))
+    assert "ws.echo" in registry
+    assert calls == ["ws.echo", "ws.echo"]
