@@ -1,4 +1,4 @@
-"""The workflow graph (DESIGN §5 graph semantics) on networkx.
+"""The workflow graph (DESIGN §5 graph semantics).
 
 Two kinds of edges:
 
@@ -12,16 +12,20 @@ Two kinds of edges:
 
 The forward graph of a loaded definition is acyclic (the loader checks it);
 ``forward_cycles`` exists so the loader can report the cycles of one that is not.
+
+Reachability is answered by the short plain algorithms below (breadth-first search, Tarjan's
+strongly connected components) over the adjacency lists the graph keeps anyway: importing
+networkx (about 300 modules) took a fifth of `workbench validate`'s start-up, which must stay
+well under half a second. networkx is imported only to describe the cycles of a definition the loader
+refuses (``forward_cycles``).
 """
 
 from __future__ import annotations
 
 import heapq
-from collections.abc import Mapping
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Literal
-
-import networkx as nx
 
 from engine.events import GraphEdge, GraphNode
 from engine.spec import StepSpec, WorkflowDefinition
@@ -29,6 +33,64 @@ from engine.spec import StepSpec, WorkflowDefinition
 ForwardKind = Literal["depends_on", "route", "detour"]
 
 _ROUTING_KINDS = frozenset({"route", "detour"})
+
+Adjacency = Mapping[str, Sequence[str]]
+"""Each step's neighbours on one side: its successors, or its predecessors."""
+
+
+def reached_from(start: str, neighbours: Adjacency) -> set[str]:
+    """Every step a path of at least one edge leads to from ``start``, ``start`` itself left
+    out (as networkx's ``descendants`` / ``ancestors`` do)."""
+    seen: set[str] = set()
+    frontier = list(neighbours[start])
+    while frontier:
+        step = frontier.pop()
+        if step not in seen:
+            seen.add(step)
+            frontier.extend(neighbours[step])
+    seen.discard(start)
+    return seen
+
+
+def strongly_connected_components(
+    steps: Iterable[str], successors: Adjacency
+) -> Iterator[list[str]]:
+    """Tarjan's algorithm, iterative (a 10,000-step chain would overflow a recursive one):
+    each strongly connected component once, every component after the ones it reaches."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+
+    def visit(step: str) -> tuple[str, Iterator[str]]:
+        index[step] = low[step] = len(index)
+        stack.append(step)
+        on_stack.add(step)
+        return step, iter(successors[step])
+
+    for root in steps:
+        if root in index:
+            continue
+        work = [visit(root)]
+        while work:
+            step, children = work[-1]
+            for child in children:
+                if child not in index:
+                    work.append(visit(child))
+                    break
+                if child in on_stack:
+                    low[step] = min(low[step], index[child])
+            else:
+                work.pop()
+                if work:
+                    parent = work[-1][0]
+                    low[parent] = min(low[parent], low[step])
+                if low[step] == index[step]:
+                    component: list[str] = []
+                    while not component or component[-1] != step:
+                        component.append(stack.pop())
+                        on_stack.discard(component[-1])
+                    yield component
 
 
 @dataclass(frozen=True)
@@ -42,28 +104,30 @@ class _Reachability:
     """ "Is there a path from a to b?" for every pair, answered in constant time.
 
     Built once per graph in near-linear time: the strongly connected components
-    (networkx, iterative), then, in topological order of the components, each
+    (iterative Tarjan), then, in topological order of the components, each
     component's set of upstream components as an int used as a bit set. A
     bit-set union costs a few machine words per 64 components, so even a
     10,000-step chain — where the last step has every other one upstream —
     builds in milliseconds, where one ancestor set per step is quadratic.
     """
 
-    def __init__(self, graph: nx.DiGraph) -> None:
-        components = list(nx.strongly_connected_components(graph))
+    def __init__(self, successors: Adjacency) -> None:
+        components = list(strongly_connected_components(successors, successors))
         self._component = {
             node: index for index, members in enumerate(components) for node in members
         }
         self._cyclic = [len(members) > 1 for members in components]
         upstream_of: list[set[int]] = [set() for _ in components]
         downstream_of: list[set[int]] = [set() for _ in components]
-        for source, target in graph.edges:
-            of_source, of_target = self._component[source], self._component[target]
-            if of_source == of_target:
-                self._cyclic[of_source] = True
-            else:
-                upstream_of[of_target].add(of_source)
-                downstream_of[of_source].add(of_target)
+        for source, targets in successors.items():
+            of_source = self._component[source]
+            for target in targets:
+                of_target = self._component[target]
+                if of_source == of_target:
+                    self._cyclic[of_source] = True
+                else:
+                    upstream_of[of_target].add(of_source)
+                    downstream_of[of_source].add(of_target)
         self._upstream = [0] * len(components)
         waiting = [len(upstream) for upstream in upstream_of]
         ready = [index for index, count in enumerate(waiting) if count == 0]
@@ -93,8 +157,8 @@ class WorkflowGraph:
 
     The queries the engines ask for every step they schedule — dependencies,
     dependents, routers, the topological order — come from plain adjacency
-    lists built once; networkx is built on first use, for the whole-graph
-    algorithms the loader and loops need (cycles, ancestors, descendants).
+    lists built once; the whole-graph queries the loader and loops need (ancestors,
+    descendants, reachability) walk the same lists, once per question, then are kept.
     """
 
     def __init__(self, wf: WorkflowDefinition) -> None:
@@ -123,8 +187,8 @@ class WorkflowGraph:
         self._topological: list[str] | None = None
         self._ancestors: dict[str, frozenset[str]] = {}
         self._descendants: dict[str, frozenset[str]] = {}
-        self._networkx: nx.DiGraph | None = None
-        self._with_back_edges: nx.DiGraph | None = None
+        self._back_edged_predecessors: dict[str, list[str]] | None = None
+        self._back_edged_successors: dict[str, list[str]] | None = None
         self._forward_reach: _Reachability | None = None
         self._full_reach: _Reachability | None = None
 
@@ -138,16 +202,6 @@ class WorkflowGraph:
             self._successors[source].append(target)
         else:
             kinds.add(kind)
-
-    @property
-    def _forward(self) -> nx.DiGraph:
-        """The forward graph as networkx, for its whole-graph algorithms."""
-        if self._networkx is None:
-            graph: nx.DiGraph = nx.DiGraph()
-            graph.add_nodes_from(self._order)
-            graph.add_edges_from(self._kinds)
-            self._networkx = graph
-        return self._networkx
 
     def _add_routing(self, spec: StepSpec) -> None:
         routing = spec.routing
@@ -183,7 +237,11 @@ class WorkflowGraph:
             pass
         else:
             return cycles
-        forward = self._forward
+        import networkx as nx  # only to describe the cycles of a definition that is refused
+
+        forward: nx.DiGraph = nx.DiGraph()
+        forward.add_nodes_from(self._order)
+        forward.add_edges_from(self._kinds)
         components = sorted(
             (
                 sorted(c, key=self._order.__getitem__)
@@ -246,27 +304,27 @@ class WorkflowGraph:
     def ancestors(self, step_id: str) -> frozenset[str]:
         """Steps with a forward path to ``step_id`` (not including it)."""
         if step_id not in self._ancestors:
-            self._ancestors[step_id] = frozenset(nx.ancestors(self._forward, step_id))
+            self._ancestors[step_id] = frozenset(reached_from(step_id, self._predecessors))
         return self._ancestors[step_id]
 
     def descendants(self, step_id: str) -> frozenset[str]:
         """Steps reachable from ``step_id`` on forward edges (not including it)."""
         if step_id not in self._descendants:
-            self._descendants[step_id] = frozenset(nx.descendants(self._forward, step_id))
+            self._descendants[step_id] = frozenset(reached_from(step_id, self._successors))
         return self._descendants[step_id]
 
     def is_upstream(self, step_id: str, other: str) -> bool:
         """``other`` has a forward path to ``step_id`` (is one of its ancestors); constant time
         after a near-linear first call, for checks that ask it of every step."""
         if self._forward_reach is None:
-            self._forward_reach = _Reachability(self._forward)
+            self._forward_reach = _Reachability(self._successors)
         return other != step_id and self._forward_reach.reaches(other, step_id)
 
     def can_read(self, step_id: str, other: str) -> bool:
         """``other`` is in :meth:`visible_from` of ``step_id``; constant time after a
         near-linear first call."""
         if self._full_reach is None:
-            self._full_reach = _Reachability(self._back_edged)
+            self._full_reach = _Reachability(self._back_edged()[1])
         return self._full_reach.reaches(other, step_id)
 
     def between(self, ancestor: str, descendant: str) -> list[str]:
@@ -289,14 +347,19 @@ class WorkflowGraph:
         later = self.descendants(declarer)
         return [d for d in self.dependencies(target) if d != declarer and d in later]
 
-    @property
-    def _back_edged(self) -> nx.DiGraph:
-        """The forward graph plus the back edges of loops and detour returns."""
-        if self._with_back_edges is None:
-            self._with_back_edges = self._forward.copy()
+    def _back_edged(self) -> tuple[dict[str, list[str]], dict[str, list[str]]]:
+        """The forward graph plus the back edges of loops and detour returns:
+        (predecessors, successors)."""
+        if self._back_edged_predecessors is None or self._back_edged_successors is None:
+            predecessors = {step: list(steps) for step, steps in self._predecessors.items()}
+            successors = {step: list(steps) for step, steps in self._successors.items()}
             for edge in (*self.loop_edges, *self.detour_edges):
-                self._with_back_edges.add_edge(edge.source, edge.target)
-        return self._with_back_edges
+                if edge.target not in successors[edge.source]:
+                    successors[edge.source].append(edge.target)
+                    predecessors[edge.target].append(edge.source)
+            self._back_edged_predecessors = predecessors
+            self._back_edged_successors = successors
+        return self._back_edged_predecessors, self._back_edged_successors
 
     def visible_from(self, step_id: str) -> frozenset[str]:
         """Steps whose results ``step_id`` may read: its ancestors, counting back edges.
@@ -306,10 +369,10 @@ class WorkflowGraph:
         detour's return makes the detour target visible to the declaring step.
         A step is visible to itself only when it is on such a cycle.
         """
-        full = self._back_edged
-        seen = frozenset(nx.ancestors(full, step_id))
+        predecessors, successors = self._back_edged()
+        seen = frozenset(reached_from(step_id, predecessors))
         on_cycle = any(
-            successor == step_id or successor in seen for successor in full.successors(step_id)
+            successor == step_id or successor in seen for successor in successors[step_id]
         )
         return seen | {step_id} if on_cycle else seen
 

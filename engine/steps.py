@@ -5,6 +5,11 @@ An implementation is ``async def impl(ctx: StepContext, inp: InputModel) -> Outp
 where both models are pydantic classes; the annotations are read once at
 registration, so the loader can check ``uses`` and the runner can validate
 inputs and outputs without asking the implementation.
+
+A family of steps may also be registered *later*: ``register_later(prefixes, load)`` keeps a
+callable (importing the family's module, reading registry files) that runs the first time a
+step named with one of the prefixes is asked for, or when every name is listed. So checking a
+workflow imports only the families it names (`workbench validate` stays fast to start).
 """
 
 from __future__ import annotations
@@ -42,9 +47,31 @@ class RegisteredStep:
     description: str
 
 
+@dataclass(frozen=True)
+class _LaterFamily:
+    prefixes: tuple[str, ...]
+    load: Callable[[], object]
+
+
 class StepRegistry:
     def __init__(self) -> None:
         self._steps: dict[str, RegisteredStep] = {}
+        self._later: list[_LaterFamily] = []
+
+    def register_later(self, prefixes: tuple[str, ...], load: Callable[[], object]) -> None:
+        """Have ``load`` register the steps whose names start with one of ``prefixes`` when
+        the first of them is asked for (or every name is listed); it replaces an earlier
+        pending ``load`` for the same prefixes and runs at most once. A family loaded before
+        is loaded again (``load`` re-registers its names), as when the workspace changes."""
+        self._later = [family for family in self._later if family.prefixes != prefixes]
+        self._later.append(_LaterFamily(prefixes, load))
+
+    def _load_families(self, name: str | None) -> None:
+        """Run the pending loads for ``name`` (every pending load when it is None)."""
+        due = [f for f in self._later if name is None or name.startswith(f.prefixes)]
+        self._later = [f for f in self._later if not (name is None or name.startswith(f.prefixes))]
+        for family in due:
+            family.load()
 
     def register(self, name: str, function: StepFunction) -> RegisteredStep:
         hints = get_type_hints(function)
@@ -69,12 +96,17 @@ class StepRegistry:
         return registered
 
     def get(self, name: str) -> RegisteredStep:
+        if self._later:
+            self._load_families(name)
         return self._steps[name]
 
     def __contains__(self, name: object) -> bool:
+        if self._later and isinstance(name, str):
+            self._load_families(name)
         return name in self._steps
 
     def names(self) -> list[str]:
+        self._load_families(None)
         return sorted(self._steps)
 
 

@@ -8,8 +8,6 @@ stage of the loader (and both engines) sees an ordinary one-step workflow.
 
 from __future__ import annotations
 
-from engine.agents.advisory import ORCHESTRATOR_STEP, ORCHESTRATOR_STEP_ID, check_advisory
-from engine.agents.registry import AGENT_PREFIX
 from engine.loader.located_yaml import Node
 from engine.loader.problems import Problems
 from engine.loader.step_checks import descend
@@ -20,6 +18,10 @@ MODE_KEYS = ("mode", "advisory")
 
 def advisory_root(problems: Problems, root: Node, registry: StepRegistry) -> Node:
     """``root`` with ``steps`` made from its ``advisory`` section (unchanged when that fails)."""
+    # the agents' models load only for an advisory workflow: a strict one's check starts faster
+    from engine.agents.advisory import ORCHESTRATOR_STEP, ORCHESTRATOR_STEP_ID, check_advisory
+    from engine.agents.registry import AGENT_PREFIX
+
     mode = root.value["mode"]
     if mode.value != "advisory":
         problems.add(

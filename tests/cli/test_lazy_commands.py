@@ -12,7 +12,9 @@ import pytest
 
 from tui.cli import COMMANDS, cli
 
-APPROVAL = Path(__file__).resolve().parents[2] / "workflows" / "approval.yaml"
+WORKFLOWS = Path(__file__).resolve().parents[2] / "workflows"
+APPROVAL = WORKFLOWS / "approval.yaml"
+DEEP_RESEARCH = WORKFLOWS / "deep_research.yaml"
 LOADED = """
 import json, sys
 from click.testing import CliRunner
@@ -60,6 +62,21 @@ def test_validate_loads_neither_the_router_nor_httpx() -> None:
     loaded = modules_loaded_by("validate", str(APPROVAL))
     assert "router.router" not in loaded
     assert not {m for m in loaded if m.split(".")[0] == "httpx"}
+
+
+def test_validate_imports_only_the_step_families_and_checks_the_file_needs() -> None:
+    """A workflow of demo steps loads neither research, nor the agents (their registry files,
+    models and the router's config), nor networkx; one of research steps loads research's."""
+    loaded = modules_loaded_by("validate", str(APPROVAL))
+    assert "engine.demo_steps" in loaded
+    assert not {m for m in loaded if m.split(".")[0] in ("networkx", "router")}
+    assert not {m for m in loaded if m.startswith("research.steps")}
+    assert not {m for m in loaded if m.startswith("engine.agents")}
+    assert "tui.launch.agents_wiring" not in loaded
+    loaded = modules_loaded_by("validate", str(DEEP_RESEARCH))
+    assert "research.steps" in loaded and "engine.demo_steps" not in loaded
+    assert not {m for m in loaded if m.split(".")[0] == "networkx"}
+    assert not {m for m in loaded if m.startswith("engine.agents")}
 
 
 def test_the_router_package_still_exports_its_names_on_first_use() -> None:
