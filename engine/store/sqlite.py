@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 import sqlite3
+import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -140,8 +142,14 @@ _OWNER_COLUMNS = ("host", "pid", "token", "proc_start", "claimed_ts")
 class RunStore(BaseRunStore):
     """The durable run store: one SQLite file (``runs.sqlite`` in the workspace)."""
 
-    def __init__(self, path: str | Path) -> None:
-        super().__init__()
+    def __init__(
+        self,
+        path: str | Path,
+        *,
+        clock: Callable[[], float] = time.time,
+        monotonic: Callable[[], float] = time.monotonic,
+    ) -> None:
+        super().__init__(clock=clock, monotonic=monotonic)
         self.path = Path(path)
         self._db = open_sqlite_file(
             self.path, "run store", schema=_SCHEMA, version=SCHEMA_VERSION, isolation_level=None
@@ -324,11 +332,20 @@ class RunStore(BaseRunStore):
             )
         return summaries
 
+    def list_run_records(self, limit: int = 50) -> list[RunRecord]:
+        rows = self._query(
+            f"{_RUN_SELECT} ORDER BY r.created_ts DESC, r.run_id DESC LIMIT ?", (limit,)
+        )
+        return [self._record(row) for row in rows]
+
     def get_run(self, run_id: str) -> RunRecord:
         rows = self._query(f"{_RUN_SELECT} WHERE r.run_id = ?", (run_id,))
         if not rows:
             raise UnknownRun(run_id)
-        values = self._run_row(rows[0])
+        return self._record(rows[0])
+
+    def _record(self, row: tuple[Any, ...]) -> RunRecord:
+        values = self._run_row(row)
         values["definition"] = WorkflowDefinition.model_validate_json(values["definition"])
         return RunRecord.model_validate(values)
 

@@ -93,6 +93,36 @@ def test_runs_are_listed_read_back_and_finished(store: BaseRunStore) -> None:
         store.set_status("nope", RunStatus.FAILED)
 
 
+def test_run_records_are_listed_newest_first_with_their_inputs(store: BaseRunStore) -> None:
+    for index in range(5):
+        store.create_run(WF, {"question": f"q{index}"}, "kahn", "acyclic", run_id=f"r{index}")
+    store.set_status("r3", RunStatus.COMPLETED, "done", {"out": 3})
+
+    records = store.list_run_records(limit=4)
+
+    assert [r.run_id for r in records] == [s.run_id for s in store.list_runs(limit=4)]
+    assert records == [store.get_run(r.run_id) for r in records]
+    assert {r.run_id: r.inputs["question"] for r in records} == {
+        f"r{i}": f"q{i}" for i in range(1, 5)
+    }
+    assert records[1].outputs == {"out": 3} and records[0].definition == WF
+
+
+def test_run_records_are_read_from_a_sqlite_file_in_one_select(tmp_path: Path) -> None:
+    with RunStore(tmp_path / "runs.sqlite") as store:
+        for index in range(30):
+            store.create_run(
+                WF, {"question": f"q{index}"}, "kahn", "acyclic", run_id=f"r{index:02}"
+            )
+    statements: list[str] = []
+    with RunStore(tmp_path / "runs.sqlite") as reopened:
+        reopened._db.set_trace_callback(statements.append)
+        records = reopened.list_run_records(limit=25)
+        reopened._db.set_trace_callback(None)
+    assert len(records) == 25 and records[0].inputs == {"question": "q29"}
+    assert len([s for s in statements if s.lstrip().upper().startswith("SELECT")]) == 1
+
+
 def test_engine_state_is_read_back_and_moves_the_update_time(store: BaseRunStore) -> None:
     run_id = store.create_run(WF, {}, "kahn", "test")
     created = store.get_run(run_id).updated_ts
