@@ -24,6 +24,7 @@ from engine.store.ownership import (
 )
 from engine.store.records import (
     InterruptRecord,
+    RunInputs,
     RunRecord,
     RunSummary,
     StepResult,
@@ -110,9 +111,10 @@ class BaseRunStore(ABC):
     def list_runs(self, limit: int = 50) -> list[RunSummary]: ...
 
     @abstractmethod
-    def list_run_records(self, limit: int = 50) -> list[RunRecord]:
-        """The most recent runs as :meth:`list_runs` orders them, each with its inputs and
-        definition, read together (one query) — for lists that show what each run was asked."""
+    def list_runs_with_inputs(self, limit: int = 50) -> list[RunInputs]:
+        """The most recent runs as :meth:`list_runs` orders them, each with its inputs and the
+        inputs its workflow declares, read together — for lists that show what each run was
+        asked (no definition is validated, no run read one by one)."""
 
     @abstractmethod
     def get_run(self, run_id: str) -> RunRecord: ...

@@ -12,6 +12,7 @@ from engine.store.base import BaseRunStore
 from engine.store.ownership import RunOwner, with_owner_status
 from engine.store.records import (
     InterruptRecord,
+    RunInputs,
     RunRecord,
     RunSummary,
     StepIteration,
@@ -121,9 +122,16 @@ class InMemoryRunStore(BaseRunStore):
             for r in runs
         ]
 
-    def list_run_records(self, limit: int = 50) -> list[RunRecord]:
-        with self._lock:
-            return [self.get_run(run["run_id"]) for run in self._newest(limit)]
+    def list_runs_with_inputs(self, limit: int = 50) -> list[RunInputs]:
+        runs = []
+        for record in (self.get_run(run["run_id"]) for run in self._newest(limit)):
+            runs.append(
+                RunInputs.model_validate(
+                    {k: getattr(record, k) for k in RunSummary.model_fields}
+                    | {"inputs": record.inputs, "declared_inputs": list(record.definition.inputs)}
+                )
+            )
+        return runs
 
     def get_run(self, run_id: str) -> RunRecord:
         if run_id not in self._runs:

@@ -18,6 +18,7 @@ from engine.store.base import BaseRunStore
 from engine.store.ownership import RunOwner, with_owner_status
 from engine.store.records import (
     InterruptRecord,
+    RunInputs,
     RunRecord,
     RunSummary,
     StepIteration,
@@ -332,20 +333,27 @@ class RunStore(BaseRunStore):
             )
         return summaries
 
-    def list_run_records(self, limit: int = 50) -> list[RunRecord]:
+    def list_runs_with_inputs(self, limit: int = 50) -> list[RunInputs]:
         rows = self._query(
             f"{_RUN_SELECT} ORDER BY r.created_ts DESC, r.run_id DESC LIMIT ?", (limit,)
         )
-        return [self._record(row) for row in rows]
+        runs = []
+        for row in rows:
+            values = self._run_row(row)
+            declared = list(json.loads(values["definition"]).get("inputs") or {})
+            runs.append(
+                RunInputs.model_validate(
+                    {k: v for k, v in values.items() if k in RunInputs.model_fields}
+                    | {"declared_inputs": declared}
+                )
+            )
+        return runs
 
     def get_run(self, run_id: str) -> RunRecord:
         rows = self._query(f"{_RUN_SELECT} WHERE r.run_id = ?", (run_id,))
         if not rows:
             raise UnknownRun(run_id)
-        return self._record(rows[0])
-
-    def _record(self, row: tuple[Any, ...]) -> RunRecord:
-        values = self._run_row(row)
+        values = self._run_row(rows[0])
         values["definition"] = WorkflowDefinition.model_validate_json(values["definition"])
         return RunRecord.model_validate(values)
 

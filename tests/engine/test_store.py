@@ -19,6 +19,7 @@ from engine.store import (
     InMemoryRunStore,
     InterruptRecord,
     RunStore,
+    RunSummary,
     StepResult,
     UnknownRun,
 )
@@ -93,33 +94,39 @@ def test_runs_are_listed_read_back_and_finished(store: BaseRunStore) -> None:
         store.set_status("nope", RunStatus.FAILED)
 
 
-def test_run_records_are_listed_newest_first_with_their_inputs(store: BaseRunStore) -> None:
+def test_runs_are_listed_newest_first_with_their_inputs(store: BaseRunStore) -> None:
+    asks = WorkflowDefinition.model_validate(
+        {**WF.model_dump(), "inputs": {"topic": {"type": "string"}, "depth": {}}}
+    )
     for index in range(5):
-        store.create_run(WF, {"question": f"q{index}"}, "kahn", "acyclic", run_id=f"r{index}")
+        store.create_run(
+            asks, {"depth": index, "topic": f"t{index}"}, "kahn", "x", run_id=f"r{index}"
+        )
     store.set_status("r3", RunStatus.COMPLETED, "done", {"out": 3})
 
-    records = store.list_run_records(limit=4)
+    runs = store.list_runs_with_inputs(limit=4)
 
-    assert [r.run_id for r in records] == [s.run_id for s in store.list_runs(limit=4)]
-    assert records == [store.get_run(r.run_id) for r in records]
-    assert {r.run_id: r.inputs["question"] for r in records} == {
-        f"r{i}": f"q{i}" for i in range(1, 5)
-    }
-    assert records[1].outputs == {"out": 3} and records[0].definition == WF
+    summaries = store.list_runs(limit=4)
+    assert [r.model_dump(include=set(RunSummary.model_fields)) for r in runs] == [
+        s.model_dump() for s in summaries
+    ]
+    assert [r.run_id for r in runs] == ["r4", "r3", "r2", "r1"]
+    assert [r.inputs for r in runs] == [store.get_run(r.run_id).inputs for r in runs]
+    assert {r.run_id: r.inputs["topic"] for r in runs} == {f"r{i}": f"t{i}" for i in range(1, 5)}
+    assert all(r.declared_inputs == ["topic", "depth"] for r in runs)
+    assert runs[1].status is RunStatus.COMPLETED
 
 
-def test_run_records_are_read_from_a_sqlite_file_in_one_select(tmp_path: Path) -> None:
+def test_runs_with_their_inputs_are_read_from_a_sqlite_file_in_one_select(tmp_path: Path) -> None:
     with RunStore(tmp_path / "runs.sqlite") as store:
         for index in range(30):
-            store.create_run(
-                WF, {"question": f"q{index}"}, "kahn", "acyclic", run_id=f"r{index:02}"
-            )
+            store.create_run(WF, {"question": f"q{index}"}, "kahn", "x", run_id=f"r{index:02}")
     statements: list[str] = []
     with RunStore(tmp_path / "runs.sqlite") as reopened:
         reopened._db.set_trace_callback(statements.append)
-        records = reopened.list_run_records(limit=25)
+        runs = reopened.list_runs_with_inputs(limit=25)
         reopened._db.set_trace_callback(None)
-    assert len(records) == 25 and records[0].inputs == {"question": "q29"}
+    assert len(runs) == 25 and runs[0].inputs == {"question": "q29"}
     assert len([s for s in statements if s.lstrip().upper().startswith("SELECT")]) == 1
 
 
