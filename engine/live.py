@@ -2,7 +2,8 @@
 
 These events are not run events: they are never stored, carry no ``seq`` and are not replayed.
 The stored run keeps the final answer (the step's outputs) and the call journal, so replay and
-resume are unchanged; a viewer that attaches late simply starts from the next live event.
+resume are unchanged. A viewer that attaches while a call streams is handed that call's text so
+far at once (the channel keeps the latest event of every unfinished call), then the next events.
 
 A model call that streams (``StepContext.llm`` with a streaming model caller) reports
 ``start`` / ``text`` / ``abort`` per provider attempt; :class:`OutputCoalescer` turns that into
@@ -13,6 +14,7 @@ so a fast stream cannot flood a display.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import threading
 import time
@@ -47,17 +49,32 @@ class ModelOutput(Frozen):
 LiveListener = Callable[[ModelOutput], None]
 
 
+CallKey = tuple[str, str, int, int]
+"""(run_id, step_id, iteration, call_index): one model call."""
+
+
 class LiveChannel:
     """Fans live model output out to listeners, on the caller's thread; never blocks on them."""
 
     def __init__(self) -> None:
         self._listeners: list[tuple[LiveListener, str | None]] = []
+        self._streaming: dict[CallKey, ModelOutput] = {}
+        """The latest event of every call that has not ended, for listeners that come late."""
         self._lock = threading.Lock()
 
     def subscribe(self, listener: LiveListener, run_id: str | None = None) -> Callable[[], None]:
+        """Listen to ``run_id``'s calls (None: every run's); the calls streaming now are
+        handed over first, on the subscriber's thread, each as its latest event."""
         entry = (listener, run_id)
         with self._lock:
             self._listeners.append(entry)
+            current = [
+                event
+                for event in self._streaming.values()
+                if run_id is None or event.run_id == run_id
+            ]
+        for event in current:
+            self._deliver(listener, event)
 
         def unsubscribe() -> None:
             with self._lock:
@@ -67,15 +84,23 @@ class LiveChannel:
         return unsubscribe
 
     def publish(self, event: ModelOutput) -> None:
+        key = (event.run_id, event.step_id, event.iteration, event.call_index)
         with self._lock:
+            if event.done:
+                self._streaming.pop(key, None)
+            else:
+                self._streaming[key] = event
             listeners = list(self._listeners)
         for listener, run_id in listeners:
-            if run_id is not None and run_id != event.run_id:
-                continue
-            try:
-                listener(event)
-            except Exception:  # noqa: BLE001 - a broken viewer must not fail the model call
-                log.exception("live output listener %r failed", listener)
+            if run_id is None or run_id == event.run_id:
+                self._deliver(listener, event)
+
+    @staticmethod
+    def _deliver(listener: LiveListener, event: ModelOutput) -> None:
+        try:
+            listener(event)
+        except Exception:  # noqa: BLE001 - a broken viewer must not fail the model call
+            log.exception("live output listener %r failed", listener)
 
 
 class OutputCoalescer:
@@ -103,6 +128,8 @@ class OutputCoalescer:
         self._provider = ""
         self._restarted = False
         self._last_sent: float | None = None
+        self._pending: asyncio.TimerHandle | None = None
+        """The deferred send of text the interval held back (on the caller's event loop)."""
 
     def on_event(self, kind: StreamKind, provider: str, text: str) -> None:
         if (
@@ -119,14 +146,29 @@ class OutputCoalescer:
             self._send()
             return
         now = self._clock()
-        if self._last_sent is None or now - self._last_sent >= self._interval_s:
+        wait = 0.0 if self._last_sent is None else self._interval_s - (now - self._last_sent)
+        if wait <= 0:
             self._send()
+        elif self._pending is None:
+            self._send_later(wait)
 
     def close(self) -> None:
         """The call ended (answered or not): send the final state, marked done."""
         self._send(done=True)
 
+    def _send_later(self, delay_s: float) -> None:
+        """Send what is held back after ``delay_s`` unless something sends first; outside an
+        event loop (a synchronous caller) the next piece or the close sends it instead."""
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:
+            return
+        self._pending = loop.call_later(delay_s, self._send)
+
     def _send(self, *, done: bool = False) -> None:
+        if self._pending is not None:
+            self._pending.cancel()
+            self._pending = None
         self._channel.publish(
             ModelOutput(
                 run_id=self._run_id,

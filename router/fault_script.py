@@ -25,8 +25,10 @@ Fault shorthands: ``ok``, ``down``, ``timeout``, ``slow`` (slow body), ``malform
 JSON with 200), ``rate_limit`` (429, Retry-After 2 s), ``overloaded`` (529 for Anthropic,
 503 elsewhere), ``quota`` (429 for a spent quota, no Retry-After), or a bare status code.
 Mid-stream faults act on a streamed answer after half its chunks: ``cut`` (the connection
-closes), ``stall`` (the stream hangs ``hang_s``), ``bad_chunk`` (a chunk of broken JSON); on a
-request that does not stream they cut, hang or garble the body the same way. ``truncated``
+closes), ``stall`` (the stream hangs ``hang_s``), ``bad_chunk`` (a chunk of broken JSON),
+``hold`` (the stream waits until the caller of the server releases it, then finishes: a test
+sees the partial answer for as long as it needs, with no timing involved); on a request that
+does not stream they cut, hang, garble or hold the body the same way. ``truncated``
 answers the first half of the answer, stopped at the output-token limit as the API says it
 (OpenAI ``finish_reason: length``, Anthropic ``stop_reason: max_tokens``, Gemini
 ``MAX_TOKENS``, Ollama ``done_reason: length``).
@@ -66,6 +68,7 @@ FaultKind = Literal[
     "stream_cut",
     "stream_stall",
     "stream_malformed",
+    "stream_hold",
     "truncated",
 ]
 
@@ -82,6 +85,7 @@ _SHORTHANDS: dict[str, dict[str, Any]] = {
     "cut": {"kind": "stream_cut"},
     "stall": {"kind": "stream_stall"},
     "bad_chunk": {"kind": "stream_malformed"},
+    "hold": {"kind": "stream_hold"},
     "truncated": {"kind": "truncated"},
 }
 
@@ -91,7 +95,7 @@ def _expand_shorthand(data: Any) -> Any:
     if isinstance(data, bool):
         raise ValueError(
             "a fault is a name (ok, down, timeout, slow, malformed, rate_limit, overloaded, "
-            "quota, cut, stall, bad_chunk, truncated), a status code, or a mapping"
+            "quota, cut, stall, bad_chunk, hold, truncated), a status code, or a mapping"
         )
     if isinstance(data, int):
         return {"kind": "ok"} if 200 <= data < 300 else {"kind": "error", "status": data}

@@ -187,6 +187,9 @@ class FaultServer:
         self._connections: set[asyncio.Task[None]] = set()
         self._serial = 0
         self._lock = threading.Lock()
+        self._release: asyncio.Event | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._held = 0
         self._started_at = time.monotonic()
         self._script_epoch = (
             self._started_at
@@ -199,6 +202,8 @@ class FaultServer:
             self._on_connection, self.host, self._requested_port, limit=_MAX_HEADER_BYTES
         )
         self.port = self._server.sockets[0].getsockname()[1]
+        self._loop = asyncio.get_running_loop()
+        self._release = asyncio.Event()
         self._started_at = self._script_epoch = time.monotonic()
         self._states.clear()
         return self
@@ -292,6 +297,25 @@ class FaultServer:
     def max_in_flight(self, provider: str) -> int:
         state = self._states.get(provider)
         return 0 if state is None else state.max_in_flight
+
+    @property
+    def held(self) -> int:
+        """How many answers a ``hold`` fault keeps half-sent right now."""
+        return self._held
+
+    def release_held(self) -> None:
+        """Let every answer a ``hold`` fault keeps (and every later one) finish; any thread."""
+        if self._loop is not None and self._release is not None:
+            self._loop.call_soon_threadsafe(self._release.set)
+
+    async def _hold(self, writer: asyncio.StreamWriter) -> None:
+        await writer.drain()
+        assert self._release is not None, "a held answer is sent by a running server"
+        self._held += 1
+        try:
+            await self._release.wait()
+        finally:
+            self._held -= 1
 
     def set_script(self, script: FaultScript | Mapping[str, Any] | Path | str | None) -> None:
         """Replace the script; every provider starts over from the beginning of its new script."""
@@ -547,6 +571,12 @@ class FaultServer:
             await writer.drain()
             await self._sleep(fault.hang_s)
             return False
+        elif fault.kind == "stream_hold":
+            writer.write(self._head(200, {"content-type": "application/json"}, len(encoded)))
+            writer.write(encoded[: len(encoded) // 2])
+            await self._hold(writer)
+            writer.write(encoded[len(encoded) // 2 :])
+            await writer.drain()
         else:
             await self._send(writer, 200, encoded, {**limit_headers, **fault.headers})
         return True
@@ -588,7 +618,8 @@ class FaultServer:
         headers: Mapping[str, str],
     ) -> bool:
         """Send ``frames`` with chunked transfer encoding, one chunk each, the fault applied
-        after half of them; False when the connection must close (cut, stall)."""
+        after half of them (a hold waits there for :meth:`release_held`); False when the
+        connection must close (cut, stall)."""
         lines = [
             "HTTP/1.1 200 OK",
             f"content-type: {stream_content_type(route.protocol)}",
@@ -599,9 +630,16 @@ class FaultServer:
         writer.write(("\r\n".join(lines) + "\r\n\r\n").encode("latin-1"))
         half = max(1, len(frames) // 2)
         for index, frame in enumerate(frames):
-            if index == half and fault.kind in ("stream_cut", "stream_stall", "stream_malformed"):
+            if index == half and fault.kind in (
+                "stream_cut",
+                "stream_stall",
+                "stream_malformed",
+                "stream_hold",
+            ):
                 if fault.kind == "stream_malformed":
                     frame = malformed_frame(route.protocol)
+                elif fault.kind == "stream_hold":
+                    await self._hold(writer)
                 else:
                     await writer.drain()
                     if fault.kind == "stream_stall":

@@ -46,6 +46,7 @@ from engine.store.ownership import (
 )
 from engine.store.records import (
     InterruptRecord,
+    RunInputs,
     RunRecord,
     RunSummary,
     StepIteration,
@@ -64,6 +65,7 @@ __all__ = [
     "RunFinishedMeanwhile",
     "RunOwned",
     "RunOwner",
+    "RunInputs",
     "RunRecord",
     "RunStore",
     "RunSummary",

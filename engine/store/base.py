@@ -24,6 +24,7 @@ from engine.store.ownership import (
 )
 from engine.store.records import (
     InterruptRecord,
+    RunInputs,
     RunRecord,
     RunSummary,
     StepResult,
@@ -37,7 +38,17 @@ _Store = TypeVar("_Store", bound="BaseRunStore")
 class BaseRunStore(ABC):
     """Seq/time stamping, batching and fan-out, shared by both stores."""
 
-    def __init__(self) -> None:
+    def __init__(
+        self,
+        *,
+        clock: Callable[[], float] = time.time,
+        monotonic: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self._clock = clock
+        """Wall time stamped on runs, events and interrupts (a fixed one makes stored times
+        reproducible: the README's screenshots)."""
+        self._monotonic = monotonic
+        """Where events' ``mono`` (seconds into the run) is read."""
         self._lock = threading.RLock()
         self._seq: dict[str, int] = {}
         self._mono_base: dict[str, float] = {}
@@ -98,6 +109,12 @@ class BaseRunStore(ABC):
 
     @abstractmethod
     def list_runs(self, limit: int = 50) -> list[RunSummary]: ...
+
+    @abstractmethod
+    def list_runs_with_inputs(self, limit: int = 50) -> list[RunInputs]:
+        """The most recent runs as :meth:`list_runs` orders them, each with its inputs and the
+        inputs its workflow declares, read together — for lists that show what each run was
+        asked (no definition is validated, no run read one by one)."""
 
     @abstractmethod
     def get_run(self, run_id: str) -> RunRecord: ...
@@ -189,7 +206,7 @@ class BaseRunStore(ABC):
         forked_at: str | None = None,
     ) -> str:
         run_id = run_id or new_run_id()
-        now = time.time()
+        now = self._clock()
         record = RunRecord(
             run_id=run_id,
             workflow=wf.name,
@@ -252,11 +269,11 @@ class BaseRunStore(ABC):
                             update={
                                 "status": "answered",
                                 "answer": answer,
-                                "resolved_ts": time.time(),
+                                "resolved_ts": self._clock(),
                             }
                         )
                     )
-            self._write_owner(run_id, me.model_copy(update={"claimed_ts": time.time()}))
+            self._write_owner(run_id, me.model_copy(update={"claimed_ts": self._clock()}))
 
     def release_owner(self, run_id: str) -> None:
         """Forget this process as the run's owner (nothing when another process owns it)."""
@@ -277,13 +294,13 @@ class BaseRunStore(ABC):
         if run_id not in self._seq:
             last_seq, last_mono = self._last_event(run_id)
             self._seq[run_id] = last_seq
-            self._mono_base[run_id] = time.monotonic() - last_mono
+            self._mono_base[run_id] = self._monotonic() - last_mono
         self._seq[run_id] += 1
         stamped = event.model_copy(  # the event was validated when built; only the stamps are new
             update={
                 "seq": self._seq[run_id],
-                "ts": time.time(),
-                "mono": time.monotonic() - self._mono_base[run_id],
+                "ts": self._clock(),
+                "mono": self._monotonic() - self._mono_base[run_id],
             }
         )
         self._write_event(stamped)
@@ -297,7 +314,7 @@ class BaseRunStore(ABC):
         reason: str = "",
         outputs: dict[str, Any] | None = None,
     ) -> None:
-        now = time.time()
+        now = self._clock()
         values: dict[str, Any] = {"status": status.value, "reason": reason, "updated_ts": now}
         values["finished_ts"] = now if status.final else None
         if outputs is not None:
@@ -312,7 +329,7 @@ class BaseRunStore(ABC):
 
     def save_engine_state(self, run_id: str, state: dict[str, Any]) -> None:
         """Store what resume needs besides the step results; written with every step transition."""
-        updated_ts = time.time()
+        updated_ts = self._clock()
         self._write(lambda: self._write_engine_state(run_id, state, updated_ts))
 
     def save_step(self, run_id: str, result: StepResult) -> None:
@@ -335,7 +352,7 @@ class BaseRunStore(ABC):
             if record is None:
                 raise LookupError(f"no interrupt {interrupt_id!r} in the run store")
             resolved = record.model_copy(
-                update={"status": "answered", "answer": answer, "resolved_ts": time.time()}
+                update={"status": "answered", "answer": answer, "resolved_ts": self._clock()}
             )
             self._write_interrupt(resolved)
         return resolved

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import time
+from collections.abc import Callable
 from typing import Any
 
 from engine.context import JournalEntry
@@ -10,6 +12,7 @@ from engine.store.base import BaseRunStore
 from engine.store.ownership import RunOwner, with_owner_status
 from engine.store.records import (
     InterruptRecord,
+    RunInputs,
     RunRecord,
     RunSummary,
     StepIteration,
@@ -21,8 +24,13 @@ from engine.store.records import (
 class InMemoryRunStore(BaseRunStore):
     """The same API held in dicts: no durability, no commit cost (benchmarks, unit tests)."""
 
-    def __init__(self) -> None:
-        super().__init__()
+    def __init__(
+        self,
+        *,
+        clock: Callable[[], float] = time.time,
+        monotonic: Callable[[], float] = time.monotonic,
+    ) -> None:
+        super().__init__(clock=clock, monotonic=monotonic)
         self._runs: dict[str, dict[str, Any]] = {}
         self._events: dict[str, list[RunEvent]] = {}
         self._steps: dict[str, dict[str, StepResult]] = {}
@@ -96,10 +104,13 @@ class InMemoryRunStore(BaseRunStore):
         with self._lock:
             return [event for event in self._events.get(run_id, []) if event.seq > after_seq]
 
-    def list_runs(self, limit: int = 50) -> list[RunSummary]:
-        runs = sorted(
+    def _newest(self, limit: int) -> list[dict[str, Any]]:
+        return sorted(
             self._runs.values(), key=lambda r: (r["created_ts"], r["run_id"]), reverse=True
         )[:limit]
+
+    def list_runs(self, limit: int = 50) -> list[RunSummary]:
+        runs = self._newest(limit)
         return [
             RunSummary.model_validate(
                 {
@@ -110,6 +121,17 @@ class InMemoryRunStore(BaseRunStore):
             )
             for r in runs
         ]
+
+    def list_runs_with_inputs(self, limit: int = 50) -> list[RunInputs]:
+        runs = []
+        for record in (self.get_run(run["run_id"]) for run in self._newest(limit)):
+            runs.append(
+                RunInputs.model_validate(
+                    {k: getattr(record, k) for k in RunSummary.model_fields}
+                    | {"inputs": record.inputs, "declared_inputs": list(record.definition.inputs)}
+                )
+            )
+        return runs
 
     def get_run(self, run_id: str) -> RunRecord:
         if run_id not in self._runs:

@@ -55,6 +55,14 @@ class RunSummary(Frozen):
         return f"RUNNING (owner on {where}: unknown)"
 
 
+class RunInputs(RunSummary):
+    """A run as lists show it: its summary and what it was given, without its definition."""
+
+    inputs: dict[str, Any] = Field(default_factory=dict)
+    declared_inputs: list[str] = Field(default_factory=list)
+    """The inputs its workflow declares, in the workflow's order."""
+
+
 class RunRecord(RunSummary):
     source: str
     definition: WorkflowDefinition

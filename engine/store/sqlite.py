@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 import sqlite3
+import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -16,6 +18,7 @@ from engine.store.base import BaseRunStore
 from engine.store.ownership import RunOwner, with_owner_status
 from engine.store.records import (
     InterruptRecord,
+    RunInputs,
     RunRecord,
     RunSummary,
     StepIteration,
@@ -140,8 +143,14 @@ _OWNER_COLUMNS = ("host", "pid", "token", "proc_start", "claimed_ts")
 class RunStore(BaseRunStore):
     """The durable run store: one SQLite file (``runs.sqlite`` in the workspace)."""
 
-    def __init__(self, path: str | Path) -> None:
-        super().__init__()
+    def __init__(
+        self,
+        path: str | Path,
+        *,
+        clock: Callable[[], float] = time.time,
+        monotonic: Callable[[], float] = time.monotonic,
+    ) -> None:
+        super().__init__(clock=clock, monotonic=monotonic)
         self.path = Path(path)
         self._db = open_sqlite_file(
             self.path, "run store", schema=_SCHEMA, version=SCHEMA_VERSION, isolation_level=None
@@ -323,6 +332,22 @@ class RunStore(BaseRunStore):
                 )
             )
         return summaries
+
+    def list_runs_with_inputs(self, limit: int = 50) -> list[RunInputs]:
+        rows = self._query(
+            f"{_RUN_SELECT} ORDER BY r.created_ts DESC, r.run_id DESC LIMIT ?", (limit,)
+        )
+        runs = []
+        for row in rows:
+            values = self._run_row(row)
+            declared = list(json.loads(values["definition"]).get("inputs") or {})
+            runs.append(
+                RunInputs.model_validate(
+                    {k: v for k, v in values.items() if k in RunInputs.model_fields}
+                    | {"declared_inputs": declared}
+                )
+            )
+        return runs
 
     def get_run(self, run_id: str) -> RunRecord:
         rows = self._query(f"{_RUN_SELECT} WHERE r.run_id = ?", (run_id,))

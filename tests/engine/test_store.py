@@ -19,6 +19,7 @@ from engine.store import (
     InMemoryRunStore,
     InterruptRecord,
     RunStore,
+    RunSummary,
     StepResult,
     UnknownRun,
 )
@@ -91,6 +92,42 @@ def test_runs_are_listed_read_back_and_finished(store: BaseRunStore) -> None:
         store.get_run("nope")
     with pytest.raises(UnknownRun):
         store.set_status("nope", RunStatus.FAILED)
+
+
+def test_runs_are_listed_newest_first_with_their_inputs(store: BaseRunStore) -> None:
+    asks = WorkflowDefinition.model_validate(
+        {**WF.model_dump(), "inputs": {"topic": {"type": "string"}, "depth": {}}}
+    )
+    for index in range(5):
+        store.create_run(
+            asks, {"depth": index, "topic": f"t{index}"}, "kahn", "x", run_id=f"r{index}"
+        )
+    store.set_status("r3", RunStatus.COMPLETED, "done", {"out": 3})
+
+    runs = store.list_runs_with_inputs(limit=4)
+
+    summaries = store.list_runs(limit=4)
+    assert [r.model_dump(include=set(RunSummary.model_fields)) for r in runs] == [
+        s.model_dump() for s in summaries
+    ]
+    assert [r.run_id for r in runs] == ["r4", "r3", "r2", "r1"]
+    assert [r.inputs for r in runs] == [store.get_run(r.run_id).inputs for r in runs]
+    assert {r.run_id: r.inputs["topic"] for r in runs} == {f"r{i}": f"t{i}" for i in range(1, 5)}
+    assert all(r.declared_inputs == ["topic", "depth"] for r in runs)
+    assert runs[1].status is RunStatus.COMPLETED
+
+
+def test_runs_with_their_inputs_are_read_from_a_sqlite_file_in_one_select(tmp_path: Path) -> None:
+    with RunStore(tmp_path / "runs.sqlite") as store:
+        for index in range(30):
+            store.create_run(WF, {"question": f"q{index}"}, "kahn", "x", run_id=f"r{index:02}")
+    statements: list[str] = []
+    with RunStore(tmp_path / "runs.sqlite") as reopened:
+        reopened._db.set_trace_callback(statements.append)
+        runs = reopened.list_runs_with_inputs(limit=25)
+        reopened._db.set_trace_callback(None)
+    assert len(runs) == 25 and runs[0].inputs == {"question": "q29"}
+    assert len([s for s in statements if s.lstrip().upper().startswith("SELECT")]) == 1
 
 
 def test_engine_state_is_read_back_and_moves_the_update_time(store: BaseRunStore) -> None:

@@ -624,3 +624,32 @@ async def test_a_failed_health_probe_is_stored_and_answered_by_the_builtin(
     store.close()
     assert row is not None
     assert (row.state, row.last_error, row.last_error_status) == ("OPEN", "server", 503)
+
+
+async def test_a_snapshot_carries_the_breakers_own_reason_for_opening(
+    fault_server: FaultServer, make_router: RouterFactory, clock: ManualClock, keys: dict
+) -> None:
+    """The reason is the breaker's (the trip's error class, or the failure count that tripped
+    it), published with every snapshot while OPEN, and gone once the breaker closes."""
+    fault_server.set_script({"providers": {"openai": {"fault": {"status": 500}, "health": "ok"}}})
+    router = make_router(make_config([provider_entry(fault_server, "openai")]))
+    published: list[ProviderSnapshot] = []
+    router.subscribe(lambda s: published.append(s) if s.name == "openai" else None)
+    assert snap(router, "openai").open_reason is None
+    await trip(router, "openai")
+    opened = snap(router, "openai")
+    assert opened.open_reason == "5 consecutive failures"
+    assert (opened.last_error, opened.last_error_status) == ("server", 500)
+    first_open = next(s for s in published if s.state is BreakerState.OPEN)
+    assert first_open.open_reason == "5 consecutive failures"
+
+    fault_server.set_script({"providers": {"openai": {"fault": "rate_limit", "health": "ok"}}})
+    clock.advance(snap(router, "openai").cooldown_remaining_s)
+    await router.complete(request())
+    assert snap(router, "openai").open_reason == "probe failed: rate_limit"
+
+    fault_server.set_script({"providers": {"openai": {"health": "ok"}}})
+    clock.advance(snap(router, "openai").cooldown_remaining_s)
+    await router.complete(request())
+    closed = snap(router, "openai")
+    assert closed.state is BreakerState.CLOSED and closed.open_reason is None

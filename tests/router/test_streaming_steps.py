@@ -21,7 +21,7 @@ from engine.store import RunStore
 from router.fault_server import FaultServer
 from tui.launch.wiring import RouterModelCaller
 
-from .conftest import RouterFactory, Verdict, make_config, provider_entry, request
+from .conftest import RouterFactory, Verdict, make_config, provider_entry, request, until
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -87,6 +87,40 @@ def test_a_new_attempt_after_a_complete_but_rejected_one_restarts_the_text() -> 
     output.on_event("start", "p2", "")
 
     assert (seen[-1].provider, seen[-1].text, seen[-1].restarted) == ("p2", "", True)
+
+
+def test_a_late_listener_gets_the_text_so_far_of_calls_still_streaming() -> None:
+    channel, clock = LiveChannel(), Ticks()
+    output = coalescer(channel, clock)
+    output.on_event("start", "p1", "")
+    output.on_event("text", "p1", "half")
+    clock.now = 0.2
+    output.on_event("text", "p1", " an answer")
+
+    late: list[ModelOutput] = []
+    channel.subscribe(late.append, run_id="r")
+    other_run: list[ModelOutput] = []
+    channel.subscribe(other_run.append, run_id="other")
+    assert [(e.text, e.done) for e in late] == [("half an answer", False)] and other_run == []
+
+    output.close()
+    after_the_end: list[ModelOutput] = []
+    channel.subscribe(after_the_end.append)
+    assert late[-1].done and after_the_end == []
+
+
+async def test_text_held_back_by_the_interval_is_sent_while_the_stream_pauses() -> None:
+    channel, clock, seen = LiveChannel(), Ticks(), []
+    channel.subscribe(seen.append)
+    output = coalescer(channel, clock)
+    output.on_event("start", "p1", "")
+    output.on_event("text", "p1", "said before the pause")
+    assert [e.text for e in seen] == [""]  # within the interval: held back for now
+
+    await until(lambda: len(seen) == 2, "the held-back text was sent")
+    assert (seen[-1].text, seen[-1].done) == ("said before the pause", False)
+    output.close()
+    assert [e.done for e in seen] == [False, False, True]
 
 
 def test_a_listener_of_another_run_hears_nothing_and_a_broken_one_harms_nothing() -> None:

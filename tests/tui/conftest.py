@@ -4,12 +4,10 @@ from __future__ import annotations
 
 import os
 import time
-import types
 from pathlib import Path
 
 import pytest
 
-import engine.store.base
 from engine.states import RunStatus
 from engine.store import RunStore
 from tui.dev.sample_run import research_events, store_events, tie_break_events
@@ -22,18 +20,9 @@ time.tzset()  # the event log shows local times: snapshots must not depend on th
 
 
 @pytest.fixture
-def frozen_store_clock(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Stamp every stored event and run with the same wall and monotonic time."""
-    monkeypatch.setattr(
-        engine.store.base,
-        "time",
-        types.SimpleNamespace(time=lambda: FROZEN_WALL, monotonic=lambda: 100.0),
-    )
-
-
-@pytest.fixture
-def workspace(tmp_path: Path, frozen_store_clock: None) -> Path:
-    store = RunStore(tmp_path / "runs.sqlite")
+def workspace(tmp_path: Path) -> Path:
+    """Scripted runs, every stored event and run stamped with the same wall and monotonic time."""
+    store = RunStore(tmp_path / "runs.sqlite", clock=lambda: FROZEN_WALL, monotonic=lambda: 100.0)
     store_events(store, "run-done", research_events("run-done"))
     store_events(
         store,

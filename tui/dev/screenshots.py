@@ -2,7 +2,8 @@
 
 Each screenshot opens the real app on scripted runs written through a real run
 store (tui/dev/sample_run.py) in a temporary workspace, so the pictures are the
-same on every machine.
+same on every machine. The store stamps the runs on a :class:`StoryClock` and the app
+reads "now" from a fixed instant after them, so two runs write identical files.
 """
 
 from __future__ import annotations
@@ -12,6 +13,8 @@ import sys
 import tempfile
 from collections.abc import Awaitable, Callable
 from pathlib import Path
+
+from textual.pilot import Pilot
 
 from engine.states import RunStatus
 from engine.store import RunStore
@@ -35,9 +38,31 @@ QUALITY = (
 
 Scene = Callable[[WorkbenchApp], Awaitable[None]]
 
+STORY_START = 1714555800.0
+"""2024-05-01 09:30:00 UTC, when the first sample run starts (its id says so)."""
+NOW = STORY_START + 3 * 3600
+"""The instant the app is looked at: ages and countdowns count from here."""
+
+
+class StoryClock:
+    """A clock that moves ``step_s`` forward on every reading, from ``start``: stored times
+    that differ from each other like real ones, the same on every run."""
+
+    def __init__(self, start: float, step_s: float) -> None:
+        self._now = start
+        self._step_s = step_s
+
+    def __call__(self) -> float:
+        self._now += self._step_s
+        return self._now
+
 
 def sample_workspace(root: Path) -> Workbench:
-    store = RunStore(root / "runs.sqlite")
+    store = RunStore(
+        root / "runs.sqlite",
+        clock=StoryClock(STORY_START, 0.7),
+        monotonic=StoryClock(0.0, 0.7),
+    )
     store_events(store, "20240501-093000-a1b2c3", research_events("20240501-093000-a1b2c3"))
     store_events(
         store,
@@ -62,7 +87,7 @@ def sample_workspace(root: Path) -> Workbench:
     folder.mkdir(parents=True)
     (folder / "report.md").write_text(REPORT, encoding="utf-8")
     (folder / "quality.yaml").write_text(QUALITY, encoding="utf-8")
-    return Workbench(workspace=root)
+    return Workbench(workspace=root, clock=lambda: NOW)
 
 
 def open_run(run_id: str, then: str = "") -> Scene:
@@ -116,18 +141,32 @@ SCENES: dict[str, tuple[Scene, tuple[int, int]]] = {
 }
 
 
+SETTLE_ROUNDS = 200
+"""Looks (every 50 ms) for two equal frames in a row before taking the last one anyway."""
+
+
+async def settled_screenshot(app: WorkbenchApp, pilot: Pilot[None], title: str) -> str:
+    """The screen once it has stopped changing: workers, layout and the footer done — a fixed
+    wait would catch a half-drawn screen on a loaded machine, and differ between runs."""
+    last = app.export_screenshot(title=title)
+    for _ in range(SETTLE_ROUNDS):
+        await pilot.pause(0.05)
+        shot = app.export_screenshot(title=title)
+        if shot == last:
+            return shot
+        last = shot
+    return last
+
+
 async def take(name: str, scene: Scene, size: tuple[int, int], folder: Path) -> Path:
     with tempfile.TemporaryDirectory() as tmp:
         app = WorkbenchApp(sample_workspace(Path(tmp)))
         async with app.run_test(size=size) as pilot:
             await pilot.pause()
             await scene(app)
-            await pilot.pause()
+            title = f"Research Workbench — {name.replace('_', ' ')}"
             path = folder / f"{name}.svg"
-            path.write_text(
-                app.export_screenshot(title=f"Research Workbench — {name.replace('_', ' ')}"),
-                encoding="utf-8",
-            )
+            path.write_text(await settled_screenshot(app, pilot, title), encoding="utf-8")
             return path
 
 

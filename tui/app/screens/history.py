@@ -18,7 +18,7 @@ from textual.binding import Binding
 from textual.screen import Screen
 from textual.widgets import DataTable, Footer, Input, Static
 
-from engine.store import RunSummary, UnknownRun
+from engine.store import RunSummary
 from tui.app.messages import OpenRun
 from tui.app.screens.home import QUESTION_WIDTH, age, full_question, status_text
 from tui.app.status_style import STATUS_CLASSES, on_theme_change, status_style
@@ -100,15 +100,8 @@ be resumed there.
         on_theme_change(self, self.refill)
 
     def _load(self) -> list[HistoryRow]:
-        store = self.workbench.store()
-        rows = []
-        for run in store.list_runs(HISTORY_LIMIT):
-            try:
-                question = full_question(store.get_run(run.run_id))
-            except UnknownRun:
-                question = ""
-            rows.append(HistoryRow(run, question))
-        return rows
+        runs = self.workbench.store().list_runs_with_inputs(HISTORY_LIMIT)
+        return [HistoryRow(run, full_question(run)) for run in runs]
 
     def refill(self) -> None:
         """Redraw the rows the search shows (after a theme switch), the cursor where it was."""

@@ -28,7 +28,7 @@ from textual.worker import Worker, WorkerState
 
 from engine.run_inputs import InputError, resolve_inputs
 from engine.spec import WorkflowDefinition
-from engine.store import RunRecord, RunSummary
+from engine.store import RunInputs, RunSummary
 from tui.app.messages import OpenRun, ShowHistory, StartRun
 from tui.app.status_style import STATUS_CLASSES, StatusStyler, on_theme_change, status_style
 
@@ -65,18 +65,18 @@ def age(seconds: float) -> str:
     return "just now"
 
 
-def full_question(record: RunRecord) -> str:
+def full_question(run: RunInputs) -> str:
     """What a run was asked: its first text input, declared ones first ('' when it took none)."""
-    for name in [*record.definition.inputs, *record.inputs]:
-        value = record.inputs.get(name)
+    for name in [*run.declared_inputs, *run.inputs]:
+        value = run.inputs.get(name)
         if isinstance(value, str) and value.strip():
             return " ".join(value.split())
     return ""
 
 
-def run_question(record: RunRecord) -> str:
+def run_question(run: RunInputs) -> str:
     """The run's question cut to the recent-runs column."""
-    text = full_question(record)
+    text = full_question(run)
     return text if len(text) <= QUESTION_WIDTH else text[: QUESTION_WIDTH - 1] + "…"
 
 
@@ -192,13 +192,12 @@ Recent runs are below: **Enter** opens one (replay, report, answer its prompts).
         cursor = table.cursor_coordinate
         table.clear()
         now = self.workbench.clock()
-        store = self.workbench.store()
-        for run in store.list_runs(RECENT_RUNS):
+        for run in self.workbench.store().list_runs_with_inputs(RECENT_RUNS):
             status = status_text(run, partial(status_style, self))
             table.add_row(
                 run.run_id,
                 run.workflow,
-                run_question(store.get_run(run.run_id)),
+                run_question(run),
                 status,
                 run.engine,
                 age(now - run.created_ts),
