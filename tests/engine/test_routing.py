@@ -903,3 +903,68 @@ def test_a_person_choosing_after_a_confidence_that_is_no_number_is_told_so(revie
         "a person chose escalate (the model suggested author without a usable confidence)"
     )
     assert (chosen.confidence, chosen.needs_human) == (1.0, True)
+
+
+def test_a_stored_detour_that_could_never_start_is_rejected_naming_what_it_waits_on():
+    """The loader refuses such a detour; a definition stored before that check still routes."""
+    wf = workflow(
+        {
+            "id": "s",
+            "routing": {
+                "kind": "conditional",
+                "next": "x",
+                "detour": {"target": "d", "when": "true"},
+            },
+        },
+        {"id": "x", "depends_on": ["s"]},
+        {"id": "y", "depends_on": ["s"]},
+        {"id": "d", "depends_on": ["s", "x", "y"]},
+    )
+    signal = signal_of(route(wf, "s"))
+    assert (signal.decision, signal.next_step_id, signal.route) == (
+        "advance",
+        "x",
+        "detour_rejected",
+    )
+    assert signal.reason == (
+        "detour.when matched: true; detour to d rejected: it depends on x, y, "
+        "which cannot run before s has passed; default edge → x"
+    )
+
+
+def test_a_detour_that_does_not_return_has_no_return_address(review):
+    wf = workflow(
+        {
+            "id": "s",
+            "routing": {
+                "kind": "conditional",
+                "next": "t",
+                "detour": {"target": "d", "when": "true", "returns": False},
+            },
+        },
+        {"id": "d"},
+        {"id": "t"},
+    )
+    signal = signal_of(route(wf, "s"))
+    assert (signal.decision, signal.next_step_id, signal.return_to) == ("detour", "d", None)
+
+
+def test_an_expression_that_does_not_parse_counts_as_not_matched_with_the_parse_error():
+    """Only a definition that bypassed the loader can hold one; routing still falls through."""
+    wf = workflow(
+        {
+            "id": "s",
+            "routing": {
+                "kind": "conditional",
+                "next": "t",
+                "conditions": [{"expr": "outputs.(", "target": "u"}],
+            },
+        },
+        {"id": "t"},
+        {"id": "u"},
+    )
+    signal = signal_of(route(wf, "s"))
+    assert (signal.next_step_id, signal.route) == ("t", "default")
+    [evaluated] = signal.evaluated_conditions
+    assert (evaluated.matched, evaluated.target) == (False, "u")
+    assert evaluated.error and evaluated.error != "None"
