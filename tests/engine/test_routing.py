@@ -968,3 +968,22 @@ def test_an_expression_that_does_not_parse_counts_as_not_matched_with_the_parse_
     [evaluated] = signal.evaluated_conditions
     assert (evaluated.matched, evaluated.target) == (False, "u")
     assert evaluated.error and evaluated.error != "None"
+
+
+def test_the_tie_breaker_is_given_the_step_s_hint():
+    wf = workflow(
+        {
+            "id": "s",
+            "routing": {
+                "kind": "conditional",
+                "next": "a",
+                "conditions": [{"expr": "false", "target": "b"}],
+                "tie_breaker": {"prompt_hint": "prefer b when unsure"},
+            },
+        },
+        {"id": "a"},
+        {"id": "b"},
+    )
+    need = route(wf, "s")
+    assert isinstance(need, TieBreakNeeded)
+    assert need.request("run-1").hint == "prefer b when unsure"
