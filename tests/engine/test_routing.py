@@ -970,7 +970,7 @@ def test_an_expression_that_does_not_parse_counts_as_not_matched_with_the_parse_
     assert evaluated.error and evaluated.error != "None"
 
 
-def test_the_tie_breaker_is_given_the_step_s_hint():
+def test_the_tie_breaker_is_given_the_step_s_hint_and_timeout():
     wf = workflow(
         {
             "id": "s",
@@ -978,7 +978,7 @@ def test_the_tie_breaker_is_given_the_step_s_hint():
                 "kind": "conditional",
                 "next": "a",
                 "conditions": [{"expr": "false", "target": "b"}],
-                "tie_breaker": {"prompt_hint": "prefer b when unsure"},
+                "tie_breaker": {"prompt_hint": "prefer b when unsure", "timeout_s": 5},
             },
         },
         {"id": "a"},
@@ -986,4 +986,5 @@ def test_the_tie_breaker_is_given_the_step_s_hint():
     )
     need = route(wf, "s")
     assert isinstance(need, TieBreakNeeded)
-    assert need.request("run-1").hint == "prefer b when unsure"
+    request = need.request("run-1")
+    assert (request.hint, request.timeout_s) == ("prefer b when unsure", 5.0)
