@@ -377,3 +377,22 @@ async def test_run_started_carries_the_graph_and_a_budget_event_follows_each_ste
         "run_finished",
     ]
     assert [e.seq for e in events] == list(range(1, len(events) + 1))
+
+
+async def test_the_run_timeout_skips_what_was_running_with_its_reason_in_declared_order() -> None:
+    fresh_gates("never")
+    store = InMemoryRunStore()
+    result = await KahnEngine(registry=TEST_REGISTRY).execute(
+        workflow(
+            step("zeta", "test.gate", config={"wait": "never"}),
+            step("alpha", "test.gate", config={"wait": "never"}),
+            limits=Limits(timeout_s=0.05),
+        ),
+        RunContext(store=store, run_id="timed-out"),
+    )
+    assert result.status == RunStatus.PARTIAL
+    skipped = [e for e in store.events("timed-out") if e.kind == "step_skipped"]
+    assert [(e.step_id, e.reason) for e in skipped] == [
+        ("zeta", "run stopped: timeout_s 0.05 reached"),
+        ("alpha", "run stopped: timeout_s 0.05 reached"),
+    ]

@@ -756,3 +756,235 @@ def test_a_disabled_tie_breaker_is_never_asked(review):
     )
     signal = signal_of(route(wf, "critic", {"score": 0.5, "status": "UNSURE"}))
     assert (signal.next_step_id, signal.route) == ("publish", "default")
+
+
+# -- 8. what a decision records (the run's history shows these) ------------------------
+
+
+def test_a_detour_when_records_its_target_among_the_evaluated_conditions(review):
+    critic = dict(CRITIC_ROUTING, conditions=[], detour={"target": "gather", "when": "true"})
+    wf = workflow(
+        {"id": "critic", "routing": critic},
+        {"id": "gather"},
+        {"id": "publish"},
+        {"id": "author"},
+        {"id": "escalate"},
+    )
+    signal = signal_of(route(wf, "critic", {"status": "OK"}))
+    assert (signal.decision, signal.next_step_id) == ("detour", "gather")
+    assert [(c.expr, c.target, c.matched) for c in signal.evaluated_conditions][-1] == (
+        "true",
+        "gather",
+        True,
+    )
+
+
+def test_a_nested_detour_attempt_records_the_condition_target(review):
+    signal = signal_of(route(review, "gather", active_detour="critic"))
+    assert [(c.expr, c.target, c.matched) for c in signal.evaluated_conditions] == [
+        ("true", "deeper", True)
+    ]
+
+
+def test_inside_a_detour_a_condition_to_another_target_is_not_a_nested_attempt(review):
+    routing = {
+        "kind": "conditional",
+        "next": "audit",
+        "conditions": [{"expr": "true", "target": "audit"}],
+        "detour": {"target": "deeper"},
+    }
+    wf = workflow(
+        {"id": "critic", "routing": {"kind": "conditional", "detour": {"target": "gather"}}},
+        {"id": "gather", "routing": routing},
+        {"id": "deeper"},
+        {"id": "audit"},
+    )
+    signal = signal_of(route(wf, "gather", active_detour="critic"))
+    assert (signal.route, signal.evaluated_conditions) == ("detour_return", [])
+
+
+def test_a_branch_records_its_target_and_an_evaluation_error_as_not_matched(branching):
+    chosen = signal_of(route(branching, "check", {"status": "VERIFIED"}))
+    assert [(c.target, c.matched) for c in chosen.evaluated_conditions] == [("ship", True)]
+    failed = signal_of(route(branching, "check", {}))
+    assert [c.matched for c in failed.evaluated_conditions] == [False]
+    assert failed.evaluated_conditions[0].error
+
+
+def test_not_taking_the_detour_again_records_the_detour_target_as_not_matched():
+    wf = workflow(
+        {
+            "id": "s",
+            "routing": {
+                "kind": "conditional",
+                "next": "t",
+                "detour": {"target": "d"},
+                "conditions": [{"expr": "true", "target": "d"}],
+            },
+        },
+        {"id": "d"},
+        {"id": "t"},
+    )
+    signal = signal_of(route(wf, "s", returning_from_detour=True))
+    assert [(c.expr, c.target, c.matched) for c in signal.evaluated_conditions][-1] == (
+        "detour to d",
+        "d",
+        False,
+    )
+
+
+def test_skipped_targets_leave_out_the_loop_target_ancestors_and_the_step_itself():
+    wf = workflow(
+        {"id": "a"},
+        {"id": "b", "depends_on": ["a"]},
+        {
+            "id": "c",
+            "depends_on": ["b"],
+            "routing": {
+                "kind": "loop",
+                "next": "d",
+                "loop": {"target": "b", "max_iterations": 2},
+                "conditions": [
+                    {"expr": "outputs.go", "target": "e"},
+                    {"expr": "false", "target": "a"},
+                    {"expr": "false", "target": "c"},
+                ],
+            },
+        },
+        {"id": "d", "depends_on": ["c"]},
+        {"id": "e", "depends_on": ["c"]},
+    )
+    assert signal_of(route(wf, "c", {"go": True})).skipped_targets == ["d"]
+    assert signal_of(route(wf, "c", {"go": False}, loop_count=2)).skipped_targets == ["e"]
+
+
+def test_an_output_terminate_says_why_in_one_sentence(review):
+    signal = signal_of(route(review, "critic", {"terminate": True}))
+    assert signal.reason == "the step's outputs set terminate: true"
+
+
+def test_the_tie_breaker_request_carries_the_hint_the_context_and_the_timeout(review):
+    need = need_for(review)
+    request = need.request("run-1", context="what the run found")
+    assert (request.hint, request.context, request.timeout_s) == (
+        need.hint,
+        "what the run found",
+        need.timeout_s,
+    )
+    assert need.request("run-1").context == ""
+
+
+def test_a_confidence_exactly_at_the_threshold_is_taken(review):
+    signal = signal_of(
+        settle_tie_break(need_for(review), TieBreakAnswer(target="escalate", confidence=0.7))
+    )
+    assert (signal.next_step_id, signal.needs_human) == ("escalate", False)
+    assert signal.reason == "tie-breaker chose escalate (confidence 0.70)"
+
+
+def test_fallback_reasons_name_the_error_and_list_the_targets(review):
+    failed = signal_of(
+        settle_tie_break(need_for(review), TieBreakAnswer(target=None, outcome="error"))
+    )
+    assert failed.reason == "tie-breaker failed: error; default edge → publish"
+    invalid = signal_of(settle_tie_break(need_for(review), TieBreakAnswer(target="gather")))
+    assert "not one of publish, author, escalate;" in invalid.reason
+    refused = settle_human_tie_break(need_for(review), "nowhere")
+    assert "not one of publish, author, escalate;" in refused.reason
+
+
+def test_a_person_choosing_after_a_confidence_that_is_no_number_is_told_so(review):
+    human = settle_tie_break(
+        need_for(review), TieBreakAnswer(target="author", confidence=float("nan"))
+    )
+    assert isinstance(human, HumanTieBreakNeeded)
+    chosen = settle_human_tie_break(human, "escalate")
+    assert chosen.reason == (
+        "a person chose escalate (the model suggested author without a usable confidence)"
+    )
+    assert (chosen.confidence, chosen.needs_human) == (1.0, True)
+
+
+def test_a_stored_detour_that_could_never_start_is_rejected_naming_what_it_waits_on():
+    """The loader refuses such a detour; a definition stored before that check still routes."""
+    wf = workflow(
+        {
+            "id": "s",
+            "routing": {
+                "kind": "conditional",
+                "next": "x",
+                "detour": {"target": "d", "when": "true"},
+            },
+        },
+        {"id": "x", "depends_on": ["s"]},
+        {"id": "y", "depends_on": ["s"]},
+        {"id": "d", "depends_on": ["s", "x", "y"]},
+    )
+    signal = signal_of(route(wf, "s"))
+    assert (signal.decision, signal.next_step_id, signal.route) == (
+        "advance",
+        "x",
+        "detour_rejected",
+    )
+    assert signal.reason == (
+        "detour.when matched: true; detour to d rejected: it depends on x, y, "
+        "which cannot run before s has passed; default edge → x"
+    )
+
+
+def test_a_detour_that_does_not_return_has_no_return_address(review):
+    wf = workflow(
+        {
+            "id": "s",
+            "routing": {
+                "kind": "conditional",
+                "next": "t",
+                "detour": {"target": "d", "when": "true", "returns": False},
+            },
+        },
+        {"id": "d"},
+        {"id": "t"},
+    )
+    signal = signal_of(route(wf, "s"))
+    assert (signal.decision, signal.next_step_id, signal.return_to) == ("detour", "d", None)
+
+
+def test_an_expression_that_does_not_parse_counts_as_not_matched_with_the_parse_error():
+    """Only a definition that bypassed the loader can hold one; routing still falls through."""
+    wf = workflow(
+        {
+            "id": "s",
+            "routing": {
+                "kind": "conditional",
+                "next": "t",
+                "conditions": [{"expr": "outputs.(", "target": "u"}],
+            },
+        },
+        {"id": "t"},
+        {"id": "u"},
+    )
+    signal = signal_of(route(wf, "s"))
+    assert (signal.next_step_id, signal.route) == ("t", "default")
+    [evaluated] = signal.evaluated_conditions
+    assert (evaluated.matched, evaluated.target) == (False, "u")
+    assert evaluated.error and evaluated.error != "None"
+
+
+def test_the_tie_breaker_is_given_the_step_s_hint_and_timeout():
+    wf = workflow(
+        {
+            "id": "s",
+            "routing": {
+                "kind": "conditional",
+                "next": "a",
+                "conditions": [{"expr": "false", "target": "b"}],
+                "tie_breaker": {"prompt_hint": "prefer b when unsure", "timeout_s": 5},
+            },
+        },
+        {"id": "a"},
+        {"id": "b"},
+    )
+    need = route(wf, "s")
+    assert isinstance(need, TieBreakNeeded)
+    request = need.request("run-1")
+    assert (request.hint, request.timeout_s) == ("prefer b when unsure", 5.0)

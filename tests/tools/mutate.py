@@ -9,6 +9,11 @@ table, so this runs mutmut with the engine's settings instead (the routing
 decisions, CEL conditions, the Kahn scheduler and the run lifecycle, against
 tests/engine) without touching it. Any mutmut command and option works as with
 ``mutmut`` itself; name mutants to run a part, e.g. ``run "engine.conditions*"``.
+
+``--tests PATH`` (repeatable, before the mutmut command) runs the mutants against those
+test files instead of all of tests/engine: a part's own tests, when a full tests/engine
+per mutant is too slow, e.g. ``--tests tests/engine/test_routing.py run "engine.routing*"``.
+Use one selection per ``mutants/`` directory: mutmut keeps which tests cover a function there.
 """
 
 from __future__ import annotations
@@ -56,8 +61,21 @@ ENGINE_SETTINGS: dict[str, Any] = {
 }
 
 
-def engine_settings() -> Callable[[str, Any], Any]:
-    return lambda key, default: ENGINE_SETTINGS.get(key, default)
+def engine_settings(tests: list[str]) -> Callable[[str, Any], Any]:
+    """The engine's settings; ``tests``, when given, replace tests/engine as the selection."""
+    settings = dict(ENGINE_SETTINGS)
+    if tests:
+        settings["pytest_add_cli_args_test_selection"] = [*tests, "-p", "no:cacheprovider"]
+    return lambda key, default: settings.get(key, default)
+
+
+def take_test_selection(argv: list[str]) -> list[str]:
+    """Remove every leading ``--tests PATH`` from ``argv`` and return the paths."""
+    tests: list[str] = []
+    while len(argv) >= 2 and argv[0] == "--tests":
+        tests.append(argv[1])
+        del argv[:2]
+    return tests
 
 
 def forget_compiled_expressions() -> None:
@@ -72,7 +90,10 @@ def forget_compiled_expressions() -> None:
 
 def main() -> None:
     # before mutmut's modules load: some read the configuration when imported
-    mutmut.configuration._config_reader = engine_settings
+    args = sys.argv[1:]
+    tests = take_test_selection(args)
+    sys.argv[1:] = args
+    mutmut.configuration._config_reader = lambda: engine_settings(tests)
     mutmut.configuration.reset_config()
     os.register_at_fork(after_in_child=forget_compiled_expressions)
     sys.argv[0] = "mutmut"
