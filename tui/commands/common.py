@@ -8,8 +8,11 @@ Used by ``run_cmds`` (run, validate, resume), ``runs_cmds`` (runs …) and
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import functools
 import json
 import sys
+import threading
 from collections.abc import Callable, Coroutine
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -147,14 +150,44 @@ def terminal_responder(console: Console) -> InterruptResponder:
                 console.print(f"  [dim]{escape(summarize(request.payload, 200))}[/]")
             options = " / ".join(request.options) or "approve / reject"
             try:
-                text = await asyncio.to_thread(
-                    click.prompt, f"  answer ({options})", default="approve"
+                text = await read_in_daemon_thread(
+                    lambda: click.prompt(f"  answer ({options})", default="approve")
                 )
             except (click.Abort, EOFError):
                 return None
             return parse_answer(text)
 
     return respond
+
+
+async def read_in_daemon_thread(read: Callable[[], str]) -> str:
+    """``read()`` (a blocking terminal read) in a daemon thread.
+
+    Not ``asyncio.to_thread``: its executor's threads are joined when ``asyncio.run`` ends, so
+    after Ctrl-C at the prompt the process would hang until the person pressed Enter. A daemon
+    thread left blocked on the terminal ends with the process.
+    """
+    loop = asyncio.get_running_loop()
+    answer: asyncio.Future[str] = loop.create_future()
+
+    def settle(outcome: Callable[[], None]) -> None:
+        if not answer.done():
+            outcome()
+
+    def deliver(outcome: Callable[[], None]) -> None:
+        with contextlib.suppress(RuntimeError):  # the loop is gone: nobody awaits the answer
+            loop.call_soon_threadsafe(settle, outcome)
+
+    def work() -> None:
+        try:
+            text = read()
+        except BaseException as error:  # handed to the awaiting task
+            deliver(functools.partial(answer.set_exception, error))
+            return
+        deliver(functools.partial(answer.set_result, text))
+
+    threading.Thread(target=work, name="terminal-prompt", daemon=True).start()
+    return await answer
 
 
 def interrupt_mode(mode: str | None) -> str:
