@@ -4,6 +4,7 @@ vary too much for per-example timing to mean anything)."""
 from __future__ import annotations
 
 import os
+import signal
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -49,3 +50,16 @@ def tiny_disk(tmp_path: Path) -> Iterator[Path]:
     """A 2 MB tmpfs of the test's own: room for a small store or collection, and soon full."""
     with tmpfs(tmp_path / "disk", "2m") as disk:
         yield disk
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """Ctrl-C reaches the processes the tests start, wherever the suite itself runs.
+
+    A suite started in the background (``make test &``, ``nohup``, some CI runners) inherits
+    SIGINT ignored, and so would every ``workbench`` it starts: Python then never turns SIGINT
+    into KeyboardInterrupt, and the tests that press Ctrl-C would see it do nothing. Ignored
+    signals survive ``exec``, handled ones do not, so handling it here gives each child the
+    default, as in a terminal.
+    """
+    if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
