@@ -202,6 +202,20 @@ class FailureBoundary(click.Group):
     such as bad input) pass through unchanged.
     """
 
+    def make_context(
+        self,
+        info_name: str | None,
+        args: list[str],
+        parent: click.Context | None = None,
+        **extra: Any,
+    ) -> click.Context:
+        """Ctrl-C while the command line is parsed is the same one line as in a command (click
+        would print "Aborted!" and exit 1)."""
+        try:
+            return super().make_context(info_name, args, parent, **extra)
+        except KeyboardInterrupt:
+            raise _interrupted() from None
+
     def invoke(self, ctx: click.Context) -> Any:
         try:
             return super().invoke(ctx)
