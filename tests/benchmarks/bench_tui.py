@@ -36,6 +36,7 @@ from tui.app.widgets.dag_layout import compute_layout
 from tui.app.widgets.dag_view import DagView
 from tui.dev.sample_run import definition_for, research_graph
 from tui.launch.workbench import Workbench
+from tui.launch.workspace import Workspace
 
 RATE = 1000
 LOAD_SECONDS = 3.0
@@ -56,17 +57,7 @@ def flood_job(rate: int, seconds: float) -> object:
         definition_nodes = [n.id for n in nodes]
         unsubscribe = store.subscribe(inbox.put)
         run_id = store.create_run(definition_for(nodes, edges), {}, "kahn", "bench", run_id="bench")
-        store.append(
-            RunStarted(
-                run_id=run_id,
-                workflow="bench",
-                source="-",
-                engine="kahn",
-                engine_reason="bench",
-                nodes=nodes,
-                edges=edges,
-            )
-        )
+        store.append(run_started(run_id, nodes, edges))
         started, sent, tick = time.perf_counter(), 0, 0.01
         while time.perf_counter() - started < seconds:
             due = int((time.perf_counter() - started) * rate)
@@ -78,6 +69,19 @@ def flood_job(rate: int, seconds: float) -> object:
         return ExecutionResult(run_id=run_id, status=RunStatus.COMPLETED)
 
     return job
+
+
+def run_started(run_id: str, nodes: list[GraphNode], edges: list[GraphEdge]) -> RunStarted:
+    """The synthetic bench run's first event."""
+    return RunStarted(
+        run_id=run_id,
+        workflow="bench",
+        source="-",
+        engine="kahn",
+        engine_reason="bench",
+        nodes=nodes,
+        edges=edges,
+    )
 
 
 def step_event(run_id: str, step_ids: list[str], index: int) -> RunEvent:
@@ -95,20 +99,10 @@ def store_run(workspace: Path, run_id: str, events: int) -> None:
     """A stored run of ``events`` events (its run_started first) in the workspace's run store."""
     nodes, edges = research_graph()
     step_ids = [n.id for n in nodes]
-    with RunStore(workspace / "runs.sqlite") as store:
+    with RunStore(Workspace(workspace).runs_db) as store:
         store.create_run(definition_for(nodes, edges), {}, "kahn", "bench", run_id=run_id)
         with store.batch():
-            store.append(
-                RunStarted(
-                    run_id=run_id,
-                    workflow="bench",
-                    source="-",
-                    engine="kahn",
-                    engine_reason="bench",
-                    nodes=nodes,
-                    edges=edges,
-                )
-            )
+            store.append(run_started(run_id, nodes, edges))
             for index in range(events - 1):
                 store.append(step_event(run_id, step_ids, index))
 
@@ -230,14 +224,10 @@ async def bench_dag() -> None:
                 layout_s = time.perf_counter() - started
                 view = RunView()
                 view.apply(
-                    RunStarted(
-                        run_id="b",
-                        workflow="b",
-                        source="-",
-                        engine="kahn",
-                        engine_reason="-",
-                        nodes=[GraphNode(id=n, uses="demo.echo") for n in nodes],
-                        edges=[GraphEdge(source=s, target=t) for s, t, _ in edges],
+                    run_started(
+                        "b",
+                        [GraphNode(id=n, uses="demo.echo") for n in nodes],
+                        [GraphEdge(source=s, target=t) for s, t, _ in edges],
                     )
                 )
                 started = time.perf_counter()

@@ -24,6 +24,7 @@ from tui.app.screens.run import RunScreen
 from tui.app.widgets.providers_panel import ProvidersPanel
 from tui.dev.sample_run import research_events, store_events, tie_break_events
 from tui.launch.workbench import Workbench
+from tui.launch.workspace import Workspace
 
 SIZE = (150, 46)
 REPORT = (
@@ -59,7 +60,7 @@ class StoryClock:
 
 def sample_workspace(root: Path) -> Workbench:
     store = RunStore(
-        root / "runs.sqlite",
+        Workspace(root).runs_db,
         clock=StoryClock(STORY_START, 0.7),
         monotonic=StoryClock(0.0, 0.7),
     )
