@@ -199,7 +199,7 @@ class SmartModelRouter:
         self._stats = stats
         self._recorder = StatsRecorder(stats) if stats is not None else None
         self._last_flush = time.monotonic()
-        self._flush_task: asyncio.Task[None] | None = None
+        self._flush_tasks: set[asyncio.Task[None]] = set()
         self._loop: asyncio.AbstractEventLoop | None = None
         self._loop_thread: int | None = None
         self._wake_tasks: dict[str, asyncio.Task[None]] = {}
@@ -328,6 +328,11 @@ class SmartModelRouter:
             await asyncio.to_thread(self._recorder.flush)
             self._last_flush = time.monotonic()
 
+    async def wait_for_writes(self) -> None:
+        """Wait for the stats writes already started (a trip's is started when it happens)."""
+        while self._flush_tasks:
+            await asyncio.gather(*self._flush_tasks, return_exceptions=True)
+
     async def aclose(self, *, flush: bool = True) -> None:
         """Stop wake-up timers, write pending stats (unless ``flush=False``), close the client and the store."""
         if self._closed:
@@ -340,8 +345,7 @@ class SmartModelRouter:
             self._sync_task.cancel()
             await asyncio.gather(self._sync_task, return_exceptions=True)
         self._publisher.flush()
-        if self._flush_task is not None:
-            await asyncio.gather(self._flush_task, return_exceptions=True)
+        await self.wait_for_writes()
         if flush:
             await self.flush_stats()
         if self._client is not None:
@@ -857,17 +861,26 @@ class SmartModelRouter:
         if self._recorder is not None:
             self._recorder.set_breaker(rt.breaker_record(self.clock.wall()))
 
-    def _maybe_flush(self) -> None:
+    def _maybe_flush(self, *, urgent: bool = False) -> None:
+        """Write pending stats in a worker thread: at most every ``stats_flush_s``, or at once when ``urgent``.
+
+        A trip is urgent: written when it happens, every process sharing the file adopts it at its
+        next poll. Concurrent flushes are safe, the recorder serialises them.
+        """
         if self._recorder is None or self._recorder.pending == 0:
             return
-        if self._flush_task is not None and not self._flush_task.done():
+        if not urgent and (
+            self._flush_tasks or time.monotonic() - self._last_flush < self.policy.stats_flush_s
+        ):
             return
-        if time.monotonic() - self._last_flush < self.policy.stats_flush_s:
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:  # no loop yet: the next poll or ``aclose`` writes it
             return
         self._last_flush = time.monotonic()
-        self._flush_task = asyncio.get_running_loop().create_task(
-            asyncio.to_thread(self._recorder.flush)
-        )
+        task = loop.create_task(asyncio.to_thread(self._recorder.flush))
+        self._flush_tasks.add(task)
+        task.add_done_callback(self._flush_tasks.discard)
 
     async def _answer_builtin(
         self, req: ChatRequest, had_remote: bool, attempts: list[Attempt], start: float
@@ -978,6 +991,7 @@ class SmartModelRouter:
             if transition.new is BreakerState.OPEN:
                 self._schedule_wake(rt)
         self._persist_breaker(rt)
+        self._maybe_flush(urgent=transition.model is None and transition.new is BreakerState.OPEN)
         self._notify(rt, urgent=True)
 
     def _schedule_wake(self, rt: ProviderRuntime) -> None:
