@@ -232,7 +232,7 @@ async def bench_dag() -> None:
                 )
                 started = time.perf_counter()
                 dag.show(view)
-                rows = 2 * len(dag.layout_.layers)
+                rows = len(dag.rows.rows)
                 for row in range(rows):
                     dag._render_row(row)
                 render_s = time.perf_counter() - started
