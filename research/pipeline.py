@@ -30,12 +30,11 @@ from research.prompts import SYSTEM_PROMPT, estimate_tokens, render
 from research.tasks import Answer
 from router.errors import RouterError
 from router.models import ChatMessage, ChatRequest, ContextLimit
-from router.wire import context_window_problem, prompt_tokens_in_window, request_chars
+from router.truncation import ask_with_room, more_room
+from router.wire import context_window_problem, request_chars
 
 DEFAULT_CONTEXT_TOKENS = 6000
 DEFAULT_OUTPUT_TOKENS = 800
-TRUNCATED_GROWTH = 2
-"""An answer cut at its output limit is asked again once with this many times the room."""
 UPSTREAM_CONTEXT_SHARE = 0.2
 """Share of the step's context budget given to compiled upstream outputs (AgentMesh §10)."""
 
@@ -303,25 +302,16 @@ class ModelPipeline:
         return None
 
     async def _call(self, task: str, request: ChatRequest) -> Any:
-        """The model's answer; one cut short at its output limit is asked again, once, with
-        :data:`TRUNCATED_GROWTH` times the room — no more than the models' context window leaves
-        beside the prompt (the cut answer is kept when there is no more room to give)."""
-        response = await self._call_once(task, request)
-        if not getattr(response, "truncated", False):
-            return response
-        asked = request.max_tokens or DEFAULT_OUTPUT_TOKENS
-        room = asked * TRUNCATED_GROWTH
-        if self._window is not None:  # more room only as far as the models' window allows
-            left = self._window.tokens - prompt_tokens_in_window(
-                self._window, request, request_chars(request)
-            )
-            room = min(room, left)
-        if room <= asked:
-            return response
-        try:
-            return await self._call_once(task, request.model_copy(update={"max_tokens": room}))
-        except _Stop:
-            return response
+        """The model's answer; one cut short at its output limit is asked again, once, with more
+        room (router/truncation.py) — the cut answer is kept when asking again is refused."""
+
+        def again(asked: ChatRequest, response: Any) -> ChatRequest | None:
+            return more_room(asked, response, self._window, DEFAULT_OUTPUT_TOKENS)
+
+        async def ask(asked: ChatRequest) -> Any:
+            return await self._call_once(task, asked)
+
+        return await ask_with_room(ask, request, again, keep_cut_on=(_Stop,))
 
     async def _call_once(self, task: str, request: ChatRequest) -> Any:
         try:

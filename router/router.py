@@ -93,6 +93,7 @@ from router.shedding import LoadShedder
 from router.stats import STATS_FILENAME, CallRecord, StatsRecorder, StatsStore
 from router.streaming import StreamSink, streaming_to
 from router.throttle import ThrottleTicket
+from router.truncation import more_room
 from router.wire import (
     context_window_problem,
     encode_inputs,
@@ -390,6 +391,12 @@ class SmartModelRouter:
             if (limit := cand.runtime.cfg.context_limit(cand.model)) is not None
         ]
         return min(limits, key=lambda limit: limit.prompt_chars(0), default=None)
+
+    def more_room(self, req: ChatRequest, response: ChatResponse) -> ChatRequest | None:
+        """``req`` asked again with more room when ``response`` was cut at its output limit
+        (router/truncation.py), within the context window of the models ``req`` may reach."""
+        window = self.context_limit(req.tier, req.profile)
+        return more_room(req, response, window, self.policy.default_output_tokens)
 
     def _healthy_free_slots(self) -> int:
         return sum(

@@ -3,8 +3,10 @@
 The model is offered only the valid targets, with the step's hint and context;
 its answer is validated against them. Whatever goes wrong, the result names
 the default target and says what happened — ``invalid_answer`` (not one of the
-targets, or not the requested shape), ``timeout`` (30 s by default, measured on
-the router's clock), or ``error`` — so the caller can record it and, per
+targets, or not the requested shape, also when the answer is cut at its output
+limit again after being asked once more with more room, router/truncation.py),
+``timeout`` (30 s by default for both asks, measured on the router's clock), or
+``error`` — so the caller can record it and, per
 ADR-004, degrade to the deterministic default edge and never block. The
 request goes out as task ``tie_break`` with inputs
 ``{step_id, valid_targets, hint, context}``, so the built-in provider can
@@ -22,6 +24,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from router.clock import Clock
 from router.errors import RouterError
 from router.models import ChatMessage, ChatRequest, ChatResponse
+from router.truncation import ask_with_room
 
 log = logging.getLogger(__name__)
 
@@ -54,6 +57,8 @@ class Completer(Protocol):
     clock: Clock
 
     async def complete(self, req: ChatRequest) -> ChatResponse: ...
+
+    def more_room(self, req: ChatRequest, response: ChatResponse) -> ChatRequest | None: ...
 
 
 _SYSTEM = (
@@ -118,7 +123,9 @@ async def choose_target(
     request = tie_break_request(
         step_id=step_id, valid_targets=valid_targets, hint=hint, context=context
     )
-    call = asyncio.ensure_future(router.complete(request))
+    call = asyncio.ensure_future(
+        ask_with_room(router.complete, request, router.more_room, keep_cut_on=(RouterError,))
+    )
     timer = asyncio.ensure_future(router.clock.sleep(timeout_s))
     try:
         await asyncio.wait({call, timer}, return_when=asyncio.FIRST_COMPLETED)
@@ -144,9 +151,12 @@ async def choose_target(
         )
     answer = response.parsed
     if not isinstance(answer, TieBreakAnswer):
-        return fallback(
-            "invalid_answer", "the answer did not have the requested shape; default edge taken"
+        why = (
+            "the answer was cut at its output limit"
+            if response.truncated
+            else "the answer did not have the requested shape"
         )
+        return fallback("invalid_answer", f"{why}; default edge taken")
     target = _match_target(answer.target, valid_targets)
     if target is None:
         return fallback(

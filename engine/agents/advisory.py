@@ -302,7 +302,7 @@ class Orchestrator:
             index = ctx.next_call_index
             tokens_before = ctx.stats.tokens
             try:
-                response = await ctx.llm(self.kit.port.request(call, OrchestratorDecision))
+                response = await self.kit.port.ask(ctx.llm, call, OrchestratorDecision)
             except BudgetExceeded:
                 raise
             except Exception as error:  # noqa: BLE001 - a failed decision falls back

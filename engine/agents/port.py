@@ -10,6 +10,7 @@ request — what tests with a scripted model use.
 from __future__ import annotations
 
 import json
+from collections.abc import Awaitable, Callable
 from typing import Any, Literal, Protocol, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
@@ -57,9 +58,18 @@ class OrchestratorDecision(_Answer):
     agent: str | None = None
 
 
+Ask = Callable[[Any], Awaitable[Any]]
+"""``StepContext.llm``: one journaled model call."""
+
+
 class ModelPort(Protocol):
     def request(self, call: ModelCall, schema: type[BaseModel]) -> Any:
         """The request ``StepContext.llm`` passes to the run's ModelCaller."""
+        ...
+
+    async def ask(self, llm: Ask, call: ModelCall, schema: type[BaseModel]) -> Any:
+        """The model's response to ``call``, asked through ``llm``: the port may ask more than
+        once (an answer cut at its output limit is asked again with more room)."""
         ...
 
     def answer(self, response: Any) -> Any:
@@ -76,6 +86,9 @@ class DirectPort:
 
     def request(self, call: ModelCall, schema: type[BaseModel]) -> Any:
         return call
+
+    async def ask(self, llm: Ask, call: ModelCall, schema: type[BaseModel]) -> Any:
+        return await llm(self.request(call, schema))
 
     def answer(self, response: Any) -> Any:
         return response

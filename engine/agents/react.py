@@ -313,7 +313,7 @@ class AgentLoop:
         replays = ctx.stats.replayed
         tokens_before = ctx.stats.tokens
         try:
-            response = await ctx.llm(self.kit.port.request(call, AgentReply))
+            response = await self.kit.port.ask(ctx.llm, call, AgentReply)
         except BudgetExceeded:
             raise
         except Exception as error:  # noqa: BLE001 - a failed call is the agent's observation

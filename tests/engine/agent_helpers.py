@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from engine.agents.builtin_model import orchestrate_reply, react_reply
-from engine.agents.port import ORCHESTRATE_TASK, ModelCall
+from engine.agents.port import ORCHESTRATE_TASK, DirectPort, ModelCall
 from engine.agents.registration import register_agents
 from engine.agents.registry import Registry
 from engine.agents.registry_loader import load_registry_text
@@ -201,7 +201,7 @@ class ScriptedModel:
         return CallUsage(tokens=self.tokens, provider="scripted")
 
 
-class AnswerPort:
+class AnswerPort(DirectPort):
     """The DirectPort with the scripted model's envelope unwrapped."""
 
     def request(self, call: ModelCall, schema: type[Any]) -> ModelCall:

@@ -9,11 +9,12 @@ from typing import Any
 
 import pytest
 
-from research.pipeline import TRUNCATED_GROWTH, ModelPipeline, ModelStage
+from research.pipeline import ModelPipeline, ModelStage
 from research.tasks import ScopeAnswer
 from router.config import RouterConfig
 from router.fault_server import FaultServer, demo_router_config
 from router.router import build_router
+from router.truncation import TRUNCATED_GROWTH
 from router.wire import encode_json, json_schema
 from tests.research.test_steps import make_context
 from tui.launch.wiring import RouterModelCaller, extractive_handlers, extractive_responder

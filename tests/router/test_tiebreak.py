@@ -8,10 +8,13 @@ from typing import Any
 import pytest
 
 from router.clock import ManualClock
+from router.config import DEFAULT_CHARS_PER_TOKEN
 from router.fault_server import FaultServer
 from router.local import TaskHandlerRegistry
-from router.models import ChatRequest
-from router.tiebreak import TIE_BREAK_TASK, choose_target
+from router.models import ChatRequest, ContextLimit
+from router.tiebreak import TIE_BREAK_TASK, choose_target, tie_break_request
+from router.truncation import TRUNCATED_GROWTH
+from router.wire import prompt_tokens_in_window, request_chars
 
 from .conftest import RouterFactory, make_config, provider_entry, until
 
@@ -116,3 +119,69 @@ async def test_builtin_can_answer(
 async def test_needs_a_target(make_router: RouterFactory) -> None:
     with pytest.raises(ValueError):
         await choose(make_router(make_config([])), valid_targets=[])
+
+
+def output_limits(server: FaultServer) -> list[int | None]:
+    """The output-token limit each chat request named (None: the server's own)."""
+    return [r.json.get("max_tokens") for r in server.requests_for("openai", "chat")]
+
+
+async def test_a_cut_answer_is_asked_again_once_with_more_room(
+    fault_server: FaultServer, make_router: RouterFactory, keys: dict
+) -> None:
+    fault_server.responder = answer("publish", 0.9)
+    fault_server.set_script({"providers": {"openai": {"sequence": ["truncated"], "then": "ok"}}})
+    router = make_router(make_config([provider_entry(fault_server, "openai")]))
+    asked = router.policy.default_output_tokens
+
+    result = await choose(router)
+
+    assert output_limits(fault_server) == [None, asked * TRUNCATED_GROWTH]
+    assert (result.target, result.confidence, result.outcome) == ("publish", 0.9, "model")
+
+
+async def test_a_second_cut_answer_takes_the_default_edge(
+    fault_server: FaultServer, make_router: RouterFactory, keys: dict
+) -> None:
+    fault_server.responder = answer("publish", 0.9)
+    script = {"sequence": ["truncated", "truncated"], "then": "ok"}
+    fault_server.set_script({"providers": {"openai": script}})
+    router = make_router(make_config([provider_entry(fault_server, "openai")]))
+    asked = router.policy.default_output_tokens
+
+    result = await choose(router)
+
+    assert output_limits(fault_server) == [None, asked * TRUNCATED_GROWTH], "asked again once"
+    assert (result.target, result.confidence, result.outcome) == (
+        "implement",
+        0.0,
+        "invalid_answer",
+    )
+    assert "cut at its output limit" in result.reasoning
+    snap = next(s for s in router.snapshot() if s.name == "openai")
+    assert snap.failures_total == 0, "a cut answer is not the provider's failure"
+
+
+async def test_no_second_ask_when_the_context_window_has_no_more_room(
+    fault_server: FaultServer, make_router: RouterFactory, keys: dict
+) -> None:
+    fault_server.responder = answer("publish", 0.9)
+    fault_server.set_script({"providers": {"openai": {"sequence": ["truncated"], "then": "ok"}}})
+    request = tie_break_request(
+        step_id="review",
+        valid_targets=TARGETS,
+        hint="publish when verified",
+        context="status VERIFIED",
+    )
+    estimate = ContextLimit(model="openai-model", tokens=1, chars_per_token=DEFAULT_CHARS_PER_TOKEN)
+    prompt = prompt_tokens_in_window(estimate, request, request_chars(request))
+    asked = make_config([]).policy.default_output_tokens
+    window = {"openai-model": prompt + asked}  # exactly the room the first ask had
+    router = make_router(
+        make_config([provider_entry(fault_server, "openai", context_windows=window)])
+    )
+
+    result = await choose(router)
+
+    assert output_limits(fault_server) == [None]
+    assert (result.target, result.outcome) == ("implement", "invalid_answer")

@@ -13,14 +13,14 @@ built-in model), so nothing it is given can leave the machine.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlparse
 
 import research.agent_tools  # noqa: F401 - registers the corpus tool implementations
 from engine.agents.builtin_model import orchestrate_reply, react_reply
-from engine.agents.port import ORCHESTRATE_TASK, REACT_TASK, ModelCall
+from engine.agents.port import ORCHESTRATE_TASK, REACT_TASK, Ask, ModelCall
 from engine.agents.registration import register_agents
 from engine.agents.registry import BUILTIN_PROVIDER, ModelProfile, Registry
 from engine.agents.registry_loader import RegistryLoad, load_registry
@@ -28,8 +28,10 @@ from engine.agents.tools import TOOL_IMPLEMENTATIONS
 from engine.context import StepInfo
 from engine.live import ModelOutputSink
 from router.config import ProfileConfig, RouterConfig
+from router.errors import RouterError
 from router.local import TaskHandlerRegistry
 from router.models import ChatMessage, ChatRequest, ChatResponse
+from router.truncation import ask_with_room
 from router.wire import wire_messages
 from tui.app.model_calls import SENT_KEY
 from workflows import WORKFLOWS_DIR
@@ -117,6 +119,19 @@ class RouterAgentPort:
 
     def __init__(self, router: SmartModelRouter) -> None:
         self.config = router.config
+        self.more_room = router.more_room
+
+    async def ask(self, llm: Ask, call: ModelCall, schema: type[Any]) -> Any:
+        """``llm`` with the router request for ``call``; an answer cut at its output limit is
+        asked again once with more room, like every caller's (router/truncation.py)."""
+        first = self.request(call, schema)
+        local = first if isinstance(first, LocalOnlyRequest) else None
+        request = first.request if isinstance(first, LocalOnlyRequest) else first
+
+        async def send(asked: ChatRequest) -> Any:
+            return await llm(asked if local is None else replace(local, request=asked))
+
+        return await ask_with_room(send, request, self.more_room, keep_cut_on=(RouterError,))
 
     def request(self, call: ModelCall, schema: type[Any]) -> ChatRequest | LocalOnlyRequest:
         profile = call.profile
