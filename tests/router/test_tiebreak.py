@@ -185,3 +185,17 @@ async def test_no_second_ask_when_the_context_window_has_no_more_room(
 
     assert output_limits(fault_server) == [None]
     assert (result.target, result.outcome) == ("implement", "invalid_answer")
+
+
+async def test_a_failed_second_ask_keeps_the_cut_answer(
+    fault_server: FaultServer, make_router: RouterFactory, keys: dict
+) -> None:
+    fault_server.responder = answer("publish", 0.9)
+    fault_server.set_script({"providers": {"openai": {"sequence": ["truncated", 500]}}})
+    router = make_router(make_config([provider_entry(fault_server, "openai")]))
+
+    result = await choose(router)  # no built-in tie_break handler: the second ask fails
+
+    assert len(output_limits(fault_server)) == 2
+    assert (result.target, result.outcome) == ("implement", "invalid_answer")
+    assert "cut at its output limit" in result.reasoning
