@@ -30,6 +30,8 @@ REPO = Path(__file__).resolve().parents[2]
 WORKBENCH = Path(sys.executable).with_name("workbench")
 READY_TIMEOUT_S = 300.0
 COMMAND_TIMEOUT_S = 1800.0
+TIMED_OUT = -1
+"""``run``'s exit code for a command stopped at ``COMMAND_TIMEOUT_S``."""
 QUESTION = "What does PEP 8 recommend for the maximum line length, and why?"
 
 _FIND_GGUF = (
@@ -66,10 +68,12 @@ def wait_ready(base_url: str, server: subprocess.Popen[bytes]) -> None:
     raise SystemExit(f"the model server did not answer within {READY_TIMEOUT_S:.0f}s")
 
 
-CONTEXT_WINDOW = 16384
-"""The server's n_ctx, declared to the router as the model's context window. Research prompts
-reached 12,234 SmolLM2 tokens (the four-characters estimate said ~6,000), and 8192 cut them
-mid-stream before the router knew the window; now they are trimmed to fit it."""
+CONTEXT_WINDOW = 4096
+"""The server's n_ctx, declared to the router as the model's context window, so research
+prompts are trimmed to fit it instead of being cut mid-stream (they reached 12,234 SmolLM2
+tokens untrimmed). 16384 overran the model's trained context (8192, llama.cpp warns) and let
+prompts of ~4,900 tokens through, which took 6-7 minutes each to evaluate on two cores shared
+with other work (13 tokens/s): the research question did not finish in 30 minutes."""
 
 
 def write_config(path: Path, base_url: str) -> None:
@@ -98,20 +102,31 @@ def write_config(path: Path, base_url: str) -> None:
 def run(label: str, args: list[str], env: dict[str, str], log_dir: Path) -> tuple[int, str]:
     print(f"\n=== {label}: workbench {' '.join(args)}", flush=True)
     began = time.monotonic()
-    done = subprocess.run(
-        [str(WORKBENCH), *args],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=COMMAND_TIMEOUT_S,
-        cwd=REPO,
-    )
-    output = done.stdout + done.stderr
+    try:
+        done = subprocess.run(
+            [str(WORKBENCH), *args],
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=COMMAND_TIMEOUT_S,
+            cwd=REPO,
+        )
+        code, output = done.returncode, done.stdout + done.stderr
+    except subprocess.TimeoutExpired as expired:  # a slow machine: say so, as one line
+        code = TIMED_OUT
+        output = _text(expired.stdout) + _text(expired.stderr)
     (log_dir / f"{label}.log").write_text(output, encoding="utf-8")
     tail = "\n".join(output.strip().splitlines()[-12:])
     print(tail)
-    print(f"--- exit {done.returncode} in {time.monotonic() - began:.1f}s", flush=True)
-    return done.returncode, output
+    ending = f"stopped after {COMMAND_TIMEOUT_S:.0f}s" if code == TIMED_OUT else f"exit {code}"
+    print(f"--- {ending} in {time.monotonic() - began:.1f}s", flush=True)
+    return code, output
+
+
+def _text(captured: str | bytes | None) -> str:
+    if isinstance(captured, bytes):
+        return captured.decode("utf-8", "replace")
+    return captured or ""
 
 
 def main(argv: list[str]) -> int:
@@ -141,6 +156,9 @@ def main(argv: list[str]) -> int:
             str(port),
             "--n_ctx",
             str(CONTEXT_WINDOW),
+            # the server's default is half the cores: one of two here, at half the speed
+            "--n_threads",
+            str(os.cpu_count() or 1),
         ],
         stdout=server_log,
         stderr=subprocess.STDOUT,
@@ -183,6 +201,10 @@ def main(argv: list[str]) -> int:
             code, output = run(label, args, env, work)
             if "Traceback" in output:
                 failures.append(f"{label}: a traceback (see {work / (label + '.log')})")
+            elif code == TIMED_OUT:
+                failures.append(
+                    f"{label}: not finished within {COMMAND_TIMEOUT_S:.0f}s (see its log)"
+                )
             elif code not in (0, 3, 4):  # PARTIAL (3) and WAITING (4) are finished runs too
                 failures.append(f"{label}: exit {code}")
         _, shown = run("providers", [*common, "providers", "--json"], env, work)
