@@ -29,6 +29,9 @@ from router.truncation import ask_with_room
 log = logging.getLogger(__name__)
 
 TIE_BREAK_TASK = "tie_break"
+FALLBACK_NOTE = "(the built-in fallback model answered, not a configured provider) "
+"""Starts the reasoning of a choice the offline model made: the person shown the suggestion
+must not take it for the configured provider's (only the reasoning reaches the engine)."""
 TieBreakOutcome = Literal["model", "invalid_answer", "timeout", "error"]
 
 
@@ -165,7 +168,7 @@ async def choose_target(
     return TieBreakResult(
         target=target,
         confidence=answer.confidence,
-        reasoning=answer.reasoning,
+        reasoning=FALLBACK_NOTE + answer.reasoning if response.fallback else answer.reasoning,
         outcome="model",
         provider=response.provider,
         degraded=response.degraded,

@@ -12,7 +12,7 @@ from router.config import DEFAULT_CHARS_PER_TOKEN
 from router.fault_server import FaultServer
 from router.local import TaskHandlerRegistry
 from router.models import ChatRequest, ContextLimit
-from router.tiebreak import TIE_BREAK_TASK, choose_target, tie_break_request
+from router.tiebreak import FALLBACK_NOTE, TIE_BREAK_TASK, choose_target, tie_break_request
 from router.truncation import TRUNCATED_GROWTH
 from router.wire import prompt_tokens_in_window, request_chars
 
@@ -199,3 +199,22 @@ async def test_a_failed_second_ask_keeps_the_cut_answer(
     assert len(output_limits(fault_server)) == 2
     assert (result.target, result.outcome) == ("implement", "invalid_answer")
     assert "cut at its output limit" in result.reasoning
+
+
+async def test_a_choice_of_the_builtin_fallback_says_so(
+    fault_server: FaultServer,
+    make_router: RouterFactory,
+    registry: TaskHandlerRegistry,
+    keys: dict,
+) -> None:
+    registry.register(
+        TIE_BREAK_TASK,
+        lambda req: {"target": "publish", "confidence": 0.4, "reasoning": "first valid target"},
+    )
+    fault_server.set_script({"providers": {"openai": {"sequence": [500]}}})
+    router = make_router(make_config([provider_entry(fault_server, "openai")]))
+
+    result = await choose(router)
+
+    assert (result.target, result.outcome, result.provider) == ("publish", "model", "builtin")
+    assert result.reasoning == FALLBACK_NOTE + "first valid target"
