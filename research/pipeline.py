@@ -29,7 +29,7 @@ from research.extractive import respond
 from research.prompts import SYSTEM_PROMPT, estimate_tokens, render
 from research.tasks import Answer
 from router.errors import RouterError
-from router.models import ChatMessage, ChatRequest, ContextLimit
+from router.models import ChatMessage, ChatRequest, ChatResponse, ContextLimit
 from router.truncation import ask_with_room, more_room
 from router.wire import context_window_problem, request_chars
 
@@ -306,6 +306,8 @@ class ModelPipeline:
         room (router/truncation.py) — the cut answer is kept when asking again is refused."""
 
         def again(asked: ChatRequest, response: Any) -> ChatRequest | None:
+            if not isinstance(response, ChatResponse):  # a model caller of another kind
+                return None
             return more_room(asked, response, self._window, DEFAULT_OUTPUT_TOKENS)
 
         async def ask(asked: ChatRequest) -> Any:

@@ -15,6 +15,7 @@ from router.config import RouterConfig
 from router.fault_server import FaultServer, demo_router_config
 from router.router import build_router
 from tests.research.test_steps import make_context
+from tui.launch.agents_wiring import AgentAwareModelCaller
 from tui.launch.wiring import RouterModelCaller, extractive_handlers
 
 pytestmark = pytest.mark.timeout(60)
@@ -31,7 +32,10 @@ STAGE = ModelStage(
 ANSWER = scope({"query": "coroutines", "max_sub_questions": 2}).model_dump()
 
 
-def run_stage(window: int) -> tuple[Any, list[dict], list[dict]]:
+def run_stage(window: int, *, as_the_app: bool = False) -> tuple[Any, list[dict], list[dict]]:
+    """``as_the_app``: through the model caller the composition root gives a run (the agents'
+    wrapper around the router's), not the router's caller alone."""
+
     async def scenario() -> tuple[Any, list[dict], list[dict]]:
         async with FaultServer(responder=lambda *_: ANSWER) as server:
             section = demo_router_config(server.base_url, ["openai"])
@@ -42,9 +46,10 @@ def run_stage(window: int) -> tuple[Any, list[dict], list[dict]]:
                 task_handlers=extractive_handlers(),
             )
             try:
-                ctx, emitted = make_context(
-                    "intake_scope", "research.intake_scope", model=RouterModelCaller(router)
-                )
+                model: Any = RouterModelCaller(router)
+                if as_the_app:
+                    model = AgentAwareModelCaller(model, router, lambda _config: router)
+                ctx, emitted = make_context("intake_scope", "research.intake_scope", model=model)
                 result = await ModelPipeline(ctx).run(STAGE)
             finally:
                 await router.aclose()
@@ -55,9 +60,10 @@ def run_stage(window: int) -> tuple[Any, list[dict], list[dict]]:
     return asyncio.run(scenario())
 
 
-def test_inputs_are_trimmed_until_the_request_fits_the_window() -> None:
+@pytest.mark.parametrize("as_the_app", [False, True])
+def test_inputs_are_trimmed_until_the_request_fits_the_window(as_the_app: bool) -> None:
     window = 4000
-    result, bodies, stages = run_stage(window)
+    result, bodies, stages = run_stage(window, as_the_app=as_the_app)
 
     assert result.refusal is None and result.provider == "openai"
     (body,) = bodies

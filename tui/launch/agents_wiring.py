@@ -30,7 +30,7 @@ from engine.live import ModelOutputSink
 from router.config import ProfileConfig, RouterConfig
 from router.errors import RouterError
 from router.local import TaskHandlerRegistry
-from router.models import ChatMessage, ChatRequest, ChatResponse
+from router.models import ChatMessage, ChatRequest, ChatResponse, ContextLimit
 from router.truncation import ask_with_room
 from router.wire import wire_messages
 from tui.app.model_calls import SENT_KEY
@@ -206,6 +206,12 @@ class AgentAwareModelCaller:
             return await self.complete(request, step)
         response: ChatResponse = await self.base.stream(request, step, sink)
         return self._remember(request, response)
+
+    def context_limit(self, tier: int, profile: str | None) -> ContextLimit | None:
+        """The router's tightest context window for a call of ``tier``/``profile``: research
+        fits its prompts to it (without it, the live run's prompts of ~84,000 tokens went
+        unfitted to a 4,096-token model, which the router then skipped for the built-in one)."""
+        return self.router.context_limit(tier, profile)
 
     def _remember(self, request: Any, response: ChatResponse) -> ChatResponse:
         if isinstance(request, ChatRequest):
