@@ -68,12 +68,11 @@ def wait_ready(base_url: str, server: subprocess.Popen[bytes]) -> None:
     raise SystemExit(f"the model server did not answer within {READY_TIMEOUT_S:.0f}s")
 
 
-CONTEXT_WINDOW = 4096
-"""The server's n_ctx, declared to the router as the model's context window, so research
-prompts are trimmed to fit it instead of being cut mid-stream (they reached 12,234 SmolLM2
-tokens untrimmed). 16384 overran the model's trained context (8192, llama.cpp warns) and let
-prompts of ~4,900 tokens through, which took 6-7 minutes each to evaluate on two cores shared
-with other work (13 tokens/s): the research question did not finish in 30 minutes."""
+CONTEXT_WINDOW = 8192
+"""The server's n_ctx — SmolLM2's trained context (16384 overran it; llama.cpp warns) —
+declared to the router as the model's context window, so research prompts are trimmed to fit
+it instead of being cut mid-stream (they reached 12,234 SmolLM2 tokens untrimmed). At 4096 most
+research steps cannot fit even one evidence item and refuse with CONTEXT_TOO_SMALL."""
 
 
 def write_config(path: Path, base_url: str) -> None:
