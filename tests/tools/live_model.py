@@ -155,9 +155,6 @@ def main(argv: list[str]) -> int:
             str(port),
             "--n_ctx",
             str(CONTEXT_WINDOW),
-            # the server's default is half the cores: one of two here, at half the speed
-            "--n_threads",
-            str(os.cpu_count() or 1),
         ],
         stdout=server_log,
         stderr=subprocess.STDOUT,
