@@ -204,6 +204,25 @@ def test_a_lost_probe_lease_expires(clock: ManualClock) -> None:
     assert breaker.state is CLOSED
 
 
+def test_a_lost_probes_late_success_after_recovery_is_not_counted(clock: ManualClock) -> None:
+    """The lost probe's answer arrives after another probe closed the breaker: it is a stale
+    result, so it neither resets the consecutive-failure count nor adds to the window."""
+    breaker, _ = make(clock, probe_lease_s=5.0)
+    trip(breaker)
+    clock.advance(breaker.cooldown_remaining())
+    lost = breaker.acquire_probe()
+    assert lost is not None
+    clock.advance(5.0)
+    live = breaker.acquire_probe()
+    breaker.record_success(live)
+    assert breaker.state is CLOSED
+    trip(breaker, n=4)
+    breaker.record_success(lost)  # late, from before the recovery: ignored
+    assert breaker.view().consecutive_failures == 4
+    breaker.record_failure(ErrorClass.SERVER)
+    assert breaker.state is OPEN
+
+
 def test_released_lease_can_be_taken_again(clock: ManualClock) -> None:
     breaker, _ = make(clock)
     trip(breaker)

@@ -85,6 +85,14 @@ def test_retry_after_blocks_the_request_bucket(clock: ManualClock) -> None:
     assert bucket.try_reserve(1) is None
 
 
+def test_a_new_bucket_is_not_blocked_whatever_the_clock_reads() -> None:
+    """No Retry-After or ``remaining: 0`` seen yet: nothing to wait for, even at monotonic 0."""
+    at_zero = ManualClock(start=0.0)
+    for bucket in (DualBucket(None, None, at_zero), DualBucket(60, 1000, at_zero)):
+        assert bucket.eta(1) == 0.0
+        assert bucket.try_reserve(1) is not None
+
+
 def test_capacity_fraction(clock: ManualClock) -> None:
     bucket = DualBucket(10, 1000, clock)
     assert bucket.capacity_fraction() == 1.0
