@@ -9,7 +9,6 @@ replayed calls with demo workflows too.
 
 from __future__ import annotations
 
-import asyncio
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -47,6 +46,8 @@ class Slept(BaseModel):
 @step("demo.sleep")
 async def sleep(ctx: StepContext, inp: SleepInput) -> Slept:
     """Wait ``seconds`` (input, else ``config.seconds``, else 0.05) — a stand-in for slow work."""
+    import asyncio  # here, not at the top: registering the demo steps does not import asyncio
+
     seconds = inp.seconds if inp.seconds is not None else float(ctx.config.get("seconds", 0.05))
     await asyncio.sleep(seconds)
     return Slept(slept_s=seconds)

@@ -6,26 +6,34 @@ is appended), ``ts`` (wall time, display only) and ``mono`` (seconds since the
 run started on a monotonic clock, for durations). ``domain`` events carry a
 namespaced payload that a domain package defines and validates, so the engine
 never learns what research is.
+
+The models' validators are built when an event of the kind is first made or read, not at
+import (``defer_build``): a command that only checks a workflow (`workbench validate`) or shows
+a first frame imports this module but builds none of them.
 """
 
 from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from pydantic import Field, TypeAdapter
+from pydantic import ConfigDict, Field, TypeAdapter
 
 from engine.spec import Frozen
 from engine.states import RoutingSignal, RunStatus
 
 
-class _Event(Frozen):
+class _Deferred(Frozen):
+    model_config = ConfigDict(defer_build=True)
+
+
+class _Event(_Deferred):
     run_id: str
     seq: int = 0
     ts: float = 0.0
     mono: float = 0.0
 
 
-class GraphNode(Frozen):
+class GraphNode(_Deferred):
     id: str
     uses: str
     group: str | None = None
@@ -33,7 +41,7 @@ class GraphNode(Frozen):
     has_interrupt: bool = False
 
 
-class GraphEdge(Frozen):
+class GraphEdge(_Deferred):
     source: str
     target: str
     kind: Literal["depends_on", "route", "loop", "detour"] = "depends_on"
@@ -203,7 +211,7 @@ RunEvent = Annotated[
     Field(discriminator="kind"),
 ]
 
-EVENT_ADAPTER: TypeAdapter[RunEvent] = TypeAdapter(RunEvent)
+EVENT_ADAPTER: TypeAdapter[RunEvent] = TypeAdapter(RunEvent, config=ConfigDict(defer_build=True))
 
 
 def event_from_json(data: str | bytes) -> RunEvent:

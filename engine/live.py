@@ -14,14 +14,16 @@ so a fast stream cannot flood a display.
 
 from __future__ import annotations
 
-import asyncio
 import logging
 import threading
 import time
 from collections.abc import Callable
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 from engine.spec import Frozen
+
+if TYPE_CHECKING:
+    import asyncio
 
 log = logging.getLogger(__name__)
 
@@ -159,6 +161,8 @@ class OutputCoalescer:
     def _send_later(self, delay_s: float) -> None:
         """Send what is held back after ``delay_s`` unless something sends first; outside an
         event loop (a synchronous caller) the next piece or the close sends it instead."""
+        import asyncio  # here, not at the top: checking a workflow imports this module, not asyncio
+
         try:
             loop = asyncio.get_running_loop()
         except RuntimeError:

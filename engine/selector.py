@@ -12,10 +12,13 @@ from __future__ import annotations
 import importlib
 import importlib.util
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from engine.graph import WorkflowGraph
-from engine.protocol import ExecutionEngine
 from engine.spec import WorkflowDefinition
+
+if TYPE_CHECKING:
+    from engine.protocol import ExecutionEngine
 
 ENGINES = ("kahn", "langgraph")
 _MODULES = {

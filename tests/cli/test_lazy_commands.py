@@ -79,6 +79,37 @@ def test_validate_imports_only_the_step_families_and_checks_the_file_needs() -> 
     assert not {m for m in loaded if m.startswith("engine.agents")}
 
 
+RUN_MACHINERY_PACKAGES = ("textual", "rich", "httpx", "asyncio", "langgraph", "networkx")
+"""What shows, prints, serves or schedules a run: `validate` needs none of them."""
+RUN_MACHINERY_MODULES = (
+    "engine.store",
+    "engine.headless",
+    "engine.runner",
+    "engine.kahn",
+    "engine.lifecycle",
+    "router.router",
+    "tui.commands.common",
+    "tui.launch.run",
+    "tui.launch.wiring",
+)
+"""The run store, the live printer, the engines, the router and the run launcher."""
+
+
+@pytest.mark.parametrize("workflow", [APPROVAL, DEEP_RESEARCH], ids=lambda path: path.stem)
+def test_validate_imports_none_of_the_run_machinery(workflow: Path) -> None:
+    """`workbench validate` checks a file: it imports the loader and the steps' types, never what
+    runs, stores or shows a run — so its start-up time cannot silently grow back."""
+    loaded = modules_loaded_by("validate", str(workflow))
+    assert "engine.loader" in loaded
+    assert not {m for m in loaded if m.split(".")[0] in RUN_MACHINERY_PACKAGES}
+    assert not {m for m in loaded if m.startswith(RUN_MACHINERY_MODULES)}
+
+
+def test_validate_of_demo_steps_imports_nothing_of_research_or_the_router() -> None:
+    loaded = modules_loaded_by("validate", str(APPROVAL))
+    assert not {m for m in loaded if m.split(".")[0] in ("research", "router")}
+
+
 def test_the_router_package_still_exports_its_names_on_first_use() -> None:
     import router
 

@@ -1,8 +1,9 @@
-"""What the workflow commands share: the workspace and its run store, loading a
-workflow file, answering interrupts, and driving a run with live output.
+"""What the commands that run workflows share: the run store, answering interrupts, and driving
+a run with live output.
 
-Used by ``run_cmds`` (run, validate, resume), ``runs_cmds`` (runs …) and
-``research_cmds`` (research). Defines no commands itself.
+Used by ``run_cmds`` (run, resume), ``runs_cmds`` (runs fork) and ``research_cmds`` (research).
+Defines no commands itself. The import-light part every command shares (the workspace, loading a
+workflow file, the bad-input error) is :mod:`tui.commands.command_context`.
 """
 
 from __future__ import annotations
@@ -14,7 +15,6 @@ import json
 import sys
 import threading
 from collections.abc import Callable, Coroutine
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import click
@@ -22,20 +22,16 @@ from rich.console import Console
 from rich.markup import escape
 
 from engine.context import InterruptAnswer, InterruptRequest
-from engine.errors import WorkflowLoadError
 from engine.event_lines import summarize
 from engine.events import InterruptRaised, RunEvent
 from engine.headless import HeadlessPrinter, step_table, styled
 from engine.model_answers import disclosure, tally
 from engine.protocol import ExecutionResult, InterruptResponder
-from engine.spec import WorkflowDefinition
 from engine.states import RunStatus
 from engine.store import RunOwned, RunStore
 from research.events import describe_research_event
+from tui.commands.command_context import BadInput, workspace_of
 from tui.commands.progress import ProgressBoard, RunProgress
-from tui.commands.root_options import BAD_INPUT, WORKSPACE_KEY
-from tui.launch.steps import load_workflow_file
-from tui.launch.workspace import Workspace
 
 if TYPE_CHECKING:
     from tui.launch.run import Surface
@@ -47,61 +43,10 @@ EXIT_CODES: dict[RunStatus, int] = {
     RunStatus.WAITING: 4,
     RunStatus.CANCELLED: 5,
 }
-ON_INTERRUPT = click.Choice(["default", "wait", "ask"])
-"""The ``--on-interrupt`` choices of run, resume and runs fork."""
-
-
-class BadInput(click.ClickException):
-    """One clear line on stderr and exit code 2, never a traceback."""
-
-    exit_code = BAD_INPUT
-
-    def show(self, file: Any = None) -> None:
-        click.echo(f"error: {self.message}", err=True)
-
-
-WORKSPACE_META = "tui.workspace"
-"""Where a command's :class:`Workspace` is kept in click's shared ``Context.meta``."""
-
-
-def named_workspace(ctx: click.Context) -> Workspace:
-    """The ``--workspace`` given to the root command, else the user data dir — one object per
-    command, so what it reads (the agent registry) is read once; the folder is not created."""
-    workspace = ctx.meta.get(WORKSPACE_META)
-    if not isinstance(workspace, Workspace):
-        workspace = ctx.meta[WORKSPACE_META] = Workspace.named((ctx.obj or {}).get(WORKSPACE_KEY))
-    return workspace
-
-
-def workspace_of(ctx: click.Context) -> Workspace:
-    """The command's workspace (:func:`named_workspace`), its folder created if missing."""
-    workspace = named_workspace(ctx)
-    workspace.root.mkdir(parents=True, exist_ok=True)
-    return workspace
 
 
 def open_store(ctx: click.Context) -> RunStore:
     return RunStore(workspace_of(ctx).runs_db)
-
-
-def load_or_exit(ctx: click.Context, path: str, exit_code: int) -> WorkflowDefinition:
-    """The loaded workflow; otherwise every problem as file:line:col: message, then exit."""
-    if not Path(path).is_file():
-        raise BadInput(f"{path}: no such workflow file")
-    workspace = named_workspace(ctx)
-    try:
-        return load_workflow_file(path, workspace)
-    except WorkflowLoadError as error:
-        for problem in error.problems:
-            click.echo(str(problem), err=True)
-        registry = workspace.agent_registry
-        if registry.problems and any("agent." in p.message for p in error.problems):
-            click.echo(
-                f"note: the agent registry has {len(registry.problems)} problem(s) and leaves"
-                " those agents out; `workbench registry validate` lists them",
-                err=True,
-            )
-        sys.exit(exit_code)
 
 
 # -- answers and responders ---------------------------------------------------------

@@ -15,7 +15,7 @@ from engine.agents.registry import Registry
 from engine.agents.registry_loader import SECTIONS, RegistryLoad, load_registry
 from engine.agents.schema import describe
 from engine.agents.tools import TOOL_IMPLEMENTATIONS
-from tui.commands.common import BadInput, workspace_of
+from tui.commands.command_context import BadInput, workspace_of
 from tui.launch import agents_wiring
 
 KINDS = click.Choice(list(SECTIONS))

@@ -24,15 +24,8 @@ from research.corpus import Corpus
 from research.dates import parse_iso_day
 from research.sources import DOMAINS
 from tui.commands.app_cmds import open_app
-from tui.commands.common import (
-    BadInput,
-    drive,
-    interrupt_mode,
-    load_or_exit,
-    open_store,
-    responder_for,
-    workspace_of,
-)
+from tui.commands.command_context import BadInput, load_or_exit, workspace_of
+from tui.commands.common import drive, interrupt_mode, open_store, responder_for
 from tui.commands.progress import counting
 from tui.commands.root_options import WORKSPACE_KEY
 from tui.launch.run import Surface, open_run

@@ -24,7 +24,7 @@ from router.local import TaskHandlerRegistry
 from router.models import ProviderSnapshot
 from router.router import HealthCheck, SmartModelRouter, build_router
 from router.stats import STATS_FILENAME
-from tui.commands.common import workspace_of
+from tui.commands.command_context import workspace_of
 from tui.config import config_from_context, default_config_path
 
 T = TypeVar("T")

@@ -5,41 +5,28 @@ Exit codes of `run` and `resume` (the run's status): 0 COMPLETED, 1 FAILED,
 3 PARTIAL, 4 WAITING (an interrupt waits for an answer: `workbench resume`),
 5 CANCELLED, 6 the engines differ (`run --engine shadow`). `validate` exits 0 when the file is valid, 1 when it has
 problems, 2 when it cannot be read.
+
+`validate` imports only what checking a file needs; `run` and `resume` import the run machinery
+(the store, the engines, the live printer) when they run.
 """
 
 from __future__ import annotations
 
-import asyncio
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
-from rich.console import Console
-from rich.markup import escape
 
 from engine.graph import WorkflowGraph
-from engine.headless import HeadlessPrinter
-from engine.protocol import ExecutionResult
-from engine.run_inputs import InputError, parse_assignments, resolve_inputs
 from engine.selector import ENGINES, engine_available, select_engine
-from engine.spec import WorkflowDefinition
-from engine.store import RunOwned, RunStore, UnknownRun, new_run_id
-from research.events import describe_research_event
-from tui.commands.common import (
-    EXIT_CODES,
-    ON_INTERRUPT,
-    BadInput,
-    drive,
-    interrupt_mode,
-    load_or_exit,
-    open_store,
-    parse_answer,
-    responder_for,
-    workspace_of,
-)
+from tui.commands.command_context import ON_INTERRUPT, BadInput, load_or_exit, workspace_of
 from tui.commands.root_options import BAD_INPUT, WORKSPACE_KEY
-from tui.launch.run import Surface, open_run
-from tui.launch.steps import register_steps
+
+if TYPE_CHECKING:
+    from engine.protocol import ExecutionResult
+    from engine.spec import WorkflowDefinition
+    from engine.store import RunStore
+    from tui.launch.run import Surface
 
 SHADOW_DIFFERS = 6
 """Exit code of ``run --engine shadow`` when the two engines' canonical results differ."""
@@ -81,6 +68,8 @@ def run_command(
     on_interrupt: str | None,
 ) -> None:
     """Run a workflow file and show its progress live."""
+    from engine.run_inputs import InputError, parse_assignments, resolve_inputs
+
     wf = load_or_exit(ctx, workflow_file, BAD_INPUT)
     try:
         inputs = resolve_inputs(wf, parse_assignments(list(input_pairs)))
@@ -98,6 +87,12 @@ def run_command(
             engine=None if engine == "auto" else engine,
         )
         return
+    from rich.console import Console
+
+    from engine.store import new_run_id
+    from tui.commands.common import drive, interrupt_mode, open_store, responder_for
+    from tui.launch.run import open_run
+
     console = Console()
     run_id = new_run_id()
 
@@ -123,7 +118,16 @@ def _shadow_run(
     ctx: click.Context, wf: WorkflowDefinition, inputs: dict[str, Any], on_interrupt: str | None
 ) -> int:
     """Both engines on the same inputs, the second replaying the first's journal; the difference report."""
+    import asyncio
+
+    from rich.console import Console
+    from rich.markup import escape
+
+    from engine.headless import HeadlessPrinter
     from engine.shadow import ShadowResult, run_shadow
+    from research.events import describe_research_event
+    from tui.commands.common import EXIT_CODES, interrupt_mode, open_store, responder_for
+    from tui.launch.run import open_run
 
     first = select_engine(wf, "auto")
     console = Console()
@@ -186,7 +190,20 @@ def resume_command(
     ctx: click.Context, run_id: str, answer: str | None, on_interrupt: str | None
 ) -> None:
     """Continue a run that was killed or is WAITING, without re-running finished steps."""
+    from rich.console import Console
+    from rich.markup import escape
+
     from engine.lifecycle import resume_refusal
+    from engine.store import RunOwned, UnknownRun
+    from tui.commands.common import (
+        drive,
+        interrupt_mode,
+        open_store,
+        parse_answer,
+        responder_for,
+    )
+    from tui.launch.run import open_run
+    from tui.launch.steps import register_steps
 
     register_steps(workspace_of(ctx))
     with open_store(ctx) as store:

@@ -23,15 +23,8 @@ from engine.steps import REGISTRY
 from engine.store import RunStore, UnknownRun, new_run_id
 from engine.store.records import InterruptRecord, RunRecord, StepResult
 from engine.time_travel import ForkEdits, ForkError, ForkPoint, fork_state
-from tui.commands.common import (
-    ON_INTERRUPT,
-    BadInput,
-    drive,
-    interrupt_mode,
-    open_store,
-    responder_for,
-    workspace_of,
-)
+from tui.commands.command_context import ON_INTERRUPT, BadInput, workspace_of
+from tui.commands.common import drive, interrupt_mode, open_store, responder_for
 from tui.launch.run import Surface, open_run
 from tui.launch.steps import register_steps
 

@@ -153,7 +153,9 @@ Recent runs are below: **Enter** opens one (replay, report, answer its prompts).
         options = self.query_one("#workflows", OptionList)
         options.clear_options()
         options.add_option(Option(Text(LOADING, style="dim italic"), disabled=True))
-        self._load_workflows()
+        # Started once this frame is painted: the worker imports the steps' modules, and a thread
+        # importing while the frame is drawn takes the interpreter lock the drawing needs.
+        self.call_after_refresh(self._load_workflows)
         self.refresh_runs()
 
     @work(thread=True, exclusive=True, group=LOADERS, exit_on_error=False)
