@@ -5,6 +5,7 @@ options. Each test pins text or fields that a run shows in its events or its res
 from __future__ import annotations
 
 import asyncio
+import os
 from typing import Any
 
 import pytest
@@ -13,10 +14,11 @@ from pydantic import BaseModel
 from engine.context import InterruptAnswer, InterruptRequest, StepContext
 from engine.events import RunStarted, StepFailed
 from engine.kahn import KahnEngine
+from engine.lifecycle import resume_refusal
 from engine.protocol import RunContext, TieBreakAnswer, TieBreakRequest
 from engine.states import RunStatus, StepStatus
 from engine.steps import AnyInput, AnyOutput
-from engine.store import InMemoryRunStore
+from engine.store import InMemoryRunStore, RunOwner, RunSummary
 from engine.time_travel import ForkEdits, ForkError
 from tests.engine.kahn_helpers import TEST_REGISTRY, run, step, workflow
 from tests.engine.reference import probe as _probe  # noqa: F401 - registers ref.probe
@@ -327,3 +329,40 @@ async def test_a_step_behind_failed_steps_names_them_and_is_marked_upstream_fail
         True,
         True,
     )
+
+
+def _owned(status: RunStatus, owner_status: str, pid: int | None) -> RunSummary:
+    owner = None if pid is None else RunOwner(host="here", pid=pid, token="t")
+    return RunSummary(
+        run_id="r1",
+        workflow="w",
+        status=status,
+        engine="kahn",
+        created_ts=0.0,
+        updated_ts=0.0,
+        owner=owner,
+        owner_status=owner_status,  # type: ignore[arg-type]
+    )
+
+
+def test_a_run_another_live_process_drives_is_not_resumed_naming_that_process() -> None:
+    other = os.getpid() + 1
+    assert resume_refusal(_owned(RunStatus.RUNNING, "alive", other)) == (
+        f"run r1 is running in another process (pid {other} on here); not resuming it twice"
+    )
+
+
+@pytest.mark.parametrize(
+    ("status", "owner_status", "pid"),
+    [
+        (RunStatus.WAITING, "alive", os.getpid() + 1),
+        (RunStatus.RUNNING, "gone", os.getpid() + 1),
+        (RunStatus.RUNNING, "unknown", os.getpid() + 1),
+        (RunStatus.RUNNING, "alive", None),
+        (RunStatus.RUNNING, "alive", os.getpid()),
+    ],
+)
+def test_a_run_nobody_else_drives_may_be_resumed(
+    status: RunStatus, owner_status: str, pid: int | None
+) -> None:
+    assert resume_refusal(_owned(status, owner_status, pid)) is None
