@@ -186,6 +186,81 @@ def test_a_detour_target_with_its_own_dependency_waits_for_it() -> None:
     assert found["kahn"].steps["context"][:3] == ("SUCCEEDED", 0, 1)
 
 
+def test_a_detour_target_that_fails_still_returns_to_the_declaring_step() -> None:
+    wf = load(
+        [
+            probe(
+                "decide",
+                routing={
+                    "kind": "linear",
+                    "next": "after",
+                    "detour": {"target": "context", "when": "outputs.n == 0"},
+                },
+            ),
+            probe("context", optional=True, config={"fail_times": 1}),
+            probe("after"),
+        ]
+    )
+    found = agree(wf)
+    assert found["kahn"].steps["context"][:3] == ("FAILED", 0, 1)
+    assert found["kahn"].steps["decide"][:3] == ("SUCCEEDED", 1, 2)
+    assert found["kahn"].steps["after"][0] == "SUCCEEDED"
+
+
+@pytest.mark.parametrize(
+    ("context", "settled"),
+    [
+        ({"when": "false"}, "SKIPPED"),
+        ({"depends_on": ["broken"]}, "UPSTREAM_FAILED"),
+    ],
+)
+def test_a_detour_target_that_does_not_run_still_returns_to_the_declaring_step(
+    context: dict[str, Any], settled: str
+) -> None:
+    wf = load(
+        [
+            probe("broken", optional=True, config={"fail_times": 1}),
+            probe(
+                "decide",
+                depends_on=["broken"],
+                trigger="all_done",
+                routing={
+                    "kind": "linear",
+                    "next": "after",
+                    "detour": {"target": "context", "when": "outputs.n == 0"},
+                },
+            ),
+            probe("context", optional=True, **context),
+            probe("after"),
+        ]
+    )
+    found = agree(wf)
+    assert found["kahn"].steps["context"][0] == settled
+    assert found["kahn"].steps["decide"][:3] == ("SUCCEEDED", 1, 2)
+    assert found["kahn"].steps["after"][0] == "SUCCEEDED"
+
+
+def test_a_detour_target_that_terminates_the_run_does_not_return() -> None:
+    wf = load(
+        [
+            probe(
+                "decide",
+                routing={
+                    "kind": "linear",
+                    "next": "after",
+                    "detour": {"target": "context", "when": "outputs.n == 0"},
+                },
+            ),
+            probe("context", config={"terminate_at": 0}),
+            probe("after", depends_on=["decide"]),
+        ]
+    )
+    found = agree(wf)
+    assert found["kahn"].status == "COMPLETED"
+    assert found["kahn"].steps["decide"][:3] == ("SKIPPED", 1, 1), "its return pass is cut off"
+    assert found["kahn"].steps["after"][0] == "SKIPPED"
+
+
 def _detour_to_a_step_after_its_declarer() -> list[dict[str, Any]]:
     return [
         probe(
@@ -302,6 +377,9 @@ def test_a_scheduler_that_leaves_steps_unsettled_fails_the_run_naming_them() -> 
     assert result.status == RunStatus.FAILED
     assert "a, b never settled" in result.reason
     assert {s.value for s in result.step_statuses.values()} == {"FAILED"}
+    assert [e for e in store.events(result.run_id) if e.kind == "budget"] == [], (
+        "a step that never ran spent nothing"
+    )
 
 
 # -- interrupts and resume -----------------------------------------------------------------------

@@ -1,0 +1,368 @@
+"""What a person sees of a run's life, found by mutation testing (tests/engine/MUTANTS.md):
+failure messages, the questions a step asks, the tie-breaker's fallbacks, resume and fork
+options. Each test pins text or fields that a run shows in its events or its result."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+from typing import Any
+
+import pytest
+from pydantic import BaseModel
+
+from engine.context import InterruptAnswer, InterruptRequest, StepContext
+from engine.events import RunStarted, StepFailed
+from engine.kahn import KahnEngine
+from engine.lifecycle import resume_refusal
+from engine.protocol import RunContext, TieBreakAnswer, TieBreakRequest
+from engine.states import RunStatus, StepStatus
+from engine.steps import AnyInput, AnyOutput
+from engine.store import InMemoryRunStore, RunOwner, RunSummary
+from engine.time_travel import ForkEdits, ForkError
+from tests.engine.kahn_helpers import TEST_REGISTRY, run, step, workflow
+from tests.engine.reference import probe as _probe  # noqa: F401 - registers ref.probe
+
+# -- how a failed step explains itself ----------------------------------------------------------
+
+
+class Inner(BaseModel):
+    count: int
+
+
+class Many(BaseModel):
+    a: int
+    b: int
+    c: int
+    d: int
+    e: int
+    f: int
+    g: int
+
+
+class Nested(BaseModel):
+    inner: Inner
+
+
+async def seven_missing(ctx: StepContext, inp: AnyInput) -> Many:
+    return {}  # type: ignore[return-value]
+
+
+async def nested_wrong(ctx: StepContext, inp: AnyInput) -> Nested:
+    return {"inner": {"count": "many"}}  # type: ignore[return-value]
+
+
+async def not_a_mapping(ctx: StepContext, inp: AnyInput) -> Nested:
+    return "plain text"  # type: ignore[return-value]
+
+
+async def times_out_by_itself(ctx: StepContext, inp: AnyInput) -> AnyOutput:
+    raise TimeoutError
+
+
+TEST_REGISTRY.register("test.seven_missing", seven_missing)
+TEST_REGISTRY.register("test.nested_wrong", nested_wrong)
+TEST_REGISTRY.register("test.not_a_mapping", not_a_mapping)
+TEST_REGISTRY.register("test.times_out_by_itself", times_out_by_itself)
+
+
+async def _error_of(uses: str) -> str:
+    result, events = await run(workflow(step("s", uses)))
+    assert result.status == RunStatus.FAILED
+    return next(e.error for e in events if isinstance(e, StepFailed))
+
+
+@pytest.mark.timeout(30)
+async def test_invalid_outputs_name_the_first_five_problems_and_count_the_rest() -> None:
+    assert await _error_of("test.seven_missing") == (
+        "invalid outputs from test.seven_missing: a: Field required; b: Field required; "
+        "c: Field required; d: Field required; e: Field required; and 2 more"
+    )
+
+
+@pytest.mark.timeout(30)
+async def test_invalid_outputs_name_a_nested_field_by_its_dotted_path() -> None:
+    assert await _error_of("test.nested_wrong") == (
+        "invalid outputs from test.nested_wrong: inner.count: Input should be a valid integer, "
+        "unable to parse string as an integer"
+    )
+
+
+@pytest.mark.timeout(30)
+async def test_outputs_that_are_not_a_mapping_are_named_as_the_root() -> None:
+    assert await _error_of("test.not_a_mapping") == (
+        "invalid outputs from test.not_a_mapping: (root): Input should be a valid dictionary "
+        "or instance of Nested"
+    )
+
+
+@pytest.mark.timeout(30)
+async def test_a_step_timing_out_with_no_timeout_of_its_own_says_timed_out() -> None:
+    assert await _error_of("test.times_out_by_itself") == "timed out"
+
+
+@pytest.mark.timeout(30)
+async def test_a_failure_in_a_later_loop_pass_names_that_pass_and_an_optional_step_says_so() -> (
+    None
+):
+    wf = workflow(
+        step(
+            "work",
+            "ref.probe",
+            optional=True,
+            config={"fail_from": 1, "fail_times": 1},
+            routing={
+                "kind": "loop",
+                "next": "done",
+                "loop": {"target": "work", "max_iterations": 3},
+            },
+        ),
+        step("done", depends_on=["work"], trigger="all_done"),
+    )
+    result, events = await run(wf)
+    failed = [e for e in events if isinstance(e, StepFailed)]
+    assert [(e.step_id, e.iteration, e.optional) for e in failed] == [("work", 1, True)]
+    assert result.step_statuses["work"] == StepStatus.FAILED
+
+
+# -- the questions a step asks a person ---------------------------------------------------------
+
+
+class Asked:
+    """A responder that records each request and answers from a script."""
+
+    def __init__(self, answer: InterruptAnswer) -> None:
+        self.answer = answer
+        self.requests: list[InterruptRequest] = []
+
+    async def __call__(self, raised: Any, request: InterruptRequest) -> InterruptAnswer:
+        self.requests.append(request)
+        return self.answer
+
+
+def _approved_after() -> Any:
+    return workflow(
+        step(
+            "draft",
+            inputs={"text": "'hello'"},
+            interrupt={"after": True, "kind": "input", "prompt": "Keep this draft?"},
+        )
+    )
+
+
+@pytest.mark.timeout(30)
+async def test_approving_outputs_shows_them_with_the_three_choices() -> None:
+    asked = Asked(InterruptAnswer(action="approve"))
+    result, _ = await run(_approved_after(), responder=asked)
+    assert result.status == RunStatus.COMPLETED
+    request = asked.requests[0]
+    assert (request.kind, request.prompt, request.options) == (
+        "input",
+        "Keep this draft?",
+        ["approve", "reject", "edit"],
+    )
+    assert request.payload == {"outputs": {"text": "hello"}, "when": "after"}
+
+
+@pytest.mark.timeout(30)
+async def test_rejected_outputs_fail_the_step_with_the_persons_note() -> None:
+    asked = Asked(InterruptAnswer(action="reject", note="too short"))
+    result, events = await run(_approved_after(), responder=asked)
+    assert result.status == RunStatus.FAILED
+    assert next(e.error for e in events if isinstance(e, StepFailed)) == (
+        "outputs rejected (too short)"
+    )
+
+
+@pytest.mark.timeout(30)
+async def test_edited_outputs_replace_the_fields_given() -> None:
+    asked = Asked(InterruptAnswer(action="edit", value={"text": "hello, world"}))
+    result, events = await run(_approved_after(), responder=asked)
+    assert result.status == RunStatus.COMPLETED
+    finished = next(e for e in events if e.kind == "step_finished")
+    assert finished.outputs == {"text": "hello, world"}
+
+
+# -- the tie-breaker's fallbacks ----------------------------------------------------------------
+
+
+def _tie(timeout_s: float = 5.0) -> Any:
+    return workflow(
+        step("source", inputs={"text": "'needs a look'"}),
+        step(
+            "judge",
+            "demo.classify",
+            depends_on=["source"],
+            inputs={"text": "steps.source.outputs.text"},
+            routing={
+                "kind": "conditional",
+                "next": "publish",
+                "conditions": [{"expr": "outputs.status == 'NEVER'", "target": "rework"}],
+                "tie_breaker": {
+                    "enabled": True,
+                    "valid_targets": ["publish", "rework"],
+                    "timeout_s": timeout_s,
+                },
+            },
+        ),
+        step("publish"),
+        step("rework"),
+    )
+
+
+async def _route_reason(**context: Any) -> str:
+    result, events = await run(_tie(context.pop("timeout_s", 5.0)), **context)
+    assert result.step_statuses["publish"] == StepStatus.SUCCEEDED
+    signal = next(e.signal for e in events if e.kind == "route_decided")
+    assert (signal.next_step_id, signal.needs_human) == ("publish", True)
+    return str(signal.reason)
+
+
+@pytest.mark.timeout(30)
+async def test_no_tie_breaker_takes_the_default_edge_saying_none_is_configured() -> None:
+    assert await _route_reason() == (
+        "tie-breaker failed: no tie-breaker is configured; default edge → publish"
+    )
+
+
+@pytest.mark.timeout(30)
+async def test_a_failing_tie_breaker_takes_the_default_edge_with_its_error() -> None:
+    async def broken(request: TieBreakRequest) -> TieBreakAnswer:
+        raise ConnectionError("provider unreachable")
+
+    assert await _route_reason(tie_breaker=broken) == (
+        "tie-breaker failed: ConnectionError: provider unreachable; default edge → publish"
+    )
+
+
+@pytest.mark.timeout(30)
+async def test_a_tie_breaker_that_never_answers_times_out_to_the_default_edge() -> None:
+    async def silent(request: TieBreakRequest) -> TieBreakAnswer:
+        await asyncio.Event().wait()
+        raise AssertionError("never answers")
+
+    assert await _route_reason(tie_breaker=silent, timeout_s=0.01) == (
+        "tie-breaker timed out after 0.01 s; default edge → publish"
+    )
+
+
+@pytest.mark.timeout(30)
+async def test_the_tie_breaker_is_shown_the_deciding_steps_upstream_outputs() -> None:
+    asked: list[TieBreakRequest] = []
+
+    async def chooser(request: TieBreakRequest) -> TieBreakAnswer:
+        asked.append(request)
+        return TieBreakAnswer(target="publish", confidence=1.0)
+
+    await run(_tie(), tie_breaker=chooser)
+    assert "needs a look" in asked[0].context
+
+
+# -- resume -------------------------------------------------------------------------------------
+
+
+@pytest.mark.timeout(30)
+async def test_a_resumed_run_announces_itself_as_resumed() -> None:
+    store = InMemoryRunStore()
+    waiting, _ = await run(_approved_after(), store=store)
+    assert waiting.status == RunStatus.WAITING
+    resumed = await KahnEngine(registry=TEST_REGISTRY).resume(
+        waiting.run_id, RunContext(store=store, answers={"draft": InterruptAnswer()})
+    )
+    assert resumed.status == RunStatus.COMPLETED
+    starts = [e.resumed for e in store.events(waiting.run_id) if isinstance(e, RunStarted)]
+    assert starts == [False, True]
+
+
+# -- fork options -------------------------------------------------------------------------------
+
+
+def test_a_fork_input_value_may_itself_contain_an_equals_sign() -> None:
+    assert ForkEdits.parse(inputs=["query=a=b"]).inputs == {"query": "a=b"}
+
+
+@pytest.mark.parametrize("given", ["=3", "  =3", "novalue"])
+def test_a_fork_input_without_a_name_or_a_value_is_refused_saying_the_shape(given: str) -> None:
+    with pytest.raises(ForkError) as refused:
+        ForkEdits.parse(inputs=[given])
+    assert str(refused.value) == f"--input {given!r} is not name=value"
+
+
+def test_a_fork_output_field_may_itself_contain_a_dot() -> None:
+    edits = ForkEdits.parse(sets=["critic.detail.score=1", "critic.note=ok"])
+    assert edits.outputs == {"critic": {"detail.score": 1, "note": "ok"}}
+
+
+@pytest.mark.parametrize(
+    ("given", "message"),
+    [
+        ("critic", "--set 'critic' is not step.field=value"),
+        ("=1", "--set '=1' is not step.field=value"),
+        ("critic=1", "--set 'critic=1': name a step and a field, e.g. --set critic.score=0.9"),
+        (".score=1", "--set '.score=1': name a step and a field, e.g. --set critic.score=0.9"),
+        ("critic.=1", "--set 'critic.=1': name a step and a field, e.g. --set critic.score=0.9"),
+    ],
+)
+def test_a_fork_output_edit_that_is_not_step_field_value_is_refused_saying_so(
+    given: str, message: str
+) -> None:
+    with pytest.raises(ForkError) as refused:
+        ForkEdits.parse(sets=[given])
+    assert str(refused.value) == message
+
+
+# -- steps that never ran -----------------------------------------------------------------------
+
+
+@pytest.mark.timeout(30)
+async def test_a_step_behind_failed_steps_names_them_and_is_marked_upstream_failed() -> None:
+    wf = workflow(
+        step("one", "demo.fail"),
+        step("two", "demo.fail"),
+        step("after", depends_on=["two", "one"], optional=True),
+    )
+    result, events = await run(wf)
+    assert result.step_statuses["after"] == StepStatus.UPSTREAM_FAILED
+    failed = next(e for e in events if isinstance(e, StepFailed) and e.step_id == "after")
+    assert (failed.error, failed.upstream, failed.optional) == (
+        "upstream failed: one, two",
+        True,
+        True,
+    )
+
+
+def _owned(status: RunStatus, owner_status: str, pid: int | None) -> RunSummary:
+    owner = None if pid is None else RunOwner(host="here", pid=pid, token="t")
+    return RunSummary(
+        run_id="r1",
+        workflow="w",
+        status=status,
+        engine="kahn",
+        created_ts=0.0,
+        updated_ts=0.0,
+        owner=owner,
+        owner_status=owner_status,  # type: ignore[arg-type]
+    )
+
+
+def test_a_run_another_live_process_drives_is_not_resumed_naming_that_process() -> None:
+    other = os.getpid() + 1
+    assert resume_refusal(_owned(RunStatus.RUNNING, "alive", other)) == (
+        f"run r1 is running in another process (pid {other} on here); not resuming it twice"
+    )
+
+
+@pytest.mark.parametrize(
+    ("status", "owner_status", "pid"),
+    [
+        (RunStatus.WAITING, "alive", os.getpid() + 1),
+        (RunStatus.RUNNING, "gone", os.getpid() + 1),
+        (RunStatus.RUNNING, "unknown", os.getpid() + 1),
+        (RunStatus.RUNNING, "alive", None),
+        (RunStatus.RUNNING, "alive", os.getpid()),
+    ],
+)
+def test_a_run_nobody_else_drives_may_be_resumed(
+    status: RunStatus, owner_status: str, pid: int | None
+) -> None:
+    assert resume_refusal(_owned(status, owner_status, pid)) is None
