@@ -13,13 +13,17 @@ import sys
 import tempfile
 from collections.abc import Awaitable, Callable
 from pathlib import Path
+from typing import Any
 
 from textual.pilot import Pilot
+from textual.screen import Screen
+from textual.widgets import Footer
 
 from engine.states import RunStatus
 from engine.store import RunStore
 from tui.app.app import WorkbenchApp
 from tui.app.screens.home import HomeScreen
+from tui.app.screens.provider_detail import ProviderDetailScreen
 from tui.app.screens.run import RunScreen
 from tui.app.widgets.providers_panel import ProvidersPanel
 from tui.dev.sample_run import research_events, store_events, tie_break_events
@@ -91,40 +95,72 @@ def sample_workspace(root: Path) -> Workbench:
     return Workbench(workspace=root, clock=lambda: NOW)
 
 
+WAITS = 600
+"""Checks (every 50 ms) for what a scene waits for before giving up."""
+
+
+async def until(ready: Callable[[], bool], what: str) -> None:
+    """Return once ``ready()`` holds: a scene waits for what it needs to be on screen, never for
+    a fixed time (which a loaded machine outlasts, so the picture would differ between runs)."""
+    for _ in range(WAITS):
+        if ready():
+            return
+        await asyncio.sleep(0.05)
+    raise RuntimeError(f"{what} never happened")
+
+
+def drawn(app: WorkbenchApp, screen: Screen[Any]) -> bool:
+    """``screen`` is the one shown, its own start (mount, first focus) done and its footer filled
+    with its keys — which Textual does after a later refresh, long after the rest is drawn."""
+    return (
+        app.screen is screen
+        and screen.is_mounted
+        and all(footer.children for footer in screen.query(Footer))
+    )
+
+
+async def shown_run(app: WorkbenchApp, run_id: str) -> RunScreen:
+    """The run screen of ``run_id``, drawn."""
+    screen = app.open_run(run_id)
+    assert isinstance(screen, RunScreen), f"{run_id} is in the sample workspace"
+    await until(lambda: drawn(app, screen), f"run {run_id} on screen")
+    return screen
+
+
 def open_run(run_id: str, then: str = "") -> Scene:
     async def scene(app: WorkbenchApp) -> None:
-        screen = app.open_run(run_id)
-        await asyncio.sleep(0.2)
-        if then and isinstance(screen, RunScreen):
+        screen = await shown_run(app, run_id)
+        if then:
             await app.run_action(then, screen)
-            await asyncio.sleep(0.2)
+            await until(
+                lambda: app.screen is not screen and drawn(app, app.screen), f"{then} on screen"
+            )
 
     return scene
 
 
-HOME_WAITS = 600
-"""Checks (every 50 ms) for Home's workflow list before giving up."""
-
-
 async def home(app: WorkbenchApp) -> None:
     """Home once its worker has listed the workflows and the first one's form is built."""
-    for _ in range(HOME_WAITS):
-        if isinstance(app.screen, HomeScreen) and app.screen.ready:
-            return
-        await asyncio.sleep(0.05)
-    raise RuntimeError("Home never listed the workflows")
+    await until(
+        lambda: isinstance(app.screen, HomeScreen) and app.screen.ready, "Home listing workflows"
+    )
 
 
 def provider_detail(run_id: str, provider: str) -> Scene:
+    """``provider``'s detail over the run screen, chosen in the providers panel as a person
+    would: the panel focused (after the screen's own focus on the graph), the row chosen, Enter."""
+
     async def scene(app: WorkbenchApp) -> None:
-        screen = app.open_run(run_id)
-        await asyncio.sleep(0.2)
-        assert screen is not None, f"{run_id} is in the sample workspace"
+        screen = await shown_run(app, run_id)
         panel = screen.query_one(ProvidersPanel)
         panel.focus()
+        await until(lambda: app.focused is panel, "the providers panel focused")
         panel.selected = provider
         panel.action_open()
-        await asyncio.sleep(0.2)
+        await until(
+            lambda: isinstance(app.screen, ProviderDetailScreen) and drawn(app, app.screen),
+            f"{provider}'s detail on screen",
+        )
 
     return scene
 

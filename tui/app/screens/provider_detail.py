@@ -2,8 +2,9 @@
 
 Everything shown comes from the provider's latest ``provider_state`` snapshot
 (router.models.ProviderSnapshot, stored as a plain dict in the event); keys a
-snapshot lacks (older runs, other router versions) read as "–". The cooldown
-counts down once a second against the panel's clock, as the panel's does.
+snapshot lacks (older runs, other router versions) read as "–". For a live run the
+cooldown counts down once a second against the panel's clock, as the panel's does; a stored
+run's time stands still, so its detail is drawn once and never changes by itself.
 """
 
 from __future__ import annotations
@@ -122,10 +123,11 @@ traffic), spend, request counts, latency and rate-limit headroom.
     BINDINGS = [Binding("escape,q", "dismiss", "Close", id="provider_detail.close")]
     COMPONENT_CLASSES = set(STATUS_CLASSES)
 
-    def __init__(self, provider: str, source: SnapshotSource) -> None:
+    def __init__(self, provider: str, source: SnapshotSource, *, live: bool) -> None:
         super().__init__()
         self.provider = provider
         self._source = source
+        self._live = live
 
     def compose(self) -> ComposeResult:
         with VerticalScroll(id="detail-box"):
@@ -135,7 +137,8 @@ traffic), spend, request counts, latency and rate-limit headroom.
 
     def on_mount(self) -> None:
         self.refresh_facts()
-        self.set_interval(1.0, self.refresh_facts)
+        if self._live:
+            self.set_interval(1.0, self.refresh_facts)
         self.query_one("#detail-box").focus()
 
     def refresh_facts(self) -> None:

@@ -462,7 +462,9 @@ one run. **Enter** on a step opens its detail; **p** answers the next prompt;
 
         panel = self.query_one(ProvidersPanel)
         self.app.push_screen(
-            ProviderDetailScreen(message.provider, lambda: panel.snapshot(message.provider))
+            ProviderDetailScreen(
+                message.provider, lambda: panel.snapshot(message.provider), live=panel.live
+            )
         )
 
     def action_toggle_outline(self) -> None:
