@@ -10,10 +10,13 @@ import asyncio
 import statistics
 import tempfile
 import time
+from collections.abc import Callable
+from functools import partial
 from pathlib import Path
 
 import networkx as nx
 from textual import events
+from textual.pilot import Pilot
 
 from engine.events import (
     GraphEdge,
@@ -29,7 +32,7 @@ from engine.states import RunStatus
 from engine.store import InMemoryRunStore, RunStore
 from tui.app.app import WorkbenchApp
 from tui.app.run_driver import EventInbox
-from tui.app.run_state import ReplayFold, RunView
+from tui.app.run_state import CHECKPOINT_EVERY, NEAR_EVERY, ReplayFold, RunView
 from tui.app.screens.home import HomeScreen
 from tui.app.screens.run import RunScreen
 from tui.app.widgets.dag_layout import compute_layout
@@ -125,7 +128,7 @@ async def bench_stored_runs() -> None:
             await pilot.pause()
             started = time.perf_counter()
             screen = app.open_run("stored")
-            await pilot.pause()
+            await painted(pilot, lambda: app.screen is screen)
             open_s = time.perf_counter() - started
             assert isinstance(screen, RunScreen) and screen.position == STORED_EVENTS
             app.pop_screen()
@@ -135,16 +138,20 @@ async def bench_stored_runs() -> None:
             assert isinstance(screen, RunScreen)
             wall: dict[str, list[float]] = {}
             cpu: dict[str, list[float]] = {}
-            for label, fold in (
-                ("from event 0", ReplayFold(screen.events, every=len(screen.events) + 1)),
-                ("checkpointed", ReplayFold(screen.events)),
-            ):
+            folds = {
+                FROM_ZERO: ReplayFold(screen.events, every=len(screen.events) + 1, near=None),
+                SPARSE: ReplayFold(screen.events, near=None),
+                NEAR: ReplayFold(screen.events),
+            }
+            for label, fold in folds.items():
                 screen._replay = fold
                 screen.seek(len(screen.events))
                 await pilot.pause()
                 for _ in range(REPLAY_STEPS):
                     started, started_cpu = time.perf_counter(), time.process_time()
-                    await pilot.press("comma")
+                    back = partial(at_position, screen, screen.position - 1)
+                    app.post_message(events.Key("comma", None))
+                    await painted(pilot, back)
                     wall.setdefault(label, []).append(time.perf_counter() - started)
                     cpu.setdefault(label, []).append(time.process_time() - started_cpu)
     print(
@@ -153,15 +160,42 @@ async def bench_stored_runs() -> None:
     )
 
     def p50(values: list[float]) -> str:
-        return f"{statistics.median(values) * 1000:.0f} ms"
+        return f"{statistics.median(values) * 1000:.1f} ms"
 
-    ratio = statistics.median(wall["from event 0"]) / statistics.median(wall["checkpointed"])
     print(
         f"replay, {REPLAY_STEPS} steps back from event {LONG_RUN_EVENTS} of a {LONG_RUN_EVENTS}-event "
-        f"run, key press to repaint (wall p50 / CPU p50 of this process): refold from event 0 "
-        f"{p50(wall['from event 0'])} / {p50(cpu['from event 0'])}; from the nearest checkpoint "
-        f"{p50(wall['checkpointed'])} / {p50(cpu['checkpointed'])} ({ratio:.0f}x faster)"
+        "run, key press to repaint (wall p50 / CPU p50 of this process, ratio to refolding from "
+        "event 0):"
     )
+    base = statistics.median(wall[FROM_ZERO])
+    for label in folds:
+        print(
+            f"  {label:<46} {p50(wall[label]):>9} / {p50(cpu[label]):>9}"
+            f"  ({base / statistics.median(wall[label]):.1f}x)"
+        )
+
+
+FROM_ZERO = "refold from event 0"
+SPARSE = f"from the checkpoint every {CHECKPOINT_EVERY} events"
+NEAR = f"+ checkpoints every {NEAR_EVERY} near the cursor"
+
+
+def at_position(screen: RunScreen, position: int) -> bool:
+    return screen.position == position
+
+
+async def painted(pilot: Pilot[None], changed: Callable[[], bool]) -> None:
+    """Return once ``changed()`` holds and the screen has drawn what changed.
+
+    Pilot's ``press`` and ``pause`` also wait until the process looks idle, in steps of 20 ms;
+    that would put a floor of 40 ms under every figure, so this waits for the frame instead.
+    """
+    while not changed():
+        await asyncio.sleep(0.0005)
+    await pilot._wait_for_screen()
+    screen = pilot.app.screen
+    while screen._layout_required or screen._repaint_required or screen._dirty_widgets:
+        await asyncio.sleep(0.0005)
 
 
 async def key_to_repaint(app: WorkbenchApp, dag: DagView, key: str) -> float:
@@ -171,7 +205,11 @@ async def key_to_repaint(app: WorkbenchApp, dag: DagView, key: str) -> float:
     app.post_message(events.Key(key, None))
     while True:
         node = dag.layout_.positions.get(dag.selected or "")
-        if dag.selected != previous and node is not None and 2 * node.layer in dag._rows:
+        if (
+            dag.selected != previous
+            and node is not None
+            and dag.rows.node_row[node.layer] in dag._rows
+        ):
             return time.perf_counter() - before
         if time.perf_counter() - before > 10:
             return float("inf")

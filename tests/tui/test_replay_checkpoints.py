@@ -8,9 +8,11 @@ person steps, and that folding on from a view it handed out never changes a chec
 from __future__ import annotations
 
 from dataclasses import replace
+from functools import partial
 from pathlib import Path
 
 import pytest
+from textual.widgets import Footer
 
 from engine.events import RunEvent
 from engine.store import RunStore
@@ -83,3 +85,79 @@ async def test_stepping_back_on_the_run_screen_shows_the_full_fold(tmp_path: Pat
             assert shown(screen.view) == shown(full_fold(events, expected))
         await press(pilot, "full_stop", lambda: screen.position == len(events) - 1)
         assert shown(screen.view) == shown(full_fold(events, len(events) - 1))
+
+
+@pytest.mark.parametrize("near", [None, 1, 3])
+def test_near_checkpoints_give_the_full_fold_however_the_cursor_moves(
+    tmp_path: Path, near: int | None
+) -> None:
+    events = stored("r", research_events("r"), tmp_path)
+    fold = ReplayFold(events, every=10, near=near)
+    end = len(events)
+    for position in (end, end - 1, end - 2, end - 9, end - 5, 14, 13, 25, 24, end - 1, 0, 1):
+        assert fold.view_at(position) == full_fold(events, position), position
+
+
+def drawn(app: WorkbenchApp) -> list[str]:
+    """Every row of the screen as drawn from the widgets' own caches: text and style."""
+    update = app.screen._compositor.render_full_update(simplify=True)
+    return [
+        "".join(f"{segment.text}\x1f{segment.style}\x1e" for strip in row for segment in strip)
+        for row in update.strips
+    ]
+
+
+def footer_shown(screen: RunScreen) -> bool:
+    """The screen is composed and its footer lists its keys (the footer builds them later)."""
+    footers = screen.query(Footer)
+    return bool(footers) and bool(footers.first().children)
+
+
+async def test_a_stepped_screen_draws_what_a_fresh_screen_at_that_event_draws(
+    workbench: Workbench,
+) -> None:
+    """Replay steps redraw only what changed; what they leave drawn must be what a screen opened
+    at that event draws, in every panel (graph, providers counting down, rounds, log, status)."""
+    app = WorkbenchApp(workbench)
+    async with app.run_test(size=(150, 46)) as pilot:
+        await pilot.pause()
+        for run_id in ("run-done", "run-mid"):
+            screen = app.open_run(run_id)
+            assert isinstance(screen, RunScreen)
+            await until(pilot, partial(is_shown, app, screen))
+            end = len(screen.events)
+            # keys step one event; seeks jump (a timeline click), both ways
+            walk: list[str | int] = ["comma", "comma", end // 2, "full_stop", end // 3, "comma"]
+            walk += [end - 3, 3, "full_stop", end]
+            stepped: list[tuple[int, list[str]]] = []
+            for where in walk:
+                if isinstance(where, str):
+                    await press(pilot, where, partial(moved, screen, screen.position))
+                else:
+                    screen.seek(where)
+                await pilot.pause()
+                stepped.append((screen.position, drawn(app)))
+            for position, drawing in stepped:
+                fresh = RunScreen(
+                    workbench,
+                    run_id=run_id,
+                    stored_events=screen.events,
+                    position=position,
+                    stored_status=screen.stored_status,
+                )
+                app.push_screen(fresh)
+                await until(pilot, partial(footer_shown, fresh))
+                await pilot.pause()
+                assert drawing == drawn(app), (run_id, position)
+                app.pop_screen()
+                await until(pilot, partial(is_shown, app, screen))
+            app.pop_screen()
+            await pilot.pause()
+
+
+def is_shown(app: WorkbenchApp, screen: RunScreen) -> bool:
+    return app.screen is screen
+
+
+def moved(screen: RunScreen, before: int) -> bool:
+    return screen.position != before

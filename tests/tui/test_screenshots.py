@@ -17,12 +17,19 @@ from tui.dev.screenshots import SCENES, take
 pytestmark = pytest.mark.timeout(180)
 
 
-@pytest.mark.parametrize("name", ["run", "provider_detail"])
-async def test_two_runs_write_identical_screenshots(tmp_path: Path, name: str) -> None:
+@pytest.mark.parametrize(
+    ("name", "shown"),
+    [
+        ("run", "intake_scope"),
+        ("step_detail", "640 in / 280 out tokens"),
+        ("provider_detail", "tripped by rate_limit, HTTP 429"),
+    ],
+)
+async def test_two_runs_write_identical_screenshots(tmp_path: Path, name: str, shown: str) -> None:
     scene, size = SCENES[name]
     (tmp_path / "first").mkdir()
     (tmp_path / "second").mkdir()
     first = await take(name, scene, size, tmp_path / "first")
     second = await take(name, scene, size, tmp_path / "second")
     assert first.read_bytes() == second.read_bytes()
-    assert b"intake_scope" in first.read_bytes()
+    assert shown.replace(" ", "&#160;").encode() in first.read_bytes()

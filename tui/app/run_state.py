@@ -307,6 +307,11 @@ class RunView:
         return disclosure(tally(self.finished.values()))
 
     @property
+    def cooling_down(self) -> bool:
+        """Whether some provider's breaker is not CLOSED: its cooldown counts down with time."""
+        return any(s.get("state") != "CLOSED" for s in self.providers.values())
+
+    @property
     def selected_round(self) -> int | None:
         return self.coalesced.selected_round if self.coalesced else None
 
@@ -314,38 +319,118 @@ class RunView:
         return sorted(self.pending.values(), key=lambda e: e.seq)
 
 
+def changes(before: RunView, after: RunView) -> tuple[set[Part], set[str]]:
+    """What differs between two views: the parts to redraw and the steps whose drawing changed.
+
+    A replay step swaps one view for another (a fold from a checkpoint); this is what the
+    events between them changed, found by comparing the two, so the screen redraws those parts
+    only. Values the fold shares between views compare by identity first, so this is cheap.
+    """
+    parts: set[Part] = set()
+    if before.order != after.order or before.edges != after.edges:
+        parts.add("graph")
+    steps = {
+        step_id
+        for step_id in before.steps.keys() | after.steps.keys()
+        if before.steps.get(step_id) != after.steps.get(step_id)
+    }
+    steps |= {target for _, target in before.chosen_edges ^ after.chosen_edges}
+    if steps:
+        parts.add("steps")
+    if (
+        before.providers != after.providers
+        or before.provider_seen_at != after.provider_seen_at
+        or (before.last_ts != after.last_ts and after.cooling_down)
+    ):
+        parts.add("providers")
+    if before.rounds != after.rounds or before.coalesced != after.coalesced:
+        parts.add("rounds")
+    if len(before.log) != len(after.log) or before.log[-1:] != after.log[-1:]:
+        parts.add("log")
+    if before.pending.keys() != after.pending.keys():
+        parts.add("prompts")
+    if _status_of(before) != _status_of(after) or before.finished != after.finished:
+        parts.add("status")
+    return parts, steps
+
+
+def _status_of(view: RunView) -> tuple[object, ...]:
+    """What the run's status line shows of ``view``."""
+    return (
+        view.run_id,
+        view.workflow,
+        view.engine,
+        view.status,
+        view.reason,
+        view.stage,
+        view.budget,
+    )
+
+
 CHECKPOINT_EVERY = 250
-"""Events between two replay checkpoints: stepping anywhere folds at most this many events."""
+"""Events between two replay checkpoints kept for the whole replay."""
+NEAR_EVERY = 16
+"""Events between two checkpoints near the cursor: stepping about it folds at most this many."""
 
 
 class ReplayFold:
     """A stored run's view after any number of its events, without refolding from event 0.
 
-    Folding forward keeps a copy of the view every ``every`` events; a step
-    back starts from the nearest checkpoint at or before the wanted position, so a replay
-    step late in a long run costs at most that many events plus one copy.
+    Folding forward keeps a copy of the view every ``every`` events for the whole replay; and
+    in the stretch between two of those where the cursor is, a copy every ``near`` events (None:
+    none), dropped when the cursor moves to another stretch. A step late in a long run costs at
+    most ``near`` events plus one copy once its stretch has been folded.
     """
 
     def __init__(
-        self, events: list[RunEvent], run_id: str = "", *, every: int = CHECKPOINT_EVERY
+        self,
+        events: list[RunEvent],
+        run_id: str = "",
+        *,
+        every: int = CHECKPOINT_EVERY,
+        near: int | None = NEAR_EVERY,
     ) -> None:
         self.events = events
         self.every = every
+        self.near = near
         self._positions: list[int] = [0]
         self._views: list[RunView] = [RunView(run_id=run_id)]
+        self._stretch = 0
+        """Where the stretch with the near checkpoints starts."""
+        self._near: dict[int, RunView] = {0: self._views[0]}
 
     def view_at(self, position: int) -> RunView:
         """A fresh view of the run after ``position`` events (the caller may fold on from it)."""
         position = max(0, min(position, len(self.events)))
         index = bisect.bisect_right(self._positions, position) - 1
-        at, view = self._positions[index], self._views[index].copy()
+        at, checkpoint = self._positions[index], self._views[index]
+        while at == self._positions[-1] and (at // self.every + 1) * self.every <= position:
+            view = checkpoint.copy()  # a stretch the cursor only crosses: its end is kept
+            view.apply_all(self.events[at : at + self.every])
+            at, checkpoint = at + self.every, view
+            self._positions.append(at)
+            self._views.append(checkpoint)
+        return self._near_view(at, checkpoint, position)
+
+    def _near_view(self, start: int, checkpoint: RunView, position: int) -> RunView:
+        """The view at ``position``, folded from the nearest near checkpoint in the stretch that
+        ``checkpoint`` (at ``start``) begins, keeping the near checkpoints it passes."""
+        if self.near is None:
+            view = checkpoint.copy()
+            view.apply_all(self.events[start:position])
+            return view
+        if self._stretch != start:
+            self._stretch, self._near = start, {start: checkpoint}
+        at = start + (position - start) // self.near * self.near
+        while at not in self._near:
+            at -= self.near
+        view = self._near[at].copy()
         while at < position:
-            step_end = min(position, (at // self.every + 1) * self.every)
+            step_end = min(position, at + self.near)
             view.apply_all(self.events[at:step_end])
             at = step_end
-            if at % self.every == 0 and at > self._positions[-1]:
-                self._positions.append(at)
-                self._views.append(view.copy())
+            if (at - start) % self.near == 0:
+                self._near[at] = view.copy()
         return view
 
 

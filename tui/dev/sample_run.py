@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from engine.context import InterruptRequest
+from engine.context import InterruptRequest, JournalEntry
 from engine.events import (
     Budget,
     Domain,
@@ -34,6 +34,8 @@ from engine.states import EvaluatedCondition, RoutingSignal, RunStatus
 from engine.store import BaseRunStore, InterruptRecord
 from research.events import COALESCED, ROUND_SCORED, validated
 from research.matrix import DIMENSIONS
+from router.models import ChatMessage, ChatResponse, Usage
+from tui.app.model_calls import SENT_KEY
 
 ROUND_STEPS = (
     "hypothesis_tree_tot",
@@ -519,3 +521,39 @@ def store_events(
         store.set_status(run_id, final.status, final.reason, dict(final.outputs))
     elif status is not None:
         store.set_status(run_id, status)
+
+
+SAMPLE_CALL_STEP = "hypothesis_tree_tot_r2"
+"""The sample research run's step whose model call is journaled (its round-2 provider's)."""
+
+
+def journal_sample_call(store: BaseRunStore, run_id: str) -> None:
+    """Journal :data:`SAMPLE_CALL_STEP`'s model call as the app's model caller does: the router's
+    answer with the messages that were sent (tui/app/model_calls.py reads it back)."""
+    sent = [
+        ChatMessage(
+            role="system",
+            content="You branch a research question into hypotheses a search can test. "
+            "Answer as JSON: {hypotheses: [{id, claim, test}]}.",
+        ),
+        ChatMessage(
+            role="user",
+            content='{"query":"How do CPython\'s asyncio tasks get scheduled?","round":2,'
+            '"open_gaps":["when a done future runs its callbacks"]}',
+        ),
+    ]
+    answer = ChatResponse(
+        content='{"hypotheses":[{"id":"h1","claim":"A done future schedules its callbacks '
+        'with call_soon","test":"search: Future.set_result call_soon"},{"id":"h2","claim":'
+        '"Task.__step runs one step per loop iteration","test":"search: Task __step"}]}',
+        provider="anthropic",
+        model="claude-3-5-haiku",
+        tier=1,
+        usage=Usage(input_tokens=640, output_tokens=280),
+        latency_s=1.84,
+        cost_usd=0.0019,
+    )
+    payload = answer.model_dump(mode="json") | {
+        SENT_KEY: [message.model_dump(mode="json") for message in sent]
+    }
+    store.journal_put(run_id, SAMPLE_CALL_STEP, 0, 0, JournalEntry(kind="llm", payload=payload))

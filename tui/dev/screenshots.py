@@ -25,8 +25,15 @@ from tui.app.app import WorkbenchApp
 from tui.app.screens.home import HomeScreen
 from tui.app.screens.provider_detail import ProviderDetailScreen
 from tui.app.screens.run import RunScreen
+from tui.app.widgets.dag_view import DagView
 from tui.app.widgets.providers_panel import ProvidersPanel
-from tui.dev.sample_run import research_events, store_events, tie_break_events
+from tui.dev.sample_run import (
+    SAMPLE_CALL_STEP,
+    journal_sample_call,
+    research_events,
+    store_events,
+    tie_break_events,
+)
 from tui.launch.workbench import Workbench
 from tui.launch.workspace import Workspace
 
@@ -69,6 +76,7 @@ def sample_workspace(root: Path) -> Workbench:
         monotonic=StoryClock(0.0, 0.7),
     )
     store_events(store, "20240501-093000-a1b2c3", research_events("20240501-093000-a1b2c3"))
+    journal_sample_call(store, "20240501-093000-a1b2c3")
     store_events(
         store,
         "20240501-101500-d4e5f6",
@@ -165,6 +173,21 @@ def provider_detail(run_id: str, provider: str) -> Scene:
     return scene
 
 
+def step_detail(run_id: str, step_id: str) -> Scene:
+    """The detail of one step: Enter on it in the graph."""
+
+    async def scene(app: WorkbenchApp) -> None:
+        screen = app.open_run(run_id)
+        await asyncio.sleep(0.2)
+        assert screen is not None, f"{run_id} is in the sample workspace"
+        graph = screen.query_one(DagView)
+        graph.select(step_id)
+        graph.action_open()
+        await asyncio.sleep(0.2)
+
+    return scene
+
+
 SCENES: dict[str, tuple[Scene, tuple[int, int]]] = {
     "home": (home, SIZE),
     "run": (open_run("20240501-093000-a1b2c3"), SIZE),
@@ -175,6 +198,7 @@ SCENES: dict[str, tuple[Scene, tuple[int, int]]] = {
     "round_diff": (open_run("20240501-093000-a1b2c3", "round_diff"), SIZE),
     "outline": (open_run("20240501-101500-d4e5f6"), (72, 40)),
     "provider_detail": (provider_detail("20240501-101500-d4e5f6", "openai"), SIZE),
+    "step_detail": (step_detail("20240501-093000-a1b2c3", SAMPLE_CALL_STEP), SIZE),
 }
 
 

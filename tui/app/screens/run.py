@@ -33,7 +33,7 @@ from engine.protocol import ExecutionResult
 from tui.app.messages import ResumeRun
 from tui.app.model_calls import model_calls
 from tui.app.run_driver import PromptTicket, RunDriver
-from tui.app.run_state import Part, ReplayFold, RunView, describe, spend_text
+from tui.app.run_state import Part, ReplayFold, RunView, changes, describe, spend_text
 from tui.app.status_style import STATUS_CLASSES, on_theme_change, status_style
 from tui.app.widgets.dag_outline import DagOutline
 from tui.app.widgets.dag_view import DagView
@@ -142,6 +142,8 @@ one run. **Enter** on a step opens its detail; **p** answers the next prompt;
         """On a small terminal, the one panel shown under the graph (1/2/3 choose it)."""
         self._mounted_at = 0.0
         self._starting_timer: Timer | None = None
+        self._rounds_offered: tuple[bool, bool] | None = None
+        """Whether the rounds panel and the round diff were offered at the last redraw."""
 
     @property
     def live(self) -> bool:
@@ -268,11 +270,13 @@ one run. **Enter** on a step opens its detail; **p** answers the next prompt;
         self.notify(f"the run stopped: {self.failure}", severity="error", timeout=10)
         self._redraw({"status"})
 
-    def _redraw(self, parts: set[Part] | None) -> None:
+    def _redraw(self, parts: set[Part] | None, steps: set[str] | None = None) -> None:
+        """Redraw ``parts`` of the view (None: all of it); ``steps``: the steps whose drawing
+        changed (None: those the view noted while folding)."""
         every = parts is None
         parts = parts or set()
         view = self.view
-        changed_steps = view.take_changed_steps()
+        changed_steps = view.take_changed_steps() if steps is None else steps
         if every or parts & {"graph", "steps"}:
             self.query_one(DagView).show(view, None if every or "graph" in parts else changed_steps)
             self.query_one(DagOutline).show(view, None if every else changed_steps)
@@ -282,13 +286,13 @@ one run. **Enter** on a step opens its detail; **p** answers the next prompt;
             self.query_one(ProvidersPanel).show(view)
         if every or "rounds" in parts:
             self.query_one(RoundsMatrix).show(view)
-            self._place_panels()
-            self.refresh_bindings()
+            self._offer_rounds()
         if every or "log" in parts:
             self.query_one(EventLog).show(view)
         if every or parts & {"prompts", "steps"}:
             self.query_one(PromptQueue).show(self.pending_prompts())
-        self._show_status()
+        if every or "status" in parts:
+            self._show_status()
         if not self.live:
             timeline = self.query_one(Timeline)
             timeline.total, timeline.position = len(self.events), self.position
@@ -297,6 +301,16 @@ one run. **Enter** on a step opens its detail; **p** answers the next prompt;
                 if self.position
                 else "before the first event"
             )
+
+    def _offer_rounds(self) -> None:
+        """Show the rounds panel once there are rounds, and offer the round diff once there are
+        two (the footer is rebuilt only when that changes: rebuilding it costs a layout)."""
+        offered = (bool(self.view.rounds), len(self.view.rounds) >= 2)
+        if offered != self._rounds_offered:
+            first, self._rounds_offered = self._rounds_offered is None, offered
+            self._place_panels()
+            if not first:  # the footer is built after the first redraw anyway
+                self.refresh_bindings()
 
     def _show_starting(self) -> None:
         """Count the seconds until the run's first event, so its start is never a blank wait."""
@@ -314,7 +328,8 @@ one run. **Enter** on a step opens its detail; **p** answers the next prompt;
                     (" starting ", "bold reverse"),
                     (f" {waited:.0f}s", "bold cyan"),
                     (f" · {STARTING_WHAT}", "dim"),
-                )
+                ),
+                layout=False,
             )
             return
         text = Text(f" {v.workflow or 'run'} ", style="bold reverse")
@@ -339,31 +354,46 @@ one run. **Enter** on a step opens its detail; **p** answers the next prompt;
             text.append(f" · stopped: {self.failure}".splitlines()[0], style="bold red")
         elif not self.live:
             text.append("  (stored)", style="italic dim")
-        self.query_one("#run-status", Static).update(text)
+        self.query_one("#run-status", Static).update(text, layout=False)
 
     # -- replay ------------------------------------------------------------------
     def seek(self, position: int) -> None:
-        """Show the run as it stood after ``position`` stored events."""
+        """Show the run as it stood after ``position`` stored events, redrawing what changed:
+        forward, the events in between are folded into the view shown; back, the view is
+        refolded from the nearest checkpoint and compared with the one shown."""
         if self.live:
             return
         position = max(0, min(position, len(self.events)))
+        before = self.view
         if position > self.position:
             parts = self.view.apply_all(self.events[self.position : position])
+            steps = self.view.take_changed_steps()
             self.position = position
-            self._redraw(parts)
-            return
-        self._fold_stored(position)
-        self._redraw(None)
+            if self._show_stored_status():
+                parts.add("status")
+        else:
+            self._fold_stored(position)
+            self.view.take_changed_steps()
+            parts, steps = changes(before, self.view)
+        self._redraw(parts, steps)
 
     def _fold_stored(self, position: int) -> None:
         self.view = self._replay.view_at(position)
         self.position = position
+        self._show_stored_status()
+
+    def _show_stored_status(self) -> bool:
+        """At a stored run's last event, its status is the store's (WAITING when it paused with
+        nobody there) unless its events settled it; whether that changed the view."""
         if (
-            position == len(self.events)
+            self.position == len(self.events)
             and self.stored_status
             and self.view.status not in ("COMPLETED", "FAILED", "PARTIAL", "CANCELLED")
+            and self.view.status != self.stored_status
         ):
             self.view.status = self.stored_status
+            return True
+        return False
 
     def on_timeline_seek(self, message: Timeline.Seek) -> None:
         self.seek(message.position)

@@ -195,10 +195,15 @@ straight down sit on adjacent rows. Long edges run in thin lanes to the right.
         self._styles: dict[str, Style] = {}
         self._skipped_groups: set[str] = set()
         self.selected: str | None = None
+        self._drawn: dict[str, tuple[StepStatus, bool, bool, bool]] = {}
+        """Each node as drawn now (see _drawing): a step drawn as it is needs no new row."""
+        self._chosen: set[tuple[str, str]] = set()
+        """The routes' chosen edges as drawn now."""
 
     # -- data in ----------------------------------------------------------------
     def show(self, view: RunView, changed: set[str] | None = None) -> None:
-        """Take ``view``; relayout when its graph changed, else redraw the changed steps' rows."""
+        """Take ``view``; relayout when its graph changed, else redraw the rows whose drawing
+        changed among ``changed`` steps' (None: every row)."""
         self.view = view
         self._skipped_groups = self._find_skipped_groups()
         key = (tuple(view.order), tuple(view.edges))
@@ -207,14 +212,52 @@ straight down sit on adjacent rows. Long edges run in thin lanes to the right.
             self._relayout()
             if self.selected not in self.layout_.positions and self._node_order:
                 self.selected = self._node_order[0].id
+            self._remember_drawing()
             return
         if changed is None:
+            self._remember_drawing()
             self._rows.clear()
             self.refresh()
             return
-        for row in self._rows_of(changed):
+        for row in self._rows_changed(changed):
             self._rows.pop(row, None)
             self.refresh_lines(row)
+
+    def _drawing(self, step_id: str) -> tuple[StepStatus, bool, bool, bool]:
+        """What a node's drawing depends on: its status, held or not, selected, focused."""
+        step = self.view.steps.get(step_id)
+        selected = step_id == self.selected
+        if step is None:
+            return StepStatus.PENDING, False, selected, selected and self.has_focus
+        return step.status, step.held_by is not None, selected, selected and self.has_focus
+
+    def _remember_drawing(self) -> None:
+        self._drawn = {step_id: self._drawing(step_id) for step_id in self.view.steps}
+        self._chosen = set(self.view.chosen_edges)
+
+    def _rows_changed(self, step_ids: set[str]) -> set[int]:
+        """The rows to draw again for ``step_ids``: none for a step drawn as it was; its node row
+        for a new state; the edges into it and its round's gutter too when it became skipped or
+        stopped being (edges into a skipped step are dimmed), or when a route chose an edge."""
+        rows: set[int] = set()
+        wide: set[str] = set()
+        for step_id in step_ids:
+            before, after = self._drawn.get(step_id), self._drawing(step_id)
+            if before == after:
+                continue
+            self._drawn[step_id] = after
+            node = self.layout_.positions.get(step_id)
+            if node is not None:
+                rows.add(self.rows.node_row[node.layer])
+            if before is None or (before[0] is StepStatus.SKIPPED) != (
+                after[0] is StepStatus.SKIPPED
+            ):
+                wide.add(step_id)
+        if self.view.chosen_edges != self._chosen:
+            for edge in self.view.chosen_edges ^ self._chosen:
+                wide.update(edge)
+            self._chosen = set(self.view.chosen_edges)
+        return rows | self._rows_of(wide)
 
     def _find_skipped_groups(self) -> set[str]:
         settled: dict[str, bool] = {}
@@ -376,7 +419,7 @@ straight down sit on adjacent rows. Long edges run in thin lanes to the right.
         scroll_x, scroll_y = self.scroll_offset
         row = y + scroll_y
         width = self.scrollable_content_region.width
-        base = self.rich_style
+        base = self._base_style()
         if row >= len(self.rows.rows):
             return Strip.blank(width, base)
         strip = self._rows.get(row)
@@ -384,6 +427,13 @@ straight down sit on adjacent rows. Long edges run in thin lanes to the right.
             strip = self._render_row(row)
             self._rows[row] = strip
         return strip.crop_extend(scroll_x, scroll_x + width, base)
+
+    def _base_style(self) -> Style:
+        """The widget's own style, kept until its styles change (``rich_style`` walks the DOM)."""
+        style = self._styles.get("")
+        if style is None:
+            style = self._styles[""] = self.rich_style
+        return style
 
     def _style(self, name: str) -> Style:
         style = self._styles.get(name)
@@ -410,7 +460,7 @@ straight down sit on adjacent rows. Long edges run in thin lanes to the right.
         else:
             self._draw_connectors(layer, geometry, chars, styles)
         segments: list[RichSegment] = []
-        base = self._styles.get("") or self._styles.setdefault("", self.rich_style)
+        base = self._base_style()
         start = 0
         for index in range(1, width + 1):
             if index == width or styles[index] != styles[start]:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 import time
 
+from rich.style import Style
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.containers import Vertical
@@ -81,6 +82,9 @@ class LogLines(ScrollView, can_focus=True):
         super().__init__(id=id)
         self.lines: list[LogLine] = []
         self._strips: dict[int, Strip] = {}
+        """Each drawn line's row, ready for the screen at ``_drawn_for``'s width and style."""
+        self._style: Style | None = None
+        self._drawn_for: tuple[int, Style | None] = (0, None)
 
     def replace(self, lines: list[LogLine]) -> None:
         """Show ``lines`` instead of what is shown, scrolled to the newest."""
@@ -94,24 +98,52 @@ class LogLines(ScrollView, can_focus=True):
         self.lines.extend(lines)
         self._grew()
 
+    def cut(self, dropped: int) -> None:
+        """Drop the last ``dropped`` lines (a replay stepping back)."""
+        keep = len(self.lines) - dropped
+        if dropped > 0:
+            del self.lines[keep:]
+            for index in [i for i in self._strips if i >= keep]:
+                del self._strips[index]
+            self._grew()
+
     def _grew(self) -> None:
-        """Lines longer than the log is wide are cut at its edge, as a terminal log's are."""
-        self.virtual_size = Size(0, len(self.lines))
+        """Lines longer than the log is wide are cut at its edge, as a terminal log's are.
+
+        Only the scrollable height changes, never the log's box: setting ``virtual_size`` the
+        usual way would lay the whole screen out again for every batch of a live run (the cause
+        of key presses waiting tens of ms at 1,000 events/s), so the scrollbar is told directly.
+        """
+        size = Size(0, len(self.lines))
+        if size != self.virtual_size:
+            self.set_reactive(LogLines.virtual_size, size)
+            if self.show_vertical_scrollbar:
+                self.vertical_scrollbar.window_virtual_size = size.height
+            self.refresh()
         self.scroll_end(animate=False, immediate=False, x_axis=False)
 
+    def notify_style_update(self) -> None:
+        self._style = None
+        super().notify_style_update()
+
     def render_line(self, y: int) -> Strip:
-        scroll_x, scroll_y = self.scroll_offset
+        """Row ``y``, formatted, cut to the width and styled once per line (the log has no
+        horizontal scroll: lines are cut at its edge)."""
         width = self.scrollable_content_region.width
-        index = scroll_y + y
+        if self._style is None:
+            self._style = self.rich_style  # walks the DOM: once per style change, not per row
+        if (width, self._style) != self._drawn_for:
+            self._drawn_for = (width, self._style)
+            self._strips.clear()
+        index = self.scroll_offset.y + y
         if index >= len(self.lines):
-            return Strip.blank(width, self.rich_style)
+            return Strip.blank(width, self._style)
         strip = self._strips.get(index)
         if strip is None:
             strip = Strip(format_line(self.lines[index]).render(self.app.console))
+            strip = strip.crop_extend(0, width, self._style).apply_style(self._style)
             self._strips[index] = strip
-        return strip.crop_extend(scroll_x, scroll_x + width, self.rich_style).apply_style(
-            self.rich_style
-        )
+        return strip
 
 
 class EventLog(Vertical):
@@ -144,13 +176,32 @@ match those fields. All terms must match.
         yield LogLines(id="log-lines")
 
     def show(self, view: RunView) -> None:
-        lines = view.log
-        if view is not self._view or len(lines) < self._written:
+        """Show ``view``'s log: only the lines it adds to (or drops from) what is shown when it
+        is the shown view grown, or another fold of the same run's events (a replay step)."""
+        kept = self._common_prefix(view)
+        if kept is None:
             self._view = view
             self._rewrite()
             return
-        self.query_one(LogLines).extend(self._matching(lines[self._written :]))
-        self._written = len(lines)
+        log = self.query_one(LogLines)
+        log.cut(len(self._matching(self._view.log[kept : self._written])))
+        self._view = view
+        log.extend(self._matching(view.log[kept:]))
+        self._written = len(view.log)
+
+    def _common_prefix(self, view: RunView) -> int | None:
+        """How many of the lines shown ``view`` shares (None: it is another run's log).
+
+        Two folds of one run's events log the same line for each event in the same place, so a
+        shared last line means a shared prefix."""
+        if view is self._view:
+            return self._written if len(view.log) >= self._written else None
+        if view.run_id != self._view.run_id:
+            return None
+        kept = min(self._written, len(view.log))
+        if kept and view.log[kept - 1] != self._view.log[kept - 1]:
+            return None
+        return kept
 
     def _matching(self, lines: list[LogLine]) -> list[LogLine]:
         return [line for line in lines if matches(line, self._query)] if self._query else lines

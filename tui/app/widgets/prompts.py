@@ -389,17 +389,26 @@ def prompt_for(
 class PromptQueue(Static):
     """The prompts waiting for a person, oldest first."""
 
+    def __init__(self, *, id: str | None = None) -> None:
+        super().__init__(id=id)
+        self._shown: list[InterruptRaised] | None = None
+
     def show(self, events: list[InterruptRaised]) -> None:
+        """Show ``events``; the same list again changes nothing (its line is one row high, so
+        a new list repaints that row and no more)."""
+        if events == self._shown:
+            return
+        self._shown = list(events)
         self.display = bool(events)
         if not events:
-            self.update("")
+            self.update("", layout=False)
             return
         text = Text(f"‖ {len(events)} waiting: ", style="bold yellow")
         text.append(
             ", ".join(f"{e.step_id} ({e.interrupt_kind.replace('_', '-')})" for e in events)
         )
         text.append("  — press p to answer", style="dim")
-        self.update(text)
+        self.update(text, layout=False)
 
 
 def _also_held(event: InterruptRaised) -> str:

@@ -152,6 +152,8 @@ not at full service), ✗ a misconfigured one.
         """The provider Enter opens; highlighted while the panel has focus."""
         self.live = False
         """A live run counts cooldowns down against the clock; a replay stops at its event's time."""
+        self._rows = -1
+        """Rows of the table drawn last: the panel's height changes only with their number."""
 
     def on_mount(self) -> None:
         on_theme_change(self, lambda: self.show(self._view))
@@ -163,14 +165,17 @@ not at full service), ✗ a misconfigured one.
         self._draw()
 
     def _draw(self) -> None:
+        rows = max(1, len(self._view.providers))
         self.update(
             providers_table(
                 self._view,
                 self.now(),
                 self.selected if self.has_focus else None,
                 partial(status_style, self),
-            )
+            ),
+            layout=rows != self._rows,
         )
+        self._rows = rows
 
     def now(self) -> float:
         return max(self._clock(), self._view.last_ts) if self.live else self._view.last_ts
@@ -185,7 +190,7 @@ not at full service), ✗ a misconfigured one.
 
     def tick(self) -> None:
         """Count live cooldowns down; a replay's time stands still, so it has nothing to redraw."""
-        if self.live and any(s.get("state") != "CLOSED" for s in self._view.providers.values()):
+        if self.live and self._view.cooling_down:
             self._draw()
 
     def action_move(self, delta: int) -> None:
