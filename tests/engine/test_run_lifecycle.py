@@ -366,3 +366,55 @@ def test_a_run_nobody_else_drives_may_be_resumed(
     status: RunStatus, owner_status: str, pid: int | None
 ) -> None:
     assert resume_refusal(_owned(status, owner_status, pid)) is None
+
+
+# -- a fork's own event log ---------------------------------------------------------------------
+
+
+@pytest.mark.timeout(30)
+async def test_a_fork_replays_each_kept_result_as_it_ended_into_its_own_log() -> None:
+    wf = workflow(
+        step(
+            "again",
+            "ref.probe",
+            routing={
+                "kind": "loop",
+                "next": "last",
+                "loop": {"target": "again", "max_iterations": 1},
+            },
+        ),
+        step("broken", "demo.fail", optional=True),
+        step("behind", depends_on=["broken"], optional=True),
+        step("never", when="false"),
+        step("last", depends_on=["again"]),
+    )
+    store = InMemoryRunStore()
+    parent, _ = await run(wf, store=store)
+    assert parent.status == RunStatus.COMPLETED
+    fork = await KahnEngine(registry=TEST_REGISTRY).fork(
+        parent.run_id, "last", RunContext(store=store)
+    )
+    replayed = {
+        e.step_id: e
+        for e in store.events(fork.run_id)
+        if e.kind in ("step_finished", "step_failed", "step_skipped") and e.step_id != "last"
+    }
+    assert {k: (e.kind, e.iteration) for k, e in replayed.items()} == {
+        "again": ("step_finished", 1),
+        "broken": ("step_failed", 0),
+        "behind": ("step_failed", 0),
+        "never": ("step_skipped", 0),
+    }
+    assert replayed["again"].outputs["n"] == 1
+    assert replayed["never"].reason == "when is false: false"
+    broken, behind = replayed["broken"], replayed["behind"]
+    assert (broken.upstream, broken.optional, broken.error.startswith("DemoFailure")) == (
+        False,
+        True,
+        True,
+    )
+    assert (behind.upstream, behind.optional, behind.error) == (
+        True,
+        True,
+        "upstream failed: broken",
+    )
