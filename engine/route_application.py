@@ -27,7 +27,6 @@ class RouteEffects:
 
     reset: list[str] = field(default_factory=list)
     """Steps back to PENDING (a loop's body, a detour target run again, a detour's return)."""
-    terminate: bool = False
 
 
 class RouteApplication:
@@ -123,7 +122,6 @@ class RouteApplication:
             state.steps[skipped].not_routed_by.add(step_id)
             save(state.steps[skipped])
         if signal.decision == "terminate":
-            effects.terminate = True
             if signal.run_status == RunStatus.PARTIAL:
                 state.limit_reason = signal.reason or ""
             else:

@@ -331,8 +331,11 @@ async def test_a_step_behind_failed_steps_names_them_and_is_marked_upstream_fail
     )
 
 
-def _owned(status: RunStatus, owner_status: str, pid: int | None) -> RunSummary:
-    owner = None if pid is None else RunOwner(host="here", pid=pid, token="t")
+def _owned(status: RunStatus, owner_status: str, owner: str) -> RunSummary:
+    """A run record whose owner is ``owner``: "none", "this" process or "another" one (pids
+    are read when the test runs: a test runner may fork after collecting)."""
+    pids = {"none": None, "this": os.getpid(), "another": os.getpid() + 1}
+    pid = pids[owner]
     return RunSummary(
         run_id="r1",
         workflow="w",
@@ -340,29 +343,81 @@ def _owned(status: RunStatus, owner_status: str, pid: int | None) -> RunSummary:
         engine="kahn",
         created_ts=0.0,
         updated_ts=0.0,
-        owner=owner,
+        owner=None if pid is None else RunOwner(host="here", pid=pid, token="t"),
         owner_status=owner_status,  # type: ignore[arg-type]
     )
 
 
 def test_a_run_another_live_process_drives_is_not_resumed_naming_that_process() -> None:
-    other = os.getpid() + 1
-    assert resume_refusal(_owned(RunStatus.RUNNING, "alive", other)) == (
-        f"run r1 is running in another process (pid {other} on here); not resuming it twice"
+    assert resume_refusal(_owned(RunStatus.RUNNING, "alive", "another")) == (
+        f"run r1 is running in another process (pid {os.getpid() + 1} on here); "
+        "not resuming it twice"
     )
 
 
 @pytest.mark.parametrize(
-    ("status", "owner_status", "pid"),
+    ("status", "owner_status", "owner"),
     [
-        (RunStatus.WAITING, "alive", os.getpid() + 1),
-        (RunStatus.RUNNING, "gone", os.getpid() + 1),
-        (RunStatus.RUNNING, "unknown", os.getpid() + 1),
-        (RunStatus.RUNNING, "alive", None),
-        (RunStatus.RUNNING, "alive", os.getpid()),
+        (RunStatus.WAITING, "alive", "another"),
+        (RunStatus.RUNNING, "gone", "another"),
+        (RunStatus.RUNNING, "unknown", "another"),
+        (RunStatus.RUNNING, "alive", "none"),
+        (RunStatus.RUNNING, "alive", "this"),
     ],
 )
 def test_a_run_nobody_else_drives_may_be_resumed(
-    status: RunStatus, owner_status: str, pid: int | None
+    status: RunStatus, owner_status: str, owner: str
 ) -> None:
-    assert resume_refusal(_owned(status, owner_status, pid)) is None
+    assert resume_refusal(_owned(status, owner_status, owner)) is None
+
+
+# -- a fork's own event log ---------------------------------------------------------------------
+
+
+@pytest.mark.timeout(30)
+async def test_a_fork_replays_each_kept_result_as_it_ended_into_its_own_log() -> None:
+    wf = workflow(
+        step(
+            "again",
+            "ref.probe",
+            routing={
+                "kind": "loop",
+                "next": "last",
+                "loop": {"target": "again", "max_iterations": 1},
+            },
+        ),
+        step("broken", "demo.fail", optional=True),
+        step("behind", depends_on=["broken"], optional=True),
+        step("never", when="false"),
+        step("last", depends_on=["again"]),
+    )
+    store = InMemoryRunStore()
+    parent, _ = await run(wf, store=store)
+    assert parent.status == RunStatus.COMPLETED
+    fork = await KahnEngine(registry=TEST_REGISTRY).fork(
+        parent.run_id, "last", RunContext(store=store)
+    )
+    replayed = {
+        e.step_id: e
+        for e in store.events(fork.run_id)
+        if e.kind in ("step_finished", "step_failed", "step_skipped") and e.step_id != "last"
+    }
+    assert {k: (e.kind, e.iteration) for k, e in replayed.items()} == {
+        "again": ("step_finished", 1),
+        "broken": ("step_failed", 0),
+        "behind": ("step_failed", 0),
+        "never": ("step_skipped", 0),
+    }
+    assert replayed["again"].outputs["n"] == 1
+    assert replayed["never"].reason == "when is false: false"
+    broken, behind = replayed["broken"], replayed["behind"]
+    assert (broken.upstream, broken.optional, broken.error.startswith("DemoFailure")) == (
+        False,
+        True,
+        True,
+    )
+    assert (behind.upstream, behind.optional, behind.error) == (
+        True,
+        True,
+        "upstream failed: broken",
+    )

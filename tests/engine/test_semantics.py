@@ -261,6 +261,34 @@ def test_a_detour_target_that_terminates_the_run_does_not_return() -> None:
     assert found["kahn"].steps["after"][0] == "SKIPPED"
 
 
+def test_a_detour_declarer_brought_back_by_a_loop_detours_again() -> None:
+    wf = load(
+        [
+            probe(
+                "decide",
+                routing={
+                    "kind": "linear",
+                    "next": "check",
+                    "detour": {"target": "context", "when": "true"},
+                },
+            ),
+            probe("context"),
+            probe(
+                "check",
+                depends_on=["decide"],
+                routing={
+                    "kind": "loop",
+                    "next": "done",
+                    "loop": {"target": "decide", "max_iterations": 1},
+                },
+            ),
+            probe("done"),
+        ]
+    )
+    found = agree(wf)
+    assert found["kahn"].steps["context"][2] == 2, "one detour on each pass of the loop"
+
+
 def _detour_to_a_step_after_its_declarer() -> list[dict[str, Any]]:
     return [
         probe(
