@@ -9,11 +9,9 @@ workflow file, the bad-input error) is :mod:`tui.commands.command_context`.
 from __future__ import annotations
 
 import asyncio
-import contextlib
-import functools
 import json
+import os
 import sys
-import threading
 from collections.abc import Callable, Coroutine
 from typing import TYPE_CHECKING, Any
 
@@ -94,45 +92,67 @@ def terminal_responder(console: Console) -> InterruptResponder:
             if request.payload:
                 console.print(f"  [dim]{escape(summarize(request.payload, 200))}[/]")
             options = " / ".join(request.options) or "approve / reject"
-            try:
-                text = await read_in_daemon_thread(
-                    lambda: click.prompt(f"  answer ({options})", default="approve")
-                )
-            except (click.Abort, EOFError):
+            console.print(
+                f"  answer ({options}) [{DEFAULT_ANSWER}]: ", end="", markup=False, highlight=False
+            )
+            text = await read_line(sys.stdin.fileno())
+            if text is None:  # end of input: nobody is there to answer
                 return None
-            return parse_answer(text)
+            return parse_answer(text or DEFAULT_ANSWER)
 
     return respond
 
 
-async def read_in_daemon_thread(read: Callable[[], str]) -> str:
-    """``read()`` (a blocking terminal read) in a daemon thread.
+DEFAULT_ANSWER = "approve"
+"""What an empty line at the terminal prompt answers."""
 
-    Not ``asyncio.to_thread``: its executor's threads are joined when ``asyncio.run`` ends, so
-    after Ctrl-C at the prompt the process would hang until the person pressed Enter. A daemon
-    thread left blocked on the terminal ends with the process.
+
+async def read_line(fd: int) -> str | None:
+    """The next line of ``fd`` without its line ending; None at the end of input.
+
+    Read on the event loop, byte by byte as ``fd`` becomes readable, never in a thread: Ctrl-C
+    then cancels the waiting task like any other await, and nothing is left blocked on the
+    terminal when the process ends. (A thread blocked in ``read`` on the terminal lost the
+    Ctrl-C now and then under load, and kept stdin's buffer locked at interpreter shutdown.)
+    Byte by byte, so what follows the line stays unread for the next prompt.
     """
     loop = asyncio.get_running_loop()
-    answer: asyncio.Future[str] = loop.create_future()
+    line = bytearray()
+    answer: asyncio.Future[str | None] = loop.create_future()
 
-    def settle(outcome: Callable[[], None]) -> None:
+    def text() -> str:
+        return line.decode(sys.stdin.encoding or "utf-8", errors="replace").rstrip("\r")
+
+    def take() -> bool:
+        """Read one byte; True once the line (or the input) has ended."""
+        byte = os.read(fd, 1)
+        if byte and byte != b"\n":
+            line.extend(byte)
+            return False
         if not answer.done():
-            outcome()
+            answer.set_result(text() if byte or line else None)
+        return True
 
-    def deliver(outcome: Callable[[], None]) -> None:
-        with contextlib.suppress(RuntimeError):  # the loop is gone: nobody awaits the answer
-            loop.call_soon_threadsafe(settle, outcome)
-
-    def work() -> None:
+    def readable() -> None:
         try:
-            text = read()
-        except BaseException as error:  # handed to the awaiting task
-            deliver(functools.partial(answer.set_exception, error))
-            return
-        deliver(functools.partial(answer.set_result, text))
+            ended = take()
+        except OSError as error:
+            ended = True
+            if not answer.done():
+                answer.set_exception(error)
+        if ended:
+            loop.remove_reader(fd)
 
-    threading.Thread(target=work, name="terminal-prompt", daemon=True).start()
-    return await answer
+    try:
+        loop.add_reader(fd, readable)
+    except PermissionError:  # a regular file: the selector refuses it, and it never blocks
+        while not take():
+            pass
+        return await answer
+    try:
+        return await answer
+    finally:
+        loop.remove_reader(fd)
 
 
 def interrupt_mode(mode: str | None) -> str:
