@@ -574,6 +574,9 @@ async def test_cancelling_a_model_probe_frees_the_models_lease(
     task = asyncio.ensure_future(router.complete(asking(50)))
     await until(lambda: router._by_name["azure"].bulkhead.in_flight == 1, "the model probe")
     assert not model.can_attempt()
+    passed_over = await router.complete(asking(51))  # meanwhile: the model's probe is out
+    assert passed_over.provider == "builtin"
+    assert passed_over.attempts[0].detail == "model azure-model HALF_OPEN with its probe in flight"
     task.cancel()
     with pytest.raises(asyncio.CancelledError):
         await task
