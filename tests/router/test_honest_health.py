@@ -15,6 +15,7 @@ from router.clock import ManualClock
 from router.config import ConfigError
 from router.fault_server import FaultServer
 from router.models import BreakerState, ChatMessage, ChatRequest, ProviderSnapshot
+from router.ratelimit_headers import RateLimitInfo
 from router.router import SmartModelRouter
 from router.stats import BreakerRecord, StatsStore
 
@@ -67,8 +68,19 @@ async def test_health_up_chat_failing_never_closes_and_cooldowns_grow(
 
     fault_server.set_script({"providers": {"openai": {"health": "ok"}}})  # chat works again
     clock.advance(snap(router, "openai").cooldown_remaining_s)
+    provider = router._by_name["openai"].provider
+    check = provider.health
+
+    async def slow_check(timeout_s: float) -> RateLimitInfo:
+        clock.advance(0.25)  # the check took a quarter of a second on the injected clock
+        return await check(timeout_s)
+
+    provider.health = slow_check  # type: ignore[method-assign]
     back = await router.complete(request())
     assert back.provider == "openai" and [a.outcome for a in back.attempts] == ["probe_ok", "ok"]
+    probe = back.attempts[0]
+    assert (probe.provider, probe.detail) == ("openai", "health probe")
+    assert probe.latency_s == pytest.approx(0.25)
     assert snap(router, "openai").state is BreakerState.CLOSED
     assert snap(router, "openai").consecutive_trips == 0
 
@@ -521,6 +533,7 @@ async def test_a_failed_health_check_reopens_with_what_it_answered(
     state = snap(router, "p")
     assert state.state is BreakerState.OPEN and state.cooldown_remaining_s == pytest.approx(7.0)
     assert (state.last_error, state.last_error_status) == ("rate_limit", 429)
+    assert state.last_error_retry_after_s == 7.0
 
     refused = await probe_with({"status": 400})  # not this request's fault: the endpoint's
     assert refused.error_class == "bad_request"
@@ -536,6 +549,7 @@ async def test_a_failed_health_check_reopens_with_what_it_answered(
     assert state.cooldown_remaining_s == pytest.approx(600.0)
 
     async def broken(timeout_s: float) -> object:
+        clock.advance(0.25)  # the check took a quarter of a second on the injected clock
         raise RuntimeError("adapter bug")
 
     router._by_name["p"].provider.health = broken  # type: ignore[method-assign]
@@ -544,6 +558,7 @@ async def test_a_failed_health_check_reopens_with_what_it_answered(
         "bad_response",
         "health probe: RuntimeError in the health probe",
     )
+    assert crashed.latency_s == pytest.approx(0.25)
 
 
 async def test_cancelling_a_model_probe_frees_the_models_lease(
@@ -559,6 +574,9 @@ async def test_cancelling_a_model_probe_frees_the_models_lease(
     task = asyncio.ensure_future(router.complete(asking(50)))
     await until(lambda: router._by_name["azure"].bulkhead.in_flight == 1, "the model probe")
     assert not model.can_attempt()
+    passed_over = await router.complete(asking(51))  # meanwhile: the model's probe is out
+    assert passed_over.provider == "builtin"
+    assert passed_over.attempts[0].detail == "model azure-model HALF_OPEN with its probe in flight"
     task.cancel()
     with pytest.raises(asyncio.CancelledError):
         await task

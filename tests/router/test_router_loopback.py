@@ -239,7 +239,9 @@ async def test_100_concurrent_requests_against_half_open_send_exactly_one_probe(
     counts = Counter(r.provider for r in responses)
     assert counts == {"builtin": 99, "openai": 1}
     assert all(
-        "probe in flight" in r.attempts[0].detail for r in responses if r.provider == "builtin"
+        r.attempts[0].detail == "HALF_OPEN with its probe in flight"
+        for r in responses
+        if r.provider == "builtin"
     )
 
 
