@@ -391,7 +391,7 @@ one run. **Enter** on a step opens its detail; **p** answers the next prompt;
             parts = self.view.apply_all(self.events[self.position : position])
             steps = self.view.take_changed_steps()
             self.position = position
-            if self._show_stored_status():
+            if self._take_stored_status():
                 parts.add("status")
         else:
             self._fold_stored(position)
@@ -402,9 +402,9 @@ one run. **Enter** on a step opens its detail; **p** answers the next prompt;
     def _fold_stored(self, position: int) -> None:
         self.view = self._replay.view_at(position)
         self.position = position
-        self._show_stored_status()
+        self._take_stored_status()
 
-    def _show_stored_status(self) -> bool:
+    def _take_stored_status(self) -> bool:
         """At a stored run's last event, its status is the store's (WAITING when it paused with
         nobody there) unless its events settled it; whether that changed the view."""
         if (
