@@ -13,7 +13,8 @@ from __future__ import annotations
 import ast
 import sys
 import sysconfig
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from functools import partial
 from pathlib import Path
 
 from research.corpus import Corpus, IndexReport
@@ -40,21 +41,29 @@ _SKIP_DIRS = frozenset(
 )
 
 
-def _topic_documents() -> Iterator[tuple[str, str, LoadedDocument]]:
+Candidate = tuple[str, str, LoadedDocument] | None
+"""One source read: (relative id, uri, document), or None when it holds too little to index."""
+
+
+def _topic_sources() -> list[Callable[[], Candidate]]:
     try:
         from pydoc_data.topics import topics
     except ImportError:
-        return
-    for name in sorted(topics):
+        return []
+
+    def read(name: str) -> Candidate:
         text = topics[name].strip()
-        if text:
-            yield (
-                f"topics/{name}",
-                f"pydoc:topics/{name}",
-                LoadedDocument(
-                    title=f"Python reference: {name}", text=text, status="Final", kind="reference"
-                ),
-            )
+        if not text:
+            return None
+        return (
+            f"topics/{name}",
+            f"pydoc:topics/{name}",
+            LoadedDocument(
+                title=f"Python reference: {name}", text=text, status="Final", kind="reference"
+            ),
+        )
+
+    return [partial(read, name) for name in sorted(topics)]
 
 
 def _docstring_text(tree: ast.Module) -> str:
@@ -84,7 +93,8 @@ def stdlib_root() -> Path:
     return Path(sysconfig.get_paths()["stdlib"])
 
 
-def _stdlib_documents(root: Path) -> Iterator[tuple[str, str, LoadedDocument]]:
+def _stdlib_sources(root: Path) -> list[Callable[[], Candidate]]:
+    sources: list[Callable[[], Candidate]] = []
     for path in sorted(root.rglob("*.py")):
         relative = path.relative_to(root)
         if any(part in _SKIP_DIRS or part.startswith("config-") for part in relative.parts[:-1]):
@@ -92,44 +102,68 @@ def _stdlib_documents(root: Path) -> Iterator[tuple[str, str, LoadedDocument]]:
         if relative.name.startswith("test_") or relative.name.startswith("_"):
             if relative.name != "__init__.py":
                 continue
-        try:
-            tree = ast.parse(path.read_bytes(), filename=str(path))
-        except (SyntaxError, ValueError, OSError):
-            continue
-        text = _docstring_text(tree)
-        if len(text) < 200:
-            continue
-        module = ".".join(relative.with_suffix("").parts).removesuffix(".__init__")
-        yield (
-            f"stdlib/{module}",
-            path.as_uri(),
-            LoadedDocument(
-                title=f"Python standard library: {module}",
-                text=text,
-                status="Final",
-                kind="reference",
-            ),
-        )
+        sources.append(partial(_stdlib_document, path, relative))
+    return sources
 
 
-def build_default_corpus(corpus: Corpus, stdlib: Path | None = None) -> IndexReport:
-    """Index the default collection into ``corpus`` (incremental: unchanged documents are skipped)."""
-    root = stdlib or stdlib_root()
+def _stdlib_document(path: Path, relative: Path) -> Candidate:
+    try:
+        tree = ast.parse(path.read_bytes(), filename=str(path))
+    except (SyntaxError, ValueError, OSError):
+        return None
+    text = _docstring_text(tree)
+    if len(text) < 200:
+        return None
+    module = ".".join(relative.with_suffix("").parts).removesuffix(".__init__")
+    return (
+        f"stdlib/{module}",
+        path.as_uri(),
+        LoadedDocument(
+            title=f"Python standard library: {module}",
+            text=text,
+            status="Final",
+            kind="reference",
+        ),
+    )
+
+
+def default_sources(stdlib: Path | None = None) -> list[Callable[[], Candidate]]:
+    """The default collection's sources, listed (cheap) but not read yet."""
+    return _topic_sources() + _stdlib_sources(stdlib or stdlib_root())
+
+
+def build_default_corpus(
+    corpus: Corpus,
+    stdlib: Path | None = None,
+    on_progress: Callable[[int, int], None] | None = None,
+    sources: list[Callable[[], Candidate]] | None = None,
+) -> IndexReport:
+    """Index the default collection into ``corpus`` (incremental: unchanged documents are skipped);
+    ``on_progress(done, total)`` after each source read (``sources``: already listed)."""
+    listed = sources if sources is not None else default_sources(stdlib)
 
     def documents() -> Iterator[tuple[str, str, LoadedDocument]]:
-        yield from _topic_documents()
-        yield from _stdlib_documents(root)
+        for done, read in enumerate(listed, 1):
+            document = read()
+            if document is not None:
+                yield document
+            if on_progress is not None:
+                on_progress(done, len(listed))
 
     return corpus.add_documents(
         DEFAULT_COLLECTION, f"python {sys.version.split()[0]} docs", documents()
     )
 
 
-def ensure_default_corpus(corpus: Corpus) -> IndexReport | None:
+def ensure_default_corpus(
+    corpus: Corpus, on_progress: Callable[[int, int], None] | None = None
+) -> IndexReport | None:
     """Build the default collection the first time it is needed; None when it already exists.
 
     Concurrent first use builds it once: the check is repeated under the corpus's writer
     lock, so a process that waited for another's build finds it done and reuses it.
+    ``on_progress(done, total)`` is called once the sources are listed (before waiting for
+    that lock) and after each source read.
     """
 
     def ready() -> bool:
@@ -139,7 +173,10 @@ def ensure_default_corpus(corpus: Corpus) -> IndexReport | None:
 
     if ready():
         return None
+    sources = default_sources()
+    if on_progress is not None:
+        on_progress(0, len(sources))
     with corpus.exclusive():
         if ready():
             return None
-        return build_default_corpus(corpus)
+        return build_default_corpus(corpus, on_progress=on_progress, sources=sources)

@@ -28,11 +28,21 @@ from engine.protocol import ExecutionResult, InterruptResponder
 
 
 class EventInbox:
-    """A thread-safe FIFO of run events between producer threads and the UI timer."""
+    """A thread-safe FIFO of run events between producer threads and the UI timer, and the
+    latest counts of what the run's start is indexing (before it has events to show)."""
 
     def __init__(self) -> None:
         self._events: deque[RunEvent] = deque()
         self._lock = threading.Lock()
+        self._progress: tuple[str, int, int] | None = None
+
+    def progress(self, what: str, done: int, total: int) -> None:
+        """A :data:`tui.launch.run.IndexProgress`: ``done`` of ``total`` of ``what``."""
+        self._progress = (what, done, total)
+
+    def waiting_on(self) -> tuple[str, int, int] | None:
+        """The latest counts given to :meth:`progress` (None: none yet)."""
+        return self._progress
 
     def put(self, events: list[RunEvent]) -> None:
         with self._lock:

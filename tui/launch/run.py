@@ -34,6 +34,10 @@ if TYPE_CHECKING:
 Surface = Callable[[list[RunEvent]], None]
 """Shows a run: receives each batch of its stored events (on the store's delivery thread)."""
 
+IndexProgress = Callable[[str, int, int], None]
+"""Hears what a run's start indexes: (what, e.g. ``indexing python-docs``, done, total); called
+on the thread that opens the run."""
+
 BUILTIN_STEP_PREFIX = "demo."
 
 
@@ -120,6 +124,7 @@ async def open_run(
     settings: WorkbenchConfig | None = None,
     parts: RunParts = RunParts(),
     live: LiveChannel | None = None,
+    progress: IndexProgress | None = None,
 ) -> AsyncIterator[OpenRun]:
     """Everything one run needs, open while the block runs, closed after it.
 
@@ -128,6 +133,7 @@ async def open_run(
     is the caller's open run store (None: the workspace's, opened here). ``settings`` is the
     workbench config (None: the active config file, read only when the run needs the router or
     the corpus). ``live`` is where streamed model output goes (None: a channel of the run's own).
+    ``progress`` hears the counts of the corpus indexed on first use.
     """
     from engine.selector import select_engine  # graph analysis (networkx): only when a run opens
 
@@ -148,7 +154,9 @@ async def open_run(
         if needs_application(definition):
             from tui.launch.wiring import wire_application
 
-            opened.router = await wire_application(stack, context, workspace, settings, parts)
+            opened.router = await wire_application(
+                stack, context, workspace, settings, parts, progress
+            )
         for surface in surfaces:
             stack.callback(store.subscribe(surface, run_id=context.run_id))
         yield opened

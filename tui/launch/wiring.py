@@ -19,6 +19,7 @@ import threading
 from collections.abc import Callable, Mapping
 from contextlib import AsyncExitStack
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -31,7 +32,7 @@ from engine.events import ProviderState, RunEvent, RunStarted
 from engine.live import LiveChannel, ModelOutputSink
 from engine.protocol import RunContext, TieBreakAnswer, TieBreaker, TieBreakRequest
 from research.corpus import Corpus, CorpusRetriever, IndexReport
-from research.default_corpus import ensure_default_corpus
+from research.default_corpus import DEFAULT_COLLECTION, ensure_default_corpus
 from research.extractive import HANDLERS
 from research.prompts import estimate_tokens
 from research.steps.delivery import RUNS_DIR_EXTRA
@@ -44,7 +45,7 @@ from router.streaming import StreamEvent
 from router.tiebreak import choose_target
 from tui.config import ConfigError, WorkbenchConfig, active_config
 from tui.launch import agents_wiring
-from tui.launch.run import RunParts
+from tui.launch.run import IndexProgress, RunParts
 from tui.launch.workspace import Workspace
 
 
@@ -224,7 +225,9 @@ def _collection_name(corpus: Corpus, root: Path) -> str:
     return f"{name}-{hashlib.sha256(str(root).encode()).hexdigest()[:8]}"
 
 
-def index_config_folders(corpus: Corpus, settings: WorkbenchConfig) -> list[IndexReport]:
+def index_config_folders(
+    corpus: Corpus, settings: WorkbenchConfig, progress: IndexProgress | None = None
+) -> list[IndexReport]:
     """Index the config's ``corpus.folders`` into ``corpus``, each once per process.
 
     Indexing is incremental: an unchanged file is read and hashed, nothing more.
@@ -235,26 +238,34 @@ def index_config_folders(corpus: Corpus, settings: WorkbenchConfig) -> list[Inde
             root = _config_folder(folder, settings)
             key = (corpus.path.resolve(), root)
             if key not in _indexed:
-                reports.append(corpus.add_folder(root, _collection_name(corpus, root)))
+                counts = None if progress is None else partial(progress, f"indexing {root}")
+                reports.append(corpus.add_folder(root, _collection_name(corpus, root), counts))
                 _indexed.add(key)
     return reports
 
 
 def open_corpus(
-    workspace: Workspace, *, default: bool = True, settings: WorkbenchConfig | None = None
+    workspace: Workspace,
+    *,
+    default: bool = True,
+    settings: WorkbenchConfig | None = None,
+    progress: IndexProgress | None = None,
 ) -> Corpus:
     """The workspace's corpus.
 
     With ``default``, the default collection is built on first use and the
     config's ``corpus.folders`` are indexed (``settings`` None: the active
-    config file, see :func:`tui.config.active_config`).
+    config file, see :func:`tui.config.active_config`); ``progress`` hears the counts.
     """
     corpus = Corpus(workspace.corpus_db)
     if not default:
         return corpus
     try:
-        ensure_default_corpus(corpus)
-        index_config_folders(corpus, settings if settings is not None else active_config())
+        counts = None if progress is None else partial(progress, f"indexing {DEFAULT_COLLECTION}")
+        ensure_default_corpus(corpus, counts)
+        index_config_folders(
+            corpus, settings if settings is not None else active_config(), progress
+        )
     except BaseException:
         corpus.close()
         raise
@@ -267,6 +278,7 @@ async def wire_application(
     workspace: Workspace,
     settings: WorkbenchConfig | None,
     parts: RunParts,
+    progress: IndexProgress | None = None,
 ) -> SmartModelRouter:
     """Give ``context`` the router-backed model, the corpus retriever and the tie-breaker; the router.
 
@@ -279,7 +291,7 @@ async def wire_application(
         settings = active_config() if needed else WorkbenchConfig()
     corpus = parts.corpus
     if corpus is None:
-        corpus = stack.enter_context(open_corpus(workspace, settings=settings))
+        corpus = stack.enter_context(open_corpus(workspace, settings=settings, progress=progress))
     env = parts.environ if parts.environ is not None else os.environ
     router = parts.router
     if router is None:

@@ -128,6 +128,7 @@ class Workbench:
                 settings=self.config,
                 parts=self.parts,
                 live=self.live,
+                progress=inbox.progress,
             ) as run:
                 return await run.start()
 
@@ -153,6 +154,7 @@ class Workbench:
                     settings=self.config,
                     parts=self.parts,
                     live=self.live,
+                    progress=inbox.progress,
                 ) as run:
                     return await run.resume()
 

@@ -15,7 +15,10 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from rich.console import RenderableType
+from rich.progress_bar import ProgressBar
 from rich.style import Style
+from rich.table import Table
 from rich.text import Text
 from textual import events, on
 from textual.app import ComposeResult
@@ -61,6 +64,7 @@ LOG_SHARE = 0.3
 the whole graph show."""
 LOG_MIN_ROWS = 8
 STARTING_TICK_S = 0.5
+PROGRESS_WIDTH = 30
 STARTING_WHAT = (
     "opening the run store, the corpus (indexed on first use) and the providers; "
     "the graph appears with the run's first event"
@@ -142,6 +146,8 @@ one run. **Enter** on a step opens its detail; **p** answers the next prompt;
         """On a small terminal, the one panel shown under the graph (1/2/3 choose it)."""
         self._mounted_at = 0.0
         self._starting_timer: Timer | None = None
+        self._counts_shown: tuple[str, int, int] | None = None
+        """The indexing counts the starting line shows."""
         self._rounds_offered: tuple[bool, bool] | None = None
         """Whether the rounds panel and the round diff were offered at the last redraw."""
 
@@ -246,6 +252,10 @@ one run. **Enter** on a step opens its detail; **p** answers the next prompt;
         if self.driver is None:
             return
         batch = self.driver.inbox.drain(DRAIN_LIMIT)
+        counts = self.driver.inbox.waiting_on()
+        if self.view.status == "PENDING" and counts != self._counts_shown:
+            self._counts_shown = counts
+            self._show_status()
         if batch:
             self.events.extend(batch)
             self.position = len(self.events)
@@ -319,18 +329,30 @@ one run. **Enter** on a step opens its detail; **p** answers the next prompt;
             self._starting_timer = None
         self._show_status()
 
+    def _starting_line(self) -> RenderableType:
+        """Seconds waited for the first event and what is being opened: with a bar and counts
+        while the corpus is indexed on first use."""
+        waited = max(0.0, self.workbench.clock() - self._mounted_at)
+        line = Text.assemble((" starting ", "bold reverse"), (f" {waited:.0f}s", "bold cyan"))
+        counts = self.driver.inbox.waiting_on() if self.driver is not None else None
+        if counts is None:
+            return line + Text(f" · {STARTING_WHAT}", style="dim")
+        what, done, total = counts
+        grid = Table.grid(padding=(0, 1))
+        grid.add_column(no_wrap=True)
+        grid.add_column(width=PROGRESS_WIDTH)
+        grid.add_column(no_wrap=True)
+        grid.add_row(
+            line + Text(f" · {what}", style="bold"),
+            ProgressBar(total=max(1, total), completed=done, width=PROGRESS_WIDTH),
+            Text(f"{done}/{total}", style="bold"),
+        )
+        return grid
+
     def _show_status(self) -> None:
         v = self.view
         if v.status == "PENDING" and self.live:
-            waited = max(0.0, self.workbench.clock() - self._mounted_at)
-            self.query_one("#run-status", Static).update(
-                Text.assemble(
-                    (" starting ", "bold reverse"),
-                    (f" {waited:.0f}s", "bold cyan"),
-                    (f" · {STARTING_WHAT}", "dim"),
-                ),
-                layout=False,
-            )
+            self.query_one("#run-status", Static).update(self._starting_line(), layout=False)
             return
         text = Text(f" {v.workflow or 'run'} ", style="bold reverse")
         # most important first: a narrow terminal cuts the end of the line
@@ -369,7 +391,7 @@ one run. **Enter** on a step opens its detail; **p** answers the next prompt;
             parts = self.view.apply_all(self.events[self.position : position])
             steps = self.view.take_changed_steps()
             self.position = position
-            if self._show_stored_status():
+            if self._take_stored_status():
                 parts.add("status")
         else:
             self._fold_stored(position)
@@ -380,9 +402,9 @@ one run. **Enter** on a step opens its detail; **p** answers the next prompt;
     def _fold_stored(self, position: int) -> None:
         self.view = self._replay.view_at(position)
         self.position = position
-        self._show_stored_status()
+        self._take_stored_status()
 
-    def _show_stored_status(self) -> bool:
+    def _take_stored_status(self) -> bool:
         """At a stored run's last event, its status is the store's (WAITING when it paused with
         nobody there) unless its events settled it; whether that changed the view."""
         if (
