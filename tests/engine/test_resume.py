@@ -59,7 +59,8 @@ async def test_resume_after_sigkill_reruns_nothing_finished_and_repeats_no_call(
         if not db.exists() or "slow" not in counter.read_text().split():
             return False
         reader = reader or RunStore(db)
-        return any(
+        # the counter line is written inside the call, its journal entry only after it returns
+        return reader.journal_get(run_id, "slow", 0, 0) is not None and any(
             e.kind == "step_finished" and e.step_id == "quick" for e in reader.events(run_id)
         )
 
