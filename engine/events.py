@@ -7,9 +7,8 @@ run started on a monotonic clock, for durations). ``domain`` events carry a
 namespaced payload that a domain package defines and validates, so the engine
 never learns what research is.
 
-The models' validators are built when an event of the kind is first made or read, not at
-import (``defer_build``): a command that only checks a workflow (`workbench validate`) or shows
-a first frame imports this module but builds none of them.
+Like every :class:`~engine.spec.Frozen` model, an event kind builds its validator when first
+made or read; the union's adapter too, so importing this module builds nothing.
 """
 
 from __future__ import annotations
@@ -22,18 +21,14 @@ from engine.spec import Frozen
 from engine.states import RoutingSignal, RunStatus
 
 
-class _Deferred(Frozen):
-    model_config = ConfigDict(defer_build=True)
-
-
-class _Event(_Deferred):
+class _Event(Frozen):
     run_id: str
     seq: int = 0
     ts: float = 0.0
     mono: float = 0.0
 
 
-class GraphNode(_Deferred):
+class GraphNode(Frozen):
     id: str
     uses: str
     group: str | None = None
@@ -41,7 +36,7 @@ class GraphNode(_Deferred):
     has_interrupt: bool = False
 
 
-class GraphEdge(_Deferred):
+class GraphEdge(Frozen):
     source: str
     target: str
     kind: Literal["depends_on", "route", "loop", "detour"] = "depends_on"

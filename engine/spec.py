@@ -30,7 +30,15 @@ EngineChoice = Literal["auto", "kahn", "langgraph"]
 
 
 class Frozen(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    """The engine's boundary models: immutable, unknown keys refused.
+
+    Each builds its validator when first used, not at import (``defer_build``): a command
+    builds only the models it touches (`workbench validate` none of the run events, the app's
+    first frame none of the workflow models). pydantic >= 2.14 builds a deferred model
+    thread-safely, so the engine's thread and the UI may first use one at the same time.
+    """
+
+    model_config = ConfigDict(frozen=True, extra="forbid", defer_build=True)
 
 
 class InputSpec(Frozen):
