@@ -3,7 +3,8 @@
 Breaker transitions are published at once. Counter and in-flight changes are
 coalesced: at most one snapshot per provider every ``interval_s`` (the TUI
 redraws at ~20 Hz anyway), which keeps the per-request cost of having a
-subscriber near zero. A subscriber that raises is logged and skipped; it
+subscriber near zero. The interval is waited on the router's clock, so on an
+injected clock what subscribers see does not depend on how busy the machine is. A subscriber that raises is logged and skipped; it
 never breaks routing.
 """
 
@@ -11,7 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 
 from router.models import ProviderSnapshot
 
@@ -22,14 +23,18 @@ Subscriber = Callable[[ProviderSnapshot], None]
 
 class SnapshotPublisher:
     def __init__(
-        self, snapshot_of: Callable[[str], ProviderSnapshot], interval_s: float = 0.05
+        self,
+        snapshot_of: Callable[[str], ProviderSnapshot],
+        interval_s: float = 0.05,
+        sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
     ) -> None:
         self._snapshot_of = snapshot_of
         self.interval_s = interval_s
+        self._sleep = sleep
         self._subscribers: list[Subscriber] = []
         self._dirty: set[str] = set()
         self._order: list[str] = []
-        self._timer: asyncio.TimerHandle | None = None
+        self._timer: asyncio.Task[None] | None = None
 
     def subscribe(self, callback: Subscriber) -> Callable[[], None]:
         self._subscribers.append(callback)
@@ -57,7 +62,12 @@ class SnapshotPublisher:
         self._dirty.add(name)
         self._order.append(name)
         if self._timer is None:
-            self._timer = loop.call_later(self.interval_s, self.flush)
+            self._timer = loop.create_task(self._flush_later())
+
+    async def _flush_later(self) -> None:
+        await self._sleep(self.interval_s)
+        self._timer = None
+        self.flush()
 
     def flush(self) -> None:
         if self._timer is not None:

@@ -186,7 +186,9 @@ class SmartModelRouter:
         )
         self._builtin_metrics = ProviderMetrics(self.clock, recency_tau_s=self.policy.recency_tau_s)
         self._totals = TotalsCounter()
-        self._publisher = SnapshotPublisher(self._snapshot_by_name, self.NOTIFY_INTERVAL_S)
+        self._publisher = SnapshotPublisher(
+            self._snapshot_by_name, self.NOTIFY_INTERVAL_S, self.clock.sleep
+        )
         self._shedder = LoadShedder(
             self.clock,
             threshold=self.policy.shed_threshold,

@@ -20,6 +20,7 @@ from tests.tui.pilot_wait import press, until
 from tui.app.app import WorkbenchApp
 from tui.app.run_state import ReplayFold, RunView
 from tui.app.screens.run import RunScreen
+from tui.app.widgets.event_log import LogLines
 from tui.dev.sample_run import research_events, store_events, tie_break_events
 from tui.launch.workbench import Workbench
 
@@ -107,6 +108,11 @@ def drawn(app: WorkbenchApp) -> list[str]:
     ]
 
 
+def log_follows_its_newest_line(screen: RunScreen) -> bool:
+    """The log's scroll to its newest line, done after the next refresh, has been done."""
+    return all(log.scroll_offset.y == log.max_scroll_y for log in screen.query(LogLines))
+
+
 def footer_shown(screen: RunScreen) -> bool:
     """The screen is composed and its footer lists its keys (the footer builds them later)."""
     footers = screen.query(Footer)
@@ -136,6 +142,7 @@ async def test_a_stepped_screen_draws_what_a_fresh_screen_at_that_event_draws(
                 else:
                     screen.seek(where)
                 await pilot.pause()
+                await until(pilot, partial(log_follows_its_newest_line, screen))
                 stepped.append((screen.position, drawn(app)))
             for position, drawing in stepped:
                 fresh = RunScreen(
@@ -148,6 +155,7 @@ async def test_a_stepped_screen_draws_what_a_fresh_screen_at_that_event_draws(
                 app.push_screen(fresh)
                 await until(pilot, partial(footer_shown, fresh))
                 await pilot.pause()
+                await until(pilot, partial(log_follows_its_newest_line, fresh))
                 assert drawing == drawn(app), (run_id, position)
                 app.pop_screen()
                 await until(pilot, partial(is_shown, app, screen))

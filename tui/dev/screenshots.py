@@ -25,6 +25,7 @@ from tui.app.app import WorkbenchApp
 from tui.app.screens.home import HomeScreen
 from tui.app.screens.provider_detail import ProviderDetailScreen
 from tui.app.screens.run import RunScreen
+from tui.app.screens.step_detail import StepDetailScreen
 from tui.app.widgets.dag_view import DagView
 from tui.app.widgets.providers_panel import ProvidersPanel
 from tui.dev.sample_run import (
@@ -174,16 +175,17 @@ def provider_detail(run_id: str, provider: str) -> Scene:
 
 
 def step_detail(run_id: str, step_id: str) -> Scene:
-    """The detail of one step: Enter on it in the graph."""
+    """The detail of one step: the step chosen in the graph, Enter, as a person would."""
 
     async def scene(app: WorkbenchApp) -> None:
-        screen = app.open_run(run_id)
-        await asyncio.sleep(0.2)
-        assert screen is not None, f"{run_id} is in the sample workspace"
+        screen = await shown_run(app, run_id)
         graph = screen.query_one(DagView)
         graph.select(step_id)
         graph.action_open()
-        await asyncio.sleep(0.2)
+        await until(
+            lambda: isinstance(app.screen, StepDetailScreen) and drawn(app, app.screen),
+            f"{step_id}'s detail on screen",
+        )
 
     return scene
 
