@@ -49,7 +49,10 @@ def test_ctrl_c_at_the_prompt_ends_the_run_stored_and_the_process(
         child.close(force=True)
     printed = child.before
     assert child.exitstatus == 5, printed
-    assert "interrupted: the run is stored" in printed
+    assert (
+        "interrupted: the run is stored, CANCELLED; see what it did with workbench runs show"
+        in printed
+    )
     assert "Traceback" not in printed
     assert "Fatal Python error" not in printed  # nothing was left reading the terminal
     assert_intact(workspace, template)

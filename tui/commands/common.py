@@ -173,6 +173,22 @@ def responder_for(mode: str, console: Console) -> InterruptResponder | None:
 # -- driving a run with live output ----------------------------------------------------
 
 
+def interrupted_line(store: RunStore, run_id: str) -> str:
+    """What Ctrl-C left of run ``run_id``, read back from the store, and what the person can do
+    with it: a run the engine closed as CANCELLED is final (``resume`` refuses it); one stopped
+    before the engine closed it is resumable."""
+    try:
+        status = store.get_run(run_id).status
+    except LookupError:
+        return "interrupted: the run had not started; nothing of it was stored"
+    if status.final:
+        return (
+            f"interrupted: the run is stored, {status.value}; "
+            f"see what it did with workbench runs show {run_id}"
+        )
+    return f"interrupted: the run is stored; continue it with workbench resume {run_id}"
+
+
 def drive(
     store: RunStore,
     run_id: str,
@@ -197,10 +213,7 @@ def drive(
     except RunOwned as error:
         raise BadInput(str(error)) from None
     except KeyboardInterrupt:
-        console.print(
-            "[magenta]interrupted: the run is stored; continue it with "
-            f"workbench resume {run_id}[/]"
-        )
+        console.print(f"[magenta]{escape(interrupted_line(store, run_id))}[/]", highlight=False)
         return EXIT_CODES[RunStatus.CANCELLED]
     record = store.get_run(result.run_id)
     console.print(step_table(store.step_results(result.run_id), record.definition.step_ids))
