@@ -437,3 +437,8 @@ def test_the_nesting_limit_is_exact():
     compile_expr("(" * 24 + "1" + ")" * 24)
     with pytest.raises(CelSyntaxError, match="nests too deeply"):
         compile_expr("(" * 25 + "1" + ")" * 25)
+
+
+def test_a_field_named_by_a_string_index_is_read_as_a_dotted_reference() -> None:
+    compiled = compile_expr("steps['draft'].outputs[\"score\"] > 0.5")
+    assert compiled.identifiers == ["steps.draft.outputs.score"]
