@@ -8,6 +8,7 @@ import asyncio
 import time
 from collections import Counter
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -693,5 +694,37 @@ async def test_a_probe_lease_covers_the_health_check_the_call_and_its_own_margin
     assert not runtime.breaker.can_attempt()
     clock.advance(0.01)
     assert runtime.breaker.can_attempt()  # the lease has expired at exactly its end
+    go_on.set()
+    await probe
+
+
+async def test_a_model_probe_lease_covers_its_call_not_a_health_check(
+    fault_server: FaultServer, make_router: RouterFactory, clock: ManualClock, keys: dict
+) -> None:
+    """A model's probe is one real call (no health check: the provider is healthy), so its lease
+    lasts the call's timeout (5 s) plus probe_lease_s (15 s)."""
+    fault_server.set_script({"providers": {"azure": {"fault": {"status": 400}}}})
+    router = make_router(make_config([provider_entry(fault_server, "azure")], probe_lease_s=15))
+    for n in range(5):
+        await router.complete(asking(n))
+    runtime = router._by_name["azure"]
+    assert runtime.provider.has_health_probe
+    model = runtime.models.breaker("azure-model")
+    clock.advance(model.cooldown_remaining())
+    fault_server.set_script({"providers": {}})
+    go_on = asyncio.Event()
+    chat = runtime.provider.chat
+
+    async def stalled_chat(spec: Any, timeout_s: float) -> Any:
+        await go_on.wait()  # the call hangs until the test lets it go on
+        return await chat(spec, timeout_s)
+
+    runtime.provider.chat = stalled_chat  # type: ignore[method-assign]
+    probe = asyncio.ensure_future(router.complete(asking(50)))
+    await until(lambda: not model.can_attempt(), "the model probe takes the lease")
+    clock.advance(5 + 15 - 0.01)
+    assert not model.can_attempt()
+    clock.advance(0.01)
+    assert model.can_attempt()
     go_on.set()
     await probe
