@@ -8,6 +8,7 @@ import asyncio
 import time
 from collections import Counter
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -666,3 +667,64 @@ async def test_a_snapshot_carries_the_breakers_own_reason_for_opening(
     await router.complete(request())
     closed = snap(router, "openai")
     assert closed.state is BreakerState.CLOSED and closed.open_reason is None
+
+
+async def test_a_probe_lease_covers_the_health_check_the_call_and_its_own_margin(
+    fault_server: FaultServer, make_router: RouterFactory, clock: ManualClock, keys: dict
+) -> None:
+    """A probing request holds the lease for its health check's timeout (5 s: the provider's
+    timeout is below probe_timeout_s) plus its call's (5 s) plus probe_lease_s (15 s): however
+    slow the probe, no second one joins it before then, and a lost one frees the provider after."""
+    fault_server.set_script({"providers": {"p": {"sequence": [{"status": 500, "count": 5}]}}})
+    router = make_router(make_config([provider_entry(fault_server, "p")], probe_lease_s=15))
+    await trip(router, "p")
+    runtime = router._by_name["p"]
+    clock.advance(runtime.breaker.cooldown_remaining())
+    go_on = asyncio.Event()
+    check = runtime.provider.health
+
+    async def stalled_check(timeout_s: float) -> RateLimitInfo:
+        await go_on.wait()  # the health check hangs until the test lets it go on
+        return await check(timeout_s)
+
+    runtime.provider.health = stalled_check  # type: ignore[method-assign]
+    probe = asyncio.ensure_future(router.complete(request()))
+    await until(lambda: not runtime.breaker.can_attempt(), "the probe takes the lease")
+    clock.advance(5 + 5 + 15 - 0.01)
+    assert not runtime.breaker.can_attempt()
+    clock.advance(0.01)
+    assert runtime.breaker.can_attempt()  # the lease has expired at exactly its end
+    go_on.set()
+    await probe
+
+
+async def test_a_model_probe_lease_covers_its_call_not_a_health_check(
+    fault_server: FaultServer, make_router: RouterFactory, clock: ManualClock, keys: dict
+) -> None:
+    """A model's probe is one real call (no health check: the provider is healthy), so its lease
+    lasts the call's timeout (5 s) plus probe_lease_s (15 s)."""
+    fault_server.set_script({"providers": {"azure": {"fault": {"status": 400}}}})
+    router = make_router(make_config([provider_entry(fault_server, "azure")], probe_lease_s=15))
+    for n in range(5):
+        await router.complete(asking(n))
+    runtime = router._by_name["azure"]
+    assert runtime.provider.has_health_probe
+    model = runtime.models.breaker("azure-model")
+    clock.advance(model.cooldown_remaining())
+    fault_server.set_script({"providers": {}})
+    go_on = asyncio.Event()
+    chat = runtime.provider.chat
+
+    async def stalled_chat(spec: Any, timeout_s: float) -> Any:
+        await go_on.wait()  # the call hangs until the test lets it go on
+        return await chat(spec, timeout_s)
+
+    runtime.provider.chat = stalled_chat  # type: ignore[method-assign]
+    probe = asyncio.ensure_future(router.complete(asking(50)))
+    await until(lambda: not model.can_attempt(), "the model probe takes the lease")
+    clock.advance(5 + 15 - 0.01)
+    assert not model.can_attempt()
+    clock.advance(0.01)
+    assert model.can_attempt()
+    go_on.set()
+    await probe

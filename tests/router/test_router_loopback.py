@@ -490,3 +490,19 @@ async def test_a_request_waits_once_for_a_bucket_and_goes_when_it_has_room(
         ("metered", "ok"),
     ]
     assert response.attempts[0].detail == "rate-limit bucket has room in 30.00s"
+
+
+async def test_a_bucket_with_room_within_a_second_is_passed_over_with_its_eta(
+    fault_server: FaultServer, make_router: RouterFactory, clock: ManualClock, keys: dict
+) -> None:
+    """A bucket that has room in half a second is still a full bucket now: passed over, and the
+    attempt says when it will have room."""
+    router = make_router(
+        make_config([provider_entry(fault_server, "metered", rpm=2)], capacity_wait_s=0)
+    )
+    for _ in range(2):
+        assert (await router.complete(request())).provider == "metered"
+    clock.advance(29.5)
+    response = await router.complete(request())
+    assert response.provider == "builtin"
+    assert response.attempts[0].detail == "rate-limit bucket has room in 0.50s"
