@@ -23,6 +23,7 @@ pytestmark = pytest.mark.timeout(180)
         ("run", "intake_scope"),
         ("step_detail", "640 in / 280 out tokens"),
         ("provider_detail", "tripped by rate_limit, HTTP 429"),
+        ("approval", "Approve"),
     ],
 )
 async def test_two_runs_write_identical_screenshots(tmp_path: Path, name: str, shown: str) -> None:

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from textual.pilot import Pilot
-from textual.screen import Screen
+from textual.screen import ModalScreen, Screen
 from textual.widgets import Footer
 
 from engine.states import RunStatus
@@ -129,10 +129,16 @@ def drawn(app: WorkbenchApp, screen: Screen[Any]) -> bool:
 
 
 async def shown_run(app: WorkbenchApp, run_id: str) -> RunScreen:
-    """The run screen of ``run_id``, drawn."""
+    """The run screen of ``run_id``, drawn — with the prompt it opens over itself, if any."""
     screen = app.open_run(run_id)
     assert isinstance(screen, RunScreen), f"{run_id} is in the sample workspace"
-    await until(lambda: drawn(app, screen), f"run {run_id} on screen")
+
+    def shown() -> bool:
+        top, below = app.screen_stack[-1], app.screen_stack[-2]
+        prompt_over_it = isinstance(top, ModalScreen) and below is screen
+        return screen.is_mounted and (top is screen or prompt_over_it) and drawn(app, top)
+
+    await until(shown, f"run {run_id} on screen")
     return screen
 
 
