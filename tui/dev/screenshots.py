@@ -205,6 +205,7 @@ SCENES: dict[str, tuple[Scene, tuple[int, int]]] = {
     "report": (open_run("20240501-093000-a1b2c3", "report"), SIZE),
     "round_diff": (open_run("20240501-093000-a1b2c3", "round_diff"), SIZE),
     "outline": (open_run("20240501-101500-d4e5f6"), (72, 40)),
+    "small_terminal": (open_run("20240501-093000-a1b2c3"), (80, 24)),
     "provider_detail": (provider_detail("20240501-101500-d4e5f6", "openai"), SIZE),
     "step_detail": (step_detail("20240501-093000-a1b2c3", SAMPLE_CALL_STEP), SIZE),
 }
