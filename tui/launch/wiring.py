@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import random
 import threading
 from collections.abc import Callable, Mapping
 from contextlib import AsyncExitStack
@@ -74,8 +75,11 @@ def build_workbench_router(
     environ: Mapping[str, str] | None = None,
     transport: httpx.AsyncBaseTransport | None = None,
     clock: Clock | None = None,
+    rng: random.Random | None = None,
 ) -> SmartModelRouter:
-    """The router from ``config`` (None: the environment's provider keys), extractive model built in."""
+    """The router from ``config`` (None: the environment's provider keys), extractive model built in.
+
+    ``clock`` and ``rng`` (the throttle's and the jitter's draws) are injected by tests."""
     env = environ if environ is not None else os.environ
     resolved = config if config is not None else effective_router_config(None, env)
     return build_router(
@@ -84,6 +88,7 @@ def build_workbench_router(
         task_handlers=extractive_handlers(),
         clock=clock,
         transport=transport,
+        rng=rng,
         environ=env,
     )
 
