@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import yaml
 from pydantic import BaseModel, ConfigDict
@@ -21,8 +21,10 @@ from research.evidence import Claim, EvidenceMap, Source
 from research.policy import RoundRecord
 from research.references import link_key
 from research.sources import SourcePolicy
-from research.tasks import SynthesisAnswer
 from research.text import SELF_REFERENCE, depends_on_context
+
+if TYPE_CHECKING:
+    from research.tasks import SynthesisAnswer
 
 FLAGGED_STATUSES = frozenset({"superseded", "rejected", "withdrawn", "deferred"})
 """Statuses a citation must show where it is used: the document is not in force."""

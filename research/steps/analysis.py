@@ -8,16 +8,17 @@ cites is refused (NO_PROVENANCE) at the validated-result stage.
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from engine.context import StepContext
 from engine.steps import step
 from research.evidence import Claim, quote_in
-from research.pipeline import ModelPipeline, ModelStage
 from research.state import latest_state, round_of
 from research.steps.common import Frozen, RoundInput, passage_inputs
-from research.tasks import AnalysisAnswer, Answer
 from research.text import normalize_space
+
+if TYPE_CHECKING:
+    from research.tasks import Answer
 
 CLAIMS_PER_SUB_QUESTION = 2
 
@@ -31,6 +32,9 @@ class AnalysisOutput(Frozen):
 
 
 async def analyse(ctx: StepContext, lens: Literal["ai", "swe"]) -> AnalysisOutput:
+    from research.pipeline import ModelPipeline, ModelStage
+    from research.tasks import AnalysisAnswer
+
     state = latest_state(ctx)
     round_number = round_of(ctx)
     evidence = state.evidence

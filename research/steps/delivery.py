@@ -19,7 +19,6 @@ from research.ci import weights_named
 from research.coalesce import CoalesceResult, coalesce
 from research.events import COALESCED, validated
 from research.evidence import Claim, EvidenceMap
-from research.pipeline import ModelPipeline, ModelStage
 from research.report import (
     Citation,
     citations_for,
@@ -31,7 +30,6 @@ from research.report import (
 )
 from research.state import supervisor_states
 from research.steps.common import Frozen, RoundInput
-from research.tasks import SynthesisAnswer
 
 RUNS_DIR_EXTRA = "research.runs_dir"
 """``StepServices.extras`` key: the folder holding one sub-folder per run (<workspace>/runs)."""
@@ -51,6 +49,9 @@ class SynthesisOutput(Frozen):
 @step("research.final_synthesis")
 async def final_synthesis(ctx: StepContext, inp: RoundInput) -> SynthesisOutput:
     """Coalesce the rounds (best-of-N by CI), decide delivery, compose the cited report."""
+    from research.pipeline import ModelPipeline, ModelStage
+    from research.tasks import SynthesisAnswer
+
     states = supervisor_states(ctx)
     if not states:
         raise RuntimeError(f"{ctx.step_id}: no scored round upstream")

@@ -12,11 +12,9 @@ from engine.steps import step
 from research.ci import weights_named
 from research.dates import parse_iso_day
 from research.evidence import EvidenceMap, SubQuestion
-from research.pipeline import ModelPipeline, ModelStage
 from research.sources import DOMAINS, SourcePolicy, effective_date, resolve_window
 from research.state import Params, ResearchState
 from research.steps.common import Frozen, RoundInput
-from research.tasks import ScopeAnswer
 
 WINDOW_PROBE_LIMIT = 60
 MIN_SOURCE_AUTHORITY = 0.5
@@ -94,6 +92,9 @@ class IntakeOutput(Frozen):
 @step("research.intake_scope")
 async def intake_scope(ctx: StepContext, inp: IntakeInput) -> IntakeOutput:
     """Decompose the question into sub-questions (the plan a person approves)."""
+    from research.pipeline import ModelPipeline, ModelStage
+    from research.tasks import ScopeAnswer
+
     stage = ModelStage(
         task="research.scope",
         schema=ScopeAnswer,

@@ -26,11 +26,9 @@ from pydantic import Field
 from engine.context import StepContext
 from engine.steps import step
 from research.evidence import Passage, Source, SubQuestion
-from research.pipeline import ModelPipeline, ModelStage
 from research.references import relation_rank
 from research.state import PlannedBranch, ResearchState, latest_state, round_of
 from research.steps.common import Frozen, RoundInput, passage_from_hit, source_from_hit
-from research.tasks import HypothesesAnswer, ReactStep
 from research.text import terms
 
 PROBE_LIMIT = 6
@@ -116,6 +114,9 @@ class HypothesesOutput(Frozen):
 @step("research.hypothesis_tree_tot")
 async def hypothesis_tree_tot(ctx: StepContext, inp: RoundInput) -> HypothesesOutput:
     """Tree of Thoughts over search strategies: branches scored, the weakest pruned."""
+    from research.pipeline import ModelPipeline, ModelStage
+    from research.tasks import HypothesesAnswer
+
     state = latest_state(ctx)
     round_number = round_of(ctx)
     targets = target_sub_questions(state, round_number)
@@ -209,6 +210,9 @@ class RetrievalOutput(Frozen):
 @step("research.retrieval_react")
 async def retrieval_react(ctx: StepContext, inp: RoundInput) -> RetrievalOutput:
     """ReAct retrieval: search, read, refine, within a bound on tool calls."""
+    from research.pipeline import ModelPipeline, ModelStage
+    from research.tasks import ReactStep
+
     state = latest_state(ctx)
     round_number = round_of(ctx)
     recency_mode = state.round < round_number

@@ -16,11 +16,9 @@ from pydantic import Field
 from engine.context import StepContext
 from engine.steps import step
 from research.evidence import Claim, Contradiction, Passage, Source
-from research.pipeline import ModelPipeline, ModelStage
 from research.scoring import is_critical
 from research.state import ResearchState, latest_state, round_claims, round_of
 from research.steps.common import Frozen, RoundInput, passage_from_hit, source_from_hit
-from research.tasks import ContradictionAnswer, VerificationAnswer, VerificationPlan
 
 MAX_ATTEMPTS = 3
 CANDIDATES_PER_CLAIM = 4
@@ -41,6 +39,9 @@ class VerificationOutput(Frozen):
 @step("research.cove_verify")
 async def cove_verify(ctx: StepContext, inp: RoundInput) -> VerificationOutput:
     """Verify claims against independent sources; find contradictions."""
+    from research.pipeline import ModelPipeline, ModelStage
+    from research.tasks import ContradictionAnswer, VerificationAnswer, VerificationPlan
+
     state = latest_state(ctx)
     round_number = round_of(ctx)
     evidence = state.evidence.add_claims(round_claims(ctx, round_number))

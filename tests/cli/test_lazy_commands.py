@@ -79,6 +79,26 @@ def test_validate_imports_only_the_step_families_and_checks_the_file_needs() -> 
     assert not {m for m in loaded if m.startswith("engine.agents")}
 
 
+RESEARCH_STEP_IMPLEMENTATION = (
+    "research.pipeline",
+    "research.extractive",
+    "research.tasks",
+    "research.questions",
+    "research.prompts",
+)
+"""What research's steps run (the model pipeline, the task schemas, the built-in extractive
+model and its question planner, the prompts), beside the router the pipeline calls."""
+
+
+def test_validate_of_research_steps_imports_their_models_not_what_runs_them() -> None:
+    """Checking a workflow of research steps needs each step's name and its input and output
+    models; the model pipeline, the task schemas and the router load when a step runs."""
+    loaded = modules_loaded_by("validate", str(DEEP_RESEARCH))
+    assert {"research.steps.intake", "research.steps.delivery"} <= loaded
+    assert not loaded & set(RESEARCH_STEP_IMPLEMENTATION)
+    assert not {m for m in loaded if m.split(".")[0] == "router"}
+
+
 RUN_MACHINERY_PACKAGES = ("textual", "rich", "httpx", "asyncio", "langgraph", "networkx")
 """What shows, prints, serves or schedules a run: `validate` needs none of them."""
 RUN_MACHINERY_MODULES = (
