@@ -13,9 +13,8 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict
-
 from research.ci import Weights, confidence_index
+from research.frozen import Frozen
 from research.matrix import DIMENSIONS
 from research.policy import RoundRecord
 
@@ -41,9 +40,7 @@ DISCLAIMERS: dict[str, str] = {
 }
 
 
-class CoalesceResult(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
+class CoalesceResult(Frozen):
     selected_round: int
     confidence_level: ConfidenceLevel
     best_ci: float

@@ -9,10 +9,11 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, ValidationError
+from pydantic import ValidationError
 
 from engine.event_lines import EventLine, counted
 from engine.events import Domain
+from research.frozen import Frozen
 from research.matrix import Dimension, Tier
 
 STAGE = "research.stage"
@@ -32,8 +33,8 @@ StageName = Literal[
 Refusal = Literal["NO_PROVENANCE", "BUDGET_EXCEEDED", "PROVIDER_UNAVAILABLE", "CONTEXT_TOO_SMALL"]
 
 
-class Payload(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
+class Payload(Frozen):
+    """The fields of one research event."""
 
 
 class StagePayload(Payload):

@@ -9,7 +9,9 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
+
+from research.frozen import Frozen
 
 Tier = Literal["Elite", "High", "Medium", "Low"]
 Dimension = Literal["coverage", "source_quality", "agreement", "verification", "recency"]
@@ -36,9 +38,7 @@ def tier_of(score: float) -> Tier:
     return "Low"
 
 
-class DimensionScores(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
+class DimensionScores(Frozen):
     coverage: float = Field(ge=0.0, le=1.0)
     source_quality: float = Field(ge=0.0, le=1.0)
     agreement: float = Field(ge=0.0, le=1.0)

@@ -25,9 +25,10 @@ from __future__ import annotations
 from collections.abc import Collection
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
 from research.ci import Weights, confidence_index
+from research.frozen import Frozen
 from research.matrix import DimensionScores
 from research.scoring import RoundMeasures
 
@@ -39,10 +40,8 @@ StopReason = Literal["gate_passed", "contradiction_veto", "patience", "max_round
 REMEDIATIONS: tuple[Remediation, ...] = ("full", "verification", "recency")
 
 
-class RoundRecord(BaseModel):
+class RoundRecord(Frozen):
     """One scored round as the supervisor recorded it (also the sensitivity analysis's input)."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
 
     round: int = Field(ge=1)
     scores: DimensionScores
@@ -68,9 +67,7 @@ class RoundRecord(BaseModel):
         return self.critical_contradictions > 0
 
 
-class StopDecision(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
+class StopDecision(Frozen):
     decision: Decision
     stop_reason: StopReason | None
     remediation: Remediation | None

@@ -13,11 +13,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import yaml
-from pydantic import BaseModel, ConfigDict
 
 from engine.model_answers import ModelAnswers, disclosure
 from research.coalesce import DISCLAIMERS, TARGET_CI, CoalesceResult
 from research.evidence import Claim, EvidenceMap, Source
+from research.frozen import Frozen
 from research.policy import RoundRecord
 from research.references import link_key
 from research.sources import SourcePolicy
@@ -34,9 +34,7 @@ GATE_TARGET = (
 )
 
 
-class Citation(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
+class Citation(Frozen):
     number: int
     claim_id: str
     claim: str

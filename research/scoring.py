@@ -15,16 +15,13 @@ High authority, that contradict, neither source superseded.
 
 from __future__ import annotations
 
-from pydantic import BaseModel, ConfigDict
-
 from research.evidence import Contradiction, EvidenceMap
+from research.frozen import Frozen
 from research.matrix import DimensionScores
 from research.sources import HIGH_AUTHORITY, SourcePolicy, effective_date
 
 
-class RoundMeasures(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
+class RoundMeasures(Frozen):
     scores: DimensionScores
     recent_sources: int
     recent_floor: int

@@ -11,10 +11,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict
-
 from research.ci import WEIGHT_SETS, Weights, confidence_index, normalized
 from research.coalesce import TARGET_CI, coalesce
+from research.frozen import Frozen
 from research.matrix import DIMENSIONS, DimensionScores
 from research.policy import HARD_MAX_ROUNDS, RoundRecord, decide
 from research.scoring import RoundMeasures
@@ -29,9 +28,7 @@ ADR003_FLOORS = {
 PERTURBATION = 0.05
 
 
-class VariantOutcome(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
+class VariantOutcome(Frozen):
     variant: str
     stop_round: int
     selected_round: int

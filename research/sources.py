@@ -15,7 +15,9 @@ from __future__ import annotations
 from datetime import date, timedelta
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
+
+from research.frozen import Frozen
 
 Domain = Literal["technology", "academic", "current_events", "finance", "reference"]
 DOMAINS: tuple[str, ...] = ("technology", "academic", "current_events", "finance", "reference")
@@ -46,10 +48,8 @@ UNKNOWN_STATUS_AUTHORITY = 0.7
 HIGH_AUTHORITY = 0.75
 
 
-class SourcePolicy(BaseModel):
+class SourcePolicy(Frozen):
     """What source_policy decided for this run; every later step reads it."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
 
     as_of: str
     domain: str | None = None

@@ -12,10 +12,11 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
 from engine.context import StepContext
 from research.evidence import Claim, EvidenceMap
+from research.frozen import Frozen
 from research.policy import Remediation, RoundRecord
 from research.sources import SourcePolicy
 
@@ -32,26 +33,20 @@ POSITION = {
 }
 
 
-class Params(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
+class Params(Frozen):
     max_rounds: int = Field(default=4, ge=1, le=4)
     patience: int = Field(default=1, ge=0)
     weights: str = "proposed"
     collections: list[str] = Field(default_factory=list)
 
 
-class PlannedBranch(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
+class PlannedBranch(Frozen):
     sub_question: str
     query: str
     score: float
 
 
-class ResearchState(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
+class ResearchState(Frozen):
     revision: int
     kind: str = "definition"
     """The question's kind (research.questions): the report gives a history a timeline."""

@@ -11,13 +11,14 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
+from research.frozen import Frozen
 from research.questions import QuestionKind
 
 
-class Answer(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
+class Answer(Frozen):
+    """The structured answer a model gives to one research task."""
 
 
 class PlannedSubQuestion(Answer):

@@ -4,10 +4,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from research.evidence import EvidenceMap, Frozen, Passage, Source
+from research.evidence import EvidenceMap, Passage, Source
+from research.frozen import Frozen
 from research.sources import authority_of
 
-__all__ = ["Frozen", "RoundInput", "passage_from_hit", "passage_inputs", "source_from_hit"]
+__all__ = ["RoundInput", "passage_from_hit", "passage_inputs", "source_from_hit"]
 
 
 class RoundInput(Frozen):

@@ -17,8 +17,8 @@ from engine.context import InterruptAnswer, InterruptRequest, StepContext
 from engine.steps import step
 from research.ci import weights_named
 from research.coalesce import CoalesceResult, coalesce
-from research.events import COALESCED, validated
 from research.evidence import Claim, EvidenceMap
+from research.frozen import Frozen
 from research.report import (
     Citation,
     citations_for,
@@ -29,7 +29,7 @@ from research.report import (
     write_artifacts,
 )
 from research.state import supervisor_states
-from research.steps.common import Frozen, RoundInput
+from research.steps.common import RoundInput
 
 RUNS_DIR_EXTRA = "research.runs_dir"
 """``StepServices.extras`` key: the folder holding one sub-folder per run (<workspace>/runs)."""
@@ -49,6 +49,7 @@ class SynthesisOutput(Frozen):
 @step("research.final_synthesis")
 async def final_synthesis(ctx: StepContext, inp: RoundInput) -> SynthesisOutput:
     """Coalesce the rounds (best-of-N by CI), decide delivery, compose the cited report."""
+    from research.events import COALESCED, validated
     from research.pipeline import ModelPipeline, ModelStage
     from research.tasks import SynthesisAnswer
 

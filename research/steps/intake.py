@@ -12,9 +12,10 @@ from engine.steps import step
 from research.ci import weights_named
 from research.dates import parse_iso_day
 from research.evidence import EvidenceMap, SubQuestion
+from research.frozen import Frozen
 from research.sources import DOMAINS, SourcePolicy, effective_date, resolve_window
 from research.state import Params, ResearchState
-from research.steps.common import Frozen, RoundInput
+from research.steps.common import RoundInput
 
 WINDOW_PROBE_LIMIT = 60
 MIN_SOURCE_AUTHORITY = 0.5

@@ -26,9 +26,10 @@ from pydantic import Field
 from engine.context import StepContext
 from engine.steps import step
 from research.evidence import Passage, Source, SubQuestion
+from research.frozen import Frozen
 from research.references import relation_rank
 from research.state import PlannedBranch, ResearchState, latest_state, round_of
-from research.steps.common import Frozen, RoundInput, passage_from_hit, source_from_hit
+from research.steps.common import RoundInput, passage_from_hit, source_from_hit
 from research.text import terms
 
 PROBE_LIMIT = 6

@@ -14,12 +14,12 @@ from typing import Literal
 from engine.context import StepContext
 from engine.steps import step
 from research.ci import confidence_index, weights_named
-from research.events import ROUND_SCORED, validated
 from research.evidence import EvidenceMap
+from research.frozen import Frozen
 from research.policy import Remediation, RoundRecord, changes_from, decide
 from research.scoring import RoundMeasures, score_evidence
 from research.state import ResearchState, latest_state, round_of
-from research.steps.common import Frozen, RoundInput
+from research.steps.common import RoundInput
 from research.steps.retrieval import subject_query
 from research.steps.verification import MAX_ATTEMPTS
 
@@ -107,6 +107,8 @@ async def movable_remediations(ctx: StepContext, state: ResearchState) -> list[R
 @step("research.supervisor")
 async def supervisor(ctx: StepContext, inp: RoundInput) -> SupervisorOutput:
     """Apply the stop policy: veto, gate, R4 bound, patience; choose the next round's remediation."""
+    from research.events import ROUND_SCORED, validated
+
     state = latest_state(ctx)
     round_number = round_of(ctx)
     measures = score_evidence(state.evidence, state.policy)

@@ -85,9 +85,11 @@ RESEARCH_STEP_IMPLEMENTATION = (
     "research.tasks",
     "research.questions",
     "research.prompts",
+    "research.events",
 )
-"""What research's steps run (the model pipeline, the task schemas, the built-in extractive
-model and its question planner, the prompts), beside the router the pipeline calls."""
+"""What only running research's steps needs (the model pipeline, the task schemas, the built-in
+extractive model and its question planner, the prompts, the event payloads), beside the router
+the pipeline calls."""
 
 
 def test_validate_of_research_steps_imports_their_models_not_what_runs_them() -> None:
