@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import errno
 import os
-import sqlite3
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -49,19 +48,6 @@ _DAMAGED = (
     "started; nothing in it was changed"
 )
 _IO = "its disk reported an I/O error ({detail}) — check that the disk has free space and works"
-
-_SQLITE_CODES = {
-    sqlite3.SQLITE_FULL: _FULL,
-    sqlite3.SQLITE_READONLY: _READ_ONLY,
-    sqlite3.SQLITE_PERM: _READ_ONLY,
-    sqlite3.SQLITE_CANTOPEN: _READ_ONLY,
-    sqlite3.SQLITE_BUSY: _LOCKED,
-    sqlite3.SQLITE_LOCKED: _LOCKED,
-    sqlite3.SQLITE_CORRUPT: _DAMAGED,
-    sqlite3.SQLITE_NOTADB: _DAMAGED,
-    sqlite3.SQLITE_IOERR: _IO,
-}
-"""SQLite primary result codes (extended codes are reduced to these) -> what to say."""
 
 _ERRNOS = {
     errno.ENOSPC: _FULL,
@@ -121,6 +107,29 @@ def _one_line_errors() -> tuple[type[BaseException], ...]:
     return (StoreFileError, StatsFileError, RunOwned, UnknownRun, RunNotResumable, InputError)
 
 
+def _sqlite_template(error: BaseException) -> str | None:
+    """What to say of an SQLite error, by its primary result code (extended codes are reduced
+    to these); None for any other error. sqlite3 is imported when a failure happens, as the
+    typed errors are: `--help` and `validate` open no database."""
+    import sqlite3
+
+    if not isinstance(error, sqlite3.Error):
+        return None
+    code = getattr(error, "sqlite_errorcode", None)
+    templates = {
+        sqlite3.SQLITE_FULL: _FULL,
+        sqlite3.SQLITE_READONLY: _READ_ONLY,
+        sqlite3.SQLITE_PERM: _READ_ONLY,
+        sqlite3.SQLITE_CANTOPEN: _READ_ONLY,
+        sqlite3.SQLITE_BUSY: _LOCKED,
+        sqlite3.SQLITE_LOCKED: _LOCKED,
+        sqlite3.SQLITE_CORRUPT: _DAMAGED,
+        sqlite3.SQLITE_NOTADB: _DAMAGED,
+        sqlite3.SQLITE_IOERR: _IO,
+    }
+    return templates.get(code & 0xFF) if isinstance(code, int) else None
+
+
 def _leaves(error: BaseException) -> Iterator[BaseException]:
     """``error`` itself, or every exception an exception group holds, depth first."""
     if isinstance(error, BaseExceptionGroup):
@@ -152,11 +161,8 @@ def _first_line(error: BaseException) -> str:
 def _explain_one(error: BaseException, workspace: Path) -> str | None:
     if isinstance(error, _one_line_errors()):
         return _first_line(error)
-    if isinstance(error, sqlite3.Error):
-        code = getattr(error, "sqlite_errorcode", None)
-        template = _SQLITE_CODES.get(code & 0xFF) if isinstance(code, int) else None
-        if template is None:
-            return None
+    template = _sqlite_template(error)
+    if template is not None:
         message = f"the workspace {workspace}: " + template.format(detail=_first_line(error))
         return message + (_RUN_HINT if template in (_FULL, _IO) else "")
     if isinstance(error, OSError) and error.errno in _ERRNOS:

@@ -46,7 +46,11 @@ def test_help_loads_no_command_module() -> None:
     assert not {
         m for m in loaded if m.startswith("tui.commands.") and m != "tui.commands.root_options"
     }
-    assert not {m for m in loaded if m.split(".")[0] in ("textual", "router", "research", "engine")}
+    assert not {
+        m
+        for m in loaded
+        if m.split(".")[0] in ("textual", "router", "research", "engine", "sqlite3")
+    }
 
 
 def test_validate_loads_neither_the_app_nor_the_router_wiring() -> None:
@@ -101,8 +105,8 @@ def test_validate_of_research_steps_imports_their_models_not_what_runs_them() ->
     assert not {m for m in loaded if m.split(".")[0] == "router"}
 
 
-RUN_MACHINERY_PACKAGES = ("textual", "rich", "httpx", "asyncio", "langgraph", "networkx")
-"""What shows, prints, serves or schedules a run: `validate` needs none of them."""
+RUN_MACHINERY_PACKAGES = ("textual", "rich", "httpx", "asyncio", "langgraph", "networkx", "sqlite3")
+"""What shows, prints, serves, stores or schedules a run: `validate` needs none of them."""
 RUN_MACHINERY_MODULES = (
     "engine.store",
     "engine.headless",
