@@ -121,6 +121,7 @@ async def test_an_invalid_answer_costs_what_it_generated(
     fault_server.responder = lambda task, inputs, raw: (
         {"wrong": "shape"} if raw.get("model") == "weak-model" else {"verdict": "v", "score": 0.9}
     )
+    fault_server.set_script({"providers": {"weak": {"limits": {"rpm": 3}}}})
     chat_takes(fault_server, clock, 0.5)
     router = make_router(
         make_config(
@@ -144,3 +145,40 @@ async def test_an_invalid_answer_costs_what_it_generated(
     weak = {s.name: s for s in router.snapshot()}["weak"]
     assert weak.cost_usd_total == pytest.approx(failed.cost_usd)
     assert (weak.failures_total, weak.recent_latencies_s) == (1, [0.5])
+    assert (weak.rpm_limit, weak.rpm_remaining) == (3, 2)  # its rate-limit headers were read
+
+
+async def test_a_provider_that_raises_is_a_failed_attempt_not_an_escape(
+    fault_server: FaultServer, make_router: RouterFactory, clock: ManualClock, keys: dict
+) -> None:
+    router = make_router(
+        make_config(
+            [
+                provider_entry(fault_server, "buggy", weight=1000.0),
+                provider_entry(fault_server, "sound"),
+            ]
+        )
+    )
+
+    async def broken(spec: object, timeout_s: float) -> object:
+        clock.advance(0.5)
+        raise KeyError("adapter bug")
+
+    router._by_name["buggy"].provider.chat = broken  # type: ignore[method-assign]
+    response = await router.complete(request())
+    assert response.provider == "sound"
+    assert response.attempts[0] == Attempt(
+        provider="buggy",
+        model="buggy-model",
+        tier=1,
+        outcome="failed",
+        error_class="bad_response",
+        latency_s=0.5,
+        detail="KeyError in the provider",
+    )
+    buggy = {s.name: s for s in router.snapshot()}["buggy"]
+    assert (buggy.failures_total, buggy.last_error, buggy.recent_latencies_s) == (
+        1,
+        "bad_response",
+        [],  # no status: no latency of an answer to record
+    )
