@@ -100,3 +100,71 @@ async def test_a_bucket_with_room_exactly_at_the_end_of_the_budget_is_waited_for
         ("metered", "skipped", "rate-limit bucket has room in 30.00s"),
         ("metered", "ok", ""),
     ]
+
+
+async def test_of_two_full_buckets_the_request_waits_for_the_sooner(
+    fault_server: FaultServer, make_router: RouterFactory, clock: ManualClock, keys: dict
+) -> None:
+    """One bucket has room in 30 s, the other in 15 s; a 20 s budget is enough for the sooner."""
+    router = make_router(
+        make_config(
+            [
+                provider_entry(fault_server, "slowfill", rpm=2),
+                provider_entry(fault_server, "fastfill", rpm=4),
+            ],
+            capacity_wait_s=20,
+        )
+    )
+    for _ in range(6):  # both buckets emptied
+        assert (await router.complete(request())).provider in ("slowfill", "fastfill")
+    waiting = asyncio.ensure_future(router.complete(request()))
+    await until(lambda: clock.pending_sleepers == 1, "the request sleeps for the sooner bucket")
+    clock.advance(20)
+    await until(waiting.done, "the request goes once the sooner bucket has room")
+    response = waiting.result()
+    assert response.provider == "fastfill"
+    assert sorted(a.detail for a in response.attempts[:2]) == [
+        "rate-limit bucket has room in 15.00s",
+        "rate-limit bucket has room in 30.00s",
+    ]
+
+
+async def test_the_wait_for_capacity_ends_at_the_requests_deadline(
+    fault_server: FaultServer, make_router: RouterFactory, clock: ManualClock, keys: dict
+) -> None:
+    """A 60 s budget, but the request has 10 s: room in 30 s is not waited for."""
+    router = make_router(
+        make_config([provider_entry(fault_server, "metered", rpm=2)], capacity_wait_s=60)
+    )
+    for _ in range(2):
+        assert (await router.complete(request())).provider == "metered"
+    response = await router.complete(request(timeout_s=10))
+    assert [(a.provider, a.detail) for a in response.attempts][1:] == [
+        ("router", "no capacity freed within the wait budget"),
+        ("builtin", ""),
+    ]
+    assert clock.pending_sleepers == 0
+
+
+async def test_the_jittered_wait_lies_between_one_and_two_etas(
+    fault_server: FaultServer, make_router: RouterFactory, clock: ManualClock, keys: dict
+) -> None:
+    """Room in 30 s, a budget of 100 s: the request sleeps once, at least 30 s and under 60 s
+    (full jitter over one more eta), then goes."""
+    router = make_router(
+        make_config([provider_entry(fault_server, "metered", rpm=2)], capacity_wait_s=100)
+    )
+    for _ in range(2):
+        assert (await router.complete(request())).provider == "metered"
+    waiting = asyncio.ensure_future(router.complete(request()))
+    await until(lambda: clock.pending_sleepers == 1, "the request sleeps")
+    clock.advance(29.99)
+    for _ in range(20):
+        await asyncio.sleep(0)
+    assert not waiting.done()
+    clock.advance(30.0)
+    await until(waiting.done, "the request goes within two etas")
+    assert [(a.provider, a.outcome) for a in waiting.result().attempts] == [
+        ("metered", "skipped"),
+        ("metered", "ok"),
+    ]
