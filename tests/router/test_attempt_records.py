@@ -94,6 +94,7 @@ async def test_a_failure_then_an_answer_are_recorded_whole(
     assert (snaps["first"].last_error, snaps["first"].last_error_status) == ("server", 503)
     assert (snaps["second"].requests_total, snaps["second"].successes_total) == (1, 1)
     assert snaps["second"].recent_latencies_s == [0.25]
+    assert snaps["second"].throttle_reject_p == 0.0  # settled as accepted
     assert snaps["second"].cost_usd_total == round(cost, 6)
     assert snaps["first"].cost_usd_total == 0.0
 
@@ -167,6 +168,7 @@ async def test_a_provider_that_raises_is_a_failed_attempt_not_an_escape(
     router._by_name["buggy"].provider.chat = broken  # type: ignore[method-assign]
     response = await router.complete(request())
     assert response.provider == "sound"
+    assert response.cost_usd == 0.0  # a model with no known price costs nothing
     assert response.attempts[0] == Attempt(
         provider="buggy",
         model="buggy-model",

@@ -162,3 +162,22 @@ async def test_a_models_reason_names_what_its_last_refusal_said(
     assert snap(router, "azure").unhealthy_models == {
         "azure-model": f"OPEN: 5 different requests failed: {detail}"
     }
+
+
+async def test_a_provider_that_answered_then_tripped_is_passed_over_as_open(
+    fault_server: FaultServer, make_router: RouterFactory, keys: dict
+) -> None:
+    """An answer leaves nothing behind that would later read as a misconfiguration."""
+    fault_server.set_script(
+        {"providers": {"openai": {"sequence": ["ok", {"status": 500, "count": 5}]}}}
+    )
+    router = make_router(make_config([provider_entry(fault_server, "openai")]))
+    assert (await router.complete(request())).provider == "openai"
+    breaker = router._by_name["openai"].breaker
+    for _ in range(100):
+        if breaker.state is BreakerState.OPEN:
+            break
+        await router.complete(request())
+    passed_over = await router.complete(request())
+    assert passed_over.attempts[0].detail.startswith("OPEN, next probe in ")
+    assert not snap(router, "openai").misconfigured
