@@ -74,6 +74,14 @@ async def test_a_fallback_answer_is_recorded_whole(
     builtin = {s.name: s for s in router.snapshot()}["builtin"]
     assert (builtin.requests_total, builtin.successes_total, builtin.fallback_total) == (1, 1, 1)
     assert builtin.recent_latencies_s == [0.25]
+    assert (builtin.kind, builtin.state, builtin.models) == (
+        "builtin",
+        "CLOSED",
+        {0: "builtin-extractive"},
+    )
+    assert (builtin.success_rate, builtin.in_flight, builtin.bulkhead_size) == (1.0, 0, 8)
+    latencies = (builtin.ema_latency_s, builtin.p50_latency_s, builtin.p95_latency_s)
+    assert latencies + (builtin.p99_latency_s,) == (0.25, 0.25, 0.25, 0.25)
     await router.flush_stats()
     store = StatsStore(stats)
     try:
@@ -96,9 +104,12 @@ async def test_a_failing_handler_is_recorded_as_the_builtins_failure(
     )
     with pytest.raises(BuiltinHandlerError, match="ZeroDivisionError raised by the handler"):
         await router.complete(request(task="broken"))
+    clock.advance(7.0)  # the failure's recency fades: a health score of many digits
     builtin = {s.name: s for s in router.snapshot()}["builtin"]
     assert (builtin.requests_total, builtin.failures_total, builtin.fallback_total) == (1, 1, 0)
     assert builtin.recent_latencies_s == []
+    score = router._builtin_metrics.health_score()
+    assert builtin.health_score == round(score, 4) != round(score, 5)
     await router.flush_stats()
     with sqlite3.connect(stats) as db:
         rows = db.execute(
