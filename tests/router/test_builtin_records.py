@@ -75,7 +75,7 @@ async def test_a_fallback_answer_is_recorded_whole(
     assert (builtin.requests_total, builtin.successes_total, builtin.fallback_total) == (1, 1, 1)
     assert builtin.recent_latencies_s == [0.25]
     assert (builtin.kind, builtin.state, builtin.models) == (
-        "builtin",
+        "local",
         "CLOSED",
         {0: "builtin-extractive"},
     )
