@@ -15,6 +15,7 @@ from router.clock import ManualClock
 from router.errors import BuiltinHandlerError, NoHandlerError
 from router.fault_server import FaultServer, RecordedRequest
 from router.local import TaskHandlerRegistry
+from router.metrics import ProviderMetrics
 from router.models import Attempt, ChatRequest, Usage
 from router.stats import StatsStore
 
@@ -130,3 +131,45 @@ async def test_no_handler_says_how_many_remote_attempts_were_made(
         await router.complete(request(task="unknown_task"))
     assert "no provider could answer task 'unknown_task': 2 remote attempt(s)" in str(raised.value)
     assert raised.value.task == "unknown_task"
+
+
+async def test_the_builtins_health_fades_back_at_the_policys_pace(
+    make_router: RouterFactory, clock: ManualClock
+) -> None:
+    """A failure weighs on the built-in provider's health score for ``recency_tau_s``, the
+    policy's (10 s here), as it does for every other provider."""
+    router = make_router(
+        make_config([], builtin_in_thread=False, recency_tau_s=10.0),
+        task_handlers=registry_taking(clock, 0.25),
+    )
+    with pytest.raises(BuiltinHandlerError):
+        await router.complete(request(task="broken"))
+    oracle = ProviderMetrics(clock, recency_tau_s=10.0)
+    oracle.record(False, None)
+    clock.advance(7.0)
+    builtin = {s.name: s for s in router.snapshot()}["builtin"]
+    assert builtin.health_score == round(oracle.health_score(), 4)
+
+
+async def test_the_builtins_record_survives_a_restart(
+    fault_server: FaultServer,
+    make_router: RouterFactory,
+    clock: ManualClock,
+    keys: dict,
+    tmp_path: Path,
+) -> None:
+    fault_server.set_script({"providers": {"openai": {"fault": {"status": 500}}}})
+    stats = tmp_path / "stats.sqlite3"
+    config = make_config([provider_entry(fault_server, "openai")], builtin_in_thread=False)
+    handlers = registry_taking(clock, 0.25)
+    first = make_router(config, task_handlers=handlers, stats_path=stats)
+    await first.complete(request())
+    with pytest.raises(BuiltinHandlerError):
+        await first.complete(request(task="broken"))
+    before = {s.name: s for s in first.snapshot()}["builtin"]
+    await first.aclose()
+    second = make_router(config, task_handlers=handlers, stats_path=stats)
+    after = {s.name: s for s in second.snapshot()}["builtin"]
+    assert (after.requests_total, after.successes_total, after.failures_total) == (2, 1, 1)
+    assert (after.fallback_total, after.recent_latencies_s) == (1, [0.25])
+    assert after.success_rate == before.success_rate == 0.5

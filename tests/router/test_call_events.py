@@ -21,6 +21,7 @@ async def test_subscribers_see_the_called_provider_busy_then_free(
     router.subscribe(seen.append)
     call = asyncio.ensure_future(router.complete(request()))
     await until(lambda: fault_server.held == 1, "the answer is half-sent and held")
+    assert clock.pending_sleepers == 1  # the coalescing waits on the router's clock
     clock.advance(router.NOTIFY_INTERVAL_S)
     await until(lambda: bool(seen), "the coalesced snapshot is published")
     assert [(s.name, s.in_flight) for s in seen] == [("openai", 1)]

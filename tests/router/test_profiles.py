@@ -1,5 +1,6 @@
 """Model profiles in the chain: an unknown one is noted on the request and warned about once;
-a known one's chain is its own, not reused for requests without it. Real loopback calls."""
+a known one's chain is its own, not reused for requests without it. Real loopback calls. And a
+configuration the router cannot serve is refused naming the provider."""
 
 from __future__ import annotations
 
@@ -9,7 +10,9 @@ import pytest
 
 from router.config import RouterConfig, load_router_config
 from router.fault_server import FaultServer
+from router.local import TaskHandlerRegistry
 from router.models import Attempt
+from router.router import SmartModelRouter
 
 from .conftest import RouterFactory, provider_entry, request
 
@@ -57,3 +60,13 @@ async def test_a_profiles_chain_is_not_reused_for_requests_without_it(
     assert (careful.provider, careful.model) == ("side", "side-special")
     assert (plain.provider, plain.model) == ("main", "main-model")
     assert (unknown.provider, unknown.model) == ("main", "main-model")
+
+
+def test_a_configured_provider_without_its_provider_object_is_refused_by_name(
+    fault_server: FaultServer,
+) -> None:
+    with pytest.raises(ValueError) as refused:
+        SmartModelRouter(
+            config_with_profile(fault_server), providers={}, task_handlers=TaskHandlerRegistry()
+        )
+    assert str(refused.value) == "no provider object for configured provider 'main'"
