@@ -8,6 +8,7 @@ import asyncio
 
 from router.clock import ManualClock
 from router.fault_server import FaultServer, RecordedRequest
+from router.models import Attempt
 
 from .conftest import RouterFactory, make_config, provider_entry, request, until
 
@@ -69,7 +70,9 @@ async def test_a_bucket_beyond_the_wait_budget_is_not_waited_for(
     )
     for _ in range(2):
         assert (await router.complete(request())).provider == "metered"
-    response = await router.complete(request())  # the bucket has room in 30 s: over the budget
+    asked = asyncio.ensure_future(router.complete(request()))  # room in 30 s: over the budget
+    await until(asked.done, "the request gives up at once, without sleeping")
+    response = asked.result()
     assert [(a.provider, a.outcome, a.detail) for a in response.attempts] == [
         ("metered", "skipped", "rate-limit bucket has room in 30.00s"),
         ("router", "skipped", "no capacity freed within the wait budget"),
@@ -167,4 +170,95 @@ async def test_the_jittered_wait_lies_between_one_and_two_etas(
     assert [(a.provider, a.outcome) for a in waiting.result().attempts] == [
         ("metered", "skipped"),
         ("metered", "ok"),
+    ]
+
+
+async def test_a_bucket_with_room_within_a_second_is_waited_for_within_a_one_second_budget(
+    fault_server: FaultServer, make_router: RouterFactory, clock: ManualClock, keys: dict
+) -> None:
+    router = make_router(
+        make_config([provider_entry(fault_server, "metered", rpm=2)], capacity_wait_s=1)
+    )
+    for _ in range(2):
+        assert (await router.complete(request())).provider == "metered"
+    clock.advance(29.5)
+    waiting = asyncio.ensure_future(router.complete(request()))
+    await until(lambda: clock.pending_sleepers == 1, "the request sleeps half a second or so")
+    clock.advance(1.0)
+    await until(waiting.done, "the request goes once the bucket has room")
+    assert [(a.provider, a.outcome, a.detail) for a in waiting.result().attempts] == [
+        ("metered", "skipped", "rate-limit bucket has room in 0.50s"),
+        ("metered", "ok", ""),
+    ]
+
+
+async def test_a_provider_serving_two_tiers_is_called_once_per_request(
+    fault_server: FaultServer, make_router: RouterFactory, keys: dict
+) -> None:
+    fault_server.set_script({"providers": {"big": {"fault": {"status": 500}}}})
+    router = make_router(
+        make_config(
+            [
+                provider_entry(fault_server, "big", models={2: "big-2", 1: "big-1"}),
+                provider_entry(fault_server, "small", models={1: "small-1"}, weight=0.0),
+            ]
+        )
+    )
+    response = await router.complete(request(tier=2))
+    assert [(a.provider, a.model, a.outcome) for a in response.attempts] == [
+        ("big", "big-2", "failed"),
+        ("small", "small-1", "ok"),
+    ]
+    assert len(fault_server.requests_for("big", "chat")) == 1
+
+
+async def test_a_provider_passed_over_is_noted_once_with_the_model_and_tier_it_was_asked_for(
+    fault_server: FaultServer, make_router: RouterFactory, keys: dict
+) -> None:
+    router = make_router(
+        make_config(
+            [provider_entry(fault_server, "metered", models={2: "m-2", 1: "m-1"}, rpm=1)],
+            capacity_wait_s=0,
+        )
+    )
+    assert (await router.complete(request(tier=2))).provider == "metered"
+    response = await router.complete(request(tier=2))
+    assert response.attempts[:2] == [
+        Attempt(
+            provider="metered",
+            model="m-2",
+            tier=2,
+            outcome="skipped",
+            detail="rate-limit bucket has room in 60.00s",
+        ),
+        Attempt(
+            provider="router", outcome="skipped", detail="no capacity freed within the wait budget"
+        ),
+    ]
+    assert response.provider == "builtin"
+
+
+async def test_with_every_attempt_made_the_request_does_not_wait_for_capacity(
+    fault_server: FaultServer, make_router: RouterFactory, clock: ManualClock, keys: dict
+) -> None:
+    """One remote attempt allowed: the full bucket passed over first is not waited for once the
+    attempt has been spent on the next provider."""
+    fault_server.set_script({"providers": {"failing": {"fault": {"status": 500}}}})
+    router = make_router(
+        make_config(
+            [
+                provider_entry(fault_server, "metered", models={2: "metered-2"}, rpm=1),
+                provider_entry(fault_server, "failing", models={1: "failing-1"}),
+            ],
+            max_attempts=1,
+            capacity_wait_s=60,
+        )
+    )
+    assert (await router.complete(request(tier=2))).provider == "metered"  # its one a minute
+    asked = asyncio.ensure_future(router.complete(request(tier=2)))
+    await until(asked.done, "the request ends without waiting for the bucket")
+    assert [(a.provider, a.outcome) for a in asked.result().attempts] == [
+        ("metered", "skipped"),
+        ("failing", "failed"),
+        ("builtin", "ok"),
     ]
