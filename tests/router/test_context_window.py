@@ -5,9 +5,10 @@ from __future__ import annotations
 
 import pytest
 
-from router.config import DEFAULT_CHARS_PER_TOKEN, ProviderConfig
+from router.config import DEFAULT_CHARS_PER_TOKEN, ProviderConfig, load_router_config
 from router.fault_server import FaultServer
-from router.models import ChatMessage, ChatRequest, ContextLimit
+from router.models import ChatMessage, ChatRequest, ChatResponse, ContextLimit, Usage
+from router.wire import prompt_tokens_in_window, request_chars
 
 from .conftest import RouterFactory, Verdict, make_config, provider_entry
 
@@ -77,3 +78,49 @@ def test_shipped_default_models_have_windows_and_configured_ones_win() -> None:
     limit = mine.context_limit("llama3.2")
     assert limit is not None and limit.tokens == 32_768
     assert mine.context_limit("some-other-model") is None
+
+
+async def test_the_tightest_window_is_the_one_holding_the_fewest_prompt_characters(
+    fault_server: FaultServer, make_router: RouterFactory, keys: dict
+) -> None:
+    """Tokens and characters per token both count: 1001 x 4.0 = 4004 characters hold less
+    prompt than 500 x 8.01 = 4005, although the second window has half the tokens."""
+    first = provider_entry(
+        fault_server, "first", context_windows={"first-model": 1001}, chars_per_token=4.0
+    )
+    second = provider_entry(
+        fault_server, "second", context_windows={"second-model": 500}, chars_per_token=8.01
+    )
+    router = make_router(make_config([first, second]))
+    assert router.context_limit(1) == ContextLimit(
+        model="first-model", tokens=1001, chars_per_token=4.0
+    )
+
+
+async def test_more_room_stays_inside_the_window_of_the_requests_profile(
+    fault_server: FaultServer, make_router: RouterFactory, keys: dict
+) -> None:
+    """A request for the ``tight`` profile may reach its small model: asked again with more
+    room, it gets no more than that model's window leaves beside the prompt."""
+    entry = provider_entry(
+        fault_server, "main", context_windows={"main-model": 100_000, "main-small": 735}
+    )
+    config = load_router_config(
+        {"providers": [entry], "profiles": {"tight": {"provider": "main", "model": "main-small"}}},
+        "test",
+    )
+    router = make_router(config)
+    asked = asking(400, max_tokens=300).model_copy(update={"profile": "tight"})
+    small = ContextLimit(model="main-small", tokens=735, chars_per_token=DEFAULT_CHARS_PER_TOKEN)
+    room = small.tokens - prompt_tokens_in_window(small, asked, request_chars(asked))
+    assert 300 < room < 600  # tighter than doubling, looser than what the cut answer had
+    cut = ChatResponse(
+        content="{",
+        provider="main",
+        model="main-small",
+        usage=Usage(output_tokens=300),
+        truncated=True,
+    )
+    assert router.more_room(asked, cut) == asked.model_copy(update={"max_tokens": room})
+    plain = asked.model_copy(update={"profile": None})
+    assert router.more_room(plain, cut) == plain.model_copy(update={"max_tokens": 600})

@@ -52,6 +52,7 @@ async def test_low_priority_is_shed_to_the_builtin(
     response = await router.complete(request(priority="low"))
     assert response.provider == "builtin" and response.degraded
     assert response.attempts[0].detail.startswith("load shedding (3/4 providers OPEN)")
+    assert (response.attempts[0].provider, response.attempts[0].outcome) == ("router", "skipped")
     assert fault_server.requests == []
 
 

@@ -1,0 +1,36 @@
+"""What subscribers see of a call while it is in flight, on the injected clock: the provider
+being called is reported busy within one notify interval, and free again once it answered."""
+
+from __future__ import annotations
+
+import asyncio
+
+from router.clock import ManualClock
+from router.fault_server import FaultServer
+from router.models import ProviderSnapshot
+
+from .conftest import RouterFactory, make_config, provider_entry, request, until
+
+
+async def test_subscribers_see_the_called_provider_busy_then_free(
+    fault_server: FaultServer, make_router: RouterFactory, clock: ManualClock, keys: dict
+) -> None:
+    fault_server.set_script({"providers": {"openai": {"fault": "hold"}}})
+    router = make_router(make_config([provider_entry(fault_server, "openai")]))
+    seen: list[ProviderSnapshot] = []
+    router.subscribe(seen.append)
+    call = asyncio.ensure_future(router.complete(request()))
+    await until(lambda: fault_server.held == 1, "the answer is half-sent and held")
+    assert clock.pending_sleepers == 1  # the coalescing waits on the router's clock
+    clock.advance(router.NOTIFY_INTERVAL_S)
+    await until(lambda: bool(seen), "the coalesced snapshot is published")
+    assert [(s.name, s.in_flight) for s in seen] == [("openai", 1)]
+    fault_server.release_held()
+    response = await call
+    assert response.provider == "openai"
+    clock.advance(router.NOTIFY_INTERVAL_S)
+    await until(lambda: len(seen) == 2, "the end of the call is published")
+    assert [(s.name, s.in_flight, s.successes_total) for s in seen] == [
+        ("openai", 1, 0),
+        ("openai", 0, 1),
+    ]

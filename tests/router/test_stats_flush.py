@@ -1,0 +1,29 @@
+"""When the router writes its statistics on its own: at most every ``stats_flush_s``, so with 0
+every answer is in the stats file as soon as the write started for it has finished."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from router.fault_server import FaultServer
+from router.stats import StatsStore
+
+from .conftest import RouterFactory, make_config, provider_entry, request
+
+
+async def test_with_no_flush_interval_every_answer_is_written_as_it_comes(
+    fault_server: FaultServer, make_router: RouterFactory, keys: dict, tmp_path: Path
+) -> None:
+    stats = tmp_path / "stats.sqlite3"
+    router = make_router(
+        make_config([provider_entry(fault_server, "openai")], stats_flush_s=0.000001),
+        stats_path=stats,
+    )
+    for expected in (1, 2):
+        await router.complete(request())
+        await router.wait_for_writes()  # no flush asked for: the router started it itself
+        store = StatsStore(stats)
+        try:
+            assert store.load()["openai"].totals.requests == expected
+        finally:
+            store.close()
