@@ -14,7 +14,7 @@ import pytest
 from pydantic import BaseModel
 
 from engine.context import InterruptAnswer, InterruptRequest, StepContext
-from engine.events import RunEvent, RunStarted, StepFailed, StepFinished, StepSkipped
+from engine.events import Log, RunEvent, RunStarted, StepFailed, StepFinished, StepSkipped
 from engine.kahn import KahnEngine
 from engine.langgraph_engine import LangGraphEngine
 from engine.lifecycle import EngineBase, RunNotResumable, resume_refusal
@@ -83,6 +83,10 @@ async def nested_wrong(ctx: StepContext, inp: AnyInput) -> Nested:
     return {"inner": {"count": "many"}}  # type: ignore[return-value]
 
 
+async def nested_right(ctx: StepContext, inp: AnyInput) -> Nested:
+    return Nested(inner=Inner(count=1))
+
+
 async def not_a_mapping(ctx: StepContext, inp: AnyInput) -> Nested:
     return "plain text"  # type: ignore[return-value]
 
@@ -95,6 +99,7 @@ TEST_REGISTRY.register("test.seven_missing", seven_missing)
 TEST_REGISTRY.register("test.five_missing", five_missing)
 TEST_REGISTRY.register("test.six_missing", six_missing)
 TEST_REGISTRY.register("test.nested_wrong", nested_wrong)
+TEST_REGISTRY.register("test.nested_right", nested_right)
 TEST_REGISTRY.register("test.not_a_mapping", not_a_mapping)
 TEST_REGISTRY.register("test.times_out_by_itself", times_out_by_itself)
 
@@ -293,6 +298,18 @@ async def test_edited_outputs_replace_the_fields_given() -> None:
     assert result.status == RunStatus.COMPLETED
     finished = next(e for e in events if e.kind == "step_finished")
     assert finished.outputs == {"text": "hello, world"}
+
+
+@pytest.mark.timeout(30)
+async def test_an_edit_the_outputs_model_refuses_fails_the_step_naming_the_field() -> None:
+    wf = workflow(step("count", "test.nested_right", interrupt={"after": True}))
+    asked = Asked(InterruptAnswer(action="edit", value={"inner": {"count": "many"}}))
+    result, events = await run(wf, responder=asked)
+    assert result.status == RunStatus.FAILED
+    assert next(e.error for e in events if isinstance(e, StepFailed)) == (
+        "edited outputs are invalid: inner.count: Input should be a valid integer, "
+        "unable to parse string as an integer"
+    )
 
 
 @pytest.mark.timeout(30)
@@ -641,3 +658,40 @@ async def test_a_fork_replays_a_kept_failure_of_a_later_loop_pass_in_that_pass(
         (e.step_id, e.iteration) for e in store.events(fork.run_id) if isinstance(e, StepFailed)
     ]
     assert replayed == [("work", 1)]
+
+
+@pytest.mark.timeout(30)
+@pytest.mark.parametrize("engine", ENGINES)
+async def test_a_fork_announces_itself_and_replays_a_skip_of_a_later_pass_in_that_pass(
+    engine: str,
+) -> None:
+    wf = workflow(
+        step("maybe", "ref.probe", when="iteration == 0"),
+        step(
+            "check",
+            "ref.probe",
+            depends_on=["maybe"],
+            trigger="all_done",
+            routing={
+                "kind": "loop",
+                "next": "done",
+                "loop": {"target": "maybe", "max_iterations": 1},
+            },
+        ),
+        step("done", depends_on=["check"]),
+    )
+    store = InMemoryRunStore()
+    parent, _ = await run(wf, store=store, engine=_engine(engine))
+    assert parent.step_statuses["maybe"] == StepStatus.SKIPPED
+    fork = await _engine(engine).fork(parent.run_id, "done", RunContext(store=store))
+    assert fork.status == RunStatus.COMPLETED
+    events = store.events(fork.run_id)
+    started = next(e for e in events if isinstance(e, RunStarted))
+    assert (started.resumed, started.forked_from) == (False, parent.run_id)
+    assert store.get_run(fork.run_id).engine_reason == f"fork of {parent.run_id} at done"
+    assert [e.message for e in events if isinstance(e, Log)] == [
+        f"fork of {parent.run_id} at done: kept 2 step results"
+    ]
+    assert [(e.step_id, e.iteration) for e in events if isinstance(e, StepSkipped)] == [
+        ("maybe", 1)
+    ]

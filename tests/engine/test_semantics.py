@@ -282,6 +282,27 @@ def test_a_detour_target_that_terminates_the_run_cuts_off_what_follows_its_decla
     assert found["kahn"].steps["after"][:3] == ("SKIPPED", 0, 0)
 
 
+def test_a_detour_target_that_terminates_the_run_cuts_off_its_own_dependents() -> None:
+    wf = load(
+        [
+            probe(
+                "decide",
+                routing={
+                    "kind": "linear",
+                    "next": "after",
+                    "detour": {"target": "context", "when": "outputs.n == 0"},
+                },
+            ),
+            probe("context", config={"terminate_at": 0}),
+            probe("summary", depends_on=["context"]),
+            probe("after"),
+        ]
+    )
+    found = agree(wf)
+    assert found["kahn"].status == "COMPLETED"
+    assert found["kahn"].steps["summary"][:3] == ("SKIPPED", 0, 0)
+
+
 def test_a_detour_declarer_brought_back_by_a_loop_detours_again() -> None:
     wf = load(
         [
