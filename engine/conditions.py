@@ -629,7 +629,7 @@ def from_cel(value: Any) -> Any:
         return number
     if isinstance(value, celtypes.StringType) or isinstance(value, str):
         return str(value)
-    if isinstance(value, celtypes.BytesType):
+    if isinstance(value, bytes):  # a BytesType, or the plain bytes cel-python's + returns
         return bytes(value)
     if isinstance(value, celtypes.MapType) or isinstance(value, dict):
         return {from_cel(k): from_cel(v) for k, v in value.items()}

@@ -197,12 +197,6 @@ class StepRunner:
         return self.state.run_id
 
     # -- readiness -------------------------------------------------------------
-    def dependencies(self, step_id: str) -> list[str]:
-        return self._dependencies[step_id]
-
-    def dependents(self, step_id: str) -> list[str]:
-        return self.graph.dependents(step_id)
-
     def followers(self, step_id: str) -> list[str]:
         """The steps whose readiness may change when ``step_id`` settles: its dependents,
         and, for a loop's router, the steps outside the loop that wait for its last pass."""

@@ -17,6 +17,7 @@ import engine.demo_steps  # noqa: F401 - registers the demo steps copied below
 from engine.context import CallUsage, InterruptAnswer, InterruptRequest, StepContext, StepInfo
 from engine.events import RunEvent
 from engine.kahn import KahnEngine
+from engine.lifecycle import EngineBase
 from engine.protocol import ExecutionResult, InterruptResponder, RunContext, TieBreaker
 from engine.spec import StepSpec, WorkflowDefinition
 from engine.steps import REGISTRY, AnyInput, AnyOutput, StepRegistry
@@ -140,7 +141,7 @@ async def run(
     tie_breaker: TieBreaker | None = None,
     answers: dict[str, InterruptAnswer] | None = None,
     inputs: dict[str, Any] | None = None,
-    engine: KahnEngine | None = None,
+    engine: EngineBase | None = None,
 ) -> tuple[ExecutionResult, list[RunEvent]]:
     store = store or InMemoryRunStore()
     context = RunContext(

@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import datetime as dt
+import enum
 import sys
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from pydantic import BaseModel
 
 from engine.conditions import (
     CelEvaluationError,
@@ -442,3 +444,116 @@ def test_the_nesting_limit_is_exact():
 def test_a_field_named_by_a_string_index_is_read_as_a_dotted_reference() -> None:
     compiled = compile_expr("steps['draft'].outputs[\"score\"] > 0.5")
     assert compiled.identifiers == ["steps.draft.outputs.score"]
+
+
+# -- values in and out, found by mutation testing (tests/engine/MUTANTS.md) ----------------------
+
+
+class Wrapped(enum.Enum):
+    """An enum member whose value is itself nested: to_cel converts the value."""
+
+    LEVEL = "unused"
+
+
+def _nested(kind: str, levels: int) -> object:
+    """A value ``levels`` lists or mappings deep around 1."""
+    value: object = 1
+    for _ in range(levels):
+        value = [value] if kind == "list" else {"k": value}
+    return value
+
+
+class Holder(BaseModel):
+    inner: object
+
+
+@pytest.mark.parametrize("kind", ["list", "map"])
+def test_a_value_may_nest_100_levels_deep_and_no_deeper(kind: str) -> None:
+    assert from_cel(to_cel(_nested(kind, 100))) == _nested(kind, 100)
+    with pytest.raises(ValueError) as refused:
+        to_cel(_nested(kind, 101))
+    assert str(refused.value) == "value nests more than 100 levels deep"
+
+
+def test_a_model_converts_as_its_json_dump_one_level_down() -> None:
+    stamped = Holder(inner={"at": dt.datetime(2026, 1, 2, 3, 4, 5, tzinfo=dt.UTC), "n": 2})
+    assert from_cel(to_cel(stamped)) == {"inner": {"at": "2026-01-02T03:04:05Z", "n": 2}}
+    deepest = Holder(inner=_nested("map", 98))
+    assert from_cel(to_cel(deepest)) == {"inner": _nested("map", 98)}
+    with pytest.raises(ValueError, match="nests more than 100 levels"):
+        to_cel(Holder(inner=_nested("map", 99)))
+
+
+def test_an_enum_converts_as_its_value_one_level_down() -> None:
+    deep = Wrapped.LEVEL
+    object.__setattr__(deep, "_value_", _nested("list", 99))
+    try:
+        assert from_cel(to_cel(deep)) == _nested("list", 99)
+        object.__setattr__(deep, "_value_", _nested("list", 100))
+        with pytest.raises(ValueError, match="nests more than 100 levels"):
+            to_cel(deep)
+    finally:
+        object.__setattr__(deep, "_value_", "unused")
+
+
+@pytest.mark.parametrize(
+    ("given", "instant"),
+    [
+        (dt.datetime(2026, 1, 2, 3, 4, 5), dt.datetime(2026, 1, 2, 3, 4, 5, tzinfo=dt.UTC)),
+        (
+            dt.datetime(2026, 1, 2, 3, 4, 5, tzinfo=dt.timezone(dt.timedelta(hours=2))),
+            dt.datetime(2026, 1, 2, 1, 4, 5, tzinfo=dt.UTC),
+        ),
+    ],
+)
+def test_a_datetime_without_a_zone_is_read_as_utc_and_one_with_a_zone_keeps_it(
+    given: dt.datetime, instant: dt.datetime
+) -> None:
+    assert from_cel(to_cel(given)) == instant
+    assert compile_expr("inputs.at").evaluate(activation(inputs={"at": given})) == instant
+
+
+def test_bytes_convert_both_ways_and_joined_bytes_stay_bytes() -> None:
+    assert from_cel(to_cel(b"\x00ab")) == b"\x00ab"
+    assert compile_expr("inputs.raw + b'c'").evaluate(activation(inputs={"raw": b"ab"})) == b"abc"
+
+
+@pytest.mark.parametrize(
+    ("expr", "expected"),
+    [
+        ("int(2.7)", 2),
+        ("uint(3)", 3),
+        ("duration('90s')", 90.0),
+        ("inputs.exact", 2**53),
+        ("inputs.beyond", float(2**53 + 2)),
+    ],
+)
+def test_results_come_back_as_plain_python_numbers(expr: str, expected: object) -> None:
+    inputs = {"exact": 2**53, "beyond": 2**53 + 2}
+    result = compile_expr(expr).evaluate(activation(inputs=inputs))
+    assert (result, type(result)) == (expected, type(expected))
+
+
+def test_an_activation_of_plain_values_is_converted_before_evaluating() -> None:
+    assert compile_expr("inputs.n + 1").evaluate({"inputs": {"n": 2}}) == 3
+
+
+def test_an_activation_made_without_an_iteration_is_at_iteration_0() -> None:
+    assert compile_expr("iteration").evaluate(build_activation(inputs={}, steps={})) == 0
+
+
+def test_a_step_may_be_given_as_a_plain_mapping() -> None:
+    steps = {"a": {"status": "SUCCEEDED", "outputs": {"x": 1}}}
+    made = build_activation(inputs={}, steps=steps)
+    assert compile_expr("steps.a.outputs.x + 1").evaluate(made) == 2
+
+
+@pytest.mark.parametrize(("given", "kind"), [(5, "int"), (None, "NoneType"), (["a"], "list")])
+def test_an_expression_that_is_not_text_is_refused_naming_what_it_is(
+    given: object, kind: str
+) -> None:
+    with pytest.raises(CelSyntaxError) as refused:
+        compile_expr(given)  # type: ignore[arg-type]
+    assert str(refused.value) == (
+        f"an expression must be a string, got {kind} (column 1 of {str(given)!r})"
+    )

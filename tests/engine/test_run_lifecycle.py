@@ -6,22 +6,33 @@ from __future__ import annotations
 
 import asyncio
 import os
+import sqlite3
+from pathlib import Path
 from typing import Any
 
 import pytest
 from pydantic import BaseModel
 
 from engine.context import InterruptAnswer, InterruptRequest, StepContext
-from engine.events import RunStarted, StepFailed
+from engine.events import Log, RunEvent, RunStarted, StepFailed, StepFinished, StepSkipped
 from engine.kahn import KahnEngine
-from engine.lifecycle import resume_refusal
+from engine.langgraph_engine import LangGraphEngine
+from engine.lifecycle import EngineBase, RunNotResumable, resume_refusal
 from engine.protocol import RunContext, TieBreakAnswer, TieBreakRequest
+from engine.sqlite_file import StoreWriteError
 from engine.states import RunStatus, StepStatus
 from engine.steps import AnyInput, AnyOutput
-from engine.store import InMemoryRunStore, RunOwner, RunSummary
+from engine.store import InMemoryRunStore, RunOwned, RunOwner, RunStore, RunSummary
 from engine.time_travel import ForkEdits, ForkError
-from tests.engine.kahn_helpers import TEST_REGISTRY, run, step, workflow
+from tests.engine.kahn_helpers import HOOKS, TEST_REGISTRY, fresh_gates, run, step, workflow
 from tests.engine.reference import probe as _probe  # noqa: F401 - registers ref.probe
+
+ENGINES: dict[str, type[EngineBase]] = {"kahn": KahnEngine, "langgraph": LangGraphEngine}
+
+
+def _engine(name: str) -> EngineBase:
+    return ENGINES[name](registry=TEST_REGISTRY)
+
 
 # -- how a failed step explains itself ----------------------------------------------------------
 
@@ -40,6 +51,18 @@ class Many(BaseModel):
     g: int
 
 
+class Five(BaseModel):
+    a: int
+    b: int
+    c: int
+    d: int
+    e: int
+
+
+class Six(Five):
+    f: int
+
+
 class Nested(BaseModel):
     inner: Inner
 
@@ -48,8 +71,20 @@ async def seven_missing(ctx: StepContext, inp: AnyInput) -> Many:
     return {}  # type: ignore[return-value]
 
 
+async def five_missing(ctx: StepContext, inp: AnyInput) -> Five:
+    return {}  # type: ignore[return-value]
+
+
+async def six_missing(ctx: StepContext, inp: AnyInput) -> Six:
+    return {}  # type: ignore[return-value]
+
+
 async def nested_wrong(ctx: StepContext, inp: AnyInput) -> Nested:
     return {"inner": {"count": "many"}}  # type: ignore[return-value]
+
+
+async def nested_right(ctx: StepContext, inp: AnyInput) -> Nested:
+    return Nested(inner=Inner(count=1))
 
 
 async def not_a_mapping(ctx: StepContext, inp: AnyInput) -> Nested:
@@ -61,7 +96,10 @@ async def times_out_by_itself(ctx: StepContext, inp: AnyInput) -> AnyOutput:
 
 
 TEST_REGISTRY.register("test.seven_missing", seven_missing)
+TEST_REGISTRY.register("test.five_missing", five_missing)
+TEST_REGISTRY.register("test.six_missing", six_missing)
 TEST_REGISTRY.register("test.nested_wrong", nested_wrong)
+TEST_REGISTRY.register("test.nested_right", nested_right)
 TEST_REGISTRY.register("test.not_a_mapping", not_a_mapping)
 TEST_REGISTRY.register("test.times_out_by_itself", times_out_by_itself)
 
@@ -77,6 +115,19 @@ async def test_invalid_outputs_name_the_first_five_problems_and_count_the_rest()
     assert await _error_of("test.seven_missing") == (
         "invalid outputs from test.seven_missing: a: Field required; b: Field required; "
         "c: Field required; d: Field required; e: Field required; and 2 more"
+    )
+
+
+@pytest.mark.timeout(30)
+@pytest.mark.parametrize(
+    ("uses", "rest"), [("test.five_missing", ""), ("test.six_missing", "; and 1 more")]
+)
+async def test_invalid_outputs_count_only_the_problems_beyond_the_first_five(
+    uses: str, rest: str
+) -> None:
+    assert await _error_of(uses) == (
+        f"invalid outputs from {uses}: a: Field required; b: Field required; "
+        f"c: Field required; d: Field required; e: Field required{rest}"
     )
 
 
@@ -123,6 +174,37 @@ async def test_a_failure_in_a_later_loop_pass_names_that_pass_and_an_optional_st
     failed = [e for e in events if isinstance(e, StepFailed)]
     assert [(e.step_id, e.iteration, e.optional) for e in failed] == [("work", 1, True)]
     assert result.step_statuses["work"] == StepStatus.FAILED
+
+
+@pytest.mark.timeout(30)
+@pytest.mark.parametrize("engine", ENGINES)
+async def test_steps_behind_a_failure_in_a_later_loop_pass_are_marked_in_that_pass(
+    engine: str,
+) -> None:
+    wf = workflow(
+        step("work", "ref.probe", config={"fail_from": 1, "fail_times": 1}),
+        step("after", "ref.probe", depends_on=["work"]),
+        step(
+            "check",
+            "ref.probe",
+            depends_on=["after"],
+            routing={
+                "kind": "loop",
+                "next": "done",
+                "loop": {"target": "work", "max_iterations": 2},
+            },
+        ),
+        step("done", depends_on=["check"]),
+    )
+    result, events = await run(wf, engine=_engine(engine))
+    assert result.status == RunStatus.FAILED
+    failed = {e.step_id: (e.iteration, e.upstream) for e in events if isinstance(e, StepFailed)}
+    assert failed == {
+        "work": (1, False),
+        "after": (1, True),
+        "check": (1, True),
+        "done": (0, True),
+    }
 
 
 # -- the questions a step asks a person ---------------------------------------------------------
@@ -175,12 +257,72 @@ async def test_rejected_outputs_fail_the_step_with_the_persons_note() -> None:
 
 
 @pytest.mark.timeout(30)
+@pytest.mark.parametrize(("note", "reason"), [("not now", " (not now)"), ("", "")])
+async def test_a_step_rejected_before_it_runs_is_skipped_with_the_persons_note_if_any(
+    note: str, reason: str
+) -> None:
+    wf = workflow(
+        step("draft", inputs={"text": "'hello'"}, interrupt={"before": True, "prompt": "Run?"})
+    )
+    result, events = await run(wf, responder=Asked(InterruptAnswer(action="reject", note=note)))
+    assert result.step_statuses["draft"] == StepStatus.SKIPPED
+    skipped = next(e for e in events if isinstance(e, StepSkipped))
+    assert skipped.reason == "rejected before running" + reason
+
+
+@pytest.mark.timeout(30)
+@pytest.mark.parametrize("engine", ENGINES)
+async def test_a_step_waiting_for_an_answer_nobody_gave_is_stored_as_waiting(engine: str) -> None:
+    store = InMemoryRunStore()
+    result, _ = await run(_approved_after(), store=store, engine=_engine(engine))
+    assert result.status == RunStatus.WAITING
+    assert store.step_results(result.run_id)["draft"].status == StepStatus.WAITING_HUMAN
+
+
+@pytest.mark.timeout(30)
+@pytest.mark.parametrize("engine", ENGINES)
+async def test_a_step_still_unanswered_after_a_resume_is_stored_as_waiting_again(
+    engine: str,
+) -> None:
+    store = InMemoryRunStore()
+    first, _ = await run(_approved_after(), store=store, engine=_engine(engine))
+    again = await _engine(engine).resume(first.run_id, RunContext(store=store))
+    assert again.status == RunStatus.WAITING
+    assert store.step_results(first.run_id)["draft"].status == StepStatus.WAITING_HUMAN
+
+
+@pytest.mark.timeout(30)
 async def test_edited_outputs_replace_the_fields_given() -> None:
     asked = Asked(InterruptAnswer(action="edit", value={"text": "hello, world"}))
     result, events = await run(_approved_after(), responder=asked)
     assert result.status == RunStatus.COMPLETED
     finished = next(e for e in events if e.kind == "step_finished")
     assert finished.outputs == {"text": "hello, world"}
+
+
+@pytest.mark.timeout(30)
+async def test_an_edit_the_outputs_model_refuses_fails_the_step_naming_the_field() -> None:
+    wf = workflow(step("count", "test.nested_right", interrupt={"after": True}))
+    asked = Asked(InterruptAnswer(action="edit", value={"inner": {"count": "many"}}))
+    result, events = await run(wf, responder=asked)
+    assert result.status == RunStatus.FAILED
+    assert next(e.error for e in events if isinstance(e, StepFailed)) == (
+        "edited outputs are invalid: inner.count: Input should be a valid integer, "
+        "unable to parse string as an integer"
+    )
+
+
+@pytest.mark.timeout(30)
+@pytest.mark.parametrize("engine", ENGINES)
+async def test_an_edit_that_is_not_field_value_pairs_keeps_the_outputs_as_they_were(
+    engine: str,
+) -> None:
+    """``workbench resume --answer '{"action": "edit", "value": "text"}'`` sends such an edit."""
+    asked = Asked(InterruptAnswer(action="edit", value="hello, world"))
+    result, events = await run(_approved_after(), responder=asked, engine=_engine(engine))
+    assert result.status == RunStatus.COMPLETED
+    finished = next(e for e in events if e.kind == "step_finished")
+    assert finished.outputs == {"text": "hello"}
 
 
 # -- the tie-breaker's fallbacks ----------------------------------------------------------------
@@ -272,6 +414,71 @@ async def test_a_resumed_run_announces_itself_as_resumed() -> None:
     assert resumed.status == RunStatus.COMPLETED
     starts = [e.resumed for e in store.events(waiting.run_id) if isinstance(e, RunStarted)]
     assert starts == [False, True]
+
+
+@pytest.mark.timeout(30)
+@pytest.mark.parametrize("engine", ENGINES)
+async def test_a_finished_run_is_not_resumed_saying_which_runs_resume(engine: str) -> None:
+    store = InMemoryRunStore()
+    done, _ = await run(workflow(step("only")), store=store, engine=_engine(engine))
+    with pytest.raises(RunNotResumable) as refused:
+        await _engine(engine).resume(done.run_id, RunContext(store=store))
+    assert str(refused.value) == (
+        f"run {done.run_id} is COMPLETED; only a RUNNING or WAITING run resumes"
+    )
+
+
+@pytest.mark.timeout(30)
+@pytest.mark.parametrize("engine", ENGINES)
+async def test_a_run_this_process_drives_is_not_resumed_a_second_time(engine: str) -> None:
+    gates = fresh_gates("started", "go")
+    HOOKS["slow"] = lambda ctx: gates["started"].set()
+    store = InMemoryRunStore()
+    wf = workflow(step("slow", "test.gate", config={"wait": "go"}))
+    driving = asyncio.create_task(_engine(engine).execute(wf, RunContext(store=store, run_id="r1")))
+    await gates["started"].wait()
+    with pytest.raises(RunOwned) as refused:
+        await _engine(engine).resume("r1", RunContext(store=store))
+    assert (str(refused.value), refused.value.run_id) == (
+        "run r1 is already running in this process",
+        "r1",
+    )
+    gates["go"].set()
+    assert (await driving).status == RunStatus.COMPLETED
+
+
+# -- a store failure mid-run --------------------------------------------------------------------
+
+
+class DiskFullAt(RunStore):
+    """The run store (a real SQLite file) on a disk that is full when ``step_id``'s result is
+    written: a full disk at a chosen moment (test_store_faults fills a real one)."""
+
+    def __init__(self, path: Path, step_id: str) -> None:
+        super().__init__(path)
+        self.step_id = step_id
+
+    def _write_event(self, event: RunEvent) -> None:
+        if isinstance(event, StepFinished) and event.step_id == self.step_id:
+            raise sqlite3.OperationalError("database or disk is full")
+        super()._write_event(event)
+
+
+@pytest.mark.timeout(30)
+@pytest.mark.parametrize("engine", ENGINES)
+async def test_a_store_failure_stops_the_run_at_once_resumable_and_owned_by_nobody(
+    engine: str, tmp_path: Path
+) -> None:
+    """The store's error reaches the caller (the command line prints it as one line) while
+    another step still runs; the run stays RUNNING (shown as stopped) for ``resume``."""
+    fresh_gates("never")
+    store = DiskFullAt(tmp_path / "runs.sqlite", "breaks")
+    wf = workflow(step("breaks"), step("slow", "test.gate", config={"wait": "never"}))
+    with pytest.raises(StoreWriteError, match="database or disk is full"):
+        await _engine(engine).execute(wf, RunContext(store=store, run_id="r1"))
+    record = store.get_run("r1")
+    assert (record.status, record.owner) == (RunStatus.RUNNING, None)
+    store.close()
 
 
 # -- fork options -------------------------------------------------------------------------------
@@ -421,3 +628,70 @@ async def test_a_fork_replays_each_kept_result_as_it_ended_into_its_own_log() ->
         True,
         "upstream failed: broken",
     )
+
+
+@pytest.mark.timeout(30)
+@pytest.mark.parametrize("engine", ENGINES)
+async def test_a_fork_replays_a_kept_failure_of_a_later_loop_pass_in_that_pass(
+    engine: str,
+) -> None:
+    wf = workflow(
+        step(
+            "work",
+            "ref.probe",
+            optional=True,
+            config={"fail_from": 1, "fail_times": 1},
+            routing={
+                "kind": "loop",
+                "next": "done",
+                "loop": {"target": "work", "max_iterations": 3},
+            },
+        ),
+        step("done", depends_on=["work"], trigger="all_done"),
+    )
+    store = InMemoryRunStore()
+    parent, _ = await run(wf, store=store, engine=_engine(engine))
+    assert parent.step_statuses["work"] == StepStatus.FAILED
+    fork = await _engine(engine).fork(parent.run_id, "done", RunContext(store=store))
+    assert fork.status == RunStatus.COMPLETED
+    replayed = [
+        (e.step_id, e.iteration) for e in store.events(fork.run_id) if isinstance(e, StepFailed)
+    ]
+    assert replayed == [("work", 1)]
+
+
+@pytest.mark.timeout(30)
+@pytest.mark.parametrize("engine", ENGINES)
+async def test_a_fork_announces_itself_and_replays_a_skip_of_a_later_pass_in_that_pass(
+    engine: str,
+) -> None:
+    wf = workflow(
+        step("maybe", "ref.probe", when="iteration == 0"),
+        step(
+            "check",
+            "ref.probe",
+            depends_on=["maybe"],
+            trigger="all_done",
+            routing={
+                "kind": "loop",
+                "next": "done",
+                "loop": {"target": "maybe", "max_iterations": 1},
+            },
+        ),
+        step("done", depends_on=["check"]),
+    )
+    store = InMemoryRunStore()
+    parent, _ = await run(wf, store=store, engine=_engine(engine))
+    assert parent.step_statuses["maybe"] == StepStatus.SKIPPED
+    fork = await _engine(engine).fork(parent.run_id, "done", RunContext(store=store))
+    assert fork.status == RunStatus.COMPLETED
+    events = store.events(fork.run_id)
+    started = next(e for e in events if isinstance(e, RunStarted))
+    assert (started.resumed, started.forked_from) == (False, parent.run_id)
+    assert store.get_run(fork.run_id).engine_reason == f"fork of {parent.run_id} at done"
+    assert [e.message for e in events if isinstance(e, Log)] == [
+        f"fork of {parent.run_id} at done: kept 2 step results"
+    ]
+    assert [(e.step_id, e.iteration) for e in events if isinstance(e, StepSkipped)] == [
+        ("maybe", 1)
+    ]

@@ -261,6 +261,48 @@ def test_a_detour_target_that_terminates_the_run_does_not_return() -> None:
     assert found["kahn"].steps["after"][0] == "SKIPPED"
 
 
+def test_a_detour_target_that_terminates_the_run_cuts_off_what_follows_its_declarer() -> None:
+    """Even a step that would run whatever its dependencies ended (``all_done``)."""
+    wf = load(
+        [
+            probe(
+                "decide",
+                routing={
+                    "kind": "linear",
+                    "next": "after",
+                    "detour": {"target": "context", "when": "outputs.n == 0"},
+                },
+            ),
+            probe("context", config={"terminate_at": 0}),
+            probe("after", depends_on=["decide"], trigger="all_done"),
+        ]
+    )
+    found = agree(wf)
+    assert found["kahn"].status == "COMPLETED"
+    assert found["kahn"].steps["after"][:3] == ("SKIPPED", 0, 0)
+
+
+def test_a_detour_target_that_terminates_the_run_cuts_off_its_own_dependents() -> None:
+    wf = load(
+        [
+            probe(
+                "decide",
+                routing={
+                    "kind": "linear",
+                    "next": "after",
+                    "detour": {"target": "context", "when": "outputs.n == 0"},
+                },
+            ),
+            probe("context", config={"terminate_at": 0}),
+            probe("summary", depends_on=["context"]),
+            probe("after"),
+        ]
+    )
+    found = agree(wf)
+    assert found["kahn"].status == "COMPLETED"
+    assert found["kahn"].steps["summary"][:3] == ("SKIPPED", 0, 0)
+
+
 def test_a_detour_declarer_brought_back_by_a_loop_detours_again() -> None:
     wf = load(
         [

@@ -14,17 +14,39 @@ tests/engine) without touching it. Any mutmut command and option works as with
 test files instead of all of tests/engine: a part's own tests, when a full tests/engine
 per mutant is too slow, e.g. ``--tests tests/engine/test_routing.py run "engine.routing*"``.
 Use one selection per ``mutants/`` directory: mutmut keeps which tests cover a function there.
+
+Each mutant's tests run fastest first (by the durations mutmut recorded): mutmut stops at the
+first failing test but passes the tests in no particular order, so a mutant that a quick test
+kills was often run through the slow property tests first.
+
+``recheck NAME...`` runs each named mutant alone, in a fresh pytest process from ``mutants/``
+(``MUTANT_UNDER_TEST=NAME``), over the tests mutmut recorded for its function or the ``--tests``
+given, and prints killed or survived: how to confirm a survivor mutmut reported, or that a new
+test kills it (copy the new test file into ``mutants/tests`` first).
+
+``resume PATTERN...`` (with ``run``'s options) runs only the mutants matching the patterns that
+have no result yet in ``mutants/``: ``run PATTERN`` runs every mutant it matches again, even
+those with a result, so a stopped run cannot be continued with it. It needs the ``mutants/``
+of an earlier ``run`` (mutmut writes the mutant names there) and sources unchanged since.
 """
 
 from __future__ import annotations
 
+import fnmatch
 import importlib
+import json
 import os
+import subprocess
 import sys
 from collections.abc import Callable
+from math import inf
+from pathlib import Path
 from typing import Any
 
 import mutmut.configuration
+import pytest
+from mutmut.runners.harness import PytestRunner
+from mutmut.state import state
 
 ENGINE_SETTINGS: dict[str, Any] = {
     "source_paths": ["engine"],
@@ -78,6 +100,57 @@ def take_test_selection(argv: list[str]) -> list[str]:
     return tests
 
 
+def unrun_mutants(patterns: list[str], mutants: Path = Path("mutants")) -> list[str]:
+    """The mutants matching ``patterns`` that have no result yet in ``mutants``."""
+    names: list[str] = []
+    for meta in sorted(mutants.rglob("*.py.meta")):
+        exit_codes: dict[str, int | None] = json.loads(meta.read_text())["exit_code_by_key"]
+        names += [
+            name
+            for name, exit_code in exit_codes.items()
+            if exit_code is None and any(fnmatch.fnmatchcase(name, p) for p in patterns)
+        ]
+    return names
+
+
+def expand_resume(argv: list[str]) -> list[str]:
+    """``resume [--max-children N] PATTERN...`` as the ``run`` of the mutants not yet run."""
+    options = [arg for index, arg in enumerate(argv[1:]) if _is_option(argv[1:], index)]
+    patterns = [arg for index, arg in enumerate(argv[1:]) if not _is_option(argv[1:], index)]
+    names = unrun_mutants(patterns)
+    if not names:
+        raise SystemExit(f"no mutant matching {' '.join(patterns)} is left to run in mutants/")
+    return ["run", *options, *names]
+
+
+def recheck(names: list[str], tests: list[str], mutants: Path = Path("mutants")) -> None:
+    """Run each of ``names`` alone in a fresh process and print whether a test killed it."""
+    stats = json.loads((mutants / "mutmut-stats.json").read_text())
+    recorded: dict[str, list[str]] = stats["tests_by_mangled_function_name"]
+    for name in names:
+        selection = tests or sorted(recorded.get(name.rpartition("__mutmut_")[0], []))
+        if not selection:
+            print(f"{name}: no tests")
+            continue
+        done = subprocess.run(
+            [sys.executable, "-m", "pytest", "-x", "-q", "-p", "no:cacheprovider", *selection],
+            cwd=mutants,
+            env={**os.environ, "MUTANT_UNDER_TEST": name},
+            capture_output=True,
+            text=True,
+        )
+        verdict = {0: "survived", 1: "killed"}.get(
+            done.returncode, f"pytest exit {done.returncode}"
+        )
+        failed = [line for line in done.stdout.splitlines() if line.startswith("FAILED")]
+        print(f"{name}: {verdict}" + (f" by {failed[0].removeprefix('FAILED ')}" if failed else ""))
+
+
+def _is_option(args: list[str], index: int) -> bool:
+    """Whether ``args[index]`` is an option or the value of the option before it."""
+    return args[index].startswith("-") or (index > 0 and args[index - 1] == "--max-children")
+
+
 def forget_compiled_expressions() -> None:
     """mutmut runs the clean tests in its own process, then forks one child per mutant:
     without this the child would inherit CEL expressions compiled by the clean run
@@ -88,14 +161,43 @@ def forget_compiled_expressions() -> None:
         conditions._compile_cached.cache_clear()
 
 
+class FastestFirst:
+    """A pytest plugin for mutmut's runs: the collected tests in the order of mutmut's recorded
+    durations, fastest first (tests not timed yet keep their order, last)."""
+
+    @pytest.hookimpl(trylast=True)
+    def pytest_collection_modifyitems(self, items: list[pytest.Item]) -> None:
+        durations = state().duration_by_test
+        items.sort(key=lambda item: durations.get(item.nodeid, inf))
+
+
+def run_fastest_first() -> None:
+    """Add :class:`FastestFirst` to every pytest run of mutmut's (all happen in this process
+    or its forks), without changing mutmut's configuration: a changed pytest command line
+    makes mutmut discard every result it has."""
+    execute = PytestRunner.execute_pytest
+
+    def execute_fastest_first(self: PytestRunner, params: list[str], **kwargs: Any) -> int:
+        plugins = [*kwargs.pop("plugins", []), FastestFirst()]
+        return execute(self, params, plugins=plugins, **kwargs)
+
+    PytestRunner.execute_pytest = execute_fastest_first  # type: ignore[method-assign]
+
+
 def main() -> None:
     # before mutmut's modules load: some read the configuration when imported
     args = sys.argv[1:]
     tests = take_test_selection(args)
+    if args and args[0] == "recheck":
+        recheck(args[1:], tests)
+        return
+    if args and args[0] == "resume":
+        args = expand_resume(args)
     sys.argv[1:] = args
     mutmut.configuration._config_reader = lambda: engine_settings(tests)
     mutmut.configuration.reset_config()
     os.register_at_fork(after_in_child=forget_compiled_expressions)
+    run_fastest_first()
     sys.argv[0] = "mutmut"
     importlib.import_module("mutmut.__main__").cli()
 
