@@ -400,6 +400,27 @@ async def test_the_tie_breaker_is_shown_the_deciding_steps_upstream_outputs() ->
     assert "needs a look" in asked[0].context
 
 
+@pytest.mark.timeout(30)
+async def test_the_tie_breaker_is_shown_the_nearest_upstream_step_first() -> None:
+    """Nearest by the workflow's order, not by name: zeta runs first, alpha after it."""
+    asked: list[TieBreakRequest] = []
+
+    async def chooser(request: TieBreakRequest) -> TieBreakAnswer:
+        asked.append(request)
+        return TieBreakAnswer(target="publish", confidence=1.0)
+
+    source, *rest = _tie().steps
+    wf = workflow(
+        step("zeta", inputs={"text": "'from zeta'"}),
+        step("alpha", depends_on=["zeta"], inputs={"text": "'from alpha'"}),
+        source.model_copy(update={"depends_on": ["alpha"]}),
+        *rest,
+    )
+    await run(wf, tie_breaker=chooser)
+    context = asked[0].context
+    assert context.index("from alpha") < context.index("from zeta")
+
+
 # -- resume -------------------------------------------------------------------------------------
 
 
