@@ -207,6 +207,38 @@ async def test_steps_behind_a_failure_in_a_later_loop_pass_are_marked_in_that_pa
     }
 
 
+# -- the run's declared outputs and completion criteria ------------------------------------------
+
+
+@pytest.mark.timeout(30)
+@pytest.mark.parametrize("engine", ENGINES)
+@pytest.mark.parametrize(
+    ("expr", "status", "reason"),
+    [
+        ("steps.only.outputs.text", RunStatus.COMPLETED, ""),
+        ("null", RunStatus.PARTIAL, "completion criteria not met, missing: output answer"),
+        (
+            "steps.only.outputs.nothing",
+            RunStatus.PARTIAL,
+            "completion criteria not met, missing: output answer",
+        ),
+    ],
+)
+async def test_a_required_output_that_is_null_or_cannot_be_evaluated_is_missing(
+    engine: str, expr: str, status: RunStatus, reason: str
+) -> None:
+    wf = workflow(
+        step("only", inputs={"text": "'found'"}),
+        outputs={"answer": expr, "steps_run": "run.step_runs"},
+        completion={"required_outputs": ["answer"]},
+    )
+    result, _ = await run(wf, engine=_engine(engine))
+    assert (result.status, result.reason) == (status, reason)
+    assert result.missing == ([] if status == RunStatus.COMPLETED else ["output answer"])
+    assert result.outputs["steps_run"] == 1
+    assert result.outputs.get("answer") == ("found" if status == RunStatus.COMPLETED else None)
+
+
 # -- the questions a step asks a person ---------------------------------------------------------
 
 
