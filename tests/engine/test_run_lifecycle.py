@@ -5,6 +5,7 @@ options. Each test pins text or fields that a run shows in its events or its res
 from __future__ import annotations
 
 import asyncio
+import datetime as dt
 import os
 import sqlite3
 from pathlib import Path
@@ -67,6 +68,11 @@ class Nested(BaseModel):
     inner: Inner
 
 
+class Stamped(BaseModel):
+    at: dt.datetime
+    note: str = "none"
+
+
 async def seven_missing(ctx: StepContext, inp: AnyInput) -> Many:
     return {}  # type: ignore[return-value]
 
@@ -77,6 +83,18 @@ async def five_missing(ctx: StepContext, inp: AnyInput) -> Five:
 
 async def six_missing(ctx: StepContext, inp: AnyInput) -> Six:
     return {}  # type: ignore[return-value]
+
+
+async def stamped(ctx: StepContext, inp: AnyInput) -> Stamped:
+    return Stamped(at=dt.datetime(2026, 1, 2, 3, 4, 5, tzinfo=dt.UTC))
+
+
+async def stamped_from_a_mapping(ctx: StepContext, inp: AnyInput) -> Stamped:
+    return {"at": dt.datetime(2026, 1, 2, 3, 4, 5, tzinfo=dt.UTC)}  # type: ignore[return-value]
+
+
+async def nothing(ctx: StepContext, inp: AnyInput) -> Stamped:
+    return None  # type: ignore[return-value]
 
 
 async def nested_wrong(ctx: StepContext, inp: AnyInput) -> Nested:
@@ -99,6 +117,9 @@ TEST_REGISTRY.register("test.seven_missing", seven_missing)
 TEST_REGISTRY.register("test.five_missing", five_missing)
 TEST_REGISTRY.register("test.six_missing", six_missing)
 TEST_REGISTRY.register("test.nested_wrong", nested_wrong)
+TEST_REGISTRY.register("test.stamped", stamped)
+TEST_REGISTRY.register("test.stamped_from_a_mapping", stamped_from_a_mapping)
+TEST_REGISTRY.register("test.nothing", nothing)
 TEST_REGISTRY.register("test.nested_right", nested_right)
 TEST_REGISTRY.register("test.not_a_mapping", not_a_mapping)
 TEST_REGISTRY.register("test.times_out_by_itself", times_out_by_itself)
@@ -128,6 +149,22 @@ async def test_invalid_outputs_count_only_the_problems_beyond_the_first_five(
     assert await _error_of(uses) == (
         f"invalid outputs from {uses}: a: Field required; b: Field required; "
         f"c: Field required; d: Field required; e: Field required{rest}"
+    )
+
+
+@pytest.mark.timeout(30)
+@pytest.mark.parametrize("uses", ["test.stamped", "test.stamped_from_a_mapping"])
+async def test_outputs_are_stored_as_json_values(uses: str) -> None:
+    result, events = await run(workflow(step("s", uses)))
+    assert result.status == RunStatus.COMPLETED
+    finished = next(e for e in events if isinstance(e, StepFinished))
+    assert finished.outputs == {"at": "2026-01-02T03:04:05Z", "note": "none"}
+
+
+@pytest.mark.timeout(30)
+async def test_a_step_that_returns_nothing_is_read_as_no_fields_at_all() -> None:
+    assert (
+        await _error_of("test.nothing") == "invalid outputs from test.nothing: at: Field required"
     )
 
 
