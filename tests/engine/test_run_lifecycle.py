@@ -15,7 +15,15 @@ import pytest
 from pydantic import BaseModel
 
 from engine.context import InterruptAnswer, InterruptRequest, StepContext
-from engine.events import Log, RunEvent, RunStarted, StepFailed, StepFinished, StepSkipped
+from engine.events import (
+    Log,
+    RunEvent,
+    RunFinished,
+    RunStarted,
+    StepFailed,
+    StepFinished,
+    StepSkipped,
+)
 from engine.kahn import KahnEngine
 from engine.langgraph_engine import LangGraphEngine
 from engine.lifecycle import EngineBase, RunNotResumable, resume_refusal
@@ -269,11 +277,26 @@ async def test_a_required_output_that_is_null_or_cannot_be_evaluated_is_missing(
         outputs={"answer": expr, "steps_run": "run.step_runs"},
         completion={"required_outputs": ["answer"]},
     )
-    result, _ = await run(wf, engine=_engine(engine))
+    store = InMemoryRunStore()
+    result, events = await run(wf, store=store, engine=_engine(engine))
     assert (result.status, result.reason) == (status, reason)
+    finished = next(e for e in events if isinstance(e, RunFinished))
+    assert (finished.status, finished.reason, finished.outputs) == (status, reason, result.outputs)
+    assert store.get_run(result.run_id).outputs == result.outputs
     assert result.missing == ([] if status == RunStatus.COMPLETED else ["output answer"])
     assert result.outputs["steps_run"] == 1
     assert result.outputs.get("answer") == ("found" if status == RunStatus.COMPLETED else None)
+
+
+@pytest.mark.timeout(30)
+@pytest.mark.parametrize("engine", ENGINES)
+async def test_a_steps_inputs_read_the_runs_counters(engine: str) -> None:
+    wf = workflow(
+        step("first"), step("second", depends_on=["first"], inputs={"runs": "run.step_runs"})
+    )
+    _, events = await run(wf, engine=_engine(engine))
+    finished = [e.outputs for e in events if isinstance(e, StepFinished)]
+    assert finished[-1] == {"runs": 1}
 
 
 # -- the questions a step asks a person ---------------------------------------------------------
@@ -346,6 +369,28 @@ async def test_a_step_waiting_for_an_answer_nobody_gave_is_stored_as_waiting(eng
     result, _ = await run(_approved_after(), store=store, engine=_engine(engine))
     assert result.status == RunStatus.WAITING
     assert store.step_results(result.run_id)["draft"].status == StepStatus.WAITING_HUMAN
+
+
+@pytest.mark.timeout(30)
+@pytest.mark.parametrize("engine", ENGINES)
+async def test_a_run_waiting_for_answers_names_the_steps_in_workflow_order_and_has_no_outputs(
+    engine: str,
+) -> None:
+    after = {"after": True, "prompt": "Keep it?"}
+    wf = workflow(
+        step("zeta", interrupt=after),
+        step("alpha", interrupt=after),
+        outputs={"answer": "steps.zeta.outputs.text"},
+        completion={"required_outputs": ["answer"]},
+    )
+    store = InMemoryRunStore()
+    result, _ = await run(wf, store=store, engine=_engine(engine))
+    assert (result.status, result.reason) == (
+        RunStatus.WAITING,
+        "waiting for an answer at zeta, alpha",
+    )
+    assert (result.outputs, result.missing) == ({}, [])
+    assert store.get_run(result.run_id).outputs == {}
 
 
 @pytest.mark.timeout(30)
