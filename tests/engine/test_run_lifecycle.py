@@ -830,3 +830,55 @@ async def test_a_fork_announces_itself_and_replays_a_skip_of_a_later_pass_in_tha
     assert [(e.step_id, e.iteration) for e in events if isinstance(e, StepSkipped)] == [
         ("maybe", 1)
     ]
+
+
+# -- edits a fork makes ---------------------------------------------------------------------------
+
+
+async def _edited_fork(*sets: str) -> tuple[InMemoryRunStore, str]:
+    """Fork, at ``last``, a run whose ``s`` succeeded, ``count`` too and ``never`` was skipped."""
+    wf = workflow(
+        step("s", "test.stamped"),
+        step("count", "test.nested_right"),
+        step("never", when="false"),
+        step("last", depends_on=["s", "count", "never"], trigger="all_done"),
+    )
+    store = InMemoryRunStore()
+    parent, _ = await run(wf, store=store)
+    fork = await KahnEngine(registry=TEST_REGISTRY).fork(
+        parent.run_id, "last", RunContext(store=store), ForkEdits.parse(sets=list(sets))
+    )
+    return store, fork.run_id
+
+
+@pytest.mark.timeout(30)
+async def test_a_fork_edit_sets_the_outputs_and_their_latest_history_as_json_values() -> None:
+    store, fork_id = await _edited_fork("s.note=edited")
+    edited = store.step_results(fork_id)["s"]
+    assert edited.outputs == {"at": "2026-01-02T03:04:05Z", "note": "edited"}
+    assert [h.outputs for h in edited.history] == [edited.outputs]
+
+
+@pytest.mark.timeout(30)
+@pytest.mark.parametrize(
+    ("edit", "message"),
+    [
+        ("nope.x=1", "--set names no step 'nope'; steps: s, count, never, last"),
+        (
+            "never.x=1",
+            "--set never: the step is SKIPPED at the fork point; only outputs of a step that "
+            "succeeded before it can be set (fork later, or at it)",
+        ),
+        (
+            'count.inner={"count": "many"}',
+            "--set count: inner.count: Input should be a valid integer, unable to parse string "
+            "as an integer; give a value test.nested_right accepts",
+        ),
+    ],
+)
+async def test_a_fork_edit_that_cannot_be_made_says_why_and_what_to_do(
+    edit: str, message: str
+) -> None:
+    with pytest.raises(ForkError) as refused:
+        await _edited_fork(edit)
+    assert str(refused.value) == message
