@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 from pydantic import BaseModel
 
-from engine.context import InterruptAnswer, InterruptRequest, StepContext
+from engine.context import CallUsage, InterruptAnswer, InterruptRequest, StepContext
 from engine.events import (
     Log,
     RunEvent,
@@ -33,7 +33,15 @@ from engine.states import RunStatus, StepStatus
 from engine.steps import AnyInput, AnyOutput
 from engine.store import InMemoryRunStore, RunOwned, RunOwner, RunStore, RunSummary
 from engine.time_travel import ForkEdits, ForkError
-from tests.engine.kahn_helpers import HOOKS, TEST_REGISTRY, fresh_gates, run, step, workflow
+from tests.engine.kahn_helpers import (
+    HOOKS,
+    TEST_REGISTRY,
+    FakeModel,
+    fresh_gates,
+    run,
+    step,
+    workflow,
+)
 from tests.engine.reference import probe as _probe  # noqa: F401 - registers ref.probe
 
 ENGINES: dict[str, type[EngineBase]] = {"kahn": KahnEngine, "langgraph": LangGraphEngine}
@@ -297,6 +305,48 @@ async def test_a_steps_inputs_read_the_runs_counters(engine: str) -> None:
     _, events = await run(wf, engine=_engine(engine))
     finished = [e.outputs for e in events if isinstance(e, StepFinished)]
     assert finished[-1] == {"runs": 1}
+
+
+class FallbackModel(FakeModel):
+    """A model whose every answer came from the offline fallback."""
+
+    def usage(self, response: Any) -> CallUsage:
+        return CallUsage(tokens=response.tokens, provider="offline", fallback=True)
+
+
+@pytest.mark.timeout(30)
+@pytest.mark.parametrize("engine", ENGINES)
+@pytest.mark.parametrize(
+    ("model", "provider", "fallbacks"),
+    [(FakeModel(["x"], tokens=7), "fake", 0), (FallbackModel(["x"], tokens=7), "offline", 2)],
+)
+async def test_a_finished_step_reports_its_model_calls_tokens_and_providers(
+    engine: str, model: FakeModel, provider: str, fallbacks: int
+) -> None:
+    wf = workflow(step("ask", "test.model_calls", config={"calls": 2}))
+    _, events = await run(wf, model=model, engine=_engine(engine))
+    finished = next(e for e in events if isinstance(e, StepFinished))
+    assert (finished.llm_calls, finished.tokens, finished.providers) == (2, 14, [provider])
+    assert (finished.replayed_calls, finished.fallback_calls) == (0, fallbacks)
+
+
+@pytest.mark.timeout(30)
+@pytest.mark.parametrize("engine", ENGINES)
+async def test_each_route_decided_names_the_pass_it_was_decided_in(engine: str) -> None:
+    wf = workflow(
+        step(
+            "again",
+            "ref.probe",
+            routing={
+                "kind": "loop",
+                "next": "done",
+                "loop": {"target": "again", "max_iterations": 2},
+            },
+        ),
+        step("done", depends_on=["again"]),
+    )
+    _, events = await run(wf, engine=_engine(engine))
+    assert [e.iteration for e in events if e.kind == "route_decided"] == [0, 1, 2]
 
 
 # -- the questions a step asks a person ---------------------------------------------------------
