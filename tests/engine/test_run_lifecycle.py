@@ -22,7 +22,9 @@ from engine.events import (
     RunStarted,
     StepFailed,
     StepFinished,
+    StepRetrying,
     StepSkipped,
+    StepStarted,
 )
 from engine.kahn import KahnEngine
 from engine.langgraph_engine import LangGraphEngine
@@ -290,6 +292,8 @@ async def test_a_required_output_that_is_null_or_cannot_be_evaluated_is_missing(
     assert (result.status, result.reason) == (status, reason)
     finished = next(e for e in events if isinstance(e, RunFinished))
     assert (finished.status, finished.reason, finished.outputs) == (status, reason, result.outputs)
+    assert (finished.missing, finished.step_statuses) == (result.missing, {"only": "SUCCEEDED"})
+    assert result.engine == engine
     assert store.get_run(result.run_id).outputs == result.outputs
     assert result.missing == ([] if status == RunStatus.COMPLETED else ["output answer"])
     assert result.outputs["steps_run"] == 1
@@ -347,6 +351,41 @@ async def test_each_route_decided_names_the_pass_it_was_decided_in(engine: str) 
     )
     _, events = await run(wf, engine=_engine(engine))
     assert [e.iteration for e in events if e.kind == "route_decided"] == [0, 1, 2]
+
+
+@pytest.mark.timeout(30)
+@pytest.mark.parametrize("engine", ENGINES)
+async def test_a_retry_in_a_later_loop_pass_waits_its_delay_and_names_that_pass(
+    engine: str,
+) -> None:
+    slept: list[float] = []
+
+    async def sleep(seconds: float) -> None:
+        slept.append(seconds)
+
+    wf = workflow(
+        step(
+            "work",
+            "ref.probe",
+            retries=1,
+            retry_delay_s=0.25,
+            config={"fail_from": 1, "fail_times": 1},
+            routing={
+                "kind": "loop",
+                "next": "done",
+                "loop": {"target": "work", "max_iterations": 1},
+            },
+        ),
+        step("done", depends_on=["work"]),
+    )
+    waiting = ENGINES[engine](registry=TEST_REGISTRY, sleep=sleep)
+    result, events = await run(wf, engine=waiting)
+    assert result.status == RunStatus.COMPLETED
+    assert slept == [0.25]
+    retried = [(e.iteration, e.attempt, e.delay_s) for e in events if isinstance(e, StepRetrying)]
+    assert retried == [(1, 2, 0.25)]
+    started = [(e.iteration, e.attempt) for e in events if isinstance(e, StepStarted)]
+    assert started[:3] == [(0, 1), (1, 1), (1, 2)]
 
 
 # -- the questions a step asks a person ---------------------------------------------------------
