@@ -327,3 +327,15 @@ def test_a_fork_at_a_step_the_workflow_lacks_or_that_never_started_says_what_the
     assert str(refused.value) == (
         "step 'never' has no pass 1 in this run (passes that started: none); fork at one of those"
     )
+
+
+def test_a_fork_keeps_a_termination_that_cut_nothing_off() -> None:
+    """t ends the run but leads nowhere: only the run's terminated_by names it, and a fork at
+    s, which t cannot reach, still ends "terminated by t"."""
+    wf = _probe_workflow(
+        {"id": "t", "config": {"terminate_at": 0}},
+        {"id": "s"},
+        {"id": "after", "depends_on": ["s"]},
+    )
+    assert _forks_of_runs_on_both_engines(wf, "s") == NO_DIFFERENCES
+    assert _forks_of_runs_on_both_engines(wf, "after") == NO_DIFFERENCES
