@@ -388,6 +388,29 @@ async def test_a_retry_in_a_later_loop_pass_waits_its_delay_and_names_that_pass(
     assert started[:3] == [(0, 1), (1, 1), (1, 2)]
 
 
+class RecordingModel(FakeModel):
+    """A scripted model that keeps each request it was sent."""
+
+    def __init__(self, answers: list[Any]) -> None:
+        super().__init__(answers)
+        self.requests: list[Any] = []
+
+    async def complete(self, request: Any, step: Any) -> Any:
+        self.requests.append(request)
+        return await super().complete(request, step)
+
+
+@pytest.mark.timeout(30)
+@pytest.mark.parametrize("engine", ENGINES)
+async def test_the_repair_attempt_tells_the_model_what_was_wrong(engine: str) -> None:
+    model = RecordingModel([{"status": "OK"}, {"status": "OK", "score": 0.9}])
+    result, _ = await run(
+        workflow(step("judge", "test.model_verdict")), model=model, engine=_engine(engine)
+    )
+    assert result.status == RunStatus.COMPLETED
+    assert [r["repair"] for r in model.requests] == [None, "score: Field required"]
+
+
 # -- the questions a step asks a person ---------------------------------------------------------
 
 
