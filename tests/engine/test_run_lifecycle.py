@@ -411,6 +411,14 @@ async def test_the_repair_attempt_tells_the_model_what_was_wrong(engine: str) ->
     assert [r["repair"] for r in model.requests] == [None, "score: Field required"]
 
 
+@pytest.mark.timeout(30)
+@pytest.mark.parametrize("engine", ENGINES)
+async def test_a_step_with_a_timeout_gets_its_inputs(engine: str) -> None:
+    wf = workflow(step("timed", inputs={"text": "'in time'"}, timeout_s=5))
+    _, events = await run(wf, engine=_engine(engine))
+    assert next(e.outputs for e in events if isinstance(e, StepFinished)) == {"text": "in time"}
+
+
 # -- the questions a step asks a person ---------------------------------------------------------
 
 
