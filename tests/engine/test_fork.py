@@ -299,7 +299,15 @@ def test_a_fork_at_every_pass_of_every_step_ends_as_its_parent(original: str) ->
             }
         )
         assert len(passes) == 23, passes
-        return {at: await fork_differences(store, parent.run_id, at) for at in passes}
+        found: dict[str, Any] = {
+            at: await fork_differences(store, parent.run_id, at) for at in passes
+        }
+        reasons = {s: r.reason for s, r in store.step_results(parent.run_id).items()}
+        for fork in store.list_runs(limit=100):
+            got = {s: r.reason for s, r in store.step_results(fork.run_id).items()}
+            if got != reasons:
+                found[f"step reasons in the fork at {fork.forked_at}"] = got
+        return found
 
     assert {
         at: d for at, d in asyncio.run(go()).items() if d != {"kahn": [], "langgraph": []}
