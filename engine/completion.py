@@ -33,10 +33,10 @@ def evaluate_outputs(state: RunState) -> tuple[dict[str, Any], list[str]]:
 
 
 def conclude(state: RunState) -> Conclusion:
-    """The final status of a run whose scheduling has ended.
+    """The final status of a run whose scheduling has ended and whose steps have all settled
+    (engine/lifecycle.py fails any a scheduler left unsettled before it concludes).
 
-    A step that never settled → FAILED (an engine defect, named); a limit →
-    PARTIAL; a non-optional step that failed → FAILED; completion criteria not
+    A limit → PARTIAL; a non-optional step that failed → FAILED; completion criteria not
     met → PARTIAL naming what is missing; otherwise COMPLETED — whether a
     ``terminate`` decision ended it early or not.
     """
@@ -52,10 +52,6 @@ def conclude(state: RunState) -> Conclusion:
         for step_id in wf.completion.required_steps
         if state.steps[step_id].status != StepStatus.SUCCEEDED
     ]
-    unsettled = [r.step_id for r in state.steps.values() if not r.status.settled]
-    if unsettled:
-        reason = f"steps never settled: {', '.join(unsettled)} (an engine defect)"
-        return Conclusion(RunStatus.FAILED, reason, missing, outputs)
     if state.limit_reason:
         return Conclusion(RunStatus.PARTIAL, state.limit_reason, missing, outputs)
     failed = [

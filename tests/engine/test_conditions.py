@@ -5,6 +5,7 @@ from __future__ import annotations
 import datetime as dt
 import enum
 import sys
+from decimal import Decimal
 
 import pytest
 from hypothesis import given, settings
@@ -312,7 +313,9 @@ def test_arithmetic_on_ints_agrees_with_python(value, modulus):
         ("3u", "number"),
         ("2.5", "number"),
         ("[1, 2]", "list"),
+        ("[]", "list"),
         ("{'a': 1}", "map"),
+        ("{}", "map"),
         ("(a < 1)", "bool"),
         ("((2))", "number"),
         ("a ? 1 : 'x'", None),
@@ -557,3 +560,7 @@ def test_an_expression_that_is_not_text_is_refused_naming_what_it_is(
     assert str(refused.value) == (
         f"an expression must be a string, got {kind} (column 1 of {str(given)!r})"
     )
+
+
+def test_a_value_of_any_other_type_converts_as_its_text() -> None:
+    assert from_cel(to_cel(Decimal("1.50"))) == "1.50"

@@ -14,7 +14,7 @@ from click.testing import CliRunner
 
 from engine import demo_steps  # noqa: F401 - registers the demo steps
 from engine.canonical import compare
-from engine.events import RunStarted, StepStarted
+from engine.events import RunStarted, StepFailed, StepSkipped, StepStarted
 from engine.graph import WorkflowGraph
 from engine.kahn import KahnEngine
 from engine.langgraph_engine import LangGraphEngine
@@ -233,3 +233,117 @@ def test_a_fork_keeps_a_termination_that_held_a_limit_off() -> None:
         limits={"max_step_runs": 4},
     )
     assert _forks_of_runs_on_both_engines(wf, "s0") == NO_DIFFERENCES
+
+
+# -- every pass of a run with loops, a detour, skips, retries and failures ------------------------
+
+
+def _every_construct() -> WorkflowDefinition:
+    """The steps that start one at a time read ``run.step_runs`` into their outputs, so a fork
+    that restores the run's counters wrongly ends with other outputs than its parent (steps
+    that run side by side would read a count that depends on which started first)."""
+    counted = {"inputs": {"x": "run.step_runs"}}
+    return _probe_workflow(
+        {"id": "start", **counted},
+        {"id": "maybe", "depends_on": ["start"], "when": "iteration == 0"},
+        {
+            "id": "work",
+            "depends_on": ["start"],
+            "retries": 1,
+            "config": {"fail_from": 1, "fail_times": 1},
+        },
+        {"id": "broken", "depends_on": ["start"], "optional": True, "config": {"fail_times": 1}},
+        {"id": "behind", "depends_on": ["broken"], "optional": True},
+        {
+            "id": "check",
+            "depends_on": ["maybe", "work", "behind"],
+            "trigger": "all_done",
+            "routing": {
+                "kind": "loop",
+                "next": "decide",
+                "loop": {"target": "start", "max_iterations": 2},
+            },
+            **counted,
+        },
+        {
+            "id": "decide",
+            "depends_on": ["check"],
+            "routing": {
+                "kind": "linear",
+                "next": "after",
+                "detour": {"target": "context", "when": "outputs.n == 0"},
+            },
+            **counted,
+        },
+        {"id": "context", **counted},
+        {"id": "never", "when": "false"},
+        {"id": "after", "depends_on": ["decide"], **counted},
+    )
+
+
+@pytest.mark.parametrize("original", ["kahn", "langgraph"])
+def test_a_fork_at_every_pass_of_every_step_ends_as_its_parent(original: str) -> None:
+    wf = _every_construct()
+    store = InMemoryRunStore()
+
+    async def go() -> dict[str, Any]:
+        parent = await ENGINES[original](registry=TEST_REGISTRY).execute(
+            wf, RunContext(store=store, responder=respond)
+        )
+        assert parent.status == RunStatus.COMPLETED
+        passes = sorted(
+            {
+                f"{e.step_id}@{e.iteration}"
+                for e in store.events(parent.run_id)
+                if isinstance(e, (StepStarted, StepSkipped, StepFailed))
+            }
+        )
+        assert len(passes) == 23, passes
+        found: dict[str, Any] = {
+            at: await fork_differences(store, parent.run_id, at) for at in passes
+        }
+        reasons = {s: r.reason for s, r in store.step_results(parent.run_id).items()}
+        for fork in store.list_runs(limit=100):
+            got = {s: r.reason for s, r in store.step_results(fork.run_id).items()}
+            if got != reasons:
+                found[f"step reasons in the fork at {fork.forked_at}"] = got
+        return found
+
+    assert {
+        at: d for at, d in asyncio.run(go()).items() if d != {"kahn": [], "langgraph": []}
+    } == {}
+
+
+def test_a_fork_at_a_step_the_workflow_lacks_or_that_never_started_says_what_there_is() -> None:
+    wf = _every_construct()
+    store = InMemoryRunStore()
+    parent = asyncio.run(KahnEngine(registry=TEST_REGISTRY).execute(wf, RunContext(store=store)))
+    with pytest.raises(ForkError) as refused:
+        asyncio.run(
+            KahnEngine(registry=TEST_REGISTRY).fork(parent.run_id, "nope", RunContext(store=store))
+        )
+    assert str(refused.value) == (
+        "workflow fork_regression has no step 'nope'; steps: start, maybe, work, broken, "
+        "behind, check, decide, context, never, after"
+    )
+    with pytest.raises(ForkError) as refused:
+        asyncio.run(
+            KahnEngine(registry=TEST_REGISTRY).fork(
+                parent.run_id, "never@1", RunContext(store=store)
+            )
+        )
+    assert str(refused.value) == (
+        "step 'never' has no pass 1 in this run (passes that started: none); fork at one of those"
+    )
+
+
+def test_a_fork_keeps_a_termination_that_cut_nothing_off() -> None:
+    """t ends the run but leads nowhere: only the run's terminated_by names it, and a fork at
+    s, which t cannot reach, still ends "terminated by t"."""
+    wf = _probe_workflow(
+        {"id": "t", "config": {"terminate_at": 0}},
+        {"id": "s"},
+        {"id": "after", "depends_on": ["s"]},
+    )
+    assert _forks_of_runs_on_both_engines(wf, "s") == NO_DIFFERENCES
+    assert _forks_of_runs_on_both_engines(wf, "after") == NO_DIFFERENCES

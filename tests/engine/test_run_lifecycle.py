@@ -5,6 +5,7 @@ options. Each test pins text or fields that a run shows in its events or its res
 from __future__ import annotations
 
 import asyncio
+import datetime as dt
 import os
 import sqlite3
 from pathlib import Path
@@ -13,8 +14,18 @@ from typing import Any
 import pytest
 from pydantic import BaseModel
 
-from engine.context import InterruptAnswer, InterruptRequest, StepContext
-from engine.events import Log, RunEvent, RunStarted, StepFailed, StepFinished, StepSkipped
+from engine.context import CallUsage, InterruptAnswer, InterruptRequest, StepContext
+from engine.events import (
+    Log,
+    RunEvent,
+    RunFinished,
+    RunStarted,
+    StepFailed,
+    StepFinished,
+    StepRetrying,
+    StepSkipped,
+    StepStarted,
+)
 from engine.kahn import KahnEngine
 from engine.langgraph_engine import LangGraphEngine
 from engine.lifecycle import EngineBase, RunNotResumable, resume_refusal
@@ -24,7 +35,15 @@ from engine.states import RunStatus, StepStatus
 from engine.steps import AnyInput, AnyOutput
 from engine.store import InMemoryRunStore, RunOwned, RunOwner, RunStore, RunSummary
 from engine.time_travel import ForkEdits, ForkError
-from tests.engine.kahn_helpers import HOOKS, TEST_REGISTRY, fresh_gates, run, step, workflow
+from tests.engine.kahn_helpers import (
+    HOOKS,
+    TEST_REGISTRY,
+    FakeModel,
+    fresh_gates,
+    run,
+    step,
+    workflow,
+)
 from tests.engine.reference import probe as _probe  # noqa: F401 - registers ref.probe
 
 ENGINES: dict[str, type[EngineBase]] = {"kahn": KahnEngine, "langgraph": LangGraphEngine}
@@ -67,6 +86,11 @@ class Nested(BaseModel):
     inner: Inner
 
 
+class Stamped(BaseModel):
+    at: dt.datetime
+    note: str = "none"
+
+
 async def seven_missing(ctx: StepContext, inp: AnyInput) -> Many:
     return {}  # type: ignore[return-value]
 
@@ -77,6 +101,18 @@ async def five_missing(ctx: StepContext, inp: AnyInput) -> Five:
 
 async def six_missing(ctx: StepContext, inp: AnyInput) -> Six:
     return {}  # type: ignore[return-value]
+
+
+async def stamped(ctx: StepContext, inp: AnyInput) -> Stamped:
+    return Stamped(at=dt.datetime(2026, 1, 2, 3, 4, 5, tzinfo=dt.UTC))
+
+
+async def stamped_from_a_mapping(ctx: StepContext, inp: AnyInput) -> Stamped:
+    return {"at": dt.datetime(2026, 1, 2, 3, 4, 5, tzinfo=dt.UTC)}  # type: ignore[return-value]
+
+
+async def nothing(ctx: StepContext, inp: AnyInput) -> Stamped:
+    return None  # type: ignore[return-value]
 
 
 async def nested_wrong(ctx: StepContext, inp: AnyInput) -> Nested:
@@ -99,6 +135,9 @@ TEST_REGISTRY.register("test.seven_missing", seven_missing)
 TEST_REGISTRY.register("test.five_missing", five_missing)
 TEST_REGISTRY.register("test.six_missing", six_missing)
 TEST_REGISTRY.register("test.nested_wrong", nested_wrong)
+TEST_REGISTRY.register("test.stamped", stamped)
+TEST_REGISTRY.register("test.stamped_from_a_mapping", stamped_from_a_mapping)
+TEST_REGISTRY.register("test.nothing", nothing)
 TEST_REGISTRY.register("test.nested_right", nested_right)
 TEST_REGISTRY.register("test.not_a_mapping", not_a_mapping)
 TEST_REGISTRY.register("test.times_out_by_itself", times_out_by_itself)
@@ -128,6 +167,22 @@ async def test_invalid_outputs_count_only_the_problems_beyond_the_first_five(
     assert await _error_of(uses) == (
         f"invalid outputs from {uses}: a: Field required; b: Field required; "
         f"c: Field required; d: Field required; e: Field required{rest}"
+    )
+
+
+@pytest.mark.timeout(30)
+@pytest.mark.parametrize("uses", ["test.stamped", "test.stamped_from_a_mapping"])
+async def test_outputs_are_stored_as_json_values(uses: str) -> None:
+    result, events = await run(workflow(step("s", uses)))
+    assert result.status == RunStatus.COMPLETED
+    finished = next(e for e in events if isinstance(e, StepFinished))
+    assert finished.outputs == {"at": "2026-01-02T03:04:05Z", "note": "none"}
+
+
+@pytest.mark.timeout(30)
+async def test_a_step_that_returns_nothing_is_read_as_no_fields_at_all() -> None:
+    assert (
+        await _error_of("test.nothing") == "invalid outputs from test.nothing: at: Field required"
     )
 
 
@@ -207,6 +262,163 @@ async def test_steps_behind_a_failure_in_a_later_loop_pass_are_marked_in_that_pa
     }
 
 
+# -- the run's declared outputs and completion criteria ------------------------------------------
+
+
+@pytest.mark.timeout(30)
+@pytest.mark.parametrize("engine", ENGINES)
+@pytest.mark.parametrize(
+    ("expr", "status", "reason"),
+    [
+        ("steps.only.outputs.text", RunStatus.COMPLETED, ""),
+        ("null", RunStatus.PARTIAL, "completion criteria not met, missing: output answer"),
+        (
+            "steps.only.outputs.nothing",
+            RunStatus.PARTIAL,
+            "completion criteria not met, missing: output answer",
+        ),
+    ],
+)
+async def test_a_required_output_that_is_null_or_cannot_be_evaluated_is_missing(
+    engine: str, expr: str, status: RunStatus, reason: str
+) -> None:
+    wf = workflow(
+        step("only", inputs={"text": "'found'"}),
+        outputs={"answer": expr, "steps_run": "run.step_runs"},
+        completion={"required_outputs": ["answer"]},
+    )
+    store = InMemoryRunStore()
+    result, events = await run(wf, store=store, engine=_engine(engine))
+    assert (result.status, result.reason) == (status, reason)
+    finished = next(e for e in events if isinstance(e, RunFinished))
+    assert (finished.status, finished.reason, finished.outputs) == (status, reason, result.outputs)
+    assert (finished.missing, finished.step_statuses) == (result.missing, {"only": "SUCCEEDED"})
+    assert result.engine == engine
+    assert store.get_run(result.run_id).outputs == result.outputs
+    assert result.missing == ([] if status == RunStatus.COMPLETED else ["output answer"])
+    assert result.outputs["steps_run"] == 1
+    assert result.outputs.get("answer") == ("found" if status == RunStatus.COMPLETED else None)
+
+
+@pytest.mark.timeout(30)
+@pytest.mark.parametrize("engine", ENGINES)
+async def test_a_steps_inputs_read_the_runs_counters(engine: str) -> None:
+    wf = workflow(
+        step("first"), step("second", depends_on=["first"], inputs={"runs": "run.step_runs"})
+    )
+    _, events = await run(wf, engine=_engine(engine))
+    finished = [e.outputs for e in events if isinstance(e, StepFinished)]
+    assert finished[-1] == {"runs": 1}
+
+
+class FallbackModel(FakeModel):
+    """A model whose every answer came from the offline fallback."""
+
+    def usage(self, response: Any) -> CallUsage:
+        return CallUsage(tokens=response.tokens, provider="offline", fallback=True)
+
+
+@pytest.mark.timeout(30)
+@pytest.mark.parametrize("engine", ENGINES)
+@pytest.mark.parametrize(
+    ("model", "provider", "fallbacks"),
+    [(FakeModel(["x"], tokens=7), "fake", 0), (FallbackModel(["x"], tokens=7), "offline", 2)],
+)
+async def test_a_finished_step_reports_its_model_calls_tokens_and_providers(
+    engine: str, model: FakeModel, provider: str, fallbacks: int
+) -> None:
+    wf = workflow(step("ask", "test.model_calls", config={"calls": 2}))
+    _, events = await run(wf, model=model, engine=_engine(engine))
+    finished = next(e for e in events if isinstance(e, StepFinished))
+    assert (finished.llm_calls, finished.tokens, finished.providers) == (2, 14, [provider])
+    assert (finished.replayed_calls, finished.fallback_calls) == (0, fallbacks)
+
+
+@pytest.mark.timeout(30)
+@pytest.mark.parametrize("engine", ENGINES)
+async def test_each_route_decided_names_the_pass_it_was_decided_in(engine: str) -> None:
+    wf = workflow(
+        step(
+            "again",
+            "ref.probe",
+            routing={
+                "kind": "loop",
+                "next": "done",
+                "loop": {"target": "again", "max_iterations": 2},
+            },
+        ),
+        step("done", depends_on=["again"]),
+    )
+    _, events = await run(wf, engine=_engine(engine))
+    assert [e.iteration for e in events if e.kind == "route_decided"] == [0, 1, 2]
+
+
+@pytest.mark.timeout(30)
+@pytest.mark.parametrize("engine", ENGINES)
+async def test_a_retry_in_a_later_loop_pass_waits_its_delay_and_names_that_pass(
+    engine: str,
+) -> None:
+    slept: list[float] = []
+
+    async def sleep(seconds: float) -> None:
+        slept.append(seconds)
+
+    wf = workflow(
+        step(
+            "work",
+            "ref.probe",
+            retries=1,
+            retry_delay_s=0.25,
+            config={"fail_from": 1, "fail_times": 1},
+            routing={
+                "kind": "loop",
+                "next": "done",
+                "loop": {"target": "work", "max_iterations": 1},
+            },
+        ),
+        step("done", depends_on=["work"]),
+    )
+    waiting = ENGINES[engine](registry=TEST_REGISTRY, sleep=sleep)
+    result, events = await run(wf, engine=waiting)
+    assert result.status == RunStatus.COMPLETED
+    assert slept == [0.25]
+    retried = [(e.iteration, e.attempt, e.delay_s) for e in events if isinstance(e, StepRetrying)]
+    assert retried == [(1, 2, 0.25)]
+    started = [(e.iteration, e.attempt) for e in events if isinstance(e, StepStarted)]
+    assert started[:3] == [(0, 1), (1, 1), (1, 2)]
+
+
+class RecordingModel(FakeModel):
+    """A scripted model that keeps each request it was sent."""
+
+    def __init__(self, answers: list[Any]) -> None:
+        super().__init__(answers)
+        self.requests: list[Any] = []
+
+    async def complete(self, request: Any, step: Any) -> Any:
+        self.requests.append(request)
+        return await super().complete(request, step)
+
+
+@pytest.mark.timeout(30)
+@pytest.mark.parametrize("engine", ENGINES)
+async def test_the_repair_attempt_tells_the_model_what_was_wrong(engine: str) -> None:
+    model = RecordingModel([{"status": "OK"}, {"status": "OK", "score": 0.9}])
+    result, _ = await run(
+        workflow(step("judge", "test.model_verdict")), model=model, engine=_engine(engine)
+    )
+    assert result.status == RunStatus.COMPLETED
+    assert [r["repair"] for r in model.requests] == [None, "score: Field required"]
+
+
+@pytest.mark.timeout(30)
+@pytest.mark.parametrize("engine", ENGINES)
+async def test_a_step_with_a_timeout_gets_its_inputs(engine: str) -> None:
+    wf = workflow(step("timed", inputs={"text": "'in time'"}, timeout_s=5))
+    _, events = await run(wf, engine=_engine(engine))
+    assert next(e.outputs for e in events if isinstance(e, StepFinished)) == {"text": "in time"}
+
+
 # -- the questions a step asks a person ---------------------------------------------------------
 
 
@@ -277,6 +489,28 @@ async def test_a_step_waiting_for_an_answer_nobody_gave_is_stored_as_waiting(eng
     result, _ = await run(_approved_after(), store=store, engine=_engine(engine))
     assert result.status == RunStatus.WAITING
     assert store.step_results(result.run_id)["draft"].status == StepStatus.WAITING_HUMAN
+
+
+@pytest.mark.timeout(30)
+@pytest.mark.parametrize("engine", ENGINES)
+async def test_a_run_waiting_for_answers_names_the_steps_in_workflow_order_and_has_no_outputs(
+    engine: str,
+) -> None:
+    after = {"after": True, "prompt": "Keep it?"}
+    wf = workflow(
+        step("zeta", interrupt=after),
+        step("alpha", interrupt=after),
+        outputs={"answer": "steps.zeta.outputs.text"},
+        completion={"required_outputs": ["answer"]},
+    )
+    store = InMemoryRunStore()
+    result, _ = await run(wf, store=store, engine=_engine(engine))
+    assert (result.status, result.reason) == (
+        RunStatus.WAITING,
+        "waiting for an answer at zeta, alpha",
+    )
+    assert (result.outputs, result.missing) == ({}, [])
+    assert store.get_run(result.run_id).outputs == {}
 
 
 @pytest.mark.timeout(30)
@@ -398,6 +632,27 @@ async def test_the_tie_breaker_is_shown_the_deciding_steps_upstream_outputs() ->
 
     await run(_tie(), tie_breaker=chooser)
     assert "needs a look" in asked[0].context
+
+
+@pytest.mark.timeout(30)
+async def test_the_tie_breaker_is_shown_the_nearest_upstream_step_first() -> None:
+    """Nearest by the workflow's order, not by name: zeta runs first, alpha after it."""
+    asked: list[TieBreakRequest] = []
+
+    async def chooser(request: TieBreakRequest) -> TieBreakAnswer:
+        asked.append(request)
+        return TieBreakAnswer(target="publish", confidence=1.0)
+
+    source, *rest = _tie().steps
+    wf = workflow(
+        step("zeta", inputs={"text": "'from zeta'"}),
+        step("alpha", depends_on=["zeta"], inputs={"text": "'from alpha'"}),
+        source.model_copy(update={"depends_on": ["alpha"]}),
+        *rest,
+    )
+    await run(wf, tie_breaker=chooser)
+    context = asked[0].context
+    assert context.index("from alpha") < context.index("from zeta")
 
 
 # -- resume -------------------------------------------------------------------------------------
@@ -695,3 +950,55 @@ async def test_a_fork_announces_itself_and_replays_a_skip_of_a_later_pass_in_tha
     assert [(e.step_id, e.iteration) for e in events if isinstance(e, StepSkipped)] == [
         ("maybe", 1)
     ]
+
+
+# -- edits a fork makes ---------------------------------------------------------------------------
+
+
+async def _edited_fork(*sets: str) -> tuple[InMemoryRunStore, str]:
+    """Fork, at ``last``, a run whose ``s`` succeeded, ``count`` too and ``never`` was skipped."""
+    wf = workflow(
+        step("s", "test.stamped"),
+        step("count", "test.nested_right"),
+        step("never", when="false"),
+        step("last", depends_on=["s", "count", "never"], trigger="all_done"),
+    )
+    store = InMemoryRunStore()
+    parent, _ = await run(wf, store=store)
+    fork = await KahnEngine(registry=TEST_REGISTRY).fork(
+        parent.run_id, "last", RunContext(store=store), ForkEdits.parse(sets=list(sets))
+    )
+    return store, fork.run_id
+
+
+@pytest.mark.timeout(30)
+async def test_a_fork_edit_sets_the_outputs_and_their_latest_history_as_json_values() -> None:
+    store, fork_id = await _edited_fork("s.note=edited")
+    edited = store.step_results(fork_id)["s"]
+    assert edited.outputs == {"at": "2026-01-02T03:04:05Z", "note": "edited"}
+    assert [h.outputs for h in edited.history] == [edited.outputs]
+
+
+@pytest.mark.timeout(30)
+@pytest.mark.parametrize(
+    ("edit", "message"),
+    [
+        ("nope.x=1", "--set names no step 'nope'; steps: s, count, never, last"),
+        (
+            "never.x=1",
+            "--set never: the step is SKIPPED at the fork point; only outputs of a step that "
+            "succeeded before it can be set (fork later, or at it)",
+        ),
+        (
+            'count.inner={"count": "many"}',
+            "--set count: inner.count: Input should be a valid integer, unable to parse string "
+            "as an integer; give a value test.nested_right accepts",
+        ),
+    ],
+)
+async def test_a_fork_edit_that_cannot_be_made_says_why_and_what_to_do(
+    edit: str, message: str
+) -> None:
+    with pytest.raises(ForkError) as refused:
+        await _edited_fork(edit)
+    assert str(refused.value) == message

@@ -446,6 +446,10 @@ def test_a_scheduler_that_leaves_steps_unsettled_fails_the_run_naming_them() -> 
     )
     assert result.status == RunStatus.FAILED
     assert "a, b never settled" in result.reason
+    assert result.reason == (
+        "the stuck scheduler ended with a, b never settled "
+        "(an engine defect; please report it with this run)"
+    )
     assert {s.value for s in result.step_statuses.values()} == {"FAILED"}
     assert [e for e in store.events(result.run_id) if e.kind == "budget"] == [], (
         "a step that never ran spent nothing"
