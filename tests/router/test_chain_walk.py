@@ -108,12 +108,13 @@ async def test_a_bucket_with_room_exactly_at_the_end_of_the_budget_is_waited_for
 async def test_of_two_full_buckets_the_request_waits_for_the_sooner(
     fault_server: FaultServer, make_router: RouterFactory, clock: ManualClock, keys: dict
 ) -> None:
-    """One bucket has room in 30 s, the other in 15 s; a 20 s budget is enough for the sooner."""
+    """One bucket has room in 15 s, the next one passed over in 30 s; a 20 s budget is enough
+    for the sooner, found first."""
     router = make_router(
         make_config(
             [
                 provider_entry(fault_server, "slowfill", rpm=2),
-                provider_entry(fault_server, "fastfill", rpm=4),
+                provider_entry(fault_server, "fastfill", rpm=4, weight=1000.0),  # passed first
             ],
             capacity_wait_s=20,
         )
@@ -126,9 +127,9 @@ async def test_of_two_full_buckets_the_request_waits_for_the_sooner(
     await until(waiting.done, "the request goes once the sooner bucket has room")
     response = waiting.result()
     assert response.provider == "fastfill"
-    assert sorted(a.detail for a in response.attempts[:2]) == [
-        "rate-limit bucket has room in 15.00s",
-        "rate-limit bucket has room in 30.00s",
+    assert [(a.provider, a.detail) for a in response.attempts[:2]] == [
+        ("fastfill", "rate-limit bucket has room in 15.00s"),
+        ("slowfill", "rate-limit bucket has room in 30.00s"),
     ]
 
 
