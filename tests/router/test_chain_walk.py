@@ -263,3 +263,23 @@ async def test_with_every_attempt_made_the_request_does_not_wait_for_capacity(
         ("failing", "failed"),
         ("builtin", "ok"),
     ]
+
+
+async def test_with_no_wait_budget_a_full_bulkhead_is_not_waited_for(
+    fault_server: FaultServer, make_router: RouterFactory, keys: dict
+) -> None:
+    fault_server.set_script({"providers": {"one": {"fault": "hold"}}})
+    router = make_router(
+        make_config([provider_entry(fault_server, "one", bulkhead=1)], capacity_wait_s=0)
+    )
+    busy = asyncio.ensure_future(router.complete(request()))
+    await until(lambda: fault_server.held == 1, "the one slot is taken by a held answer")
+    asked = asyncio.ensure_future(router.complete(request()))
+    await until(asked.done, "the request gives up at once instead of waiting for the slot")
+    assert [(a.provider, a.outcome, a.detail) for a in asked.result().attempts] == [
+        ("one", "skipped", "bulkhead full (1 in flight)"),
+        ("router", "skipped", "no capacity freed within the wait budget"),
+        ("builtin", "ok", ""),
+    ]
+    fault_server.release_held()
+    assert (await busy).provider == "one"
