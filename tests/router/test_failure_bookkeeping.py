@@ -102,6 +102,7 @@ async def test_a_misconfigured_provider_is_logged_once_per_refusal_with_what_to_
     state = snap(router, "openai")
     assert state.state is BreakerState.OPEN
     assert state.open_reason == f"misconfigured ({detail})"
+    assert state.cooldown_remaining_s == 600.0  # a misconfiguration's break, no early probe
 
 
 async def test_a_probe_answered_with_a_bad_request_frees_the_lease_for_the_next_probe(
@@ -181,3 +182,32 @@ async def test_a_provider_that_answered_then_tripped_is_passed_over_as_open(
     passed_over = await router.complete(request())
     assert passed_over.attempts[0].detail.startswith("OPEN, next probe in ")
     assert not snap(router, "openai").misconfigured
+
+
+@pytest.mark.parametrize("probing", [False, True])
+async def test_a_refusal_as_misconfigured_honours_a_retry_after_beyond_its_break(
+    probing: bool,
+    fault_server: FaultServer,
+    make_router: RouterFactory,
+    clock: ManualClock,
+    keys: dict,
+) -> None:
+    """A 401 saying Retry-After 900 s keeps the provider out for 900 s, not the usual 600 —
+    whether it answered a probe or a request to a healthy provider."""
+    router = make_router(make_config([provider_entry(fault_server, "openai", probe="request")]))
+    breaker = router._by_name["openai"].breaker
+    if probing:
+        fault_server.set_script({"providers": {"openai": {"fault": {"status": 500}}}})
+        for _ in range(100):
+            if breaker.state is BreakerState.OPEN:
+                break
+            await router.complete(request())
+        clock.advance(breaker.cooldown_remaining())
+    fault_server.set_script(
+        {"providers": {"openai": {"fault": {"status": 401, "retry_after_s": 900}}}}
+    )
+    refused = await router.complete(request())
+    assert refused.attempts[0].error_class == "permanent"
+    state = snap(router, "openai")
+    assert (state.state, state.misconfigured) == (BreakerState.OPEN, True)
+    assert state.cooldown_remaining_s == 900.0
