@@ -7,7 +7,7 @@ import asyncio
 
 from router.clock import ManualClock
 from router.fault_server import FaultServer
-from router.models import ProviderSnapshot
+from router.models import BreakerState, ProviderSnapshot
 
 from .conftest import RouterFactory, make_config, provider_entry, request, until
 
@@ -34,3 +34,25 @@ async def test_subscribers_see_the_called_provider_busy_then_free(
         ("openai", 1, 0),
         ("openai", 0, 1),
     ]
+
+
+async def test_a_break_of_a_second_ends_in_a_published_half_open_without_any_request(
+    fault_server: FaultServer, make_router: RouterFactory, clock: ManualClock, keys: dict
+) -> None:
+    """The wake-up waits out the whole cooldown, however short, then is done."""
+    fault_server.set_script(
+        {"providers": {"openai": {"sequence": [{"status": 429, "retry_after_s": 1}]}}}
+    )
+    router = make_router(make_config([provider_entry(fault_server, "openai")]))
+    seen: list[ProviderSnapshot] = []
+    router.subscribe(seen.append)
+    await router.complete(request())
+    assert [s.state for s in seen if s.name == "openai"] == [BreakerState.OPEN]
+    wake = router._wake_tasks["openai"]
+    for _ in range(10):
+        await asyncio.sleep(0)
+    assert not wake.done()  # it sleeps out the second on the router's clock
+    clock.advance(1.0)
+    await until(wake.done, "the wake-up ends once the break is over")
+    states = [s.state for s in seen if s.name == "openai"]
+    assert states[0] is BreakerState.OPEN and states[-1] is BreakerState.HALF_OPEN
