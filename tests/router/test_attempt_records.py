@@ -95,6 +95,7 @@ async def test_a_failure_then_an_answer_are_recorded_whole(
     assert (snaps["second"].requests_total, snaps["second"].successes_total) == (1, 1)
     assert snaps["second"].recent_latencies_s == [0.25]
     assert snaps["second"].throttle_reject_p == 0.0  # settled as accepted
+    assert router._by_name["second"].throttle.counts() == (1, 1)
     assert snaps["second"].cost_usd_total == round(cost, 6)
     assert snaps["first"].cost_usd_total == 0.0
 
