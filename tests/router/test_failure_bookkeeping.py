@@ -166,7 +166,7 @@ async def test_a_models_reason_names_what_its_last_refusal_said(
 
 
 async def test_a_provider_that_answered_then_tripped_is_passed_over_as_open(
-    fault_server: FaultServer, make_router: RouterFactory, keys: dict
+    fault_server: FaultServer, make_router: RouterFactory, clock: ManualClock, keys: dict
 ) -> None:
     """An answer leaves nothing behind that would later read as a misconfiguration."""
     fault_server.set_script(
@@ -182,6 +182,37 @@ async def test_a_provider_that_answered_then_tripped_is_passed_over_as_open(
     passed_over = await router.complete(request())
     assert passed_over.attempts[0].detail.startswith("OPEN, next probe in ")
     assert not snap(router, "openai").misconfigured
+    # recovered (a probe closes the breaker), then tripped again: still plainly OPEN
+    fault_server.set_script({"providers": {}})
+    clock.advance(breaker.cooldown_remaining())
+    assert (await router.complete(request())).provider == "openai"
+    assert breaker.state is BreakerState.CLOSED
+    fault_server.set_script({"providers": {"openai": {"fault": {"status": 500}}}})
+    for _ in range(100):
+        if breaker.state is BreakerState.OPEN:
+            break
+        await router.complete(request())
+    again = await router.complete(request())
+    assert again.attempts[0].detail.startswith("OPEN, next probe in ")
+
+
+async def test_every_breaker_transition_is_logged_with_its_reason(
+    fault_server: FaultServer,
+    make_router: RouterFactory,
+    clock: ManualClock,
+    keys: dict,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    fault_server.set_script(
+        {"providers": {"openai": {"sequence": [{"status": 429, "retry_after_s": 2}]}}}
+    )
+    router = make_router(make_config([provider_entry(fault_server, "openai")]))
+    with caplog.at_level(logging.INFO, logger="router.router"):
+        await router.complete(request())
+    reason = snap(router, "openai").open_reason
+    assert [r.getMessage() for r in caplog.records if r.name == "router.router"] == [
+        f"provider openai: CLOSED -> OPEN ({reason}; next probe in 2.0s (cooldown ceiling 2.0s))"
+    ]
 
 
 @pytest.mark.parametrize("probing", [False, True])
