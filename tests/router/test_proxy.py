@@ -13,7 +13,14 @@ from dataclasses import dataclass, field
 import pytest
 
 from router.fault_server import FaultServer
-from tests.router.conftest import RouterFactory, Verdict, make_config, provider_entry, request
+from tests.router.conftest import (
+    RouterFactory,
+    Verdict,
+    fault_answer,
+    make_config,
+    provider_entry,
+    request,
+)
 
 
 @dataclass
@@ -92,3 +99,28 @@ async def test_remote_providers_go_through_the_proxy_and_loopback_does_not(
 
     assert result.provider == "ollama" and not result.degraded
     assert len(proxy.request_lines) == 1
+
+
+async def test_every_spelling_of_loopback_is_reached_directly(
+    fault_server: FaultServer,
+    proxy: ForwardProxy,
+    make_router: RouterFactory,
+    keys: dict[str, str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    for name in ("NO_PROXY", "no_proxy", "ALL_PROXY", "all_proxy", "HTTPS_PROXY", "https_proxy"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("HTTP_PROXY", f"http://127.0.0.1:{proxy.port}")
+    by_name = {
+        **provider_entry(fault_server, "named", kind="ollama"),
+        "base_url": f"http://localhost:{fault_server.port}/named/v1",
+    }
+    async with FaultServer(host="::1", responder=fault_answer) as six:
+        router = make_router(
+            make_config([by_name, provider_entry(six, "six", kind="ollama", weight=0.0)])
+        )
+        named = await router.complete(request())
+        fault_server.set_script({"providers": {"named": {"fault": "down"}}})
+        through_six = await router.complete(request())
+    assert (named.provider, through_six.provider) == ("named", "six")
+    assert proxy.request_lines == []
