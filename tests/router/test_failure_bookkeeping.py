@@ -242,3 +242,26 @@ async def test_a_refusal_as_misconfigured_honours_a_retry_after_beyond_its_break
     state = snap(router, "openai")
     assert (state.state, state.misconfigured) == (BreakerState.OPEN, True)
     assert state.cooldown_remaining_s == 900.0
+
+
+async def test_a_models_probe_refused_again_reopens_the_model(
+    fault_server: FaultServer, make_router: RouterFactory, clock: ManualClock, keys: dict
+) -> None:
+    fault_server.set_script({"providers": {"azure": {"fault": {"status": 400}}}})
+    router = make_router(make_config([provider_entry(fault_server, "azure")]))
+    for n in range(5):  # five different requests refused: the model is OPEN
+        await router.complete(
+            ChatRequest(
+                task="verify",
+                messages=[ChatMessage(role="user", content=f"Is claim {n} supported?")],
+                response_schema=Verdict,
+            )
+        )
+    model = router._by_name["azure"].models.breaker("azure-model")
+    clock.advance(model.cooldown_remaining())
+    probe = await router.complete(request())  # the model's probe, refused like the rest
+    assert probe.attempts[0].error_class == "bad_request"
+    assert snap(router, "azure").unhealthy_models == {
+        "azure-model": "OPEN: probe failed: bad_request"
+    }
+    assert model.state is BreakerState.OPEN and model.can_attempt() is False
