@@ -10,6 +10,7 @@ import asyncio
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 
+import httpx
 import pytest
 
 from router.fault_server import FaultServer
@@ -124,3 +125,50 @@ async def test_every_spelling_of_loopback_is_reached_directly(
         through_six = await router.complete(request())
     assert (named.provider, through_six.provider) == ("named", "six")
     assert proxy.request_lines == []
+
+
+@pytest.mark.parametrize("own_transport", [False, True])
+async def test_a_redirect_is_not_followed(
+    own_transport: bool,
+    fault_server: FaultServer,
+    make_router: RouterFactory,
+    keys: dict[str, str],
+) -> None:
+    """A provider URL that answers 307 to the fault server is a failed call: the router never
+    sends a prompt (or a key) on to another address by itself."""
+
+    async def redirect(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        head = (await reader.readuntil(b"\r\n\r\n")).decode("latin-1")
+        length = next(
+            (
+                int(v)
+                for k, _, v in (h.partition(":") for h in head.split("\r\n"))
+                if k.lower() == "content-length"
+            ),
+            0,
+        )
+        await reader.readexactly(length)
+        target = f"{fault_server.url('openai')}/v1/chat/completions"
+        writer.write(
+            f"HTTP/1.1 307 Temporary Redirect\r\nLocation: {target}\r\n"
+            "Content-Length: 0\r\nConnection: close\r\n\r\n".encode("latin-1")
+        )
+        await writer.drain()
+        writer.close()
+
+    server = await asyncio.start_server(redirect, "127.0.0.1", 0)
+    port = server.sockets[0].getsockname()[1]
+    try:
+        entry = {
+            **provider_entry(fault_server, "openai"),
+            "base_url": f"http://127.0.0.1:{port}/v1",
+        }
+        transport = httpx.AsyncHTTPTransport() if own_transport else None
+        router = make_router(make_config([entry]), transport=transport)
+        response = await router.complete(request())
+    finally:
+        server.close()
+        await server.wait_closed()
+    assert response.provider == "builtin"
+    assert response.attempts[0].status == 307
+    assert fault_server.requests == []
