@@ -7,6 +7,7 @@ import random
 
 import pytest
 
+from router.clock import ManualClock
 from router.fault_server import FaultServer
 from router.local import TaskHandlerRegistry
 from router.router import build_router
@@ -40,7 +41,11 @@ async def test_the_same_seed_makes_the_same_choices(
 
     async def choices(seed: int) -> list[str]:
         router = build_router(
-            config, stats_path=None, task_handlers=registry, rng=random.Random(seed)
+            config,
+            stats_path=None,
+            task_handlers=registry,
+            clock=ManualClock(),  # latencies of 0: only the random source decides
+            rng=random.Random(seed),
         )
         try:
             return [(await router.complete(request())).provider for _ in range(24)]
