@@ -92,6 +92,11 @@ async def test_a_fallback_answer_is_recorded_whole(
     assert (stored.totals.requests, stored.totals.successes, stored.totals.fallbacks) == (1, 1, 1)
     assert (stored.totals.input_tokens, stored.totals.output_tokens) == (0, 0)
     assert stored.recent == [(True, 0.25)]
+    with sqlite3.connect(stats) as db:
+        rows = db.execute(
+            "SELECT ok, latency_s, error_class FROM provider_calls WHERE provider = 'builtin'"
+        ).fetchall()
+    assert rows == [(1, 0.25, None)]
 
 
 async def test_a_failing_handler_is_recorded_as_the_builtins_failure(
