@@ -178,3 +178,19 @@ async def test_the_builtins_record_survives_a_restart(
     assert (after.requests_total, after.successes_total, after.failures_total) == (2, 1, 1)
     assert (after.fallback_total, after.recent_latencies_s) == (1, [0.25])
     assert after.success_rate == before.success_rate == 0.5
+
+
+async def test_the_builtin_is_shown_busy_while_it_answers(
+    make_router: RouterFactory, registry: TaskHandlerRegistry
+) -> None:
+    seen: list[int] = []
+    router = make_router(make_config([], builtin_in_thread=False))
+
+    def peek(req: ChatRequest) -> str:
+        seen.append({s.name: s for s in router.snapshot()}["builtin"].in_flight)
+        return "done"
+
+    registry.register("peek", peek)
+    assert (await router.complete(request(task="peek", schema=None))).content == "done"
+    assert seen == [1]
+    assert {s.name: s for s in router.snapshot()}["builtin"].in_flight == 0

@@ -27,3 +27,27 @@ async def test_with_no_flush_interval_every_answer_is_written_as_it_comes(
             assert store.load()["openai"].totals.requests == expected
         finally:
             store.close()
+
+
+async def test_within_the_flush_interval_an_answer_waits_for_the_next_write(
+    fault_server: FaultServer, make_router: RouterFactory, keys: dict, tmp_path: Path
+) -> None:
+    """Only a trip is written at once; an answer waits for the interval (an hour here)."""
+    stats = tmp_path / "stats.sqlite3"
+    router = make_router(
+        make_config([provider_entry(fault_server, "openai")], stats_flush_s=3600),
+        stats_path=stats,
+    )
+    await router.complete(request())
+    await router.wait_for_writes()
+    store = StatsStore(stats)
+    try:
+        assert "openai" not in store.load()
+    finally:
+        store.close()
+    await router.flush_stats()
+    store = StatsStore(stats)
+    try:
+        assert store.load()["openai"].totals.requests == 1
+    finally:
+        store.close()
