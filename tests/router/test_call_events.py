@@ -4,12 +4,13 @@ being called is reported busy within one notify interval, and free again once it
 from __future__ import annotations
 
 import asyncio
+import threading
 
 from router.clock import ManualClock
 from router.fault_server import FaultServer
-from router.models import BreakerState, ProviderSnapshot
+from router.models import BreakerState, ChatMessage, ChatRequest, ProviderSnapshot
 
-from .conftest import RouterFactory, make_config, provider_entry, request, until
+from .conftest import RouterFactory, Verdict, make_config, provider_entry, request, until
 
 
 async def test_subscribers_see_the_called_provider_busy_then_free(
@@ -56,3 +57,27 @@ async def test_a_break_of_a_second_ends_in_a_published_half_open_without_any_req
     await until(wake.done, "the wake-up ends once the break is over")
     states = [s.state for s in seen if s.name == "openai"]
     assert states[0] is BreakerState.OPEN and states[-1] is BreakerState.HALF_OPEN
+
+
+async def test_a_transition_seen_from_another_thread_is_published_on_the_routers_loop(
+    fault_server: FaultServer, make_router: RouterFactory, clock: ManualClock, keys: dict
+) -> None:
+    """A UI thread asking for a snapshot may be the one to notice a model's break is over; the
+    transition is handed to the router's loop and published there."""
+    fault_server.set_script({"providers": {"azure": {"fault": {"status": 400}}}})
+    router = make_router(make_config([provider_entry(fault_server, "azure")]))
+    for n in range(5):  # five different requests refused: the model is OPEN
+        await router.complete(
+            ChatRequest(
+                task="verify",
+                messages=[ChatMessage(role="user", content=f"Is claim {n} supported?")],
+                response_schema=Verdict,
+            )
+        )
+    published: list[tuple[int, dict[str, str]]] = []
+    router.subscribe(lambda s: published.append((threading.get_ident(), s.unhealthy_models)))
+    clock.advance(router._by_name["azure"].models.breaker("azure-model").cooldown_remaining())
+    await asyncio.to_thread(router.snapshot)  # another thread notices OPEN -> HALF_OPEN
+    await until(lambda: bool(published), "the transition is published")
+    assert published[0][0] == threading.get_ident()  # on the router's loop thread
+    assert published[0][1]["azure-model"].startswith("HALF_OPEN")
