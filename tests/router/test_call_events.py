@@ -53,7 +53,9 @@ async def test_a_break_of_a_second_ends_in_a_published_half_open_without_any_req
     for _ in range(10):
         await asyncio.sleep(0)
     assert not wake.done()  # it sleeps out the second on the router's clock
-    clock.advance(1.0)
+    clock.advance(router.NOTIFY_INTERVAL_S)  # the call's coalesced snapshot goes out now ...
+    await until(lambda: len(seen) > 1, "the coalesced snapshot is published")
+    clock.advance(1.0 - router.NOTIFY_INTERVAL_S)  # ... so only the wake-up can see the end
     await until(wake.done, "the wake-up ends once the break is over")
     states = [s.state for s in seen if s.name == "openai"]
     assert states[0] is BreakerState.OPEN and states[-1] is BreakerState.HALF_OPEN
