@@ -1,13 +1,16 @@
 """``build_router``'s own arguments reach what they configure: the environment the keys are read
-from, and the random source every random choice draws from. Real loopback calls."""
+from, and the random source every random choice draws from; a closed router stays closed.
+Real loopback calls."""
 
 from __future__ import annotations
 
 import random
+from pathlib import Path
 
 import pytest
 
 from router.clock import ManualClock
+from router.errors import RouterClosedError
 from router.fault_server import FaultServer
 from router.local import TaskHandlerRegistry
 from router.router import build_router
@@ -55,3 +58,20 @@ async def test_the_same_seed_makes_the_same_choices(
     first = await choices(11)
     assert len(set(first)) > 1  # the choice is random, spread over the providers ...
     assert await choices(11) == first  # ... and drawn from the random source given
+
+
+async def test_a_closed_router_refuses_requests_and_closes_once(
+    fault_server: FaultServer, registry: TaskHandlerRegistry, keys: dict, tmp_path: Path
+) -> None:
+    router = build_router(
+        make_config([provider_entry(fault_server, "openai")]),
+        stats_path=tmp_path / "stats.sqlite3",
+        task_handlers=registry,
+        clock=ManualClock(),
+    )
+    assert (await router.complete(request())).provider == "openai"
+    await router.aclose()
+    await router.aclose()  # a second close does nothing
+    with pytest.raises(RouterClosedError):
+        await router.complete(request())
+    assert len(fault_server.requests_for("openai", "chat")) == 1
