@@ -7,13 +7,15 @@ from __future__ import annotations
 import random
 from pathlib import Path
 
+import httpx
 import pytest
 
 from router.clock import ManualClock
 from router.errors import RouterClosedError
 from router.fault_server import FaultServer
 from router.local import TaskHandlerRegistry
-from router.router import build_router
+from router.providers.http import HttpProvider
+from router.router import SmartModelRouter, build_router
 
 from .conftest import make_config, provider_entry, request
 
@@ -75,3 +77,20 @@ async def test_a_closed_router_refuses_requests_and_closes_once(
     with pytest.raises(RouterClosedError):
         await router.complete(request())
     assert len(fault_server.requests_for("openai", "chat")) == 1
+
+
+async def test_closing_the_router_closes_the_client_it_was_given(
+    fault_server: FaultServer, registry: TaskHandlerRegistry, keys: dict
+) -> None:
+    config = make_config([provider_entry(fault_server, "openai")])
+    client = httpx.AsyncClient()
+    router = SmartModelRouter(
+        config,
+        providers={"openai": HttpProvider(config.providers[0], client, ManualClock())},
+        task_handlers=registry,
+        clock=ManualClock(),
+        client=client,
+    )
+    assert (await router.complete(request())).provider == "openai"
+    await router.aclose()
+    assert client.is_closed

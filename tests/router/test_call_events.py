@@ -5,10 +5,12 @@ from __future__ import annotations
 
 import asyncio
 import threading
+from pathlib import Path
 
 from router.clock import ManualClock
 from router.fault_server import FaultServer
 from router.models import BreakerState, ChatMessage, ChatRequest, ProviderSnapshot
+from router.stats import BreakerRecord, StatsStore
 
 from .conftest import RouterFactory, Verdict, make_config, provider_entry, request, until
 
@@ -83,3 +85,38 @@ async def test_a_transition_seen_from_another_thread_is_published_on_the_routers
     await until(lambda: bool(published), "the transition is published")
     assert published[0][0] == threading.get_ident()  # on the router's loop thread
     assert published[0][1]["azure-model"].startswith("HALF_OPEN")
+
+
+async def test_a_stored_break_gets_its_wake_up_when_the_router_starts_serving(
+    fault_server: FaultServer,
+    make_router: RouterFactory,
+    clock: ManualClock,
+    keys: dict,
+    tmp_path: Path,
+) -> None:
+    """No shared-state poll in the way (an hour apart): only the wake-up scheduled for the
+    stored break can publish its end."""
+    stats = tmp_path / "s.sqlite3"
+    store = StatsStore(stats)
+    now = clock.wall()
+    store.write(
+        [], [BreakerRecord("a", "OPEN", 5.0, 1, "server", None, None, False, None, now, now)]
+    )
+    store.close()
+    router = make_router(
+        make_config(
+            [provider_entry(fault_server, "a"), provider_entry(fault_server, "b")],
+            shared_state_poll_s=3600,
+        ),
+        stats_path=stats,
+    )
+    seen: list[ProviderSnapshot] = []
+    router.subscribe(seen.append)
+    assert (await router.complete(request())).provider == "b"  # binds the router to its loop
+    clock.advance(router.NOTIFY_INTERVAL_S)
+    await until(lambda: bool(seen), "the call's coalesced snapshots go out")
+    clock.advance(5.0)
+    await until(
+        lambda: any(s.name == "a" and s.state is BreakerState.HALF_OPEN for s in seen),
+        "the stored break ends and its transition is published",
+    )
