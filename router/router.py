@@ -820,7 +820,9 @@ class SmartModelRouter:
             if lease is not None:
                 rt.breaker.record_failure(error_class, exc.retry_after_s, lease)
             else:
-                rt.breaker.force_open(error_class, f"misconfigured ({exc.detail})")
+                rt.breaker.force_open(
+                    error_class, f"misconfigured ({exc.detail})", exc.retry_after_s
+                )
             log.warning(
                 "provider %s is misconfigured (%s): it is skipped until a health probe passes",
                 rt.name,

@@ -95,6 +95,7 @@ async def test_a_failure_then_an_answer_are_recorded_whole(
     assert (snaps["second"].requests_total, snaps["second"].successes_total) == (1, 1)
     assert snaps["second"].recent_latencies_s == [0.25]
     assert snaps["second"].throttle_reject_p == 0.0  # settled as accepted
+    assert router._by_name["second"].throttle.counts() == (1, 1)
     assert snaps["second"].cost_usd_total == round(cost, 6)
     assert snaps["first"].cost_usd_total == 0.0
 
@@ -117,7 +118,11 @@ async def test_a_failure_then_an_answer_are_recorded_whole(
 
 
 async def test_an_invalid_answer_costs_what_it_generated(
-    fault_server: FaultServer, make_router: RouterFactory, clock: ManualClock, keys: dict
+    fault_server: FaultServer,
+    make_router: RouterFactory,
+    clock: ManualClock,
+    keys: dict,
+    tmp_path: Path,
 ) -> None:
     fault_server.responder = lambda task, inputs, raw: (
         {"wrong": "shape"} if raw.get("model") == "weak-model" else {"verdict": "v", "score": 0.9}
@@ -130,7 +135,8 @@ async def test_an_invalid_answer_costs_what_it_generated(
                 provider_entry(fault_server, "weak", weight=1000.0, prices={"weak-model": PRICES}),
                 provider_entry(fault_server, "good", prices={"good-model": PRICES}),
             ]
-        )
+        ),
+        stats_path=tmp_path / "stats.sqlite3",
     )
     response = await router.complete(request())
     failed, ok = response.attempts
@@ -147,10 +153,22 @@ async def test_an_invalid_answer_costs_what_it_generated(
     assert weak.cost_usd_total == round(failed.cost_usd, 6)
     assert (weak.failures_total, weak.recent_latencies_s) == (1, [0.5])
     assert (weak.rpm_limit, weak.rpm_remaining) == (3, 2)  # its rate-limit headers were read
+    await router.flush_stats()
+    store = StatsStore(tmp_path / "stats.sqlite3")
+    try:
+        stored = store.load()["weak"]
+    finally:
+        store.close()
+    assert stored.totals.cost_usd == pytest.approx(failed.cost_usd)
+    assert stored.recent == [(False, 0.5)]
 
 
 async def test_a_provider_that_raises_is_a_failed_attempt_not_an_escape(
-    fault_server: FaultServer, make_router: RouterFactory, clock: ManualClock, keys: dict
+    fault_server: FaultServer,
+    make_router: RouterFactory,
+    clock: ManualClock,
+    keys: dict,
+    tmp_path: Path,
 ) -> None:
     router = make_router(
         make_config(
@@ -158,7 +176,8 @@ async def test_a_provider_that_raises_is_a_failed_attempt_not_an_escape(
                 provider_entry(fault_server, "buggy", weight=1000.0),
                 provider_entry(fault_server, "sound"),
             ]
-        )
+        ),
+        stats_path=tmp_path / "stats.sqlite3",
     )
 
     async def broken(spec: object, timeout_s: float) -> object:
@@ -184,3 +203,9 @@ async def test_a_provider_that_raises_is_a_failed_attempt_not_an_escape(
         "bad_response",
         [],  # no status: no latency of an answer to record
     )
+    await router.flush_stats()
+    store = StatsStore(tmp_path / "stats.sqlite3")
+    try:
+        assert store.load()["buggy"].recent == [(False, None)]
+    finally:
+        store.close()

@@ -92,6 +92,11 @@ async def test_a_fallback_answer_is_recorded_whole(
     assert (stored.totals.requests, stored.totals.successes, stored.totals.fallbacks) == (1, 1, 1)
     assert (stored.totals.input_tokens, stored.totals.output_tokens) == (0, 0)
     assert stored.recent == [(True, 0.25)]
+    with sqlite3.connect(stats) as db:
+        rows = db.execute(
+            "SELECT ok, latency_s, error_class FROM provider_calls WHERE provider = 'builtin'"
+        ).fetchall()
+    assert rows == [(1, 0.25, None)]
 
 
 async def test_a_failing_handler_is_recorded_as_the_builtins_failure(
@@ -173,3 +178,19 @@ async def test_the_builtins_record_survives_a_restart(
     assert (after.requests_total, after.successes_total, after.failures_total) == (2, 1, 1)
     assert (after.fallback_total, after.recent_latencies_s) == (1, [0.25])
     assert after.success_rate == before.success_rate == 0.5
+
+
+async def test_the_builtin_is_shown_busy_while_it_answers(
+    make_router: RouterFactory, registry: TaskHandlerRegistry
+) -> None:
+    seen: list[int] = []
+    router = make_router(make_config([], builtin_in_thread=False))
+
+    def peek(req: ChatRequest) -> str:
+        seen.append({s.name: s for s in router.snapshot()}["builtin"].in_flight)
+        return "done"
+
+    registry.register("peek", peek)
+    assert (await router.complete(request(task="peek", schema=None))).content == "done"
+    assert seen == [1]
+    assert {s.name: s for s in router.snapshot()}["builtin"].in_flight == 0

@@ -108,12 +108,13 @@ async def test_a_bucket_with_room_exactly_at_the_end_of_the_budget_is_waited_for
 async def test_of_two_full_buckets_the_request_waits_for_the_sooner(
     fault_server: FaultServer, make_router: RouterFactory, clock: ManualClock, keys: dict
 ) -> None:
-    """One bucket has room in 30 s, the other in 15 s; a 20 s budget is enough for the sooner."""
+    """One bucket has room in 15 s, the next one passed over in 30 s; a 20 s budget is enough
+    for the sooner, found first."""
     router = make_router(
         make_config(
             [
                 provider_entry(fault_server, "slowfill", rpm=2),
-                provider_entry(fault_server, "fastfill", rpm=4),
+                provider_entry(fault_server, "fastfill", rpm=4, weight=1000.0),  # passed first
             ],
             capacity_wait_s=20,
         )
@@ -126,9 +127,9 @@ async def test_of_two_full_buckets_the_request_waits_for_the_sooner(
     await until(waiting.done, "the request goes once the sooner bucket has room")
     response = waiting.result()
     assert response.provider == "fastfill"
-    assert sorted(a.detail for a in response.attempts[:2]) == [
-        "rate-limit bucket has room in 15.00s",
-        "rate-limit bucket has room in 30.00s",
+    assert [(a.provider, a.detail) for a in response.attempts[:2]] == [
+        ("fastfill", "rate-limit bucket has room in 15.00s"),
+        ("slowfill", "rate-limit bucket has room in 30.00s"),
     ]
 
 
@@ -262,3 +263,23 @@ async def test_with_every_attempt_made_the_request_does_not_wait_for_capacity(
         ("failing", "failed"),
         ("builtin", "ok"),
     ]
+
+
+async def test_with_no_wait_budget_a_full_bulkhead_is_not_waited_for(
+    fault_server: FaultServer, make_router: RouterFactory, keys: dict
+) -> None:
+    fault_server.set_script({"providers": {"one": {"fault": "hold"}}})
+    router = make_router(
+        make_config([provider_entry(fault_server, "one", bulkhead=1)], capacity_wait_s=0)
+    )
+    busy = asyncio.ensure_future(router.complete(request()))
+    await until(lambda: fault_server.held == 1, "the one slot is taken by a held answer")
+    asked = asyncio.ensure_future(router.complete(request()))
+    await until(asked.done, "the request gives up at once instead of waiting for the slot")
+    assert [(a.provider, a.outcome, a.detail) for a in asked.result().attempts] == [
+        ("one", "skipped", "bulkhead full (1 in flight)"),
+        ("router", "skipped", "no capacity freed within the wait budget"),
+        ("builtin", "ok", ""),
+    ]
+    fault_server.release_held()
+    assert (await busy).provider == "one"

@@ -124,3 +124,22 @@ async def test_more_room_stays_inside_the_window_of_the_requests_profile(
     assert router.more_room(asked, cut) == asked.model_copy(update={"max_tokens": room})
     plain = asked.model_copy(update={"profile": None})
     assert router.more_room(plain, cut) == plain.model_copy(update={"max_tokens": 600})
+
+
+async def test_by_default_the_window_is_the_first_tiers(
+    fault_server: FaultServer, make_router: RouterFactory, keys: dict
+) -> None:
+    """A tier-2 model's smaller window is not in the way of a tier-1 request (the default)."""
+    entry = provider_entry(
+        fault_server,
+        "p",
+        models={1: "p-small", 2: "p-big"},
+        context_windows={"p-small": 8000, "p-big": 4000},
+    )
+    router = make_router(make_config([entry]))
+    assert router.context_limit() == ContextLimit(
+        model="p-small", tokens=8000, chars_per_token=DEFAULT_CHARS_PER_TOKEN
+    )
+    assert router.context_limit(2) == ContextLimit(
+        model="p-big", tokens=4000, chars_per_token=DEFAULT_CHARS_PER_TOKEN
+    )

@@ -102,6 +102,7 @@ async def test_a_misconfigured_provider_is_logged_once_per_refusal_with_what_to_
     state = snap(router, "openai")
     assert state.state is BreakerState.OPEN
     assert state.open_reason == f"misconfigured ({detail})"
+    assert state.cooldown_remaining_s == 600.0  # a misconfiguration's break, no early probe
 
 
 async def test_a_probe_answered_with_a_bad_request_frees_the_lease_for_the_next_probe(
@@ -165,7 +166,7 @@ async def test_a_models_reason_names_what_its_last_refusal_said(
 
 
 async def test_a_provider_that_answered_then_tripped_is_passed_over_as_open(
-    fault_server: FaultServer, make_router: RouterFactory, keys: dict
+    fault_server: FaultServer, make_router: RouterFactory, clock: ManualClock, keys: dict
 ) -> None:
     """An answer leaves nothing behind that would later read as a misconfiguration."""
     fault_server.set_script(
@@ -181,3 +182,86 @@ async def test_a_provider_that_answered_then_tripped_is_passed_over_as_open(
     passed_over = await router.complete(request())
     assert passed_over.attempts[0].detail.startswith("OPEN, next probe in ")
     assert not snap(router, "openai").misconfigured
+    # recovered (a probe closes the breaker), then tripped again: still plainly OPEN
+    fault_server.set_script({"providers": {}})
+    clock.advance(breaker.cooldown_remaining())
+    assert (await router.complete(request())).provider == "openai"
+    assert breaker.state is BreakerState.CLOSED
+    fault_server.set_script({"providers": {"openai": {"fault": {"status": 500}}}})
+    for _ in range(100):
+        if breaker.state is BreakerState.OPEN:
+            break
+        await router.complete(request())
+    again = await router.complete(request())
+    assert again.attempts[0].detail.startswith("OPEN, next probe in ")
+
+
+async def test_every_breaker_transition_is_logged_with_its_reason(
+    fault_server: FaultServer,
+    make_router: RouterFactory,
+    clock: ManualClock,
+    keys: dict,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    fault_server.set_script(
+        {"providers": {"openai": {"sequence": [{"status": 429, "retry_after_s": 2}]}}}
+    )
+    router = make_router(make_config([provider_entry(fault_server, "openai")]))
+    with caplog.at_level(logging.INFO, logger="router.router"):
+        await router.complete(request())
+    reason = snap(router, "openai").open_reason
+    assert [r.getMessage() for r in caplog.records if r.name == "router.router"] == [
+        f"provider openai: CLOSED -> OPEN ({reason}; next probe in 2.0s (cooldown ceiling 2.0s))"
+    ]
+
+
+@pytest.mark.parametrize("probing", [False, True])
+async def test_a_refusal_as_misconfigured_honours_a_retry_after_beyond_its_break(
+    probing: bool,
+    fault_server: FaultServer,
+    make_router: RouterFactory,
+    clock: ManualClock,
+    keys: dict,
+) -> None:
+    """A 401 saying Retry-After 900 s keeps the provider out for 900 s, not the usual 600 —
+    whether it answered a probe or a request to a healthy provider."""
+    router = make_router(make_config([provider_entry(fault_server, "openai", probe="request")]))
+    breaker = router._by_name["openai"].breaker
+    if probing:
+        fault_server.set_script({"providers": {"openai": {"fault": {"status": 500}}}})
+        for _ in range(100):
+            if breaker.state is BreakerState.OPEN:
+                break
+            await router.complete(request())
+        clock.advance(breaker.cooldown_remaining())
+    fault_server.set_script(
+        {"providers": {"openai": {"fault": {"status": 401, "retry_after_s": 900}}}}
+    )
+    refused = await router.complete(request())
+    assert refused.attempts[0].error_class == "permanent"
+    state = snap(router, "openai")
+    assert (state.state, state.misconfigured) == (BreakerState.OPEN, True)
+    assert state.cooldown_remaining_s == 900.0
+
+
+async def test_a_models_probe_refused_again_reopens_the_model(
+    fault_server: FaultServer, make_router: RouterFactory, clock: ManualClock, keys: dict
+) -> None:
+    fault_server.set_script({"providers": {"azure": {"fault": {"status": 400}}}})
+    router = make_router(make_config([provider_entry(fault_server, "azure")]))
+    for n in range(5):  # five different requests refused: the model is OPEN
+        await router.complete(
+            ChatRequest(
+                task="verify",
+                messages=[ChatMessage(role="user", content=f"Is claim {n} supported?")],
+                response_schema=Verdict,
+            )
+        )
+    model = router._by_name["azure"].models.breaker("azure-model")
+    clock.advance(model.cooldown_remaining())
+    probe = await router.complete(request())  # the model's probe, refused like the rest
+    assert probe.attempts[0].error_class == "bad_request"
+    assert snap(router, "azure").unhealthy_models == {
+        "azure-model": "OPEN: probe failed: bad_request"
+    }
+    assert model.state is BreakerState.OPEN and model.can_attempt() is False

@@ -10,10 +10,18 @@ import asyncio
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 
+import httpx
 import pytest
 
 from router.fault_server import FaultServer
-from tests.router.conftest import RouterFactory, Verdict, make_config, provider_entry, request
+from tests.router.conftest import (
+    RouterFactory,
+    Verdict,
+    fault_answer,
+    make_config,
+    provider_entry,
+    request,
+)
 
 
 @dataclass
@@ -92,3 +100,75 @@ async def test_remote_providers_go_through_the_proxy_and_loopback_does_not(
 
     assert result.provider == "ollama" and not result.degraded
     assert len(proxy.request_lines) == 1
+
+
+async def test_every_spelling_of_loopback_is_reached_directly(
+    fault_server: FaultServer,
+    proxy: ForwardProxy,
+    make_router: RouterFactory,
+    keys: dict[str, str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    for name in ("NO_PROXY", "no_proxy", "ALL_PROXY", "all_proxy", "HTTPS_PROXY", "https_proxy"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("HTTP_PROXY", f"http://127.0.0.1:{proxy.port}")
+    by_name = {
+        **provider_entry(fault_server, "named", kind="ollama"),
+        "base_url": f"http://localhost:{fault_server.port}/named/v1",
+    }
+    async with FaultServer(host="::1", responder=fault_answer) as six:
+        router = make_router(
+            make_config([by_name, provider_entry(six, "six", kind="ollama", weight=0.0)])
+        )
+        named = await router.complete(request())
+        fault_server.set_script({"providers": {"named": {"fault": "down"}}})
+        through_six = await router.complete(request())
+    assert (named.provider, through_six.provider) == ("named", "six")
+    assert proxy.request_lines == []
+
+
+@pytest.mark.parametrize("own_transport", [False, True])
+async def test_a_redirect_is_not_followed(
+    own_transport: bool,
+    fault_server: FaultServer,
+    make_router: RouterFactory,
+    keys: dict[str, str],
+) -> None:
+    """A provider URL that answers 307 to the fault server is a failed call: the router never
+    sends a prompt (or a key) on to another address by itself."""
+
+    async def redirect(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        head = (await reader.readuntil(b"\r\n\r\n")).decode("latin-1")
+        length = next(
+            (
+                int(v)
+                for k, _, v in (h.partition(":") for h in head.split("\r\n"))
+                if k.lower() == "content-length"
+            ),
+            0,
+        )
+        await reader.readexactly(length)
+        target = f"{fault_server.url('openai')}/v1/chat/completions"
+        writer.write(
+            f"HTTP/1.1 307 Temporary Redirect\r\nLocation: {target}\r\n"
+            "Content-Length: 0\r\nConnection: close\r\n\r\n".encode("latin-1")
+        )
+        await writer.drain()
+        writer.close()
+
+    server = await asyncio.start_server(redirect, "127.0.0.1", 0)
+    port = server.sockets[0].getsockname()[1]
+    try:
+        entry = {
+            **provider_entry(fault_server, "openai"),
+            "base_url": f"http://127.0.0.1:{port}/v1",
+        }
+        transport = httpx.AsyncHTTPTransport() if own_transport else None
+        router = make_router(make_config([entry]), transport=transport)
+        response = await router.complete(request())
+    finally:
+        server.close()
+        await server.wait_closed()
+    assert response.provider == "builtin"
+    assert response.attempts[0].status == 307
+    assert fault_server.requests == []

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 from collections import Counter
+from typing import Any
 
 from router.clock import ManualClock
 from router.fault_server import FaultServer
@@ -143,3 +144,40 @@ async def test_no_shedding_at_half_or_fewer_open(
         raise AssertionError("a never opened")
     response = await router.complete(request(priority="low"))
     assert response.provider == "b"
+
+
+async def test_a_queued_request_wakes_when_a_slot_frees_not_only_when_a_turn_does(
+    fault_server: FaultServer, make_router: RouterFactory, keys: dict
+) -> None:
+    """The one medium turn is held by a call still running; a high-priority call (which takes no
+    turn) ends and frees a slot of d: the queued request goes at once."""
+    router = await shedding_router(
+        fault_server, make_router, d_slots=2, shed_medium_concurrency=1, shed_queue_size=10
+    )
+    provider = router._by_name["d"].provider
+    chat = provider.chat
+    gates: list[asyncio.Event] = []
+
+    async def gated(spec: Any, timeout_s: float) -> Any:
+        gate = asyncio.Event()
+        gates.append(gate)
+        await gate.wait()  # each call waits until the test lets it go
+        return await chat(spec, timeout_s)
+
+    provider.chat = gated  # type: ignore[method-assign]
+    holding_the_turn = asyncio.ensure_future(router.complete(request(priority="medium")))
+    await until(lambda: len(gates) == 1, "the medium call holds the one turn")
+    high = asyncio.ensure_future(router.complete(request(priority="high")))
+    await until(lambda: len(gates) == 2, "the high call takes d's other slot")
+    queued = asyncio.ensure_future(router.complete(request(priority="medium")))
+    for _ in range(20):
+        await asyncio.sleep(0)
+    assert len(gates) == 2 and not queued.done()  # no turn, no free slot: it waits
+    gates[1].set()
+    assert (await high).provider == "d"
+    await until(lambda: len(gates) == 3, "the queued request takes the freed slot at once")
+    assert not holding_the_turn.done()
+    gates[0].set()
+    gates[2].set()
+    responses = [await holding_the_turn, await queued]
+    assert [r.provider for r in responses] == ["d", "d"]
