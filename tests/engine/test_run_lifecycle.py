@@ -30,6 +30,7 @@ from engine.kahn import KahnEngine
 from engine.langgraph_engine import LangGraphEngine
 from engine.lifecycle import EngineBase, RunNotResumable, resume_refusal
 from engine.protocol import RunContext, TieBreakAnswer, TieBreakRequest
+from engine.spec import WorkflowDefinition
 from engine.sqlite_file import StoreWriteError
 from engine.states import RunStatus, StepStatus
 from engine.steps import AnyInput, AnyOutput
@@ -207,11 +208,9 @@ async def test_a_step_timing_out_with_no_timeout_of_its_own_says_timed_out() -> 
     assert await _error_of("test.times_out_by_itself") == "timed out"
 
 
-@pytest.mark.timeout(30)
-async def test_a_failure_in_a_later_loop_pass_names_that_pass_and_an_optional_step_says_so() -> (
-    None
-):
-    wf = workflow(
+def later_pass_failure() -> WorkflowDefinition:
+    """An optional step looping three passes that fails once, in its second pass."""
+    return workflow(
         step(
             "work",
             "ref.probe",
@@ -225,6 +224,13 @@ async def test_a_failure_in_a_later_loop_pass_names_that_pass_and_an_optional_st
         ),
         step("done", depends_on=["work"], trigger="all_done"),
     )
+
+
+@pytest.mark.timeout(30)
+async def test_a_failure_in_a_later_loop_pass_names_that_pass_and_an_optional_step_says_so() -> (
+    None
+):
+    wf = later_pass_failure()
     result, events = await run(wf)
     failed = [e for e in events if isinstance(e, StepFailed)]
     assert [(e.step_id, e.iteration, e.optional) for e in failed] == [("work", 1, True)]
@@ -890,20 +896,7 @@ async def test_a_fork_replays_each_kept_result_as_it_ended_into_its_own_log() ->
 async def test_a_fork_replays_a_kept_failure_of_a_later_loop_pass_in_that_pass(
     engine: str,
 ) -> None:
-    wf = workflow(
-        step(
-            "work",
-            "ref.probe",
-            optional=True,
-            config={"fail_from": 1, "fail_times": 1},
-            routing={
-                "kind": "loop",
-                "next": "done",
-                "loop": {"target": "work", "max_iterations": 3},
-            },
-        ),
-        step("done", depends_on=["work"], trigger="all_done"),
-    )
+    wf = later_pass_failure()
     store = InMemoryRunStore()
     parent, _ = await run(wf, store=store, engine=_engine(engine))
     assert parent.step_statuses["work"] == StepStatus.FAILED
