@@ -161,7 +161,6 @@ class StepRunner:
         self.state = state
         self.graph = graph
         self.store = store
-        self.run = run
         self.engine_name = engine_name
         self.registry = registry
         self.sleep = sleep
