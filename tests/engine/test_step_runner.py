@@ -357,7 +357,7 @@ async def test_a_step_retrieves_streams_its_model_call_and_counts_the_runs_model
     shown: list[ModelOutput] = []
     live.subscribe(shown.append)
     model = StreamingModel(["hello"])
-    context = {"model": model, "retriever": Retriever(), "live": live}
+    context: dict[str, Any] = {"model": model, "retriever": Retriever(), "live": live}
     result, events = await execute(engine, wf, InMemoryRunStore(), **context)
     assert result.status == RunStatus.COMPLETED
     finished = [e.outputs for e in events if isinstance(e, StepFinished)]
