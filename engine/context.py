@@ -216,8 +216,10 @@ class StepContext:
         output validation, so the implementation can show the model what was wrong."""
         self.stats = StepCallStats()
         self._call_index = first_call_index
-        """A repair or retry attempt continues after the calls of the attempt before it, so
-        its journaled calls are new calls, replayed on a re-run like any other."""
+        """A repair attempt continues after the calls of the attempt it repairs, so its
+        journaled calls are new calls, replayed on a re-run like any other. A retry starts
+        where the failed attempt started: the calls that attempt completed replay (a call out
+        is made once per pass), and the one that failed, never journaled, is made again."""
 
     # -- identity and budget -------------------------------------------------
     @property
