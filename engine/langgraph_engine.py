@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import asyncio
 import heapq
+import time
 from collections.abc import AsyncIterator, Callable, Hashable, Iterable, Sequence
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -45,7 +46,7 @@ from engine.langgraph_compile import START_NODE, GraphState, NodeFunction, build
 from engine.langgraph_history import HistoryEntry, checkpoint_history, store_history
 from engine.lifecycle import CancelRequest, EngineBase, ScheduleEnd
 from engine.protocol import EngineCapabilities
-from engine.runner import Sleep, StepRunner
+from engine.runner import Clock, Sleep, StepRunner
 from engine.states import RoutingSignal, StepStatus
 from engine.steps import REGISTRY, StepRegistry
 from engine.store import BaseRunStore, InterruptRecord
@@ -97,10 +98,11 @@ class LangGraphEngine(EngineBase):
         self,
         registry: StepRegistry = REGISTRY,
         sleep: Sleep = asyncio.sleep,
+        clock: Clock = time.monotonic,
         checkpoint_path: Path | None = None,
         saver: BaseCheckpointSaver[Any] | None = None,
     ) -> None:
-        super().__init__(registry=registry, sleep=sleep)
+        super().__init__(registry=registry, sleep=sleep, clock=clock)
         self.checkpoint_path = checkpoint_path
         self.saver = saver
         """A checkpointer to use whatever the store (tests); else the file next to the store."""

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import time
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Collection
 from dataclasses import dataclass
@@ -35,7 +36,7 @@ from engine.interrupts import AnswerPause
 from engine.protocol import EngineCapabilities, ExecutionResult, RunContext
 from engine.run_inputs import resolve_inputs
 from engine.run_state import RunState
-from engine.runner import Sleep, StepRunner
+from engine.runner import Clock, Sleep, StepRunner
 from engine.spec import WorkflowDefinition
 from engine.states import RunStatus, StepStatus
 from engine.steps import REGISTRY, StepRegistry
@@ -116,9 +117,15 @@ class EngineBase(ABC):
     name: str
     capabilities: EngineCapabilities
 
-    def __init__(self, registry: StepRegistry = REGISTRY, sleep: Sleep = asyncio.sleep) -> None:
+    def __init__(
+        self,
+        registry: StepRegistry = REGISTRY,
+        sleep: Sleep = asyncio.sleep,
+        clock: Clock = time.monotonic,
+    ) -> None:
         self.registry = registry
         self.sleep = sleep
+        self.clock = clock
         self._cancel_requests: dict[str, CancelRequest] = {}
 
     # -- the engine's part -------------------------------------------------------
@@ -148,6 +155,7 @@ class EngineBase(ABC):
             engine_name=self.name,
             registry=self.registry,
             sleep=self.sleep,
+            clock=self.clock,
             pause=self.answer_pause(),
         )
 

@@ -60,6 +60,9 @@ _FAILED = (StepStatus.FAILED, StepStatus.UPSTREAM_FAILED)
 
 Sleep = Callable[[float], Awaitable[None]]
 
+Clock = Callable[[], float]
+"""Monotonic seconds: the engine's clock, which times each step's run (tests pin it)."""
+
 
 class StepError(Exception):
     """A step failure the runner explains itself (bad input, rejected outputs, invalid outputs)."""
@@ -152,15 +155,16 @@ class StepRunner:
         engine_name: str,
         registry: StepRegistry = REGISTRY,
         sleep: Sleep = asyncio.sleep,
+        clock: Clock = time.monotonic,
         pause: AnswerPause | None = None,
     ) -> None:
         self.state = state
         self.graph = graph
         self.store = store
-        self.run = run
         self.engine_name = engine_name
         self.registry = registry
         self.sleep = sleep
+        self.clock = clock
         self.recorder = RunRecorder(state, store)
         self.interrupts = Interrupts(self.recorder, run, pause)
         """``pause`` None: the run's answers or responder answer, else the step waits (Kahn)."""
@@ -357,7 +361,7 @@ class StepRunner:
                         inputs=inp.model_dump(mode="json"),
                     )
                 )
-        started = time.monotonic()
+        started = self.clock()
         ctx = self._context(record, attempt=1)
         try:
             if spec.interrupt is not None and spec.interrupt.before:
@@ -382,7 +386,7 @@ class StepRunner:
             return self._settle_failed(record, f"limit reached: {error}")
         except StepError as error:
             return self._settle_failed(record, str(error))
-        return self._settle_succeeded(record, outputs, signal, ctx, time.monotonic() - started)
+        return self._settle_succeeded(record, outputs, signal, ctx, self.clock() - started)
 
     def upstream_outputs(self, step_id: str) -> dict[str, dict[str, Any]]:
         """Outputs of every step ``step_id`` can see whose latest settled pass succeeded,

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import sqlite3
 from collections import Counter
 from pathlib import Path
 from typing import Any
@@ -14,13 +15,14 @@ from click.testing import CliRunner
 
 from engine import demo_steps  # noqa: F401 - registers the demo steps
 from engine.canonical import compare
-from engine.events import RunStarted, StepFailed, StepSkipped, StepStarted
+from engine.events import RunEvent, RunFinished, RunStarted, StepFailed, StepSkipped, StepStarted
 from engine.graph import WorkflowGraph
 from engine.kahn import KahnEngine
 from engine.langgraph_engine import LangGraphEngine
 from engine.loader import load_workflow, load_workflow_text
 from engine.protocol import RunContext
 from engine.spec import WorkflowDefinition
+from engine.sqlite_file import StoreWriteError
 from engine.states import RunStatus
 from engine.store import InMemoryRunStore, RunStore
 from engine.time_travel import ForkEdits, ForkError, ForkPoint
@@ -347,3 +349,122 @@ def test_a_fork_keeps_a_termination_that_cut_nothing_off() -> None:
     )
     assert _forks_of_runs_on_both_engines(wf, "s") == NO_DIFFERENCES
     assert _forks_of_runs_on_both_engines(wf, "after") == NO_DIFFERENCES
+
+
+# -- what a fork restores at the edges (tests/engine/MUTANTS.md, time_travel's survivors) -------
+
+
+@pytest.mark.parametrize("engine", ["kahn", "langgraph"])
+def test_an_edited_pass_is_the_edited_steps_history_when_a_loop_in_the_fork_brings_it_back(
+    engine: str,
+) -> None:
+    """Fork at the router's second pass with the looped step's latest outputs edited: the
+    router's third pass reads the step's history — its first pass as it was, its second as
+    edited."""
+    wf = WorkflowDefinition(
+        name="edited_history",
+        steps=[
+            {"id": "x", "uses": "demo.echo", "inputs": {"text": "'original'"}},
+            {
+                "id": "r",
+                "uses": "demo.echo",
+                "depends_on": ["x"],
+                "inputs": {"past": "steps.x.history"},
+                "routing": {
+                    "kind": "loop",
+                    "next": "done",
+                    "loop": {"target": "x", "max_iterations": 2},
+                },
+            },
+            {"id": "done", "uses": "demo.echo", "depends_on": ["r"]},
+        ],
+    )
+    store = InMemoryRunStore()
+
+    async def go() -> str:
+        parent = await ENGINES[engine]().execute(wf, RunContext(store=store))
+        assert parent.status == RunStatus.COMPLETED
+        edits = ForkEdits.parse(["x.text=edited"])
+        fork = await ENGINES[engine]().fork(parent.run_id, "r@1", RunContext(store=store), edits)
+        assert fork.status == RunStatus.COMPLETED
+        return fork.run_id
+
+    fork_id = asyncio.run(go())
+    last = store.step_results(fork_id)["r"]
+    assert last.iteration == 2
+    assert last.outputs == {"past": [{"text": "original"}, {"text": "edited"}]}
+
+
+@pytest.mark.parametrize("engine", ["kahn", "langgraph"])
+def test_a_step_waiting_for_an_answer_when_the_fork_pass_began_runs_again_counted_once(
+    engine: str,
+) -> None:
+    """The parent (Kahn: the other branch runs on) waits for an answer at ``ask``, which had
+    started before ``p``; a fork at ``p`` starts ``ask`` again from the beginning."""
+    wf = WorkflowDefinition(
+        name="waiting_sibling",
+        steps=[
+            {"id": "ask", "uses": "demo.echo", "interrupt": {"before": True}},
+            {"id": "p", "uses": "demo.echo"},
+            {"id": "q", "uses": "demo.echo", "depends_on": ["p"]},
+        ],
+    )
+    store = InMemoryRunStore()
+
+    async def go() -> str:
+        parent = await KahnEngine().execute(wf, RunContext(store=store))
+        assert parent.status == RunStatus.WAITING
+        answered = RunContext(store=store, responder=respond)
+        fork = await ENGINES[engine]().fork(parent.run_id, "p", answered)
+        assert fork.status == RunStatus.COMPLETED
+        return fork.run_id
+
+    fork_id = asyncio.run(go())
+    asked = store.step_results(fork_id)["ask"]
+    assert (asked.status.value, asked.iteration, asked.runs) == ("SUCCEEDED", 0, 1)
+    assert store.get_run(fork_id).engine_state["step_runs"] == 3
+
+
+def test_a_fork_with_an_input_the_workflow_lacks_says_which_inputs_there_are() -> None:
+    wf = load_workflow(WORKFLOWS / "microloop.yaml")
+    store = InMemoryRunStore()
+    parent = asyncio.run(KahnEngine().execute(wf, RunContext(store=store)))
+    edits = ForkEdits.parse(inputs=["nope=1"])
+    with pytest.raises(ForkError) as refused:
+        asyncio.run(KahnEngine().fork(parent.run_id, "critic", RunContext(store=store), edits))
+    assert str(refused.value) == (
+        "--input: workflow 'microloop' has no input 'nope' (declared: topic)"
+    )
+
+
+class DiskFullAtTheEnd(RunStore):
+    """The run store (a real SQLite file) on a disk that is full when the run's end is
+    written: the run's log ends on its last step's settling, as after a kill mid-run."""
+
+    def _write_event(self, event: RunEvent) -> None:
+        if isinstance(event, RunFinished):
+            raise sqlite3.OperationalError("database or disk is full")
+        super()._write_event(event)
+
+
+@pytest.mark.parametrize("engine", ["kahn", "langgraph"])
+def test_a_fork_at_a_missing_pass_of_a_run_whose_log_ends_on_a_skip_says_which_passes_there_are(
+    engine: str, tmp_path: Path
+) -> None:
+    wf = WorkflowDefinition(
+        name="cut_short",
+        steps=[
+            {"id": "a", "uses": "demo.echo"},
+            {"id": "b", "uses": "demo.echo", "depends_on": ["a"], "when": "1 == 2"},
+        ],
+    )
+    store = DiskFullAtTheEnd(tmp_path / "runs.sqlite")
+    with pytest.raises(StoreWriteError):
+        asyncio.run(ENGINES[engine]().execute(wf, RunContext(store=store, run_id="r1")))
+    assert isinstance(store.events("r1")[-1], StepSkipped)
+    with pytest.raises(ForkError) as refused:
+        asyncio.run(ENGINES[engine]().fork("r1", "a@3", RunContext(store=store)))
+    assert str(refused.value) == (
+        "step 'a' has no pass 3 in this run (passes that started: 0); fork at one of those"
+    )
+    store.close()
