@@ -303,6 +303,11 @@ class FaultServer:
         """How many answers a ``hold`` fault keeps half-sent right now."""
         return self._held
 
+    @property
+    def open_connections(self) -> int:
+        """How many client connections are open right now (kept alive between requests too)."""
+        return len(self._connections)
+
     def release_held(self) -> None:
         """Let every answer a ``hold`` fault keeps (and every later one) finish; any thread."""
         if self._loop is not None and self._release is not None:

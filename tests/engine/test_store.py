@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import sqlite3
 import threading
 from collections.abc import Iterator
 from pathlib import Path
@@ -13,6 +14,7 @@ from engine.context import InterruptAnswer, InterruptRequest, JournalEntry
 from engine.events import Log, RunEvent, StepStarted
 from engine.journal import StoreJournal
 from engine.spec import StepSpec, WorkflowDefinition
+from engine.sqlite_file import StoreWriteError
 from engine.states import RunStatus, StepStatus
 from engine.store import (
     BaseRunStore,
@@ -69,6 +71,40 @@ def test_a_failed_batch_leaves_no_event_and_no_gap(tmp_path: Path) -> None:
             raise RuntimeError("boom")
     assert store.append(Log(run_id=run_id, message="next")).seq == 2
     assert [e.message for e in store.events(run_id)] == ["kept", "next"]  # type: ignore[union-attr]
+    store.close()
+
+
+class CommitOnFullDisk(RunStore):
+    """A real SQLite store whose next COMMIT meets a full disk: SQLite ends the transaction
+    itself and reports SQLITE_FULL, as it does when the WAL cannot grow."""
+
+    full = False
+
+    def _commit(self) -> None:
+        if self.full:
+            self.full = False
+            self._db.execute("ROLLBACK")
+            raise sqlite3.OperationalError("database or disk is full")
+        super()._commit()
+
+
+def test_a_failed_commit_leaves_no_event_and_no_gap(tmp_path: Path) -> None:
+    """The batch's writes all succeed, then its COMMIT fails: the failure is the store's one
+    line naming the file and what to do, nothing of the batch is kept, and the run's events
+    go on numbered without a gap once the disk has room again."""
+    store = CommitOnFullDisk(tmp_path / "runs.sqlite")
+    run_id = store.create_run(WF, {}, "kahn", "test")
+    store.append(Log(run_id=run_id, message="kept"))
+    store.full = True
+    with pytest.raises(StoreWriteError) as failed:
+        with store.batch():
+            store.append(Log(run_id=run_id, message="lost"))
+            store.append(Log(run_id=run_id, message="lost too"))
+    assert str(tmp_path / "runs.sqlite") in str(failed.value)
+    assert "free disk space" in str(failed.value)
+    after = [store.append(Log(run_id=run_id, message=text)) for text in ("next", "after")]
+    assert [e.seq for e in after] == [2, 3]
+    assert [e.message for e in store.events(run_id)] == ["kept", "next", "after"]  # type: ignore[union-attr]
     store.close()
 
 

@@ -17,7 +17,7 @@ from router.local import TaskHandlerRegistry
 from router.providers.http import HttpProvider
 from router.router import SmartModelRouter, build_router
 
-from .conftest import make_config, provider_entry, request
+from .conftest import make_config, provider_entry, request, until
 
 
 async def test_keys_are_read_from_the_environment_given(
@@ -94,3 +94,18 @@ async def test_closing_the_router_closes_the_client_it_was_given(
     assert (await router.complete(request())).provider == "openai"
     await router.aclose()
     assert client.is_closed
+
+
+async def test_closing_a_built_router_closes_its_connections(
+    fault_server: FaultServer, registry: TaskHandlerRegistry, keys: dict[str, str]
+) -> None:
+    router = build_router(
+        make_config([provider_entry(fault_server, "openai")]),
+        stats_path=None,
+        task_handlers=registry,
+        clock=ManualClock(),
+    )
+    assert (await router.complete(request())).provider == "openai"
+    assert fault_server.open_connections == 1  # kept alive for the next call
+    await router.aclose()
+    await until(lambda: fault_server.open_connections == 0, "the router's connection closed")

@@ -21,6 +21,7 @@ from tests.router.conftest import (
     make_config,
     provider_entry,
     request,
+    until,
 )
 
 
@@ -125,6 +126,37 @@ async def test_every_spelling_of_loopback_is_reached_directly(
         through_six = await router.complete(request())
     assert (named.provider, through_six.provider) == ("named", "six")
     assert proxy.request_lines == []
+
+
+async def test_a_burst_through_the_proxy_opens_at_most_two_hundred_connections(
+    fault_server: FaultServer,
+    proxy: ForwardProxy,
+    make_router: RouterFactory,
+    keys: dict[str, str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The proxied (remote) path has the loopback path's connection cap: of a burst of 210
+    calls, 200 are in flight through the proxy at once and the other ten wait for a
+    connection."""
+    for name in ("NO_PROXY", "no_proxy", "ALL_PROXY", "all_proxy", "HTTPS_PROXY", "https_proxy"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("HTTP_PROXY", f"http://127.0.0.1:{proxy.port}")
+    fault_server.set_script({"providers": {"wide": {"fault": "hold"}}})
+    remote = {
+        **provider_entry(fault_server, "wide", bulkhead=250, timeout_s=120.0),
+        "base_url": "http://provider.test/wide/v1",
+    }
+    router = make_router(make_config([remote], max_attempts=1))
+    calls = [asyncio.ensure_future(router.complete(request())) for _ in range(210)]
+    await until(lambda: fault_server.held == 200, "two hundred answers held open", 20_000)
+    for _ in range(50):
+        await asyncio.sleep(0)
+    assert fault_server.held == 200  # the other ten wait for a connection
+    fault_server.release_held()
+    responses = await asyncio.gather(*calls)
+    assert all(r.provider == "wide" and not r.degraded for r in responses)
+    assert len(proxy.request_lines) == 210
+    assert fault_server.max_in_flight("wide") == 200
 
 
 @pytest.mark.parametrize("own_transport", [False, True])
