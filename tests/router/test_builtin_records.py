@@ -1,11 +1,14 @@
 """The built-in provider's answers, asserted whole: the response, its attempt, the built-in
-provider's snapshot and what the stats file keeps — and its two failures, with what they say.
-The handler runs on the loop (``builtin_in_thread: false``) so it can move the injected clock."""
+provider's snapshot and what the stats file keeps — and its two failures, with what they say;
+where its handlers run and how many at once. Where a handler moves the injected clock it runs on
+the loop (``builtin_in_thread: false``)."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import sqlite3
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -19,7 +22,7 @@ from router.metrics import ProviderMetrics
 from router.models import Attempt, ChatRequest, Usage
 from router.stats import StatsStore
 
-from .conftest import RouterFactory, Verdict, make_config, provider_entry, request
+from .conftest import RouterFactory, Verdict, make_config, provider_entry, request, until
 
 
 def registry_taking(clock: ManualClock, seconds: float) -> TaskHandlerRegistry:
@@ -194,3 +197,59 @@ async def test_the_builtin_is_shown_busy_while_it_answers(
     assert (await router.complete(request(task="peek", schema=None))).content == "done"
     assert seen == [1]
     assert {s.name: s for s in router.snapshot()}["builtin"].in_flight == 0
+
+
+@pytest.mark.parametrize(
+    ("policy", "on_the_loop"), [({}, False), ({"builtin_in_thread": False}, True)]
+)
+async def test_the_builtin_handler_runs_where_the_policy_says(
+    policy: dict[str, Any],
+    on_the_loop: bool,
+    make_router: RouterFactory,
+    registry: TaskHandlerRegistry,
+) -> None:
+    """In a worker thread by default (a slow handler does not stall the loop); on the router's
+    loop with ``builtin_in_thread: false``."""
+    threads: list[int] = []
+
+    def where(req: ChatRequest) -> str:
+        threads.append(threading.get_ident())
+        return "here"
+
+    registry.register("where", where)
+    router = make_router(make_config([], **policy))
+    assert (await router.complete(request(task="where", schema=None))).content == "here"
+    assert len(threads) == 1
+    assert (threads[0] == threading.get_ident()) is on_the_loop
+
+
+async def test_the_builtin_answers_at_most_its_concurrency_at_once(
+    make_router: RouterFactory, registry: TaskHandlerRegistry
+) -> None:
+    """With ``builtin_concurrency: 2`` a third request waits for one of two running handlers
+    (in worker threads, held until the test lets them finish)."""
+    release = threading.Event()
+
+    def held(req: ChatRequest) -> str:
+        release.wait(30)
+        return "done"
+
+    registry.register("held", held)
+    router = make_router(make_config([], builtin_concurrency=2))
+
+    def busy() -> int:
+        return {s.name: s for s in router.snapshot()}["builtin"].in_flight
+
+    calls = [
+        asyncio.ensure_future(router.complete(request(task="held", schema=None))) for _ in range(3)
+    ]
+    try:
+        await until(lambda: busy() >= 2, "two handlers running")
+        for _ in range(50):
+            await asyncio.sleep(0)
+        assert busy() == 2  # the third waits for a slot
+    finally:
+        release.set()
+    responses = await asyncio.gather(*calls)
+    assert [r.content for r in responses] == ["done"] * 3
+    assert busy() == 0
