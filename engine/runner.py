@@ -100,6 +100,8 @@ class Readiness:
 
 WAIT = Readiness("wait")
 RUN = Readiness("run")
+UPSTREAM_FAILED = Readiness("upstream_failed")
+"""Its reason is given where the step is settled: the failed dependencies, by name."""
 
 
 @dataclass
@@ -130,10 +132,10 @@ def trigger_readiness(rule: str, statuses: list[StepStatus]) -> Readiness:
         if succeeded:
             return RUN
         if failed:
-            return Readiness("upstream_failed", "no dependency succeeded (one_success)")
+            return UPSTREAM_FAILED
         return Readiness("skip", "every dependency was skipped")
     if failed:
-        return Readiness("upstream_failed", "a dependency failed")
+        return UPSTREAM_FAILED
     if rule == "all_success":
         return RUN if skipped == 0 else Readiness("skip", "a dependency was skipped (all_success)")
     if rule == "none_failed":
