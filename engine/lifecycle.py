@@ -265,38 +265,36 @@ class EngineBase(ABC):
         try:
             end = await self.schedule(runner, cancel)
         except asyncio.CancelledError:
-            self._finish(runner, RunStatus.CANCELLED, "cancelled", ())
+            self._finish(runner, (RunStatus.CANCELLED, "cancelled"))
             raise
         except BaseException:
             _release(runner.store, run_id)  # the run stays RUNNING; shown as stopped, resumable
             raise
         finally:
-            self._cancel_requests.pop(run_id, None)
+            del self._cancel_requests[run_id]
             _DRIVING.discard(run_id)
         state = runner.state
         if end.cancelled:
             _skip_remaining(runner, "cancelled")
-            return self._finish(runner, RunStatus.CANCELLED, "cancelled", end.waiting)
+            return self._finish(runner, (RunStatus.CANCELLED, "cancelled"))
         if state.stop_reason:
             _skip_remaining(runner, state.stop_reason)
-            return self._finish(runner, None, "", end.waiting)
+            return self._finish(runner)
         if end.waiting:
-            return self._finish(runner, RunStatus.WAITING, "", end.waiting)
+            waiting = ", ".join(sorted(end.waiting, key=runner.order_key))
+            return self._finish(runner, (RunStatus.WAITING, f"waiting for an answer at {waiting}"))
         defect = _fail_unsettled(runner)
         if defect:
-            return self._finish(runner, RunStatus.FAILED, defect, ())
-        return self._finish(runner, None, "", end.waiting)
+            return self._finish(runner, (RunStatus.FAILED, defect))
+        return self._finish(runner)
 
     def _finish(
-        self, runner: StepRunner, status: RunStatus | None, reason: str, waiting: Collection[str]
+        self, runner: StepRunner, ending: tuple[RunStatus, str] | None = None
     ) -> ExecutionResult:
-        """Close the run: the given status, or the one the completion criteria decide."""
+        """Close the run: with ``ending`` (status, reason), or as the completion criteria decide."""
         state = runner.state
         concluded, concluded_reason, missing, outputs = conclude(runner.state)
-        if status is None:
-            status, reason = concluded, concluded_reason
-        elif status == RunStatus.WAITING:
-            reason = f"waiting for an answer at {', '.join(sorted(waiting, key=runner.order_key))}"
+        status, reason = ending or (concluded, concluded_reason)
         store = runner.store
         pending = [record.interrupt_id for record in store.pending_interrupts(state.run_id)]
         step_statuses = state.statuses()
