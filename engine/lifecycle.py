@@ -335,27 +335,35 @@ def _release(store: BaseRunStore, run_id: str) -> None:
 def _fail_unsettled(runner: StepRunner) -> str:
     """The invariant of every finished run: no step is left PENDING or RUNNING. A scheduler
     that ended with such steps has a defect; they fail with it named, and so does the run."""
-    unsettled = [
-        step_id
-        for step_id in runner.graph.topological_order()
-        if not runner.state.steps[step_id].status.settled
-    ]
+    unsettled = _unsettled(runner)
     if not unsettled:
         return ""
     reason = (
         f"the {runner.engine_name} scheduler ended with {', '.join(unsettled)} never settled "
         "(an engine defect; please report it with this run)"
     )
-    for step_id in unsettled:
-        runner.fail_unsettled(step_id, reason)
+    _settle_unsettled(runner, lambda step_id: runner.fail_unsettled(step_id, reason))
     return reason
 
 
 def _skip_remaining(runner: StepRunner, reason: str) -> None:
     """Every step not settled when the run stopped is skipped with the reason."""
-    for step_id in runner.graph.topological_order():
-        if not runner.state.steps[step_id].status.settled:
-            runner.settle_stopped(step_id, reason)
+    _settle_unsettled(runner, lambda step_id: runner.settle_stopped(step_id, reason))
+
+
+def _settle_unsettled(runner: StepRunner, settle: Callable[[str], None]) -> None:
+    """Settle every unsettled step, in workflow order, until none is left: settling an active
+    detour's target sends its declaring step back to PENDING for the return pass, which the
+    end of the run cuts off as well (a second sweep; the detour is over then)."""
+    while unsettled := _unsettled(runner):
+        for step_id in unsettled:
+            if not runner.state.steps[step_id].status.settled:
+                settle(step_id)
+
+
+def _unsettled(runner: StepRunner) -> list[str]:
+    steps = runner.state.steps
+    return [s for s in runner.graph.topological_order() if not steps[s].status.settled]
 
 
 def _replay_settled(runner: StepRunner, step_id: str) -> None:
