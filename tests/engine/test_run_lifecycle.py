@@ -521,6 +521,22 @@ async def test_a_run_waiting_for_answers_names_the_steps_in_workflow_order_and_h
 
 @pytest.mark.timeout(30)
 @pytest.mark.parametrize("engine", ENGINES)
+async def test_a_waiting_run_shows_no_outputs_even_those_it_could_evaluate(engine: str) -> None:
+    wf = workflow(
+        step("done", inputs={"text": "'found'"}),
+        step("ask", interrupt={"after": True, "prompt": "Keep it?"}),
+        outputs={"early": "steps.done.outputs.text"},
+    )
+    store = InMemoryRunStore()
+    result, events = await run(wf, store=store, engine=_engine(engine))
+    assert (result.status, result.outputs) == (RunStatus.WAITING, {})
+    assert store.get_run(result.run_id).outputs == {}
+    [finished] = [e for e in events if isinstance(e, RunFinished)]
+    assert finished.outputs == {}
+
+
+@pytest.mark.timeout(30)
+@pytest.mark.parametrize("engine", ENGINES)
 async def test_a_step_still_unanswered_after_a_resume_is_stored_as_waiting_again(
     engine: str,
 ) -> None:
