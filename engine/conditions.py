@@ -614,6 +614,12 @@ def to_cel(value: Any, _depth: int = 0) -> Any:
     return celtypes.StringType(str(value))
 
 
+_TYPE_NAMES: dict[Any, str] = {
+    value: name for name, value in base_functions.items() if isinstance(value, type)
+}
+"""cel-python's class for each type CEL names (``double``, ``string``, ``null_type``, ...)."""
+
+
 def from_cel(value: Any) -> Any:
     """A CEL value as plain Python (whole numbers as int, see the module docstring)."""
     if value is None or isinstance(value, celtypes.NullType):
@@ -639,7 +645,8 @@ def from_cel(value: Any) -> Any:
         return _dt.datetime.fromtimestamp(value.timestamp(), tz=_dt.UTC)
     if isinstance(value, celtypes.DurationType):
         return float(value.total_seconds())
-    return str(value)
+    # what is left is a type, the value of CEL's type(): its name as an expression writes it
+    return _TYPE_NAMES.get(value, str(value))
 
 
 @dataclass(frozen=True)

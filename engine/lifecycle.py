@@ -273,38 +273,36 @@ class EngineBase(ABC):
         try:
             end = await self.schedule(runner, cancel)
         except asyncio.CancelledError:
-            self._finish(runner, RunStatus.CANCELLED, "cancelled", ())
+            self._finish(runner, (RunStatus.CANCELLED, "cancelled"))
             raise
         except BaseException:
             _release(runner.store, run_id)  # the run stays RUNNING; shown as stopped, resumable
             raise
         finally:
-            self._cancel_requests.pop(run_id, None)
+            del self._cancel_requests[run_id]
             _DRIVING.discard(run_id)
         state = runner.state
         if end.cancelled:
             _skip_remaining(runner, "cancelled")
-            return self._finish(runner, RunStatus.CANCELLED, "cancelled", end.waiting)
+            return self._finish(runner, (RunStatus.CANCELLED, "cancelled"))
         if state.stop_reason:
             _skip_remaining(runner, state.stop_reason)
-            return self._finish(runner, None, "", end.waiting)
+            return self._finish(runner)
         if end.waiting:
-            return self._finish(runner, RunStatus.WAITING, "", end.waiting)
+            waiting = ", ".join(sorted(end.waiting, key=runner.order_key))
+            return self._finish(runner, (RunStatus.WAITING, f"waiting for an answer at {waiting}"))
         defect = _fail_unsettled(runner)
         if defect:
-            return self._finish(runner, RunStatus.FAILED, defect, ())
-        return self._finish(runner, None, "", end.waiting)
+            return self._finish(runner, (RunStatus.FAILED, defect))
+        return self._finish(runner)
 
     def _finish(
-        self, runner: StepRunner, status: RunStatus | None, reason: str, waiting: Collection[str]
+        self, runner: StepRunner, ending: tuple[RunStatus, str] | None = None
     ) -> ExecutionResult:
-        """Close the run: the given status, or the one the completion criteria decide."""
+        """Close the run: with ``ending`` (status, reason), or as the completion criteria decide."""
         state = runner.state
         concluded, concluded_reason, missing, outputs = conclude(runner.state)
-        if status is None:
-            status, reason = concluded, concluded_reason
-        elif status == RunStatus.WAITING:
-            reason = f"waiting for an answer at {', '.join(sorted(waiting, key=runner.order_key))}"
+        status, reason = ending or (concluded, concluded_reason)
         store = runner.store
         pending = [record.interrupt_id for record in store.pending_interrupts(state.run_id)]
         step_statuses = state.statuses()
@@ -345,27 +343,35 @@ def _release(store: BaseRunStore, run_id: str) -> None:
 def _fail_unsettled(runner: StepRunner) -> str:
     """The invariant of every finished run: no step is left PENDING or RUNNING. A scheduler
     that ended with such steps has a defect; they fail with it named, and so does the run."""
-    unsettled = [
-        step_id
-        for step_id in runner.graph.topological_order()
-        if not runner.state.steps[step_id].status.settled
-    ]
+    unsettled = _unsettled(runner)
     if not unsettled:
         return ""
     reason = (
         f"the {runner.engine_name} scheduler ended with {', '.join(unsettled)} never settled "
         "(an engine defect; please report it with this run)"
     )
-    for step_id in unsettled:
-        runner.fail_unsettled(step_id, reason)
+    _settle_unsettled(runner, lambda step_id: runner.fail_unsettled(step_id, reason))
     return reason
 
 
 def _skip_remaining(runner: StepRunner, reason: str) -> None:
     """Every step not settled when the run stopped is skipped with the reason."""
-    for step_id in runner.graph.topological_order():
-        if not runner.state.steps[step_id].status.settled:
-            runner.settle_stopped(step_id, reason)
+    _settle_unsettled(runner, lambda step_id: runner.settle_stopped(step_id, reason))
+
+
+def _settle_unsettled(runner: StepRunner, settle: Callable[[str], None]) -> None:
+    """Settle every unsettled step, in workflow order, until none is left: settling an active
+    detour's target sends its declaring step back to PENDING for the return pass, which the
+    end of the run cuts off as well (a second sweep; the detour is over then)."""
+    while unsettled := _unsettled(runner):
+        for step_id in unsettled:
+            if not runner.state.steps[step_id].status.settled:
+                settle(step_id)
+
+
+def _unsettled(runner: StepRunner) -> list[str]:
+    steps = runner.state.steps
+    return [s for s in runner.graph.topological_order() if not steps[s].status.settled]
 
 
 def _replay_settled(runner: StepRunner, step_id: str) -> None:

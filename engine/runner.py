@@ -103,6 +103,8 @@ class Readiness:
 
 WAIT = Readiness("wait")
 RUN = Readiness("run")
+UPSTREAM_FAILED = Readiness("upstream_failed")
+"""Its reason is given where the step is settled: the failed dependencies, by name."""
 
 
 @dataclass
@@ -133,10 +135,10 @@ def trigger_readiness(rule: str, statuses: list[StepStatus]) -> Readiness:
         if succeeded:
             return RUN
         if failed:
-            return Readiness("upstream_failed", "no dependency succeeded (one_success)")
+            return UPSTREAM_FAILED
         return Readiness("skip", "every dependency was skipped")
     if failed:
-        return Readiness("upstream_failed", "a dependency failed")
+        return UPSTREAM_FAILED
     if rule == "all_success":
         return RUN if skipped == 0 else Readiness("skip", "a dependency was skipped (all_success)")
     if rule == "none_failed":
@@ -647,7 +649,7 @@ def _loop_guards(graph: WorkflowGraph) -> dict[str, list[str]]:
     each router outside the other's body; a detour target waiting for a router that waits
     for the detour's return) is left out, so nothing waits forever.
     """
-    order = {step: index for index, step in enumerate(graph.topological_order())}
+    order = graph.topological_order()
     bodies = [
         (edge.source, set(graph.between(edge.target, edge.source))) for edge in graph.loop_edges
     ]
@@ -661,13 +663,13 @@ def _loop_guards(graph: WorkflowGraph) -> dict[str, list[str]]:
             if dependent != edge.source:
                 waits.add_edge(edge.source, dependent)
     guards: dict[str, list[str]] = {}
-    for step in sorted(order, key=order.__getitem__):
+    for step in order:
         for router, body in bodies:
-            if step in body or router in guards.get(step, []):
+            if step in body:  # the router included
                 continue
             if not body.intersection(graph.dependencies(step)):
                 continue
-            if step == router or nx.has_path(waits, step, router):
+            if nx.has_path(waits, step, router):
                 continue  # waiting would close a cycle
             waits.add_edge(router, step)
             guards.setdefault(step, []).append(router)

@@ -537,6 +537,22 @@ def test_results_come_back_as_plain_python_numbers(expr: str, expected: object) 
     assert (result, type(result)) == (expected, type(expected))
 
 
+@pytest.mark.parametrize(
+    ("expr", "name"),
+    [
+        ("type(inputs.max_rounds)", "double"),
+        ("type(inputs.query)", "string"),
+        ("type(inputs.topics)", "list"),
+        ("type(steps.draft.outputs)", "map"),
+        ("type(null)", "null_type"),
+        ("type(type(1))", "type"),
+    ],
+)
+def test_a_type_comes_back_as_the_name_an_expression_gives_it(expr: str, name: str) -> None:
+    """``type(x)`` as an output reads as CEL writes the type, not as a cel-python class."""
+    assert compile_expr(expr).evaluate(activation()) == name
+
+
 def test_an_activation_of_plain_values_is_converted_before_evaluating() -> None:
     assert compile_expr("inputs.n + 1").evaluate({"inputs": {"n": 2}}) == 3
 

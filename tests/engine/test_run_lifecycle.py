@@ -521,6 +521,22 @@ async def test_a_run_waiting_for_answers_names_the_steps_in_workflow_order_and_h
 
 @pytest.mark.timeout(30)
 @pytest.mark.parametrize("engine", ENGINES)
+async def test_a_waiting_run_shows_no_outputs_even_those_it_could_evaluate(engine: str) -> None:
+    wf = workflow(
+        step("done", inputs={"text": "'found'"}),
+        step("ask", interrupt={"after": True, "prompt": "Keep it?"}),
+        outputs={"early": "steps.done.outputs.text"},
+    )
+    store = InMemoryRunStore()
+    result, events = await run(wf, store=store, engine=_engine(engine))
+    assert (result.status, result.outputs) == (RunStatus.WAITING, {})
+    assert store.get_run(result.run_id).outputs == {}
+    [finished] = [e for e in events if isinstance(e, RunFinished)]
+    assert finished.outputs == {}
+
+
+@pytest.mark.timeout(30)
+@pytest.mark.parametrize("engine", ENGINES)
 async def test_a_step_still_unanswered_after_a_resume_is_stored_as_waiting_again(
     engine: str,
 ) -> None:
@@ -995,3 +1011,122 @@ async def test_a_fork_edit_that_cannot_be_made_says_why_and_what_to_do(
     with pytest.raises(ForkError) as refused:
         await _edited_fork(edit)
     assert str(refused.value) == message
+
+
+# -- what a run says when it starts and why its steps did not run --------------------------------
+
+
+@pytest.mark.timeout(30)
+@pytest.mark.parametrize("engine", ENGINES)
+async def test_run_started_announces_the_resolved_inputs(engine: str) -> None:
+    wf = workflow(
+        step("only"),
+        inputs={
+            "topic": {"type": "string", "required": True},
+            "depth": {"type": "int", "default": 2},
+        },
+    )
+    _, events = await run(wf, inputs={"topic": "tides"}, engine=_engine(engine))
+    [started] = [e for e in events if isinstance(e, RunStarted)]
+    assert started.inputs == {"topic": "tides", "depth": 2}
+
+
+@pytest.mark.timeout(30)
+@pytest.mark.parametrize("engine", ENGINES)
+async def test_a_step_a_trigger_rule_skips_says_which_rule_and_why(engine: str) -> None:
+    wf = workflow(
+        step("ok"),
+        step("gone", when="false"),
+        step("if_failed", depends_on=["ok"], trigger="one_failed"),
+        step("if_one_succeeded", depends_on=["gone"], trigger="one_success"),
+        step("if_all_succeeded", depends_on=["ok", "gone"], trigger="all_success"),
+        step("if_none_failed", depends_on=["gone"]),
+    )
+    store = InMemoryRunStore()
+    result, _ = await run(wf, store=store, engine=_engine(engine))
+    reasons = {r.step_id: r.reason for r in store.step_results(result.run_id).values()}
+    assert reasons == {
+        "ok": "",
+        "gone": "when is false: false",
+        "if_failed": "no dependency failed (one_failed)",
+        "if_one_succeeded": "every dependency was skipped",
+        "if_all_succeeded": "a dependency was skipped (all_success)",
+        "if_none_failed": "every dependency was skipped",
+    }
+
+
+@pytest.mark.timeout(30)
+@pytest.mark.parametrize("engine", ENGINES)
+async def test_a_step_no_router_chose_names_every_router_that_passed_it_by(engine: str) -> None:
+    def router(step_id: str, other: str) -> Any:
+        return step(
+            step_id,
+            routing={
+                "kind": "conditional",
+                "conditions": [{"expr": "false", "target": "chosen_by_none"}],
+                "next": other,
+            },
+        )
+
+    wf = workflow(
+        router("first", "left"),
+        router("second", "right"),
+        step("chosen_by_none"),
+        step("left"),
+        step("right"),
+    )
+    store = InMemoryRunStore()
+    result, _ = await run(wf, store=store, engine=_engine(engine))
+    skipped = store.step_results(result.run_id)["chosen_by_none"]
+    assert (skipped.status, skipped.reason) == (
+        StepStatus.SKIPPED,
+        "not routed (by first, second)",
+    )
+
+
+@pytest.mark.timeout(30)
+@pytest.mark.parametrize("engine", ENGINES)
+async def test_steps_a_limit_left_unstarted_are_skipped_with_the_limit_named(engine: str) -> None:
+    wf = workflow(
+        step("first"),
+        step("second", depends_on=["first"]),
+        step("third", depends_on=["second"]),
+        limits={"max_step_runs": 1},
+    )
+    store = InMemoryRunStore()
+    result, _ = await run(wf, store=store, engine=_engine(engine))
+    assert (result.status, result.reason) == (RunStatus.PARTIAL, "max_step_runs 1 reached")
+    reasons = {r.step_id: r.reason for r in store.step_results(result.run_id).values()}
+    assert reasons == {
+        "first": "",
+        "second": "run stopped: max_step_runs 1 reached",
+        "third": "run stopped: max_step_runs 1 reached",
+    }
+
+
+@pytest.mark.timeout(30)
+@pytest.mark.parametrize("engine", ENGINES)
+@pytest.mark.parametrize("how", ["cancel", "task"])
+async def test_a_cancelled_run_says_cancelled(engine: str, how: str) -> None:
+    """``engine.cancel`` and cancelling the run's task both end the run CANCELLED with the
+    reason "cancelled", stored and announced."""
+    gates = fresh_gates("started", "never")
+    HOOKS["stuck"] = lambda ctx: gates["started"].set()
+    store = InMemoryRunStore()
+    cancelling = _engine(engine)
+    wf = workflow(
+        step("stuck", "test.gate", config={"wait": "never"}), step("after", depends_on=["stuck"])
+    )
+    task = asyncio.create_task(cancelling.execute(wf, RunContext(store=store, run_id="r1")))
+    await gates["started"].wait()
+    if how == "cancel":
+        cancelling.cancel("r1")
+        assert (await task).reason == "cancelled"
+    else:
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+    record = store.get_run("r1")
+    assert (record.status, record.reason) == (RunStatus.CANCELLED, "cancelled")
+    [finished] = [e for e in store.events("r1") if isinstance(e, RunFinished)]
+    assert (finished.status, finished.reason) == (RunStatus.CANCELLED, "cancelled")

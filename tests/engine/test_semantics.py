@@ -594,3 +594,109 @@ def test_several_terminations_name_the_first_terminating_step_in_the_file() -> N
         result, store = execute(engine, wf, inputs=INPUTS)
         [skipped] = [e for e in store.events(result.run_id) if e.kind == "step_skipped"]
         assert skipped.reason == "run stopped: terminated by s0", engine
+
+
+# -- which loops a step outside their bodies waits for (found by mutation testing) -----------------
+
+
+def _loop(step_id: str, target: str, times: int, *depends_on: str) -> dict[str, Any]:
+    return probe(
+        step_id,
+        depends_on=list(depends_on),
+        routing={"kind": "loop", "loop": {"target": target, "max_iterations": times}},
+    )
+
+
+def test_a_step_waits_for_a_later_declared_loop_whose_body_it_reads() -> None:
+    """The first loop in the file has nothing to do with ``reader``: it still waits for the
+    second one, whose body it depends on, and runs once after that loop's last pass."""
+    wf = load(
+        [
+            probe("a0"),
+            _loop("a1", "a0", 1, "a0"),
+            probe("b0"),
+            _loop("b1", "b0", 2, "b0"),
+            probe("reader", depends_on=["b0"], inputs={"x": "steps.b0.outputs.n"}),
+        ]
+    )
+    found = agree(wf)
+    assert found["kahn"].steps["reader"][:3] == ("SUCCEEDED", 0, 1)
+    assert found["kahn"].steps["reader"][3]["x"] == 2  # b0's last pass
+
+
+def test_a_step_in_an_outer_loop_waits_for_the_inner_loop_whose_body_it_reads() -> None:
+    """``reader`` is in the outer loop's body (declared first) and reads the inner loop's
+    target: each outer pass it runs once, after the inner loop's last pass."""
+    wf = load(
+        [
+            probe("outer_start"),
+            probe("inner_start", depends_on=["outer_start"]),
+            _loop("outer_end", "outer_start", 1, "reader", "inner_end"),
+            _loop("inner_end", "inner_start", 2, "inner_start"),
+            probe(
+                "reader", depends_on=["inner_start"], inputs={"x": "steps.inner_start.outputs.n"}
+            ),
+        ]
+    )
+    found = agree(wf)
+    assert found["kahn"].steps["reader"][:3] == ("SUCCEEDED", 1, 2)
+    # inner_start's sixth pass (0-5): the inner loop's last in the second outer pass
+    assert found["kahn"].steps["reader"][3]["x"] == 5
+
+
+def test_loop_waits_are_taken_in_workflow_order_and_one_closing_a_cycle_skips_only_itself() -> None:
+    """Two loops share ``target`` in parallel branches; ``a_right`` comes after the left
+    branch in dependency order (not by name), so the left branch waits for its loop, not
+    the other way round. Waiting for the left loop would close a cycle for ``a_right``, which
+    still waits for the third loop, whose body it reads."""
+    wf = load(
+        [
+            probe("target"),
+            probe("left", depends_on=["target"], inputs={"x": "steps.target.outputs.n"}),
+            _loop("left_router", "target", 1, "target", "left"),
+            {
+                **_loop("a_right", "target", 2, "target", "c0"),
+                "when": "steps.c0.outputs.n == 1",  # false before the third loop's last pass
+            },
+            probe("c0"),
+            _loop("c1", "c0", 1, "c0"),
+        ]
+    )
+    found = agree(wf)
+    runs = {step_id: state[2] for step_id, state in found["kahn"].steps.items()}
+    # a_right's loop runs target three times before left starts; then the left loop once more
+    assert runs == {"target": 4, "left": 2, "left_router": 2, "a_right": 3, "c0": 2, "c1": 2}
+    assert found["kahn"].steps["left"][3]["x"] == 3  # target's fourth pass
+
+
+# -- found by the differential suite after the mutation work -------------------------------------
+
+
+def test_a_limit_cuts_off_the_return_pass_of_a_detour_whose_target_it_skipped() -> None:
+    """Shrunk: the bound is reached before the detour target runs; skipping the target sent
+    the declaring step back to PENDING for its return, and the PARTIAL run kept it PENDING
+    (on both engines and the reference). The return pass is cut off, SKIPPED, too."""
+    wf = load(
+        [
+            probe(
+                "s0",
+                routing={
+                    "kind": "conditional",
+                    "conditions": [{"expr": "true", "target": "s2"}],
+                    "detour": {"target": "s2", "when": "true"},
+                },
+            ),
+            probe("s1"),
+            probe("s2", depends_on=["s0", "s1"]),
+        ],
+        limits={"max_step_runs": 2},
+    )
+    found = run_all(wf, INPUTS)
+    expected = {"s0": ("SKIPPED", 1, 1), "s1": ("SUCCEEDED", 0, 1), "s2": ("SKIPPED", 0, 0)}
+    for name in ("reference", "kahn", "langgraph"):
+        assert found[name].status == "PARTIAL", name
+        assert {k: v[:3] for k, v in found[name].steps.items()} == expected, name
+    for engine in ENGINES:
+        result, store = execute(engine, wf, inputs=INPUTS)
+        reasons = {k: r.reason for k, r in store.step_results(result.run_id).items()}
+        assert reasons["s0"] == reasons["s2"] == "run stopped: max_step_runs 2 reached", engine

@@ -208,9 +208,13 @@ class Interpreter:
             for step_id in wave:  # the steps ready together, one after the other
                 if not self.limit and self._readiness(step_id) != "wait":
                     self._settle_next(step_id)
-        unsettled = [i for i in self.graph.order if self.steps[i].status not in SETTLED]
-        for i in unsettled:  # rule: stop — what a limit cut off is skipped; else a defect
-            self._settle(i, "SKIPPED" if self.limit else "FAILED")
+        unsettled = self._unsettled()
+        # rule: stop — what a limit cut off is skipped, else a defect (FAILED); a detour target
+        # settled here sends its declarer back for the return pass, which is cut off as well
+        while left := self._unsettled():
+            for i in left:
+                if self.steps[i].status not in SETTLED:
+                    self._settle(i, "SKIPPED" if self.limit else "FAILED")
         status = self._status() if self.limit or not unsettled else "FAILED"
         return Result(status, self.steps, self.step_runs, self.limit, self.order)
 
@@ -257,6 +261,9 @@ class Interpreter:
                 for i, s in self.steps.items()
             },
         }
+
+    def _unsettled(self) -> list[str]:
+        return [i for i in self.graph.order if self.steps[i].status not in SETTLED]
 
     def _settle(self, step_id: str, status: str, outputs: dict[str, Any] | None = None) -> None:
         step = self.steps[step_id]
