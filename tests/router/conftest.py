@@ -14,7 +14,7 @@ from router.clock import ManualClock
 from router.config import RouterConfig, load_router_config
 from router.fault_server import FaultServer
 from router.local import TaskHandlerRegistry
-from router.models import ChatMessage, ChatRequest
+from router.models import ChatMessage, ChatRequest, ChatResponse
 from router.router import SmartModelRouter, build_router
 
 CANARY_KEYS = {
@@ -75,6 +75,20 @@ async def until(condition: Callable[[], bool], what: str, turns: int = 5000) -> 
             return
         await asyncio.sleep(0.001)
     raise AssertionError(f"never happened: {what}")
+
+
+async def burst_of_210_held_at_200(
+    router: SmartModelRouter, fault_server: FaultServer
+) -> list[ChatResponse]:
+    """Send 210 calls to a provider the fault server holds open: 200 are in flight at once (the
+    client's connection cap), the other ten wait for a connection until the held ones finish."""
+    calls = [asyncio.ensure_future(router.complete(request())) for _ in range(210)]
+    await until(lambda: fault_server.held == 200, "two hundred answers held open", 20_000)
+    for _ in range(50):
+        await asyncio.sleep(0)
+    assert fault_server.held == 200  # the other ten wait for a connection
+    fault_server.release_held()
+    return list(await asyncio.gather(*calls))
 
 
 def request(

@@ -8,7 +8,7 @@ import asyncio
 
 from router.fault_server import FaultServer
 
-from .conftest import RouterFactory, make_config, provider_entry, request, until
+from .conftest import RouterFactory, burst_of_210_held_at_200, make_config, provider_entry, request
 
 
 async def test_a_burst_opens_at_most_two_hundred_connections(
@@ -20,13 +20,7 @@ async def test_a_burst_opens_at_most_two_hundred_connections(
             [provider_entry(fault_server, "wide", bulkhead=250, timeout_s=120.0)], max_attempts=1
         )
     )
-    calls = [asyncio.ensure_future(router.complete(request())) for _ in range(210)]
-    await until(lambda: fault_server.held == 200, "two hundred answers held open", 20_000)
-    for _ in range(50):
-        await asyncio.sleep(0)
-    assert fault_server.held == 200  # the other ten wait for a connection
-    fault_server.release_held()
-    responses = await asyncio.gather(*calls)
+    responses = await burst_of_210_held_at_200(router, fault_server)
     assert all(r.provider == "wide" for r in responses)
     assert fault_server.max_in_flight("wide") == 200
 

@@ -17,11 +17,11 @@ from router.fault_server import FaultServer
 from tests.router.conftest import (
     RouterFactory,
     Verdict,
+    burst_of_210_held_at_200,
     fault_answer,
     make_config,
     provider_entry,
     request,
-    until,
 )
 
 
@@ -64,11 +64,17 @@ class ForwardProxy:
 
 
 @pytest.fixture
-async def proxy(fault_server: FaultServer) -> AsyncIterator[ForwardProxy]:
+async def proxy(
+    fault_server: FaultServer, monkeypatch: pytest.MonkeyPatch
+) -> AsyncIterator[ForwardProxy]:
+    """The proxy, named by ``HTTP_PROXY`` as the only proxy setting in the environment."""
     assert fault_server.port is not None
     forward = ForwardProxy(upstream_port=fault_server.port)
     server = await asyncio.start_server(forward.handle, "127.0.0.1", 0)
     forward.port = server.sockets[0].getsockname()[1]
+    for name in ("NO_PROXY", "no_proxy", "ALL_PROXY", "all_proxy", "HTTPS_PROXY", "https_proxy"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("HTTP_PROXY", f"http://127.0.0.1:{forward.port}")
     yield forward
     server.close()
     await server.wait_closed()
@@ -79,11 +85,7 @@ async def test_remote_providers_go_through_the_proxy_and_loopback_does_not(
     proxy: ForwardProxy,
     make_router: RouterFactory,
     keys: dict[str, str],
-    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    for name in ("NO_PROXY", "no_proxy", "ALL_PROXY", "all_proxy", "HTTPS_PROXY", "https_proxy"):
-        monkeypatch.delenv(name, raising=False)
-    monkeypatch.setenv("HTTP_PROXY", f"http://127.0.0.1:{proxy.port}")
     remote = {
         **provider_entry(fault_server, "openai"),
         "base_url": "http://provider.test/openai/v1",
@@ -108,11 +110,7 @@ async def test_every_spelling_of_loopback_is_reached_directly(
     proxy: ForwardProxy,
     make_router: RouterFactory,
     keys: dict[str, str],
-    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    for name in ("NO_PROXY", "no_proxy", "ALL_PROXY", "all_proxy", "HTTPS_PROXY", "https_proxy"):
-        monkeypatch.delenv(name, raising=False)
-    monkeypatch.setenv("HTTP_PROXY", f"http://127.0.0.1:{proxy.port}")
     by_name = {
         **provider_entry(fault_server, "named", kind="ollama"),
         "base_url": f"http://localhost:{fault_server.port}/named/v1",
@@ -133,27 +131,17 @@ async def test_a_burst_through_the_proxy_opens_at_most_two_hundred_connections(
     proxy: ForwardProxy,
     make_router: RouterFactory,
     keys: dict[str, str],
-    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     """The proxied (remote) path has the loopback path's connection cap: of a burst of 210
     calls, 200 are in flight through the proxy at once and the other ten wait for a
     connection."""
-    for name in ("NO_PROXY", "no_proxy", "ALL_PROXY", "all_proxy", "HTTPS_PROXY", "https_proxy"):
-        monkeypatch.delenv(name, raising=False)
-    monkeypatch.setenv("HTTP_PROXY", f"http://127.0.0.1:{proxy.port}")
     fault_server.set_script({"providers": {"wide": {"fault": "hold"}}})
     remote = {
         **provider_entry(fault_server, "wide", bulkhead=250, timeout_s=120.0),
         "base_url": "http://provider.test/wide/v1",
     }
     router = make_router(make_config([remote], max_attempts=1))
-    calls = [asyncio.ensure_future(router.complete(request())) for _ in range(210)]
-    await until(lambda: fault_server.held == 200, "two hundred answers held open", 20_000)
-    for _ in range(50):
-        await asyncio.sleep(0)
-    assert fault_server.held == 200  # the other ten wait for a connection
-    fault_server.release_held()
-    responses = await asyncio.gather(*calls)
+    responses = await burst_of_210_held_at_200(router, fault_server)
     assert all(r.provider == "wide" and not r.degraded for r in responses)
     assert len(proxy.request_lines) == 210
     assert fault_server.max_in_flight("wide") == 200
