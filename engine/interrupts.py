@@ -84,8 +84,7 @@ class Interrupts:
             record.status = StepStatus.WAITING_HUMAN
             record.changed()
             recorder.save(record)
-            recorder.state.waiting_attempts[ctx.step_id] = record.attempt
-            recorder.save_engine_state()
+            recorder.save_engine_state()  # the attempt it asks in, for a resume
             recorder.store.add_interrupt(stored)
             if self._pause is None:
                 raised = recorder.emit(self.raised_event(stored))

@@ -145,9 +145,6 @@ class RunState:
     answering: set[str] = field(default_factory=set)
     """Steps restored while waiting for an answer: their next run continues the start
     already counted (max_step_runs counts it once)."""
-    waiting_attempts: dict[str, int] = field(default_factory=dict)
-    """Per step that asked for an answer, the attempt it asked in: stored while it waits, so
-    a resume continues that attempt instead of repeating the ones that failed before it."""
 
     def record_termination(
         self, step_id: str, cut_off: Iterable[str], first: Callable[[str, str], str]
@@ -197,7 +194,6 @@ class RunState:
             if result.status == StepStatus.WAITING_HUMAN:
                 state.answering.add(step_id)
                 record.attempt = int(engine_state.get("attempts", {}).get(step_id, 1))
-                state.waiting_attempts[step_id] = record.attempt
             record.routed_by = set(result.routed_by)
             record.not_routed_by = set(result.not_routed_by)
             record.runs = result.runs
@@ -230,10 +226,12 @@ class RunState:
             "returned_detours": sorted(self.returned_detours),
             "terminated_by": self.terminated_by,
             "stopped": dict(self.stopped),
+            # the attempt a waiting step asked in: resume continues it instead of repeating
+            # the attempts that failed before the question
             "attempts": {
-                step_id: attempt
-                for step_id, attempt in self.waiting_attempts.items()
-                if attempt > 1 and self.steps[step_id].status == StepStatus.WAITING_HUMAN
+                step_id: record.attempt
+                for step_id, record in self.steps.items()
+                if record.status == StepStatus.WAITING_HUMAN and record.attempt > 1
             },
             "active_detour": {"declared_by": detour.declared_by, "target": detour.target}
             if detour
