@@ -22,27 +22,20 @@ from engine.spec import WorkflowDefinition
 from engine.states import RunStatus, StepStatus
 from engine.steps import AnyInput, AnyOutput
 from engine.store import InMemoryRunStore
+from router.clock import ManualClock
 from tests.engine.kahn_helpers import TEST_REGISTRY, FakeModel, FakeResponse, step, workflow
 
 ENGINES: dict[str, type[EngineBase]] = {"kahn": KahnEngine, "langgraph": LangGraphEngine}
+
+pytestmark = pytest.mark.parametrize("engine", ENGINES)
 
 CLOCK = "test.clock"
 """``RunContext.extras`` key: the :class:`ManualClock` the engine times steps with."""
 
 
-class ManualClock:
-    """Monotonic seconds that move only when a step says so."""
-
-    def __init__(self, now: float = 1000.0) -> None:
-        self.now = now
-
-    def __call__(self) -> float:
-        return self.now
-
-
 async def takes(ctx: StepContext, inp: AnyInput) -> AnyOutput:
     """Take ``config.seconds`` on the run's clock."""
-    ctx.services.extras[CLOCK].now += ctx.config["seconds"]
+    ctx.services.extras[CLOCK].advance(ctx.config["seconds"])
     return AnyOutput()
 
 
@@ -53,11 +46,10 @@ async def execute(
     engine: str,
     wf: WorkflowDefinition,
     store: InMemoryRunStore,
-    clock: ManualClock | None = None,
     **context: Any,
 ) -> tuple[ExecutionResult, list[RunEvent]]:
-    clock = clock or ManualClock()
-    runner = ENGINES[engine](registry=TEST_REGISTRY, clock=clock)
+    clock = ManualClock()
+    runner = ENGINES[engine](registry=TEST_REGISTRY, clock=clock.monotonic)
     result = await runner.execute(wf, RunContext(store=store, extras={CLOCK: clock}, **context))
     return result, store.events(result.run_id)
 
@@ -65,8 +57,6 @@ async def execute(
 # -- a step's duration ---------------------------------------------------------------------------
 
 
-@pytest.mark.timeout(30)
-@pytest.mark.parametrize("engine", ENGINES)
 async def test_a_steps_duration_is_the_time_it_took_on_the_engines_clock_to_the_microsecond(
     engine: str,
 ) -> None:
@@ -95,8 +85,6 @@ async def dated(ctx: StepContext, inp: Dated) -> AnyOutput:
 TEST_REGISTRY.register("runner.dated", dated)
 
 
-@pytest.mark.timeout(30)
-@pytest.mark.parametrize("engine", ENGINES)
 async def test_the_question_before_a_step_shows_its_inputs_as_json_and_the_two_choices(
     engine: str,
 ) -> None:
@@ -131,8 +119,6 @@ async def test_the_question_before_a_step_shows_its_inputs_as_json_and_the_two_c
 LIST_INPUT = {"xs": {"type": "list"}}
 
 
-@pytest.mark.timeout(30)
-@pytest.mark.parametrize("engine", ENGINES)
 async def test_an_input_that_cannot_be_evaluated_fails_the_step_naming_it_and_nothing_starts(
     engine: str,
 ) -> None:
@@ -146,8 +132,6 @@ async def test_an_input_that_cannot_be_evaluated_fails_the_step_naming_it_and_no
     assert after_start == ["step_failed"]
 
 
-@pytest.mark.timeout(30)
-@pytest.mark.parametrize("engine", ENGINES)
 async def test_a_when_that_cannot_be_evaluated_skips_the_step_saying_why(engine: str) -> None:
     wf = workflow(
         step("maybe", when="inputs.xs[2] > 0"),
@@ -190,8 +174,6 @@ async def answer_with_context(ctx: StepContext, inp: Numbered) -> Repaired:
 TEST_REGISTRY.register("runner.answer_with_context", answer_with_context)
 
 
-@pytest.mark.timeout(30)
-@pytest.mark.parametrize("engine", ENGINES)
 async def test_the_repair_call_gets_the_attempt_and_inputs_of_the_call_it_repairs(
     engine: str,
 ) -> None:
@@ -213,13 +195,11 @@ async def test_the_repair_call_gets_the_attempt_and_inputs_of_the_call_it_repair
 async def resume(
     engine: str, store: InMemoryRunStore, run_id: str, answers: dict[str, InterruptAnswer]
 ) -> tuple[ExecutionResult, list[RunEvent]]:
-    again = ENGINES[engine](registry=TEST_REGISTRY, clock=ManualClock())
+    again = ENGINES[engine](registry=TEST_REGISTRY, clock=ManualClock().monotonic)
     result = await again.resume(run_id, RunContext(store=store, answers=answers))
     return result, store.events(run_id)
 
 
-@pytest.mark.timeout(30)
-@pytest.mark.parametrize("engine", ENGINES)
 async def test_a_looping_step_resumed_from_waiting_counts_and_announces_its_next_pass(
     engine: str,
 ) -> None:
@@ -272,8 +252,6 @@ async def fails_once_then_asks(ctx: StepContext, inp: AnyInput) -> AnyOutput:
 TEST_REGISTRY.register("runner.fails_once_then_asks", fails_once_then_asks)
 
 
-@pytest.mark.timeout(30)
-@pytest.mark.parametrize("engine", ENGINES)
 async def test_a_retry_after_the_question_before_replays_the_calls_its_failed_attempt_made(
     engine: str,
 ) -> None:
@@ -291,8 +269,6 @@ async def test_a_retry_after_the_question_before_replays_the_calls_its_failed_at
     assert (finished.outputs, finished.llm_calls, finished.replayed_calls) == ({"answer": 5}, 2, 1)
 
 
-@pytest.mark.timeout(30)
-@pytest.mark.parametrize("engine", ENGINES)
 async def test_a_step_resumed_in_its_retry_gets_the_answer_to_the_retrys_own_question(
     engine: str,
 ) -> None:
@@ -344,8 +320,6 @@ async def uses_services(ctx: StepContext, inp: AnyInput) -> AnyOutput:
 TEST_REGISTRY.register("runner.uses_services", uses_services)
 
 
-@pytest.mark.timeout(30)
-@pytest.mark.parametrize("engine", ENGINES)
 async def test_a_step_retrieves_streams_its_model_call_and_counts_the_runs_model_answers(
     engine: str,
 ) -> None:
