@@ -75,12 +75,12 @@ def test_validate_imports_only_the_step_families_and_checks_the_file_needs() -> 
     assert "engine.demo_steps" in loaded
     assert not {m for m in loaded if m.split(".")[0] in ("networkx", "router")}
     assert not {m for m in loaded if m.startswith("research.steps")}
-    assert not {m for m in loaded if m.startswith("engine.agents")}
+    assert not {m for m in loaded if m.startswith("agents")}
     assert "tui.launch.agents_wiring" not in loaded
     loaded = modules_loaded_by("validate", str(DEEP_RESEARCH))
     assert "research.steps" in loaded and "engine.demo_steps" not in loaded
     assert not {m for m in loaded if m.split(".")[0] == "networkx"}
-    assert not {m for m in loaded if m.startswith("engine.agents")}
+    assert not {m for m in loaded if m.startswith("agents")}
 
 
 RESEARCH_STEP_IMPLEMENTATION = (

@@ -13,10 +13,10 @@ import asyncio
 from pathlib import Path
 from typing import Any
 
-from engine.agents.builtin_model import react_reply
-from engine.agents.registration import register_agents
-from engine.agents.registry_loader import load_registry
-from engine.agents.tools import TOOL_IMPLEMENTATIONS
+from agents.builtin_model import react_reply
+from agents.registration import register_agents
+from agents.registry_loader import load_registry
+from agents.tools import TOOL_IMPLEMENTATIONS
 from engine.kahn import KahnEngine
 from engine.loader import load_workflow
 from engine.steps import StepRegistry

@@ -12,9 +12,9 @@ from typing import Any
 
 import pytest
 
-from engine.agents.registration import register_agents
-from engine.agents.registry_loader import load_registry
-from engine.agents.tools import TOOL_IMPLEMENTATIONS
+from agents.registration import register_agents
+from agents.registry_loader import load_registry
+from agents.tools import TOOL_IMPLEMENTATIONS
 from engine.kahn import KahnEngine
 from engine.loader import load_workflow_text
 from engine.steps import StepRegistry

@@ -19,12 +19,12 @@ from typing import TYPE_CHECKING, Any
 from urllib.parse import urlparse
 
 import research.agent_tools  # noqa: F401 - registers the corpus tool implementations
-from engine.agents.builtin_model import orchestrate_reply, react_reply
-from engine.agents.port import ORCHESTRATE_TASK, REACT_TASK, Ask, ModelCall
-from engine.agents.registration import register_agents
-from engine.agents.registry import BUILTIN_PROVIDER, ModelProfile, Registry
-from engine.agents.registry_loader import RegistryLoad, load_registry
-from engine.agents.tools import TOOL_IMPLEMENTATIONS
+from agents.builtin_model import orchestrate_reply, react_reply
+from agents.port import ORCHESTRATE_TASK, REACT_TASK, Ask, ModelCall
+from agents.registration import register_agents
+from agents.registry import BUILTIN_PROVIDER, ModelProfile, Registry
+from agents.registry_loader import RegistryLoad, load_registry
+from agents.tools import TOOL_IMPLEMENTATIONS
 from engine.context import StepInfo
 from engine.live import ModelOutputSink
 from router.config import ProfileConfig, RouterConfig
@@ -115,7 +115,7 @@ class LocalOnlyRequest:
 
 
 class RouterAgentPort:
-    """``engine.agents.port.ModelPort`` over the router's request and response shapes."""
+    """``agents.port.ModelPort`` over the router's request and response shapes."""
 
     def __init__(self, router: SmartModelRouter) -> None:
         self.config = router.config

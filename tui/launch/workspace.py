@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING
 from platformdirs import user_data_dir
 
 if TYPE_CHECKING:
-    from engine.agents.registry_loader import RegistryLoad
+    from agents.registry_loader import RegistryLoad
 
 APP_NAME = "research-workbench"
 """The name of the workbench's folders in the platform's user data and config dirs."""

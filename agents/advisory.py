@@ -24,11 +24,11 @@ from typing import Any, Literal
 
 from pydantic import Field, ValidationError
 
-from engine.agents.governance import Refusal
-from engine.agents.port import ORCHESTRATE_TASK, ModelCall, OrchestratorDecision, read_answer
-from engine.agents.react import AgentKit, AgentLoop, AgentResult, governed, record_refusal
-from engine.agents.registry import Registry
-from engine.agents.trail import DECISION, PLAN, DecisionPayload, PlanPayload
+from agents.governance import Refusal
+from agents.port import ORCHESTRATE_TASK, ModelCall, OrchestratorDecision, read_answer
+from agents.react import AgentKit, AgentLoop, AgentResult, governed, record_refusal
+from agents.registry import Registry
+from agents.trail import DECISION, PLAN, DecisionPayload, PlanPayload
 from engine.conditions import CelSyntaxError, compile_expr, evaluate_bool
 from engine.context import BudgetExceeded, InterruptRequest, StepContext
 from engine.spec import Frozen, Identifier

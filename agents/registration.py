@@ -12,14 +12,14 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from engine.agents.advisory import (
+from agents.advisory import (
     ORCHESTRATOR_STEP,
     ORCHESTRATOR_STEP_ID,
     check_advisory,
     run_orchestrator,
 )
-from engine.agents.react import AgentKit, AgentLoop
-from engine.agents.registry import AGENT_PREFIX, Registry
+from agents.react import AgentKit, AgentLoop
+from agents.registry import AGENT_PREFIX, Registry
 from engine.context import StepContext
 from engine.steps import REGISTRY, AnyInput, AnyOutput, SectionProblems, StepRegistry, WorkflowMode
 
