@@ -109,7 +109,7 @@ RUN_MACHINERY_PACKAGES = ("textual", "rich", "httpx", "asyncio", "langgraph", "n
 """What shows, prints, serves, stores or schedules a run: `validate` needs none of them."""
 RUN_MACHINERY_MODULES = (
     "engine.store",
-    "engine.headless",
+    "tui.present.headless",
     "engine.runner",
     "engine.kahn",
     "engine.lifecycle",

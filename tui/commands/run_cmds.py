@@ -123,11 +123,11 @@ def _shadow_run(
     from rich.console import Console
     from rich.markup import escape
 
-    from engine.headless import HeadlessPrinter
     from engine.shadow import ShadowResult, run_shadow
     from research.events import describe_research_event
     from tui.commands.common import EXIT_CODES, interrupt_mode, open_store, responder_for
     from tui.launch.run import open_run
+    from tui.present.headless import HeadlessPrinter
 
     first = select_engine(wf, "auto")
     console = Console()

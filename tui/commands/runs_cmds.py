@@ -16,7 +16,6 @@ from rich.console import Console
 from rich.markup import escape
 
 from engine.event_lines import summarize
-from engine.headless import step_table, styled
 from engine.protocol import ExecutionResult
 from engine.selector import ENGINES, engine_available
 from engine.steps import REGISTRY
@@ -27,6 +26,7 @@ from tui.commands.command_context import ON_INTERRUPT, BadInput, workspace_of
 from tui.commands.common import drive, interrupt_mode, open_store, responder_for
 from tui.launch.run import Surface, open_run
 from tui.launch.steps import register_steps
+from tui.present.headless import step_table, styled
 
 
 @click.group("runs")

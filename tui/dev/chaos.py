@@ -25,7 +25,6 @@ from typing import TYPE_CHECKING
 import click
 from rich.console import Console
 
-from engine.breaker_story import error_note, why
 from engine.context import InterruptAnswer, InterruptRequest
 from engine.events import InterruptRaised, Log, ProviderState, RunEvent
 from engine.protocol import ExecutionResult, InterruptResponder
@@ -39,6 +38,7 @@ from tui.launch.run import RunParts, open_run
 from tui.launch.steps import load_workflow_file
 from tui.launch.workbench import SHIPPED_WORKFLOWS
 from tui.launch.workspace import Workspace
+from tui.present.breaker_story import error_note, why
 
 if TYPE_CHECKING:
     from router.clock import Clock
