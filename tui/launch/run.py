@@ -19,6 +19,7 @@ from engine.live import LiveChannel
 from engine.protocol import (
     ExecutionEngine,
     ExecutionResult,
+    ForkEdits,
     InterruptResponder,
     RunContext,
     TieBreaker,
@@ -28,7 +29,6 @@ from engine.store import RunStore, new_run_id
 from tui.launch.workspace import Workspace
 
 if TYPE_CHECKING:
-    from engine.time_travel import ForkEdits
     from tui.config import WorkbenchConfig
 
 Surface = Callable[[list[RunEvent]], None]
