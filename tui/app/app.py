@@ -21,7 +21,7 @@ from textual.screen import Screen
 from textual.widgets import OptionList
 
 from tui.app.log_toasts import ToastHandler
-from tui.app.messages import OpenRun, ResumeRun, ShowHistory, StartRun
+from tui.app.messages import OpenRun, ShowHistory, StartRun
 from tui.app.run_driver import NewRunJob, PromptTicket, RunDriver, RunJob
 from tui.app.screens.home import HomeScreen
 from tui.app.status_style import STATUS_CSS
@@ -246,8 +246,8 @@ class WorkbenchApp(App[None]):
     def _open_run_asked(self, message: OpenRun) -> None:
         self.open_run(message.run_id)
 
-    @on(ResumeRun)
-    def _resume_run_asked(self, message: ResumeRun) -> None:
+    def on_run_screen_resume_run(self, message: RunScreen.ResumeRun) -> None:
+        """Named, not ``@on``: the run screen's module loads with the first run."""
         self.resume_run(message.screen)
 
     @on(ShowHistory)
