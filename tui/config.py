@@ -34,8 +34,9 @@ from pydantic_core import ErrorDetails
 
 from router.config import RouterConfig, effective_router_config
 from router.yaml_file import check_yaml_text
-from tui.commands.root_options import CONFIG_ENV, CONFIG_PATH_KEY, CONFIG_REQUIRED_KEY
+from tui.exit_codes import BAD_INPUT
 from tui.launch.workspace import APP_NAME
+from tui.root_options import CONFIG_ENV, CONFIG_PATH_KEY, CONFIG_REQUIRED_KEY
 
 SECRET_KEYS = frozenset({"api_key", "key", "token", "password", "secret"})
 
@@ -50,7 +51,7 @@ class ConfigError(click.ClickException):
     On the command line it is shown as ``error: <line>`` on stderr with exit code 2.
     """
 
-    exit_code = 2
+    exit_code = BAD_INPUT
 
     def show(self, file: Any = None) -> None:
         click.echo(f"error: {self.message}", err=True)

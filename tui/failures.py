@@ -29,8 +29,7 @@ from typing import Any
 
 import click
 
-from tui.commands.root_options import BAD_INPUT
-from tui.entry import INTERNAL, INTERRUPTED, INTERRUPTED_LINE
+from tui.exit_codes import BAD_INPUT, INTERNAL, INTERRUPTED, INTERRUPTED_LINE
 
 TRACEBACK_ENV = "WORKBENCH_TRACEBACK"
 

@@ -14,7 +14,6 @@ from typing import Any
 import click
 
 from tui.app.run_driver import RunJob
-from tui.commands.root_options import WORKSPACE_KEY
 from tui.config import (
     ConfigError,
     WorkbenchConfig,
@@ -24,6 +23,7 @@ from tui.config import (
 )
 from tui.launch.workbench import Workbench
 from tui.launch.workspace import Workspace
+from tui.root_options import WORKSPACE_KEY
 
 
 def make_workbench(workspace: str | Path | None, config_path: Path | None = None) -> Workbench:

@@ -20,7 +20,8 @@ import click
 from engine.graph import WorkflowGraph
 from engine.selector import ENGINES, engine_available, select_engine
 from tui.commands.command_context import ON_INTERRUPT, BadInput, load_or_exit, workspace_of
-from tui.commands.root_options import BAD_INPUT, WORKSPACE_KEY
+from tui.exit_codes import BAD_INPUT
+from tui.root_options import WORKSPACE_KEY
 
 if TYPE_CHECKING:
     from engine.protocol import ExecutionResult
