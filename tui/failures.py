@@ -194,7 +194,7 @@ def _interrupted() -> Interrupted:
 
 
 def _workspace(ctx: click.Context) -> Path:
-    from tui.launch.workspace import default_root
+    from tui.paths import default_root
 
     given = (ctx.find_root().obj or {}).get("workspace")
     return Path(given).expanduser() if given else default_root()
