@@ -24,7 +24,8 @@ from router.config import RouterConfig
 from router.fault_server import FaultServer, demo_router_config
 from router.router import build_router
 from tui.launch import agents_wiring
-from tui.launch.run import RunParts, open_run
+from tui.launch.parts import RunParts
+from tui.launch.run import open_run
 from tui.launch.wiring import extractive_handlers
 from tui.launch.workspace import Workspace
 from workflows import WORKFLOWS_DIR

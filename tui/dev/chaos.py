@@ -34,7 +34,8 @@ from tui.app.run_driver import EventInbox, NewRunJob
 from tui.app.run_state import describe
 from tui.commands.progress import ProgressBoard, RunProgress
 from tui.config import WorkbenchConfig
-from tui.launch.run import RunParts, open_run
+from tui.launch.parts import RunParts
+from tui.launch.run import open_run
 from tui.launch.steps import load_workflow_file
 from tui.launch.workbench import SHIPPED_WORKFLOWS
 from tui.launch.workspace import Workspace

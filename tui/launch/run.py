@@ -22,10 +22,10 @@ from engine.protocol import (
     ForkEdits,
     InterruptResponder,
     RunContext,
-    TieBreaker,
 )
 from engine.spec import WorkflowDefinition
 from engine.store import RunStore, new_run_id
+from tui.launch.parts import IndexProgress, RunParts
 from tui.launch.workspace import Workspace
 
 if TYPE_CHECKING:
@@ -34,27 +34,7 @@ if TYPE_CHECKING:
 Surface = Callable[[list[RunEvent]], None]
 """Shows a run: receives each batch of its stored events (on the store's delivery thread)."""
 
-IndexProgress = Callable[[str, int, int], None]
-"""Hears what a run's start indexes: (what, e.g. ``indexing python-docs``, done, total); called
-on the thread that opens the run."""
-
 BUILTIN_STEP_PREFIX = "demo."
-
-
-@dataclass(frozen=True)
-class RunParts:
-    """Parts a run is given instead of the workspace's own; None: built from the config.
-
-    Given parts are the caller's: ``open_run`` neither closes them nor builds their kind.
-    """
-
-    router: Any | None = None
-    """A ``router.router.SmartModelRouter`` (the chaos demo's, a test's)."""
-    corpus: Any | None = None
-    """A ``research.corpus.Corpus`` (a test's PEP collection)."""
-    tie_breaker: TieBreaker | None = None
-    environ: Mapping[str, str] | None = None
-    """Where provider keys are read (None: the process environment)."""
 
 
 def _engine(name: str) -> ExecutionEngine:

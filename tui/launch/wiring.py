@@ -46,7 +46,7 @@ from router.streaming import StreamEvent
 from router.tiebreak import choose_target
 from tui.config import ConfigError, WorkbenchConfig, active_config
 from tui.launch import agents_wiring
-from tui.launch.run import IndexProgress, RunParts
+from tui.launch.parts import IndexProgress, RunParts
 from tui.launch.workspace import Workspace
 
 

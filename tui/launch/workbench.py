@@ -23,7 +23,8 @@ from engine.spec import WorkflowDefinition
 from engine.store import RunStore, new_run_id
 from tui.app.run_driver import EventInbox, NewRunJob, RunJob
 from tui.config import WorkbenchConfig
-from tui.launch.run import RunParts, open_run
+from tui.launch.parts import RunParts
+from tui.launch.run import open_run
 from tui.launch.steps import load_workflow_file, register_steps
 from tui.launch.workspace import Workspace
 from workflows import WORKFLOWS_DIR
