@@ -7,7 +7,6 @@ import pytest
 
 from router.config import RouterConfig
 from tui.app.app import WorkbenchApp
-from tui.commands.app_cmds import make_workbench
 from tui.config import (
     ConfigError,
     WorkbenchConfig,
@@ -15,6 +14,7 @@ from tui.config import (
     default_config_path,
     load_config,
 )
+from tui.launch.workbench import make_workbench
 from tui.paths import standard_config_path
 from tui.root_options import CONFIG_ENV, CONFIG_PATH_KEY, CONFIG_REQUIRED_KEY
 
