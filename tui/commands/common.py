@@ -28,8 +28,8 @@ from engine.states import RunStatus
 from engine.store import RunOwned, RunStore
 from research.events import describe_research_event
 from tui.commands.command_context import BadInput, workspace_of
-from tui.commands.progress import ProgressBoard, RunProgress
 from tui.present.headless import HeadlessPrinter, step_table, styled
+from tui.present.progress import ProgressBoard, RunProgress
 
 if TYPE_CHECKING:
     from tui.launch.run import Surface

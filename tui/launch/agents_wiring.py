@@ -33,7 +33,7 @@ from router.local import TaskHandlerRegistry
 from router.models import ChatMessage, ChatRequest, ChatResponse, ContextLimit
 from router.truncation import ask_with_room
 from router.wire import wire_messages
-from tui.app.model_calls import SENT_KEY
+from tui.launch.journal import SENT_KEY
 from tui.paths import standard_config_path
 from workflows import WORKFLOWS_DIR
 

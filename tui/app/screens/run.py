@@ -34,7 +34,6 @@ from engine.context import InterruptAnswer
 from engine.events import InterruptRaised, RunEvent
 from engine.protocol import ExecutionResult
 from tui.app.model_calls import model_calls
-from tui.app.run_driver import PromptTicket, RunDriver
 from tui.app.run_state import Part, ReplayFold, RunView, changes, describe, spend_text
 from tui.app.status_style import STATUS_CLASSES, on_theme_change, status_style
 from tui.app.widgets.dag_outline import DagOutline
@@ -44,6 +43,7 @@ from tui.app.widgets.prompts import PromptQueue, prompt_for
 from tui.app.widgets.providers_panel import ProvidersPanel
 from tui.app.widgets.rounds_matrix import RoundsMatrix
 from tui.app.widgets.timeline import Timeline
+from tui.launch.run_driver import PromptTicket, RunDriver
 
 if TYPE_CHECKING:
     from tui.launch.workbench import Workbench
