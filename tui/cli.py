@@ -15,6 +15,7 @@ from typing import NamedTuple
 import click
 from click.core import ParameterSource
 
+from tui.echo import clean_last_resort_logging
 from tui.failures import FailureBoundary
 from tui.root_options import (
     CONFIG_ENV,
@@ -137,6 +138,7 @@ def cli(ctx: click.Context, workspace: str | None, config_path: str | None) -> N
 
 def main() -> None:
     """Run ``workbench``; every failure is one line (tui/failures.py), never a traceback."""
+    clean_last_resort_logging()
     cli(prog_name="workbench")
 
 

@@ -32,6 +32,7 @@ from pydantic_core import ErrorDetails
 
 from router.config import RouterConfig, effective_router_config
 from router.yaml_file import check_yaml_text
+from tui.echo import echo
 from tui.exit_codes import BAD_INPUT
 from tui.paths import standard_config_path
 from tui.root_options import CONFIG_ENV, CONFIG_PATH_KEY, CONFIG_REQUIRED_KEY
@@ -52,7 +53,7 @@ class ConfigError(click.ClickException):
     exit_code = BAD_INPUT
 
     def show(self, file: Any = None) -> None:
-        click.echo(f"error: {self.message}", err=True)
+        echo(f"error: {self.message}", err=True)
 
 
 class CorpusConfig(BaseModel):

@@ -35,6 +35,7 @@ from tui.dev.sample_run import (
     store_events,
     tie_break_events,
 )
+from tui.echo import echo
 from tui.launch.workbench import Workbench
 from tui.launch.workspace import Workspace
 
@@ -244,7 +245,7 @@ def main(argv: list[str]) -> int:
     folder = Path(argv[0] if argv else "screenshots")
     folder.mkdir(parents=True, exist_ok=True)
     for name, (scene, size) in SCENES.items():
-        print(asyncio.run(take(name, scene, size, folder)))
+        echo(str(asyncio.run(take(name, scene, size, folder))))
     return 0
 
 
