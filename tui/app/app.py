@@ -17,6 +17,7 @@ from textual import on
 from textual.app import App, SystemCommand
 from textual.binding import Binding
 from textual.command import Hit, Hits, Provider
+from textual.notifications import SeverityLevel
 from textual.screen import Screen
 from textual.widgets import OptionList
 
@@ -26,6 +27,7 @@ from tui.app.screens.home import HomeScreen
 from tui.app.status_style import STATUS_CSS
 from tui.launch.run_driver import NewRunJob, PromptTicket, RunDriver, RunJob
 from tui.launch.workbench import Workbench
+from tui.present.shown import shown
 
 if TYPE_CHECKING:  # the run screen (graph layout, the event fold) loads with the first run
     from tui.app.screens.run import RunScreen
@@ -49,7 +51,7 @@ class WorkbenchCommands(Provider):
         app = self.app
         assert isinstance(app, WorkbenchApp)
         commands: list[tuple[str, str, Any]] = []
-        for entry in app.workbench.workflows():
+        for entry in shown(app.workbench.workflows()):
             if entry.definition is not None:
                 commands.append(
                     (
@@ -58,7 +60,7 @@ class WorkbenchCommands(Provider):
                         partial(app.choose_workflow, entry.name),
                     )
                 )
-        for run in app.workbench.store().list_runs(30):
+        for run in shown(app.workbench.store().list_runs(30)):
             commands.append(
                 (
                     f"Open run: {run.run_id} {run.workflow} {run.status.value}",
@@ -154,6 +156,21 @@ class WorkbenchApp(App[None]):
         for driver in self.run_drivers:
             driver.stop(STOP_TIMEOUT_S)
         self.workbench.close()
+
+    def notify(
+        self,
+        message: str,
+        *,
+        title: str = "",
+        severity: SeverityLevel = "information",
+        timeout: float | None = None,
+        markup: bool = True,
+    ) -> None:
+        """Every notification (a widget's, a screen's, a logged warning's) shown cleaned: its
+        message may carry a server's or a file's words."""
+        super().notify(
+            shown(message), title=shown(title), severity=severity, timeout=timeout, markup=markup
+        )
 
     def get_system_commands(self, screen: Screen[Any]) -> Iterable[SystemCommand]:
         yield from super().get_system_commands(screen)

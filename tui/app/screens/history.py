@@ -22,6 +22,7 @@ from engine.store import RunSummary
 from tui.app.messages import OpenRun
 from tui.app.screens.home import QUESTION_WIDTH, age, full_question, status_text
 from tui.app.status_style import STATUS_CLASSES, on_theme_change, status_style
+from tui.present.shown import shown
 
 if TYPE_CHECKING:
     from tui.launch.workbench import Workbench
@@ -100,7 +101,7 @@ be resumed there.
         on_theme_change(self, self.refill)
 
     def _load(self) -> list[HistoryRow]:
-        runs = self.workbench.store().list_runs_with_inputs(HISTORY_LIMIT)
+        runs = shown(self.workbench.store().list_runs_with_inputs(HISTORY_LIMIT))
         return [HistoryRow(run, full_question(run)) for run in runs]
 
     def refill(self) -> None:

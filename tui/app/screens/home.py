@@ -31,6 +31,7 @@ from engine.spec import WorkflowDefinition
 from engine.store import RunInputs, RunSummary
 from tui.app.messages import OpenRun, ShowHistory, StartRun
 from tui.app.status_style import STATUS_CLASSES, StatusStyler, on_theme_change, status_style
+from tui.present.shown import shown
 
 if TYPE_CHECKING:
     from tui.launch.workbench import Workbench, WorkflowEntry
@@ -160,7 +161,7 @@ Recent runs are below: **Enter** opens one (replay, report, answer its prompts).
 
     @work(thread=True, exclusive=True, group=LOADERS, exit_on_error=False)
     def _load_workflows(self) -> list[WorkflowEntry]:
-        return self.workbench.workflows()
+        return shown(self.workbench.workflows())
 
     @on(Worker.StateChanged)
     def _workflows_loaded(self, event: Worker.StateChanged) -> None:
@@ -194,7 +195,7 @@ Recent runs are below: **Enter** opens one (replay, report, answer its prompts).
         cursor = table.cursor_coordinate
         table.clear()
         now = self.workbench.clock()
-        for run in self.workbench.store().list_runs_with_inputs(RECENT_RUNS):
+        for run in shown(self.workbench.store().list_runs_with_inputs(RECENT_RUNS)):
             status = status_text(run, partial(status_style, self))
             table.add_row(
                 run.run_id,

@@ -23,6 +23,7 @@ from tui.app.model_calls import ModelCall
 from tui.app.run_state import StepView
 from tui.app.widgets.find_bar import FindBar, plain_text
 from tui.app.widgets.prompts import conditions_table
+from tui.present.shown import shown
 
 
 def _json(value: Any) -> str:
@@ -193,7 +194,7 @@ step (or an advisory run's orchestrator) shows its trail.
             self.post_message(LiveText(output))
 
     def on_live_text(self, message: LiveText) -> None:
-        output = message.output
+        output = shown(message.output)
         text = Text(f"call {output.call_index + 1} · {output.provider or '–'}", style="bold")
         if output.restarted:
             text.append("  (the attempt before failed; its text is void)", style="yellow")
