@@ -15,6 +15,8 @@ from typing import TYPE_CHECKING, Any
 import yaml
 
 from engine.model_answers import ModelAnswers, disclosure
+from plumbing.folder_writes import write_text_into
+from plumbing.untrusted_text import for_document
 from research.coalesce import DISCLAIMERS, TARGET_CI, CoalesceResult
 from research.evidence import Claim, EvidenceMap, Source
 from research.frozen import Frozen
@@ -113,7 +115,7 @@ def cited(number: int, claim: Claim, evidence: EvidenceMap) -> str:
     source = evidence.sources.get(claim.source_ids[0]) if claim.source_ids else None
     note = status_note(source)
     return (
-        f"{claim.text} [{number}]"
+        f"{one_line(claim.text)} [{number}]"
         + ("" if claim.verified else " [unverified]")
         + (f" ({document_label(source)}, {note})" if note else "")
     )
@@ -205,7 +207,7 @@ def render_report(
 ) -> str:
     """report.md: the answer as prose (a paragraph per sub-question), Sources, then Quality."""
     level = quality["confidence_level"]
-    lines = [f"# {evidence.query}", ""]
+    lines = [f"# {one_line(evidence.query)}", ""]
     if DISCLAIMERS[level]:
         lines += [f"> **{DISCLAIMERS[level]}**", ""]
     fallback = quality["model_answers"]["note"]
@@ -263,7 +265,13 @@ def render_report(
             f" | {r['decision']}{' (' + r['stop_reason'] + ')' if r['stop_reason'] else ''} |"
         )
     lines.append("")
-    return "\n".join(lines)
+    return for_document("\n".join(lines))
+
+
+def one_line(text: str) -> str:
+    """Text from a document or a model as one line of the report (a heading, a list item, a
+    quote): its line breaks would start new Markdown blocks, its control characters go."""
+    return for_document(text, one_line=True)
 
 
 def _who_answered(answers: dict[str, Any]) -> str:
@@ -300,7 +308,7 @@ def _answer(
     if kind == "history":
         lines += _timeline(evidence, citations)
     for question in evidence.sub_questions:
-        lines += [f"## {question.text}", ""]
+        lines += [f"## {one_line(question.text)}", ""]
         claims = sections.get(question.id, [])
         if not claims:
             lines += ["_No claim with provenance answers this sub-question._", ""]
@@ -318,10 +326,12 @@ def _answer(
         if source and source.latest_date:
             facts.append(source.latest_date)
         lines += [
-            f"{citation.number}. **{citation.title or citation.source_id}** "
-            f"({'; '.join(facts)}) — `{citation.passage_id}`",
+            one_line(
+                f"{citation.number}. **{citation.title or citation.source_id}** "
+                f"({'; '.join(facts)}) — `{citation.passage_id}`"
+            ),
             "",
-            f"   > {citation.quote}",
+            f"   > {one_line(citation.quote)}",
             "",
         ]
     return lines
@@ -346,9 +356,11 @@ def _timeline(evidence: EvidenceMap, citations: list[Citation]) -> list[str]:
         status = source.status + (f", {note}" if note else "") if source.status else note
         refs = ", ".join(str(n) for n in numbers[source_id])
         lines.append(
-            f"- **{day}** — {document_label(source)}, {source.title}"
-            + (f" ({status})" if status else "")
-            + f" [{refs}]"
+            one_line(
+                f"- **{day}** — {document_label(source)}, {source.title}"
+                + (f" ({status})" if status else "")
+                + f" [{refs}]"
+            )
         )
     return [*lines, ""]
 
@@ -397,14 +409,16 @@ def rag_chunks(
 def write_artifacts(
     run_dir: Path, report: str, quality: dict[str, Any], chunks: list[dict[str, Any]]
 ) -> list[Path]:
+    """The three files in ``run_dir``, written without following a link planted there."""
     run_dir.mkdir(parents=True, exist_ok=True)
-    paths = [run_dir / "report.md", run_dir / "quality.yaml", run_dir / "rag_package.jsonl"]
-    paths[0].write_text(report, encoding="utf-8")
-    paths[1].write_text(
-        yaml.safe_dump(quality, sort_keys=False, allow_unicode=True), encoding="utf-8"
-    )
-    paths[2].write_text(
-        "".join(json.dumps(c, ensure_ascii=False, sort_keys=True) + "\n" for c in chunks),
-        encoding="utf-8",
-    )
-    return paths
+    return [
+        write_text_into(run_dir, "report.md", report),
+        write_text_into(
+            run_dir, "quality.yaml", yaml.safe_dump(quality, sort_keys=False, allow_unicode=True)
+        ),
+        write_text_into(
+            run_dir,
+            "rag_package.jsonl",
+            "".join(json.dumps(c, ensure_ascii=False, sort_keys=True) + "\n" for c in chunks),
+        ),
+    ]
