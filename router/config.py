@@ -25,6 +25,7 @@ value (it might be a pasted key).
 
 from __future__ import annotations
 
+import ipaddress
 import re
 from collections.abc import Mapping
 from pathlib import Path
@@ -70,6 +71,16 @@ DEFAULT_KEY_ENV: dict[str, str | None] = {
 DEFAULT_AZURE_API_VERSION = "2024-10-21"
 _ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _PROVIDER_NAME = re.compile(r"[a-z0-9][a-z0-9_-]*")
+
+
+def _is_loopback(host: str) -> bool:
+    """Whether ``host`` names this machine (a key sent there never crosses a network)."""
+    if host == "localhost" or host.endswith(".localhost"):
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
 
 
 class ConfigError(ValueError):
@@ -171,6 +182,9 @@ class ProviderConfig(BaseModel):
     """A streamed call fails (TIMEOUT) when its first event takes longer than this."""
     stream_idle_s: float = Field(default=30.0, gt=0)
     """A streamed call fails (TIMEOUT) when it stalls this long between two events."""
+    allow_insecure_http: bool = False
+    """Send the key over plain ``http://`` to a host other than this machine (a network you
+    trust); refused otherwise, so a mistyped scheme never puts a key on the wire in clear."""
 
     @model_validator(mode="before")
     @classmethod
@@ -248,6 +262,19 @@ class ProviderConfig(BaseModel):
         if self.kind == "azure" and self.base_url is None:
             raise ValueError(
                 "an azure provider needs base_url: https://<resource>.openai.azure.com"
+            )
+        parts = urlsplit(self.resolved_base_url)
+        host = parts.hostname or ""
+        if (
+            parts.scheme == "http"
+            and self.api_key_env
+            and not self.allow_insecure_http
+            and not _is_loopback(host)
+        ):
+            raise ValueError(
+                f"provider {self.name!r} would send its key (${self.api_key_env}) in clear over"
+                f" http to {host}; use https, or set allow_insecure_http: true for a network"
+                " you trust"
             )
         return self
 
