@@ -25,7 +25,6 @@ value (it might be a pasted key).
 
 from __future__ import annotations
 
-import ipaddress
 import re
 from collections.abc import Mapping
 from pathlib import Path
@@ -42,6 +41,7 @@ from pydantic import (
     model_validator,
 )
 
+from plumbing.network import is_loopback
 from router.breaker import BreakerPolicy
 from router.local import BUILTIN_NAME
 from router.models import ContextLimit
@@ -71,16 +71,6 @@ DEFAULT_KEY_ENV: dict[str, str | None] = {
 DEFAULT_AZURE_API_VERSION = "2024-10-21"
 _ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _PROVIDER_NAME = re.compile(r"[a-z0-9][a-z0-9_-]*")
-
-
-def _is_loopback(host: str) -> bool:
-    """Whether ``host`` names this machine (a key sent there never crosses a network)."""
-    if host == "localhost" or host.endswith(".localhost"):
-        return True
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False
 
 
 class ConfigError(ValueError):
@@ -269,7 +259,7 @@ class ProviderConfig(BaseModel):
             parts.scheme == "http"
             and self.api_key_env
             and not self.allow_insecure_http
-            and not _is_loopback(host)
+            and not is_loopback(host)
         ):
             raise ValueError(
                 f"provider {self.name!r} would send its key (${self.api_key_env}) in clear over"
