@@ -57,11 +57,18 @@ SHOWN = {
     "right-to-left override (U+202E)": "SEC-<U+202E>RTL",
 }
 """Each attack as a person sees it once it is shown instead of sent."""
+MARKUP = "[/] [link=https://evil.example/]SEC-LINK[/link] [@click=app.quit]SEC-CLICK[/]"
+"""Rich and Textual markup in hostile text: ``[/]`` closes nothing (a markup error stops the app),
+``[link=…]`` would make the terminal a hyperlink (OSC 8), ``[@click=…]`` an action. The hostile
+workflows carry it after :data:`PAYLOAD`; shown, it is text."""
+MARKUP_RAW = b";https://evil.example/"
+"""The hyperlink's target as only an OSC 8 sequence writes it (shown, it follows ``link=``)."""
 
 
 def assert_no_raw_payload(written: bytes, surface: str) -> None:
     """No attack of :data:`PAYLOAD` is in ``written`` (what a process wrote to a terminal)."""
     reached = [attack for attack, raw in RAW.items() if raw in written]
+    reached += ["a hyperlink from markup (OSC 8)"] if MARKUP_RAW in written else []
     assert not reached, f"{surface}: raw {', '.join(reached)} reached the terminal"
 
 
@@ -91,9 +98,10 @@ def yaml_string(text: str) -> str:
 
 def hostile_workflow(folder: Path, name: str = "hostile") -> Path:
     """A workflow file from the internet: its description, an input's default and a failing
-    step's message carry :data:`PAYLOAD`; ``boom`` fails first, ``after`` is left waiting on it."""
+    step's message carry :data:`PAYLOAD` and :data:`MARKUP`; ``boom`` fails first, ``after`` is
+    left waiting on it."""
     path = folder / f"{name}.yaml"
-    payload = yaml_string(PAYLOAD)
+    payload = yaml_string(f"{PAYLOAD} {MARKUP}")
     path.write_text(
         f"name: {name}\n"
         f"description: {payload}\n"
@@ -113,14 +121,15 @@ def hostile_workflow(folder: Path, name: str = "hostile") -> Path:
 
 
 def asking_workflow(folder: Path) -> Path:
-    """A workflow whose approval prompt carries :data:`PAYLOAD`."""
+    """A workflow whose approval prompt carries :data:`PAYLOAD` and :data:`MARKUP`."""
     path = folder / "asking.yaml"
     path.write_text(
         "name: asking\n"
         "steps:\n"
         "  - id: plan\n"
         "    uses: demo.echo\n"
-        f"    interrupt: {{after: true, kind: approval, prompt: {yaml_string(PAYLOAD)}}}\n",
+        "    interrupt: {after: true, kind: approval,"
+        f" prompt: {yaml_string(f'{PAYLOAD} {MARKUP}')}}}\n",
         encoding="utf-8",
     )
     return path

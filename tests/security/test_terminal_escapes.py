@@ -23,6 +23,7 @@ import pyte
 import pytest
 
 from tests.security.conftest import (
+    MARKUP,
     PAYLOAD,
     Written,
     asking_workflow,
@@ -128,10 +129,10 @@ def test_json_on_stdout_is_the_stored_value_exactly_with_nothing_raw(
     exported = in_terminal(workspace, "runs", "export", run_id)
     assert_no_raw_payload(exported.output, "runs export")
     events = [json.loads(line) for line in exported.output.splitlines()]
-    assert any(event.get("error", "").endswith(PAYLOAD) for event in events)
+    assert any(event.get("error", "").endswith(f"{PAYLOAD} {MARKUP}") for event in events)
     shown = in_terminal(workspace, "runs", "show", run_id, "--json")
     assert_no_raw_payload(shown.output, "runs show --json")
-    assert json.loads(shown.output)["inputs"]["topic"] == PAYLOAD
+    assert json.loads(shown.output)["inputs"]["topic"] == f"{PAYLOAD} {MARKUP}"
 
 
 def test_validate_names_a_hostile_file_and_its_values_without_their_codes(tmp_path: Path) -> None:

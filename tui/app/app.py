@@ -164,10 +164,11 @@ class WorkbenchApp(App[None]):
         title: str = "",
         severity: SeverityLevel = "information",
         timeout: float | None = None,
-        markup: bool = True,
+        markup: bool = False,
     ) -> None:
-        """Every notification (a widget's, a screen's, a logged warning's) shown cleaned: its
-        message may carry a server's or a file's words."""
+        """Every notification (a widget's, a screen's, a logged warning's) shown cleaned and as
+        plain text: its message may carry a server's or a file's words, control characters and
+        markup (``[/]`` would stop the app, ``[link=…]`` make a link) alike."""
         super().notify(
             shown(message), title=shown(title), severity=severity, timeout=timeout, markup=markup
         )

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from functools import partial
 from typing import TYPE_CHECKING
 
+from rich.text import Text
 from textual import on
 from textual.app import ComposeResult
 from textual.binding import Binding
@@ -124,7 +125,7 @@ be resumed there.
             table.add_row(
                 run.run_id,
                 run.workflow,
-                question,
+                Text(question),
                 status_text(run, partial(status_style, self)),
                 run.engine,
                 age(now - run.created_ts),

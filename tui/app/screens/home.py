@@ -200,7 +200,7 @@ Recent runs are below: **Enter** opens one (replay, report, answer its prompts).
             table.add_row(
                 run.run_id,
                 run.workflow,
-                run_question(run),
+                Text(run_question(run)),
                 status,
                 run.engine,
                 age(now - run.created_ts),
@@ -232,7 +232,7 @@ Recent runs are below: **Enter** opens one (replay, report, answer its prompts).
         for name, spec in definition.inputs.items():
             mark = " *" if spec.required and spec.default is None else ""
             hint = spec.description or spec.type
-            fields.append(Label(f"{name}{mark}  ({hint})", classes="form-label"))
+            fields.append(Label(f"{name}{mark}  ({hint})", classes="form-label", markup=False))
             default = (
                 ""
                 if spec.default is None

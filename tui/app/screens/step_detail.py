@@ -137,9 +137,14 @@ step (or an advisory run's orchestrator) shows its trail.
                     classes="searchable",
                 )
             yield Static("Inputs", classes="detail-heading")
-            yield Static(_json(s.inputs), classes="detail-json searchable")
+            yield Static(_json(s.inputs), classes="detail-json searchable", markup=False)
             yield Static("Outputs", classes="detail-heading")
-            yield Static(_json(s.outputs), classes="detail-json searchable", id="detail-outputs")
+            yield Static(
+                _json(s.outputs),
+                classes="detail-json searchable",
+                id="detail-outputs",
+                markup=False,
+            )
             yield from self._calls()
             yield Static("Route decision", classes="detail-heading")
             yield Static(route_table(s), id="detail-route")
