@@ -32,10 +32,11 @@ fuzz: $(STAMP)
 	DIFFERENTIAL_EXAMPLES=$${FUZZ_EXAMPLES:-20000} nice $(BIN)/python -m pytest -q -p no:cacheprovider tests/engine/test_differential.py
 
 # make docs: the documentation site (mkdocs.yml, docs/) into site/; --strict turns every warning
-# (a broken link or anchor, a page missing from the nav) into a failure. NO_MKDOCS_2_WARNING
-# silences the theme's end-of-life banner, which is not about this site.
+# (a broken link or anchor, a page missing from the nav) into a failure — never add --quiet,
+# which hides the warnings and so lets a strict build pass. NO_MKDOCS_2_WARNING silences the
+# theme's end-of-life banner, which is not about this site.
 docs: $(STAMP)
-	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict --quiet --site-dir site
+	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict --site-dir site
 
 lint: $(STAMP)
 	$(BIN)/ruff check .
