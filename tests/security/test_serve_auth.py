@@ -112,19 +112,19 @@ def test_a_token_is_made_and_printed_when_none_is_given(tmp_path: Path) -> None:
     port = free_port()
     env = {**os.environ, "WORKBENCH_HOME": str(tmp_path)}
     env.pop("WORKBENCH_TOKEN", None)
-    process = subprocess.Popen(
+    with subprocess.Popen(
         [WORKBENCH, "serve", "--port", str(port)],
         env=env,
         stdout=subprocess.PIPE,
         stderr=subprocess.DEVNULL,
         text=True,
-    )
-    try:
-        assert process.stdout is not None
-        first = process.stdout.readline()
-    finally:
-        process.terminate()
-        process.wait(timeout=STARTUP_S)
+    ) as process:
+        try:
+            assert process.stdout is not None
+            first = process.stdout.readline()
+        finally:
+            process.terminate()
+            process.wait(timeout=STARTUP_S)
     prefix = f"Research Workbench served at http://127.0.0.1:{port}/?token="
     assert first.startswith(prefix)
     assert len(first.strip()) - len(prefix) >= 40

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from functools import partial
 from typing import TYPE_CHECKING
 
-from rich.text import Text
+from rich.markup import escape
 from textual import on
 from textual.app import ComposeResult
 from textual.binding import Binding
@@ -125,7 +125,7 @@ be resumed there.
             table.add_row(
                 run.run_id,
                 run.workflow,
-                Text(question),
+                escape(question),
                 status_text(run, partial(status_style, self)),
                 run.engine,
                 age(now - run.created_ts),

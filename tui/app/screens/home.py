@@ -16,6 +16,7 @@ from collections.abc import Mapping
 from functools import partial
 from typing import TYPE_CHECKING, Any
 
+from rich.markup import escape
 from rich.text import Text
 from textual import on, work
 from textual.app import ComposeResult
@@ -200,7 +201,7 @@ Recent runs are below: **Enter** opens one (replay, report, answer its prompts).
             table.add_row(
                 run.run_id,
                 run.workflow,
-                Text(run_question(run)),
+                escape(run_question(run)),
                 status,
                 run.engine,
                 age(now - run.created_ts),
