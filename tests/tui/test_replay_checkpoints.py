@@ -177,6 +177,7 @@ async def test_a_stepped_screen_draws_what_a_fresh_screen_at_that_event_draws(
             for position, drawing in stepped:
                 fresh = RunScreen(
                     workbench,
+                    app.live_runs,
                     run_id=run_id,
                     stored_events=screen.events,
                     position=position,

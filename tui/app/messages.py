@@ -9,6 +9,8 @@ from typing import Any
 
 from textual.message import Message
 
+from tui.launch.fork import ForkPlan
+
 
 class StartRun(Message):
     """Start a new run of the workflow in ``path`` with ``inputs`` (converted already)."""
@@ -17,6 +19,14 @@ class StartRun(Message):
         super().__init__()
         self.path = path
         self.inputs = inputs
+
+
+class StartFork(Message):
+    """Run the checked fork ``plan`` (tui/launch/fork.py) and follow it live."""
+
+    def __init__(self, plan: ForkPlan) -> None:
+        super().__init__()
+        self.plan = plan
 
 
 class OpenRun(Message):

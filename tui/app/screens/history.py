@@ -19,6 +19,7 @@ from textual.screen import Screen
 from textual.widgets import DataTable, Footer, Input, Static
 
 from engine.store import RunSummary
+from tui.app.live_runs import LiveRuns
 from tui.app.messages import OpenRun
 from tui.app.screens.home import QUESTION_WIDTH, age, full_question, status_text
 from tui.app.status_style import STATUS_CLASSES, on_theme_change, status_style
@@ -77,9 +78,10 @@ be resumed there.
     ]
     COMPONENT_CLASSES = set(STATUS_CLASSES)
 
-    def __init__(self, workbench: Workbench) -> None:
+    def __init__(self, workbench: Workbench, live_runs: LiveRuns) -> None:
         super().__init__()
         self.workbench = workbench
+        self.live_runs = live_runs
         self.rows: list[HistoryRow] = []
 
     def compose(self) -> ComposeResult:
@@ -98,6 +100,7 @@ be resumed there.
         self._fill("")
         table.focus()
         on_theme_change(self, self.refill)
+        self.live_runs.changed.subscribe(self, lambda _run_id: self.refill())
 
     def _load(self) -> list[HistoryRow]:
         runs = self.workbench.store().list_runs_with_inputs(HISTORY_LIMIT)
@@ -114,6 +117,7 @@ be resumed there.
         table = self.query_one(DataTable)
         table.clear()
         now = self.workbench.clock()
+        store = self.workbench.store()
         shown = [row for row in self.rows if row_matches(row, query)]
         for row in shown:
             run = row.summary
@@ -124,7 +128,9 @@ be resumed there.
                 run.run_id,
                 run.workflow,
                 question,
-                status_text(run, partial(status_style, self)),
+                status_text(
+                    run, partial(status_style, self), self.live_runs.shown_status(run, store)
+                ),
                 run.engine,
                 age(now - run.created_ts),
                 key=run.run_id,

@@ -21,6 +21,7 @@ from textual import on, work
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical, VerticalScroll
+from textual.content import Content
 from textual.screen import Screen
 from textual.widgets import Button, DataTable, Footer, Input, Label, OptionList, Static
 from textual.widgets.option_list import Option
@@ -29,6 +30,7 @@ from textual.worker import Worker, WorkerState
 from engine.run_inputs import InputError, resolve_inputs
 from engine.spec import WorkflowDefinition
 from engine.store import RunInputs, RunSummary
+from tui.app.live_runs import LiveRuns
 from tui.app.messages import OpenRun, ShowHistory, StartRun
 from tui.app.status_style import STATUS_CLASSES, StatusStyler, on_theme_change, status_style
 
@@ -80,12 +82,13 @@ def run_question(run: RunInputs) -> str:
     return text if len(text) <= QUESTION_WIDTH else text[: QUESTION_WIDTH - 1] + "…"
 
 
-def status_text(run: RunSummary, style: StatusStyler) -> Text:
-    """A run's status for the runs tables: a RUNNING run whose process is gone says so."""
-    label = run.status_label(hint=False)
-    if label != run.status.value:
+def status_text(run: RunSummary, style: StatusStyler, shown: str) -> Text:
+    """A run's status for the runs tables: ``shown`` (:meth:`LiveRuns.shown_status`); a RUNNING
+    run whose process is gone says so."""
+    label = run.status_label(hint=False) if shown == run.status.value else shown
+    if label != shown:
         return Text(label, style=style("STALE"))
-    return Text(run.status.value, style=style(run.status.value))
+    return Text(shown, style=style(shown))
 
 
 class HomeScreen(Screen[None]):
@@ -104,9 +107,10 @@ Recent runs are below: **Enter** opens one (replay, report, answer its prompts).
 
     COMPONENT_CLASSES = set(STATUS_CLASSES)
 
-    def __init__(self, workbench: Workbench) -> None:
+    def __init__(self, workbench: Workbench, live_runs: LiveRuns) -> None:
         super().__init__()
         self.workbench = workbench
+        self.live_runs = live_runs
         self.entries: list[WorkflowEntry] = []
         self.chosen: WorkflowEntry | None = None
         self.fields: dict[str, Input] = {}
@@ -114,8 +118,10 @@ Recent runs are below: **Enter** opens one (replay, report, answer its prompts).
 
     def compose(self) -> ComposeResult:
         yield Static(
-            Text(" Research Workbench ", style="bold reverse")
-            + Text("  bounded, auditable agentic research", style="dim"),
+            Text.assemble(
+                (" Research Workbench ", "bold reverse"),
+                ("  bounded, auditable agentic research", "dim"),
+            ),
             id="home-title",
         )
         with Horizontal(id="home-top"):
@@ -139,6 +145,7 @@ Recent runs are below: **Enter** opens one (replay, report, answer its prompts).
         self.action_refresh()
         self.query_one("#workflows", OptionList).focus()
         on_theme_change(self, self.refresh_runs)
+        self.live_runs.changed.subscribe(self, lambda _run_id: self.refresh_runs())
 
     @property
     def ready(self) -> bool:
@@ -172,17 +179,18 @@ Recent runs are below: **Enter** opens one (replay, report, answer its prompts).
             options = self.query_one("#workflows", OptionList)
             options.clear_options()
             problem = f"workflows not loaded: {event.worker.error}".splitlines()[0]
-            options.add_option(Option(Text(problem, style="red"), disabled=True))
+            options.add_option(Option(Content.styled(problem, "$status-critical"), disabled=True))
 
     def show_workflows(self, entries: list[WorkflowEntry]) -> None:
         self.entries = entries
         options = self.query_one("#workflows", OptionList)
         options.clear_options()
         for index, entry in enumerate(self.entries):
-            label = Text(entry.name, style="bold" if entry.origin == "shipped" else "")
-            label.append(f"  {entry.origin}", style="dim")
-            if entry.error:
-                label.append(f"\n  {entry.error}", style="red")
+            label = Content.assemble(
+                (entry.name, "bold" if entry.origin == "shipped" else ""),
+                (f"  {entry.origin}", "dim"),
+                (f"\n  {entry.error}" if entry.error else "", "$status-critical"),
+            )
             options.add_option(Option(label, id=str(index), disabled=bool(entry.error)))
         usable = [i for i, e in enumerate(self.entries) if not e.error]
         if usable:
@@ -194,8 +202,10 @@ Recent runs are below: **Enter** opens one (replay, report, answer its prompts).
         cursor = table.cursor_coordinate
         table.clear()
         now = self.workbench.clock()
-        for run in self.workbench.store().list_runs_with_inputs(RECENT_RUNS):
-            status = status_text(run, partial(status_style, self))
+        store = self.workbench.store()
+        for run in store.list_runs_with_inputs(RECENT_RUNS):
+            shown = self.live_runs.shown_status(run, store)
+            status = status_text(run, partial(status_style, self), shown)
             table.add_row(
                 run.run_id,
                 run.workflow,
@@ -274,7 +284,9 @@ Recent runs are below: **Enter** opens one (replay, report, answer its prompts).
         try:
             values = self.form_values()
         except InputError as exc:
-            self.query_one("#form-error", Static).update(Text(str(exc), style="bold red"))
+            self.query_one("#form-error", Static).update(
+                Content.styled(str(exc), "$status-critical bold")
+            )
             return
         self.query_one("#form-error", Static).update("")
         self.post_message(StartRun(self.chosen.path, values))

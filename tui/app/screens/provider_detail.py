@@ -86,7 +86,10 @@ def detail_table(
     if isinstance(unhealthy, Mapping) and unhealthy:
         table.add_row(
             "models out",
-            Text("\n".join(f"{m}: {why}" for m, why in sorted(unhealthy.items())), style="yellow"),
+            Text(
+                "\n".join(f"{m}: {why}" for m, why in sorted(unhealthy.items())),
+                style=style("HALF_OPEN"),
+            ),
         )
     cost = snap.get("cost_usd_total")
     table.add_row("spend", f"${float(cost):.4f}" if isinstance(cost, (int, float)) else "–")

@@ -8,6 +8,7 @@ pushes a prompt owns the future the waiting step awaits (see run_driver.py).
 from __future__ import annotations
 
 import json
+from functools import partial
 from typing import Any
 
 from rich.table import Table
@@ -15,6 +16,7 @@ from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
+from textual.content import Content
 from textual.screen import ModalScreen
 from textual.widgets import Button, ContentSwitcher, Label, OptionList, Static, TextArea
 from textual.widgets.option_list import Option
@@ -24,7 +26,15 @@ from engine.events import InterruptRaised
 from engine.states import EvaluatedCondition
 from tui.app.plain_values import MISSING, label, plain_value
 from tui.app.plan_draft import PlanDraft
+from tui.app.status_style import (
+    STATUS_CLASSES,
+    StatusStyler,
+    on_theme_change,
+    status_style,
+    tone_style,
+)
 from tui.app.widgets.plan_editor import PlanEditor
+from tui.present.headless import console_style
 
 
 def _outputs(payload: dict[str, Any]) -> dict[str, Any]:
@@ -41,6 +51,7 @@ class _Prompt(ModalScreen[InterruptAnswer | None]):
     """What both prompts share: the event, the heading, the held steps, the queue count, Escape."""
 
     CSS_PATH = "prompts.tcss"
+    COMPONENT_CLASSES = set(STATUS_CLASSES)
 
     def __init__(self, event: InterruptRaised, queued: int = 0) -> None:
         super().__init__()
@@ -236,7 +247,9 @@ edits included. **^T** switches between the list and the JSON.
         return edited
 
     def _error(self, message: str) -> None:
-        self.query_one("#prompt-error", Static).update(Text(message, style="bold red"))
+        self.query_one("#prompt-error", Static).update(
+            Content.styled(message, "$status-critical bold")
+        )
 
 
 def tie_break_targets(
@@ -265,8 +278,9 @@ def outputs_table(outputs: Any) -> Table | Text:
     return table
 
 
-def conditions_table(conditions: Any) -> Table | Text:
-    """The routing conditions evaluated before the tie-breaker, in order, with their outcome."""
+def conditions_table(conditions: Any, style: StatusStyler = console_style) -> Table | Text:
+    """The routing conditions evaluated before the tie-breaker, in order, with their outcome
+    (styled by ``style``: the screen's theme in the app)."""
     rows = [
         EvaluatedCondition.model_validate(c)
         for c in (conditions if isinstance(conditions, list) else [])
@@ -281,9 +295,11 @@ def conditions_table(conditions: Any) -> Table | Text:
         table.add_row(
             condition.expr + (f"\n  {condition.error}" if condition.error else ""),
             condition.target or MISSING,
-            Text("error", style="red")
+            Text("error", style=style("FAIL"))
             if condition.error
-            else (Text("yes", style="green") if condition.matched else Text("no", style="dim")),
+            else (
+                Text("yes", style=style("PASS")) if condition.matched else Text("no", style="dim")
+            ),
         )
     return table
 
@@ -316,10 +332,10 @@ targets first, then the other edges the graph defines — with the arrows and
             yield from self._heading(f"→ {e.step_id} — where next?")
             conf = f"{float(confidence):.2f}" if isinstance(confidence, (int, float)) else "–"
             yield Static(
-                Text.assemble(
+                Content.assemble(
                     ("model suggests ", "dim"),
                     (str(suggestion or "nothing"), "bold"),
-                    (f"  confidence {conf}", "yellow"),
+                    (f"  confidence {conf}", "$status-attention"),
                 ),
                 id="prompt-suggestion",
             )
@@ -328,13 +344,14 @@ targets first, then the other edges the graph defines — with the arrows and
                 yield Static(Text(reasoning, style="italic"), id="prompt-reasoning")
             unsure = str(payload.get("unsure_because") or "")
             if unsure:
-                yield Static(Text(f"asking you because {unsure}", style="yellow"), id="prompt-why")
+                yield Static(
+                    Content.styled(f"asking you because {unsure}", "$status-attention"),
+                    id="prompt-why",
+                )
             yield Static(Text("Step outputs", style="bold"), classes="prompt-heading")
             yield Static(outputs_table(payload.get("outputs")), id="prompt-outputs")
             yield Static(Text("Conditions evaluated", style="bold"), classes="prompt-heading")
-            yield Static(
-                conditions_table(payload.get("evaluated_conditions")), id="prompt-conditions"
-            )
+            yield Static(id="prompt-conditions")
             yield from self._held()
             options: list[Option | None] = []
             for target in self.valid:
@@ -352,6 +369,8 @@ targets first, then the other edges the graph defines — with the arrows and
             yield from self._queued()
 
     def on_mount(self) -> None:
+        on_theme_change(self, self._show_conditions)
+        self._show_conditions()
         # Queried softly for the same reason as ApprovalPrompt's AUTO_FOCUS.
         for targets in self.query("#prompt-targets").results(OptionList):
             suggestion = self.event.payload.get("suggestion")
@@ -360,6 +379,11 @@ targets first, then the other edges the graph defines — with the arrows and
                 if suggestion in self.valid + self.others
                 else 0
             )
+
+    def _show_conditions(self) -> None:
+        conditions = self.event.payload.get("evaluated_conditions")
+        for static in self.query("#prompt-conditions").results(Static):
+            static.update(conditions_table(conditions, partial(status_style, self)))
 
     def on_option_list_option_selected(self, event: OptionList.OptionSelected) -> None:
         event.stop()
@@ -389,6 +413,8 @@ def prompt_for(
 class PromptQueue(Static):
     """The prompts waiting for a person, oldest first."""
 
+    COMPONENT_CLASSES = set(STATUS_CLASSES)
+
     def __init__(self, *, id: str | None = None) -> None:
         super().__init__(id=id)
         self._shown: list[InterruptRaised] | None = None
@@ -403,7 +429,7 @@ class PromptQueue(Static):
         if not events:
             self.update("", layout=False)
             return
-        text = Text(f"‖ {len(events)} waiting: ", style="bold yellow")
+        text = Text(f"‖ {len(events)} waiting: ", style=tone_style(self, "attention"))
         text.append(
             ", ".join(f"{e.step_id} ({e.interrupt_kind.replace('_', '-')})" for e in events)
         )

@@ -96,7 +96,7 @@ def providers_table(
         rate = snap.get("success_rate")
         mark = " ✗" if snap.get("misconfigured") else " ⚠" if snap.get("degraded") else ""
         table.add_row(
-            Text(name[:NAME_CELLS]) + Text(mark, style="yellow"),
+            Text.assemble(name[:NAME_CELLS], (mark, style("HALF_OPEN"))),
             state_badge(state, style),
             format_cooldown(left) if state != "CLOSED" and left > 0 else "–",
             f"{float(rate) * 100:.0f}%" if isinstance(rate, (int, float)) else "–",

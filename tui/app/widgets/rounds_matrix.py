@@ -15,6 +15,7 @@ from __future__ import annotations
 from functools import partial
 
 from rich.measure import Measurement
+from rich.style import Style
 from rich.table import Table
 from rich.text import Text
 from textual import events
@@ -88,10 +89,14 @@ def _gate(round_view: RoundScoredPayload, style: StatusStyler) -> Text:
 
 
 def matrix_table(
-    view: RunView, style: StatusStyler = console_style, compact: bool = False
+    view: RunView,
+    style: StatusStyler = console_style,
+    compact: bool = False,
+    selected_style: Style | str = "reverse",
 ) -> Table:
-    """The matrix, statuses styled by ``style`` (the widget's theme in the app); ``compact``
-    trades words for width (see the module's docstring)."""
+    """The matrix, statuses styled by ``style`` (the widget's theme in the app), the selected
+    round's column by ``selected_style``; ``compact`` trades words for width (see the module's
+    docstring)."""
     selected = view.selected_round
     count = max([ROUND_COLUMNS, *view.rounds]) if view.rounds else ROUND_COLUMNS
     table = Table(
@@ -104,7 +109,7 @@ def matrix_table(
     table.add_column("dim" if compact else "dimension", no_wrap=True)
     for number in range(1, count + 1):
         title = f"R{number}" + (("★" if compact else " ★") if number == selected else "")
-        table.add_column(title, no_wrap=True, style="on grey15" if number == selected else "")
+        table.add_column(title, no_wrap=True, style=selected_style if number == selected else "")
     rounds = [view.rounds.get(n) for n in range(1, count + 1)]
     titles = SHORT_TITLES if compact else DIMENSION_TITLES
     for dimension in DIMENSIONS:
@@ -153,7 +158,10 @@ the floor, critical contradictions (a veto), the stop gate and the supervisor's
 decision. ★ marks the round coalesce selected for the report.
 """
 
-    COMPONENT_CLASSES = set(STATUS_CLASSES)
+    COMPONENT_CLASSES = {*STATUS_CLASSES, "rounds-matrix--selected"}
+    DEFAULT_CSS = """
+    RoundsMatrix > .rounds-matrix--selected { background: $foreground 8%; }
+    """
 
     def __init__(self, *, id: str | None = None) -> None:
         super().__init__(id=id)
@@ -168,10 +176,11 @@ decision. ★ marks the round coalesce selected for the report.
 
     def _draw(self) -> None:
         style = partial(status_style, self)
-        table = matrix_table(self._view, style)
+        selected = self.get_component_rich_style("rounds-matrix--selected", partial=True)
+        table = matrix_table(self._view, style, selected_style=selected)
         room = self.content_size.width
         if room and self._width_of(table) > room:
-            table = matrix_table(self._view, style, compact=True)
+            table = matrix_table(self._view, style, compact=True, selected_style=selected)
             table.caption = COMPACT_LEGEND
         line = coalesce_line(self._view)
         if line:
