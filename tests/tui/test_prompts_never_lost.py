@@ -16,7 +16,7 @@ from engine.store import RunStore
 from tests.tui.pilot_wait import press, prompt_ready, until
 from tui.app.app import WorkbenchApp
 from tui.app.screens.history import HistoryScreen
-from tui.app.screens.home import HomeScreen
+from tui.app.screens.home import RUN_COLUMNS, HomeScreen
 from tui.app.widgets.prompts import ApprovalPrompt
 from tui.launch.workbench import SHIPPED_WORKFLOWS, Workbench
 
@@ -27,7 +27,7 @@ ENGINES = ["kahn", "langgraph"]
 def status_cell(table: DataTable, run_id: str) -> str:
     """The status a runs table shows for ``run_id``."""
     row = table.get_row(run_id)
-    return str(row[3])
+    return str(row[RUN_COLUMNS.index("status")])
 
 
 def first_command(commands: CommandList) -> str:

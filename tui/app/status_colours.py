@@ -62,6 +62,14 @@ def readable(colour: Color, backgrounds: list[Color]) -> Color:
     return towards
 
 
+def parse(value: str, background: Color) -> Color:
+    """A theme variable's colour; ``auto N%`` is the background's contrast text at N%."""
+    if value.startswith("auto"):
+        percent = value.removeprefix("auto").strip().rstrip("%")
+        return background.get_contrast_text(float(percent) / 100 if percent else 1.0)
+    return Color.parse(value)
+
+
 def status_variables(variables: Mapping[str, str]) -> dict[str, str]:
     """``status-<tone>`` for each of TONE_SOURCES, from a theme's resolved CSS variables."""
     backgrounds = [Color.parse(variables[name]) for name in BACKGROUNDS]
@@ -69,6 +77,6 @@ def status_variables(variables: Mapping[str, str]) -> dict[str, str]:
         return {f"status-{tone}": variables[source] for tone, source in TONE_SOURCES.items()}
     solid = [backgrounds[0].blend(b.with_alpha(1.0), b.a) if b.a < 1 else b for b in backgrounds]
     return {
-        f"status-{tone}": readable(Color.parse(variables[source]), solid).hex
+        f"status-{tone}": readable(parse(variables[source], solid[0]), solid).hex
         for tone, source in TONE_SOURCES.items()
     }

@@ -16,13 +16,20 @@ from textual import on
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.screen import Screen
-from textual.widgets import DataTable, Footer, Input, Static
+from textual.widgets import DataTable, Input, Static
 
 from engine.store import RunSummary
 from tui.app.live_runs import LiveRuns
 from tui.app.messages import OpenRun
-from tui.app.screens.home import QUESTION_WIDTH, age, full_question, status_text
+from tui.app.screens.home import (
+    QUESTION_WIDTH,
+    RUN_COLUMNS,
+    full_question,
+    run_cells,
+    status_text,
+)
 from tui.app.status_style import STATUS_CLASSES, on_theme_change, status_style
+from tui.app.widgets.key_footer import KeyFooter
 
 if TYPE_CHECKING:
     from tui.launch.workbench import Workbench
@@ -91,12 +98,12 @@ be resumed there.
             id="history-search",
         )
         yield DataTable(id="history", cursor_type="row", zebra_stripes=True)
-        yield Footer()
+        yield KeyFooter()
 
     def on_mount(self) -> None:
         self.rows = self._load()
         table = self.query_one(DataTable)
-        table.add_columns("run", "workflow", "question", "status", "engine", "when")
+        table.add_columns(*RUN_COLUMNS)
         self._fill("")
         table.focus()
         on_theme_change(self, self.refill)
@@ -124,17 +131,10 @@ be resumed there.
             question = row.question
             if len(question) > QUESTION_WIDTH:
                 question = question[: QUESTION_WIDTH - 1] + "…"
-            table.add_row(
-                run.run_id,
-                run.workflow,
-                question,
-                status_text(
-                    run, partial(status_style, self), self.live_runs.shown_status(run, store)
-                ),
-                run.engine,
-                age(now - run.created_ts),
-                key=run.run_id,
+            status = status_text(
+                run, partial(status_style, self), self.live_runs.shown_status(run, store)
             )
+            table.add_row(*run_cells(run, status, question, now), key=run.run_id)
         title = f" run history · {len(shown)} of {len(self.rows)} runs"
         if query.strip():
             title += f" matching {query.strip()!r}"

@@ -19,9 +19,10 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import VerticalScroll
 from textual.screen import ModalScreen
-from textual.widgets import Footer, Static
+from textual.widgets import Static
 
 from tui.app.status_style import STATUS_CLASSES, StatusStyler, status_style
+from tui.app.widgets.key_footer import KeyFooter
 from tui.app.widgets.providers_panel import state_badge
 from tui.present.breaker_story import error_note, format_cooldown, why
 from tui.present.headless import console_style
@@ -136,7 +137,7 @@ traffic), spend, request counts, latency and rate-limit headroom.
         with VerticalScroll(id="detail-box"):
             yield Static(Text(f"provider {self.provider}", style="bold"), id="detail-title")
             yield Static(id="provider-facts")
-        yield Footer()
+        yield KeyFooter()
 
     def on_mount(self) -> None:
         self.refresh_facts()

@@ -11,13 +11,14 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import VerticalScroll
 from textual.screen import ModalScreen
-from textual.widgets import Footer, Static
+from textual.widgets import Static
 
 from research.events import DimensionCell
 from tui.app.plain_values import MISSING, label
 from tui.app.round_diff import RoundDiff, diff_rounds, score_delta
 from tui.app.run_state import RunView
 from tui.app.status_style import STATUS_CLASSES, StatusStyler, status_style
+from tui.app.widgets.key_footer import KeyFooter
 from tui.present.headless import console_style
 
 
@@ -103,7 +104,7 @@ passages it added, the claims added and dropped, and each dimension's score.
             yield Static(id="diff-added")
             yield Static("Claims dropped", classes="diff-heading")
             yield Static(id="diff-dropped")
-        yield Footer()
+        yield KeyFooter()
 
     def on_mount(self) -> None:
         self.show()

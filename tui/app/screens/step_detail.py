@@ -17,7 +17,7 @@ from textual.content import Content
 from textual.message import Message
 from textual.screen import ModalScreen
 from textual.widget import Widget
-from textual.widgets import Footer, Static
+from textual.widgets import Static
 
 from engine.live import LiveChannel, ModelOutput
 from engine.states import StepStatus
@@ -31,8 +31,10 @@ from tui.app.status_style import (
     tone_style,
 )
 from tui.app.widgets.find_bar import FindBar, plain_text
+from tui.app.widgets.key_footer import KeyFooter
 from tui.app.widgets.prompts import conditions_table
 from tui.present.headless import console_style
+from tui.present.skip_words import skip_words
 
 
 def _json(value: Any) -> str:
@@ -139,7 +141,9 @@ step (or an advisory run's orchestrator) shows its trail.
                     classes="searchable",
                 )
             if s.skip_reason:
-                yield Static(Text(f"skipped: {s.skip_reason}", style="dim"), classes="searchable")
+                yield Static(
+                    Text(f"skipped: {skip_words(s.skip_reason)}", style="dim"), classes="searchable"
+                )
             if s.held_by:
                 yield Static(Content.styled(f"held by interrupt {s.held_by}", "$status-attention"))
             if self.live_channel is not None:
@@ -160,7 +164,7 @@ step (or an advisory run's orchestrator) shows its trail.
                 yield Static("Agent trail", classes="detail-heading")
                 yield Static(Text("\n".join(s.trail)), id="detail-trail", classes="searchable")
         yield FindBar(self._searchable, id="detail-find")
-        yield Footer()
+        yield KeyFooter()
 
     def _calls(self) -> ComposeResult:
         if not self.calls:

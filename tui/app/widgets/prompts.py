@@ -13,12 +13,14 @@ from typing import Any
 
 from rich.table import Table
 from rich.text import Text
+from textual import events
 from textual.app import ComposeResult
 from textual.binding import Binding
-from textual.containers import Horizontal, Vertical
+from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.content import Content
 from textual.screen import ModalScreen
 from textual.widgets import Button, ContentSwitcher, Label, OptionList, Static, TextArea
+from textual.widgets.button import ButtonVariant
 from textual.widgets.option_list import Option
 
 from engine.context import InterruptAnswer
@@ -33,6 +35,7 @@ from tui.app.status_style import (
     status_style,
     tone_style,
 )
+from tui.app.widgets.key_footer import KeyFooter
 from tui.app.widgets.plan_editor import PlanEditor
 from tui.present.headless import console_style
 
@@ -45,6 +48,21 @@ def _outputs(payload: dict[str, Any]) -> dict[str, Any]:
 
 def _json_text(value: Any) -> str:
     return json.dumps(value, indent=2, ensure_ascii=False, sort_keys=True, default=str)
+
+
+def _button(label: str, button_id: str, variant: ButtonVariant = "default") -> Button:
+    """A one-row button whose label says its key, so a narrow prompt never cuts the label."""
+    return Button(label, id=button_id, variant=variant, compact=True)
+
+
+class TargetList(OptionList):
+    """The tie-breaker's targets: a click highlights one, Enter (or Choose) commits it."""
+
+    async def _on_click(self, event: events.Click) -> None:
+        event.prevent_default()  # OptionList's own click handler would commit it
+        clicked = event.style.meta.get("option")
+        if clicked is not None and not self.get_option_at_index(clicked).disabled:
+            self.highlighted = clicked
 
 
 class _Prompt(ModalScreen[InterruptAnswer | None]):
@@ -116,33 +134,35 @@ edits included. **^T** switches between the list and the JSON.
         e = self.event
         with Vertical(id="prompt-box"):
             yield from self._heading(f"‖ {e.step_id} — {e.interrupt_kind}")
-            yield from self._held()
-            text = "" if e.interrupt_kind == "input" else _json_text(self.outputs)
-            editor = TextArea(
-                text,
-                language="json" if text else None,
-                id="prompt-editor",
-                soft_wrap=True,
-                classes="answer-text" if e.interrupt_kind == "input" else "",
-            )
-            if self.draft is None:
-                yield editor
-            else:
-                with ContentSwitcher(initial="plan-editor", id="prompt-views"):
-                    yield PlanEditor(self.draft, id="plan-editor")
+            with VerticalScroll(id="prompt-body", can_focus=False):
+                yield from self._held()
+                text = "" if e.interrupt_kind == "input" else _json_text(self.outputs)
+                editor = TextArea(
+                    text,
+                    language="json" if text else None,
+                    id="prompt-editor",
+                    soft_wrap=True,
+                    classes="answer-text" if e.interrupt_kind == "input" else "",
+                )
+                if self.draft is None:
                     yield editor
+                else:
+                    with ContentSwitcher(initial="plan-editor", id="prompt-views"):
+                        yield PlanEditor(self.draft, id="plan-editor")
+                        yield editor
             yield Static("", id="prompt-error")
             with Horizontal(id="prompt-buttons"):
                 if e.interrupt_kind == "input":
-                    yield Button("Answer (^E)", id="answer-edit", variant="primary")
+                    yield _button("Answer ^E", "answer-edit", "primary")
                 else:
-                    yield Button("Approve (^A)", id="answer-approve", variant="success")
-                    yield Button("Reject (^R)", id="answer-reject", variant="error")
-                    yield Button("Save edit (^E)", id="answer-edit", variant="primary")
+                    yield _button("Approve ^A", "answer-approve", "success")
+                    yield _button("Reject ^R", "answer-reject", "error")
+                    yield _button("Save edit ^E", "answer-edit", "primary")
                 if self.draft is not None:
-                    yield Button("JSON (^T)", id="answer-json")
-                yield Button("Later (Esc)", id="answer-later")
+                    yield _button("JSON ^T", "answer-json")
+                yield _button("Later Esc", "answer-later")
             yield from self._queued()
+        yield KeyFooter()
 
     def on_mount(self) -> None:
         self._show_buttons()
@@ -330,29 +350,30 @@ targets first, then the other edges the graph defines — with the arrows and
         confidence = payload.get("confidence")
         with Vertical(id="prompt-box"):
             yield from self._heading(f"→ {e.step_id} — where next?")
-            conf = f"{float(confidence):.2f}" if isinstance(confidence, (int, float)) else "–"
-            yield Static(
-                Content.assemble(
-                    ("model suggests ", "dim"),
-                    (str(suggestion or "nothing"), "bold"),
-                    (f"  confidence {conf}", "$status-attention"),
-                ),
-                id="prompt-suggestion",
-            )
-            reasoning = str(payload.get("reasoning") or "")
-            if reasoning:
-                yield Static(Text(reasoning, style="italic"), id="prompt-reasoning")
-            unsure = str(payload.get("unsure_because") or "")
-            if unsure:
+            with VerticalScroll(id="prompt-body", can_focus=False):
+                conf = f"{float(confidence):.2f}" if isinstance(confidence, (int, float)) else "–"
                 yield Static(
-                    Content.styled(f"asking you because {unsure}", "$status-attention"),
-                    id="prompt-why",
+                    Content.assemble(
+                        ("model suggests ", "dim"),
+                        (str(suggestion or "nothing"), "bold"),
+                        (f"  confidence {conf}", "$status-attention"),
+                    ),
+                    id="prompt-suggestion",
                 )
-            yield Static(Text("Step outputs", style="bold"), classes="prompt-heading")
-            yield Static(outputs_table(payload.get("outputs")), id="prompt-outputs")
-            yield Static(Text("Conditions evaluated", style="bold"), classes="prompt-heading")
-            yield Static(id="prompt-conditions")
-            yield from self._held()
+                unsure = str(payload.get("unsure_because") or "")
+                if unsure:
+                    yield Static(
+                        Content.styled(f"asking you because {unsure}", "$status-attention"),
+                        id="prompt-why",
+                    )
+                reasoning = str(payload.get("reasoning") or "")
+                if reasoning:
+                    yield Static(Text(reasoning, style="italic"), id="prompt-reasoning")
+                yield Static(Text("Step outputs", style="bold"), classes="prompt-heading")
+                yield Static(outputs_table(payload.get("outputs")), id="prompt-outputs")
+                yield Static(Text("Conditions evaluated", style="bold"), classes="prompt-heading")
+                yield Static(id="prompt-conditions")
+                yield from self._held()
             options: list[Option | None] = []
             for target in self.valid:
                 mark = "  ← suggested" if target == suggestion else ""
@@ -362,11 +383,12 @@ targets first, then the other edges the graph defines — with the arrows and
                 options.extend(
                     Option(f"{target}  (other graph edge)", id=target) for target in self.others
                 )
-            yield OptionList(*options, id="prompt-targets")
+            yield TargetList(*options, id="prompt-targets")
             with Horizontal(id="prompt-buttons"):
-                yield Button("Choose (Enter)", id="answer-choose", variant="primary")
-                yield Button("Later (Esc)", id="answer-later")
+                yield _button("Choose Enter", "answer-choose", "primary")
+                yield _button("Later Esc", "answer-later")
             yield from self._queued()
+        yield KeyFooter()
 
     def on_mount(self) -> None:
         on_theme_change(self, self._show_conditions)
