@@ -95,7 +95,7 @@ def detail_table(
     cost = snap.get("cost_usd_total")
     table.add_row("spend", f"${float(cost):.4f}" if isinstance(cost, (int, float)) else "–")
     table.add_row(
-        "requests",
+        "requests (all runs)",
         f"{_text(snap.get('requests_total'))} · ok {_text(snap.get('successes_total'))}"
         f" · failed {_text(snap.get('failures_total'))} · success {_percent(snap.get('success_rate'))}",
     )

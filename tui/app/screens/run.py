@@ -421,28 +421,32 @@ one run. **Enter** on a step opens its detail; **p** answers the next prompt;
             return
         text = Text.assemble((f" {v.workflow or 'run'} ", "bold reverse"))
         # most important first: a narrow terminal cuts the end of the line
-        text.append(f" {v.status}", style=status_style(self, v.status) + Style(bold=True))
+        status = f"was {v.status}" if self.replaying else v.status
+        if self.replaying:
+            text.append(f" ▷ REPLAY {self.position}/{len(self.events)}", style="bold")
+        text.append(f" {status}", style=status_style(self, v.status) + Style(bold=True))
         fallback = v.fallback_note
         if fallback:
             text.append(f" · {fallback}", style=tone_style(self, "attention"))
         if v.budget is not None:
             b = v.budget
             text.append(
-                f" · calls {b.llm_calls}/{b.max_llm_calls} · tokens {b.tokens}/{b.token_budget}"
+                f" · this run: calls {b.llm_calls}/{b.max_llm_calls}"
+                f" · tokens {b.tokens}/{b.token_budget}"
             )
             spend = spend_text(b)
             if spend:
                 exhausted = b.max_cost_usd is not None and b.cost_usd >= b.max_cost_usd
                 text.append(f" · {spend}", style=tone_style(self, "critical") if exhausted else "")
-        if v.stage:
+        if v.stage and v.status in ("RUNNING", "WAITING"):
             text.append(f" · stage {v.stage}", style="dim")
         text.append(f" · {v.run_id or self.run_id} · {v.engine or '?'}", style="dim")
         if self.failure is not None:
             text.append(
                 f" · stopped: {self.failure}".splitlines()[0], style=tone_style(self, "critical")
             )
-        elif not self.live:
-            text.append("  (stored)", style="italic dim")
+        elif not self.live and not self.replaying:
+            text.append("  (replay: , and . step through its events)", style="italic dim")
         self.query_one("#run-status", Static).update(text, layout=False)
 
     # -- replay ------------------------------------------------------------------
@@ -464,7 +468,7 @@ one run. **Enter** on a step opens its detail; **p** answers the next prompt;
             self._fold_stored(position)
             self.view.take_changed_steps()
             parts, steps = changes(before, self.view)
-        self._redraw(parts, steps)
+        self._redraw(parts | {"status"}, steps)
 
     def _fold_stored(self, position: int) -> None:
         self.view = self._replay.view_at(position)
@@ -574,7 +578,15 @@ one run. **Enter** on a step opens its detail; **p** answers the next prompt;
         run_id = self.run_id or self.view.run_id
         calls = model_calls(self.workbench.store(), run_id, step.id, step.iteration)
         live = self.workbench.live if self.live else None
-        self.app.push_screen(StepDetailScreen(step, run_id=run_id, calls=calls, live=live))
+        self.app.push_screen(
+            StepDetailScreen(
+                step,
+                run_id=run_id,
+                calls=calls,
+                live=live,
+                upstream=self.upstream_outputs(step.id),
+            )
+        )
 
     def on_providers_panel_chosen(self, message: ProvidersPanel.Chosen) -> None:
         from tui.app.screens.provider_detail import ProviderDetailScreen

@@ -4,7 +4,7 @@ runs, the route decision and what the step cost."""
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from functools import partial
 from typing import Any
 
@@ -113,9 +113,12 @@ step (or an advisory run's orchestrator) shows its trail.
         run_id: str = "",
         calls: Sequence[ModelCall] = (),
         live: LiveChannel | None = None,
+        upstream: Mapping[str, Mapping[str, Any]] | None = None,
     ) -> None:
         super().__init__()
         self.step = step
+        self.upstream = dict(upstream or {})
+        """The outputs of the steps that fed this one, as they were when it ran."""
         self.run_id = run_id
         self.calls = list(calls)
         self.live_channel = live
@@ -154,7 +157,15 @@ step (or an advisory run's orchestrator) shows its trail.
                     classes="searchable",
                 )
             yield Static("Inputs", classes="detail-heading")
-            yield Static(_json(s.inputs), classes="detail-json searchable")
+            if s.inputs or not self.upstream:
+                yield Static(_json(s.inputs), classes="detail-json searchable")
+            else:
+                yield Static(
+                    Text("none of its own: it works on what the steps before it produced", "dim")
+                )
+            for source, outputs in self.upstream.items():
+                yield Static(f"What {source} gave it", classes="detail-heading")
+                yield Static(_json(outputs), classes="detail-json searchable")
             yield Static("Outputs", classes="detail-heading")
             yield Static(_json(s.outputs), classes="detail-json searchable", id="detail-outputs")
             yield from self._calls()

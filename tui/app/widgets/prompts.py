@@ -35,9 +35,12 @@ from tui.app.status_style import (
     status_style,
     tone_style,
 )
-from tui.app.widgets.key_footer import KeyFooter
+from tui.app.widgets.key_footer import KeyFooter, KeyRanking
 from tui.app.widgets.plan_editor import PlanEditor
 from tui.present.headless import console_style
+
+SHORT_HEIGHT = 40
+"""Below this many rows a prompt fills the screen's height and scrolls its details."""
 
 
 def _outputs(payload: dict[str, Any]) -> dict[str, Any]:
@@ -58,6 +61,8 @@ def _button(label: str, button_id: str, variant: ButtonVariant = "default") -> B
 class TargetList(OptionList):
     """The tie-breaker's targets: a click highlights one, Enter (or Choose) commits it."""
 
+    BINDINGS = [Binding("enter", "select", "Choose", id="prompt.choose")]
+
     async def _on_click(self, event: events.Click) -> None:
         event.prevent_default()  # OptionList's own click handler would commit it
         clicked = event.style.meta.get("option")
@@ -65,8 +70,10 @@ class TargetList(OptionList):
             self.highlighted = clicked
 
 
-class _Prompt(ModalScreen[InterruptAnswer | None]):
-    """What both prompts share: the event, the heading, the held steps, the queue count, Escape."""
+class _Prompt(KeyRanking, ModalScreen[InterruptAnswer | None]):
+    """What both prompts share: the event, the heading, the held steps, the queue count, Escape;
+    on a short terminal the box takes the screen's height and its details scroll, so the
+    question and the buttons are always on screen."""
 
     CSS_PATH = "prompts.tcss"
     COMPONENT_CLASSES = set(STATUS_CLASSES)
@@ -75,6 +82,12 @@ class _Prompt(ModalScreen[InterruptAnswer | None]):
         super().__init__()
         self.event = event
         self.queued = queued
+
+    def on_resize(self, event: events.Resize) -> None:
+        self.set_class(event.size.height < SHORT_HEIGHT, "-short")
+
+    def on_screen_resume(self) -> None:
+        self.set_class(self.app.size.height < SHORT_HEIGHT, "-short")
 
     def _heading(self, title: str) -> ComposeResult:
         yield Label(Text(title, style="bold"), id="prompt-title")
@@ -117,6 +130,7 @@ edits included. **^T** switches between the list and the JSON.
         Binding("ctrl+t,f5", "toggle_json", "List/JSON", id="prompt.json", priority=True),
         Binding("escape", "later", "Later", id="prompt.later"),
     ]
+    KEY_ORDER = ("prompt.approve", "prompt.reject", "prompt.edit", "prompt.json", "prompt.later")
 
     # Focus by selector, not in on_mount: Textual applies AUTO_FOCUS once the children
     # exist, and a prompt closed mid-compose (app exit) has none to query. A plan focuses
@@ -167,10 +181,15 @@ edits included. **^T** switches between the list and the JSON.
     def on_mount(self) -> None:
         self._show_buttons()
 
+    def key_acts(self, action: str) -> bool:
+        """In the plan's list, Approve sends the plan as shown: Save edit is the JSON's."""
+        return not (action == "answer('edit')" and self.draft is not None and self._in_list)
+
     def _show_buttons(self) -> None:
         """In the list, Approve sends the plan as shown, so Save edit is only the JSON's."""
         if self.draft is not None:
             self.query_one("#answer-edit").display = not self._in_list
+            self.refresh_bindings()
 
     @property
     def _in_list(self) -> bool:
@@ -337,6 +356,7 @@ targets first, then the other edges the graph defines — with the arrows and
 **Enter**. Nothing outside the graph can be chosen. **Escape** leaves it queued.
 """
     BINDINGS = [Binding("escape", "later", "Later", id="prompt.later")]
+    KEY_ORDER = ("prompt.choose", "prompt.later")
     AUTO_FOCUS = "#prompt-targets"
 
     def __init__(self, event: InterruptRaised, graph_targets: list[str], queued: int = 0) -> None:
@@ -414,7 +434,10 @@ targets first, then the other edges the graph defines — with the arrows and
     def on_button_pressed(self, event: Button.Pressed) -> None:
         if event.button.id == "answer-later":
             self.action_later()
-            return
+        else:
+            self.action_choose()
+
+    def action_choose(self) -> None:
         targets = self.query_one("#prompt-targets", OptionList)
         if targets.highlighted is not None:
             self._choose(targets.get_option_at_index(targets.highlighted).id)

@@ -1,4 +1,4 @@
-"""The ADR-007 classification matrix: rounds R1–R4 × five dimensions.
+"""The research rounds' quality matrix: rounds R1–R4 × five dimensions.
 
 Each cell shows a dimension's tier and score; below them the CI, the recent
 sources against their floor, critical contradictions, the gate result and the
@@ -78,8 +78,11 @@ def _decision(text: str, compact: bool) -> str:
 
 
 def _recent(round_view: RoundScoredPayload, style: StatusStyler) -> Text:
-    """Recent sources against the floor (``12/10``), styled as below the floor when it is."""
+    """Recent sources against the floor (``12/10``), styled as below the floor when it is;
+    a dash when recency is not asked for (no floor)."""
     count, floor = round_view.recent_sources, round_view.recent_floor
+    if not floor:
+        return Text(f"{count}" if count else "–", style="dim")
     return Text(f"{count}/{floor}", style=style("BELOW_FLOOR") if count < floor else "")
 
 
@@ -115,7 +118,10 @@ def matrix_table(
     for dimension in DIMENSIONS:
         table.add_row(titles[dimension], *[_cell(r, dimension, style, compact) for r in rounds])
     table.add_row("CI", *[_number(r.ci, compact) if r else "·" for r in rounds])
-    table.add_row("recent", *[_recent(r, style) if r else "·" for r in rounds])
+    table.add_row(
+        "recent" if compact else "recent sources",
+        *[_recent(r, style) if r else "·" for r in rounds],
+    )
     table.add_row(
         SHORT_TITLES["contradictions"] if compact else "contradictions",
         *[
@@ -128,7 +134,9 @@ def matrix_table(
             for r in rounds
         ],
     )
-    table.add_row("gate", *[_gate(r, style) if r else "·" for r in rounds])
+    table.add_row(
+        "gate" if compact else "quality gate", *[_gate(r, style) if r else "·" for r in rounds]
+    )
     table.add_row(
         "decide" if compact else "decision",
         *[_decision(r.decision, compact) if r else "·" for r in rounds],
@@ -141,8 +149,8 @@ def coalesce_line(view: RunView) -> str:
     if c is None:
         return ""
     return (
-        f"coalesce: R{c.selected_round} · confidence {c.confidence_level}"
-        f" · best CI {c.best_ci:.2f} · stop: {c.stop_reason or '–'}"
+        f"★ the report uses round R{c.selected_round} (the best round) · confidence"
+        f" {c.confidence_level} · its CI {c.best_ci:.2f} · stopped: {c.stop_reason or '–'}"
     )
 
 
@@ -152,10 +160,15 @@ class RoundsMatrix(Static, can_focus=True):
     HELP = """
 ## Rounds matrix
 
-Columns are research rounds R1–R4, rows the five ADR-007 dimensions with tier
-(Elite/High/Medium/Low) and score; then the round's CI, recent sources against
-the floor, critical contradictions (a veto), the stop gate and the supervisor's
-decision. ★ marks the round coalesce selected for the report.
+How good each research round's evidence was. Columns are the rounds R1–R4;
+rows the five quality dimensions (ADR-007's classification) with a tier
+(Elite/High/Medium/Low) and a score; then the round's **CI** (the weighted
+confidence index of the five scores), its **recent sources** against the
+floor the question needs, critical **contradictions** (any one vetoes the
+round), the **quality gate** (the stop gate: pass when every dimension is High
+or better and the recent sources reach the floor) and the supervisor's
+**decision** (continue or stop). **★** marks the **best round**: the one
+coalesce picked for the report.
 """
 
     COMPONENT_CLASSES = {*STATUS_CLASSES, "rounds-matrix--selected"}
