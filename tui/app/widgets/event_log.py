@@ -93,12 +93,39 @@ def _indent(width: int) -> int:
     return PREFIX_CELLS if width - PREFIX_CELLS >= MIN_TEXT_CELLS else min(4, width // 4)
 
 
+def wrap_words(text: str, first: int, rest: int) -> list[str]:
+    """``text`` in rows of ``first`` then ``rest`` cells, broken between words (a word longer
+    than a row is cut). Hand-written rather than rich's wrapping, which renders the text: the
+    log counts every line's rows on each width change without rendering any."""
+    rows: list[str] = []
+    row, room = "", first
+    for word in text.split():
+        while cell_len(word) > room and not row:
+            head = chop_cells(word, room)[0]
+            rows.append(head)
+            word, room = word[len(head) :], rest
+        needed = cell_len(word) + (1 if row else 0)
+        if row and needed > room:
+            rows.append(row)
+            row, room = "", rest
+            needed = cell_len(word)
+            while cell_len(word) > room:
+                head = chop_cells(word, room)[0]
+                rows.append(head)
+                word = word[len(head) :]
+                needed = cell_len(word)
+        row = f"{row} {word}" if row else word
+        room -= needed
+    if row or not rows:
+        rows.append(row)
+    return rows
+
+
 def rows_needed(line: LogLine, width: int) -> int:
     """How many rows ``line`` takes at ``width`` cells (counted, not rendered)."""
     if width <= PREFIX_CELLS:
         return 1
-    over = cell_len(" ".join(line.text.split())) - (width - PREFIX_CELLS)
-    return 1 + max(0, -(-over // (width - _indent(width))))
+    return len(wrap_words(line.text, width - PREFIX_CELLS, width - _indent(width)))
 
 
 def wrapped_line(line: LogLine, width: int, styles: LineStyles) -> list[Text]:
@@ -106,13 +133,13 @@ def wrapped_line(line: LogLine, width: int, styles: LineStyles) -> list[Text]:
     (:func:`rows_needed` of them)."""
     if width <= PREFIX_CELLS:
         return [format_line(line, styles)]
-    text = " ".join(line.text.split())
-    first, rest = width - PREFIX_CELLS, width - _indent(width)
-    head = chop_cells(text, first)[0] if text else ""
-    chunks = chop_cells(text[len(head) :], rest) if len(head) < len(text) else []
+    head, *rest = wrap_words(line.text, width - PREFIX_CELLS, width - _indent(width))
     style = _text_style(line, styles)
-    shown = format_line(replace(line, text=head), styles)
-    return [shown, *(Text.assemble(" " * _indent(width), (chunk, style)) for chunk in chunks)]
+    indent = " " * _indent(width)
+    return [
+        format_line(replace(line, text=head), styles),
+        *(Text.assemble(indent, (row, style)) for row in rest),
+    ]
 
 
 class LogLines(ScrollView, can_focus=True):
