@@ -53,9 +53,13 @@ def runs_list(ctx: click.Context, limit: int, as_json: bool) -> None:
     if not runs:
         console.print("no runs yet: try workbench run workflows/fan_out.yaml --headless")
         return
-    table = Table(title="runs")
-    for column in ("run", "workflow", "status", "engine", "started", "reason"):
-        table.add_column(column, overflow="fold")
+    # The run id is what a person copies into resume or runs show: it never wraps nor shrinks;
+    # the other columns are cut first (the reason wraps), and --json gives everything to scripts.
+    table = Table(title="runs", caption="every field: workbench runs list --json")
+    table.add_column("run", no_wrap=True, min_width=max(len(run.run_id) for run in runs))
+    for column in ("workflow", "status", "engine", "started"):
+        table.add_column(column, no_wrap=True, overflow="ellipsis")
+    table.add_column("reason", overflow="fold", ratio=1)
     from datetime import datetime
 
     for run in runs:
