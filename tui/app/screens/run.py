@@ -72,6 +72,9 @@ SHORT_HEIGHT = 32
 """Below this many rows (or NARROW_WIDTH columns) the side panels and the log share one slot under
 the graph, chosen with 1/2/3, so every panel stays reachable on an 80×24 terminal."""
 PANELS = ("providers", "rounds", "log")
+SIDE_MIN = 60
+SIDE_MAX = 76
+"""The side panels' columns beside the graph: the providers table needs about SIDE_MIN."""
 LOG_SHARE = 0.3
 """The log's share of the screen's height, given up (down to LOG_MIN_ROWS) when those rows let
 the whole graph show."""
@@ -271,7 +274,19 @@ one run. **Enter** on a step opens its detail; **p** answers the next prompt;
         self.set_class(narrow or height < SHORT_HEIGHT, "-compact")
         self._show_graph(outline=self._outline or narrow)
         self._place_panels()
+        self._share_width(width)
         self._share_height(height)
+
+    def _share_width(self, width: int) -> None:
+        """Side by side, the graph gets the columns its whole step names need and the side
+        panels the rest, between SIDE_MIN and SIDE_MAX columns (the rounds matrix turns compact
+        in a narrow side)."""
+        side = self.query_one("#side")
+        if self.has_class("-narrow"):
+            side.styles.width = None
+            return
+        wanted = self.query_one(DagView).cols_needed() + 2
+        side.styles.width = max(SIDE_MIN, min(SIDE_MAX, width - wanted))
 
     def _share_height(self, height: int) -> None:
         """Give the log its share of the height unless some of those rows let the whole graph
@@ -353,6 +368,7 @@ one run. **Enter** on a step opens its detail; **p** answers the next prompt;
             self.query_one(DagView).show(view, None if every or "graph" in parts else changed_steps)
             self.query_one(DagOutline).show(view, None if every else changed_steps)
             if every or "graph" in parts:
+                self._share_width(self.app.size.width)
                 self._share_height(self.app.size.height)
         if every or "providers" in parts:
             self.query_one(ProvidersPanel).show(view)
