@@ -22,7 +22,7 @@ from textual.widgets import Input, OptionList, TextArea
 
 from tui.app.live_runs import LiveRuns
 from tui.app.log_toasts import ToastHandler
-from tui.app.messages import OpenRun, ShowHistory, StartFork, StartRun
+from tui.app.messages import OpenRun, StartFork, StartRun
 from tui.app.screens.home import HomeScreen
 from tui.app.status_colours import status_variables
 from tui.app.status_style import STATUS_CSS
@@ -114,7 +114,7 @@ class WorkbenchApp(App[None]):
         Binding("f1", "toggle_help", "Help", id="app.help", priority=True),
         Binding("question_mark", "help_key", "Help", id="app.help_key", priority=True),
         Binding("ctrl+p", "command_palette", "Palette", id="app.palette", show=False),
-        Binding("ctrl+y", "history", "History", id="app.history", show=False),
+        Binding("ctrl+y", "history", "History", id="app.history"),
         Binding("ctrl+q", "quit", "Quit", id="app.quit", priority=True),
     ]
 
@@ -312,10 +312,6 @@ class WorkbenchApp(App[None]):
 
     def on_run_screen_run_ended(self, message: RunScreen.RunEnded) -> None:
         self.run_ended(message.screen)
-
-    @on(ShowHistory)
-    def _history_asked(self, message: ShowHistory) -> None:
-        self.show_history()
 
     # -- help -----------------------------------------------------------------
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:

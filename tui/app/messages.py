@@ -35,7 +35,3 @@ class OpenRun(Message):
     def __init__(self, run_id: str) -> None:
         super().__init__()
         self.run_id = run_id
-
-
-class ShowHistory(Message):
-    """Show every stored run."""

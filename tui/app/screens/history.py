@@ -81,7 +81,7 @@ be resumed there.
     BINDINGS = [
         Binding("escape", "app.pop_screen", "Back", id="history.back"),
         Binding("slash", "search", "Search", id="history.search"),
-        Binding("down", "to_table", show=False, id="history.to_table"),
+        Binding("down", "to_table", "To the list", show=False, id="history.to_table"),
     ]
     COMPONENT_CLASSES = set(STATUS_CLASSES)
 

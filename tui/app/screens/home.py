@@ -32,7 +32,7 @@ from engine.run_inputs import InputError, resolve_inputs
 from engine.spec import InputSpec, WorkflowDefinition
 from engine.store import RunInputs, RunSummary
 from tui.app.live_runs import LiveRuns
-from tui.app.messages import OpenRun, ShowHistory, StartRun
+from tui.app.messages import OpenRun, StartRun
 from tui.app.status_style import STATUS_CLASSES, StatusStyler, on_theme_change, status_style
 from tui.app.widgets.key_footer import KeyFooter, KeyRanking
 
@@ -149,10 +149,9 @@ with a fixed set of values is a list to choose from. Recent runs are below:
         # priority: it starts the run from any field of the form (a text box keeps other keys)
         Binding("ctrl+s,ctrl+enter", "start", "Start run", id="home.start", priority=True),
         Binding("ctrl+n", "focus_form", "New run", id="home.new_run"),
-        Binding("ctrl+y", "history", "History", id="home.history"),
         Binding("f5", "refresh", "Refresh", id="home.refresh"),
     ]
-    KEY_ORDER = ("home.start", "home.new_run", "home.history", "home.refresh")
+    KEY_ORDER = ("home.start", "home.new_run", "app.history", "home.refresh")
 
     COMPONENT_CLASSES = set(STATUS_CLASSES)
 
@@ -350,6 +349,3 @@ with a fixed set of values is a list to choose from. Recent runs are below:
     def on_data_table_row_selected(self, event: DataTable.RowSelected) -> None:
         if event.row_key.value:
             self.post_message(OpenRun(event.row_key.value))
-
-    def action_history(self) -> None:
-        self.post_message(ShowHistory())
