@@ -72,9 +72,9 @@ SHORT_HEIGHT = 32
 """Below this many rows (or NARROW_WIDTH columns) the side panels and the log share one slot under
 the graph, chosen with 1/2/3, so every panel stays reachable on an 80×24 terminal."""
 PANELS = ("providers", "rounds", "log")
-SIDE_MIN = 60
+SIDE_MIN = 56
 SIDE_MAX = 76
-"""The side panels' columns beside the graph: the providers table needs about SIDE_MIN."""
+"""The side panels' columns beside the graph: at 120 columns the graph then shows 18 cells of a name."""
 LOG_SHARE = 0.3
 """The log's share of the screen's height, given up (down to LOG_MIN_ROWS) when those rows let
 the whole graph show."""
@@ -462,7 +462,7 @@ one run. **Enter** on a step opens its detail; **p** answers the next prompt;
                 f" · stopped: {self.failure}".splitlines()[0], style=tone_style(self, "critical")
             )
         elif not self.live and not self.replaying:
-            text.append("  (replay: , and . step through its events)", style="italic dim")
+            text.append("  (replay)", style="italic dim")
         self.query_one("#run-status", Static).update(text, layout=False)
 
     # -- replay ------------------------------------------------------------------

@@ -241,7 +241,7 @@ class LogLines(ScrollView, can_focus=True):
         if self._style is None:
             self._style = self.rich_style  # walks the DOM: once per style change, not per row
             self._line_styles = {
-                "kind": tone_style(self, "active"),
+                "kind": tone_style(self, "muted"),
                 **{level: tone_style(self, tone) for level, tone in LEVEL_TONES.items()},
             }
         if (width, self._style) != self._drawn_for:
