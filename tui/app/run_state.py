@@ -144,7 +144,8 @@ class RunView:
             if previous is not None and previous == event.snapshot.get("state"):
                 return None
         line = event_line(event, previous)
-        kind, folded = event.kind, False
+        kind: str = event.kind
+        folded = False
         if isinstance(event, Domain):
             kind = event.name
             folded = line.level == "info" and isinstance(payload_of(event), StagePayload)
@@ -332,6 +333,16 @@ class RunView:
     @property
     def selected_round(self) -> int | None:
         return self.coalesced.selected_round if self.coalesced else None
+
+    def upstream_outputs(self, step_id: str) -> dict[str, dict[str, Any]]:
+        """The outputs of the steps that feed ``step_id`` (its graph edges in), as folded now:
+        what the step was given besides its own inputs (a research step's state)."""
+        sources = dict.fromkeys(edge.source for edge in self.edges if edge.target == step_id)
+        return {
+            source: dict(self.steps[source].outputs)
+            for source in sources
+            if source in self.steps and self.steps[source].outputs
+        }
 
     def prompts_in_order(self) -> list[InterruptRaised]:
         return sorted(self.pending.values(), key=lambda e: e.seq)

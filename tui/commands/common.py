@@ -103,8 +103,8 @@ async def _ask(
     outputs = request.payload.get("outputs", request.payload)
     draft = PlanDraft.from_outputs(outputs) if isinstance(outputs, dict) else None
     if draft is not None:
-        for number, text in enumerate(draft.texts(), 1):
-            console.print(f"  {number:>2}. {escape(text)}", highlight=False)
+        for number, question in enumerate(draft.texts(), 1):
+            console.print(f"  {number:>2}. {escape(question)}", highlight=False)
     elif request.payload:
         console.print(f"  [dim]{escape(summarize(request.payload, 200))}[/]")
     approval = request.kind != "tie_breaker"

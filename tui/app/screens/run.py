@@ -13,13 +13,9 @@ is resumed with it.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from functools import partial
+from typing import TYPE_CHECKING
 
-from rich.console import RenderableType
-from rich.progress_bar import ProgressBar
-from rich.style import Style
-from rich.table import Table
-from rich.text import Text
 from textual import events, on
 from textual.app import ComposeResult
 from textual.binding import Binding
@@ -32,21 +28,18 @@ from textual.worker import Worker, WorkerState
 
 from engine.context import InterruptAnswer
 from engine.events import InterruptRaised, RunEvent
-from engine.protocol import ExecutionResult, ForkEdits
-from engine.states import StepStatus
-from engine.time_travel import ForkError
+from engine.protocol import ExecutionResult
 from tui.app.live_runs import LiveRuns
-from tui.app.messages import StartFork
 from tui.app.model_calls import model_calls
+from tui.app.run_header import HeaderStyles, starting_line, status_line
 from tui.app.run_state import (
     Part,
     ReplayFold,
     RunView,
-    StepView,
     changes,
     describe,
-    spend_text,
 )
+from tui.app.screens.run_fork import ForkFromTheScreen
 from tui.app.status_style import STATUS_CLASSES, on_theme_change, status_style, tone_style
 from tui.app.widgets.dag_outline import DagOutline
 from tui.app.widgets.dag_view import DagView
@@ -59,7 +52,6 @@ from tui.app.widgets.timeline import Timeline
 from tui.launch.run_driver import PromptTicket, RunDriver
 
 if TYPE_CHECKING:
-    from tui.launch.fork import ForkPlan
     from tui.launch.workbench import Workbench
 
 RUN_WORKERS = "run"
@@ -80,11 +72,6 @@ LOG_SHARE = 0.3
 the whole graph show."""
 LOG_MIN_ROWS = 8
 STARTING_TICK_S = 0.5
-PROGRESS_WIDTH = 30
-STARTING_WHAT = (
-    "opening the run store, the corpus (indexed on first use) and the providers; "
-    "the graph appears with the run's first event"
-)
 
 
 class PromptArrived(Message):
@@ -103,7 +90,7 @@ class _AboutScreen(Message):
         self.screen = screen
 
 
-class RunScreen(KeyRanking, Screen[None]):
+class RunScreen(ForkFromTheScreen, KeyRanking, Screen[None]):
     CSS_PATH = "run.tcss"
 
     class ResumeRun(_AboutScreen):
@@ -406,64 +393,25 @@ one run. **Enter** on a step opens its detail; **p** answers the next prompt;
             self._starting_timer = None
         self._show_status()
 
-    def _starting_line(self) -> RenderableType:
-        """Seconds waited for the first event and what is being opened: with a bar and counts
-        while the corpus is indexed on first use."""
-        waited = max(0.0, self.workbench.clock() - self._mounted_at)
-        line = Text.assemble(
-            (" starting ", "bold reverse"), (f" {waited:.0f}s", tone_style(self, "active"))
-        )
-        counts = self.driver.inbox.waiting_on() if self.driver is not None else None
-        if counts is None:
-            return line + Text(f" · {STARTING_WHAT}", style="dim")
-        what, done, total = counts
-        grid = Table.grid(padding=(0, 1))
-        grid.add_column(no_wrap=True)
-        grid.add_column(width=PROGRESS_WIDTH)
-        grid.add_column(no_wrap=True)
-        grid.add_row(
-            line + Text(f" · {what}", style="bold"),
-            ProgressBar(total=max(1, total), completed=done, width=PROGRESS_WIDTH),
-            Text(f"{done}/{total}", style="bold"),
-        )
-        return grid
-
     def _show_status(self) -> None:
         v = self.view
         if self.live:
             self.live_runs.report(self.run_id, v.status)
+        styles = HeaderStyles(partial(status_style, self), partial(tone_style, self))
         if v.status == "PENDING" and self.live:
-            self.query_one("#run-status", Static).update(self._starting_line(), layout=False)
-            return
-        text = Text.assemble((f" {v.workflow or 'run'} ", "bold reverse"))
-        # most important first: a narrow terminal cuts the end of the line
-        status = f"was {v.status}" if self.replaying else v.status
-        if self.replaying:
-            text.append(f" ▷ REPLAY {self.position}/{len(self.events)}", style="bold")
-        text.append(f" {status}", style=status_style(self, v.status) + Style(bold=True))
-        fallback = v.fallback_note
-        if fallback:
-            text.append(f" · {fallback}", style=tone_style(self, "attention"))
-        if v.budget is not None:
-            b = v.budget
-            text.append(
-                f" · this run: calls {b.llm_calls}/{b.max_llm_calls}"
-                f" · tokens {b.tokens}/{b.token_budget}"
+            waited = max(0.0, self.workbench.clock() - self._mounted_at)
+            counts = self.driver.inbox.waiting_on() if self.driver is not None else None
+            line = starting_line(waited, counts, styles)
+        else:
+            line = status_line(
+                v,
+                styles,
+                run_id=self.run_id,
+                replay=(self.position, len(self.events)) if self.replaying else None,
+                live=self.live,
+                failure=self.failure,
             )
-            spend = spend_text(b)
-            if spend:
-                exhausted = b.max_cost_usd is not None and b.cost_usd >= b.max_cost_usd
-                text.append(f" · {spend}", style=tone_style(self, "critical") if exhausted else "")
-        if v.stage and v.status in ("RUNNING", "WAITING"):
-            text.append(f" · stage {v.stage}", style="dim")
-        text.append(f" · {v.run_id or self.run_id} · {v.engine or '?'}", style="dim")
-        if self.failure is not None:
-            text.append(
-                f" · stopped: {self.failure}".splitlines()[0], style=tone_style(self, "critical")
-            )
-        elif not self.live and not self.replaying:
-            text.append("  (replay)", style="italic dim")
-        self.query_one("#run-status", Static).update(text, layout=False)
+        self.query_one("#run-status", Static).update(line, layout=False)
 
     # -- replay ------------------------------------------------------------------
     def seek(self, position: int) -> None:
@@ -600,7 +548,7 @@ one run. **Enter** on a step opens its detail; **p** answers the next prompt;
                 run_id=run_id,
                 calls=calls,
                 live=live,
-                upstream=self.upstream_outputs(step.id),
+                upstream=self.view.upstream_outputs(step.id),
             )
         )
 
@@ -718,62 +666,6 @@ one run. **Enter** on a step opens its detail; **p** answers the next prompt;
         if offered != self._keys_offered:
             self._keys_offered = offered
             self.refresh_bindings()
-
-    def selected_step(self) -> StepView | None:
-        """The step selected in the graph (or the outline, when it is shown)."""
-        if self.query_one("#graph", ContentSwitcher).current == "outline":
-            node = self.query_one(DagOutline).cursor_node
-            step_id = node.data if node is not None else None
-        else:
-            step_id = self.query_one(DagView).selected
-        return self.view.steps.get(step_id) if step_id else None
-
-    def _fork_refusal(self) -> str | None:
-        if self.live:
-            return "the run is live here: fork it once it has finished or stopped"
-        step = self.selected_step()
-        if step is None:
-            return "select a step in the graph first: the fork runs again from it"
-        if step.status is StepStatus.PENDING and not step.iteration:
-            return f"{step.id} has not run at this point of the replay; fork at a step that ran"
-        return None
-
-    def upstream_outputs(self, step_id: str) -> dict[str, dict[str, Any]]:
-        """The outputs of the steps that feed ``step_id``, as the view shows them now."""
-        sources = [e.source for e in self.view.edges if e.target == step_id]
-        return {
-            source: dict(self.view.steps[source].outputs)
-            for source in dict.fromkeys(sources)
-            if source in self.view.steps and self.view.steps[source].outputs
-        }
-
-    def action_fork(self) -> None:
-        from engine.store import UnknownRun
-        from tui.app.screens.fork import ForkScreen
-        from tui.launch.fork import plan_fork
-
-        if self._refused("fork"):
-            return
-        step = self.selected_step()
-        assert step is not None
-        at = f"{step.id}@{step.iteration}" if step.iteration else step.id
-        run_id = self.run_id or self.view.run_id
-        workbench = self.workbench
-
-        def check(edits: ForkEdits) -> ForkPlan:
-            try:
-                return plan_fork(workbench.store(), workbench.files, run_id, at, edits)
-            except UnknownRun as error:
-                raise ForkError(str(error)) from None
-
-        def forked(plan: ForkPlan | None) -> None:
-            if plan is not None:
-                self.post_message(StartFork(plan))
-
-        self.app.push_screen(
-            ForkScreen(run_id, at, self.view.inputs, self.upstream_outputs(step.id), check),
-            forked,
-        )
 
     def action_round_diff(self) -> None:
         from tui.app.screens.round_diff import RoundDiffScreen
