@@ -165,6 +165,28 @@ async def test_a_prompt_shows_its_own_keys_not_the_run_screens(workbench: Workbe
         )
 
 
+@pytest.mark.parametrize("run_id", ["run-ask", "run-tie"])
+async def test_at_80x24_a_prompt_opens_on_its_question_with_its_buttons_on_screen(
+    workbench: Workbench, run_id: str
+) -> None:
+    """The tie-breaker opened scrolled to its bottom (question, suggestion and why off screen);
+    the plan pushed Approve and Reject below the fold; a button read ``Later (Es``."""
+    app = WorkbenchApp(workbench)
+    async with app.run_test(size=SMALL) as pilot:
+        await opened(pilot, app, run_id)
+        await until(pilot, lambda: isinstance(app.screen, (ApprovalPrompt, TieBreakPrompt)))
+        prompt = app.screen
+        await until(pilot, lambda: prompt.focused is not None)
+        screen_area = prompt.region
+        for part in ("#prompt-title", "#prompt-text", "#prompt-buttons"):
+            region = prompt.query_one(part).region
+            assert region.height and screen_area.contains_region(region), part
+        for button in prompt.query("Button"):
+            if button.display:
+                label = str(button.label)
+                assert button.region.width >= len(label), label
+
+
 @pytest.mark.parametrize("where", ["home", "run", "report", "prompt", "history"])
 async def test_question_mark_opens_help_on_every_screen(workbench: Workbench, where: str) -> None:
     app = WorkbenchApp(workbench)
