@@ -130,7 +130,7 @@ across, and when it is taller than the panel, layers whose edges all run
 straight down sit on adjacent rows. Long edges run in thin lanes to the right.
 
 - **Arrows**: move between steps
-- **Enter** or click: step detail
+- **Enter** (or a click on the selected step): step detail; a click selects
 - **Shift+arrows**: pan the view
 - **+ / -**: zoom (the graph stops fitting itself)
 - **f**: fit the graph to the panel again
@@ -419,8 +419,10 @@ straight down sit on adjacent rows. Long edges run in thin lanes to the right.
                 not node.dummy
                 and geometry.left(node.x) <= x < geometry.left(node.x) + geometry.width
             ):
-                self.select(node.id)
-                self.post_message(self.NodeSelected(node.id))
+                if node.id == self.selected:  # one click selects, the next (or Enter) opens
+                    self.post_message(self.NodeSelected(node.id))
+                else:
+                    self.select(node.id)
                 return
 
     # -- drawing ----------------------------------------------------------------
