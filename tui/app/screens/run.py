@@ -257,8 +257,11 @@ one run. **Enter** on a step opens its detail; **p** answers the next prompt;
 
     def _apply_size(self, width: int, height: int) -> None:
         narrow = width < NARROW_WIDTH
+        compact = narrow or height < SHORT_HEIGHT
+        if compact != self.has_class("-compact"):
+            self.refresh_bindings()  # the footer ranks the panel keys higher on a small terminal
         self.set_class(narrow, "-narrow")
-        self.set_class(narrow or height < SHORT_HEIGHT, "-compact")
+        self.set_class(compact, "-compact")
         self._show_graph(outline=self._outline or narrow)
         self._place_panels()
         self._share_width(width)
@@ -611,6 +614,15 @@ one run. **Enter** on a step opens its detail; **p** answers the next prompt;
         if run_id:
             self.app.copy_to_clipboard(run_id)
             self.notify(f"run id {run_id} copied (OSC 52)")
+
+    def key_order(self) -> tuple[str, ...]:
+        """On a small terminal the panel keys come right after a waiting prompt's: they are
+        the only way to the panels there."""
+        if not self.has_class("-compact"):
+            return self.KEY_ORDER
+        panels = ("run.toggle_providers", "run.toggle_rounds", "run.toggle_log")
+        rest = tuple(key for key in self.KEY_ORDER if key not in panels)
+        return (*rest[:2], *panels, *rest[2:])
 
     @property
     def replaying(self) -> bool:

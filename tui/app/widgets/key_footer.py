@@ -38,6 +38,10 @@ class KeyRanking:
         """Whether the binding's ``action`` can do something now (default: yes)."""
         return True
 
+    def key_order(self) -> tuple[str, ...]:
+        """The ranking in force now (default: KEY_ORDER)."""
+        return self.KEY_ORDER
+
 
 def _width(key: str, description: str) -> int:
     return len(key) + (len(description) + 1 if description else 0) + KEY_PADDING
@@ -54,7 +58,7 @@ class KeyFooter(Footer):
         """The keys that act now, one per action, most important first."""
         screen = self.screen
         acts = screen.key_acts if isinstance(screen, KeyRanking) else None
-        order = screen.KEY_ORDER if isinstance(screen, KeyRanking) else ()
+        order = screen.key_order() if isinstance(screen, KeyRanking) else ()
         chosen: dict[str, Binding] = {}
         for _node, binding, enabled, _tooltip in screen.active_bindings.values():
             if not binding.show or not enabled or binding.action in chosen:
