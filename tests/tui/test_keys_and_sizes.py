@@ -176,9 +176,16 @@ async def test_at_80x24_a_prompt_opens_on_its_question_with_its_buttons_on_scree
         await opened(pilot, app, run_id)
         await until(pilot, lambda: isinstance(app.screen, (ApprovalPrompt, TieBreakPrompt)))
         prompt = app.screen
-        await until(pilot, lambda: prompt.focused is not None)
+        parts = ("#prompt-title", "#prompt-text", "#prompt-buttons")
+        await until(
+            pilot,
+            lambda: (
+                prompt.focused is not None
+                and all(prompt.query_one(part).region.height for part in parts)
+            ),
+        )
         screen_area = prompt.region
-        for part in ("#prompt-title", "#prompt-text", "#prompt-buttons"):
+        for part in parts:
             region = prompt.query_one(part).region
             assert region.height and screen_area.contains_region(region), part
         for button in prompt.query("Button"):

@@ -161,16 +161,16 @@ step (or an advisory run's orchestrator) shows its trail.
                 yield Static(_json(s.inputs), classes="detail-json searchable")
             else:
                 yield Static(
-                    Text("none of its own: it works on what the steps before it produced", "dim")
+                    Text("none of its own: what the steps before it gave it is below", "dim")
                 )
-            for source, outputs in self.upstream.items():
-                yield Static(f"What {source} gave it", classes="detail-heading")
-                yield Static(_json(outputs), classes="detail-json searchable")
             yield Static("Outputs", classes="detail-heading")
             yield Static(_json(s.outputs), classes="detail-json searchable", id="detail-outputs")
             yield from self._calls()
             yield Static("Route decision", classes="detail-heading")
             yield Static(id="detail-route")
+            for source, outputs in self.upstream.items():
+                yield Static(f"What {source} gave it", classes="detail-heading")
+                yield Static(_json(outputs), classes="detail-json searchable")
             if s.trail:
                 yield Static("Agent trail", classes="detail-heading")
                 yield Static(Text("\n".join(s.trail)), id="detail-trail", classes="searchable")

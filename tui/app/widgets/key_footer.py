@@ -82,17 +82,21 @@ class KeyFooter(Footer):
             room -= cells
         return shown
 
-    def compose(self) -> ComposeResult:
-        if not self._bindings_ready:
-            return
+    def shown(self) -> list[Binding]:
+        """The keys the footer lists now: the ranked ones that fit, then help and the palette."""
         help_binding = Binding("question_mark", HELP_ACTION, "Help")
         palette = Binding(self.app.COMMAND_PALETTE_BINDING, "app.command_palette", "Palette")
         always = [help_binding, palette]
         room = (self.size.width or self.app.size.width) - sum(
             _width(self.app.get_key_display(b), b.description) for b in always
         )
+        return [*self._fitting(self.ranked(), room), *always]
+
+    def compose(self) -> ComposeResult:
+        if not self._bindings_ready:
+            return
         self._drawn_width = self.size.width
-        for binding in [*self._fitting(self.ranked(), room), *always]:
+        for binding in self.shown():
             yield FooterKey(
                 binding.key,
                 self.app.get_key_display(binding),

@@ -189,7 +189,6 @@ edits included. **^T** switches between the list and the JSON.
         """In the list, Approve sends the plan as shown, so Save edit is only the JSON's."""
         if self.draft is not None:
             self.query_one("#answer-edit").display = not self._in_list
-            self.refresh_bindings()
 
     @property
     def _in_list(self) -> bool:
@@ -225,6 +224,7 @@ edits included. **^T** switches between the list and the JSON.
             text_area.text = _json_text({**self.outputs, **editor.draft.answer()})
             views.current = "prompt-editor"
             self._show_buttons()
+            self.refresh_bindings()
             text_area.focus()
             self._error("")
             return
@@ -240,6 +240,7 @@ edits included. **^T** switches between the list and the JSON.
         editor.replace(draft)
         views.current = "plan-editor"
         self._show_buttons()
+        self.refresh_bindings()
         editor.plan_list.focus()
         self._error("")
 
