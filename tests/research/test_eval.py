@@ -13,7 +13,16 @@ from pathlib import Path
 import pytest
 
 from research.corpus import Corpus
-from tests.research.eval.evaluate import load_set, run_question, stranded_sentences, totals
+from research.default_corpus import default_sources
+from tests.research.eval.evaluate import (
+    CORPORA,
+    SPLITS,
+    STYLES,
+    load_set,
+    run_question,
+    stranded_sentences,
+    totals,
+)
 
 pytestmark = pytest.mark.timeout(600)
 
@@ -29,16 +38,32 @@ SUBSET = (
 
 
 def test_the_evaluation_sets_are_well_formed(pep_corpus_path: Path) -> None:
-    peps, default = load_set("peps"), load_set("default")
-    assert len(peps.questions) >= 40 and len(default.questions) >= 10
-    for eval_set in (peps, default):
-        ids = [q.id for q in eval_set.questions]
-        assert len(ids) == len(set(ids))
-        assert all(2 <= len(q.facts) <= 3 and all(q.facts) for q in eval_set.questions)
+    """Both splits over both corpora: unique ids, five paraphrases each, every gold, related and
+    flagged document in its corpus, and no held-out question asked again in the tuning split."""
+    sets = {(split, name): load_set(name, split) for split in SPLITS for name in CORPORA}
+    assert len(sets["tuning", "peps"].questions) >= 40
+    assert len(sets["tuning", "default"].questions) >= 15
+    assert len(sets["heldout", "peps"].questions) >= 20
+    assert len(sets["heldout", "default"].questions) >= 12
+    default_ids = {f"python-docs/{c[0]}" for c in (read() for read in default_sources()) if c}
     with Corpus(pep_corpus_path) as corpus:
-        for question in peps.questions:
-            for ref in (*question.gold, *question.flagged):
-                assert corpus.document(peps.source_id(ref)) is not None, (question.id, ref)
+        for (split, name), eval_set in sets.items():
+            ids = [q.id for q in eval_set.questions]
+            assert len(ids) == len(set(ids)), (split, name)
+            for question in eval_set.questions:
+                assert sorted(question.paraphrases) == sorted(STYLES)
+                assert split == "heldout" or len(question.facts) >= 1, question.id
+                for ref in (*question.gold, *question.related, *question.flagged):
+                    source_id = eval_set.source_id(ref)
+                    known = (
+                        corpus.document(source_id) is not None
+                        if name == "peps"
+                        else source_id in default_ids
+                    )
+                    assert known, (split, question.id, ref)
+    for name in CORPORA:
+        tuning = {q.question.lower() for q in sets["tuning", name].questions}
+        assert not tuning & {q.question.lower() for q in sets["heldout", name].questions}
 
 
 def test_a_statement_that_leans_on_a_sentence_it_does_not_quote_is_counted_stranded() -> None:
