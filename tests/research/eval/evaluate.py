@@ -32,6 +32,7 @@ from typing import Any, Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+import research.steps  # noqa: F401 - registers the research steps the workflow uses
 from engine.loader import load_workflow
 from research.corpus import Corpus
 from research.default_corpus import build_default_corpus
