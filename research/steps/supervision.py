@@ -79,10 +79,17 @@ async def movable_remediations(ctx: StepContext, state: ResearchState) -> list[R
 
     verification — a claim not yet verified has attempts left (each goes deeper into the
     corpus); recency — an unread passage dated inside the window exists; full — the last
-    retrieval still found passages never read before.
+    retrieval still found passages never read before and an unread passage of the documents
+    about the question is left.
     """
     movable: list[Remediation] = []
-    if state.fresh_passages > 0:
+    within = sorted(state.on_topic)
+    if state.fresh_passages > 0 and await ctx.retrieve(
+        state.evidence.query,
+        **state.search_options(
+            limit=1, exclude_passages=sorted(state.seen_passages), within=within
+        ),
+    ):
         movable.append("full")
     if any(
         not c.verified and c.verification_attempts < MAX_ATTEMPTS for c in state.evidence.claims
@@ -97,6 +104,7 @@ async def movable_remediations(ctx: StepContext, state: ResearchState) -> list[R
                 exclude_passages=sorted(state.seen_passages),
                 published_after=start.isoformat(),
                 published_before=state.policy.as_of,
+                within=within,
             ),
         )
         if unread:

@@ -14,7 +14,9 @@ from tests.research.eval.evaluate import CORPORA, SPLITS, evaluate, table
 
 def main() -> None:
     parser = argparse.ArgumentParser(prog="make eval")
-    parser.add_argument("sets", nargs="*", help=f"which corpora (default all): {', '.join(CORPORA)}")
+    parser.add_argument(
+        "sets", nargs="*", help=f"which corpora (default all): {', '.join(CORPORA)}"
+    )
     parser.add_argument("--split", choices=SPLITS, default="tuning", help="default: tuning")
     parser.add_argument("--only", nargs="*", default=None, help="question ids as set:id")
     parser.add_argument(
