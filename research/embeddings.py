@@ -73,10 +73,10 @@ class Embedder:
     def embed(self, texts: Sequence[str]) -> Vectors:
         out = np.zeros((len(texts), DIMENSIONS), dtype=np.float32)
         for start in range(0, len(texts), BATCH):
-            chunk = [t or " " for t in texts[start : start + BATCH]]
+            chunk = list(texts[start : start + BATCH])
             encoded = self.tokenizer.encode_batch_fast(chunk, add_special_tokens=False)
             for offset, encoding in enumerate(encoded):
-                if encoding.ids:
+                if encoding.ids and chunk[offset].strip():
                     out[start + offset] = self.table[encoding.ids].mean(axis=0, dtype=np.float32)
         norms = np.linalg.norm(out, axis=1, keepdims=True)
         np.divide(out, norms, out=out, where=norms > 0)

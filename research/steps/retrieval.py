@@ -228,6 +228,8 @@ class RetrievalOutput(Frozen):
     tool_calls: int
     followed: list[str] = Field(default_factory=list)
     """Documents reached by following the references of the documents found, and how."""
+    relevance: list[dict[str, Any]] = Field(default_factory=list)
+    """Each new passage's relevance to the question: {passage_id, source_id, relevance}."""
     refusals: list[str] = Field(default_factory=list)
     state: ResearchState
 
@@ -290,7 +292,9 @@ async def retrieval_react(ctx: StepContext, inp: RoundInput) -> RetrievalOutput:
             admitted += 1
         return admitted
 
-    within = sorted(state.on_topic)
+    # A recency round looks for recent sources beyond the documents read so far; the relevance
+    # floor (admit) still keeps out every one that is not about the question.
+    within = None if recency_mode else sorted(state.on_topic)
     phrase = subject_phrase(state)
     for branch in branches:
         query = branch.query
@@ -403,6 +407,10 @@ async def retrieval_react(ctx: StepContext, inp: RoundInput) -> RetrievalOutput:
         new_sources=len({s.id for s in sources} - known_sources),
         tool_calls=tool_calls,
         followed=followed,
+        relevance=[
+            {"passage_id": p.id, "source_id": p.source_id, "relevance": p.relevance}
+            for p in passages
+        ],
         refusals=refusals,
         state=new_state,
     )
