@@ -214,16 +214,16 @@ def test_a_models_prose_is_the_answer_and_keeps_only_cited_sentences(
 
     built_in = extractive_responder()
 
-    def responder(task: str, inputs: dict[str, Any], body: dict[str, Any]) -> str:
+    def responder(task: str, inputs: dict[str, Any], body: dict[str, Any]) -> Any:
         answer = built_in(task, inputs, body)
         if task != "research.synthesize":
             return answer
-        data = json.loads(answer)
+        data = json.loads(answer) if isinstance(answer, str) else dict(answer)
         for section in data["sections"]:
             section["prose"] = " ".join(
                 f"The evidence says so [{claim_id}]." for claim_id in section["claim_ids"]
             ) + (" Everyone agrees." if section["claim_ids"] else "")
-        return json.dumps(data)
+        return data
 
     async def scenario() -> ResearchRun:
         server = FaultServer(script={"providers": {"openai": {"then": "ok"}}}, responder=responder)
