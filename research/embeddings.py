@@ -60,8 +60,9 @@ class Embedder:
             raise EmbeddingModelMissing(
                 f"{missing[0]}: the embedding model's file is missing; reinstall wordllama"
             )
-        self.table = load_file(str(weights))["embedding.weight"]
-        """(vocabulary, 256) float16: the token embeddings, kept at half precision."""
+        self.table = load_file(str(weights))["embedding.weight"].astype(np.float32)
+        """(vocabulary, 256): the token embeddings, widened from the file's float16 once (a
+        mean over float16 rows converts every element again and is many times slower)."""
         self.tokenizer = Tokenizer.from_file(str(tokenizer))
         self.tokenizer.no_padding()
         self.tokenizer.enable_truncation(MAX_TOKENS)
@@ -75,9 +76,11 @@ class Embedder:
         for start in range(0, len(texts), BATCH):
             chunk = list(texts[start : start + BATCH])
             encoded = self.tokenizer.encode_batch_fast(chunk, add_special_tokens=False)
-            for offset, encoding in enumerate(encoded):
-                if encoding.ids and chunk[offset].strip():
-                    out[start + offset] = self.table[encoding.ids].mean(axis=0, dtype=np.float32)
+            for offset, (encoding, text) in enumerate(zip(encoded, chunk)):
+                if encoding.ids and text.strip():
+                    # per text, so the gathered rows stay in cache (one gather for a whole
+                    # batch streams hundreds of megabytes and is several times slower)
+                    out[start + offset] = self.table[encoding.ids].mean(axis=0)
         norms = np.linalg.norm(out, axis=1, keepdims=True)
         np.divide(out, norms, out=out, where=norms > 0)
         return out
