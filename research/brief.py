@@ -20,7 +20,6 @@ from research.evidence import Claim, EvidenceMap, Source
 from research.text import normalize_space
 
 if TYPE_CHECKING:
-    from research.report import Citation
     from research.tasks import SynthesisAnswer
 
 BRIEF_LABEL = (
@@ -73,14 +72,14 @@ def has_prose(synthesis: SynthesisAnswer | None) -> bool:
 
 def answer_lines(
     evidence: EvidenceMap,
-    citations: list[Citation],
+    number: dict[str, int],
     sections: dict[str, list[Claim]],
     synthesis: SynthesisAnswer | None,
     subject: str,
     cited: Callable[[int, Claim, EvidenceMap], str],
 ) -> list[str]:
-    """The Summary and one section per sub-question (brief or checked prose)."""
-    number = {c.claim_id: c.number for c in citations}
+    """The Summary and one section per sub-question (brief or checked prose); ``number``:
+    each cited claim's citation number."""
     answered = sum(1 for q in evidence.sub_questions if sections.get(q.id))
     lines: list[str] = []
     thin = answered < THIN_SHARE * max(1, len(evidence.sub_questions))

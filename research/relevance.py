@@ -28,10 +28,13 @@ from __future__ import annotations
 import math
 from collections import Counter
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-from research.embeddings import Vectors, embedder
 from research.text import terms
-from research.vectors import VectorIndex
+
+if TYPE_CHECKING:  # the steps read the floor without loading numpy or the model
+    from research.embeddings import Vectors
+    from research.vectors import VectorIndex
 
 RELEVANCE_FLOOR = 0.8
 """A document (and each of its passages) under this relevance is not evidence for the question."""
@@ -81,6 +84,8 @@ def document_evidence(
             by_document.setdefault(source, []).append(rowid)
     if not by_document:
         return []
+    from research.embeddings import embedder
+
     weights = title_weights(index, scope)
     words = list(dict.fromkeys(terms(question)))
     total = sum(weights.get(w, math.log(1 + len(scope))) for w in words) or 1.0

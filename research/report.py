@@ -309,7 +309,8 @@ def _answer(
     kind: str,
     subject: str,
 ) -> list[str]:
-    lines = answer_lines(evidence, citations, sections, synthesis, subject or evidence.query, cited)
+    number = {c.claim_id: c.number for c in citations}
+    lines = answer_lines(evidence, number, sections, synthesis, subject or evidence.query, cited)
     if kind == "history":
         lines += _timeline(evidence, citations)
     lines += ["## Sources", ""]

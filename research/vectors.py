@@ -9,14 +9,17 @@ semantic half of a search costs one matrix-vector product.
 
 from __future__ import annotations
 
-import sqlite3
 from collections.abc import Iterable
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
 import numpy.typing as npt
 
 from research.embeddings import Vectors, from_blobs
+
+if TYPE_CHECKING:
+    import sqlite3
 
 Mask = npt.NDArray[np.bool_]
 
