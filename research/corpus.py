@@ -579,13 +579,16 @@ class Corpus:
 
     def vocabulary(self, text: str, collections: Iterable[str] | None = None) -> dict[str, float]:
         """{word of ``text``: share of the collections' documents holding it} — 0 for a word the
-        corpus does not hold; a share near 1 marks the corpus's domain word."""
+        corpus does not hold; a share near 1 marks the corpus's domain word; empty when the
+        collections hold no document."""
         names = sorted(collections or [])
         where = f"AND d.collection IN ({','.join('?' * len(names))})" if names else ""
         total = self._db.execute(
             f"SELECT COUNT(*) FROM documents d WHERE 1 = 1 {where}", names
         ).fetchone()[0]
         shares: dict[str, float] = {}
+        if not total:
+            return shares  # no documents: nothing to say about any word
         for word in dict.fromkeys(w.lower() for w in words(text) if w.isalpha()):
             found = self._db.execute(
                 "SELECT COUNT(DISTINCT p.source_id) FROM passage_fts f JOIN passages p "

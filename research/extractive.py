@@ -243,7 +243,9 @@ def scope(inputs: dict[str, Any]) -> ScopeAnswer:
     spelled = str(inputs.get("spelling") or query)
     limit = int(inputs.get("max_sub_questions", 4))
     vocabulary = inputs.get("vocabulary")
-    understood = plan_question(spelled, vocabulary if isinstance(vocabulary, dict) else None)
+    understood = plan_question(
+        spelled, vocabulary if isinstance(vocabulary, dict) and vocabulary else None
+    )
     understood = replace(understood, question=query)
     subject_terms = search_terms(understood.subject) if understood.subject else []
     part_terms = [search_terms(part) for part in understood.parts if part]

@@ -103,8 +103,9 @@ async def intake_scope(ctx: StepContext, inp: IntakeInput) -> IntakeOutput:
         if not isinstance(retriever, KnowsVocabulary):
             return {}
         spelled = await retriever.corrected(inp.query)
+        vocabulary = await retriever.vocabulary(spelled, inp.collections)
         return {
-            "vocabulary": await retriever.vocabulary(spelled, inp.collections),
+            **({"vocabulary": vocabulary} if vocabulary else {}),
             **({"spelling": spelled} if spelled != inp.query else {}),
         }
 
