@@ -115,6 +115,12 @@ CREATE TABLE IF NOT EXISTS run_owners (
     proc_start TEXT,
     claimed_ts REAL NOT NULL
 ) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS run_leases (
+    run_id TEXT PRIMARY KEY,
+    epoch INTEGER NOT NULL,
+    holder TEXT NOT NULL,
+    claimed_ts REAL NOT NULL
+) WITHOUT ROWID;
 """
 
 _RUN_COLUMNS = (
@@ -318,6 +324,21 @@ class RunStore(BaseRunStore):
             f"INSERT OR REPLACE INTO run_owners (run_id, {', '.join(_OWNER_COLUMNS)}) VALUES (?, ?, ?, ?, ?, ?)",
             (run_id, owner.host, owner.pid, owner.token, owner.proc_start, owner.claimed_ts),
         )
+
+    def _read_epoch(self, run_id: str) -> int | None:
+        row = self._db.execute(
+            "SELECT epoch FROM run_leases WHERE run_id = ?", (run_id,)
+        ).fetchone()
+        return int(row[0]) if row else None
+
+    def _next_epoch(self, run_id: str, holder: str, claimed_ts: float) -> int:
+        row = self._db.execute(
+            "INSERT INTO run_leases (run_id, epoch, holder, claimed_ts) VALUES (?, 1, ?, ?)"
+            " ON CONFLICT (run_id) DO UPDATE SET epoch = epoch + 1, holder = excluded.holder,"
+            " claimed_ts = excluded.claimed_ts RETURNING epoch",
+            (run_id, holder, claimed_ts),
+        ).fetchone()
+        return int(row[0])
 
     def list_runs(self, limit: int = 50) -> list[RunSummary]:
         rows = self._query(
