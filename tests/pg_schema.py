@@ -1,9 +1,10 @@
 """The schema every test database starts with."""
 
-from engine.store.migrations import CHAIN
+from engine.store.migrations import CHAIN as RUNS
 from plumbing.migrations import upgrade
 from plumbing.postgres import Database
+from router.stats_migrations import CHAIN as ROUTER
 
 
 def upgrade_schema(address: str) -> None:
-    upgrade(Database(address), [CHAIN])
+    upgrade(Database(address), [RUNS, ROUTER])
