@@ -148,6 +148,10 @@ class BaseRunStore(ABC):
         """One step iteration's journaled calls as (call index, entry), in call order."""
 
     @abstractmethod
+    def journal_of(self, run_id: str) -> list[tuple[str, int, int, JournalEntry]]:
+        """Every journaled call of a run as (step, iteration, call index, entry), in that order."""
+
+    @abstractmethod
     def interrupts(self, run_id: str) -> list[InterruptRecord]: ...
 
     @abstractmethod

@@ -174,6 +174,13 @@ class InMemoryRunStore(BaseRunStore):
             key=lambda pair: pair[0],
         )
 
+    def journal_of(self, run_id: str) -> list[tuple[str, int, int, JournalEntry]]:
+        return sorted(
+            (step, it, index, entry)
+            for (run, step, it, index), entry in self._journal.items()
+            if run == run_id
+        )
+
     def interrupts(self, run_id: str) -> list[InterruptRecord]:
         return [record for record in self._interrupts.values() if record.run_id == run_id]
 

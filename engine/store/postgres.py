@@ -428,6 +428,17 @@ class PostgresRunStore(BaseRunStore):
         )
         return [(int(i), JournalEntry(kind=kind, payload=payload)) for i, kind, payload in rows]
 
+    def journal_of(self, run_id: str) -> list[tuple[str, int, int, JournalEntry]]:
+        rows = self._query(
+            "SELECT step_id, iteration, call_index, kind, payload FROM journal WHERE run_id = %s"
+            " ORDER BY step_id, iteration, call_index",
+            (run_id,),
+        )
+        return [
+            (step, int(it), int(i), JournalEntry(kind=kind, payload=payload))
+            for step, it, i, kind, payload in rows
+        ]
+
     def interrupts(self, run_id: str) -> list[InterruptRecord]:
         rows = self._query(
             f"SELECT {_INTERRUPT_COLUMNS} FROM interrupts WHERE run_id = %s"

@@ -443,6 +443,17 @@ class RunStore(BaseRunStore):
             for index, kind, payload in rows
         ]
 
+    def journal_of(self, run_id: str) -> list[tuple[str, int, int, JournalEntry]]:
+        rows = self._query(
+            "SELECT step_id, iteration, call_index, kind, payload FROM journal WHERE run_id = ?"
+            " ORDER BY step_id, iteration, call_index",
+            (run_id,),
+        )
+        return [
+            (step, int(it), int(i), JournalEntry(kind=kind, payload=json.loads(payload)))
+            for step, it, i, kind, payload in rows
+        ]
+
     def _interrupt_from_row(self, row: tuple[Any, ...]) -> InterruptRecord:
         (
             interrupt_id,
