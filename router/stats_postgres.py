@@ -10,6 +10,7 @@ cooldowns are stored as offsets with the wall time of the save. The schema is cr
 
 from __future__ import annotations
 
+from dataclasses import astuple
 from typing import Any
 
 import psycopg
@@ -98,7 +99,7 @@ class PostgresStatsStore:
                 " misconfigured = EXCLUDED.misconfigured,"
                 " misconfigured_reason = EXCLUDED.misconfigured_reason,"
                 " changed_wall = EXCLUDED.changed_wall, saved_wall = EXCLUDED.saved_wall",
-                [_breaker_row(b) for b in sorted(breakers, key=lambda b: b.provider)],
+                [astuple(b) for b in sorted(breakers, key=lambda b: b.provider)],
             )
 
     def load(self, recent: int = 100) -> dict[str, StoredProvider]:
@@ -131,19 +132,3 @@ class PostgresStatsStore:
 
     def close(self) -> None:
         self._pool.close()
-
-
-def _breaker_row(b: BreakerRecord) -> tuple[Any, ...]:
-    return (
-        b.provider,
-        b.state,
-        b.cooldown_remaining_s,
-        b.consecutive_trips,
-        b.open_reason,
-        b.last_error,
-        b.last_error_status,
-        b.misconfigured,
-        b.misconfigured_reason,
-        b.changed_wall,
-        b.saved_wall,
-    )

@@ -27,20 +27,23 @@ from typing import Any
 import psycopg
 from psycopg.types.json import Json
 
-from engine.context import InterruptAnswer, InterruptRequest, JournalEntry
+from engine.context import JournalEntry
 from engine.events import RunEvent, event_from_json
 from engine.spec import WorkflowDefinition
-from engine.states import StepStatus
 from engine.store.base import BaseRunStore
 from engine.store.ownership import RunOwner, with_owner_status
 from engine.store.records import (
+    INTERRUPT_COLUMNS,
+    STEP_HISTORY_SELECT,
+    STEP_RESULTS_SELECT,
     InterruptRecord,
     RunInputs,
     RunRecord,
     RunSummary,
-    StepIteration,
     StepResult,
     UnknownRun,
+    interrupt_from_row,
+    step_results_from_rows,
 )
 from plumbing.migrations import require_revision
 from plumbing.postgres import Database, DatabaseError, open_pool
@@ -83,9 +86,6 @@ _RUN_SELECT = (
     + "".join(f", o.{name}" for name in _OWNER_COLUMNS)
     + " FROM runs r LEFT JOIN engine_states e ON e.run_id = r.run_id"
     " LEFT JOIN run_owners o ON o.run_id = r.run_id"
-)
-_INTERRUPT_COLUMNS = (
-    "interrupt_id, run_id, step_id, iteration, request, status, answer, created_ts, resolved_ts"
 )
 
 
@@ -259,7 +259,7 @@ class PostgresRunStore(BaseRunStore):
 
     def _write_interrupt(self, record: InterruptRecord) -> None:
         self._run(
-            f"INSERT INTO interrupts ({_INTERRUPT_COLUMNS})"
+            f"INSERT INTO interrupts ({INTERRUPT_COLUMNS})"
             " VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s)"
             " ON CONFLICT (interrupt_id) DO UPDATE SET run_id = EXCLUDED.run_id,"
             " step_id = EXCLUDED.step_id, iteration = EXCLUDED.iteration,"
@@ -378,35 +378,13 @@ class PostgresRunStore(BaseRunStore):
         )
 
     def step_results(self, run_id: str) -> dict[str, StepResult]:
-        history: dict[str, list[StepIteration]] = {}
-        for step_id, iteration, status, outputs, reason in self._query(
-            "SELECT step_id, iteration, status, outputs, reason FROM step_history"
-            " WHERE run_id = %s ORDER BY step_id, iteration",
-            (run_id,),
-        ):
-            history.setdefault(step_id, []).append(
-                StepIteration(
-                    iteration=iteration, status=StepStatus(status), outputs=outputs, reason=reason
-                )
-            )
-        results: dict[str, StepResult] = {}
-        for step_id, status, iteration, outputs, reason, routed_by, not_routed, runs in self._query(
-            "SELECT step_id, status, iteration, outputs, reason, routed_by, not_routed_by, runs"
-            " FROM step_results WHERE run_id = %s",
-            (run_id,),
-        ):
-            results[step_id] = StepResult(
-                step_id=step_id,
-                status=StepStatus(status),
-                iteration=iteration,
-                outputs=outputs,
-                reason=reason,
-                routed_by=routed_by,
-                not_routed_by=not_routed,
-                runs=runs,
-                history=history.get(step_id, []),
-            )
-        return results
+        return step_results_from_rows(
+            self._query(
+                f"{STEP_HISTORY_SELECT} WHERE run_id = %s ORDER BY step_id, iteration", (run_id,)
+            ),
+            self._query(f"{STEP_RESULTS_SELECT} WHERE run_id = %s", (run_id,)),
+            lambda value: value,  # psycopg reads json columns itself
+        )
 
     def journal_get(
         self, run_id: str, step_id: str, iteration: int, index: int
@@ -441,38 +419,23 @@ class PostgresRunStore(BaseRunStore):
 
     def interrupts(self, run_id: str) -> list[InterruptRecord]:
         rows = self._query(
-            f"SELECT {_INTERRUPT_COLUMNS} FROM interrupts WHERE run_id = %s"
+            f"SELECT {INTERRUPT_COLUMNS} FROM interrupts WHERE run_id = %s"
             " ORDER BY created_ts, interrupt_id",
             (run_id,),
         )
-        return [_interrupt(row) for row in rows]
+        return [interrupt_from_row(row) for row in rows]
 
     def get_interrupt(self, interrupt_id: str) -> InterruptRecord | None:
         rows = self._query(
-            f"SELECT {_INTERRUPT_COLUMNS} FROM interrupts WHERE interrupt_id = %s",
+            f"SELECT {INTERRUPT_COLUMNS} FROM interrupts WHERE interrupt_id = %s",
             (interrupt_id,),
         )
-        return _interrupt(rows[0]) if rows else None
+        return interrupt_from_row(rows[0]) if rows else None
 
     def close(self) -> None:
         super().close()
         with self._lock:
             self._pool.close()
-
-
-def _interrupt(row: tuple[Any, ...]) -> InterruptRecord:
-    interrupt_id, run_id, step_id, iteration, request, status, answer, created, resolved = row
-    return InterruptRecord(
-        interrupt_id=interrupt_id,
-        run_id=run_id,
-        step_id=step_id,
-        iteration=iteration,
-        request=InterruptRequest.model_validate_json(request),
-        status=status,
-        answer=InterruptAnswer.model_validate_json(answer) if answer else None,
-        created_ts=created,
-        resolved_ts=resolved,
-    )
 
 
 def _json(value: Any) -> Json:
