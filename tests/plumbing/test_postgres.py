@@ -89,3 +89,34 @@ def test_a_schema_written_by_a_newer_workbench_is_refused(pg_database: str) -> N
     assert "written by a newer Research Workbench (schema runs_0099" in str(refused.value)
     assert str(refused.value).endswith("upgrade the workbench")
     PostgresStatsStore(pg_database).close()  # the other chain is untouched
+
+
+def _kill_other_connections(address: str) -> int:
+    with psycopg.connect(address, autocommit=True) as conn:
+        row = conn.execute(
+            "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity"
+            " WHERE datname = current_database() AND pid <> pg_backend_pid()"
+        ).fetchone()
+    return int(row[0]) if row else 0
+
+
+def test_stores_replace_pooled_connections_the_server_dropped(pg_database: str) -> None:
+    """The pitfall of pooled connections to a server that dropped them (a restart, an idle
+    timeout): each connection is checked before a pool hands it out, so the next read and
+    write succeed on a new one."""
+    from engine.events import Log
+    from engine.spec import StepSpec, WorkflowDefinition
+    from router.stats import CallRecord
+
+    wf = WorkflowDefinition(name="dropped", steps=[StepSpec(id="a", uses="demo.echo")])
+    with PostgresRunStore(pg_database) as store:
+        stats = PostgresStatsStore(pg_database)
+        run_id = store.create_run(wf, {}, "kahn", "test")
+        store.append(Log(run_id=run_id, message="before"))
+        stats.write([CallRecord("p", True, 0.1, None, 1, 1, 1.0)], [])
+        assert _kill_other_connections(pg_database) >= 2
+        store.append(Log(run_id=run_id, message="after"))
+        assert [e.seq for e in store.events(run_id)] == [1, 2]
+        stats.write([CallRecord("p", True, 0.1, None, 1, 1, 2.0)], [])
+        assert stats.load()["p"].totals.requests == 2
+        stats.close()
