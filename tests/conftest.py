@@ -59,9 +59,9 @@ def tiny_disk(tmp_path: Path) -> Iterator[Path]:
 @pytest.fixture(scope="session")
 def pg_server() -> Iterator[PostgresServer]:
     """A real PostgreSQL server of this test session (tests/pg.py)."""
-    from tests.pg_schema import upgrade_schema
+    from tui.launch.stores import upgrade_database
 
-    with postgres_server(upgrade_schema) as server:
+    with postgres_server(upgrade_database) as server:
         yield server
 
 

@@ -77,7 +77,7 @@ def _run(command: list[str], as_postgres: bool) -> None:
 
 
 @contextmanager
-def postgres_server(migrate: Callable[[str], None]) -> Iterator[PostgresServer]:
+def postgres_server(migrate: Callable[[str], object]) -> Iterator[PostgresServer]:
     """Start a server, build the template database with ``migrate(address)``, stop it after."""
     binaries = server_bin()
     if binaries is None:

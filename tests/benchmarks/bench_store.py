@@ -56,13 +56,13 @@ def measure(name: str, open_store: Callable[[], BaseRunStore]) -> dict[int, floa
 def main() -> None:
     from engine.store.postgres import PostgresRunStore
     from tests.pg import postgres_server
-    from tests.pg_schema import upgrade_schema
+    from tui.launch.stores import upgrade_database
 
     print(f"appending {EVENTS} events to one run, best of {ROUNDS}:")
     with tempfile.TemporaryDirectory() as folder:
         sqlite = measure("SQLite", lambda: RunStore(Path(folder) / "runs.sqlite"))
     try:
-        with postgres_server(upgrade_schema) as server:
+        with postgres_server(upgrade_database) as server:
             postgres = measure("PostgreSQL", lambda: PostgresRunStore(server.database()))
     except BaseException as error:  # pytest's skip outside pytest: no server installed
         if type(error).__name__ not in ("Skipped", "Failed"):
