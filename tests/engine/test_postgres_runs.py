@@ -5,37 +5,18 @@ database, the model call made once."""
 from __future__ import annotations
 
 import asyncio
-from collections import Counter
 
 import psycopg
 import pytest
 
-from engine.context import InterruptAnswer, InterruptRequest, StepContext
+from engine.context import InterruptAnswer
 from engine.kahn import KahnEngine
 from engine.langgraph_engine import LangGraphEngine
 from engine.protocol import RunContext
 from engine.states import RunStatus, StepStatus
-from engine.steps import AnyInput, AnyOutput
 from engine.store.postgres import PostgresRunStore
+from tests.engine.asking_steps import ASK_AFTER_A_CALL, CALLS
 from tests.engine.kahn_helpers import TEST_REGISTRY, step, workflow
-
-CALLS: Counter[str] = Counter()
-
-
-async def ask_after_a_call(ctx: StepContext, inp: AnyInput) -> AnyOutput:
-    """A journaled model call, then a question for a person."""
-
-    async def call() -> str:
-        CALLS[ctx.run_id] += 1
-        return "the model's answer"
-
-    model, _ = await ctx.journaled("llm", call)
-    answer = await ctx.interrupt(InterruptRequest(prompt="Go on?"))
-    return AnyOutput(model=model, answer=answer.action)
-
-
-if "test.pg_ask" not in TEST_REGISTRY:
-    TEST_REGISTRY.register("test.pg_ask", ask_after_a_call)
 
 
 @pytest.mark.parametrize("engine_class", [KahnEngine, LangGraphEngine])
@@ -44,7 +25,7 @@ def test_a_waiting_run_is_answered_and_resumed_from_another_handle(
 ) -> None:
     wf = workflow(
         step("first"),
-        step("ask", "test.pg_ask", depends_on=["first"]),
+        step("ask", ASK_AFTER_A_CALL, depends_on=["first"]),
         step("last", depends_on=["ask"]),
         name="pg_flow",
     )

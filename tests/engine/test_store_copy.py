@@ -17,8 +17,8 @@ from engine.spec import StepSpec, WorkflowDefinition
 from engine.states import RunStatus, StepStatus
 from engine.store import BaseRunStore, InterruptRecord, StepResult, UnknownRun
 from engine.store.copy import copy_runs
+from tests.engine.asking_steps import ASK_AFTER_A_CALL, CALLS
 from tests.engine.kahn_helpers import TEST_REGISTRY, step, workflow
-from tests.engine.test_postgres_runs import CALLS
 from tests.stores import store_opener
 
 WF = WorkflowDefinition(
@@ -122,7 +122,7 @@ def test_a_run_that_went_on_in_the_target_is_not_overwritten(
 async def test_a_waiting_run_copied_to_postgres_resumes_there_without_calling_again(
     request: pytest.FixtureRequest, tmp_path: Path
 ) -> None:
-    wf = workflow(step("ask", "test.pg_ask"), step("after", depends_on=["ask"]), name="moved")
+    wf = workflow(step("ask", ASK_AFTER_A_CALL), step("after", depends_on=["ask"]), name="moved")
     with store_opener("sqlite", request, tmp_path)() as local:
         waiting = await KahnEngine(registry=TEST_REGISTRY).execute(wf, RunContext(store=local))
         assert waiting.status == RunStatus.WAITING
