@@ -45,14 +45,18 @@ class Database:
     def __init__(self, conninfo: str) -> None:
         try:
             params = conninfo_to_dict(conninfo)
-        except psycopg.ProgrammingError as error:
+        except psycopg.ProgrammingError:  # libpq's reason may quote the address: not shown
             raise DatabaseError(
-                f"not a PostgreSQL address ({_first_line(str(error))}) — write it as "
+                "not a PostgreSQL address libpq can read — write it as "
                 "postgresql://USER@HOST:PORT/DATABASE, the password in PGPASSWORD"
             ) from None
         self._conninfo = conninfo
         self._password = str(params.get("password") or "")
         self.display = _display(params)
+
+    @property
+    def has_password(self) -> bool:
+        return bool(self._password)
 
     @property
     def conninfo(self) -> str:

@@ -51,7 +51,8 @@ class PostgresServer:
         self._names = itertools.count()
 
     def conninfo(self, dbname: str) -> str:
-        return f"host={self.socket_dir} dbname={dbname} user=postgres"
+        """The address of database ``dbname``, as the config's ``store:`` writes one."""
+        return f"postgresql://postgres@/{dbname}?host={self.socket_dir}"
 
     def database(self) -> str:
         """The address of a new database holding the migrated schema."""

@@ -28,8 +28,8 @@ BACKENDS = pytest.mark.parametrize("backend", ["sqlite", "postgres"])
 
 
 def _open(location: str, keep_calls: int = 200) -> ProviderStatsStore:
-    """The stats store at ``location``: an SQLite file, or a PostgreSQL address (``host=…``)."""
-    if location.startswith("host="):
+    """The stats store at ``location``: an SQLite file, or a PostgreSQL address."""
+    if location.startswith("postgresql://"):
         from router.stats_postgres import PostgresStatsStore
 
         return PostgresStatsStore(location, keep_calls=keep_calls)

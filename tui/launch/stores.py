@@ -1,9 +1,10 @@
-"""Which run store a setting names, and making a PostgreSQL database ready for the workbench.
+"""Which run store the workbench uses, and making a PostgreSQL database ready for it.
 
-A store is a workspace folder (its ``runs.sqlite``: the default) or a PostgreSQL address
-(``postgresql://…``, the config's ``store:``). With PostgreSQL, the run store, the provider
-statistics and LangGraph's checkpoints share the database; :func:`upgrade_database` creates
-and migrates all three schemas (``workbench db upgrade``).
+The config's ``store:`` decides: absent, the workspace's SQLite files (``runs.sqlite`` and
+its neighbours: the default); a PostgreSQL address, that database, which then holds the run
+store, the provider statistics and LangGraph's checkpoints. :func:`upgrade_database` creates
+and migrates all three schemas there (``workbench db upgrade``). A *location* — what
+``workbench runs copy`` names on either side — is a workspace folder or a PostgreSQL address.
 """
 
 from __future__ import annotations
@@ -12,7 +13,18 @@ from pathlib import Path
 
 from engine.store import BaseRunStore, RunStore
 from plumbing.postgres import Database, is_database_address
-from tui.launch.workspace import RUNS_FILE
+from tui.config import WorkbenchConfig
+from tui.launch.workspace import RUNS_FILE, Workspace
+
+
+def open_runs(workspace: Workspace, settings: WorkbenchConfig) -> BaseRunStore:
+    """The run store ``settings`` name: its PostgreSQL ``store``, else the workspace's file."""
+    return open_run_store(settings.store or workspace.root)
+
+
+def runs_location(workspace: Workspace, settings: WorkbenchConfig) -> str:
+    """Where :func:`open_runs` reads and writes, as messages show it (never a password)."""
+    return describe_location(settings.store or workspace.root)
 
 
 def open_run_store(location: str | Path) -> BaseRunStore:
@@ -25,10 +37,11 @@ def open_run_store(location: str | Path) -> BaseRunStore:
 
 
 def describe_location(location: str | Path) -> str:
-    """``location`` as messages show it: a database without its password, a folder's path."""
+    """The store at ``location`` as messages show it: a database without its password, a
+    workspace's run store file."""
     if isinstance(location, str) and is_database_address(location):
         return Database(location).display
-    return str(Path(location).expanduser())
+    return str(Path(location).expanduser() / RUNS_FILE)
 
 
 def upgrade_database(address: str) -> list[str]:
