@@ -17,11 +17,13 @@ would otherwise hold up everybody else.
 from __future__ import annotations
 
 import re
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import psycopg
-from psycopg.conninfo import conninfo_to_dict
-from psycopg_pool import ConnectionPool
+if (
+    TYPE_CHECKING
+):  # psycopg is imported when a database is used: deciding that one is named needs none
+    import psycopg
+    from psycopg_pool import ConnectionPool
 
 SCHEMES = ("postgresql://", "postgres://")
 IDLE_IN_TRANSACTION_S = 30
@@ -43,9 +45,12 @@ class Database:
     """A PostgreSQL address; ``display`` and ``repr`` never show its password."""
 
     def __init__(self, conninfo: str) -> None:
+        from psycopg import ProgrammingError
+        from psycopg.conninfo import conninfo_to_dict
+
         try:
             params = conninfo_to_dict(conninfo)
-        except psycopg.ProgrammingError:  # libpq's reason may quote the address: not shown
+        except ProgrammingError:  # libpq's reason may quote the address: not shown
             raise DatabaseError(
                 "not a PostgreSQL address libpq can read — write it as "
                 "postgresql://USER@HOST:PORT/DATABASE, the password in PGPASSWORD"
@@ -79,7 +84,9 @@ class Database:
 
     def connect(self, **kwargs: Any) -> psycopg.Connection[Any]:
         """One connection, made as the pools make theirs."""
-        return psycopg.connect(self._conninfo, **(CONNECTION_KWARGS | kwargs))
+        from psycopg import connect
+
+        return connect(self._conninfo, **(CONNECTION_KWARGS | kwargs))
 
     def __repr__(self) -> str:
         return f"Database({self.display!r})"
@@ -90,9 +97,12 @@ def open_pool(
 ) -> ConnectionPool[Any]:
     """A connection pool on ``database``, opened only once a first connection succeeded, so a
     wrong address or a stopped server is one clear line rather than a pool timeout."""
+    from psycopg import Error
+    from psycopg_pool import ConnectionPool
+
     try:
         database.connect(connect_timeout=max(1, int(timeout_s))).close()
-    except psycopg.Error as error:
+    except Error as error:
         raise database.error(what, error) from None
     pool: ConnectionPool[Any] = ConnectionPool(
         database.conninfo,

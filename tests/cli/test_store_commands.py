@@ -133,3 +133,11 @@ def test_runs_copy_moves_a_workspace_to_the_server_and_back(
         2,
         f"error: --from: no run store at {tmp_path / 'void' / 'runs.sqlite'}\n",
     )
+
+
+def test_the_sqlite_default_loads_no_postgresql_client(tmp_path: Path) -> None:
+    from tests.cli.test_lazy_commands import modules_loaded_by
+
+    loaded = modules_loaded_by("--workspace", str(tmp_path), "runs", "list")
+    assert not {m for m in loaded if m.split(".")[0] in ("psycopg", "psycopg_pool", "alembic")}
+    assert "engine.store.postgres" not in loaded
