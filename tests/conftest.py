@@ -66,9 +66,18 @@ def pg_server() -> Iterator[PostgresServer]:
 
 
 @pytest.fixture
-def pg_database(pg_server: PostgresServer) -> str:
-    """The address of a fresh database of the test's own, its schema migrated."""
-    return pg_server.database()
+def pg_database(pg_server: PostgresServer) -> Iterator[str]:
+    """The address of a fresh database of the test's own, its schema migrated (dropped after
+    the test, with any connection it left open)."""
+    yield pg_server.database()
+    pg_server.drop_databases()
+
+
+@pytest.fixture
+def pg_empty_database(pg_server: PostgresServer) -> Iterator[str]:
+    """The address of a fresh database with no schema (dropped after the test)."""
+    yield pg_server.empty_database()
+    pg_server.drop_databases()
 
 
 @pytest.fixture

@@ -49,6 +49,7 @@ class PostgresServer:
         self.socket_dir = socket_dir
         self._as_postgres = as_postgres
         self._names = itertools.count()
+        self._created: list[str] = []
 
     def conninfo(self, dbname: str) -> str:
         """The address of database ``dbname``, as the config's ``store:`` writes one."""
@@ -56,17 +57,23 @@ class PostgresServer:
 
     def database(self) -> str:
         """The address of a new database holding the migrated schema."""
-        name = f"test_{os.getpid()}_{next(self._names)}"
-        with psycopg.connect(self.conninfo("postgres"), autocommit=True) as conn:
-            conn.execute(f'CREATE DATABASE "{name}" TEMPLATE {TEMPLATE}')
-        return self.conninfo(name)
+        return self._create(f"test_{next(self._names)}", f"TEMPLATE {TEMPLATE}")
 
     def empty_database(self) -> str:
         """The address of a new database with no schema at all."""
-        name = f"empty_{os.getpid()}_{next(self._names)}"
+        return self._create(f"empty_{next(self._names)}", "")
+
+    def _create(self, name: str, options: str) -> str:
         with psycopg.connect(self.conninfo("postgres"), autocommit=True) as conn:
-            conn.execute(f'CREATE DATABASE "{name}"')
+            conn.execute(f'CREATE DATABASE "{name}" {options}')
+        self._created.append(name)
         return self.conninfo(name)
+
+    def drop_databases(self) -> None:
+        """Drop the databases made so far, and the connections a test left open to them."""
+        with psycopg.connect(self.conninfo("postgres"), autocommit=True) as conn:
+            while self._created:
+                conn.execute(f'DROP DATABASE "{self._created.pop()}" WITH (FORCE)')
 
 
 def _run(command: list[str], as_postgres: bool) -> None:

@@ -25,9 +25,9 @@ def _with(config: Path, workspace: Path, *args: str) -> subprocess.CompletedProc
 
 
 def test_db_upgrade_creates_the_schema_once_and_says_where(
-    pg_server: PostgresServer, tmp_path: Path
+    pg_empty_database: str, tmp_path: Path
 ) -> None:
-    address = pg_server.empty_database()
+    address = pg_empty_database
     shown = address  # a test address has no password to hide
     config = _config(tmp_path, address)
     first = _with(config, tmp_path / "ws", "db", "upgrade")

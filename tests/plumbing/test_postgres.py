@@ -60,9 +60,9 @@ def test_a_database_that_does_not_exist_is_one_line_without_the_password(
 
 
 def test_upgrade_creates_every_chain_once_and_two_at_once_take_turns(
-    pg_server: PostgresServer,
+    pg_empty_database: str,
 ) -> None:
-    database = Database(pg_server.empty_database())
+    database = Database(pg_empty_database)
     with pytest.raises(DatabaseError, match=r"schema is not ready \(at none, needs runs_0001\)"):
         PostgresRunStore(database)
     applied: list[list[str]] = []
