@@ -13,8 +13,7 @@ from engine.context import JournalEntry
 from engine.events import Log
 from engine.spec import StepSpec, WorkflowDefinition
 from engine.states import RunStatus, StepStatus
-from engine.store import StepResult, UnknownRun
-from engine.store.lease import LeaseLost
+from engine.store import LeaseLost, StepResult, UnknownRun
 from tests.stores import DURABLE, OpenStore
 
 WF = WorkflowDefinition(name="lease_test", steps=[StepSpec(id="a", uses="demo.echo")])
