@@ -17,11 +17,14 @@ import logging
 import os
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import psycopg
 
-from plumbing.postgres import Database, DatabaseError
+from plumbing.postgres import Database, DatabaseError, open_pool
+
+if TYPE_CHECKING:
+    from psycopg_pool import ConnectionPool
 
 _ENV = Path(__file__).with_name("alembic_env")
 _LOCK_KEY = 0x776F726B62656E63  # pg_advisory_xact_lock's key for the schema ("workbenc")
@@ -77,6 +80,21 @@ def current_revisions(conn: psycopg.Connection[Any]) -> set[str]:
     if found is None or found[0] is None:
         return set()
     return {row[0] for row in conn.execute(f"SELECT version_num FROM {VERSION_TABLE}")}
+
+
+def open_migrated_pool(
+    database: Database, what: str, revision: str, *, max_size: int
+) -> ConnectionPool[Any]:
+    """A pool on ``database`` (plumbing/postgres.py) once its schema is found at ``revision``
+    (:func:`require_revision`); nothing is left open when it is not."""
+    pool = open_pool(database, what, max_size=max_size)
+    try:
+        with pool.connection() as conn:
+            require_revision(database, conn, what, revision)
+    except BaseException:
+        pool.close()
+        raise
+    return pool
 
 
 def require_revision(

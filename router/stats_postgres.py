@@ -15,8 +15,8 @@ from typing import Any
 
 import psycopg
 
-from plumbing.migrations import require_revision
-from plumbing.postgres import Database, open_pool
+from plumbing.migrations import open_migrated_pool
+from plumbing.postgres import Database
 from router.stats import (
     BreakerRecord,
     CallRecord,
@@ -52,13 +52,7 @@ class PostgresStatsStore:
     def __init__(self, database: Database | str, *, keep_calls: int = 200) -> None:
         self.database = database if isinstance(database, Database) else Database(database)
         self.keep_calls = keep_calls
-        self._pool = open_pool(self.database, WHAT, max_size=2)
-        try:
-            with self._pool.connection() as conn:
-                require_revision(self.database, conn, WHAT, SCHEMA_REVISION)
-        except BaseException:
-            self._pool.close()
-            raise
+        self._pool = open_migrated_pool(self.database, WHAT, SCHEMA_REVISION, max_size=2)
 
     @property
     def where(self) -> str:

@@ -45,8 +45,8 @@ from engine.store.records import (
     interrupt_from_row,
     step_results_from_rows,
 )
-from plumbing.migrations import require_revision
-from plumbing.postgres import Database, DatabaseError, open_pool
+from plumbing.migrations import open_migrated_pool
+from plumbing.postgres import Database, DatabaseError
 
 SCHEMA_REVISION = "runs_0001"
 """The newest revision of engine/store/migrations: the schema this code reads and writes."""
@@ -102,13 +102,7 @@ class PostgresRunStore(BaseRunStore):
     ) -> None:
         super().__init__(clock=clock, monotonic=monotonic)
         self.database = database if isinstance(database, Database) else Database(database)
-        self._pool = open_pool(self.database, WHAT, max_size=pool_size)
-        try:
-            with self._pool.connection() as conn:
-                require_revision(self.database, conn, WHAT, SCHEMA_REVISION)
-        except BaseException:
-            self._pool.close()
-            raise
+        self._pool = open_migrated_pool(self.database, WHAT, SCHEMA_REVISION, max_size=pool_size)
         self._tx: psycopg.Connection[Any] | None = None
         self._announce: dict[str, int] = {}
         """Runs given events by the open transaction, with the highest seq: what it notifies."""
