@@ -27,7 +27,13 @@ from research.dates import parse_iso_day
 from research.sources import DOMAINS
 from tui.commands.app_cmds import open_app
 from tui.commands.command_context import BadInput, load_or_exit, workspace_of
-from tui.commands.common import drive, interrupt_mode, open_store, responder_for
+from tui.commands.common import (
+    drive,
+    interrupt_mode,
+    open_store,
+    responder_for,
+    store_location,
+)
 from tui.launch.run import Surface, open_run
 from tui.launch.wiring import open_corpus
 from tui.launch.workspace import Workspace
@@ -252,7 +258,7 @@ def sensitivity_command(ctx: click.Context, run_ids: tuple[str, ...], all_varian
                 record = store.get_run(run_id)
             except UnknownRun:
                 raise click.ClickException(
-                    f"no run {run_id} in {store.path}; list runs with: workbench runs"
+                    f"no run {run_id} in {store_location(ctx)}; list runs with: workbench runs"
                 ) from None
             payloads = [
                 e.payload

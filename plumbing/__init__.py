@@ -1,0 +1,1 @@
+"""Small shared pieces below engine and router; imports nothing of the project."""
