@@ -202,7 +202,7 @@ class Workbench:
             return await run.fork(plan.source.run_id, str(plan.point), plan.edits)
 
         async def job(responder: InterruptResponder, inbox: EventInbox) -> ExecutionResult:
-            with RunStore(self.runs_db) as store:
+            with self.open_store() as store:
                 return await self._run(
                     plan.source.definition,
                     fork,
