@@ -41,7 +41,6 @@ import asyncio
 import logging
 import math
 import random
-import sqlite3
 import threading
 import time
 from collections.abc import Callable, Mapping
@@ -90,7 +89,13 @@ from router.publisher import SnapshotPublisher, Subscriber
 from router.runtime import ErrorNote, ProviderRuntime
 from router.selection import Candidate, health_scores, order_group, plan_chain
 from router.shedding import LoadShedder
-from router.stats import STATS_FILENAME, CallRecord, StatsRecorder, StatsStore
+from router.stats import (
+    STATS_FILENAME,
+    CallRecord,
+    ProviderStatsStore,
+    StatsRecorder,
+    StatsStore,
+)
 from router.streaming import StreamSink, streaming_to
 from router.throttle import ThrottleTicket
 from router.truncation import more_room
@@ -155,7 +160,7 @@ class SmartModelRouter:
         providers: Mapping[str, Provider],
         task_handlers: TaskHandlerRegistry,
         clock: Clock | None = None,
-        stats: StatsStore | None = None,
+        stats: ProviderStatsStore | None = None,
         rng: random.Random | None = None,
         client: httpx.AsyncClient | None = None,
     ) -> None:
@@ -303,7 +308,7 @@ class SmartModelRouter:
         await self.flush_stats()
         try:
             rows = await asyncio.to_thread(self._stats.load_breakers)
-        except sqlite3.Error as exc:
+        except self._stats.failures as exc:
             if not self._sync_warned:
                 self._sync_warned = True
                 log.warning("provider stats could not be read (%s)", type(exc).__name__)
@@ -1093,6 +1098,7 @@ def build_router(
     config: RouterConfig,
     *,
     stats_path: Path | None,
+    stats_database: str | None = None,
     task_handlers: TaskHandlerRegistry,
     clock: Clock | None = None,
     transport: httpx.AsyncBaseTransport | None = None,
@@ -1103,16 +1109,23 @@ def build_router(
 
     ``stats_path`` may be the SQLite file (a name with a suffix) or the workspace directory,
     existing or not (the file is then ``provider_stats.sqlite3`` in it); ``None`` keeps
-    statistics in memory only.
+    statistics in memory only. ``stats_database`` (a PostgreSQL address) keeps them in that
+    database instead, shared by every process using it; provider capabilities stay in
+    ``stats_path``'s folder.
     """
     clock = clock or SystemClock()
     client = _client(transport)
-    stats = None
+    stats: ProviderStatsStore | None = None
     path: Path | None = None
     if stats_path is not None:
         path = Path(stats_path)
         if path.is_dir() or not path.suffix:  # a workspace directory, existing or not yet created
             path = path / STATS_FILENAME
+    if stats_database is not None:
+        from router.stats_postgres import PostgresStatsStore
+
+        stats = PostgresStatsStore(stats_database)
+    elif path is not None:
         stats = StatsStore(path)
     capabilities = StructuredCapabilities(path)
     providers: dict[str, Provider] = {

@@ -70,13 +70,17 @@ def test_the_report_writer_keeps_no_control_character_and_no_planted_block() -> 
 def test_a_research_run_over_a_hostile_document_writes_a_clean_report(tmp_path: Path) -> None:
     folder = tmp_path / "docs"
     folder.mkdir()
-    (folder / "notes.md").write_text(
-        f"# Asyncio scheduling {PAYLOAD}\n\nThe event loop keeps a ready queue of callbacks and"
-        f" runs them in order. {PAYLOAD}\n",
+    (folder / "event-loop.md").write_text(
+        f"# The asyncio event loop {PAYLOAD}\n\n"
+        f"The asyncio event loop schedules callbacks in a ready queue. {PAYLOAD}\n"
+        "The event loop runs the scheduled callbacks in the order they were scheduled.\n"
+        "A task is scheduled on the event loop with call_soon, and the event loop runs it until"
+        " it awaits a future.\n",
         encoding="utf-8",
     )
+    question = "How does the asyncio event loop schedule callbacks?"
     done = subprocess.run(
-        [WORKBENCH, "--workspace", str(tmp_path), "research", "How does the event loop run?"]
+        [WORKBENCH, "--workspace", str(tmp_path), "research", question]
         + ["--corpus", str(folder), "--headless", "--on-interrupt", "default"],
         env=terminal_env(tmp_path),
         cwd=str(tmp_path),
@@ -88,5 +92,5 @@ def test_a_research_run_over_a_hostile_document_writes_a_clean_report(tmp_path: 
     assert_no_raw_payload(done.stdout + done.stderr, "research --headless")
     [report] = (tmp_path / "runs").glob("*/report.md")
     text = report.read_text(encoding="utf-8")
-    assert "Asyncio scheduling SEC-CLIP SEC-TITLE" in text, "the document is cited"
+    assert "The asyncio event loop SEC-CLIP SEC-TITLE" in text, "the document is cited"
     assert not [char for char in text if acted_on(char)]

@@ -17,7 +17,7 @@ from textual.binding import Binding
 from textual.containers import Horizontal, VerticalScroll
 from textual.screen import Screen
 from textual.widget import Widget
-from textual.widgets import Footer, Markdown, Static
+from textual.widgets import Markdown, Static
 from textual.widgets.markdown import MarkdownBlock
 
 from plumbing.folder_writes import write_text_into
@@ -25,7 +25,8 @@ from tui.app.plain_values import label, plain_value
 from tui.app.report_sections import section_at
 from tui.app.run_state import RunView
 from tui.app.widgets.find_bar import FindBar, plain_text
-from tui.present.shown import shown
+from tui.app.widgets.key_footer import KeyFooter
+from tui.present.untrusted import for_display
 
 if TYPE_CHECKING:
     from tui.launch.workbench import Workbench
@@ -88,7 +89,7 @@ the one at the top of the view; **c** copies the whole Markdown; **i** the run i
         super().__init__()
         self.workbench = workbench
         self.run_id = run_id
-        self.text, self.quality = shown(load_report(workbench.run_folder(run_id), view))
+        self.text, self.quality = for_display(load_report(workbench.run_folder(run_id), view))
 
     def compose(self) -> ComposeResult:
         yield Static(f" report · {self.run_id}", id="report-title")
@@ -97,7 +98,7 @@ the one at the top of the view; **c** copies the whole Markdown; **i** the run i
                 yield Markdown(self.text or "*This run has no report yet.*", id="report-markdown")
             yield Static(quality_table(self.quality), id="report-quality")
         yield FindBar(self._searchable, id="report-find")
-        yield Footer()
+        yield KeyFooter()
 
     def on_mount(self) -> None:
         self.query_one("#report-body").focus()

@@ -21,7 +21,7 @@ T = TypeVar("T")
 _SCALARS = (int, float, type(None))
 
 
-def shown(value: T) -> T:
+def for_display(value: T) -> T:
     """``value`` with every string in it (mapping keys, model and dataclass fields, items of
     lists and tuples) shown safely; the same object when nothing needed it."""
     return cast(T, _cleaned(value)) if _needs_cleaning(value) else value
