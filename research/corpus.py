@@ -24,9 +24,10 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import date
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any
 
 from engine.sqlite_file import StoreFileError, open_sqlite_file
+from plumbing.sqlite_files import SqliteFault, sqlite_fault
 from research.loaders import (
     SUPPORTED_SUFFIXES,
     LoadedDocument,
@@ -96,10 +97,10 @@ class CorpusWriteError(StoreFileError):
 
 
 def _write_failure(path: Path, collection: str, error: BaseException) -> CorpusWriteError:
-    text = str(error).lower()
-    if isinstance(error, OSError) and error.errno == errno.ENOSPC or "full" in text:
+    fault = sqlite_fault(error, path)
+    if fault is SqliteFault.FULL:
         remedy = "the disk is full: free some space and run the command again"
-    elif "readonly" in text or "read-only" in text or isinstance(error, PermissionError):
+    elif fault is SqliteFault.READ_ONLY:
         remedy = (
             "the file or its folder is read-only: make it writable or choose another --workspace"
         )
@@ -108,12 +109,6 @@ def _write_failure(path: Path, collection: str, error: BaseException) -> CorpusW
     return CorpusWriteError(
         f"{path}: indexing {collection} failed — {remedy}; the corpus keeps what it held before"
     )
-
-
-class Retriever(Protocol):
-    """Anything that answers a query with passages (the corpus now, web search later)."""
-
-    async def search(self, query: str, **options: Any) -> list[dict[str, Any]]: ...
 
 
 @dataclass(frozen=True)
@@ -680,7 +675,7 @@ class Corpus:
 
 
 class CorpusRetriever:
-    """The corpus as a :class:`Retriever` (and as ``engine.context.Retriever``).
+    """The corpus as a :class:`plumbing.retriever.Retriever`.
 
     ``collections`` limits every search to those collections unless a call
     names its own.

@@ -15,9 +15,9 @@ from typing import TYPE_CHECKING, Any
 import yaml
 
 from engine.model_answers import ModelAnswers, disclosure
+from plumbing.frozen import Frozen
 from research.coalesce import DISCLAIMERS, TARGET_CI, CoalesceResult
 from research.evidence import Claim, EvidenceMap, Source
-from research.frozen import Frozen
 from research.policy import RoundRecord
 from research.references import link_key
 from research.sources import SourcePolicy

@@ -41,10 +41,10 @@ from pydantic import (
     model_validator,
 )
 
+from plumbing.yaml_reading import read_yaml_file
 from router.breaker import BreakerPolicy
 from router.local import BUILTIN_NAME
 from router.models import ContextLimit
-from router.yaml_file import read_yaml_file
 
 ProviderKind = Literal[
     "openai", "azure", "github", "ollama", "ollama_native", "anthropic", "gemini"

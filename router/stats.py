@@ -1,4 +1,7 @@
-"""Provider statistics and breaker state persisted in SQLite (WAL), safe with several processes.
+"""Provider statistics and breaker state persisted in SQLite, safe with several processes.
+
+The file is opened by the rules of every workspace file (plumbing/sqlite_files.py: WAL,
+``synchronous=NORMAL``, the busy timeout).
 
 Totals are written as increments (``requests = requests + ?``) inside
 ``BEGIN IMMEDIATE`` transactions, so processes writing at once add up instead
@@ -18,11 +21,11 @@ from __future__ import annotations
 import logging
 import sqlite3
 import threading
-import time
 from collections import defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from plumbing.sqlite_files import BUSY_TIMEOUT_S, connect, retry_while_locked, use_wal
 from router.errors import StatsFileError
 
 STATS_FILENAME = "provider_stats.sqlite3"
@@ -130,47 +133,24 @@ class StoredProvider:
 class StatsStore:
     """One SQLite file; one connection per store, guarded by a lock so worker threads can flush."""
 
-    def __init__(self, path: Path, *, keep_calls: int = 200, busy_timeout_s: float = 5.0) -> None:
+    def __init__(
+        self, path: Path, *, keep_calls: int = 200, busy_timeout_s: float = BUSY_TIMEOUT_S
+    ) -> None:
         self.path = Path(path)
         self.keep_calls = keep_calls
-        self.path.parent.mkdir(parents=True, exist_ok=True)
         self._lock = threading.Lock()
-        self._conn = sqlite3.connect(
-            self.path, timeout=busy_timeout_s, isolation_level=None, check_same_thread=False
-        )
+        try:  # an OSError (its folder cannot be made) is the caller's to explain by its number
+            self._conn = connect(self.path, isolation_level=None, busy_timeout_s=busy_timeout_s)
+        except sqlite3.Error as exc:
+            raise StatsFileError(self.path, exc) from None
         try:
-            self._conn.execute(f"PRAGMA busy_timeout = {int(busy_timeout_s * 1000)}")
-            deadline = time.monotonic() + busy_timeout_s
-            self._retry(self._set_wal, deadline)
-            self._conn.execute("PRAGMA synchronous = NORMAL")
-            self._retry(self._create_schema, deadline)
+            use_wal(self._conn, busy_timeout_s)
+            retry_while_locked(self._create_schema, busy_timeout_s)
         except sqlite3.DatabaseError as exc:
             self._conn.close()
-            raise StatsFileError(self.path, str(exc)) from None
+            raise StatsFileError(self.path, exc) from None
 
     # --- setup ----------------------------------------------------------------
-
-    @staticmethod
-    def _retry(action: object, deadline: float) -> None:
-        """Retry set-up statements that SQLite refuses with SQLITE_BUSY before a busy handler
-        applies — until ``deadline`` (monotonic), so a file another process keeps locked fails
-        once, with its reason, instead of waiting a busy timeout per attempt."""
-        assert callable(action)
-        attempt = 0
-        while True:
-            try:
-                action()
-                return
-            except sqlite3.OperationalError as exc:
-                if "locked" not in str(exc) and "busy" not in str(exc):
-                    raise
-                if time.monotonic() >= deadline:
-                    raise
-                attempt += 1
-                time.sleep(min(0.01 * attempt, 0.2))
-
-    def _set_wal(self) -> None:
-        self._conn.execute("PRAGMA journal_mode = WAL")
 
     def _create_schema(self) -> None:
         with self._lock:

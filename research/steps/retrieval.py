@@ -25,8 +25,8 @@ from pydantic import Field
 
 from engine.context import StepContext
 from engine.steps import step
+from plumbing.frozen import Frozen
 from research.evidence import Passage, Source, SubQuestion
-from research.frozen import Frozen
 from research.references import relation_rank
 from research.state import PlannedBranch, ResearchState, latest_state, round_of
 from research.steps.common import RoundInput, passage_from_hit, source_from_hit
