@@ -14,13 +14,10 @@ import sqlite3
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Literal, get_args
+from typing import get_args
 
 from plumbing.sqlite_files import connect
-
-StructuredMode = Literal["schema", "json_object", "prompt"]
-"""How a response schema is asked for, best first: the API's schema-constrained output, its
-plain JSON mode with the schema in the prompt, or the schema in the prompt alone (then parsed)."""
+from router.providers.base import StructuredMode
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS structured_output (

@@ -18,7 +18,8 @@ from engine.events import Domain, ProviderState
 from engine.model_answers import disclosure, tally
 from router.clock import ManualClock
 from router.config import RouterConfig
-from router.fault_server import FaultServer, RecordedRequest, demo_router_config
+from router.fault.demo import demo_router_config
+from router.fault.server import FaultServer, RecordedRequest
 from router.local import TaskHandlerRegistry
 from router.models import ChatRequest
 from router.router import build_router

@@ -12,7 +12,7 @@ from pydantic import BaseModel
 
 from router.clock import ManualClock
 from router.config import RouterConfig, load_router_config
-from router.fault_server import FaultServer
+from router.fault.server import FaultServer
 from router.local import TaskHandlerRegistry
 from router.models import ChatMessage, ChatRequest, ChatResponse
 from router.router import SmartModelRouter, build_router

@@ -12,7 +12,7 @@ import pytest
 
 from router.clock import ManualClock
 from router.errors import RouterClosedError
-from router.fault_server import FaultServer
+from router.fault.server import FaultServer
 from router.local import TaskHandlerRegistry
 from router.providers.http import HttpProvider
 from router.router import SmartModelRouter, build_router

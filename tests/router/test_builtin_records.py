@@ -16,7 +16,7 @@ import pytest
 
 from router.clock import ManualClock
 from router.errors import BuiltinHandlerError, NoHandlerError
-from router.fault_server import FaultServer, RecordedRequest
+from router.fault.server import FaultServer, RecordedRequest
 from router.local import TaskHandlerRegistry
 from router.metrics import ProviderMetrics
 from router.models import Attempt, ChatRequest, Usage

@@ -8,7 +8,7 @@ import threading
 from pathlib import Path
 
 from router.clock import ManualClock
-from router.fault_server import FaultServer
+from router.fault.server import FaultServer
 from router.models import BreakerState, ChatMessage, ChatRequest, ProviderSnapshot
 from router.stats import BreakerRecord, StatsStore
 

@@ -16,7 +16,7 @@ import yaml
 from click.testing import CliRunner
 
 from router.errors import RouterError
-from router.fault_server import FaultServer
+from router.fault.server import FaultServer
 from router.local import TaskHandlerRegistry
 from router.router import build_router
 from router.stats import STATS_FILENAME

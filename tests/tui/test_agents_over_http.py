@@ -21,7 +21,8 @@ from engine.kahn import KahnEngine
 from engine.loader import load_workflow
 from engine.steps import StepRegistry
 from router.config import RouterConfig
-from router.fault_server import FaultServer, demo_router_config
+from router.fault.demo import demo_router_config
+from router.fault.server import FaultServer
 from router.router import build_router
 from tui.launch import agents_wiring
 from tui.launch.run import RunParts, open_run

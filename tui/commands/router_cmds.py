@@ -18,8 +18,9 @@ from rich.text import Text
 
 from engine.headless import console_style
 from router.config import RouterConfig
-from router.fault_script import DEFAULT_SCRIPT_PATH, FaultScriptError, load_fault_script
-from router.fault_server import FaultServer, RecordedRequest, demo_router_config
+from router.fault.demo import demo_router_config
+from router.fault.script import DEFAULT_SCRIPT_PATH, FaultScriptError, load_fault_script
+from router.fault.server import FaultServer, RecordedRequest
 from router.local import TaskHandlerRegistry
 from router.models import ProviderSnapshot
 from router.router import HealthCheck, SmartModelRouter, build_router
@@ -195,7 +196,7 @@ def _print_request(record: RecordedRequest) -> None:
     "script_path",
     type=click.Path(dir_okay=False, path_type=Path),
     default=None,
-    help="Chaos script (YAML); default: the shipped router/scripts/chaos.yaml.",
+    help="Chaos script (YAML); default: the shipped router/fault/scripts/chaos.yaml.",
 )
 @click.option(
     "--time-scale",
