@@ -18,15 +18,21 @@ flushes it from a worker thread about once a second and on close.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import sqlite3
 import threading
+import time
 from collections import defaultdict
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from plumbing.sqlite_files import BUSY_TIMEOUT_S, connect, retry_while_locked, use_wal
+from router.breaker import CircuitBreaker
+from router.clock import Clock
 from router.errors import StatsFileError
+from router.models import BreakerState
 
 STATS_FILENAME = "provider_stats.sqlite3"
 SCHEMA_VERSION = 2
@@ -359,3 +365,98 @@ class StatsRecorder:
                     self._calls[:0] = calls
                     for record in breakers:
                         self._breakers.setdefault(record.provider, record)
+
+
+class SharedStats:
+    """The router's side of the stats file: batched writes off the request path, and the trips
+    other processes sharing the file wrote, adopted at every poll.
+
+    Writes happen in a worker thread at most every ``flush_s`` (a trip at once: every process
+    sharing the file adopts it at its next poll, every ``poll_s``). ``breakers`` are this
+    process's breakers by provider name.
+    """
+
+    def __init__(
+        self,
+        store: StatsStore,
+        clock: Clock,
+        breakers: Mapping[str, CircuitBreaker],
+        *,
+        flush_s: float,
+        poll_s: float,
+    ) -> None:
+        self.store = store
+        self.recorder = StatsRecorder(store)
+        self.clock = clock
+        self._breakers = breakers
+        self._flush_s = flush_s
+        self._poll_s = poll_s
+        self._last_flush = time.monotonic()
+        self._flush_tasks: set[asyncio.Task[None]] = set()
+        self._sync_task: asyncio.Task[None] | None = None
+        self._sync_warned = False
+        self.syncs = 0  # polls of the file done (tests wait on it)
+
+    def start(self, loop: asyncio.AbstractEventLoop) -> None:
+        """Poll the file on ``loop`` until :meth:`stop`."""
+        self._sync_task = loop.create_task(self._sync_loop())
+
+    async def stop(self) -> None:
+        if self._sync_task is not None:
+            self._sync_task.cancel()
+            await asyncio.gather(self._sync_task, return_exceptions=True)
+
+    async def sync_shared_state(self) -> None:
+        """Write this process's pending stats, then adopt trips other processes wrote to the file."""
+        await self.flush()
+        try:
+            rows = await asyncio.to_thread(self.store.load_breakers)
+        except sqlite3.Error as exc:
+            if not self._sync_warned:
+                self._sync_warned = True
+                log.warning("provider stats could not be read (%s)", type(exc).__name__)
+            return
+        now_wall = self.clock.wall()
+        for row in rows:
+            breaker = self._breakers.get(row.provider)
+            if breaker is None or row.state != BreakerState.OPEN.value or row.changed_wall is None:
+                continue
+            remaining = row.cooldown_remaining_s - max(0.0, now_wall - row.saved_wall)
+            breaker.adopt_trip(remaining, row.consecutive_trips, row.open_reason, row.changed_wall)
+        self.syncs += 1
+
+    async def _sync_loop(self) -> None:
+        while True:
+            await self.clock.sleep(self._poll_s)
+            await self.sync_shared_state()
+
+    async def flush(self) -> None:
+        """Write buffered calls and changed breaker rows now (rows this process never changed are left alone,
+        so a process that merely looked does not overwrite another's breaker state)."""
+        await asyncio.to_thread(self.recorder.flush)
+        self._last_flush = time.monotonic()
+
+    async def wait_for_writes(self) -> None:
+        """Wait for the stats writes already started (a trip's is started when it happens)."""
+        while self._flush_tasks:
+            await asyncio.gather(*self._flush_tasks, return_exceptions=True)
+
+    def maybe_flush(self, *, urgent: bool = False) -> None:
+        """Write pending stats in a worker thread: at most every ``flush_s``, or at once when ``urgent``.
+
+        Concurrent flushes are safe, the recorder serialises them.
+        """
+        if self.recorder.pending == 0:
+            return
+        if not urgent and (
+            self._flush_tasks or time.monotonic() - self._last_flush < self._flush_s
+        ):
+            return
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:  # no loop yet: the next poll or ``aclose`` writes it
+            return
+        self._last_flush = time.monotonic()
+        task = loop.create_task(asyncio.to_thread(self.recorder.flush))
+        self._flush_tasks.add(task)
+        task.add_done_callback(self._flush_tasks.discard)

@@ -37,15 +37,16 @@ def demo_router_config(
     base_url: str, prefixes: list[str], model: str = "fault-model", time_scale: float = 1.0
 ) -> dict[str, Any]:
     """A ``router:`` section pointing one provider at each prefix: the kind whose
-    ``demo_prefix`` (else whose name) it is, else openai.
+    ``demo_prefix`` (else whose name) it is, else the first kind listed (openai).
 
     No keys are needed: ``api_key_env`` is null, the fault server does not check credentials.
     With a time scale other than 1 the policy's durations are scaled too (:func:`scaled_policy`).
     """
     by_prefix = {adapter.demo_prefix or kind: adapter for kind, adapter in ADAPTERS.items()}
+    first = next(iter(ADAPTERS.values()))
     providers: list[dict[str, Any]] = []
     for prefix in prefixes:
-        adapter = by_prefix.get(prefix, ADAPTERS["openai"])
+        adapter = by_prefix.get(prefix, first)
         kind = adapter.kind
         # the kind's real base URL's path, under the prefix: /v1 for OpenAI, /inference for GitHub
         base = f"{base_url}/{prefix}" + urlsplit(adapter.default_base_url or "").path

@@ -31,6 +31,7 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
+from router.build import _client, build_router
 from router.clock import ManualClock
 from router.config import RouterConfig, load_router_config
 from router.errors import ProviderCallError
@@ -42,7 +43,7 @@ from router.models import ChatMessage, ChatRequest, Usage
 from router.providers.base import CallSpec, ProviderReply, spec_from_request
 from router.providers.http import HttpProvider
 from router.ratelimit_headers import RateLimitInfo
-from router.router import SmartModelRouter, _client, build_router
+from router.router import SmartModelRouter
 from router.stats import StatsStore
 from router.wire import wire_messages
 

@@ -15,10 +15,10 @@ import pytest
 import yaml
 from click.testing import CliRunner
 
+from router.build import build_router
 from router.errors import RouterError
 from router.fault.server import FaultServer
 from router.local import TaskHandlerRegistry
-from router.router import build_router
 from router.stats import STATS_FILENAME
 from tui.commands.router_cmds import COMMANDS, fault_server_cmd, providers_group
 

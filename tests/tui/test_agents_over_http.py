@@ -20,10 +20,10 @@ from engine.agents.tools import TOOL_IMPLEMENTATIONS
 from engine.kahn import KahnEngine
 from engine.loader import load_workflow
 from engine.steps import StepRegistry
+from router.build import build_router
 from router.config import RouterConfig
 from router.fault.demo import demo_router_config
 from router.fault.server import FaultServer
-from router.router import build_router
 from tui.launch import agents_wiring
 from tui.launch.run import RunParts, open_run
 from tui.launch.wiring import extractive_handlers

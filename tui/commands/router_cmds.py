@@ -17,13 +17,15 @@ from rich.table import Table
 from rich.text import Text
 
 from engine.headless import console_style
+from router.build import build_router
 from router.config import RouterConfig
 from router.fault.demo import demo_router_config
 from router.fault.script import DEFAULT_SCRIPT_PATH, FaultScriptError, load_fault_script
 from router.fault.server import FaultServer, RecordedRequest
+from router.health_check import HealthCheck
 from router.local import TaskHandlerRegistry
 from router.models import ProviderSnapshot
-from router.router import HealthCheck, SmartModelRouter, build_router
+from router.router import SmartModelRouter
 from router.stats import STATS_FILENAME
 from tui.commands.command_context import workspace_of
 from tui.config import config_from_context, default_config_path

@@ -37,11 +37,12 @@ from research.default_corpus import DEFAULT_COLLECTION, ensure_default_corpus
 from research.extractive import HANDLERS
 from research.prompts import estimate_tokens
 from research.steps.delivery import RUNS_DIR_EXTRA
+from router.build import build_router
 from router.clock import Clock
 from router.config import RouterConfig, effective_router_config
 from router.local import TaskHandlerRegistry
 from router.models import ChatRequest, ChatResponse, ContextLimit, ProviderSnapshot
-from router.router import SmartModelRouter, build_router
+from router.router import SmartModelRouter
 from router.streaming import StreamEvent
 from router.tiebreak import choose_target
 from tui.config import ConfigError, WorkbenchConfig, active_config
