@@ -1,6 +1,6 @@
 """LangGraph checkpoints in their own SQLite file (DESIGN §9).
 
-The checkpoints live in ``<workspace>/checkpoints.sqlite``, apart from the run
+The checkpoints live in the workspace's ``checkpoints_db``, apart from the run
 store, so LangGraph's writer never holds the run store's lock. The file is opened by the
 rules of every workspace file (plumbing/sqlite_files.py: WAL mode with
 ``synchronous=NORMAL``, the busy timeout): a kill -9 loses nothing that was committed.
@@ -20,7 +20,6 @@ from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
 
 from plumbing.sqlite_files import BUSY_TIMEOUT_S, wal_pragmas
 
-CHECKPOINT_FILE = "checkpoints.sqlite"
 DURABILITY = "sync"
 
 

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import httpx
 
+from plumbing.workspace import Workspace
 from router.capabilities import StructuredCapabilities
 from router.clock import Clock, SystemClock
 from router.config import RouterConfig
@@ -16,7 +17,7 @@ from router.local import TaskHandlerRegistry
 from router.providers.base import Provider
 from router.providers.http import HttpProvider
 from router.router import SmartModelRouter
-from router.stats import STATS_FILENAME, StatsStore
+from router.stats import StatsStore
 
 
 def _client(transport: httpx.AsyncBaseTransport | None) -> httpx.AsyncClient:
@@ -50,7 +51,7 @@ def build_router(
     """The router for ``config``: HTTP providers over one shared client, stats in ``stats_path``.
 
     ``stats_path`` may be the SQLite file (a name with a suffix) or the workspace directory,
-    existing or not (the file is then ``provider_stats.sqlite3`` in it); ``None`` keeps
+    existing or not (the file is then the workspace's ``provider_stats_db``); ``None`` keeps
     statistics in memory only.
     """
     clock = clock or SystemClock()
@@ -60,7 +61,7 @@ def build_router(
     if stats_path is not None:
         path = Path(stats_path)
         if path.is_dir() or not path.suffix:  # a workspace directory, existing or not yet created
-            path = path / STATS_FILENAME
+            path = Workspace(path).provider_stats_db
         stats = StatsStore(path)
     capabilities = StructuredCapabilities(path)
     providers: dict[str, Provider] = {

@@ -34,7 +34,6 @@ from router.clock import Clock
 from router.errors import StatsFileError
 from router.models import BreakerState
 
-STATS_FILENAME = "provider_stats.sqlite3"
 SCHEMA_VERSION = 2
 
 log = logging.getLogger(__name__)

@@ -17,6 +17,7 @@ from rich.table import Table
 from rich.text import Text
 
 from engine.headless import console_style
+from plumbing.workspace import PROVIDER_STATS_FILE as STATS_FILENAME
 from router.build import build_router
 from router.config import RouterConfig
 from router.fault.demo import demo_router_config
@@ -26,7 +27,6 @@ from router.health_check import HealthCheck
 from router.local import TaskHandlerRegistry
 from router.models import ProviderSnapshot
 from router.router import SmartModelRouter
-from router.stats import STATS_FILENAME
 from tui.commands.command_context import workspace_of
 from tui.config import config_from_context, default_config_path
 
