@@ -28,6 +28,43 @@ class Route:
     stream: bool = False
 
 
+@dataclass(frozen=True, slots=True)
+class Answer:
+    """An answer the server is to send: what the responder answered (text, or an object sent as
+    JSON) and the request's facts the API echoes back."""
+
+    model: str
+    content: str | dict[str, Any]
+    request: Any
+    """The request's JSON body (a structured request shapes the answer)."""
+    input_tokens: int
+    serial: int
+    """This answer's number, for ids."""
+    truncated: bool = False
+    """Send its first half, stopped at the output-token limit as the API says it."""
+
+    @property
+    def text(self) -> str:
+        text = self.content if isinstance(self.content, str) else json.dumps(self.content)
+        return text[: len(text) // 2] if self.truncated else text
+
+    @property
+    def output_tokens(self) -> int:
+        return max(1, len(self.text) // 4)
+
+
+@dataclass(frozen=True, slots=True)
+class RateWindow:
+    """A scripted provider's rate limits as one answer reports them."""
+
+    rpm: int | None
+    rpm_left: int
+    tpm: int | None
+    tpm_left: int
+    reset_requests_s: float
+    reset_tokens_s: float
+
+
 @dataclass(frozen=True)
 class Refused:
     """A request the real server would refuse: the status, and either a message for the
@@ -71,29 +108,12 @@ class FaultCodec:
             return str(content)
         return ""
 
-    def success_body(
-        self,
-        model: str,
-        answer: str | dict[str, Any],
-        body: Any,
-        input_tokens: int,
-        serial: int,
-        truncated: bool,
-    ) -> dict[str, Any]:
-        """The API's answer; ``truncated``: its first half, stopped at the output-token limit."""
+    def success_body(self, answer: Answer) -> dict[str, Any]:
+        """The API's answer body."""
         raise NotImplementedError
 
-    def stream_frames(
-        self,
-        model: str,
-        answer: str | dict[str, Any],
-        body: Any,
-        input_tokens: int,
-        serial: int,
-        truncated: bool,
-    ) -> list[bytes]:
-        """A streamed answer as the API frames it, in order; ``truncated`` as in
-        :meth:`success_body`."""
+    def stream_frames(self, answer: Answer) -> list[bytes]:
+        """The answer streamed as the API frames it, in order."""
         raise NotImplementedError
 
     def health_body(self) -> dict[str, Any]:
@@ -121,16 +141,7 @@ class FaultCodec:
                 headers["retry-after-ms"] = str(int(round(seconds * 1000)))
         return headers
 
-    def rate_limit_headers(
-        self,
-        *,
-        rpm: int | None,
-        rpm_left: int,
-        tpm: int | None,
-        tpm_left: int,
-        reset_requests_s: float,
-        reset_tokens_s: float,
-    ) -> dict[str, str]:
+    def rate_limit_headers(self, window: RateWindow) -> dict[str, str]:
         """The rate-limit headers of an answer (none unless the family sends them)."""
         return {}
 
@@ -156,15 +167,6 @@ class FaultCodec:
 
 def error_message(status: int) -> str:
     return f"fault server: scripted HTTP {status}"
-
-
-def text_of(answer: str | dict[str, Any], truncated: bool) -> str:
-    text = answer if isinstance(answer, str) else json.dumps(answer)
-    return text[: len(text) // 2] if truncated else text
-
-
-def output_tokens(text: str) -> int:
-    return max(1, len(text) // 4)
 
 
 def pieces(text: str, count: int = 8) -> list[str]:

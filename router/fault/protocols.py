@@ -9,7 +9,7 @@ from collections.abc import Mapping, Sequence
 from types import MappingProxyType
 from typing import Any
 
-from router.fault.codec import FaultCodec, Refused, Route
+from router.fault.codec import Answer, FaultCodec, Refused, Route
 from router.providers.registry import ADAPTERS
 from router.wire import extract_inputs
 
@@ -108,7 +108,7 @@ def success_body(
 ) -> dict[str, Any]:
     """The API's answer; ``truncated``: its first half, stopped at the output-token limit."""
     return CODECS[protocol].success_body(
-        model or "fault-model", answer, body, input_tokens, serial, truncated
+        Answer(model or "fault-model", answer, body, input_tokens, serial, truncated)
     )
 
 
@@ -124,5 +124,5 @@ def stream_frames(
     """A streamed answer as the API frames it: SSE events (NDJSON lines for Ollama), in order;
     ``truncated`` as in :func:`success_body`."""
     return CODECS[protocol].stream_frames(
-        model or "fault-model", answer, body, input_tokens, serial, truncated
+        Answer(model or "fault-model", answer, body, input_tokens, serial, truncated)
     )

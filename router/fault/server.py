@@ -34,7 +34,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qsl, unquote, urlsplit
 
-from router.fault.codec import Route
+from router.fault.codec import Answer, RateWindow, Route
 from router.fault.playback import ProviderState, describe_fault
 from router.fault.protocols import (
     codec_for,
@@ -42,8 +42,6 @@ from router.fault.protocols import (
     refusal,
     request_inputs,
     route_for,
-    stream_frames,
-    success_body,
 )
 from router.fault.script import Fault, FaultScript, ProviderScript, load_fault_script
 from router.wire import TASK_HEADER
@@ -465,30 +463,22 @@ class FaultServer:
             return await self._send_error(writer, route, 500, Fault(kind="error", status=500), None)
         self._serial += 1
         input_tokens = prompt_tokens(incoming.body)
-        if route.stream:
-            frames = stream_frames(
-                route.protocol,
-                route.model,
-                answer,
-                body,
-                input_tokens,
-                self._serial,
-                truncated=fault.kind == "truncated",
-            )
-            self._settle_tokens(state, input_tokens + max(1, sum(map(len, frames)) // 8))
-            return await self._stream(
-                writer, route, frames, fault, {**limit_headers, **fault.headers}
-            )
-        payload = success_body(
-            route.protocol,
-            route.model,
+        reply = Answer(
+            route.model or "fault-model",
             answer,
             body,
             input_tokens,
             self._serial,
             truncated=fault.kind == "truncated",
         )
-        encoded = json.dumps(payload).encode()
+        codec = codec_for(route.protocol)
+        if route.stream:
+            frames = codec.stream_frames(reply)
+            self._settle_tokens(state, input_tokens + max(1, sum(map(len, frames)) // 8))
+            return await self._stream(
+                writer, route, frames, fault, {**limit_headers, **fault.headers}
+            )
+        encoded = json.dumps(codec.success_body(reply)).encode()
         self._settle_tokens(state, input_tokens + max(1, len(encoded) // 8))
         if fault.kind == "slow_body":
             await self._trickle(writer, encoded, limit_headers, fault.duration_s * scale)
@@ -622,22 +612,26 @@ class FaultServer:
         reset = (state.window[0][0] + window - now) if state.window else 0.0
         if over_rpm or over_tpm:
             exhausted = codec_for(route.protocol).rate_limit_headers(
-                rpm=limits.rpm,
-                rpm_left=0 if over_rpm else (limits.rpm or 0) - used_requests,
-                tpm=limits.tpm,
-                tpm_left=0 if over_tpm else max(0, (limits.tpm or 0) - used_tokens),
-                reset_requests_s=max(reset, 0.001),
-                reset_tokens_s=max(reset, 0.001),
+                RateWindow(
+                    rpm=limits.rpm,
+                    rpm_left=0 if over_rpm else (limits.rpm or 0) - used_requests,
+                    tpm=limits.tpm,
+                    tpm_left=0 if over_tpm else max(0, (limits.tpm or 0) - used_tokens),
+                    reset_requests_s=max(reset, 0.001),
+                    reset_tokens_s=max(reset, 0.001),
+                )
             )
             return exhausted, max(0.001, reset)
         state.window.append((now, 0))
         headers = codec_for(route.protocol).rate_limit_headers(
-            rpm=limits.rpm,
-            rpm_left=max(0, (limits.rpm or 0) - used_requests - 1),
-            tpm=limits.tpm,
-            tpm_left=max(0, (limits.tpm or 0) - used_tokens - needed),
-            reset_requests_s=max(reset, 0.001),
-            reset_tokens_s=max(reset, 0.001),
+            RateWindow(
+                rpm=limits.rpm,
+                rpm_left=max(0, (limits.rpm or 0) - used_requests - 1),
+                tpm=limits.tpm,
+                tpm_left=max(0, (limits.tpm or 0) - used_tokens - needed),
+                reset_requests_s=max(reset, 0.001),
+                reset_tokens_s=max(reset, 0.001),
+            )
         )
         return headers, None
 

@@ -8,14 +8,14 @@ import json
 from typing import Any, ClassVar
 
 from router.fault.codec import (
+    Answer,
     FaultCodec,
+    RateWindow,
     Refused,
     Route,
     error_message,
-    output_tokens,
     pieces,
     sse,
-    text_of,
     utc_instant,
 )
 
@@ -37,6 +37,26 @@ def _forced_tool(body: Any) -> str | None:
         name = body["tool_choice"].get("name")
         return name if isinstance(name, str) else None
     return None
+
+
+def _tool_id(answer: Answer) -> str:
+    return f"toolu_fault_{answer.serial}"
+
+
+def _text_stop(answer: Answer) -> str:
+    return "max_tokens" if answer.truncated else "end_turn"
+
+
+def _message(answer: Answer, content: list[dict[str, Any]], stop: str | None) -> dict[str, Any]:
+    return {
+        "id": f"msg_fault_{answer.serial}",
+        "type": "message",
+        "role": "assistant",
+        "model": answer.model,
+        "content": content,
+        "stop_reason": stop,
+        "stop_sequence": None,
+    }
 
 
 class AnthropicCodec(FaultCodec):
@@ -63,80 +83,44 @@ class AnthropicCodec(FaultCodec):
             return Refused(400, "anthropic-version: header is required")
         return None
 
-    def success_body(
-        self,
-        model: str,
-        answer: str | dict[str, Any],
-        body: Any,
-        input_tokens: int,
-        serial: int,
-        truncated: bool,
-    ) -> dict[str, Any]:
-        text = text_of(answer, truncated)
-        tool = None if truncated else _forced_tool(body)
-        structured: Any = answer
-        if tool is not None and isinstance(answer, str):
+    def success_body(self, answer: Answer) -> dict[str, Any]:
+        tool = None if answer.truncated else _forced_tool(answer.request)
+        structured: Any = answer.content
+        if tool is not None and isinstance(structured, str):
             try:
-                structured = json.loads(answer)
+                structured = json.loads(structured)
             except ValueError:
                 structured = None
         if tool is not None and isinstance(structured, dict):
-            content = [
-                {
-                    "type": "tool_use",
-                    "id": f"toolu_fault_{serial}",
-                    "name": tool,
-                    "input": structured,
-                }
-            ]
+            block = {"type": "tool_use", "id": _tool_id(answer), "name": tool, "input": structured}
             stop = "tool_use"
         else:
-            content = [{"type": "text", "text": text}]
-            stop = "max_tokens" if truncated else "end_turn"
+            block = {"type": "text", "text": answer.text}
+            stop = _text_stop(answer)
         return {
-            "id": f"msg_fault_{serial}",
-            "type": "message",
-            "role": "assistant",
-            "model": model,
-            "content": content,
-            "stop_reason": stop,
-            "stop_sequence": None,
-            "usage": {"input_tokens": input_tokens, "output_tokens": output_tokens(text)},
+            **_message(answer, [block], stop),
+            "usage": {"input_tokens": answer.input_tokens, "output_tokens": answer.output_tokens},
         }
 
-    def stream_frames(
-        self,
-        model: str,
-        answer: str | dict[str, Any],
-        body: Any,
-        input_tokens: int,
-        serial: int,
-        truncated: bool,
-    ) -> list[bytes]:
-        text = text_of(answer, truncated)
-        tool = None if truncated else _forced_tool(body)
-        if tool is not None and not isinstance(answer, dict):
+    def stream_frames(self, answer: Answer) -> list[bytes]:
+        text = answer.text
+        tool = None if answer.truncated else _forced_tool(answer.request)
+        if tool is not None and not isinstance(answer.content, dict):
             try:
                 tool = tool if isinstance(json.loads(text), dict) else None
             except ValueError:
                 tool = None
         block: dict[str, Any] = (
-            {"type": "tool_use", "id": f"toolu_fault_{serial}", "name": tool, "input": {}}
+            {"type": "tool_use", "id": _tool_id(answer), "name": tool, "input": {}}
             if tool is not None
             else {"type": "text", "text": ""}
         )
         delta_type, delta_key = (
             ("input_json_delta", "partial_json") if tool is not None else ("text_delta", "text")
         )
-        message: dict[str, Any] = {
-            "id": f"msg_fault_{serial}",
-            "type": "message",
-            "role": "assistant",
-            "model": model,
-            "content": [],
-            "stop_reason": None,
-            "stop_sequence": None,
-            "usage": {"input_tokens": input_tokens, "output_tokens": 1},
+        message = {
+            **_message(answer, [], None),
+            "usage": {"input_tokens": answer.input_tokens, "output_tokens": 1},
         }
         frames = [
             sse({"type": "message_start", "message": message}, "message_start"),
@@ -157,7 +141,7 @@ class AnthropicCodec(FaultCodec):
             )
             for p in pieces(text)
         ]
-        stop = "tool_use" if tool is not None else "max_tokens" if truncated else "end_turn"
+        stop = "tool_use" if tool is not None else _text_stop(answer)
         return [
             *frames,
             sse({"type": "content_block_stop", "index": 0}, "content_block_stop"),
@@ -165,7 +149,7 @@ class AnthropicCodec(FaultCodec):
                 {
                     "type": "message_delta",
                     "delta": {"stop_reason": stop, "stop_sequence": None},
-                    "usage": {"output_tokens": output_tokens(text)},
+                    "usage": {"output_tokens": answer.output_tokens},
                 },
                 "message_delta",
             ),
@@ -188,23 +172,15 @@ class AnthropicCodec(FaultCodec):
         )
         return {"type": "error", "error": {"type": err_type, "message": error_message(status)}}
 
-    def rate_limit_headers(
-        self,
-        *,
-        rpm: int | None,
-        rpm_left: int,
-        tpm: int | None,
-        tpm_left: int,
-        reset_requests_s: float,
-        reset_tokens_s: float,
-    ) -> dict[str, str]:
+    def rate_limit_headers(self, window: RateWindow) -> dict[str, str]:
         headers: dict[str, str] = {}
-        if rpm is not None:
-            headers["anthropic-ratelimit-requests-limit"] = str(rpm)
-            headers["anthropic-ratelimit-requests-remaining"] = str(rpm_left)
-            headers["anthropic-ratelimit-requests-reset"] = utc_instant(reset_requests_s)
-        if tpm is not None:
-            headers["anthropic-ratelimit-tokens-limit"] = str(tpm)
-            headers["anthropic-ratelimit-tokens-remaining"] = str(tpm_left)
-            headers["anthropic-ratelimit-tokens-reset"] = utc_instant(reset_tokens_s)
+        for dimension, limit, left, reset_s in (
+            ("requests", window.rpm, window.rpm_left, window.reset_requests_s),
+            ("tokens", window.tpm, window.tpm_left, window.reset_tokens_s),
+        ):
+            if limit is None:
+                continue
+            headers[f"anthropic-ratelimit-{dimension}-limit"] = str(limit)
+            headers[f"anthropic-ratelimit-{dimension}-remaining"] = str(left)
+            headers[f"anthropic-ratelimit-{dimension}-reset"] = utc_instant(reset_s)
         return headers

@@ -7,7 +7,7 @@ from __future__ import annotations
 import re
 from typing import Any, ClassVar
 
-from router.fault.codec import FaultCodec, Route, error_message, output_tokens, pieces, sse, text_of
+from router.fault.codec import Answer, FaultCodec, Route, error_message, pieces, sse
 
 _CHAT = re.compile(r"/v1beta/models/([^/:]+):(generateContent|streamGenerateContent)")
 _STATUS = {
@@ -20,6 +20,27 @@ _STATUS = {
     404: "NOT_FOUND",
     400: "INVALID_ARGUMENT",
 }
+
+
+def _finish(answer: Answer) -> str:
+    return "MAX_TOKENS" if answer.truncated else "STOP"
+
+
+def _response(answer: Answer, text: str, tokens: int, finish: str | None) -> dict[str, Any]:
+    """A ``GenerateContentResponse`` holding ``text`` (``tokens`` of output so far)."""
+    candidate: dict[str, Any] = {"content": {"role": "model", "parts": [{"text": text}]}}
+    if finish is not None:
+        candidate["finishReason"] = finish
+    candidate["index"] = 0
+    return {
+        "candidates": [candidate],
+        "usageMetadata": {
+            "promptTokenCount": answer.input_tokens,
+            "candidatesTokenCount": tokens,
+            "totalTokenCount": answer.input_tokens + tokens,
+        },
+        "modelVersion": answer.model,
+    }
 
 
 class GeminiCodec(FaultCodec):
@@ -51,55 +72,19 @@ class GeminiCodec(FaultCodec):
             )
         return ""
 
-    def _response(
-        self, model: str, text: str, input_tokens: int, tokens: int, finish: str | None
-    ) -> dict[str, Any]:
-        candidate: dict[str, Any] = {"content": {"role": "model", "parts": [{"text": text}]}}
-        if finish is not None:
-            candidate["finishReason"] = finish
-        candidate["index"] = 0
-        return {
-            "candidates": [candidate],
-            "usageMetadata": {
-                "promptTokenCount": input_tokens,
-                "candidatesTokenCount": tokens,
-                "totalTokenCount": input_tokens + tokens,
-            },
-            "modelVersion": model,
-        }
+    def success_body(self, answer: Answer) -> dict[str, Any]:
+        return _response(answer, answer.text, answer.output_tokens, _finish(answer))
 
-    def success_body(
-        self,
-        model: str,
-        answer: str | dict[str, Any],
-        body: Any,
-        input_tokens: int,
-        serial: int,
-        truncated: bool,
-    ) -> dict[str, Any]:
-        text = text_of(answer, truncated)
-        finish = "MAX_TOKENS" if truncated else "STOP"
-        return self._response(model, text, input_tokens, output_tokens(text), finish)
-
-    def stream_frames(
-        self,
-        model: str,
-        answer: str | dict[str, Any],
-        body: Any,
-        input_tokens: int,
-        serial: int,
-        truncated: bool,
-    ) -> list[bytes]:
+    def stream_frames(self, answer: Answer) -> list[bytes]:
         """One whole ``GenerateContentResponse`` per event; the last carries the finish reason
         and the whole answer's token count."""
-        text = text_of(answer, truncated)
-        parts = pieces(text)
+        parts = pieces(answer.text)
         frames = []
         for index, piece in enumerate(parts):
             last = index == len(parts) - 1
-            finish = ("MAX_TOKENS" if truncated else "STOP") if last else None
-            tokens = output_tokens(text) if last else index + 1
-            frames.append(sse(self._response(model, piece, input_tokens, tokens, finish)))
+            finish = _finish(answer) if last else None
+            tokens = answer.output_tokens if last else index + 1
+            frames.append(sse(_response(answer, piece, tokens, finish)))
         return frames
 
     def health_body(self) -> dict[str, Any]:

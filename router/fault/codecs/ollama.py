@@ -6,11 +6,25 @@ from __future__ import annotations
 import json
 from typing import Any, ClassVar
 
-from router.fault.codec import FaultCodec, Route, output_tokens, pieces, text_of, utc_instant
+from router.fault.codec import Answer, FaultCodec, Route, pieces, utc_instant
 
 
 def _line(data: Any) -> bytes:
     return (json.dumps(data) + "\n").encode()
+
+
+def _done(answer: Answer, content: str, created_at: str) -> dict[str, Any]:
+    """The last object of an answer: ``content`` (all of it, or none after streamed pieces)
+    with the counts of the whole answer."""
+    return {
+        "model": answer.model,
+        "created_at": created_at,
+        "message": {"role": "assistant", "content": content},
+        "done": True,
+        "done_reason": "length" if answer.truncated else "stop",
+        "prompt_eval_count": answer.input_tokens,
+        "eval_count": answer.output_tokens,
+    }
 
 
 class OllamaCodec(FaultCodec):
@@ -28,62 +42,23 @@ class OllamaCodec(FaultCodec):
             return Route("health", self.protocol)
         return None
 
-    def success_body(
-        self,
-        model: str,
-        answer: str | dict[str, Any],
-        body: Any,
-        input_tokens: int,
-        serial: int,
-        truncated: bool,
-    ) -> dict[str, Any]:
-        text = text_of(answer, truncated)
-        return self._done(model, text, text, input_tokens, truncated)
+    def success_body(self, answer: Answer) -> dict[str, Any]:
+        return _done(answer, answer.text, utc_instant())
 
-    def stream_frames(
-        self,
-        model: str,
-        answer: str | dict[str, Any],
-        body: Any,
-        input_tokens: int,
-        serial: int,
-        truncated: bool,
-    ) -> list[bytes]:
-        text = text_of(answer, truncated)
+    def stream_frames(self, answer: Answer) -> list[bytes]:
         created_at = utc_instant()
         frames = [
             _line(
                 {
-                    "model": model,
+                    "model": answer.model,
                     "created_at": created_at,
                     "message": {"role": "assistant", "content": p},
                     "done": False,
                 }
             )
-            for p in pieces(text)
+            for p in pieces(answer.text)
         ]
-        return [*frames, _line(self._done(model, "", text, input_tokens, truncated, created_at))]
-
-    @staticmethod
-    def _done(
-        model: str,
-        content: str,
-        text: str,
-        input_tokens: int,
-        truncated: bool,
-        created_at: str | None = None,
-    ) -> dict[str, Any]:
-        """The last object of an answer: ``content`` (all of it, or none after streamed pieces)
-        with the counts of the whole ``text``."""
-        return {
-            "model": model,
-            "created_at": created_at or utc_instant(),
-            "message": {"role": "assistant", "content": content},
-            "done": True,
-            "done_reason": "length" if truncated else "stop",
-            "prompt_eval_count": input_tokens,
-            "eval_count": output_tokens(text),
-        }
+        return [*frames, _line(_done(answer, "", created_at))]
 
     def health_body(self) -> dict[str, Any]:
         return {"models": [{"name": "fault-model:latest", "model": "fault-model:latest"}]}

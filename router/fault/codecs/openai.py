@@ -12,14 +12,14 @@ from collections.abc import Sequence
 from typing import Any, ClassVar
 
 from router.fault.codec import (
+    Answer,
     FaultCodec,
+    RateWindow,
     Refused,
     Route,
     error_message,
-    output_tokens,
     pieces,
     sse,
-    text_of,
 )
 
 _ERRORS = {
@@ -42,6 +42,19 @@ def _go_duration(seconds: float) -> str:
         return f"{int(round(seconds * 1000))}ms"
     minutes, rest = divmod(seconds, 60)
     return f"{int(minutes)}m{rest:g}s" if minutes else f"{rest:g}s"
+
+
+def _finish(answer: Answer) -> str:
+    return "length" if answer.truncated else "stop"
+
+
+def _usage(answer: Answer) -> dict[str, int]:
+    tokens = answer.output_tokens
+    return {
+        "prompt_tokens": answer.input_tokens,
+        "completion_tokens": tokens,
+        "total_tokens": answer.input_tokens + tokens,
+    }
 
 
 def llama_cpp_python_format_refusal(given: Any, accepted: Sequence[str]) -> Refused:
@@ -98,55 +111,31 @@ class OpenAICodec(FaultCodec):
             return Route("health", self.protocol)
         return None
 
-    def success_body(
-        self,
-        model: str,
-        answer: str | dict[str, Any],
-        body: Any,
-        input_tokens: int,
-        serial: int,
-        truncated: bool,
-    ) -> dict[str, Any]:
-        text = text_of(answer, truncated)
-        tokens = output_tokens(text)
+    def success_body(self, answer: Answer) -> dict[str, Any]:
         return {
-            "id": f"chatcmpl-fault-{serial}",
+            "id": f"chatcmpl-fault-{answer.serial}",
             "object": "chat.completion",
             "created": int(time.time()),
-            "model": model,
+            "model": answer.model,
             "choices": [
                 {
                     "index": 0,
-                    "message": {"role": "assistant", "content": text},
-                    "finish_reason": "length" if truncated else "stop",
+                    "message": {"role": "assistant", "content": answer.text},
+                    "finish_reason": _finish(answer),
                 }
             ],
-            "usage": {
-                "prompt_tokens": input_tokens,
-                "completion_tokens": tokens,
-                "total_tokens": input_tokens + tokens,
-            },
+            "usage": _usage(answer),
         }
 
-    def stream_frames(
-        self,
-        model: str,
-        answer: str | dict[str, Any],
-        body: Any,
-        input_tokens: int,
-        serial: int,
-        truncated: bool,
-    ) -> list[bytes]:
-        text = text_of(answer, truncated)
-        tokens = output_tokens(text)
-        chunk_id, created = f"chatcmpl-fault-{serial}", int(time.time())
+    def stream_frames(self, answer: Answer) -> list[bytes]:
+        chunk_id, created = f"chatcmpl-fault-{answer.serial}", int(time.time())
 
         def chunk(choices: list[dict[str, Any]], **extra: Any) -> dict[str, Any]:
             return {
                 "id": chunk_id,
                 "object": "chat.completion.chunk",
                 "created": created,
-                "model": model,
+                "model": answer.model,
                 "choices": choices,
                 **extra,
             }
@@ -154,18 +143,13 @@ class OpenAICodec(FaultCodec):
         frames = [sse(chunk([{"index": 0, "delta": {"role": "assistant", "content": ""}}]))]
         frames += [
             sse(chunk([{"index": 0, "delta": {"content": p}, "finish_reason": None}]))
-            for p in pieces(text)
+            for p in pieces(answer.text)
         ]
-        finish = "length" if truncated else "stop"
-        frames.append(sse(chunk([{"index": 0, "delta": {}, "finish_reason": finish}])))
-        options = body.get("stream_options") if isinstance(body, dict) else None
+        frames.append(sse(chunk([{"index": 0, "delta": {}, "finish_reason": _finish(answer)}])))
+        request = answer.request
+        options = request.get("stream_options") if isinstance(request, dict) else None
         if isinstance(options, dict) and options.get("include_usage"):
-            usage = {
-                "prompt_tokens": input_tokens,
-                "completion_tokens": tokens,
-                "total_tokens": input_tokens + tokens,
-            }
-            frames.append(sse(chunk([], usage=usage)))
+            frames.append(sse(chunk([], usage=_usage(answer))))
         return [*frames, sse("[DONE]")]
 
     def health_body(self) -> dict[str, Any]:
@@ -188,27 +172,18 @@ class OpenAICodec(FaultCodec):
             }
         }
 
-    def rate_limit_headers(
-        self,
-        *,
-        rpm: int | None,
-        rpm_left: int,
-        tpm: int | None,
-        tpm_left: int,
-        reset_requests_s: float,
-        reset_tokens_s: float,
-    ) -> dict[str, str]:
+    def rate_limit_headers(self, window: RateWindow) -> dict[str, str]:
         headers: dict[str, str] = {}
-        if rpm is not None:
+        for dimension, limit, left, reset_s in (
+            ("requests", window.rpm, window.rpm_left, window.reset_requests_s),
+            ("tokens", window.tpm, window.tpm_left, window.reset_tokens_s),
+        ):
+            if limit is None:
+                continue
             if self.sends_limits:
-                headers["x-ratelimit-limit-requests"] = str(rpm)
-            headers["x-ratelimit-remaining-requests"] = str(rpm_left)
-            headers["x-ratelimit-reset-requests"] = _go_duration(reset_requests_s)
-        if tpm is not None:
-            if self.sends_limits:
-                headers["x-ratelimit-limit-tokens"] = str(tpm)
-            headers["x-ratelimit-remaining-tokens"] = str(tpm_left)
-            headers["x-ratelimit-reset-tokens"] = _go_duration(reset_tokens_s)
+                headers[f"x-ratelimit-limit-{dimension}"] = str(limit)
+            headers[f"x-ratelimit-remaining-{dimension}"] = str(left)
+            headers[f"x-ratelimit-reset-{dimension}"] = _go_duration(reset_s)
         return headers
 
     def format_refusal(
