@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal, Protocol
 
@@ -17,7 +17,6 @@ from plumbing.retriever import Retriever
 
 if TYPE_CHECKING:
     from engine.events import InterruptRaised
-    from engine.time_travel import ForkEdits
 
 
 class TieBreakRequest(Frozen):
@@ -85,6 +84,15 @@ class EngineCapabilities(Frozen):
     interrupts_hold_superstep: bool
     checkpoints: bool
     fork: bool = True
+
+
+@dataclass(frozen=True)
+class ForkEdits:
+    """What a fork changes besides going back: step outputs and run inputs."""
+
+    outputs: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
+    """step id -> {field: value} set on that step's restored outputs."""
+    inputs: Mapping[str, Any] = field(default_factory=dict)
 
 
 class ExecutionEngine(Protocol):

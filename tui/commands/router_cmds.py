@@ -16,7 +16,6 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from engine.headless import console_style
 from plumbing.workspace import PROVIDER_STATS_FILE as STATS_FILENAME
 from router.build import build_router
 from router.config import RouterConfig
@@ -29,6 +28,7 @@ from router.models import ProviderSnapshot
 from router.router import SmartModelRouter
 from tui.commands.command_context import workspace_of
 from tui.config import config_from_context, default_config_path
+from tui.present.headless import console_style
 
 T = TypeVar("T")
 
