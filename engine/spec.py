@@ -12,7 +12,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import Field, StringConstraints, model_validator
 
-from plumbing.frozen import Frozen as Frozen  # re-exported for engine/agents until it moves
+from plumbing.frozen import Frozen
 
 IDENTIFIER_PATTERN = r"^[a-z][a-z0-9_]*$"
 Identifier = Annotated[str, StringConstraints(pattern=IDENTIFIER_PATTERN)]
