@@ -195,12 +195,11 @@ def _run_headless(
 
     with open_store(ctx) as store:
         code = drive(store, run_id, run, console)
-        folder = workspace.run_folder(run_id)
-        if (folder / "report.md").is_file():
-            console.print(f"report: {folder / 'report.md'}", highlight=False)
+        files = workspace.run_files(run_id)
+        if files.report.is_file():
+            console.print(f"report: {files.report}", highlight=False)
             console.print(
-                f"quality: {folder / 'quality.yaml'}  rag package: {folder / 'rag_package.jsonl'}",
-                highlight=False,
+                f"quality: {files.quality}  rag package: {files.rag_package}", highlight=False
             )
     return code
 

@@ -16,7 +16,6 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from plumbing.workspace import PROVIDER_STATS_FILE as STATS_FILENAME
 from router.build import build_router
 from router.config import RouterConfig
 from router.fault.demo import demo_router_config
@@ -43,7 +42,7 @@ def resolve_config(ctx: click.Context) -> RouterConfig:
 
 
 def _open_router(ctx: click.Context) -> SmartModelRouter:
-    stats_file = workspace_of(ctx).root / STATS_FILENAME
+    stats_file = workspace_of(ctx).provider_stats_db
     return build_router(
         resolve_config(ctx),
         stats_path=stats_file if stats_file.exists() else None,

@@ -70,7 +70,7 @@ def extractive_responder() -> Any:
 
 
 def build_workbench_router(
-    workspace: Path | None,
+    stats_file: Path | None,
     *,
     config: RouterConfig | None = None,
     environ: Mapping[str, str] | None = None,
@@ -78,14 +78,15 @@ def build_workbench_router(
     clock: Clock | None = None,
     rng: random.Random | None = None,
 ) -> SmartModelRouter:
-    """The router from ``config`` (None: the environment's provider keys), extractive model built in.
+    """The router from ``config`` (None: the environment's provider keys), extractive model built in,
+    its provider statistics in ``stats_file`` (None: in memory).
 
     ``clock`` and ``rng`` (the throttle's and the jitter's draws) are injected by tests."""
     env = environ if environ is not None else os.environ
     resolved = config if config is not None else effective_router_config(None, env)
     return build_router(
         resolved,
-        stats_path=workspace,
+        stats_path=stats_file,
         task_handlers=extractive_handlers(),
         clock=clock,
         transport=transport,
@@ -304,7 +305,7 @@ async def wire_application(
         config = agents_wiring.with_agent_profiles(
             settings.effective_router(env), workspace.agent_registry.registry
         )
-        router = build_workbench_router(workspace.root, config=config, environ=env)
+        router = build_workbench_router(workspace.provider_stats_db, config=config, environ=env)
         stack.push_async_callback(router.aclose)
     forwarder = ProviderStateForwarder(context.store, context.run_id)
     stack.callback(context.store.subscribe(forwarder.on_events))
