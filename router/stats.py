@@ -440,7 +440,7 @@ class SharedStats:
         while self._flush_tasks:
             await asyncio.gather(*self._flush_tasks, return_exceptions=True)
 
-    def maybe_flush(self, *, urgent: bool = False) -> None:
+    def maybe_flush(self, *, urgent: bool) -> None:
         """Write pending stats in a worker thread: at most every ``flush_s``, or at once when ``urgent``.
 
         Concurrent flushes are safe, the recorder serialises them.
