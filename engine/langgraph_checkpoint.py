@@ -1,11 +1,12 @@
 """LangGraph checkpoints in their own SQLite file (DESIGN §9).
 
-The checkpoints live in ``<workspace>/checkpoints.sqlite``, apart from the run
-store, so LangGraph's writer never holds the run store's lock. The file is in
-WAL mode with ``synchronous=NORMAL``: a kill -9 loses nothing that was
-committed. Runs are checkpointed with ``durability="sync"`` (every superstep is
-on disk before the next one starts); the run store and the call journal stay
-the source of truth for step results.
+The checkpoints live in the workspace's ``checkpoints_db``, apart from the run
+store, so LangGraph's writer never holds the run store's lock. The file is opened by the
+rules of every workspace file (plumbing/sqlite_files.py: WAL mode with
+``synchronous=NORMAL``, the busy timeout): a kill -9 loses nothing that was committed.
+Runs are checkpointed with ``durability="sync"`` (every superstep is on disk before the
+next one starts); the run store and the call journal stay the source of truth for step
+results.
 
 With the PostgreSQL store the checkpoints are in the same database, kept by LangGraph's own
 Postgres checkpointer (its tables are created by ``workbench db upgrade``). It runs on a pool
@@ -24,12 +25,13 @@ from typing import TYPE_CHECKING, Any
 import aiosqlite
 from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
 
+from plumbing.sqlite_files import BUSY_TIMEOUT_S, wal_pragmas
+
 if TYPE_CHECKING:
     from langgraph.checkpoint.postgres.aio import AsyncPostgresSaver
 
     from plumbing.postgres import Database
 
-CHECKPOINT_FILE = "checkpoints.sqlite"
 DURABILITY = "sync"
 
 
@@ -37,11 +39,10 @@ DURABILITY = "sync"
 async def open_checkpointer(path: Path) -> AsyncIterator[AsyncSqliteSaver]:
     """An ``AsyncSqliteSaver`` on ``path``, set up and closed with the block."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    conn = await aiosqlite.connect(str(path))
+    conn = await aiosqlite.connect(str(path), timeout=BUSY_TIMEOUT_S)
     try:
-        await conn.execute("PRAGMA journal_mode=WAL")
-        await conn.execute("PRAGMA synchronous=NORMAL")
-        await conn.execute("PRAGMA busy_timeout=10000")
+        for statement in wal_pragmas():
+            await conn.execute(statement)
         saver = AsyncSqliteSaver(conn)
         await saver.setup()
         yield saver

@@ -20,6 +20,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from engine.spec import InputSpec, WorkflowDefinition
+from plumbing.yaml_reading import MAX_DEPTH
 
 
 class InputError(ValueError):
@@ -30,9 +31,9 @@ LARGEST_INT = 2**53
 """Whole numbers beyond this are not exact in the doubles CEL computes with (the engine's
 numeric policy), so an int input is refused outside ±LARGEST_INT before a run exists."""
 
-MAX_INPUT_DEPTH = 40
-"""How deep a list or dict input may nest: as deep as a workflow file may (the loader's limit),
-well inside what CEL converts (100)."""
+MAX_INPUT_DEPTH = MAX_DEPTH
+"""How deep a list or dict input may nest: as deep as a workflow file may (plumbing's one YAML
+limit, 40), well inside what CEL converts (100)."""
 MAX_INPUT_CHARS = 1_000_000
 """How long one input may be, as text (a list's or dict's JSON)."""
 

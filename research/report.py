@@ -16,11 +16,12 @@ import yaml
 
 from engine.model_answers import ModelAnswers, disclosure
 from plumbing.folder_writes import write_text_into
+from plumbing.frozen import Frozen
 from plumbing.untrusted_text import for_document
+from plumbing.workspace import QUALITY_FILE, RAG_PACKAGE_FILE, REPORT_FILE
 from research.brief import answer_lines, source_facts
 from research.coalesce import DISCLAIMERS, TARGET_CI, CoalesceResult
 from research.evidence import Claim, EvidenceMap, Source
-from research.frozen import Frozen
 from research.policy import RoundRecord
 from research.references import link_key
 from research.relevance import RELEVANCE_FLOOR
@@ -420,13 +421,13 @@ def write_artifacts(
     """The three files in ``run_dir``, written without following a link planted there."""
     run_dir.mkdir(parents=True, exist_ok=True)
     return [
-        write_text_into(run_dir, "report.md", report),
+        write_text_into(run_dir, REPORT_FILE, report),
         write_text_into(
-            run_dir, "quality.yaml", yaml.safe_dump(quality, sort_keys=False, allow_unicode=True)
+            run_dir, QUALITY_FILE, yaml.safe_dump(quality, sort_keys=False, allow_unicode=True)
         ),
         write_text_into(
             run_dir,
-            "rag_package.jsonl",
+            RAG_PACKAGE_FILE,
             "".join(json.dumps(c, ensure_ascii=False, sort_keys=True) + "\n" for c in chunks),
         ),
     ]

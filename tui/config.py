@@ -32,8 +32,8 @@ from pydantic import (
 )
 from pydantic_core import ErrorDetails
 
+from plumbing.yaml_reading import LimitedLoader, YamlLimitError, load_yaml
 from router.config import RouterConfig, effective_router_config
-from router.yaml_file import check_yaml_text
 from tui.echo import echo
 from tui.exit_codes import BAD_INPUT
 from tui.paths import standard_config_path
@@ -151,8 +151,9 @@ def default_config_path() -> Path:
 # -- parsing ---------------------------------------------------------------------------------
 
 
-class _LineLoader(yaml.SafeLoader):
-    """A YAML loader that remembers the line of every mapping key."""
+class _LineLoader(LimitedLoader):
+    """A YAML loader that remembers the line of every mapping key (under the limits of every
+    YAML file the product reads: plumbing/yaml_reading.py)."""
 
 
 def _construct_mapping(loader: _LineLoader, node: yaml.MappingNode) -> dict[Any, Any]:
@@ -244,9 +245,10 @@ def _validation_problem(exc: ValidationError, data: Any, source: str) -> ConfigE
 
 
 def parse_config(text: str, source: str) -> WorkbenchConfig:
-    check_yaml_text(text, source, ConfigError)
     try:
-        data = yaml.load(text, Loader=_LineLoader)  # noqa: S506 - a SafeLoader subclass
+        data = load_yaml(text, _LineLoader)
+    except YamlLimitError as refused:
+        raise ConfigError(refused.located(source)) from None
     except yaml.YAMLError as exc:
         mark = getattr(exc, "context_mark", None) or getattr(exc, "problem_mark", None)
         line = mark.line + 1 if mark is not None else 1

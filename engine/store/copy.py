@@ -16,9 +16,9 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator
 from typing import Literal
 
-from engine.spec import Frozen
 from engine.store.base import BaseRunStore
 from engine.store.records import RunRecord, StepResult, UnknownRun
+from plumbing.frozen import Frozen
 
 Outcome = Literal["copied", "present", "differs"]
 ALL_RUNS = 1_000_000_000

@@ -10,9 +10,10 @@ from typing import Any, Literal
 from pydantic import Field
 
 from engine.context import InterruptAnswer, InterruptRequest
-from engine.spec import Frozen, WorkflowDefinition
+from engine.spec import WorkflowDefinition
 from engine.states import RunStatus, StepStatus
 from engine.store.ownership import OwnerStatus, RunOwner
+from plumbing.frozen import Frozen
 
 
 class UnknownRun(LookupError):

@@ -9,11 +9,11 @@ from pathlib import Path
 
 import pytest
 
+from plumbing.workspace import PROVIDER_STATS_FILE as STATS_FILENAME
 from router.clock import ManualClock
-from router.fault_server import FaultServer
+from router.fault.server import FaultServer
 from router.models import BreakerState
 from router.stats import (
-    STATS_FILENAME,
     BreakerRecord,
     CallRecord,
     ProviderStatsStore,

@@ -22,7 +22,8 @@ from engine.run_inputs import resolve_inputs
 from engine.states import RunStatus
 from engine.store import RunStore
 from research.corpus import Corpus
-from router.fault_server import FaultServer, demo_router_config
+from router.fault.demo import demo_router_config
+from router.fault.server import FaultServer
 from tui.cli import cli
 from tui.config import ConfigError, WorkbenchConfig, load_config
 from tui.launch.run import open_run

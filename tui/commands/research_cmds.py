@@ -21,6 +21,7 @@ from rich.table import Table
 from engine.protocol import ExecutionResult
 from engine.run_inputs import InputError, resolve_inputs
 from engine.store import new_run_id
+from plumbing.workspace import RunFolder
 from research.corpus import Corpus
 from research.dates import parse_iso_day
 from research.sources import DOMAINS
@@ -211,11 +212,12 @@ def _run_headless(
 def research_summary(folder: Path) -> list[str]:
     """What a research run produced, in a few lines ending with the report's path: its confidence,
     the round the report uses, why research stopped — from quality.yaml, never cut JSON."""
-    report = folder / "report.md"
+    files = RunFolder(folder)
+    report = files.report
     if not report.is_file():
         return ["no report was written (see the steps above for why)"]
     try:
-        quality = yaml.safe_load((folder / "quality.yaml").read_text(encoding="utf-8")) or {}
+        quality = yaml.safe_load(files.quality.read_text(encoding="utf-8")) or {}
     except (OSError, yaml.YAMLError):
         quality = {}
     lines = []
@@ -230,9 +232,7 @@ def research_summary(folder: Path) -> list[str]:
         failing = quality.get("failing_metrics") or []
         if failing:
             lines.append(f"below the quality gate: {', '.join(map(str, failing))}")
-    lines.append(
-        f"quality: {folder / 'quality.yaml'} · rag package: {folder / 'rag_package.jsonl'}"
-    )
+    lines.append(f"quality: {files.quality} · rag package: {files.rag_package}")
     lines.append(f"report: {report}")
     return lines
 

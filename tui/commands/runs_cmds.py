@@ -227,9 +227,9 @@ def runs_copy(
 def _is_store(location: str) -> bool:
     """Whether ``location`` names an existing store (a database is checked when opened)."""
     from plumbing.postgres import is_database_address
-    from tui.launch.workspace import RUNS_FILE
+    from plumbing.workspace import Workspace as Folder
 
-    return is_database_address(location) or (Path(location).expanduser() / RUNS_FILE).is_file()
+    return is_database_address(location) or Folder(Path(location).expanduser()).runs_db.is_file()
 
 
 # -- history and fork (the LangGraph issue) ----------------------------------------------

@@ -3,8 +3,8 @@
 The config's ``store:`` decides: absent, the workspace's SQLite files (``runs.sqlite`` and
 its neighbours: the default); a PostgreSQL address, that database, which then holds the run
 store, the provider statistics and LangGraph's checkpoints. :func:`upgrade_database` creates
-and migrates all three schemas there (``workbench db upgrade``). A *location* — what
-``workbench runs copy`` names on either side — is a workspace folder or a PostgreSQL address.
+and migrates all three schemas there (``workbench db upgrade``). A *location* — what ``workbench runs copy`` names on either side —
+is a workspace folder or a PostgreSQL address.
 """
 
 from __future__ import annotations
@@ -13,8 +13,9 @@ from pathlib import Path
 
 from engine.store import BaseRunStore, RunStore
 from plumbing.postgres import Database, is_database_address
+from plumbing.workspace import Workspace as Folder
 from tui.config import WorkbenchConfig
-from tui.launch.workspace import RUNS_FILE, Workspace
+from tui.launch.workspace import Workspace
 
 
 def open_runs(workspace: Workspace, settings: WorkbenchConfig) -> BaseRunStore:
@@ -33,7 +34,7 @@ def open_run_store(location: str | Path) -> BaseRunStore:
         from engine.store.postgres import PostgresRunStore
 
         return PostgresRunStore(location)
-    return RunStore(Path(location).expanduser() / RUNS_FILE)
+    return RunStore(Folder(Path(location).expanduser()).runs_db)
 
 
 def describe_location(location: str | Path) -> str:
@@ -41,7 +42,7 @@ def describe_location(location: str | Path) -> str:
     workspace's run store file."""
     if isinstance(location, str) and is_database_address(location):
         return Database(location).display
-    return str(Path(location).expanduser() / RUNS_FILE)
+    return str(Folder(Path(location).expanduser()).runs_db)
 
 
 def upgrade_database(address: str) -> list[str]:
