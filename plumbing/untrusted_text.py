@@ -14,7 +14,10 @@ surface passes such text through one of two policies here:
 - :func:`for_document` (Markdown reports): whole escape sequences are *removed*, then any
   character left of that kind, so a report keeps no raw control character;
 - :func:`json_for_terminal` (JSON printed by a command): each such character is written as its
-  JSON escape, so the document stays exact.
+  JSON escape, so the document stays exact;
+- :func:`without_unsafe_characters` (text already laid out, the app's last line of defence):
+  each such character alone is removed. None of them takes a cell on screen, so what was
+  measured keeps its width.
 
 Newline and tab stay (multi-line text) unless ``one_line`` folds every run of whitespace with
 a line break or tab in it to one space (headings, titles, table cells). ``\\r\\n`` is a line
@@ -30,7 +33,7 @@ from __future__ import annotations
 
 import re
 
-__all__ = ["for_document", "for_terminal", "json_for_terminal"]
+__all__ = ["for_document", "for_terminal", "json_for_terminal", "without_unsafe_characters"]
 
 _CONTROLS = "\x00-\x08\x0b-\x1f\x7f-\x9f"
 """C0 but tab and newline, DEL, and C1."""
@@ -86,6 +89,12 @@ def for_document(text: str, *, one_line: bool = False) -> str:
     if one_line or _UNSAFE.search(text):
         return _UNSAFE.sub("", _ESCAPE_SEQUENCE.sub("", _fold(text, one_line)))
     return text
+
+
+def without_unsafe_characters(text: str) -> str:
+    """``text`` with every control, escape-starting and format character removed, nothing else:
+    the rest of a sequence stays as plain text, and the width of the text is unchanged."""
+    return _UNSAFE.sub("", text) if _UNSAFE.search(text) else text
 
 
 def _json_escape(match: re.Match[str]) -> str:

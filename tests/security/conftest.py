@@ -11,9 +11,9 @@ and :func:`assert_payload_shown` checks a person sees each attack as text instea
 
 The security suite's modules: test_untrusted_text.py (the sanitiser), test_chokepoints.py
 (nothing prints around it), test_terminal_escapes.py (every command and app surface in a real
-pseudo-terminal), test_serve_auth.py (the served app), test_inputs.py (inputs, template
-expansion, symlinks, keys over http). Others add theirs beside them (bounded streams, hostile
-corpus files) and share these helpers.
+pseudo-terminal), test_terminal_guard.py (the app's line filter), test_serve_auth.py (the served
+app), test_inputs.py (inputs, template expansion, symlinks, keys over http). Others add theirs
+beside them (bounded streams, hostile corpus files) and share these helpers.
 """
 
 from __future__ import annotations

@@ -9,7 +9,12 @@ import sys
 from hypothesis import given
 from hypothesis import strategies as st
 
-from plumbing.untrusted_text import for_document, for_terminal, json_for_terminal
+from plumbing.untrusted_text import (
+    for_document,
+    for_terminal,
+    json_for_terminal,
+    without_unsafe_characters,
+)
 from tests.security.conftest import ATTACKS, PAYLOAD, SHOWN, acted_on
 
 
@@ -20,6 +25,21 @@ def test_every_character_the_unicode_database_calls_a_control_or_format_is_handl
         if acted_on(chr(code)) and for_document(chr(code)) != ""
     ]
     assert not missed, f"left in a document: {missed[:20]}"
+    kept = [
+        f"U+{code:04X}"
+        for code in range(sys.maxunicode + 1)
+        if acted_on(chr(code)) and without_unsafe_characters(chr(code)) != ""
+    ]
+    assert not kept, f"left in a rendered line: {kept[:20]}"
+
+
+def test_a_rendered_line_loses_only_the_characters_that_take_no_cell() -> None:
+    assert without_unsafe_characters(PAYLOAD) == (
+        "SEC-CLIP]52;c;U0VDLUNMSVBCT0FSRA== SEC-TITLE]0;SEC-TITLE SEC-CLEAR[2J SEC-BELL"
+        " SEC-C131m SEC-RTL"
+    )
+    plain = "naïve café, 漢字 and a joiner: 👩\u200d💻"
+    assert without_unsafe_characters(plain) is plain
 
 
 def test_each_attack_is_shown_to_a_person_and_removed_from_a_document() -> None:

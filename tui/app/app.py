@@ -8,7 +8,7 @@ Each live run's engine loop runs in a Textual thread worker of its run screen, b
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -17,6 +17,7 @@ from textual import on
 from textual.app import App, SystemCommand
 from textual.binding import Binding
 from textual.command import Hit, Hits, Provider
+from textual.filter import LineFilter
 from textual.notifications import SeverityLevel
 from textual.screen import Screen
 from textual.widgets import Input, OptionList, TextArea
@@ -27,6 +28,7 @@ from tui.app.messages import OpenRun, StartFork, StartRun
 from tui.app.screens.home import HomeScreen
 from tui.app.status_colours import status_variables
 from tui.app.status_style import STATUS_CSS
+from tui.app.terminal_guard import UnsafeCharacterFilter
 from tui.launch.run_driver import NewRunJob, PromptTicket, RunDriver, RunJob
 from tui.launch.workbench import Workbench
 from tui.present.untrusted import for_display
@@ -133,6 +135,12 @@ class WorkbenchApp(App[None]):
         """The screen following each run this app drives, kept (installed) while the person is
         elsewhere, so its prompts wait there and reopening the run shows them."""
         self._toasts = ToastHandler(self)
+        self._unsafe_characters = UnsafeCharacterFilter()
+
+    def get_line_filters(self) -> Sequence[LineFilter]:
+        """Textual's filters, then the one that removes what a terminal would act on from every
+        rendered line (tui/app/terminal_guard.py), whatever widget holds it."""
+        return [*super().get_line_filters(), self._unsafe_characters]
 
     def on_mount(self) -> None:
         self._toasts.install()
