@@ -97,7 +97,7 @@ class GuardedServer(Server):
                 secure=self.public_url.startswith("https:"),
                 path="/",
             )
-            return page
+            raise page  # aiohttp's redirects are raised (returning one is deprecated)
         if not self._authorised(request):
             raise web.HTTPUnauthorized(
                 text="Research Workbench: open the address `workbench serve` printed"
@@ -124,10 +124,10 @@ class GuardedServer(Server):
         """Tell the page, in its terminal, why no app starts, and close."""
         socket = web.WebSocketResponse()
         await socket.prepare(request)
+        open_now = "1 session is" if self.max_sessions == 1 else f"{self.max_sessions} sessions are"
         await socket.send_bytes(
-            f"\r\nResearch Workbench: {self.max_sessions} sessions are open already, the most"
-            " this server allows (workbench serve --max-sessions); close one and reload this"
-            " page.\r\n".encode()
+            f"\r\nResearch Workbench: {open_now} open already, the most this server allows"
+            " (workbench serve --max-sessions); close one and reload this page.\r\n".encode()
         )
         await socket.close(code=TRY_AGAIN_LATER, message=b"too many sessions")
         return socket
