@@ -11,9 +11,10 @@ and :func:`assert_payload_shown` checks a person sees each attack as text instea
 
 The security suite's modules: test_untrusted_text.py (the sanitiser), test_chokepoints.py
 (nothing prints around it), test_terminal_escapes.py (every command and app surface in a real
-pseudo-terminal), test_terminal_guard.py (the app's line filter), test_serve_auth.py (the served
-app), test_inputs.py (inputs, template expansion, symlinks, keys over http). Others add theirs
-beside them (bounded streams, hostile corpus files) and share these helpers.
+pseudo-terminal), test_terminal_guard.py (the app's line filter), test_server_responses.py (a
+model's answer from a hostile server), test_serve_auth.py (the served app), test_inputs.py
+(inputs, template expansion, symlinks, keys over http). Others add theirs beside them (bounded
+streams, hostile corpus files) and share these helpers.
 """
 
 from __future__ import annotations
@@ -147,13 +148,16 @@ class Written:
         return self.output.decode("utf-8", errors="replace")
 
 
-def in_terminal(workspace: Path, *args: str, cwd: Path | None = None) -> Written:
-    """``workbench --workspace WORKSPACE ARGS`` in a COLUMNS x ROWS pseudo-terminal, to its end."""
+def in_terminal(
+    workspace: Path, *args: str, cwd: Path | None = None, env: dict[str, str] | None = None
+) -> Written:
+    """``workbench --workspace WORKSPACE ARGS`` in a COLUMNS x ROWS pseudo-terminal, to its end
+    (``env``: variables added to the test terminal's)."""
     child = pexpect.spawn(
         WORKBENCH,
         ["--workspace", str(workspace), *args],
         cwd=str(cwd or workspace),
-        env=terminal_env(workspace),
+        env=terminal_env(workspace, **(env or {})),
         dimensions=(ROWS, COLUMNS),
         timeout=PROCESS_S,
     )
