@@ -2,7 +2,7 @@
 
 - a deeply nested ``--input`` is one line and exit 2 before anything is stored (it was exit 70
   after the run was stored, leaving it RUNNING with its process gone; 50,000 levels a
-  RecursionError);
+  RecursionError); the app's form says the same line and starts nothing;
 - a ``with:`` list of a template asking for more steps than templates may make is one line
   naming the file and line, never a minute and gigabytes of expansion;
 - a symbolic link planted where a run writes its report is replaced, never written through;
@@ -19,11 +19,17 @@ import sqlite3
 from pathlib import Path
 
 import pytest
+from textual.widgets import Input, Static
 
 from plumbing.folder_writes import LinkRefused, write_text_into
 from tests.security.conftest import piped, run_id_of
 from tests.security.costs import measured
+from tests.tui.pilot_wait import press, until
 from tests.tui.terminal import PROCESS_S, WORKBENCH, terminal_env
+from tui.app.app import WorkbenchApp
+from tui.app.screens.home import HomeScreen
+from tui.app.widgets.find_bar import plain_text
+from tui.launch.workbench import Workbench
 
 pytestmark = pytest.mark.timeout(PROCESS_S)
 
@@ -195,3 +201,28 @@ def test_a_key_over_plain_http_to_another_machine_is_refused_unless_allowed(
     ]:
         code, text = providers(url, extra)
         assert code == 0, f"{url} {extra.strip()}: {text}"
+
+
+async def test_the_app_s_form_refuses_a_deep_input_in_one_line_and_starts_nothing(
+    tmp_path: Path,
+) -> None:
+    shipped = tmp_path / "shipped"
+    shipped.mkdir()
+    (shipped / "listing.yaml").write_text(LIST_WORKFLOW, encoding="utf-8")
+    app = WorkbenchApp(Workbench(workspace=tmp_path, shipped_dir=shipped))
+    async with app.run_test(size=(120, 40)) as pilot:
+        await until(pilot, lambda: isinstance(app.screen, HomeScreen) and app.screen.ready)
+        home = app.screen
+        assert isinstance(home, HomeScreen)
+        await until(pilot, lambda: "items" in home.fields)
+        field = home.fields["items"]
+        assert isinstance(field, Input)
+        field.value = "[" * 200 + "]" * 200
+        error = home.query_one("#form-error", Static)
+        await press(pilot, "ctrl+s", lambda: "nests" in plain_text(error))
+        assert (
+            plain_text(error)
+            == "input 'items' nests 200 levels deep; an input may nest 40 — flatten it"
+        )
+        assert isinstance(app.screen, HomeScreen), "no run screen opened"
+    assert stored_runs(tmp_path) == 0
