@@ -74,7 +74,12 @@ def app_command(ctx: click.Context, run_id: str | None) -> None:
 def serve_command(
     ctx: click.Context, host: str, port: int, max_sessions: int, public_url: str | None
 ) -> None:
-    """Serve the workbench in a browser (textual-serve)."""
+    """Serve the workbench in a browser (textual-serve), behind a token.
+
+    The address printed at start carries a new token; export WORKBENCH_TOKEN (16 characters or
+    more) to choose it. Only pages of the served address may connect. Keep it on loopback and
+    put a TLS reverse proxy in front to reach it from elsewhere (docs/security.md).
+    """
     from tui.commands.served_app import serve  # imported here: textual-serve is slow to import
 
     workspace = (ctx.obj or {}).get(WORKSPACE_KEY)
