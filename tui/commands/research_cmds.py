@@ -13,6 +13,7 @@ from __future__ import annotations
 from typing import Any
 
 import click
+import yaml
 from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
@@ -20,6 +21,8 @@ from rich.table import Table
 from engine.protocol import ExecutionResult
 from engine.run_inputs import InputError, resolve_inputs
 from engine.store import new_run_id
+from plumbing.workspace import RunFolder
+from plumbing.yaml_reading import YamlLimitError, load_yaml
 from research.corpus import Corpus
 from research.dates import parse_iso_day
 from research.sources import DOMAINS
@@ -194,14 +197,36 @@ def _run_headless(
             return await opened.start()
 
     with open_store(ctx) as store:
-        code = drive(store, run_id, run, console)
-        files = workspace.run_files(run_id)
-        if files.report.is_file():
-            console.print(f"report: {files.report}", highlight=False)
-            console.print(
-                f"quality: {files.quality}  rag package: {files.rag_package}", highlight=False
-            )
-    return code
+        return drive(
+            store, run_id, run, console, lambda _: research_summary(workspace.run_files(run_id))
+        )
+
+
+def research_summary(files: RunFolder) -> list[str]:
+    """What a research run produced, in a few lines ending with the report's path: its confidence,
+    the round the report uses, why research stopped — from quality.yaml, never cut JSON."""
+    report = files.report
+    if not report.is_file():
+        return ["no report was written (see the steps above for why)"]
+    try:
+        quality = load_yaml(files.quality.read_text(encoding="utf-8")) or {}
+    except (OSError, UnicodeDecodeError, YamlLimitError, yaml.YAMLError):
+        quality = {}
+    lines = []
+    if isinstance(quality, dict) and quality:
+        best = quality.get("best_ci")
+        lines.append(
+            f"confidence {quality.get('confidence_level', '?')} · report from round "
+            f"R{quality.get('selected_round', '?')} of {quality.get('rounds_completed', '?')}"
+            + (f" (CI {best:.2f})" if isinstance(best, (int, float)) else "")
+            + f" · stopped: {quality.get('stop_reason') or '–'}"
+        )
+        failing = quality.get("failing_metrics") or []
+        if failing:
+            lines.append(f"below the quality gate: {', '.join(map(str, failing))}")
+    lines.append(f"quality: {files.quality} · rag package: {files.rag_package}")
+    lines.append(f"report: {report}")
+    return lines
 
 
 @research_group.command("sensitivity")
