@@ -41,7 +41,8 @@ PIECE = 64 * 1024
 """The most bytes one step of inflating produces."""
 ACCEPT_ENCODING = "gzip, deflate"
 _WBITS = {"gzip": zlib.MAX_WBITS | 16, "x-gzip": zlib.MAX_WBITS | 16, "deflate": zlib.MAX_WBITS}
-_CODING = re.compile(r"[a-z0-9_.+-]{1,32}")
+_CODING = re.compile(r"[a-z0-9_.+-]{1,32}(?:, ?[a-z0-9_.+-]{1,32}){0,3}")
+"""A content coding (or a short list of them) fit to be named in a detail string."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -147,11 +147,12 @@ async def send(
     else:
         pieces = _chat_pieces(fault, route, codec, reply)
     content_type = codec.stream_content_type if route.stream else "application/json"
-    head = ["HTTP/1.1 200 OK", f"content-type: {content_type}", "transfer-encoding: chunked"]
+    headers = {"content-type": content_type, "transfer-encoding": "chunked"}
     if fault.encoding != "identity":
-        head.append(f"content-encoding: {fault.encoding}")
+        headers["content-encoding"] = fault.encoding
         pieces = _encoded(pieces, fault.encoding)
-    head += [f"{k}: {v}" for k, v in fault.headers.items()]
+    headers.update({name.lower(): value for name, value in fault.headers.items()})
+    head = ["HTTP/1.1 200 OK", *(f"{name}: {value}" for name, value in headers.items())]
     writer.write(("\r\n".join(head) + "\r\n\r\n").encode("latin-1"))
     pause = fault.every_s * time_scale
     for piece in pieces:
