@@ -41,7 +41,11 @@ from langgraph.types import Command, Interrupt, interrupt
 from engine.context import InterruptAnswer
 from engine.events import InterruptRaised
 from engine.interrupts import AnswerPause, WaitingForHuman
-from engine.langgraph_checkpoint import DURABILITY, open_checkpointer
+from engine.langgraph_checkpoint import (
+    DURABILITY,
+    open_checkpointer,
+    open_postgres_checkpointer,
+)
 from engine.langgraph_compile import START_NODE, GraphState, NodeFunction, build_state_graph
 from engine.langgraph_history import HistoryEntry, checkpoint_history, store_history
 from engine.lifecycle import CancelRequest, EngineBase, ScheduleEnd
@@ -122,6 +126,11 @@ class LangGraphEngine(EngineBase):
     async def checkpointer(self, store: BaseRunStore) -> AsyncIterator[BaseCheckpointSaver[Any]]:
         if self.saver is not None:
             yield self.saver
+            return
+        database = getattr(store, "database", None)  # the PostgreSQL store's: its checkpoints too
+        if database is not None:
+            async with open_postgres_checkpointer(database) as saver:
+                yield saver
             return
         path = self.checkpoint_file(store)
         if path is None:

@@ -17,7 +17,7 @@ from router.local import TaskHandlerRegistry
 from router.providers.base import Provider
 from router.providers.http import HttpProvider
 from router.router import SmartModelRouter
-from router.stats import StatsStore
+from router.stats import ProviderStatsStore, StatsStore
 
 
 def _client(transport: httpx.AsyncBaseTransport | None) -> httpx.AsyncClient:
@@ -42,6 +42,7 @@ def build_router(
     config: RouterConfig,
     *,
     stats_path: Path | None,
+    stats_database: str | None = None,
     task_handlers: TaskHandlerRegistry,
     clock: Clock | None = None,
     transport: httpx.AsyncBaseTransport | None = None,
@@ -52,16 +53,23 @@ def build_router(
 
     ``stats_path`` may be the SQLite file (a name with a suffix) or the workspace directory,
     existing or not (the file is then the workspace's ``provider_stats_db``); ``None`` keeps
-    statistics in memory only.
+    statistics in memory only. ``stats_database`` (a PostgreSQL address) keeps them in that
+    database instead, shared by every process using it; provider capabilities stay in
+    ``stats_path``'s folder.
     """
     clock = clock or SystemClock()
     client = _client(transport)
-    stats = None
+    stats: ProviderStatsStore | None = None
     path: Path | None = None
     if stats_path is not None:
         path = Path(stats_path)
         if path.is_dir() or not path.suffix:  # a workspace directory, existing or not yet created
             path = Workspace(path).provider_stats_db
+    if stats_database is not None:
+        from router.stats_postgres import PostgresStatsStore
+
+        stats = PostgresStatsStore(stats_database)
+    elif path is not None:
         stats = StatsStore(path)
     capabilities = StructuredCapabilities(path)
     providers: dict[str, Provider] = {

@@ -127,7 +127,7 @@ class ChangeNotices:
             return
         work(*args)
 
-    def notify(self, name: str, *, urgent: bool = False) -> None:
+    def notify(self, name: str, *, urgent: bool) -> None:
         """Tell subscribers provider ``name`` changed."""
         self.publisher.changed(name, self.loop, urgent=urgent)
 

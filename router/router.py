@@ -77,7 +77,7 @@ from router.runtime import ProviderRuntime
 from router.selection import Candidate, health_scores, order_group, plan_chain
 from router.settle import Held, Settlement
 from router.shedding import LoadShedder
-from router.stats import SharedStats, StatsStore
+from router.stats import ProviderStatsStore, SharedStats
 from router.streaming import StreamSink, streaming_to
 from router.truncation import more_room
 from router.wire import (
@@ -105,7 +105,7 @@ class SmartModelRouter:
         providers: Mapping[str, Provider],
         task_handlers: TaskHandlerRegistry,
         clock: Clock | None = None,
-        stats: StatsStore | None = None,
+        stats: ProviderStatsStore | None = None,
         rng: random.Random | None = None,
         client: httpx.AsyncClient | None = None,
     ) -> None:

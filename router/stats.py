@@ -14,6 +14,10 @@ subtracted (never added: a wall clock stepped backwards cannot lengthen it).
 
 Writes are batched by :class:`StatsRecorder` off the request path; the router
 flushes it from a worker thread about once a second and on close.
+
+The router reads and writes any :class:`ProviderStatsStore`: this SQLite file
+(:class:`StatsStore`, the default) or a PostgreSQL database shared by every worker
+(router/stats_postgres.py), with the same meanings.
 """
 
 from __future__ import annotations
@@ -27,6 +31,7 @@ from collections import defaultdict
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Protocol
 
 from plumbing.sqlite_files import BUSY_TIMEOUT_S, connect, retry_while_locked, use_wal
 from router.breaker import CircuitBreaker
@@ -135,8 +140,54 @@ class StoredProvider:
         return max(0.0, self.breaker.cooldown_remaining_s - elapsed)
 
 
+def call_totals(calls: list[CallRecord]) -> tuple[dict[str, list[float]], dict[str, float]]:
+    """Per provider, what ``calls`` add to its totals — requests, successes, failures,
+    rate-limited, input tokens, output tokens, cost, fallbacks — and its latest call's wall time."""
+    totals: dict[str, list[float]] = defaultdict(lambda: [0, 0, 0, 0, 0, 0, 0.0, 0])
+    last_wall: dict[str, float] = {}
+    for call in calls:
+        row = totals[call.provider]
+        row[0] += 1
+        row[1] += call.ok
+        row[2] += not call.ok
+        row[3] += call.error_class in ("rate_limit", "quota")
+        row[4] += call.input_tokens
+        row[5] += call.output_tokens
+        row[6] += call.cost_usd
+        row[7] += call.fallback
+        last_wall[call.provider] = max(last_wall.get(call.provider, 0.0), call.wall)
+    return dict(totals), last_wall
+
+
+class ProviderStatsStore(Protocol):
+    """Where provider statistics and breaker state are kept, shared by every process using it."""
+
+    @property
+    def where(self) -> str:
+        """The store as messages name it (a file; a database without its password)."""
+
+    @property
+    def failures(self) -> tuple[type[Exception], ...]:
+        """The errors that mean the store could not be read or written just now."""
+
+    def write(self, calls: list[CallRecord], breakers: list[BreakerRecord]) -> None:
+        """Add a batch of calls (totals as increments, so writers add up) and replace breaker
+        rows, in one transaction; recent calls are pruned to the newest ``keep_calls``."""
+
+    def load(self, recent: int = 100) -> dict[str, StoredProvider]:
+        """Everything stored, per provider: totals, the last ``recent`` calls (oldest first),
+        breaker row."""
+
+    def load_breakers(self) -> list[BreakerRecord]:
+        """Only the breaker rows: what a running router polls to see other processes' trips."""
+
+    def close(self) -> None: ...
+
+
 class StatsStore:
     """One SQLite file; one connection per store, guarded by a lock so worker threads can flush."""
+
+    failures: tuple[type[Exception], ...] = (sqlite3.Error,)
 
     def __init__(
         self, path: Path, *, keep_calls: int = 200, busy_timeout_s: float = BUSY_TIMEOUT_S
@@ -154,6 +205,10 @@ class StatsStore:
         except sqlite3.DatabaseError as exc:
             self._conn.close()
             raise StatsFileError(self.path, exc) from None
+
+    @property
+    def where(self) -> str:
+        return str(self.path)
 
     # --- setup ----------------------------------------------------------------
 
@@ -187,19 +242,7 @@ class StatsStore:
         """Add a batch of calls and replace breaker rows, in one transaction."""
         if not calls and not breakers:
             return
-        totals: dict[str, list[float]] = defaultdict(lambda: [0, 0, 0, 0, 0, 0, 0.0, 0])
-        last_wall: dict[str, float] = {}
-        for call in calls:
-            row = totals[call.provider]
-            row[0] += 1
-            row[1] += call.ok
-            row[2] += not call.ok
-            row[3] += call.error_class in ("rate_limit", "quota")
-            row[4] += call.input_tokens
-            row[5] += call.output_tokens
-            row[6] += call.cost_usd
-            row[7] += call.fallback
-            last_wall[call.provider] = max(last_wall.get(call.provider, 0.0), call.wall)
+        totals, last_wall = call_totals(calls)
         with self._lock:
             cur = self._conn.cursor()
             cur.execute("BEGIN IMMEDIATE")
@@ -322,7 +365,7 @@ class StatsStore:
 class StatsRecorder:
     """Buffers call records and dirty breaker rows between flushes; flushing is thread-safe."""
 
-    def __init__(self, store: StatsStore, *, max_buffer: int = 10_000) -> None:
+    def __init__(self, store: ProviderStatsStore, *, max_buffer: int = 10_000) -> None:
         self.store = store
         self._calls: list[CallRecord] = []
         self._breakers: dict[str, BreakerRecord] = {}
@@ -352,11 +395,11 @@ class StatsRecorder:
                 breakers, self._breakers = list(self._breakers.values()), {}
             try:
                 self.store.write(calls, breakers)
-            except sqlite3.Error as exc:
+            except self.store.failures as exc:
                 if not self._warned:
                     log.warning(
                         "provider stats could not be written to %s (%s); retrying on the next flush",
-                        self.store.path,
+                        self.store.where,
                         type(exc).__name__,
                     )
                     self._warned = True
@@ -377,7 +420,7 @@ class SharedStats:
 
     def __init__(
         self,
-        store: StatsStore,
+        store: ProviderStatsStore,
         clock: Clock,
         breakers: Mapping[str, CircuitBreaker],
         *,
@@ -410,7 +453,7 @@ class SharedStats:
         await self.flush()
         try:
             rows = await asyncio.to_thread(self.store.load_breakers)
-        except sqlite3.Error as exc:
+        except self.store.failures as exc:
             if not self._sync_warned:
                 self._sync_warned = True
                 log.warning("provider stats could not be read (%s)", type(exc).__name__)

@@ -4,9 +4,10 @@ Which file: the root ``--config PATH`` option of ``workbench``, else
 ``$WORKBENCH_CONFIG``, else ``config.yaml`` in the platformdirs user config dir
 (``~/.config/research-workbench/config.yaml`` on Linux). Sections: ``theme``,
 ``keymap`` (binding id -> keys, as Textual's keymaps), ``corpus.folders``
-(indexed into the workspace corpus and searched by runs), ``workflow_dirs`` and
+(indexed into the workspace corpus and searched by runs), ``workflow_dirs``,
 ``router`` (a typed :class:`router.config.RouterConfig`: providers, profiles,
-policy). A mistake in the file never becomes a traceback: :func:`load_config`
+policy) and ``store`` (a PostgreSQL address: runs, provider statistics and
+checkpoints in that database instead of the workspace's SQLite files). A mistake in the file never becomes a traceback: :func:`load_config`
 raises :class:`ConfigError`, one line naming the file, the line, the key and
 what to do; on the command line it prints as ``error: …`` and exits 2.
 """
@@ -26,6 +27,7 @@ from pydantic import (
     PrivateAttr,
     StringConstraints,
     ValidationError,
+    field_validator,
     model_validator,
 )
 from pydantic_core import ErrorDetails
@@ -73,6 +75,10 @@ class WorkbenchConfig(BaseModel):
     """Providers, profiles and policy of the SmartModelRouter (router/config.py)."""
     workflow_dirs: list[str] = Field(default_factory=list)
     """Extra folders holding the user's workflow YAML files."""
+    store: str | None = None
+    """A PostgreSQL address (``postgresql://USER@HOST:PORT/DATABASE``) holding the runs, the
+    provider statistics and the checkpoints; None: the workspace's SQLite files. Its password
+    comes from ``PGPASSWORD`` or ``~/.pgpass``, never from this file."""
     _source: str = PrivateAttr(default="")
 
     @model_validator(mode="before")
@@ -81,6 +87,29 @@ class WorkbenchConfig(BaseModel):
         if isinstance(data, Mapping):
             return {key: value for key, value in data.items() if value is not None}
         return data
+
+    @field_validator("store")
+    @classmethod
+    def _a_database_without_its_password(cls, value: str | None) -> str | None:
+        if value is None:
+            return None
+        from plumbing.postgres import Database, DatabaseError, is_database_address
+
+        if not is_database_address(value):
+            raise ValueError(
+                "is not a PostgreSQL address; write postgresql://USER@HOST:PORT/DATABASE, or"
+                " leave it out to keep runs in the workspace"
+            )
+        try:
+            database = Database(value)
+        except DatabaseError as error:
+            raise ValueError(str(error)) from None
+        if database.has_password:
+            raise ValueError(
+                "holds a password, and secrets never go in the config file; take it out and"
+                " export it in PGPASSWORD (or write it in ~/.pgpass)"
+            )
+        return value
 
     @property
     def source(self) -> str:

@@ -101,9 +101,18 @@ def _one_line_errors() -> tuple[type[BaseException], ...]:
     from engine.run_inputs import InputError
     from engine.sqlite_file import StoreFileError
     from engine.store import RunOwned, UnknownRun
+    from plumbing.postgres import DatabaseError
     from router.errors import StatsFileError
 
-    return (StoreFileError, StatsFileError, RunOwned, UnknownRun, RunNotResumable, InputError)
+    return (
+        StoreFileError,
+        StatsFileError,
+        DatabaseError,
+        RunOwned,
+        UnknownRun,
+        RunNotResumable,
+        InputError,
+    )
 
 
 def _sqlite_template(error: BaseException) -> str | None:

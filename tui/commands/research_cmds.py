@@ -10,6 +10,7 @@ manages the corpus.
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import click
@@ -22,13 +23,18 @@ from engine.protocol import ExecutionResult
 from engine.run_inputs import InputError, resolve_inputs
 from engine.store import new_run_id
 from plumbing.workspace import RunFolder
-from plumbing.yaml_reading import YamlLimitError, load_yaml
 from research.corpus import Corpus
 from research.dates import parse_iso_day
 from research.sources import DOMAINS
 from tui.commands.app_cmds import open_app
 from tui.commands.command_context import BadInput, load_or_exit, workspace_of
-from tui.commands.common import drive, interrupt_mode, open_store, responder_for
+from tui.commands.common import (
+    drive,
+    interrupt_mode,
+    open_store,
+    responder_for,
+    store_location,
+)
 from tui.launch.run import Surface, open_run
 from tui.launch.wiring import open_corpus
 from tui.launch.workspace import Workspace
@@ -198,19 +204,20 @@ def _run_headless(
 
     with open_store(ctx) as store:
         return drive(
-            store, run_id, run, console, lambda _: research_summary(workspace.run_files(run_id))
+            store, run_id, run, console, lambda _: research_summary(workspace.run_folder(run_id))
         )
 
 
-def research_summary(files: RunFolder) -> list[str]:
+def research_summary(folder: Path) -> list[str]:
     """What a research run produced, in a few lines ending with the report's path: its confidence,
     the round the report uses, why research stopped — from quality.yaml, never cut JSON."""
+    files = RunFolder(folder)
     report = files.report
     if not report.is_file():
         return ["no report was written (see the steps above for why)"]
     try:
-        quality = load_yaml(files.quality.read_text(encoding="utf-8")) or {}
-    except (OSError, UnicodeDecodeError, YamlLimitError, yaml.YAMLError):
+        quality = yaml.safe_load(files.quality.read_text(encoding="utf-8")) or {}
+    except (OSError, yaml.YAMLError):
         quality = {}
     lines = []
     if isinstance(quality, dict) and quality:
@@ -251,7 +258,7 @@ def sensitivity_command(ctx: click.Context, run_ids: tuple[str, ...], all_varian
                 record = store.get_run(run_id)
             except UnknownRun:
                 raise click.ClickException(
-                    f"no run {run_id} in {store.path}; list runs with: workbench runs"
+                    f"no run {run_id} in {store_location(ctx)}; list runs with: workbench runs"
                 ) from None
             payloads = [
                 e.payload

@@ -17,7 +17,6 @@ from rich.table import Table
 from rich.text import Text
 
 from router.build import build_router
-from router.config import RouterConfig
 from router.fault.demo import demo_router_config
 from router.fault.script import DEFAULT_SCRIPT_PATH, FaultScriptError, load_fault_script
 from router.fault.server import FaultServer, RecordedRequest
@@ -32,20 +31,13 @@ from tui.present.headless import console_style
 T = TypeVar("T")
 
 
-def resolve_config(ctx: click.Context) -> RouterConfig:
-    """Providers from the config file's ``router:`` key, or from the environment when it lists none.
-
-    The file is the one every command reads (``--config``, ``$WORKBENCH_CONFIG``, the default);
-    a mistake in it is one ``error:`` line and exit code 2.
-    """
-    return config_from_context(ctx).effective_router(os.environ)
-
-
 def _open_router(ctx: click.Context) -> SmartModelRouter:
     stats_file = workspace_of(ctx).provider_stats_db
+    settings = config_from_context(ctx)
     return build_router(
-        resolve_config(ctx),
+        settings.effective_router(os.environ),
         stats_path=stats_file if stats_file.exists() else None,
+        stats_database=settings.store,
         task_handlers=TaskHandlerRegistry(),
     )
 
