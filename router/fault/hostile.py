@@ -9,6 +9,7 @@ sends to exhaust the client reading it.
 * ``comments`` — a stream of SSE comments (NDJSON: empty lines) for ever, ``every_s`` apart,
   and no event; a non-streamed body of white space for ever.
 * ``bad_utf8`` — an answer whose text carries bytes that are not UTF-8.
+* ``endless_head`` — a response head that never ends: header lines of 1 KiB for ever.
 * ``encoding: gzip | deflate`` compresses any answer: a ``huge`` one is a bomb (1 GiB of text
   is ~1 MB on the wire).
 * ``text`` replaces the responder's answer (a script's way to send escape sequences).
@@ -28,7 +29,7 @@ from functools import cache
 from router.fault.codec import Answer, FaultCodec, Route
 from router.fault.script import Fault
 
-HOSTILE_KINDS = frozenset({"endless", "huge", "trickle", "comments", "bad_utf8"})
+HOSTILE_KINDS = frozenset({"endless", "huge", "trickle", "comments", "bad_utf8", "endless_head"})
 MARK = "@@workbench-fault-filler@@"
 """Stands in the answer's text for what the fault puts there (codecs cut a text into up to 8
 pieces: eight marks make every piece one mark)."""
@@ -142,6 +143,12 @@ async def send(
     time_scale: float,
 ) -> None:
     """Answer with ``fault``'s hostile body (``reply``: the chat answer; None on a health check)."""
+    if fault.kind == "endless_head":
+        writer.write(b"HTTP/1.1 200 OK\r\n")
+        line = b"x-padding: " + b"a" * 1024 + b"\r\n"
+        while True:  # until the client hangs up
+            writer.write(line * 64)
+            await writer.drain()
     if reply is None:
         pieces = _health_pieces(fault, json.dumps(codec.health_body()).encode())
     else:

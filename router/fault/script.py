@@ -38,9 +38,10 @@ Hostile answers (router/fault/hostile.py), from a malicious server: ``endless`` 
 body that never ends), ``huge`` (an answer of ``size_mb`` MiB of text, streamed as one line; a
 health check's model list padded as much), ``bomb`` (``huge`` of 1 GiB, gzip-compressed to
 ~1 MB), ``trickle`` (a byte every ``every_s``), ``comments`` (SSE comments for ever, no event),
-``bad_utf8`` (text that is not UTF-8). ``encoding: gzip | deflate`` compresses any answer and
-``text`` replaces the responder's answer (escape sequences from a script, say). A health check
-gets one when ``health:`` names it (``health: bomb``).
+``bad_utf8`` (text that is not UTF-8), ``endless_head`` (header lines for ever).
+``encoding: gzip | deflate`` compresses any answer and ``text`` replaces the responder's answer
+(escape sequences from a script, say). A health check gets one when ``health:`` names it
+(``health: bomb``). An ``error`` fault of a 3xx status with a ``location`` header is a redirect.
 
 ``auth: required`` refuses with a 401, as the real API does, a request without the API's key
 header (``Authorization``, ``api-key``, ``x-api-key``, ``x-goog-api-key``); the default ``none``
@@ -84,6 +85,7 @@ FaultKind = Literal[
     "trickle",
     "comments",
     "bad_utf8",
+    "endless_head",
 ]
 
 _SHORTHANDS: dict[str, dict[str, Any]] = {
@@ -107,6 +109,7 @@ _SHORTHANDS: dict[str, dict[str, Any]] = {
     "trickle": {"kind": "trickle", "every_s": 0.2},
     "comments": {"kind": "comments"},
     "bad_utf8": {"kind": "bad_utf8"},
+    "endless_head": {"kind": "endless_head"},
 }
 
 
@@ -116,7 +119,7 @@ def _expand_shorthand(data: Any) -> Any:
         raise ValueError(
             "a fault is a name (ok, down, timeout, slow, malformed, rate_limit, overloaded, "
             "quota, cut, stall, bad_chunk, hold, truncated, endless, huge, bomb, trickle, "
-            "comments, bad_utf8), a status code, or a mapping"
+            "comments, bad_utf8, endless_head), a status code, or a mapping"
         )
     if isinstance(data, int):
         return {"kind": "ok"} if 200 <= data < 300 else {"kind": "error", "status": data}
@@ -168,8 +171,8 @@ class Fault(BaseModel):
 
     @model_validator(mode="after")
     def _status_for_errors(self) -> Fault:
-        if self.kind == "error" and (self.status is None or self.status < 400):
-            raise ValueError("an error fault needs status: 4xx or 5xx")
+        if self.kind == "error" and (self.status is None or self.status < 300):
+            raise ValueError("an error fault needs status: 3xx, 4xx or 5xx")
         return self
 
 

@@ -385,3 +385,38 @@ def test_the_live_view_of_a_streaming_call_holds_no_more_than_an_answer_may_be()
 
     assert len(shown[-1].text) == MAX_ANSWER_CHARS  # the router's ceiling, not twice it
     assert ProviderConfig.model_fields["max_answer_chars"].default == MAX_ANSWER_CHARS
+
+
+async def test_an_endless_head_stops_at_the_http_clients_header_bound(
+    server: FaultServer, routers: RouterFactory
+) -> None:
+    """httpcore's HTTP/1.1 parser holds at most 100 KiB of an unfinished head (its
+    ``MAX_INCOMPLETE_EVENT_SIZE``): a head that never ends fails there."""
+    router = routers(hostile(server, "endless_head"))
+
+    with peak_memory() as peak:
+        response = await router.complete(request())
+
+    assert response.provider == "builtin"
+    error_class, detail = failure_of(response)
+    assert (error_class, detail) == ("connection", "RemoteProtocolError")
+    assert peak[0] < PEAK_BOUND, f"the huge head cost {peak[0] / MIB:.0f} MiB"
+
+
+async def test_a_redirect_is_never_followed_so_the_key_goes_nowhere_else(
+    server: FaultServer, routers: RouterFactory, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("EVIL_KEY", "sk-redirect-canary")
+    async with FaultServer(responder=fault_answer) as elsewhere:
+        target = f"{elsewhere.url('elsewhere')}/v1/chat/completions"
+        fault = {"kind": "error", "status": 307, "headers": {"location": target}}
+        server.set_script({"providers": {"evil": {"fault": fault}}})
+        entry = provider_entry(server, "evil", api_key_env="EVIL_KEY", timeout_s=60.0)
+        router = routers(make_config([entry]))
+
+        response = await router.complete(request())
+
+        assert response.provider == "builtin"
+        error_class, detail = failure_of(response)
+        assert error_class == "permanent" and detail.startswith("HTTP 307"), detail
+        assert elsewhere.requests == []  # neither the request nor its key went there
