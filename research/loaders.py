@@ -367,8 +367,8 @@ def load_document(path: Path, raw: bytes, limits: CorpusLimits = DEFAULT_LIMITS)
     except UnreadableDocument:
         raise
     except Exception as exc:  # noqa: BLE001 - a parser of hostile bytes may raise anything
-        # (pypdf's LimitReachedError, AttributeError, RecursionError...): that document is skipped
-        # with its reason, the rest of the folder indexes
+        # (pypdf's RecursionError on nesting, AttributeError on odd objects...): that document is
+        # skipped with its reason, the rest of the folder indexes
         raise UnreadableDocument(
             f"{path.name} could not be read ({type(exc).__name__}); "
             "re-export it or remove it from the folder"
