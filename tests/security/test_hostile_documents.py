@@ -165,17 +165,24 @@ def test_a_file_swapped_for_a_symlink_after_the_listing_is_not_followed(
 def test_a_document_past_the_size_bound_is_skipped_and_read_no_further(
     tmp_path: Path, folder: Path
 ) -> None:
-    (folder / "huge.txt").write_bytes(b"widgets " * (6 * MIB // 8))  # 6 MiB, one line
+    (folder / "grows.txt").write_text("Notes on widgets\n\nWidgets grow.\n", encoding="utf-8")
     settings = config(tmp_path, max_document_mb=2)
+    first = workbench(tmp_path / "ws", "--config", str(settings), "corpus", "add", str(folder))
+    assert first.returncode == 0, first.stderr
+    (folder / "huge.txt").write_bytes(b"widgets " * (6 * MIB // 8))  # 6 MiB, one line
+    (folder / "grows.txt").write_bytes(b"widgets " * (3 * MIB // 8))  # indexed while small
 
     added = workbench(tmp_path / "ws", "--config", str(settings), "corpus", "add", str(folder))
 
     assert added.returncode == 0, added.stderr
     assert skipped_lines(added.stdout) == {
-        "huge.txt": "huge.txt: the file passes corpus.max_document_mb (2 MiB); "
+        name: f"{name}: the file passes corpus.max_document_mb (2 MiB); "
         "split it, or raise the bound in the config"
+        for name in ("grows.txt", "huge.txt")
     }
-    assert indexed(tmp_path / "ws") == {"docs/guide"}
+    assert indexed(tmp_path / "ws") == {"docs/guide", "docs/grows"}  # as indexed before
+    with Corpus(tmp_path / "ws" / "corpus.sqlite") as corpus:
+        assert corpus.search("grow")
     tracemalloc.start()
     try:
         with pytest.raises(UnreadableDocument):
