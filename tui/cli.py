@@ -81,7 +81,9 @@ COMMANDS: dict[str, Entry] = {
         "Read the run store: list, show, export; copy runs to another store.",
     ),
     "serve": Entry(
-        "app_cmds", "serve_command", "Serve the workbench in a browser (textual-serve)."
+        "app_cmds",
+        "serve_command",
+        "Serve the workbench in a browser (textual-serve), behind a token.",
     ),
     "validate": Entry(
         "run_cmds",
