@@ -13,8 +13,8 @@ The security suite's modules: test_untrusted_text.py (the sanitiser), test_choke
 (nothing prints around it), test_terminal_escapes.py (every command and app surface in a real
 pseudo-terminal), test_terminal_guard.py (the app's line filter), test_server_responses.py (a
 model's answer from a hostile server), test_serve_auth.py (the served app), test_inputs.py
-(inputs, template expansion, symlinks, keys over http). Others add theirs beside them (bounded
-streams, hostile corpus files) and share these helpers.
+(inputs, template expansion, symlinks, keys over http), test_hostile_server.py (bounded streams
+and bodies) and test_hostile_documents.py (hostile corpus files).
 """
 
 from __future__ import annotations
