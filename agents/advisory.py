@@ -18,8 +18,6 @@ agents are skipped by their declared conditions.
 
 from __future__ import annotations
 
-import time
-from collections.abc import Callable
 from typing import Any, Literal
 
 from pydantic import Field, ValidationError
@@ -36,8 +34,6 @@ from engine.steps import SectionProblems
 
 ORCHESTRATOR_STEP = "advisory.orchestrator"
 ORCHESTRATOR_STEP_ID = "orchestrator"
-CLOCK_EXTRA = "agents.clock"
-"""``RunContext.extras`` key: a monotonic clock (seconds) for the time bound; tests inject one."""
 
 
 class CompletionCriteria(Frozen):
@@ -137,7 +133,7 @@ class Orchestrator:
         self.ctx = ctx
         self.kit = kit
         self.spec = spec
-        self.clock: Callable[[], float] = ctx.services.extras.get(CLOCK_EXTRA, time.monotonic)
+        self.clock = kit.clock
         self.plan = list(spec.suggested_sequence)
         self.results: list[AgentResult] = []
         self.outputs: dict[str, dict[str, Any]] = {}

@@ -10,13 +10,12 @@ shipped policy puts behind a person's approval.
 from __future__ import annotations
 
 import re
-from pathlib import Path
 from typing import Any
 
 from agents.tools import tool_implementation
 from engine.context import StepContext
 from research.corpus import Corpus, CorpusRetriever
-from research.steps.delivery import RUNS_DIR_EXTRA
+from research.run_folders import RunFolders
 
 PASSAGE_CHARS = 600
 DOCUMENT_CHARS = 4000
@@ -103,11 +102,11 @@ async def citation_check(ctx: StepContext, args: dict[str, Any]) -> dict[str, An
 @tool_implementation("notes.save")
 async def save_note(ctx: StepContext, args: dict[str, Any]) -> dict[str, Any]:
     """Write a Markdown note into the run's folder (a side effect: policies may gate it)."""
-    runs_dir = ctx.services.extras.get(RUNS_DIR_EXTRA)
-    if not runs_dir:
+    folders = ctx.services.app.get(RunFolders)
+    if folders is None:
         raise RuntimeError("this run has no folder to save notes in")
     name = re.sub(r"[^a-z0-9_-]+", "-", str(args.get("name") or "note").lower()).strip("-")
-    folder = Path(runs_dir) / ctx.run_id
+    folder = folders.of(ctx.run_id)
     folder.mkdir(parents=True, exist_ok=True)
     path = folder / f"{name or 'note'}.md"
     path.write_text(str(args["text"]).rstrip() + "\n", encoding="utf-8")

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -164,12 +165,22 @@ def first_seq(events: list[RunEvent], kind: str, step_id: str) -> int:
     return next(e.seq for e in events if e.kind == kind and getattr(e, "step_id", None) == step_id)
 
 
-async def journaled_counted_call(ctx: StepContext, counter: Path, answer: str) -> str:
-    """One journaled "model" call answering ``answer``; each real execution appends the step id to ``counter``,
-    so a test can tell a call made from one replayed out of the journal."""
+@dataclass(frozen=True)
+class CallCounter:
+    """A service for test steps: the file each real execution of a counted call appends to."""
+
+    path: Path
+
+
+async def journaled_counted_call(ctx: StepContext, answer: str) -> str:
+    """One journaled "model" call answering ``answer``; each real execution appends the step id
+    to the run's :class:`CallCounter`, so a test can tell a call made from one replayed out of
+    the journal."""
+    counter = ctx.services.app.get(CallCounter)
+    assert counter is not None, "the run has no CallCounter service"
 
     async def call() -> str:
-        with counter.open("a") as handle:
+        with counter.path.open("a") as handle:
             handle.write(f"{ctx.step_id}\n")
         return answer
 

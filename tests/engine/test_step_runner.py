@@ -6,6 +6,7 @@ retry gets, and how a resumed step counts its runs and replays its calls. Both e
 from __future__ import annotations
 
 import datetime as dt
+from dataclasses import dataclass
 from typing import Any
 
 import pytest
@@ -18,6 +19,7 @@ from engine.langgraph_engine import LangGraphEngine
 from engine.lifecycle import EngineBase
 from engine.live import LiveChannel, ModelOutput, ModelOutputSink
 from engine.protocol import ExecutionResult, RunContext
+from engine.services import ServiceRegistry
 from engine.spec import WorkflowDefinition
 from engine.states import RunStatus, StepStatus
 from engine.steps import AnyInput, AnyOutput
@@ -29,13 +31,19 @@ ENGINES: dict[str, type[EngineBase]] = {"kahn": KahnEngine, "langgraph": LangGra
 
 pytestmark = pytest.mark.parametrize("engine", ENGINES)
 
-CLOCK = "test.clock"
-"""``RunContext.extras`` key: the :class:`ManualClock` the engine times steps with."""
+
+@dataclass(frozen=True)
+class StepClock:
+    """A service for ``runner.takes``: the :class:`ManualClock` the engine times steps with."""
+
+    clock: ManualClock
 
 
 async def takes(ctx: StepContext, inp: AnyInput) -> AnyOutput:
     """Take ``config.seconds`` on the run's clock."""
-    ctx.services.extras[CLOCK].advance(ctx.config["seconds"])
+    timing = ctx.services.app.get(StepClock)
+    assert timing is not None
+    timing.clock.advance(ctx.config["seconds"])
     return AnyOutput()
 
 
@@ -50,7 +58,9 @@ async def execute(
 ) -> tuple[ExecutionResult, list[RunEvent]]:
     clock = ManualClock()
     runner = ENGINES[engine](registry=TEST_REGISTRY, clock=clock.monotonic)
-    result = await runner.execute(wf, RunContext(store=store, extras={CLOCK: clock}, **context))
+    result = await runner.execute(
+        wf, RunContext(store=store, services=ServiceRegistry(StepClock(clock)), **context)
+    )
     return result, store.events(result.run_id)
 
 
