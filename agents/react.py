@@ -406,7 +406,10 @@ class AgentLoop:
                 return {"error": f"{type(error).__name__}: {error}"}
 
         observation, tool_replayed = await ctx.journaled(
-            "tool", run_tool, encode=_json_safe, decode=lambda payload: payload
+            self.kit.tools.journal_kind(definition.runs),
+            run_tool,
+            encode=_json_safe,
+            decode=lambda payload: payload,
         )
         self._observe(iteration, tool, observation, tool_replayed)
 

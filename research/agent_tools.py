@@ -4,7 +4,8 @@ Importing this module registers them in the engine's tool implementations.
 They reach the corpus through the run's retriever (a :class:`CorpusRetriever`),
 so they need nothing the steps do not already get. ``notes.save`` writes a
 file into the run's folder — the one tool here with a side effect, which the
-shipped policy puts behind a person's approval.
+shipped policy puts behind a person's approval; each run writes its own (a
+``run_effect``: a run replaying another's journal saves its note itself).
 """
 
 from __future__ import annotations
@@ -99,7 +100,7 @@ async def citation_check(ctx: StepContext, args: dict[str, Any]) -> dict[str, An
     return {"source_id": source_id, "verified": False, "reason": "the text is not in the document"}
 
 
-@tool_implementation("notes.save")
+@tool_implementation("notes.save", run_effect=True)
 async def save_note(ctx: StepContext, args: dict[str, Any]) -> dict[str, Any]:
     """Write a Markdown note into the run's folder (a side effect: policies may gate it)."""
     folders = ctx.services.app.get(RunFolders)
