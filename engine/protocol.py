@@ -60,8 +60,6 @@ class RunContext:
     services: ServiceRegistry = field(default_factory=ServiceRegistry)
     """What the application provides the run's steps, by type (engine/services.py)."""
     engine_reason: str = ""
-    answers: dict[str, InterruptAnswer] = field(default_factory=dict)
-    """Answers given ahead of time (``workbench resume --answer``), by interrupt id or step id."""
     replay_from: str | None = None
     """A run whose journal answers this run's calls first (shadow mode's second engine)."""
     live: LiveChannel | None = None

@@ -93,15 +93,13 @@ async def main(argv: list[str]) -> int:
             result = await engine_named(engine_name).execute(wf, context)
         else:
             run_id, counter = argv[3], argv[4]
-            answers = {}
-            if len(argv) > 5:
+            if len(argv) > 5:  # stored, as `workbench resume --answer` stores them
                 for pending in store.pending_interrupts(run_id):
-                    answers[pending.interrupt_id] = InterruptAnswer(action=argv[5])  # type: ignore[arg-type]
+                    store.record_answer(pending.interrupt_id, InterruptAnswer(action=argv[5]))  # type: ignore[arg-type]
             context = RunContext(
                 store=store,
                 run_id=run_id,
                 services=ServiceRegistry(CallCounter(Path(counter))),
-                answers=answers,
             )
             result = await engine_named(engine_name).resume(run_id, context)
     print(json.dumps({"run_id": result.run_id, "status": result.status.value}))

@@ -25,7 +25,14 @@ from engine.states import RunStatus, StepStatus
 from engine.steps import AnyInput, AnyOutput
 from engine.store import InMemoryRunStore
 from router.clock import ManualClock
-from tests.engine.kahn_helpers import TEST_REGISTRY, FakeModel, FakeResponse, step, workflow
+from tests.engine.kahn_helpers import (
+    TEST_REGISTRY,
+    FakeModel,
+    FakeResponse,
+    answering,
+    step,
+    workflow,
+)
 
 ENGINES: dict[str, type[EngineBase]] = {"kahn": KahnEngine, "langgraph": LangGraphEngine}
 
@@ -206,7 +213,7 @@ async def resume(
     engine: str, store: InMemoryRunStore, run_id: str, answers: dict[str, InterruptAnswer]
 ) -> tuple[ExecutionResult, list[RunEvent]]:
     again = ENGINES[engine](registry=TEST_REGISTRY, clock=ManualClock().monotonic)
-    result = await again.resume(run_id, RunContext(store=store, answers=answers))
+    result = await again.resume(run_id, RunContext(store=store, responder=answering(answers)))
     return result, store.events(run_id)
 
 
@@ -272,7 +279,9 @@ async def test_a_retry_after_the_question_before_replays_the_calls_its_failed_at
     )
     model = FakeModel([5, 6])
     answers = {"count": InterruptAnswer()}
-    result, events = await execute(engine, wf, InMemoryRunStore(), model=model, answers=answers)
+    result, events = await execute(
+        engine, wf, InMemoryRunStore(), model=model, responder=answering(answers)
+    )
     assert result.status == RunStatus.COMPLETED
     assert len(model.calls) == 1
     finished = next(e for e in events if isinstance(e, StepFinished))
@@ -287,7 +296,7 @@ async def test_a_step_resumed_in_its_retry_gets_the_answer_to_the_retrys_own_que
     )
     store = InMemoryRunStore()
     before = {"r1:pick:0:0": InterruptAnswer()}
-    first, _ = await execute(engine, wf, store, run_id="r1", answers=before)
+    first, _ = await execute(engine, wf, store, run_id="r1", responder=answering(before))
     assert first.status == RunStatus.WAITING
     asked = store.pending_interrupts("r1")
     assert [(i.interrupt_id, i.request.prompt) for i in asked] == [("r1:pick:0:1", "Which way?")]

@@ -12,7 +12,7 @@ import asyncio
 import json
 import os
 import sys
-from collections.abc import Callable, Coroutine
+from collections.abc import Callable, Coroutine, Sequence
 from typing import TYPE_CHECKING, Any
 
 import click
@@ -25,7 +25,7 @@ from engine.events import InterruptRaised, RunEvent
 from engine.model_answers import disclosure, tally
 from engine.protocol import ExecutionResult, InterruptResponder
 from engine.states import RunStatus
-from engine.store import RunOwned, RunStore
+from engine.store import InterruptRecord, RunOwned, RunStore
 from research.events import describe_research_event
 from tui.commands.command_context import BadInput, workspace_of
 from tui.present.headless import HeadlessPrinter, step_table, styled
@@ -74,6 +74,16 @@ def parse_answer(text: str) -> InterruptAnswer:
     if stripped.isidentifier():
         return InterruptAnswer(action="choose", value=stripped)
     return InterruptAnswer(action="answer", value=stripped)
+
+
+def resume_hint(run_id: str, pending: Sequence[InterruptRecord]) -> str:
+    """The command that answers what waits: a bare answer for one prompt, one addressed to
+    each step when several wait (a bare one would be refused)."""
+    if len(pending) <= 1:
+        return f"workbench resume {run_id} --answer approve"
+    return " ".join(
+        [f"workbench resume {run_id}", *(f"--answer {p.step_id}=approve" for p in pending)]
+    )
 
 
 async def default_responder(raised: InterruptRaised, request: InterruptRequest) -> InterruptAnswer:
@@ -229,7 +239,7 @@ def drive(
         console.print(f"outputs: {escape(summarize(result.outputs, 300))}", highlight=False)
     if result.status == RunStatus.WAITING:
         console.print(
-            f"answer and continue with: workbench resume {result.run_id} --answer approve",
+            f"answer and continue with: {resume_hint(result.run_id, store.pending_interrupts(result.run_id))}",
             highlight=False,
         )
     return EXIT_CODES[result.status]

@@ -138,7 +138,8 @@ def runs_show(ctx: click.Context, run_id: str, as_json: bool) -> None:
     for interrupt in pending:
         console.print(
             f"[yellow]waiting: {interrupt.step_id} asks {escape(interrupt.request.prompt)}[/] "
-            f"[dim]({interrupt.interrupt_id})[/] — answer with: workbench resume {run_id} --answer approve",
+            f"[dim]({interrupt.interrupt_id})[/] — answer with: workbench resume {run_id} "
+            f"--answer {'approve' if len(pending) == 1 else f'{interrupt.step_id}=approve'}",
             highlight=False,
         )
 
