@@ -26,7 +26,7 @@ eval: $(STAMP)
 	$(BIN)/python -m tests.research.eval
 
 screenshots: $(STAMP)
-	$(BIN)/python -m tui.dev.screenshots screenshots
+	$(BIN)/python -m tests.tools.screenshots screenshots
 
 fuzz: $(STAMP)
 	DIFFERENTIAL_EXAMPLES=$${FUZZ_EXAMPLES:-20000} nice $(BIN)/python -m pytest -q -p no:cacheprovider tests/engine/test_differential.py
