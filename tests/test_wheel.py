@@ -13,13 +13,19 @@ import re
 import shutil
 import subprocess
 import sys
+import tomllib
 import zipfile
 from pathlib import Path
 
 import pytest
 
 REPO = Path(__file__).resolve().parents[1]
-PRODUCT = {"engine", "router", "agents", "research", "workflows", "tui"}
+PRODUCT = set(
+    tomllib.loads((REPO / "pyproject.toml").read_text(encoding="utf-8"))["tool"]["importlinter"][
+        "root_packages"
+    ]
+)
+"""The project's packages, as the import contracts name them."""
 DEV_TOOLS = {"sample_run", "screenshots"} | {
     p.stem for p in (REPO / "tests" / "tools").glob("*.py") if p.stem != "__init__"
 }
