@@ -32,7 +32,15 @@ DEV_TOOLS = {"sample_run", "screenshots"} | {
 """Module names of the dev tools (the first two lived in tui/dev/ before they moved)."""
 IMPORTS_TESTS = re.compile(r"^\s*(from|import)\s+tests\b", re.MULTILINE)
 NOT_SOURCE = shutil.ignore_patterns(
-    ".venv*", ".git", ".*_cache", ".hypothesis", "__pycache__", "*.egg-info", "build", "dist"
+    ".venv*",
+    ".git",
+    ".*_cache",
+    ".hypothesis",
+    "__pycache__",
+    "*.egg-info",
+    "build",
+    "dist",
+    "site",
 )
 
 
