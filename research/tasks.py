@@ -102,6 +102,9 @@ class SynthesisSection(Answer):
     sub_question: str
     claim_ids: list[str]
     summary: str = ""
+    prose: str = ""
+    """A model's answer to the sub-question: sentences each closing with ``[claim id]``
+    citations of the claims chosen (the built-in model writes none: the report is a brief)."""
 
 
 class SynthesisAnswer(Answer):

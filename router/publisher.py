@@ -3,7 +3,7 @@
 Breaker transitions are published at once. Counter and in-flight changes are
 coalesced: at most one snapshot per provider every ``interval_s`` (the TUI
 redraws at ~20 Hz anyway), which keeps the per-request cost of having a
-subscriber near zero. The interval is waited on the router's clock, so on an
+subscriber near zero. A snapshot equal to the provider's last one is not published again. The interval is waited on the router's clock, so on an
 injected clock what subscribers see does not depend on how busy the machine is. A subscriber that raises is logged and skipped; it
 never breaks routing.
 """
@@ -35,9 +35,12 @@ class SnapshotPublisher:
         self._dirty: set[str] = set()
         self._order: list[str] = []
         self._timer: asyncio.Task[None] | None = None
+        self._last: dict[str, ProviderSnapshot] = {}
+        """The snapshot each provider's subscribers saw last: an identical one is not sent again."""
 
     def subscribe(self, callback: Subscriber) -> Callable[[], None]:
         self._subscribers.append(callback)
+        self._last.clear()  # a new subscriber hears every provider's next snapshot
 
         def unsubscribe() -> None:
             if callback in self._subscribers:
@@ -79,6 +82,9 @@ class SnapshotPublisher:
             self._publish(self._snapshot_of(name))
 
     def _publish(self, snapshot: ProviderSnapshot) -> None:
+        if self._last.get(snapshot.name) == snapshot:
+            return  # nothing changed since the last one (a counter that went up and back)
+        self._last[snapshot.name] = snapshot
         for callback in list(self._subscribers):
             try:
                 callback(snapshot)

@@ -134,7 +134,14 @@ async def final_synthesis(ctx: StepContext, inp: RoundInput) -> SynthesisOutput:
     sections = ordered_claims(evidence, synthesis) if delivered else {}
     citations = citations_for(evidence, sections)
     report = render_report(
-        evidence, synthesis, citations, sections, quality, delivered, kind=selected.kind
+        evidence,
+        synthesis,
+        citations,
+        sections,
+        quality,
+        delivered,
+        kind=selected.kind,
+        subject=selected.subject,
     )
     return SynthesisOutput(
         report=report,

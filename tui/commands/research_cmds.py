@@ -10,9 +10,11 @@ manages the corpus.
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import click
+import yaml
 from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
@@ -194,15 +196,38 @@ def _run_headless(
             return await opened.start()
 
     with open_store(ctx) as store:
-        code = drive(store, run_id, run, console)
-        folder = workspace.run_folder(run_id)
-        if (folder / "report.md").is_file():
-            console.print(f"report: {folder / 'report.md'}", highlight=False)
-            console.print(
-                f"quality: {folder / 'quality.yaml'}  rag package: {folder / 'rag_package.jsonl'}",
-                highlight=False,
-            )
-    return code
+        return drive(
+            store, run_id, run, console, lambda _: research_summary(workspace.run_folder(run_id))
+        )
+
+
+def research_summary(folder: Path) -> list[str]:
+    """What a research run produced, in a few lines ending with the report's path: its confidence,
+    the round the report uses, why research stopped — from quality.yaml, never cut JSON."""
+    report = folder / "report.md"
+    if not report.is_file():
+        return ["no report was written (see the steps above for why)"]
+    try:
+        quality = yaml.safe_load((folder / "quality.yaml").read_text(encoding="utf-8")) or {}
+    except (OSError, yaml.YAMLError):
+        quality = {}
+    lines = []
+    if isinstance(quality, dict) and quality:
+        best = quality.get("best_ci")
+        lines.append(
+            f"confidence {quality.get('confidence_level', '?')} · report from round "
+            f"R{quality.get('selected_round', '?')} of {quality.get('rounds_completed', '?')}"
+            + (f" (CI {best:.2f})" if isinstance(best, (int, float)) else "")
+            + f" · stopped: {quality.get('stop_reason') or '–'}"
+        )
+        failing = quality.get("failing_metrics") or []
+        if failing:
+            lines.append(f"below the quality gate: {', '.join(map(str, failing))}")
+    lines.append(
+        f"quality: {folder / 'quality.yaml'} · rag package: {folder / 'rag_package.jsonl'}"
+    )
+    lines.append(f"report: {report}")
+    return lines
 
 
 @research_group.command("sensitivity")

@@ -18,15 +18,14 @@ from rich.markup import escape
 from engine.event_lines import summarize
 from engine.protocol import ExecutionResult
 from engine.selector import ENGINES, engine_available
-from engine.steps import REGISTRY
-from engine.store import RunStore, UnknownRun, new_run_id
+from engine.store import RunStore, UnknownRun
 from engine.store.records import InterruptRecord, RunRecord, StepResult
-from engine.time_travel import ForkError, ForkPoint, fork_state
+from engine.time_travel import ForkError
 from tui.commands.command_context import ON_INTERRUPT, BadInput, workspace_of
 from tui.commands.common import drive, interrupt_mode, open_store, responder_for
 from tui.commands.fork_options import fork_edits
+from tui.launch.fork import plan_fork
 from tui.launch.run import Surface, open_run
-from tui.launch.steps import register_steps
 from tui.present.headless import step_table, styled
 
 
@@ -54,9 +53,13 @@ def runs_list(ctx: click.Context, limit: int, as_json: bool) -> None:
     if not runs:
         console.print("no runs yet: try workbench run workflows/fan_out.yaml --headless")
         return
-    table = Table(title="runs")
-    for column in ("run", "workflow", "status", "engine", "started", "reason"):
-        table.add_column(column, overflow="fold")
+    # The run id is what a person copies into resume or runs show: it never wraps nor shrinks;
+    # the other columns are cut first (the reason wraps), and --json gives everything to scripts.
+    table = Table(title="runs", caption="every field: workbench runs list --json")
+    table.add_column("run", no_wrap=True, min_width=max(len(run.run_id) for run in runs))
+    for column in ("workflow", "status", "engine", "started"):
+        table.add_column(column, no_wrap=True, overflow="ellipsis")
+    table.add_column("reason", overflow="fold", ratio=1)
     from datetime import datetime
 
     for run in runs:
@@ -244,16 +247,13 @@ def runs_fork(
     on_interrupt: str | None,
 ) -> None:
     """Time travel: a new run from RUN_ID as it was just before STEP's pass began."""
-    register_steps(workspace_of(ctx))
     with open_store(ctx) as store:
-        record = _get_run(store, run_id)
+        _get_run(store, run_id)
         try:
-            point = ForkPoint.parse(at_step)
-            edits = fork_edits(sets, inputs)
-            forked = fork_state(store, run_id, point, edits, REGISTRY, new_run_id())
+            plan = plan_fork(store, workspace_of(ctx), run_id, at_step, fork_edits(sets, inputs))
         except ForkError as error:
             raise BadInput(str(error)) from None
-        name = record.engine if engine == "same" else engine
+        name = plan.source.engine if engine == "same" else engine
         if not engine_available(name):
             raise BadInput(f"the {name} engine is not installed here")
         console = Console()
@@ -261,18 +261,18 @@ def runs_fork(
         async def run(printer: Surface) -> ExecutionResult:
             async with open_run(
                 workspace_of(ctx),
-                record.definition,
-                inputs=forked.inputs,
-                run_id=forked.run_id,
+                plan.source.definition,
+                inputs=plan.inputs,
+                run_id=plan.run_id,
                 engine=name,
-                engine_reason=f"fork of {run_id} at {point}",
+                engine_reason=plan.reason,
                 responder=responder_for(interrupt_mode(on_interrupt), console),
                 surfaces=[printer],
                 store=store,
             ) as opened:
-                return await opened.fork(run_id, at_step, edits)
+                return await opened.fork(run_id, at_step, plan.edits)
 
-        code = drive(store, forked.run_id, run, console)
+        code = drive(store, plan.run_id, run, console)
     ctx.exit(code)
 
 

@@ -11,7 +11,7 @@ touches Textual.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
@@ -30,8 +30,9 @@ from tui.config import (
     config_required,
     load_config,
 )
+from tui.launch.fork import ForkPlan
 from tui.launch.parts import RunParts
-from tui.launch.run import open_run
+from tui.launch.run import OpenRun, open_run
 from tui.launch.run_driver import EventInbox, NewRunJob, RunJob
 from tui.launch.steps import load_workflow_file, register_steps
 from tui.launch.workspace import Workspace
@@ -115,6 +116,29 @@ class Workbench:
         return entries
 
     # -- runs ------------------------------------------------------------------
+    async def _run(
+        self,
+        definition: WorkflowDefinition,
+        go: Callable[[OpenRun], Awaitable[ExecutionResult]],
+        responder: InterruptResponder,
+        inbox: EventInbox,
+        **given: Any,
+    ) -> ExecutionResult:
+        """Open a run of ``definition`` for the app (its events into ``inbox``) and ``go``;
+        ``given``: the rest of :func:`~tui.launch.run.open_run`'s arguments."""
+        async with open_run(
+            self.files,
+            definition,
+            responder=responder,
+            surfaces=[inbox.put],
+            settings=self.config,
+            parts=self.parts,
+            live=self.live,
+            progress=inbox.progress,
+            **given,
+        ) as run:
+            return await go(run)
+
     def new_run_job(
         self,
         path: Path,
@@ -126,20 +150,16 @@ class Workbench:
         run_id = run_id or new_run_id()
 
         async def job(responder: InterruptResponder, inbox: EventInbox) -> ExecutionResult:
-            async with open_run(
-                self.files,
-                load_workflow_file(path, self.files),
+            definition = load_workflow_file(path, self.files)
+            return await self._run(
+                definition,
+                OpenRun.start,
+                responder,
+                inbox,
                 inputs=inputs,
                 run_id=run_id,
                 engine=engine,
-                responder=responder,
-                surfaces=[inbox.put],
-                settings=self.config,
-                parts=self.parts,
-                live=self.live,
-                progress=inbox.progress,
-            ) as run:
-                return await run.start()
+            )
 
         return NewRunJob(run_id, job)
 
@@ -150,24 +170,41 @@ class Workbench:
             register_steps(self.files)
             with RunStore(self.runs_db) as store:
                 record = store.get_run(run_id)
-                async with open_run(
-                    self.files,
+                return await self._run(
                     record.definition,
+                    OpenRun.resume,
+                    responder,
+                    inbox,
                     inputs=record.inputs,
                     run_id=run_id,
                     engine=record.engine,
                     engine_reason=record.engine_reason,
-                    responder=responder,
-                    surfaces=[inbox.put],
                     store=store,
-                    settings=self.config,
-                    parts=self.parts,
-                    live=self.live,
-                    progress=inbox.progress,
-                ) as run:
-                    return await run.resume()
+                )
 
         return job
+
+    def fork_job(self, plan: ForkPlan) -> NewRunJob:
+        """A job running the checked fork ``plan`` (tui/launch/fork.py) as a new run."""
+
+        async def fork(run: OpenRun) -> ExecutionResult:
+            return await run.fork(plan.source.run_id, str(plan.point), plan.edits)
+
+        async def job(responder: InterruptResponder, inbox: EventInbox) -> ExecutionResult:
+            with RunStore(self.runs_db) as store:
+                return await self._run(
+                    plan.source.definition,
+                    fork,
+                    responder,
+                    inbox,
+                    inputs=plan.inputs,
+                    run_id=plan.run_id,
+                    engine=plan.source.engine,
+                    engine_reason=plan.reason,
+                    store=store,
+                )
+
+        return NewRunJob(plan.run_id, job)
 
 
 def make_workbench(workspace: str | Path | None, config_path: Path | None = None) -> Workbench:

@@ -17,13 +17,14 @@ from textual.binding import Binding
 from textual.containers import Horizontal, VerticalScroll
 from textual.screen import Screen
 from textual.widget import Widget
-from textual.widgets import Footer, Markdown, Static
+from textual.widgets import Markdown, Static
 from textual.widgets.markdown import MarkdownBlock
 
 from tui.app.plain_values import label, plain_value
 from tui.app.report_sections import section_at
 from tui.app.run_state import RunView
 from tui.app.widgets.find_bar import FindBar, plain_text
+from tui.app.widgets.key_footer import KeyFooter
 
 if TYPE_CHECKING:
     from tui.launch.workbench import Workbench
@@ -95,7 +96,7 @@ the one at the top of the view; **c** copies the whole Markdown; **i** the run i
                 yield Markdown(self.text or "*This run has no report yet.*", id="report-markdown")
             yield Static(quality_table(self.quality), id="report-quality")
         yield FindBar(self._searchable, id="report-find")
-        yield Footer()
+        yield KeyFooter()
 
     def on_mount(self) -> None:
         self.query_one("#report-body").focus()
