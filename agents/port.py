@@ -16,7 +16,7 @@ from typing import Any, Literal, Protocol, TypeVar
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from agents.registry import BUILTIN_PROVIDER, ModelProfile
-from engine.spec import Frozen
+from plumbing.frozen import Frozen
 
 REACT_TASK = "agent.react"
 ORCHESTRATE_TASK = "agent.orchestrate"

@@ -33,7 +33,7 @@ from engine.events import (
     StepStarted,
 )
 from engine.rebase import rebase
-from engine.spec import Frozen
+from plumbing.frozen import Frozen
 
 _PER_STEP = (
     StepStarted,

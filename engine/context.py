@@ -24,7 +24,9 @@ from pydantic import Field
 from engine.live import LiveChannel, ModelOutputSink, OutputCoalescer
 from engine.model_answers import ModelAnswers
 from engine.services import ServiceRegistry
-from engine.spec import Frozen, StepSpec
+from engine.spec import StepSpec
+from plumbing.frozen import Frozen
+from plumbing.retriever import Retriever
 
 
 class ModelCaller(Protocol):
@@ -49,10 +51,6 @@ class StreamingModelCaller(ModelCaller, Protocol):
     (``engine.live``); the returned response is the answer, as from ``complete``."""
 
     async def stream(self, request: Any, step: StepInfo, sink: ModelOutputSink) -> Any: ...
-
-
-class Retriever(Protocol):
-    async def search(self, query: str, **options: Any) -> list[dict[str, Any]]: ...
 
 
 class CallUsage(Frozen):

@@ -112,12 +112,6 @@ CLOSE_WORD_RATIO = 0.8
 _WORD = re.compile(r"[A-Za-z]{4,}")
 
 
-class Retriever(Protocol):
-    """Anything that answers a query with passages (the corpus now, web search later)."""
-
-    async def search(self, query: str, **options: Any) -> list[dict[str, Any]]: ...
-
-
 @runtime_checkable
 class KnowsVocabulary(Protocol):
     """A retriever that knows its documents' words: how common each word of a text is among
@@ -681,13 +675,12 @@ __all__ = [
     "DocumentRecord",
     "IndexReport",
     "KnowsVocabulary",
-    "Retriever",
     "SkippedFile",
 ]
 
 
 class CorpusRetriever:
-    """The corpus as a :class:`Retriever` (and as ``engine.context.Retriever``).
+    """The corpus as a :class:`plumbing.retriever.Retriever`.
 
     ``collections`` limits every search to those collections unless a call
     names its own.

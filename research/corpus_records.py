@@ -8,6 +8,7 @@ from datetime import date
 from pathlib import Path
 
 from engine.sqlite_file import StoreFileError
+from plumbing.sqlite_files import SqliteFault, sqlite_fault
 
 
 class CorpusFolderError(FileNotFoundError):
@@ -20,10 +21,10 @@ class CorpusWriteError(StoreFileError):
 
 
 def _write_failure(path: Path, collection: str, error: BaseException) -> CorpusWriteError:
-    text = str(error).lower()
-    if isinstance(error, OSError) and error.errno == errno.ENOSPC or "full" in text:
+    fault = sqlite_fault(error, path)
+    if fault is SqliteFault.FULL:
         remedy = "the disk is full: free some space and run the command again"
-    elif "readonly" in text or "read-only" in text or isinstance(error, PermissionError):
+    elif fault is SqliteFault.READ_ONLY:
         remedy = (
             "the file or its folder is read-only: make it writable or choose another --workspace"
         )

@@ -13,7 +13,7 @@ from typing import Any, Literal
 
 from pydantic import Field
 
-from research.frozen import Frozen
+from plumbing.frozen import Frozen
 from research.text import normalize_space
 
 

@@ -29,8 +29,8 @@ from typing import Literal
 
 from pydantic import Field
 
+from plumbing.frozen import Frozen
 from research.ci import Weights, confidence_index
-from research.frozen import Frozen
 from research.matrix import DimensionScores
 from research.scoring import RoundMeasures
 

@@ -15,10 +15,11 @@ from typing import TYPE_CHECKING, Any
 import yaml
 
 from engine.model_answers import ModelAnswers, disclosure
+from plumbing.frozen import Frozen
+from plumbing.workspace import RunFolder
 from research.brief import answer_lines, source_facts
 from research.coalesce import DISCLAIMERS, TARGET_CI, CoalesceResult
 from research.evidence import Claim, EvidenceMap, Source
-from research.frozen import Frozen
 from research.policy import RoundRecord
 from research.references import link_key
 from research.relevance import RELEVANCE_FLOOR
@@ -406,7 +407,8 @@ def write_artifacts(
     run_dir: Path, report: str, quality: dict[str, Any], chunks: list[dict[str, Any]]
 ) -> list[Path]:
     run_dir.mkdir(parents=True, exist_ok=True)
-    paths = [run_dir / "report.md", run_dir / "quality.yaml", run_dir / "rag_package.jsonl"]
+    files = RunFolder(run_dir)
+    paths = [files.report, files.quality, files.rag_package]
     paths[0].write_text(report, encoding="utf-8")
     paths[1].write_text(
         yaml.safe_dump(quality, sort_keys=False, allow_unicode=True), encoding="utf-8"

@@ -20,8 +20,8 @@ High authority, that contradict, neither source superseded.
 
 from __future__ import annotations
 
+from plumbing.frozen import Frozen
 from research.evidence import Claim, Contradiction, EvidenceMap
-from research.frozen import Frozen
 from research.matrix import DimensionScores
 from research.relevance import RELEVANCE_FLOOR
 from research.sources import HIGH_AUTHORITY, SourcePolicy, effective_date

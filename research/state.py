@@ -15,8 +15,8 @@ from typing import Any
 from pydantic import Field
 
 from engine.context import StepContext
+from plumbing.frozen import Frozen
 from research.evidence import Claim, EvidenceMap
-from research.frozen import Frozen
 from research.policy import Remediation, RoundRecord
 from research.sources import SourcePolicy
 

@@ -13,7 +13,7 @@ from typing import Literal
 
 from pydantic import Field
 
-from research.frozen import Frozen
+from plumbing.frozen import Frozen
 from research.questions import QuestionKind
 
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from plumbing.frozen import Frozen
 from research.evidence import EvidenceMap, Passage, Source
-from research.frozen import Frozen
 from research.sources import authority_of
 
 __all__ = ["RoundInput", "passage_from_hit", "passage_inputs", "source_from_hit"]

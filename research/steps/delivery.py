@@ -14,10 +14,10 @@ from typing import Any
 
 from engine.context import InterruptAnswer, InterruptRequest, StepContext
 from engine.steps import step
+from plumbing.frozen import Frozen
 from research.ci import weights_named
 from research.coalesce import CoalesceResult, coalesce
 from research.evidence import Claim, EvidenceMap
-from research.frozen import Frozen
 from research.report import (
     Citation,
     citations_for,

@@ -9,10 +9,10 @@ from pydantic import Field, field_validator
 
 from engine.context import StepContext
 from engine.steps import step
+from plumbing.frozen import Frozen
 from research.ci import weights_named
 from research.dates import parse_iso_day
 from research.evidence import EvidenceMap, SubQuestion
-from research.frozen import Frozen
 from research.sources import DOMAINS, SourcePolicy, effective_date, resolve_window
 from research.state import Params, ResearchState
 from research.steps.common import RoundInput

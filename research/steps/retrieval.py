@@ -31,8 +31,8 @@ from pydantic import Field
 
 from engine.context import StepContext
 from engine.steps import step
+from plumbing.frozen import Frozen
 from research.evidence import Passage, Source, SubQuestion
-from research.frozen import Frozen
 from research.references import relation_rank
 from research.relevance import RELEVANCE_FLOOR
 from research.state import PlannedBranch, ResearchState, latest_state, round_of

@@ -13,9 +13,9 @@ from typing import Literal
 
 from engine.context import StepContext
 from engine.steps import step
+from plumbing.frozen import Frozen
 from research.ci import confidence_index, weights_named
 from research.evidence import EvidenceMap
-from research.frozen import Frozen
 from research.policy import Remediation, RoundRecord, changes_from, decide
 from research.relevance import RELEVANCE_FLOOR
 from research.scoring import RoundMeasures, score_evidence

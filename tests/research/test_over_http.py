@@ -16,12 +16,13 @@ from typing import Any
 
 from engine.events import Domain, ProviderState
 from engine.model_answers import disclosure, tally
+from router.build import build_router
 from router.clock import ManualClock
 from router.config import RouterConfig
-from router.fault_server import FaultServer, RecordedRequest, demo_router_config
+from router.fault.demo import demo_router_config
+from router.fault.server import FaultServer, RecordedRequest
 from router.local import TaskHandlerRegistry
 from router.models import ChatRequest
-from router.router import build_router
 from tests.research.conftest import ResearchRun, run_research
 from tests.research.test_trajectories import VETO_QUERY, assert_citations_faithful
 from tui.launch.wiring import extractive_handlers, extractive_responder

@@ -79,7 +79,7 @@ ENGINE_SETTINGS: dict[str, Any] = {
         "-p",
         "no:cacheprovider",
     ],
-    "also_copy": ["tests", "tui", "router", "research", "workflows"],
+    "also_copy": ["tests", "tui", "router", "research", "workflows", "plumbing"],
 }
 
 

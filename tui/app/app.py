@@ -239,7 +239,7 @@ class WorkbenchApp(App[None]):
         try:
             record = store.get_run(run_id)
         except LookupError:
-            self.notify(f"no run {run_id!r} in {self.workbench.runs_db}", severity="error")
+            self.notify(f"no run {run_id!r} in {self.workbench.runs_location}", severity="error")
             return None
         screen = RunScreen(
             self.workbench,

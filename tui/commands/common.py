@@ -25,7 +25,7 @@ from engine.events import InterruptRaised, RunEvent
 from engine.model_answers import disclosure, tally
 from engine.protocol import ExecutionResult, InterruptResponder
 from engine.states import RunStatus
-from engine.store import InterruptRecord, RunOwned, RunStore
+from engine.store import BaseRunStore, InterruptRecord, RunOwned
 from research.events import describe_research_event
 from tui.app.plan_draft import PlanDraft, PlanEditRefused
 from tui.commands.command_context import BadInput, workspace_of
@@ -44,8 +44,20 @@ EXIT_CODES: dict[RunStatus, int] = {
 }
 
 
-def open_store(ctx: click.Context) -> RunStore:
-    return RunStore(workspace_of(ctx).runs_db)
+def open_store(ctx: click.Context) -> BaseRunStore:
+    """The run store the command's config names (its ``store:``, else the workspace's file)."""
+    from tui.config import config_from_context
+    from tui.launch.stores import open_runs
+
+    return open_runs(workspace_of(ctx), config_from_context(ctx))
+
+
+def store_location(ctx: click.Context) -> str:
+    """Where :func:`open_store` keeps runs, as messages show it (never a password)."""
+    from tui.config import config_from_context
+    from tui.launch.stores import runs_location
+
+    return runs_location(workspace_of(ctx), config_from_context(ctx))
 
 
 # -- answers and responders ---------------------------------------------------------
@@ -258,7 +270,7 @@ def responder_for(mode: str, console: Console) -> InterruptResponder | None:
 # -- driving a run with live output ----------------------------------------------------
 
 
-def interrupted_line(store: RunStore, run_id: str) -> str:
+def interrupted_line(store: BaseRunStore, run_id: str) -> str:
     """What Ctrl-C left of run ``run_id``, read back from the store, and what the person can do
     with it: a run the engine closed as CANCELLED is final (``resume`` refuses it); one stopped
     before the engine closed it is resumable."""
@@ -275,7 +287,7 @@ def interrupted_line(store: RunStore, run_id: str) -> str:
 
 
 def drive(
-    store: RunStore,
+    store: BaseRunStore,
     run_id: str,
     run: Callable[[Surface], Coroutine[Any, Any, ExecutionResult]],
     console: Console,

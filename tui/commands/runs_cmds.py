@@ -1,4 +1,4 @@
-"""Reading and forking stored runs: `workbench runs list|show|export|history|fork`.
+"""Reading, copying and forking stored runs: `workbench runs list|show|export|copy|history|fork`.
 
 `runs fork` exits with the new run's status, as `workbench run` does (see run_cmds);
 an unknown run id or step exits 2.
@@ -18,7 +18,7 @@ from rich.markup import escape
 from engine.event_lines import summarize
 from engine.protocol import ExecutionResult
 from engine.selector import ENGINES, engine_available
-from engine.store import RunStore, UnknownRun
+from engine.store import BaseRunStore, UnknownRun
 from engine.store.records import InterruptRecord, RunRecord, StepResult
 from engine.time_travel import ForkError
 from tui.commands.command_context import ON_INTERRUPT, BadInput, workspace_of
@@ -31,7 +31,7 @@ from tui.present.headless import step_table, styled
 
 @click.group("runs")
 def runs_group() -> None:
-    """Read the run store: list, show, export."""
+    """Read the run store: list, show, export; copy runs to another store."""
 
 
 @runs_group.command("list")
@@ -73,7 +73,7 @@ def runs_list(ctx: click.Context, limit: int, as_json: bool) -> None:
     console.print(table)
 
 
-def _get_run(store: RunStore, run_id: str) -> Any:
+def _get_run(store: BaseRunStore, run_id: str) -> Any:
     try:
         return store.get_run(run_id)
     except UnknownRun as error:
@@ -168,6 +168,69 @@ def runs_export(ctx: click.Context, run_id: str, fmt: str, output: str | None) -
         Path(output).write_text(text, encoding="utf-8")
     else:
         click.echo(text, nl=False)
+
+
+@runs_group.command("copy")
+@click.option(
+    "--from",
+    "source",
+    metavar="STORE",
+    help="A workspace folder or a PostgreSQL address (default: the store this command reads).",
+)
+@click.option(
+    "--to",
+    "target",
+    metavar="STORE",
+    required=True,
+    help="A workspace folder or a PostgreSQL address (its password from PGPASSWORD).",
+)
+@click.argument("run_ids", nargs=-1)
+@click.pass_context
+def runs_copy(
+    ctx: click.Context, source: str | None, target: str, run_ids: tuple[str, ...]
+) -> None:
+    """Copy runs (every run, or those named) between a workspace and a PostgreSQL store.
+
+    Each run is copied whole, in one transaction. A run the target already holds is left alone:
+    unchanged, it is reported as present; otherwise as differing, and the command exits 1.
+    """
+    from engine.store.copy import copy_runs
+    from tui.commands.common import store_location
+    from tui.launch.stores import describe_location, open_run_store
+
+    where_from = describe_location(source) if source else store_location(ctx)
+    where_to = describe_location(target)
+    if where_from == where_to:
+        raise BadInput(f"--to names the store the runs are copied from ({where_to})")
+    if source and not _is_store(source):
+        raise BadInput(f"--from: no run store at {where_from}")
+    counts = {"copied": 0, "present": 0, "differs": 0}
+    with open_store(ctx) if source is None else open_run_store(source) as origin:
+        with open_run_store(target) as destination:
+            for copied in copy_runs(origin, destination, run_ids):
+                counts[copied.outcome] += 1
+                click.echo(
+                    {
+                        "copied": f"copied  {copied.run_id} ({copied.events} events)",
+                        "present": f"present {copied.run_id} (already there, unchanged)",
+                        "differs": f"differs {copied.run_id}: the target holds it otherwise;"
+                        " left as it is on both sides",
+                    }[copied.outcome]
+                )
+    click.echo(
+        f"{counts['copied']} copied, {counts['present']} already there, {counts['differs']}"
+        f" differing — from {where_from} to {where_to}"
+    )
+    if counts["differs"]:
+        ctx.exit(1)
+
+
+def _is_store(location: str) -> bool:
+    """Whether ``location`` names an existing store (a database is checked when opened)."""
+    from plumbing.postgres import is_database_address
+    from plumbing.workspace import Workspace as Folder
+
+    return is_database_address(location) or Folder(Path(location).expanduser()).runs_db.is_file()
 
 
 # -- history and fork (the LangGraph issue) ----------------------------------------------

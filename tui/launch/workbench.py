@@ -22,7 +22,7 @@ import click
 from engine.live import LiveChannel
 from engine.protocol import ExecutionResult, InterruptResponder
 from engine.spec import WorkflowDefinition
-from engine.store import RunStore, new_run_id
+from engine.store import BaseRunStore, new_run_id
 from tui.config import (
     ConfigError,
     WorkbenchConfig,
@@ -35,6 +35,7 @@ from tui.launch.parts import RunParts
 from tui.launch.run import OpenRun, open_run
 from tui.launch.run_driver import EventInbox, NewRunJob, RunJob
 from tui.launch.steps import load_workflow_file, register_steps
+from tui.launch.stores import open_runs, runs_location
 from tui.launch.workspace import Workspace
 from workflows import WORKFLOWS_DIR
 
@@ -64,7 +65,7 @@ class Workbench:
     """Parts the app's runs are given instead of the workspace's own (tests)."""
     live: LiveChannel = field(default_factory=LiveChannel)
     """Live model output of every run started here (step detail shows the running step's)."""
-    _store: RunStore | None = None
+    _store: BaseRunStore | None = None
 
     @cached_property
     def files(self) -> Workspace:
@@ -73,12 +74,22 @@ class Workbench:
 
     @property
     def runs_db(self) -> Path:
+        """The workspace's SQLite run store (where runs are unless the config names a database)."""
         return self.files.runs_db
 
-    def store(self) -> RunStore:
+    @property
+    def runs_location(self) -> str:
+        """Where the runs are, as messages show it (a file, or a database without its password)."""
+        return runs_location(self.files, self.config)
+
+    def open_store(self) -> BaseRunStore:
+        """A new connection to the run store the config names (its owner closes it)."""
+        return open_runs(self.files, self.config)
+
+    def store(self) -> BaseRunStore:
         """The UI thread's own connection to the run store (runs are written by their worker)."""
         if self._store is None:
-            self._store = RunStore(self.runs_db)
+            self._store = self.open_store()
         return self._store
 
     def close(self) -> None:
@@ -168,7 +179,7 @@ class Workbench:
 
         async def job(responder: InterruptResponder, inbox: EventInbox) -> ExecutionResult:
             register_steps(self.files)
-            with RunStore(self.runs_db) as store:
+            with self.open_store() as store:
                 record = store.get_run(run_id)
                 return await self._run(
                     record.definition,
@@ -191,7 +202,7 @@ class Workbench:
             return await run.fork(plan.source.run_id, str(plan.point), plan.edits)
 
         async def job(responder: InterruptResponder, inbox: EventInbox) -> ExecutionResult:
-            with RunStore(self.runs_db) as store:
+            with self.open_store() as store:
                 return await self._run(
                     plan.source.definition,
                     fork,
