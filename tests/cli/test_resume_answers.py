@@ -36,20 +36,27 @@ steps:
 """
 
 
-def waiting_run(workspace: Path) -> tuple[str, list[InterruptRecord]]:
-    """A run stored WAITING with its two prompts pending (left, right)."""
+def start_waiting(workspace: Path) -> str:
+    """The output of starting a run that stops WAITING with two prompts pending."""
     workflow = workspace / "two_prompts.yaml"
     workflow.write_text(TWO_PROMPTS, encoding="utf-8")
     started = workbench(workspace, "run", str(workflow), "--headless", "--on-interrupt", "wait")
     assert started.returncode == 4, started.stdout + started.stderr
-    assert (
-        "--answer left=approve --answer right=approve" in started.stdout
-    )  # the hint addresses each
+    return started.stdout
+
+
+def waiting_run(workspace: Path) -> tuple[str, list[InterruptRecord]]:
+    """A run stored WAITING with its two prompts pending (left, right)."""
+    start_waiting(workspace)
     with RunStore(workspace / "runs.sqlite") as store:
         run_id = store.list_runs()[0].run_id
         pending = sorted(store.pending_interrupts(run_id), key=lambda p: p.step_id)
     assert [p.step_id for p in pending] == ["left", "right"]
     return run_id, pending
+
+
+def test_the_waiting_hint_addresses_each_prompt(tmp_path: Path) -> None:
+    assert "--answer left=approve --answer right=approve" in start_waiting(tmp_path)
 
 
 def stored(workspace: Path, run_id: str) -> tuple[RunStatus, list[InterruptRecord], int]:
