@@ -27,6 +27,7 @@ from engine.protocol import ExecutionResult, InterruptResponder
 from engine.states import RunStatus
 from engine.store import BaseRunStore, InterruptRecord, RunOwned
 from research.events import describe_research_event
+from tui import exit_codes
 from tui.app.plan_draft import PlanDraft, PlanEditRefused
 from tui.commands.command_context import BadInput, workspace_of
 from tui.present.headless import HeadlessPrinter, step_table, styled
@@ -36,11 +37,11 @@ if TYPE_CHECKING:
     from tui.launch.run import Surface
 
 EXIT_CODES: dict[RunStatus, int] = {
-    RunStatus.COMPLETED: 0,
-    RunStatus.FAILED: 1,
-    RunStatus.PARTIAL: 3,
-    RunStatus.WAITING: 4,
-    RunStatus.CANCELLED: 5,
+    RunStatus.COMPLETED: exit_codes.COMPLETED,
+    RunStatus.FAILED: exit_codes.FAILED,
+    RunStatus.PARTIAL: exit_codes.PARTIAL,
+    RunStatus.WAITING: exit_codes.WAITING,
+    RunStatus.CANCELLED: exit_codes.CANCELLED,
 }
 
 

@@ -20,7 +20,7 @@ import click
 from engine.graph import WorkflowGraph
 from engine.selector import ENGINES, engine_available, select_engine
 from tui.commands.command_context import ON_INTERRUPT, BadInput, load_or_exit, workspace_of
-from tui.exit_codes import BAD_INPUT
+from tui.exit_codes import BAD_INPUT, SHADOW_DIFFERS
 from tui.root_options import WORKSPACE_KEY
 
 if TYPE_CHECKING:
@@ -28,9 +28,6 @@ if TYPE_CHECKING:
     from engine.spec import WorkflowDefinition
     from engine.store import BaseRunStore
     from tui.launch.run import Surface
-
-SHADOW_DIFFERS = 6
-"""Exit code of ``run --engine shadow`` when the two engines' canonical results differ."""
 
 
 @click.command("run")

@@ -24,6 +24,7 @@ from engine.time_travel import ForkError
 from tui.commands.command_context import ON_INTERRUPT, BadInput, workspace_of
 from tui.commands.common import drive, interrupt_mode, open_store, responder_for
 from tui.commands.fork_options import fork_edits
+from tui.exit_codes import FAILED
 from tui.launch.fork import plan_fork
 from tui.launch.run import Surface, open_run
 from tui.present.headless import step_table, styled
@@ -222,7 +223,7 @@ def runs_copy(
         f" differing — from {where_from} to {where_to}"
     )
     if counts["differs"]:
-        ctx.exit(1)
+        ctx.exit(FAILED)
 
 
 def _is_store(location: str) -> bool:
