@@ -24,6 +24,12 @@ def main() -> None:
         "--no-paraphrases", action="store_true", help="run each question in its own words only"
     )
     parser.add_argument(
+        "--mixed",
+        action="store_true",
+        help="index both corpora into one workspace and search all of it (a second collection "
+        "must not drown the first)",
+    )
+    parser.add_argument(
         "--final",
         action="store_true",
         help="the work is finished: allow the fresh held-out split (heldout2)",
@@ -39,10 +45,11 @@ def main() -> None:
             only=set(args.only) if args.only else None,
             paraphrases=not args.no_paraphrases,
             final=args.final,
+            mixed=args.mixed,
         )
     except FinalSplitRefused as refused:
         parser.error(str(refused))
-    print(f"split: {args.split}")
+    print(f"split: {args.split}{' (mixed workspace: every collection searched)' * args.mixed}")
     print(table(scores))
 
 

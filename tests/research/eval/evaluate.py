@@ -275,8 +275,10 @@ async def run_question(
     corpus_path: Path,
     workspace: Path,
     style: str = "question",
+    mixed: bool = False,
 ) -> QuestionScore:
-    """Run one phrasing (``style``: "question" or a paraphrase style) and score its report."""
+    """Run one phrasing (``style``: "question" or a paraphrase style) and score its report
+    (``mixed``: search every collection of the corpus, not only the set's own)."""
     from tests.research.conftest import run_research
 
     workflow = load_workflow(WORKFLOW)
@@ -288,7 +290,7 @@ async def run_question(
         corpus_path,
         text,
         as_of=eval_set.as_of,
-        collections=[eval_set.collection],
+        collections=[] if mixed else [eval_set.collection],
         **question.inputs,
     )
     seconds = time.perf_counter() - started
@@ -327,17 +329,20 @@ def evaluate(
     paraphrases: bool = True,
     folder: Path | None = None,
     final: bool = False,
+    mixed: bool = False,
 ) -> list[QuestionScore]:
     """Run the named sets of one split (``only``: question ids as set:id) and score every run.
 
     The held-out splits run only when ``split`` names them: nothing here reaches them by
-    default; a split in ``FINAL_ONLY`` runs only with ``final=True`` as well.
+    default; a split in ``FINAL_ONLY`` runs only with ``final=True`` as well. ``mixed``: the
+    mixed workspace — both corpora indexed into one file and every question searching all of
+    it, so a second collection is there to drown the first.
     """
     if split in FINAL_ONLY and not final:
         raise FinalSplitRefused(split)
     with tempfile.TemporaryDirectory() as tmp:
         root = folder or Path(tmp)
-        corpus_path = build_corpora(root, names)
+        corpus_path = build_corpora(root, list(CORPORA) if mixed else names)
         scores = []
         for name in names:
             eval_set = load_set(name, split)
@@ -346,10 +351,12 @@ def evaluate(
                     continue
                 styles = [s for s, _ in question.phrasings()] if paraphrases else ["question"]
                 for style in styles:
-                    workspace = root / f"ws-{split}-{name}-{question.id}-{style}"
+                    workspace = root / f"ws-{split}-{name}-{question.id}-{style}{'-mixed' * mixed}"
                     scores.append(
                         asyncio.run(
-                            run_question(name, eval_set, question, corpus_path, workspace, style)
+                            run_question(
+                                name, eval_set, question, corpus_path, workspace, style, mixed
+                            )
                         )
                     )
         return scores
