@@ -667,6 +667,8 @@ class StepView:
     @cached_property
     def cel(self) -> Any:
         status = self.status.value if isinstance(self.status, enum.Enum) else str(self.status)
+        if status == "PENDING" and not (self.outputs or self.history or self.iteration):
+            return _UNRUN_VIEW  # a workflow's many steps that have not run share one value
         return celtypes.MapType(
             {
                 celtypes.StringType("status"): celtypes.StringType(status),
@@ -677,28 +679,58 @@ class StepView:
         )
 
 
+_UNRUN_VIEW = celtypes.MapType(
+    {
+        celtypes.StringType("status"): celtypes.StringType("PENDING"),
+        celtypes.StringType("outputs"): celtypes.MapType({}),
+        celtypes.StringType("history"): celtypes.ListType([]),
+        celtypes.StringType("iteration"): celtypes.DoubleType(0.0),
+    }
+)
+"""``steps.<id>`` of a step that has not run (no evaluation changes a value it reads)."""
+
+
+class StepsMap:
+    """``steps`` as every activation of one run reads it, kept current one step at a time.
+
+    Rebuilding the map from every step's view for each evaluation cost time in proportion
+    to the workflow's size — quadratic over a run. A run keeps one map instead and replaces
+    the entry of a step whose record changed (:meth:`put`), so an activation costs the
+    same at 10 steps and at 10,000.
+    """
+
+    def __init__(self, views: Mapping[str, StepView]) -> None:
+        self._keys = {step_id: celtypes.StringType(step_id) for step_id in views}
+        self.cel = celtypes.MapType({self._keys[s]: view.cel for s, view in views.items()})
+
+    def put(self, step_id: str, view: StepView) -> None:
+        self.cel[self._keys[step_id]] = view.cel
+
+
 def build_activation(
     *,
     inputs: Mapping[str, Any],
-    steps: Mapping[str, StepView],
+    steps: Mapping[str, StepView] | StepsMap,
     outputs: Mapping[str, Any] | None = None,
     iteration: int = 0,
     run: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
     """The activation conditions evaluate against (DESIGN §4).
 
-    ``inputs``: the run's inputs; ``steps``: a view per step id (pass every
-    step the expression may read — a step that has not run is a PENDING view
-    with empty outputs); ``outputs``: the deciding step's own outputs;
-    ``iteration``: how many times a loop has brought the deciding step back;
-    ``run``: counters (RUN_FIELDS; missing ones are 0).
+    ``inputs``: the run's inputs (plain, or already converted by :func:`to_cel`);
+    ``steps``: a view per step id (pass every step the expression may read — a step that
+    has not run is a PENDING view with empty outputs), or a run's :class:`StepsMap`;
+    ``outputs``: the deciding step's own outputs; ``iteration``: how many times a loop has
+    brought the deciding step back; ``run``: counters (RUN_FIELDS; missing ones are 0).
     """
     counters = {name: 0 for name in RUN_FIELDS}
     counters.update(run or {})
     return {
-        "inputs": to_cel(dict(inputs)),
-        "steps": celtypes.MapType({celtypes.StringType(k): _view_cel(v) for k, v in steps.items()}),
-        "outputs": to_cel(dict(outputs or {})),
+        "inputs": to_cel(inputs),
+        "steps": steps.cel
+        if isinstance(steps, StepsMap)
+        else celtypes.MapType({celtypes.StringType(k): _view_cel(v) for k, v in steps.items()}),
+        "outputs": to_cel(outputs or {}),
         "iteration": celtypes.DoubleType(float(iteration)),
         "run": to_cel(counters),
     }

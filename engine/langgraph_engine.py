@@ -168,7 +168,7 @@ class LangGraphEngine(EngineBase):
                 held = bool(snapshot.interrupts)
                 while True:
                     if not held:
-                        outcome = await _stream(app, payload, config, state.remaining_s, cancel)
+                        outcome = await _stream(app, payload, config, runner, cancel)
                         if outcome == "timeout":
                             state.time_out()
                             break
@@ -207,10 +207,11 @@ def _settle_running(runner: StepRunner, reason: str) -> None:
 
 
 async def _stream(
-    app: Any, payload: Any, config: Any, remaining: float, cancel: CancelRequest
+    app: Any, payload: Any, config: Any, runner: StepRunner, cancel: CancelRequest
 ) -> str:
-    """Run the graph until it ends or pauses: "done", "timeout" or "cancelled"."""
-    if remaining <= 0:
+    """Run the graph until it ends or pauses: "done", "timeout" (the run's ``timeout_s``, on
+    the engine's clock) or "cancelled"."""
+    if runner.state.remaining_s <= 0:
         return "timeout"
 
     async def consume() -> None:
@@ -221,9 +222,10 @@ async def _stream(
 
     worker = asyncio.create_task(consume(), name="langgraph-stream")
     canceller = asyncio.create_task(cancel.wait(), name="cancel-request")
+    timer = asyncio.create_task(runner.time_limit(), name="run-timeout")
     try:
         done, _ = await asyncio.wait(
-            [worker, canceller], timeout=remaining, return_when=asyncio.FIRST_COMPLETED
+            [worker, canceller, timer], return_when=asyncio.FIRST_COMPLETED
         )
     except asyncio.CancelledError:
         worker.cancel()
@@ -231,6 +233,7 @@ async def _stream(
         raise
     finally:
         canceller.cancel()
+        timer.cancel()
     if worker in done:
         worker.result()
         return "done"
@@ -322,7 +325,7 @@ class _Session:
         elif record.status != StepStatus.PENDING:
             return [], None, []
         else:
-            readiness_action = runner.readiness(step_id).action
+            readiness_action = runner.rules.readiness(step_id).action
         if readiness_action != "run":
             return [], None, [step_id] if readiness_action != "wait" else []
         try:
@@ -335,7 +338,7 @@ class _Session:
         if outcome.status == StepStatus.PENDING:  # a limit stopped it before it started
             return [], None, []
         reset = outcome.effects.reset
-        return [step_id, *reset], outcome.signal, [*runner.followers(step_id), *reset]
+        return [step_id, *reset], outcome.signal, [*runner.rules.followers(step_id), *reset]
 
     def dispatch(self, candidates: Iterable[str], settled: list[str]) -> list[str]:
         """The candidates that can run now, in topological order. Those that will not run
@@ -344,7 +347,7 @@ class _Session:
         runner, steps = self.runner, self.state.steps
         if self.state.stop_reason:
             return []
-        queue = [(runner.order_key(step_id), step_id) for step_id in set(candidates)]
+        queue = [(runner.rules.order_key(step_id), step_id) for step_id in set(candidates)]
         heapq.heapify(queue)
         queued = {step_id for _, step_id in queue}
         ready: list[str] = []
@@ -353,7 +356,7 @@ class _Session:
             queued.discard(step_id)
             if steps[step_id].status != StepStatus.PENDING or step_id in ready:
                 continue
-            readiness = runner.readiness(step_id)
+            readiness = runner.rules.readiness(step_id)
             if readiness.action == "wait":
                 continue
             if readiness.action == "run":
@@ -361,17 +364,17 @@ class _Session:
                 continue
             effects = runner.settle_unrun(step_id, readiness)
             settled.append(step_id)
-            for follower in (*runner.followers(step_id), *effects.reset):
+            for follower in (*runner.rules.followers(step_id), *effects.reset):
                 if follower not in queued:
                     queued.add(follower)
-                    heapq.heappush(queue, (runner.order_key(follower), follower))
-        return sorted(ready, key=runner.order_key)
+                    heapq.heappush(queue, (runner.rules.order_key(follower), follower))
+        return sorted(ready, key=runner.rules.order_key)
 
     def undispatched(self) -> bool:
         """True when a step the store says is ready to settle was left without a dispatch."""
         runner = self.runner
         return any(
-            record.status == StepStatus.PENDING and runner.readiness(step_id).action != "wait"
+            record.status == StepStatus.PENDING and runner.rules.readiness(step_id).action != "wait"
             for step_id, record in self.state.steps.items()
         )
 
@@ -384,7 +387,7 @@ class _Session:
             for s in runner.graph.topological_order()
             if s != step_id
             and self.state.steps[s].status == StepStatus.PENDING
-            and runner.readiness(s).action != "wait"
+            and runner.rules.readiness(s).action != "wait"
         ]
         return [step_id, *ready]
 
