@@ -2,10 +2,12 @@
 
 The headless printer, the app's event log and timeline, and the chaos demo all
 show the same words for an event; each styles an :class:`EventLine` its own way
-(rich markup on a console, theme classes in the app) from its ``level`` and
-``status``. Domain events belong to the package that emits them (DESIGN §6): it
-describes them through a :data:`DomainDescriber` handed in by the application,
-so the engine never imports it.
+(rich markup on a console, theme classes in the app: tui/present/) from its ``level``
+and ``status``. An :class:`EventLine` is plain data: no markup, no style. Domain events
+belong to the package that emits them (DESIGN §6): it describes them through a
+:data:`DomainDescriber` handed in by the application, so the engine never imports it.
+A provider's breaker state is the router's to word: the application describes
+``provider_state`` events (tui/present/event_lines.py); here they read as their kind.
 """
 
 from __future__ import annotations
@@ -15,7 +17,6 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from engine.breaker_story import format_cooldown, why
 from engine.events import (
     Budget,
     Domain,
@@ -23,7 +24,6 @@ from engine.events import (
     InterruptResolved,
     Log,
     PolicyViolation,
-    ProviderState,
     RouteDecided,
     RunEvent,
     RunFinished,
@@ -69,14 +69,8 @@ def counted(count: int, noun: str) -> str:
     return f"{count} {noun}" + ("" if count == 1 else "s")
 
 
-def describe(
-    event: RunEvent, domain: DomainDescriber | None = None, previous_state: str | None = None
-) -> EventLine:
-    """The one line every surface shows for ``event``. ``previous_state`` is a provider's
-    breaker state before this ``provider_state`` event, when the caller folds them (it lets
-    the line say why the breaker moved)."""
-    if isinstance(event, ProviderState):
-        return _provider_state(event, previous_state)
+def describe(event: RunEvent, domain: DomainDescriber | None = None) -> EventLine:
+    """The one line every surface shows for ``event``."""
     described = _DESCRIBERS.get(type(event))
     if described is not None:
         return described(event)
@@ -180,22 +174,6 @@ def _interrupt_resolved(event: InterruptResolved) -> EventLine:
     return EventLine(
         f"{event.step_id} answered{how}: {event.answer.get('action', '?')}{shown}",
         status=StepStatus.RUNNING.value,
-    )
-
-
-def _provider_state(event: ProviderState, previous_state: str | None) -> EventLine:
-    snapshot = event.snapshot
-    state = str(snapshot.get("state", "?"))
-    cooldown = (
-        f", cooldown {format_cooldown(float(snapshot.get('cooldown_remaining_s') or 0))}"
-        if state == "OPEN"
-        else ""
-    )
-    reason = why(snapshot, previous_state)
-    return EventLine(
-        f"provider {event.provider}: {state}{cooldown}" + (f" — {reason}" if reason else ""),
-        level="info" if state in ("CLOSED", "?") else "warning",
-        status=state,
     )
 
 

@@ -33,7 +33,7 @@ from engine.completion import conclude
 from engine.events import Log, RunFinished, RunStarted, StepFailed, StepFinished, StepSkipped
 from engine.graph import WorkflowGraph
 from engine.interrupts import AnswerPause
-from engine.protocol import EngineCapabilities, ExecutionResult, RunContext
+from engine.protocol import EngineCapabilities, ExecutionResult, ForkEdits, RunContext
 from engine.run_inputs import resolve_inputs
 from engine.run_state import RunState
 from engine.runner import Clock, Sleep, StepRunner
@@ -41,7 +41,7 @@ from engine.spec import WorkflowDefinition
 from engine.states import RunStatus, StepStatus
 from engine.steps import REGISTRY, StepRegistry
 from engine.store import BaseRunStore, RunOwned, RunSummary, new_run_id
-from engine.time_travel import ForkEdits, ForkPoint, fork_state
+from engine.time_travel import ForkPoint, fork_state
 
 _DRIVING: set[str] = set()
 """Runs this process is driving right now (an engine's ``_drive`` is under way)."""

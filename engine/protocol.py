@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal, Protocol
 
@@ -15,7 +15,6 @@ from engine.states import RunStatus, StepStatus
 
 if TYPE_CHECKING:
     from engine.events import InterruptRaised
-    from engine.time_travel import ForkEdits
 
 
 class TieBreakRequest(Frozen):
@@ -83,6 +82,15 @@ class EngineCapabilities(Frozen):
     interrupts_hold_superstep: bool
     checkpoints: bool
     fork: bool = True
+
+
+@dataclass(frozen=True)
+class ForkEdits:
+    """What a fork changes besides going back: step outputs and run inputs."""
+
+    outputs: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
+    """step id -> {field: value} set on that step's restored outputs."""
+    inputs: Mapping[str, Any] = field(default_factory=dict)
 
 
 class ExecutionEngine(Protocol):

@@ -47,6 +47,28 @@ class RegisteredStep:
     description: str
 
 
+SectionProblems = list[tuple[tuple[str | int, ...], str]]
+"""Problems found in a section: (path inside it, message)."""
+
+
+@dataclass(frozen=True)
+class WorkflowMode:
+    """A workflow ``mode``: ``mode: NAME`` with a ``NAME`` mapping instead of ``steps``.
+
+    The engine knows no mode of its own: whoever owns one (the agents own ``advisory``)
+    registers it beside its steps. The loader checks the section with ``check`` and makes it
+    the workflow's one step, ``uses: <uses>``, the section as its config.
+    """
+
+    step_id: str
+    uses: str
+    section_keys: str
+    """The keys the section takes, for the message when it is missing."""
+    runs_instead: str
+    """What runs instead of steps, for the message when ``steps`` is written too."""
+    check: Callable[[Any, StepRegistry], SectionProblems]
+
+
 @dataclass(frozen=True)
 class _LaterFamily:
     prefixes: tuple[str, ...]
@@ -57,6 +79,7 @@ class StepRegistry:
     def __init__(self) -> None:
         self._steps: dict[str, RegisteredStep] = {}
         self._later: list[_LaterFamily] = []
+        self._modes: dict[str, WorkflowMode] = {}
 
     def register_later(self, prefixes: tuple[str, ...], load: Callable[[], object]) -> None:
         """Have ``load`` register the steps whose names start with one of ``prefixes`` when
@@ -108,6 +131,16 @@ class StepRegistry:
     def names(self) -> list[str]:
         self._load_families(None)
         return sorted(self._steps)
+
+    def register_mode(self, name: str, mode: WorkflowMode) -> None:
+        """Let workflows say ``mode: name`` (registered beside the steps the mode runs)."""
+        self._modes[name] = mode
+
+    def modes(self) -> dict[str, WorkflowMode]:
+        """Every registered mode by name; which family registers one is not known before it
+        loads, so every pending family is loaded first."""
+        self._load_families(None)
+        return dict(self._modes)
 
 
 REGISTRY = StepRegistry()

@@ -20,10 +20,9 @@ store, so a loop's reset and a detour's return are applied exactly as they were.
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from pydantic import ValidationError
@@ -38,7 +37,7 @@ from engine.events import (
     StepStarted,
 )
 from engine.graph import WorkflowGraph
-from engine.protocol import RunContext
+from engine.protocol import ForkEdits, RunContext
 from engine.recorder import RunRecorder
 from engine.route_application import RouteApplication, RouteEffects
 from engine.run_inputs import resolve_inputs
@@ -73,42 +72,6 @@ class ForkPoint:
 
     def __str__(self) -> str:
         return f"{self.step_id}@{self.iteration}" if self.iteration else self.step_id
-
-
-@dataclass(frozen=True)
-class ForkEdits:
-    """What a fork changes besides going back: step outputs and run inputs."""
-
-    outputs: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
-    """step id -> {field: value} set on that step's restored outputs."""
-    inputs: Mapping[str, Any] = field(default_factory=dict)
-
-    @classmethod
-    def parse(cls, sets: Sequence[str] = (), inputs: Sequence[str] = ()) -> ForkEdits:
-        """From ``--set step.field=value`` and ``--input k=v`` (values read as JSON when
-        they are JSON, else as text)."""
-        outputs: dict[str, dict[str, Any]] = {}
-        for item in sets:
-            target, value = _assignment(item, "--set", "step.field=value")
-            step_id, dot, name = target.partition(".")
-            if not dot or not step_id or not name:
-                raise ForkError(
-                    f"--set {item!r}: name a step and a field, e.g. --set critic.score=0.9"
-                )
-            outputs.setdefault(step_id, {})[name] = value
-        given = dict(_assignment(item, "--input", "name=value") for item in inputs)
-        return cls(outputs=outputs, inputs=given)
-
-
-def _assignment(item: str, option: str, shape: str) -> tuple[str, Any]:
-    name, equals, text = item.partition("=")
-    if not equals or not name.strip():
-        raise ForkError(f"{option} {item!r} is not {shape}")
-    try:
-        value: Any = json.loads(text)
-    except json.JSONDecodeError:
-        value = text
-    return name.strip(), value
 
 
 def rerun_set(graph: WorkflowGraph, step_id: str) -> frozenset[str]:

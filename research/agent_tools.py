@@ -13,7 +13,7 @@ import re
 from pathlib import Path
 from typing import Any
 
-from engine.agents.tools import tool_implementation
+from agents.tools import tool_implementation
 from engine.context import StepContext
 from research.corpus import Corpus, CorpusRetriever
 from research.steps.delivery import RUNS_DIR_EXTRA

@@ -15,13 +15,13 @@ from typing import NamedTuple
 import click
 from click.core import ParameterSource
 
-from tui.commands.root_options import (
+from tui.failures import FailureBoundary
+from tui.root_options import (
     CONFIG_ENV,
     CONFIG_PATH_KEY,
     CONFIG_REQUIRED_KEY,
     WORKSPACE_KEY,
 )
-from tui.failures import FailureBoundary
 
 
 class Entry(NamedTuple):

@@ -13,14 +13,12 @@ what to do; on the command line it prints as ``error: …`` and exits 2.
 
 from __future__ import annotations
 
-import os
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Annotated, Any
 
 import click
 import yaml
-from platformdirs import user_config_dir
 from pydantic import (
     BaseModel,
     ConfigDict,
@@ -34,8 +32,9 @@ from pydantic_core import ErrorDetails
 
 from router.config import RouterConfig, effective_router_config
 from router.yaml_file import check_yaml_text
-from tui.commands.root_options import CONFIG_ENV, CONFIG_PATH_KEY, CONFIG_REQUIRED_KEY
-from tui.launch.workspace import APP_NAME
+from tui.exit_codes import BAD_INPUT
+from tui.paths import standard_config_path
+from tui.root_options import CONFIG_ENV, CONFIG_PATH_KEY, CONFIG_REQUIRED_KEY
 
 SECRET_KEYS = frozenset({"api_key", "key", "token", "password", "secret"})
 
@@ -50,7 +49,7 @@ class ConfigError(click.ClickException):
     On the command line it is shown as ``error: <line>`` on stderr with exit code 2.
     """
 
-    exit_code = 2
+    exit_code = BAD_INPUT
 
     def show(self, file: Any = None) -> None:
         click.echo(f"error: {self.message}", err=True)
@@ -94,14 +93,6 @@ class WorkbenchConfig(BaseModel):
 
 
 # -- which file ------------------------------------------------------------------------------
-
-
-def standard_config_path() -> Path:
-    """``$WORKBENCH_CONFIG`` if set, else ``<user config dir>/config.yaml``."""
-    override = os.environ.get(CONFIG_ENV)
-    if override:
-        return Path(override).expanduser()
-    return Path(user_config_dir(APP_NAME)) / "config.yaml"
 
 
 def _root_obj(ctx: click.Context | None) -> dict[str, Any]:

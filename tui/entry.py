@@ -1,19 +1,14 @@
 """The ``workbench`` executable's first code: Ctrl-C while Python still imports is one line too.
 
-It imports nothing at the top — everything the command needs, click included, is imported
-inside the guard — so no traceback can come from start-up. The rest of the boundary (every
+It imports nothing at the top but the exit codes (a module of constants) — everything the
+command needs, click included, is imported inside the guard — so no traceback can come from
+start-up. The rest of the boundary (every
 failure of a running command) is :mod:`tui.failures`.
 """
 
 import sys
 
-INTERRUPTED = 130
-"""Exit code of Ctrl-C before a command started its work (128 + SIGINT, as shells report it)."""
-INTERNAL = 70
-"""Exit code of an unexpected failure: a bug, or an installation missing its own dependencies."""
-INTERRUPTED_LINE = (
-    "error: interrupted (Ctrl-C) — nothing more was done; what was already stored is kept"
-)
+from tui.exit_codes import INTERNAL, INTERRUPTED, INTERRUPTED_LINE
 
 
 def main() -> None:

@@ -29,8 +29,7 @@ from typing import Any
 
 import click
 
-from tui.commands.root_options import BAD_INPUT
-from tui.entry import INTERNAL, INTERRUPTED, INTERRUPTED_LINE
+from tui.exit_codes import BAD_INPUT, INTERNAL, INTERRUPTED, INTERRUPTED_LINE
 
 TRACEBACK_ENV = "WORKBENCH_TRACEBACK"
 
@@ -195,7 +194,7 @@ def _interrupted() -> Interrupted:
 
 
 def _workspace(ctx: click.Context) -> Path:
-    from tui.launch.workspace import default_root
+    from tui.paths import default_root
 
     given = (ctx.find_root().obj or {}).get("workspace")
     return Path(given).expanduser() if given else default_root()

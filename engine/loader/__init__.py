@@ -30,9 +30,9 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from engine.errors import Problem, WorkflowLoadError
-from engine.loader.advisory_mode import MODE_KEYS, advisory_root
 from engine.loader.graph_checks import check_graph
 from engine.loader.located_yaml import MAX_DEPTH, Node, YamlReader
+from engine.loader.modes import MODE_KEY, mode_keys, mode_root
 from engine.loader.names import closest, type_name
 from engine.loader.problems import Problems
 from engine.loader.sections import TOP_KEYS, check_workflow_sections, locations, read_header
@@ -87,18 +87,19 @@ def _shape(
     problems: Problems, root: Node, registry: StepRegistry
 ) -> tuple[WorkflowDefinition | None, StepIndex]:
     """Stage 2: the definition, or None when a problem was found."""
+    known = TOP_KEYS + mode_keys(root)
     for key in root.value:
-        if key not in TOP_KEYS and key not in MODE_KEYS:
+        if key not in known:
             problems.add(
                 root.key_mark(key),
-                f"unknown key '{key}'{closest(key, TOP_KEYS + MODE_KEYS)}; a workflow has {', '.join(TOP_KEYS)}",
+                f"unknown key '{key}'{closest(key, known)}; a workflow has {', '.join(TOP_KEYS)}",
             )
-    advisory = "mode" in root.value
-    for required in ("name",) if advisory else ("name", "steps"):
+    in_mode = MODE_KEY in root.value
+    for required in ("name",) if in_mode else ("name", "steps"):
         if required not in root.value:
             problems.add(root, f"missing required key '{required}'; add it")
-    if advisory:
-        root = advisory_root(problems, root, registry)
+    if in_mode:
+        root = mode_root(problems, root, registry)
     header = read_header(problems, root)
     steps, step_index = read_steps(problems, expand_steps(problems, root), registry)
     if header is not None:

@@ -27,10 +27,10 @@ import tempfile
 import time
 from pathlib import Path
 
-from engine.agents.advisory import Orchestrator
+from agents.advisory import Orchestrator
 from engine.kahn import KahnEngine
 from engine.store import RunStore
-from tests.engine.agent_helpers import (
+from tests.agents.agent_helpers import (
     ADVISORY_WORKFLOW,
     ScriptedModel,
     load,

@@ -9,7 +9,7 @@ import pytest
 from click.testing import CliRunner
 
 from tui.cli import cli
-from tui.entry import INTERRUPTED, INTERRUPTED_LINE
+from tui.exit_codes import INTERRUPTED, INTERRUPTED_LINE
 
 
 def test_ctrl_c_during_parsing_is_one_line_not_aborted(

@@ -43,9 +43,7 @@ def test_every_command_is_listed_with_its_own_summary() -> None:
 
 def test_help_loads_no_command_module() -> None:
     loaded = modules_loaded_by("--help")
-    assert not {
-        m for m in loaded if m.startswith("tui.commands.") and m != "tui.commands.root_options"
-    }
+    assert not {m for m in loaded if m.startswith("tui.commands.") and m != "tui.root_options"}
     assert not {
         m
         for m in loaded
@@ -75,12 +73,12 @@ def test_validate_imports_only_the_step_families_and_checks_the_file_needs() -> 
     assert "engine.demo_steps" in loaded
     assert not {m for m in loaded if m.split(".")[0] in ("networkx", "router")}
     assert not {m for m in loaded if m.startswith("research.steps")}
-    assert not {m for m in loaded if m.startswith("engine.agents")}
+    assert not {m for m in loaded if m.startswith("agents")}
     assert "tui.launch.agents_wiring" not in loaded
     loaded = modules_loaded_by("validate", str(DEEP_RESEARCH))
     assert "research.steps" in loaded and "engine.demo_steps" not in loaded
     assert not {m for m in loaded if m.split(".")[0] == "networkx"}
-    assert not {m for m in loaded if m.startswith("engine.agents")}
+    assert not {m for m in loaded if m.startswith("agents")}
 
 
 RESEARCH_STEP_IMPLEMENTATION = (
@@ -109,7 +107,7 @@ RUN_MACHINERY_PACKAGES = ("textual", "rich", "httpx", "asyncio", "langgraph", "n
 """What shows, prints, serves, stores or schedules a run: `validate` needs none of them."""
 RUN_MACHINERY_MODULES = (
     "engine.store",
-    "engine.headless",
+    "tui.present.headless",
     "engine.runner",
     "engine.kahn",
     "engine.lifecycle",

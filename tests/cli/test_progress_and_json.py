@@ -19,8 +19,8 @@ from rich.console import Console
 from engine.events import RunEvent
 from tests.cli.test_engine_cli import workbench
 from tests.tui.terminal import PROCESS_S, spawn_workbench, terminal_env
-from tui.commands.progress import ProgressBoard, RunProgress
 from tui.dev.sample_run import research_events
+from tui.present.progress import ProgressBoard, RunProgress
 from workflows import WORKFLOWS_DIR
 
 pytestmark = pytest.mark.timeout(600)

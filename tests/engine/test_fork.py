@@ -25,10 +25,11 @@ from engine.spec import WorkflowDefinition
 from engine.sqlite_file import StoreWriteError
 from engine.states import RunStatus
 from engine.store import InMemoryRunStore, RunStore
-from engine.time_travel import ForkEdits, ForkError, ForkPoint
+from engine.time_travel import ForkError, ForkPoint
 from tests.engine.kahn_helpers import TEST_REGISTRY
 from tests.engine.langgraph_cases import WORKFLOWS, canonical_of
 from tests.engine.reference.differential import fork_differences, respond
+from tui.commands.fork_options import fork_edits
 
 ENGINES = {"kahn": KahnEngine, "langgraph": LangGraphEngine}
 CASES = [
@@ -147,7 +148,7 @@ def test_a_fork_inside_a_loop_restores_that_pass_with_its_history_and_count(engi
     store = InMemoryRunStore()
     parent = asyncio.run(ENGINES[engine]().execute(wf, RunContext(store=store)))
     assert parent.status == RunStatus.COMPLETED
-    edits = ForkEdits.parse(["author.draft=edited by hand"])
+    edits = fork_edits(["author.draft=edited by hand"])
     fork = asyncio.run(
         ENGINES[engine]().fork(parent.run_id, "critic@1", RunContext(store=store), edits)
     )
@@ -174,7 +175,7 @@ def test_fork_refuses_a_pass_that_never_started_and_a_bad_edit() -> None:
     parent = asyncio.run(KahnEngine().execute(wf, RunContext(store=store)))
     with pytest.raises(ForkError, match=r"no pass 7 .*passes that started: 0, 1, 2"):
         asyncio.run(KahnEngine().fork(parent.run_id, "critic@7", RunContext(store=store)))
-    bad = ForkEdits.parse(["critic.score=high"])
+    bad = fork_edits(["critic.score=high"])
     with pytest.raises(ForkError, match="critic: score: .*give a value demo.critic accepts"):
         asyncio.run(KahnEngine().fork(parent.run_id, "publish", RunContext(store=store), bad))
     with pytest.raises(ForkError, match="not STEP or STEP@ITERATION"):
@@ -384,7 +385,7 @@ def test_an_edited_pass_is_the_edited_steps_history_when_a_loop_in_the_fork_brin
     async def go() -> str:
         parent = await ENGINES[engine]().execute(wf, RunContext(store=store))
         assert parent.status == RunStatus.COMPLETED
-        edits = ForkEdits.parse(["x.text=edited"])
+        edits = fork_edits(["x.text=edited"])
         fork = await ENGINES[engine]().fork(parent.run_id, "r@1", RunContext(store=store), edits)
         assert fork.status == RunStatus.COMPLETED
         return fork.run_id
@@ -429,7 +430,7 @@ def test_a_fork_with_an_input_the_workflow_lacks_says_which_inputs_there_are() -
     wf = load_workflow(WORKFLOWS / "microloop.yaml")
     store = InMemoryRunStore()
     parent = asyncio.run(KahnEngine().execute(wf, RunContext(store=store)))
-    edits = ForkEdits.parse(inputs=["nope=1"])
+    edits = fork_edits(inputs=["nope=1"])
     with pytest.raises(ForkError) as refused:
         asyncio.run(KahnEngine().fork(parent.run_id, "critic", RunContext(store=store), edits))
     assert str(refused.value) == (

@@ -35,7 +35,7 @@ from engine.sqlite_file import StoreWriteError
 from engine.states import RunStatus, StepStatus
 from engine.steps import AnyInput, AnyOutput
 from engine.store import InMemoryRunStore, RunOwned, RunOwner, RunStore, RunSummary
-from engine.time_travel import ForkEdits, ForkError
+from engine.time_travel import ForkError
 from tests.engine.kahn_helpers import (
     HOOKS,
     TEST_REGISTRY,
@@ -46,6 +46,7 @@ from tests.engine.kahn_helpers import (
     workflow,
 )
 from tests.engine.reference import probe as _probe  # noqa: F401 - registers ref.probe
+from tui.commands.fork_options import fork_edits
 
 ENGINES: dict[str, type[EngineBase]] = {"kahn": KahnEngine, "langgraph": LangGraphEngine}
 
@@ -758,43 +759,6 @@ async def test_a_store_failure_stops_the_run_at_once_resumable_and_owned_by_nobo
     store.close()
 
 
-# -- fork options -------------------------------------------------------------------------------
-
-
-def test_a_fork_input_value_may_itself_contain_an_equals_sign() -> None:
-    assert ForkEdits.parse(inputs=["query=a=b"]).inputs == {"query": "a=b"}
-
-
-@pytest.mark.parametrize("given", ["=3", "  =3", "novalue"])
-def test_a_fork_input_without_a_name_or_a_value_is_refused_saying_the_shape(given: str) -> None:
-    with pytest.raises(ForkError) as refused:
-        ForkEdits.parse(inputs=[given])
-    assert str(refused.value) == f"--input {given!r} is not name=value"
-
-
-def test_a_fork_output_field_may_itself_contain_a_dot() -> None:
-    edits = ForkEdits.parse(sets=["critic.detail.score=1", "critic.note=ok"])
-    assert edits.outputs == {"critic": {"detail.score": 1, "note": "ok"}}
-
-
-@pytest.mark.parametrize(
-    ("given", "message"),
-    [
-        ("critic", "--set 'critic' is not step.field=value"),
-        ("=1", "--set '=1' is not step.field=value"),
-        ("critic=1", "--set 'critic=1': name a step and a field, e.g. --set critic.score=0.9"),
-        (".score=1", "--set '.score=1': name a step and a field, e.g. --set critic.score=0.9"),
-        ("critic.=1", "--set 'critic.=1': name a step and a field, e.g. --set critic.score=0.9"),
-    ],
-)
-def test_a_fork_output_edit_that_is_not_step_field_value_is_refused_saying_so(
-    given: str, message: str
-) -> None:
-    with pytest.raises(ForkError) as refused:
-        ForkEdits.parse(sets=[given])
-    assert str(refused.value) == message
-
-
 # -- steps that never ran -----------------------------------------------------------------------
 
 
@@ -975,7 +939,7 @@ async def _edited_fork(*sets: str) -> tuple[InMemoryRunStore, str]:
     store = InMemoryRunStore()
     parent, _ = await run(wf, store=store)
     fork = await KahnEngine(registry=TEST_REGISTRY).fork(
-        parent.run_id, "last", RunContext(store=store), ForkEdits.parse(sets=list(sets))
+        parent.run_id, "last", RunContext(store=store), fork_edits(sets=list(sets))
     )
     return store, fork.run_id
 

@@ -16,7 +16,8 @@ from engine.protocol import ExecutionResult
 from engine.spec import WorkflowDefinition
 from engine.store import RunStore, StepResult
 from research.corpus import Corpus
-from tui.launch.run import RunParts, open_run
+from tui.launch.parts import RunParts
+from tui.launch.run import open_run
 from tui.launch.workspace import Workspace
 
 PROJECT = Path(__file__).resolve().parents[2]

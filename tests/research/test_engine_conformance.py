@@ -43,7 +43,8 @@ from tests.research.test_trajectories import (
     REMEDIATION_QUERY,
     VETO_QUERY,
 )
-from tui.launch.run import RunParts, open_run
+from tui.launch.parts import RunParts
+from tui.launch.run import open_run
 from tui.launch.workspace import Workspace
 
 TRAJECTORIES: dict[str, tuple[str, dict[str, Any]]] = {

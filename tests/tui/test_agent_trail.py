@@ -9,7 +9,7 @@ from textual.widgets import Static
 
 from engine.states import StepStatus
 from engine.store import RunStore
-from tests.engine.agent_helpers import (
+from tests.agents.agent_helpers import (
     ADVISORY_WORKFLOW,
     ScriptedModel,
     load,

@@ -13,10 +13,10 @@ import asyncio
 from pathlib import Path
 from typing import Any
 
-from engine.agents.builtin_model import react_reply
-from engine.agents.registration import register_agents
-from engine.agents.registry_loader import load_registry
-from engine.agents.tools import TOOL_IMPLEMENTATIONS
+from agents.builtin_model import react_reply
+from agents.registration import register_agents
+from agents.registry_loader import load_registry
+from agents.tools import TOOL_IMPLEMENTATIONS
 from engine.kahn import KahnEngine
 from engine.loader import load_workflow
 from engine.steps import StepRegistry
@@ -24,7 +24,8 @@ from router.config import RouterConfig
 from router.fault_server import FaultServer, demo_router_config
 from router.router import build_router
 from tui.launch import agents_wiring
-from tui.launch.run import RunParts, open_run
+from tui.launch.parts import RunParts
+from tui.launch.run import open_run
 from tui.launch.wiring import extractive_handlers
 from tui.launch.workspace import Workspace
 from workflows import WORKFLOWS_DIR

@@ -12,9 +12,9 @@ from typing import Any
 
 import pytest
 
-from engine.agents.registration import register_agents
-from engine.agents.registry_loader import load_registry
-from engine.agents.tools import TOOL_IMPLEMENTATIONS
+from agents.registration import register_agents
+from agents.registry_loader import load_registry
+from agents.tools import TOOL_IMPLEMENTATIONS
 from engine.kahn import KahnEngine
 from engine.loader import load_workflow_text
 from engine.steps import StepRegistry
@@ -24,7 +24,8 @@ from router.fault_server import FaultServer, demo_router_config
 from router.router import build_router
 from router.truncation import TRUNCATED_GROWTH
 from tui.launch import agents_wiring
-from tui.launch.run import RunParts, open_run
+from tui.launch.parts import RunParts
+from tui.launch.run import open_run
 from tui.launch.wiring import extractive_handlers
 from tui.launch.workspace import Workspace
 from workflows import WORKFLOWS_DIR

@@ -7,18 +7,16 @@ import pytest
 
 from router.config import RouterConfig
 from tui.app.app import WorkbenchApp
-from tui.commands.app_cmds import make_workbench
 from tui.config import (
-    CONFIG_ENV,
-    CONFIG_PATH_KEY,
-    CONFIG_REQUIRED_KEY,
     ConfigError,
     WorkbenchConfig,
     config_from_context,
     default_config_path,
     load_config,
-    standard_config_path,
 )
+from tui.launch.workbench import make_workbench
+from tui.paths import standard_config_path
+from tui.root_options import CONFIG_ENV, CONFIG_PATH_KEY, CONFIG_REQUIRED_KEY
 
 
 def write(tmp_path: Path, text: str) -> Path:

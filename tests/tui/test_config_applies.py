@@ -23,10 +23,10 @@ from engine.states import RunStatus
 from engine.store import RunStore
 from research.corpus import Corpus
 from router.fault_server import FaultServer, demo_router_config
-from tui.app.run_driver import EventInbox
 from tui.cli import cli
 from tui.config import ConfigError, WorkbenchConfig, load_config
 from tui.launch.run import open_run
+from tui.launch.run_driver import EventInbox
 from tui.launch.steps import load_workflow_file
 from tui.launch.wiring import extractive_responder, index_config_folders, open_corpus
 from tui.launch.workbench import SHIPPED_WORKFLOWS, Workbench

@@ -29,7 +29,7 @@ from tui.app.screens.run import RunScreen
 from tui.app.screens.step_detail import StepDetailScreen
 from tui.app.widgets.find_bar import plain_text
 from tui.config import WorkbenchConfig
-from tui.launch.run import RunParts
+from tui.launch.parts import RunParts
 from tui.launch.workbench import Workbench
 
 pytestmark = pytest.mark.timeout(120)

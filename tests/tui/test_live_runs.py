@@ -28,7 +28,7 @@ from tui.app.screens.run import RunScreen
 from tui.app.widgets.dag_outline import DagOutline
 from tui.app.widgets.dag_view import HELD_GLYPH, DagView
 from tui.app.widgets.prompts import ApprovalPrompt, TieBreakPrompt
-from tui.launch.run import RunParts
+from tui.launch.parts import RunParts
 from tui.launch.workbench import SHIPPED_WORKFLOWS, Workbench
 
 SIZE = (150, 46)

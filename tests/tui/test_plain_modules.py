@@ -8,7 +8,6 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from rich.console import Console
 
-from engine.breaker_story import format_cooldown
 from engine.events import ProviderState
 from engine.run_inputs import InputError, resolve_inputs
 from engine.spec import InputSpec, StepSpec, WorkflowDefinition
@@ -19,6 +18,7 @@ from tui.app.widgets.dag_layout import compute_layout
 from tui.app.widgets.event_log import matches
 from tui.app.widgets.providers_panel import providers_table
 from tui.dev.sample_run import research_events, research_graph, snapshot
+from tui.present.breaker_story import format_cooldown
 
 
 @st.composite

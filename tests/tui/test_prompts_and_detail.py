@@ -24,7 +24,7 @@ from tests.tui.pilot_wait import press, prompt_ready, until
 from tests.tui.test_live_runs import SIZE as LIVE_SIZE
 from tests.tui.test_live_runs import live_workbench, start_on
 from tui.app.app import WorkbenchApp
-from tui.app.model_calls import SENT_KEY, model_calls
+from tui.app.model_calls import model_calls
 from tui.app.plan_draft import PlanDraft, PlanEditRefused
 from tui.app.report_sections import report_sections, section_at
 from tui.app.round_diff import diff_rounds
@@ -38,6 +38,7 @@ from tui.app.widgets.plan_editor import PlanEditor
 from tui.app.widgets.prompts import ApprovalPrompt, TieBreakPrompt
 from tui.dev.sample_run import PLAN_OUTPUTS, research_events
 from tui.launch.agents_wiring import AgentAwareModelCaller
+from tui.launch.journal import SENT_KEY
 from tui.launch.wiring import RouterModelCaller, build_workbench_router
 from tui.launch.workbench import SHIPPED_WORKFLOWS, Workbench
 

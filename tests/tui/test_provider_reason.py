@@ -13,7 +13,6 @@ from typing import Any
 
 import pytest
 
-from engine.breaker_story import why
 from research.tasks import ScopeAnswer
 from router.clock import ManualClock
 from router.config import load_router_config
@@ -22,6 +21,7 @@ from router.models import BreakerState, ChatMessage, ChatRequest
 from router.router import SmartModelRouter
 from tui.app.screens.provider_detail import trip_reason
 from tui.launch.wiring import build_workbench_router
+from tui.present.breaker_story import why
 
 pytestmark = pytest.mark.timeout(60)
 

@@ -6,9 +6,7 @@ from __future__ import annotations
 import pytest
 from rich.console import Console
 
-from engine.event_lines import describe as describe_event
 from engine.events import Domain
-from engine.headless import HeadlessPrinter
 from research.events import (
     COALESCED,
     ROUND_SCORED,
@@ -18,6 +16,8 @@ from research.events import (
 )
 from tui.app.run_state import RunView
 from tui.dev.sample_run import research_events, round_payload
+from tui.present.event_lines import describe as describe_event
+from tui.present.headless import HeadlessPrinter
 
 pytestmark = pytest.mark.timeout(30)
 

@@ -15,8 +15,8 @@ from research.corpus import Corpus
 from research.default_corpus import DEFAULT_COLLECTION, build_default_corpus, default_sources
 from tests.tui.pilot_wait import until
 from tui.app.app import WorkbenchApp
-from tui.app.run_driver import EventInbox
 from tui.app.screens.run import RunScreen
+from tui.launch.run_driver import EventInbox
 from tui.launch.workbench import Workbench
 from tui.launch.workspace import Workspace
 from workflows import WORKFLOWS_DIR

@@ -3,7 +3,7 @@
 The app holds no domain logic: it composes a :class:`~tui.launch.workbench.Workbench`
 (what the rest of the product offers) with screens that render run events.
 Each live run's engine loop runs in a Textual thread worker of its run screen, bridged by a
-:class:`~tui.app.run_driver.RunDriver`; the app stops every driver when it closes.
+:class:`~tui.launch.run_driver.RunDriver`; the app stops every driver when it closes.
 """
 
 from __future__ import annotations
@@ -21,10 +21,10 @@ from textual.screen import Screen
 from textual.widgets import OptionList
 
 from tui.app.log_toasts import ToastHandler
-from tui.app.messages import OpenRun, ResumeRun, ShowHistory, StartRun
-from tui.app.run_driver import NewRunJob, PromptTicket, RunDriver, RunJob
+from tui.app.messages import OpenRun, ShowHistory, StartRun
 from tui.app.screens.home import HomeScreen
 from tui.app.status_style import STATUS_CSS
+from tui.launch.run_driver import NewRunJob, PromptTicket, RunDriver, RunJob
 from tui.launch.workbench import Workbench
 
 if TYPE_CHECKING:  # the run screen (graph layout, the event fold) loads with the first run
@@ -246,8 +246,8 @@ class WorkbenchApp(App[None]):
     def _open_run_asked(self, message: OpenRun) -> None:
         self.open_run(message.run_id)
 
-    @on(ResumeRun)
-    def _resume_run_asked(self, message: ResumeRun) -> None:
+    def on_run_screen_resume_run(self, message: RunScreen.ResumeRun) -> None:
+        """Named, not ``@on``: the run screen's module loads with the first run."""
         self.resume_run(message.screen)
 
     @on(ShowHistory)

@@ -1,16 +1,13 @@
 """What screens ask of the app, as typed messages: a screen posts one, it bubbles up to
 :class:`tui.app.app.WorkbenchApp`, whose ``@on`` handler does it. Screens never reach into the
-app's methods."""
+app's methods. A message about one screen is that screen's own (``RunScreen.ResumeRun``)."""
 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from textual.message import Message
-
-if TYPE_CHECKING:
-    from tui.app.screens.run import RunScreen
 
 
 class StartRun(Message):
@@ -28,14 +25,6 @@ class OpenRun(Message):
     def __init__(self, run_id: str) -> None:
         super().__init__()
         self.run_id = run_id
-
-
-class ResumeRun(Message):
-    """Continue the stored run shown on ``screen`` and follow it there."""
-
-    def __init__(self, screen: RunScreen) -> None:
-        super().__init__()
-        self.screen = screen
 
 
 class ShowHistory(Message):

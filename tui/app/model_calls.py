@@ -13,9 +13,7 @@ from pydantic import ValidationError
 
 from engine.context import JournalEntry
 from router.models import ChatMessage, ChatResponse
-
-SENT_KEY = "sent_messages"
-"""The journal field holding the messages a model call sent (tui/launch/agents_wiring.py)."""
+from tui.launch.journal import SENT_KEY
 
 
 class JournalReader(Protocol):

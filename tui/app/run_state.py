@@ -13,7 +13,6 @@ from dataclasses import dataclass, field, fields, replace
 from typing import Any, Literal
 
 from engine.event_lines import EventLine
-from engine.event_lines import describe as describe_event
 from engine.events import (
     Budget,
     Domain,
@@ -41,6 +40,7 @@ from research.events import (
 )
 from tui.app.agent_trail import AdvisoryGraph
 from tui.app.agent_trail import fold as fold_agent_event
+from tui.present.event_lines import describe as describe_event
 
 Part = Literal["graph", "steps", "providers", "rounds", "log", "prompts", "status"]
 

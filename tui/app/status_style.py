@@ -1,4 +1,4 @@
-"""The app's one status-style table: each tone (engine/status_tone.py) as a theme-coloured
+"""The app's one status-style table: each tone (tui/present/status_tone.py) as a theme-coloured
 component class, so switching theme recolours every panel that shows a status.
 
 A widget that colours statuses lists :data:`STATUS_CLASSES` in its
@@ -15,7 +15,7 @@ from typing import get_args
 from rich.style import Style
 from textual.widget import Widget
 
-from engine.status_tone import Tone, tone
+from tui.present.status_tone import Tone, tone
 
 TONE_RULES: dict[Tone, str] = {
     "muted": "color: $text-muted;",
@@ -46,7 +46,7 @@ for a widget's ``COMPONENT_CLASSES``, never a widget itself (no widget has these
 
 StatusStyler = Callable[[str], Style | str]
 """A surface's style for a status word: :func:`status_style` bound to a widget in the app,
-:func:`engine.headless.console_style` on a console."""
+:func:`tui.present.headless.console_style` on a console."""
 
 
 def status_style(widget: Widget, status: str) -> Style:

@@ -13,38 +13,10 @@ from typing import Any
 
 import click
 
-from tui.app.run_driver import RunJob
-from tui.commands.root_options import WORKSPACE_KEY
-from tui.config import (
-    ConfigError,
-    WorkbenchConfig,
-    config_path_for,
-    config_required,
-    load_config,
-)
-from tui.launch.workbench import Workbench
-from tui.launch.workspace import Workspace
-
-
-def make_workbench(workspace: str | Path | None, config_path: Path | None = None) -> Workbench:
-    """The app's services; a broken config is reported in the app, never as a traceback.
-
-    A file named with ``--config`` must exist (click prints that as one line); a mistake
-    inside the file opens the app on the defaults with the error shown.
-    """
-    ctx = click.get_current_context(silent=True)
-    path = config_path or config_path_for(ctx)
-    if config_required(ctx) and not path.exists():
-        raise ConfigError(f"{path}: no such config file; check the --config path")
-    try:
-        config, error = load_config(path), ""
-    except ConfigError as exc:
-        config, error = WorkbenchConfig(), str(exc)
-    return Workbench(
-        workspace=Workspace.at(workspace).root,
-        config=config,
-        config_error=error,
-    )
+from tui.config import ConfigError, config_path_for, config_required
+from tui.launch.run_driver import RunJob
+from tui.launch.workbench import make_workbench
+from tui.root_options import WORKSPACE_KEY
 
 
 def open_app(

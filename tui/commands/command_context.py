@@ -15,9 +15,10 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from engine.errors import WorkflowLoadError
-from tui.commands.root_options import BAD_INPUT, WORKSPACE_KEY
+from tui.exit_codes import BAD_INPUT
 from tui.launch.steps import load_workflow_file
 from tui.launch.workspace import Workspace
+from tui.root_options import WORKSPACE_KEY
 
 if TYPE_CHECKING:
     from engine.spec import WorkflowDefinition

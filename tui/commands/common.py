@@ -22,14 +22,14 @@ from rich.markup import escape
 from engine.context import InterruptAnswer, InterruptRequest
 from engine.event_lines import summarize
 from engine.events import InterruptRaised, RunEvent
-from engine.headless import HeadlessPrinter, step_table, styled
 from engine.model_answers import disclosure, tally
 from engine.protocol import ExecutionResult, InterruptResponder
 from engine.states import RunStatus
 from engine.store import RunOwned, RunStore
 from research.events import describe_research_event
 from tui.commands.command_context import BadInput, workspace_of
-from tui.commands.progress import ProgressBoard, RunProgress
+from tui.present.headless import HeadlessPrinter, step_table, styled
+from tui.present.progress import ProgressBoard, RunProgress
 
 if TYPE_CHECKING:
     from tui.launch.run import Surface

@@ -11,10 +11,10 @@ import click
 from rich.console import Console
 from rich.table import Table
 
-from engine.agents.registry import Registry
-from engine.agents.registry_loader import SECTIONS, RegistryLoad, load_registry
-from engine.agents.schema import describe
-from engine.agents.tools import TOOL_IMPLEMENTATIONS
+from agents.registry import Registry
+from agents.registry_loader import SECTIONS, RegistryLoad, load_registry
+from agents.schema import describe
+from agents.tools import TOOL_IMPLEMENTATIONS
 from tui.commands.command_context import BadInput, workspace_of
 from tui.launch import agents_wiring
 

@@ -26,11 +26,11 @@ from research.sources import DOMAINS
 from tui.commands.app_cmds import open_app
 from tui.commands.command_context import BadInput, load_or_exit, workspace_of
 from tui.commands.common import drive, interrupt_mode, open_store, responder_for
-from tui.commands.progress import counting
-from tui.commands.root_options import WORKSPACE_KEY
 from tui.launch.run import Surface, open_run
 from tui.launch.wiring import open_corpus
 from tui.launch.workspace import Workspace
+from tui.present.progress import counting
+from tui.root_options import WORKSPACE_KEY
 from workflows import WORKFLOWS_DIR
 
 WORKFLOW = WORKFLOWS_DIR / "deep_research.yaml"

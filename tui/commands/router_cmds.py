@@ -16,7 +16,6 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from engine.headless import console_style
 from router.config import RouterConfig
 from router.fault_script import DEFAULT_SCRIPT_PATH, FaultScriptError, load_fault_script
 from router.fault_server import FaultServer, RecordedRequest, demo_router_config
@@ -26,6 +25,7 @@ from router.router import HealthCheck, SmartModelRouter, build_router
 from router.stats import STATS_FILENAME
 from tui.commands.command_context import workspace_of
 from tui.config import config_from_context, default_config_path
+from tui.present.headless import console_style
 
 T = TypeVar("T")
 

@@ -20,7 +20,8 @@ import click
 from engine.graph import WorkflowGraph
 from engine.selector import ENGINES, engine_available, select_engine
 from tui.commands.command_context import ON_INTERRUPT, BadInput, load_or_exit, workspace_of
-from tui.commands.root_options import BAD_INPUT, WORKSPACE_KEY
+from tui.exit_codes import BAD_INPUT
+from tui.root_options import WORKSPACE_KEY
 
 if TYPE_CHECKING:
     from engine.protocol import ExecutionResult
@@ -123,11 +124,11 @@ def _shadow_run(
     from rich.console import Console
     from rich.markup import escape
 
-    from engine.headless import HeadlessPrinter
     from engine.shadow import ShadowResult, run_shadow
     from research.events import describe_research_event
     from tui.commands.common import EXIT_CODES, interrupt_mode, open_store, responder_for
     from tui.launch.run import open_run
+    from tui.present.headless import HeadlessPrinter
 
     first = select_engine(wf, "auto")
     console = Console()

@@ -16,17 +16,18 @@ from rich.console import Console
 from rich.markup import escape
 
 from engine.event_lines import summarize
-from engine.headless import step_table, styled
 from engine.protocol import ExecutionResult
 from engine.selector import ENGINES, engine_available
 from engine.steps import REGISTRY
 from engine.store import RunStore, UnknownRun, new_run_id
 from engine.store.records import InterruptRecord, RunRecord, StepResult
-from engine.time_travel import ForkEdits, ForkError, ForkPoint, fork_state
+from engine.time_travel import ForkError, ForkPoint, fork_state
 from tui.commands.command_context import ON_INTERRUPT, BadInput, workspace_of
 from tui.commands.common import drive, interrupt_mode, open_store, responder_for
+from tui.commands.fork_options import fork_edits
 from tui.launch.run import Surface, open_run
 from tui.launch.steps import register_steps
+from tui.present.headless import step_table, styled
 
 
 @click.group("runs")
@@ -247,7 +248,7 @@ def runs_fork(
         record = _get_run(store, run_id)
         try:
             point = ForkPoint.parse(at_step)
-            edits = ForkEdits.parse(sets, inputs)
+            edits = fork_edits(sets, inputs)
             forked = fork_state(store, run_id, point, edits, REGISTRY, new_run_id())
         except ForkError as error:
             raise BadInput(str(error)) from None

@@ -25,20 +25,21 @@ from typing import TYPE_CHECKING
 import click
 from rich.console import Console
 
-from engine.breaker_story import error_note, why
 from engine.context import InterruptAnswer, InterruptRequest
 from engine.events import InterruptRaised, Log, ProviderState, RunEvent
 from engine.protocol import ExecutionResult, InterruptResponder
 from engine.store import new_run_id
 from router.fault_script import DEFAULT_SCRIPT_PATH
-from tui.app.run_driver import EventInbox, NewRunJob
 from tui.app.run_state import describe
-from tui.commands.progress import ProgressBoard, RunProgress
 from tui.config import WorkbenchConfig
-from tui.launch.run import RunParts, open_run
+from tui.launch.parts import RunParts
+from tui.launch.run import open_run
+from tui.launch.run_driver import EventInbox, NewRunJob
 from tui.launch.steps import load_workflow_file
-from tui.launch.workbench import SHIPPED_WORKFLOWS
+from tui.launch.workbench import SHIPPED_WORKFLOWS, make_workbench
 from tui.launch.workspace import Workspace
+from tui.present.breaker_story import error_note, why
+from tui.present.progress import ProgressBoard, RunProgress
 
 if TYPE_CHECKING:
     from router.clock import Clock
@@ -345,7 +346,6 @@ class HeadlessDemo:
 def run_chaos_demo(
     workspace: str | Path | None, *, time_scale: float, query: str, headless: bool
 ) -> None:
-    from tui.commands.app_cmds import make_workbench
 
     workbench = make_workbench(workspace)
     workbench.workspace.mkdir(parents=True, exist_ok=True)

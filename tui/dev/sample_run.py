@@ -35,7 +35,7 @@ from engine.store import BaseRunStore, InterruptRecord
 from research.events import COALESCED, ROUND_SCORED, validated
 from research.matrix import DIMENSIONS
 from router.models import ChatMessage, ChatResponse, Usage
-from tui.app.model_calls import SENT_KEY
+from tui.launch.journal import SENT_KEY
 
 ROUND_STEPS = (
     "hypothesis_tree_tot",

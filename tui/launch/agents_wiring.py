@@ -19,12 +19,12 @@ from typing import TYPE_CHECKING, Any
 from urllib.parse import urlparse
 
 import research.agent_tools  # noqa: F401 - registers the corpus tool implementations
-from engine.agents.builtin_model import orchestrate_reply, react_reply
-from engine.agents.port import ORCHESTRATE_TASK, REACT_TASK, Ask, ModelCall
-from engine.agents.registration import register_agents
-from engine.agents.registry import BUILTIN_PROVIDER, ModelProfile, Registry
-from engine.agents.registry_loader import RegistryLoad, load_registry
-from engine.agents.tools import TOOL_IMPLEMENTATIONS
+from agents.builtin_model import orchestrate_reply, react_reply
+from agents.port import ORCHESTRATE_TASK, REACT_TASK, Ask, ModelCall
+from agents.registration import register_agents
+from agents.registry import BUILTIN_PROVIDER, ModelProfile, Registry
+from agents.registry_loader import RegistryLoad, load_registry
+from agents.tools import TOOL_IMPLEMENTATIONS
 from engine.context import StepInfo
 from engine.live import ModelOutputSink
 from router.config import ProfileConfig, RouterConfig
@@ -33,37 +33,34 @@ from router.local import TaskHandlerRegistry
 from router.models import ChatMessage, ChatRequest, ChatResponse, ContextLimit
 from router.truncation import ask_with_room
 from router.wire import wire_messages
-from tui.app.model_calls import SENT_KEY
+from tui.launch.journal import SENT_KEY
+from tui.paths import standard_config_path
 from workflows import WORKFLOWS_DIR
 
 if TYPE_CHECKING:  # the router (and httpx) load only when a run builds one
     from router.router import SmartModelRouter
-    from tui.launch.workspace import Workspace
 
 SHIPPED_ROOT = WORKFLOWS_DIR
 LOOPBACK_HOSTS = {"127.0.0.1", "localhost", "::1", "[::1]"}
 
 
-def registry_roots(workspace: Workspace) -> list[tuple[Path, str]]:
+def registry_roots(workspace_root: Path) -> list[tuple[Path, str]]:
     """The folders whose registry files count: shipped, the workspace's, the config file's."""
-    from tui.config import standard_config_path
-
-    roots = [(SHIPPED_ROOT, "shipped"), (workspace.root, "workspace")]
+    roots = [(SHIPPED_ROOT, "shipped"), (workspace_root, "workspace")]
     config_dir = standard_config_path().parent
-    if config_dir.resolve() != workspace.root.resolve():
+    if config_dir.resolve() != workspace_root.resolve():
         roots.append((config_dir, "config"))
     return roots
 
 
-def load_agent_registry(workspace: Workspace) -> RegistryLoad:
-    """Read the registry files ``workspace`` sees (uncached: :meth:`Workspace.agent_registry`
-    keeps one per workspace)."""
-    return load_registry(registry_roots(workspace), TOOL_IMPLEMENTATIONS.names())
+def load_agent_registry(workspace_root: Path) -> RegistryLoad:
+    """Read the registry files the workspace in ``workspace_root`` sees (uncached:
+    :meth:`~tui.launch.workspace.Workspace.agent_registry` keeps one per workspace)."""
+    return load_registry(registry_roots(workspace_root), TOOL_IMPLEMENTATIONS.names())
 
 
-def register_agent_steps(workspace: Workspace) -> RegistryLoad:
-    """Register the agents of ``workspace``'s registry (read once per workspace) as steps."""
-    loaded = workspace.agent_registry
+def register_agent_steps(loaded: RegistryLoad) -> RegistryLoad:
+    """Register the agents of a workspace's registry (read once per workspace) as steps."""
     register_agents(loaded.registry)
     return loaded
 
@@ -115,7 +112,7 @@ class LocalOnlyRequest:
 
 
 class RouterAgentPort:
-    """``engine.agents.port.ModelPort`` over the router's request and response shapes."""
+    """``agents.port.ModelPort`` over the router's request and response shapes."""
 
     def __init__(self, router: SmartModelRouter) -> None:
         self.config = router.config

@@ -19,42 +19,22 @@ from engine.live import LiveChannel
 from engine.protocol import (
     ExecutionEngine,
     ExecutionResult,
+    ForkEdits,
     InterruptResponder,
     RunContext,
-    TieBreaker,
 )
 from engine.spec import WorkflowDefinition
 from engine.store import RunStore, new_run_id
+from tui.launch.parts import IndexProgress, RunParts
 from tui.launch.workspace import Workspace
 
 if TYPE_CHECKING:
-    from engine.time_travel import ForkEdits
     from tui.config import WorkbenchConfig
 
 Surface = Callable[[list[RunEvent]], None]
 """Shows a run: receives each batch of its stored events (on the store's delivery thread)."""
 
-IndexProgress = Callable[[str, int, int], None]
-"""Hears what a run's start indexes: (what, e.g. ``indexing python-docs``, done, total); called
-on the thread that opens the run."""
-
 BUILTIN_STEP_PREFIX = "demo."
-
-
-@dataclass(frozen=True)
-class RunParts:
-    """Parts a run is given instead of the workspace's own; None: built from the config.
-
-    Given parts are the caller's: ``open_run`` neither closes them nor builds their kind.
-    """
-
-    router: Any | None = None
-    """A ``router.router.SmartModelRouter`` (the chaos demo's, a test's)."""
-    corpus: Any | None = None
-    """A ``research.corpus.Corpus`` (a test's PEP collection)."""
-    tie_breaker: TieBreaker | None = None
-    environ: Mapping[str, str] | None = None
-    """Where provider keys are read (None: the process environment)."""
 
 
 def _engine(name: str) -> ExecutionEngine:

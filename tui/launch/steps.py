@@ -43,7 +43,7 @@ def register_steps(workspace: Workspace) -> None:
 def _register_agents(workspace: Workspace) -> None:
     from tui.launch.agents_wiring import register_agent_steps  # reaches the router's config
 
-    register_agent_steps(workspace)
+    register_agent_steps(workspace.agent_registry)
 
 
 def load_workflow_file(path: str | Path, workspace: Workspace) -> WorkflowDefinition:

@@ -27,7 +27,7 @@ from typing import Any
 import httpx
 
 import research.steps  # noqa: F401 - registers the research steps in the engine's registry
-from engine.agents.port import PORT_EXTRA
+from agents.port import PORT_EXTRA
 from engine.context import CallUsage, StepInfo
 from engine.events import ProviderState, RunEvent, RunStarted
 from engine.live import LiveChannel, ModelOutputSink
@@ -46,7 +46,7 @@ from router.streaming import StreamEvent
 from router.tiebreak import choose_target
 from tui.config import ConfigError, WorkbenchConfig, active_config
 from tui.launch import agents_wiring
-from tui.launch.run import IndexProgress, RunParts
+from tui.launch.parts import IndexProgress, RunParts
 from tui.launch.workspace import Workspace
 
 

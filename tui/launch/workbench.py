@@ -1,7 +1,7 @@
 """What the app needs from the rest of the product, in one place.
 
 ``Workbench`` finds workflows (shipped and the user's), opens the run store
-for reading, and builds :data:`~tui.app.run_driver.RunJob` s that start or resume
+for reading, and builds :data:`~tui.launch.run_driver.RunJob` s that start or resume
 runs on the worker thread through :func:`tui.launch.run.open_run` (router, corpus
 and store from the loaded config's ``router:`` and ``corpus:`` sections, unless
 ``parts`` gives them). Tests build one over a temporary workspace; nothing here
@@ -17,13 +17,22 @@ from functools import cached_property
 from pathlib import Path
 from typing import Any
 
+import click
+
 from engine.live import LiveChannel
 from engine.protocol import ExecutionResult, InterruptResponder
 from engine.spec import WorkflowDefinition
 from engine.store import RunStore, new_run_id
-from tui.app.run_driver import EventInbox, NewRunJob, RunJob
-from tui.config import WorkbenchConfig
-from tui.launch.run import RunParts, open_run
+from tui.config import (
+    ConfigError,
+    WorkbenchConfig,
+    config_path_for,
+    config_required,
+    load_config,
+)
+from tui.launch.parts import RunParts
+from tui.launch.run import open_run
+from tui.launch.run_driver import EventInbox, NewRunJob, RunJob
 from tui.launch.steps import load_workflow_file, register_steps
 from tui.launch.workspace import Workspace
 from workflows import WORKFLOWS_DIR
@@ -159,3 +168,24 @@ class Workbench:
                     return await run.resume()
 
         return job
+
+
+def make_workbench(workspace: str | Path | None, config_path: Path | None = None) -> Workbench:
+    """The app's services; a broken config is reported in the app, never as a traceback.
+
+    A file named with ``--config`` must exist (click prints that as one line); a mistake
+    inside the file opens the app on the defaults with the error shown.
+    """
+    ctx = click.get_current_context(silent=True)
+    path = config_path or config_path_for(ctx)
+    if config_required(ctx) and not path.exists():
+        raise ConfigError(f"{path}: no such config file; check the --config path")
+    try:
+        config, error = load_config(path), ""
+    except ConfigError as exc:
+        config, error = WorkbenchConfig(), str(exc)
+    return Workbench(
+        workspace=Workspace.at(workspace).root,
+        config=config,
+        config_error=error,
+    )

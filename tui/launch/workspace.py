@@ -14,22 +14,15 @@ from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from platformdirs import user_data_dir
+from tui.paths import default_root
 
 if TYPE_CHECKING:
-    from engine.agents.registry_loader import RegistryLoad
+    from agents.registry_loader import RegistryLoad
 
-APP_NAME = "research-workbench"
-"""The name of the workbench's folders in the platform's user data and config dirs."""
 RUNS_FILE = "runs.sqlite"
 CORPUS_FILE = "corpus.sqlite"
 RUN_FOLDERS = "runs"
 USER_WORKFLOWS = "workflows"
-
-
-def default_root() -> Path:
-    """The workspace folder when none is given: the platform's user data dir (not created here)."""
-    return Path(user_data_dir(APP_NAME))
 
 
 @dataclass(frozen=True)
@@ -79,4 +72,4 @@ class Workspace:
         ones, its own folder's, the config folder's), read on first use and kept."""
         from tui.launch.agents_wiring import load_agent_registry
 
-        return load_agent_registry(self)
+        return load_agent_registry(self.root)

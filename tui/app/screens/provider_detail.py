@@ -21,10 +21,10 @@ from textual.containers import VerticalScroll
 from textual.screen import ModalScreen
 from textual.widgets import Footer, Static
 
-from engine.breaker_story import error_note, format_cooldown, why
-from engine.headless import console_style
 from tui.app.status_style import STATUS_CLASSES, StatusStyler, status_style
 from tui.app.widgets.providers_panel import state_badge
+from tui.present.breaker_story import error_note, format_cooldown, why
+from tui.present.headless import console_style
 
 SnapshotSource = Callable[[], tuple[Mapping[str, Any], float]]
 """Returns the provider's latest snapshot and its cooldown left now."""
@@ -43,7 +43,7 @@ def _percent(value: Any) -> str:
 
 
 def trip_reason(snap: Mapping[str, Any]) -> str:
-    """Why the breaker is not CLOSED, as the event log says it (engine.breaker_story), with how
+    """Why the breaker is not CLOSED, as the event log says it (tui.present.breaker_story), with how
     many trips in a row."""
     if snap.get("misconfigured"):
         return f"misconfigured: {_text(snap.get('misconfigured_reason'))}"

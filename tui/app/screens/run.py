@@ -33,9 +33,7 @@ from textual.worker import Worker, WorkerState
 from engine.context import InterruptAnswer
 from engine.events import InterruptRaised, RunEvent
 from engine.protocol import ExecutionResult
-from tui.app.messages import ResumeRun
 from tui.app.model_calls import model_calls
-from tui.app.run_driver import PromptTicket, RunDriver
 from tui.app.run_state import Part, ReplayFold, RunView, changes, describe, spend_text
 from tui.app.status_style import STATUS_CLASSES, on_theme_change, status_style
 from tui.app.widgets.dag_outline import DagOutline
@@ -45,6 +43,7 @@ from tui.app.widgets.prompts import PromptQueue, prompt_for
 from tui.app.widgets.providers_panel import ProvidersPanel
 from tui.app.widgets.rounds_matrix import RoundsMatrix
 from tui.app.widgets.timeline import Timeline
+from tui.launch.run_driver import PromptTicket, RunDriver
 
 if TYPE_CHECKING:
     from tui.launch.workbench import Workbench
@@ -81,6 +80,13 @@ class PromptArrived(Message):
 
 class RunScreen(Screen[None]):
     CSS_PATH = "run.tcss"
+
+    class ResumeRun(Message):
+        """Continue the stored run shown on ``screen`` and follow it there (the app does)."""
+
+        def __init__(self, screen: RunScreen) -> None:
+            super().__init__()
+            self.screen = screen
 
     HELP = """
 ## Run
@@ -487,7 +493,7 @@ one run. **Enter** on a step opens its detail; **p** answers the next prompt;
         if status not in ("WAITING", "RUNNING"):
             self.notify(f"run {self.run_id} is {status}; only a WAITING or interrupted run resumes")
             return
-        self.post_message(ResumeRun(self))
+        self.post_message(self.ResumeRun(self))
 
     def go_live(self, driver: RunDriver) -> None:
         """Switch a stored screen to follow its resumed run."""

@@ -18,10 +18,10 @@ from textual.binding import Binding
 from textual.message import Message
 from textual.widgets import Static
 
-from engine.breaker_story import format_cooldown
-from engine.headless import console_style
 from tui.app.run_state import RunView
 from tui.app.status_style import STATUS_CLASSES, StatusStyler, on_theme_change, status_style
+from tui.present.breaker_story import format_cooldown
+from tui.present.headless import console_style
 
 SPARK = "▁▂▃▄▅▆▇█"
 SPARK_CELLS = 8

@@ -20,11 +20,11 @@ from rich.text import Text
 from textual import events
 from textual.widgets import Static
 
-from engine.headless import console_style
 from research.events import RoundScoredPayload
 from research.matrix import DIMENSIONS, Dimension
 from tui.app.run_state import RunView
 from tui.app.status_style import STATUS_CLASSES, StatusStyler, on_theme_change, status_style
+from tui.present.headless import console_style
 
 ROUND_COLUMNS = 4
 DIMENSION_TITLES = {

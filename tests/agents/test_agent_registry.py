@@ -7,9 +7,9 @@ from pathlib import Path
 import pytest
 
 import research.agent_tools  # noqa: F401 - registers the corpus tool implementations
-from engine.agents.registry_loader import load_registry, load_registry_text
-from engine.agents.tools import TOOL_IMPLEMENTATIONS
-from tests.engine.agent_helpers import count
+from agents.registry_loader import load_registry, load_registry_text
+from agents.tools import TOOL_IMPLEMENTATIONS
+from tests.agents.agent_helpers import count
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -152,7 +152,7 @@ def test_the_shipped_registry_is_valid() -> None:
 
 
 def test_a_tool_may_run_a_python_function_by_its_import_path() -> None:
-    text = "tools:\n  t:\n    description: d\n    runs: tests.engine.agent_helpers:count\n"
+    text = "tools:\n  t:\n    description: d\n    runs: tests.agents.agent_helpers:count\n"
     loaded = load_registry_text(text, "reg.yaml", TOOL_IMPLEMENTATIONS.names())
     assert loaded.problems == []
-    assert TOOL_IMPLEMENTATIONS.get("tests.engine.agent_helpers:count") is count
+    assert TOOL_IMPLEMENTATIONS.get("tests.agents.agent_helpers:count") is count

@@ -5,12 +5,12 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from engine.agents.context_compile import compile_context, estimate_tokens
-from engine.agents.port import ModelCall
-from engine.agents.registry_loader import load_registry_text
-from engine.agents.tools import TOOL_IMPLEMENTATIONS
+from agents.context_compile import compile_context, estimate_tokens
+from agents.port import ModelCall
+from agents.registry_loader import load_registry_text
+from agents.tools import TOOL_IMPLEMENTATIONS
 from engine.store import RunStore
-from tests.engine.agent_helpers import (
+from tests.agents.agent_helpers import (
     REGISTRY_YAML,
     ScriptedModel,
     builtin_answer,

@@ -23,9 +23,9 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ValidationError
 
-from engine.agents.context_compile import compile_context
-from engine.agents.governance import LEDGER_EXTRA, Governance, Ledger, Refusal
-from engine.agents.port import (
+from agents.context_compile import compile_context
+from agents.governance import LEDGER_EXTRA, Governance, Ledger, Refusal
+from agents.port import (
     PORT_EXTRA,
     REACT_TASK,
     AgentReply,
@@ -34,10 +34,10 @@ from engine.agents.port import (
     ModelPort,
     read_answer,
 )
-from engine.agents.registry import AgentDef, Registry
-from engine.agents.schema import describe
-from engine.agents.tools import TOOL_IMPLEMENTATIONS, ToolImplementations
-from engine.agents.trail import (
+from agents.registry import AgentDef, Registry
+from agents.schema import describe
+from agents.tools import TOOL_IMPLEMENTATIONS, ToolImplementations
+from agents.trail import (
     FINISHED,
     OBSERVATION,
     THOUGHT,

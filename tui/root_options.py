@@ -1,6 +1,6 @@
 """What the root `workbench` command hands its subcommands, kept import-light so that
-`workbench --help` loads nothing else: the keys of the click context's ``obj`` and the exit
-code of bad input."""
+`workbench --help` loads nothing else: the keys of the click context's ``obj`` (the exit codes
+are tui/exit_codes.py's)."""
 
 from __future__ import annotations
 
@@ -11,5 +11,3 @@ CONFIG_PATH_KEY = "config_path"
 """Key of the root click context's ``obj`` holding ``--config`` (or ``$WORKBENCH_CONFIG``)."""
 CONFIG_REQUIRED_KEY = "config_required"
 """True in ``obj`` when ``--config`` was typed on the command line: then the file must exist."""
-BAD_INPUT = 2
-"""Exit code of bad input: one line on stderr, never a traceback."""

@@ -1,7 +1,7 @@
 """The one table from a status word to its tone: what it means to a person at a glance.
 
 Every surface colours a status through this table and styles the tone its own
-way: the console printer with rich colours (engine/headless.py), the app with
+way: the console printer with rich colours (tui/present/headless.py), the app with
 theme variables (tui/app/status_style.py), so a theme switch recolours every
 panel at once. The words are the ones a run's events report: run and step
 statuses, breaker states (``provider_state``), evidence tiers, stop-gate results,

@@ -8,15 +8,15 @@ from typing import Any
 
 import pytest
 
-from engine.agents.advisory import CLOCK_EXTRA
-from engine.agents.port import ORCHESTRATE_TASK, ModelCall
+from agents.advisory import CLOCK_EXTRA
+from agents.port import ORCHESTRATE_TASK, ModelCall
 from engine.context import InterruptAnswer, InterruptRequest
 from engine.errors import WorkflowLoadError
 from engine.events import InterruptRaised
 from engine.langgraph_engine import LangGraphEngine
 from engine.states import RunStatus
 from engine.store import RunStore
-from tests.engine.agent_helpers import (
+from tests.agents.agent_helpers import (
     ADVISORY_WORKFLOW,
     ScriptedModel,
     builtin_answer,

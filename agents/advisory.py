@@ -24,14 +24,15 @@ from typing import Any, Literal
 
 from pydantic import Field, ValidationError
 
-from engine.agents.governance import Refusal
-from engine.agents.port import ORCHESTRATE_TASK, ModelCall, OrchestratorDecision, read_answer
-from engine.agents.react import AgentKit, AgentLoop, AgentResult, governed, record_refusal
-from engine.agents.registry import Registry
-from engine.agents.trail import DECISION, PLAN, DecisionPayload, PlanPayload
+from agents.governance import Refusal
+from agents.port import ORCHESTRATE_TASK, ModelCall, OrchestratorDecision, read_answer
+from agents.react import AgentKit, AgentLoop, AgentResult, governed, record_refusal
+from agents.registry import Registry
+from agents.trail import DECISION, PLAN, DecisionPayload, PlanPayload
 from engine.conditions import CelSyntaxError, compile_expr, evaluate_bool
 from engine.context import BudgetExceeded, InterruptRequest, StepContext
 from engine.spec import Frozen, Identifier
+from engine.steps import SectionProblems
 
 ORCHESTRATOR_STEP = "advisory.orchestrator"
 ORCHESTRATOR_STEP_ID = "orchestrator"
@@ -71,15 +72,14 @@ class AdvisorySpec(Frozen):
         return list(self.completion.required_agents or self.required_agents)
 
 
-Located = list[tuple[tuple[str | int, ...], str]]
-
-
-def check_advisory(data: Any, known_agents: set[str]) -> tuple[AdvisorySpec | None, Located]:
+def check_advisory(
+    data: Any, known_agents: set[str]
+) -> tuple[AdvisorySpec | None, SectionProblems]:
     """The ``advisory`` section checked: (spec, []) or (None, [(path in it, message), ...])."""
     try:
         spec = AdvisorySpec.model_validate(data)
     except ValidationError as error:
-        problems: Located = []
+        problems: SectionProblems = []
         for detail in error.errors():
             loc = tuple(detail["loc"])
             message = detail["msg"].removeprefix("Value error, ")
@@ -91,9 +91,9 @@ def check_advisory(data: Any, known_agents: set[str]) -> tuple[AdvisorySpec | No
     return (None if problems else spec), problems
 
 
-def advisory_problems(spec: AdvisorySpec, known_agents: set[str]) -> Located:
+def advisory_problems(spec: AdvisorySpec, known_agents: set[str]) -> SectionProblems:
     """What the model cannot check alone: agents the registry lacks, CEL that does not compile."""
-    problems: Located = []
+    problems: SectionProblems = []
     offer = spec.offer
     for index, name in enumerate(spec.suggested_sequence):
         if name not in offer:

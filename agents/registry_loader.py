@@ -26,7 +26,7 @@ from typing import Any, get_args
 import yaml
 from pydantic import BaseModel, ValidationError
 
-from engine.agents.registry import (
+from agents.registry import (
     AgentDef,
     Entry,
     ModelProfile,
@@ -35,7 +35,7 @@ from engine.agents.registry import (
     Registry,
     ToolDef,
 )
-from engine.agents.tools import import_implementation
+from agents.tools import import_implementation
 from engine.errors import Problem
 from engine.spec import IDENTIFIER_PATTERN
 

@@ -15,7 +15,7 @@ from typing import Any, Literal, Protocol, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from engine.agents.registry import BUILTIN_PROVIDER, ModelProfile
+from agents.registry import BUILTIN_PROVIDER, ModelProfile
 from engine.spec import Frozen
 
 PORT_EXTRA = "agents.port"

@@ -37,7 +37,7 @@ class EventInbox:
         self._progress: tuple[str, int, int] | None = None
 
     def progress(self, what: str, done: int, total: int) -> None:
-        """A :data:`tui.launch.run.IndexProgress`: ``done`` of ``total`` of ``what``."""
+        """A :data:`tui.launch.parts.IndexProgress`: ``done`` of ``total`` of ``what``."""
         self._progress = (what, done, total)
 
     def waiting_on(self) -> tuple[str, int, int] | None:

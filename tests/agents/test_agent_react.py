@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from engine.agents.port import ModelCall
+from agents.port import ModelCall
 from engine.context import InterruptAnswer, InterruptRequest
 from engine.events import InterruptRaised
 from engine.kahn import KahnEngine
@@ -23,7 +23,7 @@ from engine.langgraph_engine import LangGraphEngine
 from engine.protocol import RunContext
 from engine.states import RunStatus, StepStatus
 from engine.store import RunStore
-from tests.engine.agent_helpers import (
+from tests.agents.agent_helpers import (
     COUNTER_EXTRA,
     AnswerPort,
     ScriptedModel,

@@ -1,4 +1,4 @@
-"""One event describer (engine/event_lines.py), styled by each surface.
+"""One event describer (engine/event_lines.py, tui/present/event_lines.py), styled by each surface.
 
 The console printer shows the describer's words for every event it prints; a
 domain event is worded by the describer its package hands in, or shown as name
@@ -13,10 +13,11 @@ import pytest
 from rich.console import Console
 
 from engine import events as ev
-from engine.event_lines import EventLine, describe
-from engine.headless import HeadlessPrinter, console_style, styled
+from engine.event_lines import EventLine
 from engine.states import RoutingSignal, RunStatus
-from engine.status_tone import STATUS_TONES, tone
+from tui.present.event_lines import describe
+from tui.present.headless import HeadlessPrinter, console_style, styled
+from tui.present.status_tone import STATUS_TONES, tone
 
 pytestmark = pytest.mark.timeout(30)
 

@@ -3,7 +3,7 @@
 The application registers these as the built-in provider's handlers for
 ``agent.react`` and ``agent.orchestrate`` (the router never imports the
 engine; the composition root joins them). They read only the structured
-``inputs`` a :class:`~engine.agents.port.ModelCall` carries.
+``inputs`` a :class:`~agents.port.ModelCall` carries.
 
 - An agent uses each of its tools once, in the order declared, filling each
   argument by name from the latest observations, then the task, then its
@@ -22,7 +22,7 @@ import json
 import re
 from typing import Any
 
-from engine.agents.react import find_key
+from agents.react import find_key
 
 TEXT_KEYS = ("text", "snippet", "summary", "answer", "passage", "quote")
 MAX_TEXT = 1200

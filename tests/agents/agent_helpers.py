@@ -15,12 +15,12 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from engine.agents.builtin_model import orchestrate_reply, react_reply
-from engine.agents.port import ORCHESTRATE_TASK, DirectPort, ModelCall
-from engine.agents.registration import register_agents
-from engine.agents.registry import Registry
-from engine.agents.registry_loader import load_registry_text
-from engine.agents.tools import TOOL_IMPLEMENTATIONS, tool_implementation
+from agents.builtin_model import orchestrate_reply, react_reply
+from agents.port import ORCHESTRATE_TASK, DirectPort, ModelCall
+from agents.registration import register_agents
+from agents.registry import Registry
+from agents.registry_loader import load_registry_text
+from agents.tools import TOOL_IMPLEMENTATIONS, tool_implementation
 from engine.context import CallUsage, StepContext, StepInfo
 from engine.events import RunEvent
 from engine.kahn import KahnEngine

@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 
-from engine.agents.registry import AgentDef, AgentRules, Budget, PolicyDef, Registry
+from agents.registry import AgentDef, AgentRules, Budget, PolicyDef, Registry
 from engine.context import RunBudget
 from engine.spec import Frozen
 

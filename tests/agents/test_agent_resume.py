@@ -11,8 +11,8 @@ from pathlib import Path
 from engine.kahn import KahnEngine
 from engine.states import RunStatus
 from engine.store import RunStore
-from tests.engine import agent_crash_worker
-from tests.engine.agent_helpers import domain
+from tests.agents import agent_crash_worker
+from tests.agents.agent_helpers import domain
 from tests.engine.test_resume import _wait_for
 
 REPO = Path(__file__).resolve().parents[2]
@@ -28,7 +28,7 @@ async def test_advisory_resume_after_sigkill_repeats_no_journaled_call(tmp_path:
         [
             sys.executable,
             "-m",
-            "tests.engine.agent_crash_worker",
+            "tests.agents.agent_crash_worker",
             str(db),
             run_id,
             str(tools),

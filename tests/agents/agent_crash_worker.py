@@ -1,6 +1,6 @@
 """An advisory run to kill: executed in a subprocess by test_agent_resume.py, then SIGKILLed.
 
-``python -m tests.engine.agent_crash_worker DB RUN_ID TOOLS MODELS`` runs the
+``python -m tests.agents.agent_crash_worker DB RUN_ID TOOLS MODELS`` runs the
 test advisory workflow on the SQLite store DB; TOOLS and MODELS are files each
 real tool execution and model call append a line to. With
 ``AGENT_CRASH_BLOCK=N`` the tool execution after the N-th blocks forever.
@@ -17,7 +17,7 @@ from engine.protocol import RunContext
 from engine.spec import WorkflowDefinition
 from engine.steps import StepRegistry
 from engine.store import RunStore
-from tests.engine.agent_helpers import (
+from tests.agents.agent_helpers import (
     ADVISORY_WORKFLOW,
     COUNTER_EXTRA,
     AnswerPort,

@@ -2,7 +2,7 @@
 
 These models are the boundary between registry YAML and the rest of the
 product, so they are frozen and reject unknown keys. ``Registry`` holds one
-validated set; ``engine.agents.registry_loader`` builds it from files and
+validated set; ``agents.registry_loader`` builds it from files and
 checks every cross-reference (an agent's tools and model, a policy's names).
 """
 
@@ -14,7 +14,7 @@ from typing import Any, Generic, Literal, TypeVar
 
 from pydantic import BaseModel, Field, model_validator
 
-from engine.agents.schema import FieldSpec, build_model
+from agents.schema import FieldSpec, build_model
 from engine.spec import Frozen, Identifier
 
 SideEffect = Literal["read_only", "writes", "external"]

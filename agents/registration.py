@@ -12,11 +12,16 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from engine.agents.advisory import ORCHESTRATOR_STEP, run_orchestrator
-from engine.agents.react import AgentKit, AgentLoop
-from engine.agents.registry import AGENT_PREFIX, Registry
+from agents.advisory import (
+    ORCHESTRATOR_STEP,
+    ORCHESTRATOR_STEP_ID,
+    check_advisory,
+    run_orchestrator,
+)
+from agents.react import AgentKit, AgentLoop
+from agents.registry import AGENT_PREFIX, Registry
 from engine.context import StepContext
-from engine.steps import REGISTRY, AnyInput, AnyOutput, StepRegistry
+from engine.steps import REGISTRY, AnyInput, AnyOutput, SectionProblems, StepRegistry, WorkflowMode
 
 
 class AgentIncomplete(RuntimeError):
@@ -53,8 +58,24 @@ def _orchestrator_step(registry: Registry) -> Any:
     return orchestrate
 
 
+def _check_advisory_section(section: Any, steps: StepRegistry) -> SectionProblems:
+    agents = {n.removeprefix(AGENT_PREFIX) for n in steps.names() if n.startswith(AGENT_PREFIX)}
+    return check_advisory(section, agents)[1]
+
+
+ADVISORY_MODE = WorkflowMode(
+    step_id=ORCHESTRATOR_STEP_ID,
+    uses=ORCHESTRATOR_STEP,
+    section_keys="orchestrator, required_agents, optional_agents, suggested_sequence, completion",
+    runs_instead="its orchestrator invokes the agents in 'advisory'",
+    check=_check_advisory_section,
+)
+"""``mode: advisory``: the ``advisory`` section becomes the orchestrator's step."""
+
+
 def register_agents(registry: Registry, steps: StepRegistry = REGISTRY) -> None:
-    """Register ``agent.NAME`` for every agent and the advisory orchestrator."""
+    """Register ``agent.NAME`` for every agent, the advisory orchestrator and its mode."""
     for name in registry.agents:
         steps.register(f"{AGENT_PREFIX}{name}", _agent_step(registry, name))
     steps.register(ORCHESTRATOR_STEP, _orchestrator_step(registry))
+    steps.register_mode("advisory", ADVISORY_MODE)

@@ -12,10 +12,11 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from engine.event_lines import DomainDescriber, EventLine, describe, summarize
+from engine.event_lines import DomainDescriber, EventLine, summarize
 from engine.events import Domain, RunEvent
-from engine.status_tone import Tone, tone
 from engine.store import StepResult
+from tui.present.event_lines import describe
+from tui.present.status_tone import Tone, tone
 
 TONE_STYLES: dict[Tone, str] = {
     "muted": "dim",
@@ -30,7 +31,7 @@ TONE_STYLES: dict[Tone, str] = {
     "stopped": "magenta",
     "plain": "default",
 }
-"""How the console shows each tone of engine/status_tone.py."""
+"""How the console shows each tone of tui/present/status_tone.py."""
 
 LEVEL_STYLES = {"debug": "dim", "warning": "yellow", "error": "red"}
 RUN_EVENTS = ("run_started", "run_finished")
