@@ -27,7 +27,7 @@ from __future__ import annotations
 import asyncio
 import heapq
 import time
-from collections.abc import AsyncIterator, Callable, Hashable, Iterable, Sequence
+from collections.abc import AsyncIterator, Iterable, Sequence
 from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
@@ -35,14 +35,13 @@ from typing import Any
 from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.errors import GraphInterrupt
-from langgraph.graph import END
 from langgraph.types import Command, Interrupt, interrupt
 
 from engine.context import InterruptAnswer
 from engine.events import InterruptRaised
 from engine.interrupts import AnswerPause, WaitingForHuman
 from engine.langgraph_checkpoint import CHECKPOINT_FILE, DURABILITY, open_checkpointer
-from engine.langgraph_compile import START_NODE, GraphState, NodeFunction, build_state_graph
+from engine.langgraph_compile import GraphState, NodeFunction, build_state_graph
 from engine.langgraph_history import HistoryEntry, checkpoint_history, store_history
 from engine.lifecycle import CancelRequest, EngineBase, ScheduleEnd
 from engine.protocol import EngineCapabilities
@@ -154,10 +153,7 @@ class LangGraphEngine(EngineBase):
         try:
             async with self.checkpointer(runner.store) as saver:
                 app = build_state_graph(
-                    runner.graph.topological_order(),
-                    session.node_for,
-                    session.start,
-                    session.dispatched,
+                    runner.graph.topological_order(), session.node_for, session.start
                 ).compile(checkpointer=saver)
                 config: Any = {
                     "configurable": {"thread_id": state.run_id},
@@ -248,8 +244,6 @@ class _Session:
     def __init__(self, runner: StepRunner) -> None:
         self.runner = runner
         self.state = runner.state
-        self._ready: dict[str, list[str]] = {}
-        """Per node, the steps its last execution made ready (read by its conditional edge)."""
         self._announced = {
             event.interrupt_id
             for event in runner.store.events(runner.run_id)
@@ -278,21 +272,14 @@ class _Session:
         update["routes"] = {}
         return update
 
-    def dispatched(self, node: str) -> Callable[[GraphState], Sequence[Hashable]]:
-        def route(graph_state: GraphState) -> Sequence[Hashable]:
-            return self._ready.pop(node, None) or [END]
-
-        route.__name__ = f"route_{node}"
-        return route
-
-    async def start(self, graph_state: GraphState) -> dict[str, Any]:
+    async def start(self, graph_state: GraphState) -> Command[str]:
         """The first superstep: every step the store says is ready."""
         settled: list[str] = []
-        self._ready[START_NODE] = self.dispatch(self.runner.graph.topological_order(), settled)
-        return self.mirror(settled)
+        ready = self.dispatch(self.runner.graph.topological_order(), settled)
+        return Command(update=self.mirror(settled), goto=ready)
 
     def node_for(self, step_id: str) -> NodeFunction:
-        async def node(graph_state: GraphState) -> dict[str, Any]:
+        async def node(graph_state: GraphState) -> Command[str]:
             touched, signal, candidates = await self._run(step_id)
             settled: list[str] = []
             ready = self.dispatch(candidates, settled)
@@ -305,8 +292,7 @@ class _Session:
                         "route": signal.route,
                     }
                 }
-            self._ready[step_id] = ready
-            return update
+            return Command(update=update, goto=ready)
 
         node.__name__ = f"step_{step_id}"
         return node
