@@ -45,7 +45,7 @@ class InMemoryRunStore(BaseRunStore):
         self._steps: dict[str, dict[str, str]] = {}
         """Per run, per step, its latest StepResult's JSON."""
         self._history: dict[tuple[str, str], dict[int, str]] = {}
-        """Per (run, step), per settled iteration, its StepIteration's JSON."""
+        """Per (run, step), per settled iteration, the JSON of the StepResult that settled it."""
         self._journal: dict[tuple[str, str, int, int], JournalEntry] = {}
         self._interrupts: dict[str, InterruptRecord] = {}
         self._owners: dict[str, RunOwner] = {}
@@ -92,16 +92,10 @@ class InMemoryRunStore(BaseRunStore):
         self._update_run(run_id, {"engine_state": state, "updated_ts": updated_ts})
 
     def _write_step(self, run_id: str, result: StepResult) -> None:
-        self._steps.setdefault(run_id, {})[result.step_id] = result.model_dump_json()
-        if result.status.settled:
-            self._history.setdefault((run_id, result.step_id), {})[result.iteration] = (
-                StepIteration(
-                    iteration=result.iteration,
-                    status=result.status,
-                    outputs=result.outputs,
-                    reason=result.reason,
-                ).model_dump_json()
-            )
+        stored = result.model_dump_json()
+        self._steps.setdefault(run_id, {})[result.step_id] = stored
+        if result.status.settled:  # the iteration's history row: read from the same JSON
+            self._history.setdefault((run_id, result.step_id), {})[result.iteration] = stored
 
     def _write_journal(
         self, run_id: str, step_id: str, iteration: int, index: int, entry: JournalEntry
@@ -160,11 +154,7 @@ class InMemoryRunStore(BaseRunStore):
         for step_id, result in self._steps.get(run_id, {}).items():
             history = self._history.get((run_id, step_id), {})
             results[step_id] = StepResult.model_validate_json(result).model_copy(
-                update={
-                    "history": [
-                        StepIteration.model_validate_json(history[i]) for i in sorted(history)
-                    ]
-                }
+                update={"history": [_iteration(history[i]) for i in sorted(history)]}
             )
         return results
 
@@ -190,3 +180,13 @@ class InMemoryRunStore(BaseRunStore):
 
     def get_interrupt(self, interrupt_id: str) -> InterruptRecord | None:
         return self._interrupts.get(interrupt_id)
+
+
+def _iteration(stored: str) -> StepIteration:
+    result = StepResult.model_validate_json(stored)
+    return StepIteration(
+        iteration=result.iteration,
+        status=result.status,
+        outputs=result.outputs,
+        reason=result.reason,
+    )
