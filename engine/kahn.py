@@ -150,8 +150,7 @@ class _Wavefront:
                 del self.running[step_id]
             with self.runner.store.batch():
                 outcome = settle()
-                if not self.halted():
-                    self.consider([*self.runner.rules.followers(step_id), *outcome.effects.reset])
+                self.consider([*self.runner.rules.followers(step_id), *outcome.effects.reset])
         except WaitingForHuman:
             self.waiting.add(step_id)
             self.runner.interrupts.mark_waiting(step_id)

@@ -3,6 +3,10 @@
 Both engines keep it the same way (engine/runner.py changes it), and it is
 rebuilt from the run store on resume: per step its status, iteration, latest
 outputs and settled iterations; per run the counters and the active detour.
+
+What is derived from the steps — the CEL ``steps`` map, the steps waiting for an answer — is
+kept up to date one record at a time, as each record says it changed
+(:meth:`StepRecord.changed`): no step's work reads every step of the workflow.
 """
 
 from __future__ import annotations
@@ -173,6 +177,7 @@ class RunState:
     """The inputs and their CEL value, converted once."""
 
     _order: dict[str, int] = field(default_factory=dict, init=False, repr=False)
+    """Each step's place in the definition."""
 
     def __post_init__(self) -> None:
         self._order = {step_id: index for index, step_id in enumerate(self.steps)}
