@@ -6,34 +6,17 @@ from __future__ import annotations
 
 import pytest
 
-from engine.context import InterruptAnswer, StepContext
+from engine.context import InterruptAnswer
 from engine.events import Budget, RunEvent
-from engine.kahn import KahnEngine
-from engine.langgraph_engine import LangGraphEngine
-from engine.lifecycle import EngineBase
 from engine.protocol import ExecutionResult, RunContext
 from engine.spec import Limits, WorkflowDefinition
 from engine.states import RunStatus, StepStatus
-from engine.steps import AnyInput, AnyOutput
 from engine.store import InMemoryRunStore
 from router.clock import ManualClock
 from tests.engine.kahn_helpers import TEST_REGISTRY, step, workflow
-
-ENGINES: dict[str, type[EngineBase]] = {"kahn": KahnEngine, "langgraph": LangGraphEngine}
+from tests.engine.test_step_runner import CLOCK, ENGINES  # and its step runner.takes
 
 pytestmark = pytest.mark.parametrize("engine", ENGINES)
-
-CLOCK = "test.run_clock"
-"""``RunContext.extras`` key: the :class:`ManualClock` the engine is given."""
-
-
-async def passes(ctx: StepContext, inp: AnyInput) -> AnyOutput:
-    """Let ``config.seconds`` pass on the run's clock."""
-    ctx.services.extras[CLOCK].advance(ctx.config["seconds"])
-    return AnyOutput()
-
-
-TEST_REGISTRY.register("clock.passes", passes)
 
 
 async def execute(
@@ -46,8 +29,8 @@ async def execute(
 
 async def test_the_budget_events_and_the_stored_state_count_the_engines_time(engine: str) -> None:
     wf = workflow(
-        step("first", "clock.passes", config={"seconds": 2.5}),
-        step("second", "clock.passes", depends_on=["first"], config={"seconds": 4.0}),
+        step("first", "runner.takes", config={"seconds": 2.5}),
+        step("second", "runner.takes", depends_on=["first"], config={"seconds": 4.0}),
     )
     store = InMemoryRunStore()
     result, events = await execute(engine, wf, store, ManualClock())
@@ -60,8 +43,8 @@ async def test_timeout_s_is_reached_on_the_engines_clock(engine: str) -> None:
     """Eleven seconds pass on the clock the engine was given in the first step, none on any
     other clock: the run ends PARTIAL at its ten-second limit before the next step starts."""
     wf = workflow(
-        step("first", "clock.passes", config={"seconds": 11.0}),
-        step("second", "clock.passes", depends_on=["first"], config={"seconds": 1.0}),
+        step("first", "runner.takes", config={"seconds": 11.0}),
+        step("second", "runner.takes", depends_on=["first"], config={"seconds": 1.0}),
         limits=Limits(timeout_s=10),
     )
     store = InMemoryRunStore()
@@ -75,9 +58,9 @@ async def test_a_resumed_run_counts_its_earlier_time_on_the_clock_it_is_resumed_
     engine: str,
 ) -> None:
     wf = workflow(
-        step("first", "clock.passes", config={"seconds": 3.0}),
+        step("first", "runner.takes", config={"seconds": 3.0}),
         step("asks", "demo.echo", depends_on=["first"], interrupt={"before": True}),
-        step("last", "clock.passes", depends_on=["asks"], config={"seconds": 2.0}),
+        step("last", "runner.takes", depends_on=["asks"], config={"seconds": 2.0}),
     )
     store, clock = InMemoryRunStore(), ManualClock()
     waiting, _ = await execute(engine, wf, store, clock)
