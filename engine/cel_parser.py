@@ -81,9 +81,19 @@ class _FilledTree(RuleTree):
         return self._meta
 
 
+def _literal_words(token: lark.Token) -> lark.Token:
+    """``true`` and ``false`` lexed as names are boolean literals — cel-python's own lexer
+    callback (``CELParser.ambiguous_literals``), except that the token keeps its place in the
+    text: cel-python's makes a new token without one, and a shape finds a text's tokens by
+    their places."""
+    if token.value in ("true", "false"):
+        return token.update("BOOL_LIT")
+    return token
+
+
 def _install_cached_parser() -> lark.Lark:
     """cel-python's parser, built as cel-python builds it (celpy/celparser.py) but through
-    lark's cache (see the module docstring)."""
+    lark's cache (see the module docstring), its booleans placed (:func:`_literal_words`)."""
     if CELParser.CEL_PARSER is not None:
         return CELParser.CEL_PARSER
     try:
@@ -97,7 +107,7 @@ def _install_cached_parser() -> lark.Lark:
         start="expr",
         debug=True,
         g_regex_flags=re.M,
-        lexer_callbacks={"IDENT": CELParser.ambiguous_literals},
+        lexer_callbacks={"IDENT": _literal_words},
         propagate_positions=True,
         maybe_placeholders=False,
         priority="invert",
@@ -217,6 +227,8 @@ def _same(read: tuple[lark.Token, ...], tokens: tuple[lark.Token, ...]) -> bool:
 def _shape_of(tree: lark.Tree[Any], tokens: tuple[lark.Token, ...]) -> Shape | None:
     """``tree``'s shape: every leaf and every rule's first and last token found among
     ``tokens`` by position; None when one is not (no shape is kept)."""
+    if any(token.start_pos is None or token.end_pos is None for token in tokens):
+        return None  # a token without a place cannot be found again
     starts = {token.start_pos: index for index, token in enumerate(tokens)}
     ends = {token.end_pos: index for index, token in enumerate(tokens)}
 
