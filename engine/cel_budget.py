@@ -75,11 +75,18 @@ class _BoundedEvaluator(Evaluator):
 
 
 class BoundedRunner(celpy.InterpretedRunner):
-    """cel-python's interpreter with a fresh budget for every evaluation."""
+    """cel-python's interpreter with a fresh budget for every evaluation.
+
+    Its base activation (the environment's type annotations and the functions) is built
+    once: cel-python builds it anew for every evaluation — a quarter of a short one's cost —
+    and an evaluation only reads it (variables go into a clone of it)."""
+
+    _base: Activation | None = None
 
     def evaluate(self, context: Context) -> celpy.celtypes.Value:
-        evaluator = _BoundedEvaluator(self.ast, self.new_activation(), _Budget())
-        return evaluator.evaluate(context)
+        if self._base is None:
+            self._base = self.new_activation()
+        return _BoundedEvaluator(self.ast, self._base, _Budget()).evaluate(context)
 
 
 def limit_length(function: Callable[..., Any]) -> Callable[..., Any]:
