@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 CONSTRAINTS := constraints.txt
 
-.PHONY: run test bench screenshots lint clean live bench-peer
+.PHONY: run test bench screenshots lint docs clean live bench-peer
 
 $(STAMP): pyproject.toml $(CONSTRAINTS)
 	$(PYTHON) -m venv $(VENV)
@@ -15,7 +15,7 @@ $(STAMP): pyproject.toml $(CONSTRAINTS)
 run: $(STAMP)
 	$(BIN)/workbench
 
-test: lint
+test: lint docs
 	$(BIN)/python -m pytest -q -n 2
 
 bench: $(STAMP)
@@ -30,6 +30,13 @@ screenshots: $(STAMP)
 
 fuzz: $(STAMP)
 	DIFFERENTIAL_EXAMPLES=$${FUZZ_EXAMPLES:-20000} nice $(BIN)/python -m pytest -q -p no:cacheprovider tests/engine/test_differential.py
+
+# make docs: the documentation site (mkdocs.yml, docs/) into site/; --strict turns every warning
+# (a broken link or anchor, a page missing from the nav) into a failure — never add --quiet,
+# which hides the warnings and so lets a strict build pass. NO_MKDOCS_2_WARNING silences the
+# theme's end-of-life banner, which is not about this site.
+docs: $(STAMP)
+	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict --site-dir site
 
 lint: $(STAMP)
 	$(BIN)/ruff check .
@@ -64,4 +71,4 @@ bench-peer: $(STAMP) $(PEER_VENV)/.installed
 	$(BIN)/python -m tests.tools.bench_peer --peer-python $(PEER_VENV)/bin/python
 
 clean:
-	rm -rf $(VENV) $(LIVE_VENV) $(PEER_VENV) .pytest_cache
+	rm -rf $(VENV) $(LIVE_VENV) $(PEER_VENV) .pytest_cache site

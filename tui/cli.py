@@ -39,7 +39,7 @@ COMMANDS: dict[str, Entry] = {
     "corpus": Entry(
         "research_cmds",
         "corpus_group",
-        "Manage the local research corpus (SQLite FTS5 in <workspace>/corpus.sqlite).",
+        "Manage the local research corpus (SQLite FTS5 in the workspace's corpus.sqlite).",
     ),
     "demo": Entry("app_cmds", "demo_group", "Demonstrations that need no network and no API keys."),
     "fault-server": Entry(

@@ -272,7 +272,7 @@ def sensitivity_command(ctx: click.Context, run_ids: tuple[str, ...], all_varian
 
 @click.group("corpus")
 def corpus_group() -> None:
-    """Manage the local research corpus (SQLite FTS5 in <workspace>/corpus.sqlite)."""
+    """Manage the local research corpus (SQLite FTS5 in the workspace's corpus.sqlite)."""
 
 
 @corpus_group.command("add")
