@@ -14,7 +14,6 @@ on every machine, and a test can say where.
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import Any
 
 import celpy
@@ -25,7 +24,7 @@ MAX_EVALUATION_STEPS = 100_000
 """Tree nodes one evaluation may visit: a condition over a list of a thousand items with a
 twenty-node test spends a fifth of it, in well under a second."""
 MAX_LIST_LENGTH = 100_000
-"""Items in a list or map an expression builds by joining."""
+"""Items in a list an expression builds by joining (CEL joins no maps)."""
 MAX_TEXT_LENGTH = 1_000_000
 """Characters or bytes in a text an expression builds by joining."""
 
@@ -89,21 +88,16 @@ class BoundedRunner(celpy.InterpretedRunner):
         return _BoundedEvaluator(self.ast, self._base, _Budget()).evaluate(context)
 
 
-def limit_length(function: Callable[..., Any]) -> Callable[..., Any]:
-    """``function`` (a join: ``_+_``) refusing a result longer than the limits."""
-
-    def limited(*args: Any) -> Any:
-        value = function(*args)
-        if isinstance(value, (list, dict)) and len(value) > MAX_LIST_LENGTH:
-            raise CostLimitExceeded(
-                f"built a list or map of {len(value):,} items; the limit for one expression"
-                f" is {MAX_LIST_LENGTH:,}"
-            )
-        if isinstance(value, (str, bytes)) and len(value) > MAX_TEXT_LENGTH:
-            raise CostLimitExceeded(
-                f"built a text of {len(value):,} characters; the limit for one expression"
-                f" is {MAX_TEXT_LENGTH:,}"
-            )
-        return value
-
-    return limited
+def check_length(value: Any) -> Any:
+    """``value`` (what a join, ``_+_``, built), refused when longer than the limits."""
+    if isinstance(value, list) and len(value) > MAX_LIST_LENGTH:
+        raise CostLimitExceeded(
+            f"built a list of {len(value):,} items; the limit for one expression"
+            f" is {MAX_LIST_LENGTH:,}"
+        )
+    if isinstance(value, (str, bytes)) and len(value) > MAX_TEXT_LENGTH:
+        raise CostLimitExceeded(
+            f"built a text of {len(value):,} characters; the limit for one expression"
+            f" is {MAX_TEXT_LENGTH:,}"
+        )
+    return value

@@ -49,7 +49,7 @@ from engine.cel_analysis import (
     analysis_of,
     depth_of,
 )
-from engine.cel_budget import BoundedRunner, CostLimitExceeded, limit_length
+from engine.cel_budget import BoundedRunner, CostLimitExceeded, check_length
 from engine.cel_values import (
     CEL_VALUE_TYPES,
     NUMERIC_FUNCTIONS,
@@ -169,7 +169,15 @@ _ENVIRONMENT = celpy.Environment(runner_class=BoundedRunner)
 limit, so it happens once and at a predictable moment. Its programs evaluate within the
 cost limit (engine/cel_budget.py)."""
 
-_FUNCTIONS = {**NUMERIC_FUNCTIONS, "_+_": limit_length(NUMERIC_FUNCTIONS["_+_"])}
+_JOIN = NUMERIC_FUNCTIONS["_+_"]
+
+
+def _join(*args: Any) -> Any:
+    """``+`` under the numeric policy, what it builds held to the cost limit's lengths."""
+    return check_length(_JOIN(*args))
+
+
+_FUNCTIONS = {**NUMERIC_FUNCTIONS, "_+_": _join}
 
 
 # -- compiled expressions ------------------------------------------------------

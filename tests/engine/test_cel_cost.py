@@ -8,6 +8,7 @@ The work is asserted by the evaluator's own count, never by a clock."""
 from __future__ import annotations
 
 import json
+from typing import Any
 
 import pytest
 
@@ -68,10 +69,35 @@ def test_a_text_or_a_list_built_past_its_length_stops_at_the_first_join_past_it(
     )
     assert compile_expr(doubled_text(10)).evaluate({}) == 1  # 2,048 characters are fine
     listed = compile_expr("size([xs].map(a, [a + a].map(b, [b + b].map(c, [c + c].map(d, d)))))")
-    with pytest.raises(
-        CelEvaluationError, match=f"the limit for one expression is {MAX_LIST_LENGTH:,}"
-    ):
+    with pytest.raises(CelEvaluationError) as raised:
         listed.evaluate({"xs": list(range(20_000))})
+    assert raised.value.message == (
+        f"built a list of 160,000 items; the limit for one expression is {MAX_LIST_LENGTH:,}"
+    )
+    assert raised.value.steps is None  # a length stopped it, not the step count
+
+
+@pytest.mark.parametrize(
+    ("kind", "half"),
+    [("text", "a" * (MAX_TEXT_LENGTH // 2)), ("bytes", b"a" * (MAX_TEXT_LENGTH // 2))],
+)
+def test_a_text_of_the_limit_is_built_and_one_more_character_is_not(kind: str, half: Any) -> None:
+    join = compile_expr("size(a + b)")
+    assert join.evaluate({"a": half, "b": half}) == MAX_TEXT_LENGTH
+    with pytest.raises(CelEvaluationError) as raised:
+        join.evaluate({"a": half, "b": half + half[:1]})
+    assert raised.value.message == (
+        f"built a text of {MAX_TEXT_LENGTH + 1:,} characters; the limit for one expression"
+        f" is {MAX_TEXT_LENGTH:,}"
+    )
+
+
+def test_a_list_of_the_limit_is_built_and_one_more_item_is_not() -> None:
+    half = list(range(MAX_LIST_LENGTH // 2))
+    join = compile_expr("size(a + b)")
+    assert join.evaluate({"a": half, "b": half}) == MAX_LIST_LENGTH
+    with pytest.raises(CelEvaluationError, match=f"built a list of {MAX_LIST_LENGTH + 1:,} items"):
+        join.evaluate({"a": half, "b": [*half, 0]})
 
 
 def test_validate_refuses_a_costly_constant_input_in_one_line() -> None:
