@@ -23,7 +23,7 @@ bench: $(STAMP)
 
 .PHONY: eval
 eval: $(STAMP)
-	$(BIN)/python -m tests.research.eval
+	$(BIN)/python -m tests.research.eval --split $(or $(SPLIT),tuning) $(EVAL_ARGS)
 
 screenshots: $(STAMP)
 	$(BIN)/python -m tui.dev.screenshots screenshots

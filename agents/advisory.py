@@ -31,8 +31,9 @@ from agents.registry import Registry
 from agents.trail import DECISION, PLAN, DecisionPayload, PlanPayload
 from engine.conditions import CelSyntaxError, compile_expr, evaluate_bool
 from engine.context import BudgetExceeded, InterruptRequest, StepContext
-from engine.spec import Frozen, Identifier
+from engine.spec import Identifier
 from engine.steps import SectionProblems
+from plumbing.frozen import Frozen
 
 ORCHESTRATOR_STEP = "advisory.orchestrator"
 ORCHESTRATOR_STEP_ID = "orchestrator"

@@ -17,7 +17,7 @@ from typing import Any
 
 from pydantic import Field
 
-from engine.spec import Frozen
+from plumbing.frozen import Frozen
 
 CHARS_PER_TOKEN = 4
 SHARES = (0.3, 0.5, 0.2)

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 
 from agents.registry import AgentDef, AgentRules, Budget, PolicyDef, Registry
 from engine.context import RunBudget
-from engine.spec import Frozen
+from plumbing.frozen import Frozen
 
 LEDGER_EXTRA = "agents.ledger"
 

@@ -16,7 +16,7 @@ from typing import Any, Literal, Protocol, TypeVar
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from agents.registry import BUILTIN_PROVIDER, ModelProfile
-from engine.spec import Frozen
+from plumbing.frozen import Frozen
 
 PORT_EXTRA = "agents.port"
 REACT_TASK = "agent.react"

@@ -48,7 +48,7 @@ from agents.trail import (
 )
 from engine.context import BudgetExceeded, InterruptRequest, StepContext
 from engine.events import PolicyViolation
-from engine.spec import Frozen
+from plumbing.frozen import Frozen
 
 Status = Literal["completed", "incomplete", "refused"]
 

@@ -15,7 +15,8 @@ from typing import Any, Generic, Literal, TypeVar
 from pydantic import BaseModel, Field, model_validator
 
 from agents.schema import FieldSpec, build_model
-from engine.spec import Frozen, Identifier
+from engine.spec import Identifier
+from plumbing.frozen import Frozen
 
 SideEffect = Literal["read_only", "writes", "external"]
 

@@ -8,7 +8,9 @@ first, then the user's roots (workspace, config directory); a later root may
 redefine a name (the user's own version wins), a second definition within
 one root is an error.
 
-Every problem is reported as ``file:line:col: message`` and loading goes on
+Each file is read once, under the limits of every YAML file the product reads
+(plumbing/yaml_reading.py: size, nesting depth, no aliases), into nodes that keep their line
+and column for the messages. Every problem is reported as ``file:line:col: message`` and loading goes on
 to report the rest; the definitions that are valid are kept, so one bad file
 does not take the shipped agents with it, and ``problems`` says what was
 dropped.
@@ -38,6 +40,7 @@ from agents.registry import (
 from agents.tools import import_implementation
 from engine.errors import Problem
 from engine.spec import IDENTIFIER_PATTERN
+from plumbing.yaml_reading import YamlLimitError, check_size, compose_yaml
 
 SECTIONS: dict[str, type[BaseModel]] = {
     "agents": AgentDef,
@@ -46,7 +49,6 @@ SECTIONS: dict[str, type[BaseModel]] = {
     "policies": PolicyDef,
 }
 SINGULAR = {"agents": "agent", "tools": "tool", "models": "model profile", "policies": "policy"}
-MAX_BYTES = 1_000_000
 _NAME = re.compile(IDENTIFIER_PATTERN)
 
 
@@ -117,11 +119,11 @@ class _RegistryLoader:
         for path in registry_files(folder):
             self.files.append(path)
             try:
-                size = path.stat().st_size
-                if size > MAX_BYTES:
-                    self.add(str(path), None, f"the file is larger than {MAX_BYTES} bytes")
-                    continue
+                check_size(path.stat().st_size)
                 text = path.read_text(encoding="utf-8")
+            except YamlLimitError as refused:
+                self.add(str(path), None, refused.reason)
+                continue
             except (OSError, UnicodeDecodeError) as error:
                 self.add(str(path), None, f"cannot read the file: {error}")
                 continue
@@ -131,8 +133,12 @@ class _RegistryLoader:
         self, text: str, source: str, origin: str, seen_in_root: dict[str, dict[str, Any]]
     ) -> None:
         try:
-            root = yaml.compose(text, Loader=yaml.SafeLoader)
-            plain = yaml.safe_load(text)
+            root, plain = compose_yaml(text)
+        except YamlLimitError as refused:
+            self.problems.append(
+                Problem(source, refused.line or 1, refused.column or 1, refused.reason)
+            )
+            return
         except yaml.MarkedYAMLError as error:
             mark = error.problem_mark or error.context_mark
             message = " ".join(p for p in (error.context, error.problem) if p) or "cannot parse"

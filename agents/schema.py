@@ -12,7 +12,8 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, create_model
 
-from engine.spec import Frozen, InputType
+from engine.spec import InputType
+from plumbing.frozen import Frozen
 
 _PYTHON_TYPES: dict[str, Any] = {
     "string": str,

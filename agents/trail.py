@@ -13,7 +13,7 @@ from typing import Any, Literal
 
 from pydantic import Field
 
-from engine.spec import Frozen
+from plumbing.frozen import Frozen
 
 THOUGHT = "agent.thought"
 OBSERVATION = "agent.observation"

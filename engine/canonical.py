@@ -32,7 +32,7 @@ from engine.events import (
     StepSkipped,
     StepStarted,
 )
-from engine.spec import Frozen
+from plumbing.frozen import Frozen
 
 _PER_STEP = (
     StepStarted,

@@ -23,7 +23,9 @@ from pydantic import Field
 
 from engine.live import LiveChannel, ModelOutputSink, OutputCoalescer
 from engine.model_answers import ModelAnswers
-from engine.spec import Frozen, StepSpec
+from engine.spec import StepSpec
+from plumbing.frozen import Frozen
+from plumbing.retriever import Retriever
 
 
 class ModelCaller(Protocol):
@@ -48,10 +50,6 @@ class StreamingModelCaller(ModelCaller, Protocol):
     (``engine.live``); the returned response is the answer, as from ``complete``."""
 
     async def stream(self, request: Any, step: StepInfo, sink: ModelOutputSink) -> Any: ...
-
-
-class Retriever(Protocol):
-    async def search(self, query: str, **options: Any) -> list[dict[str, Any]]: ...
 
 
 class CallUsage(Frozen):

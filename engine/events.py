@@ -17,8 +17,8 @@ from typing import Annotated, Any, Literal
 
 from pydantic import ConfigDict, Field, TypeAdapter
 
-from engine.spec import Frozen
 from engine.states import RoutingSignal, RunStatus
+from plumbing.frozen import Frozen
 
 
 class _Event(Frozen):

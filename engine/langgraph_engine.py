@@ -40,7 +40,11 @@ from langgraph.types import Command, Interrupt, interrupt
 from engine.context import InterruptAnswer
 from engine.events import InterruptRaised
 from engine.interrupts import AnswerPause, WaitingForHuman
-from engine.langgraph_checkpoint import CHECKPOINT_FILE, DURABILITY, open_checkpointer
+from engine.langgraph_checkpoint import (
+    DURABILITY,
+    open_checkpointer,
+    open_postgres_checkpointer,
+)
 from engine.langgraph_compile import GraphState, NodeFunction, build_state_graph
 from engine.langgraph_history import HistoryEntry, checkpoint_history, store_history
 from engine.lifecycle import CancelRequest, EngineBase, ScheduleEnd
@@ -49,6 +53,7 @@ from engine.runner import Clock, Sleep, StepRunner
 from engine.states import RoutingSignal, StepStatus
 from engine.steps import REGISTRY, StepRegistry
 from engine.store import BaseRunStore, InterruptRecord
+from plumbing.workspace import Workspace
 
 STREAM_MODE = "tasks"
 """The graph is driven through ``astream``; the run events themselves are written by the
@@ -110,16 +115,21 @@ class LangGraphEngine(EngineBase):
 
     # -- checkpoints -------------------------------------------------------------
     def checkpoint_file(self, store: BaseRunStore) -> Path | None:
-        """``<workspace>/checkpoints.sqlite`` next to the run store, or the explicit path."""
+        """The explicit path, else the checkpoints of the workspace the run store is in."""
         if self.checkpoint_path is not None:
             return self.checkpoint_path
         store_path = getattr(store, "path", None)
-        return Path(store_path).parent / CHECKPOINT_FILE if store_path is not None else None
+        return Workspace(Path(store_path).parent).checkpoints_db if store_path is not None else None
 
     @asynccontextmanager
     async def checkpointer(self, store: BaseRunStore) -> AsyncIterator[BaseCheckpointSaver[Any]]:
         if self.saver is not None:
             yield self.saver
+            return
+        database = getattr(store, "database", None)  # the PostgreSQL store's: its checkpoints too
+        if database is not None:
+            async with open_postgres_checkpointer(database) as saver:
+                yield saver
             return
         path = self.checkpoint_file(store)
         if path is None:

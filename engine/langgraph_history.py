@@ -18,7 +18,7 @@ from langgraph.checkpoint.base import BaseCheckpointSaver
 from pydantic import Field
 
 from engine.events import StepFailed, StepFinished, StepSkipped
-from engine.spec import Frozen
+from plumbing.frozen import Frozen
 
 _SETTLED = ("SUCCEEDED", "SKIPPED", "FAILED", "UPSTREAM_FAILED")
 

@@ -20,7 +20,7 @@ import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Literal
 
-from engine.spec import Frozen
+from plumbing.frozen import Frozen
 
 if TYPE_CHECKING:
     import asyncio

@@ -8,10 +8,12 @@ from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 from pydantic import Field
 
-from engine.context import InterruptAnswer, InterruptRequest, ModelCaller, Retriever
+from engine.context import InterruptAnswer, InterruptRequest, ModelCaller
 from engine.live import LiveChannel
-from engine.spec import Frozen, WorkflowDefinition
+from engine.spec import WorkflowDefinition
 from engine.states import RunStatus, StepStatus
+from plumbing.frozen import Frozen
+from plumbing.retriever import Retriever
 
 if TYPE_CHECKING:
     from engine.events import InterruptRaised

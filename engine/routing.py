@@ -48,8 +48,9 @@ from engine.conditions import compile_expr, evaluate_bool
 from engine.context import InterruptAnswer, InterruptRequest
 from engine.graph import WorkflowGraph
 from engine.protocol import TieBreakAnswer, TieBreakRequest
-from engine.spec import Frozen, RoutingSpec, StepSpec
+from engine.spec import RoutingSpec, StepSpec
 from engine.states import EvaluatedCondition, RouteKind, RoutingSignal, RunStatus
+from plumbing.frozen import Frozen
 
 
 @dataclass(frozen=True)

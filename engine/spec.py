@@ -10,7 +10,9 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, StringConstraints, model_validator
+from pydantic import Field, StringConstraints, model_validator
+
+from plumbing.frozen import Frozen
 
 IDENTIFIER_PATTERN = r"^[a-z][a-z0-9_]*$"
 Identifier = Annotated[str, StringConstraints(pattern=IDENTIFIER_PATTERN)]
@@ -27,18 +29,6 @@ DEFAULT_TRIGGER: TriggerRule = "none_failed_min_one_success"
 
 InputType = Literal["string", "int", "float", "bool", "date", "list", "dict"]
 EngineChoice = Literal["auto", "kahn", "langgraph"]
-
-
-class Frozen(BaseModel):
-    """The engine's boundary models: immutable, unknown keys refused.
-
-    Each builds its validator when first used, not at import (``defer_build``): a command
-    builds only the models it touches (`workbench validate` none of the run events, the app's
-    first frame none of the workflow models). pydantic >= 2.14 builds a deferred model
-    thread-safely, so the engine's thread and the UI may first use one at the same time.
-    """
-
-    model_config = ConfigDict(frozen=True, extra="forbid", defer_build=True)
 
 
 class InputSpec(Frozen):

@@ -7,7 +7,7 @@ from typing import Literal
 
 from pydantic import Field
 
-from engine.spec import Frozen
+from plumbing.frozen import Frozen
 
 
 class StepStatus(str, Enum):

@@ -13,8 +13,8 @@ from __future__ import annotations
 
 from typing import Literal
 
+from plumbing.frozen import Frozen
 from research.ci import Weights, confidence_index
-from research.frozen import Frozen
 from research.matrix import DIMENSIONS
 from research.policy import RoundRecord
 

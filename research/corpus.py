@@ -1,7 +1,8 @@
 """The local corpus: SQLite FTS5 in its own database file (DESIGN §8, §9).
 
 Documents are split into passages; the passages are indexed with the
-``porter unicode61`` tokenizer and ranked by bm25 (titles weigh double).
+``porter unicode61`` tokenizer, and each passage's vector (research.embeddings) is computed once,
+at indexing, and stored beside it; a search fuses the two rankings (research.hybrid).
 Re-indexing a folder is incremental: a file whose content hash is unchanged
 is left alone, a changed one is replaced, a vanished one is removed. Files
 that cannot be read are reported and skipped, never fatal.
@@ -13,6 +14,7 @@ recorded in a run still names the same text after a re-index.
 
 from __future__ import annotations
 
+import difflib
 import errno
 import fcntl
 import hashlib
@@ -21,12 +23,25 @@ import sqlite3
 import time
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass, field
-from datetime import date
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any, Protocol, runtime_checkable
 
-from engine.sqlite_file import StoreFileError, open_sqlite_file
+from engine.sqlite_file import open_sqlite_file
+from research.corpus_records import (
+    CollectionInfo,
+    CorpusFolderError,
+    CorpusWriteError,
+    DocumentRecord,
+    IndexReport,
+    SkippedFile,
+    _broken_link,
+    _day,
+    _iso,
+    _write_failure,
+)
+from research.embeddings import embedder, to_blob
+from research.hybrid import SearchFilters, question_relevance
+from research.hybrid import search as hybrid_search
 from research.loaders import (
     SUPPORTED_SUFFIXES,
     LoadedDocument,
@@ -35,9 +50,10 @@ from research.loaders import (
     split_passages,
 )
 from research.references import own_keys, references, relation_rank
-from research.text import key_phrases, words
+from research.text import words
+from research.vectors import VectorIndex
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 """Stamped into the file (``PRAGMA user_version``); a file with a higher one is refused."""
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS documents (
@@ -83,119 +99,27 @@ CREATE INDEX IF NOT EXISTS document_refs_key ON document_refs(key);
 CREATE VIRTUAL TABLE IF NOT EXISTS passage_fts USING fts5(
     title, section, text, tokenize = 'porter unicode61'
 );
+CREATE TABLE IF NOT EXISTS passage_vectors (
+    rowid INTEGER PRIMARY KEY,
+    vector BLOB NOT NULL
+);
+CREATE VIRTUAL TABLE IF NOT EXISTS passage_vocab USING fts5vocab(passage_fts, 'row');
 """
+VECTOR_BATCH = 1024
+"""Passages embedded together while indexing (one tokenizer call each)."""
+CLOSE_WORD_RATIO = 0.8
+"""How alike (difflib ratio) an unknown word and a known one must be to search for the latter."""
+_WORD = re.compile(r"[A-Za-z]{4,}")
 
 
-class CorpusFolderError(FileNotFoundError):
-    """A folder that cannot be indexed (missing, not a folder, a symlink loop); one line."""
+@runtime_checkable
+class KnowsVocabulary(Protocol):
+    """A retriever that knows its documents' words: how common each word of a text is among
+    them, and the text with its misspellings replaced by their words."""
 
+    async def vocabulary(self, text: str, collections: list[str]) -> dict[str, float]: ...
 
-class CorpusWriteError(StoreFileError):
-    """Indexing could not write the corpus (full disk, read-only file); ``str()`` is one line
-    naming the file and the remedy. The transaction is rolled back: the corpus keeps what it held."""
-
-
-def _write_failure(path: Path, collection: str, error: BaseException) -> CorpusWriteError:
-    text = str(error).lower()
-    if isinstance(error, OSError) and error.errno == errno.ENOSPC or "full" in text:
-        remedy = "the disk is full: free some space and run the command again"
-    elif "readonly" in text or "read-only" in text or isinstance(error, PermissionError):
-        remedy = (
-            "the file or its folder is read-only: make it writable or choose another --workspace"
-        )
-    else:
-        remedy = f"it could not be written ({error}): check the disk and run the command again"
-    return CorpusWriteError(
-        f"{path}: indexing {collection} failed — {remedy}; the corpus keeps what it held before"
-    )
-
-
-class Retriever(Protocol):
-    """Anything that answers a query with passages (the corpus now, web search later)."""
-
-    async def search(self, query: str, **options: Any) -> list[dict[str, Any]]: ...
-
-
-@dataclass(frozen=True)
-class SkippedFile:
-    path: str
-    reason: str
-
-
-@dataclass
-class IndexReport:
-    collection: str
-    added: int = 0
-    updated: int = 0
-    unchanged: int = 0
-    removed: int = 0
-    passages: int = 0
-    skipped: list[SkippedFile] = field(default_factory=list)
-    seconds: float = 0.0
-
-    def summary(self) -> str:
-        return (
-            f"{self.collection}: {self.added} added, {self.updated} updated, {self.unchanged} unchanged, "
-            f"{self.removed} removed, {len(self.skipped)} skipped ({self.seconds:.2f} s)"
-        )
-
-
-@dataclass(frozen=True)
-class CollectionInfo:
-    name: str
-    root: str
-    documents: int
-    passages: int
-    indexed_at: float
-
-
-@dataclass(frozen=True)
-class DocumentRecord:
-    source_id: str
-    collection: str
-    uri: str
-    title: str
-    published: date | None
-    updated: date | None
-    status: str
-    kind: str
-    superseded_by: str
-
-
-_PHRASE = re.compile(r'"([^"]+)"')
-
-
-def fts_query(text: str) -> str:
-    """Free text → an FTS5 OR-query of quoted terms (quoting makes any word safe).
-
-    A ``"quoted phrase"`` in the text stays a phrase (its words adjacent, stop words kept), so
-    "with statement" can find the with statement although "with" alone ranks nothing.
-    """
-    phrases = [" ".join(words(p)) for p in _PHRASE.findall(text)]
-    phrases = [p for p in dict.fromkeys(phrases) if " " in p]
-    loose = key_phrases(_PHRASE.sub(" ", text) + " " + " ".join(phrases), limit=24, min_length=2)
-    return " OR ".join([*(f'"{p}"' for p in phrases), *(f'"{w}"' for w in loose)])
-
-
-def _broken_link(path: Path) -> str:
-    """Why a symlink cannot be followed (a loop, or a target that is gone); "" when it can."""
-    if not path.is_symlink():
-        return ""
-    try:
-        path.resolve(strict=True)
-    except (RuntimeError, OSError) as error:
-        if isinstance(error, RuntimeError) or getattr(error, "errno", None) == errno.ELOOP:
-            return "a symlink loop; skipped"
-        return "a dangling symlink (its target is gone); skipped"
-    return ""
-
-
-def _iso(value: date | None) -> str | None:
-    return value.isoformat() if value else None
-
-
-def _day(value: str | None) -> date | None:
-    return date.fromisoformat(value) if value else None
+    async def corrected(self, text: str) -> str: ...
 
 
 class Corpus:
@@ -205,11 +129,22 @@ class Corpus:
         self.path = Path(path)
         self._locked = False
         self._db = open_sqlite_file(self.path, "corpus", schema=SCHEMA, version=SCHEMA_VERSION)
+        self._index: VectorIndex | None = None
+        self._index_version = -1
+        self._pending: list[tuple[int, str]] = []
+        self._known: dict[str, str] = {}
+        self._surface: list[str] = []
+        self._relevance: dict[tuple[str, tuple[str, ...], str], dict[str, float]] = {}
         self._forget_documents_without_keys()
 
     def _forget_documents_without_keys(self) -> None:
-        """Documents indexed before references were recorded (version 1) are re-read on the next add."""
-        stale = "content_hash <> '' AND source_id NOT IN (SELECT source_id FROM document_keys)"
+        """Documents indexed before references (version 1) or vectors (version 2) were recorded
+        are re-read on the next add; until then only the lexical half of a search finds them."""
+        stale = (
+            "content_hash <> '' AND (source_id NOT IN (SELECT source_id FROM document_keys) OR "
+            "source_id IN (SELECT p.source_id FROM passages p LEFT JOIN passage_vectors v "
+            "ON v.rowid = p.rowid WHERE v.rowid IS NULL))"
+        )
         if self._db.execute(f"SELECT 1 FROM documents WHERE {stale} LIMIT 1").fetchone():
             try:
                 with self._transaction() as db:
@@ -269,11 +204,17 @@ class Corpus:
     @contextmanager
     def _indexing(self, collection: str) -> Iterator[sqlite3.Connection]:
         """The one write transaction of an indexing call, under :meth:`exclusive`."""
+        self._index = None
+        self._known.clear()
+        self._surface = []
+        self._relevance.clear()
         with self.exclusive():
             try:
                 with self._transaction() as db:
                     yield db
+                    self._embed_pending(db)
             except (sqlite3.OperationalError, OSError) as error:
+                self._pending.clear()
                 if isinstance(error, CorpusFolderError):
                     raise
                 raise _write_failure(self.path, collection, error) from None
@@ -455,7 +396,12 @@ class Corpus:
                 "INSERT INTO passage_fts(rowid, title, section, text) VALUES (?, ?, ?, ?)",
                 (cursor.lastrowid, document.title, section, text),
             )
+            self._pending.append(
+                (int(cursor.lastrowid or 0), f"{document.title}\n{section}\n{text}")
+            )
         report.passages += len(pieces)
+        if len(self._pending) >= VECTOR_BATCH:
+            self._embed_pending(db)
         relative = source_id.removeprefix(f"{collection}/")
         db.executemany(
             "INSERT OR IGNORE INTO document_keys(key, source_id) VALUES (?, ?)",
@@ -469,10 +415,26 @@ class Corpus:
             ],
         )
 
+    def _embed_pending(self, db: sqlite3.Connection) -> None:
+        """Store the vectors of the passages indexed since the last call (one batch)."""
+        if not self._pending:
+            return
+        pending, self._pending = self._pending, []
+        vectors = embedder().embed([text for _, text in pending])
+        db.executemany(
+            "INSERT OR REPLACE INTO passage_vectors(rowid, vector) VALUES (?, ?)",
+            [(rowid, to_blob(vector)) for (rowid, _), vector in zip(pending, vectors)],
+        )
+
     @staticmethod
     def _remove(db: sqlite3.Connection, source_id: str) -> None:
         db.execute(
             "DELETE FROM passage_fts WHERE rowid IN (SELECT rowid FROM passages WHERE source_id = ?)",
+            (source_id,),
+        )
+        db.execute(
+            "DELETE FROM passage_vectors WHERE rowid IN "
+            "(SELECT rowid FROM passages WHERE source_id = ?)",
             (source_id,),
         )
         db.execute("DELETE FROM passages WHERE source_id = ?", (source_id,))
@@ -552,6 +514,85 @@ class Corpus:
                 found[source_id] = via
         return found
 
+    def vectors(self) -> VectorIndex:
+        """The passage vectors, loaded once and again only after the file changed."""
+        version = self._db.execute("PRAGMA data_version").fetchone()[0]
+        if self._index is None or version != self._index_version:
+            self._index = VectorIndex.load(self._db)
+            self._index_version = version
+            self._relevance.clear()
+        return self._index
+
+    def relevance(
+        self, question: str, collections: Iterable[str] | None = None, not_after: str | None = None
+    ) -> dict[str, float]:
+        """{source id: relevance 0..1 to ``question``} (research.relevance), remembered per
+        question and scope: every search of a run is scored against the run's question."""
+        names = tuple(sorted(collections or []))
+        key = (question, names, not_after or "")
+        index = self.vectors()
+        if key not in self._relevance:
+            self._relevance[key] = question_relevance(
+                self._db,
+                index,
+                self.corrected(question),
+                SearchFilters(collections=list(names), not_after=not_after),
+            )
+        return self._relevance[key]
+
+    def corrected(self, text: str) -> str:
+        """``text`` with each word the corpus does not hold replaced by the closest word of its
+        titles and section headings ("Pyhton" → "python"), when one is close enough.
+
+        Hand-written with difflib: a spelling suggester is a few lines over the corpus's own
+        vocabulary, which no library knows.
+        """
+
+        def fix(match: re.Match[str]) -> str:
+            word = match.group(0).lower()
+            if word not in self._known:
+                self._known[word] = self._closest(word)
+            return self._known[word] or match.group(0)
+
+        return _WORD.sub(fix, text)
+
+    def _closest(self, word: str) -> str:
+        held = self._db.execute(
+            "SELECT 1 FROM passage_fts WHERE passage_fts MATCH ? LIMIT 1", (f'"{word}"',)
+        ).fetchone()
+        if held is not None:
+            return ""
+        if not self._surface:
+            rows = self._db.execute(
+                "SELECT title FROM documents UNION SELECT section FROM passage_fts"
+            )
+            self._surface = sorted({w.lower() for (t,) in rows for w in _WORD.findall(t or "")})
+        candidates = [w for w in self._surface if w[0] == word[0] and abs(len(w) - len(word)) <= 2]
+        close = difflib.get_close_matches(word, candidates, n=1, cutoff=CLOSE_WORD_RATIO)
+        return close[0] if close else ""
+
+    def vocabulary(self, text: str, collections: Iterable[str] | None = None) -> dict[str, float]:
+        """{word of ``text``: share of the collections' documents holding it} — 0 for a word the
+        corpus does not hold; a share near 1 marks the corpus's domain word; empty when the
+        collections hold no document."""
+        names = sorted(collections or [])
+        where = f"AND d.collection IN ({','.join('?' * len(names))})" if names else ""
+        total = self._db.execute(
+            f"SELECT COUNT(*) FROM documents d WHERE 1 = 1 {where}", names
+        ).fetchone()[0]
+        shares: dict[str, float] = {}
+        if not total:
+            return shares  # no documents: nothing to say about any word
+        for word in dict.fromkeys(w.lower() for w in words(text) if w.isalpha()):
+            found = self._db.execute(
+                "SELECT COUNT(DISTINCT p.source_id) FROM passage_fts f JOIN passages p "
+                "ON p.rowid = f.rowid JOIN documents d ON d.source_id = p.source_id "
+                f"WHERE passage_fts MATCH ? {where}",
+                [f'"{word}"', *names],
+            ).fetchone()[0]
+            shares[word] = round(found / total, 4) if total else 0.0
+        return shares
+
     def search(
         self,
         query: str,
@@ -566,8 +607,12 @@ class Corpus:
         not_after: str | None = None,
         related_to: Iterable[str] = (),
         distinct_sources: bool = False,
+        about: str | None = None,
+        within: Iterable[str] | None = None,
     ) -> list[dict[str, Any]]:
-        """Passages ranked by bm25 (best first), as plain dicts (the Retriever shape).
+        """Passages for ``query``, best first, as plain dicts (the Retriever shape): lexical
+        and semantic rankings fused (research.hybrid). With ``about`` (the run's question) each
+        hit carries ``relevance``: its document's relevance to that question (:meth:`relevance`).
 
         ``published_after`` / ``published_before`` (ISO days, inclusive) keep
         documents that state a published or updated date inside that range —
@@ -577,110 +622,65 @@ class Corpus:
         passage per document. ``not_after`` (an ISO day, the run's ``as_of``) leaves out every
         document published after it (undated documents stay). ``related_to`` searches only the
         documents that those documents refer to or that refer to them (one passage each, with
-        ``via`` saying how they are related), never those documents themselves.
+        ``via`` saying how they are related), never those documents themselves. ``within``
+        searches only those documents.
         """
-        match = fts_query(query)
-        if not match:
-            return []
-        clauses = ["passage_fts MATCH ?"]
-        params: list[Any] = [match]
         related: dict[str, str] = {}
         origins = sorted(set(related_to))
         if origins:
             related = self.related(origins)
             if not related:
                 return []
-            clauses.append(f"d.source_id IN ({','.join('?' * len(related))})")
-            params += sorted(related)
             distinct_sources = True
-        if not_after:
-            clauses.append("(COALESCE(d.published, '') = '' OR d.published <= ?)")
-            params.append(not_after)
-        names = list(collections or [])
-        if names:
-            clauses.append(f"d.collection IN ({','.join('?' * len(names))})")
-            params += names
-        excluded_sources = list(exclude_sources)
-        if excluded_sources:
-            clauses.append(f"d.source_id NOT IN ({','.join('?' * len(excluded_sources))})")
-            params += excluded_sources
-        excluded_passages = list(exclude_passages)
-        if excluded_passages:
-            clauses.append(f"p.passage_id NOT IN ({','.join('?' * len(excluded_passages))})")
-            params += excluded_passages
-        if published_after or published_before:
-            in_range = []
-            for column in ("d.published", "d.updated"):
-                bounds = [f"COALESCE({column}, '') <> ''"]
-                if published_after:
-                    bounds.append(f"{column} >= ?")
-                    params.append(published_after)
-                if published_before:
-                    bounds.append(f"{column} <= ?")
-                    params.append(published_before)
-                in_range.append("(" + " AND ".join(bounds) + ")")
-            clauses.append("(" + " OR ".join(in_range) + ")")
-        # Rank first, cheaply (rowid and document only), and pick the rows to return; only
-        # those are then read whole with their snippet. Reading every match whole cost most of
-        # a question's time when the best passage per document was asked for (no LIMIT there).
-        joins = (
-            "FROM passage_fts f JOIN passages p ON p.rowid = f.rowid "
-            "JOIN documents d ON d.source_id = p.source_id"
+        filters = SearchFilters(
+            collections=list(collections or []),
+            exclude_sources=list(exclude_sources),
+            exclude_passages=list(exclude_passages),
+            published_after=published_after,
+            published_before=published_before,
+            not_after=not_after,
+            only_sources=(
+                sorted(set(related) & set(within) if within is not None else related)
+                if origins
+                else (sorted(within) if within is not None else None)
+            ),
         )
-        order = "ORDER BY bm25(passage_fts, 2.0, 1.0, 1.0), p.passage_id"
-        sql = f"SELECT f.rowid, d.source_id {joins} WHERE {' AND '.join(clauses)} {order}"
-        if not distinct_sources:
-            sql += " LIMIT ?"
-            params.append(offset + limit)
-        chosen: list[int] = []
-        seen_sources: set[str] = set()
-        skipped = 0
-        for rowid, source_id in self._db.execute(sql, params):
-            if distinct_sources:
-                if source_id in seen_sources:
-                    continue
-                seen_sources.add(source_id)
-            if skipped < offset:
-                skipped += 1
-                continue
-            chosen.append(rowid)
-            if len(chosen) >= limit:
-                break
-        if not chosen:
+        if filters.only_sources == []:
             return []
-        rows = self._db.execute(
-            "SELECT p.passage_id, d.source_id, d.uri, d.title, f.section, f.text, "
-            "snippet(passage_fts, 2, '[', ']', '…', 16), bm25(passage_fts, 2.0, 1.0, 1.0), "
-            "d.published, d.updated, d.status, d.kind, d.superseded_by "
-            f"{joins} WHERE passage_fts MATCH ? AND f.rowid IN ({','.join('?' * len(chosen))}) "
-            f"{order}",
-            [match, *chosen],
+        hits = hybrid_search(
+            self._db,
+            self.vectors(),
+            self.corrected(query),
+            filters,
+            limit=limit,
+            offset=offset,
+            distinct_sources=distinct_sources,
         )
-        hits: list[dict[str, Any]] = []
-        for row in rows:
-            hits.append(
-                {
-                    "passage_id": row[0],
-                    "source_id": row[1],
-                    "uri": row[2],
-                    "title": row[3],
-                    "section": row[4],
-                    "text": row[5],
-                    "snippet": row[6],
-                    "score": round(-row[7], 6),
-                    "published": row[8],
-                    "updated": row[9],
-                    "status": row[10],
-                    "kind": row[11],
-                    "superseded_by": row[12],
-                    **({"via": related[row[1]]} if related else {}),
-                }
-            )
+        if related:
+            for hit in hits:
+                hit["via"] = related[hit["source_id"]]
+        if about:
+            scores = self.relevance(about, collections, not_after)
+            for hit in hits:
+                hit["relevance"] = scores.get(hit["source_id"], 0.0)
         return hits
 
 
+__all__ = [
+    "CollectionInfo",
+    "Corpus",
+    "CorpusFolderError",
+    "CorpusRetriever",
+    "CorpusWriteError",
+    "DocumentRecord",
+    "IndexReport",
+    "KnowsVocabulary",
+    "SkippedFile",
+]
+
+
 class CorpusRetriever:
-    """The corpus as a :class:`Retriever` (and as ``engine.context.Retriever``).
+    """The corpus as a :class:`plumbing.retriever.Retriever`.
 
     ``collections`` limits every search to those collections unless a call
     names its own.
@@ -693,3 +693,9 @@ class CorpusRetriever:
     async def search(self, query: str, **options: Any) -> list[dict[str, Any]]:
         options.setdefault("collections", self.collections or None)
         return self.corpus.search(query, **options)
+
+    async def vocabulary(self, text: str, collections: list[str]) -> dict[str, float]:
+        return self.corpus.vocabulary(text, collections or self.collections or None)
+
+    async def corrected(self, text: str) -> str:
+        return self.corpus.corrected(text)

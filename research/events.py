@@ -13,7 +13,7 @@ from pydantic import ValidationError
 
 from engine.event_lines import EventLine, counted
 from engine.events import Domain
-from research.frozen import Frozen
+from plumbing.frozen import Frozen
 from research.matrix import Dimension, Tier
 
 STAGE = "research.stage"

@@ -13,7 +13,7 @@ from typing import Any, Literal
 
 from pydantic import Field
 
-from research.frozen import Frozen
+from plumbing.frozen import Frozen
 from research.text import normalize_space
 
 
@@ -55,6 +55,9 @@ class Passage(Frozen):
     sub_question: str = ""
     round: int = 1
     score: float = 0.0
+    relevance: float = 1.0
+    """Its document's relevance to the run's question, 0..1 (research.relevance); under
+    ``RELEVANCE_FLOOR`` it is not evidence for the question."""
 
 
 class Claim(Frozen):

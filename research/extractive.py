@@ -15,6 +15,7 @@ from __future__ import annotations
 import re
 from collections import Counter
 from collections.abc import Callable
+from dataclasses import replace
 from typing import Any
 
 from research.questions import plan as plan_question
@@ -236,17 +237,23 @@ def search_terms(phrase: str, limit: int = 6) -> list[str]:
 
 
 def scope(inputs: dict[str, Any]) -> ScopeAnswer:
-    """Classify the question, cut its subject, and plan the sub-questions its kind needs."""
+    """Classify the question, find its subject against the corpus's vocabulary, and plan the
+    sub-questions its kind needs (the question itself first)."""
     query = str(inputs["query"])
+    spelled = str(inputs.get("spelling") or query)
     limit = int(inputs.get("max_sub_questions", 4))
-    understood = plan_question(query)
-    subject_terms = search_terms(understood.subject)
-    part_terms = [search_terms(part) for part in understood.parts]
+    vocabulary = inputs.get("vocabulary")
+    understood = plan_question(
+        spelled, vocabulary if isinstance(vocabulary, dict) and vocabulary else None
+    )
+    understood = replace(understood, question=query)
+    subject_terms = search_terms(understood.subject) if understood.subject else []
+    part_terms = [search_terms(part) for part in understood.parts if part]
     planned = []
     for index, (facet, text, facet_terms) in enumerate(
         planned_sub_questions(understood, limit), start=1
     ):
-        own = subject_terms
+        own = subject_terms if facet != "question" else search_terms(spelled, limit=12)
         if understood.kind == "comparison" and facet in ("first", "second"):
             own = part_terms[0 if facet == "first" else 1]
         planned.append(
@@ -258,7 +265,7 @@ def scope(inputs: dict[str, Any]) -> ScopeAnswer:
             )
         )
     return ScopeAnswer(
-        subject=understood.subject,
+        subject=understood.subject or spelled,
         kind=understood.kind,
         sub_questions=planned,
         key_terms=subject_terms,
@@ -357,6 +364,9 @@ def claim_candidates(passage: dict[str, Any]) -> list[str]:
     previous = ""
     for sentence in sentences(passage["text"]):
         sentence = normalize_space(sentence)
+        if sentence[:1].islower():
+            previous = sentence
+            continue  # a fragment: the passage cut its sentence short
         if not depends_on_context(sentence):
             found.append(sentence)
         elif previous and not depends_on_context(previous):

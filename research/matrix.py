@@ -11,7 +11,7 @@ from typing import Literal
 
 from pydantic import Field
 
-from research.frozen import Frozen
+from plumbing.frozen import Frozen
 
 Tier = Literal["Elite", "High", "Medium", "Low"]
 Dimension = Literal["coverage", "source_quality", "agreement", "verification", "recency"]

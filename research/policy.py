@@ -16,8 +16,10 @@ Order of checks:
    sources; anything else → a full round;
 6. plateau — but when that remediation cannot change the evidence its
    dimension is computed from (``movable`` says which can: no claim left to
-   verify, no unread recent passage, a full round that found nothing new),
-   another round would change nothing: stop.
+   verify, no unread recent passage, no unread passage of the documents about
+   the question), another round would change nothing: stop; and a round that
+   changed no score at all from the round before it is not followed by a third
+   alike: stop.
 """
 
 from __future__ import annotations
@@ -27,8 +29,8 @@ from typing import Literal
 
 from pydantic import Field
 
+from plumbing.frozen import Frozen
 from research.ci import Weights, confidence_index
-from research.frozen import Frozen
 from research.matrix import DimensionScores
 from research.scoring import RoundMeasures
 
@@ -155,7 +157,8 @@ def decide(
     if patience > 0 and regressions >= patience:
         return stop("patience")
     remediation = _remediation(measures)
-    if remediation not in movable:
+    unchanged = bool(previous) and measures.scores == previous[-1].scores
+    if remediation not in movable or unchanged:
         return stop("plateau")
     return StopDecision(
         decision="continue",

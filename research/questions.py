@@ -7,14 +7,20 @@ question wants the problem, the alternatives and the trade-offs; a *current stat
 wants what is in force now and what was superseded. The built-in model plans with these
 rules; a real model is asked for the same kinds in its prompt (workflows/prompts/scope.md).
 
-The subject is cut from the question's own words (question words, the kind's cue words and
-trailing verbs removed), so it stays a noun phrase and every sub-question built around it
-reads as a sentence.
+The first sub-question is always the question itself, in the user's words. The subject the
+facets are built around is cut from the question's own words (question words, the kind's cue
+words and trailing verbs removed) and then checked against the corpus's vocabulary: a phrase
+with a clause inside, or made only of the corpus's domain words (a word most of its documents
+hold, such as "Python" among the PEPs), is no subject — the object of the question's verb is
+tried instead ("How did Python add *the walrus operator*?"), and when that is no subject either,
+the question itself is the only sub-question. The facet templates hold the subject as the
+object of a verb or preposition, so they read as sentences for any noun phrase.
 """
 
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Literal
 
@@ -95,6 +101,11 @@ _TRAILING_WORD = re.compile(
     r"\s+(for|about|over time|today|nowadays|currently|now|still|work|works|anymore)$", re.I
 )
 _ARTICLE = re.compile(r"^(the|a|an)\s+", re.I)
+_SECOND_VERB = re.compile(
+    r" and (?!(?:the|a|an|my|your|its|their|then|also|other|all|any|some|this|that)\b)"
+    r"([a-z]+(?<!ing)(?<!s)) ",
+)
+"""The bare verb of a second action ("cancel a task and *wait* for it"), made a gerund too."""
 
 
 def gerund(verb: str) -> str:
@@ -151,6 +162,7 @@ def subject_of(question: str) -> str:
     if actor:
         rest = text[actor.end() :].split(" ", 1)
         text = gerund(rest[0]) + (" " + rest[1] if len(rest) > 1 else "")
+        text = _SECOND_VERB.sub(lambda m: f" and {gerund(m.group(1))} ", text + " ").strip()
     else:
         text = _AUXILIARY.sub("", text, count=1)
         about = re.match(r"^(.+?)\s+says?\s+about\s+(.+)$", text, re.I)
@@ -180,12 +192,54 @@ def _parts(subject: str) -> tuple[str, ...]:
     return tuple(pieces) if len(pieces) == 2 else (subject,)
 
 
-def plan(question: str) -> QuestionPlan:
+DOMAIN_SHARE = 0.5
+"""A word found in at least this share of the corpus's documents names its domain ("Python" in
+the PEPs), never a subject: a subject made only of such words is no subject."""
+SUBJECT_WORDS = 10
+_CLAUSE = re.compile(
+    r"\b(why|how|what|which|when|where|who|whom|whose)\b|"
+    r"\b(is|are|was|were|do|does|did|can|could|should|would|will)\s+(it|they|he|she|we|i|you|this|that)\b",
+    re.I,
+)
+
+
+def is_subject(phrase: str, vocabulary: Mapping[str, float] | None = None) -> bool:
+    """Whether ``phrase`` can stand as the subject sub-questions are built around: a short noun
+    phrase, no clause inside, and — given the corpus's vocabulary ({word: share of documents
+    holding it}) — at least one word the corpus holds that is not its domain word."""
+    words = phrase.split()
+    if not words or len(words) > SUBJECT_WORDS or _CLAUSE.search(phrase):
+        return False
+    if vocabulary is None:
+        return True
+    content = [w.lower().strip("?.,!:;'\"()") for w in words]
+    shares = [vocabulary[w] for w in content if w in vocabulary]
+    return any(0.0 < share < DOMAIN_SHARE for share in shares)
+
+
+def _object_of(question: str, subject: str) -> str:
+    """What follows the subject and its verb ("How did Python add *the walrus operator*?")."""
+    text = _TRAILING.sub("", " ".join(question.split()))
+    at = text.lower().find(subject.lower())
+    if at < 0 or not subject:
+        return ""
+    rest = text[at + len(subject) :].split(" ", 2)
+    tail = rest[2] if len(rest) > 2 else ""
+    tail = re.split(r"\s*(?:,|\band why\b|\band how\b|\band what\b|\?)", tail, maxsplit=1)[0]
+    return _TRAILING_WORD.sub("", _PYTHON_TAIL.sub("", tail)).strip()
+
+
+def plan(question: str, vocabulary: Mapping[str, float] | None = None) -> QuestionPlan:
+    """The question's kind and subject; ``subject`` is empty when no phrase of the question can
+    stand as its subject (then the only sub-question is the question itself)."""
     kind = classify(question)
     subject = subject_of(question)
     if kind == "comparison" and _ACTOR.match(_LEAD.sub("", question.strip(), count=1)):
         subject = subject.split(" ", 1)[-1]
-    parts = _parts(subject) if kind == "comparison" else (subject,)
+    if not is_subject(subject, vocabulary):
+        found = _object_of(question, subject)
+        subject = found if is_subject(found, vocabulary) else ""
+    parts = _parts(subject) if kind == "comparison" and subject else (subject,)
     if kind == "comparison" and len(parts) < 2:
         kind = "definition"
     return QuestionPlan(question=question, kind=kind, subject=subject, parts=parts)
@@ -196,14 +250,13 @@ Facet = tuple[str, str, tuple[str, ...]]
 
 TEMPLATES: dict[QuestionKind, tuple[Facet, ...]] = {
     "definition": (
-        ("definition", "What {be} {s}, and what {do} {it} specify?", ("specification", "defines")),
-        ("rationale", "What problem {do} {s} solve?", ("motivation", "problem", "rationale")),
-        ("usage", "How {be} {s} used in code?", ("example", "usage", "syntax")),
         (
-            "compatibility",
-            "Which Python versions and compatibility concerns apply to {s}?",
-            ("version", "compatibility", "backwards"),
+            "definition",
+            "What do the documents specify about {s}?",
+            ("specification", "defines"),
         ),
+        ("rationale", "What motivated {s}?", ("motivation", "problem", "rationale")),
+        ("usage", "How do programs use {s}?", ("example", "usage", "syntax")),
         (
             "alternatives",
             "Which alternatives to {s} were considered or rejected?",
@@ -216,7 +269,7 @@ TEMPLATES: dict[QuestionKind, tuple[Facet, ...]] = {
             "Which proposals first introduced {s}, and when?",
             ("proposal", "introduce", "abstract"),
         ),
-        ("changes", "How did {s} change in later proposals?", ("replaces", "changes", "extends")),
+        ("changes", "How did later proposals change {s}?", ("replaces", "changes", "extends")),
         (
             "superseded",
             "Which proposals about {s} were superseded, rejected or withdrawn, and why?",
@@ -227,23 +280,20 @@ TEMPLATES: dict[QuestionKind, tuple[Facet, ...]] = {
             "What is the current specification of {s}?",
             ("specification", "semantics", "final"),
         ),
-        ("rationale", "What motivated the changes to {s}?", ("motivation", "rationale")),
     ),
     "comparison": (
-        ("first", "What {be_a} {a}?", ("specification", "defines")),
-        ("second", "What {be_b} {b}?", ("specification", "defines")),
+        ("first", "What do the documents say about {a}?", ("specification", "defines")),
+        ("second", "What do the documents say about {b}?", ("specification", "defines")),
         ("difference", "How do {a} and {b} differ?", ("difference", "unlike", "whereas")),
         ("choice", "When should one use {a} rather than {b}?", ("use", "recommended", "prefer")),
-        ("relation", "How are {a} and {b} related in their design?", ("design", "based")),
     ),
     "how_to": (
-        ("usage", "How does one go about {s}?", ("example", "usage", "syntax")),
+        ("usage", "Which examples show {s}?", ("example", "usage", "syntax")),
         (
             "specification",
             "What does the specification say about {s}?",
             ("specification", "must", "requires"),
         ),
-        ("compatibility", "Which Python versions support {s}?", ("version", "compatibility")),
         (
             "pitfalls",
             "What pitfalls and limitations come with {s}?",
@@ -252,19 +302,18 @@ TEMPLATES: dict[QuestionKind, tuple[Facet, ...]] = {
         ("alternatives", "Which alternatives to {s} exist?", ("alternative", "instead")),
     ),
     "rationale": (
-        ("problem", "{q}", ("motivation", "problem", "rationale")),
-        ("design", "What does the proposal for {s} specify?", ("specification", "defines")),
+        ("design", "What do the documents specify about {s}?", ("specification", "defines")),
         (
             "alternatives",
-            "Which alternatives were considered or rejected?",
+            "Which alternatives to {s} were considered or rejected?",
             ("alternative", "rejected", "instead"),
         ),
         (
             "tradeoffs",
-            "What trade-offs and backwards-compatibility costs came with the change?",
+            "Which trade-offs and backwards-compatibility costs came with {s}?",
             ("backwards", "compatibility", "cost"),
         ),
-        ("usage", "How {be} {s} used in code?", ("example", "usage")),
+        ("usage", "How do programs use {s}?", ("example", "usage")),
     ),
     "status": (
         ("status", "What is the current status of {s}?", ("status", "accepted", "final")),
@@ -278,46 +327,47 @@ TEMPLATES: dict[QuestionKind, tuple[Facet, ...]] = {
             "Which proposals about {s} were superseded, rejected or withdrawn?",
             ("superseded", "rejected", "withdrawn"),
         ),
-        ("versions", "Which Python versions does {s} apply to?", ("version", "release")),
         ("future", "What changes to {s} are planned or deferred?", ("future", "deferred", "plan")),
     ),
 }
-
-
-def is_plural(phrase: str) -> bool:
-    """Plural agreement for a subject: "type hints", "async and await" (not "asyncio", "class")."""
-    last = phrase.split(" ")[-1].lower() if phrase else ""
-    return " and " in f" {phrase.lower()} " or (
-        last.endswith("s") and not last.endswith(("ss", "us", "is", "ys"))
-    )
+"""Facets after the first sub-question, which is always the question itself. The subject is
+always the object of a verb or a preposition, so no template needs it to agree in number."""
 
 
 def as_question(text: str) -> str:
-    text = _TRAILING.sub("", " ".join(text.split()))
-    return (text[:1].upper() + text[1:] + "?") if text else text
+    """The text as one sentence: capitalized, closed by its own mark, else by "?" when it opens
+    like a question and "." when it does not ("Compare X and Y.")."""
+    text = " ".join(text.split())
+    if not text:
+        return text
+    text = text[:1].upper() + text[1:]
+    if text[-1] in "?.!":
+        return text
+    return text + ("?" if _LEAD.match(text) and not _IMPERATIVE.match(text) else ".")
+
+
+_IMPERATIVE = re.compile(
+    r"^\s*(please\s+)?(explain|describe|tell|show|give|summari[sz]e|compare|list)\b", re.I
+)
 
 
 def sub_questions(
     question_plan: QuestionPlan, limit: int
 ) -> list[tuple[str, str, tuple[str, ...]]]:
-    """(facet, sub-question text, facet terms), at most ``limit``, in the kind's order."""
+    """(facet, sub-question text, facet terms), at most ``limit``: the question itself first,
+    then the kind's facets — none when the question has no subject (``plan``)."""
+    planned: list[tuple[str, str, tuple[str, ...]]] = [
+        ("question", as_question(question_plan.question), ())
+    ]
+    if not question_plan.subject:
+        return planned
     parts = question_plan.parts
-    a = parts[0]
-    b = parts[1] if len(parts) > 1 else parts[0]
-    plural = is_plural(question_plan.subject)
     words = {
         "s": question_plan.subject,
-        "a": a,
-        "b": b,
-        "q": as_question(question_plan.question),
-        "be": "are" if plural else "is",
-        "be_a": "are" if is_plural(a) else "is",
-        "be_b": "are" if is_plural(b) else "is",
-        "do": "do" if plural else "does",
-        "it": "they" if plural else "it",
+        "a": parts[0],
+        "b": parts[1] if len(parts) > 1 else parts[0],
     }
-    planned = []
-    for facet, template, terms in TEMPLATES[question_plan.kind][: max(1, limit)]:
+    for facet, template, terms in TEMPLATES[question_plan.kind][: max(0, limit - 1)]:
         text = template.format(**words)
         planned.append((facet, text[:1].upper() + text[1:], terms))
     return planned

@@ -15,11 +15,14 @@ from typing import TYPE_CHECKING, Any
 import yaml
 
 from engine.model_answers import ModelAnswers, disclosure
+from plumbing.frozen import Frozen
+from plumbing.workspace import RunFolder
+from research.brief import answer_lines, source_facts
 from research.coalesce import DISCLAIMERS, TARGET_CI, CoalesceResult
 from research.evidence import Claim, EvidenceMap, Source
-from research.frozen import Frozen
 from research.policy import RoundRecord
 from research.references import link_key
+from research.relevance import RELEVANCE_FLOOR
 from research.sources import SourcePolicy
 from research.text import SELF_REFERENCE, depends_on_context
 
@@ -43,6 +46,8 @@ class Citation(Frozen):
     source_id: str
     title: str
     verified: bool
+    relevance: float = 1.0
+    """The cited passage's relevance to the question (research.relevance)."""
 
 
 def ordered_claims(
@@ -109,11 +114,18 @@ def status_note(source: Source | None) -> str:
 
 
 def cited(number: int, claim: Claim, evidence: EvidenceMap) -> str:
-    """A claim as the report writes it: text, citation, unverified mark, status of its source."""
+    """A claim as the brief writes it: text, its source's label, date and relevance, citation,
+    unverified mark, status of its source."""
     source = evidence.sources.get(claim.source_ids[0]) if claim.source_ids else None
     note = status_note(source)
+    passage = evidence.passages.get(claim.passage_ids[0]) if claim.passage_ids else None
+    facts = source_facts(
+        source,
+        passage.relevance if passage else 0.0,
+        document_label(source, claim.source_ids[0] if claim.source_ids else ""),
+    )
     return (
-        f"{claim.text} [{number}]"
+        f"{claim.text} — {facts} [{number}]"
         + ("" if claim.verified else " [unverified]")
         + (f" ({document_label(source)}, {note})" if note else "")
     )
@@ -125,9 +137,11 @@ def citations_for(evidence: EvidenceMap, sections: dict[str, list[Claim]]) -> li
         for claim in claims:
             passage_id = claim.passage_ids[0]
             source = evidence.sources.get(claim.source_ids[0]) if claim.source_ids else None
+            passage = evidence.passages.get(passage_id)
             citations.append(
                 Citation(
                     number=len(citations) + 1,
+                    relevance=passage.relevance if passage else 0.0,
                     claim_id=claim.id,
                     claim=claim.text,
                     quote=claim.quote,
@@ -202,8 +216,10 @@ def render_report(
     quality: dict[str, Any],
     delivered: bool,
     kind: str = "definition",
+    subject: str = "",
 ) -> str:
-    """report.md: the answer as prose (a paragraph per sub-question), Sources, then Quality."""
+    """report.md: the answer (an evidence brief, or a model's checked prose), Sources, then
+    Quality (research.brief)."""
     level = quality["confidence_level"]
     lines = [f"# {evidence.query}", ""]
     if DISCLAIMERS[level]:
@@ -216,13 +232,16 @@ def render_report(
             "",
         ]
     if not delivered:
+        relevant = sum(1 for p in evidence.passages.values() if p.relevance >= RELEVANCE_FLOOR)
         lines += [
             "Delivery was withheld: the evidence is insufficient and no one asked for it to be delivered.",
             "The quality section below says what fell short.",
             "",
         ]
+        if not relevant:
+            lines += [f"_The corpus has little on {subject or evidence.query}._", ""]
     else:
-        lines += _answer(evidence, citations, sections, kind)
+        lines += _answer(evidence, synthesis, citations, sections, kind, subject)
     lines += [
         "## Quality",
         "",
@@ -285,27 +304,16 @@ def signed(change: float | None) -> str:
 
 def _answer(
     evidence: EvidenceMap,
+    synthesis: SynthesisAnswer | None,
     citations: list[Citation],
     sections: dict[str, list[Claim]],
     kind: str,
+    subject: str,
 ) -> list[str]:
     number = {c.claim_id: c.number for c in citations}
-    lines = ["## Summary", ""]
-    lead = [claims[0] for claims in sections.values() if claims][:3]
-    lines += [
-        " ".join(cited(number[c.id], c, evidence) for c in lead)
-        or "No finding had evidence behind it.",
-        "",
-    ]
+    lines = answer_lines(evidence, number, sections, synthesis, subject or evidence.query, cited)
     if kind == "history":
         lines += _timeline(evidence, citations)
-    for question in evidence.sub_questions:
-        lines += [f"## {question.text}", ""]
-        claims = sections.get(question.id, [])
-        if not claims:
-            lines += ["_No claim with provenance answers this sub-question._", ""]
-            continue
-        lines += [" ".join(cited(number[c.id], c, evidence) for c in claims), ""]
     lines += ["## Sources", ""]
     for citation in citations:
         source = evidence.sources.get(citation.source_id)
@@ -317,6 +325,7 @@ def _answer(
             facts.append(note)
         if source and source.latest_date:
             facts.append(source.latest_date)
+        facts.append(f"relevance {citation.relevance:.2f}")
         lines += [
             f"{citation.number}. **{citation.title or citation.source_id}** "
             f"({'; '.join(facts)}) — `{citation.passage_id}`",
@@ -398,7 +407,8 @@ def write_artifacts(
     run_dir: Path, report: str, quality: dict[str, Any], chunks: list[dict[str, Any]]
 ) -> list[Path]:
     run_dir.mkdir(parents=True, exist_ok=True)
-    paths = [run_dir / "report.md", run_dir / "quality.yaml", run_dir / "rag_package.jsonl"]
+    files = RunFolder(run_dir)
+    paths = [files.report, files.quality, files.rag_package]
     paths[0].write_text(report, encoding="utf-8")
     paths[1].write_text(
         yaml.safe_dump(quality, sort_keys=False, allow_unicode=True), encoding="utf-8"

@@ -1,9 +1,14 @@
 """Dimension scores computed from the accumulated evidence, never asked of a model (DESIGN §8).
 
-- coverage: share of sub-questions with at least one claim that shows provenance;
-- source_quality: mean authority of the sources the claims cite;
-- agreement: share of claims not involved in any contradiction;
-- verification: share of claims that passed chain-of-verification against
+Only evidence about the question counts: a claim is *relevant* when it shows provenance and
+every passage it rests on has a relevance to the run's question at or above
+``research.relevance.RELEVANCE_FLOOR``. Off-topic evidence therefore scores Low, however much of
+it there is, and the gate fails.
+
+- coverage: share of sub-questions with at least one relevant claim;
+- source_quality: mean authority of the sources the relevant claims cite (0 without any);
+- agreement: share of relevant claims not involved in any contradiction;
+- verification: share of relevant claims that passed chain-of-verification against
   passages of other sources;
 - recency: share of the evidence's sources whose own date falls inside the
   window ending at ``as_of`` (1.0 when recency is not required).
@@ -15,9 +20,10 @@ High authority, that contradict, neither source superseded.
 
 from __future__ import annotations
 
-from research.evidence import Contradiction, EvidenceMap
-from research.frozen import Frozen
+from plumbing.frozen import Frozen
+from research.evidence import Claim, Contradiction, EvidenceMap
 from research.matrix import DimensionScores
+from research.relevance import RELEVANCE_FLOOR
 from research.sources import HIGH_AUTHORITY, SourcePolicy, effective_date
 
 
@@ -52,13 +58,21 @@ def _ratio(part: int, whole: int) -> float:
     return part / whole if whole else 0.0
 
 
+def is_relevant(claim: Claim, evidence: EvidenceMap) -> bool:
+    """The claim shows provenance and rests only on passages about the question."""
+    return not evidence.provenance_problems(claim) and all(
+        evidence.passages[p].relevance >= RELEVANCE_FLOOR for p in claim.passage_ids
+    )
+
+
 def score_evidence(evidence: EvidenceMap, policy: SourcePolicy) -> RoundMeasures:
-    claims = evidence.claims
+    claims = [c for c in evidence.claims if is_relevant(c, evidence)]
     sub_ids = [q.id for q in evidence.sub_questions]
-    covered = {c.sub_question for c in claims if not evidence.provenance_problems(c)}
+    covered = {c.sub_question for c in claims}
     coverage = _ratio(sum(1 for q in sub_ids if q in covered), len(sub_ids))
 
-    cited = evidence.cited_sources()
+    cited_ids = sorted({sid for claim in claims for sid in claim.source_ids})
+    cited = [evidence.sources[sid] for sid in cited_ids if sid in evidence.sources]
     source_quality = sum(s.authority for s in cited) / len(cited) if cited else 0.0
 
     contested = {cid for c in evidence.contradictions for cid in (c.claim_a, c.claim_b)}

@@ -11,9 +11,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from plumbing.frozen import Frozen
 from research.ci import WEIGHT_SETS, Weights, confidence_index, normalized
 from research.coalesce import TARGET_CI, coalesce
-from research.frozen import Frozen
 from research.matrix import DIMENSIONS, DimensionScores
 from research.policy import HARD_MAX_ROUNDS, RoundRecord, decide
 from research.scoring import RoundMeasures

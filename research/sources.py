@@ -17,7 +17,7 @@ from typing import Literal
 
 from pydantic import Field
 
-from research.frozen import Frozen
+from plumbing.frozen import Frozen
 
 Domain = Literal["technology", "academic", "current_events", "finance", "reference"]
 DOMAINS: tuple[str, ...] = ("technology", "academic", "current_events", "finance", "reference")

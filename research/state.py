@@ -15,8 +15,8 @@ from typing import Any
 from pydantic import Field
 
 from engine.context import StepContext
+from plumbing.frozen import Frozen
 from research.evidence import Claim, EvidenceMap
-from research.frozen import Frozen
 from research.policy import Remediation, RoundRecord
 from research.sources import SourcePolicy
 
@@ -63,13 +63,18 @@ class ResearchState(Frozen):
     """Every passage ever read, cited or not (later rounds retrieve past them)."""
     fresh_passages: int = 0
     """Passages the latest full retrieval read for the first time (0: the corpus has no more)."""
+    on_topic: dict[str, float] = Field(default_factory=dict)
+    """The documents about the question (relevance at or above the floor, best first), found by
+    the first retrieval; every later search reads only them. Empty: the corpus has little on it."""
     rounds: list[RoundRecord] = Field(default_factory=list)
 
     def search_options(self, **options: Any) -> dict[str, Any]:
-        """Options every corpus search of the run carries: its collections, nothing after as_of."""
+        """Options every corpus search of the run carries: its collections, nothing after as_of,
+        and the run's question, which every hit's relevance is measured against."""
         return {
             "collections": self.params.collections or None,
             "not_after": self.policy.as_of,
+            "about": self.evidence.query,
             **options,
         }
 

@@ -13,7 +13,7 @@ from typing import Literal
 
 from pydantic import Field
 
-from research.frozen import Frozen
+from plumbing.frozen import Frozen
 from research.questions import QuestionKind
 
 
@@ -102,6 +102,9 @@ class SynthesisSection(Answer):
     sub_question: str
     claim_ids: list[str]
     summary: str = ""
+    prose: str = ""
+    """A model's answer to the sub-question: sentences each closing with ``[claim id]``
+    citations of the claims chosen (the built-in model writes none: the report is a brief)."""
 
 
 class SynthesisAnswer(Answer):

@@ -13,6 +13,7 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from router.build import build_router
     from router.clock import Clock, ManualClock, SystemClock
     from router.config import (
         ConfigError,
@@ -34,7 +35,7 @@ if TYPE_CHECKING:
         ProviderSnapshot,
         Usage,
     )
-    from router.router import SmartModelRouter, build_router
+    from router.router import SmartModelRouter
 
 _HOMES = {
     "Attempt": "router.models",
@@ -55,7 +56,7 @@ _HOMES = {
     "SystemClock": "router.clock",
     "TaskHandlerRegistry": "router.local",
     "Usage": "router.models",
-    "build_router": "router.router",
+    "build_router": "router.build",
     "effective_router_config": "router.config",
     "load_router_config": "router.config",
     "router_config_from_env": "router.config",

@@ -14,11 +14,10 @@ import sqlite3
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Literal, get_args
+from typing import get_args
 
-StructuredMode = Literal["schema", "json_object", "prompt"]
-"""How a response schema is asked for, best first: the API's schema-constrained output, its
-plain JSON mode with the schema in the prompt, or the schema in the prompt alone (then parsed)."""
+from plumbing.sqlite_files import connect
+from router.providers.base import StructuredMode
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS structured_output (
@@ -51,7 +50,7 @@ class StructuredCapabilities:
             self._load(path)
 
     def _connect(self, path: Path) -> sqlite3.Connection:
-        conn = sqlite3.connect(path, timeout=5.0)
+        conn = connect(path)
         conn.execute(_SCHEMA)
         return conn
 
@@ -64,7 +63,7 @@ class StructuredCapabilities:
                 ).fetchall()
             finally:
                 conn.close()
-        except sqlite3.Error:
+        except (OSError, sqlite3.Error):
             return  # an unreadable file only costs relearning; the stats store reports it
         for provider, model, mode, settled in rows:
             if mode in _MODES:
@@ -93,5 +92,5 @@ class StructuredCapabilities:
                     )
             finally:
                 conn.close()
-        except sqlite3.Error:
+        except (OSError, sqlite3.Error):
             pass  # kept in memory; the next process learns it again

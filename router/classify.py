@@ -5,6 +5,10 @@ error body (OpenAI ``error.code``/``error.type``, Anthropic ``error.type``,
 Gemini ``error.status`` and ``details``), never the human message — whose text
 changes, and which may echo part of the API key (OpenAI's 401 does), so it is
 never copied into a detail string either.
+
+The rules here are the ones every kind shares; where a kind departs from them (a Gemini
+per-day quota, GitHub's 403 rate limits, Anthropic's 503 overloads) its adapter's
+``classify_error`` hook decides first.
 """
 
 from __future__ import annotations
@@ -15,7 +19,9 @@ from typing import Any
 import httpx
 
 from router.errors import ErrorClass
-from router.ratelimit_headers import RateLimitInfo, gemini_details, gemini_quota_is_daily
+from router.providers.base import ProviderAdapter
+from router.providers.registry import make_adapter
+from router.ratelimit_headers import RateLimitInfo
 
 _TOKEN = re.compile(r"[A-Za-z0-9_.\-]{1,48}")
 
@@ -39,15 +45,19 @@ def error_fields(body: Any) -> tuple[str | None, str | None]:
     return _safe_token(body.get("type")) if body.get("type") != "error" else None, None
 
 
-def _gemini_error_reason(body: Any) -> str | None:
-    for detail in gemini_details(body):
-        if str(detail.get("@type", "")).endswith("google.rpc.ErrorInfo"):
-            return _safe_token(detail.get("reason"))
-    return None
-
-
 def classify_status(kind: str, status: int, body: Any, rate_limits: RateLimitInfo) -> ErrorClass:
     """The error class of a non-2xx answer from a provider of ``kind``."""
+    return classify_answer(make_adapter(kind), status, body, rate_limits)
+
+
+def classify_answer(
+    adapter: ProviderAdapter, status: int, body: Any, rate_limits: RateLimitInfo
+) -> ErrorClass:
+    """The error class of a non-2xx answer from a provider ``adapter`` speaks to: its hook's,
+    else the shared rules'."""
+    special = adapter.classify_error(status, body, rate_limits)
+    if special is not None:
+        return special
     err_type, err_code = error_fields(body)
     markers = {m.lower() for m in (err_type, err_code) if m}
 
@@ -56,28 +66,18 @@ def classify_status(kind: str, status: int, body: Any, rate_limits: RateLimitInf
     if status == 429 or "rate_limit_error" in markers or "rate_limit_exceeded" in markers:
         if "insufficient_quota" in markers and rate_limits.retry_after_s is None:
             return ErrorClass.QUOTA  # OpenAI spend cap: no point retrying soon
-        if kind == "gemini" and (rate_limits.quota_exhausted or gemini_quota_is_daily(body)):
-            return ErrorClass.QUOTA
         return ErrorClass.RATE_LIMIT
     if "resource_exhausted" in markers:
-        return ErrorClass.QUOTA if gemini_quota_is_daily(body) else ErrorClass.RATE_LIMIT
+        return ErrorClass.RATE_LIMIT
     if 300 <= status < 400:
         return (
             ErrorClass.PERMANENT
         )  # redirected: the base_url is wrong (redirects are never followed)
-    if status in (401, 403):
-        if kind == "github" and (
-            rate_limits.retry_after_s is not None or rate_limits.requests.remaining == 0
-        ):
-            return ErrorClass.RATE_LIMIT  # GitHub signals secondary rate limits with 403
-        return ErrorClass.PERMANENT
-    if status == 404:
-        return ErrorClass.PERMANENT
-    if status == 400 and kind == "gemini" and _gemini_error_reason(body) == "API_KEY_INVALID":
+    if status in (401, 403, 404):
         return ErrorClass.PERMANENT
     if status in (408, 504) or "deadline_exceeded" in markers:
         return ErrorClass.TIMEOUT
-    if status == 503 and ("unavailable" in markers or kind == "anthropic"):
+    if status == 503 and "unavailable" in markers:
         return ErrorClass.OVERLOAD
     if status >= 500:
         return ErrorClass.SERVER

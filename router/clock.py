@@ -83,3 +83,14 @@ class ManualClock:
             _, _, future = heapq.heappop(self._sleepers)
             if not future.done():
                 future.set_result(None)
+
+
+async def wait_event_or_timeout(clock: Clock, event: asyncio.Event, timeout: float) -> None:
+    """Until ``event`` is set or ``timeout`` seconds have passed on ``clock``."""
+    waiter = asyncio.ensure_future(event.wait())
+    sleeper = asyncio.ensure_future(clock.sleep(timeout))
+    try:
+        await asyncio.wait({waiter, sleeper}, return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        waiter.cancel()
+        sleeper.cancel()

@@ -5,7 +5,7 @@ File shape (under the top-level ``router:`` key of config.yaml)::
     router:
       providers:
         - name: openai
-          kind: openai            # openai | azure | github | ollama | ollama_native | anthropic | gemini
+          kind: openai            # one of router.providers.registry.KINDS
           models: {1: gpt-4.1-mini, 2: gpt-4.1}
           api_key_env: OPENAI_API_KEY   # the variable's NAME; the key itself never enters config
           bulkhead: 10
@@ -41,33 +41,12 @@ from pydantic import (
     model_validator,
 )
 
+from plumbing.yaml_reading import read_yaml_file
 from router.breaker import BreakerPolicy
 from router.local import BUILTIN_NAME
 from router.models import ContextLimit
-from router.yaml_file import read_yaml_file
+from router.providers.registry import ADAPTERS, kinds_phrase
 
-ProviderKind = Literal[
-    "openai", "azure", "github", "ollama", "ollama_native", "anthropic", "gemini"
-]
-
-DEFAULT_BASE_URLS: dict[str, str] = {
-    "openai": "https://api.openai.com/v1",
-    "github": "https://models.github.ai/inference",
-    "ollama": "http://127.0.0.1:11434/v1",
-    "ollama_native": "http://127.0.0.1:11434",
-    "anthropic": "https://api.anthropic.com",
-    "gemini": "https://generativelanguage.googleapis.com",
-}
-DEFAULT_KEY_ENV: dict[str, str | None] = {
-    "openai": "OPENAI_API_KEY",
-    "azure": "AZURE_OPENAI_API_KEY",
-    "github": "GITHUB_TOKEN",
-    "ollama": None,
-    "ollama_native": None,
-    "anthropic": "ANTHROPIC_API_KEY",
-    "gemini": "GEMINI_API_KEY",
-}
-DEFAULT_AZURE_API_VERSION = "2024-10-21"
 _ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _PROVIDER_NAME = re.compile(r"[a-z0-9][a-z0-9_-]*")
 
@@ -133,7 +112,8 @@ class ProviderConfig(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
     name: str
-    kind: ProviderKind
+    kind: str
+    """The provider's API family and vendor: a kind of :data:`router.providers.registry.KINDS`."""
     base_url: str | None = None
     models: dict[int, str] = Field(default_factory=dict)
     api_key_env: str | None = None
@@ -179,8 +159,8 @@ class ProviderConfig(BaseModel):
             return data
         data = dict(data)
         kind = data.get("kind")
-        if "api_key_env" not in data and isinstance(kind, str):
-            data["api_key_env"] = DEFAULT_KEY_ENV.get(kind)
+        if "api_key_env" not in data and isinstance(kind, str) and kind in ADAPTERS:
+            data["api_key_env"] = ADAPTERS[kind].key_env
         if "model" in data:  # shorthand: one model for tiers 1-3
             model = data.pop("model")
             if "models" not in data and isinstance(model, str):
@@ -188,6 +168,13 @@ class ProviderConfig(BaseModel):
             elif not isinstance(model, str):
                 raise ValueError("model must be a model name (text)")
         return data
+
+    @field_validator("kind")
+    @classmethod
+    def _kind(cls, value: str) -> str:
+        if value not in ADAPTERS:
+            raise ValueError(f"Input should be {kinds_phrase()}")
+        return value
 
     @field_validator("name")
     @classmethod
@@ -245,19 +232,18 @@ class ProviderConfig(BaseModel):
     def _complete(self) -> ProviderConfig:
         if not self.models:
             raise ValueError("needs models: {1: <model>, ...} (or model: <name> for every tier)")
-        if self.kind == "azure" and self.base_url is None:
-            raise ValueError(
-                "an azure provider needs base_url: https://<resource>.openai.azure.com"
-            )
+        adapter = ADAPTERS[self.kind]
+        if adapter.default_base_url is None and self.base_url is None:
+            raise ValueError(f"an {self.kind} provider needs base_url: {adapter.base_url_example}")
         return self
 
     @property
     def resolved_base_url(self) -> str:
-        return self.base_url or DEFAULT_BASE_URLS[self.kind]
+        return self.base_url or ADAPTERS[self.kind].default_base_url or ""
 
     @property
     def resolved_api_version(self) -> str:
-        return self.api_version or DEFAULT_AZURE_API_VERSION
+        return self.api_version or ADAPTERS[self.kind].default_api_version
 
     def model_for(self, tier: int) -> str | None:
         return self.models.get(tier)
@@ -437,97 +423,19 @@ def load_router_config(
 # --- environment ---------------------------------------------------------------------------
 
 
-def _ollama_base(host: str) -> str:
-    """OLLAMA_HOST as Ollama itself reads it: ``host``, ``host:port`` or a URL; 0.0.0.0 means this machine."""
-    text = host.strip()
-    if "://" not in text:
-        text = "http://" + text
-    parts = urlsplit(text)
-    hostname = parts.hostname or "127.0.0.1"
-    if hostname in ("0.0.0.0", "::", ""):
-        hostname = "127.0.0.1"
-    port = parts.port or 11434
-    host_part = f"[{hostname}]" if ":" in hostname else hostname
-    return f"{parts.scheme}://{host_part}:{port}{parts.path.rstrip('/')}"
-
-
 def router_config_from_env(
     environ: Mapping[str, str], policy: RouterPolicy | None = None
 ) -> RouterConfig:
-    """Providers from the usual environment variables; with none set, only the built-in provider serves.
+    """Providers from the usual environment variables (each kind's adapter says which make one);
+    with none set, only the built-in provider serves.
 
     Only variable *names* go into the config; the keys stay in the environment.
     """
-    providers: list[dict[str, Any]] = []
-
-    def present(var: str) -> bool:
-        return bool(environ.get(var, "").strip())
-
-    if present("OPENAI_API_KEY"):
-        providers.append(
-            {
-                "name": "openai",
-                "kind": "openai",
-                "api_key_env": "OPENAI_API_KEY",
-                "models": {1: "gpt-4.1-mini", 2: "gpt-4.1", 3: "gpt-4.1"},
-                "bulkhead": 20,
-            }
-        )
-    if present("ANTHROPIC_API_KEY"):
-        providers.append(
-            {
-                "name": "anthropic",
-                "kind": "anthropic",
-                "api_key_env": "ANTHROPIC_API_KEY",
-                "models": {1: "claude-haiku-4-5", 2: "claude-sonnet-4-5", 3: "claude-opus-4-1"},
-                "bulkhead": 10,
-            }
-        )
-    if present("GEMINI_API_KEY"):
-        providers.append(
-            {
-                "name": "gemini",
-                "kind": "gemini",
-                "api_key_env": "GEMINI_API_KEY",
-                "models": {1: "gemini-2.5-flash-lite", 2: "gemini-2.5-flash", 3: "gemini-2.5-pro"},
-                "bulkhead": 10,
-            }
-        )
-    if present("AZURE_OPENAI_API_KEY") and present("AZURE_OPENAI_ENDPOINT"):
-        deployment = environ.get("AZURE_OPENAI_DEPLOYMENT", "").strip() or "gpt-4.1-mini"
-        providers.append(
-            {
-                "name": "azure",
-                "kind": "azure",
-                "api_key_env": "AZURE_OPENAI_API_KEY",
-                "base_url": environ["AZURE_OPENAI_ENDPOINT"].strip(),
-                "api_version": environ.get("AZURE_OPENAI_API_VERSION", "").strip() or None,
-                "models": {1: deployment, 2: deployment, 3: deployment},
-                "bulkhead": 10,
-            }
-        )
-    if present("GITHUB_TOKEN"):
-        providers.append(
-            {
-                "name": "github",
-                "kind": "github",
-                "api_key_env": "GITHUB_TOKEN",
-                "models": {1: "openai/gpt-4.1-mini", 2: "openai/gpt-4.1", 3: "openai/gpt-4.1"},
-                "bulkhead": 5,
-            }
-        )
-    if present("OLLAMA_HOST"):
-        model = environ.get("OLLAMA_MODEL", "").strip() or "llama3.2"
-        providers.append(
-            {
-                "name": "ollama",
-                "kind": "ollama_native",
-                "api_key_env": None,
-                "base_url": _ollama_base(environ["OLLAMA_HOST"]),
-                "models": {1: model, 2: model, 3: model},
-                "bulkhead": 4,
-            }
-        )
+    providers = [
+        entry
+        for adapter in ADAPTERS.values()
+        if (entry := adapter.from_environment(environ)) is not None
+    ]
     section: dict[str, Any] = {"providers": providers}
     if policy is not None:
         section["policy"] = policy.model_dump()

@@ -12,7 +12,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from enum import StrEnum
+from pathlib import Path
 
+from plumbing.sqlite_files import SqliteFault, sqlite_fault
 from router.ratelimit_headers import RateLimitInfo
 
 
@@ -105,17 +107,19 @@ class RouterClosedError(RouterError):
 class StatsFileError(Exception):
     """The shared provider-statistics file cannot be opened; ``str()`` is one line naming it and the remedy."""
 
-    def __init__(self, path: object, reason: str) -> None:
+    def __init__(self, path: Path, error: BaseException) -> None:
         super().__init__(
-            f"{path}: cannot open the provider statistics ({reason}) — {_remedy(reason)}"
+            f"{path}: cannot open the provider statistics ({error}) — {_remedy(error, path)}"
         )
 
 
-def _remedy(reason: str) -> str:
-    """What to do, by SQLite's reason: only a damaged or foreign file should be deleted."""
-    text = reason.lower()
-    if "readonly" in text or "read-only" in text or "permission" in text:
+def _remedy(error: BaseException, path: Path) -> str:
+    """What to do, by the fault: only a damaged or foreign file should be deleted."""
+    fault = sqlite_fault(error, path)
+    if fault is SqliteFault.READ_ONLY:
         return "make the file and its folder writable, or choose another --workspace"
-    if "locked" in text or "busy" in text:
+    if fault is SqliteFault.LOCKED:
         return "another process holds it locked: let it finish (or stop it), then try again"
+    if fault is SqliteFault.FULL:
+        return "its disk is full: free some space on it, then try again"
     return "it holds only provider health history: delete it and the router starts a new one"

@@ -1,4 +1,5 @@
-"""The built-in provider: always available, last in every chain (DESIGN §7).
+"""The built-in provider: always available, last in every chain (DESIGN §7); and its place in
+the router (:class:`BuiltinFallback`: the answer as a response, its metrics, rows and snapshot).
 
 It answers a request's ``task`` by calling the handler registered for that
 task. The composition root fills the registry (research registers its
@@ -16,8 +17,19 @@ from typing import Any
 
 from pydantic import BaseModel, ValidationError
 
-from router.errors import BuiltinHandlerError
-from router.models import ChatMessage, ChatRequest
+from router.clock import Clock
+from router.errors import BuiltinHandlerError, NoHandlerError
+from router.metrics import ProviderMetrics
+from router.models import (
+    Attempt,
+    BreakerState,
+    ChatMessage,
+    ChatRequest,
+    ChatResponse,
+    ProviderSnapshot,
+    Usage,
+)
+from router.stats import CallRecord, StatsRecorder, StoredProvider
 from router.wire import encode_json, strip_code_fence
 
 HandlerResult = str | dict[str, Any] | BaseModel
@@ -137,3 +149,106 @@ class BuiltinProvider:
                 req.task,
                 f"its answer does not match {req.response_schema.__name__} ({exc.error_count()} error(s))",
             ) from None
+
+
+class BuiltinFallback:
+    """The built-in provider at the end of every chain: its answer as a response, and its
+    bookkeeping (metrics, stats rows, snapshot). ``on_change`` tells subscribers it changed."""
+
+    def __init__(
+        self,
+        provider: BuiltinProvider,
+        clock: Clock,
+        metrics: ProviderMetrics,
+        recorder: StatsRecorder | None,
+        on_change: Callable[[], None],
+    ) -> None:
+        self.builtin = provider
+        self.clock = clock
+        self.metrics = metrics
+        self._recorder = recorder
+        self._on_change = on_change
+
+    async def answer(
+        self, req: ChatRequest, had_remote: bool, attempts: list[Attempt], start: float
+    ) -> ChatResponse:
+        """The built-in's answer to ``req`` after the chain's ``attempts``; ``degraded`` (and a
+        fallback) when remote providers were in the chain."""
+        if not self.builtin.can_answer(req.task):
+            raise NoHandlerError(
+                req.task, sum(1 for a in attempts if a.provider not in ("router",))
+            )
+        began = self.clock.monotonic()
+        try:
+            content, parsed = await self.builtin.answer(req)
+        except BuiltinHandlerError:
+            self.record(False, None)
+            raise
+        latency = self.clock.monotonic() - began
+        self.record(True, latency, fallback=had_remote)
+        attempts.append(
+            Attempt(
+                provider=BUILTIN_NAME, model=BUILTIN_MODEL, tier=0, outcome="ok", latency_s=latency
+            )
+        )
+        return ChatResponse(
+            content=content,
+            parsed=parsed,
+            provider=BUILTIN_NAME,
+            model=BUILTIN_MODEL,
+            tier=0,
+            usage=Usage(),
+            latency_s=self.clock.monotonic() - start,
+            degraded=had_remote,
+            fallback=had_remote,
+            attempts=attempts,
+        )
+
+    def restore(self, stored: StoredProvider) -> None:
+        """Start from what the stats file kept of the built-in provider."""
+        self.metrics.seed(
+            stored.recent,
+            (stored.totals.requests, stored.totals.successes, stored.totals.failures),
+            fallbacks=stored.totals.fallbacks,
+        )
+
+    def record(self, ok: bool, latency: float | None, *, fallback: bool = False) -> None:
+        self.metrics.record(ok, latency)
+        self.metrics.fallback_total += fallback
+        if self._recorder is not None:
+            self._recorder.add_call(
+                CallRecord(
+                    BUILTIN_NAME,
+                    ok,
+                    latency,
+                    None if ok else "handler_error",
+                    0,
+                    0,
+                    self.clock.wall(),
+                    fallback=fallback,
+                )
+            )
+        self._on_change()
+
+    def snapshot(self) -> ProviderSnapshot:
+        metrics = self.metrics
+        latency = metrics.latency_summary()
+        return ProviderSnapshot(
+            name=BUILTIN_NAME,
+            kind=BUILTIN_KIND,
+            state=BreakerState.CLOSED,
+            success_rate=metrics.success_rate(),
+            health_score=round(metrics.health_score(), 4),
+            ema_latency_s=latency.ema,
+            p50_latency_s=latency.p50,
+            p95_latency_s=latency.p95,
+            p99_latency_s=latency.p99,
+            recent_latencies_s=latency.recent,
+            in_flight=self.builtin.in_flight,
+            bulkhead_size=self.builtin.concurrency,
+            requests_total=metrics.requests_total,
+            successes_total=metrics.successes_total,
+            failures_total=metrics.failures_total,
+            fallback_total=metrics.fallback_total,
+            models={0: BUILTIN_MODEL},
+        )

@@ -1,15 +1,11 @@
-"""Parsing of every provider's rate-limit signals into one :class:`RateLimitInfo`.
+"""What every provider's rate-limit signals become (:class:`RateLimitInfo`), and the value
+formats they are written in (ADR-002 §E).
 
-Formats (ADR-002 §E):
-
-* ``Retry-After``: delay-seconds or an HTTP-date; ``retry-after-ms``: milliseconds
-  (preferred when both are present, it is the more precise).
-* OpenAI, Azure OpenAI, GitHub Models: ``x-ratelimit-{limit,remaining,reset}-{requests,tokens}``,
-  resets as Go-style durations (``6m0s``, ``12ms``, ``1.5s``). Azure is known to
-  send ``-1`` and ``0`` that mean nothing, so for Azure those are unknown.
-* Anthropic: ``anthropic-ratelimit-{requests,tokens,input-tokens,output-tokens}-{limit,remaining,reset}``,
-  resets as RFC 3339 instants.
-* Gemini: no headers; a 429 body carries ``google.rpc.RetryInfo.retryDelay`` (``"34s"``).
+Each adapter parses its own kind's signals with these (its ``rate_limits``): OpenAI-style
+``x-ratelimit-*`` headers with Go-style durations, Anthropic's with RFC 3339 instants,
+Gemini's error-body ``RetryInfo``. Shared by all: ``Retry-After`` (delay-seconds or an
+HTTP-date) and ``retry-after-ms`` (milliseconds, preferred when both are present, it is the
+more precise) — :func:`parse_generic` reads only those.
 
 A malformed value is unknown (``None``), never an exception: a provider that
 changes its header format degrades the router to its configured limits, it does
@@ -24,7 +20,6 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from email.utils import parsedate_to_datetime
-from typing import Any
 
 _DURATION_PART = re.compile(r"(\d+(?:\.\d+)?|\.\d+)(ns|us|µs|ms|h|m|s)")
 _NUMBER = re.compile(r"[+-]?(\d+(?:\.\d*)?|\.\d+)")
@@ -142,109 +137,17 @@ def parse_count(value: str | None, *, ignore_non_positive: bool = False) -> int 
     return number
 
 
-def _lower(headers: Mapping[str, str]) -> dict[str, str]:
+def lower_keys(headers: Mapping[str, str]) -> dict[str, str]:
     return {key.lower(): value for key, value in headers.items()}
 
 
-def _retry_after(h: Mapping[str, str], now_wall: float) -> float | None:
+def retry_after(h: Mapping[str, str], now_wall: float) -> float | None:
+    """The delay ``retry-after-ms`` or ``Retry-After`` asks for (``h``: lower-cased keys)."""
     precise = parse_retry_after_ms(h.get("retry-after-ms"))
     if precise is not None:
         return precise
     return parse_retry_after(h.get("retry-after"), now_wall)
 
 
-def parse_openai_headers(
-    headers: Mapping[str, str], now_wall: float, *, azure: bool = False
-) -> RateLimitInfo:
-    h = _lower(headers)
-
-    def reading(dimension: str) -> LimitReading:
-        return LimitReading(
-            limit=parse_count(h.get(f"x-ratelimit-limit-{dimension}"), ignore_non_positive=azure),
-            remaining=parse_count(
-                h.get(f"x-ratelimit-remaining-{dimension}"), ignore_non_positive=azure
-            ),
-            reset_s=parse_go_duration(h.get(f"x-ratelimit-reset-{dimension}")),
-        )
-
-    return RateLimitInfo(
-        retry_after_s=_retry_after(h, now_wall),
-        requests=reading("requests"),
-        tokens=reading("tokens"),
-    )
-
-
-def parse_anthropic_headers(headers: Mapping[str, str], now_wall: float) -> RateLimitInfo:
-    h = _lower(headers)
-
-    def reading(dimension: str) -> LimitReading:
-        prefix = f"anthropic-ratelimit-{dimension}"
-        return LimitReading(
-            limit=parse_count(h.get(f"{prefix}-limit")),
-            remaining=parse_count(h.get(f"{prefix}-remaining")),
-            reset_s=parse_rfc3339_delay(h.get(f"{prefix}-reset"), now_wall),
-        )
-
-    tokens = reading("tokens")
-    if not tokens.known:  # newer accounts report input and output tokens separately
-        tokens = reading("input-tokens")
-    return RateLimitInfo(
-        retry_after_s=_retry_after(h, now_wall), requests=reading("requests"), tokens=tokens
-    )
-
-
-def gemini_details(body: Any) -> list[dict[str, Any]]:
-    """The ``error.details`` entries of a Google-style error body (``[]`` for any other shape)."""
-    if not isinstance(body, dict):
-        return []
-    error = body.get("error")
-    if isinstance(error, dict):
-        details = error.get("details")
-        if isinstance(details, list):
-            return [d for d in details if isinstance(d, dict)]
-    return []
-
-
-def parse_gemini_retry_delay(body: Any) -> float | None:
-    """``google.rpc.RetryInfo.retryDelay`` from a Gemini error body (``"34s"`` or ``{"seconds": 34}``)."""
-    for detail in gemini_details(body):
-        if not str(detail.get("@type", "")).endswith("google.rpc.RetryInfo"):
-            continue
-        delay = detail.get("retryDelay")
-        if isinstance(delay, str):
-            text = delay.strip()
-            if text.endswith("s") and not text.endswith(("ms", "us", "ns")):
-                return parse_seconds(text[:-1])
-            return None
-        if isinstance(delay, dict):
-            seconds, nanos = delay.get("seconds", 0), delay.get("nanos", 0)
-            if isinstance(seconds, (int, float, str)) and isinstance(nanos, (int, float)):
-                base = parse_seconds(str(seconds))
-                return None if base is None else base + float(nanos) / 1e9
-    return None
-
-
-def gemini_quota_is_daily(body: Any) -> bool:
-    """True when a Gemini 429 names a per-day quota (``QuotaFailure`` with a ``...PerDay...`` quota id)."""
-    for detail in gemini_details(body):
-        if not str(detail.get("@type", "")).endswith("google.rpc.QuotaFailure"):
-            continue
-        for violation in detail.get("violations") or []:
-            if (
-                isinstance(violation, dict)
-                and "perday" in str(violation.get("quotaId", "")).lower()
-            ):
-                return True
-    return False
-
-
-def parse_gemini(headers: Mapping[str, str], body: Any, now_wall: float) -> RateLimitInfo:
-    h = _lower(headers)
-    retry = parse_gemini_retry_delay(body)
-    if retry is None:
-        retry = _retry_after(h, now_wall)
-    return RateLimitInfo(retry_after_s=retry, quota_exhausted=gemini_quota_is_daily(body))
-
-
 def parse_generic(headers: Mapping[str, str], now_wall: float) -> RateLimitInfo:
-    return RateLimitInfo(retry_after_s=_retry_after(_lower(headers), now_wall))
+    return RateLimitInfo(retry_after_s=retry_after(lower_keys(headers), now_wall))

@@ -26,13 +26,19 @@ provider; high ones are served as usual.
 Every call settles what it holds — its token reservation, throttle ticket,
 bulkhead slot and probe leases — by its outcome, or releases it unjudged when
 cancelled or cut short by the caller's deadline. The admission and settling
-steps (``_admit``, ``_record_answer``, ``_record_failure``, ``_release``) are
+steps (``_admit`` here; ``record_answer``, ``record_failure``, ``release`` in router/settle.py) are
 separate from the call itself so another entry point (streaming) reuses them. The healthy
 providers left thus take the high-priority traffic plus a trickle, not the
 whole load of the OPEN ones (the cascade ADR-002 §A warns about).
 
 The router lives on one event loop. ``snapshot()`` may be called from any
 thread; subscriber callbacks run on the router's loop thread.
+
+This module is the request path. What an outcome does to its provider is
+:mod:`router.settle`; the built-in provider's part is :class:`router.local.BuiltinFallback`;
+the stats file's writes and polls are :class:`router.stats.SharedStats`; change notices and
+wake-ups are :class:`router.publisher.ChangeNotices`; on-demand health checks are
+:mod:`router.health_check`; building a router from config is :mod:`router.build`.
 """
 
 from __future__ import annotations
@@ -41,38 +47,19 @@ import asyncio
 import logging
 import math
 import random
-import sqlite3
-import threading
-import time
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
-from pathlib import Path
 
 import httpx
 
-from router.breaker import ProbeLease, Transition
-from router.buckets import Reservation
+from router.admission import Admission, Admitted, Skip
+from router.breaker import Transition
 from router.bulkhead import BulkheadBoard
-from router.capabilities import StructuredCapabilities
-from router.clock import Clock, SystemClock
+from router.clock import Clock, SystemClock, wait_event_or_timeout
 from router.config import ProfileConfig, RouterConfig
-from router.errors import (
-    TRAITS,
-    BuiltinHandlerError,
-    ErrorClass,
-    NoHandlerError,
-    ProviderCallError,
-    RouterClosedError,
-)
-from router.local import (
-    BUILTIN_KIND,
-    BUILTIN_MODEL,
-    BUILTIN_NAME,
-    BuiltinProvider,
-    TaskHandlerRegistry,
-)
+from router.errors import ErrorClass, ProviderCallError, RouterClosedError
+from router.health_check import HealthCheck, check_health, probe_before_call
+from router.local import BUILTIN_NAME, BuiltinFallback, BuiltinProvider, TaskHandlerRegistry
 from router.metrics import ProviderMetrics, TotalsCounter
-from router.model_health import request_fingerprint
 from router.models import (
     Attempt,
     BreakerState,
@@ -84,15 +71,14 @@ from router.models import (
     RouterTotals,
     Usage,
 )
-from router.providers.base import Provider, ProviderReply, spec_from_request
-from router.providers.http import HttpProvider
-from router.publisher import SnapshotPublisher, Subscriber
-from router.runtime import ErrorNote, ProviderRuntime
+from router.providers.base import Provider, spec_from_request
+from router.publisher import ChangeNotices, SnapshotPublisher, Subscriber
+from router.runtime import ProviderRuntime
 from router.selection import Candidate, health_scores, order_group, plan_chain
+from router.settle import Held, Settlement
 from router.shedding import LoadShedder
-from router.stats import STATS_FILENAME, CallRecord, StatsRecorder, StatsStore
+from router.stats import ProviderStatsStore, SharedStats
 from router.streaming import StreamSink, streaming_to
-from router.throttle import ThrottleTicket
 from router.truncation import more_room
 from router.wire import (
     context_window_problem,
@@ -109,42 +95,6 @@ log = logging.getLogger(__name__)
 _NO_USAGE = Usage()
 
 
-@dataclass(frozen=True, slots=True)
-class _Skip:
-    detail: str
-    # set when only capacity stood in the way: seconds until a bucket has room, or ``math.inf``
-    # for a full bulkhead (a slot frees whenever a call ends: wait for that, not for a time)
-    capacity_eta: float | None = None
-
-
-@dataclass(frozen=True, slots=True)
-class _Admitted:
-    lease: ProbeLease | None  # the provider breaker's probe lease, when this call probes it
-    model_lease: ProbeLease | None  # the model breaker's, when this call probes the model
-    reservation: Reservation
-
-
-@dataclass(slots=True)
-class _Held:
-    """What one attempt holds until it is settled (by an outcome) or released (cancelled)."""
-
-    lease: ProbeLease | None
-    model_lease: ProbeLease | None
-    reservation: Reservation
-    ticket: ThrottleTicket | None = None
-    settled: bool = False
-
-
-@dataclass(frozen=True, slots=True)
-class HealthCheck:
-    name: str
-    kind: str
-    ok: bool
-    latency_s: float | None
-    detail: str
-    error_class: str | None = None
-
-
 class SmartModelRouter:
     NOTIFY_INTERVAL_S = 0.05
 
@@ -155,7 +105,7 @@ class SmartModelRouter:
         providers: Mapping[str, Provider],
         task_handlers: TaskHandlerRegistry,
         clock: Clock | None = None,
-        stats: StatsStore | None = None,
+        stats: ProviderStatsStore | None = None,
         rng: random.Random | None = None,
         client: httpx.AsyncClient | None = None,
     ) -> None:
@@ -185,10 +135,13 @@ class SmartModelRouter:
             in_thread=self.policy.builtin_in_thread,
         )
         self._builtin_metrics = ProviderMetrics(self.clock, recency_tau_s=self.policy.recency_tau_s)
+        self._admission = Admission(self.policy, self.clock)
         self._totals = TotalsCounter()
         self._publisher = SnapshotPublisher(
             self._snapshot_by_name, self.NOTIFY_INTERVAL_S, self.clock.sleep
         )
+        self._notices = ChangeNotices(self._publisher, self.clock)
+        self._wake_tasks = self._notices.wake_tasks
         self._shedder = LoadShedder(
             self.clock,
             threshold=self.policy.shed_threshold,
@@ -200,15 +153,26 @@ class SmartModelRouter:
         self._plans: dict[tuple[int, str | None], list[list[Candidate]]] = {}
         self._client = client
         self._stats = stats
-        self._recorder = StatsRecorder(stats) if stats is not None else None
-        self._last_flush = time.monotonic()
-        self._flush_tasks: set[asyncio.Task[None]] = set()
-        self._loop: asyncio.AbstractEventLoop | None = None
-        self._loop_thread: int | None = None
-        self._wake_tasks: dict[str, asyncio.Task[None]] = {}
-        self._sync_task: asyncio.Task[None] | None = None
-        self._sync_warned = False
-        self.shared_state_syncs = 0  # polls of the stats file done (tests wait on it)
+        self._shared = (
+            SharedStats(
+                stats,
+                self.clock,
+                {rt.name: rt.breaker for rt in self._runtimes},
+                flush_s=self.policy.stats_flush_s,
+                poll_s=self.policy.shared_state_poll_s,
+            )
+            if stats is not None
+            else None
+        )
+        self._recorder = self._shared.recorder if self._shared is not None else None
+        self._settlement = Settlement(self.clock, self._recorder)
+        self._builtin = BuiltinFallback(
+            self.builtin,
+            self.clock,
+            self._builtin_metrics,
+            self._recorder,
+            lambda: self._notify(None),
+        )
         self._closed = False
         self._warned_profiles: set[str] = set()
         if stats is not None:
@@ -218,12 +182,7 @@ class SmartModelRouter:
                 if rt.name in stored:
                     rt.restore(stored[rt.name], now_wall)
             if BUILTIN_NAME in stored:
-                builtin = stored[BUILTIN_NAME]
-                self._builtin_metrics.seed(
-                    builtin.recent,
-                    (builtin.totals.requests, builtin.totals.successes, builtin.totals.failures),
-                    fallbacks=builtin.totals.fallbacks,
-                )
+                self._builtin.restore(stored[BUILTIN_NAME])
 
     # --- public API -------------------------------------------------------------------
 
@@ -253,7 +212,7 @@ class SmartModelRouter:
                     self._shedder.release()
             if response is not None:
                 return self._finish(response)
-        return self._finish(await self._answer_builtin(req, bool(groups), attempts, start))
+        return self._finish(await self._builtin.answer(req, bool(groups), attempts, start))
 
     def totals(self) -> RouterTotals:
         """Answers since this router started, by kind, with tokens and cost (a run's summary)."""
@@ -274,7 +233,7 @@ class SmartModelRouter:
     def snapshot(self) -> list[ProviderSnapshot]:
         scores = health_scores(self._runtimes)
         snaps = [rt.snapshot(scores[rt.name], rt.provider.key_problem()) for rt in self._runtimes]
-        snaps.append(self._builtin_snapshot())
+        snaps.append(self._builtin.snapshot())
         return snaps
 
     def subscribe(self, callback: Subscriber) -> Callable[[], None]:
@@ -290,7 +249,7 @@ class SmartModelRouter:
 
         Never raises for a provider: whatever goes wrong becomes that provider's failed check.
         """
-        return list(await asyncio.gather(*(self._check_one(rt) for rt in self._runtimes)))
+        return await check_health(self._runtimes, self._admission.health_timeout)
 
     async def sync_shared_state(self) -> None:
         """Write this process's pending stats, then adopt trips other processes wrote to the file.
@@ -298,55 +257,33 @@ class SmartModelRouter:
         The router does this every ``shared_state_poll_s`` on its own; a trip anywhere thus
         reaches every process sharing the stats file within about a second.
         """
-        if self._stats is None:
-            return
-        await self.flush_stats()
-        try:
-            rows = await asyncio.to_thread(self._stats.load_breakers)
-        except sqlite3.Error as exc:
-            if not self._sync_warned:
-                self._sync_warned = True
-                log.warning("provider stats could not be read (%s)", type(exc).__name__)
-            return
-        now_wall = self.clock.wall()
-        for row in rows:
-            rt = self._by_name.get(row.provider)
-            if rt is None or row.state != BreakerState.OPEN.value or row.changed_wall is None:
-                continue
-            remaining = row.cooldown_remaining_s - max(0.0, now_wall - row.saved_wall)
-            rt.breaker.adopt_trip(
-                remaining, row.consecutive_trips, row.open_reason, row.changed_wall
-            )
-        self.shared_state_syncs += 1
+        if self._shared is not None:
+            await self._shared.sync_shared_state()
 
-    async def _sync_loop(self) -> None:
-        while not self._closed:
-            await self.clock.sleep(self.policy.shared_state_poll_s)
-            await self.sync_shared_state()
+    @property
+    def shared_state_syncs(self) -> int:
+        """Polls of the stats file done (tests wait on it)."""
+        return self._shared.syncs if self._shared is not None else 0
 
     async def flush_stats(self) -> None:
         """Write buffered calls and changed breaker rows now (rows this process never changed are left alone,
         so a process that merely looked does not overwrite another's breaker state)."""
-        if self._recorder is not None:
-            await asyncio.to_thread(self._recorder.flush)
-            self._last_flush = time.monotonic()
+        if self._shared is not None:
+            await self._shared.flush()
 
     async def wait_for_writes(self) -> None:
         """Wait for the stats writes already started (a trip's is started when it happens)."""
-        while self._flush_tasks:
-            await asyncio.gather(*self._flush_tasks, return_exceptions=True)
+        if self._shared is not None:
+            await self._shared.wait_for_writes()
 
     async def aclose(self, *, flush: bool = True) -> None:
         """Stop wake-up timers, write pending stats (unless ``flush=False``), close the client and the store."""
         if self._closed:
             return
         self._closed = True
-        for task in self._wake_tasks.values():
-            task.cancel()
-        self._wake_tasks.clear()
-        if self._sync_task is not None:
-            self._sync_task.cancel()
-            await asyncio.gather(self._sync_task, return_exceptions=True)
+        self._notices.close()
+        if self._shared is not None:
+            await self._shared.stop()
         self._publisher.flush()
         await self.wait_for_writes()
         if flush:
@@ -460,9 +397,11 @@ class SmartModelRouter:
                         chars,
                     )
                     admission = (
-                        _Skip(too_long) if too_long else self._admit(rt, cand, estimate, deadline)
+                        Skip(too_long)
+                        if too_long
+                        else self._admission.admit(rt, cand, estimate, deadline)
                     )
-                    if isinstance(admission, _Skip):
+                    if isinstance(admission, Skip):
                         passed.add(rt.name)
                         if admission.capacity_eta is not None:
                             capacity_eta = (
@@ -506,84 +445,13 @@ class SmartModelRouter:
                 return None
             # full jitter over one more eta, so requests waiting on one bucket do not all wake at once
             delay = min(remaining, capacity_eta * (1.0 + self._rng.random()))  # inf: a slot event
-            await self._wait_event_or_timeout(self._board.waiter(), delay)
-
-    def _admit(
-        self, rt: ProviderRuntime, cand: Candidate, estimate: int, deadline: float
-    ) -> _Skip | _Admitted:
-        """Admission checks with no await in between, so they are atomic on the loop."""
-        breaker = rt.breaker
-        state = breaker.state
-        if rt.misconfigured and state is BreakerState.OPEN:
-            return _Skip(f"misconfigured: {rt.misconfigured_reason}")
-        key_problem = rt.provider.key_problem()
-        if key_problem is not None:
-            return _Skip(f"misconfigured: {key_problem}")
-        if state is BreakerState.OPEN:
-            return _Skip(f"OPEN, next probe in {breaker.cooldown_remaining():.1f}s")
-        probing = state is BreakerState.HALF_OPEN
-        if probing and not breaker.can_attempt():
-            return _Skip("HALF_OPEN with its probe in flight")
-        model_probe = None  # the model's breaker when this call would probe it
-        model_breaker = rt.models.get(cand.model)  # None: the model never answered badly
-        if model_breaker is not None:
-            model_state = model_breaker.state
-            if model_state is BreakerState.OPEN:
-                return _Skip(
-                    f"model {cand.model} OPEN (bad answers), next probe in "
-                    f"{model_breaker.cooldown_remaining():.1f}s"
-                )
-            if model_state is BreakerState.HALF_OPEN:
-                if not model_breaker.can_attempt():
-                    return _Skip(f"model {cand.model} HALF_OPEN with its probe in flight")
-                model_probe = model_breaker
-        eta = rt.buckets.eta(estimate)
-        if eta > 0:
-            return _Skip(f"rate-limit bucket has room in {eta:.2f}s", capacity_eta=eta)
-        if rt.bulkhead.free <= 0:
-            return _Skip(
-                f"bulkhead full ({rt.bulkhead.size} in flight)",
-                capacity_eta=math.inf,
-            )
-        if not probing and model_probe is None and rt.throttle.should_reject():
-            return _Skip(f"throttled locally (p={rt.throttle.reject_probability():.2f})")
-        lease = model_lease = None
-        if probing or model_probe is not None:
-            # a lease outlives its probe: the health check (if any) plus the real call
-            probe_s = self._call_timeout(rt, deadline)
-            if probing and rt.provider.has_health_probe:
-                probe_s += self._health_timeout(rt)
-            if probing:
-                lease = breaker.acquire_probe(probe_s)
-                if lease is None:
-                    return _Skip("HALF_OPEN with its probe in flight")
-        if model_probe is not None:
-            model_lease = model_probe.acquire_probe(probe_s)
-            if model_lease is None:
-                if lease is not None:
-                    breaker.release_probe(lease)
-                return _Skip(f"model {cand.model} HALF_OPEN with its probe in flight")
-        reservation = rt.buckets.try_reserve(estimate)
-        if reservation is None:
-            if lease is not None:
-                breaker.release_probe(lease)
-            if model_probe is not None and model_lease is not None:
-                model_probe.release_probe(model_lease)
-            return _Skip("rate-limit bucket full", capacity_eta=rt.buckets.eta(estimate))
-        rt.bulkhead.try_acquire()
-        return _Admitted(lease, model_lease, reservation)
-
-    def _call_timeout(self, rt: ProviderRuntime, deadline: float) -> float:
-        return max(0.001, min(rt.cfg.timeout_s, deadline - self.clock.monotonic()))
-
-    def _health_timeout(self, rt: ProviderRuntime) -> float:
-        return min(self.policy.probe_timeout_s, rt.cfg.timeout_s)
+            await wait_event_or_timeout(self.clock, self._board.waiter(), delay)
 
     async def _attempt(
         self,
         req: ChatRequest,
         cand: Candidate,
-        admitted: _Admitted,
+        admitted: Admitted,
         wire: list[ChatMessage],
         deadline: float,
         attempts: list[Attempt],
@@ -591,13 +459,20 @@ class SmartModelRouter:
     ) -> tuple[ChatResponse | None, int]:
         """One call to one provider; whatever happens — even cancellation — settles what it holds."""
         rt = cand.runtime
-        held = _Held(admitted.lease, admitted.model_lease, admitted.reservation)
+        held = Held(admitted.lease, admitted.model_lease, admitted.reservation)
         self._notify(rt)
         try:
             if held.lease is not None and rt.provider.has_health_probe:
-                if not await self._probe(rt, held.lease, attempts):
+                if not await probe_before_call(
+                    rt,
+                    held.lease,
+                    attempts,
+                    self._admission.health_timeout(rt),
+                    self.clock,
+                    self._settlement,
+                ):
                     held.lease = None  # the failed probe settled it
-                    self._release(rt, cand.model, held)
+                    self._settlement.release(rt, cand.model, held)
                     return None, 0
                 # the health check passed; the lease stays with the real call, which decides
             spec = spec_from_request(
@@ -608,7 +483,7 @@ class SmartModelRouter:
                 cand.temperature,
                 cand.max_tokens,
             )
-            timeout = self._call_timeout(rt, deadline)
+            timeout = self._admission.call_timeout(rt, deadline)
             cut_by_deadline = timeout < rt.cfg.timeout_s
             held.ticket = rt.throttle.begin()
             began = self.clock.monotonic()
@@ -642,7 +517,7 @@ class SmartModelRouter:
                         )
             if failure is not None:
                 held.settled = True
-                cost = self._record_failure(
+                cost = self._settlement.record_failure(
                     req, cand, failure, held, latency, used, cut_by_deadline=cut_by_deadline
                 )
                 attempts.append(
@@ -660,7 +535,7 @@ class SmartModelRouter:
                 )
                 return None, 1
             held.settled = True
-            cost = self._record_answer(cand, held, reply, latency)
+            cost = self._settlement.record_answer(cand, held, reply, latency)
             attempts.append(
                 Attempt(
                     provider=rt.name,
@@ -687,306 +562,30 @@ class SmartModelRouter:
             ), 1
         except asyncio.CancelledError:
             if not held.settled:
-                self._release(rt, cand.model, held)
+                self._settlement.release(rt, cand.model, held)
             raise
         finally:
             rt.bulkhead.release()
             self._notify(rt)
 
-    def _release(self, rt: ProviderRuntime, model: str, held: _Held) -> None:
-        """Give back what an attempt held without an outcome: no health verdict either way."""
-        rt.buckets.reconcile(held.reservation, 0)
-        if held.ticket is not None:
-            rt.throttle.cancel(held.ticket)
-        if held.lease is not None:
-            rt.breaker.release_probe(held.lease)
-        if held.model_lease is not None:
-            rt.models.breaker(model).release_probe(held.model_lease)
-
-    async def _probe(self, rt: ProviderRuntime, lease: ProbeLease, attempts: list[Attempt]) -> bool:
-        """The cheap health check before a probing request's real call; a failure re-opens at once."""
-        began = self.clock.monotonic()
-        try:
-            info = await rt.provider.health(self._health_timeout(rt))
-        except Exception as exc:
-            failure = (
-                exc
-                if isinstance(exc, ProviderCallError)
-                else ProviderCallError(
-                    ErrorClass.BAD_RESPONSE, f"{type(exc).__name__} in the health probe"
-                )
-            )
-            error_class = failure.error_class
-            if error_class is ErrorClass.PERMANENT:
-                rt.misconfigured_reason = self._misconfigured_reason(rt, failure)
-            elif not TRAITS[error_class].counts_for_breaker:
-                error_class = (
-                    ErrorClass.SERVER
-                )  # a health endpoint that does not answer 2xx is not healthy
-            rt.last_error = ErrorNote(
-                failure.error_class.value, failure.status, failure.retry_after_s
-            )
-            rt.breaker.record_failure(error_class, failure.retry_after_s, lease)
-            self._persist_breaker(rt)
-            attempts.append(
-                Attempt(
-                    provider=rt.name,
-                    outcome="probe_failed",
-                    error_class=failure.error_class.value,
-                    status=failure.status,
-                    latency_s=self.clock.monotonic() - began,
-                    detail=f"health probe: {failure.detail}",
-                )
-            )
-            return False
-        rt.buckets.apply(info)
-        attempts.append(
-            Attempt(
-                provider=rt.name,
-                outcome="probe_ok",
-                latency_s=self.clock.monotonic() - began,
-                detail="health probe",
-            )
-        )
-        return True
-
-    # --- bookkeeping -------------------------------------------------------------------------------
-
-    def _record_answer(
-        self, cand: Candidate, held: _Held, reply: ProviderReply, latency: float
-    ) -> float:
-        """Settle a good answer; returns its cost in USD."""
-        rt = cand.runtime
-        rt.buckets.reconcile(held.reservation, reply.usage.total_tokens)
-        rt.buckets.apply(reply.rate_limits)
-        if held.ticket is not None:
-            rt.throttle.settle(held.ticket, accepted=True)
-        rt.misconfigured_reason = None
-        rt.breaker.record_success(held.lease)
-        rt.models.record_good(cand.model, held.model_lease)
-        rt.metrics.record(True, latency)
-        cost = self._cost(rt, cand.model, reply.usage)
-        if self._recorder is not None:
-            self._recorder.add_call(
-                CallRecord(
-                    rt.name,
-                    True,
-                    latency,
-                    None,
-                    reply.usage.input_tokens,
-                    reply.usage.output_tokens,
-                    self.clock.wall(),
-                    cost_usd=cost,
-                )
-            )
-        return cost
-
-    def _cost(self, rt: ProviderRuntime, model: str, usage: Usage) -> float:
-        price = rt.cfg.price_of(model)
-        cost = 0.0 if price is None else price.cost(usage.input_tokens, usage.output_tokens)
-        if cost:
-            rt.metrics.add_cost(cost)
-        return cost
-
-    def _record_failure(
-        self,
-        req: ChatRequest,
-        cand: Candidate,
-        exc: ProviderCallError,
-        held: _Held,
-        latency: float,
-        used: Usage,
-        *,
-        cut_by_deadline: bool,
-    ) -> float:
-        """Settle a failed call; returns its cost in USD (an invalid answer was still generated)."""
-        rt = cand.runtime
-        lease = held.lease
-        error_class = exc.error_class
-        traits = TRAITS[error_class]
-        # the caller's own deadline ran out, not the provider's time: no verdict on its health
-        deadline_cut = cut_by_deadline and error_class is ErrorClass.TIMEOUT
-        rt.buckets.reconcile(held.reservation, used.total_tokens)
-        rt.buckets.apply(exc.rate_limits)
-        if held.ticket is not None:
-            if deadline_cut:
-                rt.throttle.cancel(held.ticket)
-            else:
-                rt.throttle.settle(held.ticket, accepted=traits.accepted)
-        rt.last_error = ErrorNote(error_class.value, exc.status, exc.retry_after_s)
-        answered_badly = error_class in (ErrorClass.BAD_REQUEST, ErrorClass.INVALID_OUTPUT)
-        if traits.misconfigures:
-            rt.misconfigured_reason = self._misconfigured_reason(rt, exc)
-            if lease is not None:
-                rt.breaker.record_failure(error_class, exc.retry_after_s, lease)
-            else:
-                rt.breaker.force_open(
-                    error_class, f"misconfigured ({exc.detail})", exc.retry_after_s
-                )
-            log.warning(
-                "provider %s is misconfigured (%s): it is skipped until a health probe passes",
-                rt.name,
-                exc.detail,
-            )
-        elif traits.counts_for_breaker and not deadline_cut:
-            rt.breaker.record_failure(error_class, exc.retry_after_s, lease)
-        elif lease is not None:
-            rt.breaker.release_probe(lease)  # it answered, but the failed path is not proven yet
-        if answered_badly:
-            rt.models.record_bad(
-                cand.model,
-                request_fingerprint(req),
-                error_class,
-                exc.detail,
-                held.model_lease,
-            )
-        elif held.model_lease is not None:
-            rt.models.breaker(cand.model).release_probe(held.model_lease)
-        healthy = deadline_cut or not (
-            traits.counts_for_breaker or traits.misconfigures or answered_badly
-        )
-        rt.metrics.record(healthy, latency if exc.status is not None else None)
-        cost = self._cost(rt, cand.model, used) if used.total_tokens else 0.0
-        if self._recorder is not None:
-            self._recorder.add_call(
-                CallRecord(
-                    rt.name,
-                    healthy,
-                    latency if exc.status is not None else None,
-                    error_class.value,
-                    used.input_tokens,
-                    used.output_tokens,
-                    self.clock.wall(),
-                    cost_usd=cost,
-                )
-            )
-        self._persist_breaker(rt)
-        return cost
-
-    @staticmethod
-    def _misconfigured_reason(rt: ProviderRuntime, exc: ProviderCallError) -> str:
-        where = f"the key in ${rt.cfg.api_key_env}, " if rt.cfg.api_key_env else ""
-        return f"{exc.detail}: check {where}the model names and base_url"
-
-    def _persist_breaker(self, rt: ProviderRuntime) -> None:
-        if self._recorder is not None:
-            self._recorder.set_breaker(rt.breaker_record(self.clock.wall()))
-
-    def _maybe_flush(self, *, urgent: bool = False) -> None:
-        """Write pending stats in a worker thread: at most every ``stats_flush_s``, or at once when ``urgent``.
-
-        A trip is urgent: written when it happens, every process sharing the file adopts it at its
-        next poll. Concurrent flushes are safe, the recorder serialises them.
-        """
-        if self._recorder is None or self._recorder.pending == 0:
-            return
-        if not urgent and (
-            self._flush_tasks or time.monotonic() - self._last_flush < self.policy.stats_flush_s
-        ):
-            return
-        try:
-            loop = asyncio.get_running_loop()
-        except RuntimeError:  # no loop yet: the next poll or ``aclose`` writes it
-            return
-        self._last_flush = time.monotonic()
-        task = loop.create_task(asyncio.to_thread(self._recorder.flush))
-        self._flush_tasks.add(task)
-        task.add_done_callback(self._flush_tasks.discard)
-
-    async def _answer_builtin(
-        self, req: ChatRequest, had_remote: bool, attempts: list[Attempt], start: float
-    ) -> ChatResponse:
-        if not self.builtin.can_answer(req.task):
-            raise NoHandlerError(
-                req.task, sum(1 for a in attempts if a.provider not in ("router",))
-            )
-        began = self.clock.monotonic()
-        try:
-            content, parsed = await self.builtin.answer(req)
-        except BuiltinHandlerError:
-            self._record_builtin(False, None)
-            raise
-        latency = self.clock.monotonic() - began
-        self._record_builtin(True, latency, fallback=had_remote)
-        attempts.append(
-            Attempt(
-                provider=BUILTIN_NAME, model=BUILTIN_MODEL, tier=0, outcome="ok", latency_s=latency
-            )
-        )
-        return ChatResponse(
-            content=content,
-            parsed=parsed,
-            provider=BUILTIN_NAME,
-            model=BUILTIN_MODEL,
-            tier=0,
-            usage=Usage(),
-            latency_s=self.clock.monotonic() - start,
-            degraded=had_remote,
-            fallback=had_remote,
-            attempts=attempts,
-        )
-
-    def _record_builtin(self, ok: bool, latency: float | None, *, fallback: bool = False) -> None:
-        self._builtin_metrics.record(ok, latency)
-        self._builtin_metrics.fallback_total += fallback
-        if self._recorder is not None:
-            self._recorder.add_call(
-                CallRecord(
-                    BUILTIN_NAME,
-                    ok,
-                    latency,
-                    None if ok else "handler_error",
-                    0,
-                    0,
-                    self.clock.wall(),
-                    fallback=fallback,
-                )
-            )
-        self._notify(None)
-
-    def _builtin_snapshot(self) -> ProviderSnapshot:
-        metrics = self._builtin_metrics
-        latency = metrics.latency_summary()
-        return ProviderSnapshot(
-            name=BUILTIN_NAME,
-            kind=BUILTIN_KIND,
-            state=BreakerState.CLOSED,
-            success_rate=metrics.success_rate(),
-            health_score=round(metrics.health_score(), 4),
-            ema_latency_s=latency.ema,
-            p50_latency_s=latency.p50,
-            p95_latency_s=latency.p95,
-            p99_latency_s=latency.p99,
-            recent_latencies_s=latency.recent,
-            in_flight=self.builtin.in_flight,
-            bulkhead_size=self.builtin.concurrency,
-            requests_total=metrics.requests_total,
-            successes_total=metrics.successes_total,
-            failures_total=metrics.failures_total,
-            fallback_total=metrics.fallback_total,
-            models={0: BUILTIN_MODEL},
-        )
-
     # --- events ---------------------------------------------------------------------------------------
 
+    def _maybe_flush(self, *, urgent: bool = False) -> None:
+        if self._shared is not None:
+            self._shared.maybe_flush(urgent=urgent)
+
     def _bind_loop(self) -> None:
-        if self._loop is not None:
+        if self._notices.loop is not None:
             return
-        self._loop = asyncio.get_running_loop()
-        self._loop_thread = threading.get_ident()
+        loop = self._notices.bind()
         for rt in self._runtimes:  # breakers restored OPEN from the stats store need their wake-up
             if rt.breaker.state is BreakerState.OPEN:
                 self._schedule_wake(rt)
-        if self._stats is not None:
-            self._sync_task = self._loop.create_task(self._sync_loop())
+        if self._shared is not None:
+            self._shared.start(loop)
 
     def _on_transition(self, rt: ProviderRuntime, transition: Transition) -> None:
-        loop = self._loop
-        if loop is not None and threading.get_ident() != self._loop_thread:
-            if not loop.is_closed():
-                loop.call_soon_threadsafe(self._handle_transition, rt, transition)
-            return
-        self._handle_transition(rt, transition)
+        self._notices.on_loop(self._handle_transition, rt, transition)
 
     def _handle_transition(self, rt: ProviderRuntime, transition: Transition) -> None:
         log.info(
@@ -1001,130 +600,21 @@ class SmartModelRouter:
                 rt.misconfigured_reason = None
             if transition.new is BreakerState.OPEN:
                 self._schedule_wake(rt)
-        self._persist_breaker(rt)
+        self._settlement.persist_breaker(rt)
+        # a trip is urgent: written when it happens, every process sharing the file adopts it
         self._maybe_flush(urgent=transition.model is None and transition.new is BreakerState.OPEN)
         self._notify(rt, urgent=True)
 
     def _schedule_wake(self, rt: ProviderRuntime) -> None:
-        """Notice OPEN → HALF_OPEN when the cooldown ends, even if no request touches the provider."""
-        if self._loop is None or self._closed:
-            return
-        previous = self._wake_tasks.pop(rt.name, None)
-        if previous is not None:
-            previous.cancel()
-        self._wake_tasks[rt.name] = self._loop.create_task(self._wake(rt))
-
-    async def _wake(self, rt: ProviderRuntime) -> None:
-        remaining = rt.breaker.cooldown_remaining()
-        while remaining > 0:
-            await self.clock.sleep(remaining)
-            remaining = rt.breaker.cooldown_remaining()
-        _ = rt.breaker.state  # the read performs the transition and emits it
-
-    async def _wait_event_or_timeout(self, event: asyncio.Event, timeout: float) -> None:
-        waiter = asyncio.ensure_future(event.wait())
-        sleeper = asyncio.ensure_future(self.clock.sleep(timeout))
-        try:
-            await asyncio.wait({waiter, sleeper}, return_when=asyncio.FIRST_COMPLETED)
-        finally:
-            waiter.cancel()
-            sleeper.cancel()
+        self._notices.schedule_wake(rt.name, rt.breaker)
 
     def _notify(self, rt: ProviderRuntime | None, *, urgent: bool = False) -> None:
         """Tell subscribers a provider changed (``None``: the built-in one)."""
-        self._publisher.changed(BUILTIN_NAME if rt is None else rt.name, self._loop, urgent=urgent)
+        self._notices.notify(BUILTIN_NAME if rt is None else rt.name, urgent=urgent)
 
     def _snapshot_by_name(self, name: str) -> ProviderSnapshot:
         rt = self._by_name.get(name)
         if rt is None:
-            return self._builtin_snapshot()
+            return self._builtin.snapshot()
         scores = health_scores(self._runtimes)
         return rt.snapshot(scores[rt.name], rt.provider.key_problem())
-
-    # --- health checks ----------------------------------------------------------------------------------
-
-    async def _check_one(self, rt: ProviderRuntime) -> HealthCheck:
-        problem = rt.provider.key_problem()
-        if problem is not None:
-            return HealthCheck(
-                rt.name, rt.cfg.kind, False, None, f"misconfigured: {problem}", "permanent"
-            )
-        began = time.perf_counter()
-        try:
-            await rt.provider.health(self._health_timeout(rt))
-        except Exception as exc:  # one line per provider, whatever failed — never a traceback
-            if not isinstance(exc, ProviderCallError):
-                exc = ProviderCallError(
-                    ErrorClass.CONNECTION, f"{type(exc).__name__}: check the base_url"
-                )
-            detail = exc.detail
-            if exc.error_class is ErrorClass.PERMANENT:
-                detail = f"misconfigured: {self._misconfigured_reason(rt, exc)}"
-            return HealthCheck(
-                rt.name,
-                rt.cfg.kind,
-                False,
-                time.perf_counter() - began,
-                detail,
-                exc.error_class.value,
-            )
-        return HealthCheck(rt.name, rt.cfg.kind, True, time.perf_counter() - began, "healthy")
-
-
-def _client(transport: httpx.AsyncBaseTransport | None) -> httpx.AsyncClient:
-    """One shared client: no retries, HTTP(S)_PROXY/NO_PROXY honoured, loopback always direct.
-
-    The default transport is left to httpx on purpose: passing one makes httpx ignore the
-    proxy variables, and its default already makes no retries.
-    """
-    limits = httpx.Limits(max_connections=200, max_keepalive_connections=50)
-    if transport is not None:
-        return httpx.AsyncClient(transport=transport, limits=limits, follow_redirects=False)
-    direct = httpx.AsyncHTTPTransport(retries=0, limits=limits)
-    return httpx.AsyncClient(
-        mounts={"all://127.0.0.1": direct, "all://localhost": direct, "all://[::1]": direct},
-        limits=limits,
-        follow_redirects=False,
-        trust_env=True,
-    )
-
-
-def build_router(
-    config: RouterConfig,
-    *,
-    stats_path: Path | None,
-    task_handlers: TaskHandlerRegistry,
-    clock: Clock | None = None,
-    transport: httpx.AsyncBaseTransport | None = None,
-    rng: random.Random | None = None,
-    environ: Mapping[str, str] | None = None,
-) -> SmartModelRouter:
-    """The router for ``config``: HTTP providers over one shared client, stats in ``stats_path``.
-
-    ``stats_path`` may be the SQLite file (a name with a suffix) or the workspace directory,
-    existing or not (the file is then ``provider_stats.sqlite3`` in it); ``None`` keeps
-    statistics in memory only.
-    """
-    clock = clock or SystemClock()
-    client = _client(transport)
-    stats = None
-    path: Path | None = None
-    if stats_path is not None:
-        path = Path(stats_path)
-        if path.is_dir() or not path.suffix:  # a workspace directory, existing or not yet created
-            path = path / STATS_FILENAME
-        stats = StatsStore(path)
-    capabilities = StructuredCapabilities(path)
-    providers: dict[str, Provider] = {
-        cfg.name: HttpProvider(cfg, client, clock, environ, capabilities=capabilities)
-        for cfg in config.enabled_providers()
-    }
-    return SmartModelRouter(
-        config,
-        providers=providers,
-        task_handlers=task_handlers,
-        clock=clock,
-        stats=stats,
-        rng=rng,
-        client=client,
-    )

@@ -1,4 +1,7 @@
-"""Provider statistics and breaker state persisted in SQLite (WAL), safe with several processes.
+"""Provider statistics and breaker state persisted in SQLite, safe with several processes.
+
+The file is opened by the rules of every workspace file (plumbing/sqlite_files.py: WAL,
+``synchronous=NORMAL``, the busy timeout).
 
 Totals are written as increments (``requests = requests + ?``) inside
 ``BEGIN IMMEDIATE`` transactions, so processes writing at once add up instead
@@ -11,21 +14,31 @@ subtracted (never added: a wall clock stepped backwards cannot lengthen it).
 
 Writes are batched by :class:`StatsRecorder` off the request path; the router
 flushes it from a worker thread about once a second and on close.
+
+The router reads and writes any :class:`ProviderStatsStore`: this SQLite file
+(:class:`StatsStore`, the default) or a PostgreSQL database shared by every worker
+(router/stats_postgres.py), with the same meanings.
 """
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import sqlite3
 import threading
 import time
 from collections import defaultdict
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Protocol
 
+from plumbing.sqlite_files import BUSY_TIMEOUT_S, connect, retry_while_locked, use_wal
+from router.breaker import CircuitBreaker
+from router.clock import Clock
 from router.errors import StatsFileError
+from router.models import BreakerState
 
-STATS_FILENAME = "provider_stats.sqlite3"
 SCHEMA_VERSION = 2
 
 log = logging.getLogger(__name__)
@@ -127,50 +140,77 @@ class StoredProvider:
         return max(0.0, self.breaker.cooldown_remaining_s - elapsed)
 
 
+def call_totals(calls: list[CallRecord]) -> tuple[dict[str, list[float]], dict[str, float]]:
+    """Per provider, what ``calls`` add to its totals — requests, successes, failures,
+    rate-limited, input tokens, output tokens, cost, fallbacks — and its latest call's wall time."""
+    totals: dict[str, list[float]] = defaultdict(lambda: [0, 0, 0, 0, 0, 0, 0.0, 0])
+    last_wall: dict[str, float] = {}
+    for call in calls:
+        row = totals[call.provider]
+        row[0] += 1
+        row[1] += call.ok
+        row[2] += not call.ok
+        row[3] += call.error_class in ("rate_limit", "quota")
+        row[4] += call.input_tokens
+        row[5] += call.output_tokens
+        row[6] += call.cost_usd
+        row[7] += call.fallback
+        last_wall[call.provider] = max(last_wall.get(call.provider, 0.0), call.wall)
+    return dict(totals), last_wall
+
+
+class ProviderStatsStore(Protocol):
+    """Where provider statistics and breaker state are kept, shared by every process using it."""
+
+    @property
+    def where(self) -> str:
+        """The store as messages name it (a file; a database without its password)."""
+
+    @property
+    def failures(self) -> tuple[type[Exception], ...]:
+        """The errors that mean the store could not be read or written just now."""
+
+    def write(self, calls: list[CallRecord], breakers: list[BreakerRecord]) -> None:
+        """Add a batch of calls (totals as increments, so writers add up) and replace breaker
+        rows, in one transaction; recent calls are pruned to the newest ``keep_calls``."""
+
+    def load(self, recent: int = 100) -> dict[str, StoredProvider]:
+        """Everything stored, per provider: totals, the last ``recent`` calls (oldest first),
+        breaker row."""
+
+    def load_breakers(self) -> list[BreakerRecord]:
+        """Only the breaker rows: what a running router polls to see other processes' trips."""
+
+    def close(self) -> None: ...
+
+
 class StatsStore:
     """One SQLite file; one connection per store, guarded by a lock so worker threads can flush."""
 
-    def __init__(self, path: Path, *, keep_calls: int = 200, busy_timeout_s: float = 5.0) -> None:
+    failures: tuple[type[Exception], ...] = (sqlite3.Error,)
+
+    def __init__(
+        self, path: Path, *, keep_calls: int = 200, busy_timeout_s: float = BUSY_TIMEOUT_S
+    ) -> None:
         self.path = Path(path)
         self.keep_calls = keep_calls
-        self.path.parent.mkdir(parents=True, exist_ok=True)
         self._lock = threading.Lock()
-        self._conn = sqlite3.connect(
-            self.path, timeout=busy_timeout_s, isolation_level=None, check_same_thread=False
-        )
+        try:  # an OSError (its folder cannot be made) is the caller's to explain by its number
+            self._conn = connect(self.path, isolation_level=None, busy_timeout_s=busy_timeout_s)
+        except sqlite3.Error as exc:
+            raise StatsFileError(self.path, exc) from None
         try:
-            self._conn.execute(f"PRAGMA busy_timeout = {int(busy_timeout_s * 1000)}")
-            deadline = time.monotonic() + busy_timeout_s
-            self._retry(self._set_wal, deadline)
-            self._conn.execute("PRAGMA synchronous = NORMAL")
-            self._retry(self._create_schema, deadline)
+            use_wal(self._conn, busy_timeout_s)
+            retry_while_locked(self._create_schema, busy_timeout_s)
         except sqlite3.DatabaseError as exc:
             self._conn.close()
-            raise StatsFileError(self.path, str(exc)) from None
+            raise StatsFileError(self.path, exc) from None
+
+    @property
+    def where(self) -> str:
+        return str(self.path)
 
     # --- setup ----------------------------------------------------------------
-
-    @staticmethod
-    def _retry(action: object, deadline: float) -> None:
-        """Retry set-up statements that SQLite refuses with SQLITE_BUSY before a busy handler
-        applies — until ``deadline`` (monotonic), so a file another process keeps locked fails
-        once, with its reason, instead of waiting a busy timeout per attempt."""
-        assert callable(action)
-        attempt = 0
-        while True:
-            try:
-                action()
-                return
-            except sqlite3.OperationalError as exc:
-                if "locked" not in str(exc) and "busy" not in str(exc):
-                    raise
-                if time.monotonic() >= deadline:
-                    raise
-                attempt += 1
-                time.sleep(min(0.01 * attempt, 0.2))
-
-    def _set_wal(self) -> None:
-        self._conn.execute("PRAGMA journal_mode = WAL")
 
     def _create_schema(self) -> None:
         with self._lock:
@@ -202,19 +242,7 @@ class StatsStore:
         """Add a batch of calls and replace breaker rows, in one transaction."""
         if not calls and not breakers:
             return
-        totals: dict[str, list[float]] = defaultdict(lambda: [0, 0, 0, 0, 0, 0, 0.0, 0])
-        last_wall: dict[str, float] = {}
-        for call in calls:
-            row = totals[call.provider]
-            row[0] += 1
-            row[1] += call.ok
-            row[2] += not call.ok
-            row[3] += call.error_class in ("rate_limit", "quota")
-            row[4] += call.input_tokens
-            row[5] += call.output_tokens
-            row[6] += call.cost_usd
-            row[7] += call.fallback
-            last_wall[call.provider] = max(last_wall.get(call.provider, 0.0), call.wall)
+        totals, last_wall = call_totals(calls)
         with self._lock:
             cur = self._conn.cursor()
             cur.execute("BEGIN IMMEDIATE")
@@ -337,7 +365,7 @@ class StatsStore:
 class StatsRecorder:
     """Buffers call records and dirty breaker rows between flushes; flushing is thread-safe."""
 
-    def __init__(self, store: StatsStore, *, max_buffer: int = 10_000) -> None:
+    def __init__(self, store: ProviderStatsStore, *, max_buffer: int = 10_000) -> None:
         self.store = store
         self._calls: list[CallRecord] = []
         self._breakers: dict[str, BreakerRecord] = {}
@@ -367,11 +395,11 @@ class StatsRecorder:
                 breakers, self._breakers = list(self._breakers.values()), {}
             try:
                 self.store.write(calls, breakers)
-            except sqlite3.Error as exc:
+            except self.store.failures as exc:
                 if not self._warned:
                     log.warning(
                         "provider stats could not be written to %s (%s); retrying on the next flush",
-                        self.store.path,
+                        self.store.where,
                         type(exc).__name__,
                     )
                     self._warned = True
@@ -379,3 +407,98 @@ class StatsRecorder:
                     self._calls[:0] = calls
                     for record in breakers:
                         self._breakers.setdefault(record.provider, record)
+
+
+class SharedStats:
+    """The router's side of the stats file: batched writes off the request path, and the trips
+    other processes sharing the file wrote, adopted at every poll.
+
+    Writes happen in a worker thread at most every ``flush_s`` (a trip at once: every process
+    sharing the file adopts it at its next poll, every ``poll_s``). ``breakers`` are this
+    process's breakers by provider name.
+    """
+
+    def __init__(
+        self,
+        store: ProviderStatsStore,
+        clock: Clock,
+        breakers: Mapping[str, CircuitBreaker],
+        *,
+        flush_s: float,
+        poll_s: float,
+    ) -> None:
+        self.store = store
+        self.recorder = StatsRecorder(store)
+        self.clock = clock
+        self._breakers = breakers
+        self._flush_s = flush_s
+        self._poll_s = poll_s
+        self._last_flush = time.monotonic()
+        self._flush_tasks: set[asyncio.Task[None]] = set()
+        self._sync_task: asyncio.Task[None] | None = None
+        self._sync_warned = False
+        self.syncs = 0  # polls of the file done (tests wait on it)
+
+    def start(self, loop: asyncio.AbstractEventLoop) -> None:
+        """Poll the file on ``loop`` until :meth:`stop`."""
+        self._sync_task = loop.create_task(self._sync_loop())
+
+    async def stop(self) -> None:
+        if self._sync_task is not None:
+            self._sync_task.cancel()
+            await asyncio.gather(self._sync_task, return_exceptions=True)
+
+    async def sync_shared_state(self) -> None:
+        """Write this process's pending stats, then adopt trips other processes wrote to the file."""
+        await self.flush()
+        try:
+            rows = await asyncio.to_thread(self.store.load_breakers)
+        except self.store.failures as exc:
+            if not self._sync_warned:
+                self._sync_warned = True
+                log.warning("provider stats could not be read (%s)", type(exc).__name__)
+            return
+        now_wall = self.clock.wall()
+        for row in rows:
+            breaker = self._breakers.get(row.provider)
+            if breaker is None or row.state != BreakerState.OPEN.value or row.changed_wall is None:
+                continue
+            remaining = row.cooldown_remaining_s - max(0.0, now_wall - row.saved_wall)
+            breaker.adopt_trip(remaining, row.consecutive_trips, row.open_reason, row.changed_wall)
+        self.syncs += 1
+
+    async def _sync_loop(self) -> None:
+        while True:
+            await self.clock.sleep(self._poll_s)
+            await self.sync_shared_state()
+
+    async def flush(self) -> None:
+        """Write buffered calls and changed breaker rows now (rows this process never changed are left alone,
+        so a process that merely looked does not overwrite another's breaker state)."""
+        await asyncio.to_thread(self.recorder.flush)
+        self._last_flush = time.monotonic()
+
+    async def wait_for_writes(self) -> None:
+        """Wait for the stats writes already started (a trip's is started when it happens)."""
+        while self._flush_tasks:
+            await asyncio.gather(*self._flush_tasks, return_exceptions=True)
+
+    def maybe_flush(self, *, urgent: bool) -> None:
+        """Write pending stats in a worker thread: at most every ``flush_s``, or at once when ``urgent``.
+
+        Concurrent flushes are safe, the recorder serialises them.
+        """
+        if self.recorder.pending == 0:
+            return
+        if not urgent and (
+            self._flush_tasks or time.monotonic() - self._last_flush < self._flush_s
+        ):
+            return
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:  # no loop yet: the next poll or ``aclose`` writes it
+            return
+        self._last_flush = time.monotonic()
+        task = loop.create_task(asyncio.to_thread(self.recorder.flush))
+        self._flush_tasks.add(task)
+        task.add_done_callback(self._flush_tasks.discard)

@@ -25,9 +25,7 @@ import httpx
 from httpx_sse import EventSource
 
 from router.errors import ErrorClass, ProviderCallError
-
-Framing = Literal["sse", "ndjson"]
-"""How a streamed body is cut into events: server-sent events, or one JSON object a line."""
+from router.providers.base import Framing
 
 StreamEventKind = Literal["start", "text", "abort"]
 

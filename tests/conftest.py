@@ -1,5 +1,6 @@
-"""Suite-wide settings: hypothesis runs without deadlines (shared CI machines
-vary too much for per-example timing to mean anything)."""
+"""Suite-wide settings and fixtures: hypothesis runs without deadlines (shared CI machines
+vary too much for per-example timing to mean anything); a real PostgreSQL server for the
+store tests (tests/pg.py)."""
 
 from __future__ import annotations
 
@@ -11,7 +12,10 @@ from pathlib import Path
 import pytest
 from hypothesis import HealthCheck, settings
 
+from engine.store import BaseRunStore
 from tests.disks import tmpfs
+from tests.pg import PostgresServer, postgres_server
+from tests.stores import OpenStore, store_opener
 
 settings.register_profile("default", deadline=None, suppress_health_check=[HealthCheck.too_slow])
 settings.register_profile(
@@ -50,6 +54,46 @@ def tiny_disk(tmp_path: Path) -> Iterator[Path]:
     """A 2 MB tmpfs of the test's own: room for a small store or collection, and soon full."""
     with tmpfs(tmp_path / "disk", "2m") as disk:
         yield disk
+
+
+@pytest.fixture(scope="session")
+def pg_server() -> Iterator[PostgresServer]:
+    """A real PostgreSQL server of this test session (tests/pg.py)."""
+    from tui.launch.stores import upgrade_database
+
+    with postgres_server(upgrade_database) as server:
+        yield server
+
+
+@pytest.fixture
+def pg_database(pg_server: PostgresServer) -> Iterator[str]:
+    """The address of a fresh database of the test's own, its schema migrated (dropped after
+    the test, with any connection it left open)."""
+    yield pg_server.database()
+    pg_server.drop_databases()
+
+
+@pytest.fixture
+def pg_empty_database(pg_server: PostgresServer) -> Iterator[str]:
+    """The address of a fresh database with no schema (dropped after the test)."""
+    yield pg_server.empty_database()
+    pg_server.drop_databases()
+
+
+@pytest.fixture
+def open_store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[OpenStore]:
+    """``open_store()`` opens a handle on this test's store (the test's ``store_kind``); every
+    handle is closed after the test."""
+    opener = store_opener(request.param, request, tmp_path)
+    opened: list[BaseRunStore] = []
+
+    def open_one() -> BaseRunStore:
+        opened.append(opener())
+        return opened[-1]
+
+    yield open_one
+    for store in opened:
+        store.close()
 
 
 def pytest_configure(config: pytest.Config) -> None:

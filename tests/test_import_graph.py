@@ -10,7 +10,7 @@ from __future__ import annotations
 import grimp
 import networkx as nx
 
-PACKAGES = ("engine", "router", "agents", "research", "workflows", "tui")
+PACKAGES = ("plumbing", "engine", "router", "agents", "research", "workflows", "tui")
 
 
 def test_no_module_imports_itself_through_others() -> None:

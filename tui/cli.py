@@ -41,6 +41,11 @@ COMMANDS: dict[str, Entry] = {
         "corpus_group",
         "Manage the local research corpus (SQLite FTS5 in the workspace's corpus.sqlite).",
     ),
+    "db": Entry(
+        "store_cmds",
+        "db_group",
+        "The PostgreSQL store's schema: create and migrate it with upgrade.",
+    ),
     "demo": Entry("app_cmds", "demo_group", "Demonstrations that need no network and no API keys."),
     "fault-server": Entry(
         "router_cmds",
@@ -69,7 +74,11 @@ COMMANDS: dict[str, Entry] = {
         "Continue a run that was killed or is WAITING, without re-running finished steps.",
     ),
     "run": Entry("run_cmds", "run_command", "Run a workflow file and show its progress live."),
-    "runs": Entry("runs_cmds", "runs_group", "Read the run store: list, show, export."),
+    "runs": Entry(
+        "runs_cmds",
+        "runs_group",
+        "Read the run store: list, show, export; copy runs to another store.",
+    ),
     "serve": Entry(
         "app_cmds", "serve_command", "Serve the workbench in a browser (textual-serve)."
     ),

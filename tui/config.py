@@ -4,9 +4,10 @@ Which file: the root ``--config PATH`` option of ``workbench``, else
 ``$WORKBENCH_CONFIG``, else ``config.yaml`` in the platformdirs user config dir
 (``~/.config/research-workbench/config.yaml`` on Linux). Sections: ``theme``,
 ``keymap`` (binding id -> keys, as Textual's keymaps), ``corpus.folders``
-(indexed into the workspace corpus and searched by runs), ``workflow_dirs`` and
+(indexed into the workspace corpus and searched by runs), ``workflow_dirs``,
 ``router`` (a typed :class:`router.config.RouterConfig`: providers, profiles,
-policy). A mistake in the file never becomes a traceback: :func:`load_config`
+policy) and ``store`` (a PostgreSQL address: runs, provider statistics and
+checkpoints in that database instead of the workspace's SQLite files). A mistake in the file never becomes a traceback: :func:`load_config`
 raises :class:`ConfigError`, one line naming the file, the line, the key and
 what to do; on the command line it prints as ``error: …`` and exits 2.
 """
@@ -26,12 +27,13 @@ from pydantic import (
     PrivateAttr,
     StringConstraints,
     ValidationError,
+    field_validator,
     model_validator,
 )
 from pydantic_core import ErrorDetails
 
+from plumbing.yaml_reading import LimitedLoader, YamlLimitError, load_yaml
 from router.config import RouterConfig, effective_router_config
-from router.yaml_file import check_yaml_text
 from tui.exit_codes import BAD_INPUT
 from tui.paths import standard_config_path
 from tui.root_options import CONFIG_ENV, CONFIG_PATH_KEY, CONFIG_REQUIRED_KEY
@@ -73,6 +75,10 @@ class WorkbenchConfig(BaseModel):
     """Providers, profiles and policy of the SmartModelRouter (router/config.py)."""
     workflow_dirs: list[str] = Field(default_factory=list)
     """Extra folders holding the user's workflow YAML files."""
+    store: str | None = None
+    """A PostgreSQL address (``postgresql://USER@HOST:PORT/DATABASE``) holding the runs, the
+    provider statistics and the checkpoints; None: the workspace's SQLite files. Its password
+    comes from ``PGPASSWORD`` or ``~/.pgpass``, never from this file."""
     _source: str = PrivateAttr(default="")
 
     @model_validator(mode="before")
@@ -81,6 +87,29 @@ class WorkbenchConfig(BaseModel):
         if isinstance(data, Mapping):
             return {key: value for key, value in data.items() if value is not None}
         return data
+
+    @field_validator("store")
+    @classmethod
+    def _a_database_without_its_password(cls, value: str | None) -> str | None:
+        if value is None:
+            return None
+        from plumbing.postgres import Database, DatabaseError, is_database_address
+
+        if not is_database_address(value):
+            raise ValueError(
+                "is not a PostgreSQL address; write postgresql://USER@HOST:PORT/DATABASE, or"
+                " leave it out to keep runs in the workspace"
+            )
+        try:
+            database = Database(value)
+        except DatabaseError as error:
+            raise ValueError(str(error)) from None
+        if database.has_password:
+            raise ValueError(
+                "holds a password, and secrets never go in the config file; take it out and"
+                " export it in PGPASSWORD (or write it in ~/.pgpass)"
+            )
+        return value
 
     @property
     def source(self) -> str:
@@ -121,8 +150,9 @@ def default_config_path() -> Path:
 # -- parsing ---------------------------------------------------------------------------------
 
 
-class _LineLoader(yaml.SafeLoader):
-    """A YAML loader that remembers the line of every mapping key."""
+class _LineLoader(LimitedLoader):
+    """A YAML loader that remembers the line of every mapping key (under the limits of every
+    YAML file the product reads: plumbing/yaml_reading.py)."""
 
 
 def _construct_mapping(loader: _LineLoader, node: yaml.MappingNode) -> dict[Any, Any]:
@@ -214,9 +244,10 @@ def _validation_problem(exc: ValidationError, data: Any, source: str) -> ConfigE
 
 
 def parse_config(text: str, source: str) -> WorkbenchConfig:
-    check_yaml_text(text, source, ConfigError)
     try:
-        data = yaml.load(text, Loader=_LineLoader)  # noqa: S506 - a SafeLoader subclass
+        data = load_yaml(text, _LineLoader)
+    except YamlLimitError as refused:
+        raise ConfigError(refused.located(source)) from None
     except yaml.YAMLError as exc:
         mark = getattr(exc, "context_mark", None) or getattr(exc, "problem_mark", None)
         line = mark.line + 1 if mark is not None else 1

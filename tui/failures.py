@@ -101,32 +101,39 @@ def _one_line_errors() -> tuple[type[BaseException], ...]:
     from engine.run_inputs import InputError
     from engine.sqlite_file import StoreFileError
     from engine.store import RunOwned, UnknownRun
+    from plumbing.postgres import DatabaseError
     from router.errors import StatsFileError
 
-    return (StoreFileError, StatsFileError, RunOwned, UnknownRun, RunNotResumable, InputError)
+    return (
+        StoreFileError,
+        StatsFileError,
+        DatabaseError,
+        RunOwned,
+        UnknownRun,
+        RunNotResumable,
+        InputError,
+    )
 
 
 def _sqlite_template(error: BaseException) -> str | None:
-    """What to say of an SQLite error, by its primary result code (extended codes are reduced
-    to these); None for any other error. sqlite3 is imported when a failure happens, as the
-    typed errors are: `--help` and `validate` open no database."""
+    """What to say of an SQLite error, by the fault its result code says (the classification
+    every workspace file's opener uses: plumbing/sqlite_files.py); None for any other error.
+    sqlite3 is imported when a failure happens, as the typed errors are: `--help` and
+    `validate` open no database."""
     import sqlite3
+
+    from plumbing.sqlite_files import SqliteFault, sqlite_fault
 
     if not isinstance(error, sqlite3.Error):
         return None
-    code = getattr(error, "sqlite_errorcode", None)
     templates = {
-        sqlite3.SQLITE_FULL: _FULL,
-        sqlite3.SQLITE_READONLY: _READ_ONLY,
-        sqlite3.SQLITE_PERM: _READ_ONLY,
-        sqlite3.SQLITE_CANTOPEN: _READ_ONLY,
-        sqlite3.SQLITE_BUSY: _LOCKED,
-        sqlite3.SQLITE_LOCKED: _LOCKED,
-        sqlite3.SQLITE_CORRUPT: _DAMAGED,
-        sqlite3.SQLITE_NOTADB: _DAMAGED,
-        sqlite3.SQLITE_IOERR: _IO,
+        SqliteFault.FULL: _FULL,
+        SqliteFault.READ_ONLY: _READ_ONLY,
+        SqliteFault.LOCKED: _LOCKED,
+        SqliteFault.DAMAGED: _DAMAGED,
+        SqliteFault.IO: _IO,
     }
-    return templates.get(code & 0xFF) if isinstance(code, int) else None
+    return templates.get(sqlite_fault(error))
 
 
 def _leaves(error: BaseException) -> Iterator[BaseException]:

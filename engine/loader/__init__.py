@@ -9,9 +9,10 @@ Stages, each reporting every problem it finds into one :class:`Problems`
 collector before the next runs:
 
 1. **Read** (located_yaml.py): the YAML is parsed event by event into located nodes (1-based
-   line/column on every value and key). Aliases, a second document, nesting
-   deeper than ``MAX_DEPTH``, tags other than the plain scalar ones, duplicate
-   keys and files larger than ``MAX_BYTES`` are refused.
+   line/column on every value and key), under the limits of every YAML file the product reads
+   (plumbing/yaml_reading.py). Aliases, a second document, nesting deeper than
+   ``MAX_DEPTH``, tags other than the plain scalar ones, duplicate keys and files larger than
+   ``MAX_BYTES`` are refused.
 2. **Shape**: templates are expanded (templates.py), every step and the workflow's other
    sections are validated against the spec models (step_checks.py, sections.py), ids are checked to be
    identifiers, names to be known, CEL to compile.
@@ -31,7 +32,7 @@ from pathlib import Path
 
 from engine.errors import Problem, WorkflowLoadError
 from engine.loader.graph_checks import check_graph
-from engine.loader.located_yaml import MAX_DEPTH, Node, YamlReader
+from engine.loader.located_yaml import Node, YamlReader
 from engine.loader.modes import MODE_KEY, mode_keys, mode_root
 from engine.loader.names import closest, type_name
 from engine.loader.problems import Problems
@@ -40,6 +41,7 @@ from engine.loader.step_checks import StepIndex, read_steps
 from engine.loader.templates import expand_steps
 from engine.spec import WorkflowDefinition
 from engine.steps import REGISTRY, StepRegistry
+from plumbing.yaml_reading import MAX_DEPTH, WORKFLOW_MAX_BYTES
 
 __all__ = [
     "INTERNAL_ERROR",
@@ -51,9 +53,7 @@ __all__ = [
     "load_workflow_text",
 ]
 
-MAX_BYTES = 4_000_000
-"""The largest workflow file read: room for a generated chain of 10,000 steps, far below
-what would make reading it a memory problem."""
+MAX_BYTES = WORKFLOW_MAX_BYTES
 
 INTERNAL_ERROR = "internal loader error (please report it)"
 

@@ -1,8 +1,9 @@
 """Located YAML reading: a workflow file parsed into nodes that know their line and column.
 
-The YAML is parsed event by event (no recursion to exhaust). Aliases, a second
-document, nesting deeper than ``MAX_DEPTH``, tags other than the plain scalar
-ones and duplicate keys are refused.
+The YAML is parsed event by event (no recursion to exhaust), under the limits every YAML
+file of the product is read with (:mod:`plumbing.yaml_reading`: aliases and nesting deeper
+than ``MAX_DEPTH`` are refused). A second document, tags other than the plain scalar ones and
+duplicate keys are refused too.
 """
 
 from __future__ import annotations
@@ -14,9 +15,7 @@ from typing import Any, cast
 import yaml
 
 from engine.loader.problems import Problems
-
-MAX_DEPTH = 40
-"""Deepest nesting of YAML collections a workflow may use; real ones stay under ten."""
+from plumbing.yaml_reading import MAX_DEPTH, EventGuard, YamlLimitError, YamlTooDeep, position
 
 _SCALAR_TAGS = {
     "tag:yaml.org,2002:str",
@@ -109,7 +108,7 @@ class YamlReader:
         self.problems = problems
 
     def problem(self, mark: Any, message: str) -> None:
-        self.problems.add(_position(mark), message)
+        self.problems.add(position(mark), message)
 
     def read(self, text: str) -> Node | None:
         """The document's root node, or None with the problems recorded.
@@ -166,9 +165,11 @@ class YamlReader:
         stack: list[_Open] = []
         root: Node | None = None
         documents = 0
+        guard = EventGuard()
         try:
             while loader.check_event():
                 event = loader.get_event()
+                self._guard(guard, event)
                 if isinstance(event, yaml.DocumentStartEvent):
                     documents += 1
                     if documents > 1:
@@ -177,34 +178,21 @@ class YamlReader:
                             "a workflow file holds one YAML document; remove the second '---'",
                         )
                         raise Abort
-                elif isinstance(event, yaml.AliasEvent):
-                    self.problem(
-                        event.start_mark,
-                        "YAML aliases (*name) are not supported: write the value out",
-                    )
-                    raise Abort
                 elif isinstance(event, (yaml.MappingStartEvent, yaml.SequenceStartEvent)):
-                    if len(stack) >= MAX_DEPTH:
-                        self.problem(
-                            event.start_mark,
-                            f"the YAML nests more than {MAX_DEPTH} levels deep; flatten it"
-                            " (a workflow needs fewer than ten levels)",
-                        )
-                        raise Abort
                     if event.tag not in _COLLECTION_TAGS:
                         self.problem(
                             event.start_mark, f"unsupported YAML tag {event.tag}; remove the tag"
                         )
                         raise Abort
                     is_map = isinstance(event, yaml.MappingStartEvent)
-                    node = Node({} if is_map else [], *_position(event.start_mark))
+                    node = Node({} if is_map else [], *position(event.start_mark))
                     root = self._attach(stack, node, event, None) or root
                     stack.append(_Open(node))
                 elif isinstance(event, (yaml.MappingEndEvent, yaml.SequenceEndEvent)):
                     stack.pop()
                 elif isinstance(event, yaml.ScalarEvent):
                     node = Node(
-                        self._scalar(loader, event), *_position(event.start_mark), event.style
+                        self._scalar(loader, event), *position(event.start_mark), event.style
                     )
                     root = self._attach(stack, node, event, event.value) or root
         except Abort:
@@ -213,11 +201,26 @@ class YamlReader:
             loader.dispose()
         return root
 
+    def _guard(self, guard: EventGuard, event: Any) -> None:
+        """The limits every YAML file is read with, worded for a workflow."""
+        try:
+            guard.see(event)
+        except YamlTooDeep:
+            self.problem(
+                event.start_mark,
+                f"the YAML nests more than {MAX_DEPTH} levels deep; flatten it"
+                " (a workflow needs fewer than ten levels)",
+            )
+            raise Abort from None
+        except YamlLimitError as refused:
+            self.problem(event.start_mark, refused.reason)
+            raise Abort from None
+
     def _reader_problem(self, text: str, error: yaml.reader.ReaderError) -> None:
         """A character YAML does not accept (control characters, some invalid code points)."""
-        position = max(0, min(int(error.position), len(text)))
-        line = text.count("\n", 0, position) + 1
-        column = position - (text.rfind("\n", 0, position) + 1) + 1
+        offset = max(0, min(int(error.position), len(text)))
+        line = text.count("\n", 0, offset) + 1
+        column = offset - (text.rfind("\n", 0, offset) + 1) + 1
         character = error.character if isinstance(error.character, str) else chr(error.character)
         self.problems.add(
             (line, column), f"character {character!r} is not allowed in YAML; remove it"
@@ -287,11 +290,3 @@ class YamlReader:
                 + "; quote it to keep it as text",
             )
         raise Abort
-
-
-# == helpers ==================================================================
-
-
-def _position(mark: Any) -> tuple[int, int]:
-    """PyYAML's 0-based mark as a 1-based (line, column); (1, 1) when there is none."""
-    return getattr(mark, "line", 0) + 1, getattr(mark, "column", 0) + 1

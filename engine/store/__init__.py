@@ -28,13 +28,20 @@ Ownership: a RUNNING run records the process that drives it, so a run whose
 process was killed shows as stopped and a live one is not resumed twice
 (ownership.py).
 
-The package: records (records.py), ownership (ownership.py), the shared
-stamping and batching (base.py), SQLite (sqlite.py) and memory (memory.py).
-``InMemoryRunStore`` has the same API without a file (benchmarks, tests that
-do not care about durability).
+Leases: ``store.claim(run_id)`` takes a run with a fencing epoch that every later write
+of that store to the run checks in its own transaction (lease.py), so a process that lost
+a run can never write to it again.
+
+The package: records (records.py), ownership (ownership.py), leases (lease.py), the
+shared stamping, batching and fencing (base.py), SQLite (sqlite.py), memory (memory.py),
+PostgreSQL (postgres.py, with its Alembic revisions in migrations/; imported by who uses it,
+so the SQLite default loads no PostgreSQL client) and copying runs between stores
+(copy.py). ``InMemoryRunStore`` has the same API without a file (benchmarks, tests that do
+not care about durability).
 """
 
 from engine.store.base import BaseRunStore
+from engine.store.lease import LeaseLost
 from engine.store.memory import InMemoryRunStore
 from engine.store.ownership import (
     OwnerStatus,
@@ -61,6 +68,7 @@ __all__ = [
     "BaseRunStore",
     "InMemoryRunStore",
     "InterruptRecord",
+    "LeaseLost",
     "OwnerStatus",
     "RunFinishedMeanwhile",
     "RunOwned",

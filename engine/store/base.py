@@ -15,6 +15,7 @@ from engine.context import InterruptAnswer, JournalEntry
 from engine.events import RunEvent
 from engine.spec import WorkflowDefinition
 from engine.states import RunStatus
+from engine.store.lease import LeaseLost
 from engine.store.ownership import (
     RunFinishedMeanwhile,
     RunOwned,
@@ -55,6 +56,10 @@ class BaseRunStore(ABC):
         self._batch_depth = 0
         self._batch_owner: int | None = None
         self._unpublished: list[RunEvent] = []
+        self._leases: dict[str, int] = {}
+        """The lease epoch this store claimed, per run (engine/store/lease.py)."""
+        self._fenced: set[str] = set()
+        """Runs whose lease the open transaction has checked."""
         self.bus = EventBus(backlog=self.events)
 
     # -- storage primitives, one implementation per backend -----------------
@@ -103,6 +108,15 @@ class BaseRunStore(ABC):
     def _write_owner(self, run_id: str, owner: RunOwner | None) -> None:
         """Record ``owner`` for the run (None: delete the row)."""
 
+    @abstractmethod
+    def _read_epoch(self, run_id: str) -> int | None:
+        """The run's current lease epoch (None: never claimed), read so that no claim can
+        change it before the open transaction ends."""
+
+    @abstractmethod
+    def _next_epoch(self, run_id: str, holder: str, claimed_ts: float) -> int:
+        """Increment the run's lease epoch (1 for its first claim) and return it."""
+
     # -- reads, one implementation per backend ------------------------------
     @abstractmethod
     def events(self, run_id: str, after_seq: int = 0) -> list[RunEvent]: ...
@@ -134,6 +148,10 @@ class BaseRunStore(ABC):
         """One step iteration's journaled calls as (call index, entry), in call order."""
 
     @abstractmethod
+    def journal_of(self, run_id: str) -> list[tuple[str, int, int, JournalEntry]]:
+        """Every journaled call of a run as (step, iteration, call index, entry), in that order."""
+
+    @abstractmethod
     def interrupts(self, run_id: str) -> list[InterruptRecord]: ...
 
     @abstractmethod
@@ -158,10 +176,12 @@ class BaseRunStore(ABC):
                 yield
                 self._batch_depth = 0
                 self._batch_owner = None
+                self._fenced.clear()
                 self._storing(self._commit)
             except BaseException as error:
                 self._batch_depth = 0
                 self._batch_owner = None
+                self._fenced.clear()
                 self._rollback()
                 for event in self._unpublished:
                     self._seq.pop(event.run_id, None)
@@ -187,12 +207,38 @@ class BaseRunStore(ABC):
         """The typed error a storage failure is reported as (None: not a storage failure)."""
         return None
 
-    def _write(self, write: Callable[[], _T]) -> _T:
-        """Run ``write`` inside the current batch, or in a batch of its own."""
+    def _write(self, run_id: str, write: Callable[[], _T]) -> _T:
+        """Run ``write`` of ``run_id`` inside the current batch, or in a batch of its own,
+        after checking this store's lease on the run."""
         if self._batch_depth and self._batch_owner == threading.get_ident():
+            self._fence(run_id)
             return write()
         with self.batch():
+            self._fence(run_id)
             return write()
+
+    def _fence(self, run_id: str) -> None:
+        """Check, once per transaction, that the lease this store claimed on ``run_id`` is
+        still current (nothing to check for a run it never claimed): :class:`LeaseLost`."""
+        held = self._leases.get(run_id)
+        if held is None or run_id in self._fenced:
+            return
+        current = self._read_epoch(run_id)
+        if current != held:
+            raise LeaseLost(run_id, held, current)
+        self._fenced.add(run_id)
+
+    def claim(self, run_id: str) -> int:
+        """Take the run's lease: increment its epoch and return it. From now on every write
+        of this store to the run checks, in its transaction, that the epoch is still this one
+        (:class:`LeaseLost` otherwise). :class:`UnknownRun` when there is no such run."""
+        with self.batch():
+            self.get_run(run_id)
+            epoch = self._next_epoch(run_id, this_process().describe(), self._clock())
+        self._leases[run_id] = epoch
+        self._seq.pop(run_id, None)  # the previous holder may have appended: read it again
+        self._mono_base.pop(run_id, None)
+        return epoch
 
     # -- writes ---------------------------------------------------------------
     def create_run(
@@ -240,6 +286,7 @@ class BaseRunStore(ABC):
         is no such run, LookupError when an interrupt id is not one of the run's.
         """
         with self.batch():
+            self._fence(run_id)
             status = self.get_run(run_id).status
             if status.final:
                 raise RunFinishedMeanwhile(
@@ -278,6 +325,7 @@ class BaseRunStore(ABC):
     def release_owner(self, run_id: str) -> None:
         """Forget this process as the run's owner (nothing when another process owns it)."""
         with self.batch():
+            self._fence(run_id)
             current = self._read_owner(run_id)
             if current is not None and current.token == this_process().token:
                 self._write_owner(run_id, None)
@@ -287,7 +335,7 @@ class BaseRunStore(ABC):
 
         Outside a batch it is committed and fanned out before this returns.
         """
-        return self._write(lambda: self._stamp_and_write(event))
+        return self._write(event.run_id, lambda: self._stamp_and_write(event))
 
     def _stamp_and_write(self, event: RunEvent) -> RunEvent:
         run_id = event.run_id
@@ -325,24 +373,24 @@ class BaseRunStore(ABC):
             if status != RunStatus.RUNNING:
                 self._write_owner(run_id, None)
 
-        self._write(write)
+        self._write(run_id, write)
 
     def save_engine_state(self, run_id: str, state: dict[str, Any]) -> None:
         """Store what resume needs besides the step results; written with every step transition."""
         updated_ts = self._clock()
-        self._write(lambda: self._write_engine_state(run_id, state, updated_ts))
+        self._write(run_id, lambda: self._write_engine_state(run_id, state, updated_ts))
 
     def save_step(self, run_id: str, result: StepResult) -> None:
         """Store the latest state of a step; a settled one also becomes its iteration's history row."""
-        self._write(lambda: self._write_step(run_id, result))
+        self._write(run_id, lambda: self._write_step(run_id, result))
 
     def journal_put(
         self, run_id: str, step_id: str, iteration: int, index: int, entry: JournalEntry
     ) -> None:
-        self._write(lambda: self._write_journal(run_id, step_id, iteration, index, entry))
+        self._write(run_id, lambda: self._write_journal(run_id, step_id, iteration, index, entry))
 
     def add_interrupt(self, record: InterruptRecord) -> None:
-        self._write(lambda: self._write_interrupt(record))
+        self._write(record.run_id, lambda: self._write_interrupt(record))
 
     def record_answer(self, interrupt_id: str, answer: InterruptAnswer) -> InterruptRecord:
         """Store an answer to an interrupt; the engine consumes it (and announces it
@@ -351,6 +399,7 @@ class BaseRunStore(ABC):
             record = self.get_interrupt(interrupt_id)
             if record is None:
                 raise LookupError(f"no interrupt {interrupt_id!r} in the run store")
+            self._fence(record.run_id)
             resolved = record.model_copy(
                 update={"status": "answered", "answer": answer, "resolved_ts": self._clock()}
             )

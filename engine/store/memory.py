@@ -49,6 +49,7 @@ class InMemoryRunStore(BaseRunStore):
         self._journal: dict[tuple[str, str, int, int], JournalEntry] = {}
         self._interrupts: dict[str, InterruptRecord] = {}
         self._owners: dict[str, RunOwner] = {}
+        self._epochs: dict[str, int] = {}
 
     def _read_owner(self, run_id: str) -> RunOwner | None:
         return self._owners.get(run_id)
@@ -58,6 +59,13 @@ class InMemoryRunStore(BaseRunStore):
             self._owners.pop(run_id, None)
         else:
             self._owners[run_id] = owner
+
+    def _read_epoch(self, run_id: str) -> int | None:
+        return self._epochs.get(run_id)
+
+    def _next_epoch(self, run_id: str, holder: str, claimed_ts: float) -> int:
+        self._epochs[run_id] = self._epochs.get(run_id, 0) + 1
+        return self._epochs[run_id]
 
     def _begin(self) -> None:
         return None
@@ -173,6 +181,13 @@ class InMemoryRunStore(BaseRunStore):
                 if (run, step, it) == (run_id, step_id, iteration)
             ),
             key=lambda pair: pair[0],
+        )
+
+    def journal_of(self, run_id: str) -> list[tuple[str, int, int, JournalEntry]]:
+        return sorted(
+            (step, it, index, entry)
+            for (run, step, it, index), entry in self._journal.items()
+            if run == run_id
         )
 
     def interrupts(self, run_id: str) -> list[InterruptRecord]:

@@ -15,8 +15,8 @@ import uuid
 from pathlib import Path
 from typing import Any, Literal
 
-from engine.spec import Frozen
 from engine.states import RunStatus
+from plumbing.frozen import Frozen
 
 
 class RunOwned(RuntimeError):

@@ -3,15 +3,17 @@
 from __future__ import annotations
 
 import uuid
+from collections.abc import Callable, Iterable
 from datetime import datetime
 from typing import Any, Literal
 
 from pydantic import Field
 
 from engine.context import InterruptAnswer, InterruptRequest
-from engine.spec import Frozen, WorkflowDefinition
+from engine.spec import WorkflowDefinition
 from engine.states import RunStatus, StepStatus
 from engine.store.ownership import OwnerStatus, RunOwner
+from plumbing.frozen import Frozen
 
 
 class UnknownRun(LookupError):
@@ -108,6 +110,67 @@ class InterruptRecord(Frozen):
     answer: InterruptAnswer | None = None
     created_ts: float = 0.0
     resolved_ts: float | None = None
+
+
+INTERRUPT_COLUMNS = (
+    "interrupt_id, run_id, step_id, iteration, request, status, answer, created_ts, resolved_ts"
+)
+"""The ``interrupts`` table's columns, in the order :func:`interrupt_from_row` reads them."""
+STEP_HISTORY_SELECT = "SELECT step_id, iteration, status, outputs, reason FROM step_history"
+STEP_RESULTS_SELECT = (
+    "SELECT step_id, status, iteration, outputs, reason, routed_by, not_routed_by, runs"
+    " FROM step_results"
+)
+
+
+def interrupt_from_row(row: tuple[Any, ...]) -> InterruptRecord:
+    """An interrupt read from an SQL store (:data:`INTERRUPT_COLUMNS`; request and answer as
+    JSON text)."""
+    interrupt_id, run_id, step_id, iteration, request, status, answer, created, resolved = row
+    return InterruptRecord(
+        interrupt_id=interrupt_id,
+        run_id=run_id,
+        step_id=step_id,
+        iteration=iteration,
+        request=InterruptRequest.model_validate_json(request),
+        status=status,
+        answer=InterruptAnswer.model_validate_json(answer) if answer else None,
+        created_ts=created,
+        resolved_ts=resolved,
+    )
+
+
+def step_results_from_rows(
+    history_rows: Iterable[tuple[Any, ...]],
+    result_rows: Iterable[tuple[Any, ...]],
+    loads: Callable[[Any], Any],
+) -> dict[str, StepResult]:
+    """A run's step results read from an SQL store (:data:`STEP_HISTORY_SELECT` rows ordered by
+    step and iteration, :data:`STEP_RESULTS_SELECT` rows); ``loads`` reads a JSON column."""
+    history: dict[str, list[StepIteration]] = {}
+    for step_id, iteration, status, outputs, reason in history_rows:
+        history.setdefault(step_id, []).append(
+            StepIteration(
+                iteration=iteration,
+                status=StepStatus(status),
+                outputs=loads(outputs),
+                reason=reason,
+            )
+        )
+    return {
+        step_id: StepResult(
+            step_id=step_id,
+            status=StepStatus(status),
+            iteration=iteration,
+            outputs=loads(outputs),
+            reason=reason,
+            routed_by=loads(routed_by),
+            not_routed_by=loads(not_routed_by),
+            runs=runs,
+            history=history.get(step_id, []),
+        )
+        for step_id, status, iteration, outputs, reason, routed_by, not_routed_by, runs in result_rows
+    }
 
 
 def new_run_id() -> str:

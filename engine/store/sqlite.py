@@ -9,21 +9,24 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from engine.context import InterruptAnswer, InterruptRequest, JournalEntry
+from engine.context import JournalEntry
 from engine.events import RunEvent, event_from_json
 from engine.spec import WorkflowDefinition
 from engine.sqlite_file import open_sqlite_file, write_error
-from engine.states import StepStatus
 from engine.store.base import BaseRunStore
 from engine.store.ownership import RunOwner, with_owner_status
 from engine.store.records import (
+    INTERRUPT_COLUMNS,
+    STEP_HISTORY_SELECT,
+    STEP_RESULTS_SELECT,
     InterruptRecord,
     RunInputs,
     RunRecord,
     RunSummary,
-    StepIteration,
     StepResult,
     UnknownRun,
+    interrupt_from_row,
+    step_results_from_rows,
 )
 
 # ``engine_states`` holds the resume state written with every step transition. It has
@@ -113,6 +116,12 @@ CREATE TABLE IF NOT EXISTS run_owners (
     pid INTEGER NOT NULL,
     token TEXT NOT NULL,
     proc_start TEXT,
+    claimed_ts REAL NOT NULL
+) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS run_leases (
+    run_id TEXT PRIMARY KEY,
+    epoch INTEGER NOT NULL,
+    holder TEXT NOT NULL,
     claimed_ts REAL NOT NULL
 ) WITHOUT ROWID;
 """
@@ -319,6 +328,21 @@ class RunStore(BaseRunStore):
             (run_id, owner.host, owner.pid, owner.token, owner.proc_start, owner.claimed_ts),
         )
 
+    def _read_epoch(self, run_id: str) -> int | None:
+        row = self._db.execute(
+            "SELECT epoch FROM run_leases WHERE run_id = ?", (run_id,)
+        ).fetchone()
+        return int(row[0]) if row else None
+
+    def _next_epoch(self, run_id: str, holder: str, claimed_ts: float) -> int:
+        row = self._db.execute(
+            "INSERT INTO run_leases (run_id, epoch, holder, claimed_ts) VALUES (?, 1, ?, ?)"
+            " ON CONFLICT (run_id) DO UPDATE SET epoch = epoch + 1, holder = excluded.holder,"
+            " claimed_ts = excluded.claimed_ts RETURNING epoch",
+            (run_id, holder, claimed_ts),
+        ).fetchone()
+        return int(row[0])
+
     def list_runs(self, limit: int = 50) -> list[RunSummary]:
         rows = self._query(
             f"{_RUN_SELECT} ORDER BY r.created_ts DESC, r.run_id DESC LIMIT ?", (limit,)
@@ -358,47 +382,13 @@ class RunStore(BaseRunStore):
         return RunRecord.model_validate(values)
 
     def step_results(self, run_id: str) -> dict[str, StepResult]:
-        history: dict[str, list[StepIteration]] = {}
-        for step_id, iteration, status, outputs, reason in self._query(
-            "SELECT step_id, iteration, status, outputs, reason FROM step_history WHERE run_id = ?"
-            " ORDER BY step_id, iteration",
-            (run_id,),
-        ):
-            history.setdefault(step_id, []).append(
-                StepIteration(
-                    iteration=iteration,
-                    status=StepStatus(status),
-                    outputs=json.loads(outputs),
-                    reason=reason,
-                )
-            )
-        results: dict[str, StepResult] = {}
-        for (
-            step_id,
-            status,
-            iteration,
-            outputs,
-            reason,
-            routed_by,
-            not_routed_by,
-            runs,
-        ) in self._query(
-            "SELECT step_id, status, iteration, outputs, reason, routed_by, not_routed_by, runs"
-            " FROM step_results WHERE run_id = ?",
-            (run_id,),
-        ):
-            results[step_id] = StepResult(
-                step_id=step_id,
-                status=StepStatus(status),
-                iteration=iteration,
-                outputs=json.loads(outputs),
-                reason=reason,
-                routed_by=json.loads(routed_by),
-                not_routed_by=json.loads(not_routed_by),
-                runs=runs,
-                history=history.get(step_id, []),
-            )
-        return results
+        return step_results_from_rows(
+            self._query(
+                f"{STEP_HISTORY_SELECT} WHERE run_id = ? ORDER BY step_id, iteration", (run_id,)
+            ),
+            self._query(f"{STEP_RESULTS_SELECT} WHERE run_id = ?", (run_id,)),
+            json.loads,
+        )
 
     def journal_get(
         self, run_id: str, step_id: str, iteration: int, index: int
@@ -422,47 +412,30 @@ class RunStore(BaseRunStore):
             for index, kind, payload in rows
         ]
 
-    def _interrupt_from_row(self, row: tuple[Any, ...]) -> InterruptRecord:
-        (
-            interrupt_id,
-            run_id,
-            step_id,
-            iteration,
-            request,
-            status,
-            answer,
-            created_ts,
-            resolved_ts,
-        ) = row
-        return InterruptRecord(
-            interrupt_id=interrupt_id,
-            run_id=run_id,
-            step_id=step_id,
-            iteration=iteration,
-            request=InterruptRequest.model_validate_json(request),
-            status=status,
-            answer=InterruptAnswer.model_validate_json(answer) if answer else None,
-            created_ts=created_ts,
-            resolved_ts=resolved_ts,
+    def journal_of(self, run_id: str) -> list[tuple[str, int, int, JournalEntry]]:
+        rows = self._query(
+            "SELECT step_id, iteration, call_index, kind, payload FROM journal WHERE run_id = ?"
+            " ORDER BY step_id, iteration, call_index",
+            (run_id,),
         )
-
-    _INTERRUPT_COLUMNS = (
-        "interrupt_id, run_id, step_id, iteration, request, status, answer, created_ts, resolved_ts"
-    )
+        return [
+            (step, int(it), int(i), JournalEntry(kind=kind, payload=json.loads(payload)))
+            for step, it, i, kind, payload in rows
+        ]
 
     def interrupts(self, run_id: str) -> list[InterruptRecord]:
         rows = self._query(
-            f"SELECT {self._INTERRUPT_COLUMNS} FROM interrupts WHERE run_id = ? ORDER BY created_ts, interrupt_id",
+            f"SELECT {INTERRUPT_COLUMNS} FROM interrupts WHERE run_id = ? ORDER BY created_ts, interrupt_id",
             (run_id,),
         )
-        return [self._interrupt_from_row(row) for row in rows]
+        return [interrupt_from_row(row) for row in rows]
 
     def get_interrupt(self, interrupt_id: str) -> InterruptRecord | None:
         rows = self._query(
-            f"SELECT {self._INTERRUPT_COLUMNS} FROM interrupts WHERE interrupt_id = ?",
+            f"SELECT {INTERRUPT_COLUMNS} FROM interrupts WHERE interrupt_id = ?",
             (interrupt_id,),
         )
-        return self._interrupt_from_row(rows[0]) if rows else None
+        return interrupt_from_row(rows[0]) if rows else None
 
     def close(self) -> None:
         super().close()

@@ -12,8 +12,8 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from engine.context import StepContext
 from engine.steps import step
+from plumbing.frozen import Frozen
 from research.evidence import Claim, quote_in
-from research.frozen import Frozen
 from research.state import latest_state, round_of
 from research.steps.common import RoundInput, passage_inputs
 from research.text import normalize_space

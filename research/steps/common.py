@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from plumbing.frozen import Frozen
 from research.evidence import EvidenceMap, Passage, Source
-from research.frozen import Frozen
 from research.sources import authority_of
 
 __all__ = ["RoundInput", "passage_from_hit", "passage_inputs", "source_from_hit"]
@@ -42,6 +42,7 @@ def passage_from_hit(
         sub_question=sub_question,
         round=round_number,
         score=float(hit.get("score", 0.0)),
+        relevance=float(hit.get("relevance", 1.0)),
     )
 
 
@@ -57,6 +58,7 @@ def passage_inputs(evidence: EvidenceMap, passages: list[Passage]) -> list[dict[
                 "title": source.title if source else "",
                 "status": source.status if source else "",
                 "authority": source.authority if source else 0.5,
+                "relevance": passage.relevance,
                 "sub_question": passage.sub_question,
                 "text": passage.text,
             }

@@ -15,10 +15,10 @@ from typing import Any
 
 from engine.context import InterruptAnswer, InterruptRequest, StepContext
 from engine.steps import step
+from plumbing.frozen import Frozen
 from research.ci import weights_named
 from research.coalesce import CoalesceResult, coalesce
 from research.evidence import Claim, EvidenceMap
-from research.frozen import Frozen
 from research.report import (
     Citation,
     citations_for,
@@ -137,7 +137,14 @@ async def final_synthesis(ctx: StepContext, inp: RoundInput) -> SynthesisOutput:
     sections = ordered_claims(evidence, synthesis) if delivered else {}
     citations = citations_for(evidence, sections)
     report = render_report(
-        evidence, synthesis, citations, sections, quality, delivered, kind=selected.kind
+        evidence,
+        synthesis,
+        citations,
+        sections,
+        quality,
+        delivered,
+        kind=selected.kind,
+        subject=selected.subject,
     )
     return SynthesisOutput(
         report=report,

@@ -9,10 +9,10 @@ from pydantic import Field, field_validator
 
 from engine.context import StepContext
 from engine.steps import step
+from plumbing.frozen import Frozen
 from research.ci import weights_named
 from research.dates import parse_iso_day
 from research.evidence import EvidenceMap, SubQuestion
-from research.frozen import Frozen
 from research.sources import DOMAINS, SourcePolicy, effective_date, resolve_window
 from research.state import Params, ResearchState
 from research.steps.common import RoundInput
@@ -93,16 +93,31 @@ class IntakeOutput(Frozen):
 @step("research.intake_scope")
 async def intake_scope(ctx: StepContext, inp: IntakeInput) -> IntakeOutput:
     """Decompose the question into sub-questions (the plan a person approves)."""
+    from research.corpus import KnowsVocabulary
     from research.pipeline import ModelPipeline, ModelStage
     from research.tasks import ScopeAnswer
+
+    retriever = ctx.services.retriever
+
+    async def vocabulary(_claims: list[Any]) -> dict[str, Any]:
+        if not isinstance(retriever, KnowsVocabulary):
+            return {}
+        spelled = await retriever.corrected(inp.query)
+        vocabulary = await retriever.vocabulary(spelled, inp.collections)
+        return {
+            **({"vocabulary": vocabulary} if vocabulary else {}),
+            **({"spelling": spelled} if spelled != inp.query else {}),
+        }
 
     stage = ModelStage(
         task="research.scope",
         schema=ScopeAnswer,
         output_tokens=600,
-        build_inputs=lambda _c, _r: {
+        retrieve=vocabulary,
+        build_inputs=lambda _c, found: {
             "query": inp.query,
             "max_sub_questions": inp.max_sub_questions,
+            **found,
         },
     )
     result = await ModelPipeline(ctx).run(stage)
@@ -134,6 +149,8 @@ async def intake_scope(ctx: StepContext, inp: IntakeInput) -> IntakeOutput:
 
 
 class SourcePolicyOutput(Frozen):
+    on_topic: dict[str, float]
+    """The documents about the question and their relevance (empty: the corpus has little on it)."""
     window_days: int | None
     window_origin: str
     window_rationale: str
@@ -182,6 +199,7 @@ async def source_policy(ctx: StepContext, inp: RoundInput) -> SourcePolicyOutput
     )
     state = ResearchState(
         revision=2,
+        on_topic={},
         kind=plan.kind,
         subject=plan.subject,
         subject_terms=plan.subject_terms,
@@ -194,7 +212,11 @@ async def source_policy(ctx: StepContext, inp: RoundInput) -> SourcePolicyOutput
         policy=policy,
         evidence=evidence,
     )
+    from research.steps.retrieval import on_topic_documents
+
+    state = state.model_copy(update={"on_topic": await on_topic_documents(ctx, state)})
     return SourcePolicyOutput(
+        on_topic=state.on_topic,
         window_days=window,
         window_origin=origin,
         window_rationale=rationale,

@@ -6,10 +6,17 @@ propose and score search branches, and prune the weakest. ReAct: for each
 kept branch, search → read → refine (pseudo-relevance feedback) within a
 bound on tool calls, always past every passage read before — so a later
 round retrieves passages earlier rounds did not. Each sub-question is also
-searched in further phrasings (its own words, the subject as a phrase), and
-then the sources are followed: the documents the found ones name (header
-fields, links, mentions) or that name them, kept when their best passage is
-about the subject. A recency remediation round skips the tree and searches
+searched in further phrasings (its own words, the user's question, the subject
+as a phrase), and then the sources are followed: the documents the found ones
+name (header fields, links, mentions) or that name them, kept when they are
+about the question.
+
+The question decides which documents are evidence at all: the first retrieval
+searches the user's question itself and keeps the documents whose relevance to
+it is at or above the floor (research.relevance), at most ``MAX_DOCUMENTS``;
+every later search of the run reads only those (and the documents followed from
+them that are as relevant). When none is, the run reads nothing and says that the
+corpus has little on the question. A recency remediation round skips the tree and searches
 each sub-question inside the recency window only (documents dated between the
 window's start and ``as_of``). No search of the run reads a document published
 after ``as_of``.
@@ -17,7 +24,6 @@ after ``as_of``.
 
 from __future__ import annotations
 
-import math
 import re
 from typing import Any
 
@@ -25,9 +31,10 @@ from pydantic import Field
 
 from engine.context import StepContext
 from engine.steps import step
+from plumbing.frozen import Frozen
 from research.evidence import Passage, Source, SubQuestion
-from research.frozen import Frozen
 from research.references import relation_rank
+from research.relevance import RELEVANCE_FLOOR
 from research.state import PlannedBranch, ResearchState, latest_state, round_of
 from research.steps.common import RoundInput, passage_from_hit, source_from_hit
 from research.text import terms
@@ -38,9 +45,24 @@ MAX_TOOL_CALLS = 2
 BRANCHES_KEPT = 2
 HITS_PER_PHRASING = 3
 RELATED_CANDIDATES = 24
-RELATED_KEPT = 8
-RELATED_MIN_SUBJECT_SHARE = 0.5
-"""A referenced document is kept when its best passage holds this share of the subject's terms."""
+RELATED_KEPT = 2
+"""Documents followed from the on-topic ones, at most (each as relevant as the floor asks)."""
+ANCHOR_CANDIDATES = 20
+MAX_DOCUMENTS = 5
+"""On-topic documents a run reads at most (the most relevant first)."""
+
+
+async def on_topic_documents(ctx: StepContext, state: ResearchState) -> dict[str, float]:
+    """{source id: relevance} of the documents about the run's question, best first."""
+    hits = await ctx.retrieve(
+        state.evidence.query,
+        **state.search_options(limit=ANCHOR_CANDIDATES, distinct_sources=True),
+    )
+    ranked = sorted(
+        (h for h in hits if h.get("relevance", 1.0) >= RELEVANCE_FLOOR),
+        key=lambda h: (-h.get("relevance", 1.0), h["source_id"]),
+    )
+    return {h["source_id"]: float(h.get("relevance", 1.0)) for h in ranked[:MAX_DOCUMENTS]}
 
 
 def target_sub_questions(state: ResearchState, round_number: int) -> list[str]:
@@ -79,15 +101,17 @@ def subject_query(state: ResearchState) -> str:
 
 
 def phrasings(state: ResearchState, question: SubQuestion) -> list[str]:
-    """Further ways to ask for a sub-question: its own words, and the subject alone."""
-    return list(dict.fromkeys(p for p in (question.text, subject_query(state)) if p.strip()))
+    """Further ways to ask for a sub-question: its own words, the user's question, the subject."""
+    return list(
+        dict.fromkeys(
+            p for p in (question.text, state.evidence.query, subject_query(state)) if p.strip()
+        )
+    )
 
 
-def relevant_related(state: ResearchState, hits: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """Referenced documents whose best passage is about the subject, strongest relation first."""
-    wanted = set(terms(subject_query(state)))
-    need = max(1, math.ceil(RELATED_MIN_SUBJECT_SHARE * len(wanted)))
-    kept = [h for h in hits if len(wanted & set(terms(f"{h['title']} {h['text']}"))) >= need]
+def relevant_related(hits: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Referenced documents about the question, strongest relation first."""
+    kept = [h for h in hits if h.get("relevance", 1.0) >= RELEVANCE_FLOOR]
     return sorted(kept, key=lambda h: (relation_rank(h.get("via", "")), -h["score"]))
 
 
@@ -129,7 +153,7 @@ async def hypothesis_tree_tot(ctx: StepContext, inp: RoundInput) -> HypothesesOu
         for sub_id in targets:
             hits = await ctx.retrieve(
                 sub_question_query(state, questions[sub_id]),
-                **state.search_options(limit=PROBE_LIMIT),
+                **state.search_options(limit=PROBE_LIMIT, within=sorted(state.on_topic)),
             )
             probes[sub_id] = [
                 {
@@ -204,6 +228,8 @@ class RetrievalOutput(Frozen):
     tool_calls: int
     followed: list[str] = Field(default_factory=list)
     """Documents reached by following the references of the documents found, and how."""
+    relevance: list[dict[str, Any]] = Field(default_factory=list)
+    """Each new passage's relevance to the question: {passage_id, source_id, relevance}."""
     refusals: list[str] = Field(default_factory=list)
     state: ResearchState
 
@@ -253,7 +279,11 @@ async def retrieval_react(ctx: StepContext, inp: RoundInput) -> RetrievalOutput:
         admitted = 0
         for hit in hits:
             source = source_from_hit(hit, round_number)
-            if source.authority < state.policy.min_authority or hit["passage_id"] in seen_set:
+            if (
+                source.authority < state.policy.min_authority
+                or hit["passage_id"] in seen_set
+                or hit.get("relevance", 1.0) < RELEVANCE_FLOOR
+            ):
                 continue
             seen_set.add(hit["passage_id"])
             seen.append(hit["passage_id"])
@@ -262,6 +292,9 @@ async def retrieval_react(ctx: StepContext, inp: RoundInput) -> RetrievalOutput:
             admitted += 1
         return admitted
 
+    # A recency round looks for recent sources beyond the documents read so far; the relevance
+    # floor (admit) still keeps out every one that is not about the question.
+    within = None if recency_mode else sorted(state.on_topic)
     phrase = subject_phrase(state)
     for branch in branches:
         query = branch.query
@@ -274,7 +307,10 @@ async def retrieval_react(ctx: StepContext, inp: RoundInput) -> RetrievalOutput:
                 return await ctx.retrieve(
                     current,
                     **state.search_options(
-                        limit=HITS_PER_SEARCH, exclude_passages=sorted(seen_set), **window
+                        limit=HITS_PER_SEARCH,
+                        exclude_passages=sorted(seen_set),
+                        within=within,
+                        **window,
                     ),
                 )
 
@@ -327,7 +363,10 @@ async def retrieval_react(ctx: StepContext, inp: RoundInput) -> RetrievalOutput:
             hits = await ctx.retrieve(
                 phrasing,
                 **state.search_options(
-                    limit=HITS_PER_PHRASING, exclude_passages=sorted(seen_set), **window
+                    limit=HITS_PER_PHRASING,
+                    exclude_passages=sorted(seen_set),
+                    within=within,
+                    **window,
                 ),
             )
             admit(hits, sub_id, phrasing)
@@ -343,7 +382,7 @@ async def retrieval_react(ctx: StepContext, inp: RoundInput) -> RetrievalOutput:
                     related_to=origins,
                 ),
             )
-            for hit in relevant_related(state, hits)[:RELATED_KEPT]:
+            for hit in relevant_related(hits)[:RELATED_KEPT]:
                 via = hit.get("via", "related")
                 sub_id = best_sub_question(hit["text"], [questions[q] for q in targets])
                 if admit([hit], sub_id, f"{via}: {subject_query(state)}"):
@@ -368,6 +407,10 @@ async def retrieval_react(ctx: StepContext, inp: RoundInput) -> RetrievalOutput:
         new_sources=len({s.id for s in sources} - known_sources),
         tool_calls=tool_calls,
         followed=followed,
+        relevance=[
+            {"passage_id": p.id, "source_id": p.source_id, "relevance": p.relevance}
+            for p in passages
+        ],
         refusals=refusals,
         state=new_state,
     )

@@ -13,15 +13,19 @@ from typing import Literal
 
 from engine.context import StepContext
 from engine.steps import step
+from plumbing.frozen import Frozen
 from research.ci import confidence_index, weights_named
 from research.evidence import EvidenceMap
-from research.frozen import Frozen
 from research.policy import Remediation, RoundRecord, changes_from, decide
+from research.relevance import RELEVANCE_FLOOR
 from research.scoring import RoundMeasures, score_evidence
 from research.state import ResearchState, latest_state, round_of
 from research.steps.common import RoundInput
 from research.steps.retrieval import subject_query
 from research.steps.verification import MAX_ATTEMPTS
+
+RECENCY_PROBE = 8
+"""Unread passages inside the recency window looked at for one about the question."""
 
 
 class AuditOutput(Frozen):
@@ -79,10 +83,17 @@ async def movable_remediations(ctx: StepContext, state: ResearchState) -> list[R
 
     verification — a claim not yet verified has attempts left (each goes deeper into the
     corpus); recency — an unread passage dated inside the window exists; full — the last
-    retrieval still found passages never read before.
+    retrieval still found passages never read before and an unread passage of the documents
+    about the question is left.
     """
     movable: list[Remediation] = []
-    if state.fresh_passages > 0:
+    within = sorted(state.on_topic)
+    if state.fresh_passages > 0 and await ctx.retrieve(
+        state.evidence.query,
+        **state.search_options(
+            limit=1, exclude_passages=sorted(state.seen_passages), within=within
+        ),
+    ):
         movable.append("full")
     if any(
         not c.verified and c.verification_attempts < MAX_ATTEMPTS for c in state.evidence.claims
@@ -93,13 +104,13 @@ async def movable_remediations(ctx: StepContext, state: ResearchState) -> list[R
         unread = await ctx.retrieve(
             subject_query(state),
             **state.search_options(
-                limit=1,
+                limit=RECENCY_PROBE,
                 exclude_passages=sorted(state.seen_passages),
                 published_after=start.isoformat(),
                 published_before=state.policy.as_of,
             ),
         )
-        if unread:
+        if any(hit.get("relevance", 1.0) >= RELEVANCE_FLOOR for hit in unread):
             movable.append("recency")
     return movable
 

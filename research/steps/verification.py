@@ -15,8 +15,8 @@ from pydantic import Field
 
 from engine.context import StepContext
 from engine.steps import step
+from plumbing.frozen import Frozen
 from research.evidence import Claim, Contradiction, Passage, Source
-from research.frozen import Frozen
 from research.scoring import is_critical
 from research.state import ResearchState, latest_state, round_claims, round_of
 from research.steps.common import RoundInput, passage_from_hit, source_from_hit

@@ -1,14 +1,4 @@
-"""Provider adapters (one per API family) and the HTTP provider that sends their calls."""
-
-from router.providers.base import CallSpec, HttpCall, Provider, ProviderAdapter, ProviderReply
-from router.providers.http import HttpProvider, make_adapter
-
-__all__ = [
-    "CallSpec",
-    "HttpCall",
-    "HttpProvider",
-    "Provider",
-    "ProviderAdapter",
-    "ProviderReply",
-    "make_adapter",
-]
+"""Remote providers: what an adapter is (base.py), one adapter module per API family
+(adapters/), the registry that lists them by kind (registry.py), and the HTTP provider that
+sends their calls (http.py). The package itself imports nothing, so reading the config (which
+needs the registry) does not load httpx."""

@@ -1,9 +1,15 @@
-"""What an adapter is: the wire format of one API family, separate from the transport.
+"""What an adapter is: everything the router knows of one provider kind, separate from the transport.
 
 An adapter turns a call into an :class:`HttpCall` (method, URL, headers, JSON)
 and an API's JSON answer into content and usage; :mod:`router.providers.http`
 sends it. Keeping the two apart lets the fault-server tests check each API's
 request shape exactly, and keeps every adapter free of I/O.
+
+An adapter owns its kind: besides the wire format it carries the kind's default base URL,
+the environment variable of its key, how it finds itself in the environment, its rate-limit
+header parser, its error-classification hook and the fault-server codec that plays its API.
+:mod:`router.providers.registry` finds every adapter in :mod:`router.providers.adapters`;
+nothing else branches on a kind.
 """
 
 from __future__ import annotations
@@ -11,15 +17,33 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any, ClassVar, Literal, Protocol
 
 from pydantic import BaseModel
 
-from router.capabilities import StructuredMode
-from router.config import ProviderConfig
+from router.errors import ErrorClass
+from router.fault.codec import FaultCodec
 from router.models import ChatMessage, ChatRequest, Usage
 from router.ratelimit_headers import RateLimitInfo
-from router.streaming import Framing
+
+StructuredMode = Literal["schema", "json_object", "prompt"]
+"""How a response schema is asked for, best first: the API's schema-constrained output, its
+plain JSON mode with the schema in the prompt, or the schema in the prompt alone (then parsed)."""
+Framing = Literal["sse", "ndjson"]
+"""How a streamed body is cut into events: server-sent events, or one JSON object a line."""
+
+
+class Endpoint(Protocol):
+    """What an adapter reads of a provider's configuration (``router.config.ProviderConfig``)."""
+
+    @property
+    def resolved_base_url(self) -> str: ...
+
+    @property
+    def resolved_api_version(self) -> str: ...
+
+    @property
+    def reasoning_models(self) -> list[str]: ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -103,14 +127,35 @@ class Provider(Protocol):
 
 
 class ProviderAdapter(ABC):
-    kind: str
+    """One provider kind. The class attributes are the kind's facts; the methods its wire format."""
+
+    kind: ClassVar[str]
+    """The name config files use (``kind: openai``)."""
+    listed_at: ClassVar[int]
+    """Where the kind stands in lists of kinds: the config error naming the kinds, and the
+    order of the providers found in the environment."""
+    codec: ClassVar[type[FaultCodec]]
+    """The fault server's side of this kind's API (router/fault/codecs/)."""
+    default_base_url: ClassVar[str | None] = None
+    """``None``: a provider of this kind must name its ``base_url``."""
+    base_url_example: ClassVar[str] = "https://host/path"
+    """What a ``base_url`` of this kind looks like, for the message asking for one."""
+    key_env: ClassVar[str | None] = None
+    """The environment variable holding the key when config names none (``None``: no key)."""
+    default_api_version: ClassVar[str] = ""
+    env_models: ClassVar[dict[int, str]] = {}
+    """The models, by tier, of a provider of this kind made from its key's environment variable
+    alone (empty: the environment does not make one)."""
+    env_bulkhead: ClassVar[int] = 10
+    demo_prefix: ClassVar[str | None] = None
+    """The fault server's path prefix that plays this kind in a demo config (default: the kind)."""
     framing: Framing = "sse"
     structured_modes: tuple[StructuredMode, ...] = ("schema", "json_object", "prompt")
     """The structured-output ladder this API offers, best first (see :data:`StructuredMode`)."""
 
     @abstractmethod
     def chat_call(
-        self, cfg: ProviderConfig, spec: CallSpec, api_key: str | None, *, stream: bool = False
+        self, cfg: Endpoint, spec: CallSpec, api_key: str | None, *, stream: bool = False
     ) -> HttpCall:
         """The request for one call; ``stream`` asks for the API's streamed form of the answer."""
 
@@ -123,15 +168,41 @@ class ProviderAdapter(ABC):
         """A fresh decoder for one streamed answer."""
 
     @abstractmethod
-    def health_call(self, cfg: ProviderConfig, api_key: str | None) -> HttpCall | None: ...
+    def health_call(self, cfg: Endpoint, api_key: str | None) -> HttpCall | None: ...
 
     @abstractmethod
-    def rate_limits(
-        self, headers: Mapping[str, str], body: Any, now_wall: float
-    ) -> RateLimitInfo: ...
+    def rate_limits(self, headers: Mapping[str, str], body: Any, now_wall: float) -> RateLimitInfo:
+        """The kind's rate-limit signals (headers, and the error body for some APIs)."""
+
+    def classify_error(
+        self, status: int, body: Any, rate_limits: RateLimitInfo
+    ) -> ErrorClass | None:
+        """The error class of a non-2xx answer where this kind departs from the shared rules
+        (router/classify.py), which decide when this returns ``None`` (the default)."""
+        return None
+
+    @classmethod
+    def from_environment(cls, environ: Mapping[str, str]) -> dict[str, Any] | None:
+        """The provider entry (a ``router.providers`` item) the environment's variables make
+        of this kind, or ``None``. By default: one named after the kind, with
+        :attr:`env_models`, when :attr:`key_env` is set."""
+        if not cls.env_models or cls.key_env is None or not is_set(environ, cls.key_env):
+            return None
+        return {
+            "name": cls.kind,
+            "kind": cls.kind,
+            "api_key_env": cls.key_env,
+            "models": dict(cls.env_models),
+            "bulkhead": cls.env_bulkhead,
+        }
 
 
-def is_reasoning_model(cfg: ProviderConfig, model: str) -> bool:
+def is_set(environ: Mapping[str, str], name: str) -> bool:
+    """Whether the environment variable ``name`` holds something (blank counts as unset)."""
+    return bool(environ.get(name, "").strip())
+
+
+def is_reasoning_model(cfg: Endpoint, model: str) -> bool:
     """Whether ``model`` is a reasoning model: named in the provider's ``reasoning_models``, or an
     OpenAI o-series / GPT-5 name (Azure deployments have free names, so they must be listed)."""
     if model in cfg.reasoning_models:

@@ -30,12 +30,11 @@ from typing import Any
 import httpx
 import httpx_sse
 
-from router.capabilities import Capability, StructuredCapabilities, StructuredMode
-from router.classify import classify_status, classify_transport_error, status_detail
+from router.capabilities import Capability, StructuredCapabilities
+from router.classify import classify_answer, classify_transport_error, status_detail
 from router.clock import Clock
 from router.config import ProviderConfig
 from router.errors import ErrorClass, ProviderCallError
-from router.providers.anthropic import AnthropicAdapter
 from router.providers.base import (
     CallSpec,
     HttpCall,
@@ -43,10 +42,9 @@ from router.providers.base import (
     ProviderAdapter,
     ProviderReply,
     StreamEndedEarly,
+    StructuredMode,
 )
-from router.providers.gemini import GeminiAdapter
-from router.providers.ollama import OllamaNativeAdapter
-from router.providers.openai_compat import OpenAICompatAdapter
+from router.providers.registry import make_adapter
 from router.ratelimit_headers import RateLimitInfo
 from router.streaming import StreamEvent, StreamSink, active_sink, stream_events
 from router.wire import TASK_HEADER, with_schema_instruction
@@ -54,18 +52,6 @@ from router.wire import TASK_HEADER, with_schema_instruction
 log = logging.getLogger(__name__)
 
 USER_AGENT = "research-workbench-router/0.1"
-
-
-def make_adapter(kind: str) -> ProviderAdapter:
-    if kind in ("openai", "azure", "github", "ollama"):
-        return OpenAICompatAdapter(kind)
-    if kind == "anthropic":
-        return AnthropicAdapter()
-    if kind == "gemini":
-        return GeminiAdapter()
-    if kind == "ollama_native":
-        return OllamaNativeAdapter()
-    raise ValueError(f"unknown provider kind {kind!r}")
 
 
 def _json_or_none(content: bytes) -> Any:
@@ -156,7 +142,7 @@ class HttpProvider:
     def _failure(self, response: httpx.Response) -> ProviderCallError:
         body = _json_or_none(response.content)
         limits = self.adapter.rate_limits(response.headers, body, self._clock.wall())
-        error_class = classify_status(self.kind, response.status_code, body, limits)
+        error_class = classify_answer(self.adapter, response.status_code, body, limits)
         return ProviderCallError(
             error_class,
             status_detail(response.status_code, body),

@@ -1,4 +1,5 @@
-"""Research benchmarks: PEP corpus indexing throughput, search latency, one full offline research run.
+"""Research benchmarks: the embedding model's load time and memory, PEP corpus indexing with
+vectors (and what the vectors cost), search latency, and research time per question offline.
 
 Figures are printed side by side; nothing here asserts a time.
 """
@@ -10,12 +11,25 @@ import tempfile
 import time
 from pathlib import Path
 
+import research.steps  # noqa: F401 - registers the research steps the workflow uses
 from engine.loader import load_workflow
 from research.corpus import Corpus
+from research.embeddings import Embedder, embedder, package_folder
+from research.loaders import load_document, split_passages
 from research.text import normalize_space
+from tests.research.conftest import run_research
 
 PROJECT = Path(__file__).resolve().parents[2]
 PEPS = PROJECT.parent / "shared" / "corpus" / "peps"
+QUESTIONS = [
+    "What is the history of structural pattern matching in Python?",
+    "Why is print a function in Python 3?",
+    "What are assignment expressions?",
+    "How do I make file descriptors non-inheritable?",
+    "Compare asyncio and concurrent.futures",
+    "What is the current status of free-threaded CPython without the GIL?",
+]
+"""Questions of the tuning split, one of each kind (the held-out split is never run here)."""
 QUERIES = [
     "structural pattern matching",
     "type hints annotations",
@@ -69,12 +83,63 @@ def _bench_distinct(corpus: Corpus, plain_p50_ms: float) -> None:
     )
 
 
+def _resident_kib() -> int:
+    """This process's resident memory (Linux /proc), in KiB."""
+    for line in Path("/proc/self/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1])
+    return 0
+
+
+def _bench_model() -> None:
+    before = _resident_kib()
+    started = time.perf_counter()
+    model = Embedder(package_folder())
+    seconds = time.perf_counter() - started
+    print(
+        f"embedding model (WordLlama l2_supercat_256): loaded in {seconds:.2f} s, weights "
+        f"{model.memory_bytes / 2**20:.1f} MiB, process memory +{(_resident_kib() - before) / 1024:.1f} MiB"
+    )
+
+
+def _bench_vectors_cost() -> None:
+    """What embedding alone costs on the PEP corpus's passages (the same texts indexing embeds)."""
+    texts = []
+    for path in sorted(PEPS.glob("*.rst")):
+        document = load_document(path, path.read_bytes())
+        texts += [f"{document.title}\n{s}\n{t}" for s, t in split_passages(document.text)]
+    started = time.perf_counter()
+    embedder().embed(texts)
+    seconds = time.perf_counter() - started
+    print(
+        f"embed {len(texts)} passages alone: {seconds:.2f} s = {len(texts) / seconds:.0f} passages/s"
+    )
+
+
+def _bench_questions(workflow: object, root: Path, path: Path) -> None:
+    walls = []
+    for number, question in enumerate(QUESTIONS):
+        started = time.perf_counter()
+        run = asyncio.run(run_research(workflow, root / f"ws-q{number}", path, question))
+        wall = time.perf_counter() - started
+        walls.append(wall)
+        synthesis = run.outputs("final_synthesis")
+        print(
+            f"    {wall:5.2f} s  {len(run.rounds)} rounds, {len(synthesis['citations'])} citations, "
+            f"confidence {synthesis['confidence_level']}: {question}"
+        )
+    print(
+        f"research time per question ({len(walls)} questions, offline): mean "
+        f"{sum(walls) / len(walls):.2f} s, max {max(walls):.2f} s"
+    )
+
+
 def main() -> None:
     if not PEPS.is_dir():
         print(f"skipped: no PEP corpus at {PEPS}")
         return
-    from tests.research.conftest import run_research
-
+    _bench_model()
+    _bench_vectors_cost()
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp)
         path = root / "corpus.sqlite"
@@ -83,13 +148,19 @@ def main() -> None:
             report = corpus.add_folder(PEPS, "peps")
             seconds = time.perf_counter() - started
             print(
-                f"index PEPs: {report.added} documents, {report.passages} passages in {seconds:.2f} s "
-                f"= {report.added / seconds:.0f} docs/s"
+                f"index PEPs with vectors: {report.added} documents, {report.passages} passages in "
+                f"{seconds:.2f} s = {report.added / seconds:.0f} docs/s"
             )
             started = time.perf_counter()
             again = corpus.add_folder(PEPS, "peps")
             print(
                 f"re-index unchanged: {again.unchanged} documents in {time.perf_counter() - started:.3f} s"
+            )
+            started = time.perf_counter()
+            index = corpus.vectors()
+            print(
+                f"load the vector index: {len(index)} vectors, {index.matrix.nbytes / 2**20:.1f} MiB, "
+                f"{time.perf_counter() - started:.3f} s"
             )
             latencies = []
             for _ in range(5):
@@ -98,41 +169,23 @@ def main() -> None:
                     corpus.search(query, limit=10)
                     latencies.append((time.perf_counter() - t0) * 1000)
             print(
-                f"search ({len(latencies)} queries, top 10): p50 {_percentile(latencies, 0.5):.2f} ms, "
+                f"hybrid search ({len(latencies)} queries, top 10): p50 {_percentile(latencies, 0.5):.2f} ms, "
                 f"p95 {_percentile(latencies, 0.95):.2f} ms"
             )
             _bench_following(corpus, _percentile(latencies, 0.5))
             _bench_distinct(corpus, _percentile(latencies, 0.5))
 
         workflow = load_workflow(PROJECT / "workflows" / "deep_research.yaml")
-        for query, extra in [
-            ("version specifiers packaging metadata", {}),
-            ("WSGI web server gateway interface", {"domain": "reference"}),
-        ]:
-            started = time.perf_counter()
-            run = asyncio.run(
-                run_research(workflow, root / f"ws-{len(query)}", path, query, **extra)
-            )
-            wall = time.perf_counter() - started
-            citations = run.outputs("final_synthesis")["citations"]
-            faithful = 0
-            with Corpus(path) as corpus:
-                for citation in citations:
-                    text = corpus.passage_text(citation["passage_id"]) or ""
-                    faithful += normalize_space(citation["quote"]) in normalize_space(text)
-            print(
-                f"research run {query!r} {extra}: {run.result.status.value} in {wall:.2f} s, "
-                f"{len(run.rounds)} rounds, stop {run.rounds[-1]['stop_reason']}, "
-                f"confidence {run.outputs('final_synthesis')['confidence_level']}"
-            )
-            for scored in run.rounds:
-                cells = " ".join(
-                    f"{d[:4]} {c['score']:.2f}" for d, c in scored["dimensions"].items()
-                )
-                print(
-                    f"    R{scored['round']} ({scored['round_kind']}): {cells}  CI {scored['ci']:.3f}"
-                )
-            print(f"    citation faithfulness: {faithful}/{len(citations)}")
+        _bench_questions(workflow, root, path)
+        query = "WSGI web server gateway interface"
+        run = asyncio.run(run_research(workflow, root / "ws-wsgi", path, query, domain="reference"))
+        citations = run.outputs("final_synthesis")["citations"]
+        faithful = 0
+        with Corpus(path) as corpus:
+            for citation in citations:
+                text = corpus.passage_text(citation["passage_id"]) or ""
+                faithful += normalize_space(citation["quote"]) in normalize_space(text)
+        print(f"citation faithfulness ({query!r}): {faithful}/{len(citations)}")
 
 
 if __name__ == "__main__":

@@ -31,17 +31,19 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
+from router.build import _client, build_router
 from router.clock import ManualClock
 from router.config import RouterConfig, load_router_config
 from router.errors import ProviderCallError
-from router.fault_script import DEFAULT_SCRIPT_PATH, load_fault_script
-from router.fault_server import FaultServer, demo_router_config
+from router.fault.demo import demo_router_config
+from router.fault.script import DEFAULT_SCRIPT_PATH, load_fault_script
+from router.fault.server import FaultServer
 from router.local import TaskHandlerRegistry
 from router.models import ChatMessage, ChatRequest, Usage
 from router.providers.base import CallSpec, ProviderReply, spec_from_request
 from router.providers.http import HttpProvider
 from router.ratelimit_headers import RateLimitInfo
-from router.router import SmartModelRouter, _client, build_router
+from router.router import SmartModelRouter
 from router.stats import StatsStore
 from router.wire import wire_messages
 

@@ -1,5 +1,6 @@
 """Start-up benchmarks: how long a person waits for `workbench --help`, `workbench validate` and
-the app's first frame, beside the bare interpreter's start-up on the same machine in the same run.
+the app's first output, first frame and key-to-paint, beside the bare interpreter's start-up on the
+same machine in the same run (and beside another source tree, ``BENCH_COMPARE_WITH``).
 
 Each figure is the median of several fresh processes: the wall time a person waits, and the CPU
 time (user + sys) the process spent, which a loaded machine inflates less. Python's bytecode
@@ -11,6 +12,7 @@ from __future__ import annotations
 
 import compileall
 import os
+import re
 import resource
 import statistics
 import subprocess
@@ -34,6 +36,9 @@ VALIDATED = [PROJECT / "workflows" / name for name in ("approval.yaml", "deep_re
 
 
 PACKAGES = ("engine", "research", "router", "tui", "workflows")
+COMPARE_WITH = "BENCH_COMPARE_WITH"
+"""An environment variable naming another source tree (an export of main) measured beside this
+one: ``BENCH_COMPARE_WITH=/tmp/main make bench``."""
 
 
 def _environment(workspace: str) -> dict[str, str]:
@@ -62,19 +67,38 @@ def _timed_process(command: list[str], env: dict[str, str]) -> Timing:
     return time.perf_counter() - started, _children_cpu() - cpu
 
 
-def _app_start(env: dict[str, str]) -> tuple[float, float]:
-    """From spawning `workbench` in a pseudo-terminal to Home's first frame, and to its workflow
-    list filled in (loaded by a worker after the first frame)."""
+AppTimes = tuple[float, float, float, float]
+"""(first output, Home's first frame, its workflow list filled in, key to paint) in seconds."""
+FORM_TITLE = re.compile(rb"New run \S+ (\w+)")
+STARTING = b"starting"
+"""The line `workbench` shows before anything is imported (tui/entry.py)."""
+
+
+def _app_start(env: dict[str, str], command: list[str], cwd: Path) -> AppTimes:
+    """From spawning `workbench` in a pseudo-terminal to the first words it shows, to Home's first
+    frame, to its workflow list filled in (loaded by a worker after the first frame); then from a
+    key (Down in the workflow list) to the frame that shows the next workflow's form."""
     started = time.perf_counter()
-    child = pexpect.spawn(WORKBENCH, env=env, cwd=str(PROJECT), dimensions=(48, 160))
+    child = pexpect.spawn(command[0], command[1:], env=env, cwd=str(cwd), dimensions=(48, 160))
+    child.expect([STARTING, b"Workflows"], timeout=120)  # words a person reads, not set-up codes
+    first_output = time.perf_counter() - started
     child.expect("Workflows", timeout=120)
     first_frame = time.perf_counter() - started
     child.expect(LISTED, timeout=120)
     listed = time.perf_counter() - started
+    child.expect(FORM_TITLE, timeout=120)
+    shown = child.match.group(1)
+    pressed = time.perf_counter()
+    child.send("\x1b[B")
+    while True:
+        child.expect(FORM_TITLE, timeout=120)
+        if child.match.group(1) != shown:
+            break
+    key_to_paint = time.perf_counter() - pressed
     child.sendcontrol("q")
     child.expect(pexpect.EOF, timeout=60)
     child.close()
-    return first_frame, listed
+    return first_output, first_frame, listed, key_to_paint
 
 
 def _medians_ms(measure: Callable[[], Timing]) -> Timing:
@@ -85,12 +109,9 @@ def _medians_ms(measure: Callable[[], Timing]) -> Timing:
     )
 
 
-def _app_medians_ms(env: dict[str, str]) -> tuple[float, float]:
-    starts = [_app_start(env) for _ in range(ROUNDS)]
-    return (
-        statistics.median(first for first, _ in starts) * 1000,
-        statistics.median(listed for _, listed in starts) * 1000,
-    )
+def _app_medians_ms(env: dict[str, str], command: list[str], cwd: Path) -> list[float]:
+    starts = [_app_start(env, command, cwd) for _ in range(ROUNDS)]
+    return [statistics.median(times) * 1000 for times in zip(*starts)]
 
 
 def _write_bytecode_caches() -> None:
@@ -102,7 +123,12 @@ def main() -> None:
     _write_bytecode_caches()
     with tempfile.TemporaryDirectory() as workspace:
         env = _environment(workspace)
-        first_frame, listed = _app_medians_ms(env)
+        app_times = {"this checkout": _app_medians_ms(env, [WORKBENCH], PROJECT)}
+        other = os.environ.get(COMPARE_WITH)
+        if other:  # e.g. an export of main: the same measurement of it, side by side
+            app_times[other] = _app_medians_ms(
+                {**env, "PYTHONPATH": other}, [sys.executable, "-m", "tui.cli"], Path(other)
+            )
         processes = {
             "python -c pass (the interpreter alone)": _medians_ms(
                 lambda: _timed_process([sys.executable, "-c", "pass"], env)
@@ -122,11 +148,15 @@ def main() -> None:
             f"{name:58} {wall:7.0f} ms {cpu:7.0f} ms"
             f"  ({wall / baseline_wall:4.1f}x / {cpu / baseline_cpu:4.1f}x the interpreter)"
         )
-    for name, wall in (
-        ("workbench (the app's first frame)", first_frame),
-        ("workbench (Home's workflow list filled in)", listed),
-    ):
-        print(f"{name:58} {wall:7.0f} ms  ({wall / baseline_wall:4.1f}x the interpreter)")
+    for source, (first_output, first_frame, listed, key_to_paint) in app_times.items():
+        print(f"workbench, the app, from {source}:")
+        for name, wall in (
+            ("  first output on the terminal", first_output),
+            ("  Home's first frame", first_frame),
+            ("  Home's workflow list filled in", listed),
+            ("  a key (Down) to the frame that shows its effect", key_to_paint),
+        ):
+            print(f"{name:58} {wall:7.0f} ms  ({wall / baseline_wall:4.1f}x the interpreter)")
 
 
 if __name__ == "__main__":

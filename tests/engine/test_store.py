@@ -1,4 +1,4 @@
-"""The run store (both backends), the event bus and the call journal."""
+"""The run store (SQLite, memory and PostgreSQL), the event bus and the call journal."""
 
 from __future__ import annotations
 
@@ -18,22 +18,20 @@ from engine.sqlite_file import StoreWriteError
 from engine.states import RunStatus, StepStatus
 from engine.store import (
     BaseRunStore,
-    InMemoryRunStore,
     InterruptRecord,
     RunStore,
     RunSummary,
     StepResult,
     UnknownRun,
 )
+from tests.stores import ALL, store_opener
 
 WF = WorkflowDefinition(name="store_test", steps=[StepSpec(id="a", uses="demo.echo")])
 
 
-@pytest.fixture(params=["sqlite", "memory"])
+@pytest.fixture(params=ALL)
 def store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[BaseRunStore]:
-    opened: BaseRunStore = (
-        RunStore(tmp_path / "runs.sqlite") if request.param == "sqlite" else InMemoryRunStore()
-    )
+    opened = store_opener(request.param, request, tmp_path)()
     yield opened
     opened.close()
 

@@ -18,6 +18,7 @@ from pathlib import Path
 import pexpect
 
 from tests.tui.terminal import COLUMNS, PROJECT, ROWS, WORKBENCH, Terminal
+from tui.entry import STARTING_APP
 
 COMMAND_TIMEOUT_S = 180
 HOME_TITLE = "Workflows"
@@ -35,7 +36,8 @@ class Outcome:
 
     @property
     def error_lines(self) -> list[str]:
-        return self.stderr.strip().splitlines()
+        """What it printed, less the line `workbench` shows while it starts (tui/entry.py)."""
+        return [line for line in self.stderr.strip().splitlines() if line != STARTING_APP]
 
 
 def environment() -> dict[str, str]:

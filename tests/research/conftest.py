@@ -8,6 +8,7 @@ from typing import Any
 
 import pytest
 
+import research.steps  # noqa: F401 - registers the research steps the workflow uses
 from engine.context import InterruptAnswer, InterruptRequest
 from engine.events import Domain, InterruptRaised, RunEvent
 from engine.kahn import KahnEngine

@@ -11,9 +11,10 @@ import pytest
 from research.extractive import scope
 from research.pipeline import ModelPipeline, ModelStage
 from research.tasks import ScopeAnswer
+from router.build import build_router
 from router.config import RouterConfig
-from router.fault_server import FaultServer, demo_router_config
-from router.router import build_router
+from router.fault.demo import demo_router_config
+from router.fault.server import FaultServer
 from tests.research.test_steps import make_context
 from tui.launch.agents_wiring import AgentAwareModelCaller
 from tui.launch.wiring import RouterModelCaller, extractive_handlers

@@ -39,7 +39,7 @@ from tests.engine.langgraph_cases import canonical_of
 from tests.research.conftest import AS_OF, approve_by_default
 from tests.research.test_trajectories import (
     GATE_QUERY,
-    PATIENCE_QUERY,
+    PLATEAU_QUERY,
     REMEDIATION_QUERY,
     VETO_QUERY,
 )
@@ -50,7 +50,7 @@ from tui.launch.workspace import Workspace
 TRAJECTORIES: dict[str, tuple[str, dict[str, Any]]] = {
     "gate": GATE_QUERY,
     "remediation": REMEDIATION_QUERY,
-    "patience": PATIENCE_QUERY,
+    "plateau": PLATEAU_QUERY,
     "veto": VETO_QUERY,
 }
 ARTIFACTS = ("report.md", "quality.yaml", "rag_package.jsonl")
@@ -227,7 +227,7 @@ def test_the_trajectories_take_different_paths_through_the_rounds(
         for name in TRAJECTORIES
     }
     assert rounds["gate"] == [1]
-    assert len(rounds["remediation"]) >= 2 and len(rounds["patience"]) >= 2
+    assert len(rounds["remediation"]) >= 2 and len(rounds["plateau"]) >= 2
     remediation = engine_runs["remediation"]["langgraph"].canonical.step_statuses
     assert (
         remediation["hypothesis_tree_tot_r2"] == "SKIPPED"

@@ -252,7 +252,7 @@ def test_reports_carry_the_disclaimer_of_their_tier(level: str) -> None:
         assert DISCLAIMERS[level] in report
     else:
         assert "> **" not in report
-    assert "The answer is forty two. [1] [unverified]" in report
+    assert "The answer is forty two. — “A”, relevance 1.00 [1] [unverified]" in report
 
 
 def test_recency_window_by_domain_and_inferred_from_the_publication_rate() -> None:

@@ -16,12 +16,13 @@ from typing import Any
 
 from engine.events import Domain, ProviderState
 from engine.model_answers import disclosure, tally
+from router.build import build_router
 from router.clock import ManualClock
 from router.config import RouterConfig
-from router.fault_server import FaultServer, RecordedRequest, demo_router_config
+from router.fault.demo import demo_router_config
+from router.fault.server import FaultServer, RecordedRequest
 from router.local import TaskHandlerRegistry
 from router.models import ChatRequest
-from router.router import build_router
 from tests.research.conftest import ResearchRun, run_research
 from tests.research.test_trajectories import VETO_QUERY, assert_citations_faithful
 from tui.launch.wiring import extractive_handlers, extractive_responder
@@ -202,3 +203,53 @@ def test_invalid_model_answers_are_replaced_by_the_built_in_answer_marked_degrad
     citations = run.outputs("final_synthesis")["citations"]
     assert citations
     assert assert_citations_faithful(run, pep_corpus_path) == len(citations)
+
+
+def test_a_models_prose_is_the_answer_and_keeps_only_cited_sentences(
+    tmp_path: Path, pep_corpus_path: Path, workflow
+) -> None:
+    """A provider that writes prose for the synthesis: the report is its prose (no extractive
+    brief), each kept sentence closes with the report's citation numbers, and a sentence citing
+    no claim it was given is left out and counted."""
+    import json
+
+    built_in = extractive_responder()
+
+    def responder(task: str, inputs: dict[str, Any], body: dict[str, Any]) -> Any:
+        answer = built_in(task, inputs, body)
+        if task != "research.synthesize":
+            return answer
+        data = json.loads(answer) if isinstance(answer, str) else dict(answer)
+        for section in data["sections"]:
+            section["prose"] = " ".join(
+                f"The evidence says so [{claim_id}]." for claim_id in section["claim_ids"]
+            ) + (" Everyone agrees." if section["claim_ids"] else "")
+        return data
+
+    async def scenario() -> ResearchRun:
+        server = FaultServer(script={"providers": {"openai": {"then": "ok"}}}, responder=responder)
+        await server.start()
+        try:
+            config = RouterConfig.model_validate(demo_router_config(server.base_url, ["openai"]))
+            router = build_router(
+                config, stats_path=tmp_path / "ws", task_handlers=extractive_handlers()
+            )
+            return await run_research(
+                workflow,
+                tmp_path / "ws",
+                pep_corpus_path,
+                "What are assignment expressions?",
+                wiring={"router": router},
+                max_rounds=1,
+            )
+        finally:
+            await server.stop()
+
+    run = asyncio.run(scenario())
+    synthesis = run.outputs("final_synthesis")
+    report = synthesis["report"]
+    assert synthesis["citations"] and "Evidence brief" not in report
+    assert "The evidence says so. [1]" in report
+    assert "Everyone agrees" not in report.split("## Sources")[0]
+    assert "sentence(s) of the model's prose cited no claim" in report
+    assert assert_citations_faithful(run, pep_corpus_path) == len(synthesis["citations"])

@@ -1,4 +1,5 @@
-"""Reports that read as prose: paragraphs, no stranded sentences, flagged sources, a timeline."""
+"""Reports honest about what they are: an extractive brief of quoted statements offline (no
+stranded sentences, flagged sources, relevance, a timeline), checked prose from a model."""
 
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ from research.matrix import DimensionScores
 from research.policy import RoundRecord
 from research.report import citations_for, ordered_claims, quality_metadata, render_report
 from research.sources import SourcePolicy
+from research.tasks import SynthesisAnswer, SynthesisSection
 from research.text import depends_on_context
 from tests.research.eval.evaluate import flagged_as_current, uncited_sentences
 
@@ -82,7 +84,9 @@ def _evidence() -> EvidenceMap:
     )
 
 
-def _report(kind: str) -> tuple[str, list[dict[str, object]]]:
+def _report(
+    kind: str, synthesis: SynthesisAnswer | None = None
+) -> tuple[str, list[dict[str, object]]]:
     evidence = _evidence()
     scores = DimensionScores(
         coverage=1.0, source_quality=0.75, agreement=1.0, verification=0.5, recency=1.0
@@ -90,19 +94,45 @@ def _report(kind: str) -> tuple[str, list[dict[str, object]]]:
     record = RoundRecord(round=1, scores=scores, ci=0.8, recent_sources=0, recent_floor=0)
     coalesced = coalesce([record], weights_named("equal"), "equal")
     quality = quality_metadata(coalesced, [record], SourcePolicy(as_of="2025-06-30"), "x", True)
-    sections = ordered_claims(evidence, None)
+    sections = ordered_claims(evidence, synthesis)
     citations = citations_for(evidence, sections)
-    report = render_report(evidence, None, citations, sections, quality, True, kind=kind)
+    report = render_report(evidence, synthesis, citations, sections, quality, True, kind=kind)
     return report, [c.model_dump() for c in citations]
 
 
-def test_each_section_is_a_paragraph_and_no_sentence_is_stranded() -> None:
+def test_without_a_model_the_answer_is_a_labelled_brief_of_quoted_statements() -> None:
     report, citations = _report("definition")
+    assert "Evidence brief (extractive)" in report
     section = report.split("## Which proposals introduced it, and when?\n\n")[1].split("\n\n")[0]
-    assert "\n" not in section and not section.startswith("- ")
-    assert section.startswith("PEP 622 proposes adding pattern matching statements to Python. [1]")
+    assert section.splitlines() == [
+        "- PEP 622 proposes adding pattern matching statements to Python. — PEP 622, "
+        "2020-06-23, relevance 1.00 [1] (PEP 622, superseded by PEP 634)",
+        "- A match statement takes an expression and compares it to successive patterns. — "
+        "PEP 634, 2020-09-12, relevance 1.00 [2] [unverified]",
+    ]
     assert "However" not in report.split("## Sources")[0], "a stranded 'However' stays out"
     assert [c["claim_id"] for c in citations] == ["k1", "k2"]
+    assert uncited_sentences(report) == 0
+
+
+def test_with_a_model_prose_is_kept_only_where_each_sentence_cites_its_claims() -> None:
+    synthesis = SynthesisAnswer(
+        summary="Pattern matching was first proposed in PEP 622 [k1].",
+        sections=[
+            SynthesisSection(
+                sub_question="q1",
+                claim_ids=["k1", "k2"],
+                prose="PEP 622 first proposed it [k1]. Its match statement compares patterns "
+                "[k2]. It was loved by all.",
+            )
+        ],
+    )
+    report, _ = _report("definition", synthesis)
+    assert "Evidence brief" not in report
+    section = report.split("## Which proposals introduced it, and when?\n\n")[1].split("\n\n")[0]
+    assert section == "PEP 622 first proposed it. [1] Its match statement compares patterns. [2]"
+    assert "Pattern matching was first proposed in PEP 622. [1]" in report
+    assert "1 sentence(s) of the model's prose cited no claim" in report
     assert uncited_sentences(report) == 0
 
 
@@ -114,7 +144,7 @@ def test_superseded_sources_say_so_where_cited_and_sources_are_a_list() -> None:
     sources = report.split("## Sources\n\n")[1].split("## Quality")[0]
     items = re.findall(r"^(\d+)\. \*\*(.+?)\*\* \((.+?)\) — `(.+?)`$", sources, re.M)
     assert [i[0] for i in items] == ["1", "2"]
-    assert items[0][2] == "PEP 622; Superseded; superseded by PEP 634; 2020-06-23"
+    assert items[0][2] == ("PEP 622; Superseded; superseded by PEP 634; 2020-06-23; relevance 1.00")
     assert "   > This PEP proposes adding pattern matching statements to Python." in sources
 
 

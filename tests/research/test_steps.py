@@ -187,8 +187,8 @@ def test_budget_exceeded_is_a_named_refusal_not_a_crash(builtin_model) -> None:
 
 
 def test_no_provider_able_to_answer_is_provider_unavailable() -> None:
+    from router.build import build_router
     from router.config import router_config_from_env
-    from router.router import build_router
 
     router = build_router(
         router_config_from_env({}), stats_path=None, task_handlers=TaskHandlerRegistry()

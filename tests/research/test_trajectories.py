@@ -7,21 +7,19 @@ corpus itself, not against what the run says about it.
 
 from __future__ import annotations
 
-from datetime import date, timedelta
+import re
 from pathlib import Path
 
 import pytest
 import yaml
 
-from engine.events import Domain, StepFinished, StepSkipped
 from research.corpus import Corpus
-from research.sources import effective_date
 from research.text import normalize_space
-from tests.research.conftest import AS_OF, ResearchRun, run_research
+from tests.research.conftest import ResearchRun, run_research
 
 GATE_QUERY = ("WSGI web server gateway interface", {"domain": "reference"})
-REMEDIATION_QUERY = ("formatted string literals f-strings", {"domain": "reference"})
-PATIENCE_QUERY = ("version specifiers packaging metadata", {})
+REMEDIATION_QUERY = ("type hints", {"domain": "reference"})
+PLATEAU_QUERY = ("version specifiers packaging metadata", {})
 VETO_QUERY = ("Python Database API Specification", {"domain": "reference"})
 VETO_PAIR = ("peps/pep-0248", "peps/pep-0249")
 """A Final document whose Superseded-By header names the other (not superseded by status)."""
@@ -40,7 +38,7 @@ def trajectories(
     for name, (query, extra) in {
         "gate": GATE_QUERY,
         "remediation": REMEDIATION_QUERY,
-        "patience": PATIENCE_QUERY,
+        "plateau": PLATEAU_QUERY,
         "veto": VETO_QUERY,
         "recency": RECENCY_QUERY,
     }.items():
@@ -60,8 +58,14 @@ def assert_citations_faithful(run: ResearchRun, corpus_path: Path) -> int:
             assert normalize_space(citation["quote"]) in normalize_space(text)
             assert corpus.document(citation["source_id"]) is not None
     report = (run.workspace / "runs" / run.result.run_id / "report.md").read_text()
+    brief = "Evidence brief (extractive)" in report
     for citation in citations:
-        assert f"{citation['claim']} [{citation['number']}]" in report
+        written = (
+            rf"{re.escape(citation['claim'])} — [^\n]*?relevance \d\.\d\d \[{citation['number']}\]"
+            if brief
+            else rf"\[{citation['number']}\]"
+        )
+        assert re.search(written, report), citation
         assert citation["passage_id"] in report
     return len(citations)
 
@@ -114,20 +118,27 @@ def test_a_targeted_verification_remediation_round(trajectories, pep_corpus_path
     assert_citations_faithful(run, pep_corpus_path)
 
 
-def test_a_run_that_stops_on_patience(trajectories, pep_corpus_path: Path) -> None:
-    run = trajectories["patience"]
-    last = run.rounds[-1]
-    assert last["stop_reason"] == "patience" and len(run.rounds) >= 2
-    assert last["ci"] < run.rounds[-2]["ci"]
+def test_a_round_that_changes_no_score_is_not_followed_by_another(
+    trajectories, pep_corpus_path: Path
+) -> None:
+    """The plateau rule: full rounds go on while they change a score; the first that changes
+    none stops the loop, so no third round repeats it to the last digit."""
+    run = trajectories["plateau"]
+    last, before = run.rounds[-1], run.rounds[-2]
+    assert last["stop_reason"] == "plateau" and len(run.rounds) >= 2
+    assert last["dimensions"] == before["dimensions"] and last["ci"] == before["ci"]
+    assert all(r["decision"] == "continue" for r in run.rounds[:-1])
+    scores = [tuple(c["score"] for c in r["dimensions"].values()) for r in run.rounds[:-1]]
+    assert len(set(scores)) == len(scores), "every earlier round changed a score"
     coalesced = run.domain("research.coalesced")[0]
     best = max(run.rounds, key=lambda r: (r["ci"], -r["round"]))
-    assert coalesced["selected_round"] == best["round"] != last["round"]
+    assert coalesced["selected_round"] == best["round"]
     assert run.outputs("final_synthesis")["selected_round"] == best["round"]
     assert_citations_faithful(run, pep_corpus_path)
 
 
 def test_round_two_retrieves_passages_round_one_did_not(trajectories) -> None:
-    run = trajectories["patience"]
+    run = trajectories["plateau"]
     first = set(run.outputs("retrieval_react_r1")["new_passages"])
     second = set(run.outputs("retrieval_react_r2")["new_passages"])
     assert first and second and not first & second
@@ -207,98 +218,28 @@ def test_rag_package_chunks_carry_source_citation_and_metadata(trajectories) -> 
         assert chunk["metadata"]["selected_round"] == 1
 
 
-def _effective_dates(corpus: Corpus, source_ids: set[str]) -> dict[str, date | None]:
-    """Each document's date as recency scoring reads it, straight from the corpus."""
-    dates: dict[str, date | None] = {}
-    for source_id in source_ids:
-        document = corpus.document(source_id)
-        assert document is not None, source_id
-        published, updated = (
-            d.isoformat() if d else None for d in (document.published, document.updated)
-        )
-        dates[source_id] = effective_date(published, updated, date.fromisoformat(AS_OF))
-    return dates
-
-
-def test_a_targeted_recency_remediation_round(trajectories, pep_corpus_path: Path) -> None:
+def test_a_recency_shortfall_reads_no_off_topic_recent_source(
+    trajectories, pep_corpus_path: Path
+) -> None:
+    """R1 falls short on recency alone (the WSGI PEPs are old, the window 90 days). A recency
+    round would read recent documents, but none inside the window is about the question (the
+    relevance floor), so the remediation cannot move and the loop stops on plateau instead of
+    padding the evidence with recent documents on something else."""
     run = trajectories["recency"]
     assert run.result.status.value == "COMPLETED"
-    assert [r["round"] for r in run.rounds] == [1, 2]
-    first, second = run.rounds
-
-    # R1 falls short on recency (score and the recent-sources floor) and on nothing else.
+    (first,) = run.rounds
     assert [k for k, c in first["dimensions"].items() if c["tier"] not in ("High", "Elite")] == [
         "recency"
     ]
     assert first["recent_sources"] < first["recent_floor"] == 10
-    assert first["decision"] == "continue" and first["remediation"] == "recency"
     assert run.outputs("supervisor_r1")["failing"] == ["recency", "recent_sources"]
-
-    # R2 is a recency round: only the recency-aimed retrieval, the audit and the supervisor run.
-    assert second["round_kind"] == "recency"
-    skipped = {e.step_id for e in run.events if isinstance(e, StepSkipped)}
-    finished = {e.step_id for e in run.events if isinstance(e, StepFinished)}
-    for step_id in ("hypothesis_tree_tot_r2", "analyst_ai_r2", "analyst_swe_r2", "cove_verify_r2"):
-        assert step_id in skipped and step_id not in finished, step_id
+    assert "recency" not in first["movable"]
+    assert first["decision"] == "stop" and first["stop_reason"] == "plateau"
+    for step_id in ("hypothesis_tree_tot_r2", "retrieval_react_r2", "supervisor_r2"):
         assert run.status(step_id) == "SKIPPED", step_id
-    for step_id in ("retrieval_react_r2", "coverage_confidence_audit_r2", "supervisor_r2"):
-        assert step_id in finished and step_id not in skipped, step_id
-        assert run.status(step_id) == "SUCCEEDED", step_id
-    r2_tasks = {
-        e.payload["task"]
-        for e in run.events
-        if isinstance(e, Domain)
-        and e.name == "research.stage"
-        and (e.step_id or "").endswith("_r2")
-    }
-    assert r2_tasks == {"research.react_step"}, (
-        "no model-backed step but retrieval runs in a recency round"
-    )
-    retrieval = run.outputs("retrieval_react_r2")
-    assert (
-        retrieval["mode"] == "recency"
-        and retrieval["new_passages"]
-        and retrieval["new_sources"] > 0
-    )
-    before = {c["id"] for c in run.outputs("supervisor_r1")["state"]["evidence"]["claims"]}
-    after = {c["id"] for c in run.outputs("supervisor_r2")["state"]["evidence"]["claims"]}
-    assert before == after, "a recency round adds sources, not claims"
-
-    # R2 reads more recent documents than R1 had: every one dated inside the window ending at as_of.
-    window_start = date.fromisoformat(AS_OF) - timedelta(days=90)
-    r1_sources = {p.split("#")[0] for p in run.outputs("retrieval_react_r1")["new_passages"]}
-    r2_sources = {p.split("#")[0] for p in retrieval["new_passages"]}
-    with Corpus(pep_corpus_path) as corpus:
-        r1_dates = _effective_dates(corpus, r1_sources)
-        r2_dates = _effective_dates(corpus, r2_sources)
-    assert not r1_sources & r2_sources
-    assert all(d is not None and d < window_start for d in r1_dates.values()), r1_dates
-    assert all(
-        d is not None and window_start <= d <= date.fromisoformat(AS_OF) for d in r2_dates.values()
-    ), r2_dates
-    assert min(r2_dates.values()) > max(r1_dates.values())  # type: ignore[type-var]
-    assert len(r2_sources) == second["recent_sources"] - first["recent_sources"]
-
-    # Recency rises, nothing else moves, and R2 passes the gate.
-    assert second["dimensions"]["recency"]["score"] > first["dimensions"]["recency"]["score"]
-    assert second["recent_sources"] >= second["recent_floor"] > first["recent_sources"]
-    for name in ("coverage", "source_quality", "agreement", "verification"):
-        assert second["dimensions"][name] == first["dimensions"][name], name
-    assert (
-        second["gate_passed"]
-        and second["stop_reason"] == "gate_passed"
-        and second["ci"] > first["ci"]
-    )
-    assert (
-        run.status("hypothesis_tree_tot_r3") == "SKIPPED"
-        and run.status("retrieval_react_r3") == "SKIPPED"
-    )
-    coalesced = run.domain("research.coalesced")[0]
-    assert coalesced["selected_round"] == 2 and coalesced["confidence_level"] == "full"
-    quality = yaml.safe_load(
-        (run.workspace / "runs" / run.result.run_id / "quality.yaml").read_text()
-    )
-    assert quality["rounds_completed"] == 2 and quality["stop_reason"] == "gate_passed"
+    on_topic = set(run.outputs("source_policy")["on_topic"])
+    cited = {c["source_id"] for c in run.outputs("final_synthesis")["citations"]}
+    assert cited and cited <= on_topic
     assert assert_citations_faithful(run, pep_corpus_path) >= 4
 
 
@@ -313,6 +254,6 @@ def test_the_recency_trajectory_is_deterministic(
     assert again.outputs("final_synthesis")["report"] == first.outputs("final_synthesis")["report"]
     assert again.rounds == first.rounds
     assert (
-        again.outputs("retrieval_react_r2")["new_passages"]
-        == first.outputs("retrieval_react_r2")["new_passages"]
+        again.outputs("retrieval_react_r1")["relevance"]
+        == first.outputs("retrieval_react_r1")["relevance"]
     )

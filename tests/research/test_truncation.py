@@ -11,9 +11,10 @@ import pytest
 
 from research.pipeline import ModelPipeline, ModelStage
 from research.tasks import ScopeAnswer
+from router.build import build_router
 from router.config import RouterConfig
-from router.fault_server import FaultServer, demo_router_config
-from router.router import build_router
+from router.fault.demo import demo_router_config
+from router.fault.server import FaultServer
 from router.truncation import TRUNCATED_GROWTH
 from router.wire import encode_json, json_schema
 from tests.research.test_steps import make_context

@@ -10,12 +10,13 @@ from typing import Any
 import pytest
 from pydantic import BaseModel
 
+from router.build import build_router
 from router.clock import ManualClock
 from router.config import RouterConfig, load_router_config
-from router.fault_server import FaultServer
+from router.fault.server import FaultServer
 from router.local import TaskHandlerRegistry
 from router.models import ChatMessage, ChatRequest, ChatResponse
-from router.router import SmartModelRouter, build_router
+from router.router import SmartModelRouter
 
 CANARY_KEYS = {
     "OPENAI_API_KEY": "sk-CANARY-openai-7f3a9c1d",

@@ -16,7 +16,7 @@ from pydantic import BaseModel, ConfigDict
 from router.clock import ManualClock
 from router.config import ProviderConfig
 from router.errors import ErrorClass, ProviderCallError
-from router.fault_server import FaultServer, RecordedRequest
+from router.fault.server import FaultServer, RecordedRequest
 from router.models import ChatMessage, ChatRequest
 from router.providers.base import spec_from_request
 from router.providers.http import HttpProvider

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from router.clock import ManualClock
-from router.fault_server import FaultServer, RecordedRequest
+from router.fault.server import FaultServer, RecordedRequest
 from router.models import Attempt, Usage
 from router.stats import StatsStore
 

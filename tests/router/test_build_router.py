@@ -10,12 +10,13 @@ from pathlib import Path
 import httpx
 import pytest
 
+from router.build import build_router
 from router.clock import ManualClock
 from router.errors import RouterClosedError
-from router.fault_server import FaultServer
+from router.fault.server import FaultServer
 from router.local import TaskHandlerRegistry
 from router.providers.http import HttpProvider
-from router.router import SmartModelRouter, build_router
+from router.router import SmartModelRouter
 
 from .conftest import make_config, provider_entry, request, until
 

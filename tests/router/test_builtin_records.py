@@ -16,7 +16,7 @@ import pytest
 
 from router.clock import ManualClock
 from router.errors import BuiltinHandlerError, NoHandlerError
-from router.fault_server import FaultServer, RecordedRequest
+from router.fault.server import FaultServer, RecordedRequest
 from router.local import TaskHandlerRegistry
 from router.metrics import ProviderMetrics
 from router.models import Attempt, ChatRequest, Usage
@@ -197,6 +197,21 @@ async def test_the_builtin_is_shown_busy_while_it_answers(
     assert (await router.complete(request(task="peek", schema=None))).content == "done"
     assert seen == [1]
     assert {s.name: s for s in router.snapshot()}["builtin"].in_flight == 0
+
+
+async def test_subscribers_hear_of_the_builtins_answers(
+    make_router: RouterFactory, clock: ManualClock, registry: TaskHandlerRegistry
+) -> None:
+    """The built-in provider's changes reach subscribers as a remote provider's do."""
+    router = make_router(make_config([], builtin_in_thread=False))
+    registry.register("hello", lambda req: "hi")
+    seen: list[tuple[str, int]] = []
+    router.subscribe(lambda s: seen.append((s.name, s.requests_total)))
+    assert (await router.complete(request(task="hello", schema=None))).content == "hi"
+    await until(lambda: clock.pending_sleepers == 1, "the change waits out the notify interval")
+    clock.advance(router.NOTIFY_INTERVAL_S)
+    await until(lambda: bool(seen), "the built-in provider's snapshot is published")
+    assert seen == [("builtin", 1)]
 
 
 @pytest.mark.parametrize(

@@ -8,7 +8,8 @@ import threading
 from pathlib import Path
 
 from router.clock import ManualClock
-from router.fault_server import FaultServer
+from router.errors import ErrorClass
+from router.fault.server import FaultServer
 from router.models import BreakerState, ChatMessage, ChatRequest, ProviderSnapshot
 from router.stats import BreakerRecord, StatsStore
 
@@ -61,6 +62,18 @@ async def test_a_break_of_a_second_ends_in_a_published_half_open_without_any_req
     await until(wake.done, "the wake-up ends once the break is over")
     states = [s.state for s in seen if s.name == "openai"]
     assert states[0] is BreakerState.OPEN and states[-1] is BreakerState.HALF_OPEN
+
+
+async def test_a_closed_router_starts_no_wake_up(
+    fault_server: FaultServer, make_router: RouterFactory, keys: dict
+) -> None:
+    """A breaker that opens after the router closed (a call that ended late) leaves no wake-up
+    running on the loop."""
+    router = make_router(make_config([provider_entry(fault_server, "openai")]))
+    await router.complete(request())  # serving: the router is bound to this loop
+    await router.aclose()
+    router._by_name["openai"].breaker.force_open(ErrorClass.SERVER, "a late failure")
+    assert router._wake_tasks == {}
 
 
 async def test_a_transition_seen_from_another_thread_is_published_on_the_routers_loop(

@@ -10,7 +10,7 @@ import pytest
 
 from router.clock import ManualClock
 from router.config import load_router_config
-from router.fault_server import FaultServer, RecordedRequest
+from router.fault.server import FaultServer, RecordedRequest
 
 from .conftest import RouterFactory, make_config, provider_entry, request
 

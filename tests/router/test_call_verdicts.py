@@ -4,7 +4,7 @@ settled with the adaptive throttle. Real loopback calls."""
 
 from __future__ import annotations
 
-from router.fault_server import FaultServer
+from router.fault.server import FaultServer
 from router.models import ProviderSnapshot
 from router.router import SmartModelRouter
 

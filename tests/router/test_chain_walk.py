@@ -7,7 +7,7 @@ from __future__ import annotations
 import asyncio
 
 from router.clock import ManualClock
-from router.fault_server import FaultServer, RecordedRequest
+from router.fault.server import FaultServer, RecordedRequest
 from router.models import Attempt
 
 from .conftest import RouterFactory, make_config, provider_entry, request, until

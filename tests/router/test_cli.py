@@ -15,11 +15,11 @@ import pytest
 import yaml
 from click.testing import CliRunner
 
+from plumbing.workspace import PROVIDER_STATS_FILE as STATS_FILENAME
+from router.build import build_router
 from router.errors import RouterError
-from router.fault_server import FaultServer
+from router.fault.server import FaultServer
 from router.local import TaskHandlerRegistry
-from router.router import build_router
-from router.stats import STATS_FILENAME
 from tui.commands.router_cmds import COMMANDS, fault_server_cmd, providers_group
 
 from .conftest import fault_answer, make_config, provider_entry, request

@@ -20,10 +20,10 @@ from openai.types.chat import completion_create_params as openai_params
 from pydantic import BaseModel, TypeAdapter
 
 from router.config import ProviderConfig
-from router.fault_protocols import KNOWN_FIELDS
+from router.fault.protocols import KNOWN_FIELDS
 from router.models import ChatMessage
 from router.providers.base import CallSpec
-from router.providers.http import make_adapter
+from router.providers.registry import make_adapter
 
 pytestmark = pytest.mark.timeout(60)
 

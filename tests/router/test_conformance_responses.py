@@ -20,9 +20,9 @@ from openai.types.chat import chat_completion_chunk as chunk
 from pydantic import TypeAdapter
 
 from router.errors import ErrorClass, ProviderCallError
-from router.fault_protocols import stream_frames, success_body
+from router.fault.protocols import stream_frames, success_body
 from router.providers.base import ParsedChat, ProviderAdapter, StreamEndedEarly
-from router.providers.http import make_adapter
+from router.providers.registry import make_adapter
 
 pytestmark = pytest.mark.timeout(60)
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from router.config import DEFAULT_CHARS_PER_TOKEN, ProviderConfig, load_router_config
-from router.fault_server import FaultServer
+from router.fault.server import FaultServer
 from router.models import ChatMessage, ChatRequest, ChatResponse, ContextLimit, Usage
 from router.wire import prompt_tokens_in_window, request_chars
 

@@ -4,7 +4,7 @@ Real loopback calls, on the injected clock."""
 from __future__ import annotations
 
 from router.clock import ManualClock
-from router.fault_server import FaultServer
+from router.fault.server import FaultServer
 from router.models import BreakerState, ChatMessage, ChatRequest
 
 from .conftest import RouterFactory, Verdict, make_config, provider_entry, request

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from router.clock import ManualClock
-from router.fault_server import FaultServer
+from router.fault.server import FaultServer
 from router.models import BreakerState, ChatMessage, ChatRequest, ProviderSnapshot
 from router.router import SmartModelRouter
 from router.stats import StatsStore

@@ -7,8 +7,10 @@ from pathlib import Path
 import httpx
 import pytest
 
-from router.fault_script import DEFAULT_SCRIPT_PATH, Fault, FaultScriptError, load_fault_script
-from router.fault_server import FaultServer, _ProviderState, demo_router_config
+from router.fault.demo import demo_router_config
+from router.fault.playback import ProviderState as _ProviderState
+from router.fault.script import DEFAULT_SCRIPT_PATH, Fault, FaultScriptError, load_fault_script
+from router.fault.server import FaultServer
 
 from .conftest import fault_answer
 

@@ -14,7 +14,7 @@ import pytest
 
 from router.clock import ManualClock
 from router.config import ConfigError
-from router.fault_server import FaultServer
+from router.fault.server import FaultServer
 from router.models import BreakerState, ChatMessage, ChatRequest, ProviderSnapshot
 from router.ratelimit_headers import RateLimitInfo
 from router.router import SmartModelRouter

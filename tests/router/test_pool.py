@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import asyncio
 
-from router.fault_server import FaultServer
+from router.fault.server import FaultServer
 
 from .conftest import RouterFactory, burst_of_210_held_at_200, make_config, provider_entry, request
 

@@ -9,7 +9,7 @@ import logging
 import pytest
 
 from router.config import RouterConfig, load_router_config
-from router.fault_server import FaultServer
+from router.fault.server import FaultServer
 from router.local import TaskHandlerRegistry
 from router.models import Attempt
 from router.router import SmartModelRouter

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 import httpx
 import pytest
 
-from router.fault_server import FaultServer
+from router.fault.server import FaultServer
 from tests.router.conftest import (
     RouterFactory,
     Verdict,

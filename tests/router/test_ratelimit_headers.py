@@ -6,13 +6,13 @@ from email.utils import formatdate
 
 import pytest
 
+from router.providers.adapters.anthropic import parse_anthropic_headers
+from router.providers.adapters.gemini import parse_gemini
+from router.providers.adapters.openai_compat import parse_openai_headers
 from router.ratelimit_headers import (
     LimitReading,
-    parse_anthropic_headers,
-    parse_gemini,
     parse_generic,
     parse_go_duration,
-    parse_openai_headers,
     parse_retry_after,
     parse_rfc3339_delay,
 )

@@ -10,7 +10,7 @@ import pytest
 
 from router.clock import ManualClock
 from router.errors import NoHandlerError
-from router.fault_server import FaultServer
+from router.fault.server import FaultServer
 from router.models import BreakerState, ProviderSnapshot
 
 from .conftest import RouterFactory, Verdict, make_config, provider_entry, request, until

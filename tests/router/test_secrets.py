@@ -9,7 +9,7 @@ import pytest
 
 from router.config import ConfigError, load_router_config, router_config_from_env
 from router.errors import RouterError
-from router.fault_server import FaultServer
+from router.fault.server import FaultServer
 from router.models import ProviderSnapshot
 
 from .conftest import CANARY_KEYS, RouterFactory, make_config, provider_entry, request

@@ -7,7 +7,7 @@ from collections import Counter
 from typing import Any
 
 from router.clock import ManualClock
-from router.fault_server import FaultServer
+from router.fault.server import FaultServer
 from router.models import BreakerState
 
 from .conftest import RouterFactory, make_config, provider_entry, request, until

@@ -1,4 +1,5 @@
-"""Provider stats in SQLite WAL: several processes at once, persistence across runs, monotonic offsets."""
+"""Provider stats in SQLite WAL and in PostgreSQL: several processes at once, persistence across
+runs, monotonic offsets."""
 
 from __future__ import annotations
 
@@ -8,18 +9,43 @@ from pathlib import Path
 
 import pytest
 
+from plumbing.workspace import PROVIDER_STATS_FILE as STATS_FILENAME
 from router.clock import ManualClock
-from router.fault_server import FaultServer
+from router.fault.server import FaultServer
 from router.models import BreakerState
-from router.stats import STATS_FILENAME, BreakerRecord, CallRecord, StatsRecorder, StatsStore
+from router.stats import (
+    BreakerRecord,
+    CallRecord,
+    ProviderStatsStore,
+    StatsRecorder,
+    StatsStore,
+)
 
 from .conftest import RouterFactory, make_config, provider_entry, request
 
 WRITES_PER_PROCESS = 300
+BACKENDS = pytest.mark.parametrize("backend", ["sqlite", "postgres"])
 
 
-def _writer(path: str, index: int, barrier: object) -> None:
-    store = StatsStore(Path(path), keep_calls=50)
+def _open(location: str, keep_calls: int = 200) -> ProviderStatsStore:
+    """The stats store at ``location``: an SQLite file, or a PostgreSQL address."""
+    if location.startswith("postgresql://"):
+        from router.stats_postgres import PostgresStatsStore
+
+        return PostgresStatsStore(location, keep_calls=keep_calls)
+    return StatsStore(Path(location), keep_calls=keep_calls)
+
+
+@pytest.fixture
+def location(backend: str, tmp_path: Path, request: pytest.FixtureRequest) -> str:
+    if backend == "postgres":
+        address: str = request.getfixturevalue("pg_database")
+        return address
+    return str(tmp_path / STATS_FILENAME)
+
+
+def _writer(location: str, index: int, barrier: object) -> None:
+    store = _open(location, keep_calls=50)
     recorder = StatsRecorder(store)
     barrier.wait()  # type: ignore[attr-defined]
     for i in range(WRITES_PER_PROCESS):
@@ -49,19 +75,18 @@ def _writer(path: str, index: int, barrier: object) -> None:
     store.close()
 
 
-def test_four_processes_writing_at_once_lose_nothing(tmp_path: Path) -> None:
-    path = tmp_path / STATS_FILENAME
+@BACKENDS
+def test_four_processes_writing_at_once_lose_nothing(location: str, backend: str) -> None:
     ctx = multiprocessing.get_context("spawn")
     barrier = ctx.Barrier(4)
-    workers = [ctx.Process(target=_writer, args=(str(path), i, barrier)) for i in range(4)]
+    workers = [ctx.Process(target=_writer, args=(location, i, barrier)) for i in range(4)]
     for worker in workers:
         worker.start()
     for worker in workers:
         worker.join(120)
     assert [w.exitcode for w in workers] == [0, 0, 0, 0]
 
-    store = StatsStore(path, keep_calls=50)
-    assert store.integrity_ok()
+    store = _open(location, keep_calls=50)
     loaded = store.load(recent=1000)
     successes = sum(1 for i in range(WRITES_PER_PROCESS) if i % 3 != 0)
     assert loaded["shared"].totals.requests == 4 * WRITES_PER_PROCESS
@@ -74,13 +99,16 @@ def test_four_processes_writing_at_once_lose_nothing(tmp_path: Path) -> None:
     assert loaded["shared"].breaker is not None and loaded[
         "shared"
     ].breaker.consecutive_trips in range(4)
-    with sqlite3.connect(path) as conn:
-        assert conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
     store.close()
+    if backend == "sqlite":
+        assert StatsStore(Path(location)).integrity_ok()
+        with sqlite3.connect(location) as conn:
+            assert conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
 
 
-def test_cooldowns_are_stored_as_offsets(tmp_path: Path) -> None:
-    store = StatsStore(tmp_path / "s.sqlite3")
+@BACKENDS
+def test_cooldowns_are_stored_as_offsets(location: str) -> None:
+    store = _open(location)
     store.write(
         [], [BreakerRecord("p", "OPEN", 30.0, 1, "x", "server", 503, False, None, 100.0, 1000.0)]
     )
@@ -92,7 +120,10 @@ def test_cooldowns_are_stored_as_offsets(tmp_path: Path) -> None:
     store.close()
 
 
+@BACKENDS
 async def test_breaker_state_and_history_survive_a_restart(
+    backend: str,
+    location: str,
     fault_server: FaultServer,
     make_router: RouterFactory,
     clock: ManualClock,
@@ -103,15 +134,16 @@ async def test_breaker_state_and_history_survive_a_restart(
         {"providers": {"openai": {"sequence": ["ok", "ok", {"status": 429, "retry_after_s": 40}]}}}
     )
     config = make_config([provider_entry(fault_server, "openai")])
-    first = make_router(config, stats_path=tmp_path)
+    database = location if backend == "postgres" else None
+    first = make_router(config, stats_path=tmp_path, stats_database=database)
     for _ in range(3):
         await first.complete(request())
     assert first.snapshot()[0].state is BreakerState.OPEN
     await first.aclose()
-    assert (tmp_path / STATS_FILENAME).exists()
+    assert (tmp_path / STATS_FILENAME).exists() == (backend == "sqlite")
 
     later = ManualClock(start=5.0, wall_start=clock.wall() + 10)  # another process, 10 s later
-    second = make_router(config, stats_path=tmp_path, clock=later)
+    second = make_router(config, stats_path=tmp_path, clock=later, stats_database=database)
     snap = second.snapshot()[0]
     assert snap.state is BreakerState.OPEN
     assert snap.cooldown_remaining_s == pytest.approx(30.0)
@@ -124,10 +156,16 @@ async def test_breaker_state_and_history_survive_a_restart(
     )  # a restart does not hammer a provider that is still in its break
 
 
+@BACKENDS
 async def test_an_unwritable_store_does_not_break_routing(
-    tmp_path: Path, make_router: RouterFactory, caplog: pytest.LogCaptureFixture
+    backend: str,
+    location: str,
+    tmp_path: Path,
+    make_router: RouterFactory,
+    caplog: pytest.LogCaptureFixture,
 ) -> None:
-    router = make_router(make_config([]), stats_path=tmp_path)
+    database = location if backend == "postgres" else None
+    router = make_router(make_config([]), stats_path=tmp_path, stats_database=database)
     router._stats.close()  # type: ignore[union-attr]
     assert (await router.complete(request())).provider == "builtin"
     await router.flush_stats()

@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from router.clock import ManualClock
-from router.fault_server import FaultServer
+from router.fault.server import FaultServer
 from router.models import BreakerState
 from router.stats import StatsStore
 

@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from router.fault_server import FaultServer
+from router.fault.server import FaultServer
 from router.models import ChatResponse
 from router.streaming import StreamEvent
 

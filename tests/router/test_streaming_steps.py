@@ -18,7 +18,7 @@ from engine.journal import StoreJournal
 from engine.live import LiveChannel, ModelOutput, OutputCoalescer
 from engine.spec import StepSpec
 from engine.store import RunStore
-from router.fault_server import FaultServer
+from router.fault.server import FaultServer
 from tui.launch.wiring import RouterModelCaller
 
 from .conftest import RouterFactory, Verdict, make_config, provider_entry, request, until

@@ -13,7 +13,7 @@ from typing import Any
 import httpx
 import pytest
 
-from router.fault_server import FaultServer
+from router.fault.server import FaultServer
 from router.models import BreakerState
 
 from .conftest import RouterFactory, Verdict, make_config, provider_entry, request

@@ -9,7 +9,7 @@ import pytest
 
 from router.clock import ManualClock
 from router.config import DEFAULT_CHARS_PER_TOKEN
-from router.fault_server import FaultServer
+from router.fault.server import FaultServer
 from router.local import TaskHandlerRegistry
 from router.models import ChatRequest, ContextLimit
 from router.tiebreak import FALLBACK_NOTE, TIE_BREAK_TASK, choose_target, tie_break_request

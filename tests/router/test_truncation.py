@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from router.fault_server import FaultServer
+from router.fault.server import FaultServer
 from router.models import BreakerState, ChatResponse, ContextLimit, Usage
 from router.truncation import more_room
 from router.wire import prompt_tokens_in_window, request_chars

@@ -24,7 +24,7 @@ from pathlib import Path
 from statistics import mean, median
 from typing import Any
 
-from router.fault_server import FaultServer, RecordedRequest
+from router.fault.server import FaultServer, RecordedRequest
 
 REPO = Path(__file__).resolve().parents[2]
 PREFIXES = ["d1", "d2", "d3"]

@@ -89,7 +89,7 @@ ENGINE_SETTINGS: dict[str, Any] = {
         "-p",
         "no:cacheprovider",
     ],
-    "also_copy": ["tests", "tui", "router", "research", "agents", "workflows"],
+    "also_copy": ["tests", "tui", "router", "research", "agents", "workflows", "plumbing"],
 }
 
 

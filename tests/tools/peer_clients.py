@@ -26,10 +26,10 @@ MESSAGES = [{"role": "user", "content": "Say hello."}]
 
 
 def ours(urls: list[str]) -> tuple[Call, Callable[[], Awaitable[None]]]:
+    from router.build import build_router
     from router.config import load_router_config
     from router.local import TaskHandlerRegistry
     from router.models import ChatMessage, ChatRequest
-    from router.router import build_router
 
     config = load_router_config(
         {

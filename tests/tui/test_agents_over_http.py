@@ -20,9 +20,10 @@ from agents.tools import TOOL_IMPLEMENTATIONS
 from engine.kahn import KahnEngine
 from engine.loader import load_workflow
 from engine.steps import StepRegistry
+from router.build import build_router
 from router.config import RouterConfig
-from router.fault_server import FaultServer, demo_router_config
-from router.router import build_router
+from router.fault.demo import demo_router_config
+from router.fault.server import FaultServer
 from tui.launch import agents_wiring
 from tui.launch.parts import RunParts
 from tui.launch.run import open_run

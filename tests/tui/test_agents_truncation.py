@@ -19,9 +19,10 @@ from engine.kahn import KahnEngine
 from engine.loader import load_workflow_text
 from engine.steps import StepRegistry
 from research.corpus import Corpus
+from router.build import build_router
 from router.config import RouterConfig
-from router.fault_server import FaultServer, demo_router_config
-from router.router import build_router
+from router.fault.demo import demo_router_config
+from router.fault.server import FaultServer
 from router.truncation import TRUNCATED_GROWTH
 from tui.launch import agents_wiring
 from tui.launch.parts import RunParts

@@ -21,8 +21,9 @@ from engine.store import RunStore
 from router.clock import ManualClock
 from router.config import RouterConfig
 from router.errors import NoHandlerError
-from router.fault_script import DEFAULT_SCRIPT_PATH, load_fault_script
-from router.fault_server import FaultServer, demo_router_config
+from router.fault.demo import demo_router_config
+from router.fault.script import DEFAULT_SCRIPT_PATH, load_fault_script
+from router.fault.server import FaultServer
 from tests.tui.pilot_wait import prompt_ready, until
 from tui.app.app import WorkbenchApp
 from tui.app.run_state import RunView

@@ -22,7 +22,7 @@ from engine.states import StepStatus
 from research.corpus import Corpus
 from research.extractive import scope
 from router.config import load_router_config
-from router.fault_server import FaultServer
+from router.fault.server import FaultServer
 from tests.tui.pilot_wait import press, until
 from tui.app.app import WorkbenchApp
 from tui.app.screens.run import RunScreen

@@ -426,10 +426,11 @@ async def test_the_round_diff_opens_from_the_run_screen_and_steps_between_pairs(
         assert "PEP 492" in plain_text(diff.query_one("#diff-evidence", Static))
         assert plain_text(diff.query_one("#diff-dropped", Static)) == "no claim dropped"
         await press(pilot, "escape", lambda: app.screen is screen)
-        assert screen.check_action("round_diff", ()) is True
+        assert screen.key_acts("round_diff") is True
     app = WorkbenchApp(workbench)
     async with app.run_test(size=SIZE) as pilot:
         await pilot.pause()
         screen = app.open_run("run-ask")
         await until(pilot, lambda: prompt_ready(app, ApprovalPrompt))
-        assert screen.check_action("round_diff", ()) is False
+        assert screen.key_acts("round_diff") is False, "the footer does not offer it"
+        assert "compares two scored rounds" in (screen.why_not("round_diff") or "")

@@ -16,7 +16,7 @@ import pytest
 from research.tasks import ScopeAnswer
 from router.clock import ManualClock
 from router.config import load_router_config
-from router.fault_server import FaultServer
+from router.fault.server import FaultServer
 from router.models import BreakerState, ChatMessage, ChatRequest
 from router.router import SmartModelRouter
 from tui.app.screens.provider_detail import trip_reason

@@ -13,7 +13,6 @@ from pathlib import Path
 
 import pytest
 from textual.pilot import Pilot
-from textual.widgets import Footer
 from textual.widgets._footer import FooterKey
 
 from engine.events import RunEvent
@@ -23,6 +22,7 @@ from tui.app.app import WorkbenchApp
 from tui.app.run_state import ReplayFold, RunView
 from tui.app.screens.run import RunScreen
 from tui.app.widgets.event_log import LogLines
+from tui.app.widgets.key_footer import KeyFooter
 from tui.dev.sample_run import research_events, store_events, tie_break_events
 from tui.launch.workbench import Workbench
 
@@ -116,23 +116,15 @@ def log_follows_its_newest_line(screen: RunScreen) -> bool:
 
 
 def footer_shown(screen: RunScreen) -> bool:
-    """The screen is composed and its footer lists the keys the screen offers now: the footer
-    rebuilds itself after the screen's bindings change (a replay step can add or take away the
-    round diff), emptying itself in between."""
-    footers = screen.query(Footer)
+    """The screen is composed and its footer lists the keys that act now: the footer rebuilds
+    itself after the screen's bindings change (a replay step can add or take away the round
+    diff), emptying itself in between."""
+    footers = screen.query(KeyFooter)
     if not footers:
         return False
-    listed = {
-        (key.action, key.disabled)
-        for key in footers.first().query(FooterKey)
-        if not key.has_class("-command-palette")
-    }
-    offered = {
-        (binding.action, not enabled)
-        for _, binding, enabled, _ in screen.active_bindings.values()
-        if binding.show
-    }
-    return bool(listed) and listed == offered
+    footer = footers.first()
+    listed = [key.action for key in footer.query(FooterKey)]
+    return bool(listed) and listed == [binding.action for binding in footer.shown()]
 
 
 async def settled_drawing(pilot: Pilot[None], app: WorkbenchApp, screen: RunScreen) -> list[str]:
@@ -177,6 +169,7 @@ async def test_a_stepped_screen_draws_what_a_fresh_screen_at_that_event_draws(
             for position, drawing in stepped:
                 fresh = RunScreen(
                     workbench,
+                    app.live_runs,
                     run_id=run_id,
                     stored_events=screen.events,
                     position=position,

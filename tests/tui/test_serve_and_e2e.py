@@ -19,6 +19,9 @@ from engine.states import RunStatus
 from engine.store import RunStore
 from tests.tui.terminal import E2E_TIMEOUT_S, ENTER, F2, WORKBENCH, spawn_workbench, terminal_env
 
+CTRL_S = "\x13"
+"""Ctrl+S as a terminal sends it: Home starts the run from any field."""
+
 STARTUP_S = 120.0
 """How long the server may take to start or stop on a loaded machine before the test fails."""
 
@@ -96,13 +99,8 @@ def test_full_offline_research_run_with_one_approval(tmp_path: Path) -> None:
         term.choose_workflow("deep_research")
         term.press(ENTER, lambda: term.focused_field() == "query", "the query field focused")
         term.type("How does asyncio schedule tasks?")
-        while term.on_home():  # Enter moves to the next field; on the last one it starts the run
-            field = term.focused_field()
-            term.press(
-                ENTER,
-                lambda field=field: not term.on_home() or term.focused_field() not in (None, field),
-                f"the form moving on from {field}",
-            )
+        # Ctrl+S starts the run from any field (the rest keep their defaults)
+        term.press(CTRL_S, lambda: not term.on_home(), "the run starting")
         term.wait_for("Approve the research plan")
         term.press(F2, lambda: "COMPLETED" in term.text(), "the run completing")
         term.quit()

@@ -99,3 +99,38 @@ def test_narrow_terminal(snap_compare, workbench: Workbench) -> None:
 def test_run_screen_fits(snap_compare, workbench: Workbench, size: tuple[int, int]) -> None:
     """The finished research run at a small, a middling and a large terminal."""
     assert snap_compare(WorkbenchApp(workbench), terminal_size=size, run_before=opened("run-done"))
+
+
+SIZES = [(80, 24), (120, 40), (180, 50), (250, 70)]
+"""The sizes a person tried the app at (issue 25): every screen is usable at each."""
+
+
+def size_id(size: tuple[int, int]) -> str:
+    return f"{size[0]}x{size[1]}"
+
+
+@pytest.mark.parametrize("size", SIZES, ids=size_id)
+def test_home_at_every_size(snap_compare, workbench: Workbench, size: tuple[int, int]) -> None:
+    assert snap_compare(WorkbenchApp(workbench), terminal_size=size, run_before=home_loaded)
+
+
+@pytest.mark.parametrize("size", SIZES, ids=size_id)
+def test_run_mid_run_at_every_size(
+    snap_compare, workbench: Workbench, size: tuple[int, int]
+) -> None:
+    assert snap_compare(WorkbenchApp(workbench), terminal_size=size, run_before=opened("run-mid"))
+
+
+@pytest.mark.parametrize("size", SIZES, ids=size_id)
+@pytest.mark.parametrize("run_id", ["run-ask", "run-tie"], ids=["approval", "tie_breaker"])
+def test_prompt_at_every_size(
+    snap_compare, workbench: Workbench, size: tuple[int, int], run_id: str
+) -> None:
+    assert snap_compare(WorkbenchApp(workbench), terminal_size=size, run_before=opened(run_id))
+
+
+@pytest.mark.parametrize("size", SIZES, ids=size_id)
+def test_report_at_every_size(snap_compare, workbench: Workbench, size: tuple[int, int]) -> None:
+    assert snap_compare(
+        WorkbenchApp(workbench), terminal_size=size, run_before=opened("run-done"), press=["r"]
+    )

@@ -2,7 +2,7 @@
 
 The real app over a real run store: each widget's drawn line is read back
 (``render_line``) and the colour of a status cell compared before and after
-``app.theme = ...``, against the new theme's own ``$success``.
+``app.theme = ...``, against the new theme's own ``$status-good`` (its ``$success`` made readable).
 """
 
 from __future__ import annotations
@@ -32,7 +32,7 @@ def drawn_colour(widget: Widget, text: str) -> RichColor | None:
 
 
 def success(app: WorkbenchApp) -> RichColor:
-    return Color.parse(app.get_css_variables()["success"]).rich_color
+    return Color.parse(app.get_css_variables()["status-good"]).rich_color
 
 
 async def test_a_theme_switch_recolours_every_status_panel(workbench: Workbench) -> None:
@@ -59,7 +59,7 @@ async def test_a_theme_switch_recolours_every_status_panel(workbench: Workbench)
         await press(pilot, "o", lambda: outline.display and outline.size.height > 0)
         before["outline"] = drawn_colour(outline, "source_policy")
         await press(pilot, "o", lambda: dag.display and dag.size.height > 0)
-        listing = HistoryScreen(workbench)
+        listing = HistoryScreen(workbench, app.live_runs)
         app.push_screen(listing)
         await until(pilot, lambda: app.screen is listing and bool(listing.query("#history")))
         history = listing.query_one("#history")

@@ -17,7 +17,7 @@ from tests.tui.pilot_wait import press, until
 from tui.app.app import WorkbenchApp
 from tui.app.run_state import LogLine
 from tui.app.screens.history import HistoryScreen
-from tui.app.screens.home import HomeScreen
+from tui.app.screens.home import RUN_COLUMNS, HomeScreen
 from tui.app.screens.report import quality_table
 from tui.app.screens.run import RunScreen
 from tui.app.widgets.event_log import format_line, matches
@@ -87,7 +87,7 @@ async def test_ctrl_y_opens_history_and_recent_runs_show_the_question(
         await until(pilot, lambda: isinstance(app.screen, HomeScreen))
         table = app.screen.query_one("#runs", DataTable)
         await until(pilot, lambda: table.row_count > 0)
-        assert table.get_row("run-done")[2] == QUESTION
+        assert table.get_row("run-done")[RUN_COLUMNS.index("question")] == QUESTION
         await press(pilot, "ctrl+y", lambda: isinstance(app.screen, HistoryScreen))
 
 

@@ -18,11 +18,13 @@ from textual.app import App, SystemCommand
 from textual.binding import Binding
 from textual.command import Hit, Hits, Provider
 from textual.screen import Screen
-from textual.widgets import OptionList
+from textual.widgets import Input, OptionList, TextArea
 
+from tui.app.live_runs import LiveRuns
 from tui.app.log_toasts import ToastHandler
-from tui.app.messages import OpenRun, ShowHistory, StartRun
+from tui.app.messages import OpenRun, StartFork, StartRun
 from tui.app.screens.home import HomeScreen
+from tui.app.status_colours import status_variables
 from tui.app.status_style import STATUS_CSS
 from tui.launch.run_driver import NewRunJob, PromptTicket, RunDriver, RunJob
 from tui.launch.workbench import Workbench
@@ -107,8 +109,12 @@ class WorkbenchApp(App[None]):
     CSS = STATUS_CSS
     COMMANDS = App.COMMANDS | {WorkbenchCommands}
     BINDINGS = [
-        Binding("f1", "toggle_help", "Help", id="app.help"),
+        # priority: help opens over every screen, prompts included (their modal chain leaves
+        # the app's ordinary keys out); ? is left to a field being typed in (check_action)
+        Binding("f1", "toggle_help", "Help", id="app.help", priority=True),
+        Binding("question_mark", "help_key", "Help", id="app.help_key", priority=True),
         Binding("ctrl+p", "command_palette", "Palette", id="app.palette", show=False),
+        Binding("ctrl+y", "history", "History", id="app.history"),
         Binding("ctrl+q", "quit", "Quit", id="app.quit", priority=True),
     ]
 
@@ -120,6 +126,10 @@ class WorkbenchApp(App[None]):
         self._initial_job = run_job
         self._initial_run = open_run_id
         self.run_drivers: list[RunDriver] = []
+        self.live_runs = LiveRuns(self)
+        self.live_screens: dict[str, RunScreen] = {}
+        """The screen following each run this app drives, kept (installed) while the person is
+        elsewhere, so its prompts wait there and reopening the run shows them."""
         self._toasts = ToastHandler(self)
 
     def on_mount(self) -> None:
@@ -143,7 +153,7 @@ class WorkbenchApp(App[None]):
                 severity="error",
                 timeout=30,
             )
-        self.push_screen(HomeScreen(self.workbench))
+        self.push_screen(HomeScreen(self.workbench, self.live_runs))
         if self._initial_job is not None:
             self.start_job(self._initial_job)
         elif self._initial_run is not None:
@@ -154,6 +164,13 @@ class WorkbenchApp(App[None]):
         for driver in self.run_drivers:
             driver.stop(STOP_TIMEOUT_S)
         self.workbench.close()
+
+    def get_css_variables(self) -> dict[str, str]:
+        """The theme's variables and the status colours made from them (status_colours.py)."""
+        variables = super().get_css_variables()
+        variables.update(status_variables(variables))
+        self.theme_variables = variables
+        return variables
 
     def get_system_commands(self, screen: Screen[Any]) -> Iterable[SystemCommand]:
         yield from super().get_system_commands(screen)
@@ -176,22 +193,57 @@ class WorkbenchApp(App[None]):
     def start_job(self, job: RunJob) -> RunScreen:
         from tui.app.screens.run import RunScreen
 
-        screen = RunScreen(self.workbench, run_id=job.run_id if isinstance(job, NewRunJob) else "")
+        screen = RunScreen(
+            self.workbench,
+            self.live_runs,
+            run_id=job.run_id if isinstance(job, NewRunJob) else "",
+        )
         screen.driver = self._new_run_driver(job, screen)
+        self.follow(screen)
         self.push_screen(screen)
         return screen
+
+    def follow(self, screen: RunScreen) -> None:
+        """Keep ``screen`` while its run is live here: leaving it does not lose its prompts."""
+        if screen.run_id and screen.run_id not in self.live_screens:
+            self.live_screens[screen.run_id] = screen
+            self.install_screen(screen, f"run {screen.run_id}")
+
+    def run_ended(self, screen: RunScreen) -> None:
+        """``screen``'s run is no longer driven here: the screen goes once the person has left it
+        (it says so again when it is left)."""
+        if self.live_screens.get(screen.run_id) is screen:
+            del self.live_screens[screen.run_id]
+        if self.is_screen_installed(screen) and screen not in self.screen_stack:
+            self.uninstall_screen(screen)
+            screen.remove()
+
+    def _show_live(self, screen: RunScreen) -> None:
+        """Bring a live run's screen to the top (what was above it closes) and open its next
+        prompt, so a prompt left for later is in front of the person who came back for it."""
+        if screen in self.screen_stack:
+            while self.screen is not screen:
+                self.screen.dismiss(None)
+        else:
+            self.push_screen(screen)
+        screen.call_after_refresh(screen.action_answer_next)
 
     def open_run(self, run_id: str, resume: bool = False) -> RunScreen | None:
         from tui.app.screens.run import RunScreen
 
+        live = self.live_screens.get(run_id)
+        if live is not None:
+            self._show_live(live)
+            return live
         store = self.workbench.store()
         try:
             record = store.get_run(run_id)
         except LookupError:
-            self.notify(f"no run {run_id!r} in {self.workbench.runs_db}", severity="error")
+            self.notify(f"no run {run_id!r} in {self.workbench.runs_location}", severity="error")
             return None
         screen = RunScreen(
             self.workbench,
+            self.live_runs,
             run_id=run_id,
             stored_events=store.events(run_id),
             stored_status=record.status.value,
@@ -213,6 +265,7 @@ class WorkbenchApp(App[None]):
             return
         driver = self._new_run_driver(self.workbench.resume_job(screen.run_id), screen)
         screen.go_live(driver)
+        self.follow(screen)
 
     def choose_workflow(self, name: str) -> None:
         while len(self.screen_stack) > 2:
@@ -236,11 +289,15 @@ class WorkbenchApp(App[None]):
     def show_history(self) -> None:
         from tui.app.screens.history import HistoryScreen
 
-        self.push_screen(HistoryScreen(self.workbench))
+        self.push_screen(HistoryScreen(self.workbench, self.live_runs))
 
     @on(StartRun)
     def _start_run_asked(self, message: StartRun) -> None:
         self.start_run(message.path, message.inputs)
+
+    @on(StartFork)
+    def _fork_asked(self, message: StartFork) -> None:
+        self.start_job(self.workbench.fork_job(message.plan))
 
     @on(OpenRun)
     def _open_run_asked(self, message: OpenRun) -> None:
@@ -250,11 +307,30 @@ class WorkbenchApp(App[None]):
         """Named, not ``@on``: the run screen's module loads with the first run."""
         self.resume_run(message.screen)
 
-    @on(ShowHistory)
-    def _history_asked(self, message: ShowHistory) -> None:
-        self.show_history()
+    def on_run_screen_run_id_known(self, message: RunScreen.RunIdKnown) -> None:
+        self.follow(message.screen)
+
+    def on_run_screen_run_ended(self, message: RunScreen.RunEnded) -> None:
+        self.run_ended(message.screen)
 
     # -- help -----------------------------------------------------------------
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        """``?`` is a character while a text field has the focus (F1 still opens help)."""
+        if action == "help_key":
+            return not isinstance(self.focused, (Input, TextArea))
+        return True
+
+    def action_help_key(self) -> None:
+        self.action_toggle_help()
+
+    def action_history(self) -> None:
+        from tui.app.screens.history import HistoryScreen
+
+        if isinstance(self.screen, HistoryScreen):
+            self.notify("this is the run history; Escape goes back")
+            return
+        self.show_history()
+
     def action_toggle_help(self) -> None:
         if self.screen.query("HelpPanel"):
             self.action_hide_help_panel()

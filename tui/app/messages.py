@@ -9,6 +9,8 @@ from typing import Any
 
 from textual.message import Message
 
+from tui.launch.fork import ForkPlan
+
 
 class StartRun(Message):
     """Start a new run of the workflow in ``path`` with ``inputs`` (converted already)."""
@@ -19,13 +21,17 @@ class StartRun(Message):
         self.inputs = inputs
 
 
+class StartFork(Message):
+    """Run the checked fork ``plan`` (tui/launch/fork.py) and follow it live."""
+
+    def __init__(self, plan: ForkPlan) -> None:
+        super().__init__()
+        self.plan = plan
+
+
 class OpenRun(Message):
     """Open the stored run ``run_id`` (replay, report, its prompts)."""
 
     def __init__(self, run_id: str) -> None:
         super().__init__()
         self.run_id = run_id
-
-
-class ShowHistory(Message):
-    """Show every stored run."""

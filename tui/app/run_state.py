@@ -79,6 +79,8 @@ class LogLine:
     step_id: str | None = None
     ts: float = 0.0
     """Wall time of the event (display only)."""
+    folded: bool = False
+    """A detail of its step (a research stage): the log shows it when the filter asks for it."""
 
 
 @dataclass(frozen=True)
@@ -96,6 +98,7 @@ class RunView:
     engine_reason: str = ""
     inputs: dict[str, Any] = field(default_factory=dict)
     status: str = "PENDING"
+    """The run's status as its events say: WAITING while a prompt of a running run is open."""
     reason: str = ""
     outputs: dict[str, Any] = field(default_factory=dict)
     order: list[str] = field(default_factory=list)
@@ -122,27 +125,39 @@ class RunView:
     def apply(self, event: RunEvent) -> set[Part]:
         self.last_seq = max(self.last_seq, event.seq)
         self.last_ts = max(self.last_ts, event.ts)
-        parts: set[Part] = {"log"}
-        previous = (
-            self.providers.get(event.provider, {}).get("state")
-            if isinstance(event, ProviderState)
-            else None
-        )
-        line = event_line(event, previous)
-        self.log.append(
-            LogLine(
-                event.seq,
-                event.kind,
-                line.level,
-                line.text,
-                getattr(event, "step_id", None),
-                event.ts,
-            )
-        )
+        parts: set[Part] = set()
+        line = self._log_line(event)
+        if line is not None:
+            self.log.append(line)
+            parts.add("log")
         handler = getattr(self, f"_on_{event.kind}", None)
         if handler is not None:
             parts |= handler(event)
         return parts
+
+    def _log_line(self, event: RunEvent) -> LogLine | None:
+        """The log's line for ``event``: none for a provider whose breaker state did not change
+        (its panel shows the new counts), folded for a research stage that went as planned."""
+        previous = None
+        if isinstance(event, ProviderState):
+            previous = self.providers.get(event.provider, {}).get("state")
+            if previous is not None and previous == event.snapshot.get("state"):
+                return None
+        line = event_line(event, previous)
+        kind: str = event.kind
+        folded = False
+        if isinstance(event, Domain):
+            kind = event.name
+            folded = line.level == "info" and isinstance(payload_of(event), StagePayload)
+        return LogLine(
+            event.seq,
+            kind,
+            line.level,
+            line.text,
+            getattr(event, "step_id", None),
+            event.ts,
+            folded,
+        )
 
     def apply_all(self, events: list[RunEvent]) -> set[Part]:
         parts: set[Part] = set()
@@ -188,7 +203,7 @@ class RunView:
     def _on_run_started(self, e: RunStarted) -> set[Part]:
         self.run_id, self.workflow, self.engine = e.run_id, e.workflow, e.engine
         self.engine_reason, self.inputs = e.engine_reason, dict(e.inputs)
-        self.status = "RUNNING"
+        self.status = "WAITING" if self.pending else "RUNNING"
         if e.nodes and not e.resumed:
             self.steps.clear()
             self.order = []
@@ -247,7 +262,9 @@ class RunView:
         self._step(e.step_id).status = StepStatus.WAITING_HUMAN
         for held in e.held_steps:
             self._step(held).held_by = e.interrupt_id
-        return {"steps", "prompts"}
+        if self.status == "RUNNING":
+            self.status = "WAITING"
+        return {"steps", "prompts", "status"}
 
     def _on_interrupt_resolved(self, e: InterruptResolved) -> set[Part]:
         raised = self.pending.pop(e.interrupt_id, None)
@@ -258,9 +275,11 @@ class RunView:
             if step.held_by == e.interrupt_id:
                 step.held_by = None
                 self.changed_steps.add(step.id)
+        if self.status == "WAITING" and not self.pending:
+            self.status = "RUNNING"
         if raised is None:
-            return {"steps"}
-        return {"steps", "prompts"}
+            return {"steps", "status"}
+        return {"steps", "prompts", "status"}
 
     def _on_provider_state(self, e: ProviderState) -> set[Part]:
         self.providers[e.provider] = dict(e.snapshot)
@@ -314,6 +333,16 @@ class RunView:
     @property
     def selected_round(self) -> int | None:
         return self.coalesced.selected_round if self.coalesced else None
+
+    def upstream_outputs(self, step_id: str) -> dict[str, dict[str, Any]]:
+        """The outputs of the steps that feed ``step_id`` (its graph edges in), as folded now:
+        what the step was given besides its own inputs (a research step's state)."""
+        sources = dict.fromkeys(edge.source for edge in self.edges if edge.target == step_id)
+        return {
+            source: dict(self.steps[source].outputs)
+            for source in sources
+            if source in self.steps and self.steps[source].outputs
+        }
 
     def prompts_in_order(self) -> list[InterruptRaised]:
         return sorted(self.pending.values(), key=lambda e: e.seq)

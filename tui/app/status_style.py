@@ -18,18 +18,19 @@ from textual.widget import Widget
 from tui.present.status_tone import Tone, tone
 
 TONE_RULES: dict[Tone, str] = {
-    "muted": "color: $text-muted;",
-    "active": "color: $accent; text-style: bold;",
-    "attention": "color: $warning; text-style: bold;",
-    "caution": "color: $warning;",
-    "good": "color: $success;",
-    "excellent": "color: $success; text-style: bold underline;",
-    "disabled": "color: $text-disabled;",
-    "critical": "color: $error; text-style: bold;",
-    "bad": "color: $error;",
-    "stopped": "color: $secondary;",
+    "muted": "color: $status-muted;",
+    "active": "color: $status-active; text-style: bold;",
+    "attention": "color: $status-attention; text-style: bold;",
+    "caution": "color: $status-attention;",
+    "good": "color: $status-good;",
+    "excellent": "color: $status-good; text-style: bold underline;",
+    "disabled": "color: $status-disabled; text-style: italic;",
+    "critical": "color: $status-critical; text-style: bold;",
+    "bad": "color: $status-critical;",
+    "stopped": "color: $status-stopped;",
     "plain": "",
 }
+"""The ``$status-*`` colours are the theme's, made readable on its panels (status_colours.py)."""
 assert set(TONE_RULES) == set(get_args(Tone)), "every tone needs a rule"
 
 
@@ -47,6 +48,13 @@ for a widget's ``COMPONENT_CLASSES``, never a widget itself (no widget has these
 StatusStyler = Callable[[str], Style | str]
 """A surface's style for a status word: :func:`status_style` bound to a widget in the app,
 :func:`tui.present.headless.console_style` on a console."""
+
+
+def tone_style(widget: Widget, name: Tone) -> Style:
+    """The style of tone ``name`` in the widget's theme (a warning, a failure, a success...),
+    for text that is not a status word. The widget lists STATUS_CLASSES in its
+    ``COMPONENT_CLASSES``."""
+    return widget.get_component_rich_style(f"status--{name}", partial=True)
 
 
 def status_style(widget: Widget, status: str) -> Style:

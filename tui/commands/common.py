@@ -25,11 +25,12 @@ from engine.events import InterruptRaised, RunEvent
 from engine.model_answers import disclosure, tally
 from engine.protocol import ExecutionResult, InterruptResponder
 from engine.states import RunStatus
-from engine.store import RunOwned, RunStore
+from engine.store import BaseRunStore, RunOwned
 from research.events import describe_research_event
+from tui.app.plan_draft import PlanDraft, PlanEditRefused
 from tui.commands.command_context import BadInput, workspace_of
 from tui.present.headless import HeadlessPrinter, step_table, styled
-from tui.present.progress import ProgressBoard, RunProgress
+from tui.present.progress import ProgressBoard, RunProgress, paused
 
 if TYPE_CHECKING:
     from tui.launch.run import Surface
@@ -43,8 +44,20 @@ EXIT_CODES: dict[RunStatus, int] = {
 }
 
 
-def open_store(ctx: click.Context) -> RunStore:
-    return RunStore(workspace_of(ctx).runs_db)
+def open_store(ctx: click.Context) -> BaseRunStore:
+    """The run store the command's config names (its ``store:``, else the workspace's file)."""
+    from tui.config import config_from_context
+    from tui.launch.stores import open_runs
+
+    return open_runs(workspace_of(ctx), config_from_context(ctx))
+
+
+def store_location(ctx: click.Context) -> str:
+    """Where :func:`open_store` keeps runs, as messages show it (never a password)."""
+    from tui.config import config_from_context
+    from tui.launch.stores import runs_location
+
+    return runs_location(workspace_of(ctx), config_from_context(ctx))
 
 
 # -- answers and responders ---------------------------------------------------------
@@ -83,24 +96,98 @@ async def default_responder(raised: InterruptRaised, request: InterruptRequest) 
 
 
 def terminal_responder(console: Console) -> InterruptResponder:
-    """`--on-interrupt ask`: ask on the terminal; only the asking step waits meanwhile."""
+    """`--on-interrupt ask`: ask on the terminal; only the asking step waits meanwhile. A plan is
+    shown as its numbered sub-questions; ``edit`` (or ``e``) on an approval edits the outputs."""
     lock = asyncio.Lock()
 
     async def respond(raised: InterruptRaised, request: InterruptRequest) -> InterruptAnswer | None:
         async with lock:
-            console.print(f"[bold yellow]? {raised.step_id}: {escape(request.prompt)}[/]")
-            if request.payload:
-                console.print(f"  [dim]{escape(summarize(request.payload, 200))}[/]")
-            options = " / ".join(request.options) or "approve / reject"
-            console.print(
-                f"  answer ({options}) [{DEFAULT_ANSWER}]: ", end="", markup=False, highlight=False
-            )
-            text = await read_line(sys.stdin.fileno())
-            if text is None:  # end of input: nobody is there to answer
-                return None
-            return parse_answer(text or DEFAULT_ANSWER)
+            with paused(console):
+                return await _ask(console, raised, request)
 
     return respond
+
+
+async def _ask(
+    console: Console, raised: InterruptRaised, request: InterruptRequest
+) -> InterruptAnswer | None:
+    console.print(f"[bold yellow]? {raised.step_id}: {escape(request.prompt)}[/]")
+    outputs = request.payload.get("outputs", request.payload)
+    draft = PlanDraft.from_outputs(outputs) if isinstance(outputs, dict) else None
+    if draft is not None:
+        for number, question in enumerate(draft.texts(), 1):
+            console.print(f"  {number:>2}. {escape(question)}", highlight=False)
+    elif request.payload:
+        console.print(f"  [dim]{escape(summarize(request.payload, 200))}[/]")
+    approval = request.kind != "tie_breaker"
+    options = " / ".join(request.options) or "approve / reject"
+    if approval and "edit" not in options:
+        options += " / edit"
+    console.print(
+        f"  answer ({options}) [{DEFAULT_ANSWER}]: ", end="", markup=False, highlight=False
+    )
+    text = await read_line(sys.stdin.fileno())
+    if text is None:  # end of input: nobody is there to answer
+        return None
+    if approval and text.strip().lower() in ("edit", "e"):
+        if draft is not None:
+            return await _edit_plan(console, outputs, draft)
+        return await _edit_outputs(console, outputs if isinstance(outputs, dict) else {})
+    return parse_answer(text or DEFAULT_ANSWER)
+
+
+async def _edit_plan(
+    console: Console, outputs: dict[str, Any], draft: PlanDraft
+) -> InterruptAnswer | None:
+    """Each sub-question in turn (Enter keeps it, new text replaces it, ``-`` deletes it), then
+    new ones until an empty line: the plan as edited is the answer."""
+    console.print("  edit the plan: Enter keeps a question, new text replaces it, - deletes it")
+    index = 0
+    for text in list(draft.texts()):
+        console.print(f"  {index + 1:>2}. {escape(text)}\n      → ", end="", highlight=False)
+        line = await read_line(sys.stdin.fileno())
+        if line is None:
+            return None
+        try:
+            if line.strip() == "-":
+                draft.delete(index)
+                continue
+            if line.strip():
+                draft.edit(index, line)
+        except PlanEditRefused as refused:
+            console.print(f"  [yellow]{escape(str(refused))}[/]")
+        index += 1
+    console.print("  new sub-questions, one a line (an empty line ends):")
+    while True:
+        console.print("   + ", end="", markup=False, highlight=False)
+        line = await read_line(sys.stdin.fileno())
+        if line is None or not line.strip():
+            break
+        draft.add(len(draft.questions) - 1, line)
+    edited = {**outputs, **draft.answer()}
+    if not draft.changed:
+        return InterruptAnswer(action="approve")
+    return InterruptAnswer(action="edit", value=edited)
+
+
+async def _edit_outputs(console: Console, outputs: dict[str, Any]) -> InterruptAnswer | None:
+    """The outputs as one line of JSON to change (Enter keeps them): the edit is the answer."""
+    console.print(f"  outputs: {escape(summarize(outputs, 2000))}", highlight=False)
+    while True:
+        console.print("  edited outputs (JSON, Enter keeps them): ", end="", markup=False)
+        line = await read_line(sys.stdin.fileno())
+        if line is None:
+            return None
+        if not line.strip():
+            return InterruptAnswer(action="approve")
+        try:
+            edited = json.loads(line)
+        except json.JSONDecodeError as error:
+            console.print(f"  [yellow]not JSON ({escape(error.msg)}); try again[/]")
+            continue
+        if isinstance(edited, dict):
+            return InterruptAnswer(action="edit", value={**outputs, **edited})
+        console.print("  [yellow]the outputs are a JSON object {...}; try again[/]")
 
 
 DEFAULT_ANSWER = "approve"
@@ -173,7 +260,7 @@ def responder_for(mode: str, console: Console) -> InterruptResponder | None:
 # -- driving a run with live output ----------------------------------------------------
 
 
-def interrupted_line(store: RunStore, run_id: str) -> str:
+def interrupted_line(store: BaseRunStore, run_id: str) -> str:
     """What Ctrl-C left of run ``run_id``, read back from the store, and what the person can do
     with it: a run the engine closed as CANCELLED is final (``resume`` refuses it); one stopped
     before the engine closed it is resumable."""
@@ -190,15 +277,18 @@ def interrupted_line(store: RunStore, run_id: str) -> str:
 
 
 def drive(
-    store: RunStore,
+    store: BaseRunStore,
     run_id: str,
     run: Callable[[Surface], Coroutine[Any, Any, ExecutionResult]],
     console: Console,
+    summary: Callable[[ExecutionResult], list[str]] | None = None,
 ) -> int:
     """Run ``run`` with the headless printer and the progress bars as its surface; print the final
     table; the exit code.
 
     ``run`` opens the run (:func:`tui.launch.run.open_run`) with the surface it is given.
+    ``summary`` gives the closing lines that say what the run produced (default: its outputs as
+    one line of JSON).
     """
     printer = HeadlessPrinter(console, domain=describe_research_event)
     try:
@@ -225,7 +315,10 @@ def drive(
     fallback = disclosure(tally(store.events(result.run_id)))
     if fallback:
         console.print(f"[bold yellow]{escape(fallback)}[/]", highlight=False)
-    if result.outputs:
+    if summary is not None:
+        for line in summary(result):
+            console.print(escape(line), highlight=False)
+    elif result.outputs:
         console.print(f"outputs: {escape(summarize(result.outputs, 300))}", highlight=False)
     if result.status == RunStatus.WAITING:
         console.print(

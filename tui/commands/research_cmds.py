@@ -10,9 +10,11 @@ manages the corpus.
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import click
+import yaml
 from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
@@ -20,12 +22,19 @@ from rich.table import Table
 from engine.protocol import ExecutionResult
 from engine.run_inputs import InputError, resolve_inputs
 from engine.store import new_run_id
+from plumbing.workspace import RunFolder
 from research.corpus import Corpus
 from research.dates import parse_iso_day
 from research.sources import DOMAINS
 from tui.commands.app_cmds import open_app
 from tui.commands.command_context import BadInput, load_or_exit, workspace_of
-from tui.commands.common import drive, interrupt_mode, open_store, responder_for
+from tui.commands.common import (
+    drive,
+    interrupt_mode,
+    open_store,
+    responder_for,
+    store_location,
+)
 from tui.launch.run import Surface, open_run
 from tui.launch.wiring import open_corpus
 from tui.launch.workspace import Workspace
@@ -194,15 +203,37 @@ def _run_headless(
             return await opened.start()
 
     with open_store(ctx) as store:
-        code = drive(store, run_id, run, console)
-        folder = workspace.run_folder(run_id)
-        if (folder / "report.md").is_file():
-            console.print(f"report: {folder / 'report.md'}", highlight=False)
-            console.print(
-                f"quality: {folder / 'quality.yaml'}  rag package: {folder / 'rag_package.jsonl'}",
-                highlight=False,
-            )
-    return code
+        return drive(
+            store, run_id, run, console, lambda _: research_summary(workspace.run_folder(run_id))
+        )
+
+
+def research_summary(folder: Path) -> list[str]:
+    """What a research run produced, in a few lines ending with the report's path: its confidence,
+    the round the report uses, why research stopped — from quality.yaml, never cut JSON."""
+    files = RunFolder(folder)
+    report = files.report
+    if not report.is_file():
+        return ["no report was written (see the steps above for why)"]
+    try:
+        quality = yaml.safe_load(files.quality.read_text(encoding="utf-8")) or {}
+    except (OSError, yaml.YAMLError):
+        quality = {}
+    lines = []
+    if isinstance(quality, dict) and quality:
+        best = quality.get("best_ci")
+        lines.append(
+            f"confidence {quality.get('confidence_level', '?')} · report from round "
+            f"R{quality.get('selected_round', '?')} of {quality.get('rounds_completed', '?')}"
+            + (f" (CI {best:.2f})" if isinstance(best, (int, float)) else "")
+            + f" · stopped: {quality.get('stop_reason') or '–'}"
+        )
+        failing = quality.get("failing_metrics") or []
+        if failing:
+            lines.append(f"below the quality gate: {', '.join(map(str, failing))}")
+    lines.append(f"quality: {files.quality} · rag package: {files.rag_package}")
+    lines.append(f"report: {report}")
+    return lines
 
 
 @research_group.command("sensitivity")
@@ -227,7 +258,7 @@ def sensitivity_command(ctx: click.Context, run_ids: tuple[str, ...], all_varian
                 record = store.get_run(run_id)
             except UnknownRun:
                 raise click.ClickException(
-                    f"no run {run_id} in {store.path}; list runs with: workbench runs"
+                    f"no run {run_id} in {store_location(ctx)}; list runs with: workbench runs"
                 ) from None
             payloads = [
                 e.payload

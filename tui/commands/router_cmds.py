@@ -16,13 +16,14 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from router.config import RouterConfig
-from router.fault_script import DEFAULT_SCRIPT_PATH, FaultScriptError, load_fault_script
-from router.fault_server import FaultServer, RecordedRequest, demo_router_config
+from router.build import build_router
+from router.fault.demo import demo_router_config
+from router.fault.script import DEFAULT_SCRIPT_PATH, FaultScriptError, load_fault_script
+from router.fault.server import FaultServer, RecordedRequest
+from router.health_check import HealthCheck
 from router.local import TaskHandlerRegistry
 from router.models import ProviderSnapshot
-from router.router import HealthCheck, SmartModelRouter, build_router
-from router.stats import STATS_FILENAME
+from router.router import SmartModelRouter
 from tui.commands.command_context import workspace_of
 from tui.config import config_from_context, default_config_path
 from tui.present.headless import console_style
@@ -30,20 +31,13 @@ from tui.present.headless import console_style
 T = TypeVar("T")
 
 
-def resolve_config(ctx: click.Context) -> RouterConfig:
-    """Providers from the config file's ``router:`` key, or from the environment when it lists none.
-
-    The file is the one every command reads (``--config``, ``$WORKBENCH_CONFIG``, the default);
-    a mistake in it is one ``error:`` line and exit code 2.
-    """
-    return config_from_context(ctx).effective_router(os.environ)
-
-
 def _open_router(ctx: click.Context) -> SmartModelRouter:
-    stats_file = workspace_of(ctx).root / STATS_FILENAME
+    stats_file = workspace_of(ctx).provider_stats_db
+    settings = config_from_context(ctx)
     return build_router(
-        resolve_config(ctx),
+        settings.effective_router(os.environ),
         stats_path=stats_file if stats_file.exists() else None,
+        stats_database=settings.store,
         task_handlers=TaskHandlerRegistry(),
     )
 
@@ -195,7 +189,7 @@ def _print_request(record: RecordedRequest) -> None:
     "script_path",
     type=click.Path(dir_okay=False, path_type=Path),
     default=None,
-    help="Chaos script (YAML); default: the shipped router/scripts/chaos.yaml.",
+    help="Chaos script (YAML); default: the shipped router/fault/scripts/chaos.yaml.",
 )
 @click.option(
     "--time-scale",

@@ -26,7 +26,7 @@ from tui.root_options import WORKSPACE_KEY
 if TYPE_CHECKING:
     from engine.protocol import ExecutionResult
     from engine.spec import WorkflowDefinition
-    from engine.store import RunStore
+    from engine.store import BaseRunStore
     from tui.launch.run import Surface
 
 SHADOW_DIFFERS = 6
@@ -133,7 +133,7 @@ def _shadow_run(
     first = select_engine(wf, "auto")
     console = Console()
 
-    async def go(store: RunStore) -> ShadowResult:
+    async def go(store: BaseRunStore) -> ShadowResult:
         async with open_run(
             workspace_of(ctx),
             wf,

@@ -1,4 +1,4 @@
-"""Reading and forking stored runs: `workbench runs list|show|export|history|fork`.
+"""Reading, copying and forking stored runs: `workbench runs list|show|export|copy|history|fork`.
 
 `runs fork` exits with the new run's status, as `workbench run` does (see run_cmds);
 an unknown run id or step exits 2.
@@ -18,21 +18,20 @@ from rich.markup import escape
 from engine.event_lines import summarize
 from engine.protocol import ExecutionResult
 from engine.selector import ENGINES, engine_available
-from engine.steps import REGISTRY
-from engine.store import RunStore, UnknownRun, new_run_id
+from engine.store import BaseRunStore, UnknownRun
 from engine.store.records import InterruptRecord, RunRecord, StepResult
-from engine.time_travel import ForkError, ForkPoint, fork_state
+from engine.time_travel import ForkError
 from tui.commands.command_context import ON_INTERRUPT, BadInput, workspace_of
 from tui.commands.common import drive, interrupt_mode, open_store, responder_for
 from tui.commands.fork_options import fork_edits
+from tui.launch.fork import plan_fork
 from tui.launch.run import Surface, open_run
-from tui.launch.steps import register_steps
 from tui.present.headless import step_table, styled
 
 
 @click.group("runs")
 def runs_group() -> None:
-    """Read the run store: list, show, export."""
+    """Read the run store: list, show, export; copy runs to another store."""
 
 
 @runs_group.command("list")
@@ -54,9 +53,13 @@ def runs_list(ctx: click.Context, limit: int, as_json: bool) -> None:
     if not runs:
         console.print("no runs yet: try workbench run workflows/fan_out.yaml --headless")
         return
-    table = Table(title="runs")
-    for column in ("run", "workflow", "status", "engine", "started", "reason"):
-        table.add_column(column, overflow="fold")
+    # The run id is what a person copies into resume or runs show: it never wraps nor shrinks;
+    # the other columns are cut first (the reason wraps), and --json gives everything to scripts.
+    table = Table(title="runs", caption="every field: workbench runs list --json")
+    table.add_column("run", no_wrap=True, min_width=max(len(run.run_id) for run in runs))
+    for column in ("workflow", "status", "engine", "started"):
+        table.add_column(column, no_wrap=True, overflow="ellipsis")
+    table.add_column("reason", overflow="fold", ratio=1)
     from datetime import datetime
 
     for run in runs:
@@ -70,7 +73,7 @@ def runs_list(ctx: click.Context, limit: int, as_json: bool) -> None:
     console.print(table)
 
 
-def _get_run(store: RunStore, run_id: str) -> Any:
+def _get_run(store: BaseRunStore, run_id: str) -> Any:
     try:
         return store.get_run(run_id)
     except UnknownRun as error:
@@ -166,6 +169,69 @@ def runs_export(ctx: click.Context, run_id: str, fmt: str, output: str | None) -
         click.echo(text, nl=False)
 
 
+@runs_group.command("copy")
+@click.option(
+    "--from",
+    "source",
+    metavar="STORE",
+    help="A workspace folder or a PostgreSQL address (default: the store this command reads).",
+)
+@click.option(
+    "--to",
+    "target",
+    metavar="STORE",
+    required=True,
+    help="A workspace folder or a PostgreSQL address (its password from PGPASSWORD).",
+)
+@click.argument("run_ids", nargs=-1)
+@click.pass_context
+def runs_copy(
+    ctx: click.Context, source: str | None, target: str, run_ids: tuple[str, ...]
+) -> None:
+    """Copy runs (every run, or those named) between a workspace and a PostgreSQL store.
+
+    Each run is copied whole, in one transaction. A run the target already holds is left alone:
+    unchanged, it is reported as present; otherwise as differing, and the command exits 1.
+    """
+    from engine.store.copy import copy_runs
+    from tui.commands.common import store_location
+    from tui.launch.stores import describe_location, open_run_store
+
+    where_from = describe_location(source) if source else store_location(ctx)
+    where_to = describe_location(target)
+    if where_from == where_to:
+        raise BadInput(f"--to names the store the runs are copied from ({where_to})")
+    if source and not _is_store(source):
+        raise BadInput(f"--from: no run store at {where_from}")
+    counts = {"copied": 0, "present": 0, "differs": 0}
+    with open_store(ctx) if source is None else open_run_store(source) as origin:
+        with open_run_store(target) as destination:
+            for copied in copy_runs(origin, destination, run_ids):
+                counts[copied.outcome] += 1
+                click.echo(
+                    {
+                        "copied": f"copied  {copied.run_id} ({copied.events} events)",
+                        "present": f"present {copied.run_id} (already there, unchanged)",
+                        "differs": f"differs {copied.run_id}: the target holds it otherwise;"
+                        " left as it is on both sides",
+                    }[copied.outcome]
+                )
+    click.echo(
+        f"{counts['copied']} copied, {counts['present']} already there, {counts['differs']}"
+        f" differing — from {where_from} to {where_to}"
+    )
+    if counts["differs"]:
+        ctx.exit(1)
+
+
+def _is_store(location: str) -> bool:
+    """Whether ``location`` names an existing store (a database is checked when opened)."""
+    from plumbing.postgres import is_database_address
+    from plumbing.workspace import Workspace as Folder
+
+    return is_database_address(location) or Folder(Path(location).expanduser()).runs_db.is_file()
+
+
 # -- history and fork (the LangGraph issue) ----------------------------------------------
 
 
@@ -243,16 +309,13 @@ def runs_fork(
     on_interrupt: str | None,
 ) -> None:
     """Time travel: a new run from RUN_ID as it was just before STEP's pass began."""
-    register_steps(workspace_of(ctx))
     with open_store(ctx) as store:
-        record = _get_run(store, run_id)
+        _get_run(store, run_id)
         try:
-            point = ForkPoint.parse(at_step)
-            edits = fork_edits(sets, inputs)
-            forked = fork_state(store, run_id, point, edits, REGISTRY, new_run_id())
+            plan = plan_fork(store, workspace_of(ctx), run_id, at_step, fork_edits(sets, inputs))
         except ForkError as error:
             raise BadInput(str(error)) from None
-        name = record.engine if engine == "same" else engine
+        name = plan.source.engine if engine == "same" else engine
         if not engine_available(name):
             raise BadInput(f"the {name} engine is not installed here")
         console = Console()
@@ -260,18 +323,18 @@ def runs_fork(
         async def run(printer: Surface) -> ExecutionResult:
             async with open_run(
                 workspace_of(ctx),
-                record.definition,
-                inputs=forked.inputs,
-                run_id=forked.run_id,
+                plan.source.definition,
+                inputs=plan.inputs,
+                run_id=plan.run_id,
                 engine=name,
-                engine_reason=f"fork of {run_id} at {point}",
+                engine_reason=plan.reason,
                 responder=responder_for(interrupt_mode(on_interrupt), console),
                 surfaces=[printer],
                 store=store,
             ) as opened:
-                return await opened.fork(run_id, at_step, edits)
+                return await opened.fork(run_id, at_step, plan.edits)
 
-        code = drive(store, forked.run_id, run, console)
+        code = drive(store, plan.run_id, run, console)
     ctx.exit(code)
 
 

@@ -1,6 +1,6 @@
 """`workbench demo chaos`: a research run against providers scripted to fail and recover.
 
-The loopback fault server plays router/scripts/chaos.yaml, time-scaled so that
+The loopback fault server plays router/fault/scripts/chaos.yaml, time-scaled so that
 a 30 s cooldown takes 1.5 s at the default 0.05, and answers with the built-in
 extractive model over real HTTP. The router is pointed at one provider per
 scripted prefix with its cooldowns scaled by the same factor, and the
@@ -29,7 +29,7 @@ from engine.context import InterruptAnswer, InterruptRequest
 from engine.events import InterruptRaised, Log, ProviderState, RunEvent
 from engine.protocol import ExecutionResult, InterruptResponder
 from engine.store import new_run_id
-from router.fault_script import DEFAULT_SCRIPT_PATH
+from router.fault.script import DEFAULT_SCRIPT_PATH
 from tui.app.run_state import describe
 from tui.config import WorkbenchConfig
 from tui.launch.parts import RunParts
@@ -77,7 +77,8 @@ def chaos_job(
     async def job(responder: InterruptResponder, inbox: EventInbox) -> ExecutionResult:
         from engine.selector import select_engine
         from router.config import RouterConfig
-        from router.fault_server import FaultServer, demo_router_config
+        from router.fault.demo import demo_router_config
+        from router.fault.server import FaultServer
         from tui.launch.wiring import build_workbench_router, extractive_responder
 
         server = FaultServer(

@@ -97,10 +97,10 @@ def sample_workspace(root: Path) -> Workbench:
         status=RunStatus.WAITING,
     )
     store.close()
-    folder = root / "runs" / "20240501-093000-a1b2c3"
-    folder.mkdir(parents=True)
-    (folder / "report.md").write_text(REPORT, encoding="utf-8")
-    (folder / "quality.yaml").write_text(QUALITY, encoding="utf-8")
+    files = Workspace(root).run_files("20240501-093000-a1b2c3")
+    files.path.mkdir(parents=True)
+    files.report.write_text(REPORT, encoding="utf-8")
+    files.quality.write_text(QUALITY, encoding="utf-8")
     return Workbench(workspace=root, clock=lambda: NOW)
 
 

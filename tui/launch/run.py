@@ -24,7 +24,7 @@ from engine.protocol import (
     RunContext,
 )
 from engine.spec import WorkflowDefinition
-from engine.store import RunStore, new_run_id
+from engine.store import BaseRunStore, new_run_id
 from tui.launch.parts import IndexProgress, RunParts
 from tui.launch.workspace import Workspace
 
@@ -100,7 +100,7 @@ async def open_run(
     engine_reason: str | None = None,
     responder: InterruptResponder | None = None,
     surfaces: Sequence[Surface] = (),
-    store: RunStore | None = None,
+    store: BaseRunStore | None = None,
     settings: WorkbenchConfig | None = None,
     parts: RunParts = RunParts(),
     live: LiveChannel | None = None,
@@ -110,9 +110,9 @@ async def open_run(
 
     ``engine`` forces an engine (None or ``auto``: chosen by the workflow's shape);
     ``engine_reason`` overrides the selector's reason (a resume keeps the stored one). ``store``
-    is the caller's open run store (None: the workspace's, opened here). ``settings`` is the
-    workbench config (None: the active config file, read only when the run needs the router or
-    the corpus). ``live`` is where streamed model output goes (None: a channel of the run's own).
+    is the caller's open run store (None: the one ``settings`` name, opened here). ``settings``
+    is the workbench config (None: the active config file, read only when the run opens its own
+    store or needs the router or the corpus). ``live`` is where streamed model output goes (None: a channel of the run's own).
     ``progress`` hears the counts of the corpus indexed on first use.
     """
     from engine.selector import select_engine  # graph analysis (networkx): only when a run opens
@@ -120,7 +120,11 @@ async def open_run(
     selection = select_engine(definition, engine)
     async with AsyncExitStack() as stack:
         if store is None:
-            store = stack.enter_context(RunStore(workspace.runs_db))
+            from tui.config import active_config
+            from tui.launch.stores import open_runs
+
+            settings = settings if settings is not None else active_config()
+            store = stack.enter_context(open_runs(workspace, settings))
         context = RunContext(
             store=store,
             inputs=dict(inputs),

@@ -37,11 +37,12 @@ from research.default_corpus import DEFAULT_COLLECTION, ensure_default_corpus
 from research.extractive import HANDLERS
 from research.prompts import estimate_tokens
 from research.steps.delivery import RUNS_DIR_EXTRA
+from router.build import build_router
 from router.clock import Clock
 from router.config import RouterConfig, effective_router_config
 from router.local import TaskHandlerRegistry
 from router.models import ChatRequest, ChatResponse, ContextLimit, ProviderSnapshot
-from router.router import SmartModelRouter, build_router
+from router.router import SmartModelRouter
 from router.streaming import StreamEvent
 from router.tiebreak import choose_target
 from tui.config import ConfigError, WorkbenchConfig, active_config
@@ -69,22 +70,27 @@ def extractive_responder() -> Any:
 
 
 def build_workbench_router(
-    workspace: Path | None,
+    stats_file: Path | None,
     *,
     config: RouterConfig | None = None,
     environ: Mapping[str, str] | None = None,
     transport: httpx.AsyncBaseTransport | None = None,
     clock: Clock | None = None,
     rng: random.Random | None = None,
+    stats_database: str | None = None,
 ) -> SmartModelRouter:
-    """The router from ``config`` (None: the environment's provider keys), extractive model built in.
+    """The router from ``config`` (None: the environment's provider keys), extractive model built in,
+    its provider statistics in ``stats_file`` (None: in memory), or in ``stats_database`` (the
+    config's PostgreSQL ``store``) when given.
 
-    ``clock`` and ``rng`` (the throttle's and the jitter's draws) are injected by tests."""
+    ``clock`` and ``rng`` (the throttle's and the jitter's draws) are
+    injected by tests."""
     env = environ if environ is not None else os.environ
     resolved = config if config is not None else effective_router_config(None, env)
     return build_router(
         resolved,
-        stats_path=workspace,
+        stats_path=stats_file,
+        stats_database=stats_database,
         task_handlers=extractive_handlers(),
         clock=clock,
         transport=transport,
@@ -303,7 +309,9 @@ async def wire_application(
         config = agents_wiring.with_agent_profiles(
             settings.effective_router(env), workspace.agent_registry.registry
         )
-        router = build_workbench_router(workspace.root, config=config, environ=env)
+        router = build_workbench_router(
+            workspace.provider_stats_db, config=config, environ=env, stats_database=settings.store
+        )
         stack.push_async_callback(router.aclose)
     forwarder = ProviderStateForwarder(context.store, context.run_id)
     stack.callback(context.store.subscribe(forwarder.on_events))

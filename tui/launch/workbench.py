@@ -11,7 +11,7 @@ touches Textual.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
@@ -22,7 +22,7 @@ import click
 from engine.live import LiveChannel
 from engine.protocol import ExecutionResult, InterruptResponder
 from engine.spec import WorkflowDefinition
-from engine.store import RunStore, new_run_id
+from engine.store import BaseRunStore, new_run_id
 from tui.config import (
     ConfigError,
     WorkbenchConfig,
@@ -30,10 +30,12 @@ from tui.config import (
     config_required,
     load_config,
 )
+from tui.launch.fork import ForkPlan
 from tui.launch.parts import RunParts
-from tui.launch.run import open_run
+from tui.launch.run import OpenRun, open_run
 from tui.launch.run_driver import EventInbox, NewRunJob, RunJob
 from tui.launch.steps import load_workflow_file, register_steps
+from tui.launch.stores import open_runs, runs_location
 from tui.launch.workspace import Workspace
 from workflows import WORKFLOWS_DIR
 
@@ -63,7 +65,7 @@ class Workbench:
     """Parts the app's runs are given instead of the workspace's own (tests)."""
     live: LiveChannel = field(default_factory=LiveChannel)
     """Live model output of every run started here (step detail shows the running step's)."""
-    _store: RunStore | None = None
+    _store: BaseRunStore | None = None
 
     @cached_property
     def files(self) -> Workspace:
@@ -72,12 +74,22 @@ class Workbench:
 
     @property
     def runs_db(self) -> Path:
+        """The workspace's SQLite run store (where runs are unless the config names a database)."""
         return self.files.runs_db
 
-    def store(self) -> RunStore:
+    @property
+    def runs_location(self) -> str:
+        """Where the runs are, as messages show it (a file, or a database without its password)."""
+        return runs_location(self.files, self.config)
+
+    def open_store(self) -> BaseRunStore:
+        """A new connection to the run store the config names (its owner closes it)."""
+        return open_runs(self.files, self.config)
+
+    def store(self) -> BaseRunStore:
         """The UI thread's own connection to the run store (runs are written by their worker)."""
         if self._store is None:
-            self._store = RunStore(self.runs_db)
+            self._store = self.open_store()
         return self._store
 
     def close(self) -> None:
@@ -115,6 +127,29 @@ class Workbench:
         return entries
 
     # -- runs ------------------------------------------------------------------
+    async def _run(
+        self,
+        definition: WorkflowDefinition,
+        go: Callable[[OpenRun], Awaitable[ExecutionResult]],
+        responder: InterruptResponder,
+        inbox: EventInbox,
+        **given: Any,
+    ) -> ExecutionResult:
+        """Open a run of ``definition`` for the app (its events into ``inbox``) and ``go``;
+        ``given``: the rest of :func:`~tui.launch.run.open_run`'s arguments."""
+        async with open_run(
+            self.files,
+            definition,
+            responder=responder,
+            surfaces=[inbox.put],
+            settings=self.config,
+            parts=self.parts,
+            live=self.live,
+            progress=inbox.progress,
+            **given,
+        ) as run:
+            return await go(run)
+
     def new_run_job(
         self,
         path: Path,
@@ -126,20 +161,16 @@ class Workbench:
         run_id = run_id or new_run_id()
 
         async def job(responder: InterruptResponder, inbox: EventInbox) -> ExecutionResult:
-            async with open_run(
-                self.files,
-                load_workflow_file(path, self.files),
+            definition = load_workflow_file(path, self.files)
+            return await self._run(
+                definition,
+                OpenRun.start,
+                responder,
+                inbox,
                 inputs=inputs,
                 run_id=run_id,
                 engine=engine,
-                responder=responder,
-                surfaces=[inbox.put],
-                settings=self.config,
-                parts=self.parts,
-                live=self.live,
-                progress=inbox.progress,
-            ) as run:
-                return await run.start()
+            )
 
         return NewRunJob(run_id, job)
 
@@ -148,26 +179,43 @@ class Workbench:
 
         async def job(responder: InterruptResponder, inbox: EventInbox) -> ExecutionResult:
             register_steps(self.files)
-            with RunStore(self.runs_db) as store:
+            with self.open_store() as store:
                 record = store.get_run(run_id)
-                async with open_run(
-                    self.files,
+                return await self._run(
                     record.definition,
+                    OpenRun.resume,
+                    responder,
+                    inbox,
                     inputs=record.inputs,
                     run_id=run_id,
                     engine=record.engine,
                     engine_reason=record.engine_reason,
-                    responder=responder,
-                    surfaces=[inbox.put],
                     store=store,
-                    settings=self.config,
-                    parts=self.parts,
-                    live=self.live,
-                    progress=inbox.progress,
-                ) as run:
-                    return await run.resume()
+                )
 
         return job
+
+    def fork_job(self, plan: ForkPlan) -> NewRunJob:
+        """A job running the checked fork ``plan`` (tui/launch/fork.py) as a new run."""
+
+        async def fork(run: OpenRun) -> ExecutionResult:
+            return await run.fork(plan.source.run_id, str(plan.point), plan.edits)
+
+        async def job(responder: InterruptResponder, inbox: EventInbox) -> ExecutionResult:
+            with self.open_store() as store:
+                return await self._run(
+                    plan.source.definition,
+                    fork,
+                    responder,
+                    inbox,
+                    inputs=plan.inputs,
+                    run_id=plan.run_id,
+                    engine=plan.source.engine,
+                    engine_reason=plan.reason,
+                    store=store,
+                )
+
+        return NewRunJob(plan.run_id, job)
 
 
 def make_workbench(workspace: str | Path | None, config_path: Path | None = None) -> Workbench:

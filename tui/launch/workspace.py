@@ -1,10 +1,11 @@
-"""The workspace: one folder holding a person's runs, corpus and workflows — and the one place
-that names each file in it.
+"""The app's workspace: the folder a person chose, holding their runs, corpus and workflows.
 
 ``--workspace`` (or ``$WORKBENCH_HOME``) chooses the folder; without it, the platform's user
-data dir. Everything that opens a workspace file asks a :class:`Workspace` for its path, and what
-is read from the folder once per process (the agent registry) travels inside the object — there
-is no module-level "current workspace".
+data dir. The name of each file in it is :class:`plumbing.workspace.Workspace`'s (the one place
+that names them, shared with the engine and the router); this subclass adds what only the app
+does with the folder: choosing and creating it, and what is read from it once per process (the
+agent registry), which travels inside the object — there is no module-level "current
+workspace".
 """
 
 from __future__ import annotations
@@ -14,22 +15,16 @@ from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from plumbing.workspace import Workspace as WorkspaceFiles
 from tui.paths import default_root
 
 if TYPE_CHECKING:
     from agents.registry_loader import RegistryLoad
 
-RUNS_FILE = "runs.sqlite"
-CORPUS_FILE = "corpus.sqlite"
-RUN_FOLDERS = "runs"
-USER_WORKFLOWS = "workflows"
-
 
 @dataclass(frozen=True)
-class Workspace:
-    """A workspace folder and the files in it."""
-
-    root: Path
+class Workspace(WorkspaceFiles):
+    """A workspace folder, the files in it, and what the app reads from it once."""
 
     @classmethod
     def named(cls, folder: str | Path | None) -> Workspace:
@@ -42,29 +37,6 @@ class Workspace:
         workspace = cls.named(folder)
         workspace.root.mkdir(parents=True, exist_ok=True)
         return workspace
-
-    @property
-    def runs_db(self) -> Path:
-        """The run store (every run's events, results and interrupts)."""
-        return self.root / RUNS_FILE
-
-    @property
-    def corpus_db(self) -> Path:
-        """The research corpus (SQLite FTS5)."""
-        return self.root / CORPUS_FILE
-
-    @property
-    def run_folders(self) -> Path:
-        """Where runs write their artifacts, one folder per run id."""
-        return self.root / RUN_FOLDERS
-
-    def run_folder(self, run_id: str) -> Path:
-        return self.run_folders / run_id
-
-    @property
-    def workflows(self) -> Path:
-        """The person's own workflow files, listed beside the shipped ones."""
-        return self.root / USER_WORKFLOWS
 
     @cached_property
     def agent_registry(self) -> RegistryLoad:

@@ -6,8 +6,9 @@ from __future__ import annotations
 
 from engine.event_lines import DomainDescriber, EventLine
 from engine.event_lines import describe as describe_run_event
-from engine.events import ProviderState, RunEvent
+from engine.events import ProviderState, RunEvent, StepSkipped
 from tui.present.breaker_story import format_cooldown, why
+from tui.present.skip_words import skip_words
 
 
 def describe(
@@ -18,6 +19,8 @@ def describe(
     the line say why the breaker moved)."""
     if isinstance(event, ProviderState):
         return _provider_state(event, previous_state)
+    if isinstance(event, StepSkipped):
+        return describe_run_event(event.model_copy(update={"reason": skip_words(event.reason)}))
     return describe_run_event(event, domain)
 
 

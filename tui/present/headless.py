@@ -16,6 +16,7 @@ from engine.event_lines import DomainDescriber, EventLine, summarize
 from engine.events import Domain, RunEvent
 from engine.store import StepResult
 from tui.present.event_lines import describe
+from tui.present.skip_words import skip_words
 from tui.present.status_tone import Tone, tone
 
 TONE_STYLES: dict[Tone, str] = {
@@ -125,7 +126,9 @@ def step_table(results: dict[str, StepResult], order: list[str]) -> Table:
             table.add_row(step_id, styled("PENDING"), "0", "0", "")
             continue
         detail = (
-            summarize(result.outputs, 70) if result.status.value == "SUCCEEDED" else result.reason
+            summarize(result.outputs, 70)
+            if result.status.value == "SUCCEEDED"
+            else skip_words(result.reason)
         )
         table.add_row(
             step_id,

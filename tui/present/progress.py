@@ -43,6 +43,24 @@ PLAIN_STEPS = 10
 """Piped, a task prints a line each time it passes another 1/PLAIN_STEPS of its total."""
 
 
+_BOARDS: dict[int, ProgressBoard] = {}
+"""The board drawing on each console (by id), so a question asked there can pause it."""
+
+
+@contextmanager
+def paused(console: Console) -> Iterator[None]:
+    """Stop the bars drawn on ``console`` while a question is asked there: a spinner redrawing
+    under a prompt line writes over what the person types."""
+    board = _BOARDS.get(id(console))
+    if board is not None:
+        board.pause()
+    try:
+        yield
+    finally:
+        if board is not None:
+            board.resume()
+
+
 class ProgressBoard:
     """Tasks with counts, shown as rich bars on a terminal or as plain lines when piped."""
 
@@ -67,9 +85,12 @@ class ProgressBoard:
                 transient=False,
             )
             self._bars.start()
+        _BOARDS[id(self.console)] = self
         return self
 
     def __exit__(self, *_: object) -> None:
+        if _BOARDS.get(id(self.console)) is self:
+            del _BOARDS[id(self.console)]
         if self._bars is not None:
             self._bars.stop()
             self._bars = None
@@ -173,6 +194,9 @@ class RunProgress:
         elif isinstance(event, InterruptResolved):
             self.board.resume()
         elif isinstance(event, RunFinished):
+            # every step is settled at the end, those a resume found settled included
+            self._steps.update(event.step_statuses)
+            self._total = max(self._total, len(self._steps))
             self._show_steps(event.status.value, final=True)
 
     def _show_steps(self, note: str, *, final: bool = False) -> None:

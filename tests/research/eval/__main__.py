@@ -1,21 +1,38 @@
-"""``python -m tests.research.eval [peps|default ...] [--only set:id ...]`` (what ``make eval`` runs)."""
+"""``python -m tests.research.eval [peps|default ...] [--split tuning|heldout] [--only set:id ...]``.
+
+``make eval`` runs the tuning split; ``make eval SPLIT=heldout`` the held-out split, which
+nothing runs unless it is named (it is scored at the end of a piece of retrieval work, never
+while tuning).
+"""
 
 from __future__ import annotations
 
 import argparse
 
-from tests.research.eval.evaluate import SETS, evaluate, table
+from tests.research.eval.evaluate import CORPORA, SPLITS, evaluate, table
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(prog="make eval")
-    parser.add_argument("sets", nargs="*", help=f"which sets (default all): {', '.join(SETS)}")
+    parser.add_argument(
+        "sets", nargs="*", help=f"which corpora (default all): {', '.join(CORPORA)}"
+    )
+    parser.add_argument("--split", choices=SPLITS, default="tuning", help="default: tuning")
     parser.add_argument("--only", nargs="*", default=None, help="question ids as set:id")
+    parser.add_argument(
+        "--no-paraphrases", action="store_true", help="run each question in its own words only"
+    )
     args = parser.parse_args()
-    unknown = [s for s in args.sets if s not in SETS]
+    unknown = [s for s in args.sets if s not in CORPORA]
     if unknown:
-        parser.error(f"unknown set {unknown[0]!r}; use one of {', '.join(SETS)}")
-    scores = evaluate(list(args.sets) or list(SETS), set(args.only) if args.only else None)
+        parser.error(f"unknown set {unknown[0]!r}; use one of {', '.join(CORPORA)}")
+    scores = evaluate(
+        list(args.sets) or list(CORPORA),
+        args.split,
+        only=set(args.only) if args.only else None,
+        paraphrases=not args.no_paraphrases,
+    )
+    print(f"split: {args.split}")
     print(table(scores))
 
 

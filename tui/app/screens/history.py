@@ -16,12 +16,20 @@ from textual import on
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.screen import Screen
-from textual.widgets import DataTable, Footer, Input, Static
+from textual.widgets import DataTable, Input, Static
 
 from engine.store import RunSummary
+from tui.app.live_runs import LiveRuns
 from tui.app.messages import OpenRun
-from tui.app.screens.home import QUESTION_WIDTH, age, full_question, status_text
+from tui.app.screens.home import (
+    QUESTION_WIDTH,
+    RUN_COLUMNS,
+    full_question,
+    run_cells,
+    status_text,
+)
 from tui.app.status_style import STATUS_CLASSES, on_theme_change, status_style
+from tui.app.widgets.key_footer import KeyFooter
 
 if TYPE_CHECKING:
     from tui.launch.workbench import Workbench
@@ -73,13 +81,14 @@ be resumed there.
     BINDINGS = [
         Binding("escape", "app.pop_screen", "Back", id="history.back"),
         Binding("slash", "search", "Search", id="history.search"),
-        Binding("down", "to_table", show=False, id="history.to_table"),
+        Binding("down", "to_table", "To the list", show=False, id="history.to_table"),
     ]
     COMPONENT_CLASSES = set(STATUS_CLASSES)
 
-    def __init__(self, workbench: Workbench) -> None:
+    def __init__(self, workbench: Workbench, live_runs: LiveRuns) -> None:
         super().__init__()
         self.workbench = workbench
+        self.live_runs = live_runs
         self.rows: list[HistoryRow] = []
 
     def compose(self) -> ComposeResult:
@@ -89,15 +98,16 @@ be resumed there.
             id="history-search",
         )
         yield DataTable(id="history", cursor_type="row", zebra_stripes=True)
-        yield Footer()
+        yield KeyFooter()
 
     def on_mount(self) -> None:
         self.rows = self._load()
         table = self.query_one(DataTable)
-        table.add_columns("run", "workflow", "question", "status", "engine", "when")
+        table.add_columns(*RUN_COLUMNS)
         self._fill("")
         table.focus()
         on_theme_change(self, self.refill)
+        self.live_runs.changed.subscribe(self, lambda _run_id: self.refill())
 
     def _load(self) -> list[HistoryRow]:
         runs = self.workbench.store().list_runs_with_inputs(HISTORY_LIMIT)
@@ -114,21 +124,17 @@ be resumed there.
         table = self.query_one(DataTable)
         table.clear()
         now = self.workbench.clock()
+        store = self.workbench.store()
         shown = [row for row in self.rows if row_matches(row, query)]
         for row in shown:
             run = row.summary
             question = row.question
             if len(question) > QUESTION_WIDTH:
                 question = question[: QUESTION_WIDTH - 1] + "…"
-            table.add_row(
-                run.run_id,
-                run.workflow,
-                question,
-                status_text(run, partial(status_style, self)),
-                run.engine,
-                age(now - run.created_ts),
-                key=run.run_id,
+            status = status_text(
+                run, partial(status_style, self), self.live_runs.shown_status(run, store)
             )
+            table.add_row(*run_cells(run, status, question, now), key=run.run_id)
         title = f" run history · {len(shown)} of {len(self.rows)} runs"
         if query.strip():
             title += f" matching {query.strip()!r}"

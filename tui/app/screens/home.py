@@ -17,25 +17,31 @@ from functools import partial
 from typing import TYPE_CHECKING, Any
 
 from rich.text import Text
-from textual import on, work
+from textual import events, on, work
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical, VerticalScroll
+from textual.content import Content
 from textual.screen import Screen
-from textual.widgets import Button, DataTable, Footer, Input, Label, OptionList, Static
+from textual.widget import Widget
+from textual.widgets import Button, DataTable, Input, Label, OptionList, Select, Static
 from textual.widgets.option_list import Option
 from textual.worker import Worker, WorkerState
 
 from engine.run_inputs import InputError, resolve_inputs
-from engine.spec import WorkflowDefinition
+from engine.spec import InputSpec, WorkflowDefinition
 from engine.store import RunInputs, RunSummary
-from tui.app.messages import OpenRun, ShowHistory, StartRun
+from tui.app.live_runs import LiveRuns
+from tui.app.messages import OpenRun, StartRun
 from tui.app.status_style import STATUS_CLASSES, StatusStyler, on_theme_change, status_style
+from tui.app.widgets.key_footer import KeyFooter, KeyRanking
 
 if TYPE_CHECKING:
     from tui.launch.workbench import Workbench, WorkflowEntry
 
 RECENT_RUNS = 15
+SHORT_HEIGHT = 32
+"""Below this many rows the form drops the blank lines between its fields."""
 LOADING = "loading workflows…"
 LOADERS = "workflows"
 """The worker group loading Home's workflow list."""
@@ -55,6 +61,45 @@ def form_inputs(definition: WorkflowDefinition, texts: Mapping[str, str]) -> dic
         if spec.required and spec.default is None and name not in given:
             raise InputError(f"{name} is required")
     return resolve_inputs(definition, given)
+
+
+def input_field(name: str, spec: InputSpec) -> Input | Select[str]:
+    """A form field for one declared input: a list to choose from when the input declares its
+    values (``choices``), else a text box showing its default (blank: the hint says what)."""
+    if spec.choices:
+        options = [(str(choice), str(choice)) for choice in spec.choices]
+        return Select(
+            options,
+            value=Select.NULL if spec.default is None else str(spec.default),
+            allow_blank=spec.default is None,
+            prompt="choose one" if spec.required else "(none: the default)",
+            name=name,
+            classes="form-input",
+            compact=True,
+        )
+    default = (
+        ""
+        if spec.default is None
+        else (json.dumps(spec.default) if spec.type in ("list", "dict") else str(spec.default))
+    )
+    hint = f"a {spec.type}" + (", empty: the default" if not spec.required else "")
+    return Input(value=default, placeholder=hint, name=name, classes="form-input")
+
+
+def field_text(field: Input | Select[str]) -> str:
+    """A field's value as the text ``--input NAME=VALUE`` would give ('' for none chosen)."""
+    if isinstance(field, Select):
+        return "" if field.value is Select.NULL else str(field.value)
+    return field.value
+
+
+RUN_COLUMNS = ("run", "status", "workflow", "when", "question", "engine")
+"""The runs tables' columns: what tells runs apart first, so a narrow terminal cuts the rest."""
+
+
+def run_cells(run: RunSummary, status: Text, question: str, now: float) -> tuple[object, ...]:
+    """A run's row in the runs tables (Home's recent runs, the history), in RUN_COLUMNS order."""
+    return (run.run_id, status, run.workflow, age(now - run.created_ts), question, run.engine)
 
 
 def age(seconds: float) -> str:
@@ -80,42 +125,51 @@ def run_question(run: RunInputs) -> str:
     return text if len(text) <= QUESTION_WIDTH else text[: QUESTION_WIDTH - 1] + "…"
 
 
-def status_text(run: RunSummary, style: StatusStyler) -> Text:
-    """A run's status for the runs tables: a RUNNING run whose process is gone says so."""
-    label = run.status_label(hint=False)
-    if label != run.status.value:
+def status_text(run: RunSummary, style: StatusStyler, shown: str) -> Text:
+    """A run's status for the runs tables: ``shown`` (:meth:`LiveRuns.shown_status`); a RUNNING
+    run whose process is gone says so."""
+    label = run.status_label(hint=False) if shown == run.status.value else shown
+    if label != shown:
         return Text(label, style=style("STALE"))
-    return Text(run.status.value, style=style(run.status.value))
+    return Text(shown, style=style(shown))
 
 
-class HomeScreen(Screen[None]):
+class HomeScreen(KeyRanking, Screen[None]):
     CSS_PATH = "home.tcss"
     HELP = """
 ## Home
 
-Pick a workflow on the left, fill in its inputs and press **Start**.
-Recent runs are below: **Enter** opens one (replay, report, answer its prompts).
+Pick a workflow on the left (**Enter** or **Tab** goes to its form), fill in
+its inputs and press **^S** (or **Ctrl+Enter** where the terminal sends it) from
+any field to start the run; **Enter** in the last field starts it too. An input
+with a fixed set of values is a list to choose from. Recent runs are below:
+**Enter** opens one (replay, report, answer its prompts); **^Y** lists every run.
 """
     BINDINGS = [
-        Binding("f5", "refresh", "Refresh", id="home.refresh"),
+        # priority: it starts the run from any field of the form (a text box keeps other keys)
+        Binding("ctrl+s,ctrl+enter", "start", "Start run", id="home.start", priority=True),
         Binding("ctrl+n", "focus_form", "New run", id="home.new_run"),
-        Binding("ctrl+y", "history", "History", id="home.history"),
+        Binding("f5", "refresh", "Refresh", id="home.refresh"),
     ]
+    KEY_ORDER = ("home.start", "home.new_run", "app.history", "home.refresh")
 
     COMPONENT_CLASSES = set(STATUS_CLASSES)
 
-    def __init__(self, workbench: Workbench) -> None:
+    def __init__(self, workbench: Workbench, live_runs: LiveRuns) -> None:
         super().__init__()
         self.workbench = workbench
+        self.live_runs = live_runs
         self.entries: list[WorkflowEntry] = []
         self.chosen: WorkflowEntry | None = None
-        self.fields: dict[str, Input] = {}
+        self.fields: dict[str, Input | Select[str]] = {}
         """The chosen workflow's input fields, by input name (no ids: forms are rebuilt while old ones unmount)."""
 
     def compose(self) -> ComposeResult:
         yield Static(
-            Text(" Research Workbench ", style="bold reverse")
-            + Text("  bounded, auditable agentic research", style="dim"),
+            Text.assemble(
+                (" Research Workbench ", "bold reverse"),
+                ("  bounded, auditable agentic research", "dim"),
+            ),
             id="home-title",
         )
         with Horizontal(id="home-top"):
@@ -124,21 +178,27 @@ Recent runs are below: **Enter** opens one (replay, report, answer its prompts).
                 yield OptionList(id="workflows")
             with Vertical(id="form-box"):
                 yield Label("New run", classes="box-title", id="form-title")
-                yield VerticalScroll(id="form")
+                # not focusable itself: the first Tab from the workflows lands in the first field
+                yield VerticalScroll(id="form", can_focus=False)
                 yield Static("", id="form-error")
-                yield Button("Start run", id="start", variant="primary", disabled=True)
+                yield Button(
+                    "Start run (^S)", id="start", variant="primary", disabled=True, compact=True
+                )
         with Vertical(id="runs-box"):
             yield Label("Recent runs", classes="box-title")
             yield DataTable(id="runs", cursor_type="row", zebra_stripes=True)
-        yield Footer()
+        yield KeyFooter()
+
+    def on_resize(self, event: events.Resize) -> None:
+        self.set_class(event.size.height < SHORT_HEIGHT, "-short")
 
     def on_mount(self) -> None:
-        self.query_one("#runs", DataTable).add_columns(
-            "run", "workflow", "question", "status", "engine", "when"
-        )
+        self.set_class(self.app.size.height < SHORT_HEIGHT, "-short")
+        self.query_one("#runs", DataTable).add_columns(*RUN_COLUMNS)
         self.action_refresh()
         self.query_one("#workflows", OptionList).focus()
         on_theme_change(self, self.refresh_runs)
+        self.live_runs.changed.subscribe(self, lambda _run_id: self.refresh_runs())
 
     @property
     def ready(self) -> bool:
@@ -172,17 +232,18 @@ Recent runs are below: **Enter** opens one (replay, report, answer its prompts).
             options = self.query_one("#workflows", OptionList)
             options.clear_options()
             problem = f"workflows not loaded: {event.worker.error}".splitlines()[0]
-            options.add_option(Option(Text(problem, style="red"), disabled=True))
+            options.add_option(Option(Content.styled(problem, "$status-critical"), disabled=True))
 
     def show_workflows(self, entries: list[WorkflowEntry]) -> None:
         self.entries = entries
         options = self.query_one("#workflows", OptionList)
         options.clear_options()
         for index, entry in enumerate(self.entries):
-            label = Text(entry.name, style="bold" if entry.origin == "shipped" else "")
-            label.append(f"  {entry.origin}", style="dim")
-            if entry.error:
-                label.append(f"\n  {entry.error}", style="red")
+            label = Content.assemble(
+                (entry.name, "bold" if entry.origin == "shipped" else ""),
+                (f"  {entry.origin}", "dim"),
+                (f"\n  {entry.error}" if entry.error else "", "$status-critical"),
+            )
             options.add_option(Option(label, id=str(index), disabled=bool(entry.error)))
         usable = [i for i, e in enumerate(self.entries) if not e.error]
         if usable:
@@ -194,17 +255,11 @@ Recent runs are below: **Enter** opens one (replay, report, answer its prompts).
         cursor = table.cursor_coordinate
         table.clear()
         now = self.workbench.clock()
-        for run in self.workbench.store().list_runs_with_inputs(RECENT_RUNS):
-            status = status_text(run, partial(status_style, self))
-            table.add_row(
-                run.run_id,
-                run.workflow,
-                run_question(run),
-                status,
-                run.engine,
-                age(now - run.created_ts),
-                key=run.run_id,
-            )
+        store = self.workbench.store()
+        for run in store.list_runs_with_inputs(RECENT_RUNS):
+            shown = self.live_runs.shown_status(run, store)
+            status = status_text(run, partial(status_style, self), shown)
+            table.add_row(*run_cells(run, status, run_question(run), now), key=run.run_id)
         table.cursor_coordinate = cursor
 
     def on_option_list_option_highlighted(self, event: OptionList.OptionHighlighted) -> None:
@@ -232,14 +287,7 @@ Recent runs are below: **Enter** opens one (replay, report, answer its prompts).
             mark = " *" if spec.required and spec.default is None else ""
             hint = spec.description or spec.type
             fields.append(Label(f"{name}{mark}  ({hint})", classes="form-label"))
-            default = (
-                ""
-                if spec.default is None
-                else (
-                    json.dumps(spec.default) if spec.type in ("list", "dict") else str(spec.default)
-                )
-            )
-            field = Input(value=default, placeholder=spec.type, name=name, classes="form-input")
+            field = input_field(name, spec)
             self.fields[name] = field
             fields.append(field)
         if not definition.inputs:
@@ -254,15 +302,32 @@ Recent runs are below: **Enter** opens one (replay, report, answer its prompts).
 
     def form_values(self) -> dict[str, Any]:
         assert self.chosen is not None and self.chosen.definition is not None
-        texts = {name: field.value for name, field in self.fields.items()}
+        texts = {name: field_text(field) for name, field in self.fields.items()}
         return form_inputs(self.chosen.definition, texts)
 
     def on_input_submitted(self, event: Input.Submitted) -> None:
-        inputs = list(self.fields.values())
+        inputs: list[Widget] = list(self.fields.values())
         if event.input in inputs and event.input is inputs[-1]:
             self.start()
         elif event.input in inputs:
             inputs[inputs.index(event.input) + 1].focus()
+
+    def on_descendant_focus(self, event: events.DescendantFocus) -> None:
+        """A form field that takes the focus scrolls into view with its label above it."""
+        widget = event.widget
+        if widget in self.fields.values():
+            form = self.query_one("#form", VerticalScroll)
+            form.scroll_to_widget(widget, animate=False, top=False)
+            index = form.children.index(widget)
+            if index:
+                form.scroll_to_widget(form.children[index - 1], animate=False)
+                form.scroll_to_widget(widget, animate=False)
+
+    def action_start(self) -> None:
+        if self.chosen is None:
+            self.notify("the workflows are still loading", severity="warning")
+            return
+        self.start()
 
     def on_button_pressed(self, event: Button.Pressed) -> None:
         if event.button.id == "start":
@@ -274,7 +339,9 @@ Recent runs are below: **Enter** opens one (replay, report, answer its prompts).
         try:
             values = self.form_values()
         except InputError as exc:
-            self.query_one("#form-error", Static).update(Text(str(exc), style="bold red"))
+            self.query_one("#form-error", Static).update(
+                Content.styled(str(exc), "$status-critical bold")
+            )
             return
         self.query_one("#form-error", Static).update("")
         self.post_message(StartRun(self.chosen.path, values))
@@ -282,6 +349,3 @@ Recent runs are below: **Enter** opens one (replay, report, answer its prompts).
     def on_data_table_row_selected(self, event: DataTable.RowSelected) -> None:
         if event.row_key.value:
             self.post_message(OpenRun(event.row_key.value))
-
-    def action_history(self) -> None:
-        self.post_message(ShowHistory())

@@ -19,9 +19,10 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import VerticalScroll
 from textual.screen import ModalScreen
-from textual.widgets import Footer, Static
+from textual.widgets import Static
 
 from tui.app.status_style import STATUS_CLASSES, StatusStyler, status_style
+from tui.app.widgets.key_footer import KeyFooter
 from tui.app.widgets.providers_panel import state_badge
 from tui.present.breaker_story import error_note, format_cooldown, why
 from tui.present.headless import console_style
@@ -86,12 +87,15 @@ def detail_table(
     if isinstance(unhealthy, Mapping) and unhealthy:
         table.add_row(
             "models out",
-            Text("\n".join(f"{m}: {why}" for m, why in sorted(unhealthy.items())), style="yellow"),
+            Text(
+                "\n".join(f"{m}: {why}" for m, why in sorted(unhealthy.items())),
+                style=style("HALF_OPEN"),
+            ),
         )
     cost = snap.get("cost_usd_total")
     table.add_row("spend", f"${float(cost):.4f}" if isinstance(cost, (int, float)) else "–")
     table.add_row(
-        "requests",
+        "requests (all runs)",
         f"{_text(snap.get('requests_total'))} · ok {_text(snap.get('successes_total'))}"
         f" · failed {_text(snap.get('failures_total'))} · success {_percent(snap.get('success_rate'))}",
     )
@@ -133,7 +137,7 @@ traffic), spend, request counts, latency and rate-limit headroom.
         with VerticalScroll(id="detail-box"):
             yield Static(Text(f"provider {self.provider}", style="bold"), id="detail-title")
             yield Static(id="provider-facts")
-        yield Footer()
+        yield KeyFooter()
 
     def on_mount(self) -> None:
         self.refresh_facts()

@@ -17,13 +17,16 @@ from textual.binding import Binding
 from textual.containers import Horizontal, VerticalScroll
 from textual.screen import Screen
 from textual.widget import Widget
-from textual.widgets import Footer, Markdown, Static
+from textual.widgets import Markdown, Static
 from textual.widgets.markdown import MarkdownBlock
 
+from plumbing.workspace import RunFolder
+from plumbing.yaml_reading import YamlLimitError, load_yaml
 from tui.app.plain_values import label, plain_value
 from tui.app.report_sections import section_at
 from tui.app.run_state import RunView
 from tui.app.widgets.find_bar import FindBar, plain_text
+from tui.app.widgets.key_footer import KeyFooter
 
 if TYPE_CHECKING:
     from tui.launch.workbench import Workbench
@@ -31,7 +34,8 @@ if TYPE_CHECKING:
 
 def load_report(folder: Path, view: RunView) -> tuple[str, dict[str, Any]]:
     """(markdown, quality metadata) from the run folder, else from the run's outputs."""
-    report_path, quality_path = folder / "report.md", folder / "quality.yaml"
+    files = RunFolder(folder)
+    report_path, quality_path = files.report, files.quality
     text = report_path.read_text(encoding="utf-8") if report_path.is_file() else ""
     if not text:
         value = view.outputs.get("report")
@@ -39,7 +43,9 @@ def load_report(folder: Path, view: RunView) -> tuple[str, dict[str, Any]]:
     quality: dict[str, Any] = {}
     if quality_path.is_file():
         try:
-            loaded = yaml.safe_load(quality_path.read_text(encoding="utf-8"))
+            loaded = load_yaml(quality_path.read_text(encoding="utf-8"))
+        except YamlLimitError as refused:
+            quality = {"error": refused.located(str(quality_path))}
         except yaml.YAMLError as exc:
             mark = getattr(exc, "problem_mark", None)
             quality = {"error": f"{quality_path}:{mark.line + 1 if mark else 1}: not valid YAML"}
@@ -95,7 +101,7 @@ the one at the top of the view; **c** copies the whole Markdown; **i** the run i
                 yield Markdown(self.text or "*This run has no report yet.*", id="report-markdown")
             yield Static(quality_table(self.quality), id="report-quality")
         yield FindBar(self._searchable, id="report-find")
-        yield Footer()
+        yield KeyFooter()
 
     def on_mount(self) -> None:
         self.query_one("#report-body").focus()
@@ -147,7 +153,7 @@ the one at the top of the view; **c** copies the whole Markdown; **i** the run i
         self.notify(f"run id {self.run_id} copied (OSC 52)")
 
     def action_save(self) -> None:
-        target = self.workbench.workspace / "exports" / f"{self.run_id}-report.md"
+        target = self.workbench.files.exports / f"{self.run_id}-report.md"
         try:
             target.parent.mkdir(parents=True, exist_ok=True)
             target.write_text(self.text, encoding="utf-8")

@@ -2,33 +2,41 @@
 
 from __future__ import annotations
 
+from functools import partial
+
+from rich.style import Style
 from rich.table import Table
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import VerticalScroll
 from textual.screen import ModalScreen
-from textual.widgets import Footer, Static
+from textual.widgets import Static
 
 from research.events import DimensionCell
 from tui.app.plain_values import MISSING, label
 from tui.app.round_diff import RoundDiff, diff_rounds, score_delta
 from tui.app.run_state import RunView
+from tui.app.status_style import STATUS_CLASSES, StatusStyler, status_style
+from tui.app.widgets.key_footer import KeyFooter
+from tui.present.headless import console_style
 
 
 def _cell(cell: DimensionCell | None) -> str:
     return MISSING if cell is None else f"{cell.score:.2f} {cell.tier}"
 
 
-def _delta(delta: float | None) -> Text:
+def _delta(delta: float | None, style: StatusStyler) -> Text:
     if delta is None:
         return Text(MISSING, style="dim")
     if abs(delta) < 0.005:
         return Text("=", style="dim")
-    return Text(f"{delta:+.2f}", style="green" if delta > 0 else "red")
+    return Text(f"{delta:+.2f}", style=style("PASS" if delta > 0 else "FAIL"))
 
 
-def dimensions_table(diff: RoundDiff) -> Table:
+def dimensions_table(diff: RoundDiff, style: StatusStyler = console_style) -> Table:
+    """Each dimension's score in both rounds and the change, rises and falls coloured by
+    ``style`` (the screen's theme in the app)."""
     table = Table(box=None, expand=True, pad_edge=False)
     table.add_column("dimension", no_wrap=True)
     table.add_column(f"round {diff.before}", no_wrap=True)
@@ -36,14 +44,17 @@ def dimensions_table(diff: RoundDiff) -> Table:
     table.add_column("change", no_wrap=True)
     for change in diff.dimensions:
         table.add_row(
-            label(change.name), _cell(change.before), _cell(change.after), _delta(change.delta)
+            label(change.name),
+            _cell(change.before),
+            _cell(change.after),
+            _delta(change.delta, style),
         )
     before, after = diff.ci
     table.add_row(
         Text("CI", style="bold"),
         MISSING if before is None else f"{before:.2f}",
         MISSING if after is None else f"{after:.2f}",
-        _delta(score_delta(before, after)),
+        _delta(score_delta(before, after), style),
     )
     return table
 
@@ -52,13 +63,14 @@ def _count(number: int, noun: str) -> str:
     return f"{number} {noun}{'' if number == 1 else 's'}"
 
 
-def _listing(items: list[str], mark: str, style: str, empty: str) -> Text:
+def _listing(items: list[str], mark: str, style: Style | str, empty: str) -> Text:
     if not items:
         return Text(empty, style="dim")
     return Text("\n").join(Text(f"{mark} {item}", style=style) for item in items)
 
 
 class RoundDiffScreen(ModalScreen[None]):
+    COMPONENT_CLASSES = set(STATUS_CLASSES)
     CSS_PATH = "round_diff.tcss"
     HELP = """
 ## Round diff
@@ -92,7 +104,7 @@ passages it added, the claims added and dropped, and each dimension's score.
             yield Static(id="diff-added")
             yield Static("Claims dropped", classes="diff-heading")
             yield Static(id="diff-dropped")
-        yield Footer()
+        yield KeyFooter()
 
     def on_mount(self) -> None:
         self.show()
@@ -109,7 +121,9 @@ passages it added, the claims added and dropped, and each dimension's score.
         title = Text(f"round {diff.before} → round {diff.after}", style="bold")
         title.append(f"   ({len(self.numbers)} rounds; ←/→ for another pair)", style="dim")
         self.query_one("#diff-title", Static).update(title)
-        self.query_one("#diff-dimensions", Static).update(dimensions_table(diff))
+        self.query_one("#diff-dimensions", Static).update(
+            dimensions_table(diff, partial(status_style, self))
+        )
         if not diff.evidence_known:
             unknown = Text("the run kept no research state for one of these rounds", style="dim")
             for part in ("#diff-evidence", "#diff-added", "#diff-dropped"):
@@ -120,13 +134,14 @@ passages it added, the claims added and dropped, and each dimension's score.
             f"{_count(diff.new_passages, 'new passage')}\n",
             style="bold",
         )
-        evidence.append_text(_listing(diff.new_sources, "+", "green", "no new source"))
+        added, dropped = status_style(self, "PASS"), status_style(self, "FAIL")
+        evidence.append_text(_listing(diff.new_sources, "+", added, "no new source"))
         self.query_one("#diff-evidence", Static).update(evidence)
         self.query_one("#diff-added", Static).update(
-            _listing(diff.claims_added, "+", "green", "no claim added")
+            _listing(diff.claims_added, "+", added, "no claim added")
         )
         self.query_one("#diff-dropped", Static).update(
-            _listing(diff.claims_dropped, "−", "red", "no claim dropped")
+            _listing(diff.claims_dropped, "−", dropped, "no claim dropped")
         )
 
     def action_pair(self, delta: int) -> None:

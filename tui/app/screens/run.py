@@ -13,13 +13,9 @@ is resumed with it.
 
 from __future__ import annotations
 
+from functools import partial
 from typing import TYPE_CHECKING
 
-from rich.console import RenderableType
-from rich.progress_bar import ProgressBar
-from rich.style import Style
-from rich.table import Table
-from rich.text import Text
 from textual import events, on
 from textual.app import ComposeResult
 from textual.binding import Binding
@@ -27,18 +23,28 @@ from textual.containers import Horizontal, Vertical
 from textual.message import Message
 from textual.screen import Screen
 from textual.timer import Timer
-from textual.widgets import ContentSwitcher, Footer, Static
+from textual.widgets import ContentSwitcher, Static
 from textual.worker import Worker, WorkerState
 
 from engine.context import InterruptAnswer
 from engine.events import InterruptRaised, RunEvent
 from engine.protocol import ExecutionResult
+from tui.app.live_runs import LiveRuns
 from tui.app.model_calls import model_calls
-from tui.app.run_state import Part, ReplayFold, RunView, changes, describe, spend_text
-from tui.app.status_style import STATUS_CLASSES, on_theme_change, status_style
+from tui.app.run_header import HeaderStyles, starting_line, status_line
+from tui.app.run_state import (
+    Part,
+    ReplayFold,
+    RunView,
+    changes,
+    describe,
+)
+from tui.app.screens.run_fork import ForkFromTheScreen
+from tui.app.status_style import STATUS_CLASSES, on_theme_change, status_style, tone_style
 from tui.app.widgets.dag_outline import DagOutline
 from tui.app.widgets.dag_view import DagView
 from tui.app.widgets.event_log import EventLog
+from tui.app.widgets.key_footer import KeyFooter, KeyRanking
 from tui.app.widgets.prompts import PromptQueue, prompt_for
 from tui.app.widgets.providers_panel import ProvidersPanel
 from tui.app.widgets.rounds_matrix import RoundsMatrix
@@ -58,16 +64,14 @@ SHORT_HEIGHT = 32
 """Below this many rows (or NARROW_WIDTH columns) the side panels and the log share one slot under
 the graph, chosen with 1/2/3, so every panel stays reachable on an 80×24 terminal."""
 PANELS = ("providers", "rounds", "log")
+SIDE_MIN = 56
+SIDE_MAX = 76
+"""The side panels' columns beside the graph: at 120 columns the graph then shows 18 cells of a name."""
 LOG_SHARE = 0.3
 """The log's share of the screen's height, given up (down to LOG_MIN_ROWS) when those rows let
 the whole graph show."""
 LOG_MIN_ROWS = 8
 STARTING_TICK_S = 0.5
-PROGRESS_WIDTH = 30
-STARTING_WHAT = (
-    "opening the run store, the corpus (indexed on first use) and the providers; "
-    "the graph appears with the run's first event"
-)
 
 
 class PromptArrived(Message):
@@ -78,15 +82,26 @@ class PromptArrived(Message):
         super().__init__()
 
 
-class RunScreen(Screen[None]):
+class _AboutScreen(Message):
+    """What a run screen asks of the app about itself (the app handles each by name)."""
+
+    def __init__(self, screen: RunScreen) -> None:
+        super().__init__()
+        self.screen = screen
+
+
+class RunScreen(ForkFromTheScreen, KeyRanking, Screen[None]):
     CSS_PATH = "run.tcss"
 
-    class ResumeRun(Message):
+    class ResumeRun(_AboutScreen):
         """Continue the stored run shown on ``screen`` and follow it there (the app does)."""
 
-        def __init__(self, screen: RunScreen) -> None:
-            super().__init__()
-            self.screen = screen
+    class RunIdKnown(_AboutScreen):
+        """The live run on ``screen`` has said its id (its first event): the app keeps the
+        screen while the run is live."""
+
+    class RunEnded(_AboutScreen):
+        """The run on ``screen`` is no longer driven here."""
 
     HELP = """
 ## Run
@@ -100,25 +115,42 @@ one run. **Enter** on a step opens its detail; **p** answers the next prompt;
     COMPONENT_CLASSES = set(STATUS_CLASSES)
     BINDINGS = [
         Binding("escape", "back", "Back", id="run.back"),
-        # the panel keys come first: a narrow footer cuts its end, and on a small terminal they
-        # are the only way to the panels
+        Binding("p", "answer_next", "Answer prompt", id="run.answer"),
+        Binding("r", "report", "Report", id="run.report"),
+        Binding("slash", "filter_log", "Filter log", id="run.filter_log"),
+        Binding("t", "fork", "Fork here", id="run.fork"),
+        Binding("comma", "replay(-1)", "◀ event", id="run.replay_back"),
+        Binding("full_stop", "replay(1)", "event ▶", id="run.replay_forward"),
+        Binding("d", "round_diff", "Round diff", id="run.round_diff"),
+        Binding("u", "resume", "Resume", id="run.resume"),
+        Binding("o", "toggle_outline", "Outline", id="run.toggle_outline"),
+        # on a small terminal the panel keys are the only way to the panels: the footer ranks
+        # them high there (see KEY_ORDER and key_acts)
         Binding("1", "toggle_panel('providers')", "Providers", id="run.toggle_providers"),
         Binding("2", "toggle_panel('rounds')", "Rounds", id="run.toggle_rounds"),
         Binding("3", "toggle_panel('log')", "Log", id="run.toggle_log"),
-        Binding("o", "toggle_outline", "Outline", id="run.toggle_outline"),
-        Binding("p", "answer_next", "Answer prompt", id="run.answer"),
-        Binding("r", "report", "Report", id="run.report"),
-        Binding("u", "resume", "Resume", id="run.resume"),
-        Binding("slash", "filter_log", "Filter log", id="run.filter_log"),
         Binding("i", "copy_run_id", "Copy id", id="run.copy_run_id", show=False),
-        Binding("d", "round_diff", "Round diff", id="run.round_diff"),
-        Binding("comma", "replay(-1)", "◀ event", id="run.replay_back"),
-        Binding("full_stop", "replay(1)", "event ▶", id="run.replay_forward"),
     ]
+    KEY_ORDER = (
+        "run.answer",
+        "run.resume",
+        "dag.open",
+        "run.report",
+        "run.fork",
+        "run.replay_back",
+        "run.replay_forward",
+        "run.filter_log",
+        "run.round_diff",
+        "run.toggle_providers",
+        "run.toggle_rounds",
+        "run.toggle_log",
+        "run.back",
+    )
 
     def __init__(
         self,
         workbench: Workbench,
+        live_runs: LiveRuns,
         *,
         run_id: str = "",
         driver: RunDriver | None = None,
@@ -128,6 +160,7 @@ one run. **Enter** on a step opens its detail; **p** answers the next prompt;
     ) -> None:
         super().__init__()
         self.workbench = workbench
+        self.live_runs = live_runs
         self.run_id = run_id
         self.driver = driver
         self.worker: Worker[ExecutionResult] | None = None
@@ -154,8 +187,10 @@ one run. **Enter** on a step opens its detail; **p** answers the next prompt;
         self._starting_timer: Timer | None = None
         self._counts_shown: tuple[str, int, int] | None = None
         """The indexing counts the starting line shows."""
-        self._rounds_offered: tuple[bool, bool] | None = None
-        """Whether the rounds panel and the round diff were offered at the last redraw."""
+        self._rounds_shown: bool | None = None
+        """Whether the rounds panel was offered at the last redraw."""
+        self._keys_offered: tuple[bool, ...] = ()
+        """Which of the keys that come and go the footer listed at the last redraw."""
 
     @property
     def live(self) -> bool:
@@ -174,9 +209,10 @@ one run. **Enter** on a step opens its detail; **p** answers the next prompt;
                 yield RoundsMatrix(id="rounds")
         yield EventLog(id="log")
         yield Timeline(id="timeline")
-        yield Footer()
+        yield KeyFooter()
 
     def on_mount(self) -> None:
+        self._mounted_at = self.workbench.clock()
         on_theme_change(self, self._show_status)
         self.query_one(ProvidersPanel).live = self.live
         self.query_one(Timeline).display = not self.live
@@ -192,7 +228,6 @@ one run. **Enter** on a step opens its detail; **p** answers the next prompt;
         self._redraw(None)
         self.set_interval(DRAIN_INTERVAL_S, self.drain)
         self.set_interval(1.0, self.query_one(ProvidersPanel).tick)
-        self._mounted_at = self.workbench.clock()
         if self.live and self.view.status == "PENDING":
             self._starting_timer = self.set_interval(STARTING_TICK_S, self._show_starting)
 
@@ -213,16 +248,35 @@ one run. **Enter** on a step opens its detail; **p** answers the next prompt;
             exit_on_error=False,
         )
 
+    def on_screen_suspend(self) -> None:
+        if not self.live:
+            self.post_message(self.RunEnded(self))
+
     def on_resize(self, event: events.Resize) -> None:
         self._apply_size(event.size.width, event.size.height)
 
     def _apply_size(self, width: int, height: int) -> None:
         narrow = width < NARROW_WIDTH
+        compact = narrow or height < SHORT_HEIGHT
+        if compact != self.has_class("-compact"):
+            self.refresh_bindings()  # the footer ranks the panel keys higher on a small terminal
         self.set_class(narrow, "-narrow")
-        self.set_class(narrow or height < SHORT_HEIGHT, "-compact")
+        self.set_class(compact, "-compact")
         self._show_graph(outline=self._outline or narrow)
         self._place_panels()
+        self._share_width(width)
         self._share_height(height)
+
+    def _share_width(self, width: int) -> None:
+        """Side by side, the graph gets the columns its whole step names need and the side
+        panels the rest, between SIDE_MIN and SIDE_MAX columns (the rounds matrix turns compact
+        in a narrow side)."""
+        side = self.query_one("#side")
+        if self.has_class("-narrow"):
+            side.styles.width = None
+            return
+        wanted = self.query_one(DagView).cols_needed() + 2
+        side.styles.width = max(SIDE_MIN, min(SIDE_MAX, width - wanted))
 
     def _share_height(self, height: int) -> None:
         """Give the log its share of the height unless some of those rows let the whole graph
@@ -267,15 +321,22 @@ one run. **Enter** on a step opens its detail; **p** answers the next prompt;
             self.position = len(self.events)
             if not self.run_id:
                 self.run_id = batch[0].run_id
+                self.post_message(self.RunIdKnown(self))
             self._redraw(self.view.apply_all(batch))
         finished = self.worker is not None and self.worker.is_finished
         if finished and not len(self.driver.inbox):
             self._driver_done()
 
     def _driver_done(self) -> None:
+        """The run is over here: the screen replays it from now on (its timeline shows)."""
         self.driver = None
+        self.position = len(self.events)
+        self._replay = ReplayFold(self.events, self.run_id)
         self.query_one(ProvidersPanel).live = False
+        self.query_one(Timeline).display = True
         self._redraw({"status"})
+        self.live_runs.ended(self.run_id, self.view.status)
+        self.post_message(self.RunEnded(self))
 
     @on(Worker.StateChanged)
     def _run_worker_changed(self, event: Worker.StateChanged) -> None:
@@ -297,6 +358,7 @@ one run. **Enter** on a step opens its detail; **p** answers the next prompt;
             self.query_one(DagView).show(view, None if every or "graph" in parts else changed_steps)
             self.query_one(DagOutline).show(view, None if every else changed_steps)
             if every or "graph" in parts:
+                self._share_width(self.app.size.width)
                 self._share_height(self.app.size.height)
         if every or "providers" in parts:
             self.query_one(ProvidersPanel).show(view)
@@ -309,6 +371,8 @@ one run. **Enter** on a step opens its detail; **p** answers the next prompt;
             self.query_one(PromptQueue).show(self.pending_prompts())
         if every or "status" in parts:
             self._show_status()
+        if every or parts & {"status", "prompts", "rounds"}:
+            self._offer_keys()
         if not self.live:
             timeline = self.query_one(Timeline)
             timeline.total, timeline.position = len(self.events), self.position
@@ -319,14 +383,11 @@ one run. **Enter** on a step opens its detail; **p** answers the next prompt;
             )
 
     def _offer_rounds(self) -> None:
-        """Show the rounds panel once there are rounds, and offer the round diff once there are
-        two (the footer is rebuilt only when that changes: rebuilding it costs a layout)."""
-        offered = (bool(self.view.rounds), len(self.view.rounds) >= 2)
-        if offered != self._rounds_offered:
-            first, self._rounds_offered = self._rounds_offered is None, offered
+        """Show the rounds panel once there are rounds."""
+        shown = bool(self.view.rounds)
+        if shown != self._rounds_shown:
+            self._rounds_shown = shown
             self._place_panels()
-            if not first:  # the footer is built after the first redraw anyway
-                self.refresh_bindings()
 
     def _show_starting(self) -> None:
         """Count the seconds until the run's first event, so its start is never a blank wait."""
@@ -335,54 +396,25 @@ one run. **Enter** on a step opens its detail; **p** answers the next prompt;
             self._starting_timer = None
         self._show_status()
 
-    def _starting_line(self) -> RenderableType:
-        """Seconds waited for the first event and what is being opened: with a bar and counts
-        while the corpus is indexed on first use."""
-        waited = max(0.0, self.workbench.clock() - self._mounted_at)
-        line = Text.assemble((" starting ", "bold reverse"), (f" {waited:.0f}s", "bold cyan"))
-        counts = self.driver.inbox.waiting_on() if self.driver is not None else None
-        if counts is None:
-            return line + Text(f" · {STARTING_WHAT}", style="dim")
-        what, done, total = counts
-        grid = Table.grid(padding=(0, 1))
-        grid.add_column(no_wrap=True)
-        grid.add_column(width=PROGRESS_WIDTH)
-        grid.add_column(no_wrap=True)
-        grid.add_row(
-            line + Text(f" · {what}", style="bold"),
-            ProgressBar(total=max(1, total), completed=done, width=PROGRESS_WIDTH),
-            Text(f"{done}/{total}", style="bold"),
-        )
-        return grid
-
     def _show_status(self) -> None:
         v = self.view
+        if self.live:
+            self.live_runs.report(self.run_id, v.status)
+        styles = HeaderStyles(partial(status_style, self), partial(tone_style, self))
         if v.status == "PENDING" and self.live:
-            self.query_one("#run-status", Static).update(self._starting_line(), layout=False)
-            return
-        text = Text(f" {v.workflow or 'run'} ", style="bold reverse")
-        # most important first: a narrow terminal cuts the end of the line
-        text.append(f" {v.status}", style=status_style(self, v.status) + Style(bold=True))
-        fallback = v.fallback_note
-        if fallback:
-            text.append(f" · {fallback}", style="bold yellow")
-        if v.budget is not None:
-            b = v.budget
-            text.append(
-                f" · calls {b.llm_calls}/{b.max_llm_calls} · tokens {b.tokens}/{b.token_budget}"
+            waited = max(0.0, self.workbench.clock() - self._mounted_at)
+            counts = self.driver.inbox.waiting_on() if self.driver is not None else None
+            line = starting_line(waited, counts, styles)
+        else:
+            line = status_line(
+                v,
+                styles,
+                run_id=self.run_id,
+                replay=(self.position, len(self.events)) if self.replaying else None,
+                live=self.live,
+                failure=self.failure,
             )
-            spend = spend_text(b)
-            if spend:
-                exhausted = b.max_cost_usd is not None and b.cost_usd >= b.max_cost_usd
-                text.append(f" · {spend}", style="bold red" if exhausted else "")
-        if v.stage:
-            text.append(f" · stage {v.stage}", style="dim")
-        text.append(f" · {v.run_id or self.run_id} · {v.engine or '?'}", style="dim")
-        if self.failure is not None:
-            text.append(f" · stopped: {self.failure}".splitlines()[0], style="bold red")
-        elif not self.live:
-            text.append("  (stored)", style="italic dim")
-        self.query_one("#run-status", Static).update(text, layout=False)
+        self.query_one("#run-status", Static).update(line, layout=False)
 
     # -- replay ------------------------------------------------------------------
     def seek(self, position: int) -> None:
@@ -403,7 +435,7 @@ one run. **Enter** on a step opens its detail; **p** answers the next prompt;
             self._fold_stored(position)
             self.view.take_changed_steps()
             parts, steps = changes(before, self.view)
-        self._redraw(parts, steps)
+        self._redraw(parts | {"status"}, steps)
 
     def _fold_stored(self, position: int) -> None:
         self.view = self._replay.view_at(position)
@@ -412,11 +444,12 @@ one run. **Enter** on a step opens its detail; **p** answers the next prompt;
 
     def _take_stored_status(self) -> bool:
         """At a stored run's last event, its status is the store's (WAITING when it paused with
-        nobody there) unless its events settled it; whether that changed the view."""
+        nobody there) unless its events settled it or say it waits; whether that changed the
+        view."""
         if (
             self.position == len(self.events)
             and self.stored_status
-            and self.view.status not in ("COMPLETED", "FAILED", "PARTIAL", "CANCELLED")
+            and self.view.status not in ("COMPLETED", "FAILED", "PARTIAL", "CANCELLED", "WAITING")
             and self.view.status != self.stored_status
         ):
             self.view.status = self.stored_status
@@ -427,7 +460,8 @@ one run. **Enter** on a step opens its detail; **p** answers the next prompt;
         self.seek(message.position)
 
     def action_replay(self, delta: int) -> None:
-        self.seek(self.position + delta)
+        if not self._refused("replay"):
+            self.seek(self.position + delta)
 
     # -- prompts -----------------------------------------------------------------
     def pending_prompts(self) -> list[InterruptRaised]:
@@ -443,9 +477,11 @@ one run. **Enter** on a step opens its detail; **p** answers the next prompt;
             self.action_answer_next()
 
     def action_answer_next(self) -> None:
-        pending = self.pending_prompts()
-        if self._prompt_open or not pending or (not self.live and self.position < len(self.events)):
+        if self._prompt_open:
             return
+        if self._refused("answer_next"):
+            return
+        pending = self.pending_prompts()
         event = pending[0]
         graph_targets = [
             e.target
@@ -487,11 +523,7 @@ one run. **Enter** on a step opens its detail; **p** answers the next prompt;
             self.action_resume()
 
     def action_resume(self) -> None:
-        if self.live or not self.run_id:
-            return
-        status = self.view.status
-        if status not in ("WAITING", "RUNNING"):
-            self.notify(f"run {self.run_id} is {status}; only a WAITING or interrupted run resumes")
+        if not self.run_id or self._refused("resume"):
             return
         self.post_message(self.ResumeRun(self))
 
@@ -513,7 +545,15 @@ one run. **Enter** on a step opens its detail; **p** answers the next prompt;
         run_id = self.run_id or self.view.run_id
         calls = model_calls(self.workbench.store(), run_id, step.id, step.iteration)
         live = self.workbench.live if self.live else None
-        self.app.push_screen(StepDetailScreen(step, run_id=run_id, calls=calls, live=live))
+        self.app.push_screen(
+            StepDetailScreen(
+                step,
+                run_id=run_id,
+                calls=calls,
+                live=live,
+                upstream=self.view.upstream_outputs(step.id),
+            )
+        )
 
     def on_providers_panel_chosen(self, message: ProvidersPanel.Chosen) -> None:
         from tui.app.screens.provider_detail import ProviderDetailScreen
@@ -562,6 +602,9 @@ one run. **Enter** on a step opens its detail; **p** answers the next prompt;
     def action_report(self) -> None:
         from tui.app.screens.report import ReportScreen
 
+        if self._refused("report"):
+            return
+
         self.app.push_screen(
             ReportScreen(self.workbench, self.run_id or self.view.run_id, self.view)
         )
@@ -572,14 +615,75 @@ one run. **Enter** on a step opens its detail; **p** answers the next prompt;
             self.app.copy_to_clipboard(run_id)
             self.notify(f"run id {run_id} copied (OSC 52)")
 
-    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
-        """The round diff is offered once a run has two scored rounds to compare."""
-        if action == "round_diff":
-            return len(self.view.rounds) >= 2
-        return True
+    def key_order(self) -> tuple[str, ...]:
+        """On a small terminal the panel keys come right after a waiting prompt's: they are
+        the only way to the panels there."""
+        if not self.has_class("-compact"):
+            return self.KEY_ORDER
+        panels = ("run.toggle_providers", "run.toggle_rounds", "run.toggle_log")
+        rest = tuple(key for key in self.KEY_ORDER if key not in panels)
+        return (*rest[:2], *panels, *rest[2:])
+
+    @property
+    def replaying(self) -> bool:
+        """A stored run shown before its last event."""
+        return not self.live and self.position < len(self.events)
+
+    def key_acts(self, action: str) -> bool:
+        """Whether a run-screen key can act now; the footer lists only those that can (the
+        others say why in a toast, :meth:`why_not`)."""
+        return self.why_not(action) is None
+
+    def why_not(self, action: str) -> str | None:
+        """Why the key bound to ``action`` cannot act now; None when it can."""
+        run_id = self.run_id or self.view.run_id
+        if action == "answer_next":
+            if self.replaying and self.pending_prompts():
+                return (
+                    f"replaying event {self.position} of {len(self.events)}: prompts are "
+                    "answered at the run's last event (End on the timeline)"
+                )
+            if not self.pending_prompts():
+                return "no prompt is waiting for an answer"
+        elif action == "resume":
+            if self.live:
+                return f"run {run_id} is running here already"
+            if self.view.status not in ("WAITING", "RUNNING"):
+                return f"run {run_id} is {self.view.status}; only a WAITING or stopped run resumes"
+        elif action.startswith("replay"):
+            if self.live:
+                return "the run is live: its replay opens once it has finished"
+        elif action == "fork":
+            return self._fork_refusal()
+        elif action == "round_diff" and len(self.view.rounds) < 2:
+            return (
+                f"the round diff compares two scored rounds; this run has {len(self.view.rounds)}"
+            )
+        elif action == "report" and not run_id:
+            return "the run has not started yet"
+        return None
+
+    def _refused(self, action: str) -> bool:
+        """Say why ``action`` cannot act now (a toast); whether it cannot."""
+        reason = self.why_not(action)
+        if reason is not None:
+            self.notify(reason, severity="warning")
+        return reason is not None
+
+    def _offer_keys(self) -> None:
+        """Rebuild the footer when the keys that act change (a rebuild costs a layout)."""
+        offered = tuple(
+            self.key_acts(a) for a in ("answer_next", "resume", "replay", "fork", "round_diff")
+        )
+        if offered != self._keys_offered:
+            self._keys_offered = offered
+            self.refresh_bindings()
 
     def action_round_diff(self) -> None:
         from tui.app.screens.round_diff import RoundDiffScreen
+
+        if self._refused("round_diff"):
+            return
 
         self.app.push_screen(RoundDiffScreen(self.view))
 

@@ -4,7 +4,8 @@ runs, the route decision and what the step cost."""
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from functools import partial
 from typing import Any
 
 from rich.table import Table
@@ -12,28 +13,39 @@ from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import VerticalScroll
+from textual.content import Content
 from textual.message import Message
 from textual.screen import ModalScreen
 from textual.widget import Widget
-from textual.widgets import Footer, Static
+from textual.widgets import Static
 
 from engine.live import LiveChannel, ModelOutput
 from engine.states import StepStatus
 from tui.app.model_calls import ModelCall
 from tui.app.run_state import StepView
+from tui.app.status_style import (
+    STATUS_CLASSES,
+    StatusStyler,
+    on_theme_change,
+    status_style,
+    tone_style,
+)
 from tui.app.widgets.find_bar import FindBar, plain_text
+from tui.app.widgets.key_footer import KeyFooter
 from tui.app.widgets.prompts import conditions_table
+from tui.present.headless import console_style
+from tui.present.skip_words import skip_words
 
 
 def _json(value: Any) -> str:
     return json.dumps(value, indent=2, ensure_ascii=False, sort_keys=True, default=str)
 
 
-def route_table(step: StepView) -> Table | Text:
+def route_table(step: StepView, style: StatusStyler = console_style) -> Table | Text:
     signal = step.route
     if signal is None:
         return Text("no route decision recorded", style="dim")
-    table = conditions_table(signal.evaluated_conditions)
+    table = conditions_table(signal.evaluated_conditions, style)
     if isinstance(table, Text):
         table = Table(box=None, expand=True, pad_edge=False, show_header=False)
         table.add_column("")
@@ -73,6 +85,7 @@ def message_text(role: str, content: str) -> Text:
 
 
 class StepDetailScreen(ModalScreen[None]):
+    COMPONENT_CLASSES = set(STATUS_CLASSES)
     CSS_PATH = "step_detail.tcss"
     HELP = """
 ## Step detail
@@ -100,9 +113,12 @@ step (or an advisory run's orchestrator) shows its trail.
         run_id: str = "",
         calls: Sequence[ModelCall] = (),
         live: LiveChannel | None = None,
+        upstream: Mapping[str, Mapping[str, Any]] | None = None,
     ) -> None:
         super().__init__()
         self.step = step
+        self.upstream = dict(upstream or {})
+        """The outputs of the steps that fed this one, as they were when it ran."""
         self.run_id = run_id
         self.calls = list(calls)
         self.live_channel = live
@@ -123,11 +139,16 @@ step (or an advisory run's orchestrator) shows its trail.
             )
             yield Static(facts, id="detail-facts", classes="searchable")
             if s.error:
-                yield Static(Text(f"error: {s.error}", style="bold red"), classes="searchable")
+                yield Static(
+                    Content.styled(f"error: {s.error}", "$status-critical bold"),
+                    classes="searchable",
+                )
             if s.skip_reason:
-                yield Static(Text(f"skipped: {s.skip_reason}", style="dim"), classes="searchable")
+                yield Static(
+                    Text(f"skipped: {skip_words(s.skip_reason)}", style="dim"), classes="searchable"
+                )
             if s.held_by:
-                yield Static(Text(f"held by interrupt {s.held_by}", style="yellow"))
+                yield Static(Content.styled(f"held by interrupt {s.held_by}", "$status-attention"))
             if self.live_channel is not None:
                 yield Static("Live model output", classes="detail-heading", id="live-heading")
                 yield Static(
@@ -136,17 +157,25 @@ step (or an advisory run's orchestrator) shows its trail.
                     classes="searchable",
                 )
             yield Static("Inputs", classes="detail-heading")
-            yield Static(_json(s.inputs), classes="detail-json searchable")
+            if s.inputs or not self.upstream:
+                yield Static(_json(s.inputs), classes="detail-json searchable")
+            else:
+                yield Static(
+                    Text("none of its own: what the steps before it gave it is below", "dim")
+                )
             yield Static("Outputs", classes="detail-heading")
             yield Static(_json(s.outputs), classes="detail-json searchable", id="detail-outputs")
             yield from self._calls()
             yield Static("Route decision", classes="detail-heading")
-            yield Static(route_table(s), id="detail-route")
+            yield Static(id="detail-route")
+            for source, outputs in self.upstream.items():
+                yield Static(f"What {source} gave it", classes="detail-heading")
+                yield Static(_json(outputs), classes="detail-json searchable")
             if s.trail:
                 yield Static("Agent trail", classes="detail-heading")
                 yield Static(Text("\n".join(s.trail)), id="detail-trail", classes="searchable")
         yield FindBar(self._searchable, id="detail-find")
-        yield Footer()
+        yield KeyFooter()
 
     def _calls(self) -> ComposeResult:
         if not self.calls:
@@ -175,12 +204,18 @@ step (or an advisory run's orchestrator) shows its trail.
         ]
 
     def on_mount(self) -> None:
+        on_theme_change(self, self._show_route)
+        self._show_route()
         self.query_one("#detail-box").focus()
         if self.live_channel is not None:
             self._unsubscribe = self.live_channel.subscribe(self._on_live, self.run_id or None)
             if self.step.status is not StepStatus.RUNNING:
                 self.query_one("#detail-live").display = False
                 self.query_one("#live-heading").display = False
+
+    def _show_route(self) -> None:
+        route = route_table(self.step, partial(status_style, self))
+        self.query_one("#detail-route", Static).update(route)
 
     def on_unmount(self) -> None:
         if self._unsubscribe is not None:
@@ -196,7 +231,9 @@ step (or an advisory run's orchestrator) shows its trail.
         output = message.output
         text = Text(f"call {output.call_index + 1} · {output.provider or '–'}", style="bold")
         if output.restarted:
-            text.append("  (the attempt before failed; its text is void)", style="yellow")
+            text.append(
+                "  (the attempt before failed; its text is void)", style=tone_style(self, "caution")
+            )
         text.append("  done" if output.done else "  streaming…", style="dim")
         text.append("\n" + output.text)
         self.query_one("#live-heading").display = True

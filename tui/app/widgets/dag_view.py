@@ -24,7 +24,7 @@ from tui.app.run_state import RunView
 from tui.app.status_style import STATUS_CLASSES, status_class
 from tui.app.widgets.dag_layout import DagLayout, PlacedNode, compute_layout
 
-ZOOM_WIDTHS: tuple[int, ...] = (10, 18, 28)
+ZOOM_WIDTHS: tuple[int, ...] = (10, 18, 28, 36)
 GAP = 2
 GUTTER = 6
 
@@ -130,7 +130,7 @@ across, and when it is taller than the panel, layers whose edges all run
 straight down sit on adjacent rows. Long edges run in thin lanes to the right.
 
 - **Arrows**: move between steps
-- **Enter** or click: step detail
+- **Enter** (or a click on the selected step): step detail; a click selects
 - **Shift+arrows**: pan the view
 - **+ / -**: zoom (the graph stops fitting itself)
 - **f**: fit the graph to the panel again
@@ -317,6 +317,15 @@ straight down sit on adjacent rows. Long edges run in thin lanes to the right.
         self.virtual_size = Size(GUTTER + layout.width + 1, max(1, len(self.rows.rows)))
         self.refresh()
 
+    def cols_needed(self) -> int:
+        """Columns the graph takes with every step's whole name shown (or at the widest zoom):
+        what the run screen tries to give it."""
+        longest = max((len(step_id) for step_id in self.view.order), default=0) + 2
+        zoom = next(
+            (z for z, width in enumerate(ZOOM_WIDTHS) if width >= longest), len(ZOOM_WIDTHS) - 1
+        )
+        return GUTTER + self._layout_at(zoom).width + 1
+
     def rows_needed(self) -> int:
         """Rows the whole graph takes packed: what the run screen tries to give it."""
         return len(RowMap.of(self.layout_, packed=True).rows)
@@ -410,8 +419,10 @@ straight down sit on adjacent rows. Long edges run in thin lanes to the right.
                 not node.dummy
                 and geometry.left(node.x) <= x < geometry.left(node.x) + geometry.width
             ):
-                self.select(node.id)
-                self.post_message(self.NodeSelected(node.id))
+                if node.id == self.selected:  # one click selects, the next (or Enter) opens
+                    self.post_message(self.NodeSelected(node.id))
+                else:
+                    self.select(node.id)
                 return
 
     # -- drawing ----------------------------------------------------------------

@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+import bisect
 import re
 import time
+from collections.abc import Mapping
+from dataclasses import replace
 
+from rich.cells import cell_len, chop_cells
 from rich.style import Style
 from rich.text import Text
 from textual.app import ComposeResult
@@ -15,8 +19,11 @@ from textual.strip import Strip
 from textual.widgets import Input
 
 from tui.app.run_state import LogLine, RunView
+from tui.app.status_style import STATUS_CLASSES, tone_style
+from tui.present.status_tone import Tone
 
-LEVEL_STYLE = {"error": "bold red", "warning": "yellow", "debug": "dim", "info": ""}
+LEVEL_TONES: dict[str, Tone] = {"error": "critical", "warning": "caution", "debug": "muted"}
+"""How a line's level colours its text (info: the log's own colour)."""
 
 
 KIND_PARTS = re.compile(r"[._]")
@@ -52,20 +59,97 @@ def clock_time(ts: float) -> str:
     return time.strftime("%H:%M:%S", time.localtime(ts)) if ts else " " * 8
 
 
-def format_line(line: LogLine) -> Text:
+LineStyles = Mapping[str, Style | str]
+"""The styles of a log line's kind (``kind``) and of each level's text, from the theme."""
+CONSOLE_LINE_STYLES: LineStyles = {"kind": "cyan", "error": "bold red", "warning": "yellow"}
+
+
+KIND_CELLS = 14
+PREFIX_CELLS = len("00:00:00 ") + len("99999 ") + KIND_CELLS + 1
+"""A line's time, sequence number and kind, before its text."""
+MIN_TEXT_CELLS = 24
+"""A narrower log wraps a long line under its prefix, not under its text."""
+
+
+def kind_label(kind: str) -> str:
+    """The kind column's word: a domain event's name without its package (``stage``)."""
+    return kind.rpartition(".")[2][:KIND_CELLS]
+
+
+def _text_style(line: LogLine, styles: LineStyles) -> Style | str:
+    return styles.get(line.level, "dim" if line.level == "debug" else "")
+
+
+def format_line(line: LogLine, styles: LineStyles = CONSOLE_LINE_STYLES) -> Text:
     text = Text(f"{clock_time(line.ts)} ", style="dim")
     text.append(f"{line.seq:>5} ", style="dim")
-    text.append(f"{line.kind:<18} ", style="cyan")
-    text.append(line.text, style=LEVEL_STYLE.get(line.level, ""))
+    text.append(f"{kind_label(line.kind):<{KIND_CELLS}} ", style=styles.get("kind", ""))
+    text.append(" ".join(line.text.split()), style=_text_style(line, styles))
     return text
 
 
+def _indent(width: int) -> int:
+    """Where a wrapped line's next rows start: under its text, unless that leaves too little."""
+    return PREFIX_CELLS if width - PREFIX_CELLS >= MIN_TEXT_CELLS else min(4, width // 4)
+
+
+def wrap_words(text: str, first: int, rest: int) -> list[str]:
+    """``text`` in rows of ``first`` then ``rest`` cells, broken between words (a word longer
+    than a row is cut). Hand-written rather than rich's wrapping, which renders the text: the
+    log counts every line's rows on each width change without rendering any."""
+    rows: list[str] = []
+    row, room = "", first
+    for word in text.split():
+        while cell_len(word) > room and not row:
+            head = chop_cells(word, room)[0]
+            rows.append(head)
+            word, room = word[len(head) :], rest
+        needed = cell_len(word) + (1 if row else 0)
+        if row and needed > room:
+            rows.append(row)
+            row, room = "", rest
+            needed = cell_len(word)
+            while cell_len(word) > room:
+                head = chop_cells(word, room)[0]
+                rows.append(head)
+                word = word[len(head) :]
+                needed = cell_len(word)
+        row = f"{row} {word}" if row else word
+        room -= needed
+    if row or not rows:
+        rows.append(row)
+    return rows
+
+
+def rows_needed(line: LogLine, width: int) -> int:
+    """How many rows ``line`` takes at ``width`` cells (counted, not rendered)."""
+    if width <= PREFIX_CELLS:
+        return 1
+    return len(wrap_words(line.text, width - PREFIX_CELLS, width - _indent(width)))
+
+
+def wrapped_line(line: LogLine, width: int, styles: LineStyles) -> list[Text]:
+    """``line``'s rows at ``width``: the first with its prefix, the rest indented
+    (:func:`rows_needed` of them)."""
+    if width <= PREFIX_CELLS:
+        return [format_line(line, styles)]
+    head, *rest = wrap_words(line.text, width - PREFIX_CELLS, width - _indent(width))
+    style = _text_style(line, styles)
+    indent = " " * _indent(width)
+    return [
+        format_line(replace(line, text=head), styles),
+        *(Text.assemble(indent, (row, style)) for row in rest),
+    ]
+
+
 class LogLines(ScrollView, can_focus=True):
-    """The log's lines, newest at the bottom, each formatted only when it is drawn.
+    """The log's lines, newest at the bottom, each formatted only when it is drawn; a line
+    longer than the log is wide wraps onto rows indented under its text.
 
     Textual's RichLog renders every line it is given up front; a stored run's replay step
     or a filter change replaces the whole log, and rendering thousands of lines then took
-    seconds. Here a replacement is a list assignment; a frame formats the rows on screen.
+    seconds. Here a replacement is a list assignment plus each line's row count (its length in
+    cells, no rendering); a frame formats the rows on screen.
     """
 
     DEFAULT_CSS = """
@@ -77,25 +161,34 @@ class LogLines(ScrollView, can_focus=True):
         &:focus { background-tint: $foreground 5%; }
     }
     """
+    COMPONENT_CLASSES = set(STATUS_CLASSES)
 
     def __init__(self, *, id: str | None = None) -> None:
         super().__init__(id=id)
         self.lines: list[LogLine] = []
-        self._strips: dict[int, Strip] = {}
-        """Each drawn line's row, ready for the screen at ``_drawn_for``'s width and style."""
+        self._starts: list[int] = [0]
+        """The first row of each line, and the row count after the last one."""
+        self._width = 0
+        """The width the row counts are for."""
+        self._rows: dict[int, list[Strip]] = {}
+        """Each drawn line's rows, ready for the screen at ``_drawn_for``'s width and style."""
         self._style: Style | None = None
+        self._line_styles: LineStyles = CONSOLE_LINE_STYLES
         self._drawn_for: tuple[int, Style | None] = (0, None)
 
     def replace(self, lines: list[LogLine]) -> None:
         """Show ``lines`` instead of what is shown, scrolled to the newest."""
         self.lines = list(lines)
-        self._strips.clear()
+        self._rows.clear()
+        self._count_rows(0)
         self._grew()
         self.refresh()
 
     def extend(self, lines: list[LogLine]) -> None:
         """Add ``lines`` at the bottom; the view follows the newest line."""
+        kept = len(self.lines)
         self.lines.extend(lines)
+        self._count_rows(kept)
         self._grew()
 
     def cut(self, dropped: int) -> None:
@@ -103,18 +196,34 @@ class LogLines(ScrollView, can_focus=True):
         keep = len(self.lines) - dropped
         if dropped > 0:
             del self.lines[keep:]
-            for index in [i for i in self._strips if i >= keep]:
-                del self._strips[index]
+            del self._starts[keep + 1 :]
+            for index in [i for i in self._rows if i >= keep]:
+                del self._rows[index]
             self._grew()
 
-    def _grew(self) -> None:
-        """Lines longer than the log is wide are cut at its edge, as a terminal log's are.
+    def _count_rows(self, first: int) -> None:
+        """The rows of lines ``first`` onwards at the log's width."""
+        del self._starts[first + 1 :]
+        row = self._starts[first]
+        for line in self.lines[first:]:
+            row += rows_needed(line, self._width)
+            self._starts.append(row)
 
-        Only the scrollable height changes, never the log's box: setting ``virtual_size`` the
+    def on_resize(self) -> None:
+        width = self.scrollable_content_region.width
+        if width != self._width:
+            self._width = width
+            self._rows.clear()
+            self._count_rows(0)
+            self._grew()
+            self.refresh()
+
+    def _grew(self) -> None:
+        """Only the scrollable height changes, never the log's box: setting ``virtual_size`` the
         usual way would lay the whole screen out again for every batch of a live run (the cause
         of key presses waiting tens of ms at 1,000 events/s), so the scrollbar is told directly.
         """
-        size = Size(0, len(self.lines))
+        size = Size(0, self._starts[-1])
         if size != self.virtual_size:
             self.set_reactive(LogLines.virtual_size, size)
             if self.show_vertical_scrollbar:
@@ -127,41 +236,56 @@ class LogLines(ScrollView, can_focus=True):
         super().notify_style_update()
 
     def render_line(self, y: int) -> Strip:
-        """Row ``y``, formatted, cut to the width and styled once per line (the log has no
-        horizontal scroll: lines are cut at its edge)."""
+        """Row ``y``: a row of the line it belongs to, formatted and styled once per line."""
         width = self.scrollable_content_region.width
         if self._style is None:
             self._style = self.rich_style  # walks the DOM: once per style change, not per row
+            self._line_styles = {
+                "kind": tone_style(self, "muted"),
+                **{level: tone_style(self, tone) for level, tone in LEVEL_TONES.items()},
+            }
         if (width, self._style) != self._drawn_for:
             self._drawn_for = (width, self._style)
-            self._strips.clear()
-        index = self.scroll_offset.y + y
-        if index >= len(self.lines):
+            self._rows.clear()
+        row = self.scroll_offset.y + y
+        if row >= self._starts[-1] or width != self._width:
             return Strip.blank(width, self._style)
-        strip = self._strips.get(index)
-        if strip is None:
-            strip = Strip(format_line(self.lines[index]).render(self.app.console))
-            strip = strip.crop_extend(0, width, self._style).apply_style(self._style)
-            self._strips[index] = strip
-        return strip
+        index = bisect.bisect_right(self._starts, row) - 1
+        rows = self._rows.get(index)
+        if rows is None:
+            rows = [
+                Strip(text.render(self.app.console))
+                .crop_extend(0, width, self._style)
+                .apply_style(self._style)
+                for text in wrapped_line(self.lines[index], width, self._line_styles)
+            ]
+            self._rows[index] = rows
+        return rows[min(row - self._starts[index], len(rows) - 1)]
 
 
 class EventLog(Vertical):
-    """Every event of the run, newest at the bottom, with a filter box."""
+    """Every event of the run, newest at the bottom, with a filter box; a step's research stages
+    are folded away unless the filter asks for them."""
 
     HELP = """
 ## Event log
 
-Every event of the run, in order, with its local time. **/** jumps to the
-filter box: a plain word matches an event kind (`step_failed`, or a part of
-it such as `breaker`) or a whole word of the text (`open` finds a breaker
-going OPEN, not `openai`); `kind:step_`, `level:error` or `step:review`
-match those fields. All terms must match.
+Every event of the run, in order, with its local time; a long line wraps.
+A step's research stages (`stage planned`, `stage validated_result`…) are
+folded under their step — the log's border counts them — and show when the
+filter asks for them (`stage`, or `step:review` for one step's).
+A breaker that reports the state it was already in is not logged again (the
+providers panel shows its new counts).
+
+**/** jumps to the filter box: a plain word matches an event kind
+(`step_failed`, or a part of it such as `breaker`) or a whole word of the
+text (`open` finds a breaker going OPEN, not `openai`); `kind:step_`,
+`level:error` or `step:review` match those fields. All terms must match.
 """
 
     DEFAULT_CSS = """
     EventLog { height: 1fr; }
-    EventLog > Input { height: 3; }
+    EventLog > Input { height: 1; border: none; padding: 0 1; }
     EventLog > LogLines { height: 1fr; }
     """
 
@@ -170,9 +294,13 @@ match those fields. All terms must match.
         self._view = RunView()
         self._written = 0
         self._query = ""
+        self._shown = 0
+        """Lines the log shows now."""
+        self._folded = 0
+        """Folded lines among the view's first ``_written``."""
 
     def compose(self) -> ComposeResult:
-        yield Input(placeholder="filter: words, kind:…, level:…, step:…", id="log-filter")
+        yield Input(placeholder="/ filter: words, stage, kind:…, level:…, step:…", id="log-filter")
         yield LogLines(id="log-lines")
 
     def show(self, view: RunView) -> None:
@@ -184,10 +312,14 @@ match those fields. All terms must match.
             self._rewrite()
             return
         log = self.query_one(LogLines)
-        log.cut(len(self._matching(self._view.log[kept : self._written])))
+        dropped = self._view.log[kept : self._written]
+        log.cut(len(self._matching(dropped)))
+        self._folded -= sum(line.folded for line in dropped)
         self._view = view
         log.extend(self._matching(view.log[kept:]))
+        self._folded += sum(line.folded for line in view.log[kept:])
         self._written = len(view.log)
+        self._count(len(log.lines))
 
     def _common_prefix(self, view: RunView) -> int | None:
         """How many of the lines shown ``view`` shares (None: it is another run's log).
@@ -204,11 +336,28 @@ match those fields. All terms must match.
         return kept
 
     def _matching(self, lines: list[LogLine]) -> list[LogLine]:
-        return [line for line in lines if matches(line, self._query)] if self._query else lines
+        """The lines the filter keeps; without a filter, all but the folded ones."""
+        if not self._query.strip():
+            return [line for line in lines if not line.folded]
+        return [line for line in lines if matches(line, self._query)]
 
     def _rewrite(self) -> None:
-        self.query_one(LogLines).replace(self._matching(self._view.log))
+        log = self.query_one(LogLines)
+        log.replace(self._matching(self._view.log))
         self._written = len(self._view.log)
+        self._folded = sum(line.folded for line in self._view.log)
+        self._count(len(log.lines))
+
+    def _count(self, shown: int) -> None:
+        """Say on the log's border what the filter shows, or how many stage lines are folded."""
+        if self._query.strip():
+            subtitle = f"{shown} of {self._written} lines match"
+        elif self._folded:
+            subtitle = f"{self._folded} stage lines folded · filter 'stage' shows them"
+        else:
+            subtitle = ""
+        if subtitle != self.border_subtitle:
+            self.border_subtitle = subtitle
 
     def on_input_changed(self, event: Input.Changed) -> None:
         event.stop()

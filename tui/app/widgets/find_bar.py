@@ -1,4 +1,4 @@
-"""Search in a screen's text: a line docked at the bottom; matches are marked and scrolled to.
+"""Search in a screen's text: a line above the footer; matches are marked and scrolled to.
 
 The screen says what can be searched (``candidates``: each block with its plain text); the bar
 marks every block that contains the query (``-find-hit``), the current one more strongly
@@ -27,7 +27,7 @@ def plain_text(widget: Static) -> str:
 class FindBar(Horizontal):
     SCOPED_CSS = False
     DEFAULT_CSS = """
-    FindBar { dock: bottom; height: 1; display: none; background: $panel; }
+    FindBar { height: 1; display: none; background: $panel; }
     FindBar Input { width: 1fr; height: 1; border: none; padding: 0 1; }
     FindBar #find-count { width: auto; min-width: 16; padding: 0 1; color: $text-muted; }
     .-find-hit { background: $warning 25%; }

@@ -13,6 +13,7 @@ from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Vertical
+from textual.content import Content
 from textual.widgets import Input, OptionList, Static
 
 from tui.app.plan_draft import PlanDraft, PlanEditRefused
@@ -145,4 +146,6 @@ class PlanEditor(Vertical):
         self.show(self.draft.move(self.current, delta))
 
     def _say(self, message: str) -> None:
-        self.query_one("#plan-error", Static).update(Text(message, style="bold red"))
+        self.query_one("#plan-error", Static).update(
+            Content.styled(message, "$status-critical bold")
+        )

@@ -8,15 +8,19 @@ pushes a prompt owns the future the waiting step awaits (see run_driver.py).
 from __future__ import annotations
 
 import json
+from functools import partial
 from typing import Any
 
 from rich.table import Table
 from rich.text import Text
+from textual import events
 from textual.app import ComposeResult
 from textual.binding import Binding
-from textual.containers import Horizontal, Vertical
+from textual.containers import Horizontal, Vertical, VerticalScroll
+from textual.content import Content
 from textual.screen import ModalScreen
 from textual.widgets import Button, ContentSwitcher, Label, OptionList, Static, TextArea
+from textual.widgets.button import ButtonVariant
 from textual.widgets.option_list import Option
 
 from engine.context import InterruptAnswer
@@ -24,7 +28,19 @@ from engine.events import InterruptRaised
 from engine.states import EvaluatedCondition
 from tui.app.plain_values import MISSING, label, plain_value
 from tui.app.plan_draft import PlanDraft
+from tui.app.status_style import (
+    STATUS_CLASSES,
+    StatusStyler,
+    on_theme_change,
+    status_style,
+    tone_style,
+)
+from tui.app.widgets.key_footer import KeyFooter, KeyRanking
 from tui.app.widgets.plan_editor import PlanEditor
+from tui.present.headless import console_style
+
+SHORT_HEIGHT = 40
+"""Below this many rows a prompt fills the screen's height and scrolls its details."""
 
 
 def _outputs(payload: dict[str, Any]) -> dict[str, Any]:
@@ -37,15 +53,41 @@ def _json_text(value: Any) -> str:
     return json.dumps(value, indent=2, ensure_ascii=False, sort_keys=True, default=str)
 
 
-class _Prompt(ModalScreen[InterruptAnswer | None]):
-    """What both prompts share: the event, the heading, the held steps, the queue count, Escape."""
+def _button(label: str, button_id: str, variant: ButtonVariant = "default") -> Button:
+    """A one-row button whose label says its key, so a narrow prompt never cuts the label."""
+    return Button(label, id=button_id, variant=variant, compact=True)
+
+
+class TargetList(OptionList):
+    """The tie-breaker's targets: a click highlights one, Enter (or Choose) commits it."""
+
+    BINDINGS = [Binding("enter", "select", "Choose", id="prompt.choose")]
+
+    async def _on_click(self, event: events.Click) -> None:
+        event.prevent_default()  # OptionList's own click handler would commit it
+        clicked = event.style.meta.get("option")
+        if clicked is not None and not self.get_option_at_index(clicked).disabled:
+            self.highlighted = clicked
+
+
+class _Prompt(KeyRanking, ModalScreen[InterruptAnswer | None]):
+    """What both prompts share: the event, the heading, the held steps, the queue count, Escape;
+    on a short terminal the box takes the screen's height and its details scroll, so the
+    question and the buttons are always on screen."""
 
     CSS_PATH = "prompts.tcss"
+    COMPONENT_CLASSES = set(STATUS_CLASSES)
 
     def __init__(self, event: InterruptRaised, queued: int = 0) -> None:
         super().__init__()
         self.event = event
         self.queued = queued
+
+    def on_resize(self, event: events.Resize) -> None:
+        self.set_class(event.size.height < SHORT_HEIGHT, "-short")
+
+    def on_screen_resume(self) -> None:
+        self.set_class(self.app.size.height < SHORT_HEIGHT, "-short")
 
     def _heading(self, title: str) -> ComposeResult:
         yield Label(Text(title, style="bold"), id="prompt-title")
@@ -88,6 +130,7 @@ edits included. **^T** switches between the list and the JSON.
         Binding("ctrl+t,f5", "toggle_json", "List/JSON", id="prompt.json", priority=True),
         Binding("escape", "later", "Later", id="prompt.later"),
     ]
+    KEY_ORDER = ("prompt.approve", "prompt.reject", "prompt.edit", "prompt.json", "prompt.later")
 
     # Focus by selector, not in on_mount: Textual applies AUTO_FOCUS once the children
     # exist, and a prompt closed mid-compose (app exit) has none to query. A plan focuses
@@ -105,36 +148,42 @@ edits included. **^T** switches between the list and the JSON.
         e = self.event
         with Vertical(id="prompt-box"):
             yield from self._heading(f"‖ {e.step_id} — {e.interrupt_kind}")
-            yield from self._held()
-            text = "" if e.interrupt_kind == "input" else _json_text(self.outputs)
-            editor = TextArea(
-                text,
-                language="json" if text else None,
-                id="prompt-editor",
-                soft_wrap=True,
-                classes="answer-text" if e.interrupt_kind == "input" else "",
-            )
-            if self.draft is None:
-                yield editor
-            else:
-                with ContentSwitcher(initial="plan-editor", id="prompt-views"):
-                    yield PlanEditor(self.draft, id="plan-editor")
+            with VerticalScroll(id="prompt-body", can_focus=False):
+                yield from self._held()
+                text = "" if e.interrupt_kind == "input" else _json_text(self.outputs)
+                editor = TextArea(
+                    text,
+                    language="json" if text else None,
+                    id="prompt-editor",
+                    soft_wrap=True,
+                    classes="answer-text" if e.interrupt_kind == "input" else "",
+                )
+                if self.draft is None:
                     yield editor
+                else:
+                    with ContentSwitcher(initial="plan-editor", id="prompt-views"):
+                        yield PlanEditor(self.draft, id="plan-editor")
+                        yield editor
             yield Static("", id="prompt-error")
             with Horizontal(id="prompt-buttons"):
                 if e.interrupt_kind == "input":
-                    yield Button("Answer (^E)", id="answer-edit", variant="primary")
+                    yield _button("Answer ^E", "answer-edit", "primary")
                 else:
-                    yield Button("Approve (^A)", id="answer-approve", variant="success")
-                    yield Button("Reject (^R)", id="answer-reject", variant="error")
-                    yield Button("Save edit (^E)", id="answer-edit", variant="primary")
+                    yield _button("Approve ^A", "answer-approve", "success")
+                    yield _button("Reject ^R", "answer-reject", "error")
+                    yield _button("Save edit ^E", "answer-edit", "primary")
                 if self.draft is not None:
-                    yield Button("JSON (^T)", id="answer-json")
-                yield Button("Later (Esc)", id="answer-later")
+                    yield _button("JSON ^T", "answer-json")
+                yield _button("Later Esc", "answer-later")
             yield from self._queued()
+        yield KeyFooter()
 
     def on_mount(self) -> None:
         self._show_buttons()
+
+    def key_acts(self, action: str) -> bool:
+        """In the plan's list, Approve sends the plan as shown: Save edit is the JSON's."""
+        return not (action == "answer('edit')" and self.draft is not None and self._in_list)
 
     def _show_buttons(self) -> None:
         """In the list, Approve sends the plan as shown, so Save edit is only the JSON's."""
@@ -175,6 +224,7 @@ edits included. **^T** switches between the list and the JSON.
             text_area.text = _json_text({**self.outputs, **editor.draft.answer()})
             views.current = "prompt-editor"
             self._show_buttons()
+            self.refresh_bindings()
             text_area.focus()
             self._error("")
             return
@@ -190,6 +240,7 @@ edits included. **^T** switches between the list and the JSON.
         editor.replace(draft)
         views.current = "plan-editor"
         self._show_buttons()
+        self.refresh_bindings()
         editor.plan_list.focus()
         self._error("")
 
@@ -236,7 +287,9 @@ edits included. **^T** switches between the list and the JSON.
         return edited
 
     def _error(self, message: str) -> None:
-        self.query_one("#prompt-error", Static).update(Text(message, style="bold red"))
+        self.query_one("#prompt-error", Static).update(
+            Content.styled(message, "$status-critical bold")
+        )
 
 
 def tie_break_targets(
@@ -265,8 +318,9 @@ def outputs_table(outputs: Any) -> Table | Text:
     return table
 
 
-def conditions_table(conditions: Any) -> Table | Text:
-    """The routing conditions evaluated before the tie-breaker, in order, with their outcome."""
+def conditions_table(conditions: Any, style: StatusStyler = console_style) -> Table | Text:
+    """The routing conditions evaluated before the tie-breaker, in order, with their outcome
+    (styled by ``style``: the screen's theme in the app)."""
     rows = [
         EvaluatedCondition.model_validate(c)
         for c in (conditions if isinstance(conditions, list) else [])
@@ -281,9 +335,11 @@ def conditions_table(conditions: Any) -> Table | Text:
         table.add_row(
             condition.expr + (f"\n  {condition.error}" if condition.error else ""),
             condition.target or MISSING,
-            Text("error", style="red")
+            Text("error", style=style("FAIL"))
             if condition.error
-            else (Text("yes", style="green") if condition.matched else Text("no", style="dim")),
+            else (
+                Text("yes", style=style("PASS")) if condition.matched else Text("no", style="dim")
+            ),
         )
     return table
 
@@ -301,6 +357,7 @@ targets first, then the other edges the graph defines — with the arrows and
 **Enter**. Nothing outside the graph can be chosen. **Escape** leaves it queued.
 """
     BINDINGS = [Binding("escape", "later", "Later", id="prompt.later")]
+    KEY_ORDER = ("prompt.choose", "prompt.later")
     AUTO_FOCUS = "#prompt-targets"
 
     def __init__(self, event: InterruptRaised, graph_targets: list[str], queued: int = 0) -> None:
@@ -314,28 +371,30 @@ targets first, then the other edges the graph defines — with the arrows and
         confidence = payload.get("confidence")
         with Vertical(id="prompt-box"):
             yield from self._heading(f"→ {e.step_id} — where next?")
-            conf = f"{float(confidence):.2f}" if isinstance(confidence, (int, float)) else "–"
-            yield Static(
-                Text.assemble(
-                    ("model suggests ", "dim"),
-                    (str(suggestion or "nothing"), "bold"),
-                    (f"  confidence {conf}", "yellow"),
-                ),
-                id="prompt-suggestion",
-            )
-            reasoning = str(payload.get("reasoning") or "")
-            if reasoning:
-                yield Static(Text(reasoning, style="italic"), id="prompt-reasoning")
-            unsure = str(payload.get("unsure_because") or "")
-            if unsure:
-                yield Static(Text(f"asking you because {unsure}", style="yellow"), id="prompt-why")
-            yield Static(Text("Step outputs", style="bold"), classes="prompt-heading")
-            yield Static(outputs_table(payload.get("outputs")), id="prompt-outputs")
-            yield Static(Text("Conditions evaluated", style="bold"), classes="prompt-heading")
-            yield Static(
-                conditions_table(payload.get("evaluated_conditions")), id="prompt-conditions"
-            )
-            yield from self._held()
+            with VerticalScroll(id="prompt-body", can_focus=False):
+                conf = f"{float(confidence):.2f}" if isinstance(confidence, (int, float)) else "–"
+                yield Static(
+                    Content.assemble(
+                        ("model suggests ", "dim"),
+                        (str(suggestion or "nothing"), "bold"),
+                        (f"  confidence {conf}", "$status-attention"),
+                    ),
+                    id="prompt-suggestion",
+                )
+                unsure = str(payload.get("unsure_because") or "")
+                if unsure:
+                    yield Static(
+                        Content.styled(f"asking you because {unsure}", "$status-attention"),
+                        id="prompt-why",
+                    )
+                reasoning = str(payload.get("reasoning") or "")
+                if reasoning:
+                    yield Static(Text(reasoning, style="italic"), id="prompt-reasoning")
+                yield Static(Text("Step outputs", style="bold"), classes="prompt-heading")
+                yield Static(outputs_table(payload.get("outputs")), id="prompt-outputs")
+                yield Static(Text("Conditions evaluated", style="bold"), classes="prompt-heading")
+                yield Static(id="prompt-conditions")
+                yield from self._held()
             options: list[Option | None] = []
             for target in self.valid:
                 mark = "  ← suggested" if target == suggestion else ""
@@ -345,13 +404,16 @@ targets first, then the other edges the graph defines — with the arrows and
                 options.extend(
                     Option(f"{target}  (other graph edge)", id=target) for target in self.others
                 )
-            yield OptionList(*options, id="prompt-targets")
+            yield TargetList(*options, id="prompt-targets")
             with Horizontal(id="prompt-buttons"):
-                yield Button("Choose (Enter)", id="answer-choose", variant="primary")
-                yield Button("Later (Esc)", id="answer-later")
+                yield _button("Choose Enter", "answer-choose", "primary")
+                yield _button("Later Esc", "answer-later")
             yield from self._queued()
+        yield KeyFooter()
 
     def on_mount(self) -> None:
+        on_theme_change(self, self._show_conditions)
+        self._show_conditions()
         # Queried softly for the same reason as ApprovalPrompt's AUTO_FOCUS.
         for targets in self.query("#prompt-targets").results(OptionList):
             suggestion = self.event.payload.get("suggestion")
@@ -361,6 +423,11 @@ targets first, then the other edges the graph defines — with the arrows and
                 else 0
             )
 
+    def _show_conditions(self) -> None:
+        conditions = self.event.payload.get("evaluated_conditions")
+        for static in self.query("#prompt-conditions").results(Static):
+            static.update(conditions_table(conditions, partial(status_style, self)))
+
     def on_option_list_option_selected(self, event: OptionList.OptionSelected) -> None:
         event.stop()
         self._choose(event.option.id)
@@ -368,7 +435,10 @@ targets first, then the other edges the graph defines — with the arrows and
     def on_button_pressed(self, event: Button.Pressed) -> None:
         if event.button.id == "answer-later":
             self.action_later()
-            return
+        else:
+            self.action_choose()
+
+    def action_choose(self) -> None:
         targets = self.query_one("#prompt-targets", OptionList)
         if targets.highlighted is not None:
             self._choose(targets.get_option_at_index(targets.highlighted).id)
@@ -389,6 +459,8 @@ def prompt_for(
 class PromptQueue(Static):
     """The prompts waiting for a person, oldest first."""
 
+    COMPONENT_CLASSES = set(STATUS_CLASSES)
+
     def __init__(self, *, id: str | None = None) -> None:
         super().__init__(id=id)
         self._shown: list[InterruptRaised] | None = None
@@ -403,7 +475,7 @@ class PromptQueue(Static):
         if not events:
             self.update("", layout=False)
             return
-        text = Text(f"‖ {len(events)} waiting: ", style="bold yellow")
+        text = Text(f"‖ {len(events)} waiting: ", style=tone_style(self, "attention"))
         text.append(
             ", ".join(f"{e.step_id} ({e.interrupt_kind.replace('_', '-')})" for e in events)
         )

@@ -66,15 +66,24 @@ def state_badge(state: str, style: StatusStyler) -> Text:
     return badge
 
 
+LEGEND = (
+    "CLOSED serving · HALF-OPEN one probe allowed · OPEN resting after failures · "
+    "⚠ degraded · ✗ misconfigured · ok: success rate · busy: in flight/limit"
+)
+
+
 def providers_table(
     view: RunView,
     now: float,
     selected: str | None = None,
     style: StatusStyler = console_style,
+    live: bool = True,
 ) -> Table:
     """One row per provider, breaker states styled by ``style`` (the widget's theme in the app);
-    ``selected`` is highlighted."""
+    ``selected`` is highlighted; ``live``: the run is going on (in flight is shown)."""
     table = Table(expand=True, box=None, pad_edge=False, header_style="bold", collapse_padding=True)
+    table.caption = LEGEND
+    table.caption_justify = "left"
     # Each column is as wide as its widest value can be, so columns keep their places while
     # states, cooldowns and latencies change (a breaker going HALF-OPEN moved them before).
     for column, justify, width in (
@@ -93,10 +102,10 @@ def providers_table(
         snap = view.providers[name]
         state = str(snap.get("state", "?"))
         left = cooldown_left(snap, view.provider_seen_at.get(name, now), now)
-        rate = snap.get("success_rate")
+        rate = snap.get("success_rate") if snap.get("requests_total") else None
         mark = " ✗" if snap.get("misconfigured") else " ⚠" if snap.get("degraded") else ""
         table.add_row(
-            Text(name[:NAME_CELLS]) + Text(mark, style="yellow"),
+            Text.assemble(name[:NAME_CELLS], (mark, style("HALF_OPEN"))),
             state_badge(state, style),
             format_cooldown(left) if state != "CLOSED" and left > 0 else "–",
             f"{float(rate) * 100:.0f}%" if isinstance(rate, (int, float)) else "–",
@@ -104,7 +113,7 @@ def providers_table(
             sparkline(list(snap.get("recent_latencies_s") or []), SPARK_CELLS),
             _headroom(snap.get("rpm_remaining"), snap.get("rpm_limit")),
             _headroom(snap.get("tpm_remaining"), snap.get("tpm_limit")),
-            f"{snap.get('in_flight', 0)}/{snap.get('bulkhead_size', 0) or '∞'}",
+            f"{snap.get('in_flight', 0)}/{snap.get('bulkhead_size', 0) or '∞'}" if live else "–",
             style="reverse" if name == selected else None,
         )
     if not view.providers:
@@ -172,6 +181,7 @@ not at full service), ✗ a misconfigured one.
                 self.now(),
                 self.selected if self.has_focus else None,
                 partial(status_style, self),
+                self.live,
             ),
             layout=rows != self._rows,
         )

@@ -1,4 +1,4 @@
-"""The ADR-007 classification matrix: rounds R1–R4 × five dimensions.
+"""The research rounds' quality matrix: rounds R1–R4 × five dimensions.
 
 Each cell shows a dimension's tier and score; below them the CI, the recent
 sources against their floor, critical contradictions, the gate result and the
@@ -15,6 +15,7 @@ from __future__ import annotations
 from functools import partial
 
 from rich.measure import Measurement
+from rich.style import Style
 from rich.table import Table
 from rich.text import Text
 from textual import events
@@ -77,8 +78,11 @@ def _decision(text: str, compact: bool) -> str:
 
 
 def _recent(round_view: RoundScoredPayload, style: StatusStyler) -> Text:
-    """Recent sources against the floor (``12/10``), styled as below the floor when it is."""
+    """Recent sources against the floor (``12/10``), styled as below the floor when it is;
+    a dash when recency is not asked for (no floor)."""
     count, floor = round_view.recent_sources, round_view.recent_floor
+    if not floor:
+        return Text(f"{count}" if count else "–", style="dim")
     return Text(f"{count}/{floor}", style=style("BELOW_FLOOR") if count < floor else "")
 
 
@@ -88,10 +92,14 @@ def _gate(round_view: RoundScoredPayload, style: StatusStyler) -> Text:
 
 
 def matrix_table(
-    view: RunView, style: StatusStyler = console_style, compact: bool = False
+    view: RunView,
+    style: StatusStyler = console_style,
+    compact: bool = False,
+    selected_style: Style | str = "reverse",
 ) -> Table:
-    """The matrix, statuses styled by ``style`` (the widget's theme in the app); ``compact``
-    trades words for width (see the module's docstring)."""
+    """The matrix, statuses styled by ``style`` (the widget's theme in the app), the selected
+    round's column by ``selected_style``; ``compact`` trades words for width (see the module's
+    docstring)."""
     selected = view.selected_round
     count = max([ROUND_COLUMNS, *view.rounds]) if view.rounds else ROUND_COLUMNS
     table = Table(
@@ -104,13 +112,16 @@ def matrix_table(
     table.add_column("dim" if compact else "dimension", no_wrap=True)
     for number in range(1, count + 1):
         title = f"R{number}" + (("★" if compact else " ★") if number == selected else "")
-        table.add_column(title, no_wrap=True, style="on grey15" if number == selected else "")
+        table.add_column(title, no_wrap=True, style=selected_style if number == selected else "")
     rounds = [view.rounds.get(n) for n in range(1, count + 1)]
     titles = SHORT_TITLES if compact else DIMENSION_TITLES
     for dimension in DIMENSIONS:
         table.add_row(titles[dimension], *[_cell(r, dimension, style, compact) for r in rounds])
     table.add_row("CI", *[_number(r.ci, compact) if r else "·" for r in rounds])
-    table.add_row("recent", *[_recent(r, style) if r else "·" for r in rounds])
+    table.add_row(
+        "recent" if compact else "recent sources",
+        *[_recent(r, style) if r else "·" for r in rounds],
+    )
     table.add_row(
         SHORT_TITLES["contradictions"] if compact else "contradictions",
         *[
@@ -123,7 +134,9 @@ def matrix_table(
             for r in rounds
         ],
     )
-    table.add_row("gate", *[_gate(r, style) if r else "·" for r in rounds])
+    table.add_row(
+        "gate" if compact else "quality gate", *[_gate(r, style) if r else "·" for r in rounds]
+    )
     table.add_row(
         "decide" if compact else "decision",
         *[_decision(r.decision, compact) if r else "·" for r in rounds],
@@ -136,8 +149,8 @@ def coalesce_line(view: RunView) -> str:
     if c is None:
         return ""
     return (
-        f"coalesce: R{c.selected_round} · confidence {c.confidence_level}"
-        f" · best CI {c.best_ci:.2f} · stop: {c.stop_reason or '–'}"
+        f"★ the report uses round R{c.selected_round} (the best round) · confidence"
+        f" {c.confidence_level} · its CI {c.best_ci:.2f} · stopped: {c.stop_reason or '–'}"
     )
 
 
@@ -147,13 +160,21 @@ class RoundsMatrix(Static, can_focus=True):
     HELP = """
 ## Rounds matrix
 
-Columns are research rounds R1–R4, rows the five ADR-007 dimensions with tier
-(Elite/High/Medium/Low) and score; then the round's CI, recent sources against
-the floor, critical contradictions (a veto), the stop gate and the supervisor's
-decision. ★ marks the round coalesce selected for the report.
+How good each research round's evidence was. Columns are the rounds R1–R4;
+rows the five quality dimensions (ADR-007's classification) with a tier
+(Elite/High/Medium/Low) and a score; then the round's **CI** (the weighted
+confidence index of the five scores), its **recent sources** against the
+floor the question needs, critical **contradictions** (any one vetoes the
+round), the **quality gate** (the stop gate: pass when every dimension is High
+or better and the recent sources reach the floor) and the supervisor's
+**decision** (continue or stop). **★** marks the **best round**: the one
+coalesce picked for the report.
 """
 
-    COMPONENT_CLASSES = set(STATUS_CLASSES)
+    COMPONENT_CLASSES = {*STATUS_CLASSES, "rounds-matrix--selected"}
+    DEFAULT_CSS = """
+    RoundsMatrix > .rounds-matrix--selected { background: $foreground 8%; }
+    """
 
     def __init__(self, *, id: str | None = None) -> None:
         super().__init__(id=id)
@@ -168,10 +189,11 @@ decision. ★ marks the round coalesce selected for the report.
 
     def _draw(self) -> None:
         style = partial(status_style, self)
-        table = matrix_table(self._view, style)
+        selected = self.get_component_rich_style("rounds-matrix--selected", partial=True)
+        table = matrix_table(self._view, style, selected_style=selected)
         room = self.content_size.width
         if room and self._width_of(table) > room:
-            table = matrix_table(self._view, style, compact=True)
+            table = matrix_table(self._view, style, compact=True, selected_style=selected)
             table.caption = COMPACT_LEGEND
         line = coalesce_line(self._view)
         if line:

@@ -9,9 +9,13 @@ from textual.message import Message
 from textual.reactive import reactive
 from textual.widget import Widget
 
+from tui.app.status_style import STATUS_CLASSES, tone_style
+
 
 class Timeline(Widget, can_focus=True):
     """A bar over the run's events; the replay shows the run as it was after event N."""
+
+    COMPONENT_CLASSES = set(STATUS_CLASSES)
 
     HELP = """
 ## Replay timeline
@@ -56,7 +60,7 @@ the start or the end; clicking the bar jumps there.
         tail = f" {self.caption}"
         filled = int(width * self.position / self.total) if self.total else 0
         text = Text(label, style="bold")
-        text.append("━" * filled, style="bold cyan")
+        text.append("━" * filled, style=tone_style(self, "active"))
         text.append("─" * (width - filled), style="dim")
         text.append(tail[: self.size.width // 2], style="italic")
         return text

@@ -14,16 +14,19 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping
 from typing import Any
+from urllib.parse import urlsplit
 
-from router.config import ProviderConfig
 from router.errors import ErrorClass, ProviderCallError
+from router.fault.codecs.ollama import OllamaCodec
 from router.providers.base import (
     CallSpec,
+    Endpoint,
     HttpCall,
     ParsedChat,
     ProviderAdapter,
     StreamDecoder,
     StreamEndedEarly,
+    is_set,
     plain_messages,
     usage_of,
 )
@@ -31,16 +34,49 @@ from router.ratelimit_headers import RateLimitInfo, parse_generic
 from router.wire import json_schema
 
 
+def ollama_base(host: str) -> str:
+    """OLLAMA_HOST as Ollama itself reads it: ``host``, ``host:port`` or a URL; 0.0.0.0 means this machine."""
+    text = host.strip()
+    if "://" not in text:
+        text = "http://" + text
+    parts = urlsplit(text)
+    hostname = parts.hostname or "127.0.0.1"
+    if hostname in ("0.0.0.0", "::", ""):
+        hostname = "127.0.0.1"
+    port = parts.port or 11434
+    host_part = f"[{hostname}]" if ":" in hostname else hostname
+    return f"{parts.scheme}://{host_part}:{port}{parts.path.rstrip('/')}"
+
+
 class OllamaNativeAdapter(ProviderAdapter):
     kind = "ollama_native"
+    listed_at = 7
+    codec = OllamaCodec
+    default_base_url = "http://127.0.0.1:11434"
+    demo_prefix = "ollama"
     framing = "ndjson"
+
+    @classmethod
+    def from_environment(cls, environ: Mapping[str, str]) -> dict[str, Any] | None:
+        """``OLLAMA_HOST`` (as Ollama reads it) and ``OLLAMA_MODEL`` (default llama3.2)."""
+        if not is_set(environ, "OLLAMA_HOST"):
+            return None
+        model = environ.get("OLLAMA_MODEL", "").strip() or "llama3.2"
+        return {
+            "name": "ollama",
+            "kind": cls.kind,
+            "api_key_env": None,
+            "base_url": ollama_base(environ["OLLAMA_HOST"]),
+            "models": {1: model, 2: model, 3: model},
+            "bulkhead": 4,
+        }
 
     @staticmethod
     def _headers(api_key: str | None) -> dict[str, str]:
         return {"Authorization": f"Bearer {api_key}"} if api_key else {}
 
     def chat_call(
-        self, cfg: ProviderConfig, spec: CallSpec, api_key: str | None, *, stream: bool = False
+        self, cfg: Endpoint, spec: CallSpec, api_key: str | None, *, stream: bool = False
     ) -> HttpCall:
         body: dict[str, Any] = {
             "model": spec.model,
@@ -73,7 +109,7 @@ class OllamaNativeAdapter(ProviderAdapter):
     def stream_decoder(self) -> StreamDecoder:
         return OllamaStreamDecoder()
 
-    def health_call(self, cfg: ProviderConfig, api_key: str | None) -> HttpCall | None:
+    def health_call(self, cfg: Endpoint, api_key: str | None) -> HttpCall | None:
         return HttpCall("GET", f"{cfg.resolved_base_url}/api/tags", self._headers(api_key))
 
     def rate_limits(self, headers: Mapping[str, str], body: Any, now_wall: float) -> RateLimitInfo:

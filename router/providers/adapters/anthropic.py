@@ -13,6 +13,9 @@ Streaming (``stream: true``): server-sent events ``message_start`` (input usage)
 ``content_block_start``/``content_block_delta`` (``text_delta`` or, for the tool,
 ``input_json_delta``)/``content_block_stop``, ``message_delta`` (stop reason, output usage),
 ``message_stop``, with ``ping`` and ``error`` events possible anywhere.
+
+Rate limits: ``anthropic-ratelimit-{requests,tokens,input-tokens,output-tokens}-{limit,remaining,reset}``
+headers, resets as RFC 3339 instants; a 503 is an overload, as a 529 is.
 """
 
 from __future__ import annotations
@@ -21,10 +24,11 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
-from router.config import ProviderConfig
 from router.errors import ErrorClass, ProviderCallError
+from router.fault.codecs.anthropic import AnthropicCodec
 from router.providers.base import (
     CallSpec,
+    Endpoint,
     HttpCall,
     ParsedChat,
     ProviderAdapter,
@@ -34,15 +38,51 @@ from router.providers.base import (
     split_system,
     usage_of,
 )
-from router.ratelimit_headers import RateLimitInfo, parse_anthropic_headers
+from router.ratelimit_headers import (
+    LimitReading,
+    RateLimitInfo,
+    lower_keys,
+    parse_count,
+    parse_rfc3339_delay,
+    retry_after,
+)
 from router.wire import json_schema, schema_name
 
 ANTHROPIC_VERSION = "2023-06-01"
 
 
+def parse_anthropic_headers(headers: Mapping[str, str], now_wall: float) -> RateLimitInfo:
+    h = lower_keys(headers)
+
+    def reading(dimension: str) -> LimitReading:
+        prefix = f"anthropic-ratelimit-{dimension}"
+        return LimitReading(
+            limit=parse_count(h.get(f"{prefix}-limit")),
+            remaining=parse_count(h.get(f"{prefix}-remaining")),
+            reset_s=parse_rfc3339_delay(h.get(f"{prefix}-reset"), now_wall),
+        )
+
+    tokens = reading("tokens")
+    if not tokens.known:  # newer accounts report input and output tokens separately
+        tokens = reading("input-tokens")
+    return RateLimitInfo(
+        retry_after_s=retry_after(h, now_wall), requests=reading("requests"), tokens=tokens
+    )
+
+
 class AnthropicAdapter(ProviderAdapter):
     kind = "anthropic"
+    listed_at = 2
+    codec = AnthropicCodec
+    default_base_url = "https://api.anthropic.com"
+    key_env = "ANTHROPIC_API_KEY"
+    env_models = {1: "claude-haiku-4-5", 2: "claude-sonnet-4-5", 3: "claude-opus-4-1"}
     structured_modes = ("schema", "prompt")
+
+    def classify_error(
+        self, status: int, body: Any, rate_limits: RateLimitInfo
+    ) -> ErrorClass | None:
+        return ErrorClass.OVERLOAD if status == 503 else None
 
     @staticmethod
     def _headers(api_key: str | None) -> dict[str, str]:
@@ -52,7 +92,7 @@ class AnthropicAdapter(ProviderAdapter):
         return headers
 
     def chat_call(
-        self, cfg: ProviderConfig, spec: CallSpec, api_key: str | None, *, stream: bool = False
+        self, cfg: Endpoint, spec: CallSpec, api_key: str | None, *, stream: bool = False
     ) -> HttpCall:
         system, rest = split_system(spec.messages)
         body: dict[str, Any] = {
@@ -97,7 +137,7 @@ class AnthropicAdapter(ProviderAdapter):
     def stream_decoder(self) -> StreamDecoder:
         return AnthropicStreamDecoder()
 
-    def health_call(self, cfg: ProviderConfig, api_key: str | None) -> HttpCall | None:
+    def health_call(self, cfg: Endpoint, api_key: str | None) -> HttpCall | None:
         return HttpCall("GET", f"{cfg.resolved_base_url}/v1/models", self._headers(api_key))
 
     def rate_limits(self, headers: Mapping[str, str], body: Any, now_wall: float) -> RateLimitInfo:

@@ -27,32 +27,23 @@ import json
 import logging
 import threading
 import time
-from collections import deque
 from collections.abc import Callable, Iterator, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from http import HTTPStatus
 from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qsl, unquote, urlsplit
 
-from router.config import RouterPolicy
-from router.fault_protocols import (
-    Route,
-    error_body,
-    error_status,
-    health_body,
-    malformed_frame,
+from router.fault.codec import Answer, RateWindow, Route
+from router.fault.playback import ProviderState, describe_fault
+from router.fault.protocols import (
+    codec_for,
     prompt_tokens,
-    rate_limit_headers,
     refusal,
     request_inputs,
-    retry_after_headers,
     route_for,
-    stream_content_type,
-    stream_frames,
-    success_body,
 )
-from router.fault_script import Fault, FaultScript, ProviderScript, load_fault_script
+from router.fault.script import Fault, FaultScript, ProviderScript, load_fault_script
 from router.wire import TASK_HEADER
 
 log = logging.getLogger(__name__)
@@ -92,72 +83,6 @@ class _Incoming:
     body: bytes
 
 
-@dataclass(slots=True)
-class _ProviderState:
-    script: ProviderScript
-    started: float
-    scale: float
-    sequence: list[Fault] = field(default_factory=list)
-    cursor: int = 0
-    in_flight: int = 0
-    max_in_flight: int = 0
-    window: deque[tuple[float, int]] = field(default_factory=deque)
-
-    def __post_init__(self) -> None:
-        self.sequence = self.script.expanded_sequence()
-
-    def _phase_fault(self, now: float) -> Fault:
-        phases = self.script.phases
-        elapsed = (now - self.started) / self.scale
-        total = sum(p.for_s for p in phases)
-        if self.script.repeat:
-            elapsed %= total
-        for phase in phases:
-            if elapsed < phase.for_s:
-                return phase.fault
-            elapsed -= phase.for_s
-        return self.script.then
-
-    def peek(self, now: float) -> Fault:
-        if self.script.fault is not None:
-            return self.script.fault
-        if self.script.phases:
-            return self._phase_fault(now)
-        if self.cursor < len(self.sequence):
-            return self.sequence[self.cursor]
-        return self.script.then
-
-    def next_chat_fault(self, now: float) -> Fault:
-        fault = self.peek(now)
-        if (
-            self.script.fault is None
-            and not self.script.phases
-            and self.cursor < len(self.sequence)
-        ):
-            self.cursor += 1
-        return fault
-
-    def health_fault(self, now: float) -> Fault:
-        if isinstance(self.script.health, Fault):
-            return self.script.health
-        current = self.peek(now)
-        if current.kind in ("down", "timeout") or (
-            current.kind == "error"
-            and current.status
-            and (current.status >= 500 or current.status in (401, 403))
-        ):
-            return current
-        return Fault()
-
-
-def _describe_fault(fault: Fault | None) -> str:
-    if fault is None:
-        return "unknown-endpoint"
-    if fault.kind == "error":
-        return f"error-{529 if fault.overloaded else fault.status}"
-    return fault.kind
-
-
 class FaultServer:
     def __init__(
         self,
@@ -182,7 +107,7 @@ class FaultServer:
         self._requested_port = port
         self.port: int | None = None
         self._server: asyncio.base_events.Server | None = None
-        self._states: dict[str, _ProviderState] = {}
+        self._states: dict[str, ProviderState] = {}
         self._requests: list[RecordedRequest] = []
         self._connections: set[asyncio.Task[None]] = set()
         self._serial = 0
@@ -328,11 +253,11 @@ class FaultServer:
         self._script_epoch = time.monotonic()
         self._states = {}
 
-    def _state(self, provider: str) -> _ProviderState:
+    def _state(self, provider: str) -> ProviderState:
         state = self._states.get(provider)
         if state is None:
             script = self.script.providers.get(provider, ProviderScript())
-            state = self._states[provider] = _ProviderState(
+            state = self._states[provider] = ProviderState(
                 script, self._script_epoch, self.time_scale
             )
         return state
@@ -466,7 +391,7 @@ class FaultServer:
             protocol=route.protocol,
             task=task,
             inputs=inputs,
-            fault=f"refused: {refused.message}" if refused is not None else _describe_fault(fault),
+            fault=f"refused: {refused.message}" if refused is not None else describe_fault(fault),
             at=now - self._started_at,
         )
         with self._lock:
@@ -482,8 +407,8 @@ class FaultServer:
         if refused is not None:
             payload = refused.body
             if payload is None:
-                payload = error_body(
-                    route.protocol, refused.status, quota=None, retry_after_s=None, overloaded=False
+                payload = codec_for(route.protocol).error_body(
+                    refused.status, quota=None, retry_after_s=None, overloaded=False
                 )
                 _set_message(payload, refused.message)
             await self._send(writer, refused.status, payload)
@@ -501,7 +426,7 @@ class FaultServer:
         self,
         fault: Fault,
         route: Route,
-        state: _ProviderState,
+        state: ProviderState,
         incoming: _Incoming,
         body: Any,
         task: str,
@@ -523,7 +448,7 @@ class FaultServer:
             await self._send(writer, 200, b'{"choices": [{"message": {"content": "trunc')
             return True
         if route.kind == "health":
-            await self._send(writer, 200, health_body(route.protocol))
+            await self._send(writer, 200, codec_for(route.protocol).health_body())
             return True
         limit_headers, retry = self._take_limits(state, route, incoming.body)
         if retry is not None:
@@ -538,30 +463,22 @@ class FaultServer:
             return await self._send_error(writer, route, 500, Fault(kind="error", status=500), None)
         self._serial += 1
         input_tokens = prompt_tokens(incoming.body)
-        if route.stream:
-            frames = stream_frames(
-                route.protocol,
-                route.model,
-                answer,
-                body,
-                input_tokens,
-                self._serial,
-                truncated=fault.kind == "truncated",
-            )
-            self._settle_tokens(state, input_tokens + max(1, sum(map(len, frames)) // 8))
-            return await self._stream(
-                writer, route, frames, fault, {**limit_headers, **fault.headers}
-            )
-        payload = success_body(
-            route.protocol,
-            route.model,
+        reply = Answer(
+            route.model or "fault-model",
             answer,
             body,
             input_tokens,
             self._serial,
             truncated=fault.kind == "truncated",
         )
-        encoded = json.dumps(payload).encode()
+        codec = codec_for(route.protocol)
+        if route.stream:
+            frames = codec.stream_frames(reply)
+            self._settle_tokens(state, input_tokens + max(1, sum(map(len, frames)) // 8))
+            return await self._stream(
+                writer, route, frames, fault, {**limit_headers, **fault.headers}
+            )
+        encoded = json.dumps(codec.success_body(reply)).encode()
         self._settle_tokens(state, input_tokens + max(1, len(encoded) // 8))
         if fault.kind == "slow_body":
             await self._trickle(writer, encoded, limit_headers, fault.duration_s * scale)
@@ -594,17 +511,17 @@ class FaultServer:
         fault: Fault,
         retry_script_s: float | None,
     ) -> bool:
-        real_status = error_status(route.protocol, status, fault.overloaded)
+        codec = codec_for(route.protocol)
+        real_status = codec.error_status(status, fault.overloaded)
         retry_s = None if retry_script_s is None else retry_script_s * self.time_scale
         headers: dict[str, str] = {}
         if retry_s is not None:
-            headers.update(retry_after_headers(route.protocol, retry_s, fault.retry_after_format))
+            headers.update(codec.retry_after_headers(retry_s, fault.retry_after_format))
         headers.update(fault.headers)
         await self._send(
             writer,
             real_status,
-            error_body(
-                route.protocol,
+            codec.error_body(
                 real_status,
                 quota=fault.quota,
                 retry_after_s=retry_s,
@@ -627,7 +544,7 @@ class FaultServer:
         connection must close (cut, stall)."""
         lines = [
             "HTTP/1.1 200 OK",
-            f"content-type: {stream_content_type(route.protocol)}",
+            f"content-type: {codec_for(route.protocol).stream_content_type}",
             "transfer-encoding: chunked",
             "cache-control: no-cache",
             "connection: keep-alive",
@@ -642,7 +559,7 @@ class FaultServer:
                 "stream_hold",
             ):
                 if fault.kind == "stream_malformed":
-                    frame = malformed_frame(route.protocol)
+                    frame = codec_for(route.protocol).malformed_frame()
                 elif fault.kind == "stream_hold":
                     await self._hold(writer)
                 else:
@@ -677,7 +594,7 @@ class FaultServer:
     # --- scripted rate limits ----------------------------------------------------------------------------------
 
     def _take_limits(
-        self, state: _ProviderState, route: Route, raw: bytes
+        self, state: ProviderState, route: Route, raw: bytes
     ) -> tuple[dict[str, str], float | None]:
         """Enforce the provider's rpm/tpm over a (scaled) one-minute window; headers or a retry delay."""
         limits = state.script.limits
@@ -694,59 +611,34 @@ class FaultServer:
         over_tpm = limits.tpm is not None and used_tokens + needed > limits.tpm
         reset = (state.window[0][0] + window - now) if state.window else 0.0
         if over_rpm or over_tpm:
-            exhausted = rate_limit_headers(
-                route.protocol,
-                rpm=limits.rpm,
-                rpm_left=0 if over_rpm else (limits.rpm or 0) - used_requests,
-                tpm=limits.tpm,
-                tpm_left=0 if over_tpm else max(0, (limits.tpm or 0) - used_tokens),
-                reset_requests_s=max(reset, 0.001),
-                reset_tokens_s=max(reset, 0.001),
+            exhausted = codec_for(route.protocol).rate_limit_headers(
+                RateWindow(
+                    rpm=limits.rpm,
+                    rpm_left=0 if over_rpm else (limits.rpm or 0) - used_requests,
+                    tpm=limits.tpm,
+                    tpm_left=0 if over_tpm else max(0, (limits.tpm or 0) - used_tokens),
+                    reset_requests_s=max(reset, 0.001),
+                    reset_tokens_s=max(reset, 0.001),
+                )
             )
             return exhausted, max(0.001, reset)
         state.window.append((now, 0))
-        headers = rate_limit_headers(
-            route.protocol,
-            rpm=limits.rpm,
-            rpm_left=max(0, (limits.rpm or 0) - used_requests - 1),
-            tpm=limits.tpm,
-            tpm_left=max(0, (limits.tpm or 0) - used_tokens - needed),
-            reset_requests_s=max(reset, 0.001),
-            reset_tokens_s=max(reset, 0.001),
+        headers = codec_for(route.protocol).rate_limit_headers(
+            RateWindow(
+                rpm=limits.rpm,
+                rpm_left=max(0, (limits.rpm or 0) - used_requests - 1),
+                tpm=limits.tpm,
+                tpm_left=max(0, (limits.tpm or 0) - used_tokens - needed),
+                reset_requests_s=max(reset, 0.001),
+                reset_tokens_s=max(reset, 0.001),
+            )
         )
         return headers, None
 
-    def _settle_tokens(self, state: _ProviderState, tokens: int) -> None:
+    def _settle_tokens(self, state: ProviderState, tokens: int) -> None:
         if state.script.limits is not None and state.window:
             at, _ = state.window[-1]
             state.window[-1] = (at, tokens)
-
-
-_SCALED_POLICY_KEYS = (
-    "cooldown_failure_s",
-    "cooldown_rate_limit_s",
-    "cooldown_timeout_s",
-    "cooldown_quota_s",
-    "max_cooldown_s",
-    "failure_window_s",
-    "throttle_window_s",
-    "recency_tau_s",
-    "probe_timeout_s",
-    "probe_lease_s",
-    "probe_min_s",
-    "request_timeout_s",
-    "capacity_wait_s",
-    "shed_queue_wait_s",
-)
-_KIND_BY_PREFIX = {
-    "openai": "openai",
-    "azure": "azure",
-    "github": "github",
-    "anthropic": "anthropic",
-    "gemini": "gemini",
-    "ollama": "ollama_native",
-    "ollama_v1": "ollama",
-}
 
 
 def _set_message(payload: dict[str, Any], message: str) -> None:
@@ -756,42 +648,3 @@ def _set_message(payload: dict[str, Any], message: str) -> None:
         error["message"] = message
     else:
         payload["error"] = message
-
-
-def scaled_policy(time_scale: float) -> dict[str, float]:
-    """Router policy durations multiplied by the fault server's time scale, so cooldowns keep pace with
-    the scaled faults and a demo shows a whole OPEN -> HALF_OPEN -> CLOSED cycle in seconds."""
-    defaults = RouterPolicy()
-    return {key: getattr(defaults, key) * time_scale for key in _SCALED_POLICY_KEYS}
-
-
-def demo_router_config(
-    base_url: str, prefixes: list[str], model: str = "fault-model", time_scale: float = 1.0
-) -> dict[str, Any]:
-    """A ``router:`` section pointing one provider at each prefix (kind guessed from the name, else openai).
-
-    No keys are needed: ``api_key_env`` is null, the fault server does not check credentials.
-    With a time scale other than 1 the policy's durations are scaled too (:func:`scaled_policy`).
-    """
-    providers: list[dict[str, Any]] = []
-    for prefix in prefixes:
-        kind = _KIND_BY_PREFIX.get(prefix, "openai")
-        root = f"{base_url}/{prefix}"
-        base = {"openai": f"{root}/v1", "ollama": f"{root}/v1", "github": f"{root}/inference"}.get(
-            kind, root
-        )
-        name = prefix.lower().replace(".", "-")
-        providers.append(
-            {
-                "name": name,
-                "kind": kind,
-                "base_url": base,
-                "model": model,
-                "api_key_env": None,
-                "timeout_s": 10.0 * time_scale,
-            }
-        )
-    section: dict[str, Any] = {"providers": providers}
-    if time_scale != 1.0:
-        section["policy"] = scaled_policy(time_scale)
-    return section

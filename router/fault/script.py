@@ -56,7 +56,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
-from router.yaml_file import read_yaml_file
+from plumbing.yaml_reading import read_yaml_file
 
 FaultKind = Literal[
     "ok",

@@ -1,0 +1,8 @@
+"""Shared plumbing: the few mechanisms engine, router, research and the app all need, written once.
+
+YAML reading under one set of limits (:mod:`plumbing.yaml_reading`), the opening rules of the
+workbench's SQLite files and what their errors mean (:mod:`plumbing.sqlite_files`), the base of
+the boundary models (:mod:`plumbing.frozen`) and the retriever protocol
+(:mod:`plumbing.retriever`). A leaf: it imports nothing of the project, so every layer may
+import it.
+"""

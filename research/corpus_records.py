@@ -1,0 +1,102 @@
+"""What indexing reports and reading returns: records, reports and the corpus's one-line errors."""
+
+from __future__ import annotations
+
+import errno
+from dataclasses import dataclass, field
+from datetime import date
+from pathlib import Path
+
+from engine.sqlite_file import StoreFileError
+from plumbing.sqlite_files import SqliteFault, sqlite_fault
+
+
+class CorpusFolderError(FileNotFoundError):
+    """A folder that cannot be indexed (missing, not a folder, a symlink loop); one line."""
+
+
+class CorpusWriteError(StoreFileError):
+    """Indexing could not write the corpus (full disk, read-only file); ``str()`` is one line
+    naming the file and the remedy. The transaction is rolled back: the corpus keeps what it held."""
+
+
+def _write_failure(path: Path, collection: str, error: BaseException) -> CorpusWriteError:
+    fault = sqlite_fault(error, path)
+    if fault is SqliteFault.FULL:
+        remedy = "the disk is full: free some space and run the command again"
+    elif fault is SqliteFault.READ_ONLY:
+        remedy = (
+            "the file or its folder is read-only: make it writable or choose another --workspace"
+        )
+    else:
+        remedy = f"it could not be written ({error}): check the disk and run the command again"
+    return CorpusWriteError(
+        f"{path}: indexing {collection} failed — {remedy}; the corpus keeps what it held before"
+    )
+
+
+@dataclass(frozen=True)
+class SkippedFile:
+    path: str
+    reason: str
+
+
+@dataclass
+class IndexReport:
+    collection: str
+    added: int = 0
+    updated: int = 0
+    unchanged: int = 0
+    removed: int = 0
+    passages: int = 0
+    skipped: list[SkippedFile] = field(default_factory=list)
+    seconds: float = 0.0
+
+    def summary(self) -> str:
+        return (
+            f"{self.collection}: {self.added} added, {self.updated} updated, {self.unchanged} unchanged, "
+            f"{self.removed} removed, {len(self.skipped)} skipped ({self.seconds:.2f} s)"
+        )
+
+
+@dataclass(frozen=True)
+class CollectionInfo:
+    name: str
+    root: str
+    documents: int
+    passages: int
+    indexed_at: float
+
+
+@dataclass(frozen=True)
+class DocumentRecord:
+    source_id: str
+    collection: str
+    uri: str
+    title: str
+    published: date | None
+    updated: date | None
+    status: str
+    kind: str
+    superseded_by: str
+
+
+def _broken_link(path: Path) -> str:
+    """Why a symlink cannot be followed (a loop, or a target that is gone); "" when it can."""
+    if not path.is_symlink():
+        return ""
+    try:
+        path.resolve(strict=True)
+    except (RuntimeError, OSError) as error:
+        if isinstance(error, RuntimeError) or getattr(error, "errno", None) == errno.ELOOP:
+            return "a symlink loop; skipped"
+        return "a dangling symlink (its target is gone); skipped"
+    return ""
+
+
+def _iso(value: date | None) -> str | None:
+    return value.isoformat() if value else None
+
+
+def _day(value: str | None) -> date | None:
+    return date.fromisoformat(value) if value else None

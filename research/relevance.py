@@ -1,0 +1,131 @@
+"""How relevant each document is to the question a run asks: the relevance floor (issue 22).
+
+A run's question is searched once (research.hybrid: bm25 and embedding similarity fused), and
+every document among the candidates is scored on four pieces of evidence, each relative to the
+best candidate's:
+
+- *passages* — the sum of its five best passages' fused scores (how much of it, and how well,
+  the question finds, lexically and semantically);
+- *title similarity* — cosine similarity of the question's and the title's embeddings;
+- *title coverage* — the share of the question's content words found in the title, each word
+  weighted by how rare it is among the collection's titles (a word most titles carry — the
+  corpus's domain word — weighs nearly nothing);
+- *share* — the share of its passages among the candidates (a document about the subject, not
+  one that mentions it once), weighted half.
+
+A document's relevance is that sum over the best candidate's, 0 to 1. The floor
+(:data:`RELEVANCE_FLOOR`) keeps a document within 80 % of the best one; and a document whose
+best passage is less similar to the question than :data:`ABSOLUTE_SIMILARITY` (cosine) and whose
+title carries less than half of the question's weight is not about it at all, however it ranks:
+the corpus then has little on the question, and the run says so.
+
+The figures were set on the tuning split of the evaluation (tests/research/eval), never on the
+held-out one.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import Counter
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from research.text import terms
+
+if TYPE_CHECKING:  # the steps read the floor without loading numpy or the model
+    from research.embeddings import Vectors
+    from research.vectors import VectorIndex
+
+RELEVANCE_FLOOR = 0.8
+"""A document (and each of its passages) under this relevance is not evidence for the question."""
+ABSOLUTE_SIMILARITY = 0.3
+"""Cosine similarity a document's best passage needs to the question (or enough title coverage)."""
+TITLE_COVERAGE = 0.5
+TOP_PASSAGES = 5
+SHARE_WEIGHT = 0.5
+
+
+@dataclass(frozen=True)
+class DocumentEvidence:
+    """One candidate document's evidence of being about the question."""
+
+    source_id: str
+    passages: float
+    best_similarity: float
+    title_similarity: float
+    title_coverage: float
+    share: float
+
+
+def title_weights(index: VectorIndex, numbers: list[int]) -> dict[str, float]:
+    """Inverse document frequency of each title word among the collection's titles."""
+    df: Counter[str] = Counter()
+    for number in numbers:
+        df.update(set(terms(index.titles[number])))
+    total = max(1, len(numbers))
+    return {word: math.log((1 + total) / (1 + count)) for word, count in df.items()}
+
+
+def document_evidence(
+    index: VectorIndex,
+    question: str,
+    vector: Vectors,
+    fused: dict[int, float],
+    passages_of: dict[str, int],
+    scope: list[int],
+) -> list[DocumentEvidence]:
+    """The evidence of each document among the fused candidates (``scope``: the documents the
+    search may return, whose titles weigh the question's words)."""
+    by_document: dict[str, list[int]] = {}
+    for rowid in fused:
+        row = index.row_of_rowid.get(rowid)
+        if row is not None:
+            source = index.documents[int(index.row_source[row])][0]
+            by_document.setdefault(source, []).append(rowid)
+    if not by_document:
+        return []
+    from research.embeddings import embedder
+
+    weights = title_weights(index, scope)
+    words = list(dict.fromkeys(terms(question)))
+    total = sum(weights.get(w, math.log(1 + len(scope))) for w in words) or 1.0
+    sources = sorted(by_document)
+    titles = [index.titles[index.number_of[s]] for s in sources]
+    title_vectors = embedder().embed(titles)
+    found = []
+    for source, title, title_vector in zip(sources, titles, title_vectors):
+        rowids = by_document[source]
+        similarity = index.similarities(vector, rowids)
+        in_title = set(terms(title))
+        found.append(
+            DocumentEvidence(
+                source_id=source,
+                passages=sum(sorted((fused[r] for r in rowids), reverse=True)[:TOP_PASSAGES]),
+                best_similarity=max(similarity.values(), default=0.0),
+                title_similarity=max(0.0, float(title_vector @ vector)),
+                title_coverage=sum(weights.get(w, 0.0) for w in words if w in in_title) / total,
+                share=len(rowids) / max(1, passages_of.get(source, len(rowids))),
+            )
+        )
+    return found
+
+
+def relevance(evidence: list[DocumentEvidence]) -> dict[str, float]:
+    """{source id: relevance 0..1} (see the module's docstring)."""
+    if not evidence:
+        return {}
+    best_passages = max(e.passages for e in evidence) or 1.0
+    best_title = max(e.title_similarity for e in evidence) or 1.0
+    raw = {
+        e.source_id: (
+            e.passages / best_passages
+            + e.title_similarity / best_title
+            + e.title_coverage
+            + SHARE_WEIGHT * e.share
+        )
+        if e.best_similarity >= ABSOLUTE_SIMILARITY or e.title_coverage >= TITLE_COVERAGE
+        else 0.0
+        for e in evidence
+    }
+    top = max(raw.values())
+    return {s: round(v / top, 4) if top > 0 else 0.0 for s, v in raw.items()}

@@ -1,0 +1,213 @@
+"""Relevance, honest scores and the question's understanding (issue 22).
+
+Off-topic evidence scores Low and the gate fails, whatever its volume; the embedding model
+loads from its package folder without touching the network; unchanged documents are not
+embedded again; sub-questions are never built around the corpus's domain word; a model's prose
+keeps only sentences that cite the claims they were given.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import socket
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from research.brief import checked_prose
+from research.ci import WEIGHT_SETS
+from research.corpus import Corpus, CorpusRetriever
+from research.embeddings import DIMENSIONS, Embedder, package_folder
+from research.evidence import Claim, EvidenceMap, Passage, Source, SubQuestion
+from research.policy import decide
+from research.questions import plan, sub_questions
+from research.relevance import RELEVANCE_FLOOR
+from research.scoring import score_evidence
+from research.sources import SourcePolicy
+from tests.research.conftest import run_research
+
+POLICY = SourcePolicy(as_of="2025-06-30", window_days=None)
+
+
+def evidence_of(relevance: float) -> EvidenceMap:
+    """Four sub-questions, each answered by two verified claims from two Final documents whose
+    passages have ``relevance`` to the question."""
+    sources = {
+        f"c/{n}": Source(id=f"c/{n}", uri="", title=f"Doc {n}", status="Final", authority=1.0)
+        for n in range(8)
+    }
+    passages = {
+        f"c/{n}#0": Passage(
+            id=f"c/{n}#0", source_id=f"c/{n}", text=f"Statement number {n}.", relevance=relevance
+        )
+        for n in range(8)
+    }
+    claims = [
+        Claim(
+            id=f"k{n}",
+            text=f"Statement number {n}.",
+            quote=f"Statement number {n}.",
+            sub_question=f"q{n // 2 + 1}",
+            passage_ids=[f"c/{n}#0"],
+            source_ids=[f"c/{n}"],
+            verified=True,
+        )
+        for n in range(8)
+    ]
+    return EvidenceMap(
+        query="q?",
+        sub_questions=[SubQuestion(id=f"q{i}", text=f"Q{i}?") for i in range(1, 5)],
+        sources=sources,
+        passages=passages,
+        claims=claims,
+    )
+
+
+def test_a_round_whose_evidence_is_off_topic_scores_low_and_fails_the_gate() -> None:
+    on_topic = score_evidence(evidence_of(1.0), POLICY)
+    assert on_topic.scores.all_at_least("High")
+    assert decide(
+        on_topic, 1, [], max_rounds=4, patience=1, weights=WEIGHT_SETS["proposed"]
+    ).gate_passed
+    off_topic = score_evidence(evidence_of(RELEVANCE_FLOOR - 0.01), POLICY)
+    assert off_topic.scores.tiers()["coverage"] == "Low"
+    assert off_topic.scores.tiers()["source_quality"] == "Low"
+    assert off_topic.scores.tiers()["agreement"] == "Low"
+    verdict = decide(off_topic, 1, [], max_rounds=4, patience=1, weights=WEIGHT_SETS["proposed"])
+    assert not verdict.gate_passed
+    assert verdict.decision == "continue"
+
+
+def test_a_question_the_corpus_has_nothing_on_reads_nothing_and_says_so(
+    workflow, pep_corpus_path: Path, tmp_path: Path
+) -> None:
+    run = asyncio.run(
+        run_research(workflow, tmp_path, pep_corpus_path, "How do I bake sourdough bread at home?")
+    )
+    assert run.outputs("source_policy")["on_topic"] == {}
+    assert not any(r["gate_passed"] for r in run.rounds)
+    assert all(r["dimensions"]["coverage"]["tier"] == "Low" for r in run.rounds)
+    report = run.outputs("final_synthesis")["report"]
+    assert "The corpus has little on" in report
+    assert run.outputs("final_synthesis")["citations"] == []
+
+
+def test_cited_passages_carry_their_relevance_in_sources_and_step_outputs(
+    workflow, pep_corpus_path: Path, tmp_path: Path
+) -> None:
+    run = asyncio.run(
+        run_research(workflow, tmp_path, pep_corpus_path, "What are assignment expressions?")
+    )
+    synthesis = run.outputs("final_synthesis")
+    assert synthesis["citations"]
+    assert all(c["relevance"] >= RELEVANCE_FLOOR for c in synthesis["citations"])
+    assert {c["source_id"] for c in synthesis["citations"]} <= set(
+        run.outputs("source_policy")["on_topic"]
+    )
+    assert "peps/pep-0572" in {c["source_id"] for c in synthesis["citations"]}
+    assert "relevance 1.00" in synthesis["report"].split("## Sources", 1)[1]
+    assert "Evidence brief (extractive)" in synthesis["report"]
+    retrieved = run.outputs("retrieval_react_r1")
+    assert retrieved["new_passages"] and all(
+        p["relevance"] >= RELEVANCE_FLOOR for p in retrieved["relevance"]
+    )
+
+
+def test_the_embedding_model_loads_from_its_package_without_the_network(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    def refuse(*args: object, **kwargs: object) -> None:
+        raise AssertionError(f"the embedding model tried the network: {args}")
+
+    monkeypatch.setattr(socket.socket, "connect", refuse)
+    monkeypatch.setattr(socket, "create_connection", refuse)
+    sys.modules.pop("wordllama", None)
+    model = Embedder(package_folder())
+    vectors = model.embed(["structural pattern matching", "the match statement", ""])
+    assert vectors.shape == (3, DIMENSIONS)
+    assert np.allclose(np.linalg.norm(vectors[:2], axis=1), 1.0, atol=1e-5)
+    assert not vectors[2].any()
+    assert float(vectors[0] @ vectors[1]) > 0.3
+    assert "wordllama" not in sys.modules, "importing wordllama configures the root logger"
+
+
+def test_reindexing_unchanged_documents_embeds_nothing(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    folder = tmp_path / "docs"
+    folder.mkdir()
+    for n in range(3):
+        (folder / f"d{n}.md").write_text(
+            f"# Widget {n}\n\nWidgets of kind {n} are assembled from sprockets.\n" * 5,
+            encoding="utf-8",
+        )
+    embedded: list[int] = []
+    real = Embedder.embed
+
+    def counted(self: Embedder, texts: list[str]) -> np.ndarray:
+        embedded.append(len(texts))
+        return real(self, texts)
+
+    monkeypatch.setattr(Embedder, "embed", counted)
+    with Corpus(tmp_path / "corpus.sqlite") as corpus:
+        corpus.add_folder(folder, "docs")
+        first = sum(embedded)
+        assert first >= 3
+        embedded.clear()
+        again = corpus.add_folder(folder, "docs")
+        assert again.unchanged == 3 and sum(embedded) == 0
+        stored = corpus._db.execute("SELECT COUNT(*) FROM passage_vectors").fetchone()[0]
+        assert stored == first
+        (folder / "d1.md").write_text("# Widget one\n\nNow about gears only.\n", encoding="utf-8")
+        embedded.clear()
+        corpus.add_folder(folder, "docs")
+        assert sum(embedded) == 1
+        hits = asyncio.run(CorpusRetriever(corpus).search("gears", limit=3))
+        assert hits[0]["source_id"] == "docs/d1"
+        assert {"similarity", "lexical", "score"} <= set(hits[0])
+
+
+@pytest.mark.parametrize(
+    "question",
+    [
+        "How did Python add the walrus operator?",
+        "How does Python handle exceptions raised inside generators?",
+        "Why does Python have a global interpreter lock?",
+        "What is Python?",
+        "why python",
+    ],
+)
+def test_no_sub_question_is_built_around_the_corpus_domain_word(
+    question: str, pep_corpus_path: Path
+) -> None:
+    with Corpus(pep_corpus_path) as corpus:
+        vocabulary = corpus.vocabulary(question, ["peps"])
+    assert vocabulary["python"] >= 0.5
+    understood = plan(question, vocabulary)
+    assert understood.subject.lower() not in {"python", "the python"}
+    planned = sub_questions(understood, 4)
+    assert (
+        planned[0][1].rstrip("?.") == question.rstrip("?.")[:1].upper() + question.rstrip("?.")[1:]
+    )
+    for _, text, _ in planned[1:]:
+        assert "about Python?" not in text and "motivated Python?" not in text
+        assert text.endswith("?")
+
+
+def test_a_question_with_typos_reaches_the_document_it_means(pep_corpus_path: Path) -> None:
+    with Corpus(pep_corpus_path) as corpus:
+        for question in ("What are assignment expressions?", "What are asignment expresions?"):
+            relevance = corpus.relevance(question, ["peps"])
+            assert relevance.get("peps/pep-0572", 0.0) >= RELEVANCE_FLOOR, question
+
+
+def test_a_models_prose_keeps_only_sentences_that_cite_the_claims_it_was_given() -> None:
+    kept, dropped = checked_prose(
+        "Pattern matching came in 3.10 [r1-ai-1]. It was debated at length [r1-ai-2] [r1-swe-1]. "
+        "Everyone loved it. It cites a stranger [r9-ai-9].",
+        {"r1-ai-1": 1, "r1-ai-2": 2, "r1-swe-1": 3},
+    )
+    assert kept == ["Pattern matching came in 3.10. [1]", "It was debated at length. [2] [3]"]
+    assert dropped == 2

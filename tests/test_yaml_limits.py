@@ -1,0 +1,113 @@
+"""One set of limits for every YAML file the product reads (plumbing/yaml_reading.py).
+
+The same hostile documents go to every reader — a workflow, an agent-registry file, the config
+file, the router's config, a fault script, a run's quality.yaml — and each refuses them the same
+way: nesting deeper than 40 levels and aliases at their line and column, a file over 1 MB (4 MB
+for a workflow) before it is parsed; one line, never a traceback.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from agents.registry_loader import load_registry_text
+from engine.errors import WorkflowLoadError
+from engine.loader import load_workflow_text
+from plumbing.yaml_reading import MAX_BYTES, MAX_DEPTH, YamlLimitError, load_yaml
+from router.config import ConfigError, load_router_config
+from router.fault.script import FaultScriptError, load_fault_script
+from tui.app.run_state import RunView
+from tui.app.screens.report import load_report
+from tui.config import ConfigError as AppConfigError
+from tui.config import parse_config
+
+DEEP = "a: " + "[" * MAX_DEPTH + "]" * MAX_DEPTH + "\n"  # the mapping, then 40 lists: 41 levels
+"""Its 41st level (the 40th list) opens at line 1, column 4 + 39 = 43."""
+ALIASES = "a: &name [1, 2]\nb: *name\n"
+"""The alias is at line 2, column 4."""
+
+
+def refusal(read: Callable[[str, Path], object], text: str, tmp_path: Path) -> str:
+    """The one line ``read`` refuses ``text`` with (a registry reports, the others raise)."""
+    try:
+        result = read(text, tmp_path)
+    except (WorkflowLoadError, ConfigError, AppConfigError, FaultScriptError) as error:
+        message = str(error)
+    else:
+        message = str(result)
+    assert "\n" not in message and "Traceback" not in message
+    return message
+
+
+def workflow(text: str, tmp_path: Path) -> object:
+    return load_workflow_text(text, source="w.yaml")
+
+
+def registry(text: str, tmp_path: Path) -> object:
+    problems = load_registry_text(text, "r.yaml", []).problems
+    assert len(problems) == 1
+    return problems[0]
+
+
+def app_config(text: str, tmp_path: Path) -> object:
+    return parse_config(text, "config.yaml")
+
+
+def router_config(text: str, tmp_path: Path) -> object:
+    path = tmp_path / "config.yaml"
+    path.write_text(text, encoding="utf-8")
+    return load_router_config(path)
+
+
+def fault_script(text: str, tmp_path: Path) -> object:
+    path = tmp_path / "chaos.yaml"
+    path.write_text(text, encoding="utf-8")
+    return load_fault_script(path)
+
+
+def quality(text: str, tmp_path: Path) -> object:
+    (tmp_path / "quality.yaml").write_text(text, encoding="utf-8")
+    _, shown = load_report(tmp_path, RunView())
+    return shown["error"]
+
+
+READERS = [workflow, registry, app_config, router_config, fault_script, quality]
+
+
+@pytest.mark.parametrize("read", READERS)
+def test_nesting_past_the_limit_is_refused_where_it_happens(
+    read: Callable[[str, Path], object], tmp_path: Path
+) -> None:
+    message = refusal(read, DEEP, tmp_path)
+    assert f"{MAX_DEPTH} levels deep" in message
+    assert ":1:43:" in message
+
+
+@pytest.mark.parametrize("read", READERS)
+def test_an_alias_is_refused_where_it_stands(
+    read: Callable[[str, Path], object], tmp_path: Path
+) -> None:
+    message = refusal(read, ALIASES, tmp_path)
+    assert "aliases (*name) are not supported" in message
+    assert "2:4" in message
+
+
+@pytest.mark.parametrize("read", [registry, app_config, router_config, fault_script, quality])
+def test_a_file_over_the_size_limit_is_refused_before_it_is_read(
+    read: Callable[[str, Path], object], tmp_path: Path
+) -> None:
+    message = refusal(read, "#" * (MAX_BYTES + 1), tmp_path)
+    assert f"the limit is {MAX_BYTES:,}" in message
+
+
+def test_the_limits_hold_exactly_at_their_bounds() -> None:
+    assert load_yaml("[" * MAX_DEPTH + "]" * MAX_DEPTH) is not None
+    with pytest.raises(YamlLimitError) as deep:
+        load_yaml("[" * (MAX_DEPTH + 1) + "]" * (MAX_DEPTH + 1))
+    assert (deep.value.line, deep.value.column) == (1, MAX_DEPTH + 1)
+    assert load_yaml("#" * MAX_BYTES) is None
+    with pytest.raises(YamlLimitError):
+        load_yaml("#" * (MAX_BYTES + 1))
