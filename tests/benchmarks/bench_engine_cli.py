@@ -6,6 +6,10 @@ store; LangGraph's checkpoint file beside it), its output discarded, for chains 
 runs; then the marginal cost per step from 60 to 1,000 steps and from 1,000 to 4,000 —
 the process's start (imports, the workspace) cancels out — and their ratio. An engine
 whose cost per step does not grow with the workflow has a ratio near 1.0.
+
+With ``BENCH_COMPARE_WITH=/tmp/main`` (an export of another tree, e.g. ``git archive main``)
+the same chains run on that tree's code too, in the same run, and the before / after ratio
+of each figure is printed.
 """
 
 from __future__ import annotations
@@ -19,7 +23,13 @@ from pathlib import Path
 
 SIZES = (60, 1_000, 4_000)
 RUNS = {"kahn": 3, "langgraph": 2}
-"""Runs per cell (the best is used): LangGraph's take longer."""
+"""Runs per cell (the best is used): LangGraph's take longer. The tree compared with runs
+each cell once (before the work of issue 26 its 4,000-step chains took minutes)."""
+COMPARE_WITH = "BENCH_COMPARE_WITH"
+"""An environment variable naming another source tree measured beside this one."""
+
+Marginal = tuple[float, float]
+"""Seconds per step from 60 to 1,000 steps and from 1,000 to 4,000."""
 
 
 def chain_yaml(size: int) -> str:
@@ -28,18 +38,20 @@ def chain_yaml(size: int) -> str:
     return "\n".join(lines) + "\n"
 
 
-def workbench() -> str:
-    return str(Path(sys.executable).with_name("workbench"))
-
-
-def one_run(engine: str, workflow: Path) -> float:
-    """Wall seconds of one headless run in a fresh workspace."""
+def one_run(engine: str, workflow: Path, tree: Path | None) -> float:
+    """Wall seconds of one headless run in a fresh workspace: this tree's installed
+    ``workbench``, or ``python -m tui.cli`` from another source tree."""
     with tempfile.TemporaryDirectory() as home:
         env = {**os.environ, "WORKBENCH_HOME": home}
+        command = [str(Path(sys.executable).with_name("workbench"))]
+        if tree is not None:
+            env["PYTHONPATH"] = str(tree)
+            command = [sys.executable, "-m", "tui.cli"]
         started = time.perf_counter()
         subprocess.run(
-            [workbench(), "run", "--headless", "--engine", engine, str(workflow)],
+            [*command, "run", "--headless", "--engine", engine, str(workflow)],
             env=env,
+            cwd=tree,
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,
             check=True,
@@ -47,27 +59,25 @@ def one_run(engine: str, workflow: Path) -> float:
         return time.perf_counter() - started
 
 
-def main() -> None:
-    print(
-        "workbench run --headless, chains of zero-work steps (SQLite store, output discarded),"
-        " wall s, best of n runs"
-    )
-    with tempfile.TemporaryDirectory() as folder:
-        files = {size: Path(folder) / f"chain_{size}.yaml" for size in SIZES}
-        for size, path in files.items():
-            path.write_text(chain_yaml(size), encoding="utf-8")
-        marginal: dict[str, tuple[float, float]] = {}
-        print(f"  {'engine':<10} " + " ".join(f"{size:>8}" for size in SIZES) + "   runs")
-        for engine, runs in RUNS.items():
-            best = {size: min(one_run(engine, files[size]) for _ in range(runs)) for size in SIZES}
-            print(
-                f"  {engine:<10} " + " ".join(f"{best[size]:8.2f}" for size in SIZES) + f"   {runs}"
-            )
-            small, middle, large = SIZES
-            marginal[engine] = (
-                (best[middle] - best[small]) / (middle - small),
-                (best[large] - best[middle]) / (large - middle),
-            )
+def measure(label: str, files: dict[int, Path], tree: Path | None) -> dict[str, Marginal]:
+    """Print each engine's best wall seconds per chain; return its marginal costs per step."""
+    marginal: dict[str, Marginal] = {}
+    print(f"  {label}")
+    for engine, runs in RUNS.items():
+        runs = runs if tree is None else 1
+        best = {
+            size: min(one_run(engine, files[size], tree) for _ in range(runs)) for size in SIZES
+        }
+        print(f"  {engine:<10} " + " ".join(f"{best[size]:8.2f}" for size in SIZES) + f"   {runs}")
+        small, middle, large = SIZES
+        marginal[engine] = (
+            (best[middle] - best[small]) / (middle - small),
+            (best[large] - best[middle]) / (large - middle),
+        )
+    return marginal
+
+
+def report(marginal: dict[str, Marginal]) -> None:
     for engine, (low, high) in marginal.items():
         print(
             f"  {engine}: {low * 1e3:.3f} ms per step from 60 to 1,000, {high * 1e3:.3f} ms from"
@@ -78,6 +88,33 @@ def main() -> None:
         f"  LangGraph / Kahn, marginal cost per step: {lang[0] / kahn[0]:.1f}x from 60 to 1,000,"
         f" {lang[1] / kahn[1]:.1f}x from 1,000 to 4,000 (target ≥ 10)"
     )
+
+
+def main() -> None:
+    print(
+        "workbench run --headless, chains of zero-work steps (SQLite store, output discarded),"
+        " wall s, best of n runs"
+    )
+    other = os.environ.get(COMPARE_WITH)
+    with tempfile.TemporaryDirectory() as folder:
+        files = {size: Path(folder) / f"chain_{size}.yaml" for size in SIZES}
+        for size, path in files.items():
+            path.write_text(chain_yaml(size), encoding="utf-8")
+        print(f"  {'engine':<10} " + " ".join(f"{size:>8}" for size in SIZES) + "   runs")
+        after = measure("this tree", files, None)
+        before = measure(f"before: {other}", files, Path(other)) if other else None
+    print("  this tree:")
+    report(after)
+    if before is None:
+        return
+    print(f"  before ({other}):")
+    report(before)
+    for engine in RUNS:
+        low, high = (b / a for b, a in zip(before[engine], after[engine], strict=True))
+        print(
+            f"  {engine}, before / after, marginal cost per step: {low:.1f}x from 60 to 1,000,"
+            f" {high:.1f}x from 1,000 to 4,000"
+        )
 
 
 if __name__ == "__main__":
