@@ -2,8 +2,9 @@
 
 ``workbench run --headless --engine E chain.yaml`` in a fresh workspace (the SQLite run
 store; LangGraph's checkpoint file beside it), its output discarded, for chains of 60,
-1,000 and 4,000 ``demo.echo`` steps on Kahn and on LangGraph. Wall seconds, best of a few
-runs; then the marginal cost per step from 60 to 1,000 steps and from 1,000 to 4,000 —
+1,000 and 4,000 ``demo.echo`` steps on Kahn and on LangGraph. Wall seconds and the CPU
+seconds (user + sys) of the process, best of a few runs (on a machine shared with other
+work, wall time mostly measures waiting for a core, CPU time much less); then the marginal cost per step from 60 to 1,000 steps and from 1,000 to 4,000 —
 the process's start (imports, the workspace) cancels out — and their ratio. An engine
 whose cost per step does not grow with the workflow has a ratio near 1.0.
 
@@ -15,6 +16,7 @@ of each figure is printed.
 from __future__ import annotations
 
 import os
+import resource
 import subprocess
 import sys
 import tempfile
@@ -28,6 +30,8 @@ each cell once (before the work of issue 26 its 4,000-step chains took minutes).
 COMPARE_WITH = "BENCH_COMPARE_WITH"
 """An environment variable naming another source tree measured beside this one."""
 
+Timing = tuple[float, float]
+"""(wall seconds, CPU seconds of the finished child process)."""
 Marginal = tuple[float, float]
 """Seconds per step from 60 to 1,000 steps and from 1,000 to 4,000."""
 
@@ -38,8 +42,13 @@ def chain_yaml(size: int) -> str:
     return "\n".join(lines) + "\n"
 
 
-def one_run(engine: str, workflow: Path, tree: Path | None) -> float:
-    """Wall seconds of one headless run in a fresh workspace: this tree's installed
+def children_cpu() -> float:
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
+def one_run(engine: str, workflow: Path, tree: Path | None) -> Timing:
+    """Wall and CPU seconds of one headless run in a fresh workspace: this tree's installed
     ``workbench``, or ``python -m tui.cli`` from another source tree."""
     with tempfile.TemporaryDirectory() as home:
         env = {**os.environ, "WORKBENCH_HOME": home}
@@ -47,7 +56,7 @@ def one_run(engine: str, workflow: Path, tree: Path | None) -> float:
         if tree is not None:
             env["PYTHONPATH"] = str(tree)
             command = [sys.executable, "-m", "tui.cli"]
-        started = time.perf_counter()
+        started, cpu = time.perf_counter(), children_cpu()
         subprocess.run(
             [*command, "run", "--headless", "--engine", engine, str(workflow)],
             env=env,
@@ -56,38 +65,56 @@ def one_run(engine: str, workflow: Path, tree: Path | None) -> float:
             stderr=subprocess.DEVNULL,
             check=True,
         )
-        return time.perf_counter() - started
+        return time.perf_counter() - started, children_cpu() - cpu
 
 
-def measure(label: str, files: dict[int, Path], tree: Path | None) -> dict[str, Marginal]:
-    """Print each engine's best wall seconds per chain; return its marginal costs per step."""
-    marginal: dict[str, Marginal] = {}
+def marginal(seconds: dict[int, float]) -> Marginal:
+    small, middle, large = SIZES
+    return (
+        (seconds[middle] - seconds[small]) / (middle - small),
+        (seconds[large] - seconds[middle]) / (large - middle),
+    )
+
+
+def measure(
+    label: str, files: dict[int, Path], tree: Path | None
+) -> dict[str, dict[str, Marginal]]:
+    """Print each engine's best wall and CPU seconds per chain; return its marginal costs per
+    step, by engine and by measure ("wall", "CPU")."""
+    found: dict[str, dict[str, Marginal]] = {}
     print(f"  {label}")
     for engine, runs in RUNS.items():
         runs = runs if tree is None else 1
-        best = {
-            size: min(one_run(engine, files[size], tree) for _ in range(runs)) for size in SIZES
+        timings = {
+            size: [one_run(engine, files[size], tree) for _ in range(runs)] for size in SIZES
         }
-        print(f"  {engine:<10} " + " ".join(f"{best[size]:8.2f}" for size in SIZES) + f"   {runs}")
-        small, middle, large = SIZES
-        marginal[engine] = (
-            (best[middle] - best[small]) / (middle - small),
-            (best[large] - best[middle]) / (large - middle),
-        )
-    return marginal
-
-
-def report(marginal: dict[str, Marginal]) -> None:
-    for engine, (low, high) in marginal.items():
+        wall = {size: min(t[0] for t in timings[size]) for size in SIZES}
+        cpu = {size: min(t[1] for t in timings[size]) for size in SIZES}
         print(
-            f"  {engine}: {low * 1e3:.3f} ms per step from 60 to 1,000, {high * 1e3:.3f} ms from"
-            f" 1,000 to 4,000 — ratio {high / low:.2f} (target ≤ 1.5)"
+            f"  {engine:<10} "
+            + " ".join(f"{wall[size]:8.2f}" for size in SIZES)
+            + "   "
+            + " ".join(f"{cpu[size]:8.2f}" for size in SIZES)
+            + f"   {runs}"
         )
-    kahn, lang = marginal["kahn"], marginal["langgraph"]
-    print(
-        f"  LangGraph / Kahn, marginal cost per step: {lang[0] / kahn[0]:.1f}x from 60 to 1,000,"
-        f" {lang[1] / kahn[1]:.1f}x from 1,000 to 4,000 (target ≥ 10)"
-    )
+        found[engine] = {"wall": marginal(wall), "CPU": marginal(cpu)}
+    return found
+
+
+def report(found: dict[str, dict[str, Marginal]]) -> None:
+    for measure_name in ("wall", "CPU"):
+        for engine, by_measure in found.items():
+            low, high = by_measure[measure_name]
+            print(
+                f"  {engine} ({measure_name}): {low * 1e3:.3f} ms per step from 60 to 1,000,"
+                f" {high * 1e3:.3f} ms from 1,000 to 4,000 — ratio {high / low:.2f} (target ≤ 1.5)"
+            )
+        kahn, lang = found["kahn"][measure_name], found["langgraph"][measure_name]
+        print(
+            f"  LangGraph / Kahn ({measure_name}), marginal cost per step:"
+            f" {lang[0] / kahn[0]:.1f}x from 60 to 1,000, {lang[1] / kahn[1]:.1f}x from 1,000"
+            " to 4,000 (target ≥ 10)"
+        )
 
 
 def main() -> None:
@@ -100,7 +127,9 @@ def main() -> None:
         files = {size: Path(folder) / f"chain_{size}.yaml" for size in SIZES}
         for size, path in files.items():
             path.write_text(chain_yaml(size), encoding="utf-8")
-        print(f"  {'engine':<10} " + " ".join(f"{size:>8}" for size in SIZES) + "   runs")
+        sizes = " ".join(f"{size:>8}" for size in SIZES)
+        print(f"  {'':<10} {'wall s':>26}   {'CPU s':>26}")
+        print(f"  {'engine':<10} {sizes}   {sizes}   runs")
         after = measure("this tree", files, None)
         before = measure(f"before: {other}", files, Path(other)) if other else None
     print("  this tree:")
@@ -110,11 +139,17 @@ def main() -> None:
     print(f"  before ({other}):")
     report(before)
     for engine in RUNS:
-        low, high = (b / a for b, a in zip(before[engine], after[engine], strict=True))
-        print(
-            f"  {engine}, before / after, marginal cost per step: {low:.1f}x from 60 to 1,000,"
-            f" {high:.1f}x from 1,000 to 4,000"
-        )
+        for measure_name in ("wall", "CPU"):
+            low, high = (
+                b / a
+                for b, a in zip(
+                    before[engine][measure_name], after[engine][measure_name], strict=True
+                )
+            )
+            print(
+                f"  {engine}, before / after ({measure_name}), marginal cost per step: {low:.1f}x"
+                f" from 60 to 1,000, {high:.1f}x from 1,000 to 4,000"
+            )
 
 
 if __name__ == "__main__":
