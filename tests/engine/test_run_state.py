@@ -1,7 +1,6 @@
 """A run's state rebuilt from the store (``RunState.restore``): every counter and mark a resume
 needs comes back as it was saved, a store written before a key existed reads as its default,
-and a stored step the definition no longer has is passed over (found by mutating
-engine/run_state.py, tests/engine/MUTANTS.md)."""
+and a stored step the definition no longer has is passed over."""
 
 from __future__ import annotations
 
