@@ -1,7 +1,7 @@
-"""`python -m tui.dev.screenshots screenshots` (``make screenshots``): the README's SVGs.
+"""`python -m tests.tools.screenshots screenshots` (``make screenshots``): the README's SVGs.
 
 Each screenshot opens the real app on scripted runs written through a real run
-store (tui/dev/sample_run.py) in a temporary workspace, so the pictures are the
+store (tests/tools/sample_run.py) in a temporary workspace, so the pictures are the
 same on every machine. The store stamps the runs on a :class:`StoryClock` and the app
 reads "now" from a fixed instant after them, so two runs write identical files.
 """
@@ -21,6 +21,13 @@ from textual.widgets import Footer
 
 from engine.states import RunStatus
 from engine.store import RunStore
+from tests.tools.sample_run import (
+    SAMPLE_CALL_STEP,
+    journal_sample_call,
+    research_events,
+    store_events,
+    tie_break_events,
+)
 from tui.app.app import WorkbenchApp
 from tui.app.screens.home import HomeScreen
 from tui.app.screens.provider_detail import ProviderDetailScreen
@@ -28,13 +35,6 @@ from tui.app.screens.run import RunScreen
 from tui.app.screens.step_detail import StepDetailScreen
 from tui.app.widgets.dag_view import DagView
 from tui.app.widgets.providers_panel import ProvidersPanel
-from tui.dev.sample_run import (
-    SAMPLE_CALL_STEP,
-    journal_sample_call,
-    research_events,
-    store_events,
-    tie_break_events,
-)
 from tui.launch.workbench import Workbench
 from tui.launch.workspace import Workspace
 
