@@ -9,12 +9,13 @@ import pytest
 from engine.context import InterruptAnswer
 from engine.events import Budget, RunEvent
 from engine.protocol import ExecutionResult, RunContext
+from engine.services import ServiceRegistry
 from engine.spec import Limits, WorkflowDefinition
 from engine.states import RunStatus, StepStatus
 from engine.store import InMemoryRunStore
 from router.clock import ManualClock
-from tests.engine.kahn_helpers import TEST_REGISTRY, step, workflow
-from tests.engine.test_step_runner import CLOCK, ENGINES  # and its step runner.takes
+from tests.engine.kahn_helpers import TEST_REGISTRY, answering, step, workflow
+from tests.engine.test_step_runner import ENGINES, StepClock  # and its step runner.takes
 
 pytestmark = pytest.mark.parametrize("engine", ENGINES)
 
@@ -23,7 +24,9 @@ async def execute(
     engine: str, wf: WorkflowDefinition, store: InMemoryRunStore, clock: ManualClock
 ) -> tuple[ExecutionResult, list[RunEvent]]:
     runner = ENGINES[engine](registry=TEST_REGISTRY, clock=clock.monotonic, sleep=clock.sleep)
-    result = await runner.execute(wf, RunContext(store=store, extras={CLOCK: clock}))
+    result = await runner.execute(
+        wf, RunContext(store=store, services=ServiceRegistry(StepClock(clock)))
+    )
     return result, store.events(result.run_id)
 
 
@@ -70,7 +73,10 @@ async def test_a_resumed_run_counts_its_earlier_time_on_the_clock_it_is_resumed_
     resumer = ENGINES[engine](registry=TEST_REGISTRY, clock=later.monotonic, sleep=later.sleep)
     answers = {"asks": InterruptAnswer(action="approve")}
     resumed = await resumer.resume(
-        waiting.run_id, RunContext(store=store, extras={CLOCK: later}, answers=answers)
+        waiting.run_id,
+        RunContext(
+            store=store, services=ServiceRegistry(StepClock(later)), responder=answering(answers)
+        ),
     )
     assert resumed.status == RunStatus.COMPLETED
     budgets = [e.elapsed_s for e in store.events(waiting.run_id) if isinstance(e, Budget)]
