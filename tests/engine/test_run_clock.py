@@ -8,14 +8,18 @@ import pytest
 
 from engine.context import InterruptAnswer
 from engine.events import Budget, RunEvent
+from engine.kahn import KahnEngine
+from engine.langgraph_engine import LangGraphEngine
+from engine.lifecycle import EngineBase
 from engine.protocol import ExecutionResult, RunContext
 from engine.services import ServiceRegistry
 from engine.spec import Limits, WorkflowDefinition
 from engine.states import RunStatus, StepStatus
 from engine.store import InMemoryRunStore
 from router.clock import ManualClock
-from tests.engine.kahn_helpers import TEST_REGISTRY, answering, step, workflow
-from tests.engine.test_step_runner import ENGINES, StepClock  # and its step runner.takes
+from tests.engine.kahn_helpers import TEST_REGISTRY, StepClock, answering, step, workflow
+
+ENGINES: dict[str, type[EngineBase]] = {"kahn": KahnEngine, "langgraph": LangGraphEngine}
 
 pytestmark = pytest.mark.parametrize("engine", ENGINES)
 
