@@ -10,13 +10,15 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from engine.conditions import StepView
 from engine.context import RunBudget
 from engine.spec import StepSpec, WorkflowDefinition
 from engine.states import StepStatus
 from engine.store import StepIteration, StepResult
+
+if TYPE_CHECKING:  # CEL (celpy, lark: half a second) is imported once a view is asked for
+    from engine.conditions import StepView
 
 TERMINATED_BY = "terminated by "
 """How the run's end and each step it cut off name the step that terminated the run."""
@@ -47,6 +49,8 @@ class StepRecord:
     def view(self) -> StepView:
         """``steps.<id>`` for conditions: ``history`` is the outputs of iterations before this one."""
         if self._view is None:
+            from engine.conditions import StepView
+
             self._view = StepView(
                 status=self.status.value,
                 outputs=self.outputs,

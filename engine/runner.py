@@ -25,7 +25,6 @@ from collections.abc import Awaitable, Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-import networkx as nx
 from pydantic import BaseModel, ValidationError
 
 from engine.conditions import CelEvaluationError, build_activation, compile_expr, evaluate_bool
@@ -653,6 +652,10 @@ def _loop_guards(graph: WorkflowGraph) -> dict[str, list[str]]:
     bodies = [
         (edge.source, set(graph.between(edge.target, edge.source))) for edge in graph.loop_edges
     ]
+    if not bodies:
+        return {}
+    import networkx as nx  # only for a workflow with loops: a third of a second to import
+
     waits = nx.DiGraph()
     waits.add_nodes_from(order)
     for step in order:
