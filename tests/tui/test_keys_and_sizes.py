@@ -22,9 +22,11 @@ from tui.app.screens.history import HistoryScreen
 from tui.app.screens.home import HomeScreen
 from tui.app.screens.report import ReportScreen
 from tui.app.screens.run import RunScreen
+from tui.app.widgets.dag_view import DagView
 from tui.app.widgets.event_log import LogLines
 from tui.app.widgets.find_bar import FindBar
 from tui.app.widgets.prompts import ApprovalPrompt, TieBreakPrompt
+from tui.app.widgets.timeline import Timeline
 from tui.dev.sample_run import research_events, store_events
 from tui.launch.run_driver import EventInbox
 from tui.launch.workbench import SHIPPED_WORKFLOWS, Workbench
@@ -319,6 +321,24 @@ async def test_form_labels_wrap_instead_of_being_cut(tmp_path: Path) -> None:
         await until(pilot, lambda: label.size.width > 0)
         lines = [label.render_line(y).text for y in range(label.size.height)]
         assert "inferred from the corpus" in " ".join(" ".join(lines).split())
+
+
+async def test_at_120x40_panels_with_little_to_show_give_their_rows_to_the_log(
+    workbench: Workbench,
+) -> None:
+    """A five-step graph and an empty providers panel kept 25 rows, most of them blank, while
+    the log of the run had 11."""
+    app = WorkbenchApp(workbench)
+    async with app.run_test(size=(120, 40)) as pilot:
+        screen = await opened(pilot, app, "run-tie")
+        await until(pilot, lambda: prompt_ready(app, TieBreakPrompt))
+        await press(pilot, "escape", lambda: app.screen is screen)
+        graph, providers = screen.query_one("#graph"), screen.query_one("#providers")
+        dag, log = screen.query_one(DagView), screen.query_one("#log")
+        await until(pilot, lambda: providers.region.height > 0)
+        assert graph.region.height == max(dag.rows_needed() + 2, providers.region.height)
+        assert log.region.y == graph.region.bottom
+        assert log.region.bottom == screen.query_one(Timeline).region.y
 
 
 # -- the log ----------------------------------------------------------------------------------
