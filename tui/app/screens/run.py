@@ -328,12 +328,12 @@ one run. **Enter** on a step opens its detail; **p** answers the next prompt;
         if every or "rounds" in parts:
             self.query_one(RoundsMatrix).show(view)
             self._offer_rounds()
-        if every or parts & {"graph", "providers", "rounds"}:
-            self._share_height(self.app.size.height)
         if every or "log" in parts:
             self.query_one(EventLog).show(view)
         if every or parts & {"prompts", "steps"}:
             self.query_one(PromptQueue).show(self.pending_prompts())
+        if every or parts & {"graph", "providers", "rounds", "prompts"}:
+            self._share_height(self.app.size.height)  # the prompt line shown or gone too
         if every or "status" in parts:
             self._show_status()
         if every or parts & {"status", "prompts", "rounds"}:

@@ -34,10 +34,11 @@ class PanelSizes(Screen[None]):
         side.styles.width = max(SIDE_MIN, min(SIDE_MAX, width - wanted))
 
     def _share_height(self, height: int) -> None:
-        """The rows the graph and the side panels need (all of them when the log keeps
-        LOG_MIN_ROWS), the rest to the log, which then takes what they leave unused; a graph too
-        tall to fit anyway scrolls and leaves the log its share. A small terminal shows one
-        panel at a time instead."""
+        """The rows the graph spread out and the side panels need when the log keeps its
+        share, the rest to the log, which then takes what they leave unused; else the log gets
+        its share unless some of those rows (down to LOG_MIN_ROWS) let the graph show whole
+        packed; a graph too tall to fit anyway scrolls. A small terminal shows one panel at a
+        time instead."""
         log = self.query_one(EventLog)
         if self.has_class("-compact"):
             log.styles.height = None
@@ -48,9 +49,15 @@ class PanelSizes(Screen[None]):
             if w.display
         )
         free = height - chrome
-        main = max(self.query_one(DagView).rows_needed() + 2, self._side_rows())
-        fits = free - main >= LOG_MIN_ROWS
-        log.styles.height = free - main if fits else max(LOG_MIN_ROWS, int(free * LOG_SHARE))
+        dag, side = self.query_one(DagView), self._side_rows()
+        share = max(LOG_MIN_ROWS, int(free * LOG_SHARE))
+        spread = max(dag.rows_needed(packed=False) + 2, side)
+        if free - spread >= share:  # the whole graph spread out: the log takes the rest
+            log.styles.height = free - spread
+            return
+        packed = max(dag.rows_needed() + 2, side)
+        fits = free - packed >= LOG_MIN_ROWS
+        log.styles.height = min(share, free - packed) if fits else share
 
     def _side_rows(self) -> int:
         """The rows the side panels shown beside the graph take at their width (up to their

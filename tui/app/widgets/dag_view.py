@@ -326,9 +326,10 @@ straight down sit on adjacent rows. Long edges run in thin lanes to the right.
         )
         return GUTTER + self._layout_at(zoom).width + 1
 
-    def rows_needed(self) -> int:
-        """Rows the whole graph takes packed: what the run screen tries to give it."""
-        return len(RowMap.of(self.layout_, packed=True).rows)
+    def rows_needed(self, packed: bool = True) -> int:
+        """Rows the whole graph takes packed (or spread out, the same at every zoom): what the
+        run screen tries to give it."""
+        return len(RowMap.of(self.layout_, packed=packed).rows)
 
     def watch_zoom(self) -> None:
         self._relayout()
