@@ -14,8 +14,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
-import networkx as nx
-
 from engine.graph import WorkflowGraph
 from engine.run_state import RunState
 from engine.states import StepStatus
@@ -150,6 +148,8 @@ def _loop_guards(graph: WorkflowGraph) -> dict[str, list[str]]:
     bodies = [
         (edge.source, set(graph.between(edge.target, edge.source))) for edge in graph.loop_edges
     ]
+    import networkx as nx  # only for a workflow with loops: a third of a second to import
+
     waits = nx.DiGraph()
     waits.add_nodes_from(order)
     for step in order:

@@ -15,13 +15,15 @@ import time
 from collections.abc import Callable, Iterable
 from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from engine.conditions import StepsMap, StepView, build_activation, to_cel
 from engine.context import RunBudget
 from engine.spec import StepSpec, WorkflowDefinition
 from engine.states import StepStatus
 from engine.store import StepIteration, StepResult
+
+if TYPE_CHECKING:  # CEL (celpy, lark: half a second) is imported once a view is asked for
+    from engine.conditions import StepsMap, StepView
 
 Clock = Callable[[], float]
 """Monotonic seconds."""
@@ -59,6 +61,8 @@ class StepRecord:
     def view(self) -> StepView:
         """``steps.<id>`` for conditions: ``history`` is the outputs of iterations before this one."""
         if self._view is None:
+            from engine.conditions import StepView
+
             self._view = StepView(
                 status=self.status.value,
                 outputs=self.outputs,
@@ -321,6 +325,8 @@ class RunState:
         """The CEL activation of the run as it stands (``outputs``, ``iteration``: the
         deciding step's). Its ``steps`` is the run's own map, kept current: evaluate against
         it before the run changes again (evaluation is synchronous, so any caller does)."""
+        from engine.conditions import StepsMap, build_activation, to_cel
+
         if self._steps_map is None:
             self._steps_map = StepsMap({s: record.view() for s, record in self.steps.items()})
             self._stale.clear()
