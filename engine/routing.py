@@ -44,7 +44,6 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from engine.conditions import compile_expr, evaluate_bool
 from engine.context import InterruptAnswer, InterruptRequest
 from engine.graph import WorkflowGraph
 from engine.protocol import TieBreakAnswer, TieBreakRequest
@@ -325,6 +324,8 @@ class _Decision:
         return None
 
     def _branch(self) -> RoutingSignal | None:
+        from engine.conditions import compile_expr  # CEL once a route is evaluated
+
         expr = self.routing.branch_on
         try:
             value = compile_expr(expr).evaluate(self.inp.activation)
@@ -463,6 +464,8 @@ class _Decision:
         return [t for t in self.forward_targets if t != chosen and t != ran]
 
     def _matches(self, expr: str, target: str | None) -> bool:
+        from engine.conditions import compile_expr, evaluate_bool  # CEL once a route is evaluated
+
         try:
             matched, message = evaluate_bool(compile_expr(expr), self.inp.activation)
         except Exception as error:  # a syntax error here means the loader was bypassed

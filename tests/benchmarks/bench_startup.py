@@ -33,6 +33,8 @@ LISTED = "deep_research"
 """A shipped workflow's name: on screen once Home has loaded the workflow list."""
 VALIDATED = [PROJECT / "workflows" / name for name in ("approval.yaml", "deep_research.yaml")]
 """A workflow of built-in demo steps, and one whose steps are research's."""
+RUN = "workflows/fan_out.yaml"
+"""A headless run of demo steps (0.2 s of sleeping): what start-up adds to a short run."""
 
 
 PACKAGES = ("engine", "research", "router", "tui", "workflows")
@@ -61,9 +63,9 @@ def _children_cpu() -> float:
     return usage.ru_utime + usage.ru_stime
 
 
-def _timed_process(command: list[str], env: dict[str, str]) -> Timing:
+def _timed_process(command: list[str], env: dict[str, str], cwd: Path = PROJECT) -> Timing:
     started, cpu = time.perf_counter(), _children_cpu()
-    subprocess.run(command, env=env, cwd=PROJECT, check=True, capture_output=True, timeout=120)
+    subprocess.run(command, env=env, cwd=cwd, check=True, capture_output=True, timeout=120)
     return time.perf_counter() - started, _children_cpu() - cpu
 
 
@@ -124,10 +126,22 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as workspace:
         env = _environment(workspace)
         app_times = {"this checkout": _app_medians_ms(env, [WORKBENCH], PROJECT)}
+        run = ["run", RUN, "--headless"]
+        runs = {
+            f"workbench {' '.join(run)}": _medians_ms(
+                partial(_timed_process, [WORKBENCH, *run], env)
+            )
+        }
         other = os.environ.get(COMPARE_WITH)
         if other:  # e.g. an export of main: the same measurement of it, side by side
+            other_env = {**env, "PYTHONPATH": other}
             app_times[other] = _app_medians_ms(
-                {**env, "PYTHONPATH": other}, [sys.executable, "-m", "tui.cli"], Path(other)
+                other_env, [sys.executable, "-m", "tui.cli"], Path(other)
+            )
+            runs[f"  the same from {other}"] = _medians_ms(
+                partial(
+                    _timed_process, [sys.executable, "-m", "tui.cli", *run], other_env, Path(other)
+                )
             )
         processes = {
             "python -c pass (the interpreter alone)": _medians_ms(
@@ -140,6 +154,7 @@ def main() -> None:
                 )
                 for path in VALIDATED
             },
+            **runs,
         }
     baseline_wall, baseline_cpu = next(iter(processes.values()))
     print(f"{'median of ' + str(ROUNDS) + ' fresh processes':58} {'wall':>10} {'CPU':>10}")

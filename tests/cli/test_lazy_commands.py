@@ -143,3 +143,43 @@ def test_the_router_package_still_exports_its_names_on_first_use() -> None:
         assert getattr(router, name) is not None
     with pytest.raises(AttributeError, match="no attribute 'nothing_here'"):
         router.nothing_here  # noqa: B018
+
+
+CEL_AND_GRAPHS = ("celpy", "lark", "networkx")
+"""Half a second of imports: conditions' CEL and the graph library the loop guards use."""
+
+
+def test_runs_list_loads_no_cel_and_no_graph_library(tmp_path: Path) -> None:
+    """Reading the store evaluates no condition: `runs list` imported CEL through the fork's
+    engine module."""
+    loaded = modules_loaded_by("--workspace", str(tmp_path), "runs", "list")
+    assert not {m for m in loaded if m.split(".")[0] in CEL_AND_GRAPHS}
+
+
+def test_a_run_without_loops_loads_no_graph_library(tmp_path: Path) -> None:
+    """networkx only guards loops: a fan-out run loaded it for nothing (a third of a second)."""
+    loaded = modules_loaded_by(
+        "--workspace", str(tmp_path), "run", str(WORKFLOWS / "fan_out.yaml"), "--headless"
+    )
+    assert "engine.runner" in loaded and "celpy" in loaded
+    assert not {m for m in loaded if m.split(".")[0] == "networkx"}
+
+
+def test_the_app_before_its_first_frame_loads_no_cel_and_no_graph_library() -> None:
+    """What the app imports before Home's first frame (the app command, the app, Home) has no
+    use for CEL or networkx: the workflow list that compiles conditions loads after the frame."""
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            "import json, sys, tui.commands.app_cmds, tui.app.app\n"
+            "print(json.dumps(sorted(sys.modules)))",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=240,
+    )
+    assert done.returncode == 0, done.stderr
+    loaded = set(json.loads(done.stdout.splitlines()[-1]))
+    assert "tui.app.screens.home" in loaded
+    assert not {m for m in loaded if m.split(".")[0] in CEL_AND_GRAPHS}

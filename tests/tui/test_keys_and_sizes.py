@@ -10,7 +10,7 @@ import pytest
 from textual.widgets import Input, Select, Static
 from textual.widgets._footer import FooterKey
 
-from engine.events import Domain, ProviderState, RunEvent
+from engine.events import Domain, InterruptRaised, ProviderState, RunEvent
 from engine.protocol import ExecutionResult, InterruptResponder
 from engine.states import RunStatus
 from engine.store import RunStore
@@ -23,9 +23,11 @@ from tui.app.screens.history import HistoryScreen
 from tui.app.screens.home import HomeScreen
 from tui.app.screens.report import ReportScreen
 from tui.app.screens.run import RunScreen
+from tui.app.widgets.dag_view import DagView
 from tui.app.widgets.event_log import LogLines
 from tui.app.widgets.find_bar import FindBar
 from tui.app.widgets.prompts import ApprovalPrompt, TieBreakPrompt
+from tui.app.widgets.timeline import Timeline
 from tui.launch.run_driver import EventInbox
 from tui.launch.workbench import SHIPPED_WORKFLOWS, Workbench
 
@@ -165,12 +167,40 @@ async def test_a_prompt_shows_its_own_keys_not_the_run_screens(workbench: Workbe
         )
 
 
-@pytest.mark.parametrize("run_id", ["run-ask", "run-tie"])
+def with_a_long_plan(workspace: Path, run_id: str) -> None:
+    """A run waiting on the approval of a plan of twelve sub-questions (a real plan's length)."""
+    questions = [
+        {"id": f"q{n}", "text": f"Sub-question {n} of the plan?", "facet": "mechanism"}
+        for n in range(1, 13)
+    ]
+    events = [
+        event.model_copy(
+            update={
+                "payload": {
+                    **event.payload,
+                    "outputs": {**event.payload["outputs"], "sub_questions": questions},
+                }
+            }
+        )
+        if isinstance(event, InterruptRaised)
+        else event
+        for event in research_events(run_id, approval_pending=True)
+    ]
+    store = RunStore(workspace / "runs.sqlite")
+    try:
+        store_events(store, run_id, events, status=RunStatus.WAITING)
+    finally:
+        store.close()
+
+
+@pytest.mark.parametrize("run_id", ["run-long-plan", "run-tie"])
 async def test_at_80x24_a_prompt_opens_on_its_question_with_its_buttons_on_screen(
-    workbench: Workbench, run_id: str
+    workspace: Path, workbench: Workbench, run_id: str
 ) -> None:
     """The tie-breaker opened scrolled to its bottom (question, suggestion and why off screen);
     the plan pushed Approve and Reject below the fold; a button read ``Later (Es``."""
+    if run_id == "run-long-plan":
+        with_a_long_plan(workspace, run_id)
     app = WorkbenchApp(workbench)
     async with app.run_test(size=SMALL) as pilot:
         await opened(pilot, app, run_id)
@@ -215,9 +245,13 @@ async def test_question_mark_opens_help_on_every_screen(workbench: Workbench, wh
 
 
 async def test_question_mark_types_in_a_text_field(workbench: Workbench) -> None:
+    """``?`` is help everywhere but in a text field, where it is a character."""
     app = WorkbenchApp(workbench)
     async with app.run_test(size=(120, 40)) as pilot:
         await until(pilot, lambda: isinstance(app.screen, HomeScreen) and app.screen.ready)
+        app.screen.query_one("#workflows").focus()
+        await press(pilot, "question_mark", lambda: bool(app.screen.query("HelpPanel")))
+        await press(pilot, "question_mark", lambda: not app.screen.query("HelpPanel"))
         field = next(iter(app.screen.fields.values()))
         assert isinstance(field, Input)
         field.focus()
@@ -317,8 +351,28 @@ async def test_form_labels_wrap_instead_of_being_cut(tmp_path: Path) -> None:
             each for each in home.query(".form-label") if str(each.render()).startswith("domain")
         )
         await until(pilot, lambda: label.size.width > 0)
+        form = home.query_one("#form")
+        assert label.region.right <= form.scrollable_content_region.right, "cut at the form's edge"
         lines = [label.render_line(y).text for y in range(label.size.height)]
         assert "inferred from the corpus" in " ".join(" ".join(lines).split())
+
+
+async def test_at_120x40_panels_with_little_to_show_give_their_rows_to_the_log(
+    workbench: Workbench,
+) -> None:
+    """A five-step graph and an empty providers panel kept 25 rows, most of them blank, while
+    the log of the run had 11."""
+    app = WorkbenchApp(workbench)
+    async with app.run_test(size=(120, 40)) as pilot:
+        screen = await opened(pilot, app, "run-tie")
+        await until(pilot, lambda: prompt_ready(app, TieBreakPrompt))
+        await press(pilot, "escape", lambda: app.screen is screen)
+        graph, providers = screen.query_one("#graph"), screen.query_one("#providers")
+        dag, log = screen.query_one(DagView), screen.query_one("#log")
+        await until(pilot, lambda: providers.region.height > 0)
+        assert graph.region.height == max(dag.rows_needed() + 2, providers.region.height)
+        assert log.region.y == graph.region.bottom
+        assert log.region.bottom == screen.query_one(Timeline).region.y
 
 
 # -- the log ----------------------------------------------------------------------------------

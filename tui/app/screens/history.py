@@ -30,6 +30,7 @@ from tui.app.screens.home import (
 )
 from tui.app.status_style import STATUS_CLASSES, on_theme_change, status_style
 from tui.app.widgets.key_footer import KeyFooter
+from tui.app.widgets.runs_table import RunsTable
 from tui.present.untrusted import for_display
 
 if TYPE_CHECKING:
@@ -98,7 +99,7 @@ be resumed there.
             placeholder="search: words of the question, workflow:NAME, status:NAME",
             id="history-search",
         )
-        yield DataTable(id="history", cursor_type="row", zebra_stripes=True)
+        yield RunsTable(id="history")
         yield KeyFooter()
 
     def on_mount(self) -> None:

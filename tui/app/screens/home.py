@@ -36,6 +36,7 @@ from tui.app.live_runs import LiveRuns
 from tui.app.messages import OpenRun, StartRun
 from tui.app.status_style import STATUS_CLASSES, StatusStyler, on_theme_change, status_style
 from tui.app.widgets.key_footer import KeyFooter, KeyRanking
+from tui.app.widgets.runs_table import RunsTable
 from tui.present.untrusted import for_display
 
 if TYPE_CHECKING:
@@ -195,7 +196,7 @@ with a fixed set of values is a list to choose from. Recent runs are below:
                 )
         with Vertical(id="runs-box"):
             yield Label("Recent runs", classes="box-title")
-            yield DataTable(id="runs", cursor_type="row", zebra_stripes=True)
+            yield RunsTable(id="runs")
         yield KeyFooter()
 
     def on_resize(self, event: events.Resize) -> None:

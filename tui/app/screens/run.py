@@ -40,6 +40,7 @@ from tui.app.run_state import (
     describe,
 )
 from tui.app.screens.run_fork import ForkFromTheScreen
+from tui.app.screens.run_layout import PanelSizes
 from tui.app.status_style import STATUS_CLASSES, on_theme_change, status_style, tone_style
 from tui.app.widgets.dag_outline import DagOutline
 from tui.app.widgets.dag_view import DagView
@@ -65,13 +66,6 @@ SHORT_HEIGHT = 32
 """Below this many rows (or NARROW_WIDTH columns) the side panels and the log share one slot under
 the graph, chosen with 1/2/3, so every panel stays reachable on an 80×24 terminal."""
 PANELS = ("providers", "rounds", "log")
-SIDE_MIN = 56
-SIDE_MAX = 76
-"""The side panels' columns beside the graph: at 120 columns the graph then shows 18 cells of a name."""
-LOG_SHARE = 0.3
-"""The log's share of the screen's height, given up (down to LOG_MIN_ROWS) when those rows let
-the whole graph show."""
-LOG_MIN_ROWS = 8
 STARTING_TICK_S = 0.5
 
 
@@ -91,7 +85,7 @@ class _AboutScreen(Message):
         self.screen = screen
 
 
-class RunScreen(ForkFromTheScreen, KeyRanking, Screen[None]):
+class RunScreen(ForkFromTheScreen, PanelSizes, KeyRanking, Screen[None]):
     CSS_PATH = "run.tcss"
 
     class ResumeRun(_AboutScreen):
@@ -268,36 +262,6 @@ one run. **Enter** on a step opens its detail; **p** answers the next prompt;
         self._share_width(width)
         self._share_height(height)
 
-    def _share_width(self, width: int) -> None:
-        """Side by side, the graph gets the columns its whole step names need and the side
-        panels the rest, between SIDE_MIN and SIDE_MAX columns (the rounds matrix turns compact
-        in a narrow side)."""
-        side = self.query_one("#side")
-        if self.has_class("-narrow"):
-            side.styles.width = None
-            return
-        wanted = self.query_one(DagView).cols_needed() + 2
-        side.styles.width = max(SIDE_MIN, min(SIDE_MAX, width - wanted))
-
-    def _share_height(self, height: int) -> None:
-        """Give the log its share of the height unless some of those rows let the whole graph
-        show (the log keeps LOG_MIN_ROWS); a graph too tall to fit anyway scrolls and leaves the
-        log its share. A small terminal shows one panel at a time instead."""
-        log = self.query_one(EventLog)
-        if self.has_class("-compact"):
-            log.styles.height = None
-            return
-        chrome = sum(
-            w.outer_size.height or 1
-            for w in self.query("#run-status, #prompt-queue, #timeline, Footer")
-            if w.display
-        )
-        free = height - chrome
-        graph = self.query_one(DagView).rows_needed() + 2
-        share = max(LOG_MIN_ROWS, int(free * LOG_SHARE))
-        fits = free - graph >= LOG_MIN_ROWS
-        log.styles.height = min(share, free - graph) if fits else share
-
     def _show_graph(self, outline: bool) -> None:
         switcher = self.query_one("#graph", ContentSwitcher)
         wanted = "outline" if outline else "dag"
@@ -360,7 +324,6 @@ one run. **Enter** on a step opens its detail; **p** answers the next prompt;
             self.query_one(DagOutline).show(view, None if every else changed_steps)
             if every or "graph" in parts:
                 self._share_width(self.app.size.width)
-                self._share_height(self.app.size.height)
         if every or "providers" in parts:
             self.query_one(ProvidersPanel).show(view)
         if every or "rounds" in parts:
@@ -370,6 +333,8 @@ one run. **Enter** on a step opens its detail; **p** answers the next prompt;
             self.query_one(EventLog).show(view)
         if every or parts & {"prompts", "steps"}:
             self.query_one(PromptQueue).show(self.pending_prompts())
+        if every or parts & {"graph", "providers", "rounds", "prompts"}:
+            self._share_height(self.app.size.height)  # the prompt line shown or gone too
         if every or "status" in parts:
             self._show_status()
         if every or parts & {"status", "prompts", "rounds"}:
@@ -599,6 +564,7 @@ one run. **Enter** on a step opens its detail; **p** answers the next prompt;
             )
         side = self.query_one("#side")
         side.display = self.query_one("#providers").display or self.query_one("#rounds").display
+        self._share_height(self.app.size.height)
 
     def action_report(self) -> None:
         from tui.app.screens.report import ReportScreen

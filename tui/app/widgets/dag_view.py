@@ -326,9 +326,10 @@ straight down sit on adjacent rows. Long edges run in thin lanes to the right.
         )
         return GUTTER + self._layout_at(zoom).width + 1
 
-    def rows_needed(self) -> int:
-        """Rows the whole graph takes packed: what the run screen tries to give it."""
-        return len(RowMap.of(self.layout_, packed=True).rows)
+    def rows_needed(self, packed: bool = True) -> int:
+        """Rows the whole graph takes packed (or spread out, the same at every zoom): what the
+        run screen tries to give it."""
+        return len(RowMap.of(self.layout_, packed=packed).rows)
 
     def watch_zoom(self) -> None:
         self._relayout()
@@ -390,16 +391,24 @@ straight down sit on adjacent rows. Long edges run in thin lanes to the right.
         self.show(self.view, {step_id} | ({previous} if previous else set()))
         self._scroll_to_selected()
 
+    def node_region(self, step_id: str) -> Region | None:
+        """Where ``step_id``'s box is drawn, in the graph's (unscrolled) content cells."""
+        node = self.layout_.positions.get(step_id)
+        if node is None:
+            return None
+        geometry = _Geometry(self.layout_.node_width)
+        return Region(geometry.left(node.x), self.rows.node_row[node.layer], geometry.width, 1)
+
     def _scroll_to_selected(self) -> None:
         node = self.layout_.positions.get(self.selected or "")
-        if node is None:
+        box = self.node_region(self.selected or "")
+        if node is None or box is None:
             return
-        geometry = _Geometry(self.layout_.node_width)
         self.scroll_to_region(
             Region(
-                geometry.left(node.x) - GUTTER,
-                self.rows.node_row[node.layer],
-                geometry.width + GUTTER,
+                box.x - GUTTER,
+                box.y,
+                box.width + GUTTER,
                 len(self.rows.rows_of_layer(node.layer)),
             ),
             animate=False,
@@ -407,22 +416,17 @@ straight down sit on adjacent rows. Long edges run in thin lanes to the right.
         )
 
     def on_click(self, event: events.Click) -> None:
+        """One click selects a step; a double click opens it, as Enter does."""
         offset = event.get_content_offset(self)
         if offset is None:
             return
-        x, y = offset.x + int(self.scroll_offset.x), offset.y + int(self.scroll_offset.y)
-        if not 0 <= y < len(self.rows.rows) or not self.rows.rows[y][1]:
-            return
-        geometry = _Geometry(self.layout_.node_width)
-        for node in self.layout_.layers[self.rows.rows[y][0]]:
-            if (
-                not node.dummy
-                and geometry.left(node.x) <= x < geometry.left(node.x) + geometry.width
-            ):
-                if node.id == self.selected:  # one click selects, the next (or Enter) opens
+        cell = offset + self.scroll_offset
+        for node in self.layout_.positions.values():
+            box = self.node_region(node.id)
+            if box is not None and box.contains_point(cell):
+                self.select(node.id)
+                if event.chain > 1:
                     self.post_message(self.NodeSelected(node.id))
-                else:
-                    self.select(node.id)
                 return
 
     # -- drawing ----------------------------------------------------------------
