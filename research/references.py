@@ -35,7 +35,9 @@ REFERENCE_FIELDS = frozenset(
 """Header fields whose values name other documents (lowercase)."""
 
 _NUMBERED = re.compile(r"^([a-z]{2,8})[\s_-]*0*(\d{1,6})$")
-_MENTION = re.compile(r"\b([A-Z]{2,6})[ \u00a0-]?0*(\d{1,5})\b")
+_MENTION = re.compile(r"\b([A-Z]{2,6})[ \u00a0-]?0*(\d{1,5})\b", re.ASCII)
+"""A mention such as ``PEP 634``: ASCII word boundaries and digits, which the scan of every
+word boundary of the text checks nearly twice as fast (the same mentions on both corpora)."""
 _ROLE = re.compile(r":([a-z]{2,6}):`(?:[^`<]*<)?\s*0*(\d{1,6})[^`]*`")
 _LINK = re.compile(r"(?:\]\(|<|href=[\"'])([^)\s>\"']+)[)>\"']")
 _BARE_LINK = re.compile(

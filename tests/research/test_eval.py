@@ -16,8 +16,11 @@ from research.corpus import Corpus
 from research.default_corpus import default_sources
 from tests.research.eval.evaluate import (
     CORPORA,
+    FINAL_ONLY,
     SPLITS,
     STYLES,
+    FinalSplitRefused,
+    evaluate,
     load_set,
     run_question,
     stranded_sentences,
@@ -60,6 +63,8 @@ def test_the_evaluation_sets_are_well_formed(pep_corpus_path: Path) -> None:
     assert len(sets["tuning", "default"].questions) >= 15
     assert len(sets["heldout", "peps"].questions) >= 20
     assert len(sets["heldout", "default"].questions) >= 12
+    assert len(sets["heldout2", "peps"].questions) >= 24
+    assert len(sets["heldout2", "default"].questions) >= 14
     default_ids = {f"python-docs/{c[0]}" for c in (read() for read in default_sources()) if c}
     with Corpus(pep_corpus_path) as corpus:
         for (split, name), eval_set in sets.items():
@@ -77,8 +82,29 @@ def test_the_evaluation_sets_are_well_formed(pep_corpus_path: Path) -> None:
                     )
                     assert known, (split, question.id, ref)
     for name in CORPORA:
-        tuning = {q.question.lower() for q in sets["tuning", name].questions}
-        assert not tuning & {q.question.lower() for q in sets["heldout", name].questions}
+        asked: dict[str, str] = {}
+        for split in SPLITS:
+            for question in sets[split, name].questions:
+                text = question.question.lower()
+                assert asked.setdefault(text, split) == split, (split, question.id)
+    fresh = {g for name in CORPORA for q in sets["heldout2", name].questions for g in q.gold}
+    seen = {
+        g
+        for split in SPLITS
+        if split != "heldout2"
+        for name in CORPORA
+        for q in sets[split, name].questions
+        for g in q.gold
+    }
+    assert not fresh & seen, "heldout2 asks about subjects the other splits already ask about"
+
+
+def test_the_fresh_held_out_split_runs_only_when_the_work_is_final(tmp_path: Path) -> None:
+    """heldout2 is refused without ``final=True`` — before any corpus is built or question run."""
+    assert FINAL_ONLY == {"heldout2"}
+    with pytest.raises(FinalSplitRefused, match="--final"):
+        evaluate(list(CORPORA), "heldout2", folder=tmp_path)
+    assert list(tmp_path.iterdir()) == []
 
 
 def test_a_statement_that_leans_on_a_sentence_it_does_not_quote_is_counted_stranded() -> None:
@@ -92,7 +118,7 @@ def test_a_statement_that_leans_on_a_sentence_it_does_not_quote_is_counted_stran
     assert stranded_sentences(report) == 3
 
 
-@pytest.mark.parametrize("split", SPLITS)
+@pytest.mark.parametrize("split", [s for s in SPLITS if s not in FINAL_ONLY])
 def test_a_fixed_subset_of_each_split_meets_the_floors(
     split: str, pep_corpus_path: Path, tmp_path: Path
 ) -> None:
