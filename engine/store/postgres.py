@@ -26,6 +26,7 @@ from typing import Any
 
 import psycopg
 from psycopg.types.json import Json
+from psycopg_pool import ConnectionPool
 
 from engine.context import JournalEntry
 from engine.events import RunEvent, event_from_json
@@ -141,6 +142,16 @@ class PostgresRunStore(BaseRunStore):
         if self._tx is None:
             raise RuntimeError("a run store write outside a batch")
         return self._tx
+
+    def connection(self) -> psycopg.Connection[Any]:
+        """The open batch's connection: where a write to another table of the database (the
+        run queue's job) goes to commit, or roll back, with the batch."""
+        return self._connection()
+
+    @property
+    def pool(self) -> ConnectionPool[Any]:
+        """The store's connection pool (the run queue's look-ups share it)."""
+        return self._pool
 
     def _run(self, sql: str, params: tuple[Any, ...] = ()) -> psycopg.Cursor[Any]:
         """Execute a statement of the open batch."""
