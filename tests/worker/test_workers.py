@@ -1,0 +1,80 @@
+"""Workers as real processes on a real PostgreSQL: runs taken from the queue and finished, a
+waiting run that frees its slot until the answer queues it again, CPU-heavy steps that do not
+starve the heartbeat, two workers that never both run one run."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from engine.context import InterruptAnswer
+from engine.store.postgres import PostgresRunStore
+from tests.engine.kahn_helpers import step, workflow
+from tests.worker.workers import PATIENT, calls, query, run_status, wait_for, workers
+from tui.worker.queue import answer_run, enqueue_run
+
+
+def _chain(name: str, count: int, seconds: float) -> object:
+    return workflow(
+        *[
+            step(
+                f"s{i}",
+                "test.call_then_wait",
+                config={"seconds": seconds},
+                depends_on=[f"s{i - 1}"] if i else [],
+            )
+            for i in range(count)
+        ],
+        name=name,
+    )
+
+
+def test_two_workers_share_the_queue_and_never_both_run_one_run(
+    pg_database: str, tmp_path: Path
+) -> None:
+    wf = _chain("shared", 3, 0.05)
+    with PostgresRunStore(pg_database) as store:
+        run_ids = [enqueue_run(store, wf, {}) for _ in range(8)]  # type: ignore[arg-type]
+    with workers(pg_database, tmp_path, 2, *PATIENT, "--concurrency", "2"):
+        for run_id in run_ids:
+            wait_for(f"{run_id} done", lambda r=run_id: run_status(pg_database, r) == "COMPLETED")
+    for run_id in run_ids:
+        kinds = [
+            row[0]
+            for row in query(
+                pg_database, "SELECT kind FROM events WHERE run_id = %s ORDER BY seq", run_id
+            )
+        ]
+        assert kinds.count("run_started") == 1 and kinds.count("step_started") == 3
+        (epoch,) = query(pg_database, "SELECT epoch FROM run_leases WHERE run_id = %s", run_id)
+        assert epoch == (1,)  # claimed once: no second worker ever took it
+    made = calls(tmp_path)
+    assert len(made) == 8 * 3 and len({c[:3] for c in made}) == 8 * 3
+    assert len({c[3] for c in made}) == 2  # both workers took runs
+
+
+def test_a_waiting_run_frees_its_slot_and_its_answer_queues_it_again(
+    pg_database: str, tmp_path: Path
+) -> None:
+    asking = workflow(step("ask", "test.ask"), step("after", depends_on=["ask"]), name="asking")
+    quick = _chain("quick", 1, 0.0)
+    with workers(pg_database, tmp_path, 1, *PATIENT, "--concurrency", "1"):
+        with PostgresRunStore(pg_database) as store:
+            waiting = enqueue_run(store, asking, {})
+            wait_for(
+                "the run to wait",
+                lambda: (
+                    run_status(pg_database, waiting) == "WAITING"
+                    and store.pending_interrupts(waiting)
+                ),
+            )
+            other = enqueue_run(store, quick, {})  # type: ignore[arg-type]
+            wait_for(
+                "the one slot to take the next run",
+                lambda: run_status(pg_database, other) == "COMPLETED",
+            )
+            (pending,) = store.pending_interrupts(waiting)
+            answer_run(store, pending.interrupt_id, InterruptAnswer(action="approve"))
+            wait_for("the answered run", lambda: run_status(pg_database, waiting) == "COMPLETED")
+            results = store.step_results(waiting)
+    assert results["ask"].outputs["given"] == "approve"
+    assert [c[1] for c in calls(tmp_path) if c[0] == waiting] == ["ask"]  # from the journal
