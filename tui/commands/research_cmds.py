@@ -35,6 +35,7 @@ from tui.commands.common import (
     responder_for,
     store_location,
 )
+from tui.config import active_config
 from tui.launch.run import Surface, open_run
 from tui.launch.wiring import open_corpus
 from tui.launch.workspace import Workspace
@@ -150,11 +151,12 @@ def research_group(
     workspace = workspace_of(ctx)
     collections: list[str] = []
     console = Console()
+    limits = active_config().corpus.limits()
     with Corpus(workspace.corpus_db) as corpus:
         for folder in corpus_dirs:
             try:
                 with counting(console, folder, label=f"indexing {folder}") as progress:
-                    report = corpus.add_folder(folder, on_progress=progress)
+                    report = corpus.add_folder(folder, on_progress=progress, limits=limits)
             except FileNotFoundError as error:
                 raise BadInput(f"--corpus {error}") from None
             click.echo(report.summary())
@@ -312,10 +314,11 @@ def corpus_group() -> None:
 @click.pass_context
 def corpus_add(ctx: click.Context, folder: str, name: str | None) -> None:
     """Index (or re-index incrementally) a folder of md/rst/txt/html/pdf files."""
+    limits = active_config().corpus.limits()
     with Corpus(workspace_of(ctx).corpus_db) as corpus:
         try:
             with counting(Console(), folder, label=f"indexing {folder}") as progress:
-                report = corpus.add_folder(folder, name, on_progress=progress)
+                report = corpus.add_folder(folder, name, on_progress=progress, limits=limits)
         except FileNotFoundError as error:
             raise BadInput(str(error)) from None
     click.echo(report.summary())

@@ -250,7 +250,14 @@ def index_config_folders(
             key = (corpus.path.resolve(), root)
             if key not in _indexed:
                 counts = None if progress is None else partial(progress, f"indexing {root}")
-                reports.append(corpus.add_folder(root, _collection_name(corpus, root), counts))
+                reports.append(
+                    corpus.add_folder(
+                        root,
+                        _collection_name(corpus, root),
+                        counts,
+                        limits=settings.corpus.limits(),
+                    )
+                )
                 _indexed.add(key)
     return reports
 
