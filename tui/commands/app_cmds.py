@@ -98,7 +98,7 @@ def demo_group() -> None:
 @click.pass_context
 def chaos_command(ctx: click.Context, time_scale: float, query: str, headless: bool) -> None:
     """Fault server + flaky providers + a research run: watch breakers trip, cool down, probe and close."""
-    from tui.dev.chaos import run_chaos_demo
+    from tui.demo.chaos import run_chaos_demo
 
     run_chaos_demo(
         (ctx.obj or {}).get(WORKSPACE_KEY), time_scale=time_scale, query=query, headless=headless

@@ -16,10 +16,10 @@ from agents.registry_loader import SECTIONS, RegistryLoad, load_registry
 from agents.schema import describe
 from agents.tools import TOOL_IMPLEMENTATIONS
 from tui.commands.command_context import BadInput, workspace_of
+from tui.exit_codes import FAILED
 from tui.launch import agents_wiring
 
 KINDS = click.Choice(list(SECTIONS))
-INVALID = 1
 
 
 def _load(ctx: click.Context) -> RegistryLoad:
@@ -115,7 +115,7 @@ def registry_validate(ctx: click.Context, paths: tuple[str, ...]) -> None:
     )
     if loaded.problems:
         click.echo(f"invalid: {len(loaded.problems)} problem(s); valid: {counts}", err=True)
-        sys.exit(INVALID)
+        sys.exit(FAILED)
     click.echo(f"ok: {counts} from {len(loaded.files)} file(s)")
 
 

@@ -14,7 +14,6 @@ from pathlib import Path
 from typing import Any
 
 import click
-import yaml
 from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
@@ -40,6 +39,7 @@ from tui.launch.run import Surface, open_run
 from tui.launch.wiring import open_corpus
 from tui.launch.workspace import Workspace
 from tui.present.progress import counting
+from tui.present.quality_file import read_quality
 from tui.root_options import WORKSPACE_KEY
 from workflows import WORKFLOWS_DIR
 
@@ -217,12 +217,9 @@ def research_summary(folder: Path) -> list[str]:
     report = files.report
     if not report.is_file():
         return ["no report was written (see the steps above for why)"]
-    try:
-        quality = yaml.safe_load(files.quality.read_text(encoding="utf-8")) or {}
-    except (OSError, yaml.YAMLError):
-        quality = {}
-    lines = []
-    if isinstance(quality, dict) and quality:
+    quality = read_quality(files.quality)
+    lines = [quality["error"]] if "error" in quality else []
+    if quality and "error" not in quality:
         best = quality.get("best_ci")
         lines.append(
             f"confidence {quality.get('confidence_level', '?')} · report from round "

@@ -26,6 +26,7 @@ from router.models import ProviderSnapshot
 from router.router import SmartModelRouter
 from tui.commands.command_context import workspace_of
 from tui.config import config_from_context, default_config_path
+from tui.exit_codes import FAILED
 from tui.present.headless import console_style
 
 T = TypeVar("T")
@@ -166,7 +167,7 @@ def providers_check(ctx: click.Context) -> None:
         )
     _console().print(table)
     if not all(r.ok for r in results):
-        ctx.exit(1)
+        ctx.exit(FAILED)
 
 
 def _print_request(record: RecordedRequest) -> None:

@@ -24,6 +24,7 @@ from engine.time_travel import ForkError
 from tui.commands.command_context import ON_INTERRUPT, BadInput, workspace_of
 from tui.commands.common import drive, interrupt_mode, open_store, responder_for
 from tui.commands.fork_options import fork_edits
+from tui.exit_codes import FAILED
 from tui.launch.fork import plan_fork
 from tui.launch.run import Surface, open_run
 from tui.present.headless import step_table, styled
@@ -141,7 +142,8 @@ def runs_show(ctx: click.Context, run_id: str, as_json: bool) -> None:
     for interrupt in pending:
         console.print(
             f"[yellow]waiting: {interrupt.step_id} asks {escape(interrupt.request.prompt)}[/] "
-            f"[dim]({interrupt.interrupt_id})[/] — answer with: workbench resume {run_id} --answer approve",
+            f"[dim]({interrupt.interrupt_id})[/] — answer with: workbench resume {run_id} "
+            f"--answer {'approve' if len(pending) == 1 else f'{interrupt.step_id}=approve'}",
             highlight=False,
         )
 
@@ -221,7 +223,7 @@ def runs_copy(
         f" differing — from {where_from} to {where_to}"
     )
     if counts["differs"]:
-        ctx.exit(1)
+        ctx.exit(FAILED)
 
 
 def _is_store(location: str) -> bool:

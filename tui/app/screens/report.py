@@ -10,7 +10,6 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-import yaml
 from rich.table import Table
 from textual.app import ComposeResult
 from textual.binding import Binding
@@ -21,12 +20,12 @@ from textual.widgets import Markdown, Static
 from textual.widgets.markdown import MarkdownBlock
 
 from plumbing.workspace import RunFolder
-from plumbing.yaml_reading import YamlLimitError, load_yaml
 from tui.app.plain_values import label, plain_value
 from tui.app.report_sections import section_at
 from tui.app.run_state import RunView
 from tui.app.widgets.find_bar import FindBar, plain_text
 from tui.app.widgets.key_footer import KeyFooter
+from tui.present.quality_file import read_quality
 
 if TYPE_CHECKING:
     from tui.launch.workbench import Workbench
@@ -40,17 +39,7 @@ def load_report(folder: Path, view: RunView) -> tuple[str, dict[str, Any]]:
     if not text:
         value = view.outputs.get("report")
         text = value if isinstance(value, str) else ""
-    quality: dict[str, Any] = {}
-    if quality_path.is_file():
-        try:
-            loaded = load_yaml(quality_path.read_text(encoding="utf-8"))
-        except YamlLimitError as refused:
-            quality = {"error": refused.located(str(quality_path))}
-        except yaml.YAMLError as exc:
-            mark = getattr(exc, "problem_mark", None)
-            quality = {"error": f"{quality_path}:{mark.line + 1 if mark else 1}: not valid YAML"}
-        else:
-            quality = loaded if isinstance(loaded, dict) else {}
+    quality = read_quality(quality_path)
     if not quality and view.coalesced:
         quality = view.coalesced.model_dump(mode="json")
     return text, quality
