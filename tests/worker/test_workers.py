@@ -91,10 +91,12 @@ def test_cancelling_a_running_run_stops_it_on_its_worker(pg_database: str, tmp_p
 
 
 def test_cpu_heavy_steps_do_not_starve_the_heartbeat(pg_database: str, tmp_path: Path) -> None:
-    """A run spinning the CPU in pure Python for twice the stall time is never taken for a
-    stalled worker's: the other worker's reaper leaves it alone (the lease is claimed once)."""
-    heavy = workflow(step("spin", "test.busy", config={"seconds": 8.0}), name="heavy")
-    stall = ("--heartbeat", "0.5", "--stalled-after", "4", "--poll", "0.5")
+    """A run spinning the CPU in pure Python for longer than the stall time is never taken for
+    a stalled worker's: the other worker's reaper leaves it alone (the lease is claimed once).
+    At the default heartbeat and stall time: with a 4 s stall on a machine loaded far beyond
+    its cores, a late heartbeat once let such a run be taken over (safely: fenced)."""
+    heavy = workflow(step("spin", "test.busy", config={"seconds": 12.0}), name="heavy")
+    stall = ("--poll", "0.5")
     with PostgresRunStore(pg_database) as store:
         run_id = enqueue_run(store, heavy, {})
     with workers(pg_database, tmp_path, 2, *stall, "--concurrency", "1") as pool:
