@@ -104,7 +104,9 @@ class RunDriver:
         try:
             outcome = self._outcome(active, await active.drive.wait())
         except asyncio.CancelledError:
-            if context.abort_reason() == AbortReason.SHUTDOWN or self.stopping:
+            if active.taken_over is not None:
+                outcome = "taken over"  # the watch cancelled it before a write was refused
+            elif context.abort_reason() == AbortReason.SHUTDOWN or self.stopping:
                 outcome = "handed back"
             else:
                 raise
