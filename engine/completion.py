@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any, NamedTuple
 
-from engine.conditions import CelEvaluationError, build_activation, compile_expr
+from engine.conditions import CelEvaluationError, compile_expr
 from engine.run_state import TERMINATED_BY, RunState
 from engine.states import RunStatus, StepStatus
 
@@ -23,7 +23,7 @@ def evaluate_outputs(state: RunState) -> tuple[dict[str, Any], list[str]]:
     missing: list[str] = []
     if not state.wf.outputs:
         return outputs, missing
-    activation = build_activation(inputs=state.inputs, steps=state.views(), run=state.counters())
+    activation = state.activation()
     for name, expr in state.wf.outputs.items():
         try:
             outputs[name] = compile_expr(expr).evaluate(activation)

@@ -1,17 +1,11 @@
-"""CEL conditions (DESIGN §4): the one module that talks to cel-python.
+"""CEL conditions (DESIGN §4): the API of the CEL layer, the only code that talks to cel-python.
 
-Every cel-python trap is handled here and nowhere else:
+The layer's modules: this one (compiling, evaluating, the activation), engine/cel_parser.py
+(parsing, shared by shape), engine/cel_values.py (values in and out, the numeric policy),
+engine/cel_analysis.py (what an expression reads, calls and yields) and engine/cel_budget.py
+(the cost limit of an evaluation). Every cel-python trap is handled in them and nowhere else:
 
-- **One numeric policy.** cel-python has no overload for ``1 == 1.0`` or for
-  ``x < 2.5`` with an integer ``x``; it raises. So every number is a double:
-  numbers in the activation are converted to doubles, integer literals are
-  rewritten to double literals at compile time, and the functions that return
-  integers (``size()``, ``int()``, the timestamp getters) are wrapped to return
-  doubles. ``%`` works on doubles and list indexes accept whole doubles. On the
-  way out, whole numbers come back as ``int`` and the others as ``float``
-  (JSON's one number type, so ``inputs.max_rounds`` hands a step ``4``, not
-  ``4.0``). The price: ``7 / 2`` is ``3.5`` and integers beyond 2**53 lose
-  precision.
+- **One numeric policy**: every number is a double (engine/cel_values.py).
 - **Wrapper types.** Activations are built from plain Python values here
   (``build_activation``), and results are converted back to plain Python
   (``bool``/``int``/``float``/``str``/``list``/``dict``/``None``).
@@ -19,42 +13,77 @@ Every cel-python trap is handled here and nowhere else:
   tests an optional output; an evaluation error is a ``CelEvaluationError``,
   and ``evaluate_bool`` turns it into "not matched" plus the message, which is
   what ADR-004 asks of routing (fall through, record the error).
+- **No bound on evaluation**: an evaluation is counted and stopped
+  (engine/cel_budget.py); going past the limit is an evaluation error like any other —
+  in a ``when`` or a routing condition it counts as not matched, with the limit named.
 - **The Environment changes the recursion limit** when created, so there is
   exactly one per process, created when this module is imported.
-- **cel-python builds its parser on every start.** Building the LALR tables
-  from its grammar takes about 0.2 s, most of what `workbench validate` took;
-  lark can keep a built parser in a file and load it ten times faster, but
-  cel-python does not ask it to. So this module builds cel-python's parser —
-  its grammar, its options — with lark's cache on, and installs it where
-  cel-python looks for its one parser (``CELParser.CEL_PARSER``).
 
-Compilation is cached by expression text; one evaluation costs on the order of
-a hundred microseconds, so callers compile at load time and evaluate only what
-a decision needs. What an expression reads and calls is found in its parse tree by
-engine/cel_references.py.
+Compilation is cached by expression text, and texts of one shape share their parse; one
+evaluation costs on the order of a hundred microseconds, so callers compile at load time
+and evaluate only what a decision needs.
 """
 
 from __future__ import annotations
 
-import datetime as _dt
 import enum
-import math
 import re
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property, lru_cache
-from pathlib import Path
 from typing import Any
 
 import celpy
 import lark
 import lark.exceptions
 from celpy import celtypes
-from celpy.celparser import CELParseError, CELParser
-from celpy.evaluation import CELEvalError, base_functions
-from platformdirs import user_cache_dir
+from celpy.celparser import CELParseError
+from celpy.evaluation import CELEvalError
 
-from engine.cel_references import FunctionCall, Reference, collect
+from engine import cel_parser
+from engine.cel_analysis import (
+    KNOWN_FUNCTIONS,
+    MACROS,
+    FunctionCall,
+    Reference,
+    analysis_of,
+    depth_of,
+)
+from engine.cel_budget import BoundedRunner, CostLimitExceeded, check_length
+from engine.cel_values import (
+    CEL_VALUE_TYPES,
+    NUMERIC_FUNCTIONS,
+    double_literal,
+    from_cel,
+    rewrite_integer_literals,
+    to_cel,
+)
+
+__all__ = [
+    "CEL_RESERVED_WORDS",
+    "CEL_TYPE_NAMES",
+    "KNOWN_FUNCTIONS",
+    "MACROS",
+    "MAX_EXPRESSION_LENGTH",
+    "MAX_TREE_DEPTH",
+    "RUN_FIELDS",
+    "STEP_VIEW_FIELDS",
+    "TOP_LEVEL_NAMES",
+    "CelEvaluationError",
+    "CelSyntaxError",
+    "CompiledExpr",
+    "FunctionCall",
+    "Reference",
+    "StepView",
+    "StepsMap",
+    "build_activation",
+    "compile_expr",
+    "evaluate_bool",
+    "from_cel",
+    "result_type",
+    "to_cel",
+    "unknown_functions",
+]
 
 MAX_EXPRESSION_LENGTH = 4000
 """Longer texts are refused at compile time: conditions are one-liners, and the
@@ -64,8 +93,6 @@ MAX_TREE_DEPTH = 250
 """Deeper parse trees are refused at compile time: cel-python evaluates
 recursively, and a tree this deep (about two dozen nested parentheses) is far
 from the recursion limit, so an expression that compiles also evaluates."""
-
-_MAX_EXACT_INTEGER = 2**53
 
 TOP_LEVEL_NAMES = ("inputs", "steps", "outputs", "iteration", "run")
 """The names an activation defines; anything else a condition reads names nothing."""
@@ -79,16 +106,6 @@ CEL_TYPE_NAMES = frozenset(
     {"bool", "int", "uint", "double", "string", "bytes", "list", "map", "null_type", "type"}
 )
 """Type names CEL lets an expression mention (``type(x) == string``)."""
-
-MACROS = frozenset({"has", "all", "exists", "exists_one", "map", "filter"})
-
-KNOWN_FUNCTIONS = (
-    frozenset(
-        name for name in base_functions if not name.startswith("_") and not name.endswith("_")
-    )
-    | MACROS
-)
-"""Function and method names an expression may call."""
 
 CEL_RESERVED_WORDS = frozenset(
     {
@@ -134,10 +151,12 @@ class CelSyntaxError(ValueError):
 class CelEvaluationError(RuntimeError):
     """An expression that compiled but could not be evaluated against an activation."""
 
-    def __init__(self, message: str, *, expr: str) -> None:
+    def __init__(self, message: str, *, expr: str, steps: int | None = None) -> None:
         super().__init__(message)
         self.message = message
         self.expr = expr
+        self.steps = steps
+        """Set when the evaluation stopped at the step limit: the steps it had taken."""
 
     def __str__(self) -> str:
         return self.message
@@ -145,164 +164,20 @@ class CelEvaluationError(RuntimeError):
 
 # -- the one Environment ------------------------------------------------------
 
-PARSER_CACHE = Path(user_cache_dir("cel-python", appauthor=False)) / "cel-parser.lark"
-"""cel-python's parser, as lark saves it; lark checks the file against the grammar, the
-options and its own version, and rebuilds a stale, unreadable or missing one."""
-
-
-class _RuleTree(lark.Tree[Any]):
-    """A parse tree naming its rule with a ``Token("RULE", name)``, as the trees of a parser lark
-    builds from the grammar do. A parser loaded from lark's cache names rules with plain strings,
-    and cel-python's evaluation errors quote that name (:func:`_clean_message` reads it)."""
-
-    def __init__(self, data: str, children: list[Any], meta: Any = None) -> None:
-        rule = data if isinstance(data, lark.Token) else lark.Token("RULE", data)
-        super().__init__(rule, children, meta)
-
-
-def _install_cached_parser() -> None:
-    """cel-python's parser, built as cel-python builds it (celpy/celparser.py) but through
-    lark's cache (see the module docstring)."""
-    if CELParser.CEL_PARSER is not None:
-        return
-    try:
-        PARSER_CACHE.parent.mkdir(parents=True, exist_ok=True)
-        cache: str | bool = str(PARSER_CACHE)
-    except OSError:  # no writable cache dir: build it every time, as cel-python would
-        cache = False
-    CELParser.CEL_PARSER = lark.Lark(
-        (Path(celpy.__file__).parent / "cel.lark").read_text(encoding="utf-8"),
-        parser="lalr",
-        start="expr",
-        debug=True,
-        g_regex_flags=re.M,
-        lexer_callbacks={"IDENT": CELParser.ambiguous_literals},
-        propagate_positions=True,
-        maybe_placeholders=False,
-        priority="invert",
-        tree_class=_RuleTree,
-        cache=cache,
-    )
-
-
-_install_cached_parser()
-_ENVIRONMENT = celpy.Environment()
+_ENVIRONMENT = celpy.Environment(runner_class=BoundedRunner)
 """The process-wide Environment, created on import: creating one sets the recursion
-limit, so it happens once and at a predictable moment."""
+limit, so it happens once and at a predictable moment. Its programs evaluate within the
+cost limit (engine/cel_budget.py)."""
+
+_JOIN = NUMERIC_FUNCTIONS["_+_"]
 
 
-def _environment() -> celpy.Environment:
-    return _ENVIRONMENT
+def _join(*args: Any) -> Any:
+    """``+`` under the numeric policy, what it builds held to the cost limit's lengths."""
+    return check_length(_JOIN(*args))
 
 
-# -- the numeric policy: functions ---------------------------------------------
-
-
-def _as_double(value: Any) -> Any:
-    """Any number cel-python hands back (its int types, or a plain Python number from its
-    arithmetic) as a CEL double; every other value as it is."""
-    if isinstance(value, (bool, celtypes.BoolType, celtypes.DoubleType)):
-        return value
-    if isinstance(value, (int, float)):
-        return celtypes.DoubleType(float(value))
-    return value
-
-
-def _on_doubles(function: Callable[..., Any]) -> Callable[..., Any]:
-    """``function`` with its arguments and its result held to the numeric policy, so an
-    arithmetic result (``size(xs) - 1``, ``iteration + 1``) is a double like any other."""
-
-    def wrapped(*args: Any) -> Any:
-        return _as_double(function(*(_as_double(arg) for arg in args)))
-
-    return wrapped
-
-
-def _double_mod(left: Any, right: Any) -> Any:
-    if isinstance(left, celtypes.DoubleType) and isinstance(right, celtypes.DoubleType):
-        if float(right) == 0.0:
-            raise ZeroDivisionError("modulus by zero")
-        return celtypes.DoubleType(math.fmod(float(left), float(right)))
-    return base_functions["_%_"](left, right)
-
-
-def _index(container: Any, index: Any) -> Any:
-    if isinstance(container, celtypes.ListType) and isinstance(index, celtypes.DoubleType):
-        number = float(index)
-        if not number.is_integer():
-            raise IndexError(f"list index {number} is not a whole number")
-        return container[int(number)]
-    return base_functions["_[_]"](container, index)
-
-
-def _string(value: Any) -> Any:
-    """``string()``: a whole double reads as the integer it is (``string(3)`` is "3"), a
-    boolean as CEL writes it (``true``)."""
-    if isinstance(value, celtypes.BoolType):
-        return celtypes.StringType("true" if value else "false")
-    if isinstance(value, celtypes.DoubleType) and float(value).is_integer():
-        number = float(value)
-        if abs(number) <= _MAX_EXACT_INTEGER:
-            return celtypes.StringType(str(int(number)))
-    return base_functions["string"](value)
-
-
-_INTEGER_FUNCTIONS = (
-    "size",
-    "int",
-    "uint",
-    "getDate",
-    "getDayOfMonth",
-    "getDayOfWeek",
-    "getDayOfYear",
-    "getFullYear",
-    "getMonth",
-    "getHours",
-    "getMilliseconds",
-    "getMinutes",
-    "getSeconds",
-)
-
-_NUMERIC_OPERATORS = (
-    "-_",
-    "_+_",
-    "_-_",
-    "_*_",
-    "_/_",
-    "_<_",
-    "_<=_",
-    "_>_",
-    "_>=_",
-    "_==_",
-    "_!=_",
-)
-
-_FUNCTIONS: dict[str, Callable[..., Any]] = {
-    **{name: _on_doubles(base_functions[name]) for name in _INTEGER_FUNCTIONS},
-    **{name: _on_doubles(base_functions[name]) for name in _NUMERIC_OPERATORS},
-    "_%_": _on_doubles(_double_mod),
-    "_[_]": _on_doubles(_index),
-    "string": _on_doubles(_string),
-}
-
-
-# -- the numeric policy: literals ----------------------------------------------
-
-
-def _rewrite_integer_literals(tree: lark.Tree[Any]) -> None:
-    """Turn every INT_LIT into the equal FLOAT_LIT, in place."""
-    for node in tree.iter_subtrees():
-        if node.data != "literal" or not node.children:
-            continue
-        token = node.children[0]
-        if isinstance(token, lark.Token) and token.type == "INT_LIT":
-            text = token.value
-            negative = text.startswith("-")
-            digits = text[1:] if negative else text
-            number = float(int(digits, 16) if digits.lower().startswith("0x") else int(digits))
-            if math.isinf(number):
-                raise OverflowError(text)
-            node.children[0] = token.update("FLOAT_LIT", repr(-number if negative else number))
+_FUNCTIONS = {**NUMERIC_FUNCTIONS, "_+_": _join}
 
 
 # -- compiled expressions ------------------------------------------------------
@@ -315,7 +190,17 @@ class CompiledExpr:
     text: str
     references: tuple[Reference, ...]
     calls: tuple[FunctionCall, ...]
-    _program: Any = field(repr=False)
+    result: str | None
+    """What it yields when its outermost operator says so (:func:`result_type`)."""
+
+    @cached_property
+    def _program(self) -> Any:
+        """cel-python's program, built at the first evaluation: a workflow's expressions are
+        compiled when it loads, and most are evaluated later or never (``validate``). Its
+        parse tree is not kept meanwhile — thousands of trees held for nothing made every
+        collection of the cycle collector slower — and is parsed again then (the text's
+        shape is known: a few microseconds)."""
+        return _ENVIRONMENT.program(_tree(self.text), functions=_FUNCTIONS)
 
     @property
     def identifiers(self) -> list[str]:
@@ -328,17 +213,20 @@ class CompiledExpr:
         return seen
 
     def evaluate(self, activation: Mapping[str, Any]) -> Any:
-        """The value as plain Python; raises CelEvaluationError on any evaluation error.
+        """The value as plain Python; raises CelEvaluationError on any evaluation error —
+        going past the cost limit included.
 
         ``activation`` is what ``build_activation`` returns (plain values are
         converted too, at a cost).
         """
         context = {
-            name: value if isinstance(value, _CEL_VALUE_TYPES) else to_cel(value)
+            name: value if isinstance(value, CEL_VALUE_TYPES) else to_cel(value)
             for name, value in activation.items()
         }
         try:
             result = self._program.evaluate(context)
+        except CostLimitExceeded as error:
+            raise CelEvaluationError(error.message, expr=self.text, steps=error.steps) from None
         except CELEvalError as error:
             raise CelEvaluationError(_clean_message(error), expr=self.text) from None
         except RecursionError:
@@ -361,7 +249,7 @@ def compile_expr(expr: str) -> CompiledExpr:
     return _compile_cached(expr)
 
 
-@lru_cache(maxsize=4096)
+@lru_cache(maxsize=65536)
 def _compile_cached(expr: str) -> CompiledExpr:
     if not expr.strip():
         raise CelSyntaxError("empty expression", expr=expr)
@@ -370,9 +258,8 @@ def _compile_cached(expr: str) -> CompiledExpr:
             f"expression is {len(expr)} characters long; the limit is {MAX_EXPRESSION_LENGTH}",
             expr=expr,
         )
-    environment = _environment()
     try:
-        tree = environment.compile(expr)
+        parsed = cel_parser.parse(expr)
     except CELParseError as error:
         raise CelSyntaxError(
             f"CEL syntax error: {_describe_parse_error(error)}",
@@ -383,25 +270,24 @@ def _compile_cached(expr: str) -> CompiledExpr:
         raise CelSyntaxError("expression nests too deeply", expr=expr) from None
     except Exception as error:  # the lark lexer can fail in ways cel-python does not wrap
         raise CelSyntaxError(f"CEL syntax error: {error}".splitlines()[0], expr=expr) from None
-    if _tree_depth(tree) > MAX_TREE_DEPTH:
+    if depth_of(parsed) > MAX_TREE_DEPTH:
         raise CelSyntaxError("expression nests too deeply", expr=expr)
     try:
-        _rewrite_integer_literals(tree)
+        for token in parsed.tokens:
+            if token.type == "INT_LIT":
+                double_literal(token.value)
     except (OverflowError, ValueError):
         raise CelSyntaxError("an integer literal is too large for a double", expr=expr) from None
-    references, calls = collect(tree)
-    program = environment.program(tree, functions=_FUNCTIONS)
-    return CompiledExpr(expr, tuple(references), tuple(calls), program)
+    analysis = analysis_of(parsed)
+    references, calls = analysis.read(parsed.tokens)
+    return CompiledExpr(expr, references, calls, analysis.result)
 
 
-def _tree_depth(tree: lark.Tree[Any]) -> int:
-    deepest = 0
-    stack: list[tuple[lark.Tree[Any], int]] = [(tree, 1)]
-    while stack:
-        node, depth = stack.pop()
-        deepest = max(deepest, depth)
-        stack.extend((child, depth + 1) for child in node.children if isinstance(child, lark.Tree))
-    return deepest
+def _tree(text: str) -> lark.Tree[Any]:
+    """The tree of a text that compiled, its integer literals rewritten to doubles."""
+    tree = cel_parser.parse(text).tree
+    rewrite_integer_literals(tree)
+    return tree
 
 
 def _describe_parse_error(error: Exception) -> str:
@@ -454,91 +340,7 @@ def evaluate_bool(compiled: CompiledExpr, activation: Mapping[str, Any]) -> tupl
     return value, None
 
 
-# -- values in and out ---------------------------------------------------------
-
-_CEL_VALUE_TYPES = (
-    celtypes.BoolType,
-    celtypes.IntType,
-    celtypes.UintType,
-    celtypes.DoubleType,
-    celtypes.StringType,
-    celtypes.BytesType,
-    celtypes.ListType,
-    celtypes.MapType,
-    celtypes.NullType,
-    celtypes.TimestampType,
-    celtypes.DurationType,
-)
-
-
-def to_cel(value: Any, _depth: int = 0) -> Any:
-    """A plain Python value as a CEL value, every number a double."""
-    if _depth > 100:
-        raise ValueError("value nests more than 100 levels deep")
-    if value is None:
-        return celtypes.NullType()
-    if isinstance(value, _CEL_VALUE_TYPES):
-        return value
-    if isinstance(value, bool):
-        return celtypes.BoolType(value)
-    if isinstance(value, enum.Enum):
-        return to_cel(value.value, _depth + 1)
-    if isinstance(value, (int, float)):
-        return celtypes.DoubleType(float(value))
-    if isinstance(value, str):
-        return celtypes.StringType(value)
-    if isinstance(value, bytes):
-        return celtypes.BytesType(value)
-    if isinstance(value, _dt.datetime):
-        aware = value if value.tzinfo else value.replace(tzinfo=_dt.UTC)
-        return celtypes.TimestampType(aware)
-    if isinstance(value, _dt.date):
-        return celtypes.StringType(value.isoformat())
-    if isinstance(value, Mapping):
-        return celtypes.MapType(
-            {celtypes.StringType(str(k)): to_cel(v, _depth + 1) for k, v in value.items()}
-        )
-    if isinstance(value, (list, tuple, set, frozenset)):
-        return celtypes.ListType([to_cel(v, _depth + 1) for v in value])
-    dump = getattr(value, "model_dump", None)
-    if callable(dump):
-        return to_cel(dump(mode="json"), _depth + 1)
-    return celtypes.StringType(str(value))
-
-
-_TYPE_NAMES: dict[Any, str] = {
-    value: name for name, value in base_functions.items() if isinstance(value, type)
-}
-"""cel-python's class for each type CEL names (``double``, ``string``, ``null_type``, ...)."""
-
-
-def from_cel(value: Any) -> Any:
-    """A CEL value as plain Python (whole numbers as int, see the module docstring)."""
-    if value is None or isinstance(value, celtypes.NullType):
-        return None
-    if isinstance(value, celtypes.BoolType) or isinstance(value, bool):
-        return bool(value)
-    if isinstance(value, (celtypes.IntType, celtypes.UintType)):
-        return int(value)
-    if isinstance(value, (celtypes.DoubleType, float)):
-        number = float(value)
-        if number.is_integer() and abs(number) <= _MAX_EXACT_INTEGER:
-            return int(number)
-        return number
-    if isinstance(value, celtypes.StringType) or isinstance(value, str):
-        return str(value)
-    if isinstance(value, bytes):  # a BytesType, or the plain bytes cel-python's + returns
-        return bytes(value)
-    if isinstance(value, celtypes.MapType) or isinstance(value, dict):
-        return {from_cel(k): from_cel(v) for k, v in value.items()}
-    if isinstance(value, (celtypes.ListType, list, tuple)):
-        return [from_cel(v) for v in value]
-    if isinstance(value, celtypes.TimestampType):
-        return _dt.datetime.fromtimestamp(value.timestamp(), tz=_dt.UTC)
-    if isinstance(value, celtypes.DurationType):
-        return float(value.total_seconds())
-    # what is left is a type, the value of CEL's type(): its name as an expression writes it
-    return _TYPE_NAMES.get(value, str(value))
+# -- the activation ------------------------------------------------------------
 
 
 @dataclass(frozen=True)
@@ -559,6 +361,8 @@ class StepView:
     @cached_property
     def cel(self) -> Any:
         status = self.status.value if isinstance(self.status, enum.Enum) else str(self.status)
+        if status == "PENDING" and not (self.outputs or self.history or self.iteration):
+            return _UNRUN_VIEW  # a workflow's many steps that have not run share one value
         return celtypes.MapType(
             {
                 celtypes.StringType("status"): celtypes.StringType(status),
@@ -569,28 +373,58 @@ class StepView:
         )
 
 
+_UNRUN_VIEW = celtypes.MapType(
+    {
+        celtypes.StringType("status"): celtypes.StringType("PENDING"),
+        celtypes.StringType("outputs"): celtypes.MapType({}),
+        celtypes.StringType("history"): celtypes.ListType([]),
+        celtypes.StringType("iteration"): celtypes.DoubleType(0.0),
+    }
+)
+"""``steps.<id>`` of a step that has not run (no evaluation changes a value it reads)."""
+
+
+class StepsMap:
+    """``steps`` as every activation of one run reads it, kept current one step at a time.
+
+    Rebuilding the map from every step's view for each evaluation cost time in proportion
+    to the workflow's size — quadratic over a run. A run keeps one map instead and replaces
+    the entry of a step whose record changed (:meth:`put`), so an activation costs the
+    same at 10 steps and at 10,000.
+    """
+
+    def __init__(self, views: Mapping[str, StepView]) -> None:
+        self._keys = {step_id: celtypes.StringType(step_id) for step_id in views}
+        self.cel = celtypes.MapType({self._keys[s]: view.cel for s, view in views.items()})
+
+    def put(self, step_id: str, view: StepView) -> None:
+        self.cel[self._keys[step_id]] = view.cel
+
+
 def build_activation(
     *,
     inputs: Mapping[str, Any],
-    steps: Mapping[str, StepView],
+    steps: Mapping[str, StepView] | StepsMap,
     outputs: Mapping[str, Any] | None = None,
     iteration: int = 0,
     run: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
     """The activation conditions evaluate against (DESIGN §4).
 
-    ``inputs``: the run's inputs; ``steps``: a view per step id (pass every
-    step the expression may read — a step that has not run is a PENDING view
-    with empty outputs); ``outputs``: the deciding step's own outputs;
-    ``iteration``: how many times a loop has brought the deciding step back;
-    ``run``: counters (RUN_FIELDS; missing ones are 0).
+    ``inputs``: the run's inputs (plain, or already converted by :func:`to_cel`);
+    ``steps``: a view per step id (pass every step the expression may read — a step that
+    has not run is a PENDING view with empty outputs), or a run's :class:`StepsMap`;
+    ``outputs``: the deciding step's own outputs; ``iteration``: how many times a loop has
+    brought the deciding step back; ``run``: counters (RUN_FIELDS; missing ones are 0).
     """
     counters = {name: 0 for name in RUN_FIELDS}
     counters.update(run or {})
     return {
-        "inputs": to_cel(dict(inputs)),
-        "steps": celtypes.MapType({celtypes.StringType(k): _view_cel(v) for k, v in steps.items()}),
-        "outputs": to_cel(dict(outputs or {})),
+        "inputs": to_cel(inputs),
+        "steps": steps.cel
+        if isinstance(steps, StepsMap)
+        else celtypes.MapType({celtypes.StringType(k): _view_cel(v) for k, v in steps.items()}),
+        "outputs": to_cel(outputs or {}),
         "iteration": celtypes.DoubleType(float(iteration)),
         "run": to_cel(counters),
     }
@@ -607,63 +441,7 @@ def unknown_functions(compiled: CompiledExpr) -> list[FunctionCall]:
     return [call for call in compiled.calls if call.name not in KNOWN_FUNCTIONS]
 
 
-_BOOL_METHODS = frozenset({"startsWith", "endsWith", "contains", "matches", "exists", "all"})
-_FUNCTION_TYPES = {
-    "has": "bool",
-    "size": "number",
-    "int": "number",
-    "uint": "number",
-    "double": "number",
-    "string": "string",
-}
-_LITERAL_TYPES = {
-    "BOOL_LIT": "bool",
-    "NULL_LIT": "null",
-    "STRING_LIT": "string",
-    "MLSTRING_LIT": "string",
-    "BYTES_LIT": "bytes",
-    "INT_LIT": "number",
-    "UINT_LIT": "number",
-    "FLOAT_LIT": "number",
-}
-
-
 def result_type(compiled: CompiledExpr) -> str | None:
     """What the expression yields, when its outermost operator says so without evaluating
-    it: "bool", "number", "string", "bytes", "list", "map" or "null"; None when it depends
-    on values (a field, an index, a ternary). The loader refuses a ``when`` that can never
-    be a boolean this way."""
-    node: Any = compiled._program.ast
-    while isinstance(node, lark.Tree):
-        children = node.children
-        first = children[0] if children else None
-        head = first.data if isinstance(first, lark.Tree) else None
-        if node.data == "expr" and len(children) > 1:
-            return None  # a ternary: either branch
-        if node.data in ("conditionalor", "conditionaland") and len(children) > 1:
-            return "bool"
-        if node.data == "relation" and head is not None and head.startswith("relation_"):
-            return "bool"
-        if node.data == "addition" and head is not None and head.startswith("addition_"):
-            return None if head == "addition_add" else "number"  # + also joins text and lists
-        if node.data == "multiplication" and head is not None and head.startswith("multipl"):
-            return "number"
-        if node.data == "unary" and head in ("unary_not", "unary_neg"):
-            return "bool" if head == "unary_not" else "number"
-        if node.data == "member_dot_arg":
-            method = children[1] if len(children) > 1 else None
-            return "bool" if str(method) in _BOOL_METHODS else None
-        if node.data in ("member_dot", "member_index", "ident", "dot_ident", "dot_ident_arg"):
-            return None
-        if node.data == "ident_arg":
-            return _FUNCTION_TYPES.get(str(first))
-        if node.data == "literal":
-            return _LITERAL_TYPES.get(getattr(first, "type", ""))
-        if node.data == "list_lit":
-            return "list"
-        if node.data == "map_lit":
-            return "map"
-        if len(children) != 1 and node.data != "paren_expr":
-            return None
-        node = first
-    return None
+    it (engine/cel_analysis.py); None when it depends on values."""
+    return compiled.result

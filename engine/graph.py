@@ -164,10 +164,9 @@ class WorkflowGraph:
     def __init__(self, wf: WorkflowDefinition) -> None:
         self.workflow = wf
         self._order = {step.id: index for index, step in enumerate(wf.steps)}
-        self._kinds: dict[tuple[str, str], set[ForwardKind]] = {}
-        """Forward edges, (source, target) -> their kinds, in the order they were declared."""
-        self._predecessors: dict[str, list[str]] = {step_id: [] for step_id in self._order}
-        self._successors: dict[str, list[str]] = {step_id: [] for step_id in self._order}
+        self._building_kinds: dict[tuple[str, str], set[ForwardKind]] = {}
+        self._incoming: dict[str, list[str]] = {step_id: [] for step_id in self._order}
+        self._outgoing: dict[str, list[str]] = {step_id: [] for step_id in self._order}
         self.loop_edges: list[BackEdge] = []
         """Routing step -> loop target (its ancestor or itself), one per declared loop."""
         self.detour_edges: list[BackEdge] = []
@@ -177,11 +176,26 @@ class WorkflowGraph:
             for dependency in spec.depends_on:
                 self._add_forward(dependency, spec.id, "depends_on")
             self._add_routing(spec)
-        for adjacency in (self._predecessors, self._successors):
-            for neighbours in adjacency.values():
-                neighbours.sort(key=self._order.__getitem__)
+        # Built, the adjacency is kept in tuples: the cycle collector stops tracking tuples of
+        # text, so a large workflow's graph does not slow every collection of its run.
+        self._predecessors = {
+            step: tuple(sorted(steps, key=self._order.__getitem__))
+            for step, steps in self._incoming.items()
+        }
+        self._successors = {
+            step: tuple(sorted(steps, key=self._order.__getitem__))
+            for step, steps in self._outgoing.items()
+        }
+        del self._incoming, self._outgoing
+        shared: dict[frozenset[ForwardKind], frozenset[ForwardKind]] = {}
+        self._kinds = {
+            edge: shared.setdefault(frozenset(kinds), frozenset(kinds))
+            for edge, kinds in self._building_kinds.items()
+        }
+        """Forward edges, (source, target) -> their kinds (one frozenset per combination)."""
+        del self._building_kinds
         self._routers = {
-            step_id: [p for p in predecessors if self._kinds[p, step_id] & _ROUTING_KINDS]
+            step_id: tuple(p for p in predecessors if self._kinds[p, step_id] & _ROUTING_KINDS)
             for step_id, predecessors in self._predecessors.items()
         }
         self._topological: list[str] | None = None
@@ -195,11 +209,11 @@ class WorkflowGraph:
     def _add_forward(self, source: str, target: str, kind: ForwardKind) -> None:
         if source not in self._order or target not in self._order:
             return
-        kinds = self._kinds.get((source, target))
+        kinds = self._building_kinds.get((source, target))
         if kinds is None:
-            self._kinds[source, target] = {kind}
-            self._predecessors[target].append(source)
-            self._successors[source].append(target)
+            self._building_kinds[source, target] = {kind}
+            self._incoming[target].append(source)
+            self._outgoing[source].append(target)
         else:
             kinds.add(kind)
 

@@ -6,13 +6,18 @@ waits for unrelated steps. Running a step is engine/runner.py's and the run's
 life (start, resume, fork, cancel, the final status) is engine/lifecycle.py's,
 both shared with the LangGraph engine; this module only decides when.
 
-A step's dependents are started by the step's own task, right after the runner
-has committed its result to the run store — not by a central loop that the
-finished task would first have to wake through a queue, which costs two more
-trips through the event loop per step on the critical path. Steps that become
-ready together start in topological order (declaration order breaks ties), so
-the per-step events and results of a run are the same on every run of the same
-definition and inputs.
+A step's dependents are started by the step's own task, in the store
+transaction that commits its result — not by a central loop that the finished
+task would first have to wake through a queue, which costs two more trips
+through the event loop per step on the critical path. The transaction holds the
+step's result, the ``step_started`` of every step it made ready and the steps it
+settled without running (skipped, failed upstream): a wavefront is one commit.
+Nothing acts on the result before that commit (a started step's implementation
+runs in its own task, later), so a crash loses the result and the starts
+together, and a resume runs the step again with its journaled calls replayed.
+Steps that become ready together start in topological order (declaration order
+breaks ties), so the per-step events and results of a run are the same on every
+run of the same definition and inputs.
 """
 
 from __future__ import annotations
@@ -24,7 +29,7 @@ from collections.abc import Iterable
 from engine.interrupts import WaitingForHuman
 from engine.lifecycle import CancelRequest, EngineBase, RunNotResumable, ScheduleEnd
 from engine.protocol import EngineCapabilities
-from engine.runner import StepOutcome, StepRunner
+from engine.runner import BegunStep, StepRunner
 from engine.states import StepStatus
 
 __all__ = ["KahnEngine", "RunNotResumable"]
@@ -53,6 +58,7 @@ class _Wavefront:
         """An error no step explains (a store failure, a bug): the run cannot go on."""
         self.wake = asyncio.Event()
         """Set when nothing runs any more, the run stops, or a step task failed."""
+        self.timed_out = False
         cancel.on_request(self.wake.set)
 
     def halted(self) -> bool:
@@ -62,20 +68,24 @@ class _Wavefront:
 
     async def drive(self) -> ScheduleEnd:
         state = self.state
+        timer = asyncio.create_task(self.time_out(), name="run-timeout")
         try:
             self.consider(state.steps)
-            try:
-                async with asyncio.timeout(state.remaining_s):
-                    # A limit starts nothing more, and lets the steps already running finish
-                    # (they started within it); a cancel or the timeout cuts them off.
-                    while self.failure is None and self.running and not self.cancel.requested:
-                        self.wake.clear()
-                        await self.wake.wait()
-            except TimeoutError:
-                state.time_out()
+            # A limit starts nothing more, and lets the steps already running finish (they
+            # started within it); a cancel or the timeout cuts them off.
+            while (
+                self.failure is None
+                and self.running
+                and not self.cancel.requested
+                and not self.timed_out
+            ):
+                self.wake.clear()
+                await self.wake.wait()
         except asyncio.CancelledError:
             await self.stop("cancelled")
             raise
+        finally:
+            timer.cancel()
         if self.failure is not None:
             for task in self.running.values():
                 task.cancel()
@@ -85,39 +95,62 @@ class _Wavefront:
             await self.stop("cancelled" if cancelled else state.stop_reason)
         return ScheduleEnd(cancelled=cancelled, waiting=self.waiting)
 
+    async def time_out(self) -> None:
+        """Stop the run when its ``timeout_s`` is used up (engine/runner.py's clock)."""
+        await self.runner.time_limit()
+        self.timed_out = True
+        self.state.time_out()
+        self.wake.set()
+
     def consider(self, candidates: Iterable[str]) -> None:
-        """Start or settle every candidate that is PENDING and ready; follow what settles."""
-        runner, steps = self.runner, self.state.steps
-        queue = [(runner.order_key(step_id), step_id) for step_id in set(candidates)]
+        """Start or settle every candidate that is PENDING and ready; follow what settles.
+
+        One store transaction holds it all — the steps started (``step_started``) and the
+        steps settled without running — and, called from a step's task, that step's own
+        result too (:meth:`run`): a wavefront is one commit, not one per step.
+        """
+        runner, rules, steps = self.runner, self.runner.rules, self.state.steps
+        queue = [(rules.order_key(step_id), step_id) for step_id in set(candidates)]
         heapq.heapify(queue)
         queued = {step_id for _, step_id in queue}
-        while queue and not self.halted():
-            _, step_id = heapq.heappop(queue)
-            queued.discard(step_id)
-            if steps[step_id].status != StepStatus.PENDING or step_id in self.running:
-                continue
-            readiness = runner.readiness(step_id)
-            if readiness.action == "wait":
-                continue
-            if readiness.action == "run":
-                self.running[step_id] = asyncio.create_task(
-                    self.run(step_id), name=f"step:{step_id}"
-                )
-                continue
-            effects = runner.settle_unrun(step_id, readiness)
-            for follower in (*runner.followers(step_id), *effects.reset):
-                if follower not in queued:
-                    queued.add(follower)
-                    heapq.heappush(queue, (runner.order_key(follower), follower))
+        with runner.store.batch():
+            while queue and not self.halted():
+                _, step_id = heapq.heappop(queue)
+                queued.discard(step_id)
+                if steps[step_id].status != StepStatus.PENDING or step_id in self.running:
+                    continue
+                readiness = rules.readiness(step_id)
+                if readiness.action == "wait":
+                    continue
+                if readiness.action == "run":
+                    begun = runner.begin(step_id)
+                    if isinstance(begun, BegunStep):
+                        self.running[step_id] = asyncio.create_task(
+                            self.run(begun), name=f"step:{step_id}"
+                        )
+                        continue
+                    if begun.status == StepStatus.PENDING:  # a limit stopped the run
+                        continue
+                    reset = begun.effects.reset
+                else:
+                    reset = runner.settle_unrun(step_id, readiness).reset
+                for follower in (*rules.followers(step_id), *reset):
+                    if follower not in queued:
+                        queued.add(follower)
+                        heapq.heappush(queue, (rules.order_key(follower), follower))
 
-    async def run(self, step_id: str) -> None:
-        """One step's task: run it, then — its result committed — start what it made ready."""
+    async def run(self, begun: BegunStep) -> None:
+        """One step's task: run it, then settle it and start what it made ready, in one
+        store transaction (its result is committed with them, before anything acts on it)."""
+        step_id = begun.record.step_id
         try:
             try:
-                outcome = await self.runner.run_step(step_id)
+                settle = await self.runner.execute(begun)
             finally:
                 del self.running[step_id]
-            self.follow(step_id, outcome)
+            with self.runner.store.batch():
+                outcome = settle()
+                self.consider([*self.runner.rules.followers(step_id), *outcome.effects.reset])
         except WaitingForHuman:
             self.waiting.add(step_id)
             self.runner.interrupts.mark_waiting(step_id)
@@ -127,17 +160,12 @@ class _Wavefront:
             if self.failure is not None or not self.running or self.halted():
                 self.wake.set()
 
-    def follow(self, step_id: str, outcome: StepOutcome) -> None:
-        if outcome.status == StepStatus.PENDING or self.halted():
-            return
-        self.consider([*self.runner.followers(step_id), *outcome.effects.reset])
-
     async def stop(self, reason: str) -> None:
         """Cancel running steps; each becomes SKIPPED with the reason the run stopped."""
         tasks = dict(self.running)
         for task in tasks.values():
             task.cancel()
         await asyncio.gather(*tasks.values(), return_exceptions=True)
-        for step_id in sorted(tasks, key=self.runner.order_key):
+        for step_id in sorted(tasks, key=self.runner.rules.order_key):
             if not self.state.steps[step_id].status.settled:
                 self.runner.settle_stopped(step_id, reason)

@@ -11,13 +11,16 @@ the same rules the Kahn engine follows. The shape:
   and otherwise does nothing (a step dispatched twice in one superstep, or one
   whose dependency a loop of the same superstep has just reset, is not run
   twice or early).
-* **One conditional edge per node, and one from START**, to the steps the node
-  made ready: after a step settles, the steps that may follow it — its
-  dependents, the steps its route reset (a loop's target, a detour's target or
-  return), the steps that waited for a loop's last pass — are checked with the
-  runner's readiness; those that must be skipped or failed upstream are settled
-  on the spot (and what follows *them* is checked in turn), those that can run
-  are the next superstep. START dispatches every step that is ready.
+* **No static edges but START's**: a node ends with a ``Command`` that goes to
+  the steps it made ready. After a step settles, the steps that may follow it —
+  its dependents, the steps its route reset (a loop's target, a detour's target
+  or return), the steps that waited for a loop's last pass — are checked with
+  the runner's readiness; those that must be skipped or failed upstream are
+  settled on the spot (and what follows *them* is checked in turn), those that
+  can run are the next superstep. The first node, after START, dispatches every
+  step that is ready. (A conditional edge per node would need its destinations
+  listed, or LangGraph assumes every node: the graph would be quadratic in the
+  workflow's size, 10^8 entries for 10,000 steps.)
 
 A superstep is therefore every step made ready by the previous one, run
 concurrently; LangGraph checkpoints after each. Dependencies are the runner's,
@@ -27,10 +30,11 @@ with dependencies of its own, and overlapping loops need no special shape.
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Hashable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from typing import Annotated, Any, TypedDict, cast
 
-from langgraph.graph import END, START, StateGraph
+from langgraph.graph import START, StateGraph
+from langgraph.types import Command
 
 
 def merge(left: dict[str, Any] | None, right: dict[str, Any] | None) -> dict[str, Any]:
@@ -51,28 +55,20 @@ class GraphState(TypedDict, total=False):
     step_runs: Annotated[int, highest]
 
 
-NodeFunction = Callable[[GraphState], Awaitable[dict[str, Any]]]
-EdgeFunction = Callable[[GraphState], Sequence[Hashable]]
+NodeFunction = Callable[[GraphState], Awaitable[Command[str]]]
+"""A node: its state update, and the nodes to run next (``goto``)."""
 
 
 def build_state_graph(
-    step_ids: Sequence[str],
-    node_for: Callable[[str], NodeFunction],
-    start: NodeFunction,
-    dispatched: Callable[[str], EdgeFunction],
+    step_ids: Sequence[str], node_for: Callable[[str], NodeFunction], start: NodeFunction
 ) -> StateGraph[Any, Any, Any, Any]:
     """The ``StateGraph`` of a workflow: ``node_for(step)`` runs a step, ``start`` looks at
-    every step when the graph starts; ``dispatched(node)`` is the node's conditional edge,
-    to the steps it made ready (END when none). A node's edge is evaluated right after the
-    node, in the same task, so the dispatcher can hand it over outside the graph state."""
+    every step when the graph starts; each goes to the steps it made ready."""
     builder: StateGraph[Any, Any, Any, Any] = StateGraph(GraphState)
-    destinations: list[str] = [*step_ids, END]
     builder.add_node(START_NODE, cast(Any, start))
     builder.add_edge(START, START_NODE)
-    builder.add_conditional_edges(START_NODE, dispatched(START_NODE), destinations)
     for step_id in step_ids:
         builder.add_node(step_id, cast(Any, node_for(step_id)))
-        builder.add_conditional_edges(step_id, dispatched(step_id), destinations)
     return builder
 
 

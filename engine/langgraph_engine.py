@@ -27,7 +27,7 @@ from __future__ import annotations
 import asyncio
 import heapq
 import time
-from collections.abc import AsyncIterator, Callable, Hashable, Iterable, Sequence
+from collections.abc import AsyncIterator, Iterable, Sequence
 from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
@@ -35,7 +35,6 @@ from typing import Any
 from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.errors import GraphInterrupt
-from langgraph.graph import END
 from langgraph.types import Command, Interrupt, interrupt
 
 from engine.context import InterruptAnswer
@@ -46,7 +45,7 @@ from engine.langgraph_checkpoint import (
     open_checkpointer,
     open_postgres_checkpointer,
 )
-from engine.langgraph_compile import START_NODE, GraphState, NodeFunction, build_state_graph
+from engine.langgraph_compile import GraphState, NodeFunction, build_state_graph
 from engine.langgraph_history import HistoryEntry, checkpoint_history, store_history
 from engine.lifecycle import CancelRequest, EngineBase, ScheduleEnd
 from engine.protocol import EngineCapabilities
@@ -164,10 +163,7 @@ class LangGraphEngine(EngineBase):
         try:
             async with self.checkpointer(runner.store) as saver:
                 app = build_state_graph(
-                    runner.graph.topological_order(),
-                    session.node_for,
-                    session.start,
-                    session.dispatched,
+                    runner.graph.topological_order(), session.node_for, session.start
                 ).compile(checkpointer=saver)
                 config: Any = {
                     "configurable": {"thread_id": state.run_id},
@@ -178,7 +174,7 @@ class LangGraphEngine(EngineBase):
                 held = bool(snapshot.interrupts)
                 while True:
                     if not held:
-                        outcome = await _stream(app, payload, config, state.remaining_s, cancel)
+                        outcome = await _stream(app, payload, config, runner, cancel)
                         if outcome == "timeout":
                             state.time_out()
                             break
@@ -217,10 +213,11 @@ def _settle_running(runner: StepRunner, reason: str) -> None:
 
 
 async def _stream(
-    app: Any, payload: Any, config: Any, remaining: float, cancel: CancelRequest
+    app: Any, payload: Any, config: Any, runner: StepRunner, cancel: CancelRequest
 ) -> str:
-    """Run the graph until it ends or pauses: "done", "timeout" or "cancelled"."""
-    if remaining <= 0:
+    """Run the graph until it ends or pauses: "done", "timeout" (the run's ``timeout_s``, on
+    the engine's clock) or "cancelled"."""
+    if runner.state.remaining_s <= 0:
         return "timeout"
 
     async def consume() -> None:
@@ -231,9 +228,10 @@ async def _stream(
 
     worker = asyncio.create_task(consume(), name="langgraph-stream")
     canceller = asyncio.create_task(cancel.wait(), name="cancel-request")
+    timer = asyncio.create_task(runner.time_limit(), name="run-timeout")
     try:
         done, _ = await asyncio.wait(
-            [worker, canceller], timeout=remaining, return_when=asyncio.FIRST_COMPLETED
+            [worker, canceller, timer], return_when=asyncio.FIRST_COMPLETED
         )
     except asyncio.CancelledError:
         worker.cancel()
@@ -241,6 +239,7 @@ async def _stream(
         raise
     finally:
         canceller.cancel()
+        timer.cancel()
     if worker in done:
         worker.result()
         return "done"
@@ -255,8 +254,6 @@ class _Session:
     def __init__(self, runner: StepRunner) -> None:
         self.runner = runner
         self.state = runner.state
-        self._ready: dict[str, list[str]] = {}
-        """Per node, the steps its last execution made ready (read by its conditional edge)."""
         self._announced = {
             event.interrupt_id
             for event in runner.store.events(runner.run_id)
@@ -285,21 +282,14 @@ class _Session:
         update["routes"] = {}
         return update
 
-    def dispatched(self, node: str) -> Callable[[GraphState], Sequence[Hashable]]:
-        def route(graph_state: GraphState) -> Sequence[Hashable]:
-            return self._ready.pop(node, None) or [END]
-
-        route.__name__ = f"route_{node}"
-        return route
-
-    async def start(self, graph_state: GraphState) -> dict[str, Any]:
+    async def start(self, graph_state: GraphState) -> Command[str]:
         """The first superstep: every step the store says is ready."""
         settled: list[str] = []
-        self._ready[START_NODE] = self.dispatch(self.runner.graph.topological_order(), settled)
-        return self.mirror(settled)
+        ready = self.dispatch(self.runner.graph.topological_order(), settled)
+        return Command(update=self.mirror(settled), goto=ready)
 
     def node_for(self, step_id: str) -> NodeFunction:
-        async def node(graph_state: GraphState) -> dict[str, Any]:
+        async def node(graph_state: GraphState) -> Command[str]:
             touched, signal, candidates = await self._run(step_id)
             settled: list[str] = []
             ready = self.dispatch(candidates, settled)
@@ -312,8 +302,7 @@ class _Session:
                         "route": signal.route,
                     }
                 }
-            self._ready[step_id] = ready
-            return update
+            return Command(update=update, goto=ready)
 
         node.__name__ = f"step_{step_id}"
         return node
@@ -332,7 +321,7 @@ class _Session:
         elif record.status != StepStatus.PENDING:
             return [], None, []
         else:
-            readiness_action = runner.readiness(step_id).action
+            readiness_action = runner.rules.readiness(step_id).action
         if readiness_action != "run":
             return [], None, [step_id] if readiness_action != "wait" else []
         try:
@@ -345,7 +334,7 @@ class _Session:
         if outcome.status == StepStatus.PENDING:  # a limit stopped it before it started
             return [], None, []
         reset = outcome.effects.reset
-        return [step_id, *reset], outcome.signal, [*runner.followers(step_id), *reset]
+        return [step_id, *reset], outcome.signal, [*runner.rules.followers(step_id), *reset]
 
     def dispatch(self, candidates: Iterable[str], settled: list[str]) -> list[str]:
         """The candidates that can run now, in topological order. Those that will not run
@@ -354,7 +343,7 @@ class _Session:
         runner, steps = self.runner, self.state.steps
         if self.state.stop_reason:
             return []
-        queue = [(runner.order_key(step_id), step_id) for step_id in set(candidates)]
+        queue = [(runner.rules.order_key(step_id), step_id) for step_id in set(candidates)]
         heapq.heapify(queue)
         queued = {step_id for _, step_id in queue}
         ready: list[str] = []
@@ -363,7 +352,7 @@ class _Session:
             queued.discard(step_id)
             if steps[step_id].status != StepStatus.PENDING or step_id in ready:
                 continue
-            readiness = runner.readiness(step_id)
+            readiness = runner.rules.readiness(step_id)
             if readiness.action == "wait":
                 continue
             if readiness.action == "run":
@@ -371,17 +360,17 @@ class _Session:
                 continue
             effects = runner.settle_unrun(step_id, readiness)
             settled.append(step_id)
-            for follower in (*runner.followers(step_id), *effects.reset):
+            for follower in (*runner.rules.followers(step_id), *effects.reset):
                 if follower not in queued:
                     queued.add(follower)
-                    heapq.heappush(queue, (runner.order_key(follower), follower))
-        return sorted(ready, key=runner.order_key)
+                    heapq.heappush(queue, (runner.rules.order_key(follower), follower))
+        return sorted(ready, key=runner.rules.order_key)
 
     def undispatched(self) -> bool:
         """True when a step the store says is ready to settle was left without a dispatch."""
         runner = self.runner
         return any(
-            record.status == StepStatus.PENDING and runner.readiness(step_id).action != "wait"
+            record.status == StepStatus.PENDING and runner.rules.readiness(step_id).action != "wait"
             for step_id, record in self.state.steps.items()
         )
 
@@ -394,7 +383,7 @@ class _Session:
             for s in runner.graph.topological_order()
             if s != step_id
             and self.state.steps[s].status == StepStatus.PENDING
-            and runner.readiness(s).action != "wait"
+            and runner.rules.readiness(s).action != "wait"
         ]
         return [step_id, *ready]
 

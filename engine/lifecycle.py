@@ -297,7 +297,7 @@ class EngineBase(ABC):
             _skip_remaining(runner, state.stop_reason)
             return self._finish(runner)
         if end.waiting:
-            waiting = ", ".join(sorted(end.waiting, key=runner.order_key))
+            waiting = ", ".join(sorted(end.waiting, key=runner.rules.order_key))
             return self._finish(runner, (RunStatus.WAITING, f"waiting for an answer at {waiting}"))
         defect = _fail_unsettled(runner)
         if defect:

@@ -8,6 +8,7 @@ Targets not chosen need nothing here: the step runner's readiness skips them
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, cast
 
@@ -49,11 +50,12 @@ class RouteApplication:
         self,
         record: StepRecord,
         outputs: dict[str, Any],
-        activation: dict[str, Any],
+        activation: Callable[[dict[str, Any]], dict[str, Any]],
         ctx: StepContext,
     ) -> RoutingSignal | None:
-        """The route of a step that just produced ``outputs`` (``activation``: the CEL
-        variables with them); None when it has none to take."""
+        """The route of a step that just produced ``outputs`` (``activation(outputs)``: the
+        CEL variables with them, built only for a step that has a decision to make); None
+        when it has none to take."""
         if not self._needs_decision(record, outputs):
             return None
         state = self.recorder.state
@@ -62,7 +64,7 @@ class RouteApplication:
             routing.RouteInput(
                 step=record.spec,
                 outputs=outputs,
-                activation=activation,
+                activation=activation(outputs),
                 loop_count=state.loop_counts.get(record.step_id, 0),
                 active_detour=detour.declared_by if detour else None,
                 returning_from_detour=record.step_id in state.returned_detours,
@@ -119,7 +121,7 @@ class RouteApplication:
         step_id = record.step_id
         state.returned_detours.discard(step_id)
         for skipped in signal.skipped_targets:
-            state.steps[skipped].not_routed_by.add(step_id)
+            state.steps[skipped].not_routed_by |= {step_id}
             save(state.steps[skipped])
         if signal.decision == "terminate":
             if signal.run_status == RunStatus.PARTIAL:
@@ -157,8 +159,8 @@ class RouteApplication:
         if chosen.status.settled:
             chosen.reset(routers_reset={step_id})
             effects.reset.append(target)
-        chosen.routed_by.add(step_id)
-        chosen.not_routed_by.discard(step_id)
+        chosen.routed_by |= {step_id}
+        chosen.not_routed_by -= {step_id}
         chosen.changed()
         save(chosen)
         if signal.decision == "detour" and signal.return_to is not None:

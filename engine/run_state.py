@@ -3,20 +3,28 @@
 Both engines keep it the same way (engine/runner.py changes it), and it is
 rebuilt from the run store on resume: per step its status, iteration, latest
 outputs and settled iterations; per run the counters and the active detour.
+
+What is derived from the steps — the CEL ``steps`` map, the steps waiting for an answer — is
+kept up to date one record at a time, as each record says it changed
+(:meth:`StepRecord.changed`): no step's work reads every step of the workflow.
 """
 
 from __future__ import annotations
 
 import time
 from collections.abc import Callable, Iterable
+from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, field
 from typing import Any
 
-from engine.conditions import StepView
+from engine.conditions import StepsMap, StepView, build_activation, to_cel
 from engine.context import RunBudget
 from engine.spec import StepSpec, WorkflowDefinition
 from engine.states import StepStatus
 from engine.store import StepIteration, StepResult
+
+Clock = Callable[[], float]
+"""Monotonic seconds."""
 
 TERMINATED_BY = "terminated by "
 """How the run's end and each step it cut off name the step that terminated the run."""
@@ -29,16 +37,20 @@ class StepRecord:
     iteration: int = 0
     outputs: dict[str, Any] = field(default_factory=dict)
     reason: str = ""
-    history: list[StepIteration] = field(default_factory=list)
-    """Every settled iteration, oldest first (the latest one included)."""
-    routed_by: set[str] = field(default_factory=set)
-    """Routers that chose this step since it was last reset."""
-    not_routed_by: set[str] = field(default_factory=set)
+    earlier: tuple[StepIteration, ...] = ()
+    """The settled iterations before this one, oldest first (a loop or a detour's return
+    brought the step back): ``steps.<id>.history`` in conditions."""
+    routed_by: AbstractSet[str] = frozenset()
+    """Routers that chose this step since it was last reset (a new set on each change: most
+    steps have none, and share the one empty set)."""
+    not_routed_by: AbstractSet[str] = frozenset()
     runs: int = 0
     attempt: int = 1
     """The attempt of the current run in progress: a step run again from its first line
     to pick up an answer resumes at it instead of repeating the attempts that failed."""
     _view: StepView | None = None
+    _on_change: Callable[[StepRecord], None] | None = None
+    """The run state's bookkeeping, told of every change (see :meth:`changed`)."""
 
     @property
     def step_id(self) -> str:
@@ -50,13 +62,17 @@ class StepRecord:
             self._view = StepView(
                 status=self.status.value,
                 outputs=self.outputs,
-                history=[h.outputs for h in self.history if h.iteration < self.iteration],
+                history=[h.outputs for h in self.earlier],
                 iteration=self.iteration,
             )
         return self._view
 
     def changed(self) -> None:
+        """Say that the record changed (after any change of its fields): its view is rebuilt
+        when next read, and the run state updates what it keeps about it."""
         self._view = None
+        if self._on_change is not None:
+            self._on_change(self)
 
     def result(self) -> StepResult:
         return StepResult(  # validating these few plain fields is cheaper than model_construct
@@ -72,12 +88,12 @@ class StepRecord:
         )
 
     def load(self, result: StepResult) -> None:
-        """Take a stored result's status, iteration, outputs, reason and settled iterations."""
+        """Take a stored result's status, iteration, outputs, reason and earlier iterations."""
         self.status = result.status
         self.iteration = result.iteration
         self.outputs = dict(result.outputs)
         self.reason = result.reason
-        self.history = list(result.history)
+        self.earlier = tuple(h for h in result.history if h.iteration < result.iteration)
         self.changed()
 
     def settle(
@@ -89,22 +105,25 @@ class StepRecord:
         elif status.settled and status != StepStatus.SUCCEEDED:
             self.outputs = {}  # a pass that did not succeed hides what earlier passes produced
         self.reason = reason
-        if status.settled:
-            self.history = [h for h in self.history if h.iteration != self.iteration]
-            self.history.append(
-                StepIteration(
-                    iteration=self.iteration, status=status, outputs=self.outputs, reason=reason
-                )
-            )
         self.changed()
 
-    def reset(self, routers_reset: set[str] | frozenset[str] = frozenset()) -> None:
+    def reset(self, routers_reset: AbstractSet[str] = frozenset()) -> None:
         """Back to PENDING for another iteration (a loop or a detour's return).
 
         Routing marks from ``routers_reset`` — routers that go back to PENDING
         with this step and will decide again — are dropped; marks from routers
-        that stay settled still hold.
+        that stay settled still hold. A settled pass joins the earlier iterations.
         """
+        if self.status.settled:
+            self.earlier = (
+                *self.earlier,
+                StepIteration(
+                    iteration=self.iteration,
+                    status=self.status,
+                    outputs=self.outputs,
+                    reason=self.reason,
+                ),
+            )
         self.status = StepStatus.PENDING
         self.iteration += 1
         self.reason = ""
@@ -128,6 +147,9 @@ class RunState:
     steps: dict[str, StepRecord]
     step_runs: int = 0
     active_detour: ActiveDetour | None = None
+    clock: Clock = time.monotonic
+    """Monotonic seconds: what times the run (elapsed, ``timeout_s``); the engine's injected
+    clock once a runner drives the run (:meth:`start_clock`)."""
     started_mono: float = field(default_factory=time.monotonic)
     elapsed_before: float = 0.0
     """Seconds this run spent in earlier sessions (before a resume)."""
@@ -145,6 +167,40 @@ class RunState:
     answering: set[str] = field(default_factory=set)
     """Steps restored while waiting for an answer: their next run continues the start
     already counted (max_step_runs counts it once)."""
+    _steps_map: StepsMap | None = field(default=None, init=False, repr=False)
+    """The CEL ``steps`` of every activation, built at the first one and kept current."""
+    _stale: set[str] = field(default_factory=set, init=False, repr=False)
+    """Steps whose record changed since ``_steps_map`` was brought up to date."""
+    _waiting: set[str] = field(default_factory=set, init=False, repr=False)
+    """Steps WAITING_HUMAN (their attempts are part of the engine state)."""
+    _inputs_cel: tuple[dict[str, Any], Any] | None = field(default=None, init=False, repr=False)
+    """The inputs and their CEL value, converted once."""
+
+    _order: dict[str, int] = field(default_factory=dict, init=False, repr=False)
+    """Each step's place in the definition."""
+
+    def __post_init__(self) -> None:
+        self._order = {step_id: index for index, step_id in enumerate(self.steps)}
+        on_change = self._record_changed  # one bound method for every record
+        for record in self.steps.values():
+            record._on_change = on_change
+            on_change(record)
+
+    def _record_changed(self, record: StepRecord) -> None:
+        """Keep what the run state derives from its records current, one record at a time:
+        the work per change does not grow with the workflow."""
+        step_id = record.step_id
+        if self._steps_map is not None:
+            self._stale.add(step_id)
+        if record.status == StepStatus.WAITING_HUMAN:
+            self._waiting.add(step_id)
+        else:
+            self._waiting.discard(step_id)
+
+    def start_clock(self, clock: Clock) -> None:
+        """Time this session of the run by ``clock``, from now."""
+        self.clock = clock
+        self.started_mono = clock()
 
     def record_termination(
         self, step_id: str, cut_off: Iterable[str], first: Callable[[str, str], str]
@@ -197,6 +253,7 @@ class RunState:
             record.routed_by = set(result.routed_by)
             record.not_routed_by = set(result.not_routed_by)
             record.runs = result.runs
+            record.changed()
         state.step_runs = int(engine_state.get("step_runs", 0))
         state.budget.llm_calls = int(engine_state.get("llm_calls", 0))
         state.budget.tokens = int(engine_state.get("tokens", 0))
@@ -229,9 +286,9 @@ class RunState:
             # the attempt a waiting step asked in: resume continues it instead of repeating
             # the attempts that failed before the question
             "attempts": {
-                step_id: record.attempt
-                for step_id, record in self.steps.items()
-                if record.status == StepStatus.WAITING_HUMAN and record.attempt > 1
+                step_id: self.steps[step_id].attempt
+                for step_id in sorted(self._waiting, key=self._order.__getitem__)
+                if self.steps[step_id].attempt > 1
             },
             "active_detour": {"declared_by": detour.declared_by, "target": detour.target}
             if detour
@@ -240,7 +297,7 @@ class RunState:
 
     @property
     def elapsed_s(self) -> float:
-        return self.elapsed_before + (time.monotonic() - self.started_mono)
+        return self.elapsed_before + (self.clock() - self.started_mono)
 
     @property
     def remaining_s(self) -> float:
@@ -258,8 +315,27 @@ class RunState:
         leads to (``stopped``), and steps it does not lead to run on."""
         return self.limit_reason
 
-    def views(self) -> dict[str, StepView]:
-        return {step_id: record.view() for step_id, record in self.steps.items()}
+    def activation(
+        self, outputs: dict[str, Any] | None = None, iteration: int = 0
+    ) -> dict[str, Any]:
+        """The CEL activation of the run as it stands (``outputs``, ``iteration``: the
+        deciding step's). Its ``steps`` is the run's own map, kept current: evaluate against
+        it before the run changes again (evaluation is synchronous, so any caller does)."""
+        if self._steps_map is None:
+            self._steps_map = StepsMap({s: record.view() for s, record in self.steps.items()})
+            self._stale.clear()
+        for step_id in self._stale:
+            self._steps_map.put(step_id, self.steps[step_id].view())
+        self._stale.clear()
+        if self._inputs_cel is None or self._inputs_cel[0] is not self.inputs:
+            self._inputs_cel = (self.inputs, to_cel(self.inputs))
+        return build_activation(
+            inputs=self._inputs_cel[1],
+            steps=self._steps_map,
+            outputs=outputs,
+            iteration=iteration,
+            run=self.counters(),
+        )
 
     def counters(self) -> dict[str, Any]:
         return {

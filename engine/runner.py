@@ -2,14 +2,15 @@
 
 An engine decides *when* a step runs; :class:`StepRunner` does the rest:
 
-* :meth:`StepRunner.readiness` — the trigger rule over the step's settled
-  dependencies, and "not routed" when every router that could choose it chose
-  something else;
-* :meth:`StepRunner.run_step` — ``when``, inputs (CEL, then the step's pydantic
-  input model), the interrupt before, the implementation with its timeout and
-  retries, output validation with one repair attempt when the answer came from
-  a model, the interrupt after, the routing decision, and then, in one store
-  batch, the step's result, its events and the effects of its route.
+* :attr:`StepRunner.rules` — whether a step may run (engine/readiness.py);
+* :meth:`StepRunner.begin` — ``when``, inputs (CEL, then the step's pydantic
+  input model) and the start, synchronously, in the caller's store batch;
+* :meth:`StepRunner.execute` — the interrupt before, the implementation with its
+  timeout and retries, output validation with one repair attempt when the answer
+  came from a model, the interrupt after, the routing decision; it returns what
+  settles the step: in one store batch, the step's result, its events and the
+  effects of its route (the Kahn engine starts what follows in that batch too);
+* :meth:`StepRunner.run_step` — the three in turn.
 
 Its parts live beside it: the store writes in engine/recorder.py, interrupts in
 engine/interrupts.py, routes in engine/route_application.py and the run's final
@@ -23,12 +24,12 @@ import asyncio
 import time
 from collections.abc import Awaitable, Callable, Iterator, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from functools import partial
+from typing import Any
 
-import networkx as nx
 from pydantic import BaseModel, ValidationError
 
-from engine.conditions import CelEvaluationError, build_activation, compile_expr, evaluate_bool
+from engine.conditions import CelEvaluationError, compile_expr, evaluate_bool
 from engine.context import (
     BudgetExceeded,
     InterruptAnswer,
@@ -49,14 +50,13 @@ from engine.interrupts import AnswerPause, Interrupts, WaitingForHuman
 from engine.journal import StoreJournal
 from engine.model_answers import tally
 from engine.protocol import RunContext
+from engine.readiness import FAILED, Readiness, ReadinessRules
 from engine.recorder import RunRecorder
 from engine.route_application import RouteApplication, RouteEffects
 from engine.run_state import RunState, StepRecord
 from engine.states import RoutingSignal, StepStatus
 from engine.steps import REGISTRY, RegisteredStep, StepRegistry
 from engine.store import BaseRunStore
-
-_FAILED = (StepStatus.FAILED, StepStatus.UPSTREAM_FAILED)
 
 Sleep = Callable[[float], Awaitable[None]]
 
@@ -95,18 +95,6 @@ class UpstreamOutputs(Mapping[str, dict[str, Any]]):
         return len(self._data())
 
 
-@dataclass(frozen=True)
-class Readiness:
-    action: Literal["wait", "run", "skip", "upstream_failed"]
-    reason: str = ""
-
-
-WAIT = Readiness("wait")
-RUN = Readiness("run")
-UPSTREAM_FAILED = Readiness("upstream_failed")
-"""Its reason is given where the step is settled: the failed dependencies, by name."""
-
-
 @dataclass
 class StepOutcome:
     step_id: str
@@ -115,35 +103,13 @@ class StepOutcome:
     effects: RouteEffects = field(default_factory=RouteEffects)
 
 
-def trigger_readiness(rule: str, statuses: list[StepStatus]) -> Readiness:
-    """Airflow's trigger rules over settled dependency statuses.
+@dataclass(frozen=True)
+class BegunStep:
+    """A step :meth:`StepRunner.begin` started: counted, RUNNING, announced."""
 
-    Every rule is evaluated once all dependencies have settled (one_success and
-    one_failed included): the outcome is the same as firing early, and the
-    dependency order stays the canonical one both engines share.
-    """
-    if not statuses:
-        return RUN
-    succeeded = sum(s == StepStatus.SUCCEEDED for s in statuses)
-    failed = sum(s in _FAILED for s in statuses)
-    skipped = sum(s == StepStatus.SKIPPED for s in statuses)
-    if rule == "all_done":
-        return RUN
-    if rule == "one_failed":
-        return RUN if failed else Readiness("skip", "no dependency failed (one_failed)")
-    if rule == "one_success":
-        if succeeded:
-            return RUN
-        if failed:
-            return UPSTREAM_FAILED
-        return Readiness("skip", "every dependency was skipped")
-    if failed:
-        return UPSTREAM_FAILED
-    if rule == "all_success":
-        return RUN if skipped == 0 else Readiness("skip", "a dependency was skipped (all_success)")
-    if rule == "none_failed":
-        return RUN
-    return RUN if succeeded else Readiness("skip", "every dependency was skipped")
+    record: StepRecord
+    registered: RegisteredStep
+    inp: BaseModel
 
 
 class StepRunner:
@@ -167,6 +133,7 @@ class StepRunner:
         self.registry = registry
         self.sleep = sleep
         self.clock = clock
+        state.start_clock(clock)
         self.recorder = RunRecorder(state, store)
         self.interrupts = Interrupts(self.recorder, run, pause)
         """``pause`` None: the run's answers or responder answer, else the step waits (Kahn)."""
@@ -183,71 +150,15 @@ class StepRunner:
             live=run.live,
             model_answers=lambda: tally(store.events(state.run_id)),
         )
-        self._order = {step_id: index for index, step_id in enumerate(graph.topological_order())}
-        self._dependencies = {step_id: graph.dependencies(step_id) for step_id in state.steps}
-        self._routers = {step_id: graph.routers_of(step_id) for step_id in state.steps}
+        self.rules = ReadinessRules(state, graph)
+        """When each step may run (engine/readiness.py)."""
         self._visible: dict[str, list[str]] = {}
-        self._loop_guards = _loop_guards(graph)
-        self._guarded: dict[str, list[str]] = {}
-        for guarded, routers in self._loop_guards.items():
-            for router in routers:
-                self._guarded.setdefault(router, []).append(guarded)
-        for target in state.steps:  # a returning declarer releases its detour target's dependents
-            declarer = graph.detour_declarer(target)
-            if declarer is not None:
-                waiting = [d for d in graph.dependents(target) if d != declarer]
-                self._guarded.setdefault(declarer, []).extend(waiting)
 
     @property
     def run_id(self) -> str:
         return self.state.run_id
 
-    # -- readiness -------------------------------------------------------------
-    def followers(self, step_id: str) -> list[str]:
-        """The steps whose readiness may change when ``step_id`` settles: its dependents,
-        and, for a loop's router, the steps outside the loop that wait for its last pass."""
-        return [*self.graph.dependents(step_id), *self._guarded.get(step_id, ())]
-
-    def order_key(self, step_id: str) -> int:
-        return self._order[step_id]
-
-    def readiness(self, step_id: str) -> Readiness:
-        """Whether a PENDING step can run now, must be skipped or failed, or must wait."""
-        steps = self.state.steps
-        detour = self.state.active_detour
-        statuses: list[StepStatus] = []
-        for dependency in self._dependencies[step_id]:
-            status = steps[dependency].status
-            if not status.settled:
-                return WAIT
-            if detour is not None and dependency == detour.declared_by and step_id != detour.target:
-                return WAIT
-            if self._awaits_return(step_id, dependency):
-                return WAIT
-            statuses.append(status)
-        for router in self._loop_guards.get(step_id, ()):
-            if not steps[router].status.settled:
-                return WAIT
-        record = steps[step_id]
-        if step_id in self.state.stopped:
-            return Readiness("skip", f"run stopped: {self.state.stopped[step_id]}")
-        routers = [r for r in self._routers[step_id] if steps[r].status == StepStatus.SUCCEEDED]
-        if routers and not record.routed_by.intersection(routers):
-            return Readiness("skip", f"not routed (by {', '.join(routers)})")
-        return trigger_readiness(record.spec.trigger, statuses)
-
-    def _awaits_return(self, step_id: str, dependency: str) -> bool:
-        """Whether ``dependency`` is a detour target whose declarer is running again: what the
-        target leads to waits for the declarer's return pass, whose decision (terminate, route)
-        may cut it off — so no engine's timing decides whether it runs first."""
-        declarer = self.graph.detour_declarer(dependency)
-        return (
-            declarer is not None
-            and declarer != step_id
-            and declarer in self.state.returned_detours
-            and not self.state.steps[declarer].status.settled
-        )
-
+    # -- steps that do not run ------------------------------------------------
     def settle_unrun(self, step_id: str, readiness: Readiness) -> RouteEffects:
         """Settle a step that will not run: skipped, or failed upstream."""
         record = self.state.steps[step_id]
@@ -255,7 +166,9 @@ class StepRunner:
         with self.store.batch():
             if readiness.action == "upstream_failed":
                 failed = sorted(
-                    d for d in self._dependencies[step_id] if self.state.steps[d].status in _FAILED
+                    d
+                    for d in self.rules.dependencies[step_id]
+                    if self.state.steps[d].status in FAILED
                 )
                 reason = f"upstream failed: {', '.join(failed)}" if failed else readiness.reason
                 record.settle(StepStatus.UPSTREAM_FAILED, reason=reason)
@@ -287,13 +200,7 @@ class StepRunner:
     def activation(
         self, record: StepRecord, outputs: dict[str, Any] | None = None
     ) -> dict[str, Any]:
-        return build_activation(
-            inputs=self.state.inputs,
-            steps=self.state.views(),
-            outputs=outputs,
-            iteration=record.iteration,
-            run=self.state.counters(),
-        )
+        return self.state.activation(outputs, record.iteration)
 
     def visible(self, step_id: str) -> list[str]:
         """Steps whose outputs ``step_id`` sees in StepContext.upstream, farthest first.
@@ -309,21 +216,45 @@ class StepRunner:
             seen = set(graph.ancestors(step_id))
             if graph.has_cycles:
                 seen |= graph.visible_from(step_id) & graph.descendants(step_id)
-            self._visible[step_id] = sorted(seen, key=self._order.__getitem__)
+            self._visible[step_id] = sorted(seen, key=self.rules.order_key)
         return self._visible[step_id]
+
+    # -- the run's limits --------------------------------------------------------
+    async def time_limit(self) -> None:
+        """Return once the run's ``timeout_s`` is used up on the engine's clock, which times
+        everything else about the run too. The event loop's timer wakes it; a clock the loop
+        does not follow (a test's, moved by hand) is read again at every step's start
+        instead (:meth:`begin`), where a run out of time starts nothing more."""
+        while (remaining := self.state.remaining_s) > 0:
+            await asyncio.sleep(remaining)
 
     # -- running a step ----------------------------------------------------------
     def step_limit_reached(self) -> bool:
         return self.state.step_runs >= self.recorder.step_bound
 
     async def run_step(self, step_id: str, *, continuing: bool = False) -> StepOutcome:
-        """Run one ready step to its settled state (or raise WaitingForHuman).
+        """Run one ready step to its settled state (or raise WaitingForHuman):
+        :meth:`begin`, :meth:`execute`, and the settling it returns.
 
         ``continuing``: the step was started before in this process and is run
         again from its first line only to pick up an interrupt's answer (a
         LangGraph node resumed by ``Command(resume=...)``). It is the same start
         of the step, so it is neither counted nor announced again, and the step
         bound does not apply to it; its journaled calls replay.
+        """
+        begun = self.begin(step_id, continuing=continuing)
+        if isinstance(begun, StepOutcome):
+            return begun
+        settle = await self.execute(begun)
+        return settle()
+
+    def begin(self, step_id: str, *, continuing: bool = False) -> BegunStep | StepOutcome:
+        """Start a ready step, synchronously: ``when``, its inputs, the count and
+        ``step_started`` — written in the store batch it is called in, so a scheduler
+        starts the steps a settled step made ready in that step's own transaction.
+
+        A StepOutcome when the step does not start: skipped by ``when``, failed on its
+        inputs, or still PENDING when the step bound or ``timeout_s`` stops the run.
         """
         state = self.state
         record = state.steps[step_id]
@@ -333,6 +264,9 @@ class StepRunner:
             continuing = True
         if not continuing and self.step_limit_reached():
             state.limit_reason = f"max_step_runs {self.recorder.step_bound} reached"
+            return StepOutcome(step_id, record.status)
+        if state.remaining_s <= 0:
+            state.time_out()
             return StepOutcome(step_id, record.status)
         if spec.when:
             matched, error = evaluate_bool(compile_expr(spec.when), self.activation(record))
@@ -363,6 +297,15 @@ class StepRunner:
                         inputs=inp.model_dump(mode="json"),
                     )
                 )
+        return BegunStep(record, registered, inp)
+
+    async def execute(self, begun: BegunStep) -> Callable[[], StepOutcome]:
+        """Run a begun step — the interrupt before, the implementation with its retries and
+        repair, the interrupt after, the routing decision — and return what settles it:
+        call that at once (no ``await`` between), in the store batch that is to hold the
+        step's result; the scheduler adds the start of what follows to that batch."""
+        record, registered, inp = begun.record, begun.registered, begun.inp
+        spec = record.spec
         started = self.clock()
         ctx = self._context(record, attempt=1)
         try:
@@ -376,19 +319,21 @@ class StepRunner:
                     )
                 )
                 if answer.action == "reject":
-                    return self._settle_skipped(record, "rejected before running" + _note(answer))
+                    reason = "rejected before running" + _note(answer)
+                    return partial(self._settle_skipped, record, reason)
             outputs, ctx = await self._attempts(record, registered, inp, ctx)
             if spec.interrupt is not None and spec.interrupt.after:
                 outputs = await self._approve_outputs(record, registered, outputs, ctx)
             signal = await self.routes.decide(
-                record, outputs, self.activation(record, outputs), ctx
+                record, outputs, partial(self.activation, record), ctx
             )
         except BudgetExceeded as error:
-            state.limit_reason = str(error)
-            return self._settle_failed(record, f"limit reached: {error}")
+            self.state.limit_reason = str(error)
+            return partial(self._settle_failed, record, f"limit reached: {error}")
         except StepError as error:
-            return self._settle_failed(record, str(error))
-        return self._settle_succeeded(record, outputs, signal, ctx, self.clock() - started)
+            return partial(self._settle_failed, record, str(error))
+        duration_s = self.clock() - started
+        return partial(self._settle_succeeded, record, outputs, signal, ctx, duration_s)
 
     def upstream_outputs(self, step_id: str) -> dict[str, dict[str, Any]]:
         """Outputs of every step ``step_id`` can see whose latest settled pass succeeded,
@@ -638,39 +583,3 @@ def _describe(error: BaseException, timeout_s: float | None) -> str:
 
 def _note(answer: InterruptAnswer) -> str:
     return f" ({answer.note})" if answer.note else ""
-
-
-def _loop_guards(graph: WorkflowGraph) -> dict[str, list[str]]:
-    """Per step outside a loop that depends on a step of the loop's body, the loop routers
-    it waits for: it runs once, after the loop's last pass, and sees that pass's outputs.
-
-    Candidates are taken in topological order of the waiting step, then loop by loop; one
-    that would close a cycle of waits (two loops sharing body steps in parallel branches,
-    each router outside the other's body; a detour target waiting for a router that waits
-    for the detour's return) is left out, so nothing waits forever.
-    """
-    order = graph.topological_order()
-    bodies = [
-        (edge.source, set(graph.between(edge.target, edge.source))) for edge in graph.loop_edges
-    ]
-    waits = nx.DiGraph()
-    waits.add_nodes_from(order)
-    for step in order:
-        for dependency in graph.dependencies(step):
-            waits.add_edge(dependency, step)
-    for edge in graph.detour_edges:  # the declarer's dependents wait for its detour's return
-        for dependent in graph.dependents(edge.target):
-            if dependent != edge.source:
-                waits.add_edge(edge.source, dependent)
-    guards: dict[str, list[str]] = {}
-    for step in order:
-        for router, body in bodies:
-            if step in body:  # the router included
-                continue
-            if not body.intersection(graph.dependencies(step)):
-                continue
-            if nx.has_path(waits, step, router):
-                continue  # waiting would close a cycle
-            waits.add_edge(router, step)
-            guards.setdefault(step, []).append(router)
-    return guards

@@ -45,7 +45,7 @@ from engine.run_state import TERMINATED_BY, RunState
 from engine.spec import WorkflowDefinition
 from engine.states import StepStatus
 from engine.steps import StepRegistry
-from engine.store import BaseRunStore, InMemoryRunStore, StepIteration, StepResult
+from engine.store import BaseRunStore, InMemoryRunStore, StepResult
 
 _POINT = re.compile(r"^(?P<step>[a-z][a-z0-9_]*)(?:@(?P<iteration>\d+))?$")
 
@@ -243,12 +243,6 @@ def apply_edits(state: RunState, edits: ForkEdits, registry: StepRegistry) -> No
                 f"{record.spec.uses} accepts"
             ) from None
         record.outputs = outputs
-        record.history = [
-            StepIteration(iteration=h.iteration, status=h.status, outputs=outputs, reason=h.reason)
-            if h.iteration == record.iteration
-            else h
-            for h in record.history
-        ]
         record.changed()
 
 

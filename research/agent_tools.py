@@ -15,6 +15,7 @@ from typing import Any
 
 from agents.tools import tool_implementation
 from engine.context import StepContext
+from plumbing.folder_writes import write_text_into
 from research.corpus import Corpus, CorpusRetriever
 from research.run_folders import RunFolders
 
@@ -109,6 +110,5 @@ async def save_note(ctx: StepContext, args: dict[str, Any]) -> dict[str, Any]:
     name = re.sub(r"[^a-z0-9_-]+", "-", str(args.get("name") or "note").lower()).strip("-")
     folder = folders.of(ctx.run_id)
     folder.mkdir(parents=True, exist_ok=True)
-    path = folder / f"{name or 'note'}.md"
-    path.write_text(str(args["text"]).rstrip() + "\n", encoding="utf-8")
+    path = write_text_into(folder, f"{name or 'note'}.md", str(args["text"]).rstrip() + "\n")
     return {"saved": str(path), "bytes": path.stat().st_size}

@@ -42,6 +42,7 @@ from pydantic import (
 )
 
 from plumbing.answer_bound import MAX_ANSWER_CHARS
+from plumbing.network import is_loopback
 from plumbing.yaml_reading import read_yaml_file
 from router.breaker import BreakerPolicy
 from router.local import BUILTIN_NAME
@@ -169,6 +170,9 @@ class ProviderConfig(BaseModel):
     max_answer_chars: int = Field(default=MAX_ANSWER_CHARS, ge=1, le=MAX_ANSWER_CHARS)
     """The longest answer text kept, streamed or not (plumbing/answer_bound.py: the engine's live
     view holds no more, so it cannot be raised past that)."""
+    allow_insecure_http: bool = False
+    """Send the key over plain ``http://`` to a host other than this machine (a network you
+    trust); refused otherwise, so a mistyped scheme never puts a key on the wire in clear."""
 
     @model_validator(mode="before")
     @classmethod
@@ -253,6 +257,19 @@ class ProviderConfig(BaseModel):
         adapter = ADAPTERS[self.kind]
         if adapter.default_base_url is None and self.base_url is None:
             raise ValueError(f"an {self.kind} provider needs base_url: {adapter.base_url_example}")
+        parts = urlsplit(self.resolved_base_url)
+        host = parts.hostname or ""
+        if (
+            parts.scheme == "http"
+            and self.api_key_env
+            and not self.allow_insecure_http
+            and not is_loopback(host)
+        ):
+            raise ValueError(
+                f"provider {self.name!r} would send its key (${self.api_key_env}) in clear over"
+                f" http to {host}; use https, or set allow_insecure_http: true for a network"
+                " you trust"
+            )
         return self
 
     @property

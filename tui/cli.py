@@ -15,6 +15,7 @@ from typing import NamedTuple
 import click
 from click.core import ParameterSource
 
+from tui.echo import clean_last_resort_logging
 from tui.failures import FailureBoundary
 from tui.root_options import (
     CONFIG_ENV,
@@ -80,7 +81,9 @@ COMMANDS: dict[str, Entry] = {
         "Read the run store: list, show, export; copy runs to another store.",
     ),
     "serve": Entry(
-        "app_cmds", "serve_command", "Serve the workbench in a browser (textual-serve)."
+        "app_cmds",
+        "serve_command",
+        "Serve the workbench in a browser (textual-serve), behind a token.",
     ),
     "validate": Entry(
         "run_cmds",
@@ -151,6 +154,7 @@ def cli(ctx: click.Context, workspace: str | None, config_path: str | None) -> N
 
 def main() -> None:
     """Run ``workbench``; every failure is one line (tui/failures.py), never a traceback."""
+    clean_last_resort_logging()
     cli(prog_name="workbench")
 
 

@@ -36,6 +36,7 @@ from pydantic_core import ErrorDetails
 from plumbing.yaml_reading import LimitedLoader, YamlLimitError, load_yaml
 from research.corpus_limits import DEFAULT_LIMITS, MIB, CorpusLimits
 from router.config import RouterConfig, effective_router_config
+from tui.echo import echo
 from tui.exit_codes import BAD_INPUT
 from tui.paths import standard_config_path
 from tui.root_options import CONFIG_ENV, CONFIG_PATH_KEY, CONFIG_REQUIRED_KEY
@@ -56,7 +57,7 @@ class ConfigError(click.ClickException):
     exit_code = BAD_INPUT
 
     def show(self, file: Any = None) -> None:
-        click.echo(f"error: {self.message}", err=True)
+        echo(f"error: {self.message}", err=True)
 
 
 class CorpusConfig(BaseModel):

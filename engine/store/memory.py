@@ -1,4 +1,10 @@
-"""The run store's API held in dicts: no durability, no commit cost (benchmarks, unit tests)."""
+"""The run store's API held in dicts: no durability, no commit cost (benchmarks, unit tests).
+
+Events and step results are kept as their JSON, as the SQLite store keeps them, and read
+back as new objects: a reader never shares an object with the engine, and a long run's
+record is a few strings per step rather than a tree of models the cycle collector walks
+through on every full collection (which made a 10,000-step run's cost per step grow).
+"""
 
 from __future__ import annotations
 
@@ -7,7 +13,7 @@ from collections.abc import Callable
 from typing import Any
 
 from engine.context import JournalEntry
-from engine.events import RunEvent
+from engine.events import RunEvent, event_from_json
 from engine.store.base import BaseRunStore
 from engine.store.ownership import RunOwner, with_owner_status
 from engine.store.records import (
@@ -32,9 +38,14 @@ class InMemoryRunStore(BaseRunStore):
     ) -> None:
         super().__init__(clock=clock, monotonic=monotonic)
         self._runs: dict[str, dict[str, Any]] = {}
-        self._events: dict[str, list[RunEvent]] = {}
-        self._steps: dict[str, dict[str, StepResult]] = {}
-        self._history: dict[tuple[str, str], dict[int, StepIteration]] = {}
+        self._events: dict[str, list[tuple[int, str]]] = {}
+        """Per run, (seq, the event's JSON) in seq order."""
+        self._last: dict[str, tuple[int, float]] = {}
+        """Per run, the seq and mono of its last event."""
+        self._steps: dict[str, dict[str, str]] = {}
+        """Per run, per step, its latest StepResult's JSON."""
+        self._history: dict[tuple[str, str], dict[int, str]] = {}
+        """Per (run, step), per settled iteration, the JSON of the StepResult that settled it."""
         self._journal: dict[tuple[str, str, int, int], JournalEntry] = {}
         self._interrupts: dict[str, InterruptRecord] = {}
         self._owners: dict[str, RunOwner] = {}
@@ -68,11 +79,11 @@ class InMemoryRunStore(BaseRunStore):
         return None
 
     def _last_event(self, run_id: str) -> tuple[int, float]:
-        events = self._events.get(run_id)
-        return (events[-1].seq, events[-1].mono) if events else (0, 0.0)
+        return self._last.get(run_id, (0, 0.0))
 
     def _write_event(self, event: RunEvent) -> None:
-        self._events.setdefault(event.run_id, []).append(event)
+        self._events.setdefault(event.run_id, []).append((event.seq, event.model_dump_json()))
+        self._last[event.run_id] = (event.seq, event.mono)
 
     def _insert_run(self, record: RunRecord) -> None:
         self._runs[record.run_id] = {
@@ -89,16 +100,10 @@ class InMemoryRunStore(BaseRunStore):
         self._update_run(run_id, {"engine_state": state, "updated_ts": updated_ts})
 
     def _write_step(self, run_id: str, result: StepResult) -> None:
-        self._steps.setdefault(run_id, {})[result.step_id] = result
-        if result.status.settled:
-            self._history.setdefault((run_id, result.step_id), {})[result.iteration] = (
-                StepIteration(
-                    iteration=result.iteration,
-                    status=result.status,
-                    outputs=result.outputs,
-                    reason=result.reason,
-                )
-            )
+        stored = result.model_dump_json()
+        self._steps.setdefault(run_id, {})[result.step_id] = stored
+        if result.status.settled:  # the iteration's history row: read from the same JSON
+            self._history.setdefault((run_id, result.step_id), {})[result.iteration] = stored
 
     def _write_journal(
         self, run_id: str, step_id: str, iteration: int, index: int, entry: JournalEntry
@@ -110,7 +115,11 @@ class InMemoryRunStore(BaseRunStore):
 
     def events(self, run_id: str, after_seq: int = 0) -> list[RunEvent]:
         with self._lock:
-            return [event for event in self._events.get(run_id, []) if event.seq > after_seq]
+            return [
+                event_from_json(text)
+                for seq, text in self._events.get(run_id, [])
+                if seq > after_seq
+            ]
 
     def _newest(self, limit: int) -> list[dict[str, Any]]:
         return sorted(
@@ -152,8 +161,8 @@ class InMemoryRunStore(BaseRunStore):
         results = {}
         for step_id, result in self._steps.get(run_id, {}).items():
             history = self._history.get((run_id, step_id), {})
-            results[step_id] = result.model_copy(
-                update={"history": [history[i] for i in sorted(history)]}
+            results[step_id] = StepResult.model_validate_json(result).model_copy(
+                update={"history": [_iteration(history[i]) for i in sorted(history)]}
             )
         return results
 
@@ -186,3 +195,13 @@ class InMemoryRunStore(BaseRunStore):
 
     def get_interrupt(self, interrupt_id: str) -> InterruptRecord | None:
         return self._interrupts.get(interrupt_id)
+
+
+def _iteration(stored: str) -> StepIteration:
+    result = StepResult.model_validate_json(stored)
+    return StepIteration(
+        iteration=result.iteration,
+        status=result.status,
+        outputs=result.outputs,
+        reason=result.reason,
+    )

@@ -1,8 +1,13 @@
-"""CEL compile and evaluation cost, so routing cost is known (issue 2).
+"""CEL compile and evaluation cost, so routing cost is known (issues 2 and 26).
 
-Prints, measured side by side in one run: µs per compile of typical conditions
-(uncached), µs per evaluation, µs to build an activation, µs per full routing
-decision, and ms to load the shipped deep-research workflow. Nothing is asserted.
+Prints, measured side by side in one run, per typical condition: µs to compile the first
+text of its shape (parsed), another text of the same shape (lexed, its parse and analysis
+shared: engine/cel_parser.py), the first evaluation of a compiled text (its tree is parsed
+again then: compiling keeps none), an evaluation within the cost limit
+(engine/cel_budget.py), and the same evaluation on cel-python's own interpreter, without
+the limit. Then µs to build an activation from a run's kept ``steps`` map (StepsMap) and
+from every step's view, at 10 and 1,000 steps; µs per full routing decision; and ms to
+load the shipped deep-research workflow. Nothing is asserted.
 """
 
 from __future__ import annotations
@@ -13,7 +18,16 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from engine.conditions import StepView, _compile_cached, build_activation, compile_expr
+import celpy
+
+from engine import cel_analysis, cel_parser, conditions
+from engine.conditions import (
+    StepsMap,
+    StepView,
+    _compile_cached,
+    build_activation,
+    compile_expr,
+)
 from engine.graph import WorkflowGraph
 from engine.loader import WorkflowLoadError, load_workflow
 from engine.routing import RouteInput, decide
@@ -93,28 +107,78 @@ def review_workflow() -> WorkflowDefinition:
     )
 
 
+def forget_shapes() -> None:
+    """Compile as the first text of its shape would (the shape caches emptied)."""
+    _compile_cached.cache_clear()
+    cel_parser._SHAPES.clear()
+    for cache in (cel_analysis._DEPTHS, cel_analysis._DECISIVE, cel_analysis._ANALYSES):
+        cache.clear()
+
+
+class SameShape:
+    """Other texts of one expression's shape: it with more and more spaces at its end (the
+    tokens, and what they read, stay the same)."""
+
+    def __init__(self, expr: str) -> None:
+        self.expr = expr
+        self.spaces = 0
+
+    def __call__(self) -> str:
+        self.spaces += 1
+        return self.expr + " " * self.spaces
+
+
+_PLAIN = celpy.Environment()
+"""cel-python's own interpreter, without the cost limit (side by side with ours)."""
+
+
 def main() -> None:
-    print(f"{'expression':<16} {'compile µs':>11} {'evaluate µs':>12}")
+    print(
+        f"{'expression':<14} {'new shape':>9} {'same shape':>10} {'1st eval':>8}"
+        f" {'evaluate':>8} {'no limit':>8}   (µs)"
+    )
     act = activation(30)
     for label, expr in TYPICAL.items():
-        compile_us = per_call_us(lambda expr=expr: _compile_cached.__wrapped__(expr), 40)
+
+        def new_shape(expr: str = expr) -> None:
+            forget_shapes()
+            compile_expr(expr)
+
+        new_us = per_call_us(new_shape, 20)
+        compile_expr(expr)
+        texts = SameShape(expr)
+        same_us = per_call_us(lambda texts=texts: compile_expr(texts()), 40)
+        first_us = (
+            per_call_us(lambda texts=texts: compile_expr(texts()).evaluate(act), 40) - same_us
+        )
         compiled = compile_expr(expr)
         evaluate_us = per_call_us(lambda compiled=compiled: compiled.evaluate(act), 200)
-        print(f"{label:<16} {compile_us:>11.0f} {evaluate_us:>12.0f}")
+        tree = conditions._tree(expr)
+        plain = _PLAIN.program(tree, functions=conditions._FUNCTIONS)
+        plain_us = per_call_us(lambda plain=plain: plain.evaluate(act), 200)
+        print(
+            f"{label:<14} {new_us:>9.0f} {same_us:>10.0f} {first_us:>8.0f}"
+            f" {evaluate_us:>8.0f} {plain_us:>8.0f}"
+        )
     print(
         f"cached compile_expr lookup: {per_call_us(lambda: compile_expr(TYPICAL['comparison']), 2000):.2f} µs"
     )
 
-    for count in (10, 40):
+    for count in (10, 1000):
         views = {
             f"s{i}": StepView(status="SUCCEEDED", outputs={"score": 0.5}) for i in range(count)
         }
-        for view in views.values():
-            _ = view.cel
-        build_us = per_call_us(
-            lambda views=views: build_activation(inputs={"q": "x"}, steps=views, iteration=1), 300
+        kept = StepsMap(views)
+        kept_us = per_call_us(
+            lambda kept=kept: build_activation(inputs={"q": "x"}, steps=kept, iteration=1), 300
         )
-        print(f"build_activation over {count} settled steps (views cached): {build_us:.0f} µs")
+        built_us = per_call_us(
+            lambda views=views: build_activation(inputs={"q": "x"}, steps=views, iteration=1), 30
+        )
+        print(
+            f"build_activation at {count} settled steps: {kept_us:.0f} µs from the run's kept"
+            f" map, {built_us:.0f} µs from every step's view"
+        )
 
     wf = review_workflow()
     graph = WorkflowGraph(wf)

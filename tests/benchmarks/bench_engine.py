@@ -14,8 +14,19 @@
    microsecond resolution (``selectors.SelectSelector``), where the nominal
    ratio shows the engine without the millisecond rounding.
 2. Scheduling overhead per step: zero-work steps with no ``when``, wall time
-   divided by steps, with the in-memory store (target ≤ 100 µs) and with the
-   durable SQLite store.
+   of the whole run divided by its steps (best and median of n runs) and the
+   CPU time the process spent on it (median): on a machine shared with other
+   work, wall time mostly measures waiting for a core, CPU time much less, at 60, 1,000 and 10,000 steps, in a
+   chain and in a random DAG: Kahn with the in-memory store (target ≤ 100 µs,
+   flat from 60 to 10,000) and with the durable SQLite store, and LangGraph
+   (in memory) beside them (target: ≥ 10x Kahn's). LangGraph is timed at
+   10,000 steps from one step's start to another's (:func:`windowed`), its
+   graph's building left out (it takes a while for 10,000 nodes): in the chain
+   (one step a superstep) over 500 steps, after which the run is cancelled (a
+   whole run takes much longer); in the random DAG from the first step to the
+   last — a quarter of its steps depend on none and many become ready together,
+   so a window of 500 steps would fall inside one superstep's node calls and
+   leave out the checkpoints between supersteps.
 
 Every sample starts from a collected heap (``gc.collect()``): a run's state and
 store are freed by the cycle collector, and a collection of the previous
@@ -37,15 +48,17 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import engine.demo_steps  # noqa: F401 - registers demo.sleep and demo.echo
+from engine.context import StepContext
 from engine.events import StepFinished
 from engine.graph import WorkflowGraph
 from engine.kahn import KahnEngine
+from engine.langgraph_engine import LangGraphEngine
+from engine.lifecycle import EngineBase
 from engine.protocol import RunContext
 from engine.spec import Limits, StepSpec, WorkflowDefinition
 from engine.states import RunStatus
+from engine.steps import AnyInput, AnyOutput, step
 from engine.store import BaseRunStore, InMemoryRunStore, RunStore
-
-OVERHEAD_SAMPLES = 5
 
 
 def random_dag(
@@ -166,28 +179,178 @@ def makespan() -> None:
     )
 
 
-def overhead() -> None:
-    print("scheduling overhead per zero-work step, no `when` (target ≤ 100 µs in memory)")
-    size = 1000
-    wf = random_dag(size, 7, "demo.echo", None)
-    asyncio.run(timed_run(random_dag(50, 1, "demo.echo", None), InMemoryRunStore()))
-    for label in ("in-memory store", "SQLite store (WAL, synchronous=NORMAL)"):
-        samples = []
-        for _ in range(OVERHEAD_SAMPLES):
-            with tempfile.TemporaryDirectory() as folder:
-                store: BaseRunStore = (
-                    InMemoryRunStore()
-                    if label.startswith("in-memory")
-                    else RunStore(Path(folder) / "runs.sqlite")
-                )
-                gc.collect()
-                samples.append(asyncio.run(timed_run(wf, store)))
+OVERHEAD_SIZES = (60, 1_000, 10_000)
+OVERHEAD_RUNS = {60: 15, 1_000: 5, 10_000: 2}
+"""Runs per size (the best and the median are printed): fewer where one run is long."""
+LANGGRAPH_WINDOW = 500
+"""Steps LangGraph is timed over in the 10,000-step chain (see :func:`windowed`)."""
+LANGGRAPH_WINDOW_START = 200
+"""Steps run before LangGraph's window opens in the chain: its graph is running by then."""
+
+
+def chain(size: int, uses: str = "demo.echo") -> WorkflowDefinition:
+    steps = [StepSpec(id="s0", uses=uses)]
+    steps += [StepSpec(id=f"s{i}", uses=uses, depends_on=[f"s{i - 1}"]) for i in range(1, size)]
+    return WorkflowDefinition(name=f"chain_{size}", steps=steps, limits=Limits(timeout_s=3600))
+
+
+Timing = tuple[float, float]
+"""(wall seconds, CPU seconds of this process)."""
+
+
+def now() -> Timing:
+    return time.perf_counter(), time.process_time()
+
+
+def since(started: Timing) -> Timing:
+    wall, cpu = now()
+    return wall - started[0], cpu - started[1]
+
+
+async def engine_run(engine: EngineBase, wf: WorkflowDefinition, store: BaseRunStore) -> Timing:
+    """Wall and CPU seconds of one whole run (start, every step, the end) on ``engine``."""
+    started = now()
+    result = await engine.execute(wf, RunContext(store=store))
+    elapsed = since(started)
+    if result.status != RunStatus.COMPLETED:
+        raise RuntimeError(f"benchmark run ended {result.status.value}: {result.reason}")
+    return elapsed
+
+
+class _Ticks:
+    """Times the steps of a windowed run reach, and the engine to cancel after its window."""
+
+    engine: EngineBase | None = None
+    run_id = ""
+    stop_after = 0
+    times: list[Timing] = []
+
+
+@step("bench.tick")
+async def tick(ctx: StepContext, inp: AnyInput) -> AnyOutput:
+    """A zero-work step that notes when it ran; the window's last one cancels the run."""
+    _Ticks.times.append(now())
+    if len(_Ticks.times) == _Ticks.stop_after and _Ticks.engine is not None:
+        _Ticks.engine.cancel(_Ticks.run_id)
+    return AnyOutput()
+
+
+async def windowed(
+    engine: EngineBase, wf: WorkflowDefinition, store: BaseRunStore, opens: int, closes: int
+) -> Timing:
+    """Wall and CPU seconds per step from the start of step number ``opens`` to that of
+    step number ``closes``, in a run of ``wf`` (of ``bench.tick`` steps), which is then
+    cancelled unless ``closes`` is its last step: the marginal cost per step at that
+    workflow's size, its graph's building left out."""
+    last = closes == len(wf.steps) - 1
+    _Ticks.engine, _Ticks.run_id, _Ticks.times = engine, f"window-{len(wf.steps)}", []
+    _Ticks.stop_after = 0 if last else closes + 1
+    result = await engine.execute(wf, RunContext(store=store, run_id=_Ticks.run_id))
+    expected = RunStatus.COMPLETED if last else RunStatus.CANCELLED
+    if result.status != expected or len(_Ticks.times) <= closes:
+        raise RuntimeError(f"windowed run ended {result.status.value}: {result.reason}")
+    (wall_0, cpu_0), (wall_1, cpu_1) = _Ticks.times[opens], _Ticks.times[closes]
+    return (wall_1 - wall_0) / (closes - opens), (cpu_1 - cpu_0) / (closes - opens)
+
+
+@dataclass(frozen=True)
+class OverheadCell:
+    best: float
+    median: float
+    cpu: float
+    """The median CPU seconds per step."""
+    note: str = ""
+
+
+def per_step(runs: int, size: int, sample: Callable[[], Timing]) -> OverheadCell:
+    walls, cpus = [], []
+    for _ in range(runs):
+        gc.collect()
+        wall, cpu = sample()
+        walls.append(wall / size)
+        cpus.append(cpu / size)
+    return OverheadCell(min(walls), statistics.median(walls), statistics.median(cpus))
+
+
+def kahn_cell(wf: WorkflowDefinition, sqlite: bool) -> OverheadCell:
+    size = len(wf.steps)
+
+    def sample() -> Timing:
+        with tempfile.TemporaryDirectory() as folder:
+            store: BaseRunStore = (
+                RunStore(Path(folder) / "runs.sqlite") if sqlite else InMemoryRunStore()
+            )
+            try:
+                return asyncio.run(engine_run(KahnEngine(), wf, store))
+            finally:
                 store.close()
-        best, median = min(samples), statistics.median(samples)
-        print(
-            f"  {label:40s}: {best / size * 1e6:7.1f} µs per step best, {median / size * 1e6:7.1f} median"
-            f" ({size} steps, {OVERHEAD_SAMPLES} runs)"
+
+    return per_step(OVERHEAD_RUNS[size], size, sample)
+
+
+def langgraph_cell(wf: WorkflowDefinition, shape: str) -> OverheadCell:
+    size = len(wf.steps)
+    if size < 10_000:
+        return per_step(
+            OVERHEAD_RUNS[size],
+            size,
+            lambda: asyncio.run(engine_run(LangGraphEngine(), wf, InMemoryRunStore())),
         )
+    if shape == "chain":
+        ticking = chain(size, "bench.tick")
+        opens, closes = LANGGRAPH_WINDOW_START, LANGGRAPH_WINDOW_START + LANGGRAPH_WINDOW
+    else:
+        ticking, opens, closes = random_dag(size, 7, "bench.tick", None), 0, size - 1
+    gc.collect()
+    wall, cpu = asyncio.run(windowed(LangGraphEngine(), ticking, InMemoryRunStore(), opens, closes))
+    return OverheadCell(wall, wall, cpu, "window")
+
+
+def overhead() -> None:
+    print(
+        "scheduling overhead per zero-work step, µs (whole run / steps; wall: best of n runs and"
+        " median; CPU: median): target for Kahn in memory ≤ 100 µs at every size, flat within"
+        " 1.5x from 60 to 10,000, ≥ 10x below LangGraph"
+    )
+    asyncio.run(engine_run(KahnEngine(), chain(50), InMemoryRunStore()))  # imports, caches
+    asyncio.run(engine_run(LangGraphEngine(), chain(50), InMemoryRunStore()))
+    for shape in ("chain", "random DAG"):
+        print(
+            f"  {shape:<10} {'steps':>6}  {'Kahn memory':>26}  {'Kahn SQLite':>26}"
+            f"  {'LangGraph memory':>26}  {'LG / Kahn wall, CPU':>19}"
+        )
+        print(f"  {'':<17}" + f"  {'best':>8} {'median':>8} {'CPU':>8}" * 3)
+        in_memory: list[OverheadCell] = []
+        for size in OVERHEAD_SIZES:
+            wf = chain(size) if shape == "chain" else random_dag(size, 7, "demo.echo", None)
+            memory, sqlite = kahn_cell(wf, sqlite=False), kahn_cell(wf, sqlite=True)
+            lang = langgraph_cell(wf, shape)
+            in_memory.append(memory)
+            print(
+                f"  {'':<10} {size:>6}  {_cell(memory)}  {_cell(sqlite)}  {_cell(lang)}"
+                f"  {lang.best / memory.best:8.1f}x {lang.cpu / memory.cpu:8.1f}x"
+            )
+        first, last = in_memory[0], in_memory[-1]
+        print(
+            f"  {'':<10} Kahn in memory, 10,000 / 60 steps: {last.best / first.best:.2f}x best,"
+            f" {last.median / first.median:.2f}x median, {last.cpu / first.cpu:.2f}x CPU"
+        )
+    print(
+        "  (*: LangGraph at 10,000 steps is timed from one step's start to another's, its graph's"
+        f" building left out: in the chain over {LANGGRAPH_WINDOW} steps from its"
+        f" {LANGGRAPH_WINDOW_START}th, the run then cancelled; in the random DAG from the first"
+        " step to the last"
+    )
+    print(
+        "  — its marginal cost per step at that size; every other figure is a whole run, start"
+        " and end included)"
+    )
+
+
+def _cell(cell: OverheadCell) -> str:
+    if cell.note:
+        return f"{cell.best * 1e6:8.0f}*{'':>8} {cell.cpu * 1e6:8.0f}"
+    return f"{cell.best * 1e6:8.1f} {cell.median * 1e6:8.1f} {cell.cpu * 1e6:8.1f}"
 
 
 def main() -> None:

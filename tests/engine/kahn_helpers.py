@@ -23,6 +23,7 @@ from engine.protocol import ExecutionResult, InterruptResponder, RunContext, Tie
 from engine.spec import StepSpec, WorkflowDefinition
 from engine.steps import REGISTRY, AnyInput, AnyOutput, StepRegistry
 from engine.store import BaseRunStore, InMemoryRunStore
+from router.clock import ManualClock
 
 TEST_REGISTRY = StepRegistry()
 for _name in REGISTRY.names():
@@ -119,6 +120,27 @@ async def model_calls(ctx: StepContext, inp: AnyInput) -> AnyOutput:
 
 
 TEST_REGISTRY.register("test.model_calls", model_calls)
+
+
+@dataclass(frozen=True)
+class StepClock:
+    """A service for ``runner.takes``: the :class:`ManualClock` the engine times steps with.
+    Here rather than in a test module: a test module imported by another is imported twice by
+    pytest (by its path and by its package), and a step registered with each copy's class
+    would look its service up by the other's."""
+
+    clock: ManualClock
+
+
+async def takes(ctx: StepContext, inp: AnyInput) -> AnyOutput:
+    """Take ``config.seconds`` on the run's clock."""
+    timing = ctx.services.app.get(StepClock)
+    assert timing is not None
+    timing.clock.advance(ctx.config["seconds"])
+    return AnyOutput()
+
+
+TEST_REGISTRY.register("runner.takes", takes)
 
 
 def step(step_id: str, uses: str = "demo.echo", **fields: Any) -> StepSpec:

@@ -15,6 +15,7 @@ from pydantic import BaseModel
 from engine.conditions import (
     CelEvaluationError,
     CelSyntaxError,
+    StepsMap,
     StepView,
     build_activation,
     compile_expr,
@@ -580,3 +581,15 @@ def test_an_expression_that_is_not_text_is_refused_naming_what_it_is(
 
 def test_a_value_of_any_other_type_converts_as_its_text() -> None:
     assert from_cel(to_cel(Decimal("1.50"))) == "1.50"
+
+
+def test_a_runs_kept_steps_map_reads_as_its_views_and_takes_one_changed_entry() -> None:
+    """StepsMap (issue 26): the ``steps`` a run keeps for every activation, one entry
+    replaced when a step changes."""
+    kept = StepsMap({"a": StepView(status="SUCCEEDED", outputs={"x": 1}), "b": StepView()})
+    read = compile_expr("steps.a.outputs.x == 1 && steps.b.status == 'PENDING'")
+    assert read.evaluate(build_activation(inputs={}, steps=kept)) is True
+    kept.put("b", StepView(status="FAILED"))
+    failed = compile_expr("steps.b.status").evaluate(build_activation(inputs={}, steps=kept))
+    assert failed == "FAILED"
+    assert sorted(kept.cel) == ["a", "b"]

@@ -12,7 +12,7 @@ from engine.context import InterruptAnswer
 from engine.events import StepFinished, StepStarted
 from engine.kahn import KahnEngine
 from engine.protocol import RunContext
-from engine.runner import trigger_readiness
+from engine.readiness import trigger_readiness
 from engine.spec import CompletionSpec, Limits
 from engine.states import RunStatus, StepStatus
 from engine.store import InMemoryRunStore

@@ -9,6 +9,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from langgraph.graph import START
+from langgraph.types import Command
 
 from engine import demo_steps  # noqa: F401 - registers the demo steps
 from engine.context import InterruptAnswer, InterruptRequest, StepContext
@@ -67,11 +69,10 @@ def test_a_join_is_one_list_edge_and_runs_once_whatever_the_branch_lengths() -> 
             {"id": "join", "uses": "demo.gather", "depends_on": ["long2", "short"]},
         ]
     )
-    builder = build_state_graph(
-        WorkflowGraph(wf).topological_order(), lambda s: _noop, _noop, lambda s: _nowhere
-    )
+    builder = build_state_graph(WorkflowGraph(wf).topological_order(), lambda s: _noop, _noop)
     assert set(builder.nodes) == {START_NODE, *wf.step_ids}
-    assert set(builder.branches) == {START_NODE, *wf.step_ids}  # one dispatch edge per node
+    assert builder.edges == {(START, START_NODE)}  # every node goes on by Command
+    assert not builder.branches
 
     store = InMemoryRunStore()
     result = asyncio.run(LangGraphEngine().execute(wf, RunContext(store=store)))
@@ -151,8 +152,8 @@ def test_a_loop_body_step_waits_for_an_outside_dependency_through_a_gate() -> No
     assert started == Counter({"a": 3, "body": 3, "check": 3, "side": 1})
 
 
-async def _noop(state: Any) -> dict[str, Any]:
-    return {}
+async def _noop(state: Any) -> Command[str]:
+    return Command(update={}, goto=[])
 
 
 # -- bounds ------------------------------------------------------------------------------------
@@ -356,7 +357,3 @@ def test_cancel_stops_the_running_step_and_skips_the_rest(engine_class: type) ->
     assert result.status == RunStatus.CANCELLED
     assert result.step_statuses == {"slow": StepStatus.SKIPPED, "after": StepStatus.SKIPPED}
     assert store.step_results("to-cancel")["slow"].reason == "run stopped: cancelled"
-
-
-def _nowhere(state: Any) -> list[str]:
-    return []

@@ -675,28 +675,38 @@ def test_loop_waits_are_taken_in_workflow_order_and_one_closing_a_cycle_skips_on
 def test_a_limit_cuts_off_the_return_pass_of_a_detour_whose_target_it_skipped() -> None:
     """Shrunk: the bound is reached before the detour target runs; skipping the target sent
     the declaring step back to PENDING for its return, and the PARTIAL run kept it PENDING
-    (on both engines and the reference). The return pass is cut off, SKIPPED, too."""
+    (on both engines and the reference). The return pass is cut off, SKIPPED, too.
+
+    The bound is reached one step after ``s0`` decides its detour, on every engine: the
+    steps that start beside ``s0`` are one (``s1``), counted before its decision whether a
+    scheduler starts them together (Kahn, in one transaction) or one after the other."""
     wf = load(
         [
             probe(
                 "s0",
                 routing={
                     "kind": "conditional",
-                    "conditions": [{"expr": "true", "target": "s2"}],
-                    "detour": {"target": "s2", "when": "true"},
+                    "conditions": [{"expr": "true", "target": "s3"}],
+                    "detour": {"target": "s3", "when": "true"},
                 },
             ),
             probe("s1"),
-            probe("s2", depends_on=["s0", "s1"]),
+            probe("s2", depends_on=["s1"]),
+            probe("s3", depends_on=["s0", "s2"]),
         ],
-        limits={"max_step_runs": 2},
+        limits={"max_step_runs": 3},
     )
     found = run_all(wf, INPUTS)
-    expected = {"s0": ("SKIPPED", 1, 1), "s1": ("SUCCEEDED", 0, 1), "s2": ("SKIPPED", 0, 0)}
+    expected = {
+        "s0": ("SKIPPED", 1, 1),
+        "s1": ("SUCCEEDED", 0, 1),
+        "s2": ("SUCCEEDED", 0, 1),
+        "s3": ("SKIPPED", 0, 0),
+    }
     for name in ("reference", "kahn", "langgraph"):
         assert found[name].status == "PARTIAL", name
         assert {k: v[:3] for k, v in found[name].steps.items()} == expected, name
     for engine in ENGINES:
         result, store = execute(engine, wf, inputs=INPUTS)
         reasons = {k: r.reason for k, r in store.step_results(result.run_id).items()}
-        assert reasons["s0"] == reasons["s2"] == "run stopped: max_step_runs 2 reached", engine
+        assert reasons["s0"] == reasons["s3"] == "run stopped: max_step_runs 3 reached", engine

@@ -6,7 +6,6 @@ retry gets, and how a resumed step counts its runs and replays its calls. Both e
 from __future__ import annotations
 
 import datetime as dt
-from dataclasses import dataclass
 from typing import Any
 
 import pytest
@@ -29,32 +28,15 @@ from tests.engine.kahn_helpers import (
     TEST_REGISTRY,
     FakeModel,
     FakeResponse,
+    StepClock,
     answering,
     step,
     workflow,
-)
+)  # and kahn_helpers' runner.takes
 
 ENGINES: dict[str, type[EngineBase]] = {"kahn": KahnEngine, "langgraph": LangGraphEngine}
 
 pytestmark = pytest.mark.parametrize("engine", ENGINES)
-
-
-@dataclass(frozen=True)
-class StepClock:
-    """A service for ``runner.takes``: the :class:`ManualClock` the engine times steps with."""
-
-    clock: ManualClock
-
-
-async def takes(ctx: StepContext, inp: AnyInput) -> AnyOutput:
-    """Take ``config.seconds`` on the run's clock."""
-    timing = ctx.services.app.get(StepClock)
-    assert timing is not None
-    timing.clock.advance(ctx.config["seconds"])
-    return AnyOutput()
-
-
-TEST_REGISTRY.register("runner.takes", takes)
 
 
 async def execute(

@@ -53,13 +53,22 @@ ENGINE_SETTINGS: dict[str, Any] = {
     "only_mutate": [
         "engine/routing.py",
         "engine/conditions.py",
-        "engine/cel_references.py",
+        "engine/cel_parser.py",
+        "engine/cel_analysis.py",
+        "engine/cel_values.py",
+        "engine/cel_budget.py",
         "engine/kahn.py",
         "engine/runner.py",
+        "engine/readiness.py",
+        "engine/run_state.py",
         "engine/completion.py",
         "engine/lifecycle.py",
         "engine/route_application.py",
         "engine/time_travel.py",
+        "engine/langgraph_engine.py",
+        "engine/langgraph_compile.py",
+        "engine/graph.py",
+        "engine/store/memory.py",
     ],
     "pytest_add_cli_args_test_selection": [
         "tests/engine",
@@ -80,7 +89,7 @@ ENGINE_SETTINGS: dict[str, Any] = {
         "-p",
         "no:cacheprovider",
     ],
-    "also_copy": ["tests", "tui", "router", "research", "workflows", "plumbing"],
+    "also_copy": ["tests", "tui", "router", "research", "agents", "workflows", "plumbing"],
 }
 
 
@@ -155,11 +164,19 @@ def _is_option(args: list[str], index: int) -> bool:
 def forget_compiled_expressions() -> None:
     """mutmut runs the clean tests in its own process, then forks one child per mutant:
     without this the child would inherit CEL expressions compiled by the clean run
-    (engine.conditions caches them by text), and a mutant of the compile path — the
-    references, columns and result types the loader reports — would never run."""
+    (engine.conditions caches them by text, engine.cel_parser keeps their shapes and
+    engine.cel_analysis what each shape reads), and a mutant of the compile path — the
+    parse, the references, columns and result types the loader reports — would never run."""
     conditions = sys.modules.get("engine.conditions")
     if conditions is not None:
         conditions._compile_cached.cache_clear()
+    parser = sys.modules.get("engine.cel_parser")
+    if parser is not None:
+        parser._SHAPES.clear()
+    analysis = sys.modules.get("engine.cel_analysis")
+    if analysis is not None:
+        for cache in (analysis._DEPTHS, analysis._DECISIVE, analysis._ANALYSES):
+            cache.clear()
 
 
 class FastestFirst:

@@ -35,6 +35,7 @@ from tui.app.screens.run import RunScreen
 from tui.app.screens.step_detail import StepDetailScreen
 from tui.app.widgets.dag_view import DagView
 from tui.app.widgets.providers_panel import ProvidersPanel
+from tui.echo import echo
 from tui.launch.workbench import Workbench
 from tui.launch.workspace import Workspace
 
@@ -247,7 +248,7 @@ def main(argv: list[str]) -> int:
     folder = Path(argv[0] if argv else "screenshots")
     folder.mkdir(parents=True, exist_ok=True)
     for name, (scene, size) in SCENES.items():
-        print(asyncio.run(take(name, scene, size, folder)))
+        echo(str(asyncio.run(take(name, scene, size, folder))))
     return 0
 
 

@@ -2,20 +2,28 @@
 
 It shares nothing with engine/conditions.py (which wraps cel-python): a second
 reading of DESIGN §4 for the expressions the generator writes. Grammar:
-literals (ints, floats, 'strings', true, false), dotted names (``iteration``,
-``inputs.n``, ``outputs.f``, ``steps.s.outputs.f``, ``steps.s.status``),
-``has(path)``, ``size(x)``, ``string(x)``, ``x[i]``, unary ``!``/``-``,
+literals (ints, floats, 'strings', true, false, lists ``[a, b]``), dotted names
+(``iteration``, ``inputs.n``, ``outputs.f``, ``steps.s.outputs.f``, ``steps.s.status``),
+``has(path)``, ``size(x)``, ``string(x)``, ``x[i]``, ``l.map(v, e)``, unary ``!``/``-``,
 ``* / %``, ``+ -``, comparisons, ``&&``, ``||`` and ``c ? a : b``.
 
 Numbers behave as a person reads them: ``1 == 1.0``, ``(1 + 2) % 2 == 1``,
 ``string(3) == '3'``. A missing key raises :class:`Missing`; ``has()`` tests it.
+
+An evaluation is bounded (DESIGN §4, issue 27): past :data:`MAX_BODY_EVALUATIONS`
+evaluations of ``map`` bodies it stops with an evaluation error, like any other — the
+engines count their own way (cel-python's tree nodes) and stop at their own bound; what
+both say is that an expression far past it is an error, not a value.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections import ChainMap
+from collections.abc import Mapping, MutableMapping
 from typing import Any
+
+MAX_BODY_EVALUATIONS = 100_000
 
 _TOKEN = re.compile(
     r"\s*(?:(?P<num>\d+\.\d+|\d+)|(?P<str>'[^']*')|(?P<name>[A-Za-z_][A-Za-z0-9_]*)"
@@ -62,7 +70,9 @@ class _Parser:
     def __init__(self, text: str, scope: Mapping[str, Any]) -> None:
         self.items = tokens(text)
         self.at = 0
-        self.scope = scope
+        self.scope: Mapping[str, Any] = scope
+        self.spent = [0]
+        """Evaluations of ``map`` bodies so far (one evaluation of the text)."""
 
     def peek(self) -> str | None:
         return self.items[self.at] if self.at < len(self.items) else None
@@ -108,12 +118,44 @@ class _Parser:
         while self.peek() in (".", "["):
             if self.take() == ".":
                 key = self.take()
-                value = _member(value, key)
+                if key == "map" and self.peek() == "(":
+                    value = self.map(value)
+                else:
+                    value = _member(value, key)
             else:
                 index = self.expression()
                 self.take("]")
                 value = _item(value, index)
         return value
+
+    def map(self, source: Any) -> Any:
+        """``source.map(v, body)``: the body parsed with ``v`` bound in a frame of its own,
+        set to each item in turn."""
+        self.take("(")
+        variable = self.take()
+        self.take(",")
+        outer = self.scope
+        frame: MutableMapping[str, Any] = ChainMap({}, outer)
+        self.scope = frame
+        body = self.expression()
+        self.scope = outer
+        self.take(")")
+        spent = self.spent
+
+        def mapped() -> list[Any]:
+            items = source()
+            if not isinstance(items, list):
+                raise Missing(f"map over {items!r}")
+            values = []
+            for item in items:
+                spent[0] += 1
+                if spent[0] > MAX_BODY_EVALUATIONS:
+                    raise Missing("past the evaluation bound")
+                frame[variable] = item
+                values.append(body())
+            return values
+
+        return mapped
 
     def primary(self) -> Any:
         item = self.take()
@@ -121,6 +163,14 @@ class _Parser:
             inner = self.expression()
             self.take(")")
             return inner
+        if item == "[":
+            elements = []
+            while self.peek() != "]":
+                elements.append(self.expression())
+                if self.peek() == ",":
+                    self.take(",")
+            self.take("]")
+            return lambda: [element() for element in elements]
         if item[0].isdigit():
             number = float(item) if "." in item else int(item)
             return lambda: number

@@ -19,6 +19,7 @@ from textual.widget import Widget
 from textual.widgets import Markdown, Static
 from textual.widgets.markdown import MarkdownBlock
 
+from plumbing.folder_writes import write_text_into
 from plumbing.workspace import RunFolder
 from tui.app.plain_values import label, plain_value
 from tui.app.report_sections import section_at
@@ -26,6 +27,7 @@ from tui.app.run_state import RunView
 from tui.app.widgets.find_bar import FindBar, plain_text
 from tui.app.widgets.key_footer import KeyFooter
 from tui.present.quality_file import read_quality
+from tui.present.untrusted import for_display
 
 if TYPE_CHECKING:
     from tui.launch.workbench import Workbench
@@ -81,7 +83,7 @@ the one at the top of the view; **c** copies the whole Markdown; **i** the run i
         super().__init__()
         self.workbench = workbench
         self.run_id = run_id
-        self.text, self.quality = load_report(workbench.run_folder(run_id), view)
+        self.text, self.quality = for_display(load_report(workbench.run_folder(run_id), view))
 
     def compose(self) -> ComposeResult:
         yield Static(f" report · {self.run_id}", id="report-title")
@@ -145,7 +147,7 @@ the one at the top of the view; **c** copies the whole Markdown; **i** the run i
         target = self.workbench.files.exports / f"{self.run_id}-report.md"
         try:
             target.parent.mkdir(parents=True, exist_ok=True)
-            target.write_text(self.text, encoding="utf-8")
+            write_text_into(target.parent, target.name, self.text)
         except OSError as exc:
             self.notify(
                 f"cannot write {target}: {exc.strerror}; check the workspace permissions",

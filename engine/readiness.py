@@ -1,0 +1,173 @@
+"""When a PENDING step may run: the readiness rules both engines schedule by (DESIGN §5).
+
+A step waits until every dependency has settled (and, outside a loop, until the loop's
+last pass; behind a detour target, until the detour's declarer has returned). Then it is
+skipped when a termination cut it off or no router that could choose it did, else its
+trigger rule decides: run, skip, or fail upstream. Everything a question reads is kept per
+step when the run starts, so a question costs the step's own edges, never the workflow's
+size; the engines ask it only of the steps a settled step may have made ready
+(:meth:`ReadinessRules.followers`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
+
+import networkx as nx
+
+from engine.graph import WorkflowGraph
+from engine.run_state import RunState
+from engine.states import StepStatus
+
+FAILED = (StepStatus.FAILED, StepStatus.UPSTREAM_FAILED)
+
+
+@dataclass(frozen=True)
+class Readiness:
+    action: Literal["wait", "run", "skip", "upstream_failed"]
+    reason: str = ""
+
+
+WAIT = Readiness("wait")
+RUN = Readiness("run")
+UPSTREAM_FAILED = Readiness("upstream_failed")
+"""Its reason is given where the step is settled: the failed dependencies, by name."""
+
+
+def trigger_readiness(rule: str, statuses: list[StepStatus]) -> Readiness:
+    """Airflow's trigger rules over settled dependency statuses.
+
+    Every rule is evaluated once all dependencies have settled (one_success and
+    one_failed included): the outcome is the same as firing early, and the
+    dependency order stays the canonical one both engines share.
+    """
+    if not statuses:
+        return RUN
+    succeeded = sum(s == StepStatus.SUCCEEDED for s in statuses)
+    failed = sum(s in FAILED for s in statuses)
+    skipped = sum(s == StepStatus.SKIPPED for s in statuses)
+    if rule == "all_done":
+        return RUN
+    if rule == "one_failed":
+        return RUN if failed else Readiness("skip", "no dependency failed (one_failed)")
+    if rule == "one_success":
+        if succeeded:
+            return RUN
+        if failed:
+            return UPSTREAM_FAILED
+        return Readiness("skip", "every dependency was skipped")
+    if failed:
+        return UPSTREAM_FAILED
+    if rule == "all_success":
+        return RUN if skipped == 0 else Readiness("skip", "a dependency was skipped (all_success)")
+    if rule == "none_failed":
+        return RUN
+    return RUN if succeeded else Readiness("skip", "every dependency was skipped")
+
+
+class ReadinessRules:
+    """The readiness of one run's steps, over its state and its graph."""
+
+    def __init__(self, state: RunState, graph: WorkflowGraph) -> None:
+        self.state = state
+        self.graph = graph
+        self._order = {step_id: index for index, step_id in enumerate(graph.topological_order())}
+        # tuples of text: the cycle collector stops tracking them, so a large workflow's
+        # adjacency does not slow every collection down
+        self.dependencies = {s: tuple(graph.dependencies(s)) for s in state.steps}
+        """Per step, its forward dependencies."""
+        self._routers = {step_id: tuple(graph.routers_of(step_id)) for step_id in state.steps}
+        self._loop_guards = _loop_guards(graph)
+        self._guarded: dict[str, list[str]] = {}
+        for guarded, routers in self._loop_guards.items():
+            for router in routers:
+                self._guarded.setdefault(router, []).append(guarded)
+        for target in state.steps:  # a returning declarer releases its detour target's dependents
+            declarer = graph.detour_declarer(target)
+            if declarer is not None:
+                waiting = [d for d in graph.dependents(target) if d != declarer]
+                self._guarded.setdefault(declarer, []).extend(waiting)
+
+    def followers(self, step_id: str) -> list[str]:
+        """The steps whose readiness may change when ``step_id`` settles: its dependents,
+        and, for a loop's router, the steps outside the loop that wait for its last pass."""
+        return [*self.graph.dependents(step_id), *self._guarded.get(step_id, ())]
+
+    def order_key(self, step_id: str) -> int:
+        return self._order[step_id]
+
+    def readiness(self, step_id: str) -> Readiness:
+        """Whether a PENDING step can run now, must be skipped or failed, or must wait."""
+        steps = self.state.steps
+        detour = self.state.active_detour
+        statuses: list[StepStatus] = []
+        for dependency in self.dependencies[step_id]:
+            status = steps[dependency].status
+            if not status.settled:
+                return WAIT
+            if detour is not None and dependency == detour.declared_by and step_id != detour.target:
+                return WAIT
+            if self._awaits_return(step_id, dependency):
+                return WAIT
+            statuses.append(status)
+        for router in self._loop_guards.get(step_id, ()):
+            if not steps[router].status.settled:
+                return WAIT
+        record = steps[step_id]
+        if step_id in self.state.stopped:
+            return Readiness("skip", f"run stopped: {self.state.stopped[step_id]}")
+        routers = [r for r in self._routers[step_id] if steps[r].status == StepStatus.SUCCEEDED]
+        if routers and record.routed_by.isdisjoint(routers):
+            return Readiness("skip", f"not routed (by {', '.join(routers)})")
+        return trigger_readiness(record.spec.trigger, statuses)
+
+    def _awaits_return(self, step_id: str, dependency: str) -> bool:
+        """Whether ``dependency`` is a detour target whose declarer is running again: what the
+        target leads to waits for the declarer's return pass, whose decision (terminate, route)
+        may cut it off — so no engine's timing decides whether it runs first."""
+        declarer = self.graph.detour_declarer(dependency)
+        return (
+            declarer is not None
+            and declarer != step_id
+            and declarer in self.state.returned_detours
+            and not self.state.steps[declarer].status.settled
+        )
+
+
+def _loop_guards(graph: WorkflowGraph) -> dict[str, list[str]]:
+    """Per step outside a loop that depends on a step of the loop's body, the loop routers
+    it waits for: it runs once, after the loop's last pass, and sees that pass's outputs.
+
+    Candidates are taken in topological order of the waiting step, then loop by loop; one
+    that would close a cycle of waits (two loops sharing body steps in parallel branches,
+    each router outside the other's body; a detour target waiting for a router that waits
+    for the detour's return) is left out, so nothing waits forever.
+    """
+    if not graph.loop_edges:
+        return {}
+    order = graph.topological_order()
+    bodies = [
+        (edge.source, set(graph.between(edge.target, edge.source))) for edge in graph.loop_edges
+    ]
+    waits = nx.DiGraph()
+    waits.add_nodes_from(order)
+    for step in order:
+        for dependency in graph.dependencies(step):
+            waits.add_edge(dependency, step)
+    for edge in graph.detour_edges:  # the declarer's dependents wait for its detour's return
+        for dependent in graph.dependents(edge.target):
+            if dependent != edge.source:
+                waits.add_edge(edge.source, dependent)
+    guards: dict[str, list[str]] = {}
+    for step in order:
+        for router, body in bodies:
+            if step in body:  # the router included
+                continue
+            if not body.intersection(graph.dependencies(step)):
+                continue
+            if nx.has_path(waits, step, router):
+                continue  # waiting would close a cycle
+            waits.add_edge(router, step)
+            guards.setdefault(step, []).append(router)
+    return guards

@@ -1,0 +1,156 @@
+"""What a user sees: chains of zero-work steps run through the CLI (printed, never asserted).
+
+``workbench run --headless --engine E chain.yaml`` in a fresh workspace (the SQLite run
+store; LangGraph's checkpoint file beside it), its output discarded, for chains of 60,
+1,000 and 4,000 ``demo.echo`` steps on Kahn and on LangGraph. Wall seconds and the CPU
+seconds (user + sys) of the process, best of a few runs (on a machine shared with other
+work, wall time mostly measures waiting for a core, CPU time much less); then the marginal cost per step from 60 to 1,000 steps and from 1,000 to 4,000 —
+the process's start (imports, the workspace) cancels out — and their ratio. An engine
+whose cost per step does not grow with the workflow has a ratio near 1.0.
+
+With ``BENCH_COMPARE_WITH=/tmp/main`` (an export of another tree, e.g. ``git archive main``)
+the same chains run on that tree's code too, in the same run, and the before / after ratio
+of each figure is printed.
+"""
+
+from __future__ import annotations
+
+import os
+import resource
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+SIZES = (60, 1_000, 4_000)
+RUNS = {"kahn": 3, "langgraph": 2}
+"""Runs per cell (the best is used): LangGraph's take longer. The tree compared with runs
+each cell once (before the work of issue 26 its 4,000-step chains took minutes)."""
+COMPARE_WITH = "BENCH_COMPARE_WITH"
+"""An environment variable naming another source tree measured beside this one."""
+
+Timing = tuple[float, float]
+"""(wall seconds, CPU seconds of the finished child process)."""
+Marginal = tuple[float, float]
+"""Seconds per step from 60 to 1,000 steps and from 1,000 to 4,000."""
+
+
+def chain_yaml(size: int) -> str:
+    lines = ["name: chain", "steps:", "  - {id: s0, uses: demo.echo}"]
+    lines += [f"  - {{id: s{i}, uses: demo.echo, depends_on: [s{i - 1}]}}" for i in range(1, size)]
+    return "\n".join(lines) + "\n"
+
+
+def children_cpu() -> float:
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
+def one_run(engine: str, workflow: Path, tree: Path | None) -> Timing:
+    """Wall and CPU seconds of one headless run in a fresh workspace: this tree's installed
+    ``workbench``, or ``python -m tui.cli`` from another source tree."""
+    with tempfile.TemporaryDirectory() as home:
+        env = {**os.environ, "WORKBENCH_HOME": home}
+        command = [str(Path(sys.executable).with_name("workbench"))]
+        if tree is not None:
+            env["PYTHONPATH"] = str(tree)
+            command = [sys.executable, "-m", "tui.cli"]
+        started, cpu = time.perf_counter(), children_cpu()
+        subprocess.run(
+            [*command, "run", "--headless", "--engine", engine, str(workflow)],
+            env=env,
+            cwd=tree,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            check=True,
+        )
+        return time.perf_counter() - started, children_cpu() - cpu
+
+
+def marginal(seconds: dict[int, float]) -> Marginal:
+    small, middle, large = SIZES
+    return (
+        (seconds[middle] - seconds[small]) / (middle - small),
+        (seconds[large] - seconds[middle]) / (large - middle),
+    )
+
+
+def measure(
+    label: str, files: dict[int, Path], tree: Path | None
+) -> dict[str, dict[str, Marginal]]:
+    """Print each engine's best wall and CPU seconds per chain; return its marginal costs per
+    step, by engine and by measure ("wall", "CPU")."""
+    found: dict[str, dict[str, Marginal]] = {}
+    print(f"  {label}")
+    for engine, runs in RUNS.items():
+        runs = runs if tree is None else 1
+        timings = {
+            size: [one_run(engine, files[size], tree) for _ in range(runs)] for size in SIZES
+        }
+        wall = {size: min(t[0] for t in timings[size]) for size in SIZES}
+        cpu = {size: min(t[1] for t in timings[size]) for size in SIZES}
+        print(
+            f"  {engine:<10} "
+            + " ".join(f"{wall[size]:8.2f}" for size in SIZES)
+            + "   "
+            + " ".join(f"{cpu[size]:8.2f}" for size in SIZES)
+            + f"   {runs}"
+        )
+        found[engine] = {"wall": marginal(wall), "CPU": marginal(cpu)}
+    return found
+
+
+def report(found: dict[str, dict[str, Marginal]]) -> None:
+    for measure_name in ("wall", "CPU"):
+        for engine, by_measure in found.items():
+            low, high = by_measure[measure_name]
+            print(
+                f"  {engine} ({measure_name}): {low * 1e3:.3f} ms per step from 60 to 1,000,"
+                f" {high * 1e3:.3f} ms from 1,000 to 4,000 — ratio {high / low:.2f} (target ≤ 1.5)"
+            )
+        kahn, lang = found["kahn"][measure_name], found["langgraph"][measure_name]
+        print(
+            f"  LangGraph / Kahn ({measure_name}), marginal cost per step:"
+            f" {lang[0] / kahn[0]:.1f}x from 60 to 1,000, {lang[1] / kahn[1]:.1f}x from 1,000"
+            " to 4,000 (target ≥ 10)"
+        )
+
+
+def main() -> None:
+    print(
+        "workbench run --headless, chains of zero-work steps (SQLite store, output discarded),"
+        " wall s, best of n runs"
+    )
+    other = os.environ.get(COMPARE_WITH)
+    with tempfile.TemporaryDirectory() as folder:
+        files = {size: Path(folder) / f"chain_{size}.yaml" for size in SIZES}
+        for size, path in files.items():
+            path.write_text(chain_yaml(size), encoding="utf-8")
+        sizes = " ".join(f"{size:>8}" for size in SIZES)
+        print(f"  {'':<10} {'wall s':>26}   {'CPU s':>26}")
+        print(f"  {'engine':<10} {sizes}   {sizes}   runs")
+        after = measure("this tree", files, None)
+        before = measure(f"before: {other}", files, Path(other)) if other else None
+    print("  this tree:")
+    report(after)
+    if before is None:
+        return
+    print(f"  before ({other}):")
+    report(before)
+    for engine in RUNS:
+        for measure_name in ("wall", "CPU"):
+            low, high = (
+                b / a
+                for b, a in zip(
+                    before[engine][measure_name], after[engine][measure_name], strict=True
+                )
+            )
+            print(
+                f"  {engine}, before / after ({measure_name}), marginal cost per step: {low:.1f}x"
+                f" from 60 to 1,000, {high:.1f}x from 1,000 to 4,000"
+            )
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,93 @@
+"""A run's state rebuilt from the store (``RunState.restore``): every counter and mark a resume
+needs comes back as it was saved, a store written before a key existed reads as its default,
+and a stored step the definition no longer has is passed over."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from engine.run_state import RunState
+from engine.states import StepStatus
+from engine.store import StepIteration, StepResult
+from tests.engine.kahn_helpers import step, workflow
+
+WF = workflow(step("a"), step("b", depends_on=["a"]), step("c", depends_on=["b"]), step("d"))
+
+SAVED: dict[str, Any] = {
+    "step_runs": 7,
+    "llm_calls": 3,
+    "tokens": 120,
+    "cost_usd": 0.25,
+    "elapsed_s": 12.5,
+    "loop_counts": {"c": 2},
+    "returned_detours": ["b"],
+    "terminated_by": "a",
+    "stopped": {"d": "terminated by a"},
+    "attempts": {"b": 3},
+    "active_detour": {"declared_by": "a", "target": "c"},
+}
+
+
+def results() -> dict[str, StepResult]:
+    return {
+        "gone": StepResult(step_id="gone", status=StepStatus.SUCCEEDED, runs=9),
+        "a": StepResult(
+            step_id="a",
+            status=StepStatus.SUCCEEDED,
+            iteration=1,
+            outputs={"x": 1},
+            routed_by=["r1"],
+            not_routed_by=["r2"],
+            runs=2,
+            history=[
+                StepIteration(iteration=0, status=StepStatus.SUCCEEDED, outputs={"x": 0}),
+                StepIteration(iteration=1, status=StepStatus.SUCCEEDED, outputs={"x": 1}),
+            ],
+        ),
+        "b": StepResult(step_id="b", status=StepStatus.WAITING_HUMAN, runs=1),
+        "c": StepResult(step_id="c", status=StepStatus.RUNNING, runs=1),
+    }
+
+
+def test_a_restored_run_has_every_counter_and_mark_it_was_saved_with() -> None:
+    state = RunState.restore("r", WF, {"q": 1}, results(), SAVED)
+    assert (state.step_runs, state.budget.llm_calls, state.budget.tokens) == (7, 3, 120)
+    assert (state.budget.cost_usd, state.elapsed_before) == (0.25, 12.5)
+    assert state.loop_counts == {"c": 2}
+    assert state.returned_detours == {"b"}
+    assert (state.terminated_by, state.stopped) == ("a", {"d": "terminated by a"})
+    assert state.active_detour is not None
+    assert (state.active_detour.declared_by, state.active_detour.target) == ("a", "c")
+    a, b, c, d = (state.steps[s] for s in "abcd")
+    assert (a.status, a.iteration, a.outputs, a.runs) == (StepStatus.SUCCEEDED, 1, {"x": 1}, 2)
+    assert (set(a.routed_by), set(a.not_routed_by)) == ({"r1"}, {"r2"})
+    assert [h.outputs for h in a.earlier] == [{"x": 0}]  # the current pass is not an earlier one
+    assert (b.status, b.attempt, c.status, c.attempt) == (
+        StepStatus.PENDING,
+        3,
+        StepStatus.PENDING,
+        1,
+    )
+    assert state.answering == {"b"}  # waiting for an answer: its start is counted already
+    assert (d.status, d.runs) == (StepStatus.PENDING, 0)
+    assert "gone" not in state.steps
+
+
+def test_a_store_saved_before_a_key_existed_reads_as_its_defaults() -> None:
+    state = RunState.restore("r", WF, {}, {"b": results()["b"]}, {})
+    assert (state.step_runs, state.budget.llm_calls, state.budget.tokens) == (0, 0, 0)
+    assert (state.budget.cost_usd, state.elapsed_before) == (0.0, 0.0)
+    assert (state.loop_counts, state.returned_detours, state.stopped) == ({}, set(), {})
+    assert (state.terminated_by, state.active_detour) == ("", None)
+    assert state.steps["b"].attempt == 1
+
+
+def test_what_a_restored_run_saves_again_is_what_it_was_restored_from() -> None:
+    state = RunState.restore("r", WF, {}, results(), SAVED)
+    again = state.engine_state()
+    for key in ("step_runs", "llm_calls", "tokens", "cost_usd", "loop_counts", "terminated_by"):
+        assert again[key] == SAVED[key], key
+    assert again["returned_detours"] == SAVED["returned_detours"]
+    assert again["stopped"] == SAVED["stopped"]
+    assert again["active_detour"] == SAVED["active_detour"]
+    assert again["elapsed_s"] >= SAVED["elapsed_s"]
