@@ -30,6 +30,7 @@ from plumbing.sqlite_files import BUSY_TIMEOUT_S, wal_pragmas
 if TYPE_CHECKING:
     from langgraph.checkpoint.postgres.aio import AsyncPostgresSaver
 
+    from engine.langgraph_fenced import LeaseOf
     from plumbing.postgres import Database
 
 DURABILITY = "sync"
@@ -60,9 +61,11 @@ def _saver_connection() -> dict[str, Any]:
 
 
 @asynccontextmanager
-async def open_postgres_checkpointer(database: Database) -> AsyncIterator[AsyncPostgresSaver]:
-    """LangGraph's ``AsyncPostgresSaver`` on a pool of ours, closed with the block."""
-    from langgraph.checkpoint.postgres.aio import AsyncPostgresSaver
+async def open_postgres_checkpointer(
+    database: Database, lease_of: LeaseOf
+) -> AsyncIterator[AsyncPostgresSaver]:
+    """LangGraph's ``AsyncPostgresSaver`` on a pool of ours, closed with the block; the writes
+    of a run whose lease ``lease_of`` names check it (engine/langgraph_fenced.py)."""
     from psycopg import Error
     from psycopg_pool import AsyncConnectionPool
 
@@ -80,7 +83,9 @@ async def open_postgres_checkpointer(database: Database) -> AsyncIterator[AsyncP
     except Error as error:
         raise database.error("checkpoints", error) from None
     try:
-        yield AsyncPostgresSaver(pool)
+        from engine.langgraph_fenced import FencedPostgresSaver
+
+        yield FencedPostgresSaver(pool, lease_of)
     finally:
         await pool.close()
 

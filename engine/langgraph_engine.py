@@ -128,7 +128,7 @@ class LangGraphEngine(EngineBase):
             return
         database = getattr(store, "database", None)  # the PostgreSQL store's: its checkpoints too
         if database is not None:
-            async with open_postgres_checkpointer(database) as saver:
+            async with open_postgres_checkpointer(database, store.lease_of) as saver:
                 yield saver
             return
         path = self.checkpoint_file(store)

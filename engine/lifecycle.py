@@ -47,12 +47,16 @@ _DRIVING: set[str] = set()
 """Runs this process is driving right now (an engine's ``_drive`` is under way)."""
 
 
-def resume_refusal(record: RunSummary) -> str | None:
-    """Why ``record`` must not be resumed here because someone drives it; None when it may be."""
+def resume_refusal(record: RunSummary, *, leased: bool = False) -> str | None:
+    """Why ``record`` must not be resumed here because someone drives it; None when it may be.
+
+    ``leased``: this process claimed the run's lease (engine/store/lease.py), which fences out
+    any other holder, so another live owner does not refuse it."""
     if record.run_id in _DRIVING:
         return f"run {record.run_id} is already running in this process"
     if (
-        record.status == RunStatus.RUNNING
+        not leased
+        and record.status == RunStatus.RUNNING
         and record.owner_status == "alive"
         and record.owner is not None
         and record.owner.pid != os.getpid()
@@ -181,16 +185,20 @@ class EngineBase(ABC):
             raise RunNotResumable(
                 f"run {run_id} is {record.status.value}; only a RUNNING or WAITING run resumes"
             )
-        refusal = resume_refusal(record)
+        refusal = (
+            # a store that claimed the run's lease (a worker) is fenced: a holder that lost
+            # the run can never write again, so whether it still runs does not matter
+            resume_refusal(record, leased=store.lease_of(run_id) is not None)
+        )
         if refusal:
             raise RunOwned(refusal, run_id)
         store.claim_owner(run_id)
         wf = record.definition
-        state = RunState.restore(
-            run_id, wf, record.inputs, store.step_results(run_id), record.engine_state
-        )
+        results = store.step_results(run_id)
+        state = RunState.restore(run_id, wf, record.inputs, results, record.engine_state)
         runner = self._new_runner(state, WorkflowGraph(wf), run)
-        self._announce(runner, run, resumed=True)
+        # a run queued for a worker starts by a resume: it has no step results yet
+        self._announce(runner, run, resumed=bool(results))
         return await self._drive(runner)
 
     async def fork(

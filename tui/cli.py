@@ -90,6 +90,11 @@ COMMANDS: dict[str, Entry] = {
         "validate_command",
         "Check a workflow file: every problem as file:line:col: message, or ok with a summary.",
     ),
+    "worker": Entry(
+        "worker_cmds",
+        "worker_command",
+        "Take queued runs from the PostgreSQL store and drive them until stopped (Ctrl+C).",
+    ),
 }
 
 

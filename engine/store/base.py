@@ -240,6 +240,10 @@ class BaseRunStore(ABC):
         self._mono_base.pop(run_id, None)
         return epoch
 
+    def lease_of(self, run_id: str) -> int | None:
+        """The lease epoch this store claimed on the run (None: it never claimed it)."""
+        return self._leases.get(run_id)
+
     # -- writes ---------------------------------------------------------------
     def create_run(
         self,
@@ -281,7 +285,8 @@ class BaseRunStore(ABC):
         mix them: the one that claims the run has its answers applied, the other is refused
         and stores nothing.
 
-        :class:`RunOwned` when another live process drives the run,
+        :class:`RunOwned` when another live process drives the run (unless this store claimed
+        the run's lease, which fences that process out),
         :class:`RunFinishedMeanwhile` when it has finished, :class:`UnknownRun` when there
         is no such run, LookupError when an interrupt id is not one of the run's.
         """
@@ -299,6 +304,7 @@ class BaseRunStore(ABC):
             if (
                 current is not None
                 and current.token != me.token
+                and run_id not in self._leases  # a lease fences the other owner out
                 and owner_status(current) == "alive"
             ):
                 raise RunOwned(

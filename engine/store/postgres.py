@@ -26,6 +26,7 @@ from typing import Any
 
 import psycopg
 from psycopg.types.json import Json
+from psycopg_pool import ConnectionPool
 
 from engine.context import JournalEntry
 from engine.events import RunEvent, event_from_json
@@ -53,6 +54,9 @@ SCHEMA_REVISION = "runs_0001"
 EVENTS_CHANNEL = "workbench_events"
 """The channel every commit that stored events notifies, with ``'<run id> <highest seq>'``."""
 WHAT = "run store"
+LEASE_EPOCH_SQL = "SELECT epoch FROM run_leases WHERE run_id = %s FOR SHARE"
+"""A run's current lease epoch, read so that no claim changes it before the transaction ends
+(the fence of every write of a handle that claimed the run, LangGraph's checkpoints too)."""
 
 _RUN_NAMES = (
     "run_id",
@@ -141,6 +145,16 @@ class PostgresRunStore(BaseRunStore):
         if self._tx is None:
             raise RuntimeError("a run store write outside a batch")
         return self._tx
+
+    def connection(self) -> psycopg.Connection[Any]:
+        """The open batch's connection: where a write to another table of the database (the
+        run queue's job) goes to commit, or roll back, with the batch."""
+        return self._connection()
+
+    @property
+    def pool(self) -> ConnectionPool[Any]:
+        """The store's connection pool (the run queue's look-ups share it)."""
+        return self._pool
 
     def _run(self, sql: str, params: tuple[Any, ...] = ()) -> psycopg.Cursor[Any]:
         """Execute a statement of the open batch."""
@@ -291,9 +305,7 @@ class PostgresRunStore(BaseRunStore):
         )
 
     def _read_epoch(self, run_id: str) -> int | None:
-        row = self._run(
-            "SELECT epoch FROM run_leases WHERE run_id = %s FOR SHARE", (run_id,)
-        ).fetchone()
+        row = self._run(LEASE_EPOCH_SQL, (run_id,)).fetchone()
         return int(row[0]) if row else None
 
     def _next_epoch(self, run_id: str, holder: str, claimed_ts: float) -> int:
@@ -441,4 +453,10 @@ def _dumps(value: Any) -> str:
     return json.dumps(value, separators=(",", ":"), default=str)
 
 
-__all__ = ["EVENTS_CHANNEL", "SCHEMA_REVISION", "DatabaseError", "PostgresRunStore"]
+__all__ = [
+    "EVENTS_CHANNEL",
+    "LEASE_EPOCH_SQL",
+    "SCHEMA_REVISION",
+    "DatabaseError",
+    "PostgresRunStore",
+]

@@ -2,8 +2,9 @@
 
 The config's ``store:`` decides: absent, the workspace's SQLite files (``runs.sqlite`` and
 its neighbours: the default); a PostgreSQL address, that database, which then holds the run
-store, the provider statistics and LangGraph's checkpoints. :func:`upgrade_database` creates
-and migrates all three schemas there (``workbench db upgrade``). A *location* — what ``workbench runs copy`` names on either side —
+store, the provider statistics, the run queue (procrastinate's tables) and LangGraph's
+checkpoints. :func:`upgrade_database` creates and migrates all four schemas there
+(``workbench db upgrade``). A *location* — what ``workbench runs copy`` names on either side —
 is a workspace folder or a PostgreSQL address.
 """
 
@@ -52,8 +53,9 @@ def upgrade_database(address: str) -> list[str]:
     from engine.store.migrations import CHAIN as RUNS
     from plumbing.migrations import upgrade
     from router.stats_migrations import CHAIN as ROUTER
+    from tui.launch.queue_migrations import CHAIN as QUEUE
 
     database = Database(address)
-    applied = upgrade(database, [RUNS, ROUTER])
+    applied = upgrade(database, [RUNS, ROUTER, QUEUE])
     setup_postgres_checkpoints(database)
     return applied
