@@ -79,6 +79,11 @@ COMMANDS: dict[str, Entry] = {
         "runs_group",
         "Read the run store: list, show, export; copy runs to another store.",
     ),
+    "server": Entry(
+        "server_cmds",
+        "server_command",
+        "Serve the run API: start, follow, answer and steer the PostgreSQL store's runs over HTTP.",
+    ),
     "serve": Entry(
         "app_cmds", "serve_command", "Serve the workbench in a browser (textual-serve)."
     ),
