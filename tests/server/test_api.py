@@ -156,7 +156,9 @@ def test_failures_are_one_line_of_json(api: httpx.Client) -> None:
     assert _error(huge).startswith("the request body is larger than 5 MB")
 
     assert _error(api.get("/v1/nothing-here")) == "Not Found"
-    assert _error(api.get("/v1/runs", params={"limit": 0})).startswith("query.limit: Input should be")
+    assert _error(api.get("/v1/runs", params={"limit": 0})).startswith(
+        "query.limit: Input should be"
+    )
 
 
 def test_the_openapi_document_in_the_docs_is_the_servers(api: httpx.Client) -> None:
