@@ -36,6 +36,7 @@ def _typed_statuses() -> list[tuple[type[BaseException], int]]:
     from engine.store import RunOwned
     from engine.time_travel import ForkError
     from plumbing.postgres import DatabaseError
+    from tui.worker.queue import NotQueueable
 
     return [
         (ApiError, 400),
@@ -45,6 +46,7 @@ def _typed_statuses() -> list[tuple[type[BaseException], int]]:
         (RunNotResumable, 409),
         (InputError, 400),
         (ForkError, 400),
+        (NotQueueable, 409),
         (DatabaseError, 503),
     ]
 
@@ -67,8 +69,11 @@ def failure_response(error: BaseException, workspace: Path) -> JSONResponse:
         return JSONResponse(error_body(lines[0], problems=lines), status_code=400)
     if isinstance(error, LookupError):  # an unknown run, interrupt or step
         return JSONResponse(error_body(_first_line(error)), status_code=404)
+    status = _status_of(error)
     failure = explain(error, workspace)
-    status = 500 if isinstance(failure, UnexpectedFailure) else _status_of(error)
+    if isinstance(failure, UnexpectedFailure) and status != 500:
+        # a typed failure the CLI has no wording of its own for: its own line says it
+        return JSONResponse(error_body(_first_line(error)), status_code=status)
     return JSONResponse(error_body(failure.message), status_code=status)
 
 

@@ -1,5 +1,5 @@
 """The run API's reading routes: runs, their steps, events (a page, or live as SSE), journal,
-prompts, reports, providers' health and the shipped workflows; and answering a prompt.
+prompts, reports, providers' health and the shipped workflows.
 
 Store reads are synchronous, so these routes are plain functions, which FastAPI runs in its
 thread pool; the event stream is asynchronous and reads the store in a worker thread.
@@ -7,7 +7,6 @@ thread pool; the event stream is asynchronous and reads the store in a worker th
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import Annotated
 
 import anyio
@@ -15,17 +14,14 @@ from fastapi import APIRouter, Header, Path, Query
 from fastapi.responses import PlainTextResponse
 from sse_starlette import EventSourceResponse
 
-from engine.context import InterruptAnswer
 from engine.store import InterruptRecord, RunInputs, RunRecord, StepResult
 from router.models import ProviderSnapshot
 from tui.server.errors import ApiError
-from tui.server.schemas import Answer, EventsPage, JournalCall, WorkflowInfo
+from tui.server.schemas import EventsPage, JournalCall, WorkflowInfo
 from tui.server.services import ServerServices
 from tui.server.stream import PING_S, parse_last_event_id, run_events
 
 IdPath = Annotated[str, Path(max_length=200)]
-AnswerHook = Callable[[InterruptRecord], None]
-"""Told of each stored answer (the control routes resume a run nothing else holds up)."""
 MAX_PAGE = 5000
 SEND_TIMEOUT_S = 30.0
 """A client that takes no event for this long is cut off (it reconnects with its last id)."""
@@ -135,29 +131,5 @@ def reading_routes(services: ServerServices) -> APIRouter:
         assert router is not None
         await router.sync_shared_state()
         return router.snapshot()
-
-    return routes
-
-
-def answer_route(services: ServerServices, answered: AnswerHook) -> APIRouter:
-    """``POST /v1/interrupts/{id}/answer``: store the answer; ``answered`` then hears of it (the
-    run goes on once nothing else waits)."""
-    routes = APIRouter(prefix="/v1")
-
-    @routes.post("/interrupts/{interrupt_id}/answer", summary="Answer a prompt or a tie-breaker")
-    def answer(interrupt_id: IdPath, given: Answer) -> InterruptRecord:
-        store = services.runs
-        current = store.get_interrupt(interrupt_id)
-        if current is None:
-            raise LookupError(f"no interrupt {interrupt_id!r} in the run store")
-        if current.status != "pending":
-            raise ApiError(
-                409,
-                f"interrupt {interrupt_id} of run {current.run_id} is {current.status} already;"
-                " each prompt takes one answer",
-            )
-        record = store.record_answer(interrupt_id, InterruptAnswer(**given.model_dump()))
-        answered(record)
-        return record
 
     return routes

@@ -21,8 +21,6 @@ RunId = Annotated[
     str, StringConstraints(pattern=r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$", max_length=64)
 ]
 """A run id a client may choose (so it knows the id before the first event)."""
-MAX_INPUTS_CHARS = 1_000_000
-"""The largest run inputs, as JSON, a request may carry."""
 
 
 class ApiModel(BaseModel):
@@ -69,7 +67,7 @@ class StartRun(ApiModel):
 
 
 class RunAccepted(ApiModel):
-    """A run started, resumed or forked: queued for a worker."""
+    """A run started or resumed: queued for a worker."""
 
     run_id: str
     workflow: str
@@ -82,25 +80,14 @@ class ResumeRun(ApiModel):
     by interrupt id or step id, as `workbench resume --answer STEP=ANSWER`; an unaddressed
     answer, key ``""``, goes to the one pending interrupt)."""
 
-    answers: dict[str, Answer] = Field(default_factory=dict)
-
-
-class ForkRun(ApiModel):
-    """Time travel, as `workbench runs fork`: a new run from this one just before ``at``."""
-
-    at: str = Field(max_length=200, description="STEP or STEP@ITERATION")
-    outputs: dict[str, dict[str, Any]] = Field(
-        default_factory=dict, description="step id -> {field: value} set on its restored outputs"
-    )
-    inputs: dict[str, Any] = Field(default_factory=dict, description="run inputs changed")
-    engine: Literal["same", "kahn", "langgraph"] = "same"
-    run_id: RunId | None = None
+    answers: dict[str, Answer] = Field(default_factory=dict, max_length=1000)
 
 
 class RunCancelled(ApiModel):
     run_id: str
-    status: str
-    """The run's status after the request (CANCELLED, or RUNNING while its worker stops it)."""
+    outcome: Literal["dequeued", "stopping", "cancelled"]
+    """``dequeued``: it was still queued, now CANCELLED; ``stopping``: its worker is asked to
+    stop it (it ends CANCELLED); ``cancelled``: no worker held it, now CANCELLED."""
 
 
 class WorkflowInfo(ApiModel):
