@@ -20,6 +20,8 @@ from tui.root_options import (
     CONFIG_ENV,
     CONFIG_PATH_KEY,
     CONFIG_REQUIRED_KEY,
+    SERVER_ENV,
+    SERVER_KEY,
     WORKSPACE_KEY,
 )
 
@@ -139,10 +141,19 @@ class LazyCommands(FailureBoundary):
     envvar=CONFIG_ENV,
     help="The config file (default: $WORKBENCH_CONFIG, else config.yaml in the user config dir).",
 )
+@click.option(
+    "--server",
+    envvar=SERVER_ENV,
+    metavar="URL",
+    help="Open the app on a `workbench server`'s runs (token: $WORKBENCH_TOKEN).",
+)
 @click.pass_context
-def cli(ctx: click.Context, workspace: str | None, config_path: str | None) -> None:
+def cli(
+    ctx: click.Context, workspace: str | None, config_path: str | None, server: str | None
+) -> None:
     """Research Workbench: bounded, auditable agentic research in the terminal."""
     ctx.ensure_object(dict)
+    ctx.obj[SERVER_KEY] = server
     ctx.obj[WORKSPACE_KEY] = workspace
     ctx.obj[CONFIG_PATH_KEY] = config_path
     ctx.obj[CONFIG_REQUIRED_KEY] = (

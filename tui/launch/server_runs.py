@@ -1,0 +1,95 @@
+"""The app's runs on a `workbench server` (``workbench --server URL``): run jobs that queue a
+run there (or find it already going) and follow it live, the app's prompts answered on the
+server. The server's workers run it; nothing runs in this process."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable
+from contextlib import suppress
+from pathlib import Path
+from typing import Any
+
+from engine.events import InterruptRaised, RunEvent
+from engine.protocol import ExecutionResult, InterruptResponder
+from tui.client.follow import follow_events
+from tui.client.http import ServerClient
+from tui.client.remote_store import RemoteRunStore
+from tui.launch.run_driver import EventInbox, NewRunJob, RunJob
+
+MAX_DEFINITION_BYTES = 5_000_000
+"""A workflow file sent to the server is read up to this (the loader's own bound)."""
+
+
+def follow_job(
+    client: ServerClient, run_id: str, after_seq: int = 0, start: Callable[[], object] | None = None
+) -> RunJob:
+    """A job that, after ``start`` (a request queueing the run), follows ``run_id`` on the
+    server from after ``after_seq``: its events into the app's inbox, each prompt asked through
+    the app's responder and the answer sent to the server (which queues the run again)."""
+    store = RemoteRunStore(client)
+
+    async def job(responder: InterruptResponder, inbox: EventInbox) -> ExecutionResult:
+        asking: set[asyncio.Task[None]] = set()
+
+        async def ask(event: InterruptRaised) -> None:
+            record = await asyncio.to_thread(store.get_interrupt, event.interrupt_id)
+            if record is None or record.status != "pending":
+                return  # answered already (elsewhere, or before this follow began)
+            answer = await responder(event, record.request)
+            if answer is not None:  # None: nobody is there, the run stays WAITING
+                await asyncio.to_thread(store.record_answer, event.interrupt_id, answer)
+
+        async def on_event(event: RunEvent) -> None:
+            inbox.put([event])
+            if isinstance(event, InterruptRaised):
+                task = asyncio.create_task(ask(event))
+                asking.add(task)
+                task.add_done_callback(asking.discard)
+
+        if start is not None:
+            await asyncio.to_thread(start)
+        try:
+            await follow_events(client, run_id, after_seq, on_event)
+        finally:
+            for task in list(asking):
+                task.cancel()
+                with suppress(asyncio.CancelledError):
+                    await task
+        record = await asyncio.to_thread(store.get_run, run_id)
+        return ExecutionResult(
+            run_id=run_id,
+            status=record.status,
+            reason=record.reason,
+            outputs=record.outputs,
+            engine=record.engine,
+        )
+
+    return job
+
+
+def start_job(
+    client: ServerClient,
+    path: Path,
+    inputs: dict[str, Any],
+    engine: str | None,
+    run_id: str,
+) -> NewRunJob:
+    """A job sending the workflow file ``path`` to the server as a new run ``run_id`` (the
+    server checks it as `workbench validate` does) and following it."""
+
+    def start() -> object:
+        with path.open("rb") as file:
+            data = file.read(MAX_DEFINITION_BYTES + 1)
+        return client.post(
+            "/v1/runs",
+            {
+                "definition": data.decode("utf-8-sig", errors="replace"),
+                "filename": path.name,
+                "inputs": inputs,
+                "engine": engine or "auto",
+                "run_id": run_id,
+            },
+        )
+
+    return NewRunJob(run_id, follow_job(client, run_id, start=start))
