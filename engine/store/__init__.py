@@ -37,8 +37,8 @@ shared stamping, batching and fencing (base.py), SQLite (sqlite.py), memory (mem
 PostgreSQL (postgres.py, with its Alembic revisions in migrations/; imported by who uses it,
 so the SQLite default loads no PostgreSQL client) and copying runs between stores
 (copy.py). What reading runs needs of a store is :class:`RunReader` (reader.py): every store
-is one, and so is a server's runs read over HTTP. ``InMemoryRunStore`` has the same API without a file (benchmarks, tests that do
-not care about durability).
+is one, and so is a server's runs read over HTTP. ``InMemoryRunStore`` has the same API
+without a file (benchmarks, tests that do not care about durability).
 """
 
 from engine.store.base import BaseRunStore

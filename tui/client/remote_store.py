@@ -67,7 +67,9 @@ class RemoteRunStore:
 
     def get_interrupt(self, interrupt_id: str) -> InterruptRecord | None:
         try:
-            return InterruptRecord.model_validate(self.client.get(f"/v1/interrupts/{_q(interrupt_id)}"))
+            return InterruptRecord.model_validate(
+                self.client.get(f"/v1/interrupts/{_q(interrupt_id)}")
+            )
         except NotOnServer:
             return None
 
