@@ -10,15 +10,14 @@ from contextlib import suppress
 from pathlib import Path
 from typing import Any
 
+from engine.errors import Problem, WorkflowLoadError
 from engine.events import InterruptRaised, RunEvent
+from engine.loader import MAX_BYTES
 from engine.protocol import ExecutionResult, InterruptResponder
 from tui.client.follow import follow_events
 from tui.client.http import ServerClient
 from tui.client.remote_store import RemoteRunStore
 from tui.launch.run_driver import EventInbox, NewRunJob, RunJob
-
-MAX_DEFINITION_BYTES = 5_000_000
-"""A workflow file sent to the server is read up to this (the loader's own bound)."""
 
 
 def follow_job(
@@ -68,6 +67,14 @@ def follow_job(
     return job
 
 
+def _text(path: Path, data: bytes) -> str:
+    try:
+        return data.decode("utf-8-sig")
+    except UnicodeDecodeError:
+        problem = Problem(str(path), 1, 1, "the file is not UTF-8 text; save it as UTF-8")
+        raise WorkflowLoadError([problem]) from None
+
+
 def start_job(
     client: ServerClient,
     path: Path,
@@ -80,11 +87,11 @@ def start_job(
 
     def start() -> object:
         with path.open("rb") as file:
-            data = file.read(MAX_DEFINITION_BYTES + 1)
+            data = file.read(MAX_BYTES + 1)  # a larger file: the server says it is too large
         return client.post(
             "/v1/runs",
             {
-                "definition": data.decode("utf-8-sig", errors="replace"),
+                "definition": _text(path, data),
                 "filename": path.name,
                 "inputs": inputs,
                 "engine": engine or "auto",
