@@ -41,8 +41,11 @@ def _printable(text: str) -> str:
 
 def server_url(url: str) -> str:
     """``url`` checked to be an http(s) address (:class:`ServerError`, one line, otherwise)."""
-    parsed = httpx.URL(url)
-    if parsed.scheme not in ("http", "https") or not parsed.host:
+    try:
+        parsed: httpx.URL | None = httpx.URL(url)
+    except httpx.InvalidURL:
+        parsed = None
+    if parsed is None or parsed.scheme not in ("http", "https") or not parsed.host:
         raise ServerError(
             f"--server {_printable(url)!r} is not a server address; give one like"
             " http://127.0.0.1:8765 (what `workbench server` printed)"
