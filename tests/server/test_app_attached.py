@@ -19,6 +19,7 @@ from tui.app.screens.run import RunScreen
 from tui.app.widgets.prompts import ApprovalPrompt
 from tui.client.http import ServerClient
 from tui.launch.workbench import Workbench
+from workflows import WORKFLOWS_DIR
 
 SIZE = (150, 46)
 ROUNDS = 30_000
@@ -58,3 +59,27 @@ async def test_the_app_follows_a_server_run_across_a_restart_and_answers_its_pro
         "COMPLETED",
     ]
     assert asked.answer is not None and asked.answer.action == "approve"
+
+
+async def test_a_run_started_in_the_app_attached_to_a_server_runs_on_its_worker(
+    server: ServerProcess, pg_database: str, tmp_path: Path
+) -> None:
+    workbench = Workbench(
+        workspace=tmp_path / "app-home",
+        server=ServerClient(server.url, environ={"WORKBENCH_TOKEN": server.token}),
+    )
+    job = workbench.new_run_job(WORKFLOWS_DIR / "fan_out.yaml", {}, run_id="from-the-app")
+    with workers(pg_database, tmp_path, 1, *PATIENT):
+        app = WorkbenchApp(workbench, run_job=job)
+        async with app.run_test(size=SIZE) as pilot:
+            await until(pilot, lambda: isinstance(app.screen, RunScreen), rounds=ROUNDS)
+            screen = app.screen
+            assert isinstance(screen, RunScreen)
+            await until(pilot, lambda: screen.view.status == "COMPLETED", rounds=ROUNDS)
+            shown = [event.seq for event in screen.events]
+        workbench.close()
+    with PostgresRunStore(pg_database) as store:
+        record = store.get_run("from-the-app")
+        stored = [event.seq for event in store.events("from-the-app")]
+    assert (record.workflow, record.status.value) == ("fan_out", "COMPLETED")
+    assert shown == stored
