@@ -28,6 +28,7 @@ def test_a_servers_runs_read_as_its_store_reads_them(
         PostgresRunStore(pg_database) as local,
     ):
         assert remote.list_runs_with_inputs() == local.list_runs_with_inputs()
+        assert remote.list_runs(1) == local.list_runs(1)
         assert remote.get_run(done) == local.get_run(done)
         assert remote.events(done) == local.events(done)
         assert remote.events(done, after_seq=4) == local.events(done, after_seq=4)
@@ -90,3 +91,35 @@ def test_the_server_refuses_to_start_without_a_store_or_beyond_loopback_without_
     assert "needs $WORKBENCH_TOKEN" in wide.stderr
     short = start(config, token="short")
     assert "$WORKBENCH_TOKEN is 5 characters" in short.stderr
+
+
+def test_runs_list_show_and_export_read_the_server_as_the_store(
+    server: ServerProcess, pg_database: str, workspace: Workspace, tmp_path: Path
+) -> None:
+    done = run_workflow(pg_database, workspace, shipped("fan_out", workspace))
+    run_workflow(pg_database, workspace, shipped("approval", workspace))
+    here = server_env(tmp_path / "client-home", tmp_path / "none.yaml")
+    direct = server_env(tmp_path / "direct-home", server.config)  # the same database, no server
+
+    def workbench(env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [WORKBENCH, *args], env=env, capture_output=True, text=True, timeout=120
+        )
+
+    for command in (
+        ["runs", "list", "--json"],
+        ["runs", "show", done, "--json"],
+        ["runs", "export", done],
+    ):
+        remote = workbench(here, "--server", server.url, *command)
+        local = workbench(direct, *command)
+        assert remote.returncode == 0, remote.stderr
+        assert (remote.stdout, remote.returncode) == (local.stdout, local.returncode), command
+
+    unknown = workbench(here, "--server", server.url, "runs", "show", "nope")
+    assert unknown.returncode != 0 and len(unknown.stderr.strip().splitlines()) == 1
+    assert "refused: no run 'nope' in the run store; see workbench runs list" in unknown.stderr
+
+    refused = workbench(here, "--server", server.url, "runs", "copy", "--to", str(tmp_path))
+    assert refused.returncode != 0 and len(refused.stderr.strip().splitlines()) == 1
+    assert "`workbench runs copy` works on this machine's store only" in refused.stderr

@@ -32,7 +32,11 @@ class RemoteRunStore:
         return f"the server at {self.client.url}"
 
     def list_runs(self, limit: int = 50) -> list[RunSummary]:
-        return list(self.list_runs_with_inputs(limit))
+        fields = RunSummary.model_fields
+        return [
+            RunSummary.model_validate({key: value for key, value in run.items() if key in fields})
+            for run in self.client.get("/v1/runs", limit=limit)
+        ]
 
     def list_runs_with_inputs(self, limit: int = 50) -> list[RunInputs]:
         return [RunInputs.model_validate(run) for run in self.client.get("/v1/runs", limit=limit)]
