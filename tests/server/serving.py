@@ -55,6 +55,8 @@ class ServerProcess:
     """The token clients send: ``env_token``, or the one the server printed."""
     port: int = 0
     process: subprocess.Popen[str] | None = None
+    options: tuple[str, ...] = ()
+    """More options of `workbench server`."""
     first_lines: list[str] = field(default_factory=list)
     errors: str = ""
     """What the server wrote on stderr, once stopped."""
@@ -68,7 +70,7 @@ class ServerProcess:
 
     def start(self) -> None:
         self.process = subprocess.Popen(
-            [WORKBENCH, "server", "--port", str(self.port)],
+            [WORKBENCH, "server", "--port", str(self.port), *self.options],
             env=server_env(self.home, self.config, self.env_token),
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
@@ -122,11 +124,14 @@ class ServerProcess:
 
 @contextmanager
 def workbench_server(
-    folder: Path, database: str, token: str | None = TOKEN
+    folder: Path, database: str, token: str | None = TOKEN, *options: str
 ) -> Iterator[ServerProcess]:
     """A started server over ``database`` (its workspace and config in ``folder``)."""
     server = ServerProcess(
-        folder / "server-home", server_config(folder / "server-config", database), token
+        folder / "server-home",
+        server_config(folder / "server-config", database),
+        token,
+        options=options,
     )
     server.start()
     try:

@@ -14,9 +14,12 @@ from httpx_sse import ServerSentEvent, connect_sse
 
 from engine.events import InterruptRaised, RunEvent, RunFinished, event_from_json
 from tests.server.runs import EventWriter
-from tests.server.serving import ServerProcess
+from tests.server.serving import TOKEN, ServerProcess, workbench_server
 from tests.worker.workers import PATIENT, workers
 from tui.launch.workspace import Workspace
+
+ATTEMPTS = 10_000
+"""Requests a test may make while waiting for the server to let a stream go (a bound)."""
 
 
 def _sse(
@@ -129,3 +132,41 @@ def test_a_queued_run_is_cancelled_and_a_finished_one_neither_cancelled_nor_resu
     assert again.json()["error"].startswith(f"run {run_id} is CANCELLED;")
     assert api.post(f"/v1/runs/{run_id}/resume", json={}).status_code == 409
     assert api.post("/v1/runs/nope/resume", json={}).status_code == 404
+
+
+def test_streams_past_the_servers_most_are_refused_until_one_closes(
+    tmp_path: Path, pg_database: str, workspace: Workspace
+) -> None:
+    writer = EventWriter(pg_database, workspace)
+    writer.write(3)
+    try:
+        with (
+            workbench_server(tmp_path, pg_database, TOKEN, "--max-streams", "2") as server,
+            httpx.Client(base_url=server.url, headers=server.headers(), timeout=60) as api,
+        ):
+            first, second = _sse(api, writer.run_id), _sse(api, writer.run_id)
+            assert _event(next(first)).seq == _event(next(second)).seq == 1  # both are open
+            third = api.get(f"/v1/runs/{writer.run_id}/events/stream")
+            assert third.status_code == 503
+            assert third.json()["error"].startswith("this server follows 2 event streams already")
+            first.close()
+            for attempt in _sse_attempts(api, writer.run_id):
+                if attempt is not None:
+                    assert _event(attempt).seq == 1
+                    break
+            second.close()
+    finally:
+        writer.close()
+
+
+def _sse_attempts(api: httpx.Client, run_id: str) -> Iterator[ServerSentEvent | None]:
+    """Try to open a stream until the server has let a closed one go (it hears of a client's
+    leaving on its next read): None for each refusal, then the stream's first event."""
+    for _ in range(ATTEMPTS):
+        with connect_sse(api, "GET", f"/v1/runs/{run_id}/events/stream") as source:
+            if source.response.status_code == 503:
+                yield None
+                continue
+            yield next(source.iter_sse())
+            return
+    raise AssertionError(f"the server never let a closed stream go in {ATTEMPTS} attempts")

@@ -5,6 +5,7 @@ from __future__ import annotations
 import click
 
 from tui.commands.command_context import BadInput, workspace_of
+from tui.server import MAX_STREAMS
 
 DEFAULT_PORT = 8765
 
@@ -23,8 +24,15 @@ DEFAULT_PORT = 8765
     type=click.IntRange(0, 65535),
     help="TCP port (0: a free one, printed).",
 )
+@click.option(
+    "--max-streams",
+    default=MAX_STREAMS,
+    show_default=True,
+    type=click.IntRange(1, 10_000),
+    help="Live event streams followed at once; more are refused (503) until one closes.",
+)
 @click.pass_context
-def server_command(ctx: click.Context, host: str, port: int) -> None:
+def server_command(ctx: click.Context, host: str, port: int, max_streams: int) -> None:
     """Serve the run API: start, follow, answer and steer the PostgreSQL store's runs over HTTP.
 
     Every request needs the bearer token $WORKBENCH_TOKEN; on loopback without it the server
@@ -43,7 +51,7 @@ def server_command(ctx: click.Context, host: str, port: int) -> None:
         token = server_token(host)
     except (NeedsPostgres, TokenRefused) as error:
         raise BadInput(str(error)) from None
-    services = ServerServices(workspace_of(ctx), settings, token)
+    services = ServerServices(workspace_of(ctx), settings, token, max_streams=max_streams)
     services.open_store()
     try:
         try:
@@ -54,7 +62,7 @@ def server_command(ctx: click.Context, host: str, port: int) -> None:
             server_url(sock), host, token, services.runs.database.display
         ):
             click.echo(line, err=to_stderr)
-        run_server(create_app(services), sock)
+        run_server(create_app(services), sock, max_streams)
     finally:
         services.close_store()
 

@@ -80,6 +80,11 @@ class EventFeed:
                 await self._task
             self._task = None
 
+    @property
+    def watching(self) -> int:
+        """How many streams watch a run now."""
+        return sum(len(watches) for watches in self._watches.values())
+
     @asynccontextmanager
     async def watch(self, run_id: str) -> AsyncIterator[Watch]:
         """A :class:`Watch` on ``run_id`` for the block's duration."""

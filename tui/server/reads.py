@@ -78,6 +78,13 @@ def reading_routes(services: ServerServices) -> APIRouter:
         store = services.runs
         await anyio.to_thread.run_sync(store.get_run, run_id)
         assert services.feed is not None
+        if services.feed.watching >= services.max_streams:
+            raise ApiError(
+                503,
+                f"this server follows {services.max_streams} event streams already, its most"
+                " (workbench server --max-streams); close one, or read pages of events from"
+                " GET /v1/runs/RUN/events",
+            )
         return EventSourceResponse(
             run_events(services.feed, store.events, run_id, start, services.poll_s),
             ping=PING_S,

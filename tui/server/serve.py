@@ -18,6 +18,9 @@ from tui.server.auth import TOKEN_ENV, ServerToken, is_loopback
 
 GRACEFUL_SHUTDOWN_S = 3
 """Seconds open requests and event streams get to finish when the server stops."""
+EXTRA_CONNECTIONS = 56
+"""Connections and requests served at once beyond the event streams (``--max-streams``):
+past both, uvicorn answers 503 at once. The API's own stream limit answers in JSON first."""
 KEEP_ALIVE_S = 75
 """How long an idle connection is kept open for a client's next request (uvicorn's 5 s default
 closes it under a client that is about to reuse it, which then meets a reset connection)."""
@@ -71,7 +74,7 @@ def announcement(
     return lines
 
 
-def run_server(app: Callable[..., Any], sock: socket.socket) -> None:
+def run_server(app: Callable[..., Any], sock: socket.socket, max_streams: int) -> None:
     """Serve ``app`` (an ASGI application) on the bound ``sock`` until stopped."""
     import uvicorn
 
@@ -79,6 +82,7 @@ def run_server(app: Callable[..., Any], sock: socket.socket) -> None:
         app,
         timeout_graceful_shutdown=GRACEFUL_SHUTDOWN_S,
         timeout_keep_alive=KEEP_ALIVE_S,
+        limit_concurrency=max_streams + EXTRA_CONNECTIONS,
         log_level="warning",
         access_log=False,
         lifespan="on",

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING
 from engine.spec import WorkflowDefinition
 from tui.config import WorkbenchConfig
 from tui.launch.workspace import Workspace
+from tui.server import MAX_STREAMS
 from tui.server.auth import ServerToken
 from tui.server.feed import POLL_S, EventFeed
 
@@ -48,6 +49,7 @@ class ServerServices:
     settings: WorkbenchConfig
     token: ServerToken
     poll_s: float = POLL_S
+    max_streams: int = MAX_STREAMS
     store: PostgresRunStore | None = None
     feed: EventFeed | None = None
     router: SmartModelRouter | None = None
