@@ -198,18 +198,26 @@ async def test_cancelling_a_call_releases_reservation_ticket_slot_and_lease(
     assert runtime.breaker.state is BreakerState.HALF_OPEN
 
 
-async def test_a_trip_reaches_another_process_sharing_the_stats_file_within_a_second(
+@pytest.fixture(params=["sqlite", "postgres"])
+def shared_stats(request: pytest.FixtureRequest, tmp_path: Path) -> dict[str, Any]:
+    """Where two routers share their stats: the SQLite file, or the PostgreSQL database that
+    every worker shares (build_router's arguments)."""
+    if request.param == "sqlite":
+        return {"stats_path": tmp_path / "provider_stats.sqlite3"}
+    return {"stats_path": tmp_path, "stats_database": request.getfixturevalue("pg_database")}
+
+
+async def test_a_trip_reaches_another_process_sharing_the_stats_within_a_second(
     fault_server: FaultServer,
     make_router: RouterFactory,
     clock: ManualClock,
     keys: dict,
-    tmp_path: Path,
+    shared_stats: dict[str, Any],
 ) -> None:
     providers = [provider_entry(fault_server, "openai")]
-    stats = tmp_path / "provider_stats.sqlite3"
     # the first polls rarely, so only the write at the trip itself can bring it to the second
-    first = make_router(make_config(providers, shared_state_poll_s=60), stats_path=stats)
-    second = make_router(make_config(providers), stats_path=stats, seed=8)
+    first = make_router(make_config(providers, shared_state_poll_s=60), **shared_stats)
+    second = make_router(make_config(providers), seed=8, **shared_stats)
     for router in (first, second):  # both in use: their shared-state polls run from now on
         assert (await router.complete(request())).provider == "openai"
     fault_server.set_script({"providers": {"openai": {"fault": "down"}}})

@@ -45,7 +45,7 @@ def test_a_wrong_input_stores_nothing(pg_database: str) -> None:
 
 
 def test_cancelling_a_queued_run_takes_it_off_the_queue(pg_database: str) -> None:
-    with PostgresRunStore(pg_database) as store:
+    with PostgresRunStore(pg_database, pool_size=1) as store:  # the batch holds its connection
         run_id = enqueue_run(store, FLOW, {})
         assert cancel_run(store, run_id) == "dequeued"
         assert store.get_run(run_id).status == RunStatus.CANCELLED

@@ -20,7 +20,7 @@ from tests.worker.workers import (
     wait_for,
     workers,
 )
-from tui.worker.queue import enqueue_run
+from tui.worker.queue import enqueue_resume, enqueue_run
 
 TRIES = 10
 STEPS = 6
@@ -177,3 +177,27 @@ def test_a_worker_frozen_past_its_lease_commits_nothing_after_waking(
     assert "lease lost" in frozen.log()
     kinds = [k for _, k, _ in _events(pg_database, run_id)]
     assert kinds.count("run_finished") == 1 and kinds.count("step_finished") == 3
+
+
+def test_a_run_queued_again_while_its_job_hung_is_taken_over(
+    pg_database: str, tmp_path: Path
+) -> None:
+    """A run queued again while its old job still shows as running (its worker died before
+    the job ended: a hand-back or an answer queued it) runs once that worker is seen stalled:
+    the reaper ends the old job, whose lock held the queued one back."""
+    with workers(pg_database, tmp_path, 1, *TIGHT, "--concurrency", "1") as pool:
+        with PostgresRunStore(pg_database) as store:
+            run_id = enqueue_run(store, CHAIN, {})
+        wait_for("the run taken", lambda: holder_pid(pg_database, run_id))
+        (victim,) = pool
+        victim.signal(signal.SIGKILL)
+        victim.process.wait()
+        with PostgresRunStore(pg_database) as store:
+            assert enqueue_resume(store, run_id)  # a second job; the first is still 'doing'
+        pool.append(WorkerProcess(pg_database, tmp_path, "w1", *TIGHT, "--concurrency", "1"))
+        wait_for("the run finished", lambda: run_status(pg_database, run_id) == "COMPLETED")
+    statuses = query(
+        pg_database, "SELECT status FROM procrastinate_jobs WHERE lock = %s ORDER BY id", run_id
+    )
+    assert statuses == [("aborted",), ("succeeded",)]
+    assert "was queued again already; its stalled job ended" in pool[-1].log()

@@ -92,11 +92,12 @@ def workers(address: str, folder: Path, count: int, *options: str) -> Iterator[l
 
 
 def wait_for(what: str, probe: Callable[[], T | None], deadline_s: float = DEADLINE_S) -> T:
-    """Poll ``probe`` until it returns something other than None/False; fail naming ``what``."""
+    """Poll ``probe`` until it returns a true value (not None, False, 0 or an empty
+    collection); that value. Fail naming ``what`` after ``deadline_s``."""
     end = time.monotonic() + deadline_s
     while True:
         value = probe()
-        if value is not None and value is not False:
+        if value:
             return value
         if time.monotonic() > end:
             raise AssertionError(f"waited {deadline_s:g} s for {what}")

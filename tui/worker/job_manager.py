@@ -6,7 +6,8 @@ worker holds it. After the reaper queued a stalled worker's job again and anothe
 it, the stalled worker — woken from SIGSTOP, say — would mark the *new* holder's job finished
 when its own copy ends; should the new holder then die, no job of that run would be left in
 ``doing`` for the reaper to find. So a job is finished only while it is still this worker's
-(its ``worker_id``) and in ``doing``, in one statement; the run itself is safe either way
+(its ``worker_id``; none once procrastinate pruned a stalled worker's row, when the reaper
+ends the job) and in ``doing``, in one statement; the run itself is safe either way
 (its lease fences the stale worker's writes: engine/store/lease.py).
 """
 
@@ -25,7 +26,8 @@ log = logging.getLogger("workbench.worker")
 _FINISH_IF_MINE = (
     "SELECT procrastinate_finish_job_v1(id, %(status)s, %(delete_job)s)"
     " FROM procrastinate_jobs"
-    " WHERE id = %(job_id)s AND worker_id = %(worker_id)s AND status = 'doing'"
+    " WHERE id = %(job_id)s AND worker_id IS NOT DISTINCT FROM %(worker_id)s"
+    " AND status = 'doing'"
 )
 
 

@@ -161,7 +161,7 @@ def cancel_run(store: PostgresRunStore, run_id: str) -> CancelOutcome:
         _require_unfinished(store, run_id)
         jobs = [
             job
-            for job in manager.list_jobs(task=RUN_TASK, lock=run_id)
+            for job in _jobs_in_batch(store, run_id)
             if job.status in ("todo", "doing") and job.id is not None
         ]
         for job in jobs:
@@ -172,6 +172,19 @@ def cancel_run(store: PostgresRunStore, run_id: str) -> CancelOutcome:
             manager.cancel_job_by_id(job.id, connection=store.connection())
         _end_cancelled(store, run_id)
     return "dequeued" if jobs else "cancelled"
+
+
+def _jobs_in_batch(store: PostgresRunStore, run_id: str) -> list[procrastinate.jobs.Job]:
+    """The run's jobs, read in the store's open batch with procrastinate's own ``list_jobs``
+    query: its job manager reads on another pooled connection, and a store opened with a
+    one-connection pool has lent that one to the batch (the look-up would wait for ever)."""
+    from procrastinate import jobs, sql
+    from psycopg.rows import dict_row
+
+    filters = dict.fromkeys(("id", "queue_name", "status", "queueing_lock", "worker_id"))
+    with store.connection().cursor(row_factory=dict_row) as cursor:
+        cursor.execute(sql.queries["list_jobs"], {**filters, "task_name": RUN_TASK, "lock": run_id})
+        return [jobs.Job.from_row(row) for row in cursor.fetchall()]
 
 
 def _end_cancelled(store: PostgresRunStore, run_id: str) -> None:

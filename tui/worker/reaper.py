@@ -6,6 +6,8 @@ itself. Every worker runs this loop on its own event loop, beside the jobs rathe
 job: a reaper queued as a periodic job would need a free slot, and when every slot is busy
 with a long run no reaper would run. Several reapers may find one job; ``retry_job`` moves
 it back to ``todo`` only from ``doing``, so the others' retries are refused and ignored.
+A stalled job whose run has been queued again meanwhile cannot go back to ``todo`` (one queued
+job per run): it is ended instead, since its ``lock`` would keep the queued job from running.
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ import asyncio
 import logging
 
 import procrastinate
+from procrastinate import jobs
 
 from tui.worker.job_manager import job_run_id
 from tui.worker.queue import QUEUE, RUN_TASK
@@ -29,11 +32,17 @@ async def reap_once(app: procrastinate.App, stalled_after_s: float) -> list[str]
     )
     queued: list[str] = []
     for job in stalled:
+        run_id = job_run_id(job)
         try:
             await app.job_manager.retry_job(job)
+        except procrastinate.exceptions.UniqueViolation:
+            # the run was queued again meanwhile (an answer, or its worker handing it back
+            # before it hung): end this job, whose lock would hold the queued one back
+            await app.job_manager.finish_job(job, jobs.Status.ABORTED, delete_job=False)
+            log.info("reaper: run %s was queued again already; its stalled job ended", run_id)
+            continue
         except procrastinate.exceptions.ProcrastinateException:
             continue  # another reaper queued it first
-        run_id = job_run_id(job)
         queued.append(run_id)
         log.info(
             "reaper: run %s's worker sent no heartbeat for %g s — queued again",

@@ -15,6 +15,7 @@ orderly exit has not by then.
 from __future__ import annotations
 
 import asyncio
+import faulthandler
 import logging
 import os
 import signal
@@ -153,8 +154,13 @@ def _exit_by(seconds: float) -> None:
         return
 
     def hung() -> None:
-        log.error("worker: the orderly exit took more than %g s; exiting now", seconds)
+        log.error(
+            "worker: the orderly exit took more than %g s; exiting now (where each thread"
+            " was waiting follows)",
+            seconds,
+        )
         logging.shutdown()
+        faulthandler.dump_traceback(all_threads=True)
         os._exit(EXIT_HUNG)
 
     timer = threading.Timer(seconds, hung)
