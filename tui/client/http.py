@@ -29,6 +29,10 @@ class ServerError(Exception):
         self.status = status
 
 
+class ServerUnreachable(ServerError, ConnectionError):
+    """The server cannot be reached (down, restarting, no route): worth trying again."""
+
+
 class NotOnServer(ServerError, LookupError):
     """No such run or prompt on the server (404): what a local store's LookupError says."""
 
@@ -69,9 +73,9 @@ def refusal(response: httpx.Response, body: bytes, url: str) -> ServerError:
     return kind(f"the server at {url} refused: {line}", response.status_code)
 
 
-def unreachable(url: str, error: httpx.HTTPError) -> ServerError:
+def unreachable(url: str, error: httpx.HTTPError) -> ServerUnreachable:
     detail = _printable(str(error)) or type(error).__name__
-    return ServerError(
+    return ServerUnreachable(
         f"cannot reach the server at {url} ({detail}); is `workbench server` running there?"
     )
 

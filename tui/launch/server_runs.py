@@ -5,19 +5,23 @@ server. The server's workers run it; nothing runs in this process."""
 from __future__ import annotations
 
 import asyncio
+import logging
 from collections.abc import Callable
 from contextlib import suppress
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from engine.errors import Problem, WorkflowLoadError
 from engine.events import InterruptRaised, RunEvent
 from engine.loader import MAX_BYTES
 from engine.protocol import ExecutionResult, InterruptResponder
-from tui.client.follow import follow_events
-from tui.client.http import ServerClient
+from tui.client.follow import RECONNECT_MAX_S, RECONNECT_MIN_S, follow_events
+from tui.client.http import ServerClient, ServerError, ServerUnreachable
 from tui.client.remote_store import RemoteRunStore
 from tui.launch.run_driver import EventInbox, NewRunJob, RunJob
+
+log = logging.getLogger("workbench.client")
+T = TypeVar("T")
 
 
 def follow_job(
@@ -32,15 +36,16 @@ def follow_job(
         asking: set[asyncio.Task[None]] = set()
 
         async def ask(event: InterruptRaised) -> None:
-            record = await asyncio.to_thread(store.get_interrupt, event.interrupt_id)
+            record = await _reaching(store.get_interrupt, event.interrupt_id)
             if record is None or record.status != "pending":
                 return  # answered already (elsewhere, or before this follow began)
             answer = await responder(event, record.request)
             if answer is not None:  # None: nobody is there, the run stays WAITING
-                await asyncio.to_thread(store.record_answer, event.interrupt_id, answer)
+                await _reaching(store.record_answer, event.interrupt_id, answer)
 
         async def on_event(event: RunEvent) -> None:
-            inbox.put([event])
+            if event.seq > after_seq:
+                inbox.put([event])
             if isinstance(event, InterruptRaised):
                 task = asyncio.create_task(ask(event))
                 asking.add(task)
@@ -48,6 +53,8 @@ def follow_job(
 
         if start is not None:
             await asyncio.to_thread(start)
+        for event in await _asked_before(store, run_id, after_seq):
+            await on_event(event)  # the screen shows it already; asked here, answered with retries
         try:
             await follow_events(client, run_id, after_seq, on_event)
         finally:
@@ -73,6 +80,39 @@ def _text(path: Path, data: bytes) -> str:
     except UnicodeDecodeError:
         problem = Problem(str(path), 1, 1, "the file is not UTF-8 text; save it as UTF-8")
         raise WorkflowLoadError([problem]) from None
+
+
+async def _asked_before(store: RemoteRunStore, run_id: str, after_seq: int) -> list[RunEvent]:
+    """The prompts of ``run_id`` raised up to ``after_seq`` (shown already) and still open."""
+    pending = await _reaching(store.pending_interrupts, run_id)
+    if not pending:
+        return []
+    open_ids = {record.interrupt_id for record in pending}
+    events = await _reaching(store.events, run_id) or []
+    return [
+        event
+        for event in events
+        if isinstance(event, InterruptRaised)
+        and event.seq <= after_seq
+        and event.interrupt_id in open_ids
+    ]
+
+
+async def _reaching(call: Callable[..., T], *args: Any) -> T | None:
+    """``call(*args)`` in a thread, made again after a pause while the server cannot be
+    reached (restarting), so a prompt raised or answered then is not lost; None (logged) when
+    the server refuses it (answered meanwhile, the run ended)."""
+    pause = RECONNECT_MIN_S
+    while True:
+        try:
+            return await asyncio.to_thread(call, *args)
+        except ServerUnreachable:
+            pass
+        except ServerError as error:
+            log.warning("the server refused: %s", error)
+            return None
+        await asyncio.sleep(pause)
+        pause = min(pause * 2, RECONNECT_MAX_S)
 
 
 def start_job(
