@@ -18,8 +18,6 @@ agents are skipped by their declared conditions.
 
 from __future__ import annotations
 
-import time
-from collections.abc import Callable
 from typing import Any, Literal
 
 from pydantic import Field, ValidationError
@@ -37,8 +35,6 @@ from plumbing.frozen import Frozen
 
 ORCHESTRATOR_STEP = "advisory.orchestrator"
 ORCHESTRATOR_STEP_ID = "orchestrator"
-CLOCK_EXTRA = "agents.clock"
-"""``RunContext.extras`` key: a monotonic clock (seconds) for the time bound; tests inject one."""
 
 
 class CompletionCriteria(Frozen):
@@ -138,7 +134,7 @@ class Orchestrator:
         self.ctx = ctx
         self.kit = kit
         self.spec = spec
-        self.clock: Callable[[], float] = ctx.services.extras.get(CLOCK_EXTRA, time.monotonic)
+        self.clock = kit.clock
         self.plan = list(spec.suggested_sequence)
         self.results: list[AgentResult] = []
         self.outputs: dict[str, dict[str, Any]] = {}

@@ -16,8 +16,6 @@ from agents.registry import AgentDef, AgentRules, Budget, PolicyDef, Registry
 from engine.context import RunBudget
 from plumbing.frozen import Frozen
 
-LEDGER_EXTRA = "agents.ledger"
-
 
 class Refusal(Frozen):
     rule: str

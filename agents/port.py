@@ -2,7 +2,7 @@
 
 The engine cannot build a router request (it does not import the router), so
 an agent describes its call as a :class:`ModelCall` and the application's
-:class:`ModelPort` (``RunContext.extras[PORT_EXTRA]``) turns it into whatever
+:class:`ModelPort` (``agents.services.AgentServices.port``) turns it into whatever
 its ``ModelCaller`` takes. Without a port, the ``ModelCall`` itself is the
 request — what tests with a scripted model use.
 """
@@ -18,7 +18,6 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from agents.registry import BUILTIN_PROVIDER, ModelProfile
 from plumbing.frozen import Frozen
 
-PORT_EXTRA = "agents.port"
 REACT_TASK = "agent.react"
 ORCHESTRATE_TASK = "agent.orchestrate"
 

@@ -24,18 +24,11 @@ from typing import Any, Literal
 from pydantic import BaseModel, ValidationError
 
 from agents.context_compile import compile_context
-from agents.governance import LEDGER_EXTRA, Governance, Ledger, Refusal
-from agents.port import (
-    PORT_EXTRA,
-    REACT_TASK,
-    AgentReply,
-    DirectPort,
-    ModelCall,
-    ModelPort,
-    read_answer,
-)
+from agents.governance import Governance, Ledger, Refusal
+from agents.port import REACT_TASK, AgentReply, ModelCall, ModelPort, read_answer
 from agents.registry import AgentDef, Registry
 from agents.schema import describe
+from agents.services import AgentServices
 from agents.tools import TOOL_IMPLEMENTATIONS, ToolImplementations
 from agents.trail import (
     FINISHED,
@@ -70,15 +63,21 @@ class AgentKit:
     governance: Governance
     port: ModelPort
     ledger: Ledger
+    clock: Callable[[], float]
     tools: ToolImplementations = field(default_factory=lambda: TOOL_IMPLEMENTATIONS)
 
     @classmethod
     def for_step(cls, ctx: StepContext, registry: Registry) -> AgentKit:
-        """The run's kit: its port and ledger live in the run's extras, one per run."""
-        extras = ctx.services.extras
-        ledger = extras.setdefault(LEDGER_EXTRA, Ledger())
-        port = extras.get(PORT_EXTRA) or DirectPort()
-        return cls(registry, Governance(registry), port, ledger)
+        """The run's kit: the application's :class:`AgentServices` (defaults when it provided
+        none, kept for the rest of the run) and the run's own ledger."""
+        services = ctx.services.app.setdefault(AgentServices, AgentServices)
+        return cls(
+            registry,
+            Governance(registry),
+            services.port,
+            services.ledger(ctx.run_id),
+            services.clock,
+        )
 
 
 def governed(ctx: StepContext, check: Callable[[], Refusal | None]) -> Refusal | None:
@@ -407,7 +406,10 @@ class AgentLoop:
                 return {"error": f"{type(error).__name__}: {error}"}
 
         observation, tool_replayed = await ctx.journaled(
-            "tool", run_tool, encode=_json_safe, decode=lambda payload: payload
+            self.kit.tools.journal_kind(definition.runs),
+            run_tool,
+            encode=_json_safe,
+            decode=lambda payload: payload,
         )
         self._observe(iteration, tool, observation, tool_replayed)
 

@@ -7,7 +7,10 @@ corpus — or a Python callable by its import path (``runs: mypkg.tools:lookup``
 imported when the registry loads. An implementation is
 ``async def impl(ctx: StepContext, args: dict) -> dict`` — ``args`` already
 validated against the tool's declared input — and its result is the agent's
-observation, journaled, so a re-run never calls it twice.
+observation, journaled, so a re-run never calls it twice. An implementation
+registered with ``run_effect=True`` acts only on its own run's things (a file in
+the run's folder): it is journaled as ``engine.journal.RUN_EFFECT``, so a run
+replaying another's journal (shadow mode's second engine) runs it for itself.
 """
 
 from __future__ import annotations
@@ -16,6 +19,8 @@ import importlib
 import inspect
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any, TypeVar, cast
+
+from engine.journal import RUN_EFFECT
 
 if TYPE_CHECKING:
     from engine.context import StepContext
@@ -27,9 +32,18 @@ F = TypeVar("F", bound=ToolFunction)
 class ToolImplementations:
     def __init__(self) -> None:
         self._functions: dict[str, ToolFunction] = {}
+        self._run_effects: set[str] = set()
 
-    def register(self, name: str, function: ToolFunction) -> None:
+    def register(self, name: str, function: ToolFunction, *, run_effect: bool = False) -> None:
         self._functions[name] = function
+        if run_effect:
+            self._run_effects.add(name)
+        else:
+            self._run_effects.discard(name)
+
+    def journal_kind(self, name: str) -> str:
+        """How a call of ``name`` is journaled: its own run's effect, or a tool call."""
+        return RUN_EFFECT if name in self._run_effects else "tool"
 
     def get(self, name: str) -> ToolFunction:
         found = self._functions.get(name)
@@ -65,9 +79,11 @@ TOOL_IMPLEMENTATIONS = ToolImplementations()
 """The process-wide set; packages register into it when imported."""
 
 
-def tool_implementation(name: str, registry: ToolImplementations | None = None) -> Callable[[F], F]:
+def tool_implementation(
+    name: str, registry: ToolImplementations | None = None, *, run_effect: bool = False
+) -> Callable[[F], F]:
     def decorate(function: F) -> F:
-        (registry or TOOL_IMPLEMENTATIONS).register(name, function)
+        (registry or TOOL_IMPLEMENTATIONS).register(name, function, run_effect=run_effect)
         return function
 
     return decorate

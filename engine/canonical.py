@@ -32,6 +32,7 @@ from engine.events import (
     StepSkipped,
     StepStarted,
 )
+from engine.rebase import rebase
 from plumbing.frozen import Frozen
 
 _PER_STEP = (
@@ -97,13 +98,7 @@ class DifferenceReport(Frozen):
 
 def _scrub(value: Any, run_id: str) -> Any:
     """Replace the run id wherever it appears inside strings (interrupt ids, errors)."""
-    if isinstance(value, str):
-        return value.replace(run_id, "<run>") if run_id else value
-    if isinstance(value, Mapping):
-        return {k: _scrub(v, run_id) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [_scrub(v, run_id) for v in value]
-    return value
+    return rebase(value, run_id, "<run>")
 
 
 def _normalise(event: RunEvent) -> dict[str, Any]:

@@ -23,6 +23,7 @@ from pydantic import Field
 
 from engine.live import LiveChannel, ModelOutputSink, OutputCoalescer
 from engine.model_answers import ModelAnswers
+from engine.services import ServiceRegistry
 from engine.spec import StepSpec
 from plumbing.frozen import Frozen
 from plumbing.retriever import Retriever
@@ -163,8 +164,9 @@ class StepServices:
     emit_domain: DomainEmitter
     model: ModelCaller | None = None
     retriever: Retriever | None = None
-    extras: dict[str, Any] = field(default_factory=dict)
-    """Application services a domain package needs (e.g. the corpus); the engine never reads them."""
+    app: ServiceRegistry = field(default_factory=ServiceRegistry)
+    """The services the application provides, by type (``ctx.services.app.get(RunFolders)``);
+    the engine never reads them."""
     live: LiveChannel | None = None
     """Where a streaming model call's partial text goes (never stored); None: calls don't stream."""
     emit_event: Callable[[Any], Any] | None = None

@@ -1,5 +1,6 @@
-"""A step's interrupts: the stored answer, else the engine's pause (LangGraph's
-``interrupt()``), else answers given ahead or the responder — else the step waits."""
+"""A step's interrupts: the stored answer (one given ahead, as ``workbench resume --answer``
+stores it), else the engine's pause (LangGraph's ``interrupt()``), else the responder — else
+the step waits."""
 
 from __future__ import annotations
 
@@ -38,13 +39,13 @@ class Interrupts:
         self.recorder = recorder
         self.run = run
         self._pause = pause
-        """None: the run's answers or responder answer, else the step waits (the Kahn engine)."""
+        """None: the run's responder answers, else the step waits (the Kahn engine)."""
 
     async def ask(
         self, interrupt_id: str, request: InterruptRequest, ctx: StepContext
     ) -> InterruptAnswer:
-        """A stored answer, else the engine's pause, else answers given ahead or the
-        responder — or the step waits (raises :class:`WaitingForHuman`)."""
+        """A stored answer, else the engine's pause, else the responder — or the step
+        waits (raises :class:`WaitingForHuman`)."""
         store = self.recorder.store
         record = self.recorder.state.steps[ctx.step_id]
         stored = store.get_interrupt(interrupt_id)
@@ -93,11 +94,10 @@ class Interrupts:
     async def answer_given(
         self, stored: InterruptRecord, raised: InterruptRaised
     ) -> InterruptAnswer | None:
-        """Answers given ahead (by interrupt id or step id), else the responder's; None when nobody answers."""
-        answer = self.run.answers.get(stored.interrupt_id) or self.run.answers.get(stored.step_id)
-        if answer is None and self.run.responder is not None:
-            answer = await self.run.responder(raised, stored.request)
-        return answer
+        """The responder's answer; None when nobody answers."""
+        if self.run.responder is None:
+            return None
+        return await self.run.responder(raised, stored.request)
 
     def raised_event(
         self, stored: InterruptRecord, held_steps: list[str] | None = None

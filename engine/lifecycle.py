@@ -145,8 +145,8 @@ class EngineBase(ABC):
     def answer_pause(self) -> AnswerPause | None:
         """How this engine pauses a step until a person answers (see ``StepRunner``).
 
-        None, the default: answers given ahead or the run's responder answer,
-        else the step waits and the run may go WAITING.
+        None, the default: the run's responder answers, else the step waits and
+        the run may go WAITING.
         """
         return None
 
@@ -177,7 +177,7 @@ class EngineBase(ABC):
 
         Finished steps keep their results; steps that were running start again
         and their journaled calls replay; pending interrupts are answered from
-        ``run.answers``, stored answers or the responder.
+        stored answers or the responder.
         """
         store: BaseRunStore = run.store
         record = store.get_run(run_id)

@@ -9,7 +9,10 @@ A model call that streams (``StepContext.llm`` with a streaming model caller) re
 ``start`` / ``text`` / ``abort`` per provider attempt; :class:`OutputCoalescer` turns that into
 :class:`ModelOutput` events carrying everything the current attempt has produced so far, at
 most one per ``interval_s`` (plus one when an attempt is voided and one when the call ends),
-so a fast stream cannot flood a display.
+so a fast stream cannot flood a display. It holds at most :data:`MAX_ANSWER_CHARS` of an
+attempt's text, the most the router lets any provider answer (plumbing/answer_bound.py): a provider
+that streams for ever is cut by the router at its own bound, and whatever it sent before that
+costs the display no more than one answer's text.
 """
 
 from __future__ import annotations
@@ -20,6 +23,7 @@ import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Literal
 
+from plumbing.answer_bound import MAX_ANSWER_CHARS
 from plumbing.frozen import Frozen
 
 if TYPE_CHECKING:
@@ -118,6 +122,7 @@ class OutputCoalescer:
         call_index: int,
         interval_s: float = 0.1,
         clock: Callable[[], float] = time.monotonic,
+        max_chars: int = MAX_ANSWER_CHARS,
     ) -> None:
         self._channel = channel
         self._run_id = run_id
@@ -127,6 +132,8 @@ class OutputCoalescer:
         self._interval_s = interval_s
         self._clock = clock
         self._parts: list[str] = []
+        self._chars = 0
+        self._max_chars = max_chars
         self._provider = ""
         self._restarted = False
         self._last_sent: float | None = None
@@ -139,11 +146,15 @@ class OutputCoalescer:
         ):  # a later attempt voids an earlier one's text (e.g. it failed validation)
             self._restarted = self._restarted or bool(self._parts)
             self._provider = provider
-            self._parts = []
+            self._parts, self._chars = [], 0
         elif kind == "text":
-            self._parts.append(text)
+            kept = text[: self._max_chars - self._chars]
+            if not kept:
+                return  # past the bound: the router fails this attempt; nothing more is held
+            self._parts.append(kept)
+            self._chars += len(kept)
         else:  # abort: what this attempt showed is void
-            self._parts = []
+            self._parts, self._chars = [], 0
             self._restarted = True
             self._send()
             return

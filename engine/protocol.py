@@ -10,6 +10,7 @@ from pydantic import Field
 
 from engine.context import InterruptAnswer, InterruptRequest, ModelCaller
 from engine.live import LiveChannel
+from engine.services import ServiceRegistry
 from engine.spec import WorkflowDefinition
 from engine.states import RunStatus, StepStatus
 from plumbing.frozen import Frozen
@@ -58,10 +59,9 @@ class RunContext:
     retriever: Retriever | None = None
     tie_breaker: TieBreaker | None = None
     responder: InterruptResponder | None = None
-    extras: dict[str, Any] = field(default_factory=dict)
+    services: ServiceRegistry = field(default_factory=ServiceRegistry)
+    """What the application provides the run's steps, by type (engine/services.py)."""
     engine_reason: str = ""
-    answers: dict[str, InterruptAnswer] = field(default_factory=dict)
-    """Answers given ahead of time (``workbench resume --answer``), by interrupt id or step id."""
     replay_from: str | None = None
     """A run whose journal answers this run's calls first (shadow mode's second engine)."""
     live: LiveChannel | None = None

@@ -5,7 +5,9 @@ text (``--input key=value`` on the command line); both go through
 :func:`resolve_inputs`, which applies defaults, converts text to the declared
 type, checks the declared bounds (choices, min, max; whole numbers within the
 range CEL computes exactly) and says in one line what is wrong — before a run
-exists, so a bad value never creates a run that then fails.
+exists, so a bad value never creates a run that then fails. A value nesting deeper than
+:data:`MAX_INPUT_DEPTH` or longer than :data:`MAX_INPUT_CHARS` is refused before it is parsed
+(a 50,000-level JSON list would exhaust Python's recursion; 200 levels, CEL's).
 """
 
 from __future__ import annotations
@@ -13,10 +15,12 @@ from __future__ import annotations
 import datetime as dt
 import json
 import math
+import re
 from collections.abc import Mapping
 from typing import Any
 
 from engine.spec import InputSpec, WorkflowDefinition
+from plumbing.yaml_reading import MAX_DEPTH
 
 
 class InputError(ValueError):
@@ -26,6 +30,15 @@ class InputError(ValueError):
 LARGEST_INT = 2**53
 """Whole numbers beyond this are not exact in the doubles CEL computes with (the engine's
 numeric policy), so an int input is refused outside ±LARGEST_INT before a run exists."""
+
+MAX_INPUT_DEPTH = MAX_DEPTH
+"""How deep a list or dict input may nest: as deep as a workflow file may (plumbing's one YAML
+limit, 40), well inside what CEL converts (100)."""
+MAX_INPUT_CHARS = 1_000_000
+"""How long one input may be, as text (a list's or dict's JSON)."""
+
+_JSON_STRING = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"')
+_BRACKETS = re.compile(r"[\[\]{}]")
 
 _TRUE = {"true", "yes", "1", "on"}
 _FALSE = {"false", "no", "0", "off"}
@@ -102,6 +115,60 @@ def _shown(value: Any) -> str:
     return text if len(text) <= 60 else f"{text[:57]}..."
 
 
+def check_input_text(name: str, text: str, *, json_text: bool) -> None:
+    """Refuse ``text`` (a value as typed) that is too long or — when it is read as JSON
+    (``json_text``) — nests too deep, measured before anything parses it."""
+    if len(text) > MAX_INPUT_CHARS:
+        raise InputError(_too_long(name, len(text)))
+    if not json_text:
+        return
+    depth = deepest = 0
+    for bracket in _BRACKETS.findall(_JSON_STRING.sub("", text)):
+        depth += 1 if bracket in "[{" else -1
+        deepest = max(deepest, depth)
+    if deepest > MAX_INPUT_DEPTH:
+        raise InputError(_too_deep(name, deepest))
+
+
+def check_input_value(name: str, spec: InputSpec, value: Any) -> None:
+    """Refuse a value that nests deeper or is longer (its strings and items counted) than an
+    input may be: text as :func:`check_input_text` measures it, other values walked without
+    recursion."""
+    if isinstance(value, str):
+        check_input_text(name, value, json_text=spec.type in ("list", "dict"))
+        return
+    size = 0
+    stack: list[tuple[Any, int]] = [(value, 0)]
+    while stack:
+        item, depth = stack.pop()
+        if isinstance(item, Mapping):
+            children: list[Any] = [*item.keys(), *item.values()]
+        elif isinstance(item, (list, tuple)):
+            children = list(item)
+        else:
+            size += len(str(item))
+            children = []
+        if children and depth + 1 > MAX_INPUT_DEPTH:
+            raise InputError(_too_deep(name, depth + 1, exactly=False))
+        size += len(children) + 1
+        if size > MAX_INPUT_CHARS:
+            raise InputError(_too_long(name, size, exactly=False))
+        stack.extend((child, depth + 1) for child in children)
+
+
+def _too_deep(name: str, depth: int, *, exactly: bool = True) -> str:
+    levels = f"{depth} levels" if exactly else f"more than {MAX_INPUT_DEPTH} levels"
+    return f"input {name!r} nests {levels} deep; an input may nest {MAX_INPUT_DEPTH} — flatten it"
+
+
+def _too_long(name: str, size: int, *, exactly: bool = True) -> str:
+    length = f"{size:,} characters" if exactly else f"more than {MAX_INPUT_CHARS:,} characters"
+    return (
+        f"input {name!r} is {length} long; an input may be {MAX_INPUT_CHARS:,}"
+        " — pass a shorter value"
+    )
+
+
 def check_bounds(name: str, spec: InputSpec, value: Any) -> None:
     """Refuse a converted value outside the declared choices, min or max (InputError)."""
     if value is None:
@@ -126,6 +193,7 @@ def resolve_inputs(wf: WorkflowDefinition, given: Mapping[str, Any]) -> dict[str
     resolved: dict[str, Any] = {}
     for name, spec in wf.inputs.items():
         if name in given and given[name] is not None:
+            check_input_value(name, spec, given[name])
             value = _convert(name, spec, given[name])
         elif spec.default is not None:
             value = spec.default

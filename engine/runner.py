@@ -179,7 +179,7 @@ class StepRunner:
             emit_event=self.recorder.emit,
             model=run.model,
             retriever=run.retriever,
-            extras=run.extras,
+            app=run.services,
             live=run.live,
             model_answers=lambda: tally(store.events(state.run_id)),
         )

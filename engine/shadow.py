@@ -5,7 +5,10 @@ The second runs the same definition on the same inputs with
 ``RunContext.replay_from`` set to the first run, so every journaled call —
 model answers, retrievals, interrupt answers, tie-breaker choices — is answered
 from the first run's journal: both engines see identical answers, and nobody is
-asked twice. The two event logs are then compared canonically
+asked twice. An answer is taken as about the second run (the first run's id in it
+becomes the second's), and a call that acts on its own run's things — a note saved
+into the run's folder (``engine.journal.RUN_EFFECT``) — the second run makes
+itself, so each run's folder holds its own files. The two event logs are then compared canonically
 (engine/canonical.py); any difference is a conformance failure.
 
 Because the second engine is answered from the journal, it never asks a person:

@@ -4,19 +4,20 @@ Importing this module registers them in the engine's tool implementations.
 They reach the corpus through the run's retriever (a :class:`CorpusRetriever`),
 so they need nothing the steps do not already get. ``notes.save`` writes a
 file into the run's folder — the one tool here with a side effect, which the
-shipped policy puts behind a person's approval.
+shipped policy puts behind a person's approval; each run writes its own (a
+``run_effect``: a run replaying another's journal saves its note itself).
 """
 
 from __future__ import annotations
 
 import re
-from pathlib import Path
 from typing import Any
 
 from agents.tools import tool_implementation
 from engine.context import StepContext
+from plumbing.folder_writes import write_text_into
 from research.corpus import Corpus, CorpusRetriever
-from research.steps.delivery import RUNS_DIR_EXTRA
+from research.run_folders import RunFolders
 
 PASSAGE_CHARS = 600
 DOCUMENT_CHARS = 4000
@@ -100,15 +101,14 @@ async def citation_check(ctx: StepContext, args: dict[str, Any]) -> dict[str, An
     return {"source_id": source_id, "verified": False, "reason": "the text is not in the document"}
 
 
-@tool_implementation("notes.save")
+@tool_implementation("notes.save", run_effect=True)
 async def save_note(ctx: StepContext, args: dict[str, Any]) -> dict[str, Any]:
     """Write a Markdown note into the run's folder (a side effect: policies may gate it)."""
-    runs_dir = ctx.services.extras.get(RUNS_DIR_EXTRA)
-    if not runs_dir:
+    folders = ctx.services.app.get(RunFolders)
+    if folders is None:
         raise RuntimeError("this run has no folder to save notes in")
     name = re.sub(r"[^a-z0-9_-]+", "-", str(args.get("name") or "note").lower()).strip("-")
-    folder = Path(runs_dir) / ctx.run_id
+    folder = folders.of(ctx.run_id)
     folder.mkdir(parents=True, exist_ok=True)
-    path = folder / f"{name or 'note'}.md"
-    path.write_text(str(args["text"]).rstrip() + "\n", encoding="utf-8")
+    path = write_text_into(folder, f"{name or 'note'}.md", str(args["text"]).rstrip() + "\n")
     return {"saved": str(path), "bytes": path.stat().st_size}

@@ -16,6 +16,7 @@ import re
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
+from plumbing.untrusted_text import for_document
 from research.evidence import Claim, EvidenceMap, Source
 from research.text import normalize_space
 
@@ -85,7 +86,8 @@ def answer_lines(
     thin = answered < THIN_SHARE * max(1, len(evidence.sub_questions))
     if thin:
         lines += [
-            f"_The corpus has little on {subject}: relevant evidence answers {answered} of"
+            f"_The corpus has little on {for_document(subject, one_line=True)}: relevant evidence"
+            f" answers {answered} of"
             f" {len(evidence.sub_questions)} sub-questions._",
             "",
         ]
@@ -106,7 +108,7 @@ def answer_lines(
         lines.append("")
     written = {s.sub_question: s.prose for s in synthesis.sections} if synthesis else {}
     for question in evidence.sub_questions:
-        lines += [f"## {question.text}", ""]
+        lines += [f"## {for_document(question.text, one_line=True)}", ""]
         claims = sections.get(question.id, [])
         if not claims:
             lines += ["_No relevant evidence with provenance answers this sub-question._", ""]

@@ -15,7 +15,6 @@ recorded in a run still names the same text after a re-index.
 from __future__ import annotations
 
 import difflib
-import errno
 import fcntl
 import hashlib
 import re
@@ -27,6 +26,8 @@ from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
 from engine.sqlite_file import open_sqlite_file
+from research.corpus_files import folder_root, list_folder, read_document
+from research.corpus_limits import DEFAULT_LIMITS, CorpusLimits
 from research.corpus_records import (
     CollectionInfo,
     CorpusFolderError,
@@ -34,7 +35,6 @@ from research.corpus_records import (
     DocumentRecord,
     IndexReport,
     SkippedFile,
-    _broken_link,
     _day,
     _iso,
     _write_failure,
@@ -43,7 +43,6 @@ from research.embeddings import embedder, to_blob
 from research.hybrid import SearchFilters, question_relevance
 from research.hybrid import search as hybrid_search
 from research.loaders import (
-    SUPPORTED_SUFFIXES,
     LoadedDocument,
     UnreadableDocument,
     load_document,
@@ -225,48 +224,37 @@ class Corpus:
         folder: str | Path,
         collection: str | None = None,
         on_progress: Callable[[int, int], None] | None = None,
+        limits: CorpusLimits = DEFAULT_LIMITS,
     ) -> IndexReport:
-        """Index the folder's supported files into ``collection`` (default: the folder's name);
-        ``on_progress(done, total)`` is called once the files are listed and after each file."""
-        try:
-            root = Path(folder).expanduser().resolve(strict=True)
-        except (RuntimeError, OSError) as error:
-            looped = isinstance(error, RuntimeError) or getattr(error, "errno", None) == errno.ELOOP
-            raise CorpusFolderError(
-                f"{folder}: a symlink loop; pass the real folder of md/rst/txt/html/pdf files"
-                if looped
-                else f"{folder}: not a folder; pass a directory of md/rst/txt/html/pdf files"
-            ) from None
-        if not root.is_dir():
-            raise CorpusFolderError(
-                f"{folder}: not a folder; pass a directory of md/rst/txt/html/pdf files"
-            )
+        """Index the folder's supported files into ``collection`` (default: the folder's name),
+        each read within ``limits`` (a file past them, or a symlink out of the folder, is skipped
+        with its reason: research/corpus_files.py); ``on_progress(done, total)`` is called once
+        the files are listed and after each file."""
+        root = folder_root(folder)
         name = collection or root.name
         started = time.perf_counter()
         report = IndexReport(collection=name)
-        files: list[Path] = []
-        for path in sorted(root.rglob("*")):
-            broken = _broken_link(path)
-            if broken:
-                report.skipped.append(SkippedFile(str(path), broken))
-            elif path.is_file() and path.suffix.lower() in SUPPORTED_SUFFIXES:
-                files.append(path)
+        listing = list_folder(root, limits)
+        files = listing.files
+        report.skipped.extend(listing.skipped)
         seen: set[str] = set()
         with self._indexing(name) as db:
             if on_progress is not None:
                 on_progress(0, len(files))
-            for done, path in enumerate(files, 1):
+            for done, (path, real) in enumerate(files, 1):
                 relative = path.relative_to(root).with_suffix("").as_posix()
                 source_id = f"{name}/{relative}"
                 seen.add(source_id)
                 try:
-                    raw = path.read_bytes()
+                    raw = read_document(real, limits)
+                except UnreadableDocument as exc:
+                    report.skipped.append(SkippedFile(str(path), str(exc)))
                 except OSError as exc:
                     report.skipped.append(
                         SkippedFile(str(path), f"cannot read: {exc.strerror or exc}")
                     )
                 else:
-                    self._index_one(db, report, source_id, name, path.as_uri(), raw, path)
+                    self._index_one(db, report, source_id, name, path.as_uri(), raw, path, limits)
                 if on_progress is not None:
                     on_progress(done, len(files))
             stale = [
@@ -320,6 +308,7 @@ class Corpus:
         uri: str,
         raw: bytes,
         path: Path,
+        limits: CorpusLimits,
     ) -> None:
         digest = hashlib.sha256(raw).hexdigest()
         stored = self._stored_hash(db, source_id)
@@ -327,7 +316,7 @@ class Corpus:
             report.unchanged += 1
             return
         try:
-            document = load_document(path, raw)
+            document = load_document(path, raw, limits)
         except UnreadableDocument as exc:
             report.skipped.append(SkippedFile(str(path), str(exc)))
             return

@@ -19,6 +19,7 @@ from html.parser import HTMLParser
 from pathlib import Path
 from typing import Any
 
+from research.corpus_limits import DEFAULT_LIMITS, MIB, CorpusLimits
 from research.dates import parse_date, parse_dates
 
 SUPPORTED_SUFFIXES = (".md", ".markdown", ".rst", ".txt", ".html", ".htm", ".pdf")
@@ -132,7 +133,7 @@ def _rst_title(body: str) -> str:
     return ""
 
 
-def load_rst(path: Path, raw: bytes) -> LoadedDocument:
+def load_rst(path: Path, raw: bytes, limits: CorpusLimits) -> LoadedDocument:
     text = _decode(raw, path)
     fields, body = _rst_header(text)
     title = fields.get("Title") or _rst_title(body) or path.stem
@@ -153,7 +154,7 @@ def _front_matter(text: str) -> tuple[dict[str, str], str]:
     return fields, text[end + 4 :].lstrip("\n")
 
 
-def load_markdown(path: Path, raw: bytes) -> LoadedDocument:
+def load_markdown(path: Path, raw: bytes, limits: CorpusLimits) -> LoadedDocument:
     text = _decode(raw, path)
     fields, body = _front_matter(text)
     heading = re.search(r"^#\s+(.+)$", body, re.MULTILINE)
@@ -161,7 +162,7 @@ def load_markdown(path: Path, raw: bytes) -> LoadedDocument:
     return _from_fields(title, body, fields, "document")
 
 
-def load_text(path: Path, raw: bytes) -> LoadedDocument:
+def load_text(path: Path, raw: bytes, limits: CorpusLimits) -> LoadedDocument:
     text = _decode(raw, path)
     fields, body = _rst_header(text)
     first = next((line.strip() for line in body.splitlines() if line.strip()), path.stem)
@@ -248,7 +249,7 @@ _HTML_UPDATED = (
 )
 
 
-def load_html(path: Path, raw: bytes) -> LoadedDocument:
+def load_html(path: Path, raw: bytes, limits: CorpusLimits) -> LoadedDocument:
     parser = _HtmlText()
     parser.feed(_decode(raw, path))
     text = re.sub(r"[ \t]+", " ", html.unescape("".join(parser.parts)))
@@ -288,18 +289,43 @@ def _pypdf_quiet() -> Iterator[None]:
         logger.propagate = propagate
 
 
-def load_pdf(path: Path, raw: bytes) -> LoadedDocument:
+def _pdf_pages(reader: Any, path: Path, limits: CorpusLimits) -> list[str]:
+    """The text of each page, within the page and page-content bounds (see :mod:`corpus_limits`)."""
+    pages = reader.pages
+    if len(pages) > limits.max_pdf_pages:
+        raise UnreadableDocument(
+            f"{path.name} has {len(pages):,} pages, more than {limits.max_pdf_pages:,} read; "
+            "split it into smaller PDFs"
+        )
+    content = 0
+    for page in pages:  # measured first: a bomb is refused before any page's text is parsed
+        contents = page.get_contents()
+        content += len(contents.get_data()) if contents is not None else 0
+        if content > limits.max_pdf_content_bytes:
+            raise UnreadableDocument(
+                f"{path.name}: its pages' content passes {limits.max_pdf_content_bytes / MIB:g} MiB "
+                "once inflated (a PDF bomb?); re-export it or add a text version"
+            )
+    return [page.extract_text() or "" for page in pages]
+
+
+def load_pdf(path: Path, raw: bytes, limits: CorpusLimits) -> LoadedDocument:
     import io
 
     from pypdf import PdfReader
-    from pypdf.errors import PdfReadError
+    from pypdf.errors import LimitReachedError, PyPdfError
 
     try:
         with _pypdf_quiet():
             reader = PdfReader(io.BytesIO(raw))
-            pages = [page.extract_text() or "" for page in reader.pages]
+            pages = _pdf_pages(reader, path, limits)
             info: Mapping[str, Any] = reader.metadata or {}
-    except (PdfReadError, ValueError, KeyError, OSError) as exc:
+    except LimitReachedError:
+        raise UnreadableDocument(
+            f"{path.name}: a stream inflates past pypdf's limits (a PDF bomb?); "
+            "re-export it or add a text version"
+        ) from None
+    except PyPdfError as exc:
         raise UnreadableDocument(
             f"{path.name} is not a readable PDF ({exc.__class__.__name__}); "
             "re-export it or remove it from the folder"
@@ -317,7 +343,7 @@ def load_pdf(path: Path, raw: bytes) -> LoadedDocument:
     return _from_fields(fields.get("title") or path.stem, text, fields, "document")
 
 
-LOADERS: dict[str, Callable[[Path, bytes], LoadedDocument]] = {
+LOADERS: dict[str, Callable[[Path, bytes, CorpusLimits], LoadedDocument]] = {
     ".md": load_markdown,
     ".markdown": load_markdown,
     ".rst": load_rst,
@@ -328,15 +354,29 @@ LOADERS: dict[str, Callable[[Path, bytes], LoadedDocument]] = {
 }
 
 
-def load_document(path: Path, raw: bytes) -> LoadedDocument:
+def load_document(path: Path, raw: bytes, limits: CorpusLimits = DEFAULT_LIMITS) -> LoadedDocument:
+    """``raw`` read as the document ``path`` names; :class:`UnreadableDocument` (with its reason)
+    when it cannot be, whatever the parser raised."""
     loader = LOADERS.get(path.suffix.lower())
     if loader is None:
         raise UnreadableDocument(
             f"{path.name}: unsupported type (supported: {', '.join(SUPPORTED_SUFFIXES)})"
         )
-    document = loader(path, raw)
+    try:
+        document = loader(path, raw, limits)
+    except UnreadableDocument:
+        raise
+    except Exception as exc:  # noqa: BLE001 - a parser of hostile bytes may raise anything
+        # (pypdf's RecursionError on nesting, AttributeError on odd objects...): that document is
+        # skipped with its reason, the rest of the folder indexes
+        raise UnreadableDocument(
+            f"{path.name} could not be read ({type(exc).__name__}); "
+            "re-export it or remove it from the folder"
+        ) from None
     if not document.text.strip():
         raise UnreadableDocument(f"{path.name} is empty")
+    if len(document.text.encode("utf-8")) > limits.max_document_bytes:
+        raise UnreadableDocument(limits.too_large(path.name, "its text"))
     return document
 
 
@@ -375,12 +415,16 @@ def split_passages(
             if not buffer:
                 section = stripped.lstrip("#").strip()
             continue
-        while len(stripped) > max_chars:
-            cut = stripped.rfind(". ", 0, max_chars)
-            cut = cut + 1 if cut > target_chars // 2 else max_chars
-            buffer.append(stripped[:cut].strip())
+        start = 0  # where the rest of a long paragraph begins: each cut copies only its piece
+        while len(stripped) - start > max_chars:
+            cut = stripped.rfind(". ", start, start + max_chars) - start
+            cut = start + (cut + 1 if cut > target_chars // 2 else max_chars)
+            buffer.append(stripped[start:cut].strip())
             flush(force=True)
-            stripped = stripped[cut:].strip()
+            start = cut
+            while stripped[start].isspace():
+                start += 1
+        stripped = stripped[start:]
         buffer.append(stripped)
         size += len(stripped)
         if size >= target_chars:

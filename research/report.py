@@ -15,8 +15,10 @@ from typing import TYPE_CHECKING, Any
 import yaml
 
 from engine.model_answers import ModelAnswers, disclosure
+from plumbing.folder_writes import write_text_into
 from plumbing.frozen import Frozen
-from plumbing.workspace import RunFolder
+from plumbing.untrusted_text import for_document
+from plumbing.workspace import QUALITY_FILE, RAG_PACKAGE_FILE, REPORT_FILE
 from research.brief import answer_lines, source_facts
 from research.coalesce import DISCLAIMERS, TARGET_CI, CoalesceResult
 from research.evidence import Claim, EvidenceMap, Source
@@ -124,7 +126,7 @@ def cited(number: int, claim: Claim, evidence: EvidenceMap) -> str:
         passage.relevance if passage else 0.0,
         document_label(source, claim.source_ids[0] if claim.source_ids else ""),
     )
-    return (
+    return one_line(
         f"{claim.text} — {facts} [{number}]"
         + ("" if claim.verified else " [unverified]")
         + (f" ({document_label(source)}, {note})" if note else "")
@@ -221,7 +223,7 @@ def render_report(
     """report.md: the answer (an evidence brief, or a model's checked prose), Sources, then
     Quality (research.brief)."""
     level = quality["confidence_level"]
-    lines = [f"# {evidence.query}", ""]
+    lines = [f"# {one_line(evidence.query)}", ""]
     if DISCLAIMERS[level]:
         lines += [f"> **{DISCLAIMERS[level]}**", ""]
     fallback = quality["model_answers"]["note"]
@@ -282,7 +284,13 @@ def render_report(
             f" | {r['decision']}{' (' + r['stop_reason'] + ')' if r['stop_reason'] else ''} |"
         )
     lines.append("")
-    return "\n".join(lines)
+    return for_document("\n".join(lines))
+
+
+def one_line(text: str) -> str:
+    """Text from a document or a model as one line of the report (a heading, a list item, a
+    quote): its line breaks would start new Markdown blocks, its control characters go."""
+    return for_document(text, one_line=True)
 
 
 def _who_answered(answers: dict[str, Any]) -> str:
@@ -327,10 +335,12 @@ def _answer(
             facts.append(source.latest_date)
         facts.append(f"relevance {citation.relevance:.2f}")
         lines += [
-            f"{citation.number}. **{citation.title or citation.source_id}** "
-            f"({'; '.join(facts)}) — `{citation.passage_id}`",
+            one_line(
+                f"{citation.number}. **{citation.title or citation.source_id}** "
+                f"({'; '.join(facts)}) — `{citation.passage_id}`"
+            ),
             "",
-            f"   > {citation.quote}",
+            f"   > {one_line(citation.quote)}",
             "",
         ]
     return lines
@@ -355,9 +365,11 @@ def _timeline(evidence: EvidenceMap, citations: list[Citation]) -> list[str]:
         status = source.status + (f", {note}" if note else "") if source.status else note
         refs = ", ".join(str(n) for n in numbers[source_id])
         lines.append(
-            f"- **{day}** — {document_label(source)}, {source.title}"
-            + (f" ({status})" if status else "")
-            + f" [{refs}]"
+            one_line(
+                f"- **{day}** — {document_label(source)}, {source.title}"
+                + (f" ({status})" if status else "")
+                + f" [{refs}]"
+            )
         )
     return [*lines, ""]
 
@@ -406,15 +418,16 @@ def rag_chunks(
 def write_artifacts(
     run_dir: Path, report: str, quality: dict[str, Any], chunks: list[dict[str, Any]]
 ) -> list[Path]:
+    """The three files in ``run_dir``, written without following a link planted there."""
     run_dir.mkdir(parents=True, exist_ok=True)
-    files = RunFolder(run_dir)
-    paths = [files.report, files.quality, files.rag_package]
-    paths[0].write_text(report, encoding="utf-8")
-    paths[1].write_text(
-        yaml.safe_dump(quality, sort_keys=False, allow_unicode=True), encoding="utf-8"
-    )
-    paths[2].write_text(
-        "".join(json.dumps(c, ensure_ascii=False, sort_keys=True) + "\n" for c in chunks),
-        encoding="utf-8",
-    )
-    return paths
+    return [
+        write_text_into(run_dir, REPORT_FILE, report),
+        write_text_into(
+            run_dir, QUALITY_FILE, yaml.safe_dump(quality, sort_keys=False, allow_unicode=True)
+        ),
+        write_text_into(
+            run_dir,
+            RAG_PACKAGE_FILE,
+            "".join(json.dumps(c, ensure_ascii=False, sort_keys=True) + "\n" for c in chunks),
+        ),
+    ]

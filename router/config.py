@@ -41,6 +41,8 @@ from pydantic import (
     model_validator,
 )
 
+from plumbing.answer_bound import MAX_ANSWER_CHARS
+from plumbing.network import is_loopback
 from plumbing.yaml_reading import read_yaml_file
 from router.breaker import BreakerPolicy
 from router.local import BUILTIN_NAME
@@ -151,6 +153,26 @@ class ProviderConfig(BaseModel):
     """A streamed call fails (TIMEOUT) when its first event takes longer than this."""
     stream_idle_s: float = Field(default=30.0, gt=0)
     """A streamed call fails (TIMEOUT) when it stalls this long between two events."""
+    trickle_timeout_s: float = Field(default=10.0, gt=0)
+    """Once a line of a stream (or a non-streamed body) has begun, the longest its rest may take:
+    a server that trickles its answer a byte at a time fails (TIMEOUT) after this. Real servers
+    send each line whole, in milliseconds."""
+    max_body_mb: float = Field(default=16.0, gt=0)
+    """The largest non-streamed body read (an error's and a health check's too), in MiB once
+    inflated: a real answer of 128k tokens is ~1 MiB, a long model list a few. Past it the call
+    fails as OVERSIZED (router/bounded_read.py)."""
+    max_line_mb: float = Field(default=4.0, gt=0)
+    """The longest line of a streamed answer, in MiB once inflated: real events are under 1 KiB;
+    a server that sends a whole long answer as one event needs ~1 MiB."""
+    max_stream_mb: float = Field(default=64.0, gt=0)
+    """The most bytes of one streamed answer, in MiB once inflated, comments and keep-alives
+    included: a 128k-token answer in ~350-byte events is ~45 MiB."""
+    max_answer_chars: int = Field(default=MAX_ANSWER_CHARS, ge=1, le=MAX_ANSWER_CHARS)
+    """The longest answer text kept, streamed or not (plumbing/answer_bound.py: the engine's live
+    view holds no more, so it cannot be raised past that)."""
+    allow_insecure_http: bool = False
+    """Send the key over plain ``http://`` to a host other than this machine (a network you
+    trust); refused otherwise, so a mistyped scheme never puts a key on the wire in clear."""
 
     @model_validator(mode="before")
     @classmethod
@@ -235,6 +257,19 @@ class ProviderConfig(BaseModel):
         adapter = ADAPTERS[self.kind]
         if adapter.default_base_url is None and self.base_url is None:
             raise ValueError(f"an {self.kind} provider needs base_url: {adapter.base_url_example}")
+        parts = urlsplit(self.resolved_base_url)
+        host = parts.hostname or ""
+        if (
+            parts.scheme == "http"
+            and self.api_key_env
+            and not self.allow_insecure_http
+            and not is_loopback(host)
+        ):
+            raise ValueError(
+                f"provider {self.name!r} would send its key (${self.api_key_env}) in clear over"
+                f" http to {host}; use https, or set allow_insecure_http: true for a network"
+                " you trust"
+            )
         return self
 
     @property

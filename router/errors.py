@@ -26,6 +26,9 @@ class ErrorClass(StrEnum):
     SERVER = "server"  # other 5xx
     CONNECTION = "connection"  # refused, reset, disconnected
     BAD_RESPONSE = "bad_response"  # 2xx with a body that is not the API's shape
+    OVERSIZED = (
+        "oversized"  # an answer past a size bound (router/bounded_read.py): hostile or broken
+    )
     PERMANENT = "permanent"  # 401/403/404: misconfigured, never retried
     BAD_REQUEST = "bad_request"  # other 4xx: this request's fault, not the provider's
     INVALID_OUTPUT = "invalid_output"  # well-formed reply whose content fails the schema
@@ -47,6 +50,7 @@ TRAITS: dict[ErrorClass, ClassTraits] = {
     ErrorClass.SERVER: ClassTraits(True, False, False, False),
     ErrorClass.CONNECTION: ClassTraits(True, False, False, False),
     ErrorClass.BAD_RESPONSE: ClassTraits(True, False, False, True),
+    ErrorClass.OVERSIZED: ClassTraits(True, True, False, True),
     ErrorClass.PERMANENT: ClassTraits(False, False, True, True),
     ErrorClass.BAD_REQUEST: ClassTraits(False, False, False, True),
     ErrorClass.INVALID_OUTPUT: ClassTraits(False, False, False, True),

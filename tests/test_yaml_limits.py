@@ -1,9 +1,10 @@
 """One set of limits for every YAML file the product reads (plumbing/yaml_reading.py).
 
 The same hostile documents go to every reader — a workflow, an agent-registry file, the config
-file, the router's config, a fault script, a run's quality.yaml — and each refuses them the same
-way: nesting deeper than 40 levels and aliases at their line and column, a file over 1 MB (4 MB
-for a workflow) before it is parsed; one line, never a traceback.
+file, the router's config, a fault script, a run's quality.yaml (on the report screen and in
+``workbench research``'s summary) — and each refuses them the same way: nesting deeper than 40
+levels and aliases at their line and column, a file over 1 MB (4 MB for a workflow) before it is
+parsed; one line, never a traceback.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from router.config import ConfigError, load_router_config
 from router.fault.script import FaultScriptError, load_fault_script
 from tui.app.run_state import RunView
 from tui.app.screens.report import load_report
+from tui.commands.research_cmds import research_summary
 from tui.config import ConfigError as AppConfigError
 from tui.config import parse_config
 
@@ -74,7 +76,13 @@ def quality(text: str, tmp_path: Path) -> object:
     return shown["error"]
 
 
-READERS = [workflow, registry, app_config, router_config, fault_script, quality]
+def summary(text: str, tmp_path: Path) -> object:
+    (tmp_path / "report.md").write_text("# Report\n", encoding="utf-8")
+    (tmp_path / "quality.yaml").write_text(text, encoding="utf-8")
+    return research_summary(tmp_path)[0]
+
+
+READERS = [workflow, registry, app_config, router_config, fault_script, quality, summary]
 
 
 @pytest.mark.parametrize("read", READERS)
@@ -95,7 +103,7 @@ def test_an_alias_is_refused_where_it_stands(
     assert "2:4" in message
 
 
-@pytest.mark.parametrize("read", [registry, app_config, router_config, fault_script, quality])
+@pytest.mark.parametrize("read", [r for r in READERS if r is not workflow])
 def test_a_file_over_the_size_limit_is_refused_before_it_is_read(
     read: Callable[[str, Path], object], tmp_path: Path
 ) -> None:

@@ -15,6 +15,7 @@ from typing import NamedTuple
 import click
 from click.core import ParameterSource
 
+from tui.echo import clean_last_resort_logging
 from tui.failures import FailureBoundary
 from tui.root_options import (
     CONFIG_ENV,
@@ -87,7 +88,9 @@ COMMANDS: dict[str, Entry] = {
         "Serve the run API: start, follow, answer and steer the PostgreSQL store's runs over HTTP.",
     ),
     "serve": Entry(
-        "app_cmds", "serve_command", "Serve the workbench in a browser (textual-serve)."
+        "app_cmds",
+        "serve_command",
+        "Serve the workbench in a browser (textual-serve), behind a token.",
     ),
     "validate": Entry(
         "run_cmds",
@@ -167,6 +170,7 @@ def cli(
 
 def main() -> None:
     """Run ``workbench``; every failure is one line (tui/failures.py), never a traceback."""
+    clean_last_resort_logging()
     cli(prog_name="workbench")
 
 

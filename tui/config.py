@@ -15,6 +15,7 @@ what to do; on the command line it prints as ``error: …`` and exits 2.
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import replace
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -33,7 +34,9 @@ from pydantic import (
 from pydantic_core import ErrorDetails
 
 from plumbing.yaml_reading import LimitedLoader, YamlLimitError, load_yaml
+from research.corpus_limits import DEFAULT_LIMITS, MIB, CorpusLimits
 from router.config import RouterConfig, effective_router_config
+from tui.echo import echo
 from tui.exit_codes import BAD_INPUT
 from tui.paths import standard_config_path
 from tui.root_options import CONFIG_ENV, CONFIG_PATH_KEY, CONFIG_REQUIRED_KEY
@@ -54,7 +57,7 @@ class ConfigError(click.ClickException):
     exit_code = BAD_INPUT
 
     def show(self, file: Any = None) -> None:
-        click.echo(f"error: {self.message}", err=True)
+        echo(f"error: {self.message}", err=True)
 
 
 class CorpusConfig(BaseModel):
@@ -62,6 +65,21 @@ class CorpusConfig(BaseModel):
 
     folders: list[str] = Field(default_factory=list)
     """Folders of md/rst/txt/html/pdf indexed into the workspace corpus (absolute or ``~/`` paths)."""
+    max_document_mb: float = Field(default=DEFAULT_LIMITS.max_document_bytes / MIB, gt=0)
+    """The largest document indexed (its file, and its text), in MiB; a larger one is skipped."""
+    max_pdf_pages: int = Field(default=DEFAULT_LIMITS.max_pdf_pages, ge=1)
+    """The most pages of a PDF read; a longer PDF is skipped."""
+    follow_symlinks: bool = False
+    """Whether a symlink in a corpus folder pointing outside it is followed (else skipped, listed)."""
+
+    def limits(self) -> CorpusLimits:
+        """The bounds every corpus document is read within (research/corpus_limits.py)."""
+        return replace(
+            DEFAULT_LIMITS,
+            max_document_bytes=int(self.max_document_mb * MIB),
+            max_pdf_pages=self.max_pdf_pages,
+            follow_symlinks=self.follow_symlinks,
+        )
 
 
 class WorkbenchConfig(BaseModel):

@@ -29,6 +29,7 @@ from typing import Any
 
 import click
 
+from tui.echo import echo
 from tui.exit_codes import BAD_INPUT, INTERNAL, INTERRUPTED, INTERRUPTED_LINE
 
 TRACEBACK_ENV = "WORKBENCH_TRACEBACK"
@@ -80,7 +81,7 @@ class Failure(click.ClickException):
         super().__init__(" ".join(message.split()))
 
     def show(self, file: Any = None) -> None:
-        click.echo(f"error: {self.message}", err=True)
+        echo(f"error: {self.message}", err=True)
 
 
 class Interrupted(Failure):

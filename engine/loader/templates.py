@@ -16,6 +16,10 @@ from engine.loader.names import closest, identifier_problem, is_identifier, type
 from engine.loader.problems import Problems
 
 TEMPLATE_KEYS = ("params", "steps", "description")
+MAX_TEMPLATE_STEPS = 1_000
+"""Steps the templates of one workflow may make in all: the file's size is capped (MAX_BYTES), and
+so is what it expands to — one ``with:`` list of 300,000 values would otherwise take a minute and
+gigabytes to check."""
 _USE_KEYS = ("use", "with")
 
 
@@ -108,15 +112,17 @@ def expand_steps(problems: Problems, root: Node) -> list[StepSource]:
                 entry, f"a step is a mapping with id and uses, got {type_name(entry.plain())}"
             )
         elif "use" in entry.value:
-            sources += _instantiate(problems, entry, templates, declared)
+            made = sum(1 for source in sources if source.template is not None)
+            sources += _instantiate(problems, entry, templates, declared, MAX_TEMPLATE_STEPS - made)
         else:
             sources.append(StepSource(entry))
     return sources
 
 
 def _instantiate(
-    problems: Problems, entry: Node, templates: dict[str, Node], declared: set[str]
+    problems: Problems, entry: Node, templates: dict[str, Node], declared: set[str], room: int
 ) -> list[StepSource]:
+    """The steps ``entry``'s use of a template makes (at most ``room``)."""
     for key in entry.value:
         if key not in _USE_KEYS:
             problems.add(
@@ -137,7 +143,8 @@ def _instantiate(
         return []
     template = templates[name]
     params = [p.value for p in template.value["params"].value]
-    instances = _instances(problems, entry.get("with"), entry, name, params)
+    per_instance = len(template.value["steps"].value)
+    instances = _instances(problems, entry.get("with"), entry, name, params, room // per_instance)
     sources: list[StepSource] = []
     for index, values in enumerate(instances):
         for step in template.value["steps"].value:
@@ -148,8 +155,14 @@ def _instantiate(
 
 
 def _instances(
-    problems: Problems, node: Node | None, entry: Node, template: str, params: list[str]
+    problems: Problems,
+    node: Node | None,
+    entry: Node,
+    template: str,
+    params: list[str],
+    most: int,
 ) -> list[dict[str, Any]]:
+    """One mapping of parameter to value per instance ``with:`` asks for (at most ``most``)."""
     if node is None or not node.is_map:
         problems.add(
             node or entry,
@@ -171,6 +184,14 @@ def _instances(
             )
             ok = False
     if not ok:
+        return []
+    asked = max((len(node.value[p].value) for p in params if node.value[p].is_seq), default=1)
+    if asked > most:
+        problems.add(
+            node,
+            f"with: {asked:,} instances of template '{template}' would make more steps than the"
+            f" {MAX_TEMPLATE_STEPS:,} templates may make in one workflow; give fewer values",
+        )
         return []
     columns: dict[str, list[Any]] = {}
     lengths: set[int] = set()

@@ -10,7 +10,6 @@ report.md, quality.yaml and rag_package.jsonl there.
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
 from engine.context import InterruptAnswer, InterruptRequest, StepContext
@@ -28,11 +27,9 @@ from research.report import (
     render_report,
     write_artifacts,
 )
+from research.run_folders import RunFolders
 from research.state import supervisor_states
 from research.steps.common import RoundInput
-
-RUNS_DIR_EXTRA = "research.runs_dir"
-"""``StepServices.extras`` key: the folder holding one sub-folder per run (<workspace>/runs)."""
 
 
 class SynthesisOutput(Frozen):
@@ -179,10 +176,10 @@ async def rag_package(ctx: StepContext, inp: RoundInput) -> RagPackageOutput:
         raise RuntimeError(f"{ctx.step_id}: needs the outputs of research.final_synthesis upstream")
     chunks = rag_chunks(synthesis.evidence, synthesis.citations, synthesis.selected_round)
     files: list[str] = []
-    runs_dir = ctx.services.extras.get(RUNS_DIR_EXTRA)
-    if runs_dir:
+    folders = ctx.services.app.get(RunFolders)
+    if folders is not None:
         written = write_artifacts(
-            Path(runs_dir) / ctx.run_id, synthesis.report, synthesis.quality, chunks
+            folders.of(ctx.run_id), synthesis.report, synthesis.quality, chunks
         )
         files = [str(p) for p in written]
     return RagPackageOutput(chunks=chunks, count=len(chunks), files=files)

@@ -28,10 +28,20 @@ Mid-stream faults act on a streamed answer after half its chunks: ``cut`` (the c
 closes), ``stall`` (the stream hangs ``hang_s``), ``bad_chunk`` (a chunk of broken JSON),
 ``hold`` (the stream waits until the caller of the server releases it, then finishes: a test
 sees the partial answer for as long as it needs, with no timing involved); on a request that
-does not stream they cut, hang, garble or hold the body the same way. ``truncated``
+does not stream they cut, hang or garble the body the same way, and hold it before it
+begins (a body once begun must not pause: ``trickle_timeout_s``). ``truncated``
 answers the first half of the answer, stopped at the output-token limit as the API says it
 (OpenAI ``finish_reason: length``, Anthropic ``stop_reason: max_tokens``, Gemini
 ``MAX_TOKENS``, Ollama ``done_reason: length``).
+
+Hostile answers (router/fault/hostile.py), from a malicious server: ``endless`` (a stream or
+body that never ends), ``huge`` (an answer of ``size_mb`` MiB of text, streamed as one line; a
+health check's model list padded as much), ``bomb`` (``huge`` of 1 GiB, gzip-compressed to
+~1 MB), ``trickle`` (a byte every ``every_s``), ``comments`` (SSE comments for ever, no event),
+``bad_utf8`` (text that is not UTF-8), ``endless_head`` (header lines for ever).
+``encoding: gzip | deflate`` compresses any answer and ``text`` replaces the responder's answer
+(escape sequences from a script, say). A health check gets one when ``health:`` names it
+(``health: bomb``). An ``error`` fault of a 3xx status with a ``location`` header is a redirect.
 
 ``auth: required`` refuses with a 401, as the real API does, a request without the API's key
 header (``Authorization``, ``api-key``, ``x-api-key``, ``x-goog-api-key``); the default ``none``
@@ -70,6 +80,12 @@ FaultKind = Literal[
     "stream_malformed",
     "stream_hold",
     "truncated",
+    "endless",
+    "huge",
+    "trickle",
+    "comments",
+    "bad_utf8",
+    "endless_head",
 ]
 
 _SHORTHANDS: dict[str, dict[str, Any]] = {
@@ -87,6 +103,13 @@ _SHORTHANDS: dict[str, dict[str, Any]] = {
     "bad_chunk": {"kind": "stream_malformed"},
     "hold": {"kind": "stream_hold"},
     "truncated": {"kind": "truncated"},
+    "endless": {"kind": "endless"},
+    "huge": {"kind": "huge"},
+    "bomb": {"kind": "huge", "size_mb": 1024.0, "encoding": "gzip"},
+    "trickle": {"kind": "trickle", "every_s": 0.2},
+    "comments": {"kind": "comments"},
+    "bad_utf8": {"kind": "bad_utf8"},
+    "endless_head": {"kind": "endless_head"},
 }
 
 
@@ -95,7 +118,8 @@ def _expand_shorthand(data: Any) -> Any:
     if isinstance(data, bool):
         raise ValueError(
             "a fault is a name (ok, down, timeout, slow, malformed, rate_limit, overloaded, "
-            "quota, cut, stall, bad_chunk, hold, truncated), a status code, or a mapping"
+            "quota, cut, stall, bad_chunk, hold, truncated, endless, huge, bomb, trickle, "
+            "comments, bad_utf8, endless_head), a status code, or a mapping"
         )
     if isinstance(data, int):
         return {"kind": "ok"} if 200 <= data < 300 else {"kind": "error", "status": data}
@@ -135,6 +159,10 @@ class Fault(BaseModel):
     hang_s: float = Field(default=30.0, ge=0)
     duration_s: float = Field(default=3.0, ge=0)
     count: int = Field(default=1, ge=1)
+    size_mb: float = Field(default=64.0, gt=0)
+    every_s: float = Field(default=0.0, ge=0)
+    encoding: Literal["identity", "gzip", "deflate"] = "identity"
+    text: str | None = None
 
     @model_validator(mode="before")
     @classmethod
@@ -143,8 +171,8 @@ class Fault(BaseModel):
 
     @model_validator(mode="after")
     def _status_for_errors(self) -> Fault:
-        if self.kind == "error" and (self.status is None or self.status < 400):
-            raise ValueError("an error fault needs status: 4xx or 5xx")
+        if self.kind == "error" and (self.status is None or self.status < 300):
+            raise ValueError("an error fault needs status: 3xx, 4xx or 5xx")
         return self
 
 

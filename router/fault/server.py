@@ -34,6 +34,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qsl, unquote, urlsplit
 
+from router.fault import hostile
 from router.fault.codec import Answer, RateWindow, Route
 from router.fault.playback import ProviderState, describe_fault
 from router.fault.protocols import (
@@ -448,7 +449,10 @@ class FaultServer:
             await self._send(writer, 200, b'{"choices": [{"message": {"content": "trunc')
             return True
         if route.kind == "health":
-            await self._send(writer, 200, codec_for(route.protocol).health_body())
+            if hostile.is_hostile(fault):
+                await hostile.send(writer, fault, route, codec_for(route.protocol), None, scale)
+            else:
+                await self._send(writer, 200, codec_for(route.protocol).health_body())
             return True
         limit_headers, retry = self._take_limits(state, route, incoming.body)
         if retry is not None:
@@ -472,6 +476,9 @@ class FaultServer:
             truncated=fault.kind == "truncated",
         )
         codec = codec_for(route.protocol)
+        if hostile.is_hostile(fault):
+            await hostile.send(writer, fault, route, codec, reply, scale)
+            return True
         if route.stream:
             frames = codec.stream_frames(reply)
             self._settle_tokens(state, input_tokens + max(1, sum(map(len, frames)) // 8))
@@ -493,11 +500,10 @@ class FaultServer:
             await writer.drain()
             await self._sleep(fault.hang_s)
             return False
-        elif fault.kind == "stream_hold":
+        elif fault.kind == "stream_hold":  # held before the body: a body begun must not pause
             writer.write(self._head(200, {"content-type": "application/json"}, len(encoded)))
-            writer.write(encoded[: len(encoded) // 2])
             await self._hold(writer)
-            writer.write(encoded[len(encoded) // 2 :])
+            writer.write(encoded)
             await writer.drain()
         else:
             await self._send(writer, 200, encoded, {**limit_headers, **fault.headers})

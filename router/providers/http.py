@@ -15,6 +15,11 @@ prompt alone). The mode that works is remembered per provider and model
 
 A call made while a stream sink is active (:mod:`router.streaming`) asks for the API's
 streamed answer and hands each piece of text to the sink as it arrives.
+
+Every body is read within the provider's bounds (:mod:`router.bounded_read`): inflated at most
+so far, its lines and its whole at most so long, trickling cut; an answer past them fails the
+call (OVERSIZED, or a TIMEOUT for trickling), so a provider that sends one is faulty, never
+healthy.
 """
 
 from __future__ import annotations
@@ -30,6 +35,7 @@ from typing import Any
 import httpx
 import httpx_sse
 
+from router.bounded_read import ACCEPT_ENCODING, BoundedBody, ReadLimits, oversized
 from router.capabilities import Capability, StructuredCapabilities
 from router.classify import classify_answer, classify_transport_error, status_detail
 from router.clock import Clock
@@ -57,7 +63,7 @@ USER_AGENT = "research-workbench-router/0.1"
 def _json_or_none(content: bytes) -> Any:
     try:
         return json.loads(content)
-    except (ValueError, UnicodeDecodeError):
+    except (ValueError, UnicodeDecodeError, RecursionError):  # RecursionError: nested too deep
         return None
 
 
@@ -79,6 +85,7 @@ class HttpProvider:
         self._clock = clock
         self._environ = environ if environ is not None else os.environ
         self.capabilities = capabilities or StructuredCapabilities()
+        self._limits = ReadLimits.of(cfg)
 
     @property
     def has_health_probe(self) -> bool:
@@ -103,7 +110,7 @@ class HttpProvider:
         return self.capabilities.modes(self.name)
 
     def _request(self, call: HttpCall, timeout_s: float, task: str | None) -> httpx.Request:
-        headers = {"User-Agent": USER_AGENT, **call.headers}
+        headers = {"User-Agent": USER_AGENT, "Accept-Encoding": ACCEPT_ENCODING, **call.headers}
         if task is not None:
             headers[TASK_HEADER] = task
         cfg = self.cfg
@@ -122,11 +129,20 @@ class HttpProvider:
                 ErrorClass.CONNECTION, "the base_url is not a usable URL — correct it"
             ) from None
 
-    async def _send(self, call: HttpCall, timeout_s: float, task: str | None) -> httpx.Response:
+    async def _send(
+        self, call: HttpCall, timeout_s: float, task: str | None
+    ) -> tuple[httpx.Response, bytes]:
+        """The answer to ``call`` and its whole body, read within the provider's bounds."""
         request = self._request(call, timeout_s, task)
         try:
             async with asyncio.timeout(timeout_s):  # the whole exchange, slow bodies included
-                return await self._client.send(request)
+                response = await self._client.send(request, stream=True)
+                try:
+                    return response, await self._read_whole(response)
+                finally:
+                    await response.aclose()
+        except ProviderCallError:
+            raise
         except TimeoutError:
             raise ProviderCallError(
                 ErrorClass.TIMEOUT, f"no complete answer within {timeout_s:.1f}s"
@@ -139,8 +155,24 @@ class HttpProvider:
                 ErrorClass.CONNECTION, f"cannot connect ({type(exc).__name__}): check the base_url"
             ) from None
 
-    def _failure(self, response: httpx.Response) -> ProviderCallError:
-        body = _json_or_none(response.content)
+    async def _read_whole(self, response: httpx.Response) -> bytes:
+        """``response``'s whole body, read within the provider's bounds."""
+        try:
+            return await BoundedBody(response, self._limits, self._clock).read()
+        except ProviderCallError as exc:
+            raise self._with_status(exc, response) from None
+
+    def _with_status(self, exc: ProviderCallError, response: httpx.Response) -> ProviderCallError:
+        limits = self.adapter.rate_limits(response.headers, None, self._clock.wall())
+        return ProviderCallError(
+            exc.error_class,
+            f"HTTP {response.status_code}: {exc.detail}",
+            status=response.status_code,
+            rate_limits=limits,
+        )
+
+    def _failure(self, response: httpx.Response, content: bytes) -> ProviderCallError:
+        body = _json_or_none(content)
         limits = self.adapter.rate_limits(response.headers, body, self._clock.wall())
         error_class = classify_answer(self.adapter, response.status_code, body, limits)
         return ProviderCallError(
@@ -200,10 +232,12 @@ class HttpProvider:
         messages = with_schema_instruction(spec.messages, spec.response_schema)
         return replace(spec, structured=mode, messages=messages)
 
-    def _refusal(self, spec: CallSpec, response: httpx.Response) -> ProviderCallError:
+    def _refusal(
+        self, spec: CallSpec, response: httpx.Response, content: bytes
+    ) -> ProviderCallError:
         """The failure of a non-2xx answer, marked when it may be a refusal of the schema mode."""
-        error = self._failure(response)
-        if spec.response_schema is not None and _refuses_structure(response):
+        error = self._failure(response, content)
+        if spec.response_schema is not None and _refuses_structure(response.status_code, content):
             return _StructureRefused(error)
         return error
 
@@ -211,11 +245,11 @@ class HttpProvider:
         sink = active_sink()
         if sink is not None:
             return await self._chat_streamed(spec, timeout_s, sink)
-        response = await self._send(self.build_chat_call(spec), timeout_s, spec.task)
+        response, content = await self._send(self.build_chat_call(spec), timeout_s, spec.task)
         if response.status_code >= 300:
-            raise self._refusal(spec, response)
+            raise self._refusal(spec, response, content)
         limits = self.adapter.rate_limits(response.headers, None, self._clock.wall())
-        body = _json_or_none(response.content)
+        body = _json_or_none(content)
         if body is None:
             raise ProviderCallError(
                 ErrorClass.BAD_RESPONSE,
@@ -236,7 +270,14 @@ class HttpProvider:
                 status=response.status_code,
                 rate_limits=limits,
             ) from None
+        if len(parsed.content) > self._limits.answer_chars:
+            raise self._with_status(self._long_answer(), response)
         return _reply(parsed, limits, response.status_code)
+
+    def _long_answer(self) -> ProviderCallError:
+        return oversized(
+            f"the answer passed max_answer_chars ({self._limits.answer_chars:,} characters)"
+        )
 
     async def _chat_streamed(
         self, spec: CallSpec, timeout_s: float, sink: StreamSink
@@ -248,8 +289,7 @@ class HttpProvider:
                 response = await self._client.send(request, stream=True)
                 try:
                     if response.status_code >= 300:
-                        await response.aread()
-                        raise self._refusal(spec, response)
+                        raise self._refusal(spec, response, await self._read_whole(response))
                     limits = self.adapter.rate_limits(response.headers, None, self._clock.wall())
                     parsed = await self._read_stream(response, tap, limits)
                 finally:
@@ -270,11 +310,17 @@ class HttpProvider:
     ) -> ParsedChat:
         decoder = self.adapter.stream_decoder()
         status = response.status_code
+        chars = 0
         try:
+            body = BoundedBody(response, self._limits, self._clock).as_stream()
             async for event, data in stream_events(
-                response, self.adapter.framing, self.cfg.stream_first_byte_s, self.cfg.stream_idle_s
+                body, self.adapter.framing, self.cfg.stream_first_byte_s, self.cfg.stream_idle_s
             ):
-                tap.text(decoder.feed(event, data))
+                piece = decoder.feed(event, data)
+                chars += len(piece)
+                if chars > self._limits.answer_chars:
+                    raise self._long_answer()
+                tap.text(piece)
             return decoder.result()
         except ProviderCallError as exc:
             raise ProviderCallError(
@@ -303,9 +349,9 @@ class HttpProvider:
         call = self.adapter.health_call(self.cfg, self._api_key())
         if call is None:
             return RateLimitInfo()
-        response = await self._send(call, timeout_s, None)
+        response, content = await self._send(call, timeout_s, None)
         if response.status_code >= 300:
-            raise self._failure(response)
+            raise self._failure(response, content)
         return self.adapter.rate_limits(response.headers, None, self._clock.wall())
 
 
@@ -330,16 +376,16 @@ _STRUCTURE_WORDS = (
 )
 
 
-def _refuses_structure(response: httpx.Response) -> bool:
+def _refuses_structure(status: int, content: bytes) -> bool:
     """Whether a failed answer may be a refusal of the structured-output request: a 4xx or 5xx
     whose body names the structured-output fields. Servers word it in many ways and statuses
     (llama.cpp's server answers ``json_schema`` with a 500 saying "Input should be 'text' or
     'json_object'" at ``response_format.type``), so the body, not the status, decides; a
     refusal is confirmed only when a lower mode then succeeds.
     """
-    if response.status_code < 400 or response.status_code in (401, 403, 404, 408, 429):
+    if status < 400 or status in (401, 403, 404, 408, 429):
         return False
-    text = response.content[:8192].decode("utf-8", "replace").lower()
+    text = content[:8192].decode("utf-8", "replace").lower()
     return any(word in text for word in _STRUCTURE_WORDS)
 
 
@@ -350,30 +396,37 @@ def _reply(parsed: ParsedChat, limits: RateLimitInfo, status: int) -> ProviderRe
 class _Tap:
     """One provider's stream as the sink sees it: ``start`` before its first piece of text,
     and ``abort`` on failure only when something was streamed (a failure before that is an
-    ordinary failure: the sink never heard of this provider)."""
+    ordinary failure: the sink never heard of this provider). A sink that fails is logged once
+    and told nothing more of this stream: a broken display must neither fail the provider's call
+    nor log a traceback for every piece of a long answer."""
 
     def __init__(self, sink: StreamSink, provider: str, model: str) -> None:
         self._sink = sink
         self._provider = provider
         self._model = model
         self._began = False
+        self._broken = False
 
     def text(self, piece: str) -> None:
         if not self._began:
             self._began = True
-            _deliver(self._sink, StreamEvent("start", self._provider, self._model))
+            self._deliver(StreamEvent("start", self._provider, self._model))
         if piece:
-            _deliver(self._sink, StreamEvent("text", self._provider, self._model, piece))
+            self._deliver(StreamEvent("text", self._provider, self._model, piece))
 
     def abort(self, error: ProviderCallError) -> ProviderCallError:
         """Void what this provider streamed; returns ``error`` for the caller to raise."""
         if self._began and not isinstance(error, _StructureRefused):
-            _deliver(self._sink, StreamEvent("abort", self._provider, self._model, error.detail))
+            self._deliver(StreamEvent("abort", self._provider, self._model, error.detail))
         return error
 
-
-def _deliver(sink: StreamSink, event: StreamEvent) -> None:
-    try:
-        sink(event)
-    except Exception:  # noqa: BLE001 - a broken display must not fail the provider's call
-        log.exception("stream sink failed on a %s event", event.kind)
+    def _deliver(self, event: StreamEvent) -> None:
+        if self._broken:
+            return
+        try:
+            self._sink(event)
+        except Exception:  # noqa: BLE001 - a broken display must not fail the provider's call
+            self._broken = True
+            log.exception(
+                "stream sink failed on a %s event; it hears no more of this stream", event.kind
+            )

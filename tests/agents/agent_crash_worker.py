@@ -12,20 +12,22 @@ import asyncio
 import sys
 from pathlib import Path
 
+from agents.services import AgentServices
 from engine.kahn import KahnEngine
 from engine.protocol import RunContext
+from engine.services import ServiceRegistry
 from engine.spec import WorkflowDefinition
 from engine.steps import StepRegistry
 from engine.store import RunStore
 from tests.agents.agent_helpers import (
     ADVISORY_WORKFLOW,
-    COUNTER_EXTRA,
     AnswerPort,
     ScriptedModel,
     load,
     make_registry,
     steps_for,
 )
+from tests.engine.kahn_helpers import CallCounter
 
 
 def setup() -> tuple[StepRegistry, WorkflowDefinition]:
@@ -39,7 +41,7 @@ def context(store: RunStore, run_id: str, tools: str, models: str) -> RunContext
         run_id=run_id,
         inputs={"topic": "owls"},
         model=ScriptedModel(counter=Path(models)),
-        extras={"agents.port": AnswerPort(), COUNTER_EXTRA: tools},
+        services=ServiceRegistry(AgentServices(port=AnswerPort()), CallCounter(Path(tools))),
     )
 
 

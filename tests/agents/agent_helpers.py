@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -20,18 +20,18 @@ from agents.port import ORCHESTRATE_TASK, DirectPort, ModelCall
 from agents.registration import register_agents
 from agents.registry import Registry
 from agents.registry_loader import load_registry_text
+from agents.services import AgentServices
 from agents.tools import TOOL_IMPLEMENTATIONS, tool_implementation
 from engine.context import CallUsage, StepContext, StepInfo
 from engine.events import RunEvent
 from engine.kahn import KahnEngine
 from engine.loader import load_workflow_text
 from engine.protocol import ExecutionResult, InterruptResponder, RunContext
+from engine.services import ServiceRegistry
 from engine.spec import WorkflowDefinition
 from engine.steps import StepRegistry
 from engine.store import RunStore
-
-COUNTER_EXTRA = "test.tool_counter"
-"""``RunContext.extras`` key: a file each real tool execution appends a line to."""
+from tests.engine.kahn_helpers import CallCounter
 
 REGISTRY_YAML = """\
 models:
@@ -125,14 +125,15 @@ outputs:
 
 @tool_implementation("test.count")
 async def count(ctx: StepContext, args: dict[str, Any]) -> dict[str, Any]:
-    """Echoes its arguments; each real execution appends a line to the counter file.
+    """Echoes its arguments; each real execution appends a line to the run's
+    :class:`~tests.engine.kahn_helpers.CallCounter`, when it has one.
 
     With ``AGENT_CRASH_BLOCK=N`` in the environment, the execution after the N-th
     writes ``<counter>.blocked`` and blocks forever (a test kills the process there).
     """
-    counter = ctx.services.extras.get(COUNTER_EXTRA)
-    if counter:
-        path = Path(counter)
+    counter = ctx.services.app.get(CallCounter)
+    if counter is not None:
+        path = counter.path
         block_after = int(os.environ.get("AGENT_CRASH_BLOCK", "0"))
         if block_after and len(path.read_text().splitlines()) >= block_after:
             path.with_suffix(".blocked").touch()
@@ -226,15 +227,17 @@ async def run_workflow(
     *,
     inputs: dict[str, Any] | None = None,
     responder: InterruptResponder | None = None,
-    extras: dict[str, Any] | None = None,
+    services: Sequence[object] = (),
     engine: Any = None,
 ) -> tuple[ExecutionResult, list[RunEvent]]:
+    """``services``: provided after ``AgentServices(port=AnswerPort())``, which an
+    ``AgentServices`` among them replaces."""
     context = RunContext(
         store=store,
         inputs=inputs or {},
         model=model,
         responder=responder,
-        extras={"agents.port": AnswerPort(), **(extras or {})},
+        services=ServiceRegistry(AgentServices(port=AnswerPort()), *services),
     )
     result = await (engine or KahnEngine(registry=steps)).execute(wf, context)
     return result, store.events(result.run_id)

@@ -3,13 +3,14 @@ approval, the loader's checks, and the same run on both engines."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from agents.advisory import CLOCK_EXTRA
 from agents.port import ORCHESTRATE_TASK, ModelCall
+from agents.services import AgentServices
 from engine.context import InterruptAnswer, InterruptRequest
 from engine.errors import WorkflowLoadError
 from engine.events import InterruptRaised
@@ -18,6 +19,7 @@ from engine.states import RunStatus
 from engine.store import RunStore
 from tests.agents.agent_helpers import (
     ADVISORY_WORKFLOW,
+    AnswerPort,
     ScriptedModel,
     builtin_answer,
     domain,
@@ -50,7 +52,7 @@ async def advise(
     workflow: str = ADVISORY_WORKFLOW,
     policy: str = "",
     responder: Any = None,
-    extras: dict[str, Any] | None = None,
+    services: Sequence[object] = (),
     engine: Any = None,
 ) -> tuple[Any, list[Any], ScriptedModel, dict[str, Any]]:
     steps = steps_for(make_registry(policy))
@@ -63,7 +65,7 @@ async def advise(
             model,
             inputs={"topic": topic},
             responder=responder,
-            extras=extras,
+            services=services,
             engine=engine(steps) if engine else None,
         )
     finished = [e for e in events if e.kind == "step_finished" and e.step_id == "orchestrator"]
@@ -151,7 +153,9 @@ async def test_the_time_bound_ends_the_run_with_what_it_has(tmp_path: Path) -> N
         return now[0]
 
     workflow = ADVISORY_WORKFLOW.replace("max_iterations: 6", "max_iterations: 6\n  timeout_s: 90")
-    _, _, _, out = await advise(tmp_path, workflow=workflow, extras={CLOCK_EXTRA: clock})
+    _, _, _, out = await advise(
+        tmp_path, workflow=workflow, services=[AgentServices(port=AnswerPort(), clock=clock)]
+    )
     assert out["agents_executed"] == ["alpha", "gamma"]
     assert out["status"] == "incomplete"
     assert out["completion_reason"] == "timeout_s 90 reached"

@@ -16,15 +16,16 @@ from typing import Any
 import pytest
 
 from agents.port import ModelCall
+from agents.services import AgentServices
 from engine.context import InterruptAnswer, InterruptRequest
 from engine.events import InterruptRaised
 from engine.kahn import KahnEngine
 from engine.langgraph_engine import LangGraphEngine
 from engine.protocol import RunContext
+from engine.services import ServiceRegistry
 from engine.states import RunStatus, StepStatus
 from engine.store import RunStore
 from tests.agents.agent_helpers import (
-    COUNTER_EXTRA,
     AnswerPort,
     ScriptedModel,
     domain,
@@ -33,6 +34,7 @@ from tests.agents.agent_helpers import (
     run_workflow,
     steps_for,
 )
+from tests.engine.kahn_helpers import CallCounter
 
 ONE_AGENT = """\
 name: one_agent
@@ -83,7 +85,7 @@ async def run_agent(
             store,
             model,
             responder=responder,
-            extras={COUNTER_EXTRA: str(counter)},
+            services=[CallCounter(counter)],
             engine=LangGraphEngine(registry=steps) if langgraph else None,
         )
     return result, events, model, counter.read_text().splitlines()
@@ -354,7 +356,7 @@ async def test_the_run_budget_counts_what_was_spent_before_a_resume(tmp_path: Pa
             store=store,
             model=resumed_model,
             responder=approve,
-            extras={"agents.port": AnswerPort()},
+            services=ServiceRegistry(AgentServices(port=AnswerPort())),
         )
         result = await KahnEngine(registry=steps).resume(first.run_id, context)
         events = store.events(first.run_id)

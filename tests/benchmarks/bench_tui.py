@@ -31,13 +31,13 @@ from engine.events import (
 from engine.protocol import ExecutionResult, InterruptResponder
 from engine.states import RunStatus
 from engine.store import InMemoryRunStore, RunStore
+from tests.tools.sample_run import definition_for, research_graph
 from tui.app.app import WorkbenchApp
 from tui.app.run_state import CHECKPOINT_EVERY, NEAR_EVERY, ReplayFold, RunView
 from tui.app.screens.home import HomeScreen
 from tui.app.screens.run import RunScreen
 from tui.app.widgets.dag_layout import compute_layout
 from tui.app.widgets.dag_view import DagView
-from tui.dev.sample_run import definition_for, research_graph
 from tui.launch.run_driver import EventInbox
 from tui.launch.workbench import Workbench
 from tui.launch.workspace import Workspace

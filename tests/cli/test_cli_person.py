@@ -16,9 +16,9 @@ import yaml
 from engine.events import InterruptResolved
 from engine.states import RunStatus
 from engine.store import RunStore
+from tests.tools.sample_run import research_events, store_events
 from tests.tui.terminal import PROCESS_S, WAIT_S, spawn_workbench, terminal_env
 from tui.commands.research_cmds import research_summary
-from tui.dev.sample_run import research_events, store_events
 from workflows import WORKFLOWS_DIR
 
 pytestmark = pytest.mark.timeout(600)

@@ -18,8 +18,8 @@ from rich.console import Console
 
 from engine.events import RunEvent
 from tests.cli.test_engine_cli import workbench
+from tests.tools.sample_run import research_events
 from tests.tui.terminal import PROCESS_S, spawn_workbench, terminal_env
-from tui.dev.sample_run import research_events
 from tui.present.progress import ProgressBoard, RunProgress
 from workflows import WORKFLOWS_DIR
 

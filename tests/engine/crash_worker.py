@@ -16,18 +16,21 @@ from pathlib import Path
 from engine.context import StepContext
 from engine.kahn import KahnEngine
 from engine.protocol import RunContext
+from engine.services import ServiceRegistry
 from engine.steps import AnyInput, AnyOutput
 from engine.store import RunStore
-from tests.engine.kahn_helpers import TEST_REGISTRY, journaled_counted_call, step, workflow
-
-COUNTER_EXTRA = "crash.counter"
+from tests.engine.kahn_helpers import (
+    TEST_REGISTRY,
+    CallCounter,
+    journaled_counted_call,
+    step,
+    workflow,
+)
 
 
 async def counted_call(ctx: StepContext, inp: AnyInput) -> AnyOutput:
     """One journaled call whose real execution is counted in a file; then maybe block."""
-    answer = await journaled_counted_call(
-        ctx, Path(ctx.services.extras[COUNTER_EXTRA]), f"answer for {ctx.step_id}"
-    )
+    answer = await journaled_counted_call(ctx, f"answer for {ctx.step_id}")
     if ctx.config.get("block") and os.environ.get("CRASH_BLOCK") == "1":
         await asyncio.Event().wait()
     return AnyOutput(answer=answer)
@@ -46,7 +49,9 @@ WORKFLOW = workflow(
 
 
 def context(store: RunStore, run_id: str, counter: str) -> RunContext:
-    return RunContext(store=store, run_id=run_id, extras={COUNTER_EXTRA: counter})
+    return RunContext(
+        store=store, run_id=run_id, services=ServiceRegistry(CallCounter(Path(counter)))
+    )
 
 
 def main(db: str, run_id: str, counter: str) -> None:

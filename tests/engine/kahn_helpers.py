@@ -7,7 +7,8 @@ never show up in the process-wide one the loader reports from.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -15,7 +16,7 @@ from pydantic import BaseModel, ConfigDict
 
 import engine.demo_steps  # noqa: F401 - registers the demo steps copied below
 from engine.context import CallUsage, InterruptAnswer, InterruptRequest, StepContext, StepInfo
-from engine.events import RunEvent
+from engine.events import InterruptRaised, RunEvent
 from engine.kahn import KahnEngine
 from engine.lifecycle import EngineBase
 from engine.protocol import ExecutionResult, InterruptResponder, RunContext, TieBreaker
@@ -132,6 +133,21 @@ async def approve_all(raised: Any, request: InterruptRequest) -> InterruptAnswer
     return request.default or InterruptAnswer(action="approve", automatic=True)
 
 
+def answering(
+    answers: Mapping[str, InterruptAnswer], otherwise: InterruptResponder | None = None
+) -> InterruptResponder:
+    """A responder with answers given ahead: a prompt's answer by its interrupt id or its step
+    id, else ``otherwise``'s (None: nobody answers, the step waits)."""
+
+    async def respond(raised: InterruptRaised, request: InterruptRequest) -> InterruptAnswer | None:
+        given = answers.get(raised.interrupt_id) or answers.get(raised.step_id)
+        if given is None and otherwise is not None:
+            return await otherwise(raised, request)
+        return given
+
+    return respond
+
+
 async def run(
     wf: WorkflowDefinition,
     *,
@@ -147,10 +163,9 @@ async def run(
     context = RunContext(
         store=store,
         inputs=inputs or {},
-        responder=responder,
+        responder=answering(answers, responder) if answers else responder,
         model=model,
         tie_breaker=tie_breaker,
-        answers=answers or {},
     )
     result = await (engine or KahnEngine(registry=TEST_REGISTRY)).execute(wf, context)
     return result, store.events(result.run_id)
@@ -164,12 +179,22 @@ def first_seq(events: list[RunEvent], kind: str, step_id: str) -> int:
     return next(e.seq for e in events if e.kind == kind and getattr(e, "step_id", None) == step_id)
 
 
-async def journaled_counted_call(ctx: StepContext, counter: Path, answer: str) -> str:
-    """One journaled "model" call answering ``answer``; each real execution appends the step id to ``counter``,
-    so a test can tell a call made from one replayed out of the journal."""
+@dataclass(frozen=True)
+class CallCounter:
+    """A service for test steps: the file each real execution of a counted call appends to."""
+
+    path: Path
+
+
+async def journaled_counted_call(ctx: StepContext, answer: str) -> str:
+    """One journaled "model" call answering ``answer``; each real execution appends the step id
+    to the run's :class:`CallCounter`, so a test can tell a call made from one replayed out of
+    the journal."""
+    counter = ctx.services.app.get(CallCounter)
+    assert counter is not None, "the run has no CallCounter service"
 
     async def call() -> str:
-        with counter.open("a") as handle:
+        with counter.path.open("a") as handle:
             handle.write(f"{ctx.step_id}\n")
         return answer
 

@@ -24,10 +24,11 @@ from engine.kahn import KahnEngine
 from engine.langgraph_engine import LangGraphEngine
 from engine.loader import load_workflow_text
 from engine.protocol import ExecutionEngine, RunContext
+from engine.services import ServiceRegistry
 from engine.states import RunStatus
 from engine.steps import REGISTRY, AnyInput, AnyOutput
 from engine.store import RunStore
-from tests.engine.kahn_helpers import journaled_counted_call
+from tests.engine.kahn_helpers import CallCounter, journaled_counted_call
 
 COUNTER = "lg.counter"
 
@@ -60,9 +61,7 @@ WORKFLOWS = {
 
 async def counted(ctx: StepContext, inp: AnyInput) -> AnyOutput:
     """One journaled call, counted in a file when it really happens; then maybe ask or block."""
-    model = await journaled_counted_call(
-        ctx, Path(ctx.services.extras[COUNTER]), f"model answer for {ctx.step_id}"
-    )
+    model = await journaled_counted_call(ctx, f"model answer for {ctx.step_id}")
     if ctx.config.get("block") and os.environ.get("LG_BLOCK") == "1":
         await asyncio.Event().wait()
     outputs = {"model": model}
@@ -88,16 +87,19 @@ async def main(argv: list[str]) -> int:
         if command == "run":
             workflow, counter, run_id = argv[3], argv[4], argv[5]
             wf = load_workflow_text(json.dumps(WORKFLOWS[workflow]), source=f"{workflow}.yaml")
-            context = RunContext(store=store, run_id=run_id, extras={COUNTER: counter})
+            context = RunContext(
+                store=store, run_id=run_id, services=ServiceRegistry(CallCounter(Path(counter)))
+            )
             result = await engine_named(engine_name).execute(wf, context)
         else:
             run_id, counter = argv[3], argv[4]
-            answers = {}
-            if len(argv) > 5:
+            if len(argv) > 5:  # stored, as `workbench resume --answer` stores them
                 for pending in store.pending_interrupts(run_id):
-                    answers[pending.interrupt_id] = InterruptAnswer(action=argv[5])  # type: ignore[arg-type]
+                    store.record_answer(pending.interrupt_id, InterruptAnswer(action=argv[5]))  # type: ignore[arg-type]
             context = RunContext(
-                store=store, run_id=run_id, extras={COUNTER: counter}, answers=answers
+                store=store,
+                run_id=run_id,
+                services=ServiceRegistry(CallCounter(Path(counter))),
             )
             result = await engine_named(engine_name).resume(run_id, context)
     print(json.dumps({"run_id": result.run_id, "status": result.status.value}))

@@ -13,7 +13,15 @@ from engine.loader import load_workflow
 from engine.protocol import RunContext, TieBreakAnswer, TieBreakRequest
 from engine.states import RunStatus, StepStatus
 from engine.store import InMemoryRunStore
-from tests.engine.kahn_helpers import TEST_REGISTRY, approve_all, kinds_of, run, step, workflow
+from tests.engine.kahn_helpers import (
+    TEST_REGISTRY,
+    answering,
+    approve_all,
+    kinds_of,
+    run,
+    step,
+    workflow,
+)
 from workflows import WORKFLOWS_DIR
 
 DEMOS = ["fan_out", "conditional", "value_branch", "microloop", "detour", "terminate", "approval"]
@@ -214,7 +222,7 @@ async def test_an_unsure_tie_breaker_with_nobody_there_leaves_the_run_waiting_th
         RunContext(
             store=store,
             tie_breaker=must_not_be_called,
-            answers={"judge": InterruptAnswer(action="choose", value="rework")},
+            responder=answering({"judge": InterruptAnswer(action="choose", value="rework")}),
         ),
     )
     assert resumed.status == RunStatus.COMPLETED

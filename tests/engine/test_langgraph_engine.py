@@ -23,6 +23,7 @@ from engine.spec import WorkflowDefinition
 from engine.states import RunStatus, StepStatus
 from engine.steps import REGISTRY, AnyInput, AnyOutput
 from engine.store import InMemoryRunStore, RunStore
+from tests.engine.kahn_helpers import answering
 
 
 def workflow(steps: list[dict[str, Any]], **extra: Any) -> WorkflowDefinition:
@@ -266,7 +267,9 @@ def test_several_pending_interrupts_are_answered_by_id() -> None:
         pending["left"]: InterruptAnswer(action="reject"),
         pending["right"]: InterruptAnswer(action="approve"),
     }
-    second = asyncio.run(engine.resume(first.run_id, RunContext(store=store, answers=answers)))
+    second = asyncio.run(
+        engine.resume(first.run_id, RunContext(store=store, responder=answering(answers)))
+    )
     assert second.status == RunStatus.COMPLETED
     results = store.step_results(first.run_id)
     assert results["left"].outputs["answers"] == ["reject"]
@@ -287,7 +290,10 @@ def test_a_partly_answered_superstep_lets_the_answered_step_finish() -> None:
     second = asyncio.run(
         engine.resume(
             first.run_id,
-            RunContext(store=store, answers={pending["left"]: InterruptAnswer(action="approve")}),
+            RunContext(
+                store=store,
+                responder=answering({pending["left"]: InterruptAnswer(action="approve")}),
+            ),
         )
     )
     assert second.status == RunStatus.WAITING

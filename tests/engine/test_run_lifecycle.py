@@ -40,6 +40,7 @@ from tests.engine.kahn_helpers import (
     HOOKS,
     TEST_REGISTRY,
     FakeModel,
+    answering,
     fresh_gates,
     run,
     step,
@@ -687,7 +688,7 @@ async def test_a_resumed_run_announces_itself_as_resumed() -> None:
     waiting, _ = await run(_approved_after(), store=store)
     assert waiting.status == RunStatus.WAITING
     resumed = await KahnEngine(registry=TEST_REGISTRY).resume(
-        waiting.run_id, RunContext(store=store, answers={"draft": InterruptAnswer()})
+        waiting.run_id, RunContext(store=store, responder=answering({"draft": InterruptAnswer()}))
     )
     assert resumed.status == RunStatus.COMPLETED
     starts = [e.resumed for e in store.events(waiting.run_id) if isinstance(e, RunStarted)]

@@ -12,6 +12,7 @@ import signal
 import sqlite3
 import subprocess
 import sys
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
@@ -19,6 +20,7 @@ import pytest
 from engine.context import StepContext
 from engine.kahn import KahnEngine
 from engine.protocol import RunContext
+from engine.services import ServiceRegistry
 from engine.states import RunStatus
 from engine.steps import AnyInput, AnyOutput
 from engine.store import RunOwned, RunOwner, RunStore, owner_status, this_process
@@ -28,12 +30,20 @@ from tests.engine.kahn_helpers import TEST_REGISTRY, step, workflow
 from tests.engine.test_resume import _wait_for
 
 REPO = Path(__file__).resolve().parents[2]
-HOLD_EXTRA = "owner.hold"
+
+
+@dataclass(frozen=True)
+class Hold:
+    """A service for the held step: it waits until the test sets ``release``."""
+
+    release: asyncio.Event
 
 
 async def held(ctx: StepContext, inp: AnyInput) -> AnyOutput:
     """Waits until the test sets the event it was given."""
-    await ctx.services.extras[HOLD_EXTRA].wait()
+    hold = ctx.services.app.get(Hold)
+    assert hold is not None
+    await hold.release.wait()
     return AnyOutput(done=True)
 
 
@@ -104,7 +114,7 @@ async def test_a_live_owner_refuses_a_resume_from_another_process_and_finishing_
     release = asyncio.Event()
     wf = workflow(step("first"), step("hold", "test.held", depends_on=["first"]), name="held_flow")
     engine = KahnEngine(registry=TEST_REGISTRY)
-    context = RunContext(store=store, run_id="live-run", extras={HOLD_EXTRA: release})
+    context = RunContext(store=store, run_id="live-run", services=ServiceRegistry(Hold(release)))
     task = asyncio.create_task(engine.execute(wf, context))
     for _ in range(10_000):  # until the engine has started the held step
         if any(e.kind == "step_started" and e.step_id == "hold" for e in store.events("live-run")):

@@ -25,7 +25,7 @@ from engine.runner import StepRunner
 from engine.spec import WorkflowDefinition
 from engine.states import RunStatus
 from engine.store import InMemoryRunStore
-from tests.engine.kahn_helpers import TEST_REGISTRY, fresh_gates
+from tests.engine.kahn_helpers import TEST_REGISTRY, answering, fresh_gates
 from tests.engine.reference.differential import respond, run_all
 from tests.engine.reference.interpreter import interpret
 
@@ -484,7 +484,7 @@ def test_resuming_from_waiting_counts_the_waiting_step_once(engine: str) -> None
     answers = {"ask": InterruptAnswer(action="approve")}
     resumed = asyncio.run(
         ENGINES[engine](registry=TEST_REGISTRY).resume(
-            first.run_id, RunContext(store=store, answers=answers)
+            first.run_id, RunContext(store=store, responder=answering(answers))
         )
     )
     assert (resumed.status, store.get_run(first.run_id).engine_state["step_runs"]) == (

@@ -11,8 +11,9 @@ import pytest
 from click.testing import CliRunner
 
 from engine import demo_steps  # noqa: F401 - registers the demo steps
-from engine.context import InterruptAnswer, InterruptRequest, StepContext
+from engine.context import InterruptAnswer, InterruptRequest, JournalEntry, StepContext
 from engine.events import InterruptRaised, StepFinished
+from engine.journal import RUN_EFFECT, StoreJournal
 from engine.kahn import KahnEngine
 from engine.langgraph_engine import LangGraphEngine
 from engine.loader import load_workflow, load_workflow_text
@@ -132,3 +133,22 @@ def test_cli_shadow_exits_zero_when_identical_and_six_on_a_difference(tmp_path: 
     )
     assert differs.exit_code == 6, differs.output
     assert "steps.clock" in differs.output
+
+
+def test_a_borrowed_answer_speaks_of_the_borrowing_run_and_a_run_effect_is_never_lent() -> None:
+    store = InMemoryRunStore()
+    wf = load_workflow(WORKFLOWS / "microloop.yaml")
+    first = store.create_run(wf, {}, "kahn", "test")
+    second = store.create_run(wf, {}, "langgraph", "shadow")
+    answer = {"content": f"saved runs/{first}/note.md", "ids": [f"{first}:note:0:1"]}
+    own = StoreJournal(store)
+    own.put(first, "note", 0, 0, JournalEntry(kind="llm", payload=answer))
+    own.put(first, "note", 0, 1, JournalEntry(kind=RUN_EFFECT, payload={"saved": first}))
+    journal = StoreJournal(store, replay_from=first)
+    rebased = {"content": f"saved runs/{second}/note.md", "ids": [f"{second}:note:0:1"]}
+    assert journal.get(second, "note", 0, 0) == JournalEntry(kind="llm", payload=rebased)
+    assert store.journal_get(second, "note", 0, 0) == JournalEntry(kind="llm", payload=rebased)
+    assert journal.get(second, "note", 0, 1) is None  # the second run makes it itself
+    assert journal.get(first, "note", 0, 1) == JournalEntry(
+        kind=RUN_EFFECT, payload={"saved": first}
+    )

@@ -6,6 +6,7 @@ retry gets, and how a resumed step counts its runs and replays its calls. Both e
 from __future__ import annotations
 
 import datetime as dt
+from dataclasses import dataclass
 from typing import Any
 
 import pytest
@@ -18,24 +19,38 @@ from engine.langgraph_engine import LangGraphEngine
 from engine.lifecycle import EngineBase
 from engine.live import LiveChannel, ModelOutput, ModelOutputSink
 from engine.protocol import ExecutionResult, RunContext
+from engine.services import ServiceRegistry
 from engine.spec import WorkflowDefinition
 from engine.states import RunStatus, StepStatus
 from engine.steps import AnyInput, AnyOutput
 from engine.store import InMemoryRunStore
 from router.clock import ManualClock
-from tests.engine.kahn_helpers import TEST_REGISTRY, FakeModel, FakeResponse, step, workflow
+from tests.engine.kahn_helpers import (
+    TEST_REGISTRY,
+    FakeModel,
+    FakeResponse,
+    answering,
+    step,
+    workflow,
+)
 
 ENGINES: dict[str, type[EngineBase]] = {"kahn": KahnEngine, "langgraph": LangGraphEngine}
 
 pytestmark = pytest.mark.parametrize("engine", ENGINES)
 
-CLOCK = "test.clock"
-"""``RunContext.extras`` key: the :class:`ManualClock` the engine times steps with."""
+
+@dataclass(frozen=True)
+class StepClock:
+    """A service for ``runner.takes``: the :class:`ManualClock` the engine times steps with."""
+
+    clock: ManualClock
 
 
 async def takes(ctx: StepContext, inp: AnyInput) -> AnyOutput:
     """Take ``config.seconds`` on the run's clock."""
-    ctx.services.extras[CLOCK].advance(ctx.config["seconds"])
+    timing = ctx.services.app.get(StepClock)
+    assert timing is not None
+    timing.clock.advance(ctx.config["seconds"])
     return AnyOutput()
 
 
@@ -50,7 +65,9 @@ async def execute(
 ) -> tuple[ExecutionResult, list[RunEvent]]:
     clock = ManualClock()
     runner = ENGINES[engine](registry=TEST_REGISTRY, clock=clock.monotonic)
-    result = await runner.execute(wf, RunContext(store=store, extras={CLOCK: clock}, **context))
+    result = await runner.execute(
+        wf, RunContext(store=store, services=ServiceRegistry(StepClock(clock)), **context)
+    )
     return result, store.events(result.run_id)
 
 
@@ -196,7 +213,7 @@ async def resume(
     engine: str, store: InMemoryRunStore, run_id: str, answers: dict[str, InterruptAnswer]
 ) -> tuple[ExecutionResult, list[RunEvent]]:
     again = ENGINES[engine](registry=TEST_REGISTRY, clock=ManualClock().monotonic)
-    result = await again.resume(run_id, RunContext(store=store, answers=answers))
+    result = await again.resume(run_id, RunContext(store=store, responder=answering(answers)))
     return result, store.events(run_id)
 
 
@@ -262,7 +279,9 @@ async def test_a_retry_after_the_question_before_replays_the_calls_its_failed_at
     )
     model = FakeModel([5, 6])
     answers = {"count": InterruptAnswer()}
-    result, events = await execute(engine, wf, InMemoryRunStore(), model=model, answers=answers)
+    result, events = await execute(
+        engine, wf, InMemoryRunStore(), model=model, responder=answering(answers)
+    )
     assert result.status == RunStatus.COMPLETED
     assert len(model.calls) == 1
     finished = next(e for e in events if isinstance(e, StepFinished))
@@ -277,7 +296,7 @@ async def test_a_step_resumed_in_its_retry_gets_the_answer_to_the_retrys_own_que
     )
     store = InMemoryRunStore()
     before = {"r1:pick:0:0": InterruptAnswer()}
-    first, _ = await execute(engine, wf, store, run_id="r1", answers=before)
+    first, _ = await execute(engine, wf, store, run_id="r1", responder=answering(before))
     assert first.status == RunStatus.WAITING
     asked = store.pending_interrupts("r1")
     assert [(i.interrupt_id, i.request.prompt) for i in asked] == [("r1:pick:0:1", "Which way?")]

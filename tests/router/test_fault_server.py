@@ -33,7 +33,7 @@ def test_shorthands() -> None:
             {"providers": {"a": {"fault": "down", "sequence": ["ok"]}}},
             "use one of fault, sequence or phases",
         ),
-        ({"providers": {"a": {"fault": {"kind": "error"}}}}, "needs status: 4xx or 5xx"),
+        ({"providers": {"a": {"fault": {"kind": "error"}}}}, "needs status: 3xx, 4xx or 5xx"),
         (
             {"providers": {"a": {"phases": [{"for_s": 0, "fault": "ok"}]}}},
             "providers.a.phases[0].for_s",

@@ -89,6 +89,7 @@ async def test_remote_providers_go_through_the_proxy_and_loopback_does_not(
     remote = {
         **provider_entry(fault_server, "openai"),
         "base_url": "http://provider.test/openai/v1",
+        "allow_insecure_http": True,  # the proxy under test speaks plain http
     }
     router = make_router(make_config([remote]))
 
@@ -139,6 +140,7 @@ async def test_a_burst_through_the_proxy_opens_at_most_two_hundred_connections(
     remote = {
         **provider_entry(fault_server, "wide", bulkhead=250, timeout_s=120.0),
         "base_url": "http://provider.test/wide/v1",
+        "allow_insecure_http": True,
     }
     router = make_router(make_config([remote], max_attempts=1))
     responses = await burst_of_210_held_at_200(router, fault_server)

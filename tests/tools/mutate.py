@@ -53,6 +53,7 @@ ENGINE_SETTINGS: dict[str, Any] = {
     "only_mutate": [
         "engine/routing.py",
         "engine/conditions.py",
+        "engine/cel_references.py",
         "engine/kahn.py",
         "engine/runner.py",
         "engine/completion.py",

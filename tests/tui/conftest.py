@@ -10,7 +10,7 @@ import pytest
 
 from engine.states import RunStatus
 from engine.store import RunStore
-from tui.dev.sample_run import research_events, store_events, tie_break_events
+from tests.tools.sample_run import research_events, store_events, tie_break_events
 from tui.launch.workbench import Workbench
 
 FROZEN_WALL = 1_700_000_000.0

@@ -24,6 +24,7 @@ from router.errors import NoHandlerError
 from router.fault.demo import demo_router_config
 from router.fault.script import DEFAULT_SCRIPT_PATH, load_fault_script
 from router.fault.server import FaultServer
+from tests.tools.sample_run import snapshot
 from tests.tui.pilot_wait import prompt_ready, until
 from tui.app.app import WorkbenchApp
 from tui.app.run_state import RunView
@@ -31,7 +32,7 @@ from tui.app.screens.run import RunScreen
 from tui.app.widgets.prompts import ApprovalPrompt
 from tui.app.widgets.providers_panel import providers_table
 from tui.commands.app_cmds import chaos_command
-from tui.dev.chaos import (
+from tui.demo.chaos import (
     PROBE_PROFILE,
     BreakerStory,
     BreakerWatch,
@@ -39,7 +40,6 @@ from tui.dev.chaos import (
     close_every_breaker,
     probe_request,
 )
-from tui.dev.sample_run import snapshot
 from tui.launch.wiring import build_workbench_router
 from tui.launch.workbench import Workbench
 

@@ -14,7 +14,7 @@ import pytest
 
 from tests.tui.browser import CHROMIUM, RECORD_TERMINAL_JS, chromium, drawn_characters
 from tests.tui.terminal import PROJECT
-from tests.tui.test_serve_and_e2e import served
+from tests.tui.test_serve_and_e2e import SERVE_TOKEN, served
 
 pytestmark = [
     pytest.mark.skipif(
@@ -55,7 +55,7 @@ async def test_the_served_page_shows_the_first_screen_with_every_glyph_drawn(
     with served(tmp_path) as port:
         async with chromium(tmp_path / "profile") as page:
             await page.send("Page.addScriptToEvaluateOnNewDocument", source=RECORD_TERMINAL_JS)
-            await page.open(f"http://127.0.0.1:{port}/")
+            await page.open(f"http://127.0.0.1:{port}/?token={SERVE_TOKEN}")
             await page.until(
                 "document.body.classList.contains('-first-byte')"
                 " && window.__terminalText.includes('Recent runs')",

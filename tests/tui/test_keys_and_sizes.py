@@ -15,6 +15,7 @@ from engine.protocol import ExecutionResult, InterruptResponder
 from engine.states import RunStatus
 from engine.store import RunStore
 from research.events import STAGE
+from tests.tools.sample_run import research_events, store_events
 from tests.tui.pilot_wait import press, prompt_ready, until
 from tui.app.app import WorkbenchApp
 from tui.app.run_state import RunView
@@ -25,7 +26,6 @@ from tui.app.screens.run import RunScreen
 from tui.app.widgets.event_log import LogLines
 from tui.app.widgets.find_bar import FindBar
 from tui.app.widgets.prompts import ApprovalPrompt, TieBreakPrompt
-from tui.dev.sample_run import research_events, store_events
 from tui.launch.run_driver import EventInbox
 from tui.launch.workbench import SHIPPED_WORKFLOWS, Workbench
 

@@ -16,6 +16,7 @@ from engine.events import Domain
 from engine.graph import WorkflowGraph
 from engine.states import RunStatus
 from engine.store import RunStore
+from tests.tools.sample_run import ROUND_STEPS, research_events, round_payload, store_events
 from tests.tui.pilot_wait import press, until
 from tui.app.app import WorkbenchApp
 from tui.app.screens.history import HistoryScreen
@@ -25,7 +26,6 @@ from tui.app.widgets.dag_layout import compute_layout
 from tui.app.widgets.dag_view import ZOOM_WIDTHS, DagView
 from tui.app.widgets.providers_panel import ProvidersPanel
 from tui.app.widgets.rounds_matrix import COMPACT_LEGEND, RoundsMatrix
-from tui.dev.sample_run import ROUND_STEPS, research_events, round_payload, store_events
 from tui.launch.steps import load_workflow_file
 from tui.launch.workbench import Workbench
 from tui.launch.workspace import Workspace

@@ -12,12 +12,12 @@ from engine.events import ProviderState
 from engine.run_inputs import InputError, resolve_inputs
 from engine.spec import InputSpec, StepSpec, WorkflowDefinition
 from engine.states import StepStatus
+from tests.tools.sample_run import research_events, research_graph, snapshot
 from tui.app.run_state import LogLine, RunView, describe
 from tui.app.screens.home import form_inputs
 from tui.app.widgets.dag_layout import compute_layout
 from tui.app.widgets.event_log import matches
 from tui.app.widgets.providers_panel import providers_table
-from tui.dev.sample_run import research_events, research_graph, snapshot
 from tui.present.breaker_story import format_cooldown
 
 

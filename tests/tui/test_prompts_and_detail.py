@@ -20,6 +20,7 @@ from engine.store import RunStore
 from research.steps.intake import IntakeOutput
 from router.config import RouterConfig
 from router.models import ChatMessage, ChatRequest
+from tests.tools.sample_run import PLAN_OUTPUTS, research_events
 from tests.tui.pilot_wait import press, prompt_ready, until
 from tests.tui.test_live_runs import SIZE as LIVE_SIZE
 from tests.tui.test_live_runs import live_workbench, start_on
@@ -36,7 +37,6 @@ from tui.app.screens.step_detail import StepDetailScreen
 from tui.app.widgets.find_bar import FindBar, plain_text
 from tui.app.widgets.plan_editor import PlanEditor
 from tui.app.widgets.prompts import ApprovalPrompt, TieBreakPrompt
-from tui.dev.sample_run import PLAN_OUTPUTS, research_events
 from tui.launch.agents_wiring import AgentAwareModelCaller
 from tui.launch.journal import SENT_KEY
 from tui.launch.wiring import RouterModelCaller, build_workbench_router

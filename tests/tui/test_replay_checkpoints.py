@@ -17,13 +17,13 @@ from textual.widgets._footer import FooterKey
 
 from engine.events import RunEvent
 from engine.store import RunStore
+from tests.tools.sample_run import research_events, store_events, tie_break_events
 from tests.tui.pilot_wait import press, until
 from tui.app.app import WorkbenchApp
 from tui.app.run_state import ReplayFold, RunView
 from tui.app.screens.run import RunScreen
 from tui.app.widgets.event_log import LogLines
 from tui.app.widgets.key_footer import KeyFooter
-from tui.dev.sample_run import research_events, store_events, tie_break_events
 from tui.launch.workbench import Workbench
 
 pytestmark = pytest.mark.timeout(300)

@@ -14,8 +14,8 @@ from research.events import (
     RoundScoredPayload,
     describe_research_event,
 )
+from tests.tools.sample_run import research_events, round_payload
 from tui.app.run_state import RunView
-from tui.dev.sample_run import research_events, round_payload
 from tui.present.event_lines import describe as describe_event
 from tui.present.headless import HeadlessPrinter
 

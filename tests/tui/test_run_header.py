@@ -10,10 +10,10 @@ from textual.widgets import Static
 
 from engine.events import Budget, RunEvent, StepFinished, StepStarted
 from engine.store import RunStore
+from tests.tools.sample_run import store_events, tie_break_events
 from tests.tui.pilot_wait import until
 from tui.app.app import WorkbenchApp
 from tui.app.screens.run import RunScreen
-from tui.dev.sample_run import store_events, tie_break_events
 from tui.launch.workbench import Workbench
 
 pytestmark = pytest.mark.timeout(120)

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from tui.dev.screenshots import SCENES, take
+from tests.tools.screenshots import SCENES, take
 
 pytestmark = pytest.mark.timeout(180)
 

@@ -24,6 +24,8 @@ CTRL_S = "\x13"
 
 STARTUP_S = 120.0
 """How long the server may take to start or stop on a loaded machine before the test fails."""
+SERVE_TOKEN = "test-token-of-the-served-app"
+"""$WORKBENCH_TOKEN of the servers these tests start (tests/security/test_serve_auth.py: why)."""
 
 
 def free_port() -> int:
@@ -33,17 +35,19 @@ def free_port() -> int:
 
 
 @contextmanager
-def served(tmp_path: Path) -> Iterator[int]:
-    """`workbench serve` on a free loopback port, with $WORKBENCH_CONFIG naming a file that
-    does not exist yet; yields the port once the page answers."""
+def served(tmp_path: Path, *options: str) -> Iterator[int]:
+    """`workbench serve` on a free loopback port (its token :data:`SERVE_TOKEN`), with
+    $WORKBENCH_CONFIG naming a file that does not exist yet; yields the port once the page
+    answers."""
     port = free_port()
     env = {
         **os.environ,
         "WORKBENCH_HOME": str(tmp_path),
         "WORKBENCH_CONFIG": str(tmp_path / "config.yaml"),
+        "WORKBENCH_TOKEN": SERVE_TOKEN,
     }
     process = subprocess.Popen(
-        [WORKBENCH, "serve", "--port", str(port)],
+        [WORKBENCH, "serve", "--port", str(port), *options],
         env=env,
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
@@ -65,7 +69,9 @@ def served(tmp_path: Path) -> Iterator[int]:
 
 def test_serve_answers_with_the_app_page(tmp_path: Path) -> None:
     with served(tmp_path) as port:
-        page = httpx.get(f"http://127.0.0.1:{port}/", timeout=10.0)
+        page = httpx.get(
+            f"http://127.0.0.1:{port}/?token={SERVE_TOKEN}", timeout=10.0, follow_redirects=True
+        )
         assert page.status_code == 200
         assert "Research Workbench" in page.text
         assert "textual" in page.text.lower()
@@ -79,7 +85,7 @@ async def test_served_app_starts_on_defaults_when_the_config_file_does_not_exist
         shown = b""
         async with aiohttp.ClientSession() as session:
             async with session.ws_connect(
-                f"http://127.0.0.1:{port}/ws?width=120&height=40",
+                f"http://127.0.0.1:{port}/ws?width=120&height=40&token={SERVE_TOKEN}",
                 timeout=aiohttp.ClientWSTimeout(ws_receive=STARTUP_S),
             ) as websocket:
                 async for message in websocket:

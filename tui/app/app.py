@@ -8,7 +8,7 @@ Each live run's engine loop runs in a Textual thread worker of its run screen, b
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -17,6 +17,8 @@ from textual import on
 from textual.app import App, SystemCommand
 from textual.binding import Binding
 from textual.command import Hit, Hits, Provider
+from textual.filter import LineFilter
+from textual.notifications import SeverityLevel
 from textual.screen import Screen
 from textual.widgets import Input, OptionList, TextArea
 
@@ -26,8 +28,10 @@ from tui.app.messages import OpenRun, StartFork, StartRun
 from tui.app.screens.home import HomeScreen
 from tui.app.status_colours import status_variables
 from tui.app.status_style import STATUS_CSS
+from tui.app.terminal_guard import UnsafeCharacterFilter
 from tui.launch.run_driver import NewRunJob, PromptTicket, RunDriver, RunJob
 from tui.launch.workbench import Workbench
+from tui.present.untrusted import for_display
 
 if TYPE_CHECKING:  # the run screen (graph layout, the event fold) loads with the first run
     from tui.app.screens.run import RunScreen
@@ -51,7 +55,7 @@ class WorkbenchCommands(Provider):
         app = self.app
         assert isinstance(app, WorkbenchApp)
         commands: list[tuple[str, str, Any]] = []
-        for entry in app.workbench.workflows():
+        for entry in for_display(app.workbench.workflows()):
             if entry.definition is not None:
                 commands.append(
                     (
@@ -60,7 +64,7 @@ class WorkbenchCommands(Provider):
                         partial(app.choose_workflow, entry.name),
                     )
                 )
-        for run in app.workbench.store().list_runs(30):
+        for run in for_display(app.workbench.store().list_runs(30)):
             commands.append(
                 (
                     f"Open run: {run.run_id} {run.workflow} {run.status.value}",
@@ -131,6 +135,12 @@ class WorkbenchApp(App[None]):
         """The screen following each run this app drives, kept (installed) while the person is
         elsewhere, so its prompts wait there and reopening the run shows them."""
         self._toasts = ToastHandler(self)
+        self._unsafe_characters = UnsafeCharacterFilter()
+
+    def get_line_filters(self) -> Sequence[LineFilter]:
+        """Textual's filters, then the one that removes what a terminal would act on from every
+        rendered line (tui/app/terminal_guard.py), whatever widget holds it."""
+        return [*super().get_line_filters(), self._unsafe_characters]
 
     def on_mount(self) -> None:
         self._toasts.install()
@@ -164,6 +174,26 @@ class WorkbenchApp(App[None]):
         for driver in self.run_drivers:
             driver.stop(STOP_TIMEOUT_S)
         self.workbench.close()
+
+    def notify(
+        self,
+        message: str,
+        *,
+        title: str = "",
+        severity: SeverityLevel = "information",
+        timeout: float | None = None,
+        markup: bool = False,
+    ) -> None:
+        """Every notification (a widget's, a screen's, a logged warning's) shown cleaned and as
+        plain text: its message may carry a server's or a file's words, control characters and
+        markup (``[/]`` would stop the app, ``[link=…]`` make a link) alike."""
+        super().notify(
+            for_display(message),
+            title=for_display(title),
+            severity=severity,
+            timeout=timeout,
+            markup=markup,
+        )
 
     def get_css_variables(self) -> dict[str, str]:
         """The theme's variables and the status colours made from them (status_colours.py)."""

@@ -20,6 +20,7 @@ from rich.text import Text
 from tui.app.run_state import RunView, spend_text
 from tui.app.status_style import StatusStyler
 from tui.present.status_tone import Tone
+from tui.present.untrusted import for_display
 
 PROGRESS_WIDTH = 30
 STARTING_WHAT = (
@@ -96,7 +97,8 @@ def status_line(
         text.append(f" · stage {view.stage}", style="dim")
     text.append(f" · {view.run_id or run_id} · {view.engine or '?'}", style="dim")
     if failure is not None:
-        text.append(f" · stopped: {failure}".splitlines()[0], style=styles.tone("critical"))
+        stopped = for_display(f" · stopped: {failure}".splitlines()[0])  # its message is a file's
+        text.append(stopped, style=styles.tone("critical"))
     elif not live and replay is None:
         text.append("  (replay)", style="italic dim")
     return text

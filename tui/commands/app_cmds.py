@@ -57,12 +57,30 @@ def app_command(ctx: click.Context, run_id: str | None) -> None:
 @click.command("serve")
 @click.option("--host", default="127.0.0.1", show_default=True, help="Interface to listen on.")
 @click.option("--port", default=8000, show_default=True, type=int, help="TCP port.")
+@click.option(
+    "--max-sessions",
+    default=4,
+    show_default=True,
+    type=click.IntRange(min=1),
+    help="App sessions (browser tabs) at once; one more is told to try later.",
+)
+@click.option(
+    "--public-url",
+    default=None,
+    help="The address browsers use, when it is not http://HOST:PORT (behind a reverse proxy: "
+    "https://workbench.example.org); the page's WebSocket must come from it.",
+)
 @click.pass_context
-def serve_command(ctx: click.Context, host: str, port: int) -> None:
-    """Serve the workbench in a browser (textual-serve)."""
-    from textual_serve.server import (
-        Server,  # imported here: slow to import, and only serve needs it
-    )
+def serve_command(
+    ctx: click.Context, host: str, port: int, max_sessions: int, public_url: str | None
+) -> None:
+    """Serve the workbench in a browser (textual-serve), behind a token.
+
+    The address printed at start carries a new token; export WORKBENCH_TOKEN (16 characters or
+    more) to choose it. Only pages of the served address may connect. Keep it on loopback and
+    put a TLS reverse proxy in front to reach it from elsewhere (docs/security.md).
+    """
+    from tui.commands.served_app import serve  # imported here: textual-serve is slow to import
 
     workspace = (ctx.obj or {}).get(WORKSPACE_KEY)
     command = [sys.executable, "-m", "tui.cli"]
@@ -77,7 +95,13 @@ def serve_command(ctx: click.Context, host: str, port: int) -> None:
             raise ConfigError(f"{path}: no such config file; check the --config path")
         command += ["--config", str(path)]
     command.append("app")
-    Server(shlex.join(command), host=host, port=port, title="Research Workbench").serve()
+    serve(
+        shlex.join(command),
+        host=host,
+        port=port,
+        public_url=public_url.rstrip("/") if public_url else None,
+        max_sessions=max_sessions,
+    )
 
 
 @click.group("demo")
@@ -98,7 +122,7 @@ def demo_group() -> None:
 @click.pass_context
 def chaos_command(ctx: click.Context, time_scale: float, query: str, headless: bool) -> None:
     """Fault server + flaky providers + a research run: watch breakers trip, cool down, probe and close."""
-    from tui.dev.chaos import run_chaos_demo
+    from tui.demo.chaos import run_chaos_demo
 
     run_chaos_demo(
         (ctx.obj or {}).get(WORKSPACE_KEY), time_scale=time_scale, query=query, headless=headless

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from engine.errors import WorkflowLoadError
+from tui.echo import echo
 from tui.exit_codes import BAD_INPUT
 from tui.launch.steps import load_workflow_file
 from tui.launch.workspace import Workspace
@@ -33,7 +34,7 @@ class BadInput(click.ClickException):
     exit_code = BAD_INPUT
 
     def show(self, file: Any = None) -> None:
-        click.echo(f"error: {self.message}", err=True)
+        echo(f"error: {self.message}", err=True)
 
 
 WORKSPACE_META = "tui.workspace"
@@ -65,10 +66,10 @@ def load_or_exit(ctx: click.Context, path: str, exit_code: int) -> WorkflowDefin
         return load_workflow_file(path, workspace)
     except WorkflowLoadError as error:
         for problem in error.problems:
-            click.echo(str(problem), err=True)
+            echo(str(problem), err=True)
         registry = workspace.agent_registry
         if registry.problems and any("agent." in p.message for p in error.problems):
-            click.echo(
+            echo(
                 f"note: the agent registry has {len(registry.problems)} problem(s) and leaves"
                 " those agents out; `workbench registry validate` lists them",
                 err=True,

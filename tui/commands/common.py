@@ -12,7 +12,7 @@ import asyncio
 import json
 import os
 import sys
-from collections.abc import Callable, Coroutine
+from collections.abc import Callable, Coroutine, Sequence
 from typing import TYPE_CHECKING, Any
 
 import click
@@ -25,8 +25,9 @@ from engine.events import InterruptRaised, RunEvent
 from engine.model_answers import disclosure, tally
 from engine.protocol import ExecutionResult, InterruptResponder
 from engine.states import RunStatus
-from engine.store import BaseRunStore, RunOwned, RunReader
+from engine.store import BaseRunStore, InterruptRecord, RunOwned, RunReader
 from research.events import describe_research_event
+from tui import exit_codes
 from tui.app.plan_draft import PlanDraft, PlanEditRefused
 from tui.commands.command_context import BadInput, workspace_of
 from tui.present.headless import HeadlessPrinter, step_table, styled
@@ -37,11 +38,11 @@ if TYPE_CHECKING:
     from tui.launch.run import Surface
 
 EXIT_CODES: dict[RunStatus, int] = {
-    RunStatus.COMPLETED: 0,
-    RunStatus.FAILED: 1,
-    RunStatus.PARTIAL: 3,
-    RunStatus.WAITING: 4,
-    RunStatus.CANCELLED: 5,
+    RunStatus.COMPLETED: exit_codes.COMPLETED,
+    RunStatus.FAILED: exit_codes.FAILED,
+    RunStatus.PARTIAL: exit_codes.PARTIAL,
+    RunStatus.WAITING: exit_codes.WAITING,
+    RunStatus.CANCELLED: exit_codes.CANCELLED,
 }
 
 
@@ -117,6 +118,16 @@ def parse_answer(text: str) -> InterruptAnswer:
     if stripped.isidentifier():
         return InterruptAnswer(action="choose", value=stripped)
     return InterruptAnswer(action="answer", value=stripped)
+
+
+def resume_hint(run_id: str, pending: Sequence[InterruptRecord]) -> str:
+    """The command that answers what waits: a bare answer for one prompt, one addressed to
+    each step when several wait (a bare one would be refused)."""
+    if len(pending) <= 1:
+        return f"workbench resume {run_id} --answer approve"
+    return " ".join(
+        [f"workbench resume {run_id}", *(f"--answer {p.step_id}=approve" for p in pending)]
+    )
 
 
 async def default_responder(raised: InterruptRaised, request: InterruptRequest) -> InterruptAnswer:
@@ -352,7 +363,7 @@ def drive(
         console.print(f"outputs: {escape(summarize(result.outputs, 300))}", highlight=False)
     if result.status == RunStatus.WAITING:
         console.print(
-            f"answer and continue with: workbench resume {result.run_id} --answer approve",
+            f"answer and continue with: {resume_hint(result.run_id, store.pending_interrupts(result.run_id))}",
             highlight=False,
         )
     return EXIT_CODES[result.status]

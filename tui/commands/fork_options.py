@@ -8,6 +8,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from engine.protocol import ForkEdits
+from engine.run_inputs import InputError, check_input_text
 from engine.time_travel import ForkError
 
 
@@ -29,6 +30,10 @@ def _assignment(item: str, option: str, shape: str) -> tuple[str, Any]:
     name, equals, text = item.partition("=")
     if not equals or not name.strip():
         raise ForkError(f"{option} {item!r} is not {shape}")
+    try:
+        check_input_text(name.strip(), text, json_text=True)
+    except InputError as error:
+        raise ForkError(f"{option}: {error}") from None
     try:
         value: Any = json.loads(text)
     except json.JSONDecodeError:

@@ -3,12 +3,10 @@ the workbench has loaded, where each was written, and every problem as ``file:li
 
 from __future__ import annotations
 
-import json
 import sys
 from pathlib import Path
 
 import click
-from rich.console import Console
 from rich.table import Table
 
 from agents.registry import Registry
@@ -16,10 +14,12 @@ from agents.registry_loader import SECTIONS, RegistryLoad, load_registry
 from agents.schema import describe
 from agents.tools import TOOL_IMPLEMENTATIONS
 from tui.commands.command_context import BadInput, workspace_of
+from tui.echo import echo, echo_json
+from tui.exit_codes import FAILED
 from tui.launch import agents_wiring
+from tui.present.console import SafeConsole
 
 KINDS = click.Choice(list(SECTIONS))
-INVALID = 1
 
 
 def _load(ctx: click.Context) -> RegistryLoad:
@@ -55,7 +55,7 @@ def registry_group() -> None:
 def registry_list(ctx: click.Context, kind: str | None) -> None:
     """Every definition loaded, by kind, with where it was written."""
     loaded = _load(ctx)
-    console = Console(soft_wrap=False)
+    console = SafeConsole(soft_wrap=False)
     for section, entries in loaded.registry.kinds().items():
         if kind is not None and section != kind:
             continue
@@ -66,7 +66,7 @@ def registry_list(ctx: click.Context, kind: str | None) -> None:
             table.add_row(name, _summary(loaded.registry, section, name), entry.origin.root)
         console.print(table)
     if loaded.problems:
-        click.echo(
+        echo(
             f"{len(loaded.problems)} problem(s); `workbench registry validate` lists them",
             err=True,
         )
@@ -88,10 +88,10 @@ def registry_show(ctx: click.Context, name: str, kind: str | None) -> None:
         raise BadInput(f"no agent, tool, model profile or policy named {name!r}")
     for section, entry in found:
         data = entry.definition.model_dump(mode="json", exclude_defaults=False)
-        click.echo(f"{section[:-1]} {name}  ({entry.origin}, {entry.origin.root})")
+        echo(f"{section[:-1]} {name}  ({entry.origin}, {entry.origin.root})")
         if section == "agents":
             data["output"] = describe(loaded.registry.agent(name).output)
-        click.echo(json.dumps(data, indent=2, ensure_ascii=False))
+        echo_json(data)
 
 
 @registry_group.command("validate")
@@ -109,14 +109,14 @@ def registry_validate(ctx: click.Context, paths: tuple[str, ...]) -> None:
     else:
         loaded = _load(ctx)
     for problem in loaded.problems:
-        click.echo(str(problem), err=True)
+        echo(str(problem), err=True)
     counts = ", ".join(
         f"{len(entries)} {section}" for section, entries in loaded.registry.kinds().items()
     )
     if loaded.problems:
-        click.echo(f"invalid: {len(loaded.problems)} problem(s); valid: {counts}", err=True)
-        sys.exit(INVALID)
-    click.echo(f"ok: {counts} from {len(loaded.files)} file(s)")
+        echo(f"invalid: {len(loaded.problems)} problem(s); valid: {counts}", err=True)
+        sys.exit(FAILED)
+    echo(f"ok: {counts} from {len(loaded.files)} file(s)")
 
 
 COMMANDS = [registry_group]

@@ -14,8 +14,6 @@ from pathlib import Path
 from typing import Any
 
 import click
-import yaml
-from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
@@ -35,10 +33,14 @@ from tui.commands.common import (
     responder_for,
     store_location,
 )
+from tui.config import active_config
+from tui.echo import echo
 from tui.launch.run import Surface, open_run
 from tui.launch.wiring import open_corpus
 from tui.launch.workspace import Workspace
+from tui.present.console import SafeConsole
 from tui.present.progress import counting
+from tui.present.quality_file import read_quality
 from tui.root_options import WORKSPACE_KEY
 from workflows import WORKFLOWS_DIR
 
@@ -143,23 +145,24 @@ def research_group(
         return
     question = ctx.meta.get("research.question")
     if question is None:
-        click.echo(ctx.get_help())
+        echo(ctx.get_help())
         return
     if not question.strip():
         raise BadInput('the question is empty; ask something, e.g. workbench research "asyncio"')
     workspace = workspace_of(ctx)
     collections: list[str] = []
-    console = Console()
+    console = SafeConsole()
+    limits = active_config().corpus.limits()
     with Corpus(workspace.corpus_db) as corpus:
         for folder in corpus_dirs:
             try:
                 with counting(console, folder, label=f"indexing {folder}") as progress:
-                    report = corpus.add_folder(folder, on_progress=progress)
+                    report = corpus.add_folder(folder, on_progress=progress, limits=limits)
             except FileNotFoundError as error:
                 raise BadInput(f"--corpus {error}") from None
-            click.echo(report.summary())
+            echo(report.summary())
             for skipped in report.skipped:
-                click.echo(f"  skipped {skipped.path}: {skipped.reason}")
+                echo(f"  skipped {skipped.path}: {skipped.reason}")
             collections.append(report.collection)
     inputs: dict[str, Any] = {
         "query": question,
@@ -187,7 +190,7 @@ def _run_headless(
         resolved = resolve_inputs(wf, inputs)
     except InputError as error:
         raise BadInput(str(error)) from None
-    console = Console()
+    console = SafeConsole()
     run_id = new_run_id()
 
     async def run(printer: Surface) -> ExecutionResult:
@@ -215,12 +218,9 @@ def research_summary(folder: Path) -> list[str]:
     report = files.report
     if not report.is_file():
         return ["no report was written (see the steps above for why)"]
-    try:
-        quality = yaml.safe_load(files.quality.read_text(encoding="utf-8")) or {}
-    except (OSError, yaml.YAMLError):
-        quality = {}
-    lines = []
-    if isinstance(quality, dict) and quality:
+    quality = read_quality(files.quality)
+    lines = [quality["error"]] if "error" in quality else []
+    if quality and "error" not in quality:
         best = quality.get("best_ci")
         lines.append(
             f"confidence {quality.get('confidence_level', '?')} · report from round "
@@ -250,7 +250,7 @@ def sensitivity_command(ctx: click.Context, run_ids: tuple[str, ...], all_varian
     from research.events import ROUND_SCORED
     from research.sensitivity import analyse_run, records_from_payloads
 
-    console = Console()
+    console = SafeConsole()
     flipped_runs: list[str] = []
     with open_store(ctx) as store:
         for run_id in run_ids:
@@ -312,15 +312,16 @@ def corpus_group() -> None:
 @click.pass_context
 def corpus_add(ctx: click.Context, folder: str, name: str | None) -> None:
     """Index (or re-index incrementally) a folder of md/rst/txt/html/pdf files."""
+    limits = active_config().corpus.limits()
     with Corpus(workspace_of(ctx).corpus_db) as corpus:
         try:
-            with counting(Console(), folder, label=f"indexing {folder}") as progress:
-                report = corpus.add_folder(folder, name, on_progress=progress)
+            with counting(SafeConsole(), folder, label=f"indexing {folder}") as progress:
+                report = corpus.add_folder(folder, name, on_progress=progress, limits=limits)
         except FileNotFoundError as error:
             raise BadInput(str(error)) from None
-    click.echo(report.summary())
+    echo(report.summary())
     for skipped in report.skipped:
-        click.echo(f"skipped {skipped.path}: {skipped.reason}")
+        echo(f"skipped {skipped.path}: {skipped.reason}")
 
 
 @corpus_group.command("list")
@@ -333,7 +334,7 @@ def corpus_list(ctx: click.Context) -> None:
             table.add_column(column)
         for info in corpus.collections():
             table.add_row(info.name, str(info.documents), str(info.passages), escape(info.root))
-        Console().print(table)
+        SafeConsole().print(table)
 
 
 @corpus_group.command("search")
@@ -348,14 +349,14 @@ def corpus_search(ctx: click.Context, terms: str, limit: int, collections: tuple
     with open_corpus(workspace_of(ctx)) as corpus:
         hits = corpus.search(terms, limit=limit, collections=list(collections) or None)
     if not hits:
-        click.echo("no matches")
+        echo("no matches")
         return
     for hit in hits:
         dated = hit["updated"] or hit["published"] or "undated"
-        click.echo(
+        echo(
             f"{hit['score']:7.2f}  {hit['passage_id']}  {hit['title']} ({hit['status'] or '-'}, {dated})"
         )
-        click.echo(f"         {' '.join(hit['snippet'].split())}")
+        echo(f"         {' '.join(hit['snippet'].split())}")
 
 
 COMMANDS = [research_group, corpus_group]

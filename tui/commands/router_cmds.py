@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import json
 import os
 import signal
 from collections.abc import Awaitable, Callable
@@ -26,6 +25,9 @@ from router.models import ProviderSnapshot
 from router.router import SmartModelRouter
 from tui.commands.command_context import workspace_of
 from tui.config import config_from_context, default_config_path
+from tui.echo import echo, echo_json
+from tui.exit_codes import FAILED
+from tui.present.console import SafeConsole
 from tui.present.headless import console_style
 
 T = TypeVar("T")
@@ -57,8 +59,8 @@ def _with_router(ctx: click.Context, use: Callable[[SmartModelRouter], Awaitable
 
 def _console() -> Console:
     """A console that does not squeeze the table to 80 columns when output is piped."""
-    console = Console()
-    return console if console.is_terminal else Console(width=160)
+    console = SafeConsole()
+    return console if console.is_terminal else SafeConsole(width=160)
 
 
 def _seconds(value: float | None) -> str:
@@ -139,7 +141,7 @@ def providers_group(ctx: click.Context, as_json: bool) -> None:
 
     snapshots = _with_router(ctx, collect)
     if as_json:
-        click.echo(json.dumps([s.model_dump(mode="json") for s in snapshots], indent=2))
+        echo_json([s.model_dump(mode="json") for s in snapshots])
         return
     _console().print(providers_table(snapshots))
 
@@ -151,7 +153,7 @@ def providers_check(ctx: click.Context) -> None:
 
     results: list[HealthCheck] = _with_router(ctx, lambda router: router.check_health())
     if not results:
-        click.echo("No remote providers configured: the built-in provider serves alone.")
+        echo("No remote providers configured: the built-in provider serves alone.")
         return
     table = Table(title="Provider health", title_justify="left")
     for column in ("Provider", "Kind", "Result", "Latency", "Detail"):
@@ -166,11 +168,11 @@ def providers_check(ctx: click.Context) -> None:
         )
     _console().print(table)
     if not all(r.ok for r in results):
-        ctx.exit(1)
+        ctx.exit(FAILED)
 
 
 def _print_request(record: RecordedRequest) -> None:
-    click.echo(
+    echo(
         f"{record.at:8.2f}s  {record.provider:<10} {record.method:<4} {record.api_path:<48} "
         f"{record.route:<6} -> {record.fault}"
     )
@@ -224,16 +226,12 @@ def fault_server_cmd(
         section: dict[str, Any] = {
             "router": demo_router_config(server.base_url, prefixes, time_scale=server.time_scale)
         }
-        click.echo(
-            f"fault server listening on {server.base_url} (time scale {server.time_scale:g})"
-        )
+        echo(f"fault server listening on {server.base_url} (time scale {server.time_scale:g})")
         for prefix in prefixes:
-            click.echo(f"  {prefix:<10} {server.url(prefix)}")
-        click.echo(
-            f"\nrouter config for these providers (paste it into {default_config_path()}):\n"
-        )
-        click.echo(yaml.safe_dump(section, sort_keys=False))
-        click.echo("Ctrl-C stops the server.", err=True)
+            echo(f"  {prefix:<10} {server.url(prefix)}")
+        echo(f"\nrouter config for these providers (paste it into {default_config_path()}):\n")
+        echo(yaml.safe_dump(section, sort_keys=False))
+        echo("Ctrl-C stops the server.", err=True)
         # Explicit handlers: a process started in the background inherits SIGINT ignored,
         # and a supervisor stops servers with SIGTERM; both must end it cleanly.
         stopping = asyncio.Event()
@@ -249,7 +247,7 @@ def fault_server_cmd(
         asyncio.run(serve())
     except KeyboardInterrupt:
         pass
-    click.echo("fault server stopped", err=True)
+    echo("fault server stopped", err=True)
 
 
 COMMANDS = [providers_group, fault_server_cmd]

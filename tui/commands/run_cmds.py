@@ -20,7 +20,8 @@ import click
 from engine.graph import WorkflowGraph
 from engine.selector import ENGINES, engine_available, select_engine
 from tui.commands.command_context import ON_INTERRUPT, BadInput, load_or_exit, workspace_of
-from tui.exit_codes import BAD_INPUT
+from tui.echo import echo
+from tui.exit_codes import BAD_INPUT, SHADOW_DIFFERS
 from tui.root_options import WORKSPACE_KEY
 
 if TYPE_CHECKING:
@@ -28,9 +29,6 @@ if TYPE_CHECKING:
     from engine.spec import WorkflowDefinition
     from engine.store import BaseRunStore
     from tui.launch.run import Surface
-
-SHADOW_DIFFERS = 6
-"""Exit code of ``run --engine shadow`` when the two engines' canonical results differ."""
 
 
 @click.command("run")
@@ -88,13 +86,12 @@ def run_command(
             engine=None if engine == "auto" else engine,
         )
         return
-    from rich.console import Console
-
     from engine.store import new_run_id
     from tui.commands.common import drive, interrupt_mode, open_store, responder_for
     from tui.launch.run import open_run
+    from tui.present.console import SafeConsole
 
-    console = Console()
+    console = SafeConsole()
     run_id = new_run_id()
 
     async def run(printer: Surface) -> ExecutionResult:
@@ -121,17 +118,17 @@ def _shadow_run(
     """Both engines on the same inputs, the second replaying the first's journal; the difference report."""
     import asyncio
 
-    from rich.console import Console
     from rich.markup import escape
 
     from engine.shadow import ShadowResult, run_shadow
     from research.events import describe_research_event
     from tui.commands.common import EXIT_CODES, interrupt_mode, open_store, responder_for
     from tui.launch.run import open_run
+    from tui.present.console import SafeConsole
     from tui.present.headless import HeadlessPrinter
 
     first = select_engine(wf, "auto")
-    console = Console()
+    console = SafeConsole()
 
     async def go(store: BaseRunStore) -> ShadowResult:
         async with open_run(
@@ -170,7 +167,7 @@ def validate_command(ctx: click.Context, workflow_file: str) -> None:
     graph = WorkflowGraph(wf)
     nodes, edges = graph.nodes_and_edges()
     selection = select_engine(wf)
-    click.echo(
+    echo(
         f"ok: {wf.name}: {len(nodes)} steps, {len(edges)} edges; "
         f"engine {selection.name} ({selection.reason})"
     )
@@ -180,31 +177,34 @@ def validate_command(ctx: click.Context, workflow_file: str) -> None:
 @click.argument("run_id")
 @click.option(
     "--answer",
-    default=None,
-    help="Answer every pending interrupt: approve, reject, a routing TARGET, or JSON (edited outputs).",
+    "answers",
+    multiple=True,
+    metavar="[STEP=]ANSWER",
+    help="Answer a waiting prompt: approve, reject, a routing TARGET, or JSON (edited outputs). "
+    "When several wait, address each: STEP=ANSWER or INTERRUPT_ID=ANSWER (repeatable).",
 )
 @click.option(
     "--on-interrupt", type=ON_INTERRUPT, default=None, help="Who answers new prompts (as for run)."
 )
 @click.pass_context
 def resume_command(
-    ctx: click.Context, run_id: str, answer: str | None, on_interrupt: str | None
+    ctx: click.Context, run_id: str, answers: tuple[str, ...], on_interrupt: str | None
 ) -> None:
     """Continue a run that was killed or is WAITING, without re-running finished steps."""
-    from rich.console import Console
     from rich.markup import escape
 
     from engine.lifecycle import resume_refusal
     from engine.store import RunOwned, UnknownRun
+    from tui.commands.answer_options import answers_for
     from tui.commands.common import (
         drive,
         interrupt_mode,
         open_store,
-        parse_answer,
         responder_for,
     )
     from tui.launch.run import open_run
     from tui.launch.steps import register_steps
+    from tui.present.console import SafeConsole
 
     register_steps(workspace_of(ctx))
     with open_store(ctx) as store:
@@ -221,22 +221,22 @@ def resume_command(
             raise BadInput(refusal)
         if not engine_available(record.engine):
             raise BadInput(f"run {run_id} ran on {record.engine}, which is not installed here")
-        console = Console()
+        console = SafeConsole()
         if record.owner_status == "unknown" and record.owner is not None:
             console.print(
                 f"[yellow]run {run_id} was started on {escape(record.owner.host)}; whether it still "
                 "runs there cannot be checked from here — resuming[/]",
                 highlight=False,
             )
-        if answer is not None:
-            parsed = parse_answer(answer)
+        if answers:
             pending = store.pending_interrupts(run_id)
+            addressed = answers_for(pending, answers) if pending else {}
             if not pending:
                 console.print("[dim]nothing waits for an answer; resuming[/]")
             # Claim the run and record the answers in one transaction: of two resumes with
             # different answers, only the one that owns the run stores its answers.
             try:
-                store.claim_owner(run_id, {i.interrupt_id: parsed for i in pending})
+                store.claim_owner(run_id, addressed)
             except RunOwned as error:
                 raise BadInput(str(error)) from None
 

@@ -7,12 +7,10 @@ an unknown run id or step exits 2.
 from __future__ import annotations
 
 import asyncio
-import json
 from pathlib import Path
 from typing import Any
 
 import click
-from rich.console import Console
 from rich.markup import escape
 
 from engine.event_lines import summarize
@@ -24,8 +22,11 @@ from engine.time_travel import ForkError
 from tui.commands.command_context import ON_INTERRUPT, BadInput, workspace_of
 from tui.commands.common import drive, interrupt_mode, open_store, read_store, responder_for
 from tui.commands.fork_options import fork_edits
+from tui.echo import echo, echo_json, echo_json_text
+from tui.exit_codes import FAILED
 from tui.launch.fork import plan_fork
 from tui.launch.run import Surface, open_run
+from tui.present.console import SafeConsole
 from tui.present.headless import step_table, styled
 
 
@@ -47,9 +48,9 @@ def runs_list(ctx: click.Context, limit: int, as_json: bool) -> None:
     with read_store(ctx) as store:
         runs = store.list_runs(limit)
     if as_json:
-        click.echo(json.dumps([run.model_dump(mode="json") for run in runs], indent=2))
+        echo_json([run.model_dump(mode="json") for run in runs])
         return
-    console = Console()
+    console = SafeConsole()
     if not runs:
         console.print("no runs yet: try workbench run workflows/fan_out.yaml --headless")
         return
@@ -108,9 +109,9 @@ def runs_show(ctx: click.Context, run_id: str, as_json: bool) -> None:
         results = store.step_results(run_id)
         pending = store.pending_interrupts(run_id)
     if as_json:
-        click.echo(json.dumps(run_document(record, results, pending), indent=2))
+        echo_json(run_document(record, results, pending))
         return
-    console = Console()
+    console = SafeConsole()
     console.print(
         f"[bold]run {record.run_id}[/]: {escape(record.workflow)} {styled(record.status.value)}"
         + (f" — {escape(record.reason)}" if record.reason else ""),
@@ -141,7 +142,8 @@ def runs_show(ctx: click.Context, run_id: str, as_json: bool) -> None:
     for interrupt in pending:
         console.print(
             f"[yellow]waiting: {interrupt.step_id} asks {escape(interrupt.request.prompt)}[/] "
-            f"[dim]({interrupt.interrupt_id})[/] — answer with: workbench resume {run_id} --answer approve",
+            f"[dim]({interrupt.interrupt_id})[/] — answer with: workbench resume {run_id} "
+            f"--answer {'approve' if len(pending) == 1 else f'{interrupt.step_id}=approve'}",
             highlight=False,
         )
 
@@ -166,7 +168,7 @@ def runs_export(ctx: click.Context, run_id: str, fmt: str, output: str | None) -
     if output:
         Path(output).write_text(text, encoding="utf-8")
     else:
-        click.echo(text, nl=False)
+        echo_json_text(text, nl=False)
 
 
 @runs_group.command("copy")
@@ -208,7 +210,7 @@ def runs_copy(
         with open_run_store(target) as destination:
             for copied in copy_runs(origin, destination, run_ids):
                 counts[copied.outcome] += 1
-                click.echo(
+                echo(
                     {
                         "copied": f"copied  {copied.run_id} ({copied.events} events)",
                         "present": f"present {copied.run_id} (already there, unchanged)",
@@ -216,12 +218,12 @@ def runs_copy(
                         " left as it is on both sides",
                     }[copied.outcome]
                 )
-    click.echo(
+    echo(
         f"{counts['copied']} copied, {counts['present']} already there, {counts['differs']}"
         f" differing — from {where_from} to {where_to}"
     )
     if counts["differs"]:
-        ctx.exit(1)
+        ctx.exit(FAILED)
 
 
 def _is_store(location: str) -> bool:
@@ -262,7 +264,7 @@ def runs_history(ctx: click.Context, run_id: str) -> None:
             escape(changed),
             str(len(entry.settled)),
         )
-    Console().print(table)
+    SafeConsole().print(table)
 
 
 @runs_group.command("fork")
@@ -318,7 +320,7 @@ def runs_fork(
         name = plan.source.engine if engine == "same" else engine
         if not engine_available(name):
             raise BadInput(f"the {name} engine is not installed here")
-        console = Console()
+        console = SafeConsole()
 
         async def run(printer: Surface) -> ExecutionResult:
             async with open_run(

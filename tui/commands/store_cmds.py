@@ -9,6 +9,7 @@ from __future__ import annotations
 import click
 
 from tui.commands.command_context import BadInput
+from tui.echo import echo
 
 
 @click.group("db")
@@ -45,6 +46,6 @@ def db_upgrade(ctx: click.Context, address: str | None) -> None:
     applied = upgrade_database(address)
     where = Database(address).display
     if applied:
-        click.echo(f"{where}: schema upgraded ({', '.join(applied)}); LangGraph checkpoints ready")
+        echo(f"{where}: schema upgraded ({', '.join(applied)}); LangGraph checkpoints ready")
     else:
-        click.echo(f"{where}: schema up to date")
+        echo(f"{where}: schema up to date")

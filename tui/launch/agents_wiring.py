@@ -27,6 +27,7 @@ from agents.registry_loader import RegistryLoad, load_registry
 from agents.tools import TOOL_IMPLEMENTATIONS
 from engine.context import StepInfo
 from engine.live import ModelOutputSink
+from plumbing.network import is_loopback
 from router.config import ProfileConfig, RouterConfig
 from router.errors import RouterError
 from router.local import TaskHandlerRegistry
@@ -41,7 +42,6 @@ if TYPE_CHECKING:  # the router (and httpx) load only when a run builds one
     from router.router import SmartModelRouter
 
 SHIPPED_ROOT = WORKFLOWS_DIR
-LOOPBACK_HOSTS = {"127.0.0.1", "localhost", "::1", "[::1]"}
 
 
 def registry_roots(workspace_root: Path) -> list[tuple[Path, str]]:
@@ -99,7 +99,7 @@ def local_config(config: RouterConfig) -> RouterConfig:
 
 
 def _is_loopback(url: str) -> bool:
-    return (urlparse(url).hostname or "") in LOOPBACK_HOSTS
+    return is_loopback(urlparse(url).hostname or "")
 
 
 @dataclass(frozen=True)

@@ -27,7 +27,7 @@ from typing import Any
 import httpx
 
 import research.steps  # noqa: F401 - registers the research steps in the engine's registry
-from agents.port import PORT_EXTRA
+from agents.services import AgentServices
 from engine.context import CallUsage, StepInfo
 from engine.events import ProviderState, RunEvent, RunStarted
 from engine.live import LiveChannel, ModelOutputSink
@@ -36,7 +36,7 @@ from research.corpus import Corpus, CorpusRetriever, IndexReport
 from research.default_corpus import DEFAULT_COLLECTION, ensure_default_corpus
 from research.extractive import HANDLERS
 from research.prompts import estimate_tokens
-from research.steps.delivery import RUNS_DIR_EXTRA
+from research.run_folders import RunFolders
 from router.build import build_router
 from router.clock import Clock
 from router.config import RouterConfig, effective_router_config
@@ -250,7 +250,14 @@ def index_config_folders(
             key = (corpus.path.resolve(), root)
             if key not in _indexed:
                 counts = None if progress is None else partial(progress, f"indexing {root}")
-                reports.append(corpus.add_folder(root, _collection_name(corpus, root), counts))
+                reports.append(
+                    corpus.add_folder(
+                        root,
+                        _collection_name(corpus, root),
+                        counts,
+                        limits=settings.corpus.limits(),
+                    )
+                )
                 _indexed.add(key)
     return reports
 
@@ -326,6 +333,6 @@ async def wire_application(
     context.retriever = CorpusRetriever(corpus)
     context.tie_breaker = context.tie_breaker or router_tie_breaker(router)
     context.live = context.live or LiveChannel()
-    context.extras[RUNS_DIR_EXTRA] = str(workspace.run_folders)
-    context.extras[PORT_EXTRA] = agents_wiring.RouterAgentPort(router)
+    context.services.provide(RunFolders(workspace.run_folders))
+    context.services.provide(AgentServices(port=agents_wiring.RouterAgentPort(router)))
     return router

@@ -15,6 +15,7 @@ from rich.table import Table
 from engine.event_lines import DomainDescriber, EventLine, summarize
 from engine.events import Domain, RunEvent
 from engine.store import StepResult
+from tui.present.console import SafeConsole
 from tui.present.event_lines import describe
 from tui.present.skip_words import skip_words
 from tui.present.status_tone import Tone, tone
@@ -78,7 +79,7 @@ class HeadlessPrinter:
         show_domain: bool = False,
         domain: DomainDescriber | None = None,
     ) -> None:
-        self.console = console or Console()
+        self.console = console or SafeConsole()
         self.show_domain = show_domain
         self.domain = domain
 

@@ -30,6 +30,7 @@ from tui.app.screens.home import (
 )
 from tui.app.status_style import STATUS_CLASSES, on_theme_change, status_style
 from tui.app.widgets.key_footer import KeyFooter
+from tui.present.untrusted import for_display
 
 if TYPE_CHECKING:
     from tui.launch.workbench import Workbench
@@ -110,7 +111,7 @@ be resumed there.
         self.live_runs.changed.subscribe(self, lambda _run_id: self.refill())
 
     def _load(self) -> list[HistoryRow]:
-        runs = self.workbench.store().list_runs_with_inputs(HISTORY_LIMIT)
+        runs = for_display(self.workbench.store().list_runs_with_inputs(HISTORY_LIMIT))
         return [HistoryRow(run, full_question(run)) for run in runs]
 
     def refill(self) -> None:

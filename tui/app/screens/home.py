@@ -16,6 +16,7 @@ from collections.abc import Mapping
 from functools import partial
 from typing import TYPE_CHECKING, Any
 
+from rich.markup import escape
 from rich.text import Text
 from textual import events, on, work
 from textual.app import ComposeResult
@@ -35,6 +36,7 @@ from tui.app.live_runs import LiveRuns
 from tui.app.messages import OpenRun, StartRun
 from tui.app.status_style import STATUS_CLASSES, StatusStyler, on_theme_change, status_style
 from tui.app.widgets.key_footer import KeyFooter, KeyRanking
+from tui.present.untrusted import for_display
 
 if TYPE_CHECKING:
     from tui.launch.workbench import Workbench, WorkflowEntry
@@ -99,7 +101,14 @@ RUN_COLUMNS = ("run", "status", "workflow", "when", "question", "engine")
 
 def run_cells(run: RunSummary, status: Text, question: str, now: float) -> tuple[object, ...]:
     """A run's row in the runs tables (Home's recent runs, the history), in RUN_COLUMNS order."""
-    return (run.run_id, status, run.workflow, age(now - run.created_ts), question, run.engine)
+    return (
+        run.run_id,
+        status,
+        run.workflow,
+        age(now - run.created_ts),
+        escape(question),  # text from outside: shown as written, never read as markup
+        run.engine,
+    )
 
 
 def age(seconds: float) -> str:
@@ -220,7 +229,7 @@ with a fixed set of values is a list to choose from. Recent runs are below:
 
     @work(thread=True, exclusive=True, group=LOADERS, exit_on_error=False)
     def _load_workflows(self) -> list[WorkflowEntry]:
-        return self.workbench.workflows()
+        return for_display(self.workbench.workflows())
 
     @on(Worker.StateChanged)
     def _workflows_loaded(self, event: Worker.StateChanged) -> None:
@@ -256,7 +265,7 @@ with a fixed set of values is a list to choose from. Recent runs are below:
         table.clear()
         now = self.workbench.clock()
         store = self.workbench.store()
-        for run in store.list_runs_with_inputs(RECENT_RUNS):
+        for run in for_display(store.list_runs_with_inputs(RECENT_RUNS)):
             shown = self.live_runs.shown_status(run, store)
             status = status_text(run, partial(status_style, self), shown)
             table.add_row(*run_cells(run, status, run_question(run), now), key=run.run_id)
@@ -286,7 +295,7 @@ with a fixed set of values is a list to choose from. Recent runs are below:
         for name, spec in definition.inputs.items():
             mark = " *" if spec.required and spec.default is None else ""
             hint = spec.description or spec.type
-            fields.append(Label(f"{name}{mark}  ({hint})", classes="form-label"))
+            fields.append(Label(f"{name}{mark}  ({hint})", classes="form-label", markup=False))
             field = input_field(name, spec)
             self.fields[name] = field
             fields.append(field)

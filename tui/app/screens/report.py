@@ -10,7 +10,6 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-import yaml
 from rich.table import Table
 from textual.app import ComposeResult
 from textual.binding import Binding
@@ -20,13 +19,15 @@ from textual.widget import Widget
 from textual.widgets import Markdown, Static
 from textual.widgets.markdown import MarkdownBlock
 
+from plumbing.folder_writes import write_text_into
 from plumbing.workspace import RunFolder
-from plumbing.yaml_reading import YamlLimitError, load_yaml
 from tui.app.plain_values import label, plain_value
 from tui.app.report_sections import section_at
 from tui.app.run_state import RunView
 from tui.app.widgets.find_bar import FindBar, plain_text
 from tui.app.widgets.key_footer import KeyFooter
+from tui.present.quality_file import read_quality
+from tui.present.untrusted import for_display
 
 if TYPE_CHECKING:
     from tui.launch.workbench import Workbench
@@ -40,17 +41,7 @@ def load_report(folder: Path, view: RunView) -> tuple[str, dict[str, Any]]:
     if not text:
         value = view.outputs.get("report")
         text = value if isinstance(value, str) else ""
-    quality: dict[str, Any] = {}
-    if quality_path.is_file():
-        try:
-            loaded = load_yaml(quality_path.read_text(encoding="utf-8"))
-        except YamlLimitError as refused:
-            quality = {"error": refused.located(str(quality_path))}
-        except yaml.YAMLError as exc:
-            mark = getattr(exc, "problem_mark", None)
-            quality = {"error": f"{quality_path}:{mark.line + 1 if mark else 1}: not valid YAML"}
-        else:
-            quality = loaded if isinstance(loaded, dict) else {}
+    quality = read_quality(quality_path)
     if not quality and view.coalesced:
         quality = view.coalesced.model_dump(mode="json")
     return text, quality
@@ -92,7 +83,7 @@ the one at the top of the view; **c** copies the whole Markdown; **i** the run i
         super().__init__()
         self.workbench = workbench
         self.run_id = run_id
-        self.text, self.quality = load_report(workbench.run_folder(run_id), view)
+        self.text, self.quality = for_display(load_report(workbench.run_folder(run_id), view))
 
     def compose(self) -> ComposeResult:
         yield Static(f" report · {self.run_id}", id="report-title")
@@ -156,7 +147,7 @@ the one at the top of the view; **c** copies the whole Markdown; **i** the run i
         target = self.workbench.files.exports / f"{self.run_id}-report.md"
         try:
             target.parent.mkdir(parents=True, exist_ok=True)
-            target.write_text(self.text, encoding="utf-8")
+            write_text_into(target.parent, target.name, self.text)
         except OSError as exc:
             self.notify(
                 f"cannot write {target}: {exc.strerror}; check the workspace permissions",

@@ -50,6 +50,7 @@ from tui.app.widgets.providers_panel import ProvidersPanel
 from tui.app.widgets.rounds_matrix import RoundsMatrix
 from tui.app.widgets.timeline import Timeline
 from tui.launch.run_driver import PromptTicket, RunDriver
+from tui.present.untrusted import for_display
 
 if TYPE_CHECKING:
     from tui.launch.workbench import Workbench
@@ -168,7 +169,7 @@ one run. **Enter** on a step opens its detail; **p** answers the next prompt;
         self.failure: BaseException | None = None
         """Why the live run's worker failed, when it did."""
         self.view = RunView(run_id=run_id)
-        self.events: list[RunEvent] = list(stored_events or [])
+        self.events: list[RunEvent] = for_display(list(stored_events or []))
         self.position = (
             len(self.events) if position is None else max(0, min(position, len(self.events)))
         )
@@ -311,7 +312,7 @@ one run. **Enter** on a step opens its detail; **p** answers the next prompt;
         """Fold whatever the worker produced since the last tick; redraw what changed."""
         if self.driver is None:
             return
-        batch = self.driver.inbox.drain(DRAIN_LIMIT)
+        batch = for_display(self.driver.inbox.drain(DRAIN_LIMIT))
         counts = self.driver.inbox.waiting_on()
         if self.view.status == "PENDING" and counts != self._counts_shown:
             self._counts_shown = counts
@@ -467,7 +468,7 @@ one run. **Enter** on a step opens its detail; **p** answers the next prompt;
     def pending_prompts(self) -> list[InterruptRaised]:
         events = {e.interrupt_id: e for e in self.view.prompts_in_order()}
         for interrupt_id, ticket in self.tickets.items():
-            events.setdefault(interrupt_id, ticket.event)
+            events.setdefault(interrupt_id, for_display(ticket.event))
         return sorted(events.values(), key=lambda e: (e.seq == 0, e.seq))
 
     def on_prompt_arrived(self, message: PromptArrived) -> None:
@@ -546,7 +547,7 @@ one run. **Enter** on a step opens its detail; **p** answers the next prompt;
         if step is None:
             return
         run_id = self.run_id or self.view.run_id
-        calls = model_calls(self.workbench.store(), run_id, step.id, step.iteration)
+        calls = for_display(model_calls(self.workbench.store(), run_id, step.id, step.iteration))
         live = self.workbench.live if self.live else None
         self.app.push_screen(
             StepDetailScreen(

@@ -35,6 +35,7 @@ from tui.app.widgets.key_footer import KeyFooter
 from tui.app.widgets.prompts import conditions_table
 from tui.present.headless import console_style
 from tui.present.skip_words import skip_words
+from tui.present.untrusted import for_display
 
 
 def _json(value: Any) -> str:
@@ -158,19 +159,24 @@ step (or an advisory run's orchestrator) shows its trail.
                 )
             yield Static("Inputs", classes="detail-heading")
             if s.inputs or not self.upstream:
-                yield Static(_json(s.inputs), classes="detail-json searchable")
+                yield Static(_json(s.inputs), classes="detail-json searchable", markup=False)
             else:
                 yield Static(
                     Text("none of its own: what the steps before it gave it is below", "dim")
                 )
             yield Static("Outputs", classes="detail-heading")
-            yield Static(_json(s.outputs), classes="detail-json searchable", id="detail-outputs")
+            yield Static(
+                _json(s.outputs),
+                classes="detail-json searchable",
+                id="detail-outputs",
+                markup=False,
+            )
             yield from self._calls()
             yield Static("Route decision", classes="detail-heading")
             yield Static(id="detail-route")
             for source, outputs in self.upstream.items():
                 yield Static(f"What {source} gave it", classes="detail-heading")
-                yield Static(_json(outputs), classes="detail-json searchable")
+                yield Static(_json(outputs), classes="detail-json searchable", markup=False)
             if s.trail:
                 yield Static("Agent trail", classes="detail-heading")
                 yield Static(Text("\n".join(s.trail)), id="detail-trail", classes="searchable")
@@ -228,7 +234,7 @@ step (or an advisory run's orchestrator) shows its trail.
             self.post_message(LiveText(output))
 
     def on_live_text(self, message: LiveText) -> None:
-        output = message.output
+        output = for_display(message.output)
         text = Text(f"call {output.call_index + 1} · {output.provider or '–'}", style="bold")
         if output.restarted:
             text.append(

@@ -91,7 +91,7 @@ class _Prompt(KeyRanking, ModalScreen[InterruptAnswer | None]):
 
     def _heading(self, title: str) -> ComposeResult:
         yield Label(Text(title, style="bold"), id="prompt-title")
-        yield Static(self.event.prompt, id="prompt-text")
+        yield Static(self.event.prompt, id="prompt-text", markup=False)
 
     def _held(self) -> ComposeResult:
         if held := _also_held(self.event):

@@ -1,7 +1,7 @@
-"""`python -m tui.dev.screenshots screenshots` (``make screenshots``): the README's SVGs.
+"""`python -m tests.tools.screenshots screenshots` (``make screenshots``): the README's SVGs.
 
 Each screenshot opens the real app on scripted runs written through a real run
-store (tui/dev/sample_run.py) in a temporary workspace, so the pictures are the
+store (tests/tools/sample_run.py) in a temporary workspace, so the pictures are the
 same on every machine. The store stamps the runs on a :class:`StoryClock` and the app
 reads "now" from a fixed instant after them, so two runs write identical files.
 """
@@ -21,6 +21,13 @@ from textual.widgets import Footer
 
 from engine.states import RunStatus
 from engine.store import RunStore
+from tests.tools.sample_run import (
+    SAMPLE_CALL_STEP,
+    journal_sample_call,
+    research_events,
+    store_events,
+    tie_break_events,
+)
 from tui.app.app import WorkbenchApp
 from tui.app.screens.home import HomeScreen
 from tui.app.screens.provider_detail import ProviderDetailScreen
@@ -28,13 +35,7 @@ from tui.app.screens.run import RunScreen
 from tui.app.screens.step_detail import StepDetailScreen
 from tui.app.widgets.dag_view import DagView
 from tui.app.widgets.providers_panel import ProvidersPanel
-from tui.dev.sample_run import (
-    SAMPLE_CALL_STEP,
-    journal_sample_call,
-    research_events,
-    store_events,
-    tie_break_events,
-)
+from tui.echo import echo
 from tui.launch.workbench import Workbench
 from tui.launch.workspace import Workspace
 
@@ -128,23 +129,26 @@ def drawn(app: WorkbenchApp, screen: Screen[Any]) -> bool:
     )
 
 
-async def shown_run(app: WorkbenchApp, run_id: str) -> RunScreen:
-    """The run screen of ``run_id``, drawn — with the prompt it opens over itself, if any."""
+async def shown_run(app: WorkbenchApp, run_id: str, prompt: bool = False) -> RunScreen:
+    """The run screen of ``run_id``, drawn — and, for a run waiting for a person (``prompt``), the
+    prompt it opens over itself once its events are read. Waiting for "the screen or a prompt"
+    let a loaded machine take the picture before the prompt came, so two runs differed."""
     screen = app.open_run(run_id)
     assert isinstance(screen, RunScreen), f"{run_id} is in the sample workspace"
 
     def shown() -> bool:
         top, below = app.screen_stack[-1], app.screen_stack[-2]
         prompt_over_it = isinstance(top, ModalScreen) and below is screen
-        return screen.is_mounted and (top is screen or prompt_over_it) and drawn(app, top)
+        expected = prompt_over_it if prompt else top is screen
+        return screen.is_mounted and expected and drawn(app, top)
 
     await until(shown, f"run {run_id} on screen")
     return screen
 
 
-def open_run(run_id: str, then: str = "") -> Scene:
+def open_run(run_id: str, then: str = "", prompt: bool = False) -> Scene:
     async def scene(app: WorkbenchApp) -> None:
-        screen = await shown_run(app, run_id)
+        screen = await shown_run(app, run_id, prompt)
         if then:
             await app.run_action(then, screen)
             await until(
@@ -200,8 +204,8 @@ SCENES: dict[str, tuple[Scene, tuple[int, int]]] = {
     "home": (home, SIZE),
     "run": (open_run("20240501-093000-a1b2c3"), SIZE),
     "providers": (open_run("20240501-101500-d4e5f6"), SIZE),
-    "approval": (open_run("20240501-110000-0a1b2c"), SIZE),
-    "tie_breaker": (open_run("20240501-113000-3d4e5f"), SIZE),
+    "approval": (open_run("20240501-110000-0a1b2c", prompt=True), SIZE),
+    "tie_breaker": (open_run("20240501-113000-3d4e5f", prompt=True), SIZE),
     "report": (open_run("20240501-093000-a1b2c3", "report"), SIZE),
     "round_diff": (open_run("20240501-093000-a1b2c3", "round_diff"), SIZE),
     "outline": (open_run("20240501-101500-d4e5f6"), (72, 40)),
@@ -244,7 +248,7 @@ def main(argv: list[str]) -> int:
     folder = Path(argv[0] if argv else "screenshots")
     folder.mkdir(parents=True, exist_ok=True)
     for name, (scene, size) in SCENES.items():
-        print(asyncio.run(take(name, scene, size, folder)))
+        echo(str(asyncio.run(take(name, scene, size, folder))))
     return 0
 
 

@@ -22,7 +22,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-import click
 from rich.console import Console
 
 from engine.context import InterruptAnswer, InterruptRequest
@@ -32,6 +31,7 @@ from engine.store import new_run_id
 from router.fault.script import DEFAULT_SCRIPT_PATH
 from tui.app.run_state import describe
 from tui.config import WorkbenchConfig
+from tui.echo import echo
 from tui.launch.parts import RunParts
 from tui.launch.run import open_run
 from tui.launch.run_driver import EventInbox, NewRunJob
@@ -39,6 +39,7 @@ from tui.launch.steps import load_workflow_file
 from tui.launch.workbench import SHIPPED_WORKFLOWS, make_workbench
 from tui.launch.workspace import Workspace
 from tui.present.breaker_story import error_note, why
+from tui.present.console import SafeConsole
 from tui.present.progress import ProgressBoard, RunProgress
 
 if TYPE_CHECKING:
@@ -360,7 +361,7 @@ def run_chaos_demo(
         return
 
     inbox = EventInbox()
-    console = Console()
+    console = SafeConsole()
 
     async def main(show: HeadlessDemo) -> ExecutionResult:
         task = asyncio.create_task(job(approve_automatically, inbox))
@@ -372,4 +373,4 @@ def run_chaos_demo(
 
     with ProgressBoard(console) as board:
         result = asyncio.run(main(HeadlessDemo(console, board)))
-    click.echo(f"run {result.run_id}: {result.status.value} {result.reason}".rstrip())
+    echo(f"run {result.run_id}: {result.status.value} {result.reason}".rstrip())

@@ -1,0 +1,118 @@
+"""Text from outside made safe to show or to write into a document.
+
+Document text, model answers, workflow strings, server error messages and file names are
+hostile (DESIGN §12): a terminal acts on the control characters and escape sequences in them
+(OSC 52 writes the clipboard, OSC 0 the window title, ``ESC[2J`` clears the screen, the 8-bit
+C1 byte U+009B starts a sequence like ``ESC[``), and bidi overrides or invisible format
+characters make text read as something else (``U+202E`` shows a name reversed). Every
+surface passes such text through one of two policies here:
+
+- :func:`for_terminal` (the console, the app): each such character is *shown* —
+  ``ESC`` as ``␛``, ``BEL`` as ``␇`` (the Unicode control pictures), C1 and format
+  characters as ``<U+009B>`` — so a person sees that something was there, and the rest of an
+  escape sequence stays as plain text (``␛]52;c;…␇``);
+- :func:`for_document` (Markdown reports): whole escape sequences are *removed*, then any
+  character left of that kind, so a report keeps no raw control character;
+- :func:`json_for_terminal` (JSON printed by a command): each such character is written as its
+  JSON escape, so the document stays exact;
+- :func:`without_unsafe_characters` (text already laid out, the app's last line of defence):
+  each such character alone is removed. None of them takes a cell on screen, so what was
+  measured keeps its width.
+
+Newline and tab stay (multi-line text) unless ``one_line`` folds every run of whitespace with
+a line break or tab in it to one space (headings, titles, table cells). ``\\r\\n`` is a line
+break. The zero-width joiners U+200C/U+200D stay: scripts and emoji need them.
+
+Hand-written rather than a library's: rich keeps ESC, Textual keeps everything, and what must
+go (or show) is a short list fixed by the standards — ECMA-48 for the controls, Unicode's
+format characters (category Cf, listed below and checked against the Unicode database by
+tests/security/test_untrusted_text.py).
+"""
+
+from __future__ import annotations
+
+import re
+
+__all__ = ["for_document", "for_terminal", "json_for_terminal", "without_unsafe_characters"]
+
+_CONTROLS = "\x00-\x08\x0b-\x1f\x7f-\x9f"
+"""C0 but tab and newline, DEL, and C1."""
+_FORMAT = (
+    "\u00ad\u0600-\u0605\u061c\u06dd\u070f\u0890\u0891\u08e2\u180e"
+    "\u200b\u200e\u200f\u202a-\u202e\u2060-\u2064\u2066-\u206f\ufeff\ufff9-\ufffb"
+    "\U000110bd\U000110cd\U00013430-\U00013438\U0001bca0-\U0001bca3\U0001d173-\U0001d17a"
+    "\U000e0001\U000e0020-\U000e007f"
+)
+"""Unicode's format characters (Cf) but the joiners U+200C and U+200D: bidi embeddings,
+overrides and isolates, marks, zero-width spaces, the byte order mark, tag characters."""
+_OTHER = "\u2028\u2029\ud800-\udfff"
+"""Line and paragraph separators (a terminal may break lines on them) and lone surrogates (a
+file name that is not UTF-8, decoded with surrogateescape; no terminal can be sent one)."""
+
+_UNSAFE = re.compile(f"[{_CONTROLS}{_FORMAT}{_OTHER}]")
+_ESCAPE_SEQUENCE = re.compile(
+    # CSI (ESC [ or the C1 byte U+009B): parameters, intermediates, one final byte
+    "(?:\x1b\\[|\x9b)[\x30-\x3f]*[\x20-\x2f]*[\x40-\x7e]"
+    # OSC, DCS, SOS, PM, APC (7-bit or C1 introducer): a string up to BEL or ST (ESC \ or U+009C)
+    "|(?:\x1b[\\]PX^_]|[\x90\x98\x9d\x9e\x9f])[^\x07\x1b\x9c]*(?:\x07|\x1b\\\\|\x9c)"
+    # any other escape: ESC, intermediates, one final byte (ESC c resets the terminal)
+    "|\x1b[\x20-\x2f]*[\x30-\x7e]"
+)
+_LINE_BREAKS = re.compile(r"\s*[\n\t]\s*")
+_CONTROL_PICTURES = 0x2400
+_DELETE_PICTURE = "\u2421"
+
+
+def _unsafe(text: str) -> bool:
+    """Whether ``text`` holds a character of :data:`_UNSAFE`. ``str.isprintable`` is false for
+    every one of them (and for tab, newline and a few harmless ones, which the search then
+    clears), and runs in C: most text is answered without the search, several times faster."""
+    return not text.isprintable() and _UNSAFE.search(text) is not None
+
+
+def _shown(match: re.Match[str]) -> str:
+    code = ord(match.group())
+    if code < 0x20:
+        return chr(_CONTROL_PICTURES + code)
+    if code == 0x7F:
+        return _DELETE_PICTURE
+    return f"<U+{code:04X}>"
+
+
+def _fold(text: str, one_line: bool) -> str:
+    text = text.replace("\r\n", "\n")
+    return _LINE_BREAKS.sub(" ", text) if one_line else text
+
+
+def for_terminal(text: str, *, one_line: bool = False) -> str:
+    """``text`` with every control, escape-starting and format character shown visibly."""
+    if one_line or _unsafe(text):
+        return _UNSAFE.sub(_shown, _fold(text, one_line))
+    return text
+
+
+def for_document(text: str, *, one_line: bool = False) -> str:
+    """``text`` with escape sequences, control and format characters removed."""
+    if one_line or _unsafe(text):
+        return _UNSAFE.sub("", _ESCAPE_SEQUENCE.sub("", _fold(text, one_line)))
+    return text
+
+
+def without_unsafe_characters(text: str) -> str:
+    """``text`` with every control, escape-starting and format character removed, nothing else:
+    the rest of a sequence stays as plain text, and the width of the text is unchanged."""
+    return _UNSAFE.sub("", text) if _unsafe(text) else text
+
+
+def _json_escape(match: re.Match[str]) -> str:
+    code = ord(match.group())
+    if code > 0xFFFF:  # JSON writes a character beyond the BMP as its UTF-16 surrogate pair
+        code -= 0x10000
+        return f"\\u{0xD800 + (code >> 10):04x}\\u{0xDC00 + (code & 0x3FF):04x}"
+    return f"\\u{code:04x}"
+
+
+def json_for_terminal(text: str) -> str:
+    """Serialised JSON with every such character written as its JSON escape: the same document,
+    exactly, that a terminal shows as text (outside its strings JSON holds none of them)."""
+    return _UNSAFE.sub(_json_escape, text)

@@ -1,0 +1,115 @@
+"""Which files of a corpus folder are read, and reading one within its size bound.
+
+A corpus folder is hostile input: its files may be huge, and its symlinks may point anywhere
+(``notes.md -> ~/.ssh/id_rsa``). What is indexed stays inside the folder given:
+
+* a symlink whose target lies outside the folder is skipped and listed, file or folder, unless
+  :attr:`CorpusLimits.follow_symlinks` says to follow it (a folder followed is walked once, however
+  many links lead to it: no loop);
+* a symlink to a folder inside the folder is not walked again (its files are indexed where they
+  are); a symlink to a file inside the folder is indexed under its own name;
+* a file is opened with ``O_NOFOLLOW`` (a symlink swapped in after the listing is refused, not
+  followed) and must be a regular file (a FIFO or device is refused unread), at most
+  :attr:`CorpusLimits.max_document_bytes` long.
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+import stat
+from dataclasses import dataclass
+from pathlib import Path
+
+from research.corpus_limits import CorpusLimits
+from research.corpus_records import CorpusFolderError, SkippedFile, _broken_link
+from research.loaders import SUPPORTED_SUFFIXES, UnreadableDocument
+
+OUTSIDE = "a symlink to outside the folder; not followed (corpus.follow_symlinks: true follows it)"
+
+
+@dataclass(frozen=True)
+class FolderListing:
+    """A folder's files to index (each with the path read for it) and the entries skipped."""
+
+    files: list[tuple[Path, Path]]
+    """(the path inside the folder, which names the document; the real file read)."""
+    skipped: list[SkippedFile]
+
+
+def folder_root(folder: str | Path) -> Path:
+    """The real folder ``folder`` names; :class:`CorpusFolderError` when it is none."""
+    try:
+        root = Path(folder).expanduser().resolve(strict=True)
+    except (RuntimeError, OSError) as error:
+        looped = isinstance(error, RuntimeError) or getattr(error, "errno", None) == errno.ELOOP
+        raise CorpusFolderError(
+            f"{folder}: a symlink loop; pass the real folder of md/rst/txt/html/pdf files"
+            if looped
+            else f"{folder}: not a folder; pass a directory of md/rst/txt/html/pdf files"
+        ) from None
+    if not root.is_dir():
+        raise CorpusFolderError(
+            f"{folder}: not a folder; pass a directory of md/rst/txt/html/pdf files"
+        )
+    return root
+
+
+def list_folder(root: Path, limits: CorpusLimits) -> FolderListing:
+    """The supported files under ``root`` (a resolved folder), in path order."""
+    files: list[tuple[Path, Path]] = []
+    skipped: list[SkippedFile] = []
+    walked: set[Path] = {root}
+    pending = [(root, root)]  # (the folder as named inside root, the real folder listed)
+    while pending:
+        named, real = pending.pop()
+        try:
+            entries = sorted(os.scandir(real), key=lambda entry: entry.name)
+        except OSError as exc:
+            skipped.append(SkippedFile(str(named), f"cannot list: {exc.strerror or exc}"))
+            continue
+        for entry in entries:
+            path = named / entry.name
+            target = Path(entry.path)
+            if entry.is_symlink():
+                broken = _broken_link(target)
+                if broken:
+                    skipped.append(SkippedFile(str(path), broken))
+                    continue
+                target = target.resolve(strict=True)
+                inside = target.is_relative_to(root)
+                if not inside and not limits.follow_symlinks:
+                    skipped.append(SkippedFile(str(path), OUTSIDE))
+                    continue
+                if target.is_dir() and (inside or target in walked):
+                    continue  # walked where it is (or already once through another link)
+            if target.is_dir():
+                walked.add(target)
+                pending.append((path, target))
+            elif path.suffix.lower() in SUPPORTED_SUFFIXES and target.is_file():
+                files.append((path, target))
+    files.sort()
+    return FolderListing(files, skipped)
+
+
+def read_document(path: Path, limits: CorpusLimits) -> bytes:
+    """``path``'s bytes: a regular file, not a symlink, at most ``limits.max_document_bytes``.
+
+    Raises :class:`UnreadableDocument` (with the remedy) past the bound or for a file that is not
+    regular, ``OSError`` when it cannot be read.
+    """
+    try:
+        handle = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            raise UnreadableDocument(
+                f"{path.name} became a symlink while it was indexed; not followed"
+            ) from None
+        raise
+    with os.fdopen(handle, "rb") as file:
+        if not stat.S_ISREG(os.fstat(file.fileno()).st_mode):
+            raise UnreadableDocument(f"{path.name} is not a regular file; not read")
+        raw = file.read(limits.max_document_bytes + 1)
+    if len(raw) > limits.max_document_bytes:
+        raise UnreadableDocument(limits.too_large(path.name, "the file"))
+    return raw
