@@ -16,6 +16,9 @@ CANCELLED = 5
 """Exit code of a CANCELLED run, and of Ctrl-C while a run's steps run."""
 SHADOW_DIFFERS = 6
 """Exit code of ``run --engine shadow`` when the two engines' canonical results differ."""
+WORKER_HUNG = 7
+"""Exit code of ``workbench worker`` when its orderly stop overran its shutdown time and the
+process ended itself (its runs are taken over by the other workers)."""
 INTERNAL = 70
 """Exit code of an unexpected failure: a bug, or an installation missing its own dependencies."""
 INTERRUPTED = 130

@@ -14,6 +14,7 @@ from tests.worker.workers import (
     TIGHT,
     WorkerProcess,
     calls,
+    chain,
     holder_pid,
     query,
     run_status,
@@ -25,18 +26,7 @@ from tui.worker.queue import enqueue_resume, enqueue_run
 TRIES = 10
 STEPS = 6
 
-CHAIN = workflow(
-    *[
-        step(
-            f"s{i}",
-            "test.call_then_wait",
-            config={"seconds": 0.3},
-            depends_on=[f"s{i - 1}"] if i else [],
-        )
-        for i in range(STEPS)
-    ],
-    name="chain",
-)
+CHAIN = chain("chain", STEPS, 0.3)
 
 
 def _events(address: str, run_id: str) -> list[tuple[int, str, str]]:

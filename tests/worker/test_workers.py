@@ -13,6 +13,7 @@ from tests.engine.kahn_helpers import step, workflow
 from tests.worker.workers import (
     PATIENT,
     calls,
+    chain,
     holder_pid,
     query,
     run_status,
@@ -22,27 +23,12 @@ from tests.worker.workers import (
 from tui.worker.queue import answer_run, cancel_run, enqueue_run, run_job
 
 
-def _chain(name: str, count: int, seconds: float) -> object:
-    return workflow(
-        *[
-            step(
-                f"s{i}",
-                "test.call_then_wait",
-                config={"seconds": seconds},
-                depends_on=[f"s{i - 1}"] if i else [],
-            )
-            for i in range(count)
-        ],
-        name=name,
-    )
-
-
 def test_two_workers_share_the_queue_and_never_both_run_one_run(
     pg_database: str, tmp_path: Path
 ) -> None:
-    wf = _chain("shared", 3, 0.05)
+    wf = chain("shared", 3, 0.05)
     with PostgresRunStore(pg_database) as store:
-        run_ids = [enqueue_run(store, wf, {}) for _ in range(8)]  # type: ignore[arg-type]
+        run_ids = [enqueue_run(store, wf, {}) for _ in range(8)]
     with workers(pg_database, tmp_path, 2, *PATIENT, "--concurrency", "2"):
         for run_id in run_ids:
             wait_for(f"{run_id} done", lambda r=run_id: run_status(pg_database, r) == "COMPLETED")
@@ -65,7 +51,7 @@ def test_a_waiting_run_frees_its_slot_and_its_answer_queues_it_again(
     pg_database: str, tmp_path: Path
 ) -> None:
     asking = workflow(step("ask", "test.ask"), step("after", depends_on=["ask"]), name="asking")
-    quick = _chain("quick", 1, 0.0)
+    quick = chain("quick", 1, 0.0)
     with workers(pg_database, tmp_path, 1, *PATIENT, "--concurrency", "1"):
         with PostgresRunStore(pg_database) as store:
             waiting = enqueue_run(store, asking, {})
@@ -76,7 +62,7 @@ def test_a_waiting_run_frees_its_slot_and_its_answer_queues_it_again(
                     and store.pending_interrupts(waiting)
                 ),
             )
-            other = enqueue_run(store, quick, {})  # type: ignore[arg-type]
+            other = enqueue_run(store, quick, {})
             wait_for(
                 "the one slot to take the next run",
                 lambda: run_status(pg_database, other) == "COMPLETED",
@@ -105,10 +91,12 @@ def test_cancelling_a_running_run_stops_it_on_its_worker(pg_database: str, tmp_p
 
 
 def test_cpu_heavy_steps_do_not_starve_the_heartbeat(pg_database: str, tmp_path: Path) -> None:
-    """A run spinning the CPU in pure Python for twice the stall time is never taken for a
-    stalled worker's: the other worker's reaper leaves it alone (the lease is claimed once)."""
-    heavy = workflow(step("spin", "test.busy", config={"seconds": 8.0}), name="heavy")
-    stall = ("--heartbeat", "0.5", "--stalled-after", "4", "--poll", "0.5")
+    """A run spinning the CPU in pure Python for longer than the stall time is never taken for
+    a stalled worker's: the other worker's reaper leaves it alone (the lease is claimed once).
+    At the default heartbeat and stall time: with a 4 s stall on a machine loaded far beyond
+    its cores, a late heartbeat once let such a run be taken over (safely: fenced)."""
+    heavy = workflow(step("spin", "test.busy", config={"seconds": 12.0}), name="heavy")
+    stall = ("--poll", "0.5")
     with PostgresRunStore(pg_database) as store:
         run_id = enqueue_run(store, heavy, {})
     with workers(pg_database, tmp_path, 2, *stall, "--concurrency", "1") as pool:
@@ -119,10 +107,10 @@ def test_cpu_heavy_steps_do_not_starve_the_heartbeat(pg_database: str, tmp_path:
 
 
 def test_a_stopping_worker_hands_its_run_to_another(pg_database: str, tmp_path: Path) -> None:
-    wf = _chain("handed", 4, 1.0)
+    wf = chain("handed", 4, 1.0)
     with workers(pg_database, tmp_path, 2, *PATIENT, "--concurrency", "1") as pool:
         with PostgresRunStore(pg_database) as store:
-            run_id = enqueue_run(store, wf, {})  # type: ignore[arg-type]
+            run_id = enqueue_run(store, wf, {})
         # in its first step: the workspace's default corpus, built synchronously as the run
         # opens, is behind it (a stop during that build exits only by the shutdown timer)
         wait_for("the run in its first step", lambda: any(c[0] == run_id for c in calls(tmp_path)))

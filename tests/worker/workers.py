@@ -15,6 +15,8 @@ from typing import Any, TypeVar
 
 import psycopg
 
+from engine.spec import WorkflowDefinition
+from tests.engine.kahn_helpers import step, workflow
 from tests.worker.steps import CALLS_ENV
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -126,3 +128,19 @@ def calls(folder: Path) -> list[tuple[str, str, int, int]]:
         return []
     rows = [line.split() for line in path.read_text().splitlines() if line.strip()]
     return [(run, step, int(it), int(pid)) for run, step, it, pid in rows]
+
+
+def chain(name: str, count: int, seconds: float) -> WorkflowDefinition:
+    """``count`` I/O-bound steps one after another: each one journaled call, then a wait."""
+    return workflow(
+        *[
+            step(
+                f"s{i}",
+                "test.call_then_wait",
+                config={"seconds": seconds},
+                depends_on=[f"s{i - 1}"] if i else [],
+            )
+            for i in range(count)
+        ],
+        name=name,
+    )

@@ -206,11 +206,11 @@ class RunDriver:
 
     # -- stopping ------------------------------------------------------------------
     def hand_back(self) -> list[str]:
-        """Give every run back to the queue: fence this worker out with a new epoch, queue the
-        run again, and cancel it here (its cancelled ending is refused by the fence). The runs
-        handed back."""
+        """Give every run back to the queue: fence this worker out with a new epoch and queue
+        the run again, in one transaction (a run that ended meanwhile is left as it is), and
+        cancel it here (its cancelled ending is refused by the fence). The runs handed back."""
         from engine.store.postgres import PostgresRunStore
-        from tui.worker.queue import enqueue_resume
+        from tui.worker.queue import NotQueueable, enqueue_resume
 
         self.stopping = True
         handed: list[str] = []
@@ -219,8 +219,12 @@ class RunDriver:
             try:
                 with PostgresRunStore(self.database, pool_size=1) as store:
                     for active in runs:
-                        store.claim(active.run_id)
-                        enqueue_resume(store, active.run_id)
+                        try:
+                            with store.batch():  # the new epoch stands only if it is queued
+                                store.claim(active.run_id)
+                                enqueue_resume(store, active.run_id)
+                        except NotQueueable:
+                            continue  # it ended meanwhile: nothing to hand back
                         handed.append(active.run_id)
                         log.info("run %s: handed back to the queue", active.run_id)
             except Exception as error:  # noqa: BLE001 - the reaper elsewhere takes them over

@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING
 import procrastinate
 
 from plumbing.postgres import Database
+from tui.exit_codes import COMPLETED, WORKER_HUNG
 from tui.worker.job_manager import worker_app
 from tui.worker.queue import QUEUE, RUN_TASK
 from tui.worker.reaper import reap_forever
@@ -40,9 +41,6 @@ log = logging.getLogger("workbench.worker")
 
 RESTART_PAUSE_S = 2.0
 """The pause before procrastinate's worker is started again after it stopped on an error."""
-EXIT_AFTER_STOP = 0
-EXIT_HUNG = 3
-"""The exit status when the orderly exit did not finish within ``shutdown_s``."""
 
 
 def run_worker(
@@ -94,7 +92,7 @@ async def _serve(
             reaper.cancel()
             await asyncio.gather(reaper, return_exceptions=True)
     log.info("worker %s: stopped", name)
-    return EXIT_AFTER_STOP
+    return COMPLETED
 
 
 async def _work_until_stopped(
@@ -161,7 +159,7 @@ def _exit_by(seconds: float) -> None:
         )
         logging.shutdown()
         faulthandler.dump_traceback(all_threads=True)
-        os._exit(EXIT_HUNG)
+        os._exit(WORKER_HUNG)
 
     timer = threading.Timer(seconds, hung)
     timer.daemon = True
