@@ -5,6 +5,7 @@ from __future__ import annotations
 import click
 
 from tui.commands.command_context import BadInput, workspace_of
+from tui.echo import echo
 from tui.server import MAX_STREAMS
 
 DEFAULT_PORT = 8765
@@ -61,7 +62,7 @@ def server_command(ctx: click.Context, host: str, port: int, max_streams: int) -
         for line, to_stderr in announcement(
             server_url(sock), host, token, services.runs.database.display
         ):
-            click.echo(line, err=to_stderr)
+            echo(line, err=to_stderr)
         run_server(create_app(services), sock, max_streams)
     finally:
         services.close_store()

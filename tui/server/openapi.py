@@ -3,10 +3,10 @@
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 from tui.config import WorkbenchConfig
+from tui.echo import echo_json
 from tui.launch.workspace import Workspace
 from tui.server.app import create_app
 from tui.server.auth import ServerToken
@@ -20,4 +20,4 @@ def document() -> dict[str, Any]:
 
 
 if __name__ == "__main__":
-    print(json.dumps(document(), indent=2, ensure_ascii=False))
+    echo_json(document())
