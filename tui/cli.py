@@ -21,6 +21,8 @@ from tui.root_options import (
     CONFIG_ENV,
     CONFIG_PATH_KEY,
     CONFIG_REQUIRED_KEY,
+    SERVER_ENV,
+    SERVER_KEY,
     WORKSPACE_KEY,
 )
 
@@ -80,6 +82,11 @@ COMMANDS: dict[str, Entry] = {
         "runs_group",
         "Read the run store: list, show, export; copy runs to another store.",
     ),
+    "server": Entry(
+        "server_cmds",
+        "server_command",
+        "Serve the run API: start, follow, answer and steer the PostgreSQL store's runs over HTTP.",
+    ),
     "serve": Entry(
         "app_cmds",
         "serve_command",
@@ -137,10 +144,19 @@ class LazyCommands(FailureBoundary):
     envvar=CONFIG_ENV,
     help="The config file (default: $WORKBENCH_CONFIG, else config.yaml in the user config dir).",
 )
+@click.option(
+    "--server",
+    envvar=SERVER_ENV,
+    metavar="URL",
+    help="Open the app on a `workbench server`'s runs (token: $WORKBENCH_TOKEN).",
+)
 @click.pass_context
-def cli(ctx: click.Context, workspace: str | None, config_path: str | None) -> None:
+def cli(
+    ctx: click.Context, workspace: str | None, config_path: str | None, server: str | None
+) -> None:
     """Research Workbench: bounded, auditable agentic research in the terminal."""
     ctx.ensure_object(dict)
+    ctx.obj[SERVER_KEY] = server
     ctx.obj[WORKSPACE_KEY] = workspace
     ctx.obj[CONFIG_PATH_KEY] = config_path
     ctx.obj[CONFIG_REQUIRED_KEY] = (

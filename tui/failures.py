@@ -104,8 +104,10 @@ def _one_line_errors() -> tuple[type[BaseException], ...]:
     from engine.store import RunOwned, UnknownRun
     from plumbing.postgres import DatabaseError
     from router.errors import StatsFileError
+    from tui.client.http import ServerError
 
     return (
+        ServerError,
         StoreFileError,
         StatsFileError,
         DatabaseError,

@@ -11,3 +11,7 @@ CONFIG_PATH_KEY = "config_path"
 """Key of the root click context's ``obj`` holding ``--config`` (or ``$WORKBENCH_CONFIG``)."""
 CONFIG_REQUIRED_KEY = "config_required"
 """True in ``obj`` when ``--config`` was typed on the command line: then the file must exist."""
+SERVER_ENV = "WORKBENCH_SERVER"
+SERVER_KEY = "server"
+"""Key of the root click context's ``obj`` holding ``--server`` (or ``$WORKBENCH_SERVER``): the
+`workbench server` whose runs the app shows, or None for this machine's store."""

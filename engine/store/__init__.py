@@ -36,8 +36,9 @@ The package: records (records.py), ownership (ownership.py), leases (lease.py), 
 shared stamping, batching and fencing (base.py), SQLite (sqlite.py), memory (memory.py),
 PostgreSQL (postgres.py, with its Alembic revisions in migrations/; imported by who uses it,
 so the SQLite default loads no PostgreSQL client) and copying runs between stores
-(copy.py). ``InMemoryRunStore`` has the same API without a file (benchmarks, tests that do
-not care about durability).
+(copy.py). What reading runs needs of a store is :class:`RunReader` (reader.py): every store
+is one, and so is a server's runs read over HTTP. ``InMemoryRunStore`` has the same API
+without a file (benchmarks, tests that do not care about durability).
 """
 
 from engine.store.base import BaseRunStore
@@ -51,6 +52,7 @@ from engine.store.ownership import (
     owner_status,
     this_process,
 )
+from engine.store.reader import RunReader
 from engine.store.records import (
     InterruptRecord,
     RunInputs,
@@ -74,6 +76,7 @@ __all__ = [
     "RunOwned",
     "RunOwner",
     "RunInputs",
+    "RunReader",
     "RunRecord",
     "RunStore",
     "RunSummary",

@@ -279,21 +279,17 @@ class WorkbenchApp(App[None]):
             stored_status=record.status.value,
         )
         self.push_screen(screen)
-        if resume:
+        if resume or self.workbench.follows(record):
             screen.call_after_refresh(screen.action_resume)
         return screen
 
     def resume_run(self, screen: RunScreen) -> None:
-        from engine.lifecycle import resume_refusal
-
-        try:
-            refusal = resume_refusal(self.workbench.store().get_run(screen.run_id))
-        except LookupError:
-            refusal = None  # the resume job reports an unknown run
+        refusal = self.workbench.resume_refusal(screen.run_id)
         if refusal:
             self.notify(refusal, severity="error")
             return
-        driver = self._new_run_driver(self.workbench.resume_job(screen.run_id), screen)
+        shown = max((event.seq for event in screen.events), default=0)
+        driver = self._new_run_driver(self.workbench.resume_job(screen.run_id, shown), screen)
         screen.go_live(driver)
         self.follow(screen)
 

@@ -13,7 +13,7 @@ from textual.dom import DOMNode
 from textual.signal import Signal
 
 from engine.states import RunStatus
-from engine.store import BaseRunStore, RunSummary
+from engine.store import RunReader, RunSummary
 
 
 class LiveRuns:
@@ -38,7 +38,7 @@ class LiveRuns:
         """The live run's status; None for a run this app does not drive."""
         return self._status.get(run_id)
 
-    def shown_status(self, run: RunSummary, store: BaseRunStore) -> str:
+    def shown_status(self, run: RunSummary, store: RunReader) -> str:
         """What a runs table shows for ``run``: the live status, else the store's, where RUNNING
         with a pending prompt (another process waits at a terminal prompt) is WAITING."""
         live = self.status(run.run_id)

@@ -25,13 +25,14 @@ from engine.events import InterruptRaised, RunEvent
 from engine.model_answers import disclosure, tally
 from engine.protocol import ExecutionResult, InterruptResponder
 from engine.states import RunStatus
-from engine.store import BaseRunStore, InterruptRecord, RunOwned
+from engine.store import BaseRunStore, InterruptRecord, RunOwned, RunReader
 from research.events import describe_research_event
 from tui import exit_codes
 from tui.app.plan_draft import PlanDraft, PlanEditRefused
 from tui.commands.command_context import BadInput, workspace_of
 from tui.present.headless import HeadlessPrinter, step_table, styled
 from tui.present.progress import ProgressBoard, RunProgress, paused
+from tui.root_options import SERVER_KEY
 
 if TYPE_CHECKING:
     from tui.launch.run import Surface
@@ -46,11 +47,40 @@ EXIT_CODES: dict[RunStatus, int] = {
 
 
 def open_store(ctx: click.Context) -> BaseRunStore:
-    """The run store the command's config names (its ``store:``, else the workspace's file)."""
+    """The run store the command's config names (its ``store:``, else the workspace's file).
+
+    Refused (one line) under ``workbench --server URL``: this command would otherwise act on
+    this machine's runs while the person meant the server's."""
     from tui.config import config_from_context
     from tui.launch.stores import open_runs
 
+    server = attached_server(ctx)
+    if server is not None:
+        raise BadInput(
+            f"--server {server}: `{ctx.command_path}` works on this machine's store only; against"
+            " a server use the app (workbench --server URL) or workbench --server URL runs"
+            " list|show|export"
+        )
     return open_runs(workspace_of(ctx), config_from_context(ctx))
+
+
+def attached_server(ctx: click.Context) -> str | None:
+    """The root ``--server`` (or ``$WORKBENCH_SERVER``), if any."""
+    obj = ctx.find_root().obj
+    server = obj.get(SERVER_KEY) if isinstance(obj, dict) else None
+    return server or None
+
+
+def read_store(ctx: click.Context) -> RunReader:
+    """The runs a reading command reads: the server's under ``workbench --server URL``, else
+    :func:`open_store`'s."""
+    from tui.client.http import ServerClient
+    from tui.client.remote_store import RemoteRunStore
+
+    server = attached_server(ctx)
+    if server is not None:
+        return RemoteRunStore(ServerClient(server))
+    return open_store(ctx)
 
 
 def store_location(ctx: click.Context) -> str:

@@ -16,11 +16,11 @@ from rich.markup import escape
 from engine.event_lines import summarize
 from engine.protocol import ExecutionResult
 from engine.selector import ENGINES, engine_available
-from engine.store import BaseRunStore, UnknownRun
+from engine.store import RunReader
 from engine.store.records import InterruptRecord, RunRecord, StepResult
 from engine.time_travel import ForkError
 from tui.commands.command_context import ON_INTERRUPT, BadInput, workspace_of
-from tui.commands.common import drive, interrupt_mode, open_store, responder_for
+from tui.commands.common import drive, interrupt_mode, open_store, read_store, responder_for
 from tui.commands.fork_options import fork_edits
 from tui.echo import echo, echo_json, echo_json_text
 from tui.exit_codes import FAILED
@@ -45,7 +45,7 @@ def runs_list(ctx: click.Context, limit: int, as_json: bool) -> None:
     """The most recent runs, newest first."""
     from rich.table import Table
 
-    with open_store(ctx) as store:
+    with read_store(ctx) as store:
         runs = store.list_runs(limit)
     if as_json:
         echo_json([run.model_dump(mode="json") for run in runs])
@@ -74,10 +74,10 @@ def runs_list(ctx: click.Context, limit: int, as_json: bool) -> None:
     console.print(table)
 
 
-def _get_run(store: BaseRunStore, run_id: str) -> Any:
+def _get_run(store: RunReader, run_id: str) -> Any:
     try:
         return store.get_run(run_id)
-    except UnknownRun as error:
+    except LookupError as error:  # no such run here, or on the server
         raise BadInput(f"{error.args[0]}; see workbench runs list") from None
 
 
@@ -104,7 +104,7 @@ def run_document(
 @click.pass_context
 def runs_show(ctx: click.Context, run_id: str, as_json: bool) -> None:
     """One run: status, engine and why, inputs, outputs, every step, pending prompts."""
-    with open_store(ctx) as store:
+    with read_store(ctx) as store:
         record = _get_run(store, run_id)
         results = store.step_results(run_id)
         pending = store.pending_interrupts(run_id)
@@ -161,7 +161,7 @@ def runs_show(ctx: click.Context, run_id: str, as_json: bool) -> None:
 @click.pass_context
 def runs_export(ctx: click.Context, run_id: str, fmt: str, output: str | None) -> None:
     """Every event of a run, one JSON object per line, in seq order."""
-    with open_store(ctx) as store:
+    with read_store(ctx) as store:
         _get_run(store, run_id)
         lines = [event.model_dump_json() for event in store.events(run_id)]
     text = "".join(line + "\n" for line in lines)

@@ -4,7 +4,9 @@
 for reading, and builds :data:`~tui.launch.run_driver.RunJob` s that start or resume
 runs on the worker thread through :func:`tui.launch.run.open_run` (router, corpus
 and store from the loaded config's ``router:`` and ``corpus:`` sections, unless
-``parts`` gives them). Tests build one over a temporary workspace; nothing here
+``parts`` gives them). Attached to a `workbench server` (``server``), the runs are the
+server's instead: read through the run API, started and followed there
+(tui/launch/server_runs.py). Tests build one over a temporary workspace; nothing here
 touches Textual.
 """
 
@@ -22,7 +24,9 @@ import click
 from engine.live import LiveChannel
 from engine.protocol import ExecutionResult, InterruptResponder
 from engine.spec import WorkflowDefinition
-from engine.store import BaseRunStore, new_run_id
+from engine.store import BaseRunStore, RunReader, RunSummary, new_run_id
+from tui.client.http import ServerClient
+from tui.client.remote_store import RemoteRunStore
 from tui.config import (
     ConfigError,
     WorkbenchConfig,
@@ -34,9 +38,11 @@ from tui.launch.fork import ForkPlan
 from tui.launch.parts import RunParts
 from tui.launch.run import OpenRun, open_run
 from tui.launch.run_driver import EventInbox, NewRunJob, RunJob
+from tui.launch.server_runs import follow_job, start_job
 from tui.launch.steps import load_workflow_file, register_steps
 from tui.launch.stores import open_runs, runs_location
 from tui.launch.workspace import Workspace
+from tui.root_options import SERVER_KEY
 from workflows import WORKFLOWS_DIR
 
 SHIPPED_WORKFLOWS = WORKFLOWS_DIR
@@ -65,7 +71,9 @@ class Workbench:
     """Parts the app's runs are given instead of the workspace's own (tests)."""
     live: LiveChannel = field(default_factory=LiveChannel)
     """Live model output of every run started here (step detail shows the running step's)."""
-    _store: BaseRunStore | None = None
+    server: ServerClient | None = None
+    """The `workbench server` whose runs the app shows (``workbench --server URL``)."""
+    _store: RunReader | None = None
 
     @cached_property
     def files(self) -> Workspace:
@@ -79,23 +87,48 @@ class Workbench:
 
     @property
     def runs_location(self) -> str:
-        """Where the runs are, as messages show it (a file, or a database without its password)."""
+        """Where the runs are, as messages show it (a file, a database without its password, or
+        a server)."""
+        if self.server is not None:
+            return f"the server at {self.server.url}"
         return runs_location(self.files, self.config)
 
     def open_store(self) -> BaseRunStore:
         """A new connection to the run store the config names (its owner closes it)."""
         return open_runs(self.files, self.config)
 
-    def store(self) -> BaseRunStore:
-        """The UI thread's own connection to the run store (runs are written by their worker)."""
+    def store(self) -> RunReader:
+        """The UI thread's own connection to the run store (runs are written by their worker),
+        or to the server's runs."""
         if self._store is None:
-            self._store = self.open_store()
+            self._store = (
+                RemoteRunStore(self.server) if self.server is not None else self.open_store()
+            )
         return self._store
 
     def close(self) -> None:
         if self._store is not None:
             self._store.close()
             self._store = None
+        if self.server is not None:
+            self.server.close()
+
+    def follows(self, record: RunSummary) -> bool:
+        """Whether a run opened in the app is followed live at once: a server's unfinished
+        run (its workers go on with it whether or not anyone watches)."""
+        return self.server is not None and not record.status.final
+
+    def resume_refusal(self, run_id: str) -> str | None:
+        """Why the run must not be resumed here (someone drives it); None when it may be. A
+        server's run is only followed here (its workers drive it): never refused."""
+        from engine.lifecycle import resume_refusal
+
+        if self.server is not None:
+            return None
+        try:
+            return resume_refusal(self.store().get_run(run_id))
+        except LookupError:
+            return None  # the resume job reports an unknown run
 
     def run_folder(self, run_id: str) -> Path:
         return self.files.run_folder(run_id)
@@ -159,6 +192,8 @@ class Workbench:
     ) -> NewRunJob:
         """A job starting a new run, its id chosen up front (``job.run_id``)."""
         run_id = run_id or new_run_id()
+        if self.server is not None:
+            return start_job(self.server, path, inputs, engine, run_id)
 
         async def job(responder: InterruptResponder, inbox: EventInbox) -> ExecutionResult:
             definition = load_workflow_file(path, self.files)
@@ -174,8 +209,11 @@ class Workbench:
 
         return NewRunJob(run_id, job)
 
-    def resume_job(self, run_id: str) -> RunJob:
-        """Resume a stored run; answers recorded in the store are consumed by the engine."""
+    def resume_job(self, run_id: str, shown_seq: int = 0) -> RunJob:
+        """Resume a stored run; answers recorded in the store are consumed by the engine. A
+        server's run is followed from after ``shown_seq``, the last event already shown."""
+        if self.server is not None:
+            return follow_job(self.server, run_id, shown_seq)
 
         async def job(responder: InterruptResponder, inbox: EventInbox) -> ExecutionResult:
             register_steps(self.files)
@@ -222,7 +260,8 @@ def make_workbench(workspace: str | Path | None, config_path: Path | None = None
     """The app's services; a broken config is reported in the app, never as a traceback.
 
     A file named with ``--config`` must exist (click prints that as one line); a mistake
-    inside the file opens the app on the defaults with the error shown.
+    inside the file opens the app on the defaults with the error shown. With ``--server URL``
+    the runs are that server's.
     """
     ctx = click.get_current_context(silent=True)
     path = config_path or config_path_for(ctx)
@@ -232,8 +271,10 @@ def make_workbench(workspace: str | Path | None, config_path: Path | None = None
         config, error = load_config(path), ""
     except ConfigError as exc:
         config, error = WorkbenchConfig(), str(exc)
+    server = ctx.find_root().obj.get(SERVER_KEY) if ctx is not None and ctx.obj else None
     return Workbench(
         workspace=Workspace.at(workspace).root,
         config=config,
         config_error=error,
+        server=ServerClient(server) if server else None,
     )

@@ -485,6 +485,9 @@ one run. **Enter** on a step opens its detail; **p** answers the next prompt;
                 severity="error",
             )
             return
+        except ConnectionError as error:  # a server's runs, the server unreachable
+            self.notify(f"{error} — the answer was not sent; open the run again", severity="error")
+            return
         if not any(e.interrupt_id != event.interrupt_id for e in self.view.prompts_in_order()):
             self.action_resume()
 

@@ -55,7 +55,7 @@ class ForkFromTheScreen(Screen[None]):
         return None
 
     def action_fork(self) -> None:
-        from engine.store import UnknownRun
+        from engine.store import BaseRunStore, UnknownRun
         from tui.app.screens.fork import ForkScreen
         from tui.launch.fork import plan_fork
 
@@ -68,8 +68,14 @@ class ForkFromTheScreen(Screen[None]):
         workbench = self.workbench
 
         def check(edits: ForkEdits) -> ForkPlan:
+            store = workbench.store()
+            if not isinstance(store, BaseRunStore):
+                raise ForkError(
+                    f"a run of {workbench.runs_location} is forked where its store is"
+                    " (workbench runs fork there); the app forks local runs only"
+                )
             try:
-                return plan_fork(workbench.store(), workbench.files, run_id, at, edits)
+                return plan_fork(store, workbench.files, run_id, at, edits)
             except UnknownRun as error:
                 raise ForkError(str(error)) from None
 
