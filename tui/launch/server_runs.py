@@ -15,6 +15,7 @@ from engine.errors import Problem, WorkflowLoadError
 from engine.events import InterruptRaised, RunEvent
 from engine.loader import MAX_BYTES
 from engine.protocol import ExecutionResult, InterruptResponder
+from engine.store import InterruptClosed
 from tui.client.follow import RECONNECT_MAX_S, RECONNECT_MIN_S, follow_events
 from tui.client.http import ServerClient, ServerError, ServerUnreachable
 from tui.client.remote_store import RemoteRunStore
@@ -41,7 +42,8 @@ def follow_job(
                 return  # answered already (elsewhere, or before this follow began)
             answer = await responder(event, record.request)
             if answer is not None:  # None: nobody is there, the run stays WAITING
-                await _reaching(store.record_answer, event.interrupt_id, answer)
+                with suppress(InterruptClosed):  # answered elsewhere first: that answer stands
+                    await _reaching(store.record_answer, event.interrupt_id, answer)
 
         async def on_event(event: RunEvent) -> None:
             if event.seq > after_seq:

@@ -44,10 +44,7 @@ def control_routes(services: ServerServices) -> APIRouter:
 
     @routes.post("/interrupts/{interrupt_id}/answer", summary="Answer a prompt or a tie-breaker")
     def answer(interrupt_id: IdPath, given: Answer) -> InterruptRecord:
-        store = services.runs
-        with store.batch():
-            _require_pending(store, interrupt_id)
-            return answer_run(store, interrupt_id, InterruptAnswer(**given.model_dump()))
+        return answer_run(services.runs, interrupt_id, InterruptAnswer(**given.model_dump()))
 
     @routes.post(
         "/runs/{run_id}/resume",
@@ -87,19 +84,6 @@ def _definition(services: ServerServices, request: StartRun) -> WorkflowDefiniti
             " the YAML as definition",
         )
     return found
-
-
-def _require_pending(store: PostgresRunStore, interrupt_id: str) -> InterruptRecord:
-    current = store.get_interrupt(interrupt_id)
-    if current is None:
-        raise LookupError(f"no interrupt {interrupt_id!r} in the run store")
-    if current.status != "pending":
-        raise ApiError(
-            409,
-            f"interrupt {interrupt_id} of run {current.run_id} is {current.status} already;"
-            " each prompt takes one answer",
-        )
-    return current
 
 
 def _addressed(store: PostgresRunStore, run_id: str, request: ResumeRun) -> dict[str, Answer]:
