@@ -43,6 +43,21 @@ def contrast_table(app: WorkbenchApp, widget: Widget) -> dict[str, float]:
     return table
 
 
+def styles_follow_theme(app: WorkbenchApp, widget: Widget) -> bool:
+    """The theme just chosen has reached the widget's styles: its variables are the theme's and
+    a status is drawn in the colour they give. Setting ``app.theme`` changes the theme's name at
+    once but the variables and styles only on a later refresh; measured before it, every theme
+    would be measured in the previous theme's colours."""
+    variables = app.get_css_variables()
+    if app.theme_variables.get("background") != variables["background"]:
+        return False
+    if Color.parse(variables["background"]).ansi is not None:
+        return True
+    drawn = status_style(widget, "RUNNING").color
+    wanted = Color.parse(variables[f"status-{STATUS_TONES['RUNNING']}"])
+    return drawn is not None and tuple(drawn.get_truecolor()) == wanted.rgb
+
+
 @pytest.fixture
 def app(workbench: Workbench) -> WorkbenchApp:
     return WorkbenchApp(workbench)
@@ -58,6 +73,7 @@ async def test_every_status_style_reads_in_every_theme(app: WorkbenchApp) -> Non
         for theme in sorted(app.available_themes):
             app.theme = theme
             await until(pilot, lambda theme=theme: app.current_theme.name == theme)
+            await until(pilot, lambda: styles_follow_theme(app, widget))
             if Color.parse(app.theme_variables["background"]).ansi is not None:
                 continue  # the terminal's own palette: only the terminal knows its colours
             rows[theme] = table = contrast_table(app, widget)
@@ -67,4 +83,5 @@ async def test_every_status_style_reads_in_every_theme(app: WorkbenchApp) -> Non
                 if ratio < MIN_CONTRAST
             ]
     assert len(rows) >= 15, sorted(rows)
+    assert len({tuple(table.values()) for table in rows.values()}) > 1, "one theme measured"
     assert not failures, failures
