@@ -17,7 +17,7 @@ from engine.store.postgres import PostgresRunStore
 from tui.launch.steps import register_steps
 from tui.server.errors import ApiError
 from tui.server.reads import IdPath
-from tui.server.schemas import Answer, ResumeRun, RunAccepted, RunCancelled, StartRun
+from tui.server.schemas import Answer, ErrorBody, ResumeRun, RunAccepted, RunCancelled, StartRun
 from tui.server.services import ServerServices
 from tui.worker.queue import answer_run, cancel_run, enqueue_resume, enqueue_run
 
@@ -42,7 +42,17 @@ def control_routes(services: ServerServices) -> APIRouter:
         record = services.runs.get_run(run_id)
         return RunAccepted(run_id=run_id, workflow=record.workflow, engine=record.engine)
 
-    @routes.post("/interrupts/{interrupt_id}/answer", summary="Answer a prompt or a tie-breaker")
+    @routes.post(
+        "/interrupts/{interrupt_id}/answer",
+        summary="Answer a prompt or a tie-breaker",
+        responses={
+            409: {
+                "model": ErrorBody,
+                "description": "Answered already (each prompt takes one answer; of answers sent"
+                " at once, one is stored), or its run has finished.",
+            }
+        },
+    )
     def answer(interrupt_id: IdPath, given: Answer) -> InterruptRecord:
         return answer_run(services.runs, interrupt_id, InterruptAnswer(**given.model_dump()))
 
