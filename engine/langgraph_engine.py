@@ -52,7 +52,7 @@ from engine.protocol import EngineCapabilities
 from engine.runner import Clock, Sleep, StepRunner
 from engine.states import RoutingSignal, StepStatus
 from engine.steps import REGISTRY, StepRegistry
-from engine.store import BaseRunStore, InterruptRecord
+from engine.store import BaseRunStore, InterruptClosed, InterruptRecord
 from plumbing.workspace import Workspace
 
 STREAM_MODE = "tasks"
@@ -409,8 +409,12 @@ class _Session:
             if record.answer is not None:
                 return record.answer
             given = await runner.interrupts.answer_given(record, raised[record.interrupt_id])
-            if given is not None:
+            if given is None:
+                return None
+            try:
                 store.record_answer(record.interrupt_id, given)
+            except InterruptClosed as closed:  # answered elsewhere first: that answer stands
+                return closed.record.answer
             return given
 
         answers = await asyncio.gather(*(one(record) for _, record in pending))

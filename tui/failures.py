@@ -101,7 +101,7 @@ def _one_line_errors() -> tuple[type[BaseException], ...]:
     from engine.lifecycle import RunNotResumable
     from engine.run_inputs import InputError
     from engine.sqlite_file import StoreFileError
-    from engine.store import RunOwned, UnknownRun
+    from engine.store import InterruptClosed, RunOwned, UnknownRun
     from plumbing.postgres import DatabaseError
     from router.errors import StatsFileError
     from tui.client.http import ServerError
@@ -113,6 +113,7 @@ def _one_line_errors() -> tuple[type[BaseException], ...]:
         DatabaseError,
         RunOwned,
         UnknownRun,
+        InterruptClosed,
         RunNotResumable,
         InputError,
     )

@@ -54,6 +54,7 @@ from engine.store.ownership import (
 )
 from engine.store.reader import RunReader
 from engine.store.records import (
+    InterruptClosed,
     InterruptRecord,
     RunInputs,
     RunRecord,
@@ -69,6 +70,7 @@ __all__ = [
     "SCHEMA_VERSION",
     "BaseRunStore",
     "InMemoryRunStore",
+    "InterruptClosed",
     "InterruptRecord",
     "LeaseLost",
     "OwnerStatus",

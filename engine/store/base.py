@@ -24,6 +24,7 @@ from engine.store.ownership import (
     this_process,
 )
 from engine.store.records import (
+    InterruptClosed,
     InterruptRecord,
     RunInputs,
     RunRecord,
@@ -399,18 +400,31 @@ class BaseRunStore(ABC):
         self._write(record.run_id, lambda: self._write_interrupt(record))
 
     def record_answer(self, interrupt_id: str, answer: InterruptAnswer) -> InterruptRecord:
-        """Store an answer to an interrupt; the engine consumes it (and announces it
-        with ``interrupt_resolved``) when the run resumes."""
+        """Store an answer to a pending interrupt; the engine consumes it (and announces it
+        with ``interrupt_resolved``) when the run resumes.
+
+        Exactly one of answers racing to one prompt is stored: the check that it is pending
+        and the write are one transaction holding the interrupt's row
+        (:meth:`_interrupt_to_answer`); the others get :class:`InterruptClosed`."""
         with self.batch():
-            record = self.get_interrupt(interrupt_id)
+            record = self._interrupt_to_answer(interrupt_id)
             if record is None:
                 raise LookupError(f"no interrupt {interrupt_id!r} in the run store")
+            if record.status != "pending":
+                raise InterruptClosed(record)
             self._fence(record.run_id)
             resolved = record.model_copy(
                 update={"status": "answered", "answer": answer, "resolved_ts": self._clock()}
             )
             self._write_interrupt(resolved)
         return resolved
+
+    def _interrupt_to_answer(self, interrupt_id: str) -> InterruptRecord | None:
+        """The interrupt, read inside the open batch so that no other writer changes it
+        before the batch commits. The batch itself excludes every other writer here (SQLite's
+        ``BEGIN IMMEDIATE`` takes the file's write lock; the in-memory store has one lock);
+        PostgreSQL locks the row (postgres.py)."""
+        return self.get_interrupt(interrupt_id)
 
     def pending_interrupts(self, run_id: str) -> list[InterruptRecord]:
         return [record for record in self.interrupts(run_id) if record.status == "pending"]

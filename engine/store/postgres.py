@@ -433,9 +433,18 @@ class PostgresRunStore(BaseRunStore):
 
     def get_interrupt(self, interrupt_id: str) -> InterruptRecord | None:
         rows = self._query(
-            f"SELECT {INTERRUPT_COLUMNS} FROM interrupts WHERE interrupt_id = %s",
+            f"SELECT {INTERRUPT_COLUMNS} FROM interrupts WHERE interrupt_id = %s FOR UPDATE",
             (interrupt_id,),
         )
+        return interrupt_from_row(rows[0]) if rows else None
+
+    def _interrupt_to_answer(self, interrupt_id: str) -> InterruptRecord | None:
+        """The interrupt with its row locked until the batch ends (``FOR UPDATE``): a second
+        answer waits for the first to commit, then reads it answered."""
+        rows = self._run(
+            f"SELECT {INTERRUPT_COLUMNS} FROM interrupts WHERE interrupt_id = %s FOR UPDATE",
+            (interrupt_id,),
+        ).fetchall()
         return interrupt_from_row(rows[0]) if rows else None
 
     def close(self) -> None:

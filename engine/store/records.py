@@ -24,6 +24,18 @@ class UnknownRun(LookupError):
         self.run_id = run_id
 
 
+class InterruptClosed(RuntimeError):
+    """An answer to an interrupt that is not pending: someone answered it first (each prompt
+    takes one answer). ``str()`` is one line."""
+
+    def __init__(self, record: InterruptRecord) -> None:
+        super().__init__(
+            f"interrupt {record.interrupt_id} of run {record.run_id} is {record.status} already;"
+            " each prompt takes one answer"
+        )
+        self.record = record
+
+
 class RunSummary(Frozen):
     run_id: str
     workflow: str

@@ -18,6 +18,7 @@ from engine.sqlite_file import StoreWriteError
 from engine.states import RunStatus, StepStatus
 from engine.store import (
     BaseRunStore,
+    InterruptClosed,
     InterruptRecord,
     RunStore,
     RunSummary,
@@ -246,6 +247,66 @@ def test_interrupt_answers_are_stored_until_the_engine_consumes_them(store: Base
     assert stored.request == request
     with pytest.raises(LookupError):
         store.record_answer("missing", InterruptAnswer())
+
+
+@pytest.mark.parametrize("kind", ALL)
+def test_of_two_answers_racing_to_one_prompt_exactly_one_is_stored(
+    kind: str, request: pytest.FixtureRequest, tmp_path: Path
+) -> None:
+    """Two handles (two servers, or the app and a server) answer each prompt at once: one
+    answer is stored, the other is refused, and nothing of the refused one is kept."""
+    opener = store_opener(kind, request, tmp_path)
+    first, second = opener(), opener()
+    run_id = first.create_run(WF, {}, "kahn", "test")
+    prompts = [f"i{n}" for n in range(5)]
+    for interrupt_id in prompts:
+        first.add_interrupt(
+            InterruptRecord(
+                interrupt_id=interrupt_id,
+                run_id=run_id,
+                step_id="a",
+                request=InterruptRequest(prompt="ok?"),
+            )
+        )
+    for interrupt_id in prompts:
+        outcomes = _race_answers(interrupt_id, {"first": first, "second": second})
+        won = [note for note, got in outcomes.items() if isinstance(got, InterruptRecord)]
+        lost = [got for got in outcomes.values() if isinstance(got, InterruptClosed)]
+        assert len(won) == 1 and len(lost) == 1, outcomes
+        assert str(lost[0]) == (
+            f"interrupt {interrupt_id} of run {run_id} is answered already;"
+            " each prompt takes one answer"
+        )
+        stored = second.get_interrupt(interrupt_id)
+        assert stored is not None and stored.answer is not None
+        assert stored.answer.note == won[0]
+    first.close()
+    second.close()
+
+
+def _race_answers(
+    interrupt_id: str, handles: dict[str, BaseRunStore]
+) -> dict[str, InterruptRecord | InterruptClosed]:
+    """Each handle answers ``interrupt_id`` (its name as the note) at once, from its own
+    thread released by one barrier: what each got back."""
+    barrier = threading.Barrier(len(handles))
+    outcomes: dict[str, InterruptRecord | InterruptClosed] = {}
+
+    def answer(note: str, handle: BaseRunStore) -> None:
+        barrier.wait()
+        try:
+            outcomes[note] = handle.record_answer(
+                interrupt_id, InterruptAnswer(action="approve", note=note)
+            )
+        except InterruptClosed as refused:
+            outcomes[note] = refused
+
+    racers = [threading.Thread(target=answer, args=item) for item in handles.items()]
+    for racer in racers:
+        racer.start()
+    for racer in racers:
+        racer.join()
+    return outcomes
 
 
 def test_subscribers_get_every_event_once_in_order(store: BaseRunStore) -> None:

@@ -9,6 +9,8 @@ from pathlib import Path
 
 import pytest
 
+from engine.context import InterruptAnswer
+from engine.store import InterruptClosed
 from engine.store.postgres import PostgresRunStore
 from tests.server.runs import run_workflow, shipped
 from tests.server.serving import TOKEN, ServerProcess, server_config, server_env
@@ -37,6 +39,22 @@ def test_a_servers_runs_read_as_its_store_reads_them(
         assert remote.get_interrupt("nope") is None
         with pytest.raises(NotOnServer, match="refused: no run 'nope' in the run store"):
             remote.get_run("nope")
+
+
+def test_an_answer_another_client_gave_first_is_refused_as_a_local_store_refuses_it(
+    server: ServerProcess, pg_database: str, workspace: Workspace
+) -> None:
+    waiting = run_workflow(pg_database, workspace, shipped("approval", workspace))
+    with (
+        RemoteRunStore(ServerClient(server.url, environ={"WORKBENCH_TOKEN": TOKEN})) as remote,
+        PostgresRunStore(pg_database) as local,
+    ):
+        [pending] = remote.pending_interrupts(waiting)
+        local.record_answer(pending.interrupt_id, InterruptAnswer(action="reject"))
+        with pytest.raises(InterruptClosed, match="is answered already; each prompt takes one"):
+            remote.record_answer(pending.interrupt_id, InterruptAnswer(action="approve"))
+        stored = local.get_interrupt(pending.interrupt_id)
+        assert stored is not None and stored.answer == InterruptAnswer(action="reject")
 
 
 def test_refusals_are_one_line(server: ServerProcess, tmp_path: Path) -> None:

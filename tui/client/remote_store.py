@@ -4,13 +4,21 @@ validated into the store's own models, so what is shown is what a local store wo
 
 from __future__ import annotations
 
+from http import HTTPStatus
 from typing import Any
 from urllib.parse import quote
 
 from engine.context import InterruptAnswer, JournalEntry
 from engine.events import EVENT_ADAPTER, RunEvent
-from engine.store import InterruptRecord, RunInputs, RunRecord, RunSummary, StepResult
-from tui.client.http import NotOnServer, ServerClient
+from engine.store import (
+    InterruptClosed,
+    InterruptRecord,
+    RunInputs,
+    RunRecord,
+    RunSummary,
+    StepResult,
+)
+from tui.client.http import NotOnServer, ServerClient, ServerError
 
 PAGE = 5000
 """Events asked for per request (the server's largest page)."""
@@ -81,10 +89,21 @@ class RemoteRunStore:
         return [record for record in self.interrupts(run_id) if record.status == "pending"]
 
     def record_answer(self, interrupt_id: str, answer: InterruptAnswer) -> InterruptRecord:
-        """Answer on the server, which queues the run again for a worker."""
-        answered = self.client.post(
-            f"/v1/interrupts/{_q(interrupt_id)}/answer", answer.model_dump(mode="json")
-        )
+        """Answer on the server, which queues the run again for a worker.
+
+        :class:`~engine.store.InterruptClosed` when another answer was stored first (the
+        server's 409), as a local store says it."""
+        try:
+            answered = self.client.post(
+                f"/v1/interrupts/{_q(interrupt_id)}/answer", answer.model_dump(mode="json")
+            )
+        except ServerError as error:
+            closed = (
+                self.get_interrupt(interrupt_id) if error.status == HTTPStatus.CONFLICT else None
+            )
+            if closed is None or closed.status == "pending":
+                raise
+            raise InterruptClosed(closed) from None
         return InterruptRecord.model_validate(answered)
 
     def close(self) -> None:

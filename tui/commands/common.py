@@ -58,8 +58,8 @@ def open_store(ctx: click.Context) -> BaseRunStore:
     if server is not None:
         raise BadInput(
             f"--server {server}: `{ctx.command_path}` works on this machine's store only; against"
-            " a server use the app (workbench --server URL) or workbench --server URL runs"
-            " list|show|export"
+            " a server use the app (workbench --server URL), or workbench --server URL with"
+            " run FILE --headless, resume, or runs list|show|export"
         )
     return open_runs(workspace_of(ctx), config_from_context(ctx))
 
@@ -301,7 +301,7 @@ def responder_for(mode: str, console: Console) -> InterruptResponder | None:
 # -- driving a run with live output ----------------------------------------------------
 
 
-def interrupted_line(store: BaseRunStore, run_id: str) -> str:
+def interrupted_line(store: RunReader, run_id: str) -> str:
     """What Ctrl-C left of run ``run_id``, read back from the store, and what the person can do
     with it: a run the engine closed as CANCELLED is final (``resume`` refuses it); one stopped
     before the engine closed it is resumable."""
@@ -318,7 +318,7 @@ def interrupted_line(store: BaseRunStore, run_id: str) -> str:
 
 
 def drive(
-    store: BaseRunStore,
+    store: RunReader,
     run_id: str,
     run: Callable[[Surface], Coroutine[Any, Any, ExecutionResult]],
     console: Console,

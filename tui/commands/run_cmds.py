@@ -12,8 +12,10 @@ problems, 2 when it cannot be read.
 
 from __future__ import annotations
 
+import asyncio
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
+from urllib.parse import quote
 
 import click
 
@@ -25,10 +27,20 @@ from tui.exit_codes import BAD_INPUT, SHADOW_DIFFERS
 from tui.root_options import WORKSPACE_KEY
 
 if TYPE_CHECKING:
+    from collections.abc import Callable, Coroutine
+
+    from rich.console import Console
+
+    from engine.context import InterruptRequest
+    from engine.events import InterruptRaised
     from engine.protocol import ExecutionResult
     from engine.spec import WorkflowDefinition
     from engine.store import BaseRunStore
     from tui.launch.run import Surface
+    from tui.launch.run_driver import RunJob
+
+PRINT_EVERY_S = 0.05
+"""How often a run followed on a server prints what arrived (as the app's timer drains it)."""
 
 
 @click.command("run")
@@ -74,6 +86,17 @@ def run_command(
         inputs = resolve_inputs(wf, parse_assignments(list(input_pairs)))
     except InputError as error:
         raise BadInput(str(error)) from None
+    from tui.commands.common import attached_server
+
+    server = attached_server(ctx)
+    if server is not None:
+        if not headless or engine == "shadow":
+            raise BadInput(
+                f"--server {server}: `workbench run` sends a run to a server with --headless"
+                " (and one engine); to watch it in the app, open workbench --server URL and"
+                " start it there"
+            )
+        ctx.exit(_server_run(server, Path(workflow_file), inputs, engine, on_interrupt))
     if engine == "shadow":
         ctx.exit(_shadow_run(ctx, wf, inputs, on_interrupt))
     if not headless:
@@ -110,6 +133,83 @@ def run_command(
     with open_store(ctx) as store:
         code = drive(store, run_id, run, console)
     ctx.exit(code)
+
+
+def _server_run(
+    server: str, path: Path, inputs: dict[str, Any], engine: str, on_interrupt: str | None
+) -> int:
+    """Send the workflow file to the server as a new run and follow it here, printed as a
+    local headless run is; prompts answered as ``--on-interrupt`` says. A run left waiting for
+    an answer exits 4, as locally."""
+    from engine.store import new_run_id
+    from tui.client.http import ServerClient
+    from tui.client.remote_store import RemoteRunStore
+    from tui.commands.common import drive
+    from tui.launch.server_runs import start_job
+    from tui.present.console import SafeConsole
+
+    console = SafeConsole()
+    client = ServerClient(server)
+    run_id = new_run_id()
+    job = start_job(
+        client, path, inputs, None if engine == "auto" else engine, run_id, leave_waiting=True
+    )
+    with RemoteRunStore(client) as store:
+        return drive(store, run_id, _printed(job, on_interrupt, console), console)
+
+
+def _server_resume(
+    server: str, run_id: str, answers: tuple[str, ...], on_interrupt: str | None
+) -> int:
+    """Ask the server to queue the run again with ``answers`` (addressed here as locally) and
+    follow it here from its last stored event, as :func:`_server_run` follows a new run."""
+    from tui.client.http import ServerClient
+    from tui.client.remote_store import RemoteRunStore
+    from tui.commands.answer_options import answers_for
+    from tui.commands.common import drive
+    from tui.launch.server_runs import follow_job
+    from tui.present.console import SafeConsole
+
+    console = SafeConsole()
+    client = ServerClient(server)
+    with RemoteRunStore(client) as store:
+        store.get_run(run_id)  # no such run: the server's one line
+        pending = store.pending_interrupts(run_id)
+        addressed = answers_for(pending, answers) if answers and pending else {}
+        shown = max((event.seq for event in store.events(run_id)), default=0)
+
+        def start() -> object:
+            body = {key: answer.model_dump(mode="json") for key, answer in addressed.items()}
+            return client.post(f"/v1/runs/{quote(run_id, safe='')}/resume", {"answers": body})
+
+        job = follow_job(client, run_id, shown, start=start, leave_waiting=True)
+        return drive(store, run_id, _printed(job, on_interrupt, console), console)
+
+
+def _printed(
+    job: RunJob, on_interrupt: str | None, console: Console
+) -> Callable[[Surface], Coroutine[Any, Any, ExecutionResult]]:
+    """``job`` (a run followed on a server) with its events handed to the printer as they
+    arrive and its prompts answered as ``--on-interrupt`` says."""
+    from tui.commands.common import interrupt_mode, responder_for
+    from tui.launch.run_driver import EventInbox
+
+    answers = responder_for(interrupt_mode(on_interrupt), console) or _nobody_answers
+
+    async def run(printer: Surface) -> ExecutionResult:
+        inbox = EventInbox()
+        following = asyncio.create_task(job(answers, inbox))
+        while not following.done():
+            await asyncio.wait({following}, timeout=PRINT_EVERY_S)
+            printer(inbox.drain())
+        return following.result()
+
+    return run
+
+
+async def _nobody_answers(event: InterruptRaised, request: InterruptRequest) -> None:
+    """``--on-interrupt wait``: no answer from here; the run waits on the server."""
+    return None
 
 
 def _shadow_run(
@@ -192,6 +292,12 @@ def resume_command(
 ) -> None:
     """Continue a run that was killed or is WAITING, without re-running finished steps."""
     from rich.markup import escape
+
+    from tui.commands.common import attached_server
+
+    server = attached_server(ctx)
+    if server is not None:
+        ctx.exit(_server_resume(server, run_id, answers, on_interrupt))
 
     from engine.lifecycle import resume_refusal
     from engine.store import RunOwned, UnknownRun

@@ -12,8 +12,9 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from engine.errors import Problem, WorkflowLoadError
-from engine.events import InterruptRaised, RunEvent
+from engine.events import InterruptRaised, RunEvent, RunFinished
 from engine.protocol import ExecutionResult, InterruptResponder
+from engine.store import InterruptClosed
 from plumbing.yaml_reading import WORKFLOW_MAX_BYTES
 from tui.client.follow import RECONNECT_MAX_S, RECONNECT_MIN_S, follow_events
 from tui.client.http import ServerClient, ServerError, ServerUnreachable
@@ -24,23 +25,40 @@ log = logging.getLogger("workbench.client")
 T = TypeVar("T")
 
 
+class _NobodyAnswers(Exception):
+    """Ends a follow that leaves a waiting run: its prompts went unanswered here."""
+
+
 def follow_job(
-    client: ServerClient, run_id: str, after_seq: int = 0, start: Callable[[], object] | None = None
+    client: ServerClient,
+    run_id: str,
+    after_seq: int = 0,
+    start: Callable[[], object] | None = None,
+    *,
+    leave_waiting: bool = False,
 ) -> RunJob:
     """A job that, after ``start`` (a request queueing the run), follows ``run_id`` on the
     server from after ``after_seq``: its events into the app's inbox, each prompt asked through
-    the app's responder and the answer sent to the server (which queues the run again)."""
+    the app's responder and the answer sent to the server (which queues the run again).
+
+    The app follows a waiting run on (someone may answer it elsewhere); with
+    ``leave_waiting`` (the command line) the follow ends when the run waits for a prompt the
+    responder left unanswered."""
     store = RemoteRunStore(client)
 
     async def job(responder: InterruptResponder, inbox: EventInbox) -> ExecutionResult:
         asking: set[asyncio.Task[None]] = set()
+        unanswered: set[str] = set()
 
         async def ask(event: InterruptRaised) -> None:
             record = await _reaching(store.get_interrupt, event.interrupt_id)
             if record is None or record.status != "pending":
                 return  # answered already (elsewhere, or before this follow began)
             answer = await responder(event, record.request)
-            if answer is not None:  # None: nobody is there, the run stays WAITING
+            if answer is None:  # nobody is there, the run stays WAITING
+                unanswered.add(event.interrupt_id)
+                return
+            with suppress(InterruptClosed):  # answered elsewhere first: that answer stands
                 await _reaching(store.record_answer, event.interrupt_id, answer)
 
         async def on_event(event: RunEvent) -> None:
@@ -50,13 +68,18 @@ def follow_job(
                 task = asyncio.create_task(ask(event))
                 asking.add(task)
                 task.add_done_callback(asking.discard)
+            if leave_waiting and isinstance(event, RunFinished) and not event.status.final:
+                await asyncio.gather(*asking)
+                if unanswered:
+                    raise _NobodyAnswers
 
         if start is not None:
             await asyncio.to_thread(start)
         for event in await _asked_before(store, run_id, after_seq):
             await on_event(event)  # the screen shows it already; asked here, answered with retries
         try:
-            await follow_events(client, run_id, after_seq, on_event)
+            with suppress(_NobodyAnswers):
+                await follow_events(client, run_id, after_seq, on_event)
         finally:
             for task in list(asking):
                 task.cancel()
@@ -121,9 +144,12 @@ def start_job(
     inputs: dict[str, Any],
     engine: str | None,
     run_id: str,
+    *,
+    leave_waiting: bool = False,
 ) -> NewRunJob:
     """A job sending the workflow file ``path`` to the server as a new run ``run_id`` (the
-    server checks it as `workbench validate` does) and following it."""
+    server checks it as `workbench validate` does) and following it (``leave_waiting``: as
+    :func:`follow_job` says)."""
 
     def start() -> object:
         with path.open("rb") as file:
@@ -140,4 +166,4 @@ def start_job(
             },
         )
 
-    return NewRunJob(run_id, follow_job(client, run_id, start=start))
+    return NewRunJob(run_id, follow_job(client, run_id, start=start, leave_waiting=leave_waiting))

@@ -17,7 +17,7 @@ from engine.store.postgres import PostgresRunStore
 from tui.launch.steps import register_steps
 from tui.server.errors import ApiError
 from tui.server.reads import IdPath
-from tui.server.schemas import Answer, ResumeRun, RunAccepted, RunCancelled, StartRun
+from tui.server.schemas import Answer, ErrorBody, ResumeRun, RunAccepted, RunCancelled, StartRun
 from tui.server.services import ServerServices
 from tui.worker.queue import answer_run, cancel_run, enqueue_resume, enqueue_run
 
@@ -42,12 +42,19 @@ def control_routes(services: ServerServices) -> APIRouter:
         record = services.runs.get_run(run_id)
         return RunAccepted(run_id=run_id, workflow=record.workflow, engine=record.engine)
 
-    @routes.post("/interrupts/{interrupt_id}/answer", summary="Answer a prompt or a tie-breaker")
+    @routes.post(
+        "/interrupts/{interrupt_id}/answer",
+        summary="Answer a prompt or a tie-breaker",
+        responses={
+            409: {
+                "model": ErrorBody,
+                "description": "Answered already (each prompt takes one answer; of answers sent"
+                " at once, one is stored), or its run has finished.",
+            }
+        },
+    )
     def answer(interrupt_id: IdPath, given: Answer) -> InterruptRecord:
-        store = services.runs
-        with store.batch():
-            _require_pending(store, interrupt_id)
-            return answer_run(store, interrupt_id, InterruptAnswer(**given.model_dump()))
+        return answer_run(services.runs, interrupt_id, InterruptAnswer(**given.model_dump()))
 
     @routes.post(
         "/runs/{run_id}/resume",
@@ -87,19 +94,6 @@ def _definition(services: ServerServices, request: StartRun) -> WorkflowDefiniti
             " the YAML as definition",
         )
     return found
-
-
-def _require_pending(store: PostgresRunStore, interrupt_id: str) -> InterruptRecord:
-    current = store.get_interrupt(interrupt_id)
-    if current is None:
-        raise LookupError(f"no interrupt {interrupt_id!r} in the run store")
-    if current.status != "pending":
-        raise ApiError(
-            409,
-            f"interrupt {interrupt_id} of run {current.run_id} is {current.status} already;"
-            " each prompt takes one answer",
-        )
-    return current
 
 
 def _addressed(store: PostgresRunStore, run_id: str, request: ResumeRun) -> dict[str, Answer]:

@@ -33,7 +33,7 @@ def _typed_statuses() -> list[tuple[type[BaseException], int]]:
     """The typed failures other packages raise, each with its HTTP status."""
     from engine.lifecycle import RunNotResumable
     from engine.run_inputs import InputError
-    from engine.store import RunOwned
+    from engine.store import InterruptClosed, RunOwned
     from engine.time_travel import ForkError
     from plumbing.postgres import DatabaseError
     from tui.worker.queue import NotQueueable
@@ -43,6 +43,7 @@ def _typed_statuses() -> list[tuple[type[BaseException], int]]:
         (WorkflowLoadError, 400),
         (LookupError, 404),
         (RunOwned, 409),
+        (InterruptClosed, 409),
         (RunNotResumable, 409),
         (InputError, 400),
         (ForkError, 400),

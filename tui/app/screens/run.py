@@ -29,6 +29,7 @@ from textual.worker import Worker, WorkerState
 from engine.context import InterruptAnswer
 from engine.events import InterruptRaised, RunEvent
 from engine.protocol import ExecutionResult
+from engine.store import InterruptClosed
 from tui.app.live_runs import LiveRuns
 from tui.app.model_calls import model_calls
 from tui.app.run_header import HeaderStyles, starting_line, status_line
@@ -487,6 +488,9 @@ one run. **Enter** on a step opens its detail; **p** answers the next prompt;
             return
         except ConnectionError as error:  # a server's runs, the server unreachable
             self.notify(f"{error} — the answer was not sent; open the run again", severity="error")
+            return
+        except InterruptClosed as error:  # answered elsewhere first
+            self.notify(str(error), severity="warning")
             return
         if not any(e.interrupt_id != event.interrupt_id for e in self.view.prompts_in_order()):
             self.action_resume()
