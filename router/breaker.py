@@ -359,6 +359,56 @@ class CircuitBreaker:
         self._emit(transitions)
         return adopted
 
+    def adopt_probe_outcome(
+        self,
+        state: BreakerState,
+        cooldown_remaining_s: float,
+        consecutive_trips: int,
+        open_reason: str | None,
+        changed_wall: float,
+    ) -> bool:
+        """Take the outcome of the probe another process sent while this breaker was HALF_OPEN
+        (router/shared_probe.py): CLOSED closes it as a success would, OPEN re-opens it for
+        what remains of that process's cooldown. Only a HALF_OPEN breaker with no live probe of
+        its own adopts, and only an outcome no older than its own last change; returns whether it did.
+        """
+        transitions: list[Transition] = []
+        with self._lock:
+            self._refresh(transitions)
+            now = self._clock.monotonic()
+            adopted = (
+                self._state is BreakerState.HALF_OPEN
+                and (self._lease is None or self._lease.expires_at <= now)
+                and (self._changed_wall is None or changed_wall >= self._changed_wall)
+                and state in (BreakerState.OPEN, BreakerState.CLOSED)
+            )
+            if adopted:
+                self._lease = None
+                self._consecutive_failures = 0
+                if state is BreakerState.CLOSED:
+                    self._consecutive_trips = 0
+                    self._outage_began = None
+                    self._window.clear()
+                    self._open_reason = None
+                    self._move(
+                        BreakerState.CLOSED, "probe succeeded in another process", transitions
+                    )
+                else:
+                    remaining = max(0.0, cooldown_remaining_s)
+                    self._consecutive_trips = max(self._consecutive_trips, consecutive_trips)
+                    self._open_until = now + remaining
+                    self._ceiling = max(self._ceiling, remaining)
+                    self._open_reason = open_reason
+                    self._move(
+                        BreakerState.OPEN,
+                        f"probe failed in another process: {open_reason};"
+                        f" next probe in {remaining:.1f}s",
+                        transitions,
+                    )
+                self._changed_wall = changed_wall
+        self._emit(transitions)
+        return adopted
+
     # --- internals ------------------------------------------------------------------
 
     def _holds(self, lease: ProbeLease | None) -> bool:

@@ -76,6 +76,7 @@ from router.publisher import ChangeNotices, SnapshotPublisher, Subscriber
 from router.runtime import ProviderRuntime
 from router.selection import Candidate, health_scores, order_group, plan_chain
 from router.settle import Held, Settlement
+from router.shared_probe import SharedProbe
 from router.shedding import LoadShedder
 from router.stats import ProviderStatsStore, SharedStats
 from router.streaming import StreamSink, streaming_to
@@ -165,6 +166,11 @@ class SmartModelRouter:
             else None
         )
         self._recorder = self._shared.recorder if self._shared is not None else None
+        self._probe = (
+            SharedProbe(self._shared.store, self.clock, self._shared.track)
+            if self._shared is not None
+            else None
+        )
         self._settlement = Settlement(self.clock, self._recorder)
         self._builtin = BuiltinFallback(
             self.builtin,
@@ -461,7 +467,26 @@ class SmartModelRouter:
         rt = cand.runtime
         held = Held(admitted.lease, admitted.model_lease, admitted.reservation)
         self._notify(rt)
+        probe = self._probe if held.lease is not None else None  # probes the whole store's
+        claimed = False
         try:
+            if probe is not None and held.lease is not None:
+                claim = await probe.claim(rt, held.lease)
+                claimed = claim.granted
+                if not claimed:
+                    held.settled = True
+                    self._settlement.release(rt, cand.model, held)
+                    probe.adopt(rt, claim.outcome)
+                    attempts.append(
+                        Attempt(
+                            provider=rt.name,
+                            model=cand.model,
+                            tier=cand.tier,
+                            outcome="skipped",
+                            detail="HALF_OPEN with its probe in flight in another process",
+                        )
+                    )
+                    return None, 0
             if held.lease is not None and rt.provider.has_health_probe:
                 if not await probe_before_call(
                     rt,
@@ -566,6 +591,8 @@ class SmartModelRouter:
             raise
         finally:
             rt.bulkhead.release()
+            if probe is not None and claimed:
+                probe.release(rt)  # after the outcome settled the breaker: shared with it
             self._notify(rt)
 
     # --- events ---------------------------------------------------------------------------------------

@@ -29,9 +29,9 @@ import threading
 import time
 from collections import defaultdict
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import astuple, dataclass, field
 from pathlib import Path
-from typing import Protocol
+from typing import Any, Protocol
 
 from plumbing.sqlite_files import BUSY_TIMEOUT_S, connect, retry_while_locked, use_wal
 from router.breaker import CircuitBreaker
@@ -39,7 +39,7 @@ from router.clock import Clock
 from router.errors import StatsFileError
 from router.models import BreakerState
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 
 log = logging.getLogger(__name__)
 
@@ -79,6 +79,17 @@ CREATE TABLE IF NOT EXISTS provider_breaker (
     changed_wall REAL,
     saved_wall REAL NOT NULL
 );
+CREATE TABLE IF NOT EXISTS provider_probe (
+    provider TEXT PRIMARY KEY,
+    holder TEXT,
+    expires_wall REAL NOT NULL DEFAULT 0,
+    settled_wall REAL NOT NULL DEFAULT 0,
+    state TEXT,
+    cooldown_remaining_s REAL NOT NULL DEFAULT 0,
+    consecutive_trips INTEGER NOT NULL DEFAULT 0,
+    open_reason TEXT,
+    saved_wall REAL NOT NULL DEFAULT 0
+);
 """
 _ADDED_COLUMNS = (
     ("cost_usd", "REAL NOT NULL DEFAULT 0"),
@@ -112,6 +123,28 @@ class BreakerRecord:
     misconfigured_reason: str | None
     changed_wall: float | None
     saved_wall: float
+
+
+@dataclass(frozen=True, slots=True)
+class ProbeOutcome:
+    """How a HALF_OPEN probe ended, as the process that sent it shared it: the breaker's state
+    after it (OPEN or CLOSED), its cooldown then, and when it changed (``settled_wall``)."""
+
+    state: str
+    cooldown_remaining_s: float
+    consecutive_trips: int
+    open_reason: str | None
+    settled_wall: float
+    saved_wall: float
+
+
+@dataclass(frozen=True, slots=True)
+class ProbeClaim:
+    """The answer to claiming a provider's shared probe lease: ``granted``, or refused — with
+    the outcome of a probe settled since the claimant's breaker went HALF_OPEN, if there was one."""
+
+    granted: bool
+    outcome: ProbeOutcome | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -180,6 +213,17 @@ class ProviderStatsStore(Protocol):
 
     def load_breakers(self) -> list[BreakerRecord]:
         """Only the breaker rows: what a running router polls to see other processes' trips."""
+
+    def claim_probe(
+        self, provider: str, holder: str, now_wall: float, until_wall: float, seen_wall: float
+    ) -> ProbeClaim:
+        """Take ``provider``'s shared half-open probe lease for ``holder`` until ``until_wall``,
+        atomically: granted only when no unexpired lease is held and no probe was settled at or
+        after ``seen_wall`` (when the claimant's breaker last changed) — that outcome is
+        returned instead, for the claimant to adopt."""
+
+    def release_probe(self, provider: str, holder: str, outcome: ProbeOutcome | None) -> None:
+        """Give back ``holder``'s lease, sharing the probe's ``outcome`` (``None``: unjudged)."""
 
     def close(self) -> None: ...
 
@@ -352,6 +396,35 @@ class StatsStore:
             for row in rows
         ]
 
+    # --- the shared probe lease ------------------------------------------------------
+
+    def claim_probe(
+        self, provider: str, holder: str, now_wall: float, until_wall: float, seen_wall: float
+    ) -> ProbeClaim:
+        with self._lock:
+            cur = self._conn.cursor()
+            cur.execute("BEGIN IMMEDIATE")
+            try:
+                cur.execute(
+                    "INSERT OR IGNORE INTO provider_probe (provider) VALUES (?)", (provider,)
+                )
+                cur.execute(
+                    PROBE_CLAIM.replace("%s", "?"),
+                    (holder, until_wall, provider, now_wall, seen_wall),
+                )
+                granted = cur.rowcount == 1
+                row = cur.execute(PROBE_OUTCOME.replace("%s", "?"), (provider,)).fetchone()
+                cur.execute("COMMIT")
+            except BaseException:
+                cur.execute("ROLLBACK")
+                raise
+        return probe_claim(granted, row, seen_wall)
+
+    def release_probe(self, provider: str, holder: str, outcome: ProbeOutcome | None) -> None:
+        statement, params = probe_release(provider, holder, outcome)
+        with self._lock:
+            self._conn.execute(statement.replace("%s", "?"), params)
+
     def integrity_ok(self) -> bool:
         with self._lock:
             result: str = self._conn.execute("PRAGMA integrity_check").fetchone()[0]
@@ -360,6 +433,42 @@ class StatsStore:
     def close(self) -> None:
         with self._lock:
             self._conn.close()
+
+
+PROBE_CLAIM = (
+    "UPDATE provider_probe SET holder = %s, expires_wall = %s WHERE provider = %s"
+    " AND (holder IS NULL OR expires_wall <= %s) AND settled_wall < %s"
+)
+"""The claim itself: one conditional UPDATE, so of any number of processes at once one wins."""
+PROBE_OUTCOME = (
+    "SELECT state, cooldown_remaining_s, consecutive_trips, open_reason, settled_wall,"
+    " saved_wall FROM provider_probe WHERE provider = %s"
+)
+
+
+def probe_claim(granted: bool, row: tuple[Any, ...] | None, seen_wall: float) -> ProbeClaim:
+    """The claim's answer from its UPDATE's row count and the probe row read after it."""
+    if granted or row is None or row[0] is None or row[4] < seen_wall:
+        return ProbeClaim(granted)
+    return ProbeClaim(False, ProbeOutcome(*row))
+
+
+def probe_release(
+    provider: str, holder: str, outcome: ProbeOutcome | None
+) -> tuple[str, tuple[Any, ...]]:
+    """The UPDATE giving back ``holder``'s lease (and sharing ``outcome``) with its parameters."""
+    where = " WHERE provider = %s AND holder = %s"
+    if outcome is None:
+        return "UPDATE provider_probe SET holder = NULL, expires_wall = 0" + where, (
+            provider,
+            holder,
+        )
+    return (
+        "UPDATE provider_probe SET holder = NULL, expires_wall = 0, state = %s,"
+        " cooldown_remaining_s = %s, consecutive_trips = %s, open_reason = %s,"
+        " settled_wall = %s, saved_wall = %s" + where,
+        (*astuple(outcome), provider, holder),
+    )
 
 
 class StatsRecorder:
@@ -478,6 +587,12 @@ class SharedStats:
         await asyncio.to_thread(self.recorder.flush)
         self._last_flush = time.monotonic()
 
+    def track(self, task: asyncio.Task[None]) -> None:
+        """Count ``task`` (a write started elsewhere, the shared probe's release) among the
+        writes :meth:`wait_for_writes` waits for."""
+        self._flush_tasks.add(task)
+        task.add_done_callback(self._flush_tasks.discard)
+
     async def wait_for_writes(self) -> None:
         """Wait for the stats writes already started (a trip's is started when it happens)."""
         while self._flush_tasks:
@@ -499,6 +614,4 @@ class SharedStats:
         except RuntimeError:  # no loop yet: the next poll or ``aclose`` writes it
             return
         self._last_flush = time.monotonic()
-        task = loop.create_task(asyncio.to_thread(self.recorder.flush))
-        self._flush_tasks.add(task)
-        task.add_done_callback(self._flush_tasks.discard)
+        self.track(loop.create_task(asyncio.to_thread(self.recorder.flush)))

@@ -18,14 +18,20 @@ import psycopg
 from plumbing.migrations import open_migrated_pool
 from plumbing.postgres import Database
 from router.stats import (
+    PROBE_CLAIM,
+    PROBE_OUTCOME,
     BreakerRecord,
     CallRecord,
+    ProbeClaim,
+    ProbeOutcome,
     ProviderTotals,
     StoredProvider,
     call_totals,
+    probe_claim,
+    probe_release,
 )
 
-SCHEMA_REVISION = "router_0001"
+SCHEMA_REVISION = "router_0002"
 """The newest revision of router/stats_migrations: the schema this code reads and writes."""
 WHAT = "provider statistics"
 _BREAKER_COLUMNS = (
@@ -118,6 +124,26 @@ class PostgresStatsStore:
     def load_breakers(self) -> list[BreakerRecord]:
         with self._pool.connection() as conn:
             return self._breakers(conn)
+
+    def claim_probe(
+        self, provider: str, holder: str, now_wall: float, until_wall: float, seen_wall: float
+    ) -> ProbeClaim:
+        """The conditional UPDATE of router/stats.py: under READ COMMITTED a second claim at once
+        waits for the first's commit, then re-checks its WHERE on the row the first wrote."""
+        with self._pool.connection() as conn, conn.transaction(), conn.cursor() as cur:
+            cur.execute(
+                "INSERT INTO provider_probe (provider) VALUES (%s) ON CONFLICT DO NOTHING",
+                (provider,),
+            )
+            cur.execute(PROBE_CLAIM, (holder, until_wall, provider, now_wall, seen_wall))
+            granted = cur.rowcount == 1
+            row = cur.execute(PROBE_OUTCOME, (provider,)).fetchone()
+        return probe_claim(granted, row, seen_wall)
+
+    def release_probe(self, provider: str, holder: str, outcome: ProbeOutcome | None) -> None:
+        statement, params = probe_release(provider, holder, outcome)
+        with self._pool.connection() as conn:
+            conn.execute(statement, params)
 
     @staticmethod
     def _breakers(conn: psycopg.Connection[Any]) -> list[BreakerRecord]:

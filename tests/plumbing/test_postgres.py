@@ -74,10 +74,10 @@ def test_upgrade_creates_every_chain_once_and_two_at_once_take_turns(
         thread.start()
     for thread in threads:
         thread.join(60)
-    assert sorted(applied) == [[], ["router_0001", "runs_0001"]]
+    assert sorted(applied) == [[], ["router_0001", "router_0002", "runs_0001"]]
     assert upgrade(database, [RUNS, ROUTER]) == []
     with database.connect() as conn:
-        assert current_revisions(conn) == {"runs_0001", "router_0001"}
+        assert current_revisions(conn) == {"runs_0001", "router_0002"}
     PostgresRunStore(database).close()
     PostgresStatsStore(database).close()
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import random
 from collections.abc import AsyncIterator, Callable
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -146,3 +147,12 @@ async def make_router(
     yield factory
     for router in routers:
         await router.aclose()
+
+
+@pytest.fixture(params=["sqlite", "postgres"])
+def shared_stats(request: pytest.FixtureRequest, tmp_path: Path) -> dict[str, Any]:
+    """Where two routers share their stats: the SQLite file, or the PostgreSQL database that
+    every worker shares (build_router's arguments)."""
+    if request.param == "sqlite":
+        return {"stats_path": tmp_path / "provider_stats.sqlite3"}
+    return {"stats_path": tmp_path, "stats_database": request.getfixturevalue("pg_database")}

@@ -590,3 +590,38 @@ def test_probe_in_flight_ends_exactly_when_the_lease_does(clock: ManualClock) ->
     assert breaker.view().probe_in_flight
     clock.advance(0.1)
     assert not breaker.view().probe_in_flight
+
+
+def test_a_half_open_breaker_adopts_another_process_probe_outcome(clock: ManualClock) -> None:
+    breaker, seen = make(clock)
+    assert not breaker.adopt_probe_outcome(OPEN, 9.0, 4, "x", clock.wall())  # CLOSED: not probing
+    trip(breaker)
+    assert not breaker.adopt_probe_outcome(CLOSED, 0.0, 0, None, clock.wall() + 1)  # OPEN still
+    clock.advance(breaker.cooldown_remaining())
+    assert breaker.state is HALF_OPEN
+    went_half_open = clock.wall()
+    lease = breaker.acquire_probe()
+    assert lease is not None
+    assert not breaker.adopt_probe_outcome(
+        CLOSED, 0.0, 0, None, went_half_open
+    )  # its own probe is out
+    breaker.release_probe(lease)
+    assert not breaker.adopt_probe_outcome(CLOSED, 0.0, 0, None, went_half_open - 0.5)  # older
+    assert not breaker.adopt_probe_outcome(HALF_OPEN, 0.0, 0, None, went_half_open)  # no outcome
+    assert breaker.adopt_probe_outcome(OPEN, 12.0, 3, "probe failed: server", went_half_open)
+    view = breaker.view()
+    assert (view.state, view.cooldown_remaining_s, view.consecutive_trips) == (OPEN, 12.0, 3)
+    assert (view.open_reason, view.changed_wall) == ("probe failed: server", went_half_open)
+    assert (
+        seen[-1].reason
+        == "probe failed in another process: probe failed: server; next probe in 12.0s"
+    )
+    assert view.ceiling_s >= 12.0
+    clock.advance(12.0)
+    assert breaker.state is HALF_OPEN
+    assert breaker.adopt_probe_outcome(CLOSED, 0.0, 0, None, clock.wall())
+    view = breaker.view()
+    assert (view.state, view.consecutive_trips, view.open_reason) == (CLOSED, 0, None)
+    assert seen[-1].reason == "probe succeeded in another process"
+    trip(breaker, n=4)
+    assert breaker.state is CLOSED  # the failure count started again from nothing

@@ -198,15 +198,6 @@ async def test_cancelling_a_call_releases_reservation_ticket_slot_and_lease(
     assert runtime.breaker.state is BreakerState.HALF_OPEN
 
 
-@pytest.fixture(params=["sqlite", "postgres"])
-def shared_stats(request: pytest.FixtureRequest, tmp_path: Path) -> dict[str, Any]:
-    """Where two routers share their stats: the SQLite file, or the PostgreSQL database that
-    every worker shares (build_router's arguments)."""
-    if request.param == "sqlite":
-        return {"stats_path": tmp_path / "provider_stats.sqlite3"}
-    return {"stats_path": tmp_path, "stats_database": request.getfixturevalue("pg_database")}
-
-
 async def test_a_trip_reaches_another_process_sharing_the_stats_within_a_second(
     fault_server: FaultServer,
     make_router: RouterFactory,

@@ -30,7 +30,7 @@ from research.events import describe_research_event
 from tui import exit_codes
 from tui.app.plan_draft import PlanDraft, PlanEditRefused
 from tui.commands.command_context import BadInput, workspace_of
-from tui.present.headless import HeadlessPrinter, step_table, styled
+from tui.present.headless import HeadlessPrinter, end_of_run, styled
 from tui.present.progress import ProgressBoard, RunProgress, paused
 from tui.root_options import SERVER_KEY
 
@@ -325,7 +325,7 @@ def drive(
     summary: Callable[[ExecutionResult], list[str]] | None = None,
 ) -> int:
     """Run ``run`` with the headless printer and the progress bars as its surface; print the final
-    table; the exit code.
+    table (:func:`tui.present.headless.end_of_run`); the exit code.
 
     ``run`` opens the run (:func:`tui.launch.run.open_run`) with the surface it is given.
     ``summary`` gives the closing lines that say what the run produced (default: its outputs as
@@ -347,7 +347,10 @@ def drive(
         console.print(f"[magenta]{escape(interrupted_line(store, run_id))}[/]", highlight=False)
         return EXIT_CODES[RunStatus.CANCELLED]
     record = store.get_run(result.run_id)
-    console.print(step_table(store.step_results(result.run_id), record.definition.step_ids))
+    for shown in end_of_run(
+        store.step_results(result.run_id), record.definition.step_ids, result.run_id
+    ):
+        console.print(shown, highlight=False)
     console.print(
         f"run {result.run_id}: {styled(result.status.value)}"
         + (f" — {escape(result.reason)}" if result.reason else ""),

@@ -13,8 +13,8 @@ from typing import Any, TypeVar
 
 from engine.errors import Problem, WorkflowLoadError
 from engine.events import InterruptRaised, RunEvent
-from engine.loader import MAX_BYTES
 from engine.protocol import ExecutionResult, InterruptResponder
+from plumbing.yaml_reading import WORKFLOW_MAX_BYTES
 from tui.client.follow import RECONNECT_MAX_S, RECONNECT_MIN_S, follow_events
 from tui.client.http import ServerClient, ServerError, ServerUnreachable
 from tui.client.remote_store import RemoteRunStore
@@ -127,7 +127,8 @@ def start_job(
 
     def start() -> object:
         with path.open("rb") as file:
-            data = file.read(MAX_BYTES + 1)  # a larger file: the server says it is too large
+            # a larger file is read one byte past the limit: the server says it is too large
+            data = file.read(WORKFLOW_MAX_BYTES + 1)
         return client.post(
             "/v1/runs",
             {

@@ -6,14 +6,16 @@ one, or a stored one replayed from the store, the same way.
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Iterable
 
-from rich.console import Console
+from rich.console import Console, RenderableType
 from rich.markup import escape
 from rich.table import Table
 
 from engine.event_lines import DomainDescriber, EventLine, summarize
 from engine.events import Domain, RunEvent
+from engine.states import StepStatus
 from engine.store import StepResult
 from tui.present.console import SafeConsole
 from tui.present.event_lines import describe
@@ -113,9 +115,9 @@ def _style(line: EventLine) -> str:
     return console_style(line.status)
 
 
-def step_table(results: dict[str, StepResult], order: list[str]) -> Table:
+def step_table(results: dict[str, StepResult], order: list[str], title: str = "steps") -> Table:
     """The final table: one row per step with its state and what it produced or why not."""
-    table = Table(title="steps", show_lines=False)
+    table = Table(title=title, show_lines=False)
     table.add_column("step")
     table.add_column("status")
     table.add_column("iter", justify="right")
@@ -139,3 +141,55 @@ def step_table(results: dict[str, StepResult], order: list[str]) -> Table:
             escape(detail),
         )
     return table
+
+
+FULL_TABLE_STEPS = 40
+"""Up to this many steps the end of a run shows every step; above it, what fits a screen."""
+ATTENTION_ROWS = 20
+"""The most steps that need attention listed at the end of a run of more than FULL_TABLE_STEPS."""
+ATTENTION = (
+    StepStatus.FAILED,
+    StepStatus.UPSTREAM_FAILED,
+    StepStatus.WAITING_HUMAN,
+    StepStatus.RUNNING,
+    StepStatus.PENDING,
+    StepStatus.SKIPPED,
+)
+"""The statuses that need a person's attention, the most urgent first."""
+
+
+def end_of_run(
+    results: dict[str, StepResult], order: list[str], run_id: str
+) -> list[RenderableType]:
+    """What a headless run prints about its steps when it ends: every step while they fit a
+    screen; above FULL_TABLE_STEPS, the count of steps in each status and the first
+    ATTENTION_ROWS steps that did not succeed (most urgent first, then in the workflow's
+    order), with where to read the rest — a table of thousands of rows is read by nobody and
+    costs more to draw than the run itself (issue 26)."""
+    if len(order) <= FULL_TABLE_STEPS:
+        return [step_table(results, order)]
+    statuses = {
+        step_id: results[step_id].status if step_id in results else StepStatus.PENDING
+        for step_id in order
+    }
+    counts = Counter(statuses.values())
+    by_status = Table(title=f"{len(order)} steps", show_lines=False)
+    by_status.add_column("status")
+    by_status.add_column("steps", justify="right")
+    for status in StepStatus:
+        if counts[status]:
+            by_status.add_row(styled(status.value), str(counts[status]))
+    attention = sorted(
+        (step_id for step_id in order if statuses[step_id] in ATTENTION),
+        key=lambda step_id: ATTENTION.index(statuses[step_id]),
+    )
+    shown: list[RenderableType] = [by_status]
+    if attention:
+        listed = attention[:ATTENTION_ROWS]
+        shown.append(
+            step_table(
+                results, listed, f"steps that need attention ({len(listed)} of {len(attention)})"
+            )
+        )
+    shown.append(f"[dim]every step: workbench runs show {escape(run_id)}[/]")
+    return shown
