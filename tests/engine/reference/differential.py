@@ -9,7 +9,7 @@ from typing import Any
 
 from engine.canonical import compare
 from engine.context import InterruptAnswer, InterruptRequest
-from engine.events import InterruptRaised
+from engine.events import InterruptRaised, RouteDecided
 from engine.kahn import KahnEngine
 from engine.langgraph_engine import LangGraphEngine
 from engine.lifecycle import EngineBase
@@ -30,6 +30,15 @@ class Outcome:
     steps: dict[str, StepState]
     limited: bool = False
     """The run stopped at a limit: which steps got the last runs is not compared."""
+    detours_met: bool = False
+    """A detour was rejected because another step's detour was active: which of the two
+    was taken depends on which declaring step settled first, not compared either."""
+
+    @property
+    def order_dependent(self) -> bool:
+        """The outcome depends on the order in which concurrent steps started or settled,
+        which the design leaves to the scheduler (DESIGN §5, shadow mode)."""
+        return self.limited or self.detours_met
 
     def comparable(self) -> Any:
         if self.limited:
@@ -55,7 +64,22 @@ async def _engine_run(
     }
     limited = result.status.value == "PARTIAL" and "reached" in result.reason
     canonical = canonical_of(wf, store, result.run_id)
-    return Outcome(result.status.value, steps, limited), canonical
+    return Outcome(
+        result.status.value, steps, limited, _detours_met(store, result.run_id)
+    ), canonical
+
+
+def _detours_met(store: InMemoryRunStore, run_id: str) -> bool:
+    """A step chose a detour and fell back to its default edge because another step's
+    detour was active. A rejection that returns (``return_to``) is a nested attempt inside
+    the active detour, decided by the graph alone; the other default-edge rejection, a
+    target waiting on its declarer, the loader refuses, so generated workflows never hit it."""
+    return any(
+        isinstance(event, RouteDecided)
+        and event.signal.route == "detour_rejected"
+        and event.signal.return_to is None
+        for event in store.events(run_id)
+    )
 
 
 def run_all(wf: WorkflowDefinition, inputs: dict[str, Any]) -> dict[str, Any]:
@@ -73,6 +97,7 @@ def run_all(wf: WorkflowDefinition, inputs: dict[str, Any]) -> dict[str, Any]:
         reference.status,
         {i: (s.status, s.iteration, s.runs, dict(s.outputs)) for i, s in reference.steps.items()},
         reference.stopped_by_limit,
+        reference.detours_met,
     )
     return {
         "reference": ref,

@@ -52,6 +52,8 @@ class Result:
     stopped_by_limit: bool
     order: list[tuple[str, int, str]]
     """(step, iteration, status) as each settled, in order."""
+    detours_met: bool = False
+    """A detour was rejected because another step's detour was active (see ``Interpreter``)."""
 
 
 class _Graph:
@@ -192,6 +194,10 @@ class Interpreter:
         self.steps = {s.id: Step(s) for s in wf.steps}
         self.loop_counts: dict[str, int] = {}
         self.detour: tuple[str, str] | None = None
+        self.detours_met = False
+        """Set when a detour is rejected because another step's detour is active: which of
+        two detours is taken then depends on which step settles first, which the design
+        leaves to the scheduler (ADR-004 phase 1 says only "single level")."""
         self.returned: set[str] = set()
         self.step_runs = 0
         self.bound = wf.limits.step_run_bound(len(wf.steps))
@@ -216,7 +222,7 @@ class Interpreter:
                 if self.steps[i].status not in SETTLED:
                     self._settle(i, "SKIPPED" if self.limit else "FAILED")
         status = self._status() if self.limit or not unsettled else "FAILED"
-        return Result(status, self.steps, self.step_runs, self.limit, self.order)
+        return Result(status, self.steps, self.step_runs, self.limit, self.order, self.detours_met)
 
     def _status(self) -> str:
         # rule: run status — a limit → PARTIAL; a non-optional failure → FAILED;
@@ -388,7 +394,8 @@ class Interpreter:
             if detour and target == detour.target:
                 if returning:
                     return False
-                if self.detour is not None:
+                if self.detour is not None:  # rule: detour — single level
+                    self.detours_met = True
                     return default()
                 deps = [d for d in self.graph.deps[target] if d != step_id]
                 if any(d == step_id or d in self.graph.descendants(step_id) for d in deps):
