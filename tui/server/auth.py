@@ -14,10 +14,11 @@ says nothing about how much of a guessed token was right.
 from __future__ import annotations
 
 import hmac
-import ipaddress
 import os
 import secrets
 from dataclasses import dataclass
+
+from plumbing.network import is_loopback
 
 TOKEN_ENV = "WORKBENCH_TOKEN"
 MIN_TOKEN_CHARS = 16
@@ -26,16 +27,6 @@ SCHEME = "Bearer"
 
 class TokenRefused(ValueError):
     """The server cannot start with the token it was given (or without one); one line."""
-
-
-def is_loopback(host: str) -> bool:
-    """Whether ``host`` (a name or an address) is this machine only."""
-    if host == "localhost" or host.endswith(".localhost"):
-        return True
-    try:
-        return ipaddress.ip_address(host.strip("[]")).is_loopback
-    except ValueError:
-        return False
 
 
 @dataclass(frozen=True)

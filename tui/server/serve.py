@@ -14,7 +14,8 @@ import socket
 from collections.abc import Callable
 from typing import Any
 
-from tui.server.auth import TOKEN_ENV, ServerToken, is_loopback
+from plumbing.network import is_loopback
+from tui.server.auth import TOKEN_ENV, ServerToken
 
 GRACEFUL_SHUTDOWN_S = 3
 """Seconds open requests and event streams get to finish when the server stops."""
