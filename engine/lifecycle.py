@@ -210,6 +210,21 @@ class EngineBase(ABC):
 
         Raises ForkError (a ValueError) with what to do when the fork cannot be made.
         """
+        return await self._drive(self._staged_fork(run_id, at_step, run, edits))
+
+    def stage_fork(
+        self, run_id: str, at_step: str, run: RunContext, edits: ForkEdits | None = None
+    ) -> str:
+        """Store the fork :meth:`fork` makes — the new run, its kept results and state —
+        without running on: its id. A :meth:`resume` (a worker's) runs it from the fork point.
+
+        Raises ForkError as :meth:`fork` does; nothing is stored then."""
+        with run.store.batch():
+            return self._staged_fork(run_id, at_step, run, edits).run_id
+
+    def _staged_fork(
+        self, run_id: str, at_step: str, run: RunContext, edits: ForkEdits | None
+    ) -> StepRunner:
         store: BaseRunStore = run.store
         wf = store.get_run(run_id).definition
         point = ForkPoint.parse(at_step)
@@ -241,7 +256,7 @@ class EngineBase(ABC):
                     message=f"fork of {run_id} at {point}: kept {kept} step results",
                 )
             )
-        return await self._drive(runner)
+        return runner
 
     def cancel(self, run_id: str) -> None:
         """Ask a running run to stop: what runs is cancelled and the run ends CANCELLED."""

@@ -108,3 +108,9 @@ class ExecutionEngine(Protocol):
     ) -> ExecutionResult:
         """``at_step``: ``STEP`` or ``STEP@ITERATION`` (see engine/time_travel.py)."""
         ...
+
+    def stage_fork(
+        self, run_id: str, at_step: str, run: RunContext, edits: ForkEdits | None = None
+    ) -> str:
+        """Store the fork :meth:`fork` makes without running it (a :meth:`resume` runs it)."""
+        ...

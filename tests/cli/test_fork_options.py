@@ -1,11 +1,11 @@
-"""``runs fork``'s ``--set`` and ``--input`` as written on the command line (tui/commands/fork_options.py)."""
+"""``runs fork``'s ``--set`` and ``--input`` as written on the command line (tui/launch/fork_options.py)."""
 
 from __future__ import annotations
 
 import pytest
 
 from engine.time_travel import ForkError
-from tui.commands.fork_options import fork_edits
+from tui.launch.fork_options import fork_edits
 
 
 def test_a_fork_input_value_may_itself_contain_an_equals_sign() -> None:

@@ -29,7 +29,7 @@ from engine.time_travel import ForkError, ForkPoint
 from tests.engine.kahn_helpers import TEST_REGISTRY
 from tests.engine.langgraph_cases import WORKFLOWS, canonical_of
 from tests.engine.reference.differential import fork_differences, respond
-from tui.commands.fork_options import fork_edits
+from tui.launch.fork_options import fork_edits
 
 ENGINES = {"kahn": KahnEngine, "langgraph": LangGraphEngine}
 CASES = [

@@ -47,7 +47,7 @@ from tests.engine.kahn_helpers import (
     workflow,
 )
 from tests.engine.reference import probe as _probe  # noqa: F401 - registers ref.probe
-from tui.commands.fork_options import fork_edits
+from tui.launch.fork_options import fork_edits
 
 ENGINES: dict[str, type[EngineBase]] = {"kahn": KahnEngine, "langgraph": LangGraphEngine}
 

@@ -186,6 +186,35 @@ def _server_resume(
         return drive(store, run_id, _printed(job, on_interrupt, console), console)
 
 
+def server_fork(
+    server: str,
+    run_id: str,
+    body: dict[str, Any],
+    on_interrupt: str | None,
+) -> int:
+    """Ask the server to fork ``run_id`` (``body``: the fork route's request, less the new
+    id) and follow the new run here from its first event, as :func:`_server_run` does."""
+    from engine.store import new_run_id
+    from tui.client.http import ServerClient
+    from tui.client.remote_store import RemoteRunStore
+    from tui.commands.common import drive
+    from tui.launch.server_runs import follow_job
+    from tui.present.console import SafeConsole
+
+    console = SafeConsole()
+    client = ServerClient(server)
+    forked = new_run_id()
+
+    def start() -> object:
+        path = f"/v1/runs/{quote(run_id, safe='')}/fork"
+        return client.post(path, {**body, "run_id": forked})
+
+    job = follow_job(client, forked, start=start, leave_waiting=True)
+    with RemoteRunStore(client) as store:
+        store.get_run(run_id)  # no such run: the server's one line
+        return drive(store, forked, _printed(job, on_interrupt, console), console)
+
+
 def _printed(
     job: RunJob, on_interrupt: str | None, console: Console
 ) -> Callable[[Surface], Coroutine[Any, Any, ExecutionResult]]:

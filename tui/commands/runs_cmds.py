@@ -21,10 +21,10 @@ from engine.store.records import InterruptRecord, RunRecord, StepResult
 from engine.time_travel import ForkError
 from tui.commands.command_context import ON_INTERRUPT, BadInput, workspace_of
 from tui.commands.common import drive, interrupt_mode, open_store, read_store, responder_for
-from tui.commands.fork_options import fork_edits
 from tui.echo import echo, echo_json, echo_json_text
 from tui.exit_codes import FAILED
 from tui.launch.fork import plan_fork
+from tui.launch.fork_options import fork_edits
 from tui.launch.run import Surface, open_run
 from tui.present.console import SafeConsole
 from tui.present.headless import step_table, styled
@@ -311,6 +311,14 @@ def runs_fork(
     on_interrupt: str | None,
 ) -> None:
     """Time travel: a new run from RUN_ID as it was just before STEP's pass began."""
+    from tui.commands.common import attached_server
+
+    server = attached_server(ctx)
+    if server is not None:
+        from tui.commands.run_cmds import server_fork
+
+        body = {"at": at_step, "sets": list(sets), "inputs": list(inputs), "engine": engine}
+        ctx.exit(server_fork(server, run_id, body, on_interrupt))
     with open_store(ctx) as store:
         _get_run(store, run_id)
         try:

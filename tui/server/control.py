@@ -1,4 +1,4 @@
-"""The run API's steering routes: start a run, answer a prompt, resume, cancel — each handed to
+"""The run API's steering routes: start a run, answer a prompt, resume, fork, cancel — each handed to
 the workers through the run queue (tui/worker/queue.py), in the store's own transaction.
 
 The server runs nothing itself: a started run is stored WAITING ("queued for a worker") with
@@ -14,12 +14,21 @@ from engine.context import InterruptAnswer
 from engine.spec import WorkflowDefinition
 from engine.store import InterruptRecord
 from engine.store.postgres import PostgresRunStore
+from tui.launch.fork_options import fork_edits
 from tui.launch.steps import register_steps
 from tui.server.errors import ApiError
 from tui.server.reads import IdPath
-from tui.server.schemas import Answer, ErrorBody, ResumeRun, RunAccepted, RunCancelled, StartRun
+from tui.server.schemas import (
+    Answer,
+    ErrorBody,
+    ForkRun,
+    ResumeRun,
+    RunAccepted,
+    RunCancelled,
+    StartRun,
+)
 from tui.server.services import ServerServices
-from tui.worker.queue import answer_run, cancel_run, enqueue_resume, enqueue_run
+from tui.worker.queue import answer_run, cancel_run, enqueue_fork, enqueue_resume, enqueue_run
 
 
 def control_routes(services: ServerServices) -> APIRouter:
@@ -69,6 +78,21 @@ def control_routes(services: ServerServices) -> APIRouter:
                 store.record_answer(interrupt_id, InterruptAnswer(**given.model_dump()))
             enqueue_resume(store, run_id)
         return RunAccepted(run_id=run_id, workflow=record.workflow, engine=record.engine)
+
+    @routes.post(
+        "/runs/{run_id}/fork",
+        status_code=202,
+        summary="Time travel: a new run from this one just before a step's pass (queued)",
+    )
+    def fork(run_id: IdPath, request: ForkRun) -> RunAccepted:
+        register_steps(services.workspace)
+        edits = fork_edits(request.sets, request.inputs)
+        engine = None if request.engine == "same" else request.engine
+        forked = enqueue_fork(
+            services.runs, run_id, request.at, edits, engine=engine, run_id=request.run_id
+        )
+        record = services.runs.get_run(forked)
+        return RunAccepted(run_id=forked, workflow=record.workflow, engine=record.engine)
 
     @routes.post("/runs/{run_id}/cancel", summary="Cancel a queued, running or waiting run")
     def cancel(run_id: IdPath) -> RunCancelled:

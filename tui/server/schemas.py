@@ -83,6 +83,23 @@ class ResumeRun(ApiModel):
     answers: dict[str, Answer] = Field(default_factory=dict, max_length=1000)
 
 
+class ForkRun(ApiModel):
+    """A new run from this one as it was just before ``at``'s pass, as `workbench runs fork
+    RUN --at STEP [--set …] [--input …]` makes it (the edits written as on that command line)."""
+
+    at: str = Field(max_length=200, description="STEP or STEP@ITERATION.")
+    sets: list[Annotated[str, StringConstraints(max_length=100_000)]] = Field(
+        default_factory=list,
+        max_length=1000,
+        description="Restored outputs changed, each STEP.FIELD=VALUE (VALUE as JSON, else text).",
+    )
+    inputs: list[Annotated[str, StringConstraints(max_length=100_000)]] = Field(
+        default_factory=list, max_length=1000, description="Run inputs changed, each NAME=VALUE."
+    )
+    engine: Literal["same", "kahn", "langgraph"] = "same"
+    run_id: RunId | None = None
+
+
 class RunCancelled(ApiModel):
     run_id: str
     outcome: Literal["dequeued", "stopping", "cancelled"]

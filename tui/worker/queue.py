@@ -3,6 +3,7 @@
 What the server and the command line call to hand runs to ``workbench worker`` processes:
 
 * :func:`enqueue_run` creates the run (WAITING, "queued for a worker") and its job;
+* :func:`enqueue_fork` stores a fork of a run (as `workbench runs fork` makes it) and queues it;
 * :func:`enqueue_resume` queues a stored RUNNING or WAITING run again (after an answer);
 * :func:`answer_run` records an answer and queues the run again;
 * :func:`cancel_run` takes a queued run off the queue, asks a worker to stop a running one,
@@ -23,6 +24,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from engine.context import InterruptAnswer
 from engine.events import RunFinished
+from engine.protocol import ForkEdits
 from engine.run_inputs import resolve_inputs
 from engine.spec import WorkflowDefinition
 from engine.states import RunStatus
@@ -103,6 +105,34 @@ def enqueue_run(
         store.set_status(run_id, RunStatus.WAITING, QUEUED_REASON)
         _defer(store, run_id)
     return run_id
+
+
+def enqueue_fork(
+    store: PostgresRunStore,
+    source_run_id: str,
+    at_step: str,
+    edits: ForkEdits,
+    *,
+    engine: str | None = None,
+    run_id: str | None = None,
+) -> str:
+    """Store a fork of ``source_run_id`` at ``at_step`` (``STEP[@ITERATION]``) with ``edits``
+    — the results it keeps, as the engine's fork stores them — and queue it for a worker,
+    which runs it on from the fork point; its id.
+
+    ``engine`` runs the fork (None: the source's). :class:`~engine.store.UnknownRun` when
+    there is no such run, :class:`~engine.time_travel.ForkError` (one line) when the fork
+    cannot be made; nothing is stored then."""
+    from engine.protocol import RunContext
+    from engine.selector import create_engine
+
+    name = engine or store.get_run(source_run_id).engine
+    context = RunContext(store=store, run_id=run_id or new_run_id())
+    with store.batch():
+        forked = create_engine(name).stage_fork(source_run_id, at_step, context, edits)
+        store.set_status(forked, RunStatus.WAITING, QUEUED_REASON)
+        _defer(store, forked)
+    return forked
 
 
 def enqueue_resume(store: PostgresRunStore, run_id: str) -> bool:
@@ -210,6 +240,7 @@ __all__ = [
     "NotQueueable",
     "answer_run",
     "cancel_run",
+    "enqueue_fork",
     "enqueue_resume",
     "enqueue_run",
     "run_job",

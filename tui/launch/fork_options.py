@@ -1,5 +1,6 @@
-"""``workbench runs fork``'s edits as written on the command line: ``--set step.field=value``
-and ``--input name=value``, read into the engine's :class:`~engine.protocol.ForkEdits`."""
+"""``workbench runs fork``'s edits as written on the command line (and sent so to the run
+API's fork): ``--set step.field=value`` and ``--input name=value``, read into the engine's
+:class:`~engine.protocol.ForkEdits`."""
 
 from __future__ import annotations
 
