@@ -77,7 +77,7 @@ def test_a_run_sent_to_a_server_is_followed_here_answered_or_left_waiting(
         assert store.get_run(done.group(1)).status == RunStatus.COMPLETED
 
     refused = subprocess.run(
-        [WORKBENCH, "--server", server.url, "run", approval, "-i", "topic=x"],
+        [WORKBENCH, "--server", server.url, "run", approval, "-i", "topic=x", "--engine", "shadow"],
         env=env,
         capture_output=True,
         text=True,
@@ -85,4 +85,4 @@ def test_a_run_sent_to_a_server_is_followed_here_answered_or_left_waiting(
     )
     assert refused.returncode == exit_codes.BAD_INPUT
     assert len(refused.stderr.strip().splitlines()) == 1
-    assert "`workbench run` sends a run to a server with --headless" in refused.stderr
+    assert "--engine shadow runs on this machine only" in refused.stderr

@@ -89,17 +89,16 @@ def run_command(
     from tui.commands.common import attached_server
 
     server = attached_server(ctx)
-    if server is not None:
-        if not headless or engine == "shadow":
-            raise BadInput(
-                f"--server {server}: `workbench run` sends a run to a server with --headless"
-                " (and one engine); to watch it in the app, open workbench --server URL and"
-                " start it there"
-            )
+    if server is not None and engine == "shadow":
+        raise BadInput(
+            f"--server {server}: a server runs each workflow on one engine; --engine shadow"
+            " runs on this machine only (leave out --server)"
+        )
+    if server is not None and headless:
         ctx.exit(_server_run(server, Path(workflow_file), inputs, engine, on_interrupt))
     if engine == "shadow":
         ctx.exit(_shadow_run(ctx, wf, inputs, on_interrupt))
-    if not headless:
+    if not headless:  # attached to a server, the app's new run is started and followed there
         from tui.commands.app_cmds import open_app
 
         open_app(
