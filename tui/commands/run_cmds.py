@@ -12,7 +12,6 @@ problems, 2 when it cannot be read.
 
 from __future__ import annotations
 
-import asyncio
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 from urllib.parse import quote
@@ -225,6 +224,8 @@ def _printed(
     answers = responder_for(interrupt_mode(on_interrupt), console) or _nobody_answers
 
     async def run(printer: Surface) -> ExecutionResult:
+        import asyncio  # here: `validate` shares this module and must not load the run machinery
+
         inbox = EventInbox()
         following = asyncio.create_task(job(answers, inbox))
         while not following.done():
