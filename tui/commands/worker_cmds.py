@@ -12,7 +12,17 @@ import logging
 import click
 from pydantic import ValidationError
 
+from plumbing.untrusted_text import for_terminal
 from tui.commands.command_context import BadInput, workspace_of
+
+
+class TerminalSafeFormatter(logging.Formatter):
+    """A worker's log lines carry text from outside (database errors, a run's step errors, a
+    workflow's names): each formatted line is shown with its control characters made visible,
+    as every other line the workbench prints is."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        return for_terminal(super().format(record))
 
 
 @click.command("worker")
@@ -102,6 +112,8 @@ def worker_command(
             importlib.import_module(module)
         except ImportError as error:
             raise BadInput(f"--import {module}: {error}") from None
-    logging.basicConfig(format="%(asctime)s %(message)s", level=logging.WARNING)
+    handler = logging.StreamHandler()
+    handler.setFormatter(TerminalSafeFormatter("%(asctime)s %(message)s"))
+    logging.basicConfig(handlers=[handler], level=logging.WARNING)
     logging.getLogger("workbench.worker").setLevel(logging.INFO)
     ctx.exit(run_worker(address, workspace_of(ctx), config, settings, name))
