@@ -395,6 +395,7 @@ def analyze(inputs: dict[str, Any]) -> AnalysisAnswer:
     candidate_terms = [
         doc.keys() for doc in index.docs
     ]  # each sentence's terms, as BM25 already counted them
+    vocabulary = set().union(*candidate_terms)
     central = centrality(texts) if len(texts) <= 400 else [0.0] * len(texts)
     cleaned_texts = [clean_sentence(t) for t in texts]
     salience = code_salience(texts)
@@ -406,7 +407,9 @@ def analyze(inputs: dict[str, Any]) -> AnalysisAnswer:
     cited: Counter[str] = Counter()
     claims: list[ProposedClaim] = []
     for sub in inputs.get("sub_questions", []):
-        query_terms = [stem(t) for t in sub.get("key_terms", [])] or terms(sub["text"])
+        query_terms = identifier_parts(
+            [stem(t) for t in sub.get("key_terms", [])] or terms(sub["text"]), vocabulary
+        )
         relevance = index.scores(query_terms)
         top = max(relevance) or 1.0
         taken = 0
@@ -445,6 +448,26 @@ def analyze(inputs: dict[str, Any]) -> AnalysisAnswer:
             )
             taken += 1
     return AnalysisAnswer(lens=lens, claims=claims)
+
+
+def identifier_parts(query_terms: list[str], vocabulary: set[str]) -> list[str]:
+    """The terms, and the parts of each compound identifier among them that the sentences do
+    not hold whole (``lru_cache`` → ``lru``, ``cache``; ``contextmanager`` → ``context``,
+    ``manager`` when both are words of the sentences): prose names a thing in plain words more
+    often than by its name."""
+    found = list(query_terms)
+    for term in query_terms:
+        if term in vocabulary:
+            continue
+        if "_" in term:
+            found.extend(terms(term.replace("_", " ")))
+            continue
+        for cut in range(3, len(term) - 2):
+            head, tail = stem(term[:cut]), stem(term[cut:])
+            if head in vocabulary and tail in vocabulary:
+                found.extend((head, tail))
+                break
+    return list(dict.fromkeys(found))
 
 
 def subject_weight(
