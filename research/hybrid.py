@@ -19,7 +19,13 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from research.embeddings import Vectors, embedder
-from research.relevance import document_evidence, relevance
+from research.relevance import (
+    asked,
+    candidate_phrases,
+    document_evidence,
+    question_words,
+    relevance,
+)
 from research.text import key_phrases, words
 from research.vectors import DocumentFilter, VectorIndex
 
@@ -158,7 +164,9 @@ def question_relevance(
     filters: SearchFilters,
 ) -> dict[str, float]:
     """{source id: relevance to ``question``} of the documents a search for it finds
-    (research.relevance); documents it does not find are not about it (0)."""
+    (research.relevance); documents it does not find are not about it (0). Only the sentence
+    that asks counts when a preamble comes before it (research.relevance.asked)."""
+    question = asked(question)
     vector = embedder().embed_one(question)
     _, _, fused = candidates(db, index, question, vector, filters)
     scope = [
@@ -167,7 +175,37 @@ def question_relevance(
         if not filters.collections or collection in filters.collections
     ]
     passages_of = dict(db.execute("SELECT source_id, passages FROM documents"))
-    return relevance(document_evidence(index, question, vector, fused, passages_of, scope))
+    in_scope = {index.documents[n][0] for n in scope}
+    holders = {
+        term: holding(db, term, in_scope)
+        for term in [*question_words(question), *heading_phrases(db, question)]
+    }
+    return relevance(document_evidence(index, question, vector, fused, passages_of, scope, holders))
+
+
+def holding(db: sqlite3.Connection, term: str, in_scope: set[str]) -> set[str]:
+    """The documents in scope that hold ``term`` (a word or a phrase) anywhere."""
+    rows = db.execute(
+        "SELECT DISTINCT p.source_id FROM passage_fts f JOIN passages p ON p.rowid = f.rowid "
+        "WHERE passage_fts MATCH ?",
+        (f'"{term}"',),
+    )
+    return {s for (s,) in rows if s in in_scope}
+
+
+def heading_phrases(db: sqlite3.Connection, question: str) -> list[str]:
+    """Runs of two or three adjacent words of the question that some document's title or
+    section heading holds as a phrase ("keyword only", "yield from", "with statement"): the
+    corpus's own names for things, function words and all."""
+    found = []
+    for phrase in candidate_phrases(question):
+        held = db.execute(
+            "SELECT 1 FROM passage_fts WHERE passage_fts MATCH ? LIMIT 1",
+            (f'{{title section}} : "{phrase}"',),
+        ).fetchone()
+        if held is not None:
+            found.append(phrase)
+    return found
 
 
 def search(

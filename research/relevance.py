@@ -30,7 +30,7 @@ from collections import Counter
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from research.text import terms
+from research.text import SENTENCE_END, STOPWORDS, terms, words
 
 if TYPE_CHECKING:  # the steps read the floor without loading numpy or the model
     from research.embeddings import Vectors
@@ -43,6 +43,43 @@ ABSOLUTE_SIMILARITY = 0.3
 TITLE_COVERAGE = 0.5
 TOP_PASSAGES = 5
 SHARE_WEIGHT = 0.5
+TERMS_WEIGHT = 1.0
+"""Weight of the share of the question's words and heading phrases a document holds."""
+
+
+PHRASE_GLUE = frozenset(
+    """a an the this that these those is are was were be been do does did have has had can
+    could should would will what which who how why when where i you we it my your our its
+    their and or of to in on at by as""".split()
+)
+"""Words that never open or close the name of a thing ("inside *a*", "*the* generator")."""
+
+
+def asked(question: str) -> str:
+    """The sentence that asks, when a longer text ends its preamble with a question ("I maintain
+    an old codebase … *How did async and await evolve?*"); else the whole text. The preamble says
+    why a person asks, the question what they need: the documents must answer the latter."""
+    parts = [p.strip() for p in SENTENCE_END.split(" ".join(question.split())) if p.strip()]
+    asks = [p for p in parts if p.endswith("?") and question_words(p)]
+    return asks[-1] if len(parts) > 1 and asks else question
+
+
+def question_words(question: str) -> list[str]:
+    """The question's content words, each once."""
+    return list(dict.fromkeys(w for w in words(question) if w not in STOPWORDS and len(w) > 1))
+
+
+def candidate_phrases(question: str) -> list[str]:
+    """Runs of two or three adjacent words of the question with a content word among them."""
+    found = words(question)
+    runs = [found[i : i + n] for n in (2, 3) for i in range(len(found) - n + 1)]
+    return list(
+        dict.fromkeys(
+            " ".join(r)
+            for r in runs
+            if any(w not in STOPWORDS for w in r) and not {r[0], r[-1]} & PHRASE_GLUE
+        )
+    )
 
 
 @dataclass(frozen=True)
@@ -55,6 +92,9 @@ class DocumentEvidence:
     title_similarity: float
     title_coverage: float
     share: float
+    terms: float
+    """The share of the question's words and heading phrases the document holds, each weighted
+    by how rare it is among the documents in scope."""
 
 
 def title_weights(index: VectorIndex, numbers: list[int]) -> dict[str, float]:
@@ -73,6 +113,7 @@ def document_evidence(
     fused: dict[int, float],
     passages_of: dict[str, int],
     scope: list[int],
+    holders: dict[str, set[str]],
 ) -> list[DocumentEvidence]:
     """The evidence of each document among the fused candidates (``scope``: the documents the
     search may return, whose titles weigh the question's words)."""
@@ -92,6 +133,8 @@ def document_evidence(
     sources = sorted(by_document)
     titles = [index.titles[index.number_of[s]] for s in sources]
     title_vectors = embedder().embed(titles)
+    rarity = {term: math.log((1 + len(scope)) / (1 + len(held))) for term, held in holders.items()}
+    rarity_total = sum(rarity.values()) or 1.0
     found = []
     for source, title, title_vector in zip(sources, titles, title_vectors):
         rowids = by_document[source]
@@ -105,6 +148,7 @@ def document_evidence(
                 title_similarity=max(0.0, float(title_vector @ vector)),
                 title_coverage=sum(weights.get(w, 0.0) for w in words if w in in_title) / total,
                 share=len(rowids) / max(1, passages_of.get(source, len(rowids))),
+                terms=sum(w for t, w in rarity.items() if source in holders[t]) / rarity_total,
             )
         )
     return found
@@ -122,6 +166,7 @@ def relevance(evidence: list[DocumentEvidence]) -> dict[str, float]:
             + e.title_similarity / best_title
             + e.title_coverage
             + SHARE_WEIGHT * e.share
+            + TERMS_WEIGHT * e.terms
         )
         if e.best_similarity >= ABSOLUTE_SIMILARITY or e.title_coverage >= TITLE_COVERAGE
         else 0.0

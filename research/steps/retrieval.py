@@ -35,7 +35,7 @@ from engine.steps import step
 from plumbing.frozen import Frozen
 from research.evidence import Passage, Source, SubQuestion
 from research.references import relation_rank
-from research.relevance import RELEVANCE_FLOOR
+from research.relevance import RELEVANCE_FLOOR, asked
 from research.state import PlannedBranch, ResearchState, latest_state, round_of
 from research.steps.common import RoundInput, passage_from_hit, source_from_hit
 from research.text import terms
@@ -65,7 +65,7 @@ async def select_on_topic(
     the evaluation's retrieval-only mode calls it on the corpus directly, so both select the
     same documents."""
     hits = await search(
-        question,
+        asked(question),
         collections=collections or None,
         not_after=as_of,
         about=question,
