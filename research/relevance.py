@@ -30,7 +30,7 @@ from collections import Counter
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from research.text import SENTENCE_END, STOPWORDS, terms, words
+from research.text import SENTENCE_END, STOPWORDS, stem, terms, words
 
 if TYPE_CHECKING:  # the steps read the floor without loading numpy or the model
     from research.embeddings import Vectors
@@ -44,13 +44,16 @@ TITLE_COVERAGE = 0.5
 TOP_PASSAGES = 5
 SHARE_WEIGHT = 0.5
 TERMS_WEIGHT = 1.0
+TERMS_GATE = 0.4
+"""A document holding less than this share of the best candidate's question-word weight
+(``terms``) is not about the question, however its passages rank."""
 """Weight of the share of the question's words and heading phrases a document holds."""
 
 
 PHRASE_GLUE = frozenset(
     """a an the this that these those is are was were be been do does did have has had can
     could should would will what which who how why when where i you we it my your our its
-    their and or of to in on at by as""".split()
+    their and or of to in on at by as s t""".split()
 )
 """Words that never open or close the name of a thing ("inside *a*", "*the* generator")."""
 
@@ -97,11 +100,18 @@ class DocumentEvidence:
     by how rare it is among the documents in scope."""
 
 
+def title_terms(title: str) -> set[str]:
+    """A title's content terms and its runs of two and three words, stemmed."""
+    stems = [stem(w) for w in words(title)]
+    runs = {" ".join(stems[i : i + n]) for n in (2, 3) for i in range(len(stems) - n + 1)}
+    return set(terms(title)) | runs
+
+
 def title_weights(index: VectorIndex, numbers: list[int]) -> dict[str, float]:
     """Inverse document frequency of each title word among the collection's titles."""
     df: Counter[str] = Counter()
     for number in numbers:
-        df.update(set(terms(index.titles[number])))
+        df.update(title_terms(index.titles[number]))
     total = max(1, len(numbers))
     return {word: math.log((1 + total) / (1 + count)) for word, count in df.items()}
 
@@ -128,7 +138,8 @@ def document_evidence(
     from research.embeddings import embedder
 
     weights = title_weights(index, scope)
-    words = list(dict.fromkeys(terms(question)))
+    phrases = [" ".join(stem(w) for w in t.split()) for t in holders if " " in t]
+    words = list(dict.fromkeys([*terms(question), *phrases]))
     total = sum(weights.get(w, math.log(1 + len(scope))) for w in words) or 1.0
     sources = sorted(by_document)
     titles = [index.titles[index.number_of[s]] for s in sources]
@@ -139,7 +150,7 @@ def document_evidence(
     for source, title, title_vector in zip(sources, titles, title_vectors):
         rowids = by_document[source]
         similarity = index.similarities(vector, rowids)
-        in_title = set(terms(title))
+        in_title = title_terms(title)
         found.append(
             DocumentEvidence(
                 source_id=source,
@@ -160,6 +171,7 @@ def relevance(evidence: list[DocumentEvidence]) -> dict[str, float]:
         return {}
     best_passages = max(e.passages for e in evidence) or 1.0
     best_title = max(e.title_similarity for e in evidence) or 1.0
+    best_terms = max(e.terms for e in evidence)
     raw = {
         e.source_id: (
             e.passages / best_passages
@@ -168,7 +180,8 @@ def relevance(evidence: list[DocumentEvidence]) -> dict[str, float]:
             + SHARE_WEIGHT * e.share
             + TERMS_WEIGHT * e.terms
         )
-        if e.best_similarity >= ABSOLUTE_SIMILARITY or e.title_coverage >= TITLE_COVERAGE
+        if (e.best_similarity >= ABSOLUTE_SIMILARITY or e.title_coverage >= TITLE_COVERAGE)
+        and e.terms >= TERMS_GATE * best_terms
         else 0.0
         for e in evidence
     }
