@@ -44,6 +44,10 @@ TITLE_COVERAGE = 0.5
 TOP_PASSAGES = 5
 SHARE_WEIGHT = 0.5
 TERMS_WEIGHT = 1.0
+TITLE_COVERAGE_WEIGHT = 2.0
+"""The title coverage weighs twice: a title that names the question's rare words or its phrases
+is the surest sign a document is about it (on the tuning split: selection precision up, recall
+unchanged)."""
 TERMS_GATE = 0.4
 """A document holding less than this share of the best candidate's question-word weight
 (``terms``) is not about the question, however its passages rank."""
@@ -176,7 +180,7 @@ def relevance(evidence: list[DocumentEvidence]) -> dict[str, float]:
         e.source_id: (
             e.passages / best_passages
             + e.title_similarity / best_title
-            + e.title_coverage
+            + TITLE_COVERAGE_WEIGHT * e.title_coverage
             + SHARE_WEIGHT * e.share
             + TERMS_WEIGHT * e.terms
         )
