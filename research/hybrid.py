@@ -20,11 +20,13 @@ from typing import Any
 
 from research.embeddings import Vectors, embedder
 from research.relevance import (
+    SYMBOL_RUN,
     asked,
     candidate_phrases,
     document_evidence,
     question_words,
     relevance,
+    symbol_runs,
 )
 from research.text import key_phrases, words
 from research.vectors import DocumentFilter, VectorIndex
@@ -178,18 +180,29 @@ def question_relevance(
     in_scope = {index.documents[n][0] for n in scope}
     holders = {
         term: holding(db, term, in_scope)
-        for term in [*question_words(question), *heading_phrases(db, question)]
+        for term in [
+            *question_words(question),
+            *heading_phrases(db, question),
+            *symbol_runs(question),
+        ]
     }
     return relevance(document_evidence(index, question, vector, fused, passages_of, scope, holders))
 
 
 def holding(db: sqlite3.Connection, term: str, in_scope: set[str]) -> set[str]:
-    """The documents in scope that hold ``term`` (a word or a phrase) anywhere."""
-    rows = db.execute(
-        "SELECT DISTINCT p.source_id FROM passage_fts f JOIN passages p ON p.rowid = f.rowid "
-        "WHERE passage_fts MATCH ?",
-        (f'"{term}"',),
-    )
+    """The documents in scope that hold ``term`` (a word, a phrase or an operator) anywhere."""
+    if SYMBOL_RUN.fullmatch(term):  # the index has no tokens for punctuation: read the text
+        rows = db.execute(
+            "SELECT DISTINCT p.source_id FROM passage_fts f JOIN passages p ON p.rowid = f.rowid "
+            "WHERE instr(f.text, ?) > 0",
+            (term,),
+        )
+    else:
+        rows = db.execute(
+            "SELECT DISTINCT p.source_id FROM passage_fts f JOIN passages p ON p.rowid = f.rowid "
+            "WHERE passage_fts MATCH ?",
+            (f'"{term}"',),
+        )
     return {s for (s,) in rows if s in in_scope}
 
 

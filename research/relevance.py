@@ -26,6 +26,7 @@ held-out one.
 from __future__ import annotations
 
 import math
+import re
 from collections import Counter
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
@@ -74,6 +75,15 @@ def asked(question: str) -> str:
 def question_words(question: str) -> list[str]:
     """The question's content words, each once."""
     return list(dict.fromkeys(w for w in words(question) if w not in STOPWORDS and len(w) > 1))
+
+
+SYMBOL_RUN = re.compile(r"[:=<>~*@|&^%/+!-]{2,3}")
+"""An operator the question writes as symbols (``:=``, ``->``, ``~=``, ``**``)."""
+
+
+def symbol_runs(question: str) -> list[str]:
+    """The operators of the question written as two or three symbols, each once."""
+    return list(dict.fromkeys(m.group(0) for m in SYMBOL_RUN.finditer(question)))
 
 
 def candidate_phrases(question: str) -> list[str]:
