@@ -2,8 +2,8 @@
 
 The lexical half ranks passages by bm25 with the document's title and the passage's section
 heading weighted above its text (:data:`FIELD_WEIGHTS`); the query is the text's content words
-OR-ed, and a ``"quoted phrase"`` kept as a phrase (the corpus first replaces a word it does not
-know by the closest one it does: a typo). The semantic half ranks passages by the cosine similarity
+OR-ed, and a ``"quoted phrase"`` kept as a phrase (the corpus first corrects the text's misspelt
+words: research.spelling). The semantic half ranks passages by the cosine similarity
 of their stored vectors to the query's (research.embeddings), only those at
 :data:`SEMANTIC_FLOOR` or above — below it a passage shares nothing but the language with the
 query. Both rankings obey the same filters, and reciprocal rank fusion (Cormack et al. 2009,

@@ -1,26 +1,31 @@
 """How relevant each document is to the question a run asks: the relevance floor (issue 22).
 
-A run's question is searched once (research.hybrid: bm25 and embedding similarity fused), and
-every document among the candidates is scored on four pieces of evidence, each relative to the
-best candidate's:
+A run's question is searched once (research.hybrid: bm25 and embedding similarity fused) — only
+its asking sentence when a preamble comes first (:func:`asked`) — and every document among the
+candidates is scored on five pieces of evidence, each relative to the best candidate's:
 
 - *passages* — the sum of its five best passages' fused scores (how much of it, and how well,
   the question finds, lexically and semantically);
 - *title similarity* — cosine similarity of the question's and the title's embeddings;
-- *title coverage* — the share of the question's content words found in the title, each word
-  weighted by how rare it is among the collection's titles (a word most titles carry — the
-  corpus's domain word — weighs nearly nothing);
+- *title coverage* — the share of the question's content words and phrases found in the title,
+  each weighted by how rare it is among the collection's titles (a word most titles carry — the
+  corpus's domain word — weighs nearly nothing), weighted twice;
 - *share* — the share of its passages among the candidates (a document about the subject, not
-  one that mentions it once), weighted half.
+  one that mentions it once), weighted half;
+- *terms* — the share of the question's words, heading phrases (:func:`candidate_phrases` that a
+  title or heading holds) and operators (:func:`symbol_runs`) the document holds anywhere, each
+  weighted by its rarity among the documents in scope: a rare word of the question ("walrus")
+  points at the few documents that hold it.
 
 A document's relevance is that sum over the best candidate's, 0 to 1. The floor
-(:data:`RELEVANCE_FLOOR`) keeps a document within 80 % of the best one; and a document whose
-best passage is less similar to the question than :data:`ABSOLUTE_SIMILARITY` (cosine) and whose
-title carries less than half of the question's weight is not about it at all, however it ranks:
-the corpus then has little on the question, and the run says so.
+(:data:`RELEVANCE_FLOOR`) keeps a document within 80 % of the best one. A document is not about
+the question at all, however it ranks, when its best passage is less similar to the question
+than :data:`ABSOLUTE_SIMILARITY` (cosine) and its title carries less than half of the
+question's weight, or when it holds less than :data:`TERMS_GATE` of the best candidate's
+*terms*: the corpus then has little on the question, and the run says so.
 
-The figures were set on the tuning split of the evaluation (tests/research/eval), never on the
-held-out one.
+The figures were set on the tuning split of the evaluation (tests/research/eval, its
+retrieval-only mode first), never on the held-out ones.
 """
 
 from __future__ import annotations
