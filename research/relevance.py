@@ -17,7 +17,10 @@ candidates is scored on five pieces of evidence, each relative to the best candi
   weighted by its rarity among the documents in scope: a rare word of the question ("walrus")
   points at the few documents that hold it.
 
-A document's relevance is that sum over the best candidate's, 0 to 1. The floor
+A document's relevance is that sum over the best candidate's, 0 to 1 — over the best of its own
+collection when several are searched and that collection's best reaches
+:data:`COLLECTION_SHARE` of the best overall (a large collection of long documents must not
+drown a small one). The floor
 (:data:`RELEVANCE_FLOOR`) keeps a document within 80 % of the best one. A document is not about
 the question at all, however it ranks, when its best passage is less similar to the question
 than :data:`ABSOLUTE_SIMILARITY` (cosine) and its title carries less than half of the
@@ -55,6 +58,10 @@ TITLE_COVERAGE_WEIGHT = 2.0
 is the surest sign a document is about it (on the tuning split: selection precision up, recall
 unchanged)."""
 TERMS_GATE = 0.4
+COLLECTION_SHARE = 0.6
+"""When several collections are searched, a collection whose best document reaches this share of
+the best one overall is measured against its own best: a second collection (a large one, of
+long documents) must not drown the first."""
 """A document holding less than this share of the best candidate's question-word weight
 (``terms``) is not about the question, however its passages rank."""
 """Weight of the share of the question's words and heading phrases a document holds."""
@@ -109,6 +116,7 @@ class DocumentEvidence:
     """One candidate document's evidence of being about the question."""
 
     source_id: str
+    collection: str
     passages: float
     best_similarity: float
     title_similarity: float
@@ -173,6 +181,7 @@ def document_evidence(
         found.append(
             DocumentEvidence(
                 source_id=source,
+                collection=index.documents[index.number_of[source]][1],
                 passages=sum(sorted((fused[r] for r in rowids), reverse=True)[:TOP_PASSAGES]),
                 best_similarity=max(similarity.values(), default=0.0),
                 title_similarity=max(0.0, float(title_vector @ vector)),
@@ -205,4 +214,16 @@ def relevance(evidence: list[DocumentEvidence]) -> dict[str, float]:
         for e in evidence
     }
     top = max(raw.values())
-    return {s: round(v / top, 4) if top > 0 else 0.0 for s, v in raw.items()}
+    if top <= 0:
+        return {s: 0.0 for s in raw}
+    tops: dict[str, float] = {}
+    for e in evidence:
+        tops[e.collection] = max(tops.get(e.collection, 0.0), raw[e.source_id])
+    return {
+        e.source_id: round(
+            raw[e.source_id]
+            / (tops[e.collection] if tops[e.collection] >= COLLECTION_SHARE * top else top),
+            4,
+        )
+        for e in evidence
+    }
