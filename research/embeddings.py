@@ -10,14 +10,22 @@ WordLlama's ``embed(norm=True)`` computes — so cosine similarity is a dot prod
 
 Hand-written beyond the two loads: the pooling is one line of numpy, and WordLlama's own
 inference class would bring its logging side effect along.
+
+Speed (indexing embeds every passage): the tokenizer's normalizer (prepend ``▁``, every space
+→ ``▁``) is a quarter of the tokenizer's time in ``tokenizers``, whose normalizer tracks the
+alignment of every byte; ``str.replace`` does the same in a fraction of it, so when the file's
+normalizer is exactly that one the text is normalized here and handed to a copy of the tokenizer
+without one — the same token ids (tests/research/test_corpus_vectors.py compares them).
 """
 
 from __future__ import annotations
 
 import importlib.util
+import json
+import threading
 from collections.abc import Sequence
-from functools import cache
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 import numpy.typing as npt
@@ -29,7 +37,21 @@ MAX_TOKENS = 512
 """Tokens of a text that count (a passage is about 220; a longer text is cut)."""
 BATCH = 256
 
+SPACE_MARK = "\u2581"
+"""What the tokenizer's normalizer puts at the start of a text and in place of every space."""
+NORMALIZER = {
+    "type": "Sequence",
+    "normalizers": [
+        {"type": "Prepend", "prepend": SPACE_MARK},
+        {"type": "Replace", "pattern": {"String": " "}, "content": SPACE_MARK},
+    ],
+}
+"""The normalizer :func:`normalized` reproduces (the one WordLlama's tokenizer file holds)."""
+
 Vectors = npt.NDArray[np.float32]
+
+if TYPE_CHECKING:
+    from tokenizers import Tokenizer
 
 
 class EmbeddingModelMissing(RuntimeError):
@@ -63,42 +85,97 @@ class Embedder:
         self.table = load_file(str(weights))["embedding.weight"].astype(np.float32)
         """(vocabulary, 256): the token embeddings, widened from the file's float16 once (a
         mean over float16 rows converts every element again and is many times slower)."""
-        self.tokenizer = Tokenizer.from_file(str(tokenizer))
-        self.tokenizer.no_padding()
-        self.tokenizer.enable_truncation(MAX_TOKENS)
+        self.tokenizer = _tokenizer(Tokenizer.from_file(str(tokenizer)))
+        """The tokenizer as the file defines it: the reference every text's ids are those of."""
+        self.prenormalized: Tokenizer | None = None
+        """The same tokenizer without its normalizer, for texts :func:`normalized` already (None
+        when the file's normalizer is not the one that function reproduces)."""
+        if json.loads(self.tokenizer.to_str()).get("normalizer") == NORMALIZER:
+            self.prenormalized = _tokenizer(Tokenizer.from_file(str(tokenizer)))
+            self.prenormalized.normalizer = None
+        self.added = [t.content for t in self.tokenizer.get_added_tokens_decoder().values()]
+        """Special tokens (``<s>`` …): the tokenizer cuts a text at them before normalizing each
+        piece, so a text holding one goes through :attr:`tokenizer` whole."""
 
     @property
     def memory_bytes(self) -> int:
         return int(self.table.nbytes)
 
-    def embed(self, texts: Sequence[str]) -> Vectors:
-        out = np.zeros((len(texts), DIMENSIONS), dtype=np.float32)
+    def token_ids(self, texts: Sequence[str]) -> list[list[int]]:
+        """Each text's token ids (at most :data:`MAX_TOKENS`), as :attr:`tokenizer` gives them.
+
+        The tokenizer releases the GIL while it works: indexing calls this on a thread of its own.
+        """
+        ids: list[list[int]] = []
         for start in range(0, len(texts), BATCH):
-            chunk = list(texts[start : start + BATCH])
-            encoded = self.tokenizer.encode_batch_fast(chunk, add_special_tokens=False)
-            for offset, (encoding, text) in enumerate(zip(encoded, chunk)):
-                if encoding.ids and text.strip():
-                    # per text, so the gathered rows stay in cache (one gather for a whole
-                    # batch streams hundreds of megabytes and is several times slower)
-                    out[start + offset] = self.table[encoding.ids].mean(axis=0)
+            chunk = texts[start : start + BATCH]
+            found: dict[int, list[int]] = {}
+            plain = (
+                []
+                if self.prenormalized is None
+                else [n for n, text in enumerate(chunk) if not any(a in text for a in self.added)]
+            )
+            special = sorted(set(range(len(chunk))) - set(plain))
+            for numbers, tokenizer, prepare in (
+                (plain, self.prenormalized, normalized),
+                (special, self.tokenizer, str),
+            ):
+                if numbers and tokenizer is not None:
+                    inputs = [prepare(chunk[n]) for n in numbers]
+                    encoded = tokenizer.encode_batch_fast(inputs, add_special_tokens=False)
+                    found.update((n, e.ids) for n, e in zip(numbers, encoded))
+            ids += [found[n] for n in range(len(chunk))]
+        return ids
+
+    def pool(self, texts: Sequence[str], ids: Sequence[list[int]]) -> Vectors:
+        """The texts' unit vectors from their :meth:`token_ids`: the mean of their tokens' rows
+        (zero for a blank text)."""
+        out = np.zeros((len(texts), DIMENSIONS), dtype=np.float32)
+        for number, (text, text_ids) in enumerate(zip(texts, ids)):
+            if text_ids and text.strip():
+                # per text, so the gathered rows stay in cache (one gather for a whole batch
+                # streams hundreds of megabytes and is several times slower)
+                out[number] = self.table[text_ids].mean(axis=0)
         norms = np.linalg.norm(out, axis=1, keepdims=True)
         np.divide(out, norms, out=out, where=norms > 0)
         return out
+
+    def embed(self, texts: Sequence[str]) -> Vectors:
+        return self.pool(texts, self.token_ids(texts))
 
     def embed_one(self, text: str) -> Vectors:
         vector: Vectors = self.embed([text])[0]
         return vector
 
 
-@cache
+def normalized(text: str) -> str:
+    """``text`` as the tokenizer's normalizer (:data:`NORMALIZER`) leaves it."""
+    return SPACE_MARK + text.replace(" ", SPACE_MARK) if text else text
+
+
+def _tokenizer(tokenizer: Tokenizer) -> Tokenizer:
+    tokenizer.no_padding()
+    tokenizer.enable_truncation(MAX_TOKENS)
+    return tokenizer
+
+
+_loaded: list[Embedder] = []
+_loading = threading.Lock()
+
+
 def embedder() -> Embedder:
-    """The process's one embedding model, loaded on first use (about 0.3 s)."""
-    return Embedder(package_folder())
+    """The process's one embedding model, loaded on first use (about 0.3 s) by whichever thread
+    asks first (indexing loads it on its embedding thread, while it parses)."""
+    with _loading:
+        if not _loaded:
+            _loaded.append(Embedder(package_folder()))
+        return _loaded[0]
 
 
-def to_blob(vector: Vectors) -> bytes:
-    """A vector as stored beside its passage: 256 float16 (512 bytes)."""
-    return vector.astype(np.float16).tobytes()
+def to_blobs(vectors: Vectors) -> list[bytes]:
+    """Vectors as stored beside their passages: 256 float16 each (512 bytes), converted in one
+    call for all of them."""
+    return [row.tobytes() for row in vectors.astype(np.float16)]
 
 
 def from_blobs(blobs: Sequence[bytes]) -> Vectors:

@@ -144,13 +144,13 @@ def test_reindexing_unchanged_documents_embeds_nothing(
             encoding="utf-8",
         )
     embedded: list[int] = []
-    real = Embedder.embed
+    real = Embedder.token_ids
 
-    def counted(self: Embedder, texts: list[str]) -> np.ndarray:
+    def counted(self: Embedder, texts: list[str]) -> list[list[int]]:
         embedded.append(len(texts))
         return real(self, texts)
 
-    monkeypatch.setattr(Embedder, "embed", counted)
+    monkeypatch.setattr(Embedder, "token_ids", counted)
     with Corpus(tmp_path / "corpus.sqlite") as corpus:
         corpus.add_folder(folder, "docs")
         first = sum(embedded)
