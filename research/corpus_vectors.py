@@ -1,14 +1,12 @@
-"""Passage vectors computed while indexing: the tokenizer on a thread of its own.
+"""Passage vectors computed while indexing, on a thread of their own.
 
-Tokenizing is most of what a vector costs, and the tokenizer (Rust) releases the GIL while it
-works: so each batch of passages is tokenized on a worker thread while the indexing thread reads,
-splits and stores the next documents, and on two cores the two overlap. The model loads on the
-worker too, when the first passage is added (re-indexing unchanged documents never loads it).
-The rest of a vector (the mean of its tokens' rows, a few numpy calls a passage) is done by the
-indexing thread, which also writes the vectors, in its one transaction: a failure anywhere rolls
-back the whole call (the corpus keeps what it held), and the worker is stopped before the call
-returns, whatever happened. Only the tokenizer runs on the worker: Python code there would hold
-the GIL against the indexing thread, whose SQLite calls release and retake it at every row.
+Embedding is most of what indexing costs, and its work runs in code that releases the GIL (the
+tokenizer, in Rust, and numpy's gathers and sums, a few calls for eight passages): so each batch
+of passages is embedded on a worker thread while the indexing thread reads, splits and stores the
+next documents, and on two cores the two overlap. The model loads on the worker too, when the
+first passage is added (re-indexing unchanged documents never loads it). The indexing thread
+writes the vectors, in its one transaction: a failure anywhere rolls back the whole call (the
+corpus keeps what it held), and the worker is stopped before the call returns, whatever happened.
 
 Hand-written with ``concurrent.futures``: one worker and a bounded queue of batches are a few
 lines, and the transaction the vectors belong to is this module's caller's.
@@ -28,8 +26,8 @@ IN_FLIGHT = 4
 a large folder holds a few batches' texts in memory, never the whole folder's."""
 
 
-def _token_ids(texts: list[str]) -> list[list[int]]:
-    return embedder().token_ids(texts)
+def _embedded(texts: list[str]) -> list[bytes]:
+    return to_blobs(embedder().embed(texts))
 
 
 class PassageVectors:
@@ -40,7 +38,7 @@ class PassageVectors:
         self._worker: ThreadPoolExecutor | None = None
         self._rowids: list[int] = []
         self._texts: list[str] = []
-        self._running: list[tuple[list[int], list[str], Future[list[list[int]]]]] = []
+        self._running: list[tuple[list[int], Future[list[bytes]]]] = []
 
     def add(self, db: sqlite3.Connection, rowid: int, text: str) -> None:
         if self._worker is None:
@@ -69,17 +67,16 @@ class PassageVectors:
 
     def _submit(self) -> None:
         assert self._worker is not None
-        future = self._worker.submit(_token_ids, self._texts)
-        self._running.append((self._rowids, self._texts, future))
+        future = self._worker.submit(_embedded, self._texts)
+        self._running.append((self._rowids, future))
         self._rowids, self._texts = [], []
 
     def _write(self, db: sqlite3.Connection, *, keep: int) -> None:
         """Store the finished batches' vectors, in order, waiting for the oldest while more than
         ``keep`` batches are queued."""
-        while self._running and (len(self._running) > keep or self._running[0][2].done()):
-            rowids, texts, future = self._running.pop(0)
-            vectors = embedder().pool(texts, future.result())
+        while self._running and (len(self._running) > keep or self._running[0][1].done()):
+            rowids, future = self._running.pop(0)
             db.executemany(
                 "INSERT OR REPLACE INTO passage_vectors(rowid, vector) VALUES (?, ?)",
-                zip(rowids, to_blobs(vectors)),
+                zip(rowids, future.result()),
             )

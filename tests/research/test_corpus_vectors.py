@@ -1,8 +1,9 @@
-"""Passage vectors as indexing stores them: the same as the plain computation, whatever the speed-ups.
+"""Passage vectors as indexing stores them: the same as the plain computation, to the bit.
 
 The reference below is the straightforward one (the tokenizer file as shipped, one text at a
-time, the mean of the tokens' rows, normalized as one matrix as before); the embedder normalizes texts itself and the
-corpus tokenizes on a worker thread (research/corpus_vectors.py), and neither may change a vector.
+time, the mean of the tokens' rows, normalized as one matrix as before). The embedder normalizes
+texts itself and pools several at once, and the corpus embeds on a worker thread
+(research/corpus_vectors.py): none of that may change a vector.
 """
 
 from __future__ import annotations

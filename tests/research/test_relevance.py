@@ -144,13 +144,13 @@ def test_reindexing_unchanged_documents_embeds_nothing(
             encoding="utf-8",
         )
     embedded: list[int] = []
-    real = Embedder.token_ids
+    real = Embedder.embed
 
-    def counted(self: Embedder, texts: list[str]) -> list[list[int]]:
+    def counted(self: Embedder, texts: list[str]) -> np.ndarray:
         embedded.append(len(texts))
         return real(self, texts)
 
-    monkeypatch.setattr(Embedder, "token_ids", counted)
+    monkeypatch.setattr(Embedder, "embed", counted)
     with Corpus(tmp_path / "corpus.sqlite") as corpus:
         corpus.add_folder(folder, "docs")
         first = sum(embedded)
