@@ -7,7 +7,8 @@ alone (CPU seconds of the whole process, every thread): the model's load (and th
 it adds), reading + parsing + splitting the files, embedding every passage (tokenizing and pooling
 apart where the tree separates them), indexing into a fresh SQLite file with vectors and with
 vectors not computed (zero vectors stored: what the rest of indexing costs), and re-indexing the
-unchanged folder.
+unchanged folder. With ``--cold``, only indexing with vectors in a process that has not loaded
+the model yet (as ``workbench corpus add`` runs).
 """
 
 from __future__ import annotations
@@ -102,5 +103,12 @@ def main(folder: Path) -> dict[str, Any]:
     return figures
 
 
+def cold(folder: Path) -> dict[str, Any]:
+    """What ``workbench corpus add`` does in a new process: the model loads while indexing."""
+    with tempfile.TemporaryDirectory() as tmp:
+        return {"cold": index(folder, Path(tmp), "cold")}
+
+
 if __name__ == "__main__":
-    print(json.dumps(main(Path(sys.argv[1]))))
+    measure = cold if sys.argv[2:] == ["--cold"] else main
+    print(json.dumps(measure(Path(sys.argv[1]))))
