@@ -96,7 +96,7 @@ def _bench_distinct(corpus: Corpus, plain_p50_ms: float) -> None:
 INDEXING = Path(__file__).with_name("research_indexing.py")
 COMPARE_WITH = "BENCH_COMPARE_WITH"
 """An environment variable naming another source tree measured beside this one."""
-ROUNDS = 2
+ROUNDS = 3
 
 
 def _indexing_figures(tree: Path) -> dict[str, Any]:

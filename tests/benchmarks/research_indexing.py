@@ -16,7 +16,6 @@ from __future__ import annotations
 import json
 import sys
 import tempfile
-import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -99,7 +98,6 @@ def main(folder: Path) -> dict[str, Any]:
         figures["with_vectors"] = index(folder, Path(tmp), "with")
         without_vectors()
         figures["without_vectors"] = index(folder, Path(tmp), "without")
-    figures["threads_left"] = threading.active_count() - 1
     return figures
 
 
