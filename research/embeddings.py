@@ -32,12 +32,15 @@ from typing import TYPE_CHECKING
 import numpy as np
 import numpy.typing as npt
 
+from research.embedding_pieces import PieceTokenizer, cuttable
+
 DIMENSIONS = 256
 WEIGHTS = Path("weights") / "l2_supercat_256.safetensors"
 TOKENIZER = Path("tokenizers") / "l2_supercat_tokenizer_config.json"
 MAX_TOKENS = 512
 """Tokens of a text that count (a passage is about 220; a longer text is cut)."""
-BATCH = 256
+BATCH = 1024
+"""Texts tokenized together (the more, the more pieces they share)."""
 POOL_TEXTS = 8
 """Texts pooled together (:meth:`Embedder.pool`): 8 of up to 512 tokens gather 4 MiB of rows,
 which stay in cache; more gather more than the cache holds and are slower."""
@@ -100,8 +103,15 @@ class Embedder:
         :func:`normalized` already (None when the file's normalizer is not the one that function
         reproduces, or when the file has a pre-tokenizer)."""
         config = json.loads(self.tokenizer.to_str())
+        self.pieces: PieceTokenizer | None = None
+        """Tokenizes each distinct piece of a batch once (research/embedding_pieces.py), when
+        the vocabulary allows cutting texts into pieces."""
         if config.get("normalizer") == NORMALIZER and config.get("pre_tokenizer") is None:
             self.prenormalized = _tokenizer(Tokenizer(self.tokenizer.model))
+            whole = Tokenizer(self.tokenizer.model)  # no truncation: pieces are joined
+            newline = cuttable(whole)
+            if newline is not None:
+                self.pieces = PieceTokenizer(whole, newline)
         self.added = [t.content for t in self.tokenizer.get_added_tokens_decoder().values()]
         """Special tokens (``<s>`` …): the tokenizer cuts a text at them before normalizing each
         piece, so texts holding one go through :attr:`tokenizer` as they are."""
@@ -121,10 +131,14 @@ class Embedder:
             special = any(a in text for text in chunk for a in self.added)
             if self.prenormalized is None or special:  # rare: the reference, as it is
                 encoded = self.tokenizer.encode_batch_fast(chunk, add_special_tokens=False)
-            else:
-                inputs = [normalized(text) for text in chunk]
+                ids += [encoding.ids for encoding in encoded]
+                continue
+            inputs = [normalized(text) for text in chunk]
+            found = self.pieces.token_ids(inputs, MAX_TOKENS) if self.pieces else None
+            if found is None:  # no pieces, or two pieces hashed alike: the whole texts
                 encoded = self.prenormalized.encode_batch_fast(inputs, add_special_tokens=False)
-            ids += [encoding.ids for encoding in encoded]
+                found = [encoding.ids for encoding in encoded]
+            ids += found
         return ids
 
     def pool(self, texts: Sequence[str], ids: Sequence[list[int]]) -> Vectors:

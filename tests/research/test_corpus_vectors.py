@@ -2,7 +2,8 @@
 
 The reference below is the straightforward one (the tokenizer file as shipped, one text at a
 time, the mean of the tokens' rows, normalized as one matrix as before). The embedder normalizes
-texts itself and pools several at once, and the corpus embeds on a worker thread
+texts itself, tokenizes each distinct piece of a batch once (research/embedding_pieces.py) and
+pools several texts at once, and the corpus embeds on a worker thread
 (research/corpus_vectors.py): none of that may change a vector.
 """
 
@@ -15,7 +16,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from research import corpus_vectors
+from research import corpus_vectors, embedding_pieces
 from research.corpus import Corpus, CorpusWriteError
 from research.embeddings import (
     MAX_TOKENS,
@@ -24,6 +25,7 @@ from research.embeddings import (
     Embedder,
     Vectors,
     embedder,
+    normalized,
     package_folder,
     to_blobs,
 )
@@ -64,6 +66,7 @@ def reference_vectors(texts: list[str]) -> Vectors:
 def test_the_embedder_gives_the_plain_computations_vectors() -> None:
     model = Embedder(package_folder())
     assert model.prenormalized is not None, "the shipped tokenizer's normalizer is reproduced"
+    assert model.pieces is not None, "its vocabulary lets texts be cut into pieces"
     expected = reference_vectors(ODD_TEXTS)
     vectors = model.embed(ODD_TEXTS)  # together (one holds "<s>": all go the reference's way)
     alone = np.vstack([model.embed([text]) for text in ODD_TEXTS])  # the others the fast way
@@ -71,6 +74,15 @@ def test_the_embedder_gives_the_plain_computations_vectors() -> None:
     assert np.allclose(alone, expected, rtol=1e-6, atol=1e-6)
     assert not vectors[0].any() and not vectors[1].any()
     assert len(model.token_ids(["word " * 900])[0]) == MAX_TOKENS
+
+
+def test_pieces_that_hash_alike_are_told_apart(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(embedding_pieces, "BASE", np.uint64(1))  # a hash every anagram shares
+    model = Embedder(package_folder())
+    texts = ["stop the pots on the tops", "listen: silent enlist"]
+    assert model.pieces is not None
+    assert model.pieces.token_ids([normalized(t) for t in texts], MAX_TOKENS) is None
+    assert np.allclose(model.embed(texts), reference_vectors(texts), rtol=1e-6, atol=1e-6)
 
 
 def _stored(db: sqlite3.Connection, every: int) -> tuple[list[str], list[bytes]]:
