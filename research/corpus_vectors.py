@@ -6,7 +6,8 @@ of passages is embedded on a worker thread while the indexing thread reads, spli
 next documents, and on two cores the two overlap. The model loads on the worker too, when the
 first passage is added (re-indexing unchanged documents never loads it). The indexing thread
 writes the vectors, in its one transaction: a failure anywhere rolls back the whole call (the
-corpus keeps what it held), and the worker is stopped before the call returns, whatever happened.
+corpus keeps what it held), and the worker is stopped before the call returns, whatever happened
+(and the words the model remembered for the call are forgotten).
 
 Hand-written with ``concurrent.futures``: one worker and a bounded queue of batches are a few
 lines, and the transaction the vectors belong to is this module's caller's.
@@ -17,7 +18,7 @@ from __future__ import annotations
 import sqlite3
 from concurrent.futures import Future, ThreadPoolExecutor
 
-from research.embeddings import embedder, to_blobs
+from research.embeddings import embedder, forget_pieces, to_blobs
 
 VECTOR_BATCH = 1024
 """Passages embedded together (one tokenizer call each)."""
@@ -63,6 +64,7 @@ class PassageVectors:
         if self._worker is not None:
             self._worker.shutdown(wait=True, cancel_futures=True)
             self._worker = None
+            forget_pieces()
         self._rowids, self._texts, self._running = [], [], []
 
     def _submit(self) -> None:

@@ -18,6 +18,7 @@ so a collision can never join two different pieces (the batch then goes the plai
 from __future__ import annotations
 
 import threading
+from itertools import chain
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -35,7 +36,7 @@ PIECES_PER_CALL = 4096
 """Distinct pieces joined (by newlines) into one text for the tokenizer."""
 KNOWN_PIECES = 100_000
 """Pieces whose ids are kept from one call to the next (a corpus repeats its words from batch to
-batch; the PEPs have 176,000 distinct pieces), about 12 MiB at most; past it they are forgotten."""
+batch; the PEPs have 176,000 distinct pieces), about 30 MiB at most; past it they are forgotten."""
 
 Ints = npt.NDArray[np.int64]
 
@@ -62,10 +63,15 @@ class PieceTokenizer:
         self.tokenizer = tokenizer
         """The model with no normalizer and no truncation (the pieces are joined into long texts)."""
         self.newline = newline
-        self.known: dict[str, Ints] = {"\n": np.array([newline], dtype=np.int64)}
+        self.known: dict[str, tuple[int, ...]] = {"\n": (newline,)}
         self._using = threading.Lock()
         """One call at a time: :attr:`known` is read and filled by each (indexing's thread, a
         search's)."""
+
+    def forget(self) -> None:
+        """Drop the pieces met so far (indexing calls this when it ends: up to 30 MiB)."""
+        with self._using:
+            self.known = {"\n": (self.newline,)}
 
     def token_ids(self, texts: list[str], limit: int) -> list[list[int]] | None:
         """Each text's first ``limit`` ids, or None when two different pieces hashed alike."""
@@ -136,19 +142,20 @@ class PieceTokenizer:
         """
         pieces = [joined[s : s + n] for s, n in zip(starts.tolist(), sizes.tolist())]
         if len(self.known) > KNOWN_PIECES:
-            self.known.clear()
-            self.known["\n"] = np.array([self.newline], dtype=np.int64)
+            self.known = {"\n": (self.newline,)}
         new = [piece for piece in pieces if piece not in self.known]
         for begin in range(0, len(new), PIECES_PER_CALL):
             chunk = new[begin : begin + PIECES_PER_CALL]
             (encoding,) = self.tokenizer.encode_batch_fast(
                 ["\n".join(chunk)], add_special_tokens=False
             )
-            ids = np.array(encoding.ids, dtype=np.int64)
-            bounds = [-1, *np.flatnonzero(ids == self.newline).tolist(), len(ids)]
+            ids = encoding.ids
+            joins = np.flatnonzero(np.array(ids) == self.newline).tolist()
+            bounds = [-1, *joins, len(ids)]
             self.known.update(
-                (piece, ids[bounds[n] + 1 : bounds[n + 1]]) for n, piece in enumerate(chunk)
+                (piece, tuple(ids[bounds[n] + 1 : bounds[n + 1]])) for n, piece in enumerate(chunk)
             )
         found = [self.known[piece] for piece in pieces]
         counts = np.fromiter(map(len, found), dtype=np.int64, count=len(found))
-        return np.concatenate(found), np.concatenate(([0], np.cumsum(counts)))
+        tokens = np.fromiter(chain.from_iterable(found), dtype=np.int64, count=int(counts.sum()))
+        return tokens, np.concatenate(([0], np.cumsum(counts)))

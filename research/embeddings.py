@@ -170,6 +170,11 @@ class Embedder:
         np.divide(out, norms, out=out, where=norms > 0)
         return out
 
+    def forget_pieces(self) -> None:
+        """Drop the pieces :attr:`pieces` remembers (an indexing call has ended)."""
+        if self.pieces is not None:
+            self.pieces.forget()
+
     def embed(self, texts: Sequence[str]) -> Vectors:
         return self.pool(texts, self.token_ids(texts))
 
@@ -200,6 +205,14 @@ def embedder() -> Embedder:
         if not _loaded:
             _loaded.append(Embedder(package_folder()))
         return _loaded[0]
+
+
+def forget_pieces() -> None:
+    """The process's model, if it is loaded, forgets the pieces it remembers (indexing ended)."""
+    with _loading:
+        models = list(_loaded)
+    for model in models:
+        model.forget_pieces()
 
 
 def to_blobs(vectors: Vectors) -> list[bytes]:

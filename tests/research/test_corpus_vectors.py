@@ -158,6 +158,8 @@ def test_a_failure_while_vectors_are_computed_keeps_what_the_corpus_held(
         assert len(calls) >= 2
         assert _snapshot(corpus) == before
         assert not [t for t in threading.enumerate() if t.name.startswith("embedding")]
+        pieces = embedder().pieces
+        assert pieces is not None and len(pieces.known) == 1, "the call's pieces are forgotten"
 
         monkeypatch.setattr(Embedder, "token_ids", real)
         again = corpus.add_folder(folder, "notes")
