@@ -9,10 +9,12 @@ the whole (a BPE merge never joins two pieces). A batch of passages repeats its 
 from them. :func:`cuttable` checks the vocabulary's two properties when the model loads.
 
 Hand-written with numpy: the tokenizer's own pre-tokenizer (``Split``) and word cache do this
-more slowly than the BPE they save (measured), and a dictionary of pieces in Python holds the GIL
-for every piece; here the pieces are found, hashed and told apart in a few numpy calls over the
-batch's characters (which release the GIL), and the hashes are checked character by character,
-so a collision can never join two different pieces (the batch then goes the plain way).
+more slowly than the BPE they save (measured), and looking every piece up in a Python dictionary
+(two million for the PEPs) costs about what it saves, holding the GIL. Here the pieces are
+found, hashed and told apart in a few numpy calls over the batch's characters (which release the
+GIL), the hashes checked character by character, so a collision can never join two different
+pieces (the batch then goes the plain way); Python sees only the distinct pieces of a batch,
+whose ids it remembers from batch to batch.
 """
 
 from __future__ import annotations
@@ -32,8 +34,9 @@ MARK = 0x2581
 NEWLINE = 0x0A
 BASE = np.uint64(0x9E3779B97F4A7C15)
 """The hash's multiplier (numpy's uint64 arithmetic wraps: modulo 2**64)."""
-PIECES_PER_CALL = 4096
-"""Distinct pieces joined (by newlines) into one text for the tokenizer."""
+PIECES_PER_TEXT = 1024
+"""Distinct pieces joined (by newlines) into one text for the tokenizer (its texts are spread
+over the cores)."""
 KNOWN_PIECES = 100_000
 """Pieces whose ids are kept from one call to the next (a corpus repeats its words from batch to
 batch; the PEPs have 176,000 distinct pieces), about 30 MiB at most; past it they are forgotten."""
@@ -137,18 +140,18 @@ class PieceTokenizer:
         """The ids of the distinct pieces end to end, and where each one's begin (then the end).
 
         Pieces not met before (in this model's last :data:`KNOWN_PIECES`) are joined by
-        newlines, a few thousand a call: a newline is one id that no merge touches and that no
+        newlines, a thousand a text: a newline is one id that no merge touches and that no
         other character gives, so the ids split back at it exactly.
         """
         pieces = [joined[s : s + n] for s, n in zip(starts.tolist(), sizes.tolist())]
         if len(self.known) > KNOWN_PIECES:
             self.known = {"\n": (self.newline,)}
         new = [piece for piece in pieces if piece not in self.known]
-        for begin in range(0, len(new), PIECES_PER_CALL):
-            chunk = new[begin : begin + PIECES_PER_CALL]
-            (encoding,) = self.tokenizer.encode_batch_fast(
-                ["\n".join(chunk)], add_special_tokens=False
-            )
+        chunks = [new[n : n + PIECES_PER_TEXT] for n in range(0, len(new), PIECES_PER_TEXT)]
+        encoded = self.tokenizer.encode_batch_fast(
+            ["\n".join(chunk) for chunk in chunks], add_special_tokens=False
+        )
+        for chunk, encoding in zip(chunks, encoded):
             ids = encoding.ids
             joins = np.flatnonzero(np.array(ids) == self.newline).tolist()
             bounds = [-1, *joins, len(ids)]
