@@ -15,8 +15,9 @@ Speed (indexing embeds every passage): the tokenizer's normalizer (prepend ``▁
 → ``▁``) is a fifth of the tokenizer's time in ``tokenizers``, whose normalizer tracks the
 alignment of every byte; ``str.replace`` does the same in a fraction of it, so when the file's
 normalizer is exactly that one the text is normalized here and handed to the same model without
-a normalizer — the same token ids (tests/research/test_corpus_vectors.py compares the vectors
-with the plain computation's).
+a normalizer, which tokenizes each distinct piece of a batch once (research/embedding_pieces.py)
+— the same token ids (tests/research/test_corpus_vectors.py compares the vectors with the plain
+computation's).
 """
 
 from __future__ import annotations
