@@ -29,6 +29,8 @@ from research.embeddings import (
     package_folder,
     to_blobs,
 )
+from research.loaders import load_document, split_passages
+from tests.research.conftest import PEPS
 
 ODD_TEXTS = [
     "",
@@ -167,3 +169,25 @@ def test_a_failure_while_vectors_are_computed_keeps_what_the_corpus_held(
         texts, blobs = _stored(corpus._db, every=1)
         assert all("(second)" in text for text in texts)
         assert blobs == to_blobs(reference_vectors(texts))
+
+
+def test_the_pep_corpus_stores_each_documents_passages_in_order(pep_corpus_path: Path) -> None:
+    """Passages inserted together, with the row ids SQLite would give one by one: each
+    document's passages in order, its FTS rows the split of its text, the ids consecutive."""
+    with Corpus(pep_corpus_path) as corpus:
+        for path in sorted(PEPS.glob("*.rst"))[::70]:
+            source_id = f"peps/{path.stem}"
+            document = load_document(path, path.read_bytes())
+            rows = corpus._db.execute(
+                "SELECT p.rowid, p.passage_id, p.ordinal, f.title, f.section, f.text "
+                "FROM passages p JOIN passage_fts f ON f.rowid = p.rowid "
+                "WHERE p.source_id = ? ORDER BY p.rowid",
+                (source_id,),
+            ).fetchall()
+            expected = split_passages(document.text)
+            assert [(r[4], r[5]) for r in rows] == expected
+            assert {r[3] for r in rows} == {document.title}
+            assert [(r[1], r[2]) for r in rows] == [
+                (f"{source_id}#{n}", n) for n in range(len(expected))
+            ]
+            assert [r[0] for r in rows] == list(range(rows[0][0], rows[0][0] + len(rows)))
