@@ -180,6 +180,7 @@ SUBJECT_TITLE_WEIGHT = 0.4
 SOURCE_REPEAT_PENALTY = 0.6
 """A source already quoted weighs less for the next claim, so the answer draws on many documents."""
 MAX_JOINED_CLAIM = 500
+SHORT_STATEMENT_WORDS = 3
 SUPPORT_COVERAGE = 0.6
 SUPPORT_MIN_SHARED = 4
 CONTRADICTION_SIMILARITY = 0.45
@@ -362,7 +363,11 @@ def claim_candidates(passage: dict[str, Any]) -> list[str]:
     text = normalize_space(passage["text"])
     found: list[str] = []
     previous = ""
-    for sentence in sentences(passage["text"]):
+    # a passage of short statements only (an aphorism a line) offers those rather than nothing
+    found_sentences = sentences(passage["text"]) or sentences(
+        passage["text"], min_words=SHORT_STATEMENT_WORDS
+    )
+    for sentence in found_sentences:
         sentence = normalize_space(sentence)
         if sentence[:1].islower():
             previous = sentence
@@ -411,6 +416,14 @@ def analyze(inputs: dict[str, Any]) -> AnalysisAnswer:
             [stem(t) for t in sub.get("key_terms", [])] or terms(sub["text"]), vocabulary
         )
         relevance = index.scores(query_terms)
+        if not any(relevance):
+            # no sentence names the sub-question's terms: those of a document whose title does
+            # ("The Zen of Python" for "What is the Zen of Python?") are about it all the same
+            wanted = set(query_terms)
+            relevance = [
+                float(bool(wanted & set(terms(str(passage.get("title", ""))))))
+                for _, passage in candidates
+            ]
         top = max(relevance) or 1.0
         taken = 0
         while taken < per_question:
