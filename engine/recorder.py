@@ -12,6 +12,7 @@ from engine.events import Budget, Domain, RunEvent, StepSkipped
 from engine.run_state import RunState, StepRecord
 from engine.states import StepStatus
 from engine.store import BaseRunStore
+from engine.trusted import trusted
 
 _Event = TypeVar("_Event", bound=RunEvent)
 
@@ -44,18 +45,20 @@ class RunRecorder:
 
     def emit_budget(self) -> None:
         state = self.state
+        budget = state.budget
         self.emit(
-            Budget(
-                run_id=self.run_id,
+            trusted(  # one a step: the run's own counters, of the event's types
+                Budget,
+                run_id=state.run_id,
                 step_runs=state.step_runs,
-                llm_calls=state.budget.llm_calls,
-                tokens=state.budget.tokens,
+                llm_calls=int(budget.llm_calls),
+                tokens=int(budget.tokens),
                 max_step_runs=self.step_bound,
-                max_llm_calls=state.budget.max_llm_calls,
-                token_budget=state.budget.token_budget,
-                elapsed_s=round(state.elapsed_s, 6),
-                cost_usd=state.budget.cost_usd,
-                max_cost_usd=state.budget.max_cost_usd,
+                max_llm_calls=int(budget.max_llm_calls),
+                token_budget=int(budget.token_budget),
+                elapsed_s=round(float(state.elapsed_s), 6),
+                cost_usd=float(budget.cost_usd),
+                max_cost_usd=None if budget.max_cost_usd is None else float(budget.max_cost_usd),
             )
         )
 
@@ -63,8 +66,9 @@ class RunRecorder:
         """Settle ``record`` SKIPPED and announce it (the caller saves it)."""
         record.settle(StepStatus.SKIPPED, reason=reason)
         self.emit(
-            StepSkipped(
-                run_id=self.run_id,
+            trusted(
+                StepSkipped,
+                run_id=self.state.run_id,
                 step_id=record.step_id,
                 iteration=record.iteration,
                 reason=reason,

@@ -57,6 +57,7 @@ from engine.run_state import RunState, StepRecord
 from engine.states import RoutingSignal, StepStatus
 from engine.steps import REGISTRY, RegisteredStep, StepRegistry
 from engine.store import BaseRunStore
+from engine.trusted import trusted
 
 Sleep = Callable[[float], Awaitable[None]]
 
@@ -289,8 +290,9 @@ class StepRunner:
             self.recorder.save(record)
             if not continuing:
                 self.recorder.emit(
-                    StepStarted(
-                        run_id=self.run_id,
+                    trusted(
+                        StepStarted,
+                        run_id=state.run_id,
                         step_id=step_id,
                         iteration=record.iteration,
                         attempt=1,
@@ -526,17 +528,18 @@ class StepRunner:
             record.settle(StepStatus.SUCCEEDED, outputs=outputs)
             self.recorder.save(record)
             self.recorder.emit(
-                StepFinished(
-                    run_id=self.run_id,
+                trusted(  # the step's validated outputs and its counters
+                    StepFinished,
+                    run_id=self.state.run_id,
                     step_id=record.step_id,
                     iteration=record.iteration,
                     outputs=outputs,
-                    duration_s=round(duration_s, 6),
-                    llm_calls=stats.llm_calls,
-                    tokens=stats.tokens,
-                    providers=stats.providers,
-                    replayed_calls=stats.replayed,
-                    fallback_calls=stats.fallback_calls,
+                    duration_s=round(float(duration_s), 6),
+                    llm_calls=int(stats.llm_calls),
+                    tokens=int(stats.tokens),
+                    providers=[str(provider) for provider in stats.providers],
+                    replayed_calls=int(stats.replayed),
+                    fallback_calls=int(stats.fallback_calls),
                 )
             )
             if signal is not None:

@@ -7,7 +7,7 @@ import threading
 import time
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterator, Mapping
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager, nullcontext
 from typing import Any, TypeVar
 
 from engine.bus import BatchCallback, EventBus, Unsubscribe
@@ -32,8 +32,11 @@ from engine.store.records import (
     StepResult,
     new_run_id,
 )
+from engine.trusted import replaced
 
 _T = TypeVar("_T")
+_JOINED: AbstractContextManager[None] = nullcontext()
+"""What a batch opened inside another of the same thread is: the outer one commits."""
 _Store = TypeVar("_Store", bound="BaseRunStore")
 
 
@@ -159,16 +162,19 @@ class BaseRunStore(ABC):
     def get_interrupt(self, interrupt_id: str) -> InterruptRecord | None: ...
 
     # -- transactions --------------------------------------------------------
-    @contextmanager
-    def batch(self) -> Iterator[None]:
+    def batch(self) -> AbstractContextManager[None]:
         """Group writes into one commit; events are fanned out after it.
 
         Keep the body synchronous (no ``await``): the writer lock is held for
-        the whole batch.
+        the whole batch. A batch opened inside one of the same thread joins it (the engine
+        nests them on every step, so that case costs no generator).
         """
         if self._batch_depth and self._batch_owner == threading.get_ident():
-            yield
-            return
+            return _JOINED
+        return self._outer_batch()
+
+    @contextmanager
+    def _outer_batch(self) -> Iterator[None]:
         with self._lock:
             self._storing(self._begin)
             self._batch_owner = threading.get_ident()
@@ -351,12 +357,11 @@ class BaseRunStore(ABC):
             self._seq[run_id] = last_seq
             self._mono_base[run_id] = self._monotonic() - last_mono
         self._seq[run_id] += 1
-        stamped = event.model_copy(  # the event was validated when built; only the stamps are new
-            update={
-                "seq": self._seq[run_id],
-                "ts": self._clock(),
-                "mono": self._monotonic() - self._mono_base[run_id],
-            }
+        stamped = replaced(  # the event was validated when built; only the stamps are new
+            event,
+            seq=self._seq[run_id],
+            ts=self._clock(),
+            mono=self._monotonic() - self._mono_base[run_id],
         )
         self._write_event(stamped)
         self._unpublished.append(stamped)
