@@ -29,6 +29,7 @@ from typing import Literal
 
 from engine.events import GraphEdge, GraphNode
 from engine.spec import StepSpec, WorkflowDefinition
+from engine.trusted import trusted
 
 ForwardKind = Literal["depends_on", "route", "detour"]
 
@@ -418,8 +419,9 @@ class WorkflowGraph:
     def nodes_and_edges(self) -> tuple[list[GraphNode], list[GraphEdge]]:
         """The graph as the ``run_started`` event carries it: one edge per pair of steps,
         its kind the most specific one (loop, detour, route, then depends_on)."""
-        nodes = [
-            GraphNode(
+        nodes = [  # one per step, of the validated definition's fields
+            trusted(
+                GraphNode,
                 id=spec.id,
                 uses=spec.uses,
                 group=spec.group,
@@ -436,8 +438,9 @@ class WorkflowGraph:
             kind: Literal["depends_on", "route", "detour"] = (
                 "detour" if "detour" in kinds else "route" if "route" in kinds else "depends_on"
             )
-            edges.append(GraphEdge(source=source, target=target, kind=kind))
+            edges.append(trusted(GraphEdge, source=source, target=target, kind=kind))
         edges.extend(
-            GraphEdge(source=e.source, target=e.target, kind="loop") for e in self.loop_edges
+            trusted(GraphEdge, source=e.source, target=e.target, kind="loop")
+            for e in self.loop_edges
         )
         return nodes, edges

@@ -88,11 +88,14 @@ class ReadinessRules:
             if declarer is not None:
                 waiting = [d for d in graph.dependents(target) if d != declarer]
                 self._guarded.setdefault(declarer, []).extend(waiting)
+        self._followers = {
+            s: (*graph.dependents(s), *self._guarded.get(s, ())) for s in state.steps
+        }
 
-    def followers(self, step_id: str) -> list[str]:
+    def followers(self, step_id: str) -> tuple[str, ...]:
         """The steps whose readiness may change when ``step_id`` settles: its dependents,
         and, for a loop's router, the steps outside the loop that wait for its last pass."""
-        return [*self.graph.dependents(step_id), *self._guarded.get(step_id, ())]
+        return self._followers[step_id]
 
     def order_key(self, step_id: str) -> int:
         return self._order[step_id]

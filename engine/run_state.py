@@ -295,7 +295,9 @@ class RunState:
                 step_id: self.steps[step_id].attempt
                 for step_id in sorted(self._waiting, key=self._order.__getitem__)
                 if self.steps[step_id].attempt > 1
-            },
+            }
+            if self._waiting
+            else {},
             "active_detour": {"declared_by": detour.declared_by, "target": detour.target}
             if detour
             else None,

@@ -326,9 +326,11 @@ class StepRunner:
             outputs, ctx = await self._attempts(record, registered, inp, ctx)
             if spec.interrupt is not None and spec.interrupt.after:
                 outputs = await self._approve_outputs(record, registered, outputs, ctx)
-            signal = await self.routes.decide(
-                record, outputs, partial(self.activation, record), ctx
-            )
+            signal = None
+            if self.routes.needs_decision(record, outputs):
+                signal = await self.routes.decide(
+                    record, outputs, partial(self.activation, record), ctx
+                )
         except BudgetExceeded as error:
             self.state.limit_reason = str(error)
             return partial(self._settle_failed, record, f"limit reached: {error}")
@@ -446,14 +448,14 @@ class StepRunner:
                 f"invalid outputs from {registered.name} after one repair attempt: {_one_line(error)}"
             ) from None
 
-    async def _call(
+    def _call(
         self, record: StepRecord, registered: RegisteredStep, inp: BaseModel, ctx: StepContext
-    ) -> Any:
+    ) -> Awaitable[Any]:
+        """The implementation's call, within the step's ``timeout_s`` if it has one."""
         timeout = record.spec.timeout_s
         if timeout is None:
-            return await registered.function(ctx, inp)
-        async with asyncio.timeout(timeout):
-            return await registered.function(ctx, inp)
+            return registered.function(ctx, inp)
+        return _within(timeout, registered.function(ctx, inp))
 
     async def _approve_outputs(
         self,
@@ -556,6 +558,11 @@ class StepRunner:
             self.recorder.save_engine_state()
             self.recorder.emit_budget()
         return StepOutcome(record.step_id, StepStatus.SUCCEEDED, signal=signal, effects=effects)
+
+
+async def _within(timeout_s: float, call: Awaitable[Any]) -> Any:
+    async with asyncio.timeout(timeout_s):
+        return await call
 
 
 def _coerce_outputs(registered: RegisteredStep, value: Any) -> dict[str, Any]:
