@@ -214,15 +214,15 @@ class BaseRunStore(ABC):
         """The typed error a storage failure is reported as (None: not a storage failure)."""
         return None
 
-    def _write(self, run_id: str, write: Callable[[], _T]) -> _T:
-        """Run ``write`` of ``run_id`` inside the current batch, or in a batch of its own,
-        after checking this store's lease on the run."""
+    def _write(self, run_id: str, write: Callable[..., _T], *args: Any) -> _T:
+        """Run ``write(*args)`` of ``run_id`` inside the current batch, or in a batch of its
+        own, after checking this store's lease on the run."""
         if self._batch_depth and self._batch_owner == threading.get_ident():
             self._fence(run_id)
-            return write()
+            return write(*args)
         with self.batch():
             self._fence(run_id)
-            return write()
+            return write(*args)
 
     def _fence(self, run_id: str) -> None:
         """Check, once per transaction, that the lease this store claimed on ``run_id`` is
@@ -348,7 +348,7 @@ class BaseRunStore(ABC):
 
         Outside a batch it is committed and fanned out before this returns.
         """
-        return self._write(event.run_id, lambda: self._stamp_and_write(event))
+        return self._write(event.run_id, self._stamp_and_write, event)
 
     def _stamp_and_write(self, event: RunEvent) -> RunEvent:
         run_id = event.run_id
@@ -390,19 +390,19 @@ class BaseRunStore(ABC):
     def save_engine_state(self, run_id: str, state: dict[str, Any]) -> None:
         """Store what resume needs besides the step results; written with every step transition."""
         updated_ts = self._clock()
-        self._write(run_id, lambda: self._write_engine_state(run_id, state, updated_ts))
+        self._write(run_id, self._write_engine_state, run_id, state, updated_ts)
 
     def save_step(self, run_id: str, result: StepResult) -> None:
         """Store the latest state of a step; a settled one also becomes its iteration's history row."""
-        self._write(run_id, lambda: self._write_step(run_id, result))
+        self._write(run_id, self._write_step, run_id, result)
 
     def journal_put(
         self, run_id: str, step_id: str, iteration: int, index: int, entry: JournalEntry
     ) -> None:
-        self._write(run_id, lambda: self._write_journal(run_id, step_id, iteration, index, entry))
+        self._write(run_id, self._write_journal, run_id, step_id, iteration, index, entry)
 
     def add_interrupt(self, record: InterruptRecord) -> None:
-        self._write(record.run_id, lambda: self._write_interrupt(record))
+        self._write(record.run_id, self._write_interrupt, record)
 
     def record_answer(self, interrupt_id: str, answer: InterruptAnswer) -> InterruptRecord:
         """Store an answer to a pending interrupt; the engine consumes it (and announces it
