@@ -57,7 +57,6 @@ from engine.run_state import RunState, StepRecord
 from engine.states import RoutingSignal, StepStatus
 from engine.steps import REGISTRY, RegisteredStep, StepRegistry
 from engine.store import BaseRunStore
-from engine.trusted import trusted
 
 Sleep = Callable[[float], Awaitable[None]]
 
@@ -289,15 +288,13 @@ class StepRunner:
         with self.store.batch():
             self.recorder.save(record)
             if not continuing:
-                self.recorder.emit(
-                    trusted(
-                        StepStarted,
-                        run_id=state.run_id,
-                        step_id=step_id,
-                        iteration=record.iteration,
-                        attempt=1,
-                        inputs=inp.model_dump(mode="json"),
-                    )
+                self.recorder.emit_new(
+                    StepStarted,
+                    run_id=state.run_id,
+                    step_id=step_id,
+                    iteration=record.iteration,
+                    attempt=1,
+                    inputs=inp.model_dump(mode="json"),
                 )
         return BegunStep(record, registered, inp)
 
@@ -529,20 +526,18 @@ class StepRunner:
         with self.store.batch():
             record.settle(StepStatus.SUCCEEDED, outputs=outputs)
             self.recorder.save(record)
-            self.recorder.emit(
-                trusted(  # the step's validated outputs and its counters
-                    StepFinished,
-                    run_id=self.state.run_id,
-                    step_id=record.step_id,
-                    iteration=record.iteration,
-                    outputs=outputs,
-                    duration_s=round(float(duration_s), 6),
-                    llm_calls=int(stats.llm_calls),
-                    tokens=int(stats.tokens),
-                    providers=[str(provider) for provider in stats.providers],
-                    replayed_calls=int(stats.replayed),
-                    fallback_calls=int(stats.fallback_calls),
-                )
+            self.recorder.emit_new(  # the step's validated outputs and its counters
+                StepFinished,
+                run_id=self.state.run_id,
+                step_id=record.step_id,
+                iteration=record.iteration,
+                outputs=outputs,
+                duration_s=round(float(duration_s), 6),
+                llm_calls=int(stats.llm_calls),
+                tokens=int(stats.tokens),
+                providers=[str(provider) for provider in stats.providers],
+                replayed_calls=int(stats.replayed),
+                fallback_calls=int(stats.fallback_calls),
             )
             if signal is not None:
                 self.recorder.emit(

@@ -8,7 +8,7 @@ import time
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import AbstractContextManager, contextmanager, nullcontext
-from typing import Any, TypeVar
+from typing import Any, TypeVar, cast
 
 from engine.bus import BatchCallback, EventBus, Unsubscribe
 from engine.context import InterruptAnswer, JournalEntry
@@ -32,9 +32,10 @@ from engine.store.records import (
     StepResult,
     new_run_id,
 )
-from engine.trusted import replaced
+from engine.trusted import replaced, trusted
 
 _T = TypeVar("_T")
+_Event = TypeVar("_Event", bound=RunEvent)
 _JOINED: AbstractContextManager[None] = nullcontext()
 """What a batch opened inside another of the same thread is: the outer one commits."""
 _Store = TypeVar("_Store", bound="BaseRunStore")
@@ -350,19 +351,31 @@ class BaseRunStore(ABC):
         """
         return self._write(event.run_id, self._stamp_and_write, event)
 
+    def append_new(self, kind: type[_Event], **fields: Any) -> _Event:
+        """``append(kind(**fields))`` for an event of the engine's own values (of the event's
+        types: engine/trusted.py), built once with its stamps instead of validated, then
+        copied to be stamped — the engine appends a few a step."""
+        return cast(_Event, self._write(fields["run_id"], self._build_and_write, kind, fields))
+
     def _stamp_and_write(self, event: RunEvent) -> RunEvent:
-        run_id = event.run_id
+        seq, ts, mono = self._stamps(event.run_id)
+        # the event was validated when built; only the stamps are new
+        return self._written(replaced(event, seq=seq, ts=ts, mono=mono))
+
+    def _build_and_write(self, kind: type[RunEvent], fields: dict[str, Any]) -> RunEvent:
+        seq, ts, mono = self._stamps(fields["run_id"])
+        return self._written(trusted(kind, **fields, seq=seq, ts=ts, mono=mono))
+
+    def _stamps(self, run_id: str) -> tuple[int, float, float]:
+        """The run's next seq, the wall time and the seconds since the run started."""
         if run_id not in self._seq:
             last_seq, last_mono = self._last_event(run_id)
             self._seq[run_id] = last_seq
             self._mono_base[run_id] = self._monotonic() - last_mono
-        self._seq[run_id] += 1
-        stamped = replaced(  # the event was validated when built; only the stamps are new
-            event,
-            seq=self._seq[run_id],
-            ts=self._clock(),
-            mono=self._monotonic() - self._mono_base[run_id],
-        )
+        seq = self._seq[run_id] = self._seq[run_id] + 1
+        return seq, self._clock(), self._monotonic() - self._mono_base[run_id]
+
+    def _written(self, stamped: RunEvent) -> RunEvent:
         self._write_event(stamped)
         self._unpublished.append(stamped)
         return stamped
