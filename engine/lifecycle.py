@@ -23,10 +23,12 @@ Running one step is engine/runner.py's, shared as well.
 from __future__ import annotations
 
 import asyncio
+import gc
 import os
 import time
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Collection
+from collections.abc import Callable, Collection, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 
 from engine.completion import conclude
@@ -269,8 +271,8 @@ class EngineBase(ABC):
         self, runner: StepRunner, run: RunContext, *, resumed: bool, forked_from: str | None = None
     ) -> None:
         state = runner.state
-        nodes, edges = runner.graph.nodes_and_edges()
-        with runner.store.batch():
+        with _uncollected(), runner.store.batch():
+            nodes, edges = runner.graph.nodes_and_edges()
             runner.store.set_status(state.run_id, RunStatus.RUNNING)
             runner.recorder.emit(
                 RunStarted(
@@ -354,6 +356,24 @@ class EngineBase(ABC):
             pending_interrupts=pending,
             engine=self.name,
         )
+
+
+@contextmanager
+def _uncollected() -> Iterator[None]:
+    """No cycle collection while the run's start is stored. ``run_started`` carries the
+    graph, two models a node and an edge, each with the set of its fields: for 10,000 steps,
+    fifty thousand objects the collector tracks, alive until the start commits and then freed
+    at once (nothing refers back to them). Built under the collector's eye they were promoted
+    to its oldest generation on the way, which made it walk every object of the process
+    twice in such a run — a fifth of the run's time. (The collector is left as it was found:
+    a process that turned it off keeps it off.)"""
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()
 
 
 def _release(store: BaseRunStore, run_id: str) -> None:

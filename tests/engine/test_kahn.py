@@ -9,7 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from engine.context import InterruptAnswer
-from engine.events import StepFinished, StepStarted
+from engine.events import RunEvent, StepFinished, StepStarted
 from engine.kahn import KahnEngine
 from engine.protocol import RunContext
 from engine.readiness import trigger_readiness
@@ -396,3 +396,31 @@ async def test_the_run_timeout_skips_what_was_running_with_its_reason_in_declare
         ("zeta", "run stopped: timeout_s 0.05 reached"),
         ("alpha", "run stopped: timeout_s 0.05 reached"),
     ]
+
+
+@pytest.mark.parametrize("collector_on", [True, False])
+async def test_a_run_start_collects_no_cycles_and_leaves_the_collector_as_it_found_it(
+    collector_on: bool,
+) -> None:
+    """The start of a run (its graph in ``run_started``: two models a node and an edge) is
+    stored with the cycle collector held off, then the collector is as it was: on again in a
+    process where it runs, still off in one that turned it off."""
+    import gc
+
+    started: list[bool] = []
+
+    class Watching(InMemoryRunStore):
+        def _write_event(self, event: RunEvent) -> None:
+            if event.kind == "run_started":
+                started.append(gc.isenabled())
+            super()._write_event(event)
+
+    was = gc.isenabled()
+    (gc.enable if collector_on else gc.disable)()
+    try:
+        result, _ = await run(workflow(step("a"), step("b", depends_on=["a"])), store=Watching())
+        assert gc.isenabled() is collector_on
+    finally:
+        (gc.enable if was else gc.disable)()
+    assert result.status == RunStatus.COMPLETED
+    assert started == [False]
