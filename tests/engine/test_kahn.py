@@ -424,3 +424,20 @@ async def test_a_run_start_collects_no_cycles_and_leaves_the_collector_as_it_fou
         (gc.enable if was else gc.disable)()
     assert result.status == RunStatus.COMPLETED
     assert started == [False]
+
+
+async def test_expressions_read_the_run_counters_as_they_stand() -> None:
+    """``run.step_runs``, ``run.llm_calls`` and ``run.tokens`` in a step's inputs are the run's
+    counters when the step starts: after two model calls of 10 tokens, in its third start."""
+    wf = workflow(
+        step("chatty", "test.model_calls", config={"calls": 2}),
+        step(
+            "reads",
+            depends_on=["chatty"],
+            inputs={"runs": "run.step_runs", "calls": "run.llm_calls", "tokens": "run.tokens"},
+        ),
+    )
+    result, events = await run(wf, model=FakeModel(["hi"], tokens=10))
+    assert result.status == RunStatus.COMPLETED
+    finished = {e.step_id: e for e in events if isinstance(e, StepFinished)}
+    assert finished["reads"].outputs == {"runs": 1, "calls": 2, "tokens": 20}

@@ -172,3 +172,30 @@ def test_append_new_stores_and_returns_what_append_does(store: BaseRunStore) -> 
     assert stored[1] == built and stored[2] == appended
     store.bus.close()
     assert [event.seq for event in seen] == [1, 2, 3]
+
+
+def test_a_model_class_met_for_the_first_time_is_laid_out_from_its_fields() -> None:
+    """A class defined here is new to the cache of layouts on every run of the test: its
+    defaults, its factories and its refusal are worked out from its fields, not remembered."""
+
+    class Fresh(BaseModel):
+        model_config = ConfigDict(extra="forbid", frozen=True)
+        name: str
+        count: int = 3
+        note: str | None = "kept"
+        items: list[int] = Field(default_factory=lambda: [1])
+
+    built, validated = trusted(Fresh, name="a"), Fresh(name="a")
+    assert built == validated and built.model_fields_set == validated.model_fields_set == {"name"}
+    assert json_text(built) == validated.model_dump_json()
+    assert built.items is not trusted(Fresh, name="b").items
+    given = trusted(Fresh, name="c", count=0, note=None, items=[])
+    assert given == Fresh(name="c", count=0, note=None, items=[])
+    assert replaced(given, count=5) == given.model_copy(update={"count": 5})
+
+    class Loose(BaseModel):
+        model_config = ConfigDict(extra="ignore")
+        a: int = 0
+
+    with pytest.raises(TypeError, match="only frozen models"):
+        trusted(Loose)
