@@ -156,8 +156,7 @@ class _Wavefront:
                 del self.running[step_id]
             with self.runner.store.batch():
                 reset = settle().effects.reset
-                followers = self.runner.rules.followers(step_id)
-                self.consider((*followers, *reset) if reset else followers)
+                self.consider((*self.runner.rules.followers(step_id), *reset))
         except WaitingForHuman:
             self.waiting.add(step_id)
             self.runner.interrupts.mark_waiting(step_id)
