@@ -5,6 +5,7 @@ JSON — and the same event once stored and read back."""
 
 from __future__ import annotations
 
+import pickle
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -97,6 +98,7 @@ def test_a_trusted_model_is_the_validated_one(
     assert json_text(built) == validated.model_dump_json()
     assert built.model_dump() == validated.model_dump()
     assert repr(built) == repr(validated)
+    assert pickle.loads(pickle.dumps(built)) == validated  # every slot pydantic keeps is set
 
 
 def test_a_trusted_model_is_frozen_and_gets_fresh_defaults() -> None:
@@ -115,6 +117,7 @@ def test_replaced_is_model_copy_with_the_update() -> None:
     expected = event.model_copy(update={"seq": 7, "ts": 1.5, "mono": 0.25})
     assert copy == expected and copy.model_fields_set == expected.model_fields_set
     assert json_text(copy) == expected.model_dump_json()
+    assert pickle.loads(pickle.dumps(copy)) == expected
     assert event.seq == 0  # the original is left as it was
 
 
