@@ -9,11 +9,11 @@ from typing import Any
 import psycopg
 import pytest
 
-from engine.context import JournalEntry
+from engine.context import InterruptRequest, JournalEntry
 from engine.events import Log
 from engine.spec import StepSpec, WorkflowDefinition
 from engine.states import RunStatus, StepStatus
-from engine.store import LeaseLost, StepResult, UnknownRun
+from engine.store import InterruptRecord, LeaseLost, StepResult, UnknownRun
 from tests.stores import DURABLE, OpenStore
 
 WF = WorkflowDefinition(name="lease_test", steps=[StepSpec(id="a", uses="demo.echo")])
@@ -50,6 +50,12 @@ def test_a_write_with_a_stale_epoch_raises_and_commits_nothing(open_store: OpenS
     )
     for write in (
         lambda: old.append(Log(run_id=run_id, message="lost too")),
+        lambda: old.append_new(Log, run_id=run_id, message="lost as well"),
+        lambda: old.add_interrupt(
+            InterruptRecord(
+                interrupt_id="i", run_id=run_id, step_id="a", request=InterruptRequest(prompt="?")
+            )
+        ),
         lambda: old.save_step(run_id, StepResult(step_id="a", status=StepStatus.FAILED)),
         lambda: old.journal_put(run_id, "a", 0, 0, JournalEntry(kind="llm", payload="x")),
         lambda: old.save_engine_state(run_id, {"step_runs": 9}),
@@ -64,6 +70,7 @@ def test_a_write_with_a_stale_epoch_raises_and_commits_nothing(open_store: OpenS
     assert [e.message for e in reader.events(run_id)] == ["before the takeover", "after"]  # type: ignore[union-attr]
     assert reader.step_results(run_id) == {}
     assert reader.journal_get(run_id, "a", 0, 0) is None
+    assert reader.interrupts(run_id) == []
     record = reader.get_run(run_id)
     assert (record.status, record.engine_state) == (RunStatus.RUNNING, {})
 
