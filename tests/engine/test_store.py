@@ -391,3 +391,15 @@ def test_a_step_iterations_journal_is_listed_in_call_order(store: BaseRunStore) 
         (2, "k2", [2]),
     ]
     assert store.journal_entries(run_id, "c", 0) == []
+
+
+def test_after_a_claim_the_next_event_continues_the_runs_seq_and_time(store: BaseRunStore) -> None:
+    """A claim forgets what the store knew of the run's last event (another holder may have
+    appended); the next one is read back: its seq follows on, its time does not go back."""
+    run_id = store.create_run(WF, {}, "kahn", "test")
+    first = store.append(Log(run_id=run_id, message="one"))
+    second = store.append(Log(run_id=run_id, message="two"))
+    store.claim(run_id)
+    third = store.append(Log(run_id=run_id, message="three"))
+    assert (first.seq, second.seq, third.seq) == (1, 2, 3)
+    assert third.mono >= second.mono

@@ -149,3 +149,36 @@ def test_committed_events_are_notified_once_per_run_and_transaction(
         assert _notifications(listener) == []  # a rolled-back batch, a batch without events
         store.append(Log(run_id=run_id, message="next"))
         assert _notifications(listener) == [f"{run_id} 4"]
+
+
+@durable
+async def test_a_run_owned_by_another_live_process_resumes_only_under_a_lease(
+    open_store: OpenStore,
+) -> None:
+    """A RUNNING run whose recorded owner is another live process (here: this test's parent)
+    is refused to a plain resume, and resumed by a store that claimed its lease, which fences
+    that owner out (a worker taking over a run)."""
+    import os
+    import socket
+
+    import engine.demo_steps  # noqa: F401 - registers demo.echo
+    from engine.kahn import KahnEngine
+    from engine.protocol import RunContext
+    from engine.store import RunOwned
+    from engine.store.ownership import RunOwner, _proc_start
+
+    store = open_store()
+    run_id = store.create_run(WF, {}, "kahn", "test")
+    parent = os.getppid()
+    other = RunOwner(
+        host=socket.gethostname(), pid=parent, token="another", proc_start=_proc_start(parent)[0]
+    )
+    with store.batch():
+        store._write_owner(run_id, other)
+    assert store.get_run(run_id).owner_status == "alive"
+    with pytest.raises(RunOwned):
+        await KahnEngine().resume(run_id, RunContext(store=store))
+    leased = open_store()
+    leased.claim(run_id)
+    result = await KahnEngine().resume(run_id, RunContext(store=leased))
+    assert result.status == RunStatus.COMPLETED
