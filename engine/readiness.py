@@ -42,11 +42,10 @@ def trigger_readiness(rule: str, statuses: list[StepStatus]) -> Readiness:
     """
     if not statuses:
         return RUN
-    if rule != "one_failed" and all(s is StepStatus.SUCCEEDED for s in statuses):
+    if rule != "one_failed" and all(s == StepStatus.SUCCEEDED for s in statuses):
         return RUN  # every rule but one_failed runs when every dependency succeeded
     succeeded = sum(s == StepStatus.SUCCEEDED for s in statuses)
     failed = sum(s in FAILED for s in statuses)
-    skipped = sum(s == StepStatus.SKIPPED for s in statuses)
     if rule == "all_done":
         return RUN
     if rule == "one_failed":
@@ -59,8 +58,8 @@ def trigger_readiness(rule: str, statuses: list[StepStatus]) -> Readiness:
         return Readiness("skip", "every dependency was skipped")
     if failed:
         return UPSTREAM_FAILED
-    if rule == "all_success":
-        return RUN if skipped == 0 else Readiness("skip", "a dependency was skipped (all_success)")
+    if rule == "all_success":  # none failed, not all succeeded: one was skipped
+        return Readiness("skip", "a dependency was skipped (all_success)")
     if rule == "none_failed":
         return RUN
     return RUN if succeeded else Readiness("skip", "every dependency was skipped")
