@@ -46,6 +46,12 @@ async def test_the_budget_events_and_the_stored_state_count_the_engines_time(eng
     assert store.get_run(result.run_id).engine_state["elapsed_s"] == 6.5
 
 
+async def test_the_budget_events_time_is_kept_to_the_microsecond(engine: str) -> None:
+    wf = workflow(step("first", "runner.takes", config={"seconds": 1.23456789}))
+    result, events = await execute(engine, wf, InMemoryRunStore(), ManualClock())
+    assert [e.elapsed_s for e in events if isinstance(e, Budget)] == [1.234568]
+
+
 async def test_timeout_s_is_reached_on_the_engines_clock(engine: str) -> None:
     """Eleven seconds pass on the clock the engine was given in the first step, none on any
     other clock: the run ends PARTIAL at its ten-second limit before the next step starts."""
