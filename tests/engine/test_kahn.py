@@ -434,10 +434,16 @@ async def test_expressions_read_the_run_counters_as_they_stand() -> None:
         step(
             "reads",
             depends_on=["chatty"],
-            inputs={"runs": "run.step_runs", "calls": "run.llm_calls", "tokens": "run.tokens"},
+            inputs={
+                "runs": "run.step_runs",
+                "calls": "run.llm_calls",
+                "tokens": "run.tokens",
+                "bound": "run.max_step_runs",
+            },
         ),
     )
     result, events = await run(wf, model=FakeModel(["hi"], tokens=10))
     assert result.status == RunStatus.COMPLETED
     finished = {e.step_id: e for e in events if isinstance(e, StepFinished)}
-    assert finished["reads"].outputs == {"runs": 1, "calls": 2, "tokens": 20}
+    bound = wf.limits.step_run_bound(2)
+    assert finished["reads"].outputs == {"runs": 1, "calls": 2, "tokens": 20, "bound": bound}

@@ -52,6 +52,17 @@ async def test_the_budget_events_time_is_kept_to_the_microsecond(engine: str) ->
     assert [e.elapsed_s for e in events if isinstance(e, Budget)] == [1.234568]
 
 
+async def test_a_run_whose_time_is_exactly_used_up_starts_nothing_more(engine: str) -> None:
+    wf = workflow(
+        step("first", "runner.takes", config={"seconds": 10.0}),
+        step("second", "runner.takes", depends_on=["first"], config={"seconds": 1.0}),
+        limits=Limits(timeout_s=10),
+    )
+    result, _ = await execute(engine, wf, InMemoryRunStore(), ManualClock())
+    assert (result.status, result.reason) == (RunStatus.PARTIAL, "timeout_s 10 reached")
+    assert result.step_statuses["second"] == StepStatus.SKIPPED
+
+
 async def test_timeout_s_is_reached_on_the_engines_clock(engine: str) -> None:
     """Eleven seconds pass on the clock the engine was given in the first step, none on any
     other clock: the run ends PARTIAL at its ten-second limit before the next step starts."""
