@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from engine.context import InterruptAnswer
-from engine.events import Budget, RunEvent
+from engine.events import Budget, RunEvent, StepFinished
 from engine.kahn import KahnEngine
 from engine.langgraph_engine import LangGraphEngine
 from engine.lifecycle import EngineBase
@@ -50,6 +50,16 @@ async def test_the_budget_events_time_is_kept_to_the_microsecond(engine: str) ->
     wf = workflow(step("first", "runner.takes", config={"seconds": 1.23456789}))
     result, events = await execute(engine, wf, InMemoryRunStore(), ManualClock())
     assert [e.elapsed_s for e in events if isinstance(e, Budget)] == [1.234568]
+
+
+async def test_expressions_read_the_runs_time_on_the_engines_clock(engine: str) -> None:
+    wf = workflow(
+        step("first", "runner.takes", config={"seconds": 2.5}),
+        step("reads", depends_on=["first"], inputs={"elapsed": "run.elapsed_s"}),
+    )
+    result, events = await execute(engine, wf, InMemoryRunStore(), ManualClock())
+    [finished] = [e for e in events if isinstance(e, StepFinished) and e.step_id == "reads"]
+    assert finished.outputs == {"elapsed": 2.5}
 
 
 async def test_a_run_whose_time_is_exactly_used_up_starts_nothing_more(engine: str) -> None:
