@@ -48,8 +48,10 @@ async def test_the_budget_events_and_the_stored_state_count_the_engines_time(eng
 
 async def test_the_budget_events_time_is_kept_to_the_microsecond(engine: str) -> None:
     wf = workflow(step("first", "runner.takes", config={"seconds": 1.23456789}))
-    result, events = await execute(engine, wf, InMemoryRunStore(), ManualClock())
+    store = InMemoryRunStore()
+    result, events = await execute(engine, wf, store, ManualClock())
     assert [e.elapsed_s for e in events if isinstance(e, Budget)] == [1.234568]
+    assert store.get_run(result.run_id).engine_state["elapsed_s"] == 1.234568
 
 
 async def test_expressions_read_the_runs_time_on_the_engines_clock(engine: str) -> None:
