@@ -75,6 +75,16 @@ async def test_a_run_whose_time_is_exactly_used_up_starts_nothing_more(engine: s
     assert result.step_statuses["second"] == StepStatus.SKIPPED
 
 
+async def test_a_run_with_time_left_starts_its_next_step(engine: str) -> None:
+    wf = workflow(
+        step("first", "runner.takes", config={"seconds": 9.5}),
+        step("second", "runner.takes", depends_on=["first"], config={"seconds": 0.25}),
+        limits=Limits(timeout_s=10),
+    )
+    result, _ = await execute(engine, wf, InMemoryRunStore(), ManualClock())
+    assert result.status == RunStatus.COMPLETED
+
+
 async def test_timeout_s_is_reached_on_the_engines_clock(engine: str) -> None:
     """Eleven seconds pass on the clock the engine was given in the first step, none on any
     other clock: the run ends PARTIAL at its ten-second limit before the next step starts."""
