@@ -17,7 +17,7 @@ from engine.event_lines import DomainDescriber, EventLine, summarize
 from engine.events import Domain, RunEvent
 from engine.states import StepStatus
 from engine.store import StepResult
-from tui.present.console import SafeConsole
+from tui.present.console import Piece, SafeConsole, piece_markup, print_lines
 from tui.present.event_lines import describe
 from tui.present.skip_words import skip_words
 from tui.present.status_tone import Tone, tone
@@ -86,27 +86,35 @@ class HeadlessPrinter:
         self.domain = domain
 
     def __call__(self, events: Iterable[RunEvent]) -> None:
-        for event in events:
-            line = self.line(event)
-            if line:
-                self.console.print(line, highlight=False)
+        print_lines(self.console, (pieces for event in events if (pieces := self.pieces(event))))
 
     def line(self, event: RunEvent) -> str | None:
-        """The console line for ``event``, or None for events the console does not show."""
+        """The console line for ``event`` in rich markup, or None for events the console does
+        not show."""
+        pieces = self.pieces(event)
+        return piece_markup(pieces) if pieces else None
+
+    def pieces(self, event: RunEvent) -> list[Piece]:
+        """The console line for ``event`` as styled pieces; empty for events the console does
+        not show."""
         if event.kind in QUIET_EVENTS or (isinstance(event, Domain) and not self.show_domain):
-            return None
-        return f"[dim]{event.mono:7.2f}s[/] " + console_markup(describe(event, self.domain), event)
+            return []
+        return [
+            (f"{event.mono:7.2f}s", "dim"),
+            (" ", ""),
+            *console_pieces(describe(event, self.domain), event),
+        ]
 
 
-def console_markup(line: EventLine, event: RunEvent) -> str:
-    """An event line in rich markup: a glyph for its kind, coloured by its level when that
+def console_pieces(line: EventLine, event: RunEvent) -> list[Piece]:
+    """An event line as styled pieces: a glyph for its kind, coloured by its level when that
     is not plain info, else by its status's tone; run lines bold and flush left."""
-    text = f"{GLYPHS.get(event.kind, '·')} {escape(line.text)}"
+    text = f"{GLYPHS.get(event.kind, '·')} {line.text}"
     style = _style(line)
     if event.kind in RUN_EVENTS:
-        return f"[bold {style}]{text}[/]"
-    outputs = f" [dim]{escape(line.outputs)}[/]" if line.outputs else ""
-    return f"  [{style}]{text}[/]{outputs}"
+        return [(text, f"bold {style}")]
+    outputs: list[Piece] = [(" ", ""), (line.outputs, "dim")] if line.outputs else []
+    return [("  ", ""), (text, style), *outputs]
 
 
 def _style(line: EventLine) -> str:
