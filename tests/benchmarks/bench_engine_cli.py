@@ -10,7 +10,8 @@ whose cost per step does not grow with the workflow has a ratio near 1.0.
 
 With ``BENCH_COMPARE_WITH=/tmp/main`` (an export of another tree, e.g. ``git archive main``)
 the same chains run on that tree's code too, in the same run, and the before / after ratio
-of each figure is printed.
+of each figure is printed. ``BENCH_CLI_SIZES`` and ``BENCH_CLI_RUNS`` choose other sizes and
+run counts (below) for a quicker look while developing.
 """
 
 from __future__ import annotations
@@ -23,8 +24,28 @@ import tempfile
 import time
 from pathlib import Path
 
-SIZES = (60, 1_000, 4_000)
-RUNS = {"kahn": 3, "langgraph": 2}
+SIZES_KNOB = "BENCH_CLI_SIZES"
+"""An environment variable with three chain sizes to measure instead of 60, 1,000 and 4,000
+(``BENCH_CLI_SIZES=60,300,1000``: a few minutes instead of half an hour, while developing)."""
+RUNS_KNOB = "BENCH_CLI_RUNS"
+"""An environment variable with the runs per cell of this tree (``kahn,langgraph``, e.g. ``1,1``)."""
+
+
+def _sizes() -> tuple[int, int, int]:
+    small, middle, large = (
+        int(size) for size in os.environ.get(SIZES_KNOB, "60,1000,4000").split(",")
+    )
+    return small, middle, large
+
+
+def _runs() -> dict[str, int]:
+    kahn, langgraph = (int(runs) for runs in os.environ.get(RUNS_KNOB, "3,2").split(","))
+    return {"kahn": kahn, "langgraph": langgraph}
+
+
+SIZES = _sizes()
+SMALL, MIDDLE, LARGE = SIZES
+RUNS = _runs()
 """Runs per cell (the best is used): LangGraph's take longer. The tree compared with runs
 each cell once (before the work of issue 26 its 4,000-step chains took minutes)."""
 COMPARE_WITH = "BENCH_COMPARE_WITH"
@@ -33,7 +54,7 @@ COMPARE_WITH = "BENCH_COMPARE_WITH"
 Timing = tuple[float, float]
 """(wall seconds, CPU seconds of the finished child process)."""
 Marginal = tuple[float, float]
-"""Seconds per step from 60 to 1,000 steps and from 1,000 to 4,000."""
+"""Seconds per step from the small chain to the middle one and from the middle to the large."""
 
 
 def chain_yaml(size: int) -> str:
@@ -69,10 +90,9 @@ def one_run(engine: str, workflow: Path, tree: Path | None) -> Timing:
 
 
 def marginal(seconds: dict[int, float]) -> Marginal:
-    small, middle, large = SIZES
     return (
-        (seconds[middle] - seconds[small]) / (middle - small),
-        (seconds[large] - seconds[middle]) / (large - middle),
+        (seconds[MIDDLE] - seconds[SMALL]) / (MIDDLE - SMALL),
+        (seconds[LARGE] - seconds[MIDDLE]) / (LARGE - MIDDLE),
     )
 
 
@@ -106,14 +126,15 @@ def report(found: dict[str, dict[str, Marginal]]) -> None:
         for engine, by_measure in found.items():
             low, high = by_measure[measure_name]
             print(
-                f"  {engine} ({measure_name}): {low * 1e3:.3f} ms per step from 60 to 1,000,"
-                f" {high * 1e3:.3f} ms from 1,000 to 4,000 — ratio {high / low:.2f} (target ≤ 1.5)"
+                f"  {engine} ({measure_name}): {low * 1e3:.3f} ms per step from {SMALL:,} to"
+                f" {MIDDLE:,}, {high * 1e3:.3f} ms from {MIDDLE:,} to {LARGE:,} — ratio"
+                f" {high / low:.2f} (target ≤ 1.5)"
             )
         kahn, lang = found["kahn"][measure_name], found["langgraph"][measure_name]
         print(
             f"  LangGraph / Kahn ({measure_name}), marginal cost per step:"
-            f" {lang[0] / kahn[0]:.1f}x from 60 to 1,000, {lang[1] / kahn[1]:.1f}x from 1,000"
-            " to 4,000 (target ≥ 10)"
+            f" {lang[0] / kahn[0]:.1f}x from {SMALL:,} to {MIDDLE:,}, {lang[1] / kahn[1]:.1f}x"
+            f" from {MIDDLE:,} to {LARGE:,} (target ≥ 10)"
         )
 
 
@@ -148,7 +169,7 @@ def main() -> None:
             )
             print(
                 f"  {engine}, before / after ({measure_name}), marginal cost per step: {low:.1f}x"
-                f" from 60 to 1,000, {high:.1f}x from 1,000 to 4,000"
+                f" from {SMALL:,} to {MIDDLE:,}, {high:.1f}x from {MIDDLE:,} to {LARGE:,}"
             )
 
 
