@@ -30,6 +30,7 @@ from research.events import describe_research_event
 from tui import exit_codes
 from tui.app.plan_draft import PlanDraft, PlanEditRefused
 from tui.commands.command_context import BadInput, workspace_of
+from tui.commands.seen_events import SeenEvents
 from tui.present.headless import HeadlessPrinter, end_of_run, styled
 from tui.present.progress import ProgressBoard, RunProgress, paused
 from tui.root_options import SERVER_KEY
@@ -332,11 +333,13 @@ def drive(
     one line of JSON).
     """
     printer = HeadlessPrinter(console, domain=describe_research_event)
+    seen = SeenEvents()
     try:
         with ProgressBoard(console) as board:
             progress = RunProgress(board)
 
             def surface(events: list[RunEvent]) -> None:
+                seen(events)  # first: a printer that fails on a batch must not lose its count
                 printer(events)
                 progress(events)
 
@@ -356,7 +359,7 @@ def drive(
         + (f" — {escape(result.reason)}" if result.reason else ""),
         highlight=False,
     )
-    fallback = disclosure(tally(store.events(result.run_id)))
+    fallback = disclosure(tally(seen.step_finished(store, result.run_id)))
     if fallback:
         console.print(f"[bold yellow]{escape(fallback)}[/]", highlight=False)
     if summary is not None:
