@@ -7,6 +7,8 @@ and payload without one.
 
 from __future__ import annotations
 
+import io
+from collections.abc import Callable
 from typing import get_args
 
 import pytest
@@ -163,14 +165,11 @@ TEXTS = st.lists(
 control and format characters, tabs, line breaks, wide characters, long words."""
 
 
-def markup_printed(console: Console, printer: HeadlessPrinter, events: list[ev.RunEvent]) -> str:
-    """What printing each shown event's markup line by line writes: the printer's reference."""
-    with console.capture() as capture:
-        for event in events:
-            line = printer.line(event)
-            if line:
-                console.print(line, highlight=False)
-    return capture.get()
+def written(console: Console, write: Callable[[], None]) -> str:
+    """What ``write`` writes to ``console``'s file (no capture: the printer's own way out)."""
+    console.file = io.StringIO()
+    write()
+    return console.file.getvalue()
 
 
 @settings(max_examples=200, deadline=None)
@@ -197,4 +196,12 @@ def test_a_console_without_style_shows_the_same_lines_however_they_are_written(
         ]
     console = (SafeConsole if safe else Console)(width=width, color_system=None)
     printer = HeadlessPrinter(console)
-    assert printed(printer, events) == markup_printed(console, printer, events).splitlines()
+    markups = [line for event in events if (line := printer.line(event))]
+
+    def line_by_line() -> None:
+        for line in markups:
+            console.print(line, highlight=False)
+
+    expected = written(console, line_by_line)
+    assert written(console, lambda: printer(events)) == expected
+    assert printed(printer, events) == expected.splitlines()

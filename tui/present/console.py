@@ -39,6 +39,28 @@ class SafeConsole(Console):
                 shown = for_terminal(segment.text)
                 yield segment if shown is segment.text else Segment(shown, segment.style)
 
+    def write_shown(self, text: str) -> None:
+        """Write ``text`` and a line break as :meth:`Console.out` would, for text that shows
+        as it is (:func:`print_lines` decides): straight to the file when nothing of rich's
+        stands between — no capture or buffer open on this thread, no live display or other
+        render hook, no recording, no legacy Windows console. Hand-written because rich's
+        own way costs ~50 µs a call, paid by every batch of a run's lines (issue 26); what it
+        checks first are rich's own fields (rich 13–15)."""
+        if self.quiet:
+            return
+        if (
+            self._buffer_index
+            or self._render_hooks
+            or self.record
+            or self.is_jupyter
+            or self.legacy_windows
+        ):
+            self.out(text, highlight=False)
+            return
+        with self._lock:
+            self.file.write(for_terminal(text) + "\n")
+            self.file.flush()
+
 
 Piece = tuple[str, str]
 """Text and the rich style it is shown in ("" for none)."""
@@ -59,7 +81,7 @@ def print_lines(console: Console, lines: Iterable[Sequence[Piece]]) -> None:
 
     A console that draws no style (piped, redirected) shows a line that fits its width and
     holds nothing markup or layout would change as its bare text: consecutive such lines are
-    written together with :meth:`Console.out`, the rest printed as markup. The output is the
+    written together (:meth:`SafeConsole.write_shown`), the rest printed as markup. The output is the
     same either way (tests/tui/test_headless_lines.py); rich's markup, wrapping and segments
     cost about a tenth of a millisecond a line, which a run of thousands of steps printing two
     lines a step paid more for than its engine did (issue 26)."""
@@ -71,11 +93,18 @@ def print_lines(console: Console, lines: Iterable[Sequence[Piece]]) -> None:
             bare.append(text)
             continue
         if bare:
-            console.out("\n".join(bare), highlight=False)
+            _write_shown(console, "\n".join(bare))
             bare = []
         console.print(piece_markup(pieces), highlight=False)
     if bare:
-        console.out("\n".join(bare), highlight=False)
+        _write_shown(console, "\n".join(bare))
+
+
+def _write_shown(console: Console, text: str) -> None:
+    if isinstance(console, SafeConsole):
+        console.write_shown(text)
+    else:
+        console.out(text, highlight=False)
 
 
 def _shown_as_is(text: str, width: int) -> bool:
