@@ -24,7 +24,7 @@ from engine.event_lines import summarize
 from engine.events import InterruptRaised, RunEvent
 from engine.model_answers import disclosure, tally
 from engine.protocol import ExecutionResult, InterruptResponder
-from engine.states import RunStatus
+from engine.states import RunStatus, StepStatus
 from engine.store import BaseRunStore, InterruptRecord, RunOwned, RunReader
 from research.events import describe_research_event
 from tui import exit_codes
@@ -318,6 +318,20 @@ def interrupted_line(store: RunReader, run_id: str) -> str:
     return f"interrupted: the run is stored; continue it with workbench resume {run_id}"
 
 
+def step_statuses(store: RunReader, result: ExecutionResult) -> dict[str, StepStatus]:
+    """Each step's status at the end of the run, in the workflow's order: as the engine that
+    ran it returned them, or, for a run followed on a server (whose result names no step),
+    read from the store — a whole definition and every step result, which a long local run is
+    spared."""
+    if result.step_statuses:
+        return dict(result.step_statuses)
+    stored = store.step_results(result.run_id)
+    return {
+        step_id: stored[step_id].status if step_id in stored else StepStatus.PENDING
+        for step_id in store.get_run(result.run_id).definition.step_ids
+    }
+
+
 def drive(
     store: RunReader,
     run_id: str,
@@ -349,9 +363,8 @@ def drive(
     except KeyboardInterrupt:
         console.print(f"[magenta]{escape(interrupted_line(store, run_id))}[/]", highlight=False)
         return EXIT_CODES[RunStatus.CANCELLED]
-    record = store.get_run(result.run_id)
     for shown in end_of_run(
-        store.step_results(result.run_id), record.definition.step_ids, result.run_id
+        step_statuses(store, result), lambda: store.step_results(result.run_id), result.run_id
     ):
         console.print(shown, highlight=False)
     console.print(

@@ -7,7 +7,7 @@ one, or a stored one replayed from the store, the same way.
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable, Mapping
 
 from rich.console import Console, RenderableType
 from rich.markup import escape
@@ -167,19 +167,19 @@ ATTENTION = (
 
 
 def end_of_run(
-    results: dict[str, StepResult], order: list[str], run_id: str
+    statuses: Mapping[str, StepStatus],
+    results: Callable[[], dict[str, StepResult]],
+    run_id: str,
 ) -> list[RenderableType]:
-    """What a headless run prints about its steps when it ends: every step while they fit a
-    screen; above FULL_TABLE_STEPS, the count of steps in each status and the first
-    ATTENTION_ROWS steps that did not succeed (most urgent first, then in the workflow's
-    order), with where to read the rest — a table of thousands of rows is read by nobody and
-    costs more to draw than the run itself (issue 26)."""
+    """What a headless run prints about its steps when it ends, from each step's status (in
+    the workflow's order) and, read only for a table that shows them, the step results:
+    every step while they fit a screen; above FULL_TABLE_STEPS, the count of steps in each
+    status and the first ATTENTION_ROWS steps that did not succeed (most urgent first, then in
+    the workflow's order), with where to read the rest — a table of thousands of rows is read
+    by nobody and costs more to draw than the run itself (issue 26)."""
+    order = list(statuses)
     if len(order) <= FULL_TABLE_STEPS:
-        return [step_table(results, order)]
-    statuses = {
-        step_id: results[step_id].status if step_id in results else StepStatus.PENDING
-        for step_id in order
-    }
+        return [step_table(results(), order)]
     counts = Counter(statuses.values())
     by_status = Table(title=f"{len(order)} steps", show_lines=False)
     by_status.add_column("status")
@@ -196,7 +196,7 @@ def end_of_run(
         listed = attention[:ATTENTION_ROWS]
         shown.append(
             step_table(
-                results, listed, f"steps that need attention ({len(listed)} of {len(attention)})"
+                results(), listed, f"steps that need attention ({len(listed)} of {len(attention)})"
             )
         )
     shown.append(f"[dim]every step: workbench runs show {escape(run_id)}[/]")
