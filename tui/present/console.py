@@ -81,15 +81,15 @@ def print_lines(console: Console, lines: Iterable[Sequence[Piece]]) -> None:
 
     A console that draws no style (piped, redirected) shows a line that fits its width and
     holds nothing markup or layout would change as its bare text: consecutive such lines are
-    written together (:meth:`SafeConsole.write_shown`), the rest printed as markup. The output is the
-    same either way (tests/tui/test_headless_lines.py); rich's markup, wrapping and segments
+    written together (:meth:`SafeConsole.write_shown`), the rest printed as markup. The output
+    is the same either way (tests/tui/test_headless_lines.py); rich's markup, wrapping and segments
     cost about a tenth of a millisecond a line, which a run of thousands of steps printing two
     lines a step paid more for than its engine did (issue 26)."""
-    plain_console = console.color_system is None
+    width = console.width if console.color_system is None else 0  # rich measures it each time
     bare: list[str] = []
     for pieces in lines:
         text = "".join(piece for piece, _ in pieces)
-        if plain_console and _shown_as_is(text, console.width):
+        if width and _shown_as_is(text, width):
             bare.append(text)
             continue
         if bare:
