@@ -39,7 +39,7 @@ from research.corpus_records import (
     _iso,
     _write_failure,
 )
-from research.embeddings import embedder, to_blob
+from research.corpus_vectors import PassageVectors
 from research.hybrid import SearchFilters, question_relevance
 from research.hybrid import search as hybrid_search
 from research.loaders import (
@@ -104,8 +104,6 @@ CREATE TABLE IF NOT EXISTS passage_vectors (
 );
 CREATE VIRTUAL TABLE IF NOT EXISTS passage_vocab USING fts5vocab(passage_fts, 'row');
 """
-VECTOR_BATCH = 1024
-"""Passages embedded together while indexing (one tokenizer call each)."""
 CLOSE_WORD_RATIO = 0.8
 """How alike (difflib ratio) an unknown word and a known one must be to search for the latter."""
 _WORD = re.compile(r"[A-Za-z]{4,}")
@@ -130,7 +128,7 @@ class Corpus:
         self._db = open_sqlite_file(self.path, "corpus", schema=SCHEMA, version=SCHEMA_VERSION)
         self._index: VectorIndex | None = None
         self._index_version = -1
-        self._pending: list[tuple[int, str]] = []
+        self._new_vectors = PassageVectors()
         self._known: dict[str, str] = {}
         self._surface: list[str] = []
         self._relevance: dict[tuple[str, tuple[str, ...], str], dict[str, float]] = {}
@@ -211,12 +209,13 @@ class Corpus:
             try:
                 with self._transaction() as db:
                     yield db
-                    self._embed_pending(db)
+                    self._new_vectors.finish(db)
             except (sqlite3.OperationalError, OSError) as error:
-                self._pending.clear()
                 if isinstance(error, CorpusFolderError):
                     raise
                 raise _write_failure(self.path, collection, error) from None
+            finally:
+                self._new_vectors.close()
 
     # -- indexing -------------------------------------------------------------
     def add_folder(
@@ -376,21 +375,21 @@ class Corpus:
                 time.time(),
             ),
         )
-        for ordinal, (section, text) in enumerate(pieces):
-            cursor = db.execute(
-                "INSERT INTO passages(passage_id, source_id, ordinal) VALUES (?, ?, ?)",
-                (f"{source_id}#{ordinal}", source_id, ordinal),
-            )
-            db.execute(
-                "INSERT INTO passage_fts(rowid, title, section, text) VALUES (?, ?, ?, ?)",
-                (cursor.lastrowid, document.title, section, text),
-            )
-            self._pending.append(
-                (int(cursor.lastrowid or 0), f"{document.title}\n{section}\n{text}")
-            )
+        # the row ids SQLite would give one by one (the largest + 1), given here so that the
+        # passages and their text are inserted with one executemany each
+        first = db.execute("SELECT COALESCE(MAX(rowid), 0) + 1 FROM passages").fetchone()[0]
+        rowids = range(first, first + len(pieces))
+        db.executemany(
+            "INSERT INTO passages(rowid, passage_id, source_id, ordinal) VALUES (?, ?, ?, ?)",
+            [(r, f"{source_id}#{n}", source_id, n) for n, r in enumerate(rowids)],
+        )
+        db.executemany(
+            "INSERT INTO passage_fts(rowid, title, section, text) VALUES (?, ?, ?, ?)",
+            [(r, document.title, section, text) for r, (section, text) in zip(rowids, pieces)],
+        )
+        for rowid, (section, text) in zip(rowids, pieces):
+            self._new_vectors.add(db, rowid, f"{document.title}\n{section}\n{text}")
         report.passages += len(pieces)
-        if len(self._pending) >= VECTOR_BATCH:
-            self._embed_pending(db)
         relative = source_id.removeprefix(f"{collection}/")
         db.executemany(
             "INSERT OR IGNORE INTO document_keys(key, source_id) VALUES (?, ?)",
@@ -402,17 +401,6 @@ class Corpus:
                 (source_id, key, via)
                 for key, via in sorted(references(relative, document.text, document.fields))
             ],
-        )
-
-    def _embed_pending(self, db: sqlite3.Connection) -> None:
-        """Store the vectors of the passages indexed since the last call (one batch)."""
-        if not self._pending:
-            return
-        pending, self._pending = self._pending, []
-        vectors = embedder().embed([text for _, text in pending])
-        db.executemany(
-            "INSERT OR REPLACE INTO passage_vectors(rowid, vector) VALUES (?, ?)",
-            [(rowid, to_blob(vector)) for (rowid, _), vector in zip(pending, vectors)],
         )
 
     @staticmethod

@@ -1,23 +1,31 @@
-"""Research benchmarks: the embedding model's load time and memory, PEP corpus indexing with
-vectors (and what the vectors cost), search latency, and research time per question offline.
+"""Research benchmarks: PEP corpus indexing with vectors and without (what the vectors cost), the
+CPU seconds of each phase of it, the embedding model's load time and memory, search latency, and
+research time per question offline.
 
 Figures are printed side by side; nothing here asserts a time. Beside each wall time the CPU
 time is printed too: on a machine other work shares, the wall time measures the load as much as
-the code, and the CPU time is what an idle machine would need.
+the code, and the CPU time is what an idle machine would need. Indexing is measured in fresh
+processes (tests/benchmarks/research_indexing.py), niced, a few rounds (the best of each figure);
+with ``BENCH_COMPARE_WITH=/tmp/main`` (an export of another tree, e.g. ``git archive main``) that
+tree's indexing is measured in the same rounds, alternating with this one's, and the before /
+after ratios are printed.
 """
 
 from __future__ import annotations
 
 import asyncio
+import json
+import os
+import subprocess
+import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 import research.steps  # noqa: F401 - registers the research steps the workflow uses
 from engine.loader import load_workflow
 from research.corpus import Corpus
-from research.embeddings import Embedder, embedder, package_folder
-from research.loaders import load_document, split_passages
 from research.text import normalize_space
 from tests.research.conftest import run_research
 
@@ -85,37 +93,103 @@ def _bench_distinct(corpus: Corpus, plain_p50_ms: float) -> None:
     )
 
 
-def _resident_kib() -> int:
-    """This process's resident memory (Linux /proc), in KiB."""
-    for line in Path("/proc/self/status").read_text().splitlines():
-        if line.startswith("VmRSS:"):
-            return int(line.split()[1])
-    return 0
+INDEXING = Path(__file__).with_name("research_indexing.py")
+COMPARE_WITH = "BENCH_COMPARE_WITH"
+"""An environment variable naming another source tree measured beside this one."""
+ROUNDS = 3
 
 
-def _bench_model() -> None:
-    before = _resident_kib()
-    started = time.perf_counter()
-    model = Embedder(package_folder())
-    seconds = time.perf_counter() - started
+def _indexing_figures(tree: Path) -> dict[str, Any]:
+    """research_indexing.py run on ``tree``'s code in fresh, niced processes (cold, then warm)."""
+    env = {**os.environ, "PYTHONPATH": str(tree)}
+    figures: dict[str, Any] = {}
+    for mode in (["--cold"], []):
+        done = subprocess.run(
+            ["nice", sys.executable, str(INDEXING), str(PEPS), *mode],
+            env=env,
+            cwd=tempfile.gettempdir(),
+            capture_output=True,
+            text=True,
+            check=True,
+        )
+        figures.update(json.loads(done.stdout))
+    return figures
+
+
+def _best(runs: list[dict[str, Any]]) -> dict[str, Any]:
+    """The smallest of each figure over the rounds (the least disturbed by other work)."""
+    best: dict[str, Any] = {}
+    for key, value in runs[0].items():
+        if isinstance(value, dict):
+            best[key] = _best([run[key] for run in runs])
+        elif isinstance(value, float):
+            best[key] = min(run[key] for run in runs)
+        else:
+            best[key] = value
+    return best
+
+
+def _print_indexing(label: str, f: dict[str, Any]) -> None:
+    vec, bare = f["with_vectors"], f["without_vectors"]
+    docs = vec["documents"]
+    print(f"  {label}:")
     print(
-        f"embedding model (WordLlama l2_supercat_256): loaded in {seconds:.2f} s, weights "
-        f"{model.memory_bytes / 2**20:.1f} MiB, process memory +{(_resident_kib() - before) / 1024:.1f} MiB"
+        f"    with vectors:    {vec['wall']:5.2f} s = {docs / vec['wall']:4.0f} docs/s; CPU "
+        f"{vec['cpu']:5.2f} s (indexing thread {vec['indexing_thread_cpu']:.2f} s) = "
+        f"{docs / vec['cpu']:4.0f} docs/s per CPU-s"
+    )
+    cold = f["cold"]
+    print(
+        f"    with vectors, the model loading meanwhile (as corpus add): {cold['wall']:5.2f} s = "
+        f"{docs / cold['wall']:4.0f} docs/s; CPU {cold['cpu']:5.2f} s"
+    )
+    print(
+        f"    without vectors: {bare['wall']:5.2f} s = {docs / bare['wall']:4.0f} docs/s; CPU "
+        f"{bare['cpu']:5.2f} s = {docs / bare['cpu']:4.0f} docs/s per CPU-s"
+    )
+    print(
+        f"    the vectors cost {vec['wall'] - bare['wall']:+.2f} s wall, "
+        f"{vec['cpu'] - bare['cpu']:+.2f} CPU-s ({docs} documents, {vec['passages']} passages)"
+    )
+    phases = [
+        ("read + parse + split", f["parse_cpu"]),
+        ("store (FTS, keys, references, commit)", bare["cpu"] - f["parse_cpu"]),
+        ("embed every passage", f["embed_cpu"]),
+    ]
+    if "tokenize_cpu" in f:
+        phases += [("  of which tokenize", f["tokenize_cpu"]), ("  of which pool", f["pool_cpu"])]
+    for name, cpu in phases:
+        print(f"    CPU {name:<38} {cpu:5.2f} s")
+    print(
+        f"    re-index unchanged: {vec['reindex_unchanged_wall']:.3f} s; embedding model: loaded in "
+        f"{f['model_load_wall']:.2f} s, process memory +{f['model_rss_mib']:.1f} MiB"
     )
 
 
-def _bench_vectors_cost() -> None:
-    """What embedding alone costs on the PEP corpus's passages (the same texts indexing embeds)."""
-    texts = []
-    for path in sorted(PEPS.glob("*.rst")):
-        document = load_document(path, path.read_bytes())
-        texts += [f"{document.title}\n{s}\n{t}" for s, t in split_passages(document.text)]
-    started = time.perf_counter()
-    embedder().embed(texts)
-    seconds = time.perf_counter() - started
-    print(
-        f"embed {len(texts)} passages alone: {seconds:.2f} s = {len(texts) / seconds:.0f} passages/s"
-    )
+def _bench_indexing() -> None:
+    other = os.environ.get(COMPARE_WITH)
+    trees = {"this tree": PROJECT, **({f"before ({other})": Path(other)} if other else {})}
+    runs: dict[str, list[dict[str, Any]]] = {label: [] for label in trees}
+    for _ in range(ROUNDS):
+        for label, tree in trees.items():  # alternating: both see the same load
+            runs[label].append(_indexing_figures(tree))
+    best = {label: _best(found) for label, found in runs.items()}
+    print(f"index the PEP corpus into a fresh workspace (fresh processes, best of {ROUNDS}):")
+    for label, figures in best.items():
+        _print_indexing(label, figures)
+    if other:
+        after, before = best["this tree"], best[f"before ({other})"]
+        for measure in ("wall", "cpu"):
+            print(
+                f"  before / after ({measure}): with vectors "
+                f"{before['with_vectors'][measure] / after['with_vectors'][measure]:.2f}x "
+                f"(cold {before['cold'][measure] / after['cold'][measure]:.2f}x), "
+                f"without {before['without_vectors'][measure] / after['without_vectors'][measure]:.2f}x"
+            )
+        print(
+            f"  before / after (CPU): embedding {before['embed_cpu'] / after['embed_cpu']:.2f}x; "
+            f"model memory {before['model_rss_mib']:.1f} -> {after['model_rss_mib']:.1f} MiB"
+        )
 
 
 def _bench_questions(workflow: object, root: Path, path: Path) -> None:
@@ -143,26 +217,12 @@ def main() -> None:
     if not PEPS.is_dir():
         print(f"skipped: no PEP corpus at {PEPS}")
         return
-    _bench_model()
-    _bench_vectors_cost()
+    _bench_indexing()
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp)
         path = root / "corpus.sqlite"
         with Corpus(path) as corpus:
-            started, cpu = time.perf_counter(), time.process_time()
-            report = corpus.add_folder(PEPS, "peps")
-            seconds = time.perf_counter() - started
-            cpu = time.process_time() - cpu
-            print(
-                f"index PEPs with vectors: {report.added} documents, {report.passages} passages in "
-                f"{seconds:.2f} s = {report.added / seconds:.0f} docs/s; CPU {cpu:.2f} s = "
-                f"{report.added / cpu:.0f} docs/s on an idle core"
-            )
-            started = time.perf_counter()
-            again = corpus.add_folder(PEPS, "peps")
-            print(
-                f"re-index unchanged: {again.unchanged} documents in {time.perf_counter() - started:.3f} s"
-            )
+            corpus.add_folder(PEPS, "peps")
             started = time.perf_counter()
             index = corpus.vectors()
             print(
