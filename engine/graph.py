@@ -27,12 +27,16 @@ from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
+from pydantic import ConfigDict, TypeAdapter
+
 from engine.events import GraphEdge, GraphNode
 from engine.spec import StepSpec, WorkflowDefinition
 
 ForwardKind = Literal["depends_on", "route", "detour"]
 
 _ROUTING_KINDS = frozenset({"route", "detour"})
+_NODES = TypeAdapter(list[GraphNode], config=ConfigDict(defer_build=True))
+_EDGES = TypeAdapter(list[GraphEdge], config=ConfigDict(defer_build=True))
 
 Adjacency = Mapping[str, Sequence[str]]
 """Each step's neighbours on one side: its successors, or its predecessors."""
@@ -419,25 +423,24 @@ class WorkflowGraph:
         """The graph as the ``run_started`` event carries it: one edge per pair of steps,
         its kind the most specific one (loop, detour, route, then depends_on)."""
         nodes = [
-            GraphNode(
-                id=spec.id,
-                uses=spec.uses,
-                group=spec.group,
-                optional=spec.optional,
-                has_interrupt=spec.interrupt is not None,
-            )
+            {
+                "id": spec.id,
+                "uses": spec.uses,
+                "group": spec.group,
+                "optional": spec.optional,
+                "has_interrupt": spec.interrupt is not None,
+            }
             for spec in self.workflow.steps
         ]
-        edges: list[GraphEdge] = []
+        edges: list[dict[str, str]] = []
         for source, target in sorted(
             self._kinds, key=lambda e: (self._order[e[0]], self._order[e[1]])
         ):
             kinds = self._kinds[source, target]
-            kind: Literal["depends_on", "route", "detour"] = (
-                "detour" if "detour" in kinds else "route" if "route" in kinds else "depends_on"
-            )
-            edges.append(GraphEdge(source=source, target=target, kind=kind))
+            kind = "detour" if "detour" in kinds else "route" if "route" in kinds else "depends_on"
+            edges.append({"source": source, "target": target, "kind": kind})
         edges.extend(
-            GraphEdge(source=e.source, target=e.target, kind="loop") for e in self.loop_edges
+            {"source": e.source, "target": e.target, "kind": "loop"} for e in self.loop_edges
         )
-        return nodes, edges
+        # validated as lists, one call each: a model built per node costs twice as much
+        return _NODES.validate_python(nodes), _EDGES.validate_python(edges)

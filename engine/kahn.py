@@ -109,15 +109,21 @@ class _Wavefront:
         steps settled without running — and, called from a step's task, that step's own
         result too (:meth:`run`): a wavefront is one commit, not one per step.
         """
-        runner, rules, steps = self.runner, self.runner.rules, self.state.steps
-        queue = [(rules.order_key(step_id), step_id) for step_id in set(candidates)]
+        runner, rules, steps, running = (
+            self.runner,
+            self.runner.rules,
+            self.state.steps,
+            self.running,
+        )
+        order_key = rules.order_key
+        queued = set(candidates)
+        queue = [(order_key(step_id), step_id) for step_id in queued]
         heapq.heapify(queue)
-        queued = {step_id for _, step_id in queue}
         with runner.store.batch():
             while queue and not self.halted():
                 _, step_id = heapq.heappop(queue)
                 queued.discard(step_id)
-                if steps[step_id].status != StepStatus.PENDING or step_id in self.running:
+                if steps[step_id].status != StepStatus.PENDING or step_id in running:
                     continue
                 readiness = rules.readiness(step_id)
                 if readiness.action == "wait":
@@ -125,7 +131,7 @@ class _Wavefront:
                 if readiness.action == "run":
                     begun = runner.begin(step_id)
                     if isinstance(begun, BegunStep):
-                        self.running[step_id] = asyncio.create_task(
+                        running[step_id] = asyncio.create_task(
                             self.run(begun), name=f"step:{step_id}"
                         )
                         continue
@@ -137,7 +143,7 @@ class _Wavefront:
                 for follower in (*rules.followers(step_id), *reset):
                     if follower not in queued:
                         queued.add(follower)
-                        heapq.heappush(queue, (rules.order_key(follower), follower))
+                        heapq.heappush(queue, (order_key(follower), follower))
 
     async def run(self, begun: BegunStep) -> None:
         """One step's task: run it, then settle it and start what it made ready, in one
@@ -149,8 +155,8 @@ class _Wavefront:
             finally:
                 del self.running[step_id]
             with self.runner.store.batch():
-                outcome = settle()
-                self.consider([*self.runner.rules.followers(step_id), *outcome.effects.reset])
+                reset = settle().effects.reset
+                self.consider((*self.runner.rules.followers(step_id), *reset))
         except WaitingForHuman:
             self.waiting.add(step_id)
             self.runner.interrupts.mark_waiting(step_id)

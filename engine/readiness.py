@@ -16,7 +16,7 @@ from typing import Literal
 
 from engine.graph import WorkflowGraph
 from engine.run_state import RunState
-from engine.states import StepStatus
+from engine.states import SETTLED, StepStatus
 
 FAILED = (StepStatus.FAILED, StepStatus.UPSTREAM_FAILED)
 
@@ -42,9 +42,10 @@ def trigger_readiness(rule: str, statuses: list[StepStatus]) -> Readiness:
     """
     if not statuses:
         return RUN
+    if rule != "one_failed" and all(s == StepStatus.SUCCEEDED for s in statuses):
+        return RUN  # every rule but one_failed runs when every dependency succeeded
     succeeded = sum(s == StepStatus.SUCCEEDED for s in statuses)
     failed = sum(s in FAILED for s in statuses)
-    skipped = sum(s == StepStatus.SKIPPED for s in statuses)
     if rule == "all_done":
         return RUN
     if rule == "one_failed":
@@ -57,8 +58,8 @@ def trigger_readiness(rule: str, statuses: list[StepStatus]) -> Readiness:
         return Readiness("skip", "every dependency was skipped")
     if failed:
         return UPSTREAM_FAILED
-    if rule == "all_success":
-        return RUN if skipped == 0 else Readiness("skip", "a dependency was skipped (all_success)")
+    if rule == "all_success":  # none failed, not all succeeded: one was skipped
+        return Readiness("skip", "a dependency was skipped (all_success)")
     if rule == "none_failed":
         return RUN
     return RUN if succeeded else Readiness("skip", "every dependency was skipped")
@@ -86,38 +87,45 @@ class ReadinessRules:
             if declarer is not None:
                 waiting = [d for d in graph.dependents(target) if d != declarer]
                 self._guarded.setdefault(declarer, []).extend(waiting)
+        self._followers = {
+            s: (*graph.dependents(s), *self._guarded.get(s, ())) for s in state.steps
+        }
 
-    def followers(self, step_id: str) -> list[str]:
+    def followers(self, step_id: str) -> tuple[str, ...]:
         """The steps whose readiness may change when ``step_id`` settles: its dependents,
         and, for a loop's router, the steps outside the loop that wait for its last pass."""
-        return [*self.graph.dependents(step_id), *self._guarded.get(step_id, ())]
+        return self._followers[step_id]
 
     def order_key(self, step_id: str) -> int:
         return self._order[step_id]
 
     def readiness(self, step_id: str) -> Readiness:
         """Whether a PENDING step can run now, must be skipped or failed, or must wait."""
-        steps = self.state.steps
-        detour = self.state.active_detour
+        state = self.state
+        steps = state.steps
+        detour = state.active_detour
+        returning = state.returned_detours
         statuses: list[StepStatus] = []
         for dependency in self.dependencies[step_id]:
             status = steps[dependency].status
-            if not status.settled:
+            if status not in SETTLED:
                 return WAIT
             if detour is not None and dependency == detour.declared_by and step_id != detour.target:
                 return WAIT
-            if self._awaits_return(step_id, dependency):
+            if returning and self._awaits_return(step_id, dependency):
                 return WAIT
             statuses.append(status)
         for router in self._loop_guards.get(step_id, ()):
-            if not steps[router].status.settled:
+            if steps[router].status not in SETTLED:
                 return WAIT
         record = steps[step_id]
-        if step_id in self.state.stopped:
-            return Readiness("skip", f"run stopped: {self.state.stopped[step_id]}")
-        routers = [r for r in self._routers[step_id] if steps[r].status == StepStatus.SUCCEEDED]
-        if routers and record.routed_by.isdisjoint(routers):
-            return Readiness("skip", f"not routed (by {', '.join(routers)})")
+        if state.stopped and step_id in state.stopped:
+            return Readiness("skip", f"run stopped: {state.stopped[step_id]}")
+        routers = self._routers[step_id]
+        if routers:
+            chose = [r for r in routers if steps[r].status == StepStatus.SUCCEEDED]
+            if chose and record.routed_by.isdisjoint(chose):
+                return Readiness("skip", f"not routed (by {', '.join(chose)})")
         return trigger_readiness(record.spec.trigger, statuses)
 
     def _awaits_return(self, step_id: str, dependency: str) -> bool:
@@ -129,7 +137,7 @@ class ReadinessRules:
             declarer is not None
             and declarer != step_id
             and declarer in self.state.returned_detours
-            and not self.state.steps[declarer].status.settled
+            and self.state.steps[declarer].status not in SETTLED
         )
 
 

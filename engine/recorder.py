@@ -33,6 +33,11 @@ class RunRecorder:
         """Store ``event`` (committed before anyone sees it); returns it stamped."""
         return cast(_Event, self.store.append(event))
 
+    def emit_new(self, kind: type[_Event], **fields: Any) -> _Event:
+        """Store a new event of the engine's own values, of the event's types — its validated
+        outputs and inputs, its counters, its enums — built once, stamped (engine/trusted.py)."""
+        return self.store.append_new(kind, **fields)
+
     def emit_domain(self, name: str, payload: dict[str, Any], step_id: str | None) -> None:
         self.emit(Domain(run_id=self.run_id, name=name, payload=payload, step_id=step_id))
 
@@ -44,29 +49,28 @@ class RunRecorder:
 
     def emit_budget(self) -> None:
         state = self.state
-        self.emit(
-            Budget(
-                run_id=self.run_id,
-                step_runs=state.step_runs,
-                llm_calls=state.budget.llm_calls,
-                tokens=state.budget.tokens,
-                max_step_runs=self.step_bound,
-                max_llm_calls=state.budget.max_llm_calls,
-                token_budget=state.budget.token_budget,
-                elapsed_s=round(state.elapsed_s, 6),
-                cost_usd=state.budget.cost_usd,
-                max_cost_usd=state.budget.max_cost_usd,
-            )
+        budget = state.budget
+        self.emit_new(  # one a step: the run's own counters
+            Budget,
+            run_id=state.run_id,
+            step_runs=state.step_runs,
+            llm_calls=int(budget.llm_calls),
+            tokens=int(budget.tokens),
+            max_step_runs=self.step_bound,
+            max_llm_calls=int(budget.max_llm_calls),
+            token_budget=int(budget.token_budget),
+            elapsed_s=round(float(state.elapsed_s), 6),
+            cost_usd=float(budget.cost_usd),
+            max_cost_usd=None if budget.max_cost_usd is None else float(budget.max_cost_usd),
         )
 
     def skip(self, record: StepRecord, reason: str) -> None:
         """Settle ``record`` SKIPPED and announce it (the caller saves it)."""
         record.settle(StepStatus.SKIPPED, reason=reason)
-        self.emit(
-            StepSkipped(
-                run_id=self.run_id,
-                step_id=record.step_id,
-                iteration=record.iteration,
-                reason=reason,
-            )
+        self.emit_new(
+            StepSkipped,
+            run_id=self.state.run_id,
+            step_id=record.step_id,
+            iteration=record.iteration,
+            reason=reason,
         )

@@ -38,7 +38,8 @@ class RouteApplication:
         self.graph = graph
         self.run = run
 
-    def _needs_decision(self, record: StepRecord, outputs: dict[str, Any]) -> bool:
+    def needs_decision(self, record: StepRecord, outputs: dict[str, Any]) -> bool:
+        """Whether the step has a route to decide: routing, ``terminate``, a detour's return."""
         detour = self.recorder.state.active_detour
         return (
             record.spec.routing is not None
@@ -56,7 +57,7 @@ class RouteApplication:
         """The route of a step that just produced ``outputs`` (``activation(outputs)``: the
         CEL variables with them, built only for a step that has a decision to make); None
         when it has none to take."""
-        if not self._needs_decision(record, outputs):
+        if not self.needs_decision(record, outputs):
             return None
         state = self.recorder.state
         detour = state.active_detour

@@ -79,7 +79,7 @@ class StepRecord:
             self._on_change(self)
 
     def result(self) -> StepResult:
-        return StepResult(  # validating these few plain fields is cheaper than model_construct
+        return StepResult(  # validated: many paths change a record (routes, resets, forks)
             step_id=self.step_id,
             status=self.status,
             iteration=self.iteration,
@@ -293,7 +293,9 @@ class RunState:
                 step_id: self.steps[step_id].attempt
                 for step_id in sorted(self._waiting, key=self._order.__getitem__)
                 if self.steps[step_id].attempt > 1
-            },
+            }
+            if self._waiting
+            else {},
             "active_detour": {"declared_by": detour.declared_by, "target": detour.target}
             if detour
             else None,

@@ -21,10 +21,10 @@ class StepStatus(str, Enum):
 
     @property
     def settled(self) -> bool:
-        return self in _SETTLED
+        return self in SETTLED
 
 
-_SETTLED = frozenset(
+SETTLED = frozenset(
     {StepStatus.SUCCEEDED, StepStatus.SKIPPED, StepStatus.FAILED, StepStatus.UPSTREAM_FAILED}
 )
 

@@ -7,8 +7,8 @@ import threading
 import time
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterator, Mapping
-from contextlib import contextmanager
-from typing import Any, TypeVar
+from contextlib import AbstractContextManager, contextmanager, nullcontext
+from typing import Any, TypeVar, cast
 
 from engine.bus import BatchCallback, EventBus, Unsubscribe
 from engine.context import InterruptAnswer, JournalEntry
@@ -32,8 +32,12 @@ from engine.store.records import (
     StepResult,
     new_run_id,
 )
+from engine.trusted import replaced, trusted
 
 _T = TypeVar("_T")
+_Event = TypeVar("_Event", bound=RunEvent)
+_JOINED: AbstractContextManager[None] = nullcontext()
+"""What a batch opened inside another of the same thread is: the outer one commits."""
 _Store = TypeVar("_Store", bound="BaseRunStore")
 
 
@@ -159,16 +163,19 @@ class BaseRunStore(ABC):
     def get_interrupt(self, interrupt_id: str) -> InterruptRecord | None: ...
 
     # -- transactions --------------------------------------------------------
-    @contextmanager
-    def batch(self) -> Iterator[None]:
+    def batch(self) -> AbstractContextManager[None]:
         """Group writes into one commit; events are fanned out after it.
 
         Keep the body synchronous (no ``await``): the writer lock is held for
-        the whole batch.
+        the whole batch. A batch opened inside one of the same thread joins it (the engine
+        nests them on every step, so that case costs no generator).
         """
         if self._batch_depth and self._batch_owner == threading.get_ident():
-            yield
-            return
+            return _JOINED
+        return self._outer_batch()
+
+    @contextmanager
+    def _outer_batch(self) -> Iterator[None]:
         with self._lock:
             self._storing(self._begin)
             self._batch_owner = threading.get_ident()
@@ -208,15 +215,15 @@ class BaseRunStore(ABC):
         """The typed error a storage failure is reported as (None: not a storage failure)."""
         return None
 
-    def _write(self, run_id: str, write: Callable[[], _T]) -> _T:
-        """Run ``write`` of ``run_id`` inside the current batch, or in a batch of its own,
-        after checking this store's lease on the run."""
+    def _write(self, run_id: str, write: Callable[..., _T], *args: Any) -> _T:
+        """Run ``write(*args)`` of ``run_id`` inside the current batch, or in a batch of its
+        own, after checking this store's lease on the run."""
         if self._batch_depth and self._batch_owner == threading.get_ident():
             self._fence(run_id)
-            return write()
+            return write(*args)
         with self.batch():
             self._fence(run_id)
-            return write()
+            return write(*args)
 
     def _fence(self, run_id: str) -> None:
         """Check, once per transaction, that the lease this store claimed on ``run_id`` is
@@ -342,22 +349,33 @@ class BaseRunStore(ABC):
 
         Outside a batch it is committed and fanned out before this returns.
         """
-        return self._write(event.run_id, lambda: self._stamp_and_write(event))
+        return self._write(event.run_id, self._stamp_and_write, event)
+
+    def append_new(self, kind: type[_Event], **fields: Any) -> _Event:
+        """``append(kind(**fields))`` for an event of the engine's own values (of the event's
+        types: engine/trusted.py), built once with its stamps instead of validated, then
+        copied to be stamped — the engine appends a few a step."""
+        return cast(_Event, self._write(fields["run_id"], self._build_and_write, kind, fields))
 
     def _stamp_and_write(self, event: RunEvent) -> RunEvent:
-        run_id = event.run_id
+        seq, ts, mono = self._stamps(event.run_id)
+        # the event was validated when built; only the stamps are new
+        return self._written(replaced(event, seq=seq, ts=ts, mono=mono))
+
+    def _build_and_write(self, kind: type[RunEvent], fields: dict[str, Any]) -> RunEvent:
+        seq, ts, mono = self._stamps(fields["run_id"])
+        return self._written(trusted(kind, **fields, seq=seq, ts=ts, mono=mono))
+
+    def _stamps(self, run_id: str) -> tuple[int, float, float]:
+        """The run's next seq, the wall time and the seconds since the run started."""
         if run_id not in self._seq:
             last_seq, last_mono = self._last_event(run_id)
             self._seq[run_id] = last_seq
             self._mono_base[run_id] = self._monotonic() - last_mono
-        self._seq[run_id] += 1
-        stamped = event.model_copy(  # the event was validated when built; only the stamps are new
-            update={
-                "seq": self._seq[run_id],
-                "ts": self._clock(),
-                "mono": self._monotonic() - self._mono_base[run_id],
-            }
-        )
+        seq = self._seq[run_id] = self._seq[run_id] + 1
+        return seq, self._clock(), self._monotonic() - self._mono_base[run_id]
+
+    def _written(self, stamped: RunEvent) -> RunEvent:
         self._write_event(stamped)
         self._unpublished.append(stamped)
         return stamped
@@ -385,19 +403,19 @@ class BaseRunStore(ABC):
     def save_engine_state(self, run_id: str, state: dict[str, Any]) -> None:
         """Store what resume needs besides the step results; written with every step transition."""
         updated_ts = self._clock()
-        self._write(run_id, lambda: self._write_engine_state(run_id, state, updated_ts))
+        self._write(run_id, self._write_engine_state, run_id, state, updated_ts)
 
     def save_step(self, run_id: str, result: StepResult) -> None:
         """Store the latest state of a step; a settled one also becomes its iteration's history row."""
-        self._write(run_id, lambda: self._write_step(run_id, result))
+        self._write(run_id, self._write_step, run_id, result)
 
     def journal_put(
         self, run_id: str, step_id: str, iteration: int, index: int, entry: JournalEntry
     ) -> None:
-        self._write(run_id, lambda: self._write_journal(run_id, step_id, iteration, index, entry))
+        self._write(run_id, self._write_journal, run_id, step_id, iteration, index, entry)
 
     def add_interrupt(self, record: InterruptRecord) -> None:
-        self._write(record.run_id, lambda: self._write_interrupt(record))
+        self._write(record.run_id, self._write_interrupt, record)
 
     def record_answer(self, interrupt_id: str, answer: InterruptAnswer) -> InterruptRecord:
         """Store an answer to a pending interrupt; the engine consumes it (and announces it

@@ -25,6 +25,7 @@ from engine.store.records import (
     StepResult,
     UnknownRun,
 )
+from engine.trusted import json_text
 
 
 class InMemoryRunStore(BaseRunStore):
@@ -82,7 +83,7 @@ class InMemoryRunStore(BaseRunStore):
         return self._last.get(run_id, (0, 0.0))
 
     def _write_event(self, event: RunEvent) -> None:
-        self._events.setdefault(event.run_id, []).append((event.seq, event.model_dump_json()))
+        self._events.setdefault(event.run_id, []).append((event.seq, json_text(event)))
         self._last[event.run_id] = (event.seq, event.mono)
 
     def _insert_run(self, record: RunRecord) -> None:
@@ -100,7 +101,7 @@ class InMemoryRunStore(BaseRunStore):
         self._update_run(run_id, {"engine_state": state, "updated_ts": updated_ts})
 
     def _write_step(self, run_id: str, result: StepResult) -> None:
-        stored = result.model_dump_json()
+        stored = json_text(result)
         self._steps.setdefault(run_id, {})[result.step_id] = stored
         if result.status.settled:  # the iteration's history row: read from the same JSON
             self._history.setdefault((run_id, result.step_id), {})[result.iteration] = stored

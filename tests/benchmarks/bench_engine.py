@@ -28,6 +28,12 @@
    so a window of 500 steps would fall inside one superstep's node calls and
    leave out the checkpoints between supersteps.
 
+With ``BENCH_COMPARE_WITH=<tree>`` (another commit's source tree, e.g. a detached worktree of
+main) the Kahn cells of the overhead table are measured on that tree's engine too, in the same
+run, each right after this tree's (a child process runs this file with that tree first on its
+path: the same benchmark code over the other engine), and the before / after CPU ratio is
+printed beside them.
+
 Every sample starts from a collected heap (``gc.collect()``): a run's state and
 store are freed by the cycle collector, and a collection of the previous
 sample's garbage must not be charged to the next one. Collections caused by the
@@ -38,9 +44,13 @@ from __future__ import annotations
 
 import asyncio
 import gc
+import json
+import os
 import random
 import selectors
 import statistics
+import subprocess
+import sys
 import tempfile
 import time
 from collections.abc import Callable
@@ -306,14 +316,43 @@ def langgraph_cell(wf: WorkflowDefinition, shape: str) -> OverheadCell:
     return OverheadCell(wall, wall, cpu, "window")
 
 
+COMPARE_WITH = "BENCH_COMPARE_WITH"
+"""An environment variable naming another source tree whose Kahn engine is measured beside
+this one's."""
+
+
+def kahn_cells(shape: str, size: int) -> tuple[OverheadCell, OverheadCell]:
+    """Kahn's cells (in memory, SQLite) for one workflow of the overhead table."""
+    wf = chain(size) if shape == "chain" else random_dag(size, 7, "demo.echo", None)
+    return kahn_cell(wf, sqlite=False), kahn_cell(wf, sqlite=True)
+
+
+def kahn_cells_of(tree: str, shape: str, size: int) -> tuple[OverheadCell, OverheadCell]:
+    """:func:`kahn_cells` measured on the engine of another source tree, in a child process
+    that runs this file with that tree first on its path."""
+    env = {**os.environ, "PYTHONPATH": tree}
+    done = subprocess.run(
+        [sys.executable, __file__, "kahn-cells", shape, str(size)],
+        env=env,
+        cwd=tree,
+        check=True,
+        capture_output=True,
+        text=True,
+    )
+    memory, sqlite = json.loads(done.stdout.strip().splitlines()[-1])
+    return OverheadCell(*memory), OverheadCell(*sqlite)
+
+
 def overhead() -> None:
     print(
         "scheduling overhead per zero-work step, µs (whole run / steps; wall: best of n runs and"
         " median; CPU: median): target for Kahn in memory ≤ 100 µs at every size, flat within"
         " 1.5x from 60 to 10,000, ≥ 10x below LangGraph"
     )
-    asyncio.run(engine_run(KahnEngine(), chain(50), InMemoryRunStore()))  # imports, caches
+    other = os.environ.get(COMPARE_WITH)
+    warm_up()
     asyncio.run(engine_run(LangGraphEngine(), chain(50), InMemoryRunStore()))
+    before: list[str] = []
     for shape in ("chain", "random DAG"):
         print(
             f"  {shape:<10} {'steps':>6}  {'Kahn memory':>26}  {'Kahn SQLite':>26}"
@@ -323,7 +362,14 @@ def overhead() -> None:
         in_memory: list[OverheadCell] = []
         for size in OVERHEAD_SIZES:
             wf = chain(size) if shape == "chain" else random_dag(size, 7, "demo.echo", None)
-            memory, sqlite = kahn_cell(wf, sqlite=False), kahn_cell(wf, sqlite=True)
+            memory, sqlite = kahn_cells(shape, size)
+            if other:
+                old_memory, old_sqlite = kahn_cells_of(other, shape, size)
+                before.append(
+                    f"  {shape:<10} {size:>6}  {old_memory.cpu * 1e6:8.1f} {memory.cpu * 1e6:8.1f}"
+                    f" {old_memory.cpu / memory.cpu:8.2f}x  {old_sqlite.cpu * 1e6:8.1f}"
+                    f" {sqlite.cpu * 1e6:8.1f} {old_sqlite.cpu / sqlite.cpu:8.2f}x"
+                )
             lang = langgraph_cell(wf, shape)
             in_memory.append(memory)
             print(
@@ -345,6 +391,16 @@ def overhead() -> None:
         "  — its marginal cost per step at that size; every other figure is a whole run, start"
         " and end included)"
     )
+    if other:
+        print(f"  Kahn, CPU µs per step (median), before: {other}; after: this tree")
+        print(f"  {'':<17}  {'memory before':>17} {'after':>8} {'ratio':>9}", end="")
+        print(f"  {'SQLite before':>17} {'after':>8} {'ratio':>9}")
+        print("\n".join(before))
+
+
+def warm_up() -> None:
+    """Imports and caches, before anything is timed."""
+    asyncio.run(engine_run(KahnEngine(), chain(50), InMemoryRunStore()))
 
 
 def _cell(cell: OverheadCell) -> str:
@@ -359,4 +415,9 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    if sys.argv[1:2] == ["kahn-cells"]:  # run by kahn_cells_of, on another tree's engine
+        warm_up()
+        cells = kahn_cells(sys.argv[2], int(sys.argv[3]))
+        print(json.dumps([[cell.best, cell.median, cell.cpu] for cell in cells]))
+    else:
+        main()

@@ -13,8 +13,13 @@ from pathlib import Path
 
 import pytest
 
+from engine.protocol import ExecutionResult
+from engine.spec import StepSpec, WorkflowDefinition
+from engine.states import RunStatus, StepStatus
+from engine.store import RunStore, StepResult
 from tests.cli.test_engine_cli import workbench
 from tui import exit_codes
+from tui.commands.common import step_statuses
 from tui.present.headless import ATTENTION_ROWS, FULL_TABLE_STEPS
 
 pytestmark = pytest.mark.timeout(600)
@@ -79,3 +84,25 @@ def test_a_run_that_fits_a_screen_still_ends_with_every_step(tmp_path: Path) -> 
     closing = end_of_run(done.stdout)
     assert step_rows(closing) == [f"s{number}" for number in range(FULL_TABLE_STEPS)]
     assert "every step: workbench runs show" not in "\n".join(closing)
+
+
+def test_the_statuses_come_from_the_engine_or_else_from_the_store(tmp_path: Path) -> None:
+    """A local run's result carries every step's status; a run followed on a server carries
+    none, and its statuses are read from the store in the workflow's order (a step with no
+    stored result is PENDING)."""
+    wf = WorkflowDefinition(
+        name="wf", steps=[StepSpec(id=step_id, uses="demo.echo") for step_id in ("b", "a", "c")]
+    )
+    with RunStore(tmp_path / "runs.sqlite") as store:
+        run_id = store.create_run(wf, {}, "kahn", "test")
+        store.save_step(run_id, StepResult(step_id="a", status=StepStatus.FAILED))
+        store.save_step(run_id, StepResult(step_id="b", status=StepStatus.SUCCEEDED))
+        followed = ExecutionResult(run_id=run_id, status=RunStatus.FAILED)
+        assert list(step_statuses(store, followed).items()) == [
+            ("b", StepStatus.SUCCEEDED),
+            ("a", StepStatus.FAILED),
+            ("c", StepStatus.PENDING),
+        ]
+        given = {"b": StepStatus.SKIPPED, "a": StepStatus.SUCCEEDED, "c": StepStatus.SUCCEEDED}
+        local = followed.model_copy(update={"step_statuses": given})
+        assert step_statuses(store, local) == given

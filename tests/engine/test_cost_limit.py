@@ -8,6 +8,7 @@ import pytest
 from pydantic import ValidationError
 
 from engine.context import CallUsage, RunBudget
+from engine.events import Budget
 from engine.spec import Limits
 from engine.states import RunStatus
 from tests.engine.kahn_helpers import FakeModel, run, step, workflow
@@ -30,10 +31,12 @@ async def test_the_cost_limit_ends_the_run_partial_with_the_reason() -> None:
         limits=Limits(max_cost_usd=0.05),
     )
     model = PricedModel(["hi"], cost_usd=0.02)
-    result, _ = await run(wf, model=model)
+    result, events = await run(wf, model=model)
     assert result.status is RunStatus.PARTIAL
     assert result.reason.startswith("max_cost_usd 0.05 reached")
     assert len(model.calls) == 3  # 0.02, 0.04, 0.06: the third call crossed the cap
+    [budget] = [e for e in events if isinstance(e, Budget)]  # what the spending is shown as
+    assert (budget.cost_usd, budget.max_cost_usd) == (pytest.approx(0.06), 0.05)
 
 
 async def test_no_cost_limit_by_default() -> None:

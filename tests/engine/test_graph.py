@@ -126,6 +126,21 @@ def test_nodes_and_edges_for_the_run_started_event(microloop):
     }
 
 
+def test_run_started_lists_edges_in_workflow_order_and_marks_steps_that_ask() -> None:
+    """Edges by their source's place in the file, then their target's — not by name, not by
+    target — and a step with an interrupt is marked as one."""
+    nodes, edges = WorkflowGraph(
+        workflow(
+            {"id": "z"},
+            {"id": "y", "interrupt": {"before": True}},
+            {"id": "x", "depends_on": ["y"]},
+            {"id": "w", "depends_on": ["z"]},
+        )
+    ).nodes_and_edges()
+    assert [(e.source, e.target) for e in edges] == [("z", "w"), ("y", "x")]
+    assert [n.has_interrupt for n in nodes] == [False, True, False, False]
+
+
 @given(st.lists(st.lists(st.integers(0, 30), max_size=4), min_size=1, max_size=30))
 @settings(max_examples=40)
 def test_topological_order_respects_every_dependency_of_random_dags(parents):

@@ -9,7 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from engine.context import InterruptAnswer
-from engine.events import StepFinished, StepStarted
+from engine.events import RunEvent, StepFinished, StepStarted
 from engine.kahn import KahnEngine
 from engine.protocol import RunContext
 from engine.readiness import trigger_readiness
@@ -396,3 +396,54 @@ async def test_the_run_timeout_skips_what_was_running_with_its_reason_in_declare
         ("zeta", "run stopped: timeout_s 0.05 reached"),
         ("alpha", "run stopped: timeout_s 0.05 reached"),
     ]
+
+
+@pytest.mark.parametrize("collector_on", [True, False])
+async def test_a_run_start_collects_no_cycles_and_leaves_the_collector_as_it_found_it(
+    collector_on: bool,
+) -> None:
+    """The start of a run (its graph in ``run_started``: two models a node and an edge) is
+    stored with the cycle collector held off, then the collector is as it was: on again in a
+    process where it runs, still off in one that turned it off."""
+    import gc
+
+    started: list[bool] = []
+
+    class Watching(InMemoryRunStore):
+        def _write_event(self, event: RunEvent) -> None:
+            if event.kind == "run_started":
+                started.append(gc.isenabled())
+            super()._write_event(event)
+
+    was = gc.isenabled()
+    (gc.enable if collector_on else gc.disable)()
+    try:
+        result, _ = await run(workflow(step("a"), step("b", depends_on=["a"])), store=Watching())
+        assert gc.isenabled() is collector_on
+    finally:
+        (gc.enable if was else gc.disable)()
+    assert result.status == RunStatus.COMPLETED
+    assert started == [False]
+
+
+async def test_expressions_read_the_run_counters_as_they_stand() -> None:
+    """``run.step_runs``, ``run.llm_calls`` and ``run.tokens`` in a step's inputs are the run's
+    counters when the step starts: after two model calls of 10 tokens, in its third start."""
+    wf = workflow(
+        step("chatty", "test.model_calls", config={"calls": 2}),
+        step(
+            "reads",
+            depends_on=["chatty"],
+            inputs={
+                "runs": "run.step_runs",
+                "calls": "run.llm_calls",
+                "tokens": "run.tokens",
+                "bound": "run.max_step_runs",
+            },
+        ),
+    )
+    result, events = await run(wf, model=FakeModel(["hi"], tokens=10))
+    assert result.status == RunStatus.COMPLETED
+    finished = {e.step_id: e for e in events if isinstance(e, StepFinished)}
+    bound = wf.limits.step_run_bound(2)
+    assert finished["reads"].outputs == {"runs": 1, "calls": 2, "tokens": 20, "bound": bound}

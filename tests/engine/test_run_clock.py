@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from engine.context import InterruptAnswer
-from engine.events import Budget, RunEvent
+from engine.events import Budget, RunEvent, StepFinished
 from engine.kahn import KahnEngine
 from engine.langgraph_engine import LangGraphEngine
 from engine.lifecycle import EngineBase
@@ -44,6 +44,45 @@ async def test_the_budget_events_and_the_stored_state_count_the_engines_time(eng
     assert result.status == RunStatus.COMPLETED
     assert [e.elapsed_s for e in events if isinstance(e, Budget)] == [2.5, 6.5]
     assert store.get_run(result.run_id).engine_state["elapsed_s"] == 6.5
+
+
+async def test_the_budget_events_time_is_kept_to_the_microsecond(engine: str) -> None:
+    wf = workflow(step("first", "runner.takes", config={"seconds": 1.23456789}))
+    store = InMemoryRunStore()
+    result, events = await execute(engine, wf, store, ManualClock())
+    assert [e.elapsed_s for e in events if isinstance(e, Budget)] == [1.234568]
+    assert store.get_run(result.run_id).engine_state["elapsed_s"] == 1.234568
+
+
+async def test_expressions_read_the_runs_time_on_the_engines_clock(engine: str) -> None:
+    wf = workflow(
+        step("first", "runner.takes", config={"seconds": 2.5}),
+        step("reads", depends_on=["first"], inputs={"elapsed": "run.elapsed_s"}),
+    )
+    result, events = await execute(engine, wf, InMemoryRunStore(), ManualClock())
+    [finished] = [e for e in events if isinstance(e, StepFinished) and e.step_id == "reads"]
+    assert finished.outputs == {"elapsed": 2.5}
+
+
+async def test_a_run_whose_time_is_exactly_used_up_starts_nothing_more(engine: str) -> None:
+    wf = workflow(
+        step("first", "runner.takes", config={"seconds": 10.0}),
+        step("second", "runner.takes", depends_on=["first"], config={"seconds": 1.0}),
+        limits=Limits(timeout_s=10),
+    )
+    result, _ = await execute(engine, wf, InMemoryRunStore(), ManualClock())
+    assert (result.status, result.reason) == (RunStatus.PARTIAL, "timeout_s 10 reached")
+    assert result.step_statuses["second"] == StepStatus.SKIPPED
+
+
+async def test_a_run_with_time_left_starts_its_next_step(engine: str) -> None:
+    wf = workflow(
+        step("first", "runner.takes", config={"seconds": 9.5}),
+        step("second", "runner.takes", depends_on=["first"], config={"seconds": 0.25}),
+        limits=Limits(timeout_s=10),
+    )
+    result, _ = await execute(engine, wf, InMemoryRunStore(), ManualClock())
+    assert result.status == RunStatus.COMPLETED
 
 
 async def test_timeout_s_is_reached_on_the_engines_clock(engine: str) -> None:

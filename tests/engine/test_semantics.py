@@ -579,8 +579,8 @@ def test_a_detour_targets_dependents_wait_for_the_declarers_return_pass() -> Non
 
 
 def test_several_terminations_name_the_first_terminating_step_in_the_file() -> None:
-    """Three roots terminate side by side; the step they all lead to names s0 on both engines
-    (it used to name whichever finished first)."""
+    """Three roots terminate side by side; the step they all lead to, and the run, name s0 on
+    both engines (it used to name whichever finished first)."""
     wf = load(
         [
             probe("s0", config={"terminate_at": 0}),
@@ -594,6 +594,7 @@ def test_several_terminations_name_the_first_terminating_step_in_the_file() -> N
         result, store = execute(engine, wf, inputs=INPUTS)
         [skipped] = [e for e in store.events(result.run_id) if e.kind == "step_skipped"]
         assert skipped.reason == "run stopped: terminated by s0", engine
+        assert result.reason == "terminated by s0", engine  # the run's own reason too
 
 
 # -- which loops a step outside their bodies waits for (found by mutation testing) -----------------

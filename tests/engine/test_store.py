@@ -391,3 +391,44 @@ def test_a_step_iterations_journal_is_listed_in_call_order(store: BaseRunStore) 
         (2, "k2", [2]),
     ]
     assert store.journal_entries(run_id, "c", 0) == []
+
+
+def test_after_a_claim_the_next_event_continues_the_runs_seq_and_time(store: BaseRunStore) -> None:
+    """A claim forgets what the store knew of the run's last event (another holder may have
+    appended); the next one is read back: its seq follows on, its time does not go back."""
+    run_id = store.create_run(WF, {}, "kahn", "test")
+    first = store.append(Log(run_id=run_id, message="one"))
+    second = store.append(Log(run_id=run_id, message="two"))
+    store.claim(run_id)
+    third = store.append(Log(run_id=run_id, message="three"))
+    assert (first.seq, second.seq, third.seq) == (1, 2, 3)
+    assert third.mono >= second.mono
+
+
+def test_a_write_from_another_thread_waits_for_the_open_batch(store: BaseRunStore) -> None:
+    """A batch holds the writer: another thread's write neither joins it nor slips in between
+    its writes; it lands after the batch commits."""
+    run_id = store.create_run(WF, {}, "kahn", "test")
+    inside, release, written = threading.Event(), threading.Event(), threading.Event()
+
+    def hold() -> None:
+        with store.batch():
+            store.append(Log(run_id=run_id, message="first"))
+            inside.set()
+            release.wait(10)
+            store.append(Log(run_id=run_id, message="second"))
+
+    def other() -> None:
+        store.append(Log(run_id=run_id, message="other"))
+        written.set()
+
+    holder = threading.Thread(target=hold)
+    holder.start()
+    assert inside.wait(10)
+    writer = threading.Thread(target=other)
+    writer.start()
+    assert not written.wait(0.3)  # still waiting for the batch (it never gets in earlier)
+    release.set()
+    holder.join(10)
+    writer.join(10)
+    assert [e.message for e in store.events(run_id)] == ["first", "second", "other"]  # type: ignore[union-attr]

@@ -9,11 +9,11 @@ from typing import Any
 import psycopg
 import pytest
 
-from engine.context import JournalEntry
+from engine.context import InterruptRequest, JournalEntry
 from engine.events import Log
 from engine.spec import StepSpec, WorkflowDefinition
 from engine.states import RunStatus, StepStatus
-from engine.store import LeaseLost, StepResult, UnknownRun
+from engine.store import InterruptRecord, LeaseLost, StepResult, UnknownRun
 from tests.stores import DURABLE, OpenStore
 
 WF = WorkflowDefinition(name="lease_test", steps=[StepSpec(id="a", uses="demo.echo")])
@@ -50,6 +50,12 @@ def test_a_write_with_a_stale_epoch_raises_and_commits_nothing(open_store: OpenS
     )
     for write in (
         lambda: old.append(Log(run_id=run_id, message="lost too")),
+        lambda: old.append_new(Log, run_id=run_id, message="lost as well"),
+        lambda: old.add_interrupt(
+            InterruptRecord(
+                interrupt_id="i", run_id=run_id, step_id="a", request=InterruptRequest(prompt="?")
+            )
+        ),
         lambda: old.save_step(run_id, StepResult(step_id="a", status=StepStatus.FAILED)),
         lambda: old.journal_put(run_id, "a", 0, 0, JournalEntry(kind="llm", payload="x")),
         lambda: old.save_engine_state(run_id, {"step_runs": 9}),
@@ -64,6 +70,7 @@ def test_a_write_with_a_stale_epoch_raises_and_commits_nothing(open_store: OpenS
     assert [e.message for e in reader.events(run_id)] == ["before the takeover", "after"]  # type: ignore[union-attr]
     assert reader.step_results(run_id) == {}
     assert reader.journal_get(run_id, "a", 0, 0) is None
+    assert reader.interrupts(run_id) == []
     record = reader.get_run(run_id)
     assert (record.status, record.engine_state) == (RunStatus.RUNNING, {})
 
@@ -142,3 +149,36 @@ def test_committed_events_are_notified_once_per_run_and_transaction(
         assert _notifications(listener) == []  # a rolled-back batch, a batch without events
         store.append(Log(run_id=run_id, message="next"))
         assert _notifications(listener) == [f"{run_id} 4"]
+
+
+@durable
+async def test_a_run_owned_by_another_live_process_resumes_only_under_a_lease(
+    open_store: OpenStore,
+) -> None:
+    """A RUNNING run whose recorded owner is another live process (here: this test's parent)
+    is refused to a plain resume, and resumed by a store that claimed its lease, which fences
+    that owner out (a worker taking over a run)."""
+    import os
+    import socket
+
+    import engine.demo_steps  # noqa: F401 - registers demo.echo
+    from engine.kahn import KahnEngine
+    from engine.protocol import RunContext
+    from engine.store import RunOwned
+    from engine.store.ownership import RunOwner, _proc_start
+
+    store = open_store()
+    run_id = store.create_run(WF, {}, "kahn", "test")
+    parent = os.getppid()
+    other = RunOwner(
+        host=socket.gethostname(), pid=parent, token="another", proc_start=_proc_start(parent)[0]
+    )
+    with store.batch():
+        store._write_owner(run_id, other)
+    assert store.get_run(run_id).owner_status == "alive"
+    with pytest.raises(RunOwned):
+        await KahnEngine().resume(run_id, RunContext(store=store))
+    leased = open_store()
+    leased.claim(run_id)
+    result = await KahnEngine().resume(run_id, RunContext(store=leased))
+    assert result.status == RunStatus.COMPLETED

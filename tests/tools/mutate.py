@@ -69,6 +69,9 @@ ENGINE_SETTINGS: dict[str, Any] = {
         "engine/langgraph_compile.py",
         "engine/graph.py",
         "engine/store/memory.py",
+        "engine/store/base.py",
+        "engine/recorder.py",
+        "engine/trusted.py",
     ],
     "pytest_add_cli_args_test_selection": [
         "tests/engine",

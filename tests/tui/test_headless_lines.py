@@ -7,14 +7,19 @@ and payload without one.
 
 from __future__ import annotations
 
+import io
+from collections.abc import Callable
 from typing import get_args
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from rich.console import Console
 
 from engine import events as ev
 from engine.event_lines import EventLine
 from engine.states import RoutingSignal, RunStatus
+from tui.present.console import SafeConsole
 from tui.present.event_lines import describe
 from tui.present.headless import HeadlessPrinter, console_style, styled
 from tui.present.status_tone import STATUS_TONES, tone
@@ -142,3 +147,61 @@ def test_every_run_status_has_a_tone(status: str) -> None:
     assert status in STATUS_TONES
     assert styled(status) == f"[{console_style(status)}]{status}[/]"
     assert tone(status.lower()) == tone(status) != "plain"
+
+
+TEXTS = st.lists(
+    st.sampled_from(
+        [
+            *"ab [/]\\:;{}\"' \t\n\r\x1b\x07\x9b\u202e\u00a0é漢😀",
+            ":smile:",
+            "[bold]",
+            "\\[",
+            "word ",
+        ]
+    ),
+    max_size=40,
+).map("".join)
+"""Text from outside with what rich's markup and layout act on: tags, escapes, emoji codes,
+control and format characters, tabs, line breaks, wide characters, long words."""
+
+
+def written(console: Console, write: Callable[[], None]) -> str:
+    """What ``write`` writes to ``console``'s file (no capture: the printer's own way out)."""
+    console.file = io.StringIO()
+    write()
+    return console.file.getvalue()
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    texts=st.lists(TEXTS, min_size=1, max_size=6),
+    width=st.integers(min_value=10, max_value=120),
+    safe=st.booleans(),
+    mono=st.floats(min_value=0, max_value=1e6),
+)
+def test_a_console_without_style_shows_the_same_lines_however_they_are_written(
+    texts: list[str], width: int, safe: bool, mono: float
+) -> None:
+    """The printer writes the lines a console shows as their bare text together, and prints
+    the others as markup (tui/present/console.py): the output is what printing every line's
+    markup writes, whatever the text, the width and the console."""
+    events: list[ev.RunEvent] = []
+    for number, text in enumerate(texts):
+        events += [
+            ev.StepStarted(run_id="r", step_id=f"s{number}", mono=mono),
+            ev.StepFinished(run_id="r", step_id=f"s{number}", outputs={"k": text}, mono=mono),
+            ev.StepSkipped(run_id="r", step_id=f"s{number}", reason=text),
+            ev.Log(run_id="r", level="warning", message=text),
+            ev.RunFinished(run_id="r", status=RunStatus.FAILED, reason=text),
+        ]
+    console = (SafeConsole if safe else Console)(width=width, color_system=None)
+    printer = HeadlessPrinter(console)
+    markups = [line for event in events if (line := printer.line(event))]
+
+    def line_by_line() -> None:
+        for line in markups:
+            console.print(line, highlight=False)
+
+    expected = written(console, line_by_line)
+    assert written(console, lambda: printer(events)) == expected
+    assert printed(printer, events) == expected.splitlines()

@@ -24,12 +24,13 @@ from engine.event_lines import summarize
 from engine.events import InterruptRaised, RunEvent
 from engine.model_answers import disclosure, tally
 from engine.protocol import ExecutionResult, InterruptResponder
-from engine.states import RunStatus
+from engine.states import RunStatus, StepStatus
 from engine.store import BaseRunStore, InterruptRecord, RunOwned, RunReader
 from research.events import describe_research_event
 from tui import exit_codes
 from tui.app.plan_draft import PlanDraft, PlanEditRefused
 from tui.commands.command_context import BadInput, workspace_of
+from tui.commands.seen_events import SeenEvents
 from tui.present.headless import HeadlessPrinter, end_of_run, styled
 from tui.present.progress import ProgressBoard, RunProgress, paused
 from tui.root_options import SERVER_KEY
@@ -317,6 +318,20 @@ def interrupted_line(store: RunReader, run_id: str) -> str:
     return f"interrupted: the run is stored; continue it with workbench resume {run_id}"
 
 
+def step_statuses(store: RunReader, result: ExecutionResult) -> dict[str, StepStatus]:
+    """Each step's status at the end of the run, in the workflow's order: as the engine that
+    ran it returned them, or, for a run followed on a server (whose result names no step),
+    read from the store — a whole definition and every step result, which a long local run is
+    spared."""
+    if result.step_statuses:
+        return dict(result.step_statuses)
+    stored = store.step_results(result.run_id)
+    return {
+        step_id: stored[step_id].status if step_id in stored else StepStatus.PENDING
+        for step_id in store.get_run(result.run_id).definition.step_ids
+    }
+
+
 def drive(
     store: RunReader,
     run_id: str,
@@ -332,11 +347,13 @@ def drive(
     one line of JSON).
     """
     printer = HeadlessPrinter(console, domain=describe_research_event)
+    seen = SeenEvents()
     try:
         with ProgressBoard(console) as board:
             progress = RunProgress(board)
 
             def surface(events: list[RunEvent]) -> None:
+                seen(events)  # first: a printer that fails on a batch must not lose its count
                 printer(events)
                 progress(events)
 
@@ -346,9 +363,8 @@ def drive(
     except KeyboardInterrupt:
         console.print(f"[magenta]{escape(interrupted_line(store, run_id))}[/]", highlight=False)
         return EXIT_CODES[RunStatus.CANCELLED]
-    record = store.get_run(result.run_id)
     for shown in end_of_run(
-        store.step_results(result.run_id), record.definition.step_ids, result.run_id
+        step_statuses(store, result), lambda: store.step_results(result.run_id), result.run_id
     ):
         console.print(shown, highlight=False)
     console.print(
@@ -356,7 +372,7 @@ def drive(
         + (f" — {escape(result.reason)}" if result.reason else ""),
         highlight=False,
     )
-    fallback = disclosure(tally(store.events(result.run_id)))
+    fallback = disclosure(tally(seen.step_finished(store, result.run_id)))
     if fallback:
         console.print(f"[bold yellow]{escape(fallback)}[/]", highlight=False)
     if summary is not None:

@@ -7,7 +7,7 @@ one, or a stored one replayed from the store, the same way.
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable, Mapping
 
 from rich.console import Console, RenderableType
 from rich.markup import escape
@@ -17,7 +17,7 @@ from engine.event_lines import DomainDescriber, EventLine, summarize
 from engine.events import Domain, RunEvent
 from engine.states import StepStatus
 from engine.store import StepResult
-from tui.present.console import SafeConsole
+from tui.present.console import Piece, SafeConsole, piece_markup, print_lines
 from tui.present.event_lines import describe
 from tui.present.skip_words import skip_words
 from tui.present.status_tone import Tone, tone
@@ -86,27 +86,35 @@ class HeadlessPrinter:
         self.domain = domain
 
     def __call__(self, events: Iterable[RunEvent]) -> None:
-        for event in events:
-            line = self.line(event)
-            if line:
-                self.console.print(line, highlight=False)
+        print_lines(self.console, (pieces for event in events if (pieces := self.pieces(event))))
 
     def line(self, event: RunEvent) -> str | None:
-        """The console line for ``event``, or None for events the console does not show."""
+        """The console line for ``event`` in rich markup, or None for events the console does
+        not show."""
+        pieces = self.pieces(event)
+        return piece_markup(pieces) if pieces else None
+
+    def pieces(self, event: RunEvent) -> list[Piece]:
+        """The console line for ``event`` as styled pieces; empty for events the console does
+        not show."""
         if event.kind in QUIET_EVENTS or (isinstance(event, Domain) and not self.show_domain):
-            return None
-        return f"[dim]{event.mono:7.2f}s[/] " + console_markup(describe(event, self.domain), event)
+            return []
+        return [
+            (f"{event.mono:7.2f}s", "dim"),
+            (" ", ""),
+            *console_pieces(describe(event, self.domain), event),
+        ]
 
 
-def console_markup(line: EventLine, event: RunEvent) -> str:
-    """An event line in rich markup: a glyph for its kind, coloured by its level when that
+def console_pieces(line: EventLine, event: RunEvent) -> list[Piece]:
+    """An event line as styled pieces: a glyph for its kind, coloured by its level when that
     is not plain info, else by its status's tone; run lines bold and flush left."""
-    text = f"{GLYPHS.get(event.kind, '·')} {escape(line.text)}"
+    text = f"{GLYPHS.get(event.kind, '·')} {line.text}"
     style = _style(line)
     if event.kind in RUN_EVENTS:
-        return f"[bold {style}]{text}[/]"
-    outputs = f" [dim]{escape(line.outputs)}[/]" if line.outputs else ""
-    return f"  [{style}]{text}[/]{outputs}"
+        return [(text, f"bold {style}")]
+    outputs: list[Piece] = [(" ", ""), (line.outputs, "dim")] if line.outputs else []
+    return [("  ", ""), (text, style), *outputs]
 
 
 def _style(line: EventLine) -> str:
@@ -159,19 +167,19 @@ ATTENTION = (
 
 
 def end_of_run(
-    results: dict[str, StepResult], order: list[str], run_id: str
+    statuses: Mapping[str, StepStatus],
+    results: Callable[[], dict[str, StepResult]],
+    run_id: str,
 ) -> list[RenderableType]:
-    """What a headless run prints about its steps when it ends: every step while they fit a
-    screen; above FULL_TABLE_STEPS, the count of steps in each status and the first
-    ATTENTION_ROWS steps that did not succeed (most urgent first, then in the workflow's
-    order), with where to read the rest — a table of thousands of rows is read by nobody and
-    costs more to draw than the run itself (issue 26)."""
+    """What a headless run prints about its steps when it ends, from each step's status (in
+    the workflow's order) and, read only for a table that shows them, the step results:
+    every step while they fit a screen; above FULL_TABLE_STEPS, the count of steps in each
+    status and the first ATTENTION_ROWS steps that did not succeed (most urgent first, then in
+    the workflow's order), with where to read the rest — a table of thousands of rows is read
+    by nobody and costs more to draw than the run itself (issue 26)."""
+    order = list(statuses)
     if len(order) <= FULL_TABLE_STEPS:
-        return [step_table(results, order)]
-    statuses = {
-        step_id: results[step_id].status if step_id in results else StepStatus.PENDING
-        for step_id in order
-    }
+        return [step_table(results(), order)]
     counts = Counter(statuses.values())
     by_status = Table(title=f"{len(order)} steps", show_lines=False)
     by_status.add_column("status")
@@ -188,7 +196,7 @@ def end_of_run(
         listed = attention[:ATTENTION_ROWS]
         shown.append(
             step_table(
-                results, listed, f"steps that need attention ({len(listed)} of {len(attention)})"
+                results(), listed, f"steps that need attention ({len(listed)} of {len(attention)})"
             )
         )
     shown.append(f"[dim]every step: workbench runs show {escape(run_id)}[/]")

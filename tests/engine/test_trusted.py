@@ -1,0 +1,204 @@
+"""Models the engine builds from its own values without validating them again
+(engine/trusted.py), and the events it appends that way (``BaseRunStore.append_new``): each is
+exactly what validation would have built — the same fields, the same set fields, the same
+JSON — and the same event once stored and read back."""
+
+from __future__ import annotations
+
+import pickle
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from pydantic import BaseModel, ConfigDict, Field
+
+from engine.events import (
+    Budget,
+    GraphEdge,
+    GraphNode,
+    Log,
+    RunEvent,
+    StepFinished,
+    StepSkipped,
+    StepStarted,
+)
+from engine.spec import StepSpec, WorkflowDefinition
+from engine.states import StepStatus
+from engine.store import BaseRunStore, StepResult
+from engine.trusted import json_text, replaced, trusted
+from tests.stores import ALL, store_opener
+
+WF = WorkflowDefinition(name="trusted", steps=[StepSpec(id="a", uses="demo.echo")])
+
+BUILT: list[tuple[type[BaseModel], dict[str, Any]]] = [
+    (
+        StepStarted,
+        {"run_id": "r", "step_id": "a", "iteration": 2, "attempt": 1, "inputs": {"x": [1]}},
+    ),
+    (
+        StepFinished,
+        {
+            "run_id": "r",
+            "step_id": "a",
+            "iteration": 0,
+            "outputs": {"text": "hi", "n": 1.5},
+            "duration_s": 0.25,
+            "llm_calls": 2,
+            "tokens": 30,
+            "providers": ["fake"],
+            "replayed_calls": 1,
+            "fallback_calls": 0,
+        },
+    ),
+    (StepSkipped, {"run_id": "r", "step_id": "a", "iteration": 1, "reason": "when is false"}),
+    (
+        Budget,
+        {
+            "run_id": "r",
+            "step_runs": 3,
+            "llm_calls": 0,
+            "tokens": 0,
+            "max_step_runs": 40,
+            "max_llm_calls": 300,
+            "token_budget": 500_000,
+            "elapsed_s": 0.5,
+            "cost_usd": 0.0,
+            "max_cost_usd": None,
+        },
+    ),
+    (StepStarted, {"run_id": "r", "step_id": "a"}),  # defaults, and a fresh list per model
+    (
+        StepResult,
+        {
+            "step_id": "a",
+            "status": StepStatus.SUCCEEDED,
+            "iteration": 1,
+            "outputs": {"k": "v"},
+            "reason": "",
+            "routed_by": ["r1"],
+            "not_routed_by": [],
+            "runs": 2,
+            "history": [],
+        },
+    ),
+    (GraphNode, {"id": "a", "uses": "demo.echo", "group": None}),
+    (GraphEdge, {"source": "a", "target": "b", "kind": "route"}),
+]
+
+
+@pytest.mark.parametrize(("kind", "fields"), BUILT, ids=lambda v: getattr(v, "__name__", ""))
+def test_a_trusted_model_is_the_validated_one(
+    kind: type[BaseModel], fields: dict[str, Any]
+) -> None:
+    built, validated = trusted(kind, **fields), kind(**fields)
+    assert built == validated
+    assert type(built) is kind
+    assert built.model_fields_set == validated.model_fields_set
+    assert json_text(built) == validated.model_dump_json()
+    assert built.model_dump() == validated.model_dump()
+    assert repr(built) == repr(validated)
+    assert pickle.loads(pickle.dumps(built)) == validated  # every slot pydantic keeps is set
+
+
+def test_a_trusted_model_is_frozen_and_gets_fresh_defaults() -> None:
+    first, second = (
+        trusted(StepStarted, run_id="r", step_id="a"),
+        trusted(StepStarted, run_id="r", step_id="b"),
+    )
+    assert first.inputs == {} and first.inputs is not second.inputs
+    with pytest.raises(ValueError, match="frozen"):
+        first.step_id = "c"  # type: ignore[misc]
+
+
+def test_replaced_is_model_copy_with_the_update() -> None:
+    event = StepStarted(run_id="r", step_id="a", inputs={"x": 1})
+    copy = replaced(event, seq=7, ts=1.5, mono=0.25)
+    expected = event.model_copy(update={"seq": 7, "ts": 1.5, "mono": 0.25})
+    assert copy == expected and copy.model_fields_set == expected.model_fields_set
+    assert json_text(copy) == expected.model_dump_json()
+    assert pickle.loads(pickle.dumps(copy)) == expected
+    assert event.seq == 0  # the original is left as it was
+
+
+class _Open(BaseModel):
+    model_config = ConfigDict(extra="allow")
+    a: int = 0
+
+
+class _Private(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    a: int = 0
+    _secret: int = 0
+
+
+class _Factory(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    items: list[int] = Field(default_factory=list)
+
+
+@pytest.mark.parametrize("kind", [_Open, _Private])
+def test_only_models_without_extras_or_private_attributes_are_built_so(
+    kind: type[BaseModel],
+) -> None:
+    with pytest.raises(TypeError, match="only frozen models without extras or privates"):
+        trusted(kind, a=1)
+    with pytest.raises(TypeError, match="only frozen models without extras or privates"):
+        replaced(kind(a=1), a=2)
+
+
+def test_a_default_factory_is_called_only_for_a_field_not_given() -> None:
+    assert trusted(_Factory).items == [] and trusted(_Factory, items=[3]).items == [3]
+    assert trusted(_Factory).model_fields_set == set()
+
+
+@pytest.fixture(params=ALL)
+def store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[BaseRunStore]:
+    opened = store_opener(request.param, request, tmp_path)()
+    yield opened
+    opened.close()
+
+
+def test_append_new_stores_and_returns_what_append_does(store: BaseRunStore) -> None:
+    run_id = store.create_run(WF, {}, "kahn", "")
+    seen: list[RunEvent] = []
+    store.subscribe(seen.extend, run_id)
+    fields = {"run_id": run_id, "step_id": "a", "outputs": {"x": 1}, "duration_s": 0.5}
+    with store.batch():
+        first = store.append(Log(run_id=run_id, message="before"))
+        built = store.append_new(StepFinished, **fields)
+        appended = store.append(StepFinished(**fields))
+    assert (first.seq, built.seq, appended.seq) == (1, 2, 3)
+    assert built.model_copy(update={"seq": 3, "ts": appended.ts, "mono": appended.mono}) == appended
+    assert built.model_fields_set == appended.model_fields_set
+    stored = store.events(run_id)
+    assert stored[1] == built and stored[2] == appended
+    store.bus.close()
+    assert [event.seq for event in seen] == [1, 2, 3]
+
+
+def test_a_model_class_met_for_the_first_time_is_laid_out_from_its_fields() -> None:
+    """A class defined here is new to the cache of layouts on every run of the test: its
+    defaults, its factories and its refusal are worked out from its fields, not remembered."""
+
+    class Fresh(BaseModel):
+        model_config = ConfigDict(extra="forbid", frozen=True)
+        name: str
+        count: int = 3
+        note: str | None = "kept"
+        items: list[int] = Field(default_factory=lambda: [1])
+
+    built, validated = trusted(Fresh, name="a"), Fresh(name="a")
+    assert built == validated and built.model_fields_set == validated.model_fields_set == {"name"}
+    assert json_text(built) == validated.model_dump_json()
+    assert built.items is not trusted(Fresh, name="b").items
+    given = trusted(Fresh, name="c", count=0, note=None, items=[])
+    assert given == Fresh(name="c", count=0, note=None, items=[])
+    assert replaced(given, count=5) == given.model_copy(update={"count": 5})
+
+    class Loose(BaseModel):
+        model_config = ConfigDict(extra="ignore")
+        a: int = 0
+
+    with pytest.raises(TypeError, match="only frozen models"):
+        trusted(Loose)
