@@ -14,10 +14,8 @@ recorded in a run still names the same text after a re-index.
 
 from __future__ import annotations
 
-import difflib
 import fcntl
 import hashlib
-import re
 import sqlite3
 import time
 from collections.abc import Callable, Iterable, Iterator
@@ -49,6 +47,7 @@ from research.loaders import (
     split_passages,
 )
 from research.references import own_keys, references, relation_rank
+from research.spelling import Speller
 from research.text import words
 from research.vectors import VectorIndex
 
@@ -104,9 +103,6 @@ CREATE TABLE IF NOT EXISTS passage_vectors (
 );
 CREATE VIRTUAL TABLE IF NOT EXISTS passage_vocab USING fts5vocab(passage_fts, 'row');
 """
-CLOSE_WORD_RATIO = 0.8
-"""How alike (difflib ratio) an unknown word and a known one must be to search for the latter."""
-_WORD = re.compile(r"[A-Za-z]{4,}")
 
 
 @runtime_checkable
@@ -129,8 +125,7 @@ class Corpus:
         self._index: VectorIndex | None = None
         self._index_version = -1
         self._new_vectors = PassageVectors()
-        self._known: dict[str, str] = {}
-        self._surface: list[str] = []
+        self._speller = Speller(self._db)
         self._relevance: dict[tuple[str, tuple[str, ...], str], dict[str, float]] = {}
         self._forget_documents_without_keys()
 
@@ -202,8 +197,7 @@ class Corpus:
     def _indexing(self, collection: str) -> Iterator[sqlite3.Connection]:
         """The one write transaction of an indexing call, under :meth:`exclusive`."""
         self._index = None
-        self._known.clear()
-        self._surface = []
+        self._speller.forget()
         self._relevance.clear()
         with self.exclusive():
             try:
@@ -518,35 +512,9 @@ class Corpus:
         return self._relevance[key]
 
     def corrected(self, text: str) -> str:
-        """``text`` with each word the corpus does not hold replaced by the closest word of its
-        titles and section headings ("Pyhton" → "python"), when one is close enough.
-
-        Hand-written with difflib: a spelling suggester is a few lines over the corpus's own
-        vocabulary, which no library knows.
-        """
-
-        def fix(match: re.Match[str]) -> str:
-            word = match.group(0).lower()
-            if word not in self._known:
-                self._known[word] = self._closest(word)
-            return self._known[word] or match.group(0)
-
-        return _WORD.sub(fix, text)
-
-    def _closest(self, word: str) -> str:
-        held = self._db.execute(
-            "SELECT 1 FROM passage_fts WHERE passage_fts MATCH ? LIMIT 1", (f'"{word}"',)
-        ).fetchone()
-        if held is not None:
-            return ""
-        if not self._surface:
-            rows = self._db.execute(
-                "SELECT title FROM documents UNION SELECT section FROM passage_fts"
-            )
-            self._surface = sorted({w.lower() for (t,) in rows for w in _WORD.findall(t or "")})
-        candidates = [w for w in self._surface if w[0] == word[0] and abs(len(w) - len(word)) <= 2]
-        close = difflib.get_close_matches(word, candidates, n=1, cutoff=CLOSE_WORD_RATIO)
-        return close[0] if close else ""
+        """``text`` with its misspelt words replaced by the corpus's own ("Pyhton" → "python",
+        "wiht" → "with"): research.spelling."""
+        return self._speller.corrected(text)
 
     def vocabulary(self, text: str, collections: Iterable[str] | None = None) -> dict[str, float]:
         """{word of ``text``: share of the collections' documents holding it} — 0 for a word the

@@ -180,6 +180,7 @@ SUBJECT_TITLE_WEIGHT = 0.4
 SOURCE_REPEAT_PENALTY = 0.6
 """A source already quoted weighs less for the next claim, so the answer draws on many documents."""
 MAX_JOINED_CLAIM = 500
+SHORT_STATEMENT_WORDS = 3
 SUPPORT_COVERAGE = 0.6
 SUPPORT_MIN_SHARED = 4
 CONTRADICTION_SIMILARITY = 0.45
@@ -362,7 +363,11 @@ def claim_candidates(passage: dict[str, Any]) -> list[str]:
     text = normalize_space(passage["text"])
     found: list[str] = []
     previous = ""
-    for sentence in sentences(passage["text"]):
+    # a passage of short statements only (an aphorism a line) offers those rather than nothing
+    found_sentences = sentences(passage["text"]) or sentences(
+        passage["text"], min_words=SHORT_STATEMENT_WORDS
+    )
+    for sentence in found_sentences:
         sentence = normalize_space(sentence)
         if sentence[:1].islower():
             previous = sentence
@@ -395,6 +400,7 @@ def analyze(inputs: dict[str, Any]) -> AnalysisAnswer:
     candidate_terms = [
         doc.keys() for doc in index.docs
     ]  # each sentence's terms, as BM25 already counted them
+    vocabulary = set().union(*candidate_terms)
     central = centrality(texts) if len(texts) <= 400 else [0.0] * len(texts)
     cleaned_texts = [clean_sentence(t) for t in texts]
     salience = code_salience(texts)
@@ -406,8 +412,18 @@ def analyze(inputs: dict[str, Any]) -> AnalysisAnswer:
     cited: Counter[str] = Counter()
     claims: list[ProposedClaim] = []
     for sub in inputs.get("sub_questions", []):
-        query_terms = [stem(t) for t in sub.get("key_terms", [])] or terms(sub["text"])
+        query_terms = identifier_parts(
+            [stem(t) for t in sub.get("key_terms", [])] or terms(sub["text"]), vocabulary
+        )
         relevance = index.scores(query_terms)
+        if not any(relevance):
+            # no sentence names the sub-question's terms: those of a document whose title does
+            # ("The Zen of Python" for "What is the Zen of Python?") are about it all the same
+            wanted = set(query_terms)
+            relevance = [
+                float(bool(wanted & set(terms(str(passage.get("title", ""))))))
+                for _, passage in candidates
+            ]
         top = max(relevance) or 1.0
         taken = 0
         while taken < per_question:
@@ -445,6 +461,26 @@ def analyze(inputs: dict[str, Any]) -> AnalysisAnswer:
             )
             taken += 1
     return AnalysisAnswer(lens=lens, claims=claims)
+
+
+def identifier_parts(query_terms: list[str], vocabulary: set[str]) -> list[str]:
+    """The terms, and the parts of each compound identifier among them that the sentences do
+    not hold whole (``lru_cache`` → ``lru``, ``cache``; ``contextmanager`` → ``context``,
+    ``manager`` when both are words of the sentences): prose names a thing in plain words more
+    often than by its name."""
+    found = list(query_terms)
+    for term in query_terms:
+        if term in vocabulary:
+            continue
+        if "_" in term:
+            found.extend(terms(term.replace("_", " ")))
+            continue
+        for cut in range(3, len(term) - 2):
+            head, tail = stem(term[:cut]), stem(term[cut:])
+            if head in vocabulary and tail in vocabulary:
+                found.extend((head, tail))
+                break
+    return list(dict.fromkeys(found))
 
 
 def subject_weight(

@@ -2,8 +2,8 @@
 
 The lexical half ranks passages by bm25 with the document's title and the passage's section
 heading weighted above its text (:data:`FIELD_WEIGHTS`); the query is the text's content words
-OR-ed, and a ``"quoted phrase"`` kept as a phrase (the corpus first replaces a word it does not
-know by the closest one it does: a typo). The semantic half ranks passages by the cosine similarity
+OR-ed, and a ``"quoted phrase"`` kept as a phrase (the corpus first corrects the text's misspelt
+words: research.spelling). The semantic half ranks passages by the cosine similarity
 of their stored vectors to the query's (research.embeddings), only those at
 :data:`SEMANTIC_FLOOR` or above — below it a passage shares nothing but the language with the
 query. Both rankings obey the same filters, and reciprocal rank fusion (Cormack et al. 2009,
@@ -19,7 +19,15 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from research.embeddings import Vectors, embedder
-from research.relevance import document_evidence, relevance
+from research.relevance import (
+    SYMBOL_RUN,
+    asked,
+    candidate_phrases,
+    document_evidence,
+    question_words,
+    relevance,
+    symbol_runs,
+)
 from research.text import key_phrases, words
 from research.vectors import DocumentFilter, VectorIndex
 
@@ -158,7 +166,9 @@ def question_relevance(
     filters: SearchFilters,
 ) -> dict[str, float]:
     """{source id: relevance to ``question``} of the documents a search for it finds
-    (research.relevance); documents it does not find are not about it (0)."""
+    (research.relevance); documents it does not find are not about it (0). Only the sentence
+    that asks counts when a preamble comes before it (research.relevance.asked)."""
+    question = asked(question)
     vector = embedder().embed_one(question)
     _, _, fused = candidates(db, index, question, vector, filters)
     scope = [
@@ -167,7 +177,48 @@ def question_relevance(
         if not filters.collections or collection in filters.collections
     ]
     passages_of = dict(db.execute("SELECT source_id, passages FROM documents"))
-    return relevance(document_evidence(index, question, vector, fused, passages_of, scope))
+    in_scope = {index.documents[n][0] for n in scope}
+    holders = {
+        term: holding(db, term, in_scope)
+        for term in [
+            *question_words(question),
+            *heading_phrases(db, question),
+            *symbol_runs(question),
+        ]
+    }
+    return relevance(document_evidence(index, question, vector, fused, passages_of, scope, holders))
+
+
+def holding(db: sqlite3.Connection, term: str, in_scope: set[str]) -> set[str]:
+    """The documents in scope that hold ``term`` (a word, a phrase or an operator) anywhere."""
+    if SYMBOL_RUN.fullmatch(term):  # the index has no tokens for punctuation: read the text
+        rows = db.execute(
+            "SELECT DISTINCT p.source_id FROM passage_fts f JOIN passages p ON p.rowid = f.rowid "
+            "WHERE instr(f.text, ?) > 0",
+            (term,),
+        )
+    else:
+        rows = db.execute(
+            "SELECT DISTINCT p.source_id FROM passage_fts f JOIN passages p ON p.rowid = f.rowid "
+            "WHERE passage_fts MATCH ?",
+            (f'"{term}"',),
+        )
+    return {s for (s,) in rows if s in in_scope}
+
+
+def heading_phrases(db: sqlite3.Connection, question: str) -> list[str]:
+    """Runs of two or three adjacent words of the question that some document's title or
+    section heading holds as a phrase ("keyword only", "yield from", "with statement"): the
+    corpus's own names for things, function words and all."""
+    found = []
+    for phrase in candidate_phrases(question):
+        held = db.execute(
+            "SELECT 1 FROM passage_fts WHERE passage_fts MATCH ? LIMIT 1",
+            (f'{{title section}} : "{phrase}"',),
+        ).fetchone()
+        if held is not None:
+            found.append(phrase)
+    return found
 
 
 def search(

@@ -45,7 +45,7 @@ NEGATIONS = frozenset(
 )
 
 _WORD = re.compile(r"[A-Za-z][A-Za-z0-9_]*|\d+(?:\.\d+)*")
-_SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[A-Z0-9`\"'(\[*])")
+SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[A-Z0-9`\"'(\[*])")
 _VERSION = re.compile(r"(?<![\w.])\d+(?:\.\d+)+(?![\w])")
 
 
@@ -97,7 +97,7 @@ def sentences(text: str, *, min_words: int = 6, max_chars: int = 400) -> list[st
         block = normalize_space(block)
         if not block or block.startswith(("..", "::", "|", "+-", "===", "---", ">>>")):
             continue
-        for sentence in _SENTENCE_END.split(block):
+        for sentence in SENTENCE_END.split(block):
             sentence = sentence.strip()
             if (
                 len(words(sentence)) >= min_words

@@ -25,6 +25,7 @@ after ``as_of``.
 from __future__ import annotations
 
 import re
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 from pydantic import Field
@@ -34,7 +35,7 @@ from engine.steps import step
 from plumbing.frozen import Frozen
 from research.evidence import Passage, Source, SubQuestion
 from research.references import relation_rank
-from research.relevance import RELEVANCE_FLOOR
+from research.relevance import RELEVANCE_FLOOR, asked
 from research.state import PlannedBranch, ResearchState, latest_state, round_of
 from research.steps.common import RoundInput, passage_from_hit, source_from_hit
 from research.text import terms
@@ -52,17 +53,37 @@ MAX_DOCUMENTS = 5
 """On-topic documents a run reads at most (the most relevant first)."""
 
 
-async def on_topic_documents(ctx: StepContext, state: ResearchState) -> dict[str, float]:
-    """{source id: relevance} of the documents about the run's question, best first."""
-    hits = await ctx.retrieve(
-        state.evidence.query,
-        **state.search_options(limit=ANCHOR_CANDIDATES, distinct_sources=True),
+Search = Callable[..., Awaitable[list[dict[str, Any]]]]
+"""A retriever's search: ``await search(query, **options)`` → hits (the Retriever shape)."""
+
+
+async def select_on_topic(
+    search: Search, question: str, collections: list[str], as_of: str
+) -> dict[str, float]:
+    """{source id: relevance} of the documents about ``question``, best first: the run's
+    anchor search. The research workflow calls it through its step context (journaled);
+    the evaluation's retrieval-only mode calls it on the corpus directly, so both select the
+    same documents."""
+    hits = await search(
+        asked(question),
+        collections=collections or None,
+        not_after=as_of,
+        about=question,
+        limit=ANCHOR_CANDIDATES,
+        distinct_sources=True,
     )
     ranked = sorted(
         (h for h in hits if h.get("relevance", 1.0) >= RELEVANCE_FLOOR),
         key=lambda h: (-h.get("relevance", 1.0), h["source_id"]),
     )
     return {h["source_id"]: float(h.get("relevance", 1.0)) for h in ranked[:MAX_DOCUMENTS]}
+
+
+async def on_topic_documents(ctx: StepContext, state: ResearchState) -> dict[str, float]:
+    """{source id: relevance} of the documents about the run's question, best first."""
+    return await select_on_topic(
+        ctx.retrieve, state.evidence.query, state.params.collections, state.policy.as_of
+    )
 
 
 def target_sub_questions(state: ResearchState, round_number: int) -> list[str]:

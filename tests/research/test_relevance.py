@@ -23,7 +23,7 @@ from research.embeddings import DIMENSIONS, Embedder, package_folder
 from research.evidence import Claim, EvidenceMap, Passage, Source, SubQuestion
 from research.policy import decide
 from research.questions import plan, sub_questions
-from research.relevance import RELEVANCE_FLOOR
+from research.relevance import RELEVANCE_FLOOR, asked, candidate_phrases, symbol_runs
 from research.scoring import score_evidence
 from research.sources import SourcePolicy
 from tests.research.conftest import run_research
@@ -201,6 +201,46 @@ def test_a_question_with_typos_reaches_the_document_it_means(pep_corpus_path: Pa
         for question in ("What are assignment expressions?", "What are asignment expresions?"):
             relevance = corpus.relevance(question, ["peps"])
             assert relevance.get("peps/pep-0572", 0.0) >= RELEVANCE_FLOOR, question
+
+
+def test_misspelt_words_are_corrected_against_the_corpus_and_rare_real_words_kept(
+    pep_corpus_path: Path,
+) -> None:
+    """A typo the corpus itself holds once ("wiht") is corrected too; a rare word the corpus
+    holds in several passages ("walrus") is not a typo."""
+    with Corpus(pep_corpus_path) as corpus:
+        assert corpus.corrected("the wiht statment") == "the with statement"
+        assert corpus.corrected("What are tpye hints?") == "What are type hints?"
+        assert corpus.corrected("the walrus operator") == "the walrus operator"
+
+
+def test_a_rare_word_of_the_question_finds_the_document_whose_title_lacks_it(
+    pep_corpus_path: Path,
+) -> None:
+    """Dozens of titles say "operator"; only the few documents holding "walrus" are about it."""
+    with Corpus(pep_corpus_path) as corpus:
+        relevance = corpus.relevance("What is the walrus operator?", ["peps"])
+    assert relevance.get("peps/pep-0572", 0.0) >= RELEVANCE_FLOOR
+    assert not any(
+        score >= RELEVANCE_FLOOR
+        for source, score in relevance.items()
+        if source in ("peps/pep-0465", "peps/pep-0335", "peps/pep-0532")
+    )
+
+
+def test_the_question_after_a_preamble_is_what_is_asked() -> None:
+    preamble = "I maintain an old codebase full of callbacks. How did async and await evolve?"
+    assert asked(preamble) == "How did async and await evolve?"
+    assert asked("What is a wheel?") == "What is a wheel?"
+    assert asked("Tell me about wheels. Why?") == "Tell me about wheels. Why?"
+
+
+def test_phrases_and_operators_of_a_question() -> None:
+    phrases = candidate_phrases("What are keyword-only arguments?")
+    assert "keyword only arguments" in phrases and "keyword only" in phrases
+    assert not any(p.startswith(("what", "are")) for p in phrases)
+    assert "inside a" not in candidate_phrases("what does yield from do inside a generator")
+    assert symbol_runs("Why was the := operator added, and what does -> mean?") == [":=", "->"]
 
 
 def test_a_models_prose_keeps_only_sentences_that_cite_the_claims_it_was_given() -> None:

@@ -19,7 +19,12 @@ from tests.research.conftest import ResearchRun, run_research
 
 GATE_QUERY = ("WSGI web server gateway interface", {"domain": "reference"})
 REMEDIATION_QUERY = ("type hints", {"domain": "reference"})
-PLATEAU_QUERY = ("version specifiers packaging metadata", {})
+PLATEAU_QUERY = ("version specifiers", {})
+"""R1 reads the documents about version specifiers; R2 reads further passages of them that
+change no score, so the loop stops there (plateau) rather than run a third round alike. (The
+question changes when retrieval does: "version specifiers packaging metadata" stopped for want
+of an unread on-topic passage after a round that changed a score once the relevance floor held
+out the metadata PEPs that do not hold "specifiers".)"""
 VETO_QUERY = ("Python Database API Specification", {"domain": "reference"})
 VETO_PAIR = ("peps/pep-0248", "peps/pep-0249")
 """A Final document whose Superseded-By header names the other (not superseded by status)."""

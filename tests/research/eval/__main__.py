@@ -3,14 +3,23 @@
 ``make eval`` runs the tuning split; ``make eval SPLIT=heldout`` the held-out split, which
 nothing runs unless it is named (it is scored at the end of a piece of retrieval work, never
 while tuning); ``make eval SPLIT=heldout2 EVAL_ARGS=--final`` the fresh held-out split, which
-refuses to run without ``--final``.
+refuses to run without ``--final``. ``--retrieval-only`` scores only the documents each
+phrasing's anchor search selects (no research run; seconds, not minutes: evaluate.py's docstring).
 """
 
 from __future__ import annotations
 
 import argparse
 
-from tests.research.eval.evaluate import CORPORA, SPLITS, FinalSplitRefused, evaluate, table
+from tests.research.eval.evaluate import (
+    CORPORA,
+    SPLITS,
+    FinalSplitRefused,
+    evaluate,
+    evaluate_retrieval,
+    selection_table,
+    table,
+)
 
 
 def main() -> None:
@@ -34,23 +43,31 @@ def main() -> None:
         action="store_true",
         help="the work is finished: allow the fresh held-out split (heldout2)",
     )
+    parser.add_argument(
+        "--retrieval-only",
+        action="store_true",
+        help="score only the documents each phrasing's anchor search selects (fast; no run)",
+    )
     args = parser.parse_args()
     unknown = [s for s in args.sets if s not in CORPORA]
     if unknown:
         parser.error(f"unknown set {unknown[0]!r}; use one of {', '.join(CORPORA)}")
+    options = {
+        "only": set(args.only) if args.only else None,
+        "paraphrases": not args.no_paraphrases,
+        "final": args.final,
+        "mixed": args.mixed,
+    }
+    names = list(args.sets) or list(CORPORA)
     try:
-        scores = evaluate(
-            list(args.sets) or list(CORPORA),
-            args.split,
-            only=set(args.only) if args.only else None,
-            paraphrases=not args.no_paraphrases,
-            final=args.final,
-            mixed=args.mixed,
-        )
+        if args.retrieval_only:
+            report = selection_table(evaluate_retrieval(names, args.split, **options))
+        else:
+            report = table(evaluate(names, args.split, **options))
     except FinalSplitRefused as refused:
         parser.error(str(refused))
     print(f"split: {args.split}{' (mixed workspace: every collection searched)' * args.mixed}")
-    print(table(scores))
+    print(report)
 
 
 if __name__ == "__main__":

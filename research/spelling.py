@@ -1,0 +1,84 @@
+"""Misspelt words of a question, corrected against the corpus's own vocabulary (issue 22).
+
+A word of the question that the corpus's passages hold in at most :data:`RARE_PASSAGES` passages
+is a typo candidate ("wiht", "tpye": a corpus of thousands of documents holds a few typos too).
+Its candidates are the words of the titles and section headings and the indexed terms of every
+passage (the FTS vocabulary, stemmed as the index stems them) within a Damerau edit distance
+(optimal string alignment: a swap of two neighbours is one edit) of one, or two for a word of
+more than :data:`SHORT_WORD` letters. The nearest candidate wins, and among equally near ones
+the one held by the most passages; it replaces the word only when the corpus holds the word in
+no passage at all or holds the candidate in :data:`MORE_COMMON` times as many passages.
+
+The edit distance comes from RapidFuzz (its C++ scorer searches the vocabulary in
+milliseconds); the vocabulary is the corpus's own, which no library knows.
+"""
+
+from __future__ import annotations
+
+import re
+import sqlite3
+
+from rapidfuzz import process
+from rapidfuzz.distance import OSA
+
+RARE_PASSAGES = 2
+MORE_COMMON = 50
+SHORT_WORD = 5
+CANDIDATES = 12
+WORD = re.compile(r"[A-Za-z]{4,}")
+
+
+class Speller:
+    """Corrections for one corpus file, its vocabulary read on first need."""
+
+    def __init__(self, db: sqlite3.Connection) -> None:
+        self._db = db
+        self._vocabulary: list[str] = []
+        self._counts: dict[str, int] = {}
+        self._fixes: dict[str, str] = {}
+
+    def forget(self) -> None:
+        """The corpus changed: read its vocabulary again when next needed."""
+        self._vocabulary = []
+        self._counts.clear()
+        self._fixes.clear()
+
+    def corrected(self, text: str) -> str:
+        def fix(match: re.Match[str]) -> str:
+            word = match.group(0).lower()
+            if word not in self._fixes:
+                self._fixes[word] = self._closest(word)
+            return self._fixes[word] or match.group(0)
+
+        return WORD.sub(fix, text)
+
+    def passages(self, word: str) -> int:
+        """How many passages hold ``word`` (as the index stems it)."""
+        if word not in self._counts:
+            self._counts[word] = self._db.execute(
+                "SELECT COUNT(*) FROM passage_fts WHERE passage_fts MATCH ?", (f'"{word}"',)
+            ).fetchone()[0]
+        return self._counts[word]
+
+    def _closest(self, word: str) -> str:
+        held = self.passages(word)
+        if held > RARE_PASSAGES:
+            return ""
+        if not self._vocabulary:
+            rows = self._db.execute(
+                "SELECT title FROM documents UNION SELECT section FROM passage_fts"
+            )
+            surface = {w.lower() for (t,) in rows for w in WORD.findall(t or "")}
+            stems = {t for (t,) in self._db.execute("SELECT term FROM passage_vocab")}
+            self._vocabulary = sorted(w for w in surface | stems if WORD.fullmatch(w))
+        reach = 1 if len(word) <= SHORT_WORD else 2
+        found = process.extract(
+            word, self._vocabulary, scorer=OSA.distance, score_cutoff=reach, limit=CANDIDATES
+        )
+        ranked = sorted(
+            ((distance, -self.passages(c), c) for c, distance, _ in found if c != word),
+        )
+        if not ranked:
+            return ""
+        _, count, best = ranked[0]
+        return best if held == 0 or -count >= MORE_COMMON * held else ""
