@@ -1,9 +1,9 @@
-"""``python -m tests.research.eval [peps|default ...] [--split tuning|heldout|heldout2] [--final]``.
+"""``python -m tests.research.eval [peps|default ...] [--split tuning|heldout|heldout2|heldout3] [--final]``.
 
 ``make eval`` runs the tuning split; ``make eval SPLIT=heldout`` the held-out split, which
 nothing runs unless it is named (it is scored at the end of a piece of retrieval work, never
-while tuning); ``make eval SPLIT=heldout2 EVAL_ARGS=--final`` the fresh held-out split, which
-refuses to run without ``--final``.
+while tuning); ``make eval SPLIT=heldout2 EVAL_ARGS=--final`` and ``SPLIT=heldout3`` the later held-out
+splits, which refuse to run without ``--final``.
 """
 
 from __future__ import annotations
@@ -32,7 +32,7 @@ def main() -> None:
     parser.add_argument(
         "--final",
         action="store_true",
-        help="the work is finished: allow the fresh held-out split (heldout2)",
+        help="the work is finished: allow the later held-out splits (heldout2, heldout3)",
     )
     args = parser.parse_args()
     unknown = [s for s in args.sets if s not in CORPORA]
