@@ -65,6 +65,8 @@ def test_the_evaluation_sets_are_well_formed(pep_corpus_path: Path) -> None:
     assert len(sets["heldout", "default"].questions) >= 12
     assert len(sets["heldout2", "peps"].questions) >= 24
     assert len(sets["heldout2", "default"].questions) >= 14
+    assert len(sets["heldout3", "peps"].questions) >= 30
+    assert len(sets["heldout3", "default"].questions) >= 18
     default_ids = {f"python-docs/{c[0]}" for c in (read() for read in default_sources()) if c}
     with Corpus(pep_corpus_path) as corpus:
         for (split, name), eval_set in sets.items():
@@ -87,23 +89,26 @@ def test_the_evaluation_sets_are_well_formed(pep_corpus_path: Path) -> None:
             for question in sets[split, name].questions:
                 text = question.question.lower()
                 assert asked.setdefault(text, split) == split, (split, question.id)
-    fresh = {g for name in CORPORA for q in sets["heldout2", name].questions for g in q.gold}
-    seen = {
-        g
-        for split in SPLITS
-        if split != "heldout2"
-        for name in CORPORA
-        for q in sets[split, name].questions
-        for g in q.gold
-    }
-    assert not fresh & seen, "heldout2 asks about subjects the other splits already ask about"
+    for fresh_split in sorted(FINAL_ONLY):
+        fresh = {g for name in CORPORA for q in sets[fresh_split, name].questions for g in q.gold}
+        earlier = SPLITS[: SPLITS.index(fresh_split)]
+        seen = {
+            g
+            for split in earlier
+            for name in CORPORA
+            for q in sets[split, name].questions
+            for g in q.gold
+        }
+        assert not fresh & seen, f"{fresh_split} asks about subjects earlier splits ask about"
 
 
 def test_the_fresh_held_out_split_runs_only_when_the_work_is_final(tmp_path: Path) -> None:
-    """heldout2 is refused without ``final=True`` — before any corpus is built or question run."""
-    assert FINAL_ONLY == {"heldout2"}
-    with pytest.raises(FinalSplitRefused, match="--final"):
-        evaluate(list(CORPORA), "heldout2", folder=tmp_path)
+    """heldout2 and heldout3 are refused without ``final=True`` — before any corpus is built or
+    question run."""
+    assert FINAL_ONLY == {"heldout2", "heldout3"}
+    for split in sorted(FINAL_ONLY):
+        with pytest.raises(FinalSplitRefused, match=f"SPLIT={split} .*--final"):
+            evaluate(list(CORPORA), split, folder=tmp_path)
     assert list(tmp_path.iterdir()) == []
 
 

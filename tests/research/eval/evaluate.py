@@ -7,7 +7,10 @@ was written before the retrieval work of issue 22 and runs only when asked for b
 when the first pass landed, so a fresh split, *heldout2* (``peps_heldout2.yaml``,
 ``default_heldout2.yaml``), was written before the second pass changed any retrieval code; it
 runs only with an explicit ``final=True`` (``make eval SPLIT=heldout2 EVAL_ARGS=--final``), at
-the end of a piece of work.
+the end of a piece of work. heldout2 was in turn run during the second pass, so a third split,
+*heldout3* (``peps_heldout3.yaml``, ``default_heldout3.yaml``), was written on 2026-11-27 by
+someone who did not tune, before that session's retrieval work began, and kept out of the tuners'
+reach until the work was finished; it too runs only with ``final=True``.
 
 Each question runs offline with the built-in model, in its own words and in each of its five
 paraphrases (the documents' own words, a user's words, a typo, a long preamble, a different
@@ -59,15 +62,16 @@ HERE = Path(__file__).resolve().parent
 PROJECT = HERE.parents[2]
 PEPS = PROJECT.parent / "shared" / "corpus" / "peps"
 WORKFLOW = PROJECT / "workflows" / "deep_research.yaml"
-Split = Literal["tuning", "heldout", "heldout2"]
-SPLITS: tuple[Split, ...] = ("tuning", "heldout", "heldout2")
-FINAL_ONLY: frozenset[Split] = frozenset({"heldout2"})
+Split = Literal["tuning", "heldout", "heldout2", "heldout3"]
+SPLITS: tuple[Split, ...] = ("tuning", "heldout", "heldout2", "heldout3")
+FINAL_ONLY: frozenset[Split] = frozenset({"heldout2", "heldout3"})
 """Splits that run only when the caller says the work is finished (``final=True``)."""
 CORPORA = ("peps", "default")
 SETS: dict[Split, dict[str, Path]] = {
     "tuning": {"peps": HERE / "peps.yaml", "default": HERE / "default.yaml"},
     "heldout": {"peps": HERE / "peps_heldout.yaml", "default": HERE / "default_heldout.yaml"},
     "heldout2": {"peps": HERE / "peps_heldout2.yaml", "default": HERE / "default_heldout2.yaml"},
+    "heldout3": {"peps": HERE / "peps_heldout3.yaml", "default": HERE / "default_heldout3.yaml"},
 }
 STYLES = ("own_words", "user_words", "typo", "preamble", "question_word")
 """The five paraphrases every question carries."""
@@ -126,7 +130,7 @@ class FinalSplitRefused(RuntimeError):
     def __init__(self, split: str) -> None:
         super().__init__(
             f"the {split} split is scored only at the end of a piece of work, never while "
-            "tuning: say so with --final (make eval SPLIT=heldout2 EVAL_ARGS=--final)"
+            f"tuning: say so with --final (make eval SPLIT={split} EVAL_ARGS=--final)"
         )
 
 
