@@ -23,12 +23,10 @@ Running one step is engine/runner.py's, shared as well.
 from __future__ import annotations
 
 import asyncio
-import gc
 import os
 import time
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Collection, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable, Collection
 from dataclasses import dataclass
 
 from engine.completion import conclude
@@ -44,6 +42,7 @@ from engine.states import RunStatus, StepStatus
 from engine.steps import REGISTRY, StepRegistry
 from engine.store import BaseRunStore, RunOwned, RunSummary, new_run_id
 from engine.time_travel import ForkPoint, fork_state
+from plumbing.collector import cycle_collection_paused
 
 _DRIVING: set[str] = set()
 """Runs this process is driving right now (an engine's ``_drive`` is under way)."""
@@ -170,7 +169,7 @@ class EngineBase(ABC):
         store: BaseRunStore = run.store
         inputs = resolve_inputs(wf, run.inputs)
         run_id = store.create_run(wf, inputs, self.name, run.engine_reason, run_id=run.run_id)
-        with _uncollected():
+        with cycle_collection_paused():
             runner = self._new_runner(RunState.fresh(run_id, wf, inputs), WorkflowGraph(wf), run)
         self._announce(runner, run, resumed=False)
         return await self._drive(runner)
@@ -198,7 +197,7 @@ class EngineBase(ABC):
         store.claim_owner(run_id)
         wf = record.definition
         results = store.step_results(run_id)
-        with _uncollected():
+        with cycle_collection_paused():
             state = RunState.restore(run_id, wf, record.inputs, results, record.engine_state)
             runner = self._new_runner(state, WorkflowGraph(wf), run)
         # a run queued for a worker starts by a resume: it has no step results yet
@@ -273,7 +272,7 @@ class EngineBase(ABC):
         self, runner: StepRunner, run: RunContext, *, resumed: bool, forked_from: str | None = None
     ) -> None:
         state = runner.state
-        with _uncollected(), runner.store.batch():
+        with cycle_collection_paused(), runner.store.batch():
             nodes, edges = runner.graph.nodes_and_edges()
             runner.store.set_status(state.run_id, RunStatus.RUNNING)
             runner.recorder.emit(
@@ -358,25 +357,6 @@ class EngineBase(ABC):
             pending_interrupts=pending,
             engine=self.name,
         )
-
-
-@contextmanager
-def _uncollected() -> Iterator[None]:
-    """No cycle collection while a run's start is built and stored: its state, its graph and
-    ``run_started``. They make tens of thousands of objects the collector tracks for a large
-    workflow, most of them short-lived — the graph's adjacency while it is built, the event's
-    graph (two models a node and an edge, each with the set of its fields), alive until the
-    start commits and then freed at once (nothing refers back to them). Built under the
-    collector's eye they were promoted to its oldest generation on the way, which made it walk
-    every object of the process two or three times in a 10,000-step run: a fifth of the run's
-    time. (The collector is left as it was found: a process that turned it off keeps it off.)"""
-    enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if enabled:
-            gc.enable()
 
 
 def _release(store: BaseRunStore, run_id: str) -> None:

@@ -25,9 +25,6 @@ collector before the next runs:
 
 from __future__ import annotations
 
-import gc
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 
 from engine.errors import Problem, WorkflowLoadError
@@ -41,6 +38,7 @@ from engine.loader.step_checks import StepIndex, read_steps
 from engine.loader.templates import expand_steps
 from engine.spec import WorkflowDefinition
 from engine.steps import REGISTRY, StepRegistry
+from plumbing.collector import cycle_collection_paused
 from plumbing.yaml_reading import MAX_DEPTH, WORKFLOW_MAX_BYTES
 
 __all__ = [
@@ -114,24 +112,6 @@ def _shape(
     return header.model_copy(update=update), step_index
 
 
-@contextmanager
-def _no_cycle_collection() -> Iterator[None]:
-    """Pause Python's cycle collector while a workflow loads.
-
-    Loading builds tens of thousands of objects (nodes, specs, compiled expressions) that
-    all stay alive until it ends, and none of them form cycles; every full collection
-    meanwhile walks all of them again, which made a 10,000-step workflow load twice as
-    slowly per step as a 1,000-step one. Reference counting still frees everything.
-    """
-    enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if enabled:
-            gc.enable()
-
-
 def _too_large(source: str, size: int) -> Problem:
     return Problem(
         source,
@@ -156,7 +136,7 @@ def load_workflow_text(
     if len(text) > MAX_BYTES:
         raise WorkflowLoadError([_too_large(source, len(text))])
     try:
-        with _no_cycle_collection():
+        with cycle_collection_paused():
             return _load(text, source, registry if registry is not None else REGISTRY)
     except WorkflowLoadError:
         raise
