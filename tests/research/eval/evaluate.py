@@ -44,6 +44,8 @@ import asyncio
 import re
 import tempfile
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
@@ -355,28 +357,47 @@ def evaluate(
     mixed workspace — both corpora indexed into one file and every question searching all of
     it, so a second collection is there to drown the first.
     """
+    with _corpora(names, split, final, mixed, folder) as (root, corpus_path):
+        return [
+            asyncio.run(
+                run_question(
+                    name,
+                    eval_set,
+                    question,
+                    corpus_path,
+                    root / f"ws-{split}-{name}-{question.id}-{style}{'-mixed' * mixed}",
+                    style,
+                    mixed,
+                )
+            )
+            for name, eval_set, question, style, _ in _phrasings(names, split, only, paraphrases)
+        ]
+
+
+@contextmanager
+def _corpora(
+    names: list[str], split: Split, final: bool, mixed: bool, folder: Path | None
+) -> Iterator[tuple[Path, Path]]:
+    """(the run's folder, the corpus file): refused before anything is built when ``split``
+    runs only at the end of a piece of work and ``final`` is not said."""
     if split in FINAL_ONLY and not final:
         raise FinalSplitRefused(split)
     with tempfile.TemporaryDirectory() as tmp:
         root = folder or Path(tmp)
-        corpus_path = build_corpora(root, list(CORPORA) if mixed else names)
-        scores = []
-        for name in names:
-            eval_set = load_set(name, split)
-            for question in eval_set.questions:
-                if only is not None and f"{name}:{question.id}" not in only:
-                    continue
-                styles = [s for s, _ in question.phrasings()] if paraphrases else ["question"]
-                for style in styles:
-                    workspace = root / f"ws-{split}-{name}-{question.id}-{style}{'-mixed' * mixed}"
-                    scores.append(
-                        asyncio.run(
-                            run_question(
-                                name, eval_set, question, corpus_path, workspace, style, mixed
-                            )
-                        )
-                    )
-        return scores
+        yield root, build_corpora(root, list(CORPORA) if mixed else names)
+
+
+def _phrasings(
+    names: list[str], split: Split, only: set[str] | None, paraphrases: bool
+) -> Iterator[tuple[str, EvalSet, EvalQuestion, str, str]]:
+    """(set name, set, question, style, text) for every phrasing to run, in order."""
+    for name in names:
+        eval_set = load_set(name, split)
+        for question in eval_set.questions:
+            if only is not None and f"{name}:{question.id}" not in only:
+                continue
+            for style, text in question.phrasings()[: None if paraphrases else 1]:
+                yield name, eval_set, question, style, text
 
 
 @dataclass(frozen=True)
@@ -519,32 +540,19 @@ def evaluate_retrieval(
 ) -> list[SelectionScore]:
     """Retrieval-only mode: each phrasing's selected documents, scored (the module docstring).
     The same split rules as :func:`evaluate`."""
-    if split in FINAL_ONLY and not final:
-        raise FinalSplitRefused(split)
-    with tempfile.TemporaryDirectory() as tmp:
-        root = folder or Path(tmp)
-        corpus_path = build_corpora(root, list(CORPORA) if mixed else names)
-        scores = []
-        with Corpus(corpus_path) as corpus:
-            search = CorpusRetriever(corpus).search
-            for name in names:
-                eval_set = load_set(name, split)
-                collections = [] if mixed else [eval_set.collection]
-                for question in eval_set.questions:
-                    if only is not None and f"{name}:{question.id}" not in only:
-                        continue
-                    for style, text in question.phrasings()[: None if paraphrases else 1]:
-                        started = time.perf_counter()
-                        selected = asyncio.run(
-                            select_on_topic(search, text, collections, eval_set.as_of)
-                        )
-                        seconds = time.perf_counter() - started
-                        scores.append(
-                            score_selection(
-                                name, eval_set, question, style, list(selected), seconds
-                            )
-                        )
-        return scores
+    scores = []
+    with (
+        _corpora(names, split, final, mixed, folder) as (_, corpus_path),
+        Corpus(corpus_path) as corpus,
+    ):
+        search = CorpusRetriever(corpus).search
+        for name, eval_set, question, style, text in _phrasings(names, split, only, paraphrases):
+            collections = [] if mixed else [eval_set.collection]
+            started = time.perf_counter()
+            selected = asyncio.run(select_on_topic(search, text, collections, eval_set.as_of))
+            seconds = time.perf_counter() - started
+            scores.append(score_selection(name, eval_set, question, style, list(selected), seconds))
+    return scores
 
 
 def selection_table(scores: list[SelectionScore]) -> str:
