@@ -49,6 +49,7 @@ def test_a_run_sent_to_a_server_is_followed_here_answered_or_left_waiting(
         answered = run_here("--headless", "--on-interrupt", "default")
         left = RUN_LINE.search(waited.stdout)
         assert left is not None, waited.stdout + waited.stderr
+        shown = workbench("runs", "show", left.group(1))
         resumed = workbench("resume", left.group(1), "--answer", "plan=reject")
         finished_already = workbench("resume", left.group(1), "--answer", "approve")
     assert waited.returncode == exit_codes.WAITING, waited.stderr
@@ -56,7 +57,10 @@ def test_a_run_sent_to_a_server_is_followed_here_answered_or_left_waiting(
     done = RUN_LINE.search(answered.stdout)
     assert left.group(2) == "WAITING", waited.stdout
     assert done is not None and done.group(2) == "COMPLETED", answered.stdout
-    assert "answer and continue with:" in waited.stdout
+    # the hint names the server: without --server the command would look in a local workspace
+    hint = f"workbench --server {server.url} resume {left.group(1)} --answer approve"
+    assert f"answer and continue with: {hint}" in " ".join(waited.stdout.split())  # unwrapped
+    assert f"answer with: {hint}" in " ".join(shown.stdout.split())
     for line in (
         "plan answered automatically: approve",
         "execute started",

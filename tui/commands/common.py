@@ -121,14 +121,16 @@ def parse_answer(text: str) -> InterruptAnswer:
     return InterruptAnswer(action="answer", value=stripped)
 
 
-def resume_hint(run_id: str, pending: Sequence[InterruptRecord]) -> str:
+def resume_hint(run_id: str, pending: Sequence[InterruptRecord], server: str | None = None) -> str:
     """The command that answers what waits: a bare answer for one prompt, one addressed to
-    each step when several wait (a bare one would be refused)."""
-    if len(pending) <= 1:
-        return f"workbench resume {run_id} --answer approve"
-    return " ".join(
-        [f"workbench resume {run_id}", *(f"--answer {p.step_id}=approve" for p in pending)]
+    each step when several wait (a bare one would be refused); on ``server`` when the run is
+    one of a server's (the command run without it would look in the local workspace)."""
+    command = (
+        f"workbench --server {server} resume {run_id}" if server else f"workbench resume {run_id}"
     )
+    if len(pending) <= 1:
+        return f"{command} --answer approve"
+    return " ".join([command, *(f"--answer {p.step_id}=approve" for p in pending)])
 
 
 async def default_responder(raised: InterruptRaised, request: InterruptRequest) -> InterruptAnswer:
@@ -338,13 +340,14 @@ def drive(
     run: Callable[[Surface], Coroutine[Any, Any, ExecutionResult]],
     console: Console,
     summary: Callable[[ExecutionResult], list[str]] | None = None,
+    server: str | None = None,
 ) -> int:
     """Run ``run`` with the headless printer and the progress bars as its surface; print the final
     table (:func:`tui.present.headless.end_of_run`); the exit code.
 
     ``run`` opens the run (:func:`tui.launch.run.open_run`) with the surface it is given.
     ``summary`` gives the closing lines that say what the run produced (default: its outputs as
-    one line of JSON).
+    one line of JSON). ``server``: the server whose run this is, named in the resume hint.
     """
     printer = HeadlessPrinter(console, domain=describe_research_event)
     seen = SeenEvents()
@@ -382,7 +385,8 @@ def drive(
         console.print(f"outputs: {escape(summarize(result.outputs, 300))}", highlight=False)
     if result.status == RunStatus.WAITING:
         console.print(
-            f"answer and continue with: {resume_hint(result.run_id, store.pending_interrupts(result.run_id))}",
+            "answer and continue with: "
+            + resume_hint(result.run_id, store.pending_interrupts(result.run_id), server),
             highlight=False,
         )
     return EXIT_CODES[result.status]

@@ -153,7 +153,9 @@ def _server_run(
         client, path, inputs, None if engine == "auto" else engine, run_id, leave_waiting=True
     )
     with RemoteRunStore(client) as store:
-        return drive(store, run_id, _printed(job, on_interrupt, console), console)
+        return drive(
+            store, run_id, _printed(job, on_interrupt, console), console, server=client.url
+        )
 
 
 def _server_resume(
@@ -181,7 +183,9 @@ def _server_resume(
             return client.post(f"/v1/runs/{quote(run_id, safe='')}/resume", {"answers": body})
 
         job = follow_job(client, run_id, shown, start=start, leave_waiting=True)
-        return drive(store, run_id, _printed(job, on_interrupt, console), console)
+        return drive(
+            store, run_id, _printed(job, on_interrupt, console), console, server=client.url
+        )
 
 
 def server_fork(
@@ -210,7 +214,9 @@ def server_fork(
     job = follow_job(client, forked, start=start, leave_waiting=True)
     with RemoteRunStore(client) as store:
         store.get_run(run_id)  # no such run: the server's one line
-        return drive(store, forked, _printed(job, on_interrupt, console), console)
+        return drive(
+            store, forked, _printed(job, on_interrupt, console), console, server=client.url
+        )
 
 
 def _printed(

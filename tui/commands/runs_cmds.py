@@ -20,7 +20,14 @@ from engine.store import RunReader
 from engine.store.records import InterruptRecord, RunRecord, StepResult
 from engine.time_travel import ForkError
 from tui.commands.command_context import ON_INTERRUPT, BadInput, workspace_of
-from tui.commands.common import drive, interrupt_mode, open_store, read_store, responder_for
+from tui.commands.common import (
+    attached_server,
+    drive,
+    interrupt_mode,
+    open_store,
+    read_store,
+    responder_for,
+)
 from tui.echo import echo, echo_json, echo_json_text
 from tui.exit_codes import FAILED
 from tui.launch.fork import plan_fork
@@ -112,6 +119,11 @@ def runs_show(ctx: click.Context, run_id: str, as_json: bool) -> None:
         echo_json(run_document(record, results, pending))
         return
     console = SafeConsole()
+    from tui.client.http import server_url
+
+    server = attached_server(ctx)
+    # the commands shown name the server the run is on: without it they look in this workspace
+    workbench = f"workbench --server {server_url(server)}" if server else "workbench"
     console.print(
         f"[bold]run {record.run_id}[/]: {escape(record.workflow)} {styled(record.status.value)}"
         + (f" — {escape(record.reason)}" if record.reason else ""),
@@ -121,7 +133,7 @@ def runs_show(ctx: click.Context, run_id: str, as_json: bool) -> None:
         console.print(
             f"[yellow]stopped: the process that ran it is gone"
             f"{' (' + record.owner.describe() + ')' if record.owner else ''}"
-            f" — continue it with workbench resume {record.run_id}[/]",
+            f" — continue it with {escape(workbench)} resume {record.run_id}[/]",
             highlight=False,
         )
     elif record.owner is not None:
@@ -142,7 +154,7 @@ def runs_show(ctx: click.Context, run_id: str, as_json: bool) -> None:
     for interrupt in pending:
         console.print(
             f"[yellow]waiting: {interrupt.step_id} asks {escape(interrupt.request.prompt)}[/] "
-            f"[dim]({interrupt.interrupt_id})[/] — answer with: workbench resume {run_id} "
+            f"[dim]({interrupt.interrupt_id})[/] — answer with: {escape(workbench)} resume {run_id} "
             f"--answer {'approve' if len(pending) == 1 else f'{interrupt.step_id}=approve'}",
             highlight=False,
         )
