@@ -12,7 +12,7 @@ import re
 import signal
 import subprocess
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -33,6 +33,23 @@ def server_config(folder: Path, database: str) -> Path:
     path = folder / "config.yaml"
     path.write_text(f"store: {database}\n", encoding="utf-8")
     return path
+
+
+def workbench_on(
+    url: str, env: dict[str, str], timeout: float
+) -> Callable[..., subprocess.CompletedProcess[str]]:
+    """``workbench --server URL ARGS…`` run here with ``env``, its output captured."""
+
+    def workbench(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [WORKBENCH, "--server", url, *args],
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+        )
+
+    return workbench
 
 
 def server_env(home: Path, config: Path, token: str | None = TOKEN) -> dict[str, str]:

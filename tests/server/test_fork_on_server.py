@@ -7,7 +7,6 @@ one line."""
 from __future__ import annotations
 
 import re
-import subprocess
 from collections import Counter
 from pathlib import Path
 
@@ -16,8 +15,7 @@ import httpx
 from engine.events import StepStarted
 from engine.states import RunStatus
 from engine.store.postgres import PostgresRunStore
-from tests.server.serving import ServerProcess, server_env
-from tests.tui.terminal import WORKBENCH
+from tests.server.serving import ServerProcess, server_env, workbench_on
 from tests.worker.workers import DEADLINE_S, PATIENT, workers
 from tui import exit_codes
 from workflows import WORKFLOWS_DIR
@@ -30,14 +28,7 @@ def test_a_run_forked_on_a_server_reruns_only_the_steps_after_the_fork_point(
 ) -> None:
     env = server_env(tmp_path / "client-home", tmp_path / "none.yaml")
 
-    def workbench(*args: str) -> subprocess.CompletedProcess[str]:
-        return subprocess.run(
-            [WORKBENCH, "--server", server.url, *args],
-            env=env,
-            capture_output=True,
-            text=True,
-            timeout=DEADLINE_S,
-        )
+    workbench = workbench_on(server.url, env, DEADLINE_S)
 
     with workers(pg_database, tmp_path, 1, *PATIENT):
         ran = workbench("run", str(WORKFLOWS_DIR / "fan_out.yaml"), "--headless")

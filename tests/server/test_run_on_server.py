@@ -11,8 +11,7 @@ from pathlib import Path
 
 from engine.states import RunStatus
 from engine.store.postgres import PostgresRunStore
-from tests.server.serving import ServerProcess, server_env
-from tests.tui.terminal import WORKBENCH
+from tests.server.serving import ServerProcess, server_env, workbench_on
 from tests.worker.workers import DEADLINE_S, PATIENT, workers
 from tui import exit_codes
 from workflows import WORKFLOWS_DIR
@@ -26,23 +25,10 @@ def test_a_run_sent_to_a_server_is_followed_here_answered_or_left_waiting(
     env = server_env(tmp_path / "client-home", tmp_path / "none.yaml")
     approval = str(WORKFLOWS_DIR / "approval.yaml")
 
-    def run_here(*options: str) -> subprocess.CompletedProcess[str]:
-        return subprocess.run(
-            [WORKBENCH, "--server", server.url, "run", approval, "-i", "topic=x", *options],
-            env=env,
-            capture_output=True,
-            text=True,
-            timeout=DEADLINE_S,
-        )
+    workbench = workbench_on(server.url, env, DEADLINE_S)
 
-    def workbench(*args: str) -> subprocess.CompletedProcess[str]:
-        return subprocess.run(
-            [WORKBENCH, "--server", server.url, *args],
-            env=env,
-            capture_output=True,
-            text=True,
-            timeout=DEADLINE_S,
-        )
+    def run_here(*options: str) -> subprocess.CompletedProcess[str]:
+        return workbench("run", approval, "-i", "topic=x", *options)
 
     with workers(pg_database, tmp_path, 1, *PATIENT):
         waited = run_here("--headless", "--on-interrupt", "wait")
@@ -80,13 +66,7 @@ def test_a_run_sent_to_a_server_is_followed_here_answered_or_left_waiting(
         assert store.pending_interrupts(left.group(1)) == []
         assert store.get_run(done.group(1)).status == RunStatus.COMPLETED
 
-    refused = subprocess.run(
-        [WORKBENCH, "--server", server.url, "run", approval, "-i", "topic=x", "--engine", "shadow"],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=DEADLINE_S,
-    )
+    refused = run_here("--engine", "shadow")
     assert refused.returncode == exit_codes.BAD_INPUT
     assert len(refused.stderr.strip().splitlines()) == 1
     assert "--engine shadow runs on this machine only" in refused.stderr
