@@ -115,10 +115,11 @@ class _Wavefront:
             self.state.steps,
             self.running,
         )
-        order_key = rules.order_key
+        order = rules.order
         queued = set(candidates)
-        queue = [(order_key(step_id), step_id) for step_id in queued]
+        queue = [(order[step_id], step_id) for step_id in queued]
         heapq.heapify(queue)
+        create_task = asyncio.get_running_loop().create_task
         with runner.store.batch():
             while queue and not self.halted():
                 _, step_id = heapq.heappop(queue)
@@ -131,9 +132,7 @@ class _Wavefront:
                 if readiness.action == "run":
                     begun = runner.begin(step_id)
                     if isinstance(begun, BegunStep):
-                        running[step_id] = asyncio.create_task(
-                            self.run(begun), name=f"step:{step_id}"
-                        )
+                        running[step_id] = create_task(self.run(begun), name=f"step:{step_id}")
                         continue
                     if begun.status == StepStatus.PENDING:  # a limit stopped the run
                         continue
@@ -143,7 +142,7 @@ class _Wavefront:
                 for follower in (*rules.followers(step_id), *reset):
                     if follower not in queued:
                         queued.add(follower)
-                        heapq.heappush(queue, (order_key(follower), follower))
+                        heapq.heappush(queue, (order[follower], follower))
 
     async def run(self, begun: BegunStep) -> None:
         """One step's task: run it, then settle it and start what it made ready, in one

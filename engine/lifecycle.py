@@ -83,21 +83,20 @@ class CancelRequest:
     def __init__(self) -> None:
         self._event = asyncio.Event()
         self._callbacks: list[Callable[[], None]] = []
-
-    @property
-    def requested(self) -> bool:
-        return self._event.is_set()
+        self.requested = False
+        """Whether the run was asked to stop (read before every step starts: a plain field)."""
 
     def request(self) -> None:
-        if self._event.is_set():
+        if self.requested:
             return
+        self.requested = True
         self._event.set()
         for callback in self._callbacks:
             callback()
 
     def on_request(self, callback: Callable[[], None]) -> None:
         """Call ``callback`` when the run is asked to stop (at once if it already was)."""
-        if self._event.is_set():
+        if self.requested:
             callback()
         else:
             self._callbacks.append(callback)

@@ -71,7 +71,8 @@ class ReadinessRules:
     def __init__(self, state: RunState, graph: WorkflowGraph) -> None:
         self.state = state
         self.graph = graph
-        self._order = {step_id: index for index, step_id in enumerate(graph.topological_order())}
+        self.order = {step_id: index for index, step_id in enumerate(graph.topological_order())}
+        """Each step's place in the topological order (:meth:`order_key`)."""
         # tuples of text: the cycle collector stops tracking them, so a large workflow's
         # adjacency does not slow every collection down
         self.dependencies = {s: tuple(graph.dependencies(s)) for s in state.steps}
@@ -97,7 +98,7 @@ class ReadinessRules:
         return self._followers[step_id]
 
     def order_key(self, step_id: str) -> int:
-        return self._order[step_id]
+        return self.order[step_id]
 
     def readiness(self, step_id: str) -> Readiness:
         """Whether a PENDING step can run now, must be skipped or failed, or must wait."""

@@ -42,7 +42,7 @@ class RunRecorder:
         self.emit(Domain(run_id=self.run_id, name=name, payload=payload, step_id=step_id))
 
     def save(self, record: StepRecord) -> None:
-        self.store.save_step(self.run_id, record.result())
+        self.store.save_step(self.state.run_id, record.result())
 
     def save_engine_state(self) -> None:
         self.store.save_engine_state(self.run_id, self.state.engine_state())

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 from engine.context import RunBudget
 from engine.spec import StepSpec, WorkflowDefinition
-from engine.states import StepStatus
+from engine.states import SETTLED, StepStatus
 from engine.store import StepIteration, StepResult
 
 if TYPE_CHECKING:  # CEL (celpy, lark: half a second) is imported once a view is asked for
@@ -106,7 +106,7 @@ class StepRecord:
         self.status = status
         if outputs is not None:
             self.outputs = outputs
-        elif status.settled and status != StepStatus.SUCCEEDED:
+        elif status in SETTLED and status != StepStatus.SUCCEEDED:
             self.outputs = {}  # a pass that did not succeed hides what earlier passes produced
         self.reason = reason
         self.changed()

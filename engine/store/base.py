@@ -32,7 +32,7 @@ from engine.store.records import (
     StepResult,
     new_run_id,
 )
-from engine.trusted import replaced, trusted
+from engine.trusted import replaced, trusted_from
 
 _T = TypeVar("_T")
 _Event = TypeVar("_Event", bound=RunEvent)
@@ -353,18 +353,21 @@ class BaseRunStore(ABC):
 
     def append_new(self, kind: type[_Event], **fields: Any) -> _Event:
         """``append(kind(**fields))`` for an event of the engine's own values (of the event's
-        types: engine/trusted.py), built once with its stamps instead of validated, then
-        copied to be stamped — the engine appends a few a step."""
-        return cast(_Event, self._write(fields["run_id"], self._build_and_write, kind, fields))
+        types: engine/trusted.py), built once with its stamps instead of validated — the
+        engine appends a few a step, so the open batch's case is written out here rather than
+        through :meth:`_write`."""
+        if not (self._batch_depth and self._batch_owner == threading.get_ident()):
+            with self.batch():
+                return self.append_new(kind, **fields)
+        run_id = fields["run_id"]
+        self._fence(run_id)
+        fields["seq"], fields["ts"], fields["mono"] = self._stamps(run_id)
+        return cast(_Event, self._written(trusted_from(kind, fields)))
 
     def _stamp_and_write(self, event: RunEvent) -> RunEvent:
         seq, ts, mono = self._stamps(event.run_id)
         # the event was validated when built; only the stamps are new
         return self._written(replaced(event, seq=seq, ts=ts, mono=mono))
-
-    def _build_and_write(self, kind: type[RunEvent], fields: dict[str, Any]) -> RunEvent:
-        seq, ts, mono = self._stamps(fields["run_id"])
-        return self._written(trusted(kind, **fields, seq=seq, ts=ts, mono=mono))
 
     def _stamps(self, run_id: str) -> tuple[int, float, float]:
         """The run's next seq, the wall time and the seconds since the run started."""
