@@ -70,7 +70,9 @@ class _Wavefront:
         state = self.state
         timer = asyncio.create_task(self.time_out(), name="run-timeout")
         try:
-            self.consider(state.steps)
+            # a step with a dependency still to settle waits: the steps that settle start it
+            rules = self.runner.rules
+            self.consider(s for s in state.steps if not rules.blocked(s))
             # A limit starts nothing more, and lets the steps already running finish (they
             # started within it); a cancel or the timeout cuts them off.
             while (

@@ -100,6 +100,15 @@ class ReadinessRules:
     def order_key(self, step_id: str) -> int:
         return self.order[step_id]
 
+    def blocked(self, step_id: str) -> bool:
+        """Whether a forward dependency of the step has not settled: it waits, whatever else
+        holds (the first thing :meth:`readiness` asks)."""
+        steps = self.state.steps
+        for dependency in self.dependencies[step_id]:
+            if steps[dependency].status not in SETTLED:
+                return True
+        return False
+
     def readiness(self, step_id: str) -> Readiness:
         """Whether a PENDING step can run now, must be skipped or failed, or must wait."""
         state = self.state
