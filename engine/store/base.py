@@ -281,7 +281,7 @@ class BaseRunStore(ABC):
         )
         with self.batch():
             self._insert_run(record)
-            self._write_owner(run_id, this_process().model_copy(update={"claimed_ts": now}))
+            self._write_owner(run_id, replaced(this_process(), claimed_ts=now))
         return run_id
 
     def claim_owner(
