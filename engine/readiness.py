@@ -42,7 +42,7 @@ def trigger_readiness(rule: str, statuses: list[StepStatus]) -> Readiness:
     """
     if not statuses:
         return RUN
-    if rule != "one_failed" and all(s == StepStatus.SUCCEEDED for s in statuses):
+    if rule != "one_failed" and statuses.count(StepStatus.SUCCEEDED) == len(statuses):
         return RUN  # every rule but one_failed runs when every dependency succeeded
     succeeded = sum(s == StepStatus.SUCCEEDED for s in statuses)
     failed = sum(s in FAILED for s in statuses)

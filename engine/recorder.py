@@ -22,6 +22,10 @@ class RunRecorder:
     def __init__(self, state: RunState, store: BaseRunStore) -> None:
         self.state = state
         self.store = store
+        self.emit_new = store.append_new
+        """Store a new event of the engine's own values, of the event's types — its validated
+        outputs and inputs, its counters, its enums — built once, stamped (engine/trusted.py):
+        the store's own method, called a few times a step."""
         self.step_bound = state.wf.limits.step_run_bound(len(state.wf.steps))
         """The run's ``max_step_runs``, explicit or derived from the workflow's size."""
 
@@ -32,11 +36,6 @@ class RunRecorder:
     def emit(self, event: _Event) -> _Event:
         """Store ``event`` (committed before anyone sees it); returns it stamped."""
         return cast(_Event, self.store.append(event))
-
-    def emit_new(self, kind: type[_Event], **fields: Any) -> _Event:
-        """Store a new event of the engine's own values, of the event's types — its validated
-        outputs and inputs, its counters, its enums — built once, stamped (engine/trusted.py)."""
-        return self.store.append_new(kind, **fields)
 
     def emit_domain(self, name: str, payload: dict[str, Any], step_id: str | None) -> None:
         self.emit(Domain(run_id=self.run_id, name=name, payload=payload, step_id=step_id))
