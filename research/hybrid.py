@@ -26,6 +26,7 @@ from research.relevance import (
     asked,
     candidate_phrases,
     document_evidence,
+    head_candidates,
     question_words,
     relevance,
     symbol_runs,
@@ -200,7 +201,9 @@ def question_evidence(
         ]
     }
     found = document_evidence(index, question, vector, fused, passages_of, scope, holders)
-    heads = head_vectors(db, [e.source_id for e in found])
+    heads = head_vectors(db, head_candidates(found))
+    if not heads:
+        return found
     asking = sentence_encoder().encode_one(question)
     return [
         replace(e, head_similarity=max(0.0, float(heads[e.source_id] @ asking)))

@@ -31,8 +31,10 @@ than :data:`ABSOLUTE_SIMILARITY` (cosine) and its title carries less than half o
 question's weight, or when it holds less than :data:`TERMS_GATE` of the best candidate's
 *terms*: the corpus then has little on the question, and the run says so. The head decides
 both ways, and before those gates: a document whose head is within :data:`HEAD_MARGIN` of the
-best candidate's head similarity is about the question, whatever words it shares; one more than
-:data:`HEAD_GAP` below it is not.
+best candidate's head similarity (and at :data:`HEAD_FLOOR` or more) is about the question,
+whatever words it shares; one more than :data:`HEAD_GAP` below it is not; and when no
+candidate's head reaches :data:`HEAD_FLOOR`, the corpus has nothing on the question. Only the :data:`HEAD_CANDIDATES` best documents by the other
+five pieces have a head similarity; the others are judged by the other five alone.
 
 The figures were set on the tuning split of the evaluation (tests/research/eval, its
 retrieval-only mode first), never on the held-out ones. The head's three (docs/research.md):
@@ -82,6 +84,14 @@ HEAD_MARGIN = 0.06
 """A document whose head similarity is within this of the best candidate's passes the gates."""
 HEAD_GAP = 0.3
 """A document whose head similarity is more than this below the best candidate's is off topic."""
+HEAD_FLOOR = 0.3
+"""A head similarity under this says the document is not about the question: when no candidate's
+head reaches it, no document is (a question about baking bread, asked of the PEPs, reaches 0.12;
+the tuning split's questions 0.34 or more); a head under it never passes the gates."""
+HEAD_CANDIDATES = 30
+"""Documents whose heads are compared with the question: the best by the other five pieces. A
+head costs 30 ms of CPU the first time (then it is cached); the candidates of a question number
+up to 200, and on the tuning split the 30 best select what all of them select."""
 
 
 PHRASE_GLUE = frozenset(
@@ -142,9 +152,9 @@ class DocumentEvidence:
     terms: float
     """The share of the question's words and heading phrases the document holds, each weighted
     by how rare it is among the documents in scope."""
-    head_similarity: float = 0.0
+    head_similarity: float | None = None
     """Cosine similarity of the question's and the document head's sentence vectors
-    (research/document_heads.py)."""
+    (research/document_heads.py); None for a document not among :func:`head_candidates`."""
 
 
 def title_terms(title: str) -> set[str]:
@@ -213,33 +223,52 @@ def document_evidence(
     return found
 
 
+def word_evidence(evidence: list[DocumentEvidence]) -> dict[str, float]:
+    """{source id: the sum of the five pieces the words and their vectors give}, each relative to
+    the best candidate's."""
+    best_passages = max((e.passages for e in evidence), default=0.0) or 1.0
+    best_title = max((e.title_similarity for e in evidence), default=0.0) or 1.0
+    return {
+        e.source_id: e.passages / best_passages
+        + e.title_similarity / best_title
+        + TITLE_COVERAGE_WEIGHT * e.title_coverage
+        + SHARE_WEIGHT * e.share
+        + TERMS_WEIGHT * e.terms
+        for e in evidence
+    }
+
+
+def head_candidates(evidence: list[DocumentEvidence]) -> list[str]:
+    """The documents whose heads are compared with the question: the :data:`HEAD_CANDIDATES`
+    best by the other five pieces."""
+    scores = word_evidence(evidence)
+    return sorted(scores, key=lambda s: (-scores[s], s))[:HEAD_CANDIDATES]
+
+
 def relevance(evidence: list[DocumentEvidence]) -> dict[str, float]:
     """{source id: relevance 0..1} (see the module's docstring)."""
     if not evidence:
         return {}
-    best_passages = max(e.passages for e in evidence) or 1.0
-    best_title = max(e.title_similarity for e in evidence) or 1.0
     best_terms = max(e.terms for e in evidence)
-    best_head = max(e.head_similarity for e in evidence)
+    best_head = max((e.head_similarity or 0.0 for e in evidence), default=0.0)
+
+    if any(e.head_similarity is not None for e in evidence) and best_head < HEAD_FLOOR:
+        return {e.source_id: 0.0 for e in evidence}
 
     def about(e: DocumentEvidence) -> bool:
-        if e.head_similarity < best_head - HEAD_GAP:
+        head = e.head_similarity
+        if head is not None and head < best_head - HEAD_GAP:
             return False
-        if e.head_similarity >= best_head - HEAD_MARGIN:
+        if head is not None and head >= max(best_head - HEAD_MARGIN, HEAD_FLOOR):
             return True
         return (
             e.best_similarity >= ABSOLUTE_SIMILARITY or e.title_coverage >= TITLE_COVERAGE
         ) and e.terms >= TERMS_GATE * best_terms
 
+    pieces = word_evidence(evidence)
     raw = {
-        e.source_id: (
-            e.passages / best_passages
-            + e.title_similarity / best_title
-            + TITLE_COVERAGE_WEIGHT * e.title_coverage
-            + SHARE_WEIGHT * e.share
-            + TERMS_WEIGHT * e.terms
-            + HEAD_WEIGHT * e.head_similarity / (best_head or 1.0)
-        )
+        e.source_id: pieces[e.source_id]
+        + HEAD_WEIGHT * (e.head_similarity or 0.0) / (best_head or 1.0)
         if about(e)
         else 0.0
         for e in evidence
