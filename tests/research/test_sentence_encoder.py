@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import json
 import shutil
-import socket
 import sys
 from pathlib import Path
 
@@ -34,14 +33,7 @@ from research.text import terms
 REFERENCE = Path(__file__).parent / "data" / "minilm_reference.json"
 
 
-def test_the_encoder_gives_the_libraries_vectors_without_the_network(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    def refuse(*args: object, **kwargs: object) -> None:
-        raise AssertionError(f"the sentence model tried the network: {args}")
-
-    monkeypatch.setattr(socket.socket, "connect", refuse)
-    monkeypatch.setattr(socket, "create_connection", refuse)
+def test_the_encoder_gives_the_libraries_vectors_without_the_network(no_network: None) -> None:
     reference = json.loads(REFERENCE.read_text(encoding="utf-8"))
     texts = reference["texts"]
     assert any(len(t.split()) > 128 for t in texts), "a text past 128 tokens checks truncation"
