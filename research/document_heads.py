@@ -57,20 +57,22 @@ def head_text(title: str, opening: list[str]) -> str:
     return (f"{title}. {' '.join(opening)}" if opening else title)[:HEAD_CHARACTERS]
 
 
-def cached_heads(db: sqlite3.Connection, source_ids: Sequence[str]) -> dict[str, tuple[str, bytes]]:
-    """{source id: (content hash, vector blob)} stored for the given documents (none when the
-    file has no cache table)."""
-    found: dict[str, tuple[str, bytes]] = {}
+def cached_heads(db: sqlite3.Connection, source_ids: Sequence[str]) -> dict[str, Vectors]:
+    """{source id: unit head vector} cached for the given documents as they are now (a vector
+    cached for other content is not returned; none when the file has no cache table)."""
+    found: dict[str, Vectors] = {}
     try:
         for chunk in range(0, len(source_ids), 500):
             part = list(source_ids[chunk : chunk + 500])
             found.update(
-                (source_id, (digest, blob))
-                for source_id, digest, blob in db.execute(
-                    "SELECT source_id, content_hash, vector FROM document_heads "
-                    f"WHERE source_id IN ({','.join('?' * len(part))})",
+                (source_id, np.frombuffer(blob, dtype=np.float32))
+                for source_id, blob in db.execute(
+                    "SELECT h.source_id, h.vector FROM document_heads h JOIN documents d "
+                    "ON d.source_id = h.source_id AND d.content_hash = h.content_hash "
+                    f"WHERE h.source_id IN ({','.join('?' * len(part))})",
                     part,
                 )
+                if len(blob) == 4 * DIMENSIONS
             )
     except sqlite3.OperationalError:
         return {}  # a corpus file from before the cache (opened read-only): compute them all
@@ -81,17 +83,10 @@ def head_vectors(db: sqlite3.Connection, source_ids: Sequence[str]) -> dict[str,
     """{source id: unit head vector} of the given stored documents: cached ones read, the others
     (new, or changed since) computed and cached."""
     wanted = list(dict.fromkeys(source_ids))
-    texts = head_texts(db, wanted)
-    cached = cached_heads(db, wanted)
-    vectors: dict[str, Vectors] = {}
-    missing: list[str] = []
-    for source_id, (digest, _) in texts.items():
-        stored = cached.get(source_id)
-        if stored is not None and stored[0] == digest and len(stored[1]) == 4 * DIMENSIONS:
-            vectors[source_id] = np.frombuffer(stored[1], dtype=np.float32)
-        else:
-            missing.append(source_id)
-    if missing:
+    vectors = cached_heads(db, wanted)
+    texts = head_texts(db, [s for s in wanted if s not in vectors])
+    if texts:
+        missing = list(texts)
         computed = sentence_encoder().encode([texts[s][1] for s in missing])
         vectors.update(zip(missing, computed))
         _store(db, [(s, texts[s][0], computed[n].tobytes()) for n, s in enumerate(missing)])
