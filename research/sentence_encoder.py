@@ -184,6 +184,7 @@ class SentenceEncoder:
 
     def __init__(self, folder: Path) -> None:
         from safetensors.numpy import load_file
+        from threadpoolctl import ThreadpoolController
         from tokenizers import Tokenizer
 
         weights = {
@@ -202,8 +203,6 @@ class SentenceEncoder:
         self.tokenizer: Tokenizer = Tokenizer.from_file(str(folder / TOKENIZER))
         self.tokenizer.enable_truncation(MAX_TOKENS)
         self.tokenizer.enable_padding(pad_id=0, pad_token="[PAD]")  # to the batch's longest
-        from threadpoolctl import ThreadpoolController
-
         self._threads = ThreadpoolController()
         self._encoding = threading.Lock()
 
