@@ -67,6 +67,8 @@ def test_the_evaluation_sets_are_well_formed(pep_corpus_path: Path) -> None:
     assert len(sets["heldout2", "default"].questions) >= 14
     assert len(sets["heldout3", "peps"].questions) >= 30
     assert len(sets["heldout3", "default"].questions) >= 18
+    assert len(sets["heldout4", "peps"].questions) >= 30
+    assert len(sets["heldout4", "default"].questions) >= 18
     default_ids = {f"python-docs/{c[0]}" for c in (read() for read in default_sources()) if c}
     with Corpus(pep_corpus_path) as corpus:
         for (split, name), eval_set in sets.items():
@@ -103,9 +105,9 @@ def test_the_evaluation_sets_are_well_formed(pep_corpus_path: Path) -> None:
 
 
 def test_the_fresh_held_out_split_runs_only_when_the_work_is_final(tmp_path: Path) -> None:
-    """heldout2 and heldout3 are refused without ``final=True`` — before any corpus is built or
+    """heldout2, heldout3 and heldout4 are refused without ``final=True`` — before any corpus is built or
     question run."""
-    assert FINAL_ONLY == {"heldout2", "heldout3"}
+    assert FINAL_ONLY == {"heldout2", "heldout3", "heldout4"}
     for split in sorted(FINAL_ONLY):
         with pytest.raises(FinalSplitRefused, match=f"SPLIT={split} .*--final"):
             evaluate(list(CORPORA), split, folder=tmp_path)

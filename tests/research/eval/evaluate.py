@@ -1,6 +1,6 @@
 """The research evaluation: questions with gold and related documents, paraphrases, key facts.
 
-Three splits over two corpora. The *tuning* split (``peps.yaml``, ``default.yaml``) is what
+Several splits over two corpora. The *tuning* split (``peps.yaml``, ``default.yaml``) is what
 retrieval may be tuned on; the *held-out* split (``peps_heldout.yaml``, ``default_heldout.yaml``)
 was written before the retrieval work of issue 22 and runs only when asked for by name
 (``make eval SPLIT=heldout``) — the CI test only checks its floors. Its figures were seen once
@@ -10,7 +10,10 @@ runs only with an explicit ``final=True`` (``make eval SPLIT=heldout2 EVAL_ARGS=
 the end of a piece of work. heldout2 was in turn run during the second pass, so a third split,
 *heldout3* (``peps_heldout3.yaml``, ``default_heldout3.yaml``), was written on 2026-11-27 by
 someone who did not tune, before that session's retrieval work began, and kept out of the tuners'
-reach until the work was finished; it too runs only with ``final=True``.
+reach until the work was finished; it too runs only with ``final=True``. heldout3 was then seen
+(scored, and probed for the choice of the sentence model), so a fourth split, *heldout4*
+(``peps_heldout4.yaml``, ``default_heldout4.yaml``), was written the same way at the start of the
+fourth pass and scored once at its end; it too runs only with ``final=True``.
 
 Each question runs offline with the built-in model, in its own words and in each of its five
 paraphrases (the documents' own words, a user's words, a typo, a long preamble, a different
@@ -64,9 +67,9 @@ HERE = Path(__file__).resolve().parent
 PROJECT = HERE.parents[2]
 PEPS = PROJECT.parent / "shared" / "corpus" / "peps"
 WORKFLOW = PROJECT / "workflows" / "deep_research.yaml"
-Split = Literal["tuning", "heldout", "heldout2", "heldout3"]
-SPLITS: tuple[Split, ...] = ("tuning", "heldout", "heldout2", "heldout3")
-FINAL_ONLY: frozenset[Split] = frozenset({"heldout2", "heldout3"})
+Split = Literal["tuning", "heldout", "heldout2", "heldout3", "heldout4"]
+SPLITS: tuple[Split, ...] = ("tuning", "heldout", "heldout2", "heldout3", "heldout4")
+FINAL_ONLY: frozenset[Split] = frozenset({"heldout2", "heldout3", "heldout4"})
 """Splits that run only when the caller says the work is finished (``final=True``)."""
 CORPORA = ("peps", "default")
 SETS: dict[Split, dict[str, Path]] = {
@@ -74,6 +77,7 @@ SETS: dict[Split, dict[str, Path]] = {
     "heldout": {"peps": HERE / "peps_heldout.yaml", "default": HERE / "default_heldout.yaml"},
     "heldout2": {"peps": HERE / "peps_heldout2.yaml", "default": HERE / "default_heldout2.yaml"},
     "heldout3": {"peps": HERE / "peps_heldout3.yaml", "default": HERE / "default_heldout3.yaml"},
+    "heldout4": {"peps": HERE / "peps_heldout4.yaml", "default": HERE / "default_heldout4.yaml"},
 }
 STYLES = ("own_words", "user_words", "typo", "preamble", "question_word")
 """The five paraphrases every question carries."""
