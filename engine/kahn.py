@@ -70,7 +70,9 @@ class _Wavefront:
         state = self.state
         timer = asyncio.create_task(self.time_out(), name="run-timeout")
         try:
-            self.consider(state.steps)
+            # a step with a dependency still to settle waits: the steps that settle start it
+            rules = self.runner.rules
+            self.consider(s for s in state.steps if not rules.blocked(s))
             # A limit starts nothing more, and lets the steps already running finish (they
             # started within it); a cancel or the timeout cuts them off.
             while (
@@ -115,10 +117,11 @@ class _Wavefront:
             self.state.steps,
             self.running,
         )
-        order_key = rules.order_key
+        order = rules.order
         queued = set(candidates)
-        queue = [(order_key(step_id), step_id) for step_id in queued]
+        queue = [(order[step_id], step_id) for step_id in queued]
         heapq.heapify(queue)
+        create_task = asyncio.get_running_loop().create_task
         with runner.store.batch():
             while queue and not self.halted():
                 _, step_id = heapq.heappop(queue)
@@ -131,9 +134,7 @@ class _Wavefront:
                 if readiness.action == "run":
                     begun = runner.begin(step_id)
                     if isinstance(begun, BegunStep):
-                        running[step_id] = asyncio.create_task(
-                            self.run(begun), name=f"step:{step_id}"
-                        )
+                        running[step_id] = create_task(self.run(begun), name=f"step:{step_id}")
                         continue
                     if begun.status == StepStatus.PENDING:  # a limit stopped the run
                         continue
@@ -143,7 +144,7 @@ class _Wavefront:
                 for follower in (*rules.followers(step_id), *reset):
                     if follower not in queued:
                         queued.add(follower)
-                        heapq.heappush(queue, (order_key(follower), follower))
+                        heapq.heappush(queue, (order[follower], follower))
 
     async def run(self, begun: BegunStep) -> None:
         """One step's task: run it, then settle it and start what it made ready, in one

@@ -83,21 +83,20 @@ class CancelRequest:
     def __init__(self) -> None:
         self._event = asyncio.Event()
         self._callbacks: list[Callable[[], None]] = []
-
-    @property
-    def requested(self) -> bool:
-        return self._event.is_set()
+        self.requested = False
+        """Whether the run was asked to stop (read before every step starts: a plain field)."""
 
     def request(self) -> None:
-        if self._event.is_set():
+        if self.requested:
             return
+        self.requested = True
         self._event.set()
         for callback in self._callbacks:
             callback()
 
     def on_request(self, callback: Callable[[], None]) -> None:
         """Call ``callback`` when the run is asked to stop (at once if it already was)."""
-        if self._event.is_set():
+        if self.requested:
             callback()
         else:
             self._callbacks.append(callback)
@@ -171,7 +170,7 @@ class EngineBase(ABC):
         run_id = store.create_run(wf, inputs, self.name, run.engine_reason, run_id=run.run_id)
         with cycle_collection_paused():
             runner = self._new_runner(RunState.fresh(run_id, wf, inputs), WorkflowGraph(wf), run)
-        self._announce(runner, run, resumed=False)
+        self._announce(runner, run, resumed=False, new=True)
         return await self._drive(runner)
 
     async def resume(self, run_id: str, run: RunContext) -> ExecutionResult:
@@ -269,8 +268,16 @@ class EngineBase(ABC):
 
     # -- the start and the end -------------------------------------------------------
     def _announce(
-        self, runner: StepRunner, run: RunContext, *, resumed: bool, forked_from: str | None = None
+        self,
+        runner: StepRunner,
+        run: RunContext,
+        *,
+        resumed: bool,
+        forked_from: str | None = None,
+        new: bool = False,
     ) -> None:
+        """Mark the run RUNNING, announce ``run_started`` and store every step's row as it
+        stands (``new``: as :meth:`RunState.fresh` made them, no step run yet)."""
         state = runner.state
         with cycle_collection_paused(), runner.store.batch():
             nodes, edges = runner.graph.nodes_and_edges()
@@ -289,8 +296,13 @@ class EngineBase(ABC):
                     forked_from=forked_from,
                 )
             )
-            for record in state.steps.values():  # a resume stores its running steps back as PENDING
-                runner.recorder.save(record)
+            if new:
+                runner.recorder.save_new(state.steps.values())
+            else:
+                for (
+                    record
+                ) in state.steps.values():  # a resume stores its running steps back as PENDING
+                    runner.recorder.save(record)
 
     async def _drive(self, runner: StepRunner) -> ExecutionResult:
         run_id = runner.run_id

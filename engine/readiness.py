@@ -42,7 +42,7 @@ def trigger_readiness(rule: str, statuses: list[StepStatus]) -> Readiness:
     """
     if not statuses:
         return RUN
-    if rule != "one_failed" and all(s == StepStatus.SUCCEEDED for s in statuses):
+    if rule != "one_failed" and statuses.count(StepStatus.SUCCEEDED) == len(statuses):
         return RUN  # every rule but one_failed runs when every dependency succeeded
     succeeded = sum(s == StepStatus.SUCCEEDED for s in statuses)
     failed = sum(s in FAILED for s in statuses)
@@ -71,7 +71,8 @@ class ReadinessRules:
     def __init__(self, state: RunState, graph: WorkflowGraph) -> None:
         self.state = state
         self.graph = graph
-        self._order = {step_id: index for index, step_id in enumerate(graph.topological_order())}
+        self.order = {step_id: index for index, step_id in enumerate(graph.topological_order())}
+        """Each step's place in the topological order (:meth:`order_key`)."""
         # tuples of text: the cycle collector stops tracking them, so a large workflow's
         # adjacency does not slow every collection down
         self.dependencies = {s: tuple(graph.dependencies(s)) for s in state.steps}
@@ -97,7 +98,16 @@ class ReadinessRules:
         return self._followers[step_id]
 
     def order_key(self, step_id: str) -> int:
-        return self._order[step_id]
+        return self.order[step_id]
+
+    def blocked(self, step_id: str) -> bool:
+        """Whether a forward dependency of the step has not settled: it waits, whatever else
+        holds (the first thing :meth:`readiness` asks)."""
+        steps = self.state.steps
+        for dependency in self.dependencies[step_id]:
+            if steps[dependency].status not in SETTLED:
+                return True
+        return False
 
     def readiness(self, step_id: str) -> Readiness:
         """Whether a PENDING step can run now, must be skipped or failed, or must wait."""

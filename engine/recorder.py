@@ -6,12 +6,14 @@ run; they write through this one recorder, so a run resumes from the store alone
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import Any, TypeVar, cast
 
 from engine.events import Budget, Domain, RunEvent, StepSkipped
 from engine.run_state import RunState, StepRecord
 from engine.states import StepStatus
-from engine.store import BaseRunStore
+from engine.store import BaseRunStore, StepResult
+from engine.trusted import replaced
 
 _Event = TypeVar("_Event", bound=RunEvent)
 
@@ -22,6 +24,10 @@ class RunRecorder:
     def __init__(self, state: RunState, store: BaseRunStore) -> None:
         self.state = state
         self.store = store
+        self.emit_new = store.append_new
+        """Store a new event of the engine's own values, of the event's types — its validated
+        outputs and inputs, its counters, its enums — built once, stamped (engine/trusted.py):
+        the store's own method, called a few times a step."""
         self.step_bound = state.wf.limits.step_run_bound(len(state.wf.steps))
         """The run's ``max_step_runs``, explicit or derived from the workflow's size."""
 
@@ -33,16 +39,21 @@ class RunRecorder:
         """Store ``event`` (committed before anyone sees it); returns it stamped."""
         return cast(_Event, self.store.append(event))
 
-    def emit_new(self, kind: type[_Event], **fields: Any) -> _Event:
-        """Store a new event of the engine's own values, of the event's types — its validated
-        outputs and inputs, its counters, its enums — built once, stamped (engine/trusted.py)."""
-        return self.store.append_new(kind, **fields)
-
     def emit_domain(self, name: str, payload: dict[str, Any], step_id: str | None) -> None:
         self.emit(Domain(run_id=self.run_id, name=name, payload=payload, step_id=step_id))
 
     def save(self, record: StepRecord) -> None:
-        self.store.save_step(self.run_id, record.result())
+        self.store.save_step(self.state.run_id, record.result())
+
+    def save_new(self, records: Iterable[StepRecord]) -> None:
+        """Save the first rows of a new run's steps, as :class:`RunState.fresh` made them:
+        their results differ only in the step's id, so one is validated and copied for the
+        others (a run's start writes one per step)."""
+        run_id = self.state.run_id
+        first: StepResult | None = None
+        for record in records:
+            first = first or record.result()
+            self.store.save_step(run_id, replaced(first, step_id=record.step_id))
 
     def save_engine_state(self) -> None:
         self.store.save_engine_state(self.run_id, self.state.engine_state())

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 from engine.context import RunBudget
 from engine.spec import StepSpec, WorkflowDefinition
-from engine.states import StepStatus
+from engine.states import SETTLED, StepStatus
 from engine.store import StepIteration, StepResult
 
 if TYPE_CHECKING:  # CEL (celpy, lark: half a second) is imported once a view is asked for
@@ -35,6 +35,8 @@ TERMINATED_BY = "terminated by "
 @dataclass
 class StepRecord:
     spec: StepSpec
+    step_id: str = field(init=False)
+    """The spec's id (read a dozen times a step: a field, not a property)."""
     status: StepStatus = StepStatus.PENDING
     iteration: int = 0
     outputs: dict[str, Any] = field(default_factory=dict)
@@ -54,9 +56,8 @@ class StepRecord:
     _on_change: Callable[[StepRecord], None] | None = None
     """The run state's bookkeeping, told of every change (see :meth:`changed`)."""
 
-    @property
-    def step_id(self) -> str:
-        return self.spec.id
+    def __post_init__(self) -> None:
+        self.step_id = self.spec.id
 
     def view(self) -> StepView:
         """``steps.<id>`` for conditions: ``history`` is the outputs of iterations before this one."""
@@ -106,7 +107,7 @@ class StepRecord:
         self.status = status
         if outputs is not None:
             self.outputs = outputs
-        elif status.settled and status != StepStatus.SUCCEEDED:
+        elif status in SETTLED and status != StepStatus.SUCCEEDED:
             self.outputs = {}  # a pass that did not succeed hides what earlier passes produced
         self.reason = reason
         self.changed()

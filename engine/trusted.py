@@ -51,6 +51,11 @@ def trusted(cls: type[_M], **values: Any) -> _M:
     """``cls(**values)`` without validation: ``values`` must already be of the fields' types
     (an int for an int, a float for a float, a list for a list, plain JSON data for ``Any``),
     and must hold every required field."""
+    return trusted_from(cls, values)
+
+
+def trusted_from(cls: type[_M], values: dict[str, Any]) -> _M:
+    """:func:`trusted` of a dict the caller hands over (it is not copied again)."""
     layout = _LAYOUTS.get(cls) or _layout(cls)
     fields = {**layout.defaults, **values}
     for name, factory in layout.factories:

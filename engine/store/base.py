@@ -8,7 +8,7 @@ import time
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import AbstractContextManager, contextmanager, nullcontext
-from typing import Any, TypeVar, cast
+from typing import Any, TypeVar
 
 from engine.bus import BatchCallback, EventBus, Unsubscribe
 from engine.context import InterruptAnswer, JournalEntry
@@ -32,7 +32,7 @@ from engine.store.records import (
     StepResult,
     new_run_id,
 )
-from engine.trusted import replaced, trusted
+from engine.trusted import replaced, trusted_from
 
 _T = TypeVar("_T")
 _Event = TypeVar("_Event", bound=RunEvent)
@@ -219,7 +219,8 @@ class BaseRunStore(ABC):
         """Run ``write(*args)`` of ``run_id`` inside the current batch, or in a batch of its
         own, after checking this store's lease on the run."""
         if self._batch_depth and self._batch_owner == threading.get_ident():
-            self._fence(run_id)
+            if self._leases:  # nothing to check for a store that claimed no lease
+                self._fence(run_id)
             return write(*args)
         with self.batch():
             self._fence(run_id)
@@ -281,7 +282,7 @@ class BaseRunStore(ABC):
         )
         with self.batch():
             self._insert_run(record)
-            self._write_owner(run_id, this_process().model_copy(update={"claimed_ts": now}))
+            self._write_owner(run_id, replaced(this_process(), claimed_ts=now))
         return run_id
 
     def claim_owner(
@@ -353,18 +354,22 @@ class BaseRunStore(ABC):
 
     def append_new(self, kind: type[_Event], **fields: Any) -> _Event:
         """``append(kind(**fields))`` for an event of the engine's own values (of the event's
-        types: engine/trusted.py), built once with its stamps instead of validated, then
-        copied to be stamped — the engine appends a few a step."""
-        return cast(_Event, self._write(fields["run_id"], self._build_and_write, kind, fields))
+        types: engine/trusted.py), built once with its stamps instead of validated — the
+        engine appends a few a step, so the open batch's case is written out here rather than
+        through :meth:`_write`."""
+        if not (self._batch_depth and self._batch_owner == threading.get_ident()):
+            with self.batch():
+                return self.append_new(kind, **fields)
+        run_id = fields["run_id"]
+        if self._leases:
+            self._fence(run_id)
+        fields["seq"], fields["ts"], fields["mono"] = self._stamps(run_id)
+        return self._written(trusted_from(kind, fields))
 
     def _stamp_and_write(self, event: RunEvent) -> RunEvent:
         seq, ts, mono = self._stamps(event.run_id)
         # the event was validated when built; only the stamps are new
         return self._written(replaced(event, seq=seq, ts=ts, mono=mono))
-
-    def _build_and_write(self, kind: type[RunEvent], fields: dict[str, Any]) -> RunEvent:
-        seq, ts, mono = self._stamps(fields["run_id"])
-        return self._written(trusted(kind, **fields, seq=seq, ts=ts, mono=mono))
 
     def _stamps(self, run_id: str) -> tuple[int, float, float]:
         """The run's next seq, the wall time and the seconds since the run started."""
@@ -375,7 +380,7 @@ class BaseRunStore(ABC):
         seq = self._seq[run_id] = self._seq[run_id] + 1
         return seq, self._clock(), self._monotonic() - self._mono_base[run_id]
 
-    def _written(self, stamped: RunEvent) -> RunEvent:
+    def _written(self, stamped: _Event) -> _Event:
         self._write_event(stamped)
         self._unpublished.append(stamped)
         return stamped

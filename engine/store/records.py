@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-import uuid
+import os
 from collections.abc import Callable, Iterable
 from datetime import datetime
 from typing import Any, Literal
@@ -186,5 +186,6 @@ def step_results_from_rows(
 
 
 def new_run_id() -> str:
-    """Sortable by creation time, unique without coordination."""
-    return f"{datetime.now().strftime('%Y%m%d-%H%M%S')}-{uuid.uuid4().hex[:6]}"
+    """Sortable by creation time, unique without coordination: six random hex digits (read
+    from the OS directly: a ``uuid4`` object per run cost more than the rest of the id)."""
+    return f"{datetime.now().strftime('%Y%m%d-%H%M%S')}-{os.urandom(3).hex()}"

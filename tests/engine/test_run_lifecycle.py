@@ -34,7 +34,14 @@ from engine.spec import WorkflowDefinition
 from engine.sqlite_file import StoreWriteError
 from engine.states import RunStatus, StepStatus
 from engine.steps import AnyInput, AnyOutput
-from engine.store import InMemoryRunStore, RunOwned, RunOwner, RunStore, RunSummary
+from engine.store import (
+    InMemoryRunStore,
+    RunOwned,
+    RunOwner,
+    RunStore,
+    RunSummary,
+    StepResult,
+)
 from engine.time_travel import ForkError
 from tests.engine.kahn_helpers import (
     HOOKS,
@@ -1095,3 +1102,25 @@ async def test_a_cancelled_run_says_cancelled(engine: str, how: str) -> None:
     assert (record.status, record.reason) == (RunStatus.CANCELLED, "cancelled")
     [finished] = [e for e in store.events("r1") if isinstance(e, RunFinished)]
     assert (finished.status, finished.reason) == (RunStatus.CANCELLED, "cancelled")
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+async def test_a_new_run_stores_every_steps_pending_row_before_its_first_step_runs(
+    engine: str,
+) -> None:
+    """The rows a run's start writes (one validated result, copied per step) are each step's
+    own, as validating each would make them."""
+    fresh_gates()
+    store = InMemoryRunStore()
+    seen: dict[str, Any] = {}
+    HOOKS["first"] = lambda ctx: seen.update(store.step_results(ctx.run_id))
+    wf = workflow(
+        step("first", uses="test.gate"),
+        step("second", depends_on=["first"]),
+        step("third", depends_on=["second"], optional=True),
+    )
+    await _engine(engine).execute(wf, RunContext(store=store, run_id="rows"))
+    assert seen["first"].status == StepStatus.RUNNING
+    for step_id in ("second", "third"):
+        assert seen[step_id] == StepResult(step_id=step_id, status=StepStatus.PENDING)
+    assert set(seen) == {"first", "second", "third"}

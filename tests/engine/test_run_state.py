@@ -91,3 +91,74 @@ def test_what_a_restored_run_saves_again_is_what_it_was_restored_from() -> None:
     assert again["stopped"] == SAVED["stopped"]
     assert again["active_detour"] == SAVED["active_detour"]
     assert again["elapsed_s"] >= SAVED["elapsed_s"]
+
+
+# -- a step record's own changes (the mutants MUTANTS.md listed for run_state.py) -------------
+
+
+def test_a_reset_step_is_pending_in_its_next_iteration_with_no_reason() -> None:
+    record = RunState.fresh("r", WF, {}).steps["a"]
+    record.settle(StepStatus.FAILED, reason="boom")
+    record.reset()
+    assert (record.status, record.iteration, record.reason) == (StepStatus.PENDING, 1, "")
+    assert record.result().reason == ""  # the PENDING row stored until the step starts again
+    assert [(h.iteration, h.status, h.reason) for h in record.earlier] == [
+        (0, StepStatus.FAILED, "boom")
+    ]
+
+
+def test_a_reset_drops_only_the_routing_marks_of_the_routers_reset_with_the_step() -> None:
+    record = RunState.fresh("r", WF, {}).steps["c"]
+    record.routed_by = frozenset({"r1", "r2"})
+    record.not_routed_by = frozenset({"r1", "r3"})
+    record.reset(routers_reset={"r1"})
+    assert set(record.routed_by) == {"r2"}  # r2 stays settled: its choice still holds
+    assert set(record.not_routed_by) == {"r3"}
+    stored = record.result()
+    assert (stored.routed_by, stored.not_routed_by) == (["r2"], ["r3"])
+
+
+def test_a_stored_result_carries_the_steps_routing_marks_sorted() -> None:
+    record = RunState.fresh("r", WF, {}).steps["b"]
+    record.routed_by = frozenset({"z", "a"})
+    record.not_routed_by = frozenset({"y", "b"})
+    stored = record.result()
+    assert (stored.routed_by, stored.not_routed_by) == (["a", "z"], ["b", "y"])
+
+
+def test_settling_succeeded_without_new_outputs_keeps_the_outputs_and_any_other_end_hides_them() -> (
+    None
+):
+    record = RunState.fresh("r", WF, {}).steps["a"]
+    record.settle(StepStatus.SUCCEEDED, outputs={"x": 1})
+    record.settle(StepStatus.SUCCEEDED)
+    assert record.outputs == {"x": 1}
+    for status in (StepStatus.SKIPPED, StepStatus.FAILED, StepStatus.UPSTREAM_FAILED):
+        record.settle(StepStatus.SUCCEEDED, outputs={"x": 2})
+        record.settle(status, reason="later")
+        assert record.outputs == {}, status
+
+
+def test_a_step_that_stops_waiting_leaves_the_attempts_resume_needs() -> None:
+    state = RunState.fresh("r", WF, {})
+    record = state.steps["b"]
+    record.status, record.attempt = StepStatus.WAITING_HUMAN, 3
+    record.changed()
+    assert state.engine_state()["attempts"] == {"b": 3}
+    record.status = StepStatus.RUNNING  # answered: it runs on in the attempt it asked in
+    record.changed()
+    assert state.engine_state()["attempts"] == {}
+
+
+def test_expressions_read_each_steps_iteration_as_it_stands() -> None:
+    from engine.conditions import compile_expr
+
+    state = RunState.fresh("r", WF, {})
+    record = state.steps["a"]
+    record.settle(StepStatus.SUCCEEDED, outputs={})
+    read = compile_expr("steps.a.iteration")
+    assert read.evaluate(state.activation()) == 0
+    record.reset()
+    record.settle(StepStatus.SUCCEEDED, outputs={})
+    record.reset()
+    assert read.evaluate(state.activation()) == 2

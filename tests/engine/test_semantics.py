@@ -711,3 +711,28 @@ def test_a_limit_cuts_off_the_return_pass_of_a_detour_whose_target_it_skipped() 
         result, store = execute(engine, wf, inputs=INPUTS)
         reasons = {k: r.reason for k, r in store.step_results(result.run_id).items()}
         assert reasons["s0"] == reasons["s3"] == "run stopped: max_step_runs 3 reached", engine
+
+
+def test_a_loop_exits_on_the_iteration_another_step_has_reached() -> None:
+    """``steps.<id>.iteration`` in a routing condition: the loop goes back until the step it
+    reads is in its third pass (it read 0 on every pass when the view left it out, and went
+    back until the loop was exhausted)."""
+    wf = load(
+        [
+            probe("work"),
+            probe(
+                "check",
+                depends_on=["work"],
+                routing={
+                    "kind": "conditional",
+                    "conditions": [{"expr": "steps.work.iteration < 2", "target": "work"}],
+                    "next": "done",
+                    "loop": {"target": "work", "max_iterations": 5},
+                },
+            ),
+            probe("done"),
+        ]
+    )
+    found = agree(wf)
+    assert found["kahn"].steps["work"][:3] == ("SUCCEEDED", 2, 3)
+    assert found["kahn"].steps["done"][0] == "SUCCEEDED"

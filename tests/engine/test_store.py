@@ -25,6 +25,7 @@ from engine.store import (
     StepResult,
     UnknownRun,
 )
+from engine.store.ownership import this_process
 from tests.stores import ALL, store_opener
 
 WF = WorkflowDefinition(name="store_test", steps=[StepSpec(id="a", uses="demo.echo")])
@@ -405,9 +406,12 @@ def test_after_a_claim_the_next_event_continues_the_runs_seq_and_time(store: Bas
     assert third.mono >= second.mono
 
 
-def test_a_write_from_another_thread_waits_for_the_open_batch(store: BaseRunStore) -> None:
-    """A batch holds the writer: another thread's write neither joins it nor slips in between
-    its writes; it lands after the batch commits."""
+@pytest.mark.parametrize("how", ["append", "append_new"])
+def test_a_write_from_another_thread_waits_for_the_open_batch(
+    store: BaseRunStore, how: str
+) -> None:
+    """A batch holds the writer: another thread's write (an event, or one of the engine's own
+    values) neither joins it nor slips in between its writes; it lands after the batch commits."""
     run_id = store.create_run(WF, {}, "kahn", "test")
     inside, release, written = threading.Event(), threading.Event(), threading.Event()
 
@@ -419,7 +423,10 @@ def test_a_write_from_another_thread_waits_for_the_open_batch(store: BaseRunStor
             store.append(Log(run_id=run_id, message="second"))
 
     def other() -> None:
-        store.append(Log(run_id=run_id, message="other"))
+        if how == "append":
+            store.append(Log(run_id=run_id, message="other"))
+        else:
+            store.append_new(Log, run_id=run_id, message="other")
         written.set()
 
     holder = threading.Thread(target=hold)
@@ -432,3 +439,20 @@ def test_a_write_from_another_thread_waits_for_the_open_batch(store: BaseRunStor
     holder.join(10)
     writer.join(10)
     assert [e.message for e in store.events(run_id)] == ["first", "second", "other"]  # type: ignore[union-attr]
+
+
+def test_an_event_of_the_engines_own_values_outside_a_batch_is_committed_at_once(
+    store: BaseRunStore,
+) -> None:
+    run_id = store.create_run(WF, {}, "kahn", "test")
+    stamped = store.append_new(Log, run_id=run_id, message="alone")
+    assert (stamped.seq, stamped.message) == (1, "alone")
+    assert [(e.seq, e.message) for e in store.events(run_id)] == [(1, "alone")]  # type: ignore[union-attr]
+
+
+def test_a_new_run_names_this_process_as_its_owner_from_its_creation(store: BaseRunStore) -> None:
+    run_id = store.create_run(WF, {}, "kahn", "test")
+    record = store.get_run(run_id)
+    assert record.owner is not None
+    assert record.owner.token == this_process().token
+    assert record.owner.claimed_ts == record.created_ts
