@@ -238,7 +238,7 @@ def test_step_references_that_are_not_identifiers_are_found_in_depends_on_and_ro
     with pytest.raises(WorkflowLoadError) as caught:
         load_workflow_text(text, source="w.yaml", registry=REGISTRY)
     found = [(p.line, p.column, p.message.split(" is ")[0]) for p in caught.value.problems]
-    assert found == [(5, 21, "step reference 'bad-name'"), (10, 23, "step reference '1x'")]
+    assert found == [(5, 21, "step reference 'bad-name'"), (10, 21, "step reference '1x'")]
 
 
 def test_problems_print_as_file_line_column_message():
