@@ -11,7 +11,9 @@ the end of a run): a run of thousands of short steps publishes every few tenths 
 millisecond, and waking a thread, handing it the interpreter lock and calling the subscriber
 for each commit cost the run more than its engine did (issue 26). The events are committed
 before they are published, so the wait delays what a subscriber shows by at most
-``GATHER_S`` and changes nothing that is stored or its order. The pending queue is bounded: a
+``GATHER_S`` and changes nothing that is stored or its order. An event after which the run may
+wait for a person or is done (``AT_ONCE``) is delivered at once, with everything before it:
+what a console prints about a step that asks a question is never late behind the question. The pending queue is bounded: a
 subscriber that falls more than ``max_pending`` events behind stops receiving
 copies, and its thread later reads the missed events back from the store
 (``backlog``) — the subscriber sees every event once, in order, and the bus
@@ -40,6 +42,9 @@ GATHER_S = 0.02
 below what a person notices on a screen, long enough that a fast run's events arrive in a few
 dozen batches a second instead of one per commit."""
 
+AT_ONCE = frozenset({"interrupt_raised", "run_finished"})
+"""The kinds of event delivered without gathering: a prompt or the end of the run follows."""
+
 log = logging.getLogger(__name__)
 """A failing subscriber is logged here, not printed: stderr would paint over the app."""
 
@@ -65,6 +70,8 @@ class _Subscriber:
         self._gather_s = gather_s
         self._gathering = False
         """Whether the thread is letting events gather: an offer then does not wake it."""
+        self._at_once = False
+        """Whether an event of ``AT_ONCE`` kind waits: nothing more is gathered."""
         self._condition = threading.Condition()
         self._closing = False
         self._thread = threading.Thread(
@@ -84,7 +91,9 @@ class _Subscriber:
             if len(self._pending) > self._max_pending and self._backlog is not None:
                 self._overflowed.update(event.run_id for event in self._pending)
                 self._pending.clear()
-            if not self._gathering:
+            at_once = any(event.kind in AT_ONCE for event in events)
+            self._at_once = self._at_once or at_once
+            if at_once or not self._gathering:
                 self._condition.notify()
 
     def close(self, timeout: float | None) -> None:
@@ -99,10 +108,11 @@ class _Subscriber:
         with self._condition:
             while not self._pending and not self._overflowed and not self._closing:
                 self._condition.wait()
-            if self._gather_s > 0 and not self._closing:
+            if self._gather_s > 0 and not self._closing and not self._at_once:
                 self._gathering = True
-                self._condition.wait(self._gather_s)  # only close() notifies meanwhile
+                self._condition.wait(self._gather_s)  # woken early by close() or AT_ONCE
                 self._gathering = False
+            self._at_once = False
             batch = list(self._pending)
             self._pending.clear()
             catch_up = set(self._overflowed)
