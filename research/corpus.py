@@ -101,6 +101,11 @@ CREATE TABLE IF NOT EXISTS passage_vectors (
     rowid INTEGER PRIMARY KEY,
     vector BLOB NOT NULL
 );
+CREATE TABLE IF NOT EXISTS document_heads (
+    source_id TEXT PRIMARY KEY,
+    content_hash TEXT NOT NULL,
+    vector BLOB NOT NULL
+);
 CREATE VIRTUAL TABLE IF NOT EXISTS passage_vocab USING fts5vocab(passage_fts, 'row');
 """
 
@@ -411,6 +416,7 @@ class Corpus:
         db.execute("DELETE FROM passages WHERE source_id = ?", (source_id,))
         db.execute("DELETE FROM document_keys WHERE source_id = ?", (source_id,))
         db.execute("DELETE FROM document_refs WHERE source_id = ?", (source_id,))
+        db.execute("DELETE FROM document_heads WHERE source_id = ?", (source_id,))
         db.execute("DELETE FROM documents WHERE source_id = ?", (source_id,))
 
     # -- reading --------------------------------------------------------------

@@ -15,19 +15,23 @@ from __future__ import annotations
 
 import re
 import sqlite3
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
+from research.document_heads import head_vectors
 from research.embeddings import Vectors, embedder
 from research.relevance import (
     SYMBOL_RUN,
+    DocumentEvidence,
     asked,
     candidate_phrases,
     document_evidence,
+    head_candidates,
     question_words,
     relevance,
     symbol_runs,
 )
+from research.sentence_encoder import sentence_encoder
 from research.text import key_phrases, words
 from research.vectors import DocumentFilter, VectorIndex
 
@@ -168,6 +172,16 @@ def question_relevance(
     """{source id: relevance to ``question``} of the documents a search for it finds
     (research.relevance); documents it does not find are not about it (0). Only the sentence
     that asks counts when a preamble comes before it (research.relevance.asked)."""
+    return relevance(question_evidence(db, index, question, filters))
+
+
+def question_evidence(
+    db: sqlite3.Connection,
+    index: VectorIndex,
+    question: str,
+    filters: SearchFilters,
+) -> list[DocumentEvidence]:
+    """The evidence (research.relevance) of each document a search for ``question`` finds."""
     question = asked(question)
     vector = embedder().embed_one(question)
     _, _, fused = candidates(db, index, question, vector, filters)
@@ -186,7 +200,17 @@ def question_relevance(
             *symbol_runs(question),
         ]
     }
-    return relevance(document_evidence(index, question, vector, fused, passages_of, scope, holders))
+    found = document_evidence(index, question, vector, fused, passages_of, scope, holders)
+    heads = head_vectors(db, head_candidates(found))
+    if not heads:
+        return found
+    asking = sentence_encoder().encode_one(question)
+    return [
+        replace(e, head_similarity=max(0.0, float(heads[e.source_id] @ asking)))
+        if e.source_id in heads
+        else e
+        for e in found
+    ]
 
 
 def holding(db: sqlite3.Connection, term: str, in_scope: set[str]) -> set[str]:

@@ -2,7 +2,7 @@
 
 A run's question is searched once (research.hybrid: bm25 and embedding similarity fused) — only
 its asking sentence when a preamble comes first (:func:`asked`) — and every document among the
-candidates is scored on five pieces of evidence, each relative to the best candidate's:
+candidates is scored on six pieces of evidence, each relative to the best candidate's:
 
 - *passages* — the sum of its five best passages' fused scores (how much of it, and how well,
   the question finds, lexically and semantically);
@@ -15,7 +15,11 @@ candidates is scored on five pieces of evidence, each relative to the best candi
 - *terms* — the share of the question's words, heading phrases (:func:`candidate_phrases` that a
   title or heading holds) and operators (:func:`symbol_runs`) the document holds anywhere, each
   weighted by its rarity among the documents in scope: a rare word of the question ("walrus")
-  points at the few documents that hold it.
+  points at the few documents that hold it;
+- *head similarity* — cosine similarity of the question's and the document head's vectors from
+  the contextual sentence encoder (its title and opening, research/document_heads.py;
+  research/sentence_encoder.py), weighted :data:`HEAD_WEIGHT`: it reads the question in the
+  user's own words, which share few words with the document.
 
 A document's relevance is that sum over the best candidate's, 0 to 1 — over the best of its own
 collection when several are searched and that collection's best reaches
@@ -25,10 +29,22 @@ drown a small one). The floor
 the question at all, however it ranks, when its best passage is less similar to the question
 than :data:`ABSOLUTE_SIMILARITY` (cosine) and its title carries less than half of the
 question's weight, or when it holds less than :data:`TERMS_GATE` of the best candidate's
-*terms*: the corpus then has little on the question, and the run says so.
+*terms*: the corpus then has little on the question, and the run says so. The head decides
+both ways, and before those gates: a document whose head is within :data:`HEAD_MARGIN` of the
+best candidate's head similarity (and at :data:`HEAD_FLOOR` or more) is about the question,
+whatever words it shares; one more than :data:`HEAD_GAP` below it is not; and when no
+candidate's head reaches :data:`HEAD_FLOOR`, the corpus has nothing on the question. Only the
+:data:`HEAD_CANDIDATES` best documents by the other five pieces have a head similarity; the
+others are judged by the other five alone.
 
 The figures were set on the tuning split of the evaluation (tests/research/eval, its
-retrieval-only mode first), never on the held-out ones.
+retrieval-only mode first), never on the held-out ones. The head's (docs/research.md): weight
+0.5 over 0, 1 and 2 (more weight found more gold PEPs but cited more off-topic modules in the
+default corpus); margin 0.06 over 0.04 to 0.1 (the default corpus's paraphrases found their gold
+0.85 → 0.89 of the time, the same gold 0.84 → 0.91); gap 0.3 over none, 0.25 and 0.35
+(precision, at no cost in recall); floor 0.3 over 0.25 to 0.45 (the tuning questions' best heads
+are 0.34 or more, off-topic questions' 0.1 to 0.2); 30 candidates over 10 to all (the same
+selection as all of them, at a sixth of the heads).
 """
 
 from __future__ import annotations
@@ -53,18 +69,32 @@ TITLE_COVERAGE = 0.5
 TOP_PASSAGES = 5
 SHARE_WEIGHT = 0.5
 TERMS_WEIGHT = 1.0
+"""Weight of the share of the question's words and heading phrases a document holds."""
 TITLE_COVERAGE_WEIGHT = 2.0
 """The title coverage weighs twice: a title that names the question's rare words or its phrases
 is the surest sign a document is about it (on the tuning split: selection precision up, recall
 unchanged)."""
 TERMS_GATE = 0.4
+"""A document holding less than this share of the best candidate's question-word weight
+(``terms``) is not about the question, however its passages rank."""
 COLLECTION_SHARE = 0.6
 """When several collections are searched, a collection whose best document reaches this share of
 the best one overall is measured against its own best: a second collection (a large one, of
 long documents) must not drown the first."""
-"""A document holding less than this share of the best candidate's question-word weight
-(``terms``) is not about the question, however its passages rank."""
-"""Weight of the share of the question's words and heading phrases a document holds."""
+HEAD_WEIGHT = 0.5
+"""Weight of the head similarity (relative to the best candidate's)."""
+HEAD_MARGIN = 0.06
+"""A document whose head similarity is within this of the best candidate's passes the gates."""
+HEAD_GAP = 0.3
+"""A document whose head similarity is more than this below the best candidate's is off topic."""
+HEAD_FLOOR = 0.3
+"""A head similarity under this says the document is not about the question: when no candidate's
+head reaches it, no document is (a question about baking bread, asked of the PEPs, reaches 0.12;
+the tuning split's questions 0.34 or more); a head under it never passes the gates."""
+HEAD_CANDIDATES = 30
+"""Documents whose heads are compared with the question: the best by the other five pieces. A
+head costs 30 ms of CPU the first time (then it is cached); the candidates of a question number
+up to 200, and on the tuning split the 30 best select what all of them select."""
 
 
 PHRASE_GLUE = frozenset(
@@ -125,6 +155,9 @@ class DocumentEvidence:
     terms: float
     """The share of the question's words and heading phrases the document holds, each weighted
     by how rare it is among the documents in scope."""
+    head_similarity: float | None = None
+    """Cosine similarity of the question's and the document head's sentence vectors
+    (research/document_heads.py); None for a document not among :func:`head_candidates`."""
 
 
 def title_terms(title: str) -> set[str]:
@@ -193,23 +226,53 @@ def document_evidence(
     return found
 
 
+def word_evidence(evidence: list[DocumentEvidence]) -> dict[str, float]:
+    """{source id: the sum of the five pieces the words and their vectors give}, each relative to
+    the best candidate's."""
+    best_passages = max((e.passages for e in evidence), default=0.0) or 1.0
+    best_title = max((e.title_similarity for e in evidence), default=0.0) or 1.0
+    return {
+        e.source_id: e.passages / best_passages
+        + e.title_similarity / best_title
+        + TITLE_COVERAGE_WEIGHT * e.title_coverage
+        + SHARE_WEIGHT * e.share
+        + TERMS_WEIGHT * e.terms
+        for e in evidence
+    }
+
+
+def head_candidates(evidence: list[DocumentEvidence]) -> list[str]:
+    """The documents whose heads are compared with the question: the :data:`HEAD_CANDIDATES`
+    best by the other five pieces."""
+    scores = word_evidence(evidence)
+    return sorted(scores, key=lambda s: (-scores[s], s))[:HEAD_CANDIDATES]
+
+
 def relevance(evidence: list[DocumentEvidence]) -> dict[str, float]:
     """{source id: relevance 0..1} (see the module's docstring)."""
     if not evidence:
         return {}
-    best_passages = max(e.passages for e in evidence) or 1.0
-    best_title = max(e.title_similarity for e in evidence) or 1.0
     best_terms = max(e.terms for e in evidence)
+    best_head = max((e.head_similarity or 0.0 for e in evidence), default=0.0)
+
+    if any(e.head_similarity is not None for e in evidence) and best_head < HEAD_FLOOR:
+        return {e.source_id: 0.0 for e in evidence}
+
+    def about(e: DocumentEvidence) -> bool:
+        head = e.head_similarity
+        if head is not None and head < best_head - HEAD_GAP:
+            return False
+        if head is not None and head >= max(best_head - HEAD_MARGIN, HEAD_FLOOR):
+            return True
+        return (
+            e.best_similarity >= ABSOLUTE_SIMILARITY or e.title_coverage >= TITLE_COVERAGE
+        ) and e.terms >= TERMS_GATE * best_terms
+
+    pieces = word_evidence(evidence)
     raw = {
-        e.source_id: (
-            e.passages / best_passages
-            + e.title_similarity / best_title
-            + TITLE_COVERAGE_WEIGHT * e.title_coverage
-            + SHARE_WEIGHT * e.share
-            + TERMS_WEIGHT * e.terms
-        )
-        if (e.best_similarity >= ABSOLUTE_SIMILARITY or e.title_coverage >= TITLE_COVERAGE)
-        and e.terms >= TERMS_GATE * best_terms
+        e.source_id: pieces[e.source_id]
+        + HEAD_WEIGHT * (e.head_similarity or 0.0) / (best_head or 1.0)
+        if about(e)
         else 0.0
         for e in evidence
     }

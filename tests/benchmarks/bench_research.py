@@ -1,6 +1,7 @@
 """Research benchmarks: PEP corpus indexing with vectors and without (what the vectors cost), the
-CPU seconds of each phase of it, the embedding model's load time and memory, search latency, and
-research time per question offline.
+CPU seconds of each phase of it, the embedding model's load time and memory, search latency, the
+sentence encoder's load, memory and cost per document head and per question (and what the first
+question on a fresh corpus pays for the heads), and research time per question offline.
 
 Figures are printed side by side; nothing here asserts a time. Beside each wall time the CPU
 time is printed too: on a machine other work shares, the wall time measures the load as much as
@@ -16,6 +17,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -192,6 +194,52 @@ def _bench_indexing() -> None:
         )
 
 
+def _bench_sentence_model(path: Path) -> None:
+    """The sentence encoder (research/sentence_encoder.py): load and memory, CPU per document head
+    and per question, and a question's relevance on a corpus whose heads are not cached yet beside
+    the same question once they are."""
+    from research.document_heads import head_texts
+    from research.sentence_encoder import sentence_encoder
+    from tests.benchmarks.research_indexing import resident_kib
+
+    before_kib, started, cpu = resident_kib(), time.perf_counter(), time.process_time()
+    model = sentence_encoder()
+    print(
+        f"sentence encoder: loaded (weights checked) in {time.perf_counter() - started:.2f} s, "
+        f"{time.process_time() - cpu:.2f} CPU-s; weights {model.memory_bytes / 2**20:.1f} MiB, "
+        f"process memory +{(resident_kib() - before_kib) / 1024:.1f} MiB"
+    )
+    with Corpus(path) as corpus:
+        sources = [s for (s,) in corpus._db.execute("SELECT source_id FROM documents LIMIT 128")]
+        heads = [text for _, text in head_texts(corpus._db, sources).values()]
+        cpu = time.process_time()
+        model.encode(heads)
+        per_head = (time.process_time() - cpu) / len(heads)
+        cpu = time.process_time()
+        for question in QUESTIONS:
+            model.encode_one(question)
+        per_question = (time.process_time() - cpu) / len(QUESTIONS)
+        print(
+            f"  CPU per document head {per_head * 1000:.1f} ms ({len(heads)} heads; every head of "
+            f"the corpus: {per_head * len(corpus.vectors().documents):.1f} CPU-s), per question "
+            f"{per_question * 1000:.1f} ms"
+        )
+        for question in QUESTIONS[:2]:
+            cached = corpus._db.execute("SELECT COUNT(*) FROM document_heads").fetchone()[0]
+            cpu = time.process_time()
+            corpus.relevance(question)
+            cold = time.process_time() - cpu
+            computed = corpus._db.execute("SELECT COUNT(*) FROM document_heads").fetchone()[0]
+            corpus._relevance.clear()
+            cpu = time.process_time()
+            corpus.relevance(question)
+            warm = time.process_time() - cpu
+            print(
+                f"  a question's relevance, {cached} heads cached before: {cold:.2f} CPU-s "
+                f"({computed - cached} heads computed) vs {warm:.2f} CPU-s once cached: {question}"
+            )
+
+
 def _bench_questions(workflow: object, root: Path, path: Path) -> None:
     walls, cpus = [], []
     for number, question in enumerate(QUESTIONS):
@@ -242,6 +290,9 @@ def main() -> None:
             _bench_following(corpus, _percentile(latencies, 0.5))
             _bench_distinct(corpus, _percentile(latencies, 0.5))
 
+        fresh = root / "fresh.sqlite"  # no head cached yet: what a first question pays
+        shutil.copy(path, fresh)
+        _bench_sentence_model(fresh)
         workflow = load_workflow(PROJECT / "workflows" / "deep_research.yaml")
         _bench_questions(workflow, root, path)
         query = "WSGI web server gateway interface"

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import socket
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -36,6 +37,17 @@ def pep_corpus_path(tmp_path_factory: pytest.TempPathFactory) -> Path:
         report = corpus.add_folder(PEPS, "peps")
     assert report.added == len(list(PEPS.glob("*.rst")))
     return path
+
+
+@pytest.fixture
+def no_network(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Any connection the test makes fails it (the embedded models must never reach out)."""
+
+    def refuse(*args: object, **kwargs: object) -> None:
+        raise AssertionError(f"tried the network: {args}")
+
+    monkeypatch.setattr(socket.socket, "connect", refuse)
+    monkeypatch.setattr(socket, "create_connection", refuse)
 
 
 @pytest.fixture(scope="session")

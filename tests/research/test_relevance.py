@@ -9,7 +9,6 @@ keeps only sentences that cite the claims they were given.
 from __future__ import annotations
 
 import asyncio
-import socket
 import sys
 from pathlib import Path
 
@@ -115,14 +114,7 @@ def test_cited_passages_carry_their_relevance_in_sources_and_step_outputs(
     )
 
 
-def test_the_embedding_model_loads_from_its_package_without_the_network(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    def refuse(*args: object, **kwargs: object) -> None:
-        raise AssertionError(f"the embedding model tried the network: {args}")
-
-    monkeypatch.setattr(socket.socket, "connect", refuse)
-    monkeypatch.setattr(socket, "create_connection", refuse)
+def test_the_embedding_model_loads_from_its_package_without_the_network(no_network: None) -> None:
     sys.modules.pop("wordllama", None)
     model = Embedder(package_folder())
     vectors = model.embed(["structural pattern matching", "the match statement", ""])

