@@ -5,7 +5,15 @@ so a subscriber never sees an event that a crash could take back.
 
 Each subscriber has its own delivery thread and receives *batches*: every event
 published since its last callback returned arrives in one call (coalesced).
-Publishing never waits for a subscriber. The pending queue is bounded: a
+Publishing never waits for a subscriber. Woken by an event, the thread lets more gather for
+``GATHER_S`` before it delivers (closing the bus cuts the wait short, so nothing waits at
+the end of a run): a run of thousands of short steps publishes every few tenths of a
+millisecond, and waking a thread, handing it the interpreter lock and calling the subscriber
+for each commit cost the run more than its engine did (issue 26). The events are committed
+before they are published, so the wait delays what a subscriber shows by at most
+``GATHER_S`` and changes nothing that is stored or its order. An event after which the run may
+wait for a person or is done (``AT_ONCE``) is delivered at once, with everything before it:
+what a console prints about a step that asks a question is never late behind the question. The pending queue is bounded: a
 subscriber that falls more than ``max_pending`` events behind stops receiving
 copies, and its thread later reads the missed events back from the store
 (``backlog``) — the subscriber sees every event once, in order, and the bus
@@ -29,6 +37,14 @@ BacklogReader = Callable[[str, int], list[RunEvent]]
 
 Unsubscribe = Callable[[], None]
 
+GATHER_S = 0.02
+"""How long a woken delivery thread lets events gather before it calls its subscriber: well
+below what a person notices on a screen, long enough that a fast run's events arrive in a few
+dozen batches a second instead of one per commit."""
+
+AT_ONCE = frozenset({"interrupt_raised", "run_finished"})
+"""The kinds of event delivered without gathering: a prompt or the end of the run follows."""
+
 log = logging.getLogger(__name__)
 """A failing subscriber is logged here, not printed: stderr would paint over the app."""
 
@@ -40,6 +56,7 @@ class _Subscriber:
         run_id: str | None,
         backlog: BacklogReader | None,
         max_pending: int,
+        gather_s: float,
     ) -> None:
         self.callback = callback
         self.run_id = run_id
@@ -50,6 +67,11 @@ class _Subscriber:
         """Runs whose events were dropped from the queue and must be read back from the store."""
         self._delivered: dict[str, int] = {}
         """Per run, the highest seq handed to the callback (drops duplicates after a catch-up)."""
+        self._gather_s = gather_s
+        self._gathering = False
+        """Whether the thread is letting events gather: an offer then does not wake it."""
+        self._at_once = False
+        """Whether an event of ``AT_ONCE`` kind waits: nothing more is gathered."""
         self._condition = threading.Condition()
         self._closing = False
         self._thread = threading.Thread(
@@ -69,7 +91,10 @@ class _Subscriber:
             if len(self._pending) > self._max_pending and self._backlog is not None:
                 self._overflowed.update(event.run_id for event in self._pending)
                 self._pending.clear()
-            self._condition.notify()
+            at_once = any(event.kind in AT_ONCE for event in events)
+            self._at_once = self._at_once or at_once
+            if at_once or not self._gathering:
+                self._condition.notify()
 
     def close(self, timeout: float | None) -> None:
         """Stop after delivering everything already published."""
@@ -83,6 +108,11 @@ class _Subscriber:
         with self._condition:
             while not self._pending and not self._overflowed and not self._closing:
                 self._condition.wait()
+            if self._gather_s > 0 and not self._closing and not self._at_once:
+                self._gathering = True
+                self._condition.wait(self._gather_s)  # woken early by close() or AT_ONCE
+                self._gathering = False
+            self._at_once = False
             batch = list(self._pending)
             self._pending.clear()
             catch_up = set(self._overflowed)
@@ -124,9 +154,15 @@ class _Subscriber:
 class EventBus:
     """Fans committed events out to subscribers without ever blocking the publisher."""
 
-    def __init__(self, backlog: BacklogReader | None = None, max_pending: int = 10_000) -> None:
+    def __init__(
+        self,
+        backlog: BacklogReader | None = None,
+        max_pending: int = 10_000,
+        gather_s: float = GATHER_S,
+    ) -> None:
         self._backlog = backlog
         self._max_pending = max_pending
+        self._gather_s = gather_s
         self._subscribers: list[_Subscriber] = []
         self._lock = threading.Lock()
 
@@ -136,7 +172,7 @@ class EventBus:
         The returned function unsubscribes after delivering what was already
         published (waiting up to 10 s for a slow callback to take it).
         """
-        subscriber = _Subscriber(callback, run_id, self._backlog, self._max_pending)
+        subscriber = _Subscriber(callback, run_id, self._backlog, self._max_pending, self._gather_s)
         with self._lock:
             self._subscribers.append(subscriber)
 

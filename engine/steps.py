@@ -79,6 +79,8 @@ class StepRegistry:
     def __init__(self) -> None:
         self._steps: dict[str, RegisteredStep] = {}
         self._later: list[_LaterFamily] = []
+        self._later_prefixes: tuple[str, ...] = ()
+        """Every prefix of ``_later``, to tell in one call that a name has nothing pending."""
         self._modes: dict[str, WorkflowMode] = {}
 
     def register_later(self, prefixes: tuple[str, ...], load: Callable[[], object]) -> None:
@@ -86,13 +88,23 @@ class StepRegistry:
         the first of them is asked for (or every name is listed); it replaces an earlier
         pending ``load`` for the same prefixes and runs at most once. A family loaded before
         is loaded again (``load`` re-registers its names), as when the workspace changes."""
-        self._later = [family for family in self._later if family.prefixes != prefixes]
-        self._later.append(_LaterFamily(prefixes, load))
+        self._set_later(
+            [family for family in self._later if family.prefixes != prefixes]
+            + [_LaterFamily(prefixes, load)]
+        )
+
+    def _set_later(self, later: list[_LaterFamily]) -> None:
+        self._later = later
+        self._later_prefixes = tuple(prefix for family in later for prefix in family.prefixes)
 
     def _load_families(self, name: str | None) -> None:
         """Run the pending loads for ``name`` (every pending load when it is None)."""
+        if name is not None and not name.startswith(self._later_prefixes):
+            return  # the common case, asked for every step a workflow names: nothing to load
         due = [f for f in self._later if name is None or name.startswith(f.prefixes)]
-        self._later = [f for f in self._later if not (name is None or name.startswith(f.prefixes))]
+        self._set_later(
+            [f for f in self._later if not (name is None or name.startswith(f.prefixes))]
+        )
         for family in due:
             family.load()
 

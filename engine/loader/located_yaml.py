@@ -25,12 +25,13 @@ _SCALAR_TAGS = {
     "tag:yaml.org,2002:null",
     "tag:yaml.org,2002:timestamp",
 }
+_STR_TAG = "tag:yaml.org,2002:str"
 _LIBYAML: type[Any] | None = getattr(yaml, "CSafeLoader", None)
 """PyYAML's C parser, when PyYAML was built with libyaml."""
 _COLLECTION_TAGS = {None, "!", "tag:yaml.org,2002:map", "tag:yaml.org,2002:seq"}
 
 
-@dataclass
+@dataclass(slots=True)
 class Node:
     """A YAML value with where it was written. Mappings keep their keys' positions too."""
 
@@ -79,23 +80,29 @@ class Node:
         return Node(value, self.line, self.column, self.style, dict(self.keys))
 
     def walk(self, prefix: str) -> Iterator[tuple[str, Node]]:
-        """(dotted path, node) for this node and everything under it."""
-        yield prefix, self
-        if self.is_map:
-            for key, child in self.value.items():
-                yield from child.walk(f"{prefix}.{key}" if prefix else key)
-        elif self.is_seq:
-            for index, child in enumerate(self.value):
-                yield from child.walk(f"{prefix}.{index}")
+        """(dotted path, node) for this node and everything under it, depth first in the
+        order written (iteratively: a generator per level cost more than the walk)."""
+        stack = [(prefix, self)]
+        while stack:
+            path, node = stack.pop()
+            yield path, node
+            value = node.value
+            if isinstance(value, dict):
+                stack.extend(
+                    reversed([(f"{path}.{key}" if path else key, c) for key, c in value.items()])
+                )
+            elif isinstance(value, list):
+                stack.extend(reversed([(f"{path}.{index}", c) for index, c in enumerate(value)]))
 
 
 class Abort(Exception):
     """Stop reading: the problem is recorded and nothing after it can be trusted."""
 
 
-@dataclass
+@dataclass(slots=True)
 class _Open:
     node: Node
+    is_seq: bool
     key: str | None = None
     key_mark: tuple[int, int] = (0, 0)
     skip: bool = False
@@ -161,7 +168,10 @@ class YamlReader:
 
     def _build(self, loader: Any) -> Node | None:
         """Nodes from ``loader``'s events; YAML errors propagate, the loader's own
-        refusals are recorded (and give None)."""
+        refusals are recorded (and give None).
+
+        Scalars, most of a workflow's events, take the shortest way: the limits concern
+        collections and aliases only, and a mark's line and column are read directly."""
         stack: list[_Open] = []
         root: Node | None = None
         documents = 0
@@ -169,6 +179,15 @@ class YamlReader:
         try:
             while loader.check_event():
                 event = loader.get_event()
+                if isinstance(event, yaml.ScalarEvent):
+                    mark: Any = event.start_mark  # always set by both parsers
+                    value = self._scalar(loader, event)
+                    node = Node(value, mark.line + 1, mark.column + 1, event.style)
+                    if stack:
+                        self._attach(stack[-1], node, event, event.value)
+                    else:
+                        root = node
+                    continue
                 self._guard(guard, event)
                 if isinstance(event, yaml.DocumentStartEvent):
                     documents += 1
@@ -186,15 +205,13 @@ class YamlReader:
                         raise Abort
                     is_map = isinstance(event, yaml.MappingStartEvent)
                     node = Node({} if is_map else [], *position(event.start_mark))
-                    root = self._attach(stack, node, event, None) or root
-                    stack.append(_Open(node))
+                    if stack:
+                        self._attach(stack[-1], node, event, None)
+                    else:
+                        root = node
+                    stack.append(_Open(node, not is_map))
                 elif isinstance(event, (yaml.MappingEndEvent, yaml.SequenceEndEvent)):
                     stack.pop()
-                elif isinstance(event, yaml.ScalarEvent):
-                    node = Node(
-                        self._scalar(loader, event), *position(event.start_mark), event.style
-                    )
-                    root = self._attach(stack, node, event, event.value) or root
         except Abort:
             return None
         finally:
@@ -226,22 +243,18 @@ class YamlReader:
             (line, column), f"character {character!r} is not allowed in YAML; remove it"
         )
 
-    def _attach(self, stack: list[_Open], node: Node, event: Any, raw: str | None) -> Node | None:
-        """Put ``node`` into the open collection; returns it when it is the document root."""
-        if not stack:
-            return node
-        parent = stack[-1]
-        if parent.node.is_seq:
+    def _attach(self, parent: _Open, node: Node, event: Any, raw: str | None) -> None:
+        """Put ``node`` into the open collection ``parent``."""
+        if parent.is_seq:
             parent.node.value.append(node)
-            return None
+            return
         if parent.key is None and not parent.skip:
-            if raw is None or node.is_map or node.is_seq:
+            if raw is None:
                 self.problem(
                     event.start_mark,
                     "a mapping key must be a plain value, not a list or mapping; write the key as plain text",
                 )
                 raise Abort
-            mark = (node.line, node.column)
             if raw in parent.node.value:
                 first = parent.node.keys[raw]
                 self.problem(
@@ -249,22 +262,23 @@ class YamlReader:
                     f"duplicate key '{raw}' (first written at line {first[0]}); keep one of them",
                 )
                 parent.skip = True
-                return None
-            parent.key, parent.key_mark = raw, mark
-            return None
+                return
+            parent.key, parent.key_mark = raw, (node.line, node.column)
+            return
         if parent.skip:
             parent.skip = False
-            return None
+            return
         assert parent.key is not None
         parent.node.value[parent.key] = node
         parent.node.keys[parent.key] = parent.key_mark
         parent.key = None
-        return None
 
     def _scalar(self, loader: Any, event: yaml.ScalarEvent) -> Any:
         tag = event.tag
         if tag in (None, "!"):
             tag = loader.resolve(yaml.ScalarNode, event.value, event.implicit)
+        if tag == _STR_TAG:
+            return event.value  # what PyYAML's safe constructor makes of a string
         if tag not in _SCALAR_TAGS:
             self.problem(event.start_mark, f"unsupported YAML tag {event.tag}; remove the tag")
             raise Abort

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
+from itertools import chain
 
 from pydantic import TypeAdapter, ValidationError
 
@@ -88,7 +89,8 @@ def _step(problems: Problems, step_index: StepIndex, source: StepSource) -> Step
 def _check_identifier_lists(problems: Problems, node: Node, source: StepSource) -> bool:
     """Step references written as non-identifiers get the identifier explanation."""
     ok = True
-    for path, child in node.walk(""):
+    walks = [child.walk(key) for key, child in node.value.items() if key in _REFERRING]
+    for path, child in chain.from_iterable(walks):
         if not references_a_step(path):
             continue
         if isinstance(child.value, (str, int, float, bool)) and not is_identifier(child.value):
@@ -391,6 +393,10 @@ def descend(node: Node, *path: str | int) -> Node:
             break
         node = child
     return node
+
+
+_REFERRING = ("depends_on", "routing")
+"""The sections of a step where :func:`references_a_step` finds names of steps."""
 
 
 def references_a_step(path: str) -> bool:

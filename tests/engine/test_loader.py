@@ -222,6 +222,25 @@ def test_several_problems_are_reported_together_in_file_order():
     assert str(caught.value).count("\n") == 2
 
 
+def test_step_references_that_are_not_identifiers_are_found_in_depends_on_and_routing_only():
+    text = textwrap.dedent("""\
+        name: w
+        steps:
+          - id: a
+            uses: demo.any
+            routing: {next: "bad-name"}
+            description: "not-a-reference"
+          - id: b
+            uses: demo.any
+            inputs: {x: "1x"}
+            depends_on: [a, "1x"]
+    """)
+    with pytest.raises(WorkflowLoadError) as caught:
+        load_workflow_text(text, source="w.yaml", registry=REGISTRY)
+    found = [(p.line, p.column, p.message.split(" is ")[0]) for p in caught.value.problems]
+    assert found == [(5, 21, "step reference 'bad-name'"), (10, 21, "step reference '1x'")]
+
+
 def test_problems_print_as_file_line_column_message():
     assert str(Problem("a.yaml", 3, 7, "bad")) == "a.yaml:3:7: bad"
     error = WorkflowLoadError([Problem("a.yaml", 9, 1, "late"), Problem("a.yaml", 2, 5, "early")])

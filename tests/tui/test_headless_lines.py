@@ -14,12 +14,13 @@ from typing import get_args
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from rich.cells import cell_len
 from rich.console import Console
 
 from engine import events as ev
 from engine.event_lines import EventLine
 from engine.states import RoutingSignal, RunStatus
-from tui.present.console import SafeConsole
+from tui.present.console import SafeConsole, cell_width
 from tui.present.event_lines import describe
 from tui.present.headless import HeadlessPrinter, console_style, styled
 from tui.present.status_tone import STATUS_TONES, tone
@@ -152,7 +153,7 @@ def test_every_run_status_has_a_tone(status: str) -> None:
 TEXTS = st.lists(
     st.sampled_from(
         [
-            *"ab [/]\\:;{}\"' \t\n\r\x1b\x07\x9b\u202e\u00a0é漢😀",
+            *"ab [/]\\:;{}\"' \t\n\r\x1b\x07\x9b\u202e\u00a0é漢😀●✔\u0301\u200d\ufe0f",
             ":smile:",
             "[bold]",
             "\\[",
@@ -205,3 +206,11 @@ def test_a_console_without_style_shows_the_same_lines_however_they_are_written(
     expected = written(console, line_by_line)
     assert written(console, lambda: printer(events)) == expected
     assert printed(printer, events) == expected.splitlines()
+
+
+@settings(max_examples=300, deadline=None)
+@given(text=st.text(alphabet=st.characters(codec="utf-8"), max_size=60))
+def test_a_lines_width_is_what_rich_measures(text: str) -> None:
+    """The printer's measure of a line it may write as it is agrees with rich's."""
+    if text.isprintable():
+        assert cell_width(text) == cell_len(text)

@@ -20,6 +20,7 @@ import click
 
 from engine.graph import WorkflowGraph
 from engine.selector import ENGINES, engine_available, select_engine
+from plumbing.collector import kept_from_collection
 from tui.commands.command_context import ON_INTERRUPT, BadInput, load_or_exit, workspace_of
 from tui.echo import echo
 from tui.exit_codes import BAD_INPUT, SHADOW_DIFFERS
@@ -81,6 +82,7 @@ def run_command(
     from engine.run_inputs import InputError, parse_assignments, resolve_inputs
 
     wf = load_or_exit(ctx, workflow_file, BAD_INPUT)
+    ctx.call_on_close(kept_from_collection())  # the workflow, the modules: kept until the end
     try:
         inputs = resolve_inputs(wf, parse_assignments(list(input_pairs)))
     except InputError as error:

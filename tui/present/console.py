@@ -66,6 +66,10 @@ Piece = tuple[str, str]
 """Text and the rich style it is shown in ("" for none)."""
 
 _EMOJI_CODE = re.compile(r":[^\s:]*:")
+_BEYOND_ASCII = re.compile(r"[^\x00-\x7f]")
+_JOINERS = ("\u200d", "\ufe0f")
+"""Characters that change the width of those around them (zero width joiner, variation
+selector 16): a text holding one is measured by rich as a whole."""
 """Two colons with no space between: rich's markup would read it as an emoji code."""
 
 
@@ -116,5 +120,16 @@ def _shown_as_is(text: str, width: int) -> bool:
         text.isprintable()
         and "\\" not in text
         and _EMOJI_CODE.search(text) is None
-        and cell_len(text) <= width
+        and cell_width(text) <= width
     )
+
+
+def cell_width(text: str) -> int:
+    """``rich.cells.cell_len(text)`` of a printable text, measured character by character only
+    beyond ASCII (a printable ASCII character is one cell): a run's lines hold a glyph or two
+    and are all different, so rich's cache never hits and its sum over every character cost
+    more than the rest of printing the line. Without joiners rich's width is the sum of its
+    characters' widths, so the two agree (tests/tui/test_headless_lines.py)."""
+    if any(joiner in text for joiner in _JOINERS):
+        return cell_len(text)
+    return len(text) + sum(cell_len(character) - 1 for character in _BEYOND_ASCII.findall(text))
