@@ -364,6 +364,7 @@ def resume_command(
             raise BadInput(refusal)
         if not engine_available(record.engine):
             raise BadInput(f"run {run_id} ran on {record.engine}, which is not installed here")
+        ctx.call_on_close(kept_from_collection())  # the run's definition: kept until the end
         console = SafeConsole()
         if record.owner_status == "unknown" and record.owner is not None:
             console.print(

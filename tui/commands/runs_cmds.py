@@ -19,6 +19,7 @@ from engine.selector import ENGINES, engine_available
 from engine.store import RunReader
 from engine.store.records import InterruptRecord, RunRecord, StepResult
 from engine.time_travel import ForkError
+from plumbing.collector import kept_from_collection
 from tui.commands.command_context import ON_INTERRUPT, BadInput, workspace_of
 from tui.commands.common import (
     attached_server,
@@ -340,6 +341,7 @@ def runs_fork(
         name = plan.source.engine if engine == "same" else engine
         if not engine_available(name):
             raise BadInput(f"the {name} engine is not installed here")
+        ctx.call_on_close(kept_from_collection())  # the source run's definition and records
         console = SafeConsole()
 
         async def run(printer: Surface) -> ExecutionResult:
