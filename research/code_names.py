@@ -28,6 +28,9 @@ _NAME = re.compile(
     r"|[A-Z][a-z0-9]+[A-Z]\w*"  # camel case: FileHandler, DictReader
     r"|[a-z]+[A-Z]\w*)"  # lower camel case: basicConfig
 )
+_HEADING_API = re.compile(r"(?=.{1,80}$)(?![A-Z][a-z]*$)[A-Za-z_][\w]*(?:\.[A-Za-z_]\w*)*")
+"""A section heading that is an API's name (``loads``, ``FileHandler``, ``Logger.info``), not a
+capitalised word of prose (``Rationale``)."""
 _CAMEL_PART = re.compile(r"[A-Z]+(?![a-z])|[A-Z]?[a-z0-9]+")
 
 
@@ -62,6 +65,13 @@ def api_names(text: str) -> set[str]:
     return {*code_names(text), *(m.group(0) for m in _NAME.finditer(text))}
 
 
+def heading_api(section: str) -> str:
+    """The API a passage's section heading names (a docstring's entry: its statements are about
+    it), or "" when the heading is prose."""
+    heading = section.strip()
+    return heading if _HEADING_API.fullmatch(heading) else ""
+
+
 def name_terms(name: str) -> set[str]:
     """The words inside a name, as ``terms`` counts them (``FileHandler.emit`` → file, handler,
     emit; ``lru_cache`` → lru, cache)."""
@@ -69,14 +79,15 @@ def name_terms(name: str) -> set[str]:
     return set(terms(" ".join(parts))) | set(terms(name))
 
 
-def api_match(text: str, query_terms: list[str]) -> float:
+def api_match(text: str, query_terms: list[str], section: str = "") -> float:
     """The share of the question's terms that an API named in the statement carries (0 to 1):
     a statement naming ``datetime.fromisoformat`` matches "datetime" of a question about turning
-    a date string into a datetime object; a statement naming no API matches nothing."""
+    a date string into a datetime object, and so does every statement of a passage whose
+    ``section`` heading names an API; a statement naming no API matches nothing."""
     wanted = set(query_terms)
     if not wanted:
         return 0.0
     named: set[str] = set()
-    for name in api_names(text):
+    for name in api_names(text) | {heading_api(section)} - {""}:
         named |= name_terms(name)
     return len(named & wanted) / len(wanted)

@@ -419,7 +419,12 @@ def analyze(inputs: dict[str, Any]) -> AnalysisAnswer:
                 lens_hits = len(candidate_terms[i] & lens_terms)
                 score = (
                     (relevance[i] / top)
-                    * (0.25 + lens_hits + API_MATCH_WEIGHT * api_match(texts[i], query_terms))
+                    * (
+                        0.25
+                        + lens_hits
+                        + API_MATCH_WEIGHT
+                        * api_match(texts[i], query_terms, str(passage.get("section", "")))
+                    )
                     + 0.3 * central[i]
                     + 0.2 * float(passage.get("authority", 0.5))
                     + about[i]
@@ -626,7 +631,8 @@ def synthesize(inputs: dict[str, Any]) -> SynthesisAnswer:
             relevance[i]
             + central[i]
             + (0.5 if members[i].get("verified") else 0.0)
-            + API_MATCH_WEIGHT * api_match(members[i]["text"], wanted)
+            + API_MATCH_WEIGHT
+            * api_match(members[i]["text"], wanted, members[i].get("section", ""))
             for i in range(len(members))
         ]
         chosen: list[int] = []
