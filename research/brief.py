@@ -17,6 +17,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from plumbing.untrusted_text import for_document
+from research.code_names import heading_api
 from research.evidence import Claim, EvidenceMap, Source
 from research.text import normalize_space
 
@@ -33,9 +34,14 @@ _MARKERS = re.compile(r"\s*\[([A-Za-z0-9_.:-]+)\]")
 _SENTENCE = re.compile(r"(?<=[.!?\]])\s+(?=[A-Z\"'(`*])")
 
 
-def source_facts(source: Source | None, relevance: float, label: str) -> str:
-    """``PEP 572, 2018-02-28, relevance 1.00``: how the brief names a quoted statement's source."""
+def source_facts(source: Source | None, relevance: float, label: str, section: str = "") -> str:
+    """``PEP 572, 2018-02-28, relevance 1.00``: how the brief names a quoted statement's source;
+    ``“Python standard library: json”, § `loads`, relevance 1.00`` when the passage's section
+    heading names the API the statement documents (a reference's entry)."""
     facts = [label]
+    api = heading_api(section)
+    if api:
+        facts.append(f"§ `{api}`")
     if source and source.latest_date:
         facts.append(source.latest_date)
     facts.append(f"relevance {relevance:.2f}")

@@ -18,6 +18,7 @@ from collections.abc import Callable
 from dataclasses import replace
 from typing import Any
 
+from research.code_names import LITERAL, RST_ROLE, api_match, code_salience, opens_with_api
 from research.questions import plan as plan_question
 from research.questions import sub_questions as planned_sub_questions
 from research.tasks import (
@@ -173,6 +174,10 @@ LENS_TERMS: dict[str, frozenset[str]] = {
 }
 
 CODE_SALIENCE_WEIGHT = 0.5
+API_MATCH_WEIGHT = 1.0
+"""A relevant sentence naming an API whose words are the sub-question's weighs this much more
+(times the share of its terms the API carries: see api_match): a how-to question is answered by
+the function that does it, not by a sentence about the module around it."""
 """A sentence naming the code the passages name most weighs this much more (see code_salience)."""
 SUBJECT_PHRASE_WEIGHT = 1.0
 SUBJECT_TERMS_WEIGHT = 0.6
@@ -188,8 +193,6 @@ STATUS_SIMILARITY = 0.35
 WEAK_STATUSES = frozenset({"superseded", "rejected", "withdrawn"})
 STRONG_STATUSES = frozenset({"final", "active", "accepted"})
 
-_RST_ROLE = re.compile(r":([a-z]+):`([^`<]*?)(?:\s*<[^>]*>)?`")
-_LITERAL = re.compile(r"``([^`]+)``")
 _REFERENCE = re.compile(r"`([^`<]+?)(?:\s*<[^>]*>)?`_+")
 _FOOTNOTE = re.compile(r"\s*\[\d+\]_")
 
@@ -200,31 +203,10 @@ def _role_text(match: re.Match[str]) -> str:
     return f"{role.upper()} {int(text)}" if role in ("pep", "rfc") and text.isdigit() else text
 
 
-def code_names(text: str) -> list[str]:
-    """The code a text names: its inline literals and roles' targets."""
-    return [m.group(1).strip() for m in _LITERAL.finditer(text)] + [
-        m.group(2).strip() for m in _RST_ROLE.finditer(text)
-    ]
-
-
-def code_salience(texts: list[str]) -> list[float]:
-    """How much each text names the code its fellow texts keep naming (0 to 1).
-
-    The names the sources use most (``start_response`` across a specification) are the
-    ones an answer should carry; a sentence scores by its most used name.
-    """
-    named = [set(code_names(t)) for t in texts]
-    counts = Counter(name for names in named for name in names)
-    top = max(counts.values(), default=0)
-    if top < 2:
-        return [0.0] * len(texts)
-    return [max((counts[n] for n in names), default=0) / top for names in named]
-
-
 def clean_sentence(sentence: str) -> str:
     """A quoted sentence made readable: RST roles, literals and footnote marks unwrapped."""
-    text = _RST_ROLE.sub(_role_text, sentence)
-    text = _LITERAL.sub(lambda m: m.group(1), text)
+    text = RST_ROLE.sub(_role_text, sentence)
+    text = LITERAL.sub(lambda m: m.group(1), text)
     text = _REFERENCE.sub(lambda m: m.group(1), text)
     text = _FOOTNOTE.sub("", text)
     return normalize_space(text)
@@ -369,7 +351,7 @@ def claim_candidates(passage: dict[str, Any]) -> list[str]:
     )
     for sentence in found_sentences:
         sentence = normalize_space(sentence)
-        if sentence[:1].islower():
+        if sentence[:1].islower() and not opens_with_api(sentence):
             previous = sentence
             continue  # a fragment: the passage cut its sentence short
         if not depends_on_context(sentence):
@@ -436,7 +418,13 @@ def analyze(inputs: dict[str, Any]) -> AnalysisAnswer:
                     continue
                 lens_hits = len(candidate_terms[i] & lens_terms)
                 score = (
-                    (relevance[i] / top) * (0.25 + lens_hits)
+                    (relevance[i] / top)
+                    * (
+                        0.25
+                        + lens_hits
+                        + API_MATCH_WEIGHT
+                        * api_match(texts[i], query_terms, str(passage.get("section", "")))
+                    )
                     + 0.3 * central[i]
                     + 0.2 * float(passage.get("authority", 0.5))
                     + about[i]
@@ -638,8 +626,13 @@ def synthesize(inputs: dict[str, Any]) -> SynthesisAnswer:
         index = BM25([c["text"] for c in members])
         relevance = index.scores(sub.get("key_terms") and " ".join(sub["key_terms"]) or sub["text"])
         central = centrality([c["text"] for c in members])
+        wanted = terms(" ".join(sub.get("key_terms") or [sub["text"]]))
         merit = [
-            relevance[i] + central[i] + (0.5 if members[i].get("verified") else 0.0)
+            relevance[i]
+            + central[i]
+            + (0.5 if members[i].get("verified") else 0.0)
+            + API_MATCH_WEIGHT
+            * api_match(members[i]["text"], wanted, members[i].get("section", ""))
             for i in range(len(members))
         ]
         chosen: list[int] = []

@@ -125,6 +125,7 @@ def cited(number: int, claim: Claim, evidence: EvidenceMap) -> str:
         source,
         passage.relevance if passage else 0.0,
         document_label(source, claim.source_ids[0] if claim.source_ids else ""),
+        passage.section if passage else "",
     )
     return one_line(
         f"{claim.text} — {facts} [{number}]"

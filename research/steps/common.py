@@ -47,7 +47,7 @@ def passage_from_hit(
 
 
 def passage_inputs(evidence: EvidenceMap, passages: list[Passage]) -> list[dict[str, Any]]:
-    """Passages as the model sees them: id, source, title, status, authority and text."""
+    """Passages as the model sees them: id, source, title, status, authority, section and text."""
     shaped = []
     for passage in passages:
         source = evidence.sources.get(passage.source_id)
@@ -60,6 +60,7 @@ def passage_inputs(evidence: EvidenceMap, passages: list[Passage]) -> list[dict[
                 "authority": source.authority if source else 0.5,
                 "relevance": passage.relevance,
                 "sub_question": passage.sub_question,
+                "section": passage.section,
                 "text": passage.text,
             }
         )

@@ -96,6 +96,10 @@ async def final_synthesis(ctx: StepContext, inp: RoundInput) -> SynthesisOutput:
     refusal = ""
     if delivered and evidence.claims:
 
+        def section_of(claim: Claim) -> str:
+            passage = evidence.passages.get(claim.passage_ids[0]) if claim.passage_ids else None
+            return passage.section if passage else ""
+
         def build(claims: list[Claim], _r: Any) -> dict[str, Any]:
             return {
                 "query": evidence.query,
@@ -107,6 +111,7 @@ async def final_synthesis(ctx: StepContext, inp: RoundInput) -> SynthesisOutput:
                         "sub_question": c.sub_question,
                         "verified": c.verified,
                         "source_ids": c.source_ids,
+                        "section": section_of(c),
                     }
                     for c in claims
                 ],
