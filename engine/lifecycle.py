@@ -298,10 +298,8 @@ class EngineBase(ABC):
             )
             if new:
                 runner.recorder.save_new(state.steps.values())
-            else:
-                for (
-                    record
-                ) in state.steps.values():  # a resume stores its running steps back as PENDING
+            else:  # a resume stores its running steps back as PENDING
+                for record in state.steps.values():
                     runner.recorder.save(record)
 
     async def _drive(self, runner: StepRunner) -> ExecutionResult:

@@ -66,11 +66,11 @@ Piece = tuple[str, str]
 """Text and the rich style it is shown in ("" for none)."""
 
 _EMOJI_CODE = re.compile(r":[^\s:]*:")
+"""Two colons with no space between: rich's markup would read it as an emoji code."""
 _BEYOND_ASCII = re.compile(r"[^\x00-\x7f]")
 _JOINERS = ("\u200d", "\ufe0f")
 """Characters that change the width of those around them (zero width joiner, variation
 selector 16): a text holding one is measured by rich as a whole."""
-"""Two colons with no space between: rich's markup would read it as an emoji code."""
 
 
 def piece_markup(pieces: Sequence[Piece]) -> str:
