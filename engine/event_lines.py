@@ -58,9 +58,14 @@ DomainDescriber = Callable[[Domain], EventLine | None]
 """Describes the domain events its package owns; None for the ones it does not know."""
 
 
+_SUMMARY_JSON = json.JSONEncoder(ensure_ascii=False, separators=(", ", ": "), default=str).encode
+"""``json.dumps`` with these options, its encoder made once instead of at every call (a
+summary is made for every finished step's line)."""
+
+
 def summarize(value: Any, width: int = 80) -> str:
     """A one-line JSON summary of ``value``, cut to ``width`` characters."""
-    text = json.dumps(value, default=str, ensure_ascii=False, separators=(", ", ": "))
+    text = _SUMMARY_JSON(value)
     return text if len(text) <= width else text[: width - 1] + "…"
 
 
