@@ -175,7 +175,7 @@ def test_engine_state_is_read_back_and_moves_the_update_time(store: BaseRunStore
     assert record.engine_state == {"step_runs": 4}
     assert record.updated_ts >= created
     assert [s.updated_ts for s in store.list_runs() if s.run_id == run_id] == [record.updated_ts]
-    with pytest.raises(UnknownRun):
+    with pytest.raises(UnknownRun, match="'nope'"):
         store.save_engine_state("nope", {})
 
 
@@ -456,3 +456,17 @@ def test_a_new_run_names_this_process_as_its_owner_from_its_creation(store: Base
     assert record.owner is not None
     assert record.owner.token == this_process().token
     assert record.owner.claimed_ts == record.created_ts
+
+
+def test_the_sqlite_store_stamps_runs_and_events_with_the_clocks_it_is_given(
+    tmp_path: Path,
+) -> None:
+    readings = iter([100.0, 100.0, 102.5])
+    with RunStore(
+        tmp_path / "runs.sqlite", clock=lambda: 1234.5, monotonic=lambda: next(readings)
+    ) as store:
+        run_id = store.create_run(WF, {}, "kahn", "test")
+        first = store.append(Log(run_id=run_id, message="first"))
+        second = store.append(Log(run_id=run_id, message="second"))
+        assert store.get_run(run_id).created_ts == 1234.5
+    assert [(event.ts, event.mono) for event in (first, second)] == [(1234.5, 0.0), (1234.5, 2.5)]
