@@ -14,7 +14,7 @@ from engine.context import InterruptAnswer, InterruptRequest, JournalEntry
 from engine.events import Log, RunEvent, StepStarted
 from engine.journal import StoreJournal
 from engine.spec import StepSpec, WorkflowDefinition
-from engine.sqlite_file import StoreWriteError
+from engine.sqlite_file import StoreFileError, StoreWriteError
 from engine.states import RunStatus, StepStatus
 from engine.store import (
     BaseRunStore,
@@ -470,3 +470,17 @@ def test_the_sqlite_store_stamps_runs_and_events_with_the_clocks_it_is_given(
         second = store.append(Log(run_id=run_id, message="second"))
         assert store.get_run(run_id).created_ts == 1234.5
     assert [(event.ts, event.mono) for event in (first, second)] == [(1234.5, 0.0), (1234.5, 2.5)]
+
+
+def test_a_file_that_is_not_a_run_store_is_refused_in_one_line_and_left_as_it_was(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "runs.sqlite"
+    path.write_bytes(b"not a database\n" * 100)
+    with pytest.raises(
+        StoreFileError,
+        match=r"runs\.sqlite: cannot open the run store \(.*\) — it is not a run store or it is"
+        r" damaged",
+    ):
+        RunStore(path)
+    assert path.read_bytes() == b"not a database\n" * 100
