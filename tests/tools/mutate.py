@@ -8,7 +8,9 @@ whose ``tests`` package must not already be imported from the worktree.
 table, so this runs mutmut with the engine's settings instead (the routing
 decisions, CEL conditions, the Kahn scheduler and the run lifecycle, against
 tests/engine) without touching it. Any mutmut command and option works as with
-``mutmut`` itself; name mutants to run a part, e.g. ``run "engine.conditions*"``.
+``mutmut`` itself; name mutants to run a part, e.g. ``run "engine.conditions*"``. The
+headless command line's printed lines and progress count (tui/present/console.py,
+progress.py) are mutated too: run them with their own ``--tests`` (tests/tui).
 
 ``--tests PATH`` (repeatable, before the mutmut command) runs the mutants against those
 test files instead of all of tests/engine: a part's own tests, when a full tests/engine
