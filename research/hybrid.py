@@ -190,7 +190,6 @@ def question_evidence(
         for n, (_, collection, _, _) in enumerate(index.documents)
         if not filters.collections or collection in filters.collections
     ]
-    passages_of = dict(db.execute("SELECT source_id, passages FROM documents"))
     in_scope = {index.documents[n][0] for n in scope}
     holders = {
         term: holding(db, term, in_scope)
@@ -200,7 +199,7 @@ def question_evidence(
             *symbol_runs(question),
         ]
     }
-    found = document_evidence(index, question, vector, fused, passages_of, scope, holders)
+    found = document_evidence(index, question, vector, fused, scope, holders)
     heads = head_vectors(db, head_candidates(found))
     if not heads:
         return found

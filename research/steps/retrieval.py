@@ -301,7 +301,7 @@ async def retrieval_react(ctx: StepContext, inp: RoundInput) -> RetrievalOutput:
         for hit in hits:
             source = source_from_hit(hit, round_number)
             if (
-                source.authority < state.policy.min_authority
+                (source.authority < state.policy.min_authority and source.id not in state.on_topic)
                 or hit["passage_id"] in seen_set
                 or hit.get("relevance", 1.0) < RELEVANCE_FLOOR
             ):
@@ -392,6 +392,23 @@ async def retrieval_react(ctx: StepContext, inp: RoundInput) -> RetrievalOutput:
             )
             admit(hits, sub_id, phrasing)
     if not recency_mode:
+        read = {p.source_id for p in passages} | set(state.evidence.sources)
+        unread = sorted(set(state.on_topic) - read)
+        if unread and state.evidence.sub_questions:
+            # every document the anchor search judged about the question is read: the searches
+            # above rank passages across them, and one document's many matching passages can
+            # crowd out another's (the second gold of a history, a rejected proposal)
+            tool_calls += 1
+            hits = await ctx.retrieve(
+                state.evidence.query,
+                **state.search_options(
+                    limit=len(unread),
+                    exclude_passages=sorted(seen_set),
+                    within=unread,
+                    distinct_sources=True,
+                ),
+            )
+            admit(hits, state.evidence.sub_questions[0].id, state.evidence.query)
         origins = sorted({p.source_id for p in passages} | set(state.evidence.sources))
         if origins and targets:
             tool_calls += 1
