@@ -83,15 +83,20 @@ class _Subscriber:
         return self.run_id is None or event.run_id == self.run_id
 
     def offer(self, events: Sequence[RunEvent]) -> None:
+        """Queue ``events`` (those of a run being read back from the store are left there) and
+        wake the thread unless it is gathering. Called by the writer after every commit: the
+        usual case, no run read back, queues the events as they are."""
+        at_once = False
+        for event in events:
+            if event.kind in AT_ONCE:
+                at_once = True
         with self._condition:
-            for event in events:
-                if event.run_id in self._overflowed:
-                    continue
-                self._pending.append(event)
+            if self._overflowed:
+                events = [event for event in events if event.run_id not in self._overflowed]
+            self._pending.extend(events)
             if len(self._pending) > self._max_pending and self._backlog is not None:
                 self._overflowed.update(event.run_id for event in self._pending)
                 self._pending.clear()
-            at_once = any(event.kind in AT_ONCE for event in events)
             self._at_once = self._at_once or at_once
             if at_once or not self._gathering:
                 self._condition.notify()
@@ -190,7 +195,13 @@ class EventBus:
         with self._lock:
             subscribers = list(self._subscribers)
         for subscriber in subscribers:
-            wanted = [event for event in events if subscriber.wants(event)]
+            # a subscriber to every run (the printer, the app) takes the commit's events as
+            # they are: the writer publishes after every commit
+            wanted = (
+                events
+                if subscriber.run_id is None
+                else [event for event in events if subscriber.wants(event)]
+            )
             if wanted:
                 subscriber.offer(wanted)
 

@@ -58,9 +58,20 @@ DomainDescriber = Callable[[Domain], EventLine | None]
 """Describes the domain events its package owns; None for the ones it does not know."""
 
 
+_SUMMARY_JSON = json.JSONEncoder(ensure_ascii=False, separators=(", ", ": "), default=str).encode
+"""``json.dumps`` with these options, its encoder made once instead of at every call (a
+summary is made for every finished step's line)."""
+
+
+_EMPTY_SUMMARY: dict[type, str] = {dict: "{}", list: "[]"}
+"""The summary of an empty dict and list (most zero-work steps' outputs), without the encoder."""
+
+
 def summarize(value: Any, width: int = 80) -> str:
     """A one-line JSON summary of ``value``, cut to ``width`` characters."""
-    text = json.dumps(value, default=str, ensure_ascii=False, separators=(", ", ": "))
+    if not value and type(value) in _EMPTY_SUMMARY:
+        return _EMPTY_SUMMARY[type(value)]
+    text = _SUMMARY_JSON(value)
     return text if len(text) <= width else text[: width - 1] + "…"
 
 
@@ -94,12 +105,18 @@ def _run_started(event: RunStarted) -> EventLine:
     )
 
 
+_RUNNING = StepStatus.RUNNING.value
+_SUCCEEDED = StepStatus.SUCCEEDED.value
+"""The statuses of every step's two lines, read once (an enum's ``value`` is a property)."""
+
+
 def _step_started(event: StepStarted) -> EventLine:
     counts = [f"iteration {event.iteration}"] if event.iteration else []
-    counts += [f"attempt {event.attempt}"] if event.attempt > 1 else []
+    if event.attempt > 1:
+        counts.append(f"attempt {event.attempt}")
     return EventLine(
         f"{event.step_id} started" + (f" ({', '.join(counts)})" if counts else ""),
-        status=StepStatus.RUNNING.value,
+        status=_RUNNING,
     )
 
 
@@ -116,7 +133,7 @@ def _step_finished(event: StepFinished) -> EventLine:
     return EventLine(
         f"{event.step_id} succeeded in {', '.join(parts)}{via}",
         level="warning" if event.fallback_calls else "info",
-        status=StepStatus.SUCCEEDED.value,
+        status=_SUCCEEDED,
         outputs=summarize(event.outputs, 60),
     )
 

@@ -165,12 +165,16 @@ class RunStore(BaseRunStore):
         self._db = open_sqlite_file(
             self.path, "run store", schema=_SCHEMA, version=SCHEMA_VERSION, isolation_level=None
         )
+        self._writes = self._db.cursor()
+        """The cursor the writes of every step run on (all under the store's lock): a step
+        makes about nine statements, and ``Connection.execute`` makes and registers a new
+        cursor for each (issue 26)."""
 
     def _begin(self) -> None:
-        self._db.execute("BEGIN IMMEDIATE")
+        self._writes.execute("BEGIN IMMEDIATE")
 
     def _commit(self) -> None:
-        self._db.execute("COMMIT")
+        self._writes.execute("COMMIT")
 
     def _rollback(self) -> None:
         if self._db.in_transaction:  # SQLite ends some failed transactions itself (a full disk)
@@ -188,7 +192,7 @@ class RunStore(BaseRunStore):
         return (int(row[0]), float(row[1])) if row else (0, 0.0)
 
     def _write_event(self, event: RunEvent) -> None:
-        self._db.execute(
+        self._writes.execute(
             "INSERT INTO events (run_id, seq, kind, mono, body) VALUES (?, ?, ?, ?, ?)",
             (event.run_id, event.seq, event.kind, event.mono, json_text(event)),
         )
@@ -224,17 +228,29 @@ class RunStore(BaseRunStore):
             raise UnknownRun(run_id)
 
     def _write_engine_state(self, run_id: str, state: dict[str, Any], updated_ts: float) -> None:
-        cursor = self._db.execute(
-            "INSERT OR REPLACE INTO engine_states (run_id, engine_state, updated_ts)"
+        """Update the run's row; only the first write of a run (no row yet) inserts one, and
+        only for a stored run. Runs are never deleted, so a run with a row here exists: the
+        update, made with every settled step, does without the insert's look-up in ``runs``
+        and the delete that ``INSERT OR REPLACE`` makes of the old row (issue 26)."""
+        text = _dumps(state)
+        cursor = self._writes
+        cursor.execute(
+            "UPDATE engine_states SET engine_state = ?, updated_ts = ? WHERE run_id = ?",
+            (text, updated_ts, run_id),
+        )
+        if cursor.rowcount:
+            return
+        cursor.execute(
+            "INSERT INTO engine_states (run_id, engine_state, updated_ts)"
             " SELECT ?, ?, ? WHERE EXISTS (SELECT 1 FROM runs WHERE run_id = ?)",
-            (run_id, _dumps(state), updated_ts, run_id),
+            (run_id, text, updated_ts, run_id),
         )
         if cursor.rowcount == 0:
             raise UnknownRun(run_id)
 
     def _write_step(self, run_id: str, result: StepResult) -> None:
         outputs = _dumps(result.outputs)
-        self._db.execute(
+        self._writes.execute(
             "INSERT OR REPLACE INTO step_results"
             " (run_id, step_id, status, iteration, outputs, reason, routed_by, not_routed_by, runs)"
             " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
@@ -251,7 +267,7 @@ class RunStore(BaseRunStore):
             ),
         )
         if result.status.settled:
-            self._db.execute(
+            self._writes.execute(
                 "INSERT OR REPLACE INTO step_history (run_id, step_id, iteration, status, outputs, reason)"
                 " VALUES (?, ?, ?, ?, ?, ?)",
                 (
@@ -449,7 +465,13 @@ _EMPTY_JSON: dict[type, str] = {dict: "{}", list: "[]"}
 times a step, spared a trip through the encoder."""
 
 
+_ENCODE = json.JSONEncoder(separators=(",", ":"), default=str).encode
+"""``json.dumps(value, separators=(",", ":"), default=str)`` with its encoder made once:
+``json.dumps`` makes a new one at every call that passes options (the engine state's JSON,
+written with every settled step)."""
+
+
 def _dumps(value: Any) -> str:
     if not value and type(value) in _EMPTY_JSON:
         return _EMPTY_JSON[type(value)]
-    return json.dumps(value, separators=(",", ":"), default=str)
+    return _ENCODE(value)

@@ -14,7 +14,7 @@ from engine.context import InterruptAnswer, InterruptRequest, JournalEntry
 from engine.events import Log, RunEvent, StepStarted
 from engine.journal import StoreJournal
 from engine.spec import StepSpec, WorkflowDefinition
-from engine.sqlite_file import StoreWriteError
+from engine.sqlite_file import StoreFileError, StoreWriteError
 from engine.states import RunStatus, StepStatus
 from engine.store import (
     BaseRunStore,
@@ -175,7 +175,7 @@ def test_engine_state_is_read_back_and_moves_the_update_time(store: BaseRunStore
     assert record.engine_state == {"step_runs": 4}
     assert record.updated_ts >= created
     assert [s.updated_ts for s in store.list_runs() if s.run_id == run_id] == [record.updated_ts]
-    with pytest.raises(UnknownRun):
+    with pytest.raises(UnknownRun, match="'nope'"):
         store.save_engine_state("nope", {})
 
 
@@ -456,3 +456,31 @@ def test_a_new_run_names_this_process_as_its_owner_from_its_creation(store: Base
     assert record.owner is not None
     assert record.owner.token == this_process().token
     assert record.owner.claimed_ts == record.created_ts
+
+
+def test_the_sqlite_store_stamps_runs_and_events_with_the_clocks_it_is_given(
+    tmp_path: Path,
+) -> None:
+    readings = iter([100.0, 100.0, 102.5])
+    with RunStore(
+        tmp_path / "runs.sqlite", clock=lambda: 1234.5, monotonic=lambda: next(readings)
+    ) as store:
+        run_id = store.create_run(WF, {}, "kahn", "test")
+        first = store.append(Log(run_id=run_id, message="first"))
+        second = store.append(Log(run_id=run_id, message="second"))
+        assert store.get_run(run_id).created_ts == 1234.5
+    assert [(event.ts, event.mono) for event in (first, second)] == [(1234.5, 0.0), (1234.5, 2.5)]
+
+
+def test_a_file_that_is_not_a_run_store_is_refused_in_one_line_and_left_as_it_was(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "runs.sqlite"
+    path.write_bytes(b"not a database\n" * 100)
+    with pytest.raises(
+        StoreFileError,
+        match=r"runs\.sqlite: cannot open the run store \(.*\) — it is not a run store or it is"
+        r" damaged",
+    ):
+        RunStore(path)
+    assert path.read_bytes() == b"not a database\n" * 100

@@ -8,7 +8,9 @@ whose ``tests`` package must not already be imported from the worktree.
 table, so this runs mutmut with the engine's settings instead (the routing
 decisions, CEL conditions, the Kahn scheduler and the run lifecycle, against
 tests/engine) without touching it. Any mutmut command and option works as with
-``mutmut`` itself; name mutants to run a part, e.g. ``run "engine.conditions*"``.
+``mutmut`` itself; name mutants to run a part, e.g. ``run "engine.conditions*"``. The
+headless command line's printed lines and progress count (tui/present/console.py,
+progress.py) are mutated too: run them with their own ``--tests`` (tests/tui).
 
 ``--tests PATH`` (repeatable, before the mutmut command) runs the mutants against those
 test files instead of all of tests/engine: a part's own tests, when a full tests/engine
@@ -49,7 +51,7 @@ from mutmut.runners.harness import PytestRunner
 from mutmut.state import state
 
 ENGINE_SETTINGS: dict[str, Any] = {
-    "source_paths": ["engine"],
+    "source_paths": ["engine", "tui"],
     "only_mutate": [
         "engine/routing.py",
         "engine/conditions.py",
@@ -72,6 +74,13 @@ ENGINE_SETTINGS: dict[str, Any] = {
         "engine/store/base.py",
         "engine/recorder.py",
         "engine/trusted.py",
+        "engine/store/sqlite.py",
+        "engine/bus.py",
+        "engine/event_lines.py",
+        # the headless command line's printed lines and progress count (run with their own
+        # --tests: tests/tui/test_headless_lines.py, tests/cli/test_progress_and_json.py)
+        "tui/present/console.py",
+        "tui/present/progress.py",
     ],
     "pytest_add_cli_args_test_selection": [
         "tests/engine",
@@ -92,7 +101,7 @@ ENGINE_SETTINGS: dict[str, Any] = {
         "-p",
         "no:cacheprovider",
     ],
-    "also_copy": ["tests", "tui", "router", "research", "agents", "workflows", "plumbing"],
+    "also_copy": ["tests", "router", "research", "agents", "workflows", "plumbing"],
 }
 
 

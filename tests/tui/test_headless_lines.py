@@ -208,6 +208,31 @@ def test_a_console_without_style_shows_the_same_lines_however_they_are_written(
     assert printed(printer, events) == expected.splitlines()
 
 
+@pytest.mark.parametrize("text", ["a\u200db", "\u2764\ufe0f", "\U0001f468\u200d\U0001f469\ufe0f"])
+def test_a_line_with_a_joiner_or_a_variation_selector_is_measured_as_rich_measures_it(
+    text: str,
+) -> None:
+    """Either character alone changes the width of those around it."""
+    assert cell_width(text) == cell_len(text)
+
+
+def test_a_console_with_colours_prints_every_line_as_its_markup() -> None:
+    """Only a console that draws no style takes a line's bare text: on one with colours every
+    line is printed as its markup, coloured and unhighlighted, as it was printed one by one."""
+    console = Console(width=120, color_system="standard", force_terminal=True)
+    printer = HeadlessPrinter(console)
+    shown = [event for event in EVENTS if printer.line(event)]
+    markups = [line for event in shown if (line := printer.line(event))]
+
+    def line_by_line() -> None:
+        for line in markups:
+            console.print(line, highlight=False)
+
+    expected = written(console, line_by_line)
+    assert "\x1b[" in expected
+    assert written(console, lambda: printer(shown)) == expected
+
+
 @settings(max_examples=300, deadline=None)
 @given(text=st.text(alphabet=st.characters(codec="utf-8"), max_size=60))
 def test_a_lines_width_is_what_rich_measures(text: str) -> None:

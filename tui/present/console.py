@@ -68,9 +68,11 @@ Piece = tuple[str, str]
 _EMOJI_CODE = re.compile(r":[^\s:]*:")
 """Two colons with no space between: rich's markup would read it as an emoji code."""
 _BEYOND_ASCII = re.compile(r"[^\x00-\x7f]")
-_JOINERS = ("\u200d", "\ufe0f")
-"""Characters that change the width of those around them (zero width joiner, variation
-selector 16): a text holding one is measured by rich as a whole."""
+_ZERO_WIDTH_JOINER = "\u200d"
+_VARIATION_SELECTOR = "\ufe0f"
+"""With the zero width joiner: characters that change the width of those around them (variation
+selector 16): a text holding one is measured by rich as a whole. Named one by one, not looped
+over: every printed line is searched for them."""
 
 
 def piece_markup(pieces: Sequence[Piece]) -> str:
@@ -92,7 +94,7 @@ def print_lines(console: Console, lines: Iterable[Sequence[Piece]]) -> None:
     width = console.width if console.color_system is None else 0  # rich measures it each time
     bare: list[str] = []
     for pieces in lines:
-        text = "".join(piece for piece, _ in pieces)
+        text = "".join([piece for piece, _ in pieces])
         if width and _shown_as_is(text, width):
             bare.append(text)
             continue
@@ -130,6 +132,6 @@ def cell_width(text: str) -> int:
     and are all different, so rich's cache never hits and its sum over every character cost
     more than the rest of printing the line. Without joiners rich's width is the sum of its
     characters' widths, so the two agree (tests/tui/test_headless_lines.py)."""
-    if any(joiner in text for joiner in _JOINERS):
+    if _ZERO_WIDTH_JOINER in text or _VARIATION_SELECTOR in text:
         return cell_len(text)
     return len(text) + sum(cell_len(character) - 1 for character in _BEYOND_ASCII.findall(text))
