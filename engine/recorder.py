@@ -45,6 +45,10 @@ class RunRecorder:
     def save(self, record: StepRecord) -> None:
         self.store.save_step(self.state.run_id, record.result())
 
+    def save_own(self, record: StepRecord) -> None:
+        """:meth:`save` of a record the step runner just moved itself (``own_result``)."""
+        self.store.save_step(self.state.run_id, record.own_result())
+
     def save_new(self, records: Iterable[StepRecord]) -> None:
         """Save the first rows of a new run's steps, as :class:`RunState.fresh` made them:
         their results differ only in the step's id, so one is validated and copied for the
