@@ -33,7 +33,7 @@ TERMINATED_BY = "terminated by "
 """How the run's end and each step it cut off name the step that terminated the run."""
 
 
-@dataclass
+@dataclass(slots=True)
 class StepRecord:
     spec: StepSpec
     step_id: str = field(init=False)
