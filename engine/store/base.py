@@ -6,7 +6,7 @@ from __future__ import annotations
 import threading
 import time
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from contextlib import AbstractContextManager, nullcontext
 from typing import Any, TypeVar
 
@@ -441,6 +441,15 @@ class BaseRunStore(ABC):
     def save_step(self, run_id: str, result: StepResult) -> None:
         """Store the latest state of a step; a settled one also becomes its iteration's history row."""
         self._write(run_id, self._write_step, run_id, result)
+
+    def save_steps(self, run_id: str, results: Iterable[StepResult]) -> None:
+        """:meth:`save_step` of each result, in one write (a run's start stores one per step)."""
+        self._write(run_id, self._write_steps, run_id, results)
+
+    def _write_steps(self, run_id: str, results: Iterable[StepResult]) -> None:
+        write_step = self._write_step
+        for result in results:
+            write_step(run_id, result)
 
     def journal_put(
         self, run_id: str, step_id: str, iteration: int, index: int, entry: JournalEntry
