@@ -162,3 +162,20 @@ def test_expressions_read_each_steps_iteration_as_it_stands() -> None:
     record.settle(StepStatus.SUCCEEDED, outputs={})
     record.reset()
     assert read.evaluate(state.activation()) == 2
+
+
+def test_a_steps_own_result_is_the_validated_one() -> None:
+    """``own_result`` (the RUNNING and SUCCEEDED rows, built without validating again) holds
+    what ``result`` holds, field for field, routing marks sorted, and nothing it does not."""
+    state = RunState.fresh("r", WF, {})
+    record = state.steps["b"]
+    assert record.own_result() == record.result()
+    record.iteration, record.runs, record.reason = 2, 3, "why"
+    record.routed_by, record.not_routed_by = frozenset({"z", "a"}), frozenset({"y", "b"})
+    record.settle(StepStatus.SUCCEEDED, outputs={"x": [1, "two"]})
+    own, validated = record.own_result(), record.result()
+    assert own == validated
+    assert own.model_dump() == validated.model_dump()
+    assert own.model_fields_set == validated.model_fields_set
+    assert own.model_dump_json() == validated.model_dump_json()
+    assert (own.routed_by, own.not_routed_by, own.history) == (["a", "z"], ["b", "y"], [])
