@@ -244,3 +244,16 @@ def test_what_readiness_reads_of_a_graph_is_built_once_per_graph() -> None:
     assert (one.followers("a"), one.followers("c")) == (("b", "c"), ())
     another = ReadinessRules(RunState.fresh("r3", wf, {}), WorkflowGraph(wf))
     assert another.order is not one.order and another.order == one.order
+
+
+def test_a_steps_neighbours_are_listed_in_declaration_order_not_by_name() -> None:
+    graph = WorkflowGraph(
+        workflow(
+            {"id": "z"},
+            {"id": "b", "depends_on": ["z"]},
+            {"id": "a", "depends_on": ["z"]},
+            {"id": "m", "depends_on": ["a", "z", "b"]},
+        )
+    )
+    assert graph.dependencies("m") == ["z", "b", "a"]
+    assert graph.dependents("z") == ["b", "a", "m"]
