@@ -23,6 +23,7 @@ refuses (``forward_cycles``).
 from __future__ import annotations
 
 import heapq
+import threading
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Literal
@@ -37,6 +38,12 @@ ForwardKind = Literal["depends_on", "route", "detour"]
 _ROUTING_KINDS = frozenset({"route", "detour"})
 _NODES = TypeAdapter(list[GraphNode], config=ConfigDict(defer_build=True))
 _EDGES = TypeAdapter(list[GraphEdge], config=ConfigDict(defer_build=True))
+
+KEPT_GRAPHS = 4
+"""How many definitions' graphs :meth:`WorkflowGraph.of` keeps (the last used)."""
+_KEPT: dict[int, WorkflowGraph] = {}
+"""id of a definition -> its graph, least recently used first."""
+_KEPT_LOCK = threading.Lock()
 
 Adjacency = Mapping[str, Sequence[str]]
 """Each step's neighbours on one side: its successors, or its predecessors."""
@@ -165,6 +172,23 @@ class WorkflowGraph:
     descendants, reachability) walk the same lists, once per question, then are kept.
     """
 
+    @classmethod
+    def of(cls, wf: WorkflowDefinition) -> WorkflowGraph:
+        """The graph of ``wf``, built once per definition object and kept for the few
+        definitions used last: a run's start builds nothing a run of the same definition
+        already built — the adjacency, the topological order, the ``run_started`` graph, what
+        other modules derive from the graph (engine/readiness.py). A definition is frozen and
+        never changed in place (a changed workflow is a new definition: a new graph)."""
+        key = id(wf)
+        with _KEPT_LOCK:
+            graph = _KEPT.pop(key, None)
+            if graph is None or graph.workflow is not wf:
+                graph = cls(wf)
+            _KEPT[key] = graph  # the entry holds ``wf``: its id is not reused meanwhile
+            while len(_KEPT) > KEPT_GRAPHS:
+                del _KEPT[next(iter(_KEPT))]
+        return graph
+
     def __init__(self, wf: WorkflowDefinition) -> None:
         self.workflow = wf
         self._order = {step.id: index for index, step in enumerate(wf.steps)}
@@ -209,6 +233,7 @@ class WorkflowGraph:
         self._back_edged_successors: dict[str, list[str]] | None = None
         self._forward_reach: _Reachability | None = None
         self._full_reach: _Reachability | None = None
+        self._announced: tuple[list[GraphNode], list[GraphEdge]] | None = None
 
     def _add_forward(self, source: str, target: str, kind: ForwardKind) -> None:
         if source not in self._order or target not in self._order:
@@ -421,7 +446,13 @@ class WorkflowGraph:
 
     def nodes_and_edges(self) -> tuple[list[GraphNode], list[GraphEdge]]:
         """The graph as the ``run_started`` event carries it: one edge per pair of steps,
-        its kind the most specific one (loop, detour, route, then depends_on)."""
+        its kind the most specific one (loop, detour, route, then depends_on). Built once
+        per graph: the lists are shared (of frozen models), and nobody changes them."""
+        if self._announced is None:
+            self._announced = self._nodes_and_edges()
+        return self._announced
+
+    def _nodes_and_edges(self) -> tuple[list[GraphNode], list[GraphEdge]]:
         nodes = [
             {
                 "id": spec.id,

@@ -169,7 +169,7 @@ class EngineBase(ABC):
         inputs = resolve_inputs(wf, run.inputs)
         run_id = store.create_run(wf, inputs, self.name, run.engine_reason, run_id=run.run_id)
         with cycle_collection_paused():
-            runner = self._new_runner(RunState.fresh(run_id, wf, inputs), WorkflowGraph(wf), run)
+            runner = self._new_runner(RunState.fresh(run_id, wf, inputs), WorkflowGraph.of(wf), run)
         self._announce(runner, run, resumed=False, new=True)
         return await self._drive(runner)
 
@@ -198,7 +198,7 @@ class EngineBase(ABC):
         results = store.step_results(run_id)
         with cycle_collection_paused():
             state = RunState.restore(run_id, wf, record.inputs, results, record.engine_state)
-            runner = self._new_runner(state, WorkflowGraph(wf), run)
+            runner = self._new_runner(state, WorkflowGraph.of(wf), run)
         # a run queued for a worker starts by a resume: it has no step results yet
         self._announce(runner, run, resumed=bool(results))
         return await self._drive(runner)
@@ -242,7 +242,7 @@ class EngineBase(ABC):
             parent=run_id,
             forked_at=str(point),
         )
-        graph = WorkflowGraph(wf)
+        graph = WorkflowGraph.of(wf)
         runner = self._new_runner(state, graph, run)
         self._announce(runner, run, resumed=False, forked_from=run_id)
         with store.batch():

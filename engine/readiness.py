@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from typing import Literal
+from weakref import WeakKeyDictionary
 
 from engine.graph import WorkflowGraph
 from engine.run_state import RunState
@@ -65,32 +66,65 @@ def trigger_readiness(rule: str, statuses: list[StepStatus]) -> Readiness:
     return RUN if succeeded else Readiness("skip", "every dependency was skipped")
 
 
+@dataclass(frozen=True)
+class _Tables:
+    """What readiness reads of the graph, per step: built once per graph (a graph is kept
+    per definition, engine/graph.py), so a run's start does not build it again."""
+
+    order: dict[str, int]
+    dependencies: dict[str, tuple[str, ...]]
+    routers: dict[str, tuple[str, ...]]
+    loop_guards: dict[str, list[str]]
+    followers: dict[str, tuple[str, ...]]
+
+
+_TABLES: WeakKeyDictionary[WorkflowGraph, _Tables] = WeakKeyDictionary()
+
+
+def _tables(graph: WorkflowGraph) -> _Tables:
+    tables = _TABLES.get(graph)
+    if tables is None:
+        tables = _TABLES[graph] = _build_tables(graph)
+    return tables
+
+
+def _build_tables(graph: WorkflowGraph) -> _Tables:
+    steps = [spec.id for spec in graph.workflow.steps]
+    loop_guards = _loop_guards(graph)
+    guarded: dict[str, list[str]] = {}
+    for waiting, routers in loop_guards.items():
+        for router in routers:
+            guarded.setdefault(router, []).append(waiting)
+    for target in steps:  # a returning declarer releases its detour target's dependents
+        declarer = graph.detour_declarer(target)
+        if declarer is not None:
+            waiting_steps = [d for d in graph.dependents(target) if d != declarer]
+            guarded.setdefault(declarer, []).extend(waiting_steps)
+    # tuples of text: the cycle collector stops tracking them, so a large workflow's
+    # adjacency does not slow every collection down
+    return _Tables(
+        order={step_id: index for index, step_id in enumerate(graph.topological_order())},
+        dependencies={s: tuple(graph.dependencies(s)) for s in steps},
+        routers={s: tuple(graph.routers_of(s)) for s in steps},
+        loop_guards=loop_guards,
+        followers={s: (*graph.dependents(s), *guarded.get(s, ())) for s in steps},
+    )
+
+
 class ReadinessRules:
     """The readiness of one run's steps, over its state and its graph."""
 
     def __init__(self, state: RunState, graph: WorkflowGraph) -> None:
         self.state = state
         self.graph = graph
-        self.order = {step_id: index for index, step_id in enumerate(graph.topological_order())}
+        tables = _tables(graph)
+        self.order = tables.order
         """Each step's place in the topological order (:meth:`order_key`)."""
-        # tuples of text: the cycle collector stops tracking them, so a large workflow's
-        # adjacency does not slow every collection down
-        self.dependencies = {s: tuple(graph.dependencies(s)) for s in state.steps}
+        self.dependencies = tables.dependencies
         """Per step, its forward dependencies."""
-        self._routers = {step_id: tuple(graph.routers_of(step_id)) for step_id in state.steps}
-        self._loop_guards = _loop_guards(graph)
-        self._guarded: dict[str, list[str]] = {}
-        for guarded, routers in self._loop_guards.items():
-            for router in routers:
-                self._guarded.setdefault(router, []).append(guarded)
-        for target in state.steps:  # a returning declarer releases its detour target's dependents
-            declarer = graph.detour_declarer(target)
-            if declarer is not None:
-                waiting = [d for d in graph.dependents(target) if d != declarer]
-                self._guarded.setdefault(declarer, []).extend(waiting)
-        self._followers = {
-            s: (*graph.dependents(s), *self._guarded.get(s, ())) for s in state.steps
-        }
+        self._routers = tables.routers
+        self._loop_guards = tables.loop_guards
+        self._followers = tables.followers
 
     def followers(self, step_id: str) -> tuple[str, ...]:
         """The steps whose readiness may change when ``step_id`` settles: its dependents,

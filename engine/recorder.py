@@ -7,12 +7,13 @@ run; they write through this one recorder, so a run resumes from the store alone
 from __future__ import annotations
 
 from collections.abc import Iterable
+from itertools import chain
 from typing import Any, TypeVar, cast
 
 from engine.events import Budget, Domain, RunEvent, StepSkipped
 from engine.run_state import RunState, StepRecord
 from engine.states import StepStatus
-from engine.store import BaseRunStore, StepResult
+from engine.store import BaseRunStore
 from engine.trusted import replaced
 
 _Event = TypeVar("_Event", bound=RunEvent)
@@ -45,15 +46,23 @@ class RunRecorder:
     def save(self, record: StepRecord) -> None:
         self.store.save_step(self.state.run_id, record.result())
 
+    def save_own(self, record: StepRecord) -> None:
+        """:meth:`save` of a record the step runner just moved itself (``own_result``)."""
+        self.store.save_step(self.state.run_id, record.own_result())
+
     def save_new(self, records: Iterable[StepRecord]) -> None:
         """Save the first rows of a new run's steps, as :class:`RunState.fresh` made them:
         their results differ only in the step's id, so one is validated and copied for the
         others (a run's start writes one per step)."""
-        run_id = self.state.run_id
-        first: StepResult | None = None
-        for record in records:
-            first = first or record.result()
-            self.store.save_step(run_id, replaced(first, step_id=record.step_id))
+        rows = iter(records)
+        head = next(rows, None)
+        if head is None:
+            return
+        first = head.result()
+        self.store.save_steps(
+            self.state.run_id,
+            chain((first,), (replaced(first, step_id=record.step_id) for record in rows)),
+        )
 
     def save_engine_state(self) -> None:
         self.store.save_engine_state(self.run_id, self.state.engine_state())

@@ -21,6 +21,7 @@ from engine.context import RunBudget
 from engine.spec import StepSpec, WorkflowDefinition
 from engine.states import SETTLED, StepStatus
 from engine.store import StepIteration, StepResult
+from engine.trusted import trusted_from
 
 if TYPE_CHECKING:  # CEL (celpy, lark: half a second) is imported once a view is asked for
     from engine.conditions import StepsMap, StepView
@@ -32,7 +33,7 @@ TERMINATED_BY = "terminated by "
 """How the run's end and each step it cut off name the step that terminated the run."""
 
 
-@dataclass
+@dataclass(slots=True)
 class StepRecord:
     spec: StepSpec
     step_id: str = field(init=False)
@@ -90,6 +91,27 @@ class StepRecord:
             not_routed_by=sorted(self.not_routed_by),
             runs=self.runs,
             history=[],
+        )
+
+    def own_result(self) -> StepResult:
+        """:meth:`result`, built without validating again, for the two moves the step runner
+        makes on every step — RUNNING at its start, SUCCEEDED with its validated outputs at
+        its end — which set only the status, the reason, the runs and the outputs, of their
+        types. The other fields are set by paths (routes, resets, loads, forks) that store
+        the record through the validated :meth:`result` as they change it."""
+        return trusted_from(
+            StepResult,
+            {
+                "step_id": self.step_id,
+                "status": self.status,
+                "iteration": self.iteration,
+                "outputs": self.outputs,
+                "reason": self.reason,
+                "routed_by": sorted(self.routed_by),
+                "not_routed_by": sorted(self.not_routed_by),
+                "runs": self.runs,
+                "history": [],
+            },
         )
 
     def load(self, result: StepResult) -> None:

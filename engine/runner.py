@@ -286,7 +286,7 @@ class StepRunner:
         record.reason = ""
         record.changed()
         with self.store.batch():
-            self.recorder.save(record)
+            self.recorder.save_own(record)
             if not continuing:
                 self.recorder.emit_new(
                     StepStarted,
@@ -525,7 +525,7 @@ class StepRunner:
         effects = RouteEffects()
         with self.store.batch():
             record.settle(StepStatus.SUCCEEDED, outputs=outputs)
-            self.recorder.save(record)
+            self.recorder.save_own(record)
             self.recorder.emit_new(  # the step's validated outputs and its counters
                 StepFinished,
                 run_id=self.state.run_id,

@@ -116,7 +116,7 @@ def state_before(
     scratch = InMemoryRunStore()
     scratch.create_run(wf, inputs, "replay", "time travel", run_id=run_id)
     state = RunState.fresh(run_id, wf, inputs)
-    graph = WorkflowGraph(wf)
+    graph = WorkflowGraph.of(wf)
     routes = RouteApplication(RunRecorder(state, scratch), graph, RunContext(store=scratch))
     passes: set[int] = set()
     found = False
@@ -181,7 +181,7 @@ def restore(
             f"workflow {wf.name} has no step {point.step_id!r}; steps: {', '.join(wf.step_ids)}"
         )
     state = state_before(wf, inputs, events, point, run_id)
-    graph = WorkflowGraph(wf)
+    graph = WorkflowGraph.of(wf)
     rerun = rerun_set(graph, point.step_id)
     final_counts = final_engine_state.get("loop_counts", {})
     for step_id, record in state.steps.items():

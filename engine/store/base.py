@@ -6,8 +6,8 @@ from __future__ import annotations
 import threading
 import time
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Iterator, Mapping
-from contextlib import AbstractContextManager, contextmanager, nullcontext
+from collections.abc import Callable, Iterable, Mapping
+from contextlib import AbstractContextManager, nullcontext
 from typing import Any, TypeVar
 
 from engine.bus import BatchCallback, EventBus, Unsubscribe
@@ -39,6 +39,22 @@ _Event = TypeVar("_Event", bound=RunEvent)
 _JOINED: AbstractContextManager[None] = nullcontext()
 """What a batch opened inside another of the same thread is: the outer one commits."""
 _Store = TypeVar("_Store", bound="BaseRunStore")
+
+
+class _Batch(AbstractContextManager[None]):
+    """An outer batch of :meth:`BaseRunStore.batch`: a class rather than a generator (one
+    is opened per step; a generator's context manager costs twice as much)."""
+
+    __slots__ = ("_store",)
+
+    def __init__(self, store: BaseRunStore) -> None:
+        self._store = store
+
+    def __enter__(self) -> None:
+        self._store._begin_batch()
+
+    def __exit__(self, kind: object, error: BaseException | None, trace: object) -> None:
+        self._store._end_batch(error)
 
 
 class BaseRunStore(ABC):
@@ -168,25 +184,35 @@ class BaseRunStore(ABC):
 
         Keep the body synchronous (no ``await``): the writer lock is held for
         the whole batch. A batch opened inside one of the same thread joins it (the engine
-        nests them on every step, so that case costs no generator).
+        nests them on every step, so that case costs only this check).
         """
         if self._batch_depth and self._batch_owner == threading.get_ident():
             return _JOINED
-        return self._outer_batch()
+        return _Batch(self)
 
-    @contextmanager
-    def _outer_batch(self) -> Iterator[None]:
-        with self._lock:
+    def _begin_batch(self) -> None:
+        """Take the writer lock and open a transaction (:class:`_Batch`)."""
+        self._lock.acquire()
+        try:
             self._storing(self._begin)
-            self._batch_owner = threading.get_ident()
-            self._batch_depth = 1
+        except BaseException:
+            self._lock.release()
+            raise
+        self._batch_owner = threading.get_ident()
+        self._batch_depth = 1
+
+    def _end_batch(self, error: BaseException | None) -> None:
+        """Commit the open transaction (``error`` None) or roll it back and raise, then
+        release the writer lock; the committed events are fanned out after it."""
+        try:
             try:
-                yield
+                if error is not None:
+                    raise error
                 self._batch_depth = 0
                 self._batch_owner = None
                 self._fenced.clear()
                 self._storing(self._commit)
-            except BaseException as error:
+            except BaseException as failed:
                 self._batch_depth = 0
                 self._batch_owner = None
                 self._fenced.clear()
@@ -194,11 +220,13 @@ class BaseRunStore(ABC):
                 for event in self._unpublished:
                     self._seq.pop(event.run_id, None)
                 self._unpublished = []
-                failure = self._write_failure(error)
-                if failure is not None and failure is not error:
-                    raise failure from error
+                failure = self._write_failure(failed)
+                if failure is not None and failure is not failed:
+                    raise failure from failed
                 raise
             published, self._unpublished = self._unpublished, []
+        finally:
+            self._lock.release()
         self.bus.publish(published)
 
     def _storing(self, step: Callable[[], None]) -> None:
@@ -413,6 +441,15 @@ class BaseRunStore(ABC):
     def save_step(self, run_id: str, result: StepResult) -> None:
         """Store the latest state of a step; a settled one also becomes its iteration's history row."""
         self._write(run_id, self._write_step, run_id, result)
+
+    def save_steps(self, run_id: str, results: Iterable[StepResult]) -> None:
+        """:meth:`save_step` of each result, in one write (a run's start stores one per step)."""
+        self._write(run_id, self._write_steps, run_id, results)
+
+    def _write_steps(self, run_id: str, results: Iterable[StepResult]) -> None:
+        write_step = self._write_step
+        for result in results:
+            write_step(run_id, result)
 
     def journal_put(
         self, run_id: str, step_id: str, iteration: int, index: int, entry: JournalEntry

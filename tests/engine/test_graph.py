@@ -199,3 +199,61 @@ def test_reachability_of_a_long_chain_needs_no_ancestor_sets():
     assert graph.can_read("s2999", "s1500") and not graph.can_read("s1500", "s2999")
     assert not graph.can_read("s7", "s7")
     assert graph._ancestors == {}
+
+
+def test_a_definition_has_one_graph_kept_for_the_last_few_definitions_used() -> None:
+    """``WorkflowGraph.of`` builds a definition's graph once; an equal but distinct
+    definition gets its own, and only the last ``KEPT_GRAPHS`` definitions are kept."""
+    import engine.graph as graphs
+
+    first = workflow({"id": "a"}, {"id": "b", "depends_on": ["a"]})
+    graph = WorkflowGraph.of(first)
+    assert graph.workflow is first and WorkflowGraph.of(first) is graph
+    twin = workflow({"id": "a"}, {"id": "b", "depends_on": ["a"]})
+    assert WorkflowGraph.of(twin) is not graph and WorkflowGraph.of(twin).workflow is twin
+    assert WorkflowGraph.of(first) is graph  # used again: now the least recently used is twin
+    others = [workflow({"id": f"o{n}"}) for n in range(graphs.KEPT_GRAPHS - 1)]
+    for other in others:
+        WorkflowGraph.of(other)
+    assert len(graphs._KEPT) == graphs.KEPT_GRAPHS
+    assert id(twin) not in graphs._KEPT and id(first) in graphs._KEPT
+    assert all(id(other) in graphs._KEPT for other in others)
+    assert WorkflowGraph.of(first) is graph
+
+
+def test_the_run_started_graph_is_built_once_per_graph() -> None:
+    graph = WorkflowGraph(workflow({"id": "a"}, {"id": "b", "depends_on": ["a"]}))
+    nodes, edges = graph.nodes_and_edges()
+    assert graph.nodes_and_edges() == (nodes, edges)
+    assert graph.nodes_and_edges()[0] is nodes and graph.nodes_and_edges()[1] is edges
+    assert [node.id for node in nodes] == ["a", "b"]
+
+
+def test_what_readiness_reads_of_a_graph_is_built_once_per_graph() -> None:
+    from engine.readiness import ReadinessRules
+    from engine.run_state import RunState
+
+    wf = workflow(
+        {"id": "a"}, {"id": "b", "depends_on": ["a"]}, {"id": "c", "depends_on": ["b", "a"]}
+    )
+    graph = WorkflowGraph(wf)
+    one, two = (ReadinessRules(RunState.fresh(run, wf, {}), graph) for run in ("r1", "r2"))
+    assert one.order is two.order and one.dependencies is two.dependencies
+    assert one.order == {"a": 0, "b": 1, "c": 2}
+    assert one.dependencies == {"a": (), "b": ("a",), "c": ("a", "b")}
+    assert (one.followers("a"), one.followers("c")) == (("b", "c"), ())
+    another = ReadinessRules(RunState.fresh("r3", wf, {}), WorkflowGraph(wf))
+    assert another.order is not one.order and another.order == one.order
+
+
+def test_a_steps_neighbours_are_listed_in_declaration_order_not_by_name() -> None:
+    graph = WorkflowGraph(
+        workflow(
+            {"id": "z"},
+            {"id": "b", "depends_on": ["z"]},
+            {"id": "a", "depends_on": ["z"]},
+            {"id": "m", "depends_on": ["a", "z", "b"]},
+        )
+    )
+    assert graph.dependencies("m") == ["z", "b", "a"]
+    assert graph.dependents("z") == ["b", "a", "m"]

@@ -6,9 +6,10 @@ from __future__ import annotations
 
 from typing import Any
 
+from engine.recorder import RunRecorder
 from engine.run_state import RunState
 from engine.states import StepStatus
-from engine.store import StepIteration, StepResult
+from engine.store import InMemoryRunStore, StepIteration, StepResult
 from tests.engine.kahn_helpers import step, workflow
 
 WF = workflow(step("a"), step("b", depends_on=["a"]), step("c", depends_on=["b"]), step("d"))
@@ -162,3 +163,33 @@ def test_expressions_read_each_steps_iteration_as_it_stands() -> None:
     record.settle(StepStatus.SUCCEEDED, outputs={})
     record.reset()
     assert read.evaluate(state.activation()) == 2
+
+
+def test_a_steps_own_result_is_the_validated_one() -> None:
+    """``own_result`` (the RUNNING and SUCCEEDED rows, built without validating again) holds
+    what ``result`` holds, field for field, routing marks sorted, and nothing it does not."""
+    state = RunState.fresh("r", WF, {})
+    record = state.steps["b"]
+    assert record.own_result() == record.result()
+    record.iteration, record.runs, record.reason = 2, 3, "why"
+    record.routed_by, record.not_routed_by = frozenset({"z", "a"}), frozenset({"y", "b"})
+    record.settle(StepStatus.SUCCEEDED, outputs={"x": [1, "two"]})
+    own, validated = record.own_result(), record.result()
+    assert own == validated
+    assert own.model_dump() == validated.model_dump()
+    assert own.model_fields_set == validated.model_fields_set
+    assert own.model_dump_json() == validated.model_dump_json()
+    assert (own.routed_by, own.not_routed_by, own.history) == (["a", "z"], ["b", "y"], [])
+
+
+def test_a_new_runs_first_rows_are_every_step_pending() -> None:
+    store = InMemoryRunStore()
+    run_id = store.create_run(WF, {}, "kahn", "test")
+    state = RunState.fresh(run_id, WF, {})
+    recorder = RunRecorder(state, store)
+    recorder.save_new([])  # no step: nothing stored, nothing raised
+    assert store.step_results(run_id) == {}
+    recorder.save_new(state.steps.values())
+    rows = store.step_results(run_id)
+    assert list(rows) == ["a", "b", "c", "d"]
+    assert rows == {s: StepResult(step_id=s, status=StepStatus.PENDING) for s in rows}

@@ -191,6 +191,20 @@ def test_a_run_stored_before_the_engine_states_table_keeps_its_engine_state(tmp_
     store.close()
 
 
+def test_steps_saved_together_are_each_stored_as_saved_one_by_one(store: BaseRunStore) -> None:
+    run_id = store.create_run(WF, {}, "kahn", "test")
+    rows = [
+        StepResult(step_id="a", status=StepStatus.PENDING),
+        StepResult(step_id="b", status=StepStatus.SUCCEEDED, outputs={"x": 1}, runs=1),
+        StepResult(step_id="c", status=StepStatus.RUNNING, iteration=1, runs=2),
+    ]
+    store.save_steps(run_id, iter(rows))
+    stored = store.step_results(run_id)
+    assert sorted(stored) == ["a", "b", "c"]
+    assert stored["a"] == rows[0] and stored["c"] == rows[2]
+    assert stored["b"].outputs == {"x": 1} and [h.iteration for h in stored["b"].history] == [0]
+
+
 def test_step_results_keep_every_settled_iteration(store: BaseRunStore) -> None:
     run_id = store.create_run(WF, {}, "kahn", "test")
     store.save_step(
