@@ -159,9 +159,10 @@ class ReadinessRules:
             if returning and self._awaits_return(step_id, dependency):
                 return WAIT
             statuses.append(status)
-        for router in self._loop_guards.get(step_id, ()):
-            if steps[router].status not in SETTLED:
-                return WAIT
+        if detour is None or detour.target != step_id:  # an active detour's target runs now
+            for router in self._loop_guards.get(step_id, ()):
+                if steps[router].status not in SETTLED:
+                    return WAIT
         record = steps[step_id]
         if state.stopped and step_id in state.stopped:
             return Readiness("skip", f"run stopped: {state.stopped[step_id]}")
@@ -191,8 +192,15 @@ def _loop_guards(graph: WorkflowGraph) -> dict[str, list[str]]:
 
     Candidates are taken in topological order of the waiting step, then loop by loop; one
     that would close a cycle of waits (two loops sharing body steps in parallel branches,
-    each router outside the other's body; a detour target waiting for a router that waits
-    for the detour's return) is left out, so nothing waits forever.
+    each router outside the other's body; a step waiting for a router that waits for a
+    detour's return the step itself waits on) is left out, so nothing waits forever.
+
+    A detour target's own return edge is not such a cycle: the declarer's dependents wait
+    for the target only while its detour is active, and then the target does not wait for
+    its guards (:meth:`ReadinessRules.readiness`). Leaving its guard out instead let the
+    target run beside the loop, whose next pass could reset the declarer under it and
+    choose the detour while the target's older pass was running — a race the two engines
+    settled differently (make fuzz, tests/engine/test_semantics.py).
     """
     if not graph.loop_edges:
         return {}
@@ -207,10 +215,12 @@ def _loop_guards(graph: WorkflowGraph) -> dict[str, list[str]]:
     for step in order:
         for dependency in graph.dependencies(step):
             waits.add_edge(dependency, step)
+    returns: dict[str, list[tuple[str, str]]] = {}  # per detour target, its return's waits
     for edge in graph.detour_edges:  # the declarer's dependents wait for its detour's return
         for dependent in graph.dependents(edge.target):
-            if dependent != edge.source:
+            if dependent != edge.source and not waits.has_edge(edge.source, dependent):
                 waits.add_edge(edge.source, dependent)
+                returns.setdefault(edge.source, []).append((edge.source, dependent))
     guards: dict[str, list[str]] = {}
     for step in order:
         for router, body in bodies:
@@ -218,7 +228,8 @@ def _loop_guards(graph: WorkflowGraph) -> dict[str, list[str]]:
                 continue
             if not body.intersection(graph.dependencies(step)):
                 continue
-            if nx.has_path(waits, step, router):
+            own_return = returns.get(step, [])
+            if nx.has_path(nx.restricted_view(waits, (), own_return), step, router):
                 continue  # waiting would close a cycle
             waits.add_edge(router, step)
             guards.setdefault(step, []).append(router)

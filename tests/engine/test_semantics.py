@@ -736,3 +736,64 @@ def test_a_loop_exits_on_the_iteration_another_step_has_reached() -> None:
     found = agree(wf)
     assert found["kahn"].steps["work"][:3] == ("SUCCEEDED", 2, 3)
     assert found["kahn"].steps["done"][0] == "SUCCEEDED"
+
+
+# -- found by make fuzz: a detour target outside a loop that its declarer is in ---------------------
+
+
+def _detour_from_a_loop_body(decide_when: str, detour_when: str) -> list[dict[str, Any]]:
+    """``decide`` is the target of ``check``'s loop and declares a detour to ``context``,
+    which depends on it from outside the loop's body (the shape of make fuzz's two cases)."""
+    decide = probe(
+        "decide",
+        optional=True,
+        routing={
+            "kind": "linear",
+            "next": "after",
+            "detour": {"target": "context", "when": detour_when},
+        },
+    )
+    if decide_when:
+        decide["when"] = decide_when
+    else:
+        decide["trigger"] = "all_success"
+    return [
+        decide,
+        probe("side", optional=True),
+        probe(
+            "after",
+            config={"value": 0, "terminate_at": 0},
+            trigger="all_success",
+            optional=True,
+            **({} if decide_when else {"depends_on": ["decide", "side"]}),
+        ),
+        probe(
+            "check",
+            config={"value": 0, "statuses": ["A", "B"]},
+            depends_on=["decide", "side", *(["after"] if decide_when else [])],
+            optional=True,
+            routing={"kind": "loop", "loop": {"target": "decide", "max_iterations": 1}},
+        ),
+        probe("context", depends_on=["decide", "side"], optional=True),
+    ]
+
+
+def test_a_detour_target_outside_its_declarers_loop_waits_for_the_loop_unless_detoured_to() -> None:
+    """``decide`` is skipped on pass 0 (``when: iteration >= 1``), so ``context`` could run
+    beside ``check``, whose loop then brought ``decide`` back to detour to ``context`` while
+    that older pass was running: Kahn ran ``context`` twice, LangGraph once. ``context``
+    now waits for the loop like any outside dependent, except as the active detour's target."""
+    found = agree(load(_detour_from_a_loop_body("iteration >= 1", "true")))
+    assert found["kahn"].steps["context"][:3] == ("SUCCEEDED", 0, 1)
+    assert found["kahn"].steps["decide"][:3] == ("SUCCEEDED", 2, 2)
+
+
+def test_a_detour_target_skipped_beside_its_declarers_loop_is_not_reset_by_the_detour() -> None:
+    """Pass 0 of ``decide`` routes past ``context`` (the detour's ``when: iteration >= 1`` is
+    false): both engines skipped ``context`` at once beside ``check`` and ran it as pass 1
+    for the detour of ``decide``'s next pass; the reference, settling ``check`` first, saw
+    ``decide`` reset and ran ``context`` once as pass 0. Now it waits for the loop, and runs
+    once, as the detour's target, on every reading."""
+    found = agree(load(_detour_from_a_loop_body("", "iteration >= 1")))
+    assert found["kahn"].steps["context"][:3] == ("SUCCEEDED", 0, 1)
+    assert found["kahn"].steps["after"][3]["terminate"] is True

@@ -91,12 +91,16 @@ class _Graph:
         """rule: loop — a step outside a loop's body depending on it waits for the router,
         unless that wait would close a cycle of waits (candidates in topological order)."""
         waits = {i: set(self.deps[i]) for i in self.ids}  # step -> what it waits for
+        returns: set[tuple[str, str]] = set()  # (step, detour target) waits of a return only
         for target, declarer in self.detour_return.items():  # rule: detour — dependents wait
             for i in self.ids:
-                if declarer in self.deps[i] and i != target:
+                if declarer in self.deps[i] and i != target and target not in waits[i]:
                     waits[i].add(target)
+                    returns.add((i, target))
 
         def waits_on(step: str, other: str) -> bool:
+            # rule: detour — a target's own return is no cycle for its guards: those waits hold
+            # only while its detour is active, and the active target waits for no guard
             seen, todo = set(), [step]
             while todo:
                 current = todo.pop()
@@ -104,7 +108,9 @@ class _Graph:
                     return True
                 if current not in seen:
                     seen.add(current)
-                    todo.extend(waits[current])
+                    todo.extend(
+                        w for w in waits[current] if (current, w) not in returns or w != other
+                    )
             return False
 
         guards: dict[str, list[str]] = {}
@@ -246,7 +252,8 @@ class Interpreter:
             if self.detour and d == self.detour[0] and step_id != self.detour[1]:
                 return "wait"  # rule: detour — the declarer's dependents wait for its return
             statuses.append(self.steps[d].status)
-        for router in self.graph.guards.get(step_id, []):
+        active_target = self.detour is not None and self.detour[1] == step_id
+        for router in [] if active_target else self.graph.guards.get(step_id, []):
             if self.steps[router].status not in SETTLED:
                 return "wait"  # rule: loop — outside dependents see the last pass
         if step_id in self.stopped:
