@@ -175,8 +175,8 @@ class WorkflowGraph:
     @classmethod
     def of(cls, wf: WorkflowDefinition) -> WorkflowGraph:
         """The graph of ``wf``, built once per definition object and kept for the few
-        definitions used last: a run's start builds nothing a run of the same definition
-        already built — the adjacency, the topological order, the ``run_started`` graph, what
+        definitions used last: a run's start builds nothing the loader's checks, the
+        engine's selection or a run of the same definition already built — the adjacency, the topological order, the ``run_started`` graph, what
         other modules derive from the graph (engine/readiness.py). A definition is frozen and
         never changed in place (a changed workflow is a new definition: a new graph)."""
         key = id(wf)

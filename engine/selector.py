@@ -47,7 +47,7 @@ def select_engine(wf: WorkflowDefinition, override: str | None = None) -> Engine
             wf.engine, f"{wf.engine} chosen by the workflow (engine: {wf.engine})"
         )
     else:
-        graph = WorkflowGraph(wf)
+        graph = WorkflowGraph.of(wf)
         if graph.has_cycles:
             kinds = [
                 kind

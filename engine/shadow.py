@@ -85,7 +85,7 @@ def compare_runs(
     interrupts: bool = False,
 ) -> DifferenceReport:
     """The canonical difference between two stored runs of ``wf``."""
-    graph = WorkflowGraph(wf)
+    graph = WorkflowGraph.of(wf)
     dependencies = {step_id: graph.dependencies(step_id) for step_id in wf.step_ids}
     events = store.events  # type: ignore[attr-defined]
     left_canonical = canonical_run(events(left.run_id), dependencies, interrupts=interrupts)

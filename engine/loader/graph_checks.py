@@ -21,7 +21,7 @@ from engine.steps import StepRegistry
 def check_graph(
     problems: Problems, step_index: StepIndex, registry: StepRegistry, wf: WorkflowDefinition
 ) -> None:
-    graph = WorkflowGraph(wf)
+    graph = WorkflowGraph.of(wf)  # kept: a run of the loaded definition starts from it
     cycles = graph.forward_cycles()
     for cycle in cycles:
         _report_cycle(problems, step_index, wf, cycle)

@@ -257,3 +257,35 @@ def test_a_steps_neighbours_are_listed_in_declaration_order_not_by_name() -> Non
     )
     assert graph.dependencies("m") == ["z", "b", "a"]
     assert graph.dependents("z") == ["b", "a", "m"]
+
+
+def test_a_loaded_workflow_is_checked_selected_and_run_on_one_graph(monkeypatch) -> None:
+    """The loader's graph checks, the engine's selection and the run share the graph the
+    loader built: a run of a file builds its graph once, not once per reader."""
+    import asyncio
+
+    import engine.demo_steps  # noqa: F401 - registers demo.echo
+    from engine.kahn import KahnEngine
+    from engine.loader import load_workflow_text
+    from engine.protocol import RunContext
+    from engine.selector import select_engine
+    from engine.states import RunStatus
+    from engine.store import InMemoryRunStore
+
+    built: list[WorkflowDefinition] = []
+    build = WorkflowGraph.__init__
+
+    def counted(graph: WorkflowGraph, wf: WorkflowDefinition) -> None:
+        built.append(wf)
+        build(graph, wf)
+
+    monkeypatch.setattr(WorkflowGraph, "__init__", counted)
+    wf = load_workflow_text(
+        "name: two\nsteps:\n  - id: a\n    uses: demo.echo\n"
+        "  - id: b\n    uses: demo.echo\n    depends_on: [a]\n"
+    )
+    assert select_engine(wf).name == "kahn"
+    store = InMemoryRunStore()
+    result = asyncio.run(KahnEngine().execute(wf, RunContext(store=store)))
+    assert result.status == RunStatus.COMPLETED
+    assert built == [wf]

@@ -185,7 +185,17 @@ def test_a_run_queued_again_while_its_job_hung_is_taken_over(
         with PostgresRunStore(pg_database) as store:
             assert enqueue_resume(store, run_id)  # a second job; the first is still 'doing'
         pool.append(WorkerProcess(pg_database, tmp_path, "w1", *TIGHT, "--concurrency", "1"))
-        wait_for("the run finished", lambda: run_status(pg_database, run_id) == "COMPLETED")
+        # the second job's end, not the run's status: the status is stored first, and a worker
+        # stopped between the two (as leaving this block stops it) would hand the job back
+        wait_for(
+            "the second job done",
+            lambda: query(
+                pg_database,
+                "SELECT status FROM procrastinate_jobs WHERE lock = %s AND status = 'succeeded'",
+                run_id,
+            ),
+        )
+    assert run_status(pg_database, run_id) == "COMPLETED"
     statuses = query(
         pg_database, "SELECT status FROM procrastinate_jobs WHERE lock = %s ORDER BY id", run_id
     )

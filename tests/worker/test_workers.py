@@ -118,10 +118,10 @@ def test_a_stopping_worker_hands_its_run_to_another(pg_database: str, tmp_path: 
         (stopping,) = [w for w in pool if w.pid == pid]
         assert stopping.stop() == 0  # SIGTERM
         assert f"run {run_id}: handed back to the queue" in stopping.log()
-        wait_for(
-            "the other worker to finish it", lambda: run_status(pg_database, run_id) == "COMPLETED"
-        )
-    (other,) = [w for w in pool if w is not stopping]
-    assert f"run {run_id}: COMPLETED" in other.log()
+        (other,) = [w for w in pool if w is not stopping]
+        # its log line, not the run's status: the status is stored first, and a worker stopped
+        # between the two (as leaving this block stops it) would never write the line
+        wait_for("the other worker to finish it", lambda: f"run {run_id}: COMPLETED" in other.log())
+    assert run_status(pg_database, run_id) == "COMPLETED"
     made = [c for c in calls(tmp_path) if c[0] == run_id]
     assert sorted(c[1] for c in made) == [f"s{i}" for i in range(4)]  # no call made twice

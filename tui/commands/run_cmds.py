@@ -301,7 +301,7 @@ def _shadow_run(
 def validate_command(ctx: click.Context, workflow_file: str) -> None:
     """Check a workflow file: every problem as file:line:col: message, or ok with a summary."""
     wf = load_or_exit(ctx, workflow_file, 1)
-    graph = WorkflowGraph(wf)
+    graph = WorkflowGraph.of(wf)
     nodes, edges = graph.nodes_and_edges()
     selection = select_engine(wf)
     echo(
