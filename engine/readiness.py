@@ -186,6 +186,26 @@ class ReadinessRules:
         )
 
 
+def _reaches(graph: WorkflowGraph) -> list[tuple[str, set[str]]]:
+    """Per loop, its router and every step one of its passes can run again: its body, and
+    the body of each loop whose router that brings back (an inner loop counts afresh, so it
+    may go back again) — and so on. A step outside that depending on a step in it waits for
+    the router: overlapping loops (``b`` in the body of ``c``'s loop and router of a loop to
+    ``a``) run ``a`` again after ``b``'s last pass."""
+    bodies = {
+        edge.source: set(graph.between(edge.target, edge.source)) for edge in graph.loop_edges
+    }
+    reaches = []
+    for router, body in bodies.items():
+        reach, todo = set(body), [r for r in body if r in bodies and r != router]
+        while todo:
+            inner = bodies[todo.pop()]
+            todo.extend(r for r in inner - reach if r in bodies)
+            reach |= inner
+        reaches.append((router, reach))
+    return reaches
+
+
 def _loop_guards(graph: WorkflowGraph) -> dict[str, list[str]]:
     """Per step outside a loop that depends on a step of the loop's body, the loop routers
     it waits for: it runs once, after the loop's last pass, and sees that pass's outputs.
@@ -205,9 +225,7 @@ def _loop_guards(graph: WorkflowGraph) -> dict[str, list[str]]:
     if not graph.loop_edges:
         return {}
     order = graph.topological_order()
-    bodies = [
-        (edge.source, set(graph.between(edge.target, edge.source))) for edge in graph.loop_edges
-    ]
+    bodies = _reaches(graph)
     import networkx as nx  # only for a workflow with loops: a third of a second to import
 
     waits = nx.DiGraph()

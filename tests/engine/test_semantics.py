@@ -645,6 +645,27 @@ def test_a_step_in_an_outer_loop_waits_for_the_inner_loop_whose_body_it_reads() 
     assert found["kahn"].steps["reader"][3]["x"] == 5
 
 
+def test_a_step_reading_a_loop_body_waits_for_an_overlapping_loop_that_brings_its_router_back() -> (
+    None
+):
+    """make fuzz (a fork of it): ``outer`` goes back to ``inner``, the router of a loop to
+    ``start``, which counts afresh and runs ``start`` again — so ``reader`` waits for ``outer``
+    too. Kahn ran it beside ``outer`` (after ``start``'s second pass, of three); the
+    reference, settling ``outer`` first by name, after the third."""
+    wf = load(
+        [
+            probe("start"),
+            _loop("inner", "start", 1, "start"),
+            _loop("outer", "inner", 1, "inner"),
+            probe("reader", depends_on=["start"], inputs={"x": "steps.start.outputs.n"}),
+        ]
+    )
+    found = agree(wf)
+    assert found["kahn"].steps["start"][:3] == ("SUCCEEDED", 2, 3)
+    assert found["kahn"].steps["reader"][:3] == ("SUCCEEDED", 0, 1)
+    assert found["kahn"].steps["reader"][3]["x"] == 2  # start's last pass
+
+
 def test_loop_waits_are_taken_in_workflow_order_and_one_closing_a_cycle_skips_only_itself() -> None:
     """Two loops share ``target`` in parallel branches; ``a_right`` comes after the left
     branch in dependency order (not by name), so the left branch waits for its loop, not

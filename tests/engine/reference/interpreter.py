@@ -116,7 +116,7 @@ class _Graph:
         guards: dict[str, list[str]] = {}
         for step in self.order:
             for router, target in self.loops:
-                body = self.body(router, target)
+                body = self.reach(router, target)
                 if step in body or not set(self.deps[step]) & set(body):
                     continue
                 if router in guards.get(step, []) or waits_on(router, step):
@@ -151,6 +151,18 @@ class _Graph:
     def body(self, router: str, target: str) -> list[str]:
         inside = {router, target} | (self.descendants(target) & self.ancestors(router))
         return [i for i in self.order if i in inside]
+
+    def reach(self, router: str, target: str) -> set[str]:
+        """rule: nested loops — what a pass of the loop can run again: its body and the body
+        of every loop whose router is in it, which counts afresh and may go back again."""
+        reach = set(self.body(router, target))
+        grown = True
+        while grown:
+            inner = [self.body(r, t) for r, t in self.loops if r in reach]
+            grown = any(not set(b) <= reach for b in inner)
+            for b in inner:
+                reach |= set(b)
+        return reach
 
     def ancestors(self, step: str) -> set[str]:
         return {i for i in self.ids if step in self.descendants(i)}
