@@ -159,10 +159,9 @@ class ReadinessRules:
             if returning and self._awaits_return(step_id, dependency):
                 return WAIT
             statuses.append(status)
-        if detour is None or detour.target != step_id:  # an active detour's target runs now
-            for router in self._loop_guards.get(step_id, ()):
-                if steps[router].status not in SETTLED:
-                    return WAIT
+        for router in self._loop_guards.get(step_id, ()):
+            if steps[router].status not in SETTLED and not self._held_by_detour(step_id, router):
+                return WAIT
         record = steps[step_id]
         if state.stopped and step_id in state.stopped:
             return Readiness("skip", f"run stopped: {state.stopped[step_id]}")
@@ -172,6 +171,17 @@ class ReadinessRules:
             if chose and record.routed_by.isdisjoint(chose):
                 return Readiness("skip", f"not routed (by {', '.join(chose)})")
         return trigger_readiness(record.spec.trigger, statuses)
+
+    def _held_by_detour(self, step_id: str, router: str) -> bool:
+        """Whether ``step_id`` is the active detour's target and ``router`` comes after the
+        detour's declarer: the router waits for the detour's return, so it cannot go back
+        while the target runs — the target does not wait for it (it would wait forever)."""
+        detour = self.state.active_detour
+        return (
+            detour is not None
+            and detour.target == step_id
+            and router in self.graph.descendants(detour.declared_by)
+        )
 
     def _awaits_return(self, step_id: str, dependency: str) -> bool:
         """Whether ``dependency`` is a detour target whose declarer is running again: what the
@@ -217,7 +227,7 @@ def _loop_guards(graph: WorkflowGraph) -> dict[str, list[str]]:
 
     A detour target's own return edge is not such a cycle: the declarer's dependents wait
     for the target only while its detour is active, and then the target does not wait for
-    its guards (:meth:`ReadinessRules.readiness`). Leaving its guard out instead let the
+    those routers (:meth:`ReadinessRules._held_by_detour`). Leaving its guard out instead let the
     target run beside the loop, whose next pass could reset the declarer under it and
     choose the detour while the target's older pass was running — a race the two engines
     settled differently (make fuzz, tests/engine/test_semantics.py).

@@ -818,3 +818,37 @@ def test_a_detour_target_skipped_beside_its_declarers_loop_is_not_reset_by_the_d
     found = agree(load(_detour_from_a_loop_body("", "iteration >= 1")))
     assert found["kahn"].steps["context"][:3] == ("SUCCEEDED", 0, 1)
     assert found["kahn"].steps["after"][3]["terminate"] is True
+
+
+def test_an_active_detours_target_still_waits_for_a_loop_that_does_not_wait_for_the_return() -> (
+    None
+):
+    """The target reads ``again``, in the body of ``check``'s loop, which does not come after
+    the declarer: it waits for that loop's last pass even as the detour's target (the first
+    fix of the case above let it run beside ``check``, whose loop then reset ``again`` under
+    it, so its ``terminate_when`` saw ``again`` PENDING on Kahn). Found by make fuzz."""
+    wf = load(
+        [
+            probe("s0", optional=True),
+            _loop("again", "again", 1),
+            {**_loop("check", "again", 1, "again"), "trigger": "all_success"},
+            probe(
+                "decide",
+                config={"value": 0, "terminate_at": 1},
+                routing={
+                    "kind": "conditional",
+                    "conditions": [{"expr": "true", "target": "context"}],
+                    "detour": {"target": "context", "when": "true"},
+                },
+            ),
+            probe(
+                "context",
+                depends_on=["s0", "again", "decide"],
+                trigger="all_success",
+                routing={"kind": "linear", "terminate_when": "steps.again.status == 'SUCCEEDED'"},
+            ),
+        ]
+    )
+    found = agree(wf)
+    assert found["kahn"].steps["decide"][:3] == ("SKIPPED", 1, 1)  # cut off: no return pass
+    assert found["kahn"].steps["again"][:3] == ("SUCCEEDED", 3, 4)

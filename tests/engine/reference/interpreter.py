@@ -100,7 +100,8 @@ class _Graph:
 
         def waits_on(step: str, other: str) -> bool:
             # rule: detour — a target's own return is no cycle for its guards: those waits hold
-            # only while its detour is active, and the active target waits for no guard
+            # only while its detour is active, and then the target waits for no router after
+            # its declarer
             seen, todo = set(), [step]
             while todo:
                 current = todo.pop()
@@ -264,9 +265,13 @@ class Interpreter:
             if self.detour and d == self.detour[0] and step_id != self.detour[1]:
                 return "wait"  # rule: detour — the declarer's dependents wait for its return
             statuses.append(self.steps[d].status)
-        active_target = self.detour is not None and self.detour[1] == step_id
-        for router in [] if active_target else self.graph.guards.get(step_id, []):
-            if self.steps[router].status not in SETTLED:
+        held = (  # rule: detour — the active target does not wait for a router after its declarer
+            self.graph.descendants(self.detour[0])
+            if self.detour is not None and self.detour[1] == step_id
+            else set()
+        )
+        for router in self.graph.guards.get(step_id, []):
+            if self.steps[router].status not in SETTLED and router not in held:
                 return "wait"  # rule: loop — outside dependents see the last pass
         if step_id in self.stopped:
             return "SKIPPED"
