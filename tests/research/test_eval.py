@@ -21,6 +21,7 @@ from tests.research.eval.evaluate import (
     STYLES,
     FinalSplitRefused,
     evaluate,
+    flagged_as_current,
     load_set,
     run_question,
     stranded_sentences,
@@ -69,6 +70,8 @@ def test_the_evaluation_sets_are_well_formed(pep_corpus_path: Path) -> None:
     assert len(sets["heldout3", "default"].questions) >= 18
     assert len(sets["heldout4", "peps"].questions) >= 30
     assert len(sets["heldout4", "default"].questions) >= 18
+    assert len(sets["heldout5", "peps"].questions) >= 30
+    assert len(sets["heldout5", "default"].questions) >= 18
     default_ids = {f"python-docs/{c[0]}" for c in (read() for read in default_sources()) if c}
     with Corpus(pep_corpus_path) as corpus:
         for (split, name), eval_set in sets.items():
@@ -105,9 +108,9 @@ def test_the_evaluation_sets_are_well_formed(pep_corpus_path: Path) -> None:
 
 
 def test_the_fresh_held_out_split_runs_only_when_the_work_is_final(tmp_path: Path) -> None:
-    """heldout2, heldout3 and heldout4 are refused without ``final=True`` — before any corpus is built or
+    """heldout2 to heldout5 are refused without ``final=True`` — before any corpus is built or
     question run."""
-    assert FINAL_ONLY == {"heldout2", "heldout3", "heldout4"}
+    assert FINAL_ONLY == {"heldout2", "heldout3", "heldout4", "heldout5"}
     for split in sorted(FINAL_ONLY):
         with pytest.raises(FinalSplitRefused, match=f"SPLIT={split} .*--final"):
             evaluate(list(CORPORA), split, folder=tmp_path)
@@ -159,3 +162,19 @@ def test_a_fixed_subset_of_each_split_meets_the_floors(
     ]
     assert total.flagged_as_current == 0, [(s.id, s.flagged_as_current) for s in scores]
     assert all(1 <= s.rounds <= 4 for s in scores)
+
+
+def test_a_flagged_citation_counts_only_its_own_markers_not_quoted_code() -> None:
+    """``obj[2]`` in a quoted example is indexing, not citation 2; a run of markers shares
+    the status note that follows it."""
+    report = (
+        "# Q\n\n## Summary\n\n- It returns obj[2] if valid, else a default. — PEP 769 [1] "
+        "[unverified] (PEP 769, rejected)\n- Both getters take it. [1][2] (PEP 769, rejected)\n"
+        "- A later form. [3] and again [2]\n\n## Sources\n\n2. PEP 769 [2]\n"
+    )
+    citations = [
+        {"number": 1, "source_id": "peps/pep-0769"},
+        {"number": 2, "source_id": "peps/pep-0769"},
+        {"number": 3, "source_id": "peps/pep-0001"},
+    ]
+    assert flagged_as_current(report, citations, {"peps/pep-0769"}) == 1

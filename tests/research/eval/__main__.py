@@ -1,8 +1,8 @@
-"""``python -m tests.research.eval [peps|default ...] [--split tuning|heldout|heldout2|heldout3|heldout4] [--final]``.
+"""``python -m tests.research.eval [peps|default ...] [--split tuning|heldout|heldout2|heldout3|heldout4|heldout5] [--final]``.
 
 ``make eval`` runs the tuning split; ``make eval SPLIT=heldout`` the held-out split, which
 nothing runs unless it is named (it is scored at the end of a piece of retrieval work, never
-while tuning); ``make eval SPLIT=heldout2 EVAL_ARGS=--final``, ``SPLIT=heldout3`` and ``SPLIT=heldout4`` the later
+while tuning); ``make eval SPLIT=heldout2 EVAL_ARGS=--final``, ``SPLIT=heldout3``, ``SPLIT=heldout4`` and ``SPLIT=heldout5`` the later
 held-out splits, which refuse to run without ``--final``. ``--retrieval-only`` scores only the
 documents each phrasing's anchor search selects (no research run; seconds, not minutes:
 evaluate.py's docstring).
@@ -42,7 +42,7 @@ def main() -> None:
     parser.add_argument(
         "--final",
         action="store_true",
-        help="the work is finished: allow the later held-out splits (heldout2, heldout3, heldout4)",
+        help="the work is finished: allow the later held-out splits (heldout2, heldout3, heldout4, heldout5)",
     )
     parser.add_argument(
         "--retrieval-only",

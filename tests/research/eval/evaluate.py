@@ -13,7 +13,10 @@ someone who did not tune, before that session's retrieval work began, and kept o
 reach until the work was finished; it too runs only with ``final=True``. heldout3 was then seen
 (scored, and probed for the choice of the sentence model), so a fourth split, *heldout4*
 (``peps_heldout4.yaml``, ``default_heldout4.yaml``), was written the same way at the start of the
-fourth pass and scored once at its end; it too runs only with ``final=True``.
+fourth pass and scored once at its end; it too runs only with ``final=True``. heldout4 was then
+tuned on with the others in the fifth pass, so a fifth split, *heldout5* (``peps_heldout5.yaml``,
+``default_heldout5.yaml``), was written the same way at its start and scored once at its end;
+it too runs only with ``final=True``.
 
 Each question runs offline with the built-in model, in its own words and in each of its five
 paraphrases (the documents' own words, a user's words, a typo, a long preamble, a different
@@ -67,9 +70,9 @@ HERE = Path(__file__).resolve().parent
 PROJECT = HERE.parents[2]
 PEPS = PROJECT.parent / "shared" / "corpus" / "peps"
 WORKFLOW = PROJECT / "workflows" / "deep_research.yaml"
-Split = Literal["tuning", "heldout", "heldout2", "heldout3", "heldout4"]
-SPLITS: tuple[Split, ...] = ("tuning", "heldout", "heldout2", "heldout3", "heldout4")
-FINAL_ONLY: frozenset[Split] = frozenset({"heldout2", "heldout3", "heldout4"})
+Split = Literal["tuning", "heldout", "heldout2", "heldout3", "heldout4", "heldout5"]
+SPLITS: tuple[Split, ...] = ("tuning", "heldout", "heldout2", "heldout3", "heldout4", "heldout5")
+FINAL_ONLY: frozenset[Split] = frozenset({"heldout2", "heldout3", "heldout4", "heldout5"})
 """Splits that run only when the caller says the work is finished (``final=True``)."""
 CORPORA = ("peps", "default")
 SETS: dict[Split, dict[str, Path]] = {
@@ -78,12 +81,15 @@ SETS: dict[Split, dict[str, Path]] = {
     "heldout2": {"peps": HERE / "peps_heldout2.yaml", "default": HERE / "default_heldout2.yaml"},
     "heldout3": {"peps": HERE / "peps_heldout3.yaml", "default": HERE / "default_heldout3.yaml"},
     "heldout4": {"peps": HERE / "peps_heldout4.yaml", "default": HERE / "default_heldout4.yaml"},
+    "heldout5": {"peps": HERE / "peps_heldout5.yaml", "default": HERE / "default_heldout5.yaml"},
 }
 STYLES = ("own_words", "user_words", "typo", "preamble", "question_word")
 """The five paraphrases every question carries."""
 
 FLAG_NOTE = re.compile(r"\((?:[^()]*\b(?:superseded|rejected|withdrawn|deferred)\b[^()]*)\)", re.I)
-CITATION = re.compile(r"\[(\d+)\]")
+CITATION = re.compile(r"(?<![\w)\]])((?:\[\d+\])+)")
+"""A run of citation markers (``[2]``, ``[2][5]``) not glued to a name, a call or an index
+before it: quoted code's indexing (``obj[2]``, ``f()[0]``, ``m[1][2]``) cites nothing."""
 UNFLAGGED_SECTIONS = ("Sources", "Quality", "Timeline")
 
 
@@ -221,14 +227,13 @@ def flagged_as_current(report: str, citations: list[dict[str, Any]], flagged: se
     answer = "\n".join(
         text for heading, text in body_sections(report).items() if heading not in UNFLAGGED_SECTIONS
     )
+    numbers = {str(c["number"]) for c in citations if c["source_id"] in flagged}
     count = 0
-    for citation in citations:
-        if citation["source_id"] not in flagged:
-            continue
-        for match in re.finditer(rf"\[{citation['number']}\]", answer):
-            after = answer[match.end() :].lstrip(" ").removeprefix("[unverified]").lstrip(" ")
-            if not FLAG_NOTE.match(after):
-                count += 1
+    for match in CITATION.finditer(answer):
+        cited = [n for n in re.findall(r"\d+", match.group(1)) if n in numbers]
+        after = answer[match.end() :].lstrip(" ").removeprefix("[unverified]").lstrip(" ")
+        if cited and not FLAG_NOTE.match(after):
+            count += len(cited)
     return count
 
 
