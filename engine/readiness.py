@@ -254,7 +254,10 @@ def _loop_guards(graph: WorkflowGraph) -> dict[str, list[str]]:
         for router, body in bodies:
             if step in body:  # the router included
                 continue
-            if not body.intersection(graph.dependencies(step)):
+            dependencies = graph.dependencies(step)
+            if not body.intersection(dependencies) and not any(
+                router in guards.get(d, ()) and graph.detour_declarer(d) for d in dependencies
+            ):  # a detour target may run before the loop's end: what follows it waits
                 continue
             own_return = returns.get(step, [])
             if nx.has_path(nx.restricted_view(waits, (), own_return), step, router):

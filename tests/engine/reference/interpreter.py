@@ -118,7 +118,10 @@ class _Graph:
         for step in self.order:
             for router, target in self.loops:
                 body = self.reach(router, target)
-                if step in body or not set(self.deps[step]) & set(body):
+                after_target = any(  # rule: detour — a target may run before the loop's end
+                    router in guards.get(d, []) and d in self.detour_return for d in self.deps[step]
+                )
+                if step in body or not (set(self.deps[step]) & set(body) or after_target):
                     continue
                 if router in guards.get(step, []) or waits_on(router, step):
                     continue
