@@ -263,5 +263,7 @@ def _loop_guards(graph: WorkflowGraph) -> dict[str, list[str]]:
             if nx.has_path(nx.restricted_view(waits, (), own_return), step, router):
                 continue  # waiting would close a cycle
             waits.add_edge(router, step)
+            if (router, step) in returns.get(router, []):  # now a wait that always holds
+                returns[router].remove((router, step))
             guards.setdefault(step, []).append(router)
     return guards

@@ -884,3 +884,35 @@ def test_a_detour_targets_dependent_reading_the_declarer_waits_for_the_declarers
     )
     found = agree(wf)
     assert found["kahn"].steps["reader"][3]["x"] == 3  # decide's last pass
+
+
+def test_a_detour_target_that_is_also_a_loop_router_does_not_wait_on_a_step_waiting_for_it() -> (
+    None
+):
+    """``s4`` is ``s2``'s detour target and routes a loop back to ``s0``; ``s3`` (a dependent
+    of ``s2``, router of a second loop to ``s0``) waits for ``s4``'s loop. The cycle check
+    ignored that wait as a mere detour return, so ``s4`` waited for ``s3`` too and neither
+    ever settled (make fuzz, with the first fix above)."""
+    last_x = {"x": "inputs.xs[size(inputs.xs) - 1]"}
+    ends = {"value": 0, "terminate_at": 0}
+    wf = load(
+        [
+            probe("s0", config=ends, trigger="all_success", inputs=last_x),
+            probe("s1", depends_on=["s0"], interrupt={"before": True, "prompt": "approve?"}),
+            probe(
+                "s2",
+                depends_on=["s1"],
+                routing={
+                    "kind": "conditional",
+                    "conditions": [{"expr": "true", "target": "s3"}],
+                    "detour": {"target": "s4", "when": "true"},
+                },
+            ),
+            {**_loop("s3", "s0", 1, "s0", "s1", "s2"), "config": ends},
+            {**_loop("s4", "s0", 1, "s0", "s1", "s2"), "config": ends},
+            probe("s5", config=ends),
+            _loop("s6", "s6", 1, "s0", "s1", "s2", "s3", "s4", "s5"),
+        ]
+    )
+    found = agree(wf)
+    assert found["kahn"].status == "COMPLETED"

@@ -126,6 +126,7 @@ class _Graph:
                 if router in guards.get(step, []) or waits_on(router, step):
                     continue
                 waits[step].add(router)
+                returns.discard((step, router))  # now a wait that always holds
                 guards.setdefault(step, []).append(router)
         return guards
 
