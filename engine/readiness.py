@@ -160,7 +160,7 @@ class ReadinessRules:
                 return WAIT
             statuses.append(status)
         for router in self._loop_guards.get(step_id, ()):
-            if steps[router].status not in SETTLED:
+            if steps[router].status not in SETTLED and not self._held_by_detour(step_id, router):
                 return WAIT
         record = steps[step_id]
         if state.stopped and step_id in state.stopped:
@@ -171,6 +171,17 @@ class ReadinessRules:
             if chose and record.routed_by.isdisjoint(chose):
                 return Readiness("skip", f"not routed (by {', '.join(chose)})")
         return trigger_readiness(record.spec.trigger, statuses)
+
+    def _held_by_detour(self, step_id: str, router: str) -> bool:
+        """Whether ``step_id`` is the active detour's target and ``router`` comes after the
+        detour's declarer: the router waits for the detour's return, so it cannot go back
+        while the target runs — the target does not wait for it (it would wait forever)."""
+        detour = self.state.active_detour
+        return (
+            detour is not None
+            and detour.target == step_id
+            and router in self.graph.descendants(detour.declared_by)
+        )
 
     def _awaits_return(self, step_id: str, dependency: str) -> bool:
         """Whether ``dependency`` is a detour target whose declarer is running again: what the
@@ -185,21 +196,46 @@ class ReadinessRules:
         )
 
 
+def _reaches(graph: WorkflowGraph) -> list[tuple[str, set[str]]]:
+    """Per loop, its router and every step one of its passes can run again: its body, and
+    the body of each loop whose router that brings back (an inner loop counts afresh, so it
+    may go back again) — and so on. A step outside that depending on a step in it waits for
+    the router: overlapping loops (``b`` in the body of ``c``'s loop and router of a loop to
+    ``a``) run ``a`` again after ``b``'s last pass."""
+    bodies = {
+        edge.source: set(graph.between(edge.target, edge.source)) for edge in graph.loop_edges
+    }
+    reaches = []
+    for router, body in bodies.items():
+        reach, todo = set(body), [r for r in body if r in bodies and r != router]
+        while todo:
+            inner = bodies[todo.pop()]
+            todo.extend(r for r in inner - reach if r in bodies)
+            reach |= inner
+        reaches.append((router, reach))
+    return reaches
+
+
 def _loop_guards(graph: WorkflowGraph) -> dict[str, list[str]]:
     """Per step outside a loop that depends on a step of the loop's body, the loop routers
     it waits for: it runs once, after the loop's last pass, and sees that pass's outputs.
 
     Candidates are taken in topological order of the waiting step, then loop by loop; one
     that would close a cycle of waits (two loops sharing body steps in parallel branches,
-    each router outside the other's body; a detour target waiting for a router that waits
-    for the detour's return) is left out, so nothing waits forever.
+    each router outside the other's body; a step waiting for a router that waits for a
+    detour's return the step itself waits on) is left out, so nothing waits forever.
+
+    A detour target's own return edge is not such a cycle: the declarer's dependents wait
+    for the target only while its detour is active, and then the target does not wait for
+    those routers (:meth:`ReadinessRules._held_by_detour`). Leaving its guard out instead let the
+    target run beside the loop, whose next pass could reset the declarer under it and
+    choose the detour while the target's older pass was running — a race the two engines
+    settled differently (make fuzz, tests/engine/test_semantics.py).
     """
     if not graph.loop_edges:
         return {}
     order = graph.topological_order()
-    bodies = [
-        (edge.source, set(graph.between(edge.target, edge.source))) for edge in graph.loop_edges
-    ]
+    bodies = _reaches(graph)
     import networkx as nx  # only for a workflow with loops: a third of a second to import
 
     waits = nx.DiGraph()
@@ -207,19 +243,27 @@ def _loop_guards(graph: WorkflowGraph) -> dict[str, list[str]]:
     for step in order:
         for dependency in graph.dependencies(step):
             waits.add_edge(dependency, step)
+    returns: dict[str, list[tuple[str, str]]] = {}  # per detour target, its return's waits
     for edge in graph.detour_edges:  # the declarer's dependents wait for its detour's return
         for dependent in graph.dependents(edge.target):
-            if dependent != edge.source:
+            if dependent != edge.source and not waits.has_edge(edge.source, dependent):
                 waits.add_edge(edge.source, dependent)
+                returns.setdefault(edge.source, []).append((edge.source, dependent))
     guards: dict[str, list[str]] = {}
     for step in order:
         for router, body in bodies:
             if step in body:  # the router included
                 continue
-            if not body.intersection(graph.dependencies(step)):
+            dependencies = graph.dependencies(step)
+            if not body.intersection(dependencies) and not any(
+                router in guards.get(d, ()) and graph.detour_declarer(d) for d in dependencies
+            ):  # a detour target may run before the loop's end: what follows it waits
                 continue
-            if nx.has_path(waits, step, router):
+            own_return = returns.get(step, [])
+            if nx.has_path(nx.restricted_view(waits, (), own_return), step, router):
                 continue  # waiting would close a cycle
             waits.add_edge(router, step)
+            if (router, step) in returns.get(router, []):  # now a wait that always holds
+                returns[router].remove((router, step))
             guards.setdefault(step, []).append(router)
     return guards

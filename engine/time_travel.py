@@ -199,8 +199,19 @@ def restore(
         record.runs = result.runs
         if step_id in final_counts:
             state.loop_counts[step_id] = int(final_counts[step_id])
+    _keep_detours(state, rerun)
     _keep_terminations(state, final_engine_state, rerun, graph)
     return state
+
+
+def _keep_detours(state: RunState, rerun: frozenset[str]) -> None:
+    """A detour under way at the fork point whose steps are kept (its target, and so its
+    declarer, outside the rerun set) has ended as the kept results say: it is no longer
+    active, and its declarer's dependents do not wait for a return that never comes."""
+    detour = state.active_detour
+    if detour is not None and detour.target not in rerun:
+        state.active_detour = None
+    state.returned_detours &= rerun
 
 
 def _keep_terminations(

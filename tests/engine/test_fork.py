@@ -469,3 +469,59 @@ def test_a_fork_at_a_missing_pass_of_a_run_whose_log_ends_on_a_skip_says_which_p
         "step 'a' has no pass 3 in this run (passes that started: 0); fork at one of those"
     )
     store.close()
+
+
+def test_a_fork_after_a_detour_began_keeps_the_detour_returned_when_it_keeps_its_steps() -> None:
+    """make fuzz's case: on LangGraph s4 (asking first) starts after s2 chose its detour to
+    s3, so the state before s4 had the detour active; the fork kept s2 and s3 as they ended
+    but left the detour active, and s5 (after the declarer) waited for a return that never
+    came: "the scheduler ended with s5, s6 never settled". (The names are the ones found:
+    LangGraph orders a superstep's steps by them.)"""
+    both = ["s0", "s1"]
+    last_x = {"x": "inputs.xs[size(inputs.xs) - 1]"}
+    wf = _probe_workflow(
+        {"id": "s0", "optional": True},
+        {"id": "s1", "config": {"statuses": ["A", "B"]}, "optional": True, "inputs": last_x},
+        {
+            "id": "s2",
+            "depends_on": both,
+            "trigger": "all_success",
+            "optional": True,
+            "routing": {
+                "kind": "conditional",
+                "conditions": [{"expr": "true", "target": "s3"}],
+                "detour": {"target": "s3", "when": "true && true"},
+            },
+        },
+        {
+            "id": "s3",
+            "depends_on": [*both, "s2"],
+            "config": {"terminate_at": 1},
+            "optional": True,
+        },
+        {
+            "id": "s4",
+            "depends_on": both,
+            "optional": True,
+            "inputs": last_x,
+            "interrupt": {"before": True, "prompt": "approve?"},
+            "routing": {"kind": "conditional", "conditions": [{"expr": "true", "target": "s5"}]},
+        },
+        {
+            "id": "s5",
+            "depends_on": [*both, "s2", "s3", "s4"],
+            "config": {"statuses": ["A", "B"]},
+            "optional": True,
+        },
+        {
+            "id": "s6",
+            "depends_on": [*both, "s2", "s3", "s4", "s5"],
+            "config": {"terminate_at": 0, "statuses": ["A", "B"]},
+            "optional": True,
+        },
+        inputs={
+            "n": {"type": "int", "default": 3},
+            "xs": {"type": "list", "default": [4, 5, 6]},
+        },
+    )
+    assert _forks_of_runs_on_both_engines(wf, "s4") == NO_DIFFERENCES

@@ -645,6 +645,27 @@ def test_a_step_in_an_outer_loop_waits_for_the_inner_loop_whose_body_it_reads() 
     assert found["kahn"].steps["reader"][3]["x"] == 5
 
 
+def test_a_step_reading_a_loop_body_waits_for_an_overlapping_loop_that_brings_its_router_back() -> (
+    None
+):
+    """make fuzz (a fork of it): ``outer`` goes back to ``inner``, the router of a loop to
+    ``start``, which counts afresh and runs ``start`` again — so ``reader`` waits for ``outer``
+    too. Kahn ran it beside ``outer`` (after ``start``'s second pass, of three); the
+    reference, settling ``outer`` first by name, after the third."""
+    wf = load(
+        [
+            probe("start"),
+            _loop("inner", "start", 1, "start"),
+            _loop("outer", "inner", 1, "inner"),
+            probe("reader", depends_on=["start"], inputs={"x": "steps.start.outputs.n"}),
+        ]
+    )
+    found = agree(wf)
+    assert found["kahn"].steps["start"][:3] == ("SUCCEEDED", 2, 3)
+    assert found["kahn"].steps["reader"][:3] == ("SUCCEEDED", 0, 1)
+    assert found["kahn"].steps["reader"][3]["x"] == 2  # start's last pass
+
+
 def test_loop_waits_are_taken_in_workflow_order_and_one_closing_a_cycle_skips_only_itself() -> None:
     """Two loops share ``target`` in parallel branches; ``a_right`` comes after the left
     branch in dependency order (not by name), so the left branch waits for its loop, not
@@ -736,3 +757,162 @@ def test_a_loop_exits_on_the_iteration_another_step_has_reached() -> None:
     found = agree(wf)
     assert found["kahn"].steps["work"][:3] == ("SUCCEEDED", 2, 3)
     assert found["kahn"].steps["done"][0] == "SUCCEEDED"
+
+
+# -- found by make fuzz: a detour target outside a loop that its declarer is in ---------------------
+
+
+def _detour_from_a_loop_body(decide_when: str, detour_when: str) -> list[dict[str, Any]]:
+    """``decide`` is the target of ``check``'s loop and declares a detour to ``context``,
+    which depends on it from outside the loop's body (the shape of make fuzz's two cases)."""
+    decide = probe(
+        "decide",
+        optional=True,
+        routing={
+            "kind": "linear",
+            "next": "after",
+            "detour": {"target": "context", "when": detour_when},
+        },
+    )
+    if decide_when:
+        decide["when"] = decide_when
+    else:
+        decide["trigger"] = "all_success"
+    return [
+        decide,
+        probe("side", optional=True),
+        probe(
+            "after",
+            config={"value": 0, "terminate_at": 0},
+            trigger="all_success",
+            optional=True,
+            **({} if decide_when else {"depends_on": ["decide", "side"]}),
+        ),
+        probe(
+            "check",
+            config={"value": 0, "statuses": ["A", "B"]},
+            depends_on=["decide", "side", *(["after"] if decide_when else [])],
+            optional=True,
+            routing={"kind": "loop", "loop": {"target": "decide", "max_iterations": 1}},
+        ),
+        probe("context", depends_on=["decide", "side"], optional=True),
+    ]
+
+
+def test_a_detour_target_outside_its_declarers_loop_waits_for_the_loop_unless_detoured_to() -> None:
+    """``decide`` is skipped on pass 0 (``when: iteration >= 1``), so ``context`` could run
+    beside ``check``, whose loop then brought ``decide`` back to detour to ``context`` while
+    that older pass was running: Kahn ran ``context`` twice, LangGraph once. ``context``
+    now waits for the loop like any outside dependent, except as the active detour's target."""
+    found = agree(load(_detour_from_a_loop_body("iteration >= 1", "true")))
+    assert found["kahn"].steps["context"][:3] == ("SUCCEEDED", 0, 1)
+    assert found["kahn"].steps["decide"][:3] == ("SUCCEEDED", 2, 2)
+
+
+def test_a_detour_target_skipped_beside_its_declarers_loop_is_not_reset_by_the_detour() -> None:
+    """Pass 0 of ``decide`` routes past ``context`` (the detour's ``when: iteration >= 1`` is
+    false): both engines skipped ``context`` at once beside ``check`` and ran it as pass 1
+    for the detour of ``decide``'s next pass; the reference, settling ``check`` first, saw
+    ``decide`` reset and ran ``context`` once as pass 0. Now it waits for the loop, and runs
+    once, as the detour's target, on every reading."""
+    found = agree(load(_detour_from_a_loop_body("", "iteration >= 1")))
+    assert found["kahn"].steps["context"][:3] == ("SUCCEEDED", 0, 1)
+    assert found["kahn"].steps["after"][3]["terminate"] is True
+
+
+def test_an_active_detours_target_still_waits_for_a_loop_that_does_not_wait_for_the_return() -> (
+    None
+):
+    """The target reads ``again``, in the body of ``check``'s loop, which does not come after
+    the declarer: it waits for that loop's last pass even as the detour's target (the first
+    fix of the case above let it run beside ``check``, whose loop then reset ``again`` under
+    it, so its ``terminate_when`` saw ``again`` PENDING on Kahn). Found by make fuzz."""
+    wf = load(
+        [
+            probe("s0", optional=True),
+            _loop("again", "again", 1),
+            {**_loop("check", "again", 1, "again"), "trigger": "all_success"},
+            probe(
+                "decide",
+                config={"value": 0, "terminate_at": 1},
+                routing={
+                    "kind": "conditional",
+                    "conditions": [{"expr": "true", "target": "context"}],
+                    "detour": {"target": "context", "when": "true"},
+                },
+            ),
+            probe(
+                "context",
+                depends_on=["s0", "again", "decide"],
+                trigger="all_success",
+                routing={"kind": "linear", "terminate_when": "steps.again.status == 'SUCCEEDED'"},
+            ),
+        ]
+    )
+    found = agree(wf)
+    assert found["kahn"].steps["decide"][:3] == ("SKIPPED", 1, 1)  # cut off: no return pass
+    assert found["kahn"].steps["again"][:3] == ("SUCCEEDED", 3, 4)
+
+
+def test_a_detour_targets_dependent_reading_the_declarer_waits_for_the_declarers_loop() -> None:
+    """``reader`` follows the detour target ``context``, which ran as the active target before
+    ``check``'s loop back to ``decide`` ended; nothing made ``reader`` wait for that loop, so it
+    read ``decide.outputs.n`` beside it — 1 on Kahn and the reference, 3 on LangGraph (make
+    fuzz, after the fixes above; at main too). What follows a detour target waits for the
+    loops the target waits for."""
+    wf = load(
+        [
+            probe(
+                "decide",
+                trigger="all_success",
+                routing={
+                    "kind": "conditional",
+                    "conditions": [{"expr": "true", "target": "context"}],
+                    "detour": {"target": "context", "when": "true"},
+                },
+            ),
+            probe("context", depends_on=["decide"]),
+            {
+                **_loop("reader", "reader", 1, "context"),
+                "config": {"value": 0, "fail_times": 1, "fail_from": 0},
+                "retries": 1,
+                "inputs": {"x": "has(steps.decide.outputs.n) ? steps.decide.outputs.n : -1"},
+            },
+            _loop("s3", "s3", 1, "decide", "context", "reader"),
+            {**_loop("check", "decide", 1, "decide"), "trigger": "all_success"},
+        ]
+    )
+    found = agree(wf)
+    assert found["kahn"].steps["reader"][3]["x"] == 3  # decide's last pass
+
+
+def test_a_detour_target_that_is_also_a_loop_router_does_not_wait_on_a_step_waiting_for_it() -> (
+    None
+):
+    """``s4`` is ``s2``'s detour target and routes a loop back to ``s0``; ``s3`` (a dependent
+    of ``s2``, router of a second loop to ``s0``) waits for ``s4``'s loop. The cycle check
+    ignored that wait as a mere detour return, so ``s4`` waited for ``s3`` too and neither
+    ever settled (make fuzz, with the first fix above)."""
+    last_x = {"x": "inputs.xs[size(inputs.xs) - 1]"}
+    ends = {"value": 0, "terminate_at": 0}
+    wf = load(
+        [
+            probe("s0", config=ends, trigger="all_success", inputs=last_x),
+            probe("s1", depends_on=["s0"], interrupt={"before": True, "prompt": "approve?"}),
+            probe(
+                "s2",
+                depends_on=["s1"],
+                routing={
+                    "kind": "conditional",
+                    "conditions": [{"expr": "true", "target": "s3"}],
+                    "detour": {"target": "s4", "when": "true"},
+                },
+            ),
+            {**_loop("s3", "s0", 1, "s0", "s1", "s2"), "config": ends},
+            {**_loop("s4", "s0", 1, "s0", "s1", "s2"), "config": ends},
+            probe("s5", config=ends),
+            _loop("s6", "s6", 1, "s0", "s1", "s2", "s3", "s4", "s5"),
+        ]
+    )
+    found = agree(wf)
+    assert found["kahn"].status == "COMPLETED"

@@ -91,12 +91,17 @@ class _Graph:
         """rule: loop — a step outside a loop's body depending on it waits for the router,
         unless that wait would close a cycle of waits (candidates in topological order)."""
         waits = {i: set(self.deps[i]) for i in self.ids}  # step -> what it waits for
+        returns: set[tuple[str, str]] = set()  # (step, detour target) waits of a return only
         for target, declarer in self.detour_return.items():  # rule: detour — dependents wait
             for i in self.ids:
-                if declarer in self.deps[i] and i != target:
+                if declarer in self.deps[i] and i != target and target not in waits[i]:
                     waits[i].add(target)
+                    returns.add((i, target))
 
         def waits_on(step: str, other: str) -> bool:
+            # rule: detour — a target's own return is no cycle for its guards: those waits hold
+            # only while its detour is active, and then the target waits for no router after
+            # its declarer
             seen, todo = set(), [step]
             while todo:
                 current = todo.pop()
@@ -104,18 +109,24 @@ class _Graph:
                     return True
                 if current not in seen:
                     seen.add(current)
-                    todo.extend(waits[current])
+                    todo.extend(
+                        w for w in waits[current] if (current, w) not in returns or w != other
+                    )
             return False
 
         guards: dict[str, list[str]] = {}
         for step in self.order:
             for router, target in self.loops:
-                body = self.body(router, target)
-                if step in body or not set(self.deps[step]) & set(body):
+                body = self.reach(router, target)
+                after_target = any(  # rule: detour — a target may run before the loop's end
+                    router in guards.get(d, []) and d in self.detour_return for d in self.deps[step]
+                )
+                if step in body or not (set(self.deps[step]) & set(body) or after_target):
                     continue
                 if router in guards.get(step, []) or waits_on(router, step):
                     continue
                 waits[step].add(router)
+                returns.discard((step, router))  # now a wait that always holds
                 guards.setdefault(step, []).append(router)
         return guards
 
@@ -145,6 +156,18 @@ class _Graph:
     def body(self, router: str, target: str) -> list[str]:
         inside = {router, target} | (self.descendants(target) & self.ancestors(router))
         return [i for i in self.order if i in inside]
+
+    def reach(self, router: str, target: str) -> set[str]:
+        """rule: nested loops — what a pass of the loop can run again: its body and the body
+        of every loop whose router is in it, which counts afresh and may go back again."""
+        reach = set(self.body(router, target))
+        grown = True
+        while grown:
+            inner = [self.body(r, t) for r, t in self.loops if r in reach]
+            grown = any(not set(b) <= reach for b in inner)
+            for b in inner:
+                reach |= set(b)
+        return reach
 
     def ancestors(self, step: str) -> set[str]:
         return {i for i in self.ids if step in self.descendants(i)}
@@ -246,8 +269,13 @@ class Interpreter:
             if self.detour and d == self.detour[0] and step_id != self.detour[1]:
                 return "wait"  # rule: detour — the declarer's dependents wait for its return
             statuses.append(self.steps[d].status)
+        held = (  # rule: detour — the active target does not wait for a router after its declarer
+            self.graph.descendants(self.detour[0])
+            if self.detour is not None and self.detour[1] == step_id
+            else set()
+        )
         for router in self.graph.guards.get(step_id, []):
-            if self.steps[router].status not in SETTLED:
+            if self.steps[router].status not in SETTLED and router not in held:
                 return "wait"  # rule: loop — outside dependents see the last pass
         if step_id in self.stopped:
             return "SKIPPED"
