@@ -94,6 +94,15 @@ HEAD_FLOOR = 0.3
 """A head similarity under this says the document is not about the question: when no candidate's
 head reaches it, no document is (a question about baking bread, asked of the PEPs, reaches 0.12;
 the tuning split's questions 0.34 or more); a head under it never passes the gates."""
+PASSAGE_CANDIDATES = 20
+"""Documents whose best passage (by the fused search) is read by the sentence encoder: the
+anchor search's documents (research.steps.retrieval.ANCHOR_CANDIDATES), those a run may select.
+Each costs about 35 ms of CPU (a passage is not cached: the question picks it)."""
+PASSAGE_WEIGHT = 2.0
+"""Weight of the best passage's similarity (relative to the best candidate's)."""
+PASSAGE_MARGIN = 0.03
+"""A document whose best passage is within this of the best candidate's passage similarity is
+about the question, unless its head is more than :data:`HEAD_GAP` below the best head."""
 HEAD_CANDIDATES = 30
 """Documents whose heads are compared with the question: the best by the other four pieces. A
 head costs 30 ms of CPU the first time (then it is cached); the candidates of a question number
@@ -160,6 +169,10 @@ class DocumentEvidence:
     head_similarity: float | None = None
     """Cosine similarity of the question's and the document head's sentence vectors
     (research/document_heads.py); None for a document not among :func:`head_candidates`."""
+    passage_similarity: float | None = None
+    """Cosine similarity of the question's and the document's best passage's sentence vectors
+    (its section heading and text); None for a document outside the :data:`PASSAGE_CANDIDATES`
+    whose best passages the search ranks highest."""
 
 
 def title_terms(title: str) -> set[str]:
@@ -253,12 +266,20 @@ def relevance(evidence: list[DocumentEvidence]) -> dict[str, float]:
         return {}
     best_terms = max(e.terms for e in evidence)
     best_head = max((e.head_similarity or 0.0 for e in evidence), default=0.0)
+    best_passage = max((e.passage_similarity or 0.0 for e in evidence), default=0.0)
 
     if any(e.head_similarity is not None for e in evidence) and best_head < HEAD_FLOOR:
         return {e.source_id: 0.0 for e in evidence}
 
     def about(e: DocumentEvidence) -> bool:
         head = e.head_similarity
+        passage = e.passage_similarity
+        if (
+            passage is not None
+            and passage >= best_passage - PASSAGE_MARGIN
+            and (head or 0.0) >= best_head - HEAD_GAP
+        ):
+            return True
         if head is not None and head < best_head - HEAD_GAP:
             return False
         if head is not None and head >= max(best_head - HEAD_MARGIN, HEAD_FLOOR):
@@ -271,6 +292,7 @@ def relevance(evidence: list[DocumentEvidence]) -> dict[str, float]:
     raw = {
         e.source_id: pieces[e.source_id]
         + HEAD_WEIGHT * (e.head_similarity or 0.0) / (best_head or 1.0)
+        + PASSAGE_WEIGHT * (e.passage_similarity or 0.0) / (best_passage or 1.0)
         if about(e)
         else 0.0
         for e in evidence
