@@ -98,7 +98,7 @@ PASSAGE_CANDIDATES = 20
 """Documents whose best passage (by the fused search) is read by the sentence encoder: the
 anchor search's documents (research.steps.retrieval.ANCHOR_CANDIDATES), those a run may select.
 Each costs about 35 ms of CPU (a passage is not cached: the question picks it)."""
-PASSAGE_WEIGHT = 2.0
+PASSAGE_WEIGHT = 1.0
 """Weight of the best passage's similarity (relative to the best candidate's)."""
 PASSAGE_MARGIN = 0.03
 """A document whose best passage is within this of the best candidate's passage similarity is
