@@ -3,15 +3,11 @@
 from __future__ import annotations
 
 import re
-from pathlib import Path
-from typing import Any
 
 import pytest
 
-from research.corpus import Corpus
 from research.extractive import scope
 from research.questions import gerund, plan, sub_questions
-from research.tasks import ScopeAnswer
 
 pytestmark = pytest.mark.timeout(30)
 
@@ -125,66 +121,3 @@ def test_the_built_in_model_plans_by_kind_with_search_terms() -> None:
 )
 def test_gerunds(verb: str, expected: str) -> None:
     assert gerund(verb) == expected
-
-
-def planned_with(corpus_path: Path, question: str, *, named: bool = True) -> ScopeAnswer:
-    """The built-in model's plan for ``question`` given what the PEP corpus knows of its words
-    (and, with ``named``, of the names its titles and headings hold), as the intake step asks."""
-    with Corpus(corpus_path) as corpus:
-        spelled = corpus.corrected(question)
-        inputs: dict[str, Any] = {
-            "query": question,
-            "spelling": spelled,
-            "vocabulary": corpus.vocabulary(spelled, ["peps"]),
-        }
-        if named:
-            inputs["names"] = corpus.names(spelled)
-    return scope(inputs)
-
-
-@pytest.mark.parametrize(
-    "question,subject",
-    [
-        ("What is the history of structural pattern matching?", "structural pattern matching"),
-        ("Explain keyword-only arguments", "keyword-only arguments"),
-        ("waht are asignment expresions", "assignment expressions"),
-        (
-            "I maintain an old Twisted codebase and want to modernise it. "
-            "How did async and await evolve in Python?",
-            "async and await",
-        ),
-    ],
-)
-def test_facets_are_built_around_a_name_the_corpus_holds(
-    question: str, subject: str, pep_corpus_path: Path
-) -> None:
-    """A question, an imperative, a typo and a long preamble: the subject is a phrase the PEPs'
-    titles or headings hold, and every facet reads as a sentence around it."""
-    answer = planned_with(pep_corpus_path, question)
-    assert answer.subject == subject
-    assert answer.sub_questions[0].text.rstrip("?.") == (
-        question[:1].upper() + question[1:]
-    ).rstrip("?")
-    assert len(answer.sub_questions) == 4
-    for planned in answer.sub_questions[1:]:
-        assert subject in planned.text and planned.text.endswith("?"), planned.text
-        assert "  " not in planned.text and "Python" not in planned.text
-
-
-@pytest.mark.parametrize(
-    "question",
-    [
-        "When do new Python releases come out?",
-        "What became of the idea to let round() take several arguments?",
-        "Why did my old scripts with print statements stop working?",
-        "How did Python add the walrus operator?",
-    ],
-)
-def test_a_subject_no_title_or_heading_names_leaves_the_question_alone(
-    question: str, pep_corpus_path: Path
-) -> None:
-    """A clause cut from a user's wording ("new Python releases come out", "became of the
-    idea") titles no facet: when unsure, the sub-question is the question itself."""
-    answer = planned_with(pep_corpus_path, question)
-    assert [q.text for q in answer.sub_questions] == [question]
-    assert len(planned_with(pep_corpus_path, question, named=False).sub_questions) > 1
