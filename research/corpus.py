@@ -38,7 +38,7 @@ from research.corpus_records import (
     _write_failure,
 )
 from research.corpus_vectors import PassageVectors
-from research.hybrid import SearchFilters, held_names, question_relevance
+from research.hybrid import SearchFilters, question_relevance
 from research.hybrid import search as hybrid_search
 from research.loaders import (
     LoadedDocument,
@@ -113,12 +113,9 @@ CREATE VIRTUAL TABLE IF NOT EXISTS passage_vocab USING fts5vocab(passage_fts, 'r
 @runtime_checkable
 class KnowsVocabulary(Protocol):
     """A retriever that knows its documents' words: how common each word of a text is among
-    them, which of the text's phrases their titles and headings name, and the text with its
-    misspellings replaced by their words."""
+    them, and the text with its misspellings replaced by their words."""
 
     async def vocabulary(self, text: str, collections: list[str]) -> dict[str, float]: ...
-
-    async def names(self, text: str) -> list[str]: ...
 
     async def corrected(self, text: str) -> str: ...
 
@@ -525,11 +522,6 @@ class Corpus:
         "wiht" → "with"): research.spelling."""
         return self._speller.corrected(text)
 
-    def names(self, text: str) -> list[str]:
-        """The runs of ``text``'s words that a title or section heading holds as a phrase
-        (research.hybrid.held_names)."""
-        return held_names(self._db, text)
-
     def vocabulary(self, text: str, collections: Iterable[str] | None = None) -> dict[str, float]:
         """{word of ``text``: share of the collections' documents holding it} — 0 for a word the
         corpus does not hold; a share near 1 marks the corpus's domain word; empty when the
@@ -655,9 +647,6 @@ class CorpusRetriever:
 
     async def vocabulary(self, text: str, collections: list[str]) -> dict[str, float]:
         return self.corpus.vocabulary(text, collections or self.collections or None)
-
-    async def names(self, text: str) -> list[str]:
-        return self.corpus.names(text)
 
     async def corrected(self, text: str) -> str:
         return self.corpus.corrected(text)

@@ -65,18 +65,14 @@ def search_terms(phrase: str, limit: int = 6) -> list[str]:
 
 
 def scope(inputs: dict[str, Any]) -> ScopeAnswer:
-    """Classify the question, find its subject against the corpus's vocabulary and the names its
-    titles and headings hold, and plan the sub-questions its kind needs (the question itself
-    first)."""
+    """Classify the question, find its subject against the corpus's vocabulary, and plan the
+    sub-questions its kind needs (the question itself first)."""
     query = str(inputs["query"])
     spelled = str(inputs.get("spelling") or query)
     limit = int(inputs.get("max_sub_questions", 4))
     vocabulary = inputs.get("vocabulary")
-    names = inputs.get("names")
     understood = plan_question(
-        spelled,
-        vocabulary if isinstance(vocabulary, dict) and vocabulary else None,
-        [str(n) for n in names] if isinstance(names, list) else None,
+        spelled, vocabulary if isinstance(vocabulary, dict) and vocabulary else None
     )
     understood = replace(understood, question=query)
     subject_terms = search_terms(understood.subject) if understood.subject else []

@@ -22,7 +22,6 @@ from research.document_heads import head_vectors
 from research.embeddings import Vectors, embedder
 from research.relevance import (
     PASSAGE_CANDIDATES,
-    PHRASE_GLUE,
     SYMBOL_RUN,
     DocumentEvidence,
     asked,
@@ -34,7 +33,7 @@ from research.relevance import (
     symbol_runs,
 )
 from research.sentence_encoder import sentence_encoder
-from research.text import STOPWORDS, key_phrases, words
+from research.text import key_phrases, words
 from research.vectors import DocumentFilter, VectorIndex
 
 FIELD_WEIGHTS = (3.0, 2.0, 1.0)
@@ -268,44 +267,19 @@ def holding(db: sqlite3.Connection, term: str, in_scope: set[str]) -> set[str]:
     return {s for (s,) in rows if s in in_scope}
 
 
-def named(db: sqlite3.Connection, phrase: str) -> bool:
-    """Whether some document's title or section heading holds ``phrase`` (its words, in order)."""
-    held = db.execute(
-        "SELECT 1 FROM passage_fts WHERE passage_fts MATCH ? LIMIT 1",
-        (f'{{title section}} : "{phrase}"',),
-    ).fetchone()
-    return held is not None
-
-
 def heading_phrases(db: sqlite3.Connection, question: str) -> list[str]:
     """Runs of two or three adjacent words of the question that some document's title or
     section heading holds as a phrase ("keyword only", "yield from", "with statement"): the
     corpus's own names for things, function words and all."""
-    return [phrase for phrase in candidate_phrases(question) if named(db, phrase)]
-
-
-NAME_WORDS = 10
-"""The longest run of a text's words :func:`held_names` tries (research.questions: a subject
-has at most this many words)."""
-
-
-def held_names(db: sqlite3.Connection, text: str) -> list[str]:
-    """The runs of ``text``'s words (up to :data:`NAME_WORDS`) that some title or section
-    heading holds as a phrase, each with a content word and neither opening nor closing on a
-    function word ("structural pattern matching", "keyword only arguments", "walrus"): the
-    things the text names in the corpus's own words. A run is tried only while its shorter
-    prefix is held (a heading holding "a b c" holds "a b"), so a long text costs a few
-    lookups a word."""
-    found = words(text)
-    names = []
-    for start in range(len(found)):
-        for end in range(start + 1, min(len(found), start + NAME_WORDS) + 1):
-            run = found[start:end]
-            if not named(db, " ".join(run)):
-                break
-            if not {run[0], run[-1]} & PHRASE_GLUE and any(w not in STOPWORDS for w in run):
-                names.append(" ".join(run))
-    return list(dict.fromkeys(names))
+    found = []
+    for phrase in candidate_phrases(question):
+        held = db.execute(
+            "SELECT 1 FROM passage_fts WHERE passage_fts MATCH ? LIMIT 1",
+            (f'{{title section}} : "{phrase}"',),
+        ).fetchone()
+        if held is not None:
+            found.append(phrase)
+    return found
 
 
 def search(

@@ -12,23 +12,17 @@ facets are built around is cut from the question's own words (question words, th
 words and trailing verbs removed) and then checked against the corpus's vocabulary: a phrase
 with a clause inside, or made only of the corpus's domain words (a word most of its documents
 hold, such as "Python" among the PEPs), is no subject — the object of the question's verb is
-tried instead ("How did Python add *the walrus operator*?"). A subject must also be a name the
-corpus itself uses: its titles or section headings hold it as a phrase (both sides, for a
-comparison), so a clause cut from a user's wording ("Google once", "My async program") never
-titles a facet. When no phrase stands, the question itself is the only sub-question — when
-unsure, the sub-question is the question. The facet templates hold the subject as the object of
-a verb or preposition, so they read as sentences for any noun phrase.
+tried instead ("How did Python add *the walrus operator*?"), and when that is no subject either,
+the question itself is the only sub-question. The facet templates hold the subject as the
+object of a verb or preposition, so they read as sentences for any noun phrase.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Collection, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Literal
-
-from research.relevance import PHRASE_GLUE, asked
-from research.text import stem, words
 
 QuestionKind = Literal["definition", "history", "comparison", "how_to", "rationale", "status"]
 KINDS: tuple[QuestionKind, ...] = (
@@ -213,12 +207,13 @@ def is_subject(phrase: str, vocabulary: Mapping[str, float] | None = None) -> bo
     """Whether ``phrase`` can stand as the subject sub-questions are built around: a short noun
     phrase, no clause inside, and — given the corpus's vocabulary ({word: share of documents
     holding it}) — at least one word the corpus holds that is not its domain word."""
-    spaced = phrase.split()
-    if not spaced or len(spaced) > SUBJECT_WORDS or _CLAUSE.search(phrase):
+    words = phrase.split()
+    if not words or len(words) > SUBJECT_WORDS or _CLAUSE.search(phrase):
         return False
     if vocabulary is None:
         return True
-    shares = [vocabulary[w] for w in words(phrase) if w in vocabulary]
+    content = [w.lower().strip("?.,!:;'\"()") for w in words]
+    shares = [vocabulary[w] for w in content if w in vocabulary]
     return any(0.0 < share < DOMAIN_SHARE for share in shares)
 
 
@@ -234,47 +229,16 @@ def _object_of(question: str, subject: str) -> str:
     return _TRAILING_WORD.sub("", _PYTHON_TAIL.sub("", tail)).strip()
 
 
-def name_key(phrase: str) -> str:
-    """``phrase`` as the corpus's names are compared: its words lightly stemmed, without the
-    articles and possessives that open it ("the walrus operators" → "walrus operator")."""
-    found = words(phrase)
-    while found and found[0] in PHRASE_GLUE:
-        found = found[1:]
-    return " ".join(stem(w) for w in found)
-
-
-def is_named(subject: str, kind: QuestionKind, names: Collection[str] | None = None) -> bool:
-    """Whether the corpus's titles or section headings hold ``subject`` as a phrase (``names``:
-    research.hybrid.held_names of the question; None when no corpus is known, and then any
-    subject is) — for a comparison, each side it names."""
-    if names is None:
-        return True
-    keys = {name_key(n) for n in names}
-    sides = _parts(subject) if kind == "comparison" else (subject,)
-    return all(name_key(side) in keys for side in sides)
-
-
-def plan(
-    question: str,
-    vocabulary: Mapping[str, float] | None = None,
-    names: Collection[str] | None = None,
-) -> QuestionPlan:
-    """The question's kind and subject, read from the sentence that asks when a preamble comes
-    first (research.relevance.asked); ``subject`` is empty when no phrase of it can stand as
-    its subject — none the corpus's titles or headings name (``names``) — and then the only
-    sub-question is the question itself."""
-    asking = asked(question)
-    kind = classify(asking)
-    subject = subject_of(asking)
-    if kind == "comparison" and _ACTOR.match(_LEAD.sub("", asking.strip(), count=1)):
+def plan(question: str, vocabulary: Mapping[str, float] | None = None) -> QuestionPlan:
+    """The question's kind and subject; ``subject`` is empty when no phrase of the question can
+    stand as its subject (then the only sub-question is the question itself)."""
+    kind = classify(question)
+    subject = subject_of(question)
+    if kind == "comparison" and _ACTOR.match(_LEAD.sub("", question.strip(), count=1)):
         subject = subject.split(" ", 1)[-1]
-
-    def stands(phrase: str) -> bool:
-        return is_subject(phrase, vocabulary) and is_named(phrase, kind, names)
-
-    if not stands(subject):
-        found = _object_of(asking, subject)
-        subject = found if stands(found) else ""
+    if not is_subject(subject, vocabulary):
+        found = _object_of(question, subject)
+        subject = found if is_subject(found, vocabulary) else ""
     parts = _parts(subject) if kind == "comparison" and subject else (subject,)
     if kind == "comparison" and len(parts) < 2:
         kind = "definition"

@@ -105,11 +105,7 @@ async def intake_scope(ctx: StepContext, inp: IntakeInput) -> IntakeOutput:
         spelled = await retriever.corrected(inp.query)
         vocabulary = await retriever.vocabulary(spelled, inp.collections)
         return {
-            **(
-                {"vocabulary": vocabulary, "names": await retriever.names(spelled)}
-                if vocabulary
-                else {}
-            ),
+            **({"vocabulary": vocabulary} if vocabulary else {}),
             **({"spelling": spelled} if spelled != inp.query else {}),
         }
 
