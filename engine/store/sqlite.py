@@ -481,11 +481,11 @@ since never does: it leaves ``run_id`` out."""
 
 def _event_text(run: str, seq: int, kind: str, mono: float, body: str) -> str:
     """The event's whole JSON: ``run`` (the run's id as the text begins, up to ``"seq":``)
-    and the row's columns put back in front of its ``body``."""
+    and the row's columns put back in front of its ``body`` — never an empty object: every
+    event has its ``ts``, which no column holds."""
     if body.startswith(_WHOLE_BODY):
         return body
-    rest = body[1:] if body == "{}" else "," + body[1:]
-    return f'{run}{seq},"mono":{mono!r},"kind":{json.dumps(kind)}{rest}'
+    return f'{run}{seq},"mono":{mono!r},"kind":{json.dumps(kind)},{body[1:]}'
 
 
 _EMPTY_JSON: dict[type, str] = {dict: "{}", list: "[]"}
