@@ -470,7 +470,7 @@ class RunStore(BaseRunStore):
             self._db.close()
 
 
-_EVENT_COLUMNS = frozenset({"run_id", "seq", "kind", "mono"})
+_EVENT_COLUMNS = {"run_id", "seq", "kind", "mono"}
 """An event's fields its row holds as columns, left out of its ``body`` (schema version 2): a
 step's three events are a third smaller, and the ``events`` table's pages fill and split a
 third less often — most of the pages a step's commit writes are that table's (issue 26)."""
