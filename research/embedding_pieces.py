@@ -100,15 +100,16 @@ def _pieces(codes: Codes, lengths: Ints) -> tuple[Ints, Ints]:
     return starts, np.diff(starts, append=len(codes))
 
 
-def _hashes(codes: Codes, starts: Ints, sizes: Ints) -> Hashes:
+def _hashes(codes: Codes, starts: Ints, sizes: Ints, powers: tuple[Hashes, Hashes]) -> Hashes:
     """Each piece's hash: the sum of its characters times BASE to their place in the piece, mixed
     with its size — from the prefix sums of the characters times BASE to their place in the
-    batch, brought back by the inverse of BASE to the piece's start."""
+    batch (``powers``: BASE's and its inverse's, as many as there are characters at least),
+    brought back by the inverse of BASE to the piece's start."""
+    forward, backward = powers
     prefix = np.zeros(len(codes) + 1, dtype=np.uint64)
-    np.cumsum(codes.astype(np.uint64) * _powers(BASE, len(codes)), out=prefix[1:])
-    back = _powers(pow(BASE, -1, 2**64), len(codes))[starts]
-    hashes: Hashes = ((prefix[starts + sizes] - prefix[starts]) * back) ^ sizes.astype(np.uint64)
-    return hashes
+    np.cumsum(codes.astype(np.uint64) * forward[: len(codes)], out=prefix[1:])
+    hashes: Hashes = (prefix[starts + sizes] - prefix[starts]) * backward[starts]
+    return hashes ^ sizes.astype(np.uint64)
 
 
 def _ends(counts: Ints) -> Ints:
@@ -199,7 +200,11 @@ class PieceTokenizer:
         self.table = _HashTable()
         """The known pieces' hashes and numbers: piece n's ids are ``ids[id_start[n]:][:size[n]]``,
         its characters ``characters[char_start[n]:][:length[n]]``."""
-        self.table.add(_hashes(newline, np.zeros(1, dtype=np.intp), one), np.zeros(1, np.intp))
+        self.powers = (_powers(BASE, 1), _powers(pow(BASE, -1, 2**64), 1))
+        """BASE's powers and its inverse's, kept for the next batch (as long as the longest)."""
+        self.table.add(
+            _hashes(newline, np.zeros(1, dtype=np.intp), one, self.powers), np.zeros(1, np.intp)
+        )
         self.ids: Ints = np.array([self.newline], dtype=np.intp)
         self.id_start: Ints = np.zeros(1, dtype=np.intp)
         self.size: Ints = one
@@ -248,7 +253,9 @@ class PieceTokenizer:
         joined = "".join(texts)
         codes = np.frombuffer(joined.encode("utf-32-le"), dtype=np.uint32)
         starts, sizes = _pieces(codes, lengths)
-        hashes = _hashes(codes, starts, sizes)
+        if len(self.powers[0]) < len(codes):
+            self.powers = (_powers(BASE, len(codes)), _powers(pow(BASE, -1, 2**64), len(codes)))
+        hashes = _hashes(codes, starts, sizes, self.powers)
         numbers = self.table.find(hashes)
         unknown = np.flatnonzero(numbers < 0)
         if len(unknown):
