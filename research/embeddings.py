@@ -106,9 +106,9 @@ class Embedder:
         pieces. Its model is the file's (shared, not a copy: 12 MiB less), without normalizer."""
         if config.get("normalizer") == NORMALIZER and config.get("pre_tokenizer") is None:
             whole = Tokenizer(self.tokenizer.model)  # no truncation: pieces are joined
-            newline = cuttable(whole)
-            if newline is not None:
-                self.pieces = PieceTokenizer(whole, newline)
+            cuts = cuttable(whole)
+            if cuts is not None:
+                self.pieces = PieceTokenizer(whole, cuts)
         self.added = [t.content for t in self.tokenizer.get_added_tokens_decoder().values()]
         """Special tokens (``<s>`` …): the tokenizer cuts a text at them before normalizing each
         piece, so texts holding one go through :attr:`tokenizer` as they are."""

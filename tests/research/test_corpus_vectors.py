@@ -44,6 +44,7 @@ ODD_TEXTS = [
     "naïve café — ✓ 日本語 🐍 emoji",
     "word " * 900,
     "x" * 3000,
+    "``__init__(self, *args)``: a.b.c; x:y, {'k': [1, 2]} -- PEP-8's `rules`! (see <url>)",
 ]
 """Texts where a shortcut could go wrong: blank, special-token strings, the normalizer's own mark,
 characters outside the vocabulary (byte fallback), and texts past the token limit."""
@@ -76,6 +77,21 @@ def test_the_embedder_gives_the_plain_computations_vectors() -> None:
     assert np.allclose(alone, expected, rtol=1e-6, atol=1e-6)
     assert not vectors[0].any() and not vectors[1].any()
     assert model.tokens(["word " * 900, "word"]).counts.tolist() == [MAX_TOKENS, 1]
+
+
+def test_texts_are_cut_only_where_no_token_spans_the_cut() -> None:
+    """Every pair of ASCII characters the pieces are cut between, tried between two words: the
+    ids of the whole are those of its two sides."""
+    model = Embedder(package_folder())
+    assert model.pieces is not None
+    tokenizer = model.pieces.tokenizer
+    pairs = np.argwhere(model.pieces.between)
+    assert len(pairs) > 1000 and not model.pieces.between[:, 128].any()
+    for a, b in pairs.tolist():
+        left, right = normalized(f"key{chr(a)}"), f"{chr(b)}word"
+        whole = tokenizer.encode(left + right, add_special_tokens=False).ids
+        parts = [tokenizer.encode(t, add_special_tokens=False).ids for t in (left, right)]
+        assert whole == parts[0] + parts[1], (chr(a), chr(b))
 
 
 def test_pieces_that_hash_alike_are_told_apart(monkeypatch: pytest.MonkeyPatch) -> None:
