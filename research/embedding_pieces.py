@@ -42,6 +42,8 @@ OTHER = 128
 BASE = 0x9E3779B97F4A7C15
 """The hash's multiplier, odd so that it has an inverse modulo 2**64 (numpy's uint64 arithmetic
 wraps: modulo 2**64)."""
+SLOT_MIX = 0xBF58476D1CE4E5B9
+"""An odd multiplier that spreads every bit of a hash into the top bits the table's slot is."""
 POWER_BLOCK = 1024
 PIECES_PER_TEXT = 1024
 """New pieces joined (by newlines) into one text for the tokenizer (its texts are spread over the
@@ -121,7 +123,8 @@ def _pieces(codes: Codes, lengths: Ints, between: Mask) -> tuple[Ints, Ints]:
     kind = np.minimum(codes, OTHER)
     cut = np.empty(len(codes), dtype=bool)
     cut[0] = True
-    cut[1:] = newline[1:] | newline[:-1] | (mark[1:] & ~mark[:-1]) | between[kind[:-1], kind[1:]]
+    allowed = between.ravel().take(kind[:-1] * np.uint32(OTHER + 1) + kind[1:])  # 4x [a, b]
+    cut[1:] = newline[1:] | newline[:-1] | (mark[1:] & ~mark[:-1]) | allowed
     cut[(np.cumsum(lengths) - lengths)[lengths > 0]] = True
     starts = np.flatnonzero(cut)
     return starts, np.diff(starts, append=len(codes))
@@ -167,7 +170,10 @@ class _HashTable:
         self.count = 0
 
     def _slots(self, hashes: Hashes) -> Ints:
-        slots: Ints = (hashes >> np.uint64(64 - self.bits)).astype(np.intp)
+        """Each hash's first slot: the top bits of the hash times an odd constant (a
+        one-character piece's hash is a small number: its own top bits are all zero)."""
+        mixed = hashes * np.uint64(SLOT_MIX)
+        slots: Ints = (mixed >> np.uint64(64 - self.bits)).astype(np.intp)
         return slots
 
     def find(self, hashes: Hashes) -> Ints:
