@@ -7,7 +7,7 @@ tokenizes piece by piece into exactly the ids of the whole. No token of WordLlam
 holds a newline, none has a ``▁`` after another character, and none has a letter before ``,`` ``.``
 ``)`` or a backtick, or a letter beside ``_`` …: :func:`cuttable` finds every such pair of ASCII
 characters in the vocabulary when the model loads. Cut so, the PEP passages hold 3.1 million
-pieces but only 63,000 distinct ones ("▁the", "▁PEP", "``" …; 0.6 M characters against the
+pieces but only 70,000 distinct ones ("▁the", "▁PEP", "``" …; 0.7 M characters against the
 passages' 13.5 M): each distinct one is tokenized once, and a text's ids are gathered from the
 known pieces' ids.
 
@@ -48,9 +48,9 @@ POWER_BLOCK = 1024
 PIECES_PER_TEXT = 1024
 """New pieces joined (by newlines) into one text for the tokenizer (its texts are spread over the
 cores)."""
-KNOWN_PIECES = 250_000
+KNOWN_PIECES = 100_000
 """Pieces whose ids are kept from one batch to the next (a corpus repeats its words from batch to
-batch; the PEPs have 176,000 distinct pieces), about 30 MiB at most; past it they are forgotten."""
+batch; the PEPs have 70,000 distinct pieces), about 20 MiB at most; past it they are forgotten."""
 
 Ints = npt.NDArray[np.intp]
 Hashes = npt.NDArray[np.uint64]
@@ -252,7 +252,7 @@ class PieceTokenizer:
         return len(self.size)
 
     def forget(self) -> None:
-        """Drop the pieces met so far (indexing calls this when it ends: up to 30 MiB)."""
+        """Drop the pieces met so far (indexing calls this when it ends: up to 20 MiB)."""
         with self._using:
             self._reset()
 
