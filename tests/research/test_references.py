@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
@@ -9,6 +10,7 @@ import pytest
 from research.corpus import Corpus
 from research.references import (
     _BARE_LINK,
+    _MENTION,
     _bare_links,
     link_key,
     normalize_key,
@@ -42,6 +44,22 @@ def test_bare_links_are_the_patterns_matches_everywhere() -> None:
         assert [m.span() for m in _bare_links(text)] == [
             m.span() for m in _BARE_LINK.finditer(text)
         ]
+
+
+def test_mentions_are_the_plain_patterns_matches() -> None:
+    """The mention pattern that starts with its capital letter finds what the plain one (a word
+    boundary first) finds: on odd texts and on every PEP."""
+    plain = re.compile(r"\b([A-Z]{2,6})[ \u00a0-]?0*(\d{1,5})\b", re.ASCII)
+    odd = [
+        "PEP 8 xPEP 8 _PEP 8 PEP-0008 PEP\u00a08 ABCDEFG 8 ABCDEF 8 PEP 123456 1PEP 8 éPEP 8",
+        "PEP 8x RFC2616 (PEP 634) PEPs 8 -PEP 8 P 8",
+    ]
+    if not PEPS.is_dir():
+        pytest.skip(f"the PEP corpus is not at {PEPS}")
+    texts = odd + [path.read_text(encoding="utf-8") for path in sorted(PEPS.glob("*.rst"))]
+    for text in texts:
+        found = [(m.span(), m.groups()) for m in _MENTION.finditer(text)]
+        assert found == [(m.span(), m.groups()) for m in plain.finditer(text)]
 
 
 def test_references_come_from_headers_links_and_mentions() -> None:
