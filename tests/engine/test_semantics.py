@@ -916,3 +916,41 @@ def test_a_detour_target_that_is_also_a_loop_router_does_not_wait_on_a_step_wait
     )
     found = agree(wf)
     assert found["kahn"].status == "COMPLETED"
+
+
+# -- "When a step runs": the rule read from docs/workflows.md alone (engine-meaning) --------------
+
+
+def test_a_step_a_detour_target_needs_runs_inside_the_detour_on_the_loops_current_pass() -> None:
+    """``y`` reads ``t``, in the body of ``check``'s loop, from outside it: it waits for the
+    loop — until ``d``, in the body, sends a detour to ``x``, which needs ``y``. ``check`` then
+    waits for the return, so for ``x`` and ``y``: the loop's router already waits for ``y``,
+    and ``y`` runs at once, on ``t``'s second pass. Both engines ran ``y`` on ``t``'s first
+    pass, beside the loop: their waits did not change while a detour was under way."""
+    wf = load(
+        [
+            probe("t"),
+            probe(
+                "d",
+                depends_on=["t"],
+                routing={
+                    "kind": "linear",
+                    "next": "check",
+                    "detour": {"target": "x", "when": "iteration >= 1"},
+                },
+            ),
+            probe("y", depends_on=["t"], inputs={"x": "steps.t.outputs.n"}),
+            probe("x", depends_on=["y"]),
+            _loop("check", "t", 1, "d"),
+        ]
+    )
+    found = agree(wf)
+    runs = {step_id: state[:3] for step_id, state in found["kahn"].steps.items()}
+    assert runs == {
+        "t": ("SUCCEEDED", 1, 2),
+        "d": ("SUCCEEDED", 2, 3),
+        "y": ("SUCCEEDED", 0, 1),
+        "x": ("SUCCEEDED", 0, 1),
+        "check": ("SUCCEEDED", 1, 2),
+    }
+    assert found["kahn"].steps["y"][3]["x"] == 1  # t's second pass, the one under way
