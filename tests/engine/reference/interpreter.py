@@ -7,9 +7,11 @@ itself, with every interrupt answered at once by :func:`answer_for`.
 
 In waves, one step at a time: the steps whose dependencies have settled are
 settled in topological order, then the steps that made ready, and so on (run
-counters then read as on a wavefront scheduler with steps that take no time). The semantic rules the engines must
-follow are the ones written in README "Workflow files → Semantics"; each is
-marked here with its rule name (``# rule: ...``).
+counters then read as on a wavefront scheduler with steps that take no time). The semantic
+rules the engines must follow are the ones written in docs/workflows.md, "What a run means";
+each is marked here with its rule name (``# rule: ...``). Which loops and detours a step
+waits for ("When a step runs") was written there from the docs and the tests' expected
+values, and this reading of it from that text alone, without the engine's code.
 """
 
 from __future__ import annotations
