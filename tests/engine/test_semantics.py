@@ -954,3 +954,53 @@ def test_a_step_a_detour_target_needs_runs_inside_the_detour_on_the_loops_curren
         "check": ("SUCCEEDED", 1, 2),
     }
     assert found["kahn"].steps["y"][3]["x"] == 1  # t's second pass, the one under way
+
+
+def test_a_step_reading_an_outer_loops_body_waits_for_it_beside_an_overlapping_loop() -> None:
+    """``outer`` goes back to ``t``; its body holds ``inner``, the router of a loop to
+    ``t_in``, which is not in the outer body. What a pass of ``outer`` runs again is its own
+    body and ``inner``'s: ``reader``, reading only ``p`` of the outer body, waits for
+    ``outer`` and reads ``p``'s last pass (a reach left with the inner body alone let it run
+    on the first)."""
+    wf = load(
+        [
+            probe("t"),
+            probe("t_in"),
+            _loop("inner", "t_in", 1, "t", "t_in"),
+            probe("p", depends_on=["t"]),
+            _loop("outer", "t", 1, "inner", "p"),
+            probe("reader", depends_on=["p"], inputs={"x": "steps.p.outputs.n"}),
+        ]
+    )
+    found = agree(wf)
+    assert found["kahn"].steps["reader"][:3] == ("SUCCEEDED", 0, 1)
+    assert found["kahn"].steps["reader"][3]["x"] == 1  # p's last pass
+    assert found["kahn"].steps["p"][:3] == ("SUCCEEDED", 1, 2)
+
+
+def test_a_detour_that_does_not_return_is_a_plain_route_to_its_target() -> None:
+    """``returns: false``: the target runs, the declaring step does not run again, and what
+    follows the target runs once it has settled (nothing waits for a return pass)."""
+    wf = load(
+        [
+            probe(
+                "decide",
+                routing={
+                    "kind": "linear",
+                    "next": "after",
+                    "detour": {"target": "context", "returns": False, "when": "true"},
+                },
+            ),
+            probe("context"),
+            probe("summary", depends_on=["context"]),
+            probe("after"),
+        ]
+    )
+    found = agree(wf)
+    runs = {step_id: state[:3] for step_id, state in found["kahn"].steps.items()}
+    assert runs == {
+        "decide": ("SUCCEEDED", 0, 1),
+        "context": ("SUCCEEDED", 0, 1),
+        "summary": ("SUCCEEDED", 0, 1),
+        "after": ("SKIPPED", 0, 0),
+    }
