@@ -1004,3 +1004,17 @@ def test_a_detour_that_does_not_return_is_a_plain_route_to_its_target() -> None:
         "summary": ("SUCCEEDED", 0, 1),
         "after": ("SKIPPED", 0, 0),
     }
+
+
+def test_a_step_reading_nothing_a_loop_runs_again_does_not_wait_for_it() -> None:
+    """``u`` reads nothing of ``r``'s loop: it starts beside ``t``, in the first wave, so a
+    bound of two runs lets it finish; waiting for the loop it would be cut off."""
+    wf = load(
+        [probe("t"), _loop("r", "t", 2, "t"), probe("u")],
+        limits={"max_step_runs": 2},
+    )
+    found = run_all(wf, INPUTS)
+    for name in ("reference", "kahn", "langgraph"):
+        assert found[name].status == "PARTIAL", name
+        assert found[name].steps["u"][:3] == ("SUCCEEDED", 0, 1), name
+        assert found[name].steps["r"][0] == "SKIPPED", name
