@@ -858,8 +858,9 @@ def test_a_detour_targets_dependent_reading_the_declarer_waits_for_the_declarers
     """``reader`` follows the detour target ``context``, which ran as the active target before
     ``check``'s loop back to ``decide`` ended; nothing made ``reader`` wait for that loop, so it
     read ``decide.outputs.n`` beside it — 1 on Kahn and the reference, 3 on LangGraph (make
-    fuzz, after the fixes above; at main too). What follows a detour target waits for the
-    loops the target waits for."""
+    fuzz, after the fixes above; at main too). By "When a step runs": ``check``'s loop runs
+    ``decide`` again without ``reader``, and ``check`` does not wait for ``reader``, so
+    ``reader`` waits for the loop's last pass and reads ``decide``'s last pass, 3."""
     wf = load(
         [
             probe(
