@@ -247,11 +247,16 @@ def _loop_guards(graph: WorkflowGraph, detour: Detour) -> dict[str, list[str]]:
     guards: dict[str, list[str]] = {}
     for step in order:
         upstream = graph.ancestors(step)
-        for router, reach in reaches:
-            if step in reach or reach.isdisjoint(upstream):
-                continue
-            if nx.has_path(waits, step, router):
-                continue  # the router already waits for the step
-            waits.add_edge(router, step)
-            guards.setdefault(step, []).append(router)
+        candidates = [
+            r for r, reach in reaches if step not in reach and not reach.isdisjoint(upstream)
+        ]
+        if not candidates:
+            continue
+        # what waits for the step, found once: the waits taken below end at the step, so
+        # they add no path from it
+        waiting = nx.descendants(waits, step)
+        for router in candidates:
+            if router not in waiting:  # else the router already waits for the step
+                waits.add_edge(router, step)
+                guards.setdefault(step, []).append(router)
     return guards
