@@ -31,7 +31,11 @@ def test_handing_back_leaves_a_run_that_ended_meanwhile_alone(
         Database(pg_database), Workspace(tmp_path), WorkbenchConfig(), WorkerSettings()
     )
     driver.active = {run_id: ActiveRun(run_id) for run_id in (ended, going)}
+    runs = dict(driver.active)
     assert driver.hand_back() == [going]
+    # each job, cancelled by the stop, names what happened to its run
+    assert runs[going].stopped_outcome() == "handed back"
+    assert runs[ended].stopped_outcome() == "stopped with the worker"
     leases = query(pg_database, "SELECT run_id, epoch FROM run_leases")
     assert leases == [(going, 1)]  # the ended run was not claimed
     with PostgresRunStore(pg_database) as store:

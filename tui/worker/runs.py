@@ -67,6 +67,13 @@ class ActiveRun:
     epoch: int | None = None
     taken_over: int | None = field(default=None)
     """The epoch that holds the run now, once the watch saw another take it over."""
+    handed_back: bool = False
+    """True once a stopping worker queued the run again for another worker."""
+
+    def stopped_outcome(self) -> str:
+        """How the job ends when the worker's stop cancelled it: a run that was queued again
+        is "handed back"; one that ended meanwhile (or could not be queued) only "stopped"."""
+        return "handed back" if self.handed_back else "stopped with the worker"
 
 
 class RunDriver:
@@ -107,7 +114,7 @@ class RunDriver:
             if active.taken_over is not None:
                 outcome = "taken over"  # the watch cancelled it before a write was refused
             elif context.abort_reason() == AbortReason.SHUTDOWN or self.stopping:
-                outcome = "handed back"
+                outcome = active.stopped_outcome()
             else:
                 raise
         except Exception as error:  # noqa: BLE001 - a lost lease ends the job quietly
@@ -197,7 +204,7 @@ class RunDriver:
             log.error("run %s: stopped by an error in the worker: %s", active.run_id, error)
             raise error
         if self.stopping:
-            return "handed back"
+            return active.stopped_outcome()
         if active.taken_over is None:
             log.warning(
                 "run %s: lease lost (%s) — nothing more is written for it by this worker",
@@ -227,6 +234,7 @@ class RunDriver:
                                 enqueue_resume(store, active.run_id)
                         except NotQueueable:
                             continue  # it ended meanwhile: nothing to hand back
+                        active.handed_back = True
                         handed.append(active.run_id)
                         log.info("run %s: handed back to the queue", active.run_id)
             except Exception as error:  # noqa: BLE001 - the reaper elsewhere takes them over
