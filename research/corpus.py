@@ -386,8 +386,9 @@ class Corpus:
             "INSERT INTO passage_fts(rowid, title, section, text) VALUES (?, ?, ?, ?)",
             [(r, document.title, section, text) for r, (section, text) in zip(rowids, pieces)],
         )
-        for rowid, (section, text) in zip(rowids, pieces):
-            self._new_vectors.add(db, rowid, f"{document.title}\n{section}\n{text}")
+        self._new_vectors.add(
+            db, rowids, [f"{document.title}\n{section}\n{text}" for section, text in pieces]
+        )
         report.passages += len(pieces)
         relative = source_id.removeprefix(f"{collection}/")
         db.executemany(

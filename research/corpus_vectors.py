@@ -16,6 +16,7 @@ lines, and the transaction the vectors belong to is this module's caller's.
 from __future__ import annotations
 
 import sqlite3
+from collections.abc import Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 
 from research.embeddings import embedder, forget_pieces, to_blobs
@@ -32,7 +33,7 @@ def _embedded(texts: list[str]) -> list[bytes]:
 
 
 class PassageVectors:
-    """The vectors of the passages one indexing call stores: :meth:`add` each passage, then
+    """The vectors of the passages one indexing call stores: :meth:`add` the passages, then
     :meth:`finish` (writes the rest) or :meth:`close` (drops what is not written)."""
 
     def __init__(self) -> None:
@@ -41,13 +42,14 @@ class PassageVectors:
         self._texts: list[str] = []
         self._running: list[tuple[list[int], Future[list[bytes]]]] = []
 
-    def add(self, db: sqlite3.Connection, rowid: int, text: str) -> None:
+    def add(self, db: sqlite3.Connection, rowids: Sequence[int], texts: Sequence[str]) -> None:
+        """Passages to embed: their row ids and texts (a document's, in order)."""
         if self._worker is None:
             # the first passage to embed: the model loads on the worker while this thread parses
             self._worker = ThreadPoolExecutor(max_workers=1, thread_name_prefix="embedding")
             self._worker.submit(embedder)
-        self._rowids.append(rowid)
-        self._texts.append(text)
+        self._rowids.extend(rowids)
+        self._texts.extend(texts)
         if len(self._texts) >= VECTOR_BATCH:
             self._submit()
             self._write(db, keep=IN_FLIGHT)

@@ -15,7 +15,7 @@ Speed (indexing embeds every passage): the tokenizer's normalizer (prepend ``▁
 → ``▁``) is a fifth of the tokenizer's time in ``tokenizers``, whose normalizer tracks the
 alignment of every byte; ``str.replace`` does the same in a fraction of it, so when the file's
 normalizer is exactly that one the text is normalized here and handed to the same model without
-a normalizer, which tokenizes each distinct piece of a batch once (research/embedding_pieces.py)
+a normalizer, which tokenizes each distinct piece once (research/embedding_pieces.py)
 — the same token ids (tests/research/test_corpus_vectors.py compares the vectors with the plain
 computation's).
 """
@@ -26,14 +26,13 @@ import importlib.util
 import json
 import threading
 from collections.abc import Sequence
-from itertools import chain
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 import numpy as np
 import numpy.typing as npt
 
-from research.embedding_pieces import PieceTokenizer, cuttable
+from research.embedding_pieces import PieceTokenizer, Tokens, cuttable, joined_tokens
 
 DIMENSIONS = 256
 WEIGHTS = Path("weights") / "l2_supercat_256.safetensors"
@@ -99,20 +98,17 @@ class Embedder:
         self.table[:-1] = stored
         self.tokenizer = _tokenizer(Tokenizer.from_file(str(tokenizer)))
         """The tokenizer as the file defines it: the reference every text's ids are those of."""
-        self.prenormalized: Tokenizer | None = None
-        """The same model (shared, not a copy: 12 MiB less) without the normalizer, for texts
-        :func:`normalized` already (None when the file's normalizer is not the one that function
-        reproduces, or when the file has a pre-tokenizer)."""
         config = json.loads(self.tokenizer.to_str())
         self.pieces: PieceTokenizer | None = None
-        """Tokenizes each distinct piece of a batch once (research/embedding_pieces.py), when
-        the vocabulary allows cutting texts into pieces."""
+        """Tokenizes each distinct piece once (research/embedding_pieces.py), for texts
+        :func:`normalized` already: when the file's normalizer is the one that function
+        reproduces, the file has no pre-tokenizer, and the vocabulary allows cutting texts into
+        pieces. Its model is the file's (shared, not a copy: 12 MiB less), without normalizer."""
         if config.get("normalizer") == NORMALIZER and config.get("pre_tokenizer") is None:
-            self.prenormalized = _tokenizer(Tokenizer(self.tokenizer.model))
             whole = Tokenizer(self.tokenizer.model)  # no truncation: pieces are joined
-            newline = cuttable(whole)
-            if newline is not None:
-                self.pieces = PieceTokenizer(whole, newline)
+            cuts = cuttable(whole)
+            if cuts is not None:
+                self.pieces = PieceTokenizer(whole, cuts)
         self.added = [t.content for t in self.tokenizer.get_added_tokens_decoder().values()]
         """Special tokens (``<s>`` …): the tokenizer cuts a text at them before normalizing each
         piece, so texts holding one go through :attr:`tokenizer` as they are."""
@@ -121,29 +117,47 @@ class Embedder:
     def memory_bytes(self) -> int:
         return int(self.table.nbytes)
 
-    def token_ids(self, texts: Sequence[str]) -> list[list[int]]:
-        """Each text's token ids (at most :data:`MAX_TOKENS`), as :attr:`tokenizer` gives them.
+    def tokens(self, texts: Sequence[str]) -> Tokens:
+        """The texts' token ids (each text's first :data:`MAX_TOKENS`), as :attr:`tokenizer`
+        gives them, end to end.
 
         The tokenizer releases the GIL while it works: indexing calls this on a thread of its own.
         """
-        ids: list[list[int]] = []
+        parts: list[Tokens] = []
         for start in range(0, len(texts), BATCH):
             chunk = list(texts[start : start + BATCH])
-            special = any(a in text for text in chunk for a in self.added)
-            if self.prenormalized is None or special:  # rare: the reference, as it is
-                encoded = self.tokenizer.encode_batch_fast(chunk, add_special_tokens=False)
-                ids += [encoding.ids for encoding in encoded]
-                continue
-            inputs = [normalized(text) for text in chunk]
-            found = self.pieces.token_ids(inputs, MAX_TOKENS) if self.pieces else None
-            if found is None:  # no pieces, or two pieces hashed alike: the whole texts
-                encoded = self.prenormalized.encode_batch_fast(inputs, add_special_tokens=False)
-                found = [encoding.ids for encoding in encoded]
-            ids += found
-        return ids
+            joined = "".join(chunk)
+            held = [a for a in self.added if a in joined]
+            special = [n for n, text in enumerate(chunk) if any(a in text for a in held)]
+            if self.pieces is None or special:  # rare: the reference, as it is, for those texts
+                reference = set(range(len(chunk))) if self.pieces is None else set(special)
+                parts.append(self._mixed(chunk, reference))
+            else:
+                parts.append(self.pieces.tokens([normalized(t) for t in chunk], MAX_TOKENS))
+        if not parts:
+            return Tokens(np.zeros(0, dtype=np.intp), np.zeros(0, dtype=np.intp))
+        return Tokens(
+            np.concatenate([part.ids for part in parts]),
+            np.concatenate([part.counts for part in parts]),
+        )
 
-    def pool(self, texts: Sequence[str], ids: Sequence[list[int]]) -> Vectors:
-        """The texts' unit vectors from their :meth:`token_ids`: the mean of their tokens' rows
+    def _mixed(self, texts: list[str], reference: set[int]) -> Tokens:
+        """The given texts through :attr:`tokenizer` as it is, the others through the pieces."""
+        encoded = self.tokenizer.encode_batch_fast(
+            [texts[n] for n in sorted(reference)], add_special_tokens=False
+        )
+        found: dict[int, Sequence[int]] = dict(
+            zip(sorted(reference), (encoding.ids for encoding in encoded))
+        )
+        others = [n for n in range(len(texts)) if n not in reference]
+        if others and self.pieces is not None:
+            cut = self.pieces.tokens([normalized(texts[n]) for n in others], MAX_TOKENS)
+            parts = np.split(cut.ids, np.cumsum(cut.counts)[:-1])
+            found.update(zip(others, (part.tolist() for part in parts)))
+        return joined_tokens([found[n] for n in range(len(texts))])
+
+    def pool(self, texts: Sequence[str], tokens: Tokens) -> Vectors:
+        """The texts' unit vectors from their :meth:`tokens`: the mean of their tokens' rows
         (zero for a blank text).
 
         :data:`POOL_TEXTS` texts of about the same length at a time (longest first), padded
@@ -152,21 +166,21 @@ class Embedder:
         its vector is the one a per-text mean gives, to the bit (x + 0.0 is x).
         """
         out = np.zeros((len(texts), DIMENSIONS), dtype=np.float32)
-        lengths = np.array(
-            [len(found) if text.strip() else 0 for text, found in zip(texts, ids)], dtype=np.intp
-        )
-        order = np.argsort(-lengths, kind="stable")
-        order = order[lengths[order] > 0]
+        counts = tokens.counts.copy()
+        counts[[n for n, text in enumerate(texts) if not text.strip()]] = 0
+        starts = np.cumsum(tokens.counts) - tokens.counts
+        order = np.argsort(-counts, kind="stable")
+        order = order[counts[order] > 0]
         padding = len(self.table) - 1
-        for start in range(0, len(order), POOL_TEXTS):
-            chosen = order[start : start + POOL_TEXTS]
-            counts = lengths[chosen]
-            padded = np.full((len(chosen), int(counts[0])), padding, dtype=np.intp)
-            padded[np.arange(padded.shape[1]) < counts[:, None]] = np.fromiter(
-                chain.from_iterable(ids[n] for n in chosen), dtype=np.intp, count=int(counts.sum())
-            )
+        for first in range(0, len(order), POOL_TEXTS):
+            chosen = order[first : first + POOL_TEXTS]
+            sizes = counts[chosen]
+            ends = np.cumsum(sizes)
+            at = np.repeat(starts[chosen] - (ends - sizes), sizes) + np.arange(ends[-1])
+            padded = np.full((len(chosen), int(sizes[0])), padding, dtype=np.intp)
+            padded[np.arange(padded.shape[1]) < sizes[:, None]] = tokens.ids[at]
             sums = self.table.take(padded, axis=0).sum(axis=1)
-            out[chosen] = sums / counts[:, None].astype(np.float32)
+            out[chosen] = sums / sizes[:, None].astype(np.float32)
         norms = np.linalg.norm(out, axis=1, keepdims=True)
         np.divide(out, norms, out=out, where=norms > 0)
         return out
@@ -177,7 +191,7 @@ class Embedder:
             self.pieces.forget()
 
     def embed(self, texts: Sequence[str]) -> Vectors:
-        return self.pool(texts, self.token_ids(texts))
+        return self.pool(texts, self.tokens(texts))
 
     def embed_one(self, text: str) -> Vectors:
         vector: Vectors = self.embed([text])[0]

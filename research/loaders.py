@@ -23,6 +23,21 @@ from research.corpus_limits import DEFAULT_LIMITS, MIB, CorpusLimits
 from research.dates import parse_date, parse_dates
 
 SUPPORTED_SUFFIXES = (".md", ".markdown", ".rst", ".txt", ".html", ".htm", ".pdf")
+MAX_HEADING_CHARS = 300
+"""The longest title or section heading: both are repeated in every passage of their document
+or section (its full-text row and its embedded text), so one hostile heading of megabytes would
+be stored thousands of times. A longer title is cut; a longer heading line is read as a
+paragraph (its text is kept). Real titles and headings are far shorter."""
+
+
+def _bounded_title(text: str) -> str:
+    """``text`` stripped, and cut at a word boundary with an ellipsis if longer than
+    :data:`MAX_HEADING_CHARS`."""
+    text = text.strip()
+    if len(text) <= MAX_HEADING_CHARS:
+        return text
+    cut = text.rfind(" ", MAX_HEADING_CHARS // 2, MAX_HEADING_CHARS)
+    return text[: cut if cut > 0 else MAX_HEADING_CHARS - 1].rstrip() + "\u2026"
 
 
 class UnreadableDocument(Exception):
@@ -80,7 +95,7 @@ def _from_fields(
         updated = None
     kind_value = lowered.get("type") or lowered.get("kind") or ""
     return LoadedDocument(
-        title=(lowered.get("title") or title).strip(),
+        title=_bounded_title(lowered.get("title") or title),
         text=text,
         published=published,
         updated=updated,
@@ -380,6 +395,19 @@ def load_document(path: Path, raw: bytes, limits: CorpusLimits = DEFAULT_LIMITS)
     return document
 
 
+def _heading_of(lines: list[str]) -> str | None:
+    """The section heading a paragraph of ``lines`` is (an underlined line, or one line opening
+    with ``#``) — None for a paragraph, or for a heading longer than :data:`MAX_HEADING_CHARS`,
+    which is read as a paragraph."""
+    if len(lines) == 2 and lines[1].strip() and set(lines[1].strip()) <= set("=-~^*#"):
+        heading = lines[0].strip()
+    elif len(lines) == 1 and lines[0].startswith("#"):
+        heading = lines[0].lstrip("#").strip()
+    else:
+        return None
+    return heading if len(heading) <= MAX_HEADING_CHARS else None
+
+
 def split_passages(
     text: str, *, target_chars: int = 900, max_chars: int = 1600, min_chars: int = 240
 ) -> list[tuple[str, str]]:
@@ -405,15 +433,11 @@ def split_passages(
         if not stripped:
             continue
         lines = stripped.splitlines()
-        if len(lines) == 2 and lines[1].strip() and set(lines[1].strip()) <= set("=-~^*#"):
+        heading = _heading_of(lines)
+        if heading is not None:
             flush()
             if not buffer:
-                section = lines[0].strip()
-            continue
-        if stripped.startswith("#") and len(lines) == 1:
-            flush()
-            if not buffer:
-                section = stripped.lstrip("#").strip()
+                section = heading
             continue
         start = 0  # where the rest of a long paragraph begins: each cut copies only its piece
         while len(stripped) - start > max_chars:

@@ -28,14 +28,16 @@ from engine.store.records import (
     interrupt_from_row,
     step_results_from_rows,
 )
-from engine.trusted import json_text
 
 # ``engine_states`` holds the resume state written with every step transition. It has
 # its own small row: an update rewrites the whole row, and the ``runs`` row carries the
 # definition and its source (a large workflow's makes every per-step commit a large one).
 # ``runs.engine_state`` is read when a run has no row there (files written before).
-SCHEMA_VERSION = 1
-"""Stamped into the file (``PRAGMA user_version``); a file with a higher one is refused."""
+SCHEMA_VERSION = 2
+"""Stamped into the file (``PRAGMA user_version``); a file with a higher one is refused.
+2: an event's ``body`` leaves out what its row's columns hold (:data:`_EVENT_COLUMNS`); the
+rows of a file written at 1 keep their whole body and are read as they are, and a program
+that reads only version 1 refuses a file this one has written to instead of misreading it."""
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS runs (
     run_id TEXT PRIMARY KEY,
@@ -194,7 +196,13 @@ class RunStore(BaseRunStore):
     def _write_event(self, event: RunEvent) -> None:
         self._writes.execute(
             "INSERT INTO events (run_id, seq, kind, mono, body) VALUES (?, ?, ?, ?, ?)",
-            (event.run_id, event.seq, event.kind, event.mono, json_text(event)),
+            (
+                event.run_id,
+                event.seq,
+                event.kind,
+                event.mono,
+                event.__pydantic_serializer__.to_json(event, exclude=_EVENT_COLUMNS).decode(),
+            ),
         )
 
     def _insert_run(self, record: RunRecord) -> None:
@@ -314,9 +322,11 @@ class RunStore(BaseRunStore):
 
     def events(self, run_id: str, after_seq: int = 0) -> list[RunEvent]:
         rows = self._query(
-            "SELECT body FROM events WHERE run_id = ? AND seq > ? ORDER BY seq", (run_id, after_seq)
+            "SELECT seq, kind, mono, body FROM events WHERE run_id = ? AND seq > ? ORDER BY seq",
+            (run_id, after_seq),
         )
-        return [event_from_json(row[0]) for row in rows]
+        run = f'{{"run_id":{json.dumps(run_id)},"seq":'
+        return [event_from_json(_event_text(run, *row)) for row in rows]
 
     def _run_row(self, row: tuple[Any, ...]) -> dict[str, Any]:
         values = dict(zip(_RUN_NAMES, row))
@@ -458,6 +468,24 @@ class RunStore(BaseRunStore):
         super().close()
         with self._lock:
             self._db.close()
+
+
+_EVENT_COLUMNS = {"run_id", "seq", "kind", "mono"}
+"""An event's fields its row holds as columns, left out of its ``body`` (schema version 2): a
+step's three events are a third smaller, and the ``events`` table's pages fill and split a
+third less often — most of the pages a step's commit writes are that table's (issue 26)."""
+_WHOLE_BODY = '{"run_id":'
+"""How a body written at schema version 1 begins (the event's first field), and one written
+since never does: it leaves ``run_id`` out."""
+
+
+def _event_text(run: str, seq: int, kind: str, mono: float, body: str) -> str:
+    """The event's whole JSON: ``run`` (the run's id as the text begins, up to ``"seq":``)
+    and the row's columns put back in front of its ``body`` — never an empty object: every
+    event has its ``ts``, which no column holds."""
+    if body.startswith(_WHOLE_BODY):
+        return body
+    return f'{run}{seq},"mono":{mono!r},"kind":{json.dumps(kind)},{body[1:]}'
 
 
 _EMPTY_JSON: dict[type, str] = {dict: "{}", list: "[]"}

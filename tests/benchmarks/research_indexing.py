@@ -92,9 +92,10 @@ def main(folder: Path) -> dict[str, Any]:
     _, figures["parse_cpu"], _, texts = timed(lambda: parsed(folder))
     # each on a model of its own, which has seen none of the texts (indexing's has not either)
     _, figures["embed_cpu"], _, _ = timed(lambda: Embedder(package_folder()).embed(texts))
-    if hasattr(model, "token_ids"):
+    name = next((n for n in ("tokens", "token_ids") if hasattr(model, n)), None)
+    if name is not None:  # a tree that tokenizes and pools apart (``token_ids`` before)
         fresh = Embedder(package_folder())
-        _, figures["tokenize_cpu"], _, ids = timed(lambda: fresh.token_ids(texts))
+        _, figures["tokenize_cpu"], _, ids = timed(lambda: getattr(fresh, name)(texts))
         _, figures["pool_cpu"], _, _ = timed(lambda: fresh.pool(texts, ids))
     with tempfile.TemporaryDirectory() as tmp:
         figures["with_vectors"] = index(folder, Path(tmp), "with")

@@ -61,8 +61,8 @@ def test_a_store_from_a_newer_version_is_refused_unchanged(tmp_path: Path) -> No
     before = path.read_bytes()
     with pytest.raises(
         StoreFileError,
-        match=r"written by a newer Research Workbench \(run store version 2, "
-        r"this one reads up to 1\) — upgrade, or use another --workspace",
+        match=rf"written by a newer Research Workbench \(run store version {SCHEMA_VERSION + 1}, "
+        rf"this one reads up to {SCHEMA_VERSION}\) — upgrade, or use another --workspace",
     ):
         RunStore(path)
     assert path.read_bytes() == before

@@ -191,6 +191,35 @@ def test_a_run_stored_before_the_engine_states_table_keeps_its_engine_state(tmp_
     store.close()
 
 
+def test_an_events_body_leaves_out_its_columns_and_old_whole_bodies_still_read(
+    tmp_path: Path,
+) -> None:
+    """Since schema version 2 a row's ``body`` holds what its columns do not; rows written at
+    version 1 hold the whole event, and a file with both reads every event as it was
+    stored, whatever its run id's characters."""
+    path = tmp_path / "runs.sqlite"
+    store = RunStore(path)
+    run_id = store.create_run(WF, {}, "kahn", "test", run_id='run "quoted" \\ é')
+    written = [
+        store.append(Log(run_id=run_id, message="old")),
+        store.append(StepStarted(run_id=run_id, step_id="a", iteration=2, inputs={"q": [1]})),
+    ]
+    store.close()
+    with sqlite3.connect(path) as db:
+        bodies = [body for (body,) in db.execute("SELECT body FROM events ORDER BY seq")]
+        columns = ('"run_id"', '"seq"', '"mono"', '"kind"')
+        assert not any(key in body for body in bodies for key in columns)
+        db.execute(  # the first event as version 1 wrote it: the whole event
+            "UPDATE events SET body = ? WHERE seq = 1", (written[0].model_dump_json(),)
+        )
+        db.execute("PRAGMA user_version=1")
+    store = RunStore(path)
+    written.append(store.append(Log(run_id=run_id, message="new")))
+    assert store.events(run_id) == written
+    assert store.events(run_id, after_seq=1) == written[1:]
+    store.close()
+
+
 def test_steps_saved_together_are_each_stored_as_saved_one_by_one(store: BaseRunStore) -> None:
     run_id = store.create_run(WF, {}, "kahn", "test")
     rows = [

@@ -18,6 +18,7 @@ import pytest
 
 from research import corpus_vectors, embedding_pieces
 from research.corpus import Corpus, CorpusWriteError
+from research.embedding_pieces import Tokens
 from research.embeddings import (
     MAX_TOKENS,
     TOKENIZER,
@@ -43,6 +44,7 @@ ODD_TEXTS = [
     "naïve café — ✓ 日本語 🐍 emoji",
     "word " * 900,
     "x" * 3000,
+    "``__init__(self, *args)``: a.b.c; x:y, {'k': [1, 2]} -- PEP-8's `rules`! (see <url>)",
 ]
 """Texts where a shortcut could go wrong: blank, special-token strings, the normalizer's own mark,
 characters outside the vocabulary (byte fallback), and texts past the token limit."""
@@ -67,24 +69,41 @@ def reference_vectors(texts: list[str]) -> Vectors:
 
 def test_the_embedder_gives_the_plain_computations_vectors() -> None:
     model = Embedder(package_folder())
-    assert model.prenormalized is not None, "the shipped tokenizer's normalizer is reproduced"
-    assert model.pieces is not None, "its vocabulary lets texts be cut into pieces"
+    assert model.pieces is not None, "its normalizer is reproduced, its vocabulary cuttable"
     expected = reference_vectors(ODD_TEXTS)
     vectors = model.embed(ODD_TEXTS)  # together (one holds "<s>": all go the reference's way)
     alone = np.vstack([model.embed([text]) for text in ODD_TEXTS])  # the others the fast way
     assert np.allclose(vectors, expected, rtol=1e-6, atol=1e-6)
     assert np.allclose(alone, expected, rtol=1e-6, atol=1e-6)
     assert not vectors[0].any() and not vectors[1].any()
-    assert len(model.token_ids(["word " * 900])[0]) == MAX_TOKENS
+    assert model.tokens(["word " * 900, "word"]).counts.tolist() == [MAX_TOKENS, 1]
+
+
+def test_texts_are_cut_only_where_no_token_spans_the_cut() -> None:
+    """Every pair of ASCII characters the pieces are cut between, tried between two words: the
+    ids of the whole are those of its two sides."""
+    model = Embedder(package_folder())
+    assert model.pieces is not None
+    tokenizer = model.pieces.tokenizer
+    pairs = np.argwhere(model.pieces.between)
+    assert len(pairs) > 1000 and not model.pieces.between[:, 128].any()
+    for a, b in pairs.tolist():
+        left, right = normalized(f"key{chr(a)}"), f"{chr(b)}word"
+        whole = tokenizer.encode(left + right, add_special_tokens=False).ids
+        parts = [tokenizer.encode(t, add_special_tokens=False).ids for t in (left, right)]
+        assert whole == parts[0] + parts[1], (chr(a), chr(b))
 
 
 def test_pieces_that_hash_alike_are_told_apart(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(embedding_pieces, "BASE", np.uint64(1))  # a hash every anagram shares
+    monkeypatch.setattr(embedding_pieces, "BASE", 1)  # a hash every anagram shares
     model = Embedder(package_folder())
     texts = ["stop the pots on the tops", "listen: silent enlist"]
     assert model.pieces is not None
-    assert model.pieces.token_ids([normalized(t) for t in texts], MAX_TOKENS) is None
+    inputs = [normalized(t) for t in texts]
+    assert model.pieces._pieces(inputs, np.array([len(t) for t in inputs])) is None
     assert np.allclose(model.embed(texts), reference_vectors(texts), rtol=1e-6, atol=1e-6)
+    later = ["the tops stop", "enlist the pots"]  # pieces known now, matched by hash: checked too
+    assert np.allclose(model.embed(later), reference_vectors(later), rtol=1e-6, atol=1e-6)
 
 
 def _stored(db: sqlite3.Connection, every: int) -> tuple[list[str], list[bytes]]:
@@ -145,25 +164,25 @@ def test_a_failure_while_vectors_are_computed_keeps_what_the_corpus_held(
         before = _snapshot(corpus)
 
         _write_folder(folder, 40, "second")
-        real = Embedder.token_ids
+        real = Embedder.tokens
         calls: list[int] = []
 
-        def fails_on_the_second_batch(self: Embedder, batch: list[str]) -> list[list[int]]:
+        def fails_on_the_second_batch(self: Embedder, batch: list[str]) -> Tokens:
             calls.append(len(batch))
             if len(calls) == 2:
                 raise OSError(28, "No space left on device")
             return real(self, batch)
 
-        monkeypatch.setattr(Embedder, "token_ids", fails_on_the_second_batch)
+        monkeypatch.setattr(Embedder, "tokens", fails_on_the_second_batch)
         with pytest.raises(CorpusWriteError, match="the corpus keeps what it held before"):
             corpus.add_folder(folder, "notes")
         assert len(calls) >= 2
         assert _snapshot(corpus) == before
         assert not [t for t in threading.enumerate() if t.name.startswith("embedding")]
         pieces = embedder().pieces
-        assert pieces is not None and len(pieces.known) == 1, "the call's pieces are forgotten"
+        assert pieces is not None and pieces.known == 1, "the call's pieces are forgotten"
 
-        monkeypatch.setattr(Embedder, "token_ids", real)
+        monkeypatch.setattr(Embedder, "tokens", real)
         again = corpus.add_folder(folder, "notes")
         assert again.updated == 40
         texts, blobs = _stored(corpus._db, every=1)
@@ -191,3 +210,54 @@ def test_the_pep_corpus_stores_each_documents_passages_in_order(pep_corpus_path:
                 (f"{source_id}#{n}", n) for n in range(len(expected))
             ]
             assert [r[0] for r in rows] == list(range(rows[0][0], rows[0][0] + len(rows)))
+
+
+QUERIES = ["structural pattern matching", "assignment expressions walrus", "asyncio coroutines"]
+
+
+def _results(corpus: Corpus) -> list[list[tuple[str, float]]]:
+    return [
+        [(hit["passage_id"], round(hit["score"], 9)) for hit in corpus.search(query, limit=10)]
+        for query in QUERIES
+    ]
+
+
+def _passages(corpus: Corpus) -> list[tuple[object, ...]]:
+    """Every passage by its id: its text and vector (row ids change when a document does)."""
+    return corpus._db.execute(
+        "SELECT p.passage_id, f.title, f.section, f.text, v.vector FROM passages p "
+        "JOIN passage_fts f ON f.rowid = p.rowid JOIN passage_vectors v ON v.rowid = p.rowid "
+        "ORDER BY p.passage_id"
+    ).fetchall()
+
+
+def test_reindexing_gives_the_same_passages_vectors_and_search_results(tmp_path: Path) -> None:
+    """A folder indexed, one document changed and indexed again, then restored and indexed
+    again: the same passages, vectors and search results as the first time, and as a fresh
+    file's; the vectors those of the plain computation."""
+    if not PEPS.is_dir():
+        pytest.skip(f"the PEP corpus is not at {PEPS}")
+    folder = tmp_path / "peps"
+    folder.mkdir()
+    for path in sorted(PEPS.glob("*.rst"))[::12]:
+        (folder / path.name).write_bytes(path.read_bytes())
+    changed = sorted(folder.iterdir())[3]
+    original = changed.read_bytes()
+    with Corpus(tmp_path / "corpus.sqlite") as corpus:
+        documents = corpus.add_folder(folder, "peps").added
+        first, found = _passages(corpus), _results(corpus)
+        assert sum(map(len, found)) == 30
+        changed.write_bytes(original + b"\n\nA paragraph about sprockets and gears.\n")
+        assert corpus.add_folder(folder, "peps").updated == 1
+        assert _passages(corpus) != first
+        changed.write_bytes(original)
+        again = corpus.add_folder(folder, "peps")
+        assert (again.updated, again.unchanged) == (1, documents - 1)
+        assert _passages(corpus) == first
+        assert _results(corpus) == found
+        texts, blobs = _stored(corpus._db, every=1)
+        assert blobs == to_blobs(reference_vectors(texts))
+    with Corpus(tmp_path / "fresh.sqlite") as fresh:
+        fresh.add_folder(folder, "peps")
+        assert _passages(fresh) == first
+        assert _results(fresh) == found

@@ -2,12 +2,22 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
 
 from research.corpus import Corpus
-from research.references import link_key, normalize_key, own_keys, references
+from research.references import (
+    _BARE_LINK,
+    _MENTION,
+    _bare_links,
+    link_key,
+    normalize_key,
+    own_keys,
+    references,
+)
+from tests.research.conftest import PEPS
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -17,6 +27,39 @@ def test_names_normalize_to_one_key() -> None:
     assert link_key("https://peps.python.org/pep-0634/") == "pep 634"
     assert link_key("../guides/Setup.md#install") == "setup"
     assert own_keys("pep-0634", {"PEP": "634", "Title": "x"}) == {"pep 634"}
+
+
+def test_bare_links_are_the_patterns_matches_everywhere() -> None:
+    """The scan that tries the bare-link pattern only before a ``-`` and digit finds what the
+    pattern finds over the whole text: on odd texts and on every PEP."""
+    odd = [
+        "pep-8 xpep-8 Apep-8 -pep-8 _ab-8 abcdefghi-8 abcdefgh-8 ab-1234567 ab-12.rst/",
+        "pep-8.rst-9 .rst-9 pep-8.md. é-8 éab-8 ab-٣ (pep-0008) <pep-0634.html>",
+    ]
+    if not PEPS.is_dir():
+        pytest.skip(f"the PEP corpus is not at {PEPS}")
+    texts = odd + [path.read_text(encoding="utf-8") for path in sorted(PEPS.glob("*.rst"))]
+    assert len(texts) > 700
+    for text in texts:
+        assert [m.span() for m in _bare_links(text)] == [
+            m.span() for m in _BARE_LINK.finditer(text)
+        ]
+
+
+def test_mentions_are_the_plain_patterns_matches() -> None:
+    """The mention pattern that starts with its capital letter finds what the plain one (a word
+    boundary first) finds: on odd texts and on every PEP."""
+    plain = re.compile(r"\b([A-Z]{2,6})[ \u00a0-]?0*(\d{1,5})\b", re.ASCII)
+    odd = [
+        "PEP 8 xPEP 8 _PEP 8 PEP-0008 PEP\u00a08 ABCDEFG 8 ABCDEF 8 PEP 123456 1PEP 8 éPEP 8",
+        "PEP 8x RFC2616 (PEP 634) PEPs 8 -PEP 8 P 8",
+    ]
+    if not PEPS.is_dir():
+        pytest.skip(f"the PEP corpus is not at {PEPS}")
+    texts = odd + [path.read_text(encoding="utf-8") for path in sorted(PEPS.glob("*.rst"))]
+    for text in texts:
+        found = [(m.span(), m.groups()) for m in _MENTION.finditer(text)]
+        assert found == [(m.span(), m.groups()) for m in plain.finditer(text)]
 
 
 def test_references_come_from_headers_links_and_mentions() -> None:

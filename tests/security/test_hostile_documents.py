@@ -259,3 +259,31 @@ def test_one_long_paragraph_is_split_whole_into_bounded_passages() -> None:
     assert all(len(body) <= 1600 for _, body in passages)
     assert "".join(body.replace(" ", "") for _, body in passages) == text.replace(" ", "")
     assert passages[0][1] == (sentence * 35).strip()
+
+
+def test_a_heading_of_megabytes_is_not_repeated_into_every_passage(tmp_path: Path) -> None:
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    long_heading = "widgets " * 125_000  # 1 MB on one heading line
+    body = "\n\n".join(f"Gadget {n} is frobnicated in batches of seven." * 8 for n in range(40))
+    (docs / "long.md").write_text(f"# {long_heading}\n\n{body}\n", encoding="utf-8")
+    (docs / "underlined.rst").write_text(
+        f"{long_heading}\n{'=' * 20}\n\n{body}\n", encoding="utf-8"
+    )
+
+    with Corpus(tmp_path / "corpus.sqlite") as corpus:
+        report = corpus.add_folder(docs)
+    assert report.added == 2, report.skipped
+
+    with closing(sqlite3.connect(tmp_path / "corpus.sqlite")) as db:
+        titles = [row[0] for row in db.execute("SELECT title FROM documents ORDER BY source_id")]
+        stored = db.execute(
+            "SELECT count(*), max(length(title)), max(length(section)), sum(length(text))"
+            " FROM passage_fts"
+        ).fetchone()
+    assert titles[0].startswith("widgets widgets") and titles[0].endswith("\u2026")
+    assert all(len(title) <= 300 for title in titles)
+    passages, longest_title, longest_section, text_chars = stored
+    assert passages > 2 * 2  # the heading's text and the body, each in several passages
+    assert longest_title <= 300 and longest_section <= 300
+    assert text_chars >= 2 * len(long_heading.strip())  # the heading line's text is kept, once
