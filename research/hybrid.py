@@ -21,6 +21,7 @@ from typing import Any
 from research.document_heads import head_vectors
 from research.embeddings import Vectors, embedder
 from research.relevance import (
+    PASSAGE_CANDIDATES,
     SYMBOL_RUN,
     DocumentEvidence,
     asked,
@@ -204,12 +205,49 @@ def question_evidence(
     if not heads:
         return found
     asking = sentence_encoder().encode_one(question)
+    passages = best_passage_vectors(db, index, fused)
     return [
-        replace(e, head_similarity=max(0.0, float(heads[e.source_id] @ asking)))
-        if e.source_id in heads
-        else e
+        replace(
+            e,
+            head_similarity=max(0.0, float(heads[e.source_id] @ asking))
+            if e.source_id in heads
+            else None,
+            passage_similarity=max(0.0, float(passages[e.source_id] @ asking))
+            if e.source_id in passages
+            else None,
+        )
         for e in found
     ]
+
+
+def best_passage_vectors(
+    db: sqlite3.Connection, index: VectorIndex, fused: dict[int, float]
+) -> dict[str, Vectors]:
+    """{source id: sentence vector of its best passage (section heading and text)} of the
+    :data:`PASSAGE_CANDIDATES` documents whose best passages rank highest among ``fused``: what
+    the document says where the search finds the question, read in context (the head says what
+    the document is about as a whole; a user's wording often names only one of its sections)."""
+    best: dict[str, int] = {}
+    for rowid in sorted(fused, key=lambda r: (-fused[r], r)):
+        row = index.row_of_rowid.get(rowid)
+        if row is not None:
+            best.setdefault(index.documents[int(index.row_source[row])][0], rowid)
+        if len(best) >= PASSAGE_CANDIDATES:
+            break
+    if not best:
+        return {}
+    rowids = list(best.values())
+    texts = dict(
+        (rowid, f"{section}: {text}")
+        for rowid, section, text in db.execute(
+            "SELECT rowid, section, text FROM passage_fts "
+            f"WHERE rowid IN ({','.join('?' * len(rowids))})",
+            rowids,
+        )
+    )
+    sources = [s for s, r in best.items() if r in texts]
+    vectors = sentence_encoder().encode([texts[best[s]] for s in sources])
+    return dict(zip(sources, vectors))
 
 
 def holding(db: sqlite3.Connection, term: str, in_scope: set[str]) -> set[str]:

@@ -2,7 +2,7 @@
 
 A run's question is searched once (research.hybrid: bm25 and embedding similarity fused) — only
 its asking sentence when a preamble comes first (:func:`asked`) — and every document among the
-candidates is scored on five pieces of evidence, each relative to the best candidate's:
+candidates is scored on six pieces of evidence, each relative to the best candidate's:
 
 - *passages* — the sum of its five best passages' fused scores (how much of it, and how well,
   the question finds, lexically and semantically);
@@ -17,7 +17,11 @@ candidates is scored on five pieces of evidence, each relative to the best candi
 - *head similarity* — cosine similarity of the question's and the document head's vectors from
   the contextual sentence encoder (its title and opening, research/document_heads.py;
   research/sentence_encoder.py), weighted :data:`HEAD_WEIGHT`: it reads the question in the
-  user's own words, which share few words with the document.
+  user's own words, which share few words with the document;
+- *passage similarity* — the same encoder's cosine of the question and the document's best
+  passage (section heading and text; the search's :data:`PASSAGE_CANDIDATES` best documents
+  only), weighted :data:`PASSAGE_WEIGHT`: a user's wording often names one section of a
+  document rather than what the whole of it is about.
 
 A document's relevance is that sum over the best candidate's, 0 to 1 — over the best of its own
 collection when several are searched and that collection's best reaches
@@ -30,7 +34,9 @@ question's weight, or when it holds less than :data:`TERMS_GATE` of the best can
 *terms*: the corpus then has little on the question, and the run says so. The head decides
 both ways, and before those gates: a document whose head is within :data:`HEAD_MARGIN` of the
 best candidate's head similarity (and at :data:`HEAD_FLOOR` or more) is about the question,
-whatever words it shares; one more than :data:`HEAD_GAP` below it is not; and when no
+whatever words it shares, and so is one whose best passage is within :data:`PASSAGE_MARGIN` of
+the best candidate's passage similarity (unless its head is more than :data:`HEAD_GAP` below
+the best); one more than :data:`HEAD_GAP` below it is not; and when no
 candidate's head reaches :data:`HEAD_FLOOR`, the corpus has nothing on the question. Only the
 :data:`HEAD_CANDIDATES` best documents by the other four pieces have a head similarity; the
 others are judged by the other four alone.
@@ -49,7 +55,11 @@ splits seen by then, changing nothing unless the tuning split held: head 0.5 →
 passages' fused scores and the titles' word vectors favour documents that repeat the question's
 common words), the terms gate 0.4 → 0.6, and the share of a document's passages among the
 candidates dropped (weighted 0, 0.5 and 1 it only moved documents with many short passages).
-"""
+
+The sixth pass (docs/research.md) added the passage similarity, measured on recorded evidence of
+the tuning split and all five held-out splits: weight 1 over 2 and 3 (as much recall on the
+questions, none of the precision lost), margin 0.03 over 0.02 and 0.05, the 20 documents the
+anchor search reads over 10 to 15 (recall fell with fewer)."""
 
 from __future__ import annotations
 
@@ -94,6 +104,15 @@ HEAD_FLOOR = 0.3
 """A head similarity under this says the document is not about the question: when no candidate's
 head reaches it, no document is (a question about baking bread, asked of the PEPs, reaches 0.12;
 the tuning split's questions 0.34 or more); a head under it never passes the gates."""
+PASSAGE_CANDIDATES = 20
+"""Documents whose best passage (by the fused search) is read by the sentence encoder: the
+anchor search's documents (research.steps.retrieval.ANCHOR_CANDIDATES), those a run may select.
+Each costs about 35 ms of CPU (a passage is not cached: the question picks it)."""
+PASSAGE_WEIGHT = 1.0
+"""Weight of the best passage's similarity (relative to the best candidate's)."""
+PASSAGE_MARGIN = 0.03
+"""A document whose best passage is within this of the best candidate's passage similarity is
+about the question, unless its head is more than :data:`HEAD_GAP` below the best head."""
 HEAD_CANDIDATES = 30
 """Documents whose heads are compared with the question: the best by the other four pieces. A
 head costs 30 ms of CPU the first time (then it is cached); the candidates of a question number
@@ -160,6 +179,10 @@ class DocumentEvidence:
     head_similarity: float | None = None
     """Cosine similarity of the question's and the document head's sentence vectors
     (research/document_heads.py); None for a document not among :func:`head_candidates`."""
+    passage_similarity: float | None = None
+    """Cosine similarity of the question's and the document's best passage's sentence vectors
+    (its section heading and text); None for a document outside the :data:`PASSAGE_CANDIDATES`
+    whose best passages the search ranks highest."""
 
 
 def title_terms(title: str) -> set[str]:
@@ -253,12 +276,20 @@ def relevance(evidence: list[DocumentEvidence]) -> dict[str, float]:
         return {}
     best_terms = max(e.terms for e in evidence)
     best_head = max((e.head_similarity or 0.0 for e in evidence), default=0.0)
+    best_passage = max((e.passage_similarity or 0.0 for e in evidence), default=0.0)
 
     if any(e.head_similarity is not None for e in evidence) and best_head < HEAD_FLOOR:
         return {e.source_id: 0.0 for e in evidence}
 
     def about(e: DocumentEvidence) -> bool:
         head = e.head_similarity
+        passage = e.passage_similarity
+        if (
+            passage is not None
+            and passage >= best_passage - PASSAGE_MARGIN
+            and (head or 0.0) >= best_head - HEAD_GAP
+        ):
+            return True
         if head is not None and head < best_head - HEAD_GAP:
             return False
         if head is not None and head >= max(best_head - HEAD_MARGIN, HEAD_FLOOR):
@@ -271,6 +302,7 @@ def relevance(evidence: list[DocumentEvidence]) -> dict[str, float]:
     raw = {
         e.source_id: pieces[e.source_id]
         + HEAD_WEIGHT * (e.head_similarity or 0.0) / (best_head or 1.0)
+        + PASSAGE_WEIGHT * (e.passage_similarity or 0.0) / (best_passage or 1.0)
         if about(e)
         else 0.0
         for e in evidence

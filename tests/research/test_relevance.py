@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import sys
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -20,9 +21,18 @@ from research.ci import WEIGHT_SETS
 from research.corpus import Corpus, CorpusRetriever
 from research.embeddings import DIMENSIONS, Embedder, package_folder
 from research.evidence import Claim, EvidenceMap, Passage, Source, SubQuestion
+from research.hybrid import SearchFilters, question_evidence
 from research.policy import decide
 from research.questions import plan, sub_questions
-from research.relevance import RELEVANCE_FLOOR, asked, candidate_phrases, symbol_runs
+from research.relevance import (
+    HEAD_MARGIN,
+    PASSAGE_CANDIDATES,
+    RELEVANCE_FLOOR,
+    asked,
+    candidate_phrases,
+    relevance,
+    symbol_runs,
+)
 from research.scoring import score_evidence
 from research.sources import SourcePolicy
 from tests.research.conftest import run_research
@@ -243,3 +253,32 @@ def test_a_models_prose_keeps_only_sentences_that_cite_the_claims_it_was_given()
     )
     assert kept == ["Pattern matching came in 3.10. [1]", "It was debated at length. [2] [3]"]
     assert dropped == 2
+
+
+def test_a_document_whose_best_passage_reads_like_the_question_is_about_it(
+    pep_corpus_path: Path,
+) -> None:
+    """The sentence encoder reads the best passage of each of the search's 20 best documents (a
+    user's wording often names one section, not what the whole document is about); a document
+    whose passage is as close to the question as the best one's is about the question even when
+    it holds few of the question's rare words — without that piece of evidence it is not."""
+    question = "Which methods does my class need so that a for loop can go over it?"
+    with Corpus(pep_corpus_path) as corpus:
+        evidence = question_evidence(
+            corpus._db, corpus.vectors(), question, SearchFilters(collections=["peps"])
+        )
+    read = [e for e in evidence if e.passage_similarity is not None]
+    assert len(read) == PASSAGE_CANDIDATES < len(evidence)
+    best = max(e.passage_similarity or 0.0 for e in read)
+    best_head = max(e.head_similarity or 0.0 for e in evidence)
+    # a candidate whose head is near enough, stripped of every rare word of the question
+    near = next(
+        e
+        for e in sorted(read, key=lambda e: -(e.head_similarity or 0.0))
+        if 0 < relevance(evidence)[e.source_id]
+        and (e.head_similarity or 0.0) < best_head - HEAD_MARGIN
+    )
+    wordless = replace(near, terms=0.0, passage_similarity=best)
+    others = [e for e in evidence if e.source_id != near.source_id]
+    assert relevance([*others, wordless])[near.source_id] > 0
+    assert relevance([*others, replace(wordless, passage_similarity=None)])[near.source_id] == 0
