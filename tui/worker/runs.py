@@ -228,13 +228,18 @@ class RunDriver:
             try:
                 with PostgresRunStore(self.database, pool_size=1) as store:
                     for active in runs:
+                        # marked before the commit: the drive, fenced out by it, may end (on
+                        # this worker's loop, while this runs on a thread) before we return
+                        active.handed_back = True
                         try:
                             with store.batch():  # the new epoch stands only if it is queued
                                 store.claim(active.run_id)
                                 enqueue_resume(store, active.run_id)
-                        except NotQueueable:
-                            continue  # it ended meanwhile: nothing to hand back
-                        active.handed_back = True
+                        except BaseException as refused:
+                            active.handed_back = False
+                            if isinstance(refused, NotQueueable):
+                                continue  # it ended meanwhile: nothing to hand back
+                            raise
                         handed.append(active.run_id)
                         log.info("run %s: handed back to the queue", active.run_id)
             except Exception as error:  # noqa: BLE001 - the reaper elsewhere takes them over
