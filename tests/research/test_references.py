@@ -29,6 +29,13 @@ def test_names_normalize_to_one_key() -> None:
     assert own_keys("pep-0634", {"PEP": "634", "Title": "x"}) == {"pep 634"}
 
 
+def every_pep() -> list[str]:
+    """The text of every PEP of the shared corpus (the test is skipped without it)."""
+    if not PEPS.is_dir():
+        pytest.skip(f"the PEP corpus is not at {PEPS}")
+    return [path.read_text(encoding="utf-8") for path in sorted(PEPS.glob("*.rst"))]
+
+
 def test_bare_links_are_the_patterns_matches_everywhere() -> None:
     """The scan that tries the bare-link pattern only before a ``-`` and digit finds what the
     pattern finds over the whole text: on odd texts and on every PEP."""
@@ -36,9 +43,7 @@ def test_bare_links_are_the_patterns_matches_everywhere() -> None:
         "pep-8 xpep-8 Apep-8 -pep-8 _ab-8 abcdefghi-8 abcdefgh-8 ab-1234567 ab-12.rst/",
         "pep-8.rst-9 .rst-9 pep-8.md. é-8 éab-8 ab-٣ (pep-0008) <pep-0634.html>",
     ]
-    if not PEPS.is_dir():
-        pytest.skip(f"the PEP corpus is not at {PEPS}")
-    texts = odd + [path.read_text(encoding="utf-8") for path in sorted(PEPS.glob("*.rst"))]
+    texts = odd + every_pep()
     assert len(texts) > 700
     for text in texts:
         assert [m.span() for m in _bare_links(text)] == [
@@ -54,9 +59,7 @@ def test_mentions_are_the_plain_patterns_matches() -> None:
         "PEP 8 xPEP 8 _PEP 8 PEP-0008 PEP\u00a08 ABCDEFG 8 ABCDEF 8 PEP 123456 1PEP 8 éPEP 8",
         "PEP 8x RFC2616 (PEP 634) PEPs 8 -PEP 8 P 8",
     ]
-    if not PEPS.is_dir():
-        pytest.skip(f"the PEP corpus is not at {PEPS}")
-    texts = odd + [path.read_text(encoding="utf-8") for path in sorted(PEPS.glob("*.rst"))]
+    texts = odd + every_pep()
     for text in texts:
         found = [(m.span(), m.groups()) for m in _MENTION.finditer(text)]
         assert found == [(m.span(), m.groups()) for m in plain.finditer(text)]
