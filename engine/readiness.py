@@ -1,7 +1,8 @@
 """When a PENDING step may run: the readiness rules both engines schedule by (DESIGN §5).
 
-A step waits until every dependency has settled (and, outside a loop, until the loop's
-last pass; behind a detour target, until the detour's declarer has returned). Then it is
+A step waits until every dependency has settled, for the loops still to come that would run
+again a step upstream of it without it (docs/workflows.md, "When a step runs"), and, behind a
+detour target, until the detour's declarer has returned. Then it is
 skipped when a termination cut it off or no router that could choose it did, else its
 trigger rule decides: run, skip, or fail upstream. Everything a question reads is kept per
 step when the run starts, so a question costs the step's own edges, never the workflow's
@@ -74,8 +75,13 @@ class _Tables:
     order: dict[str, int]
     dependencies: dict[str, tuple[str, ...]]
     routers: dict[str, tuple[str, ...]]
-    loop_guards: dict[str, list[str]]
+    loop_guards: dict[Detour, dict[str, list[str]]]
+    """Per detour that can be under way (or none), per step, the loop routers it waits for."""
     followers: dict[str, tuple[str, ...]]
+
+
+Detour = tuple[str, str] | None
+"""A detour under way, (declaring step, target), or None."""
 
 
 _TABLES: WeakKeyDictionary[WorkflowGraph, _Tables] = WeakKeyDictionary()
@@ -90,11 +96,18 @@ def _tables(graph: WorkflowGraph) -> _Tables:
 
 def _build_tables(graph: WorkflowGraph) -> _Tables:
     steps = [spec.id for spec in graph.workflow.steps]
-    loop_guards = _loop_guards(graph)
+    under_way = [(edge.target, edge.source) for edge in graph.detour_edges]
+    loop_guards = {detour: _loop_guards(graph, detour) for detour in (None, *under_way)}
     guarded: dict[str, list[str]] = {}
-    for waiting, routers in loop_guards.items():
-        for router in routers:
-            guarded.setdefault(router, []).append(waiting)
+    for guards in loop_guards.values():
+        for waiting, routers in guards.items():
+            for router in routers:
+                guarded.setdefault(router, []).append(waiting)
+    for detour in under_way:  # its start and its return change these steps' waits
+        guards = loop_guards[detour]
+        changed = [s for s in steps if guards.get(s) != loop_guards[None].get(s)]
+        for end in detour:
+            guarded.setdefault(end, []).extend(changed)
     for target in steps:  # a returning declarer releases its detour target's dependents
         declarer = graph.detour_declarer(target)
         if declarer is not None:
@@ -159,8 +172,9 @@ class ReadinessRules:
             if returning and self._awaits_return(step_id, dependency):
                 return WAIT
             statuses.append(status)
-        for router in self._loop_guards.get(step_id, ()):
-            if steps[router].status not in SETTLED and not self._held_by_detour(step_id, router):
+        under_way = None if detour is None else (detour.declared_by, detour.target)
+        for router in self._loop_guards[under_way].get(step_id, ()):
+            if steps[router].status not in SETTLED:
                 return WAIT
         record = steps[step_id]
         if state.stopped and step_id in state.stopped:
@@ -171,17 +185,6 @@ class ReadinessRules:
             if chose and record.routed_by.isdisjoint(chose):
                 return Readiness("skip", f"not routed (by {', '.join(chose)})")
         return trigger_readiness(record.spec.trigger, statuses)
-
-    def _held_by_detour(self, step_id: str, router: str) -> bool:
-        """Whether ``step_id`` is the active detour's target and ``router`` comes after the
-        detour's declarer: the router waits for the detour's return, so it cannot go back
-        while the target runs — the target does not wait for it (it would wait forever)."""
-        detour = self.state.active_detour
-        return (
-            detour is not None
-            and detour.target == step_id
-            and router in self.graph.descendants(detour.declared_by)
-        )
 
     def _awaits_return(self, step_id: str, dependency: str) -> bool:
         """Whether ``dependency`` is a detour target whose declarer is running again: what the
@@ -216,54 +219,44 @@ def _reaches(graph: WorkflowGraph) -> list[tuple[str, set[str]]]:
     return reaches
 
 
-def _loop_guards(graph: WorkflowGraph) -> dict[str, list[str]]:
-    """Per step outside a loop that depends on a step of the loop's body, the loop routers
-    it waits for: it runs once, after the loop's last pass, and sees that pass's outputs.
+def _loop_guards(graph: WorkflowGraph, detour: Detour) -> dict[str, list[str]]:
+    """Per step, the loop routers it waits for while ``detour`` is under way (or none is):
+    docs/workflows.md, "When a step runs".
 
-    Candidates are taken in topological order of the waiting step, then loop by loop; one
-    that would close a cycle of waits (two loops sharing body steps in parallel branches,
-    each router outside the other's body; a step waiting for a router that waits for a
-    detour's return the step itself waits on) is left out, so nothing waits forever.
-
-    A detour target's own return edge is not such a cycle: the declarer's dependents wait
-    for the target only while its detour is active, and then the target does not wait for
-    those routers (:meth:`ReadinessRules._held_by_detour`). Leaving its guard out instead let the
-    target run beside the loop, whose next pass could reset the declarer under it and
-    choose the detour while the target's older pass was running — a race the two engines
-    settled differently (make fuzz, tests/engine/test_semantics.py).
+    A step waits for every loop that would run again a step upstream of it without running
+    it again, unless the loop's router already waits for it — through dependencies, the
+    waits taken so far, and a declaring step's wait for its detour's target while the
+    detour is under way. Waits are taken step by step in topological order, loop by loop in
+    file order: so of two steps that would wait for each other's loop (two loops sharing
+    body steps in parallel branches), the first waits and the other does not.
     """
     if not graph.loop_edges:
         return {}
-    order = graph.topological_order()
-    bodies = _reaches(graph)
     import networkx as nx  # only for a workflow with loops: a third of a second to import
 
-    waits = nx.DiGraph()
+    order = graph.topological_order()
+    reaches = _reaches(graph)
+    waits = nx.DiGraph()  # an edge a -> b: b waits for a
     waits.add_nodes_from(order)
     for step in order:
         for dependency in graph.dependencies(step):
             waits.add_edge(dependency, step)
-    returns: dict[str, list[tuple[str, str]]] = {}  # per detour target, its return's waits
-    for edge in graph.detour_edges:  # the declarer's dependents wait for its detour's return
-        for dependent in graph.dependents(edge.target):
-            if dependent != edge.source and not waits.has_edge(edge.source, dependent):
-                waits.add_edge(edge.source, dependent)
-                returns.setdefault(edge.source, []).append((edge.source, dependent))
+    if detour is not None:
+        declarer, target = detour
+        waits.add_edge(target, declarer)
     guards: dict[str, list[str]] = {}
     for step in order:
-        for router, body in bodies:
-            if step in body:  # the router included
-                continue
-            dependencies = graph.dependencies(step)
-            if not body.intersection(dependencies) and not any(
-                router in guards.get(d, ()) and graph.detour_declarer(d) for d in dependencies
-            ):  # a detour target may run before the loop's end: what follows it waits
-                continue
-            own_return = returns.get(step, [])
-            if nx.has_path(nx.restricted_view(waits, (), own_return), step, router):
-                continue  # waiting would close a cycle
-            waits.add_edge(router, step)
-            if (router, step) in returns.get(router, []):  # now a wait that always holds
-                returns[router].remove((router, step))
-            guards.setdefault(step, []).append(router)
+        upstream = graph.ancestors(step)
+        candidates = [
+            r for r, reach in reaches if step not in reach and not reach.isdisjoint(upstream)
+        ]
+        if not candidates:
+            continue
+        # what waits for the step, found once: the waits taken below end at the step, so
+        # they add no path from it
+        waiting = nx.descendants(waits, step)
+        for router in candidates:
+            if router not in waiting:  # else the router already waits for the step
+                waits.add_edge(router, step)
+                guards.setdefault(step, []).append(router)
     return guards

@@ -858,8 +858,9 @@ def test_a_detour_targets_dependent_reading_the_declarer_waits_for_the_declarers
     """``reader`` follows the detour target ``context``, which ran as the active target before
     ``check``'s loop back to ``decide`` ended; nothing made ``reader`` wait for that loop, so it
     read ``decide.outputs.n`` beside it — 1 on Kahn and the reference, 3 on LangGraph (make
-    fuzz, after the fixes above; at main too). What follows a detour target waits for the
-    loops the target waits for."""
+    fuzz, after the fixes above; at main too). By "When a step runs": ``check``'s loop runs
+    ``decide`` again without ``reader``, and ``check`` does not wait for ``reader``, so
+    ``reader`` waits for the loop's last pass and reads ``decide``'s last pass, 3."""
     wf = load(
         [
             probe(
@@ -916,3 +917,105 @@ def test_a_detour_target_that_is_also_a_loop_router_does_not_wait_on_a_step_wait
     )
     found = agree(wf)
     assert found["kahn"].status == "COMPLETED"
+
+
+# -- "When a step runs": the rule read from docs/workflows.md alone (engine-meaning) --------------
+
+
+def test_a_step_a_detour_target_needs_runs_inside_the_detour_on_the_loops_current_pass() -> None:
+    """``y`` reads ``t``, in the body of ``check``'s loop, from outside it: it waits for the
+    loop — until ``d``, in the body, sends a detour to ``x``, which needs ``y``. ``check`` then
+    waits for the return, so for ``x`` and ``y``: the loop's router already waits for ``y``,
+    and ``y`` runs at once, on ``t``'s second pass. Both engines ran ``y`` on ``t``'s first
+    pass, beside the loop: their waits did not change while a detour was under way."""
+    wf = load(
+        [
+            probe("t"),
+            probe(
+                "d",
+                depends_on=["t"],
+                routing={
+                    "kind": "linear",
+                    "next": "check",
+                    "detour": {"target": "x", "when": "iteration >= 1"},
+                },
+            ),
+            probe("y", depends_on=["t"], inputs={"x": "steps.t.outputs.n"}),
+            probe("x", depends_on=["y"]),
+            _loop("check", "t", 1, "d"),
+        ]
+    )
+    found = agree(wf)
+    runs = {step_id: state[:3] for step_id, state in found["kahn"].steps.items()}
+    assert runs == {
+        "t": ("SUCCEEDED", 1, 2),
+        "d": ("SUCCEEDED", 2, 3),
+        "y": ("SUCCEEDED", 0, 1),
+        "x": ("SUCCEEDED", 0, 1),
+        "check": ("SUCCEEDED", 1, 2),
+    }
+    assert found["kahn"].steps["y"][3]["x"] == 1  # t's second pass, the one under way
+
+
+def test_a_step_reading_an_outer_loops_body_waits_for_it_beside_an_overlapping_loop() -> None:
+    """``outer`` goes back to ``t``; its body holds ``inner``, the router of a loop to
+    ``t_in``, which is not in the outer body. What a pass of ``outer`` runs again is its own
+    body and ``inner``'s: ``reader``, reading only ``p`` of the outer body, waits for
+    ``outer`` and reads ``p``'s last pass (a reach left with the inner body alone let it run
+    on the first)."""
+    wf = load(
+        [
+            probe("t"),
+            probe("t_in"),
+            _loop("inner", "t_in", 1, "t", "t_in"),
+            probe("p", depends_on=["t"]),
+            _loop("outer", "t", 1, "inner", "p"),
+            probe("reader", depends_on=["p"], inputs={"x": "steps.p.outputs.n"}),
+        ]
+    )
+    found = agree(wf)
+    assert found["kahn"].steps["reader"][:3] == ("SUCCEEDED", 0, 1)
+    assert found["kahn"].steps["reader"][3]["x"] == 1  # p's last pass
+    assert found["kahn"].steps["p"][:3] == ("SUCCEEDED", 1, 2)
+
+
+def test_a_detour_that_does_not_return_is_a_plain_route_to_its_target() -> None:
+    """``returns: false``: the target runs, the declaring step does not run again, and what
+    follows the target runs once it has settled (nothing waits for a return pass)."""
+    wf = load(
+        [
+            probe(
+                "decide",
+                routing={
+                    "kind": "linear",
+                    "next": "after",
+                    "detour": {"target": "context", "returns": False, "when": "true"},
+                },
+            ),
+            probe("context"),
+            probe("summary", depends_on=["context"]),
+            probe("after"),
+        ]
+    )
+    found = agree(wf)
+    runs = {step_id: state[:3] for step_id, state in found["kahn"].steps.items()}
+    assert runs == {
+        "decide": ("SUCCEEDED", 0, 1),
+        "context": ("SUCCEEDED", 0, 1),
+        "summary": ("SUCCEEDED", 0, 1),
+        "after": ("SKIPPED", 0, 0),
+    }
+
+
+def test_a_step_reading_nothing_a_loop_runs_again_does_not_wait_for_it() -> None:
+    """``u`` reads nothing of ``r``'s loop: it starts beside ``t``, in the first wave, so a
+    bound of two runs lets it finish; waiting for the loop it would be cut off."""
+    wf = load(
+        [probe("t"), _loop("r", "t", 2, "t"), probe("u")],
+        limits={"max_step_runs": 2},
+    )
+    found = run_all(wf, INPUTS)
+    for name in ("reference", "kahn", "langgraph"):
+        assert found[name].status == "PARTIAL", name
+        assert found[name].steps["u"][:3] == ("SUCCEEDED", 0, 1), name
+        assert found[name].steps["r"][0] == "SKIPPED", name

@@ -7,9 +7,11 @@ itself, with every interrupt answered at once by :func:`answer_for`.
 
 In waves, one step at a time: the steps whose dependencies have settled are
 settled in topological order, then the steps that made ready, and so on (run
-counters then read as on a wavefront scheduler with steps that take no time). The semantic rules the engines must
-follow are the ones written in README "Workflow files → Semantics"; each is
-marked here with its rule name (``# rule: ...``).
+counters then read as on a wavefront scheduler with steps that take no time). The semantic
+rules the engines must follow are the ones written in docs/workflows.md, "What a run means";
+each is marked here with its rule name (``# rule: ...``). Which loops and detours a step
+waits for ("When a step runs") was written there from the docs and the tests' expected
+values, and this reading of it from that text alone, without the engine's code.
 """
 
 from __future__ import annotations
@@ -64,7 +66,6 @@ class _Graph:
         self.ids = ids
         self.deps: dict[str, list[str]] = {i: [] for i in ids}
         self.routers: dict[str, list[str]] = {i: [] for i in ids}
-        self.detour_return: dict[str, str] = {}
         self.loops: list[tuple[str, str]] = []
         for spec in wf.steps:
             for d in spec.depends_on:
@@ -82,53 +83,34 @@ class _Graph:
                 if spec.id not in self.deps[target]:
                     self.deps[target].append(spec.id)
                 self.routers[target].append(spec.id)
-                if routing.detour and routing.detour.target == target and routing.detour.returns:
-                    self.detour_return.setdefault(target, spec.id)
         self.order = self._topological()
-        self.guards = self._guards()
+        self.upstream = {i: self.ancestors(i) for i in ids}
+        self._waits: dict[tuple[str, str] | None, dict[str, list[str]]] = {}
 
-    def _guards(self) -> dict[str, list[str]]:
-        """rule: loop — a step outside a loop's body depending on it waits for the router,
-        unless that wait would close a cycle of waits (candidates in topological order)."""
-        waits = {i: set(self.deps[i]) for i in self.ids}  # step -> what it waits for
-        returns: set[tuple[str, str]] = set()  # (step, detour target) waits of a return only
-        for target, declarer in self.detour_return.items():  # rule: detour — dependents wait
-            for i in self.ids:
-                if declarer in self.deps[i] and i != target and target not in waits[i]:
-                    waits[i].add(target)
-                    returns.add((i, target))
+    def loop_waits(self, detour: tuple[str, str] | None) -> dict[str, list[str]]:
+        """rule: when a step runs — step -> the routers of the loops it waits for, while
+        ``detour`` (declarer, target) is under way (or none is).
 
-        def waits_on(step: str, other: str) -> bool:
-            # rule: detour — a target's own return is no cycle for its guards: those waits hold
-            # only while its detour is active, and then the target waits for no router after
-            # its declarer
-            seen, todo = set(), [step]
-            while todo:
-                current = todo.pop()
-                if current == other:
-                    return True
-                if current not in seen:
-                    seen.add(current)
-                    todo.extend(
-                        w for w in waits[current] if (current, w) not in returns or w != other
-                    )
-            return False
-
-        guards: dict[str, list[str]] = {}
-        for step in self.order:
-            for router, target in self.loops:
-                body = self.reach(router, target)
-                after_target = any(  # rule: detour — a target may run before the loop's end
-                    router in guards.get(d, []) and d in self.detour_return for d in self.deps[step]
-                )
-                if step in body or not (set(self.deps[step]) & set(body) or after_target):
-                    continue
-                if router in guards.get(step, []) or waits_on(router, step):
-                    continue
-                waits[step].add(router)
-                returns.discard((step, router))  # now a wait that always holds
-                guards.setdefault(step, []).append(router)
-        return guards
+        A step waits for every loop that would run again a step upstream of it without
+        running it again, unless that loop's router already waits for it; the waits are
+        taken step by step in dependency order, loops in file order. "Waits for": what is
+        upstream, the loops taken so far, and a declaring step for its detour's target."""
+        if detour not in self._waits:
+            waits = {i: set(self.deps[i]) for i in self.ids}
+            if detour is not None:
+                waits[detour[0]].add(detour[1])
+            taken: dict[str, list[str]] = {i: [] for i in self.ids}
+            for step in self.order:
+                for router, target in self.loops:
+                    reach = self.reach(router, target)
+                    if step in reach or not self.upstream[step] & reach:
+                        continue
+                    if step in _closure(waits, router):
+                        continue
+                    waits[step].add(router)
+                    taken[step].append(router)
+            self._waits[detour] = taken
+        return self._waits[detour]
 
     def _topological(self) -> list[str]:
         done: list[str] = []
@@ -138,16 +120,13 @@ class _Graph:
             )
         return done
 
-    def descendants(self, step: str, back: bool = False) -> set[str]:
-        """Forward descendants; with ``back``, detour returns are followed too."""
+    def descendants(self, step: str) -> set[str]:
+        """Forward descendants."""
         seen: set[str] = set()
         todo = [step]
         while todo:
             current = todo.pop()
-            nexts = [i for i in self.ids if current in self.deps[i]]
-            if back and current in self.detour_return:
-                nexts.append(self.detour_return[current])
-            for n in nexts:
+            for n in (i for i in self.ids if current in self.deps[i]):
                 if n not in seen:
                     seen.add(n)
                     todo.append(n)
@@ -171,6 +150,18 @@ class _Graph:
 
     def ancestors(self, step: str) -> set[str]:
         return {i for i in self.ids if step in self.descendants(i)}
+
+
+def _closure(waits: dict[str, set[str]], start: str) -> set[str]:
+    """Everything ``start`` waits for, directly or through other steps."""
+    seen: set[str] = set()
+    todo = [start]
+    while todo:
+        for w in waits[todo.pop()]:
+            if w not in seen:
+                seen.add(w)
+                todo.append(w)
+    return seen
 
 
 def _targets(spec: StepSpec) -> list[str]:
@@ -262,21 +253,17 @@ class Interpreter:
         step = self.steps[step_id]
         if step.status != "PENDING":
             return "wait"
-        statuses = []
-        for d in self.graph.deps[step_id]:
-            if self.steps[d].status not in SETTLED:
+        # rule: when a step runs — everything upstream has settled (a step whose detour is
+        # under way has not, but for its target) and every loop it waits for is over
+        for u in self.graph.upstream[step_id]:
+            if self.steps[u].status not in SETTLED:
                 return "wait"
-            if self.detour and d == self.detour[0] and step_id != self.detour[1]:
-                return "wait"  # rule: detour — the declarer's dependents wait for its return
-            statuses.append(self.steps[d].status)
-        held = (  # rule: detour — the active target does not wait for a router after its declarer
-            self.graph.descendants(self.detour[0])
-            if self.detour is not None and self.detour[1] == step_id
-            else set()
-        )
-        for router in self.graph.guards.get(step_id, []):
-            if self.steps[router].status not in SETTLED and router not in held:
-                return "wait"  # rule: loop — outside dependents see the last pass
+            if self.detour is not None and u == self.detour[0] and step_id != self.detour[1]:
+                return "wait"
+        for router in self.graph.loop_waits(self.detour)[step_id]:
+            if self.steps[router].status not in SETTLED:
+                return "wait"
+        statuses = [self.steps[d].status for d in self.graph.deps[step_id]]
         if step_id in self.stopped:
             return "SKIPPED"
         routers = [r for r in self.graph.routers[step_id] if self.steps[r].status == "SUCCEEDED"]
