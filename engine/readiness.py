@@ -256,7 +256,9 @@ def _loop_guards(graph: WorkflowGraph) -> dict[Detour, dict[str, list[str]]]:
         step: all(graph.is_upstream(step, router) for router in routers)
         for step, routers in candidates.items()
     }
-    base = _guards_in_order(graph, order, candidates, successors, None, upstream_only, set())
+    place = {step: index for index, step in enumerate(order)}
+    search = _Search(successors, place, None, None)
+    base = _guards_in_order(graph, order, candidates, search, upstream_only, set())
     tables: dict[Detour, dict[str, list[str]]] = {None: base}
     searched = {step for step, only in upstream_only.items() if not only}
     may_wait = {step: list(steps) for step, steps in successors.items()}  # every wait possible
@@ -265,7 +267,6 @@ def _loop_guards(graph: WorkflowGraph) -> dict[Detour, dict[str, list[str]]]:
             if not graph.is_upstream(step, router):
                 may_wait[router].append(step)
     waited_by = _reverse(may_wait)
-    place = {step: index for index, step in enumerate(order)}
     window = not searched  # without other waits the topological order bounds every path
     for edge in graph.detour_edges:
         declarer, target = edge.target, edge.source  # the detour's return edge
@@ -274,9 +275,8 @@ def _loop_guards(graph: WorkflowGraph) -> dict[Detour, dict[str, list[str]]]:
             target, waited_by, place, low, high
         )
         again = sorted(searched | (between & candidates.keys()), key=place.__getitem__)
-        guards = _guards_in_order(
-            graph, again, candidates, successors, (declarer, target), upstream_only, between
-        )
+        search = _Search(successors, place, (declarer, target), place[target] if window else None)
+        guards = _guards_in_order(graph, again, candidates, search, upstream_only, between)
         tables[(declarer, target)] = {
             step: guards.get(step, [])
             for step in again
@@ -332,14 +332,12 @@ def _guards_in_order(
     graph: WorkflowGraph,
     steps: list[str],
     candidates: dict[str, list[str]],
-    successors: dict[str, list[str]],
-    waits_for_target: tuple[str, str] | None,
+    search: _Search,
     upstream_only: dict[str, bool],
     search_all: set[str],
 ) -> dict[str, list[str]]:
     """The routers each of ``steps`` (in topological order) waits for; a step marked in
-    ``upstream_only`` and not in ``search_all`` takes every candidate without a search.
-    ``waits_for_target`` (declarer, target): the declarer waits for the target."""
+    ``upstream_only`` and not in ``search_all`` takes every candidate without a search."""
     added: dict[str, list[str]] = {}  # waits taken on routers not upstream: router -> steps
     guards: dict[str, list[str]] = {}
     for step in steps:
@@ -349,7 +347,7 @@ def _guards_in_order(
         if upstream_only.get(step, False) and step not in search_all:
             guards[step] = list(routers)
             continue
-        waiting = _waiting(step, successors, added, waits_for_target)
+        waiting = search.waiting(step, added)
         taken = [r for r in routers if r not in waiting]
         for router in taken:
             if not graph.is_upstream(step, router):
@@ -359,24 +357,33 @@ def _guards_in_order(
     return guards
 
 
-def _waiting(
-    step: str,
-    successors: dict[str, list[str]],
-    added: dict[str, list[str]],
-    waits_for_target: tuple[str, str] | None,
-) -> set[str]:
-    """Every step that waits for ``step``: through dependencies, the waits ``added`` and the
-    declarer's wait for its detour's target."""
-    seen: set[str] = set()
-    todo = [step]
-    while todo:
-        current = todo.pop()
-        nexts = [*successors[current], *added.get(current, ())]
-        if waits_for_target is not None and current == waits_for_target[1]:
-            nexts.append(waits_for_target[0])
-        for following in nexts:
-            if following not in seen:
-                seen.add(following)
-                todo.append(following)
-    seen.discard(step)
-    return seen
+@dataclass(frozen=True)
+class _Search:
+    """Who waits for a step: through dependencies (``successors``), the waits added and,
+    while a detour is under way, the declarer's wait for its target (``detour``: declarer,
+    target)."""
+
+    successors: dict[str, list[str]]
+    place: dict[str, int]
+    detour: tuple[str, str] | None
+    bound: int | None
+    """Set when every wait but the detour's goes forward in topological order: a path past
+    both the step and the target never comes back, so it reaches no candidate (each is
+    upstream of the step) and is not followed."""
+
+    def waiting(self, step: str, added: dict[str, list[str]]) -> set[str]:
+        place = self.place
+        last = len(place) if self.bound is None else max(place[step], self.bound)
+        seen: set[str] = set()
+        todo = [step]
+        while todo:
+            current = todo.pop()
+            nexts = [*self.successors[current], *added.get(current, ())]
+            if self.detour is not None and current == self.detour[1]:
+                nexts.append(self.detour[0])
+            for following in nexts:
+                if following not in seen and place[following] <= last:
+                    seen.add(following)
+                    todo.append(following)
+        seen.discard(step)
+        return seen
