@@ -6,12 +6,17 @@ workflows (tests/engine/reference/generator.py) and chains of loops with detours
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import networkx as nx
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, assume, given, settings
+from hypothesis import strategies as st
 
+import engine.demo_steps  # noqa: F401 - registers demo.echo
+from engine.errors import WorkflowLoadError
 from engine.graph import WorkflowGraph
+from engine.loader import load_workflow_text
 from engine.readiness import Detour, ReadinessRules, _build_tables, _reaches
 from engine.spec import StepSpec, WorkflowDefinition
 from tests.engine.reference import probe  # noqa: F401  (registers ref.probe, which generated steps use)
@@ -101,3 +106,51 @@ def chain(segments: int) -> WorkflowDefinition:
 
 def test_a_chain_of_loops_with_detours_gets_the_defined_loop_guards() -> None:
     assert_same_guards(WorkflowGraph(chain(6)))
+
+
+@st.composite
+def loops_and_detours(draw: st.DrawFn) -> dict[str, Any]:
+    """Up to 14 steps, each depending on one or two earlier ones; some close a loop back to
+    an earlier step, some declare a detour to a step depending on an earlier one."""
+    size = draw(st.integers(4, 14))
+    steps: list[dict[str, Any]] = []
+    for index in range(size):
+        step: dict[str, Any] = {"id": f"s{index}", "uses": "demo.echo"}
+        if index:
+            earlier = st.integers(0, index - 1).map(lambda i: f"s{i}")
+            step["depends_on"] = sorted(draw(st.sets(earlier, min_size=1, max_size=2)))
+        steps.append(step)
+    for index in range(1, size):
+        kind = draw(st.sampled_from(["none", "none", "loop", "detour"]))
+        if kind == "loop":
+            target = f"s{draw(st.integers(0, index - 1))}"
+            steps[index]["routing"] = {
+                "kind": "loop",
+                "loop": {"target": target, "max_iterations": 2},
+            }
+        elif kind == "detour":
+            target = f"s{draw(st.integers(0, size - 1))}"
+            steps[index]["routing"] = {
+                "kind": "linear",
+                "detour": {"target": target, "when": "true"},
+            }
+    return {"name": "drawn", "steps": steps}
+
+
+def load_drawn(data: dict[str, Any]) -> WorkflowDefinition:
+    try:
+        return load_workflow_text(json.dumps(data), source="drawn.yaml")
+    except WorkflowLoadError:
+        assume(False)
+        raise
+
+
+@settings(
+    max_examples=300,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much],
+    database=None,
+)
+@given(loops_and_detours())
+def test_drawn_loops_and_detours_get_the_defined_loop_guards(data: dict[str, Any]) -> None:
+    assert_same_guards(WorkflowGraph(load_drawn(data)))
