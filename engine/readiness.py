@@ -104,8 +104,9 @@ def _build_tables(graph: WorkflowGraph) -> _Tables:
         for waiting, routers in guards.items():
             for router in routers:
                 guarded.setdefault(router, {})[waiting] = None
+    in_file = {step: index for index, step in enumerate(steps)}
     for detour in under_way:  # its start and its return change these steps' waits
-        changed = [s for s in steps if s in loop_guards.get(detour, {})]
+        changed = sorted(loop_guards.get(detour, {}), key=in_file.__getitem__)
         for end in detour:
             guarded.setdefault(end, {}).update(dict.fromkeys(changed))
     for target in steps:  # a returning declarer releases its detour target's dependents
