@@ -76,7 +76,8 @@ class _Tables:
     dependencies: dict[str, tuple[str, ...]]
     routers: dict[str, tuple[str, ...]]
     loop_guards: dict[Detour, dict[str, list[str]]]
-    """Per detour that can be under way (or none), per step, the loop routers it waits for."""
+    """Per step, the loop routers it waits for while no detour is under way (key None); per
+    detour that can be under way, only the steps for which that differs (:func:`_loop_guards`)."""
     followers: dict[str, tuple[str, ...]]
 
 
@@ -97,22 +98,22 @@ def _tables(graph: WorkflowGraph) -> _Tables:
 def _build_tables(graph: WorkflowGraph) -> _Tables:
     steps = [spec.id for spec in graph.workflow.steps]
     under_way = [(edge.target, edge.source) for edge in graph.detour_edges]
-    loop_guards = {detour: _loop_guards(graph, detour) for detour in (None, *under_way)}
-    guarded: dict[str, list[str]] = {}
+    loop_guards = _loop_guards(graph)
+    guarded: dict[str, dict[str, None]] = {}  # per router, its waiting steps, once each
     for guards in loop_guards.values():
         for waiting, routers in guards.items():
             for router in routers:
-                guarded.setdefault(router, []).append(waiting)
+                guarded.setdefault(router, {})[waiting] = None
+    in_file = {step: index for index, step in enumerate(steps)}
     for detour in under_way:  # its start and its return change these steps' waits
-        guards = loop_guards[detour]
-        changed = [s for s in steps if guards.get(s) != loop_guards[None].get(s)]
+        changed = sorted(loop_guards.get(detour, {}), key=in_file.__getitem__)
         for end in detour:
-            guarded.setdefault(end, []).extend(changed)
+            guarded.setdefault(end, {}).update(dict.fromkeys(changed))
     for target in steps:  # a returning declarer releases its detour target's dependents
         declarer = graph.detour_declarer(target)
         if declarer is not None:
             waiting_steps = [d for d in graph.dependents(target) if d != declarer]
-            guarded.setdefault(declarer, []).extend(waiting_steps)
+            guarded.setdefault(declarer, {}).update(dict.fromkeys(waiting_steps))
     # tuples of text: the cycle collector stops tracking them, so a large workflow's
     # adjacency does not slow every collection down
     return _Tables(
@@ -173,7 +174,7 @@ class ReadinessRules:
                 return WAIT
             statuses.append(status)
         under_way = None if detour is None else (detour.declared_by, detour.target)
-        for router in self._loop_guards[under_way].get(step_id, ()):
+        for router in self._guards(under_way, step_id):
             if steps[router].status not in SETTLED:
                 return WAIT
         record = steps[step_id]
@@ -185,6 +186,13 @@ class ReadinessRules:
             if chose and record.routed_by.isdisjoint(chose):
                 return Readiness("skip", f"not routed (by {', '.join(chose)})")
         return trigger_readiness(record.spec.trigger, statuses)
+
+    def _guards(self, under_way: Detour, step_id: str) -> list[str]:
+        """The loop routers ``step_id`` waits for while ``under_way`` is (or none is)."""
+        changed = self._loop_guards.get(under_way) if under_way is not None else None
+        if changed is not None and step_id in changed:
+            return changed[step_id]
+        return self._loop_guards.get(None, {}).get(step_id, [])
 
     def _awaits_return(self, step_id: str, dependency: str) -> bool:
         """Whether ``dependency`` is a detour target whose declarer is running again: what the
@@ -219,9 +227,10 @@ def _reaches(graph: WorkflowGraph) -> list[tuple[str, set[str]]]:
     return reaches
 
 
-def _loop_guards(graph: WorkflowGraph, detour: Detour) -> dict[str, list[str]]:
-    """Per step, the loop routers it waits for while ``detour`` is under way (or none is):
-    docs/workflows.md, "When a step runs".
+def _loop_guards(graph: WorkflowGraph) -> dict[Detour, dict[str, list[str]]]:
+    """Per step, the loop routers it waits for while a detour is under way (or none is):
+    docs/workflows.md, "When a step runs". The table of no detour (key None) holds every
+    step; a detour's holds only the steps whose routers differ from it.
 
     A step waits for every loop that would run again a step upstream of it without running
     it again, unless the loop's router already waits for it — through dependencies, the
@@ -229,34 +238,153 @@ def _loop_guards(graph: WorkflowGraph, detour: Detour) -> dict[str, list[str]]:
     detour is under way. Waits are taken step by step in topological order, loop by loop in
     file order: so of two steps that would wait for each other's loop (two loops sharing
     body steps in parallel branches), the first waits and the other does not.
+
+    Cost near-linear in the usual case, for these reasons. A wait for a router upstream of
+    the step adds no path (one exists through dependencies): the search leaves those out.
+    Waits are only taken where they close no cycle, so only a detour's wait (target ->
+    declarer) can be on one: without a detour a router upstream of the step never waits
+    for it, so only steps with other candidates are searched. With one, the step reaches
+    an upstream router only through that wait: it must reach the target, and the declarer
+    reach the router, so the step too — only such steps, and those with other candidates,
+    can differ from the table of no detour, and only they are searched again.
     """
     if not graph.loop_edges:
         return {}
-    import networkx as nx  # only for a workflow with loops: a third of a second to import
-
     order = graph.topological_order()
-    reaches = _reaches(graph)
-    waits = nx.DiGraph()  # an edge a -> b: b waits for a
-    waits.add_nodes_from(order)
-    for step in order:
-        for dependency in graph.dependencies(step):
-            waits.add_edge(dependency, step)
-    if detour is not None:
-        declarer, target = detour
-        waits.add_edge(target, declarer)
+    successors = {step: graph.dependents(step) for step in order}
+    candidates = _candidates(graph, order, successors)
+    upstream_only = {
+        step: all(graph.is_upstream(step, router) for router in routers)
+        for step, routers in candidates.items()
+    }
+    place = {step: index for index, step in enumerate(order)}
+    search = _Search(successors, place, None, None)
+    base = _guards_in_order(graph, order, candidates, search, upstream_only, set())
+    tables: dict[Detour, dict[str, list[str]]] = {None: base}
+    searched = {step for step, only in upstream_only.items() if not only}
+    may_wait = {step: list(steps) for step, steps in successors.items()}  # every wait possible
+    for step in searched:
+        for router in candidates[step]:
+            if not graph.is_upstream(step, router):
+                may_wait[router].append(step)
+    waited_by = _reverse(may_wait)
+    window = not searched  # without other waits the topological order bounds every path
+    for edge in graph.detour_edges:
+        declarer, target = edge.target, edge.source  # the detour's return edge
+        low, high = (place[declarer], place[target]) if window else (0, len(order))
+        between = _reach(declarer, may_wait, place, low, high) & _reach(
+            target, waited_by, place, low, high
+        )
+        again = sorted(searched | (between & candidates.keys()), key=place.__getitem__)
+        search = _Search(successors, place, (declarer, target), place[target] if window else None)
+        guards = _guards_in_order(graph, again, candidates, search, upstream_only, between)
+        tables[(declarer, target)] = {
+            step: guards.get(step, [])
+            for step in again
+            if guards.get(step, []) != base.get(step, [])
+        }
+    return tables
+
+
+def _reverse(successors: dict[str, list[str]]) -> dict[str, list[str]]:
+    predecessors: dict[str, list[str]] = {step: [] for step in successors}
+    for step, following in successors.items():
+        for other in following:
+            predecessors[other].append(step)
+    return predecessors
+
+
+def _reach(
+    start: str, edges: dict[str, list[str]], place: dict[str, int], low: int, high: int
+) -> set[str]:
+    """``start`` and every step it reaches over ``edges`` through steps placed in
+    [low, high]."""
+    if not low <= place[start] <= high:
+        return set()
+    seen, todo = {start}, [start]
+    while todo:
+        for other in edges[todo.pop()]:
+            if other not in seen and low <= place[other] <= high:
+                seen.add(other)
+                todo.append(other)
+    return seen
+
+
+def _candidates(
+    graph: WorkflowGraph, order: list[str], successors: dict[str, list[str]]
+) -> dict[str, list[str]]:
+    """Per step, in file order of the loops, the routers of the loops that would run again a
+    step upstream of it without it: one search of the forward graph per loop."""
+    candidates: dict[str, list[str]] = {}
+    for router, reach in _reaches(graph):
+        below: set[str] = set()
+        todo = [s for member in reach for s in successors[member] if s not in reach]
+        while todo:
+            step = todo.pop()
+            if step not in below and step not in reach:
+                below.add(step)
+                todo.extend(successors[step])
+        for step in below:
+            candidates.setdefault(step, []).append(router)
+    return candidates
+
+
+def _guards_in_order(
+    graph: WorkflowGraph,
+    steps: list[str],
+    candidates: dict[str, list[str]],
+    search: _Search,
+    upstream_only: dict[str, bool],
+    search_all: set[str],
+) -> dict[str, list[str]]:
+    """The routers each of ``steps`` (in topological order) waits for; a step marked in
+    ``upstream_only`` and not in ``search_all`` takes every candidate without a search."""
+    added: dict[str, list[str]] = {}  # waits taken on routers not upstream: router -> steps
     guards: dict[str, list[str]] = {}
-    for step in order:
-        upstream = graph.ancestors(step)
-        candidates = [
-            r for r, reach in reaches if step not in reach and not reach.isdisjoint(upstream)
-        ]
-        if not candidates:
+    for step in steps:
+        routers = candidates.get(step)
+        if not routers:
             continue
-        # what waits for the step, found once: the waits taken below end at the step, so
-        # they add no path from it
-        waiting = nx.descendants(waits, step)
-        for router in candidates:
-            if router not in waiting:  # else the router already waits for the step
-                waits.add_edge(router, step)
-                guards.setdefault(step, []).append(router)
+        if upstream_only.get(step, False) and step not in search_all:
+            guards[step] = list(routers)
+            continue
+        waiting = search.waiting(step, added)
+        taken = [r for r in routers if r not in waiting]
+        for router in taken:
+            if not graph.is_upstream(step, router):
+                added.setdefault(router, []).append(step)
+        if taken:
+            guards[step] = taken
     return guards
+
+
+@dataclass(frozen=True)
+class _Search:
+    """Who waits for a step: through dependencies (``successors``), the waits added and,
+    while a detour is under way, the declarer's wait for its target (``detour``: declarer,
+    target)."""
+
+    successors: dict[str, list[str]]
+    place: dict[str, int]
+    detour: tuple[str, str] | None
+    bound: int | None
+    """Set when every wait but the detour's goes forward in topological order: a path past
+    both the step and the target never comes back, so it reaches no candidate (each is
+    upstream of the step) and is not followed."""
+
+    def waiting(self, step: str, added: dict[str, list[str]]) -> set[str]:
+        place = self.place
+        last = len(place) if self.bound is None else max(place[step], self.bound)
+        seen: set[str] = set()
+        todo = [step]
+        while todo:
+            current = todo.pop()
+            nexts = [*self.successors[current], *added.get(current, ())]
+            if self.detour is not None and current == self.detour[1]:
+                nexts.append(self.detour[0])
+            for following in nexts:
+                if following not in seen and place[following] <= last:
+                    seen.add(following)
+                    todo.append(following)
+        seen.discard(step)
+        return seen

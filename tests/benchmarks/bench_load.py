@@ -12,6 +12,11 @@
 2. Side by side on the same graphs: the graph stage's "may step A read step
    B?" answered from one ancestor set per step (how the loader did it before)
    and from the reachability bit sets it uses now.
+3. The readiness tables a run builds once per graph (engine/readiness.py: which loop
+   routers each step waits for, per detour under way) of chains of 10-step loops, each
+   with a detour off its middle: CPU seconds and per step (flat when near-linear), and side
+   by side on small chains with the definition it equals (tests/engine/test_loop_guards.py:
+   the waits graph searched per step and per detour — cubic).
 """
 
 from __future__ import annotations
@@ -23,10 +28,15 @@ from collections.abc import Callable
 import engine.demo_steps  # noqa: F401 - registers demo.echo
 from engine.graph import WorkflowGraph
 from engine.loader import load_workflow_text
+from engine.readiness import _build_tables
 from engine.spec import WorkflowDefinition
+from tests.engine.test_loop_guards import chain, defined_guards
 
 SIZES = (1_000, 5_000, 10_000)
 SIDE_BY_SIDE_SIZES = (1_000, 2_000)
+LOOP_SEGMENTS = (100, 200, 500)
+"""Chains of 1,100, 2,200 and 5,500 steps (ten a loop, one its detour's target)."""
+DEFINED_SEGMENTS = (10, 30)
 
 
 def plain_chain(size: int) -> str:
@@ -99,9 +109,39 @@ def side_by_side() -> None:
         print(f"  {size:>6}  {before:>13.3f}  {after:>8.3f}  {before / after:>5.0f}x")
 
 
+def defined_tables(graph: WorkflowGraph) -> None:
+    under_way = [(edge.target, edge.source) for edge in graph.detour_edges]
+    for detour in (None, *under_way):
+        defined_guards(graph, detour)
+
+
+def readiness_tables() -> None:
+    print("3. Readiness tables of a chain of loops, each with a detour (CPU s):")
+    print(
+        f"  {'steps':>6}  {'loops':>5}  {'detours':>7}  {'CPU s':>6}  {'µs/step':>7}  {'vs first':>8}"
+    )
+    first: float | None = None
+    for segments in LOOP_SEGMENTS:
+        graph = WorkflowGraph(chain(segments))
+        _, cpu = timed(_build_tables, graph)
+        per_step = cpu / len(graph.workflow.steps)
+        first = first or per_step
+        print(
+            f"  {len(graph.workflow.steps):>6}  {len(graph.loop_edges):>5}"
+            f"  {len(graph.detour_edges):>7}  {cpu:>6.2f}  {per_step * 1e6:>7.0f}"
+            f"  {per_step / first:>7.2f}x"
+        )
+    print(f"  {'steps':>6}  {'definition':>10}  {'tables':>6}  {'ratio':>6}  (CPU s)")
+    for segments in DEFINED_SEGMENTS:
+        _, before = timed(defined_tables, WorkflowGraph(chain(segments)))
+        _, after = timed(_build_tables, WorkflowGraph(chain(segments)))
+        print(f"  {segments * 11:>6}  {before:>10.3f}  {after:>6.3f}  {before / after:>5.0f}x")
+
+
 def main() -> None:
     load_times()
     side_by_side()
+    readiness_tables()
 
 
 if __name__ == "__main__":

@@ -1,0 +1,156 @@
+"""The loop guards readiness builds per graph (engine/readiness.py ``_loop_guards``) equal,
+per detour under way and per step, those of the plain definition below: the waits graph
+searched step by step with networkx, once per detour — cubic in a workflow's size, so
+readiness computes the same table another way, shared between detours. Generated
+workflows (tests/engine/reference/generator.py) and chains of loops with detours."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import networkx as nx
+from hypothesis import HealthCheck, assume, given, settings
+from hypothesis import strategies as st
+
+import engine.demo_steps  # noqa: F401 - registers demo.echo
+from engine.errors import WorkflowLoadError
+from engine.graph import WorkflowGraph
+from engine.loader import load_workflow_text
+from engine.readiness import Detour, ReadinessRules, _build_tables, _reaches
+from engine.spec import StepSpec, WorkflowDefinition
+from tests.engine.reference import probe  # noqa: F401  (registers ref.probe, which generated steps use)
+from tests.engine.reference.generator import load, workflows
+
+
+def defined_guards(graph: WorkflowGraph, detour: Detour) -> dict[str, list[str]]:
+    """docs/workflows.md, "When a step runs", as first written (engine-meaning, 864c4c7)."""
+    order = graph.topological_order()
+    reaches = _reaches(graph)
+    waits = nx.DiGraph()  # an edge a -> b: b waits for a
+    waits.add_nodes_from(order)
+    for step in order:
+        for dependency in graph.dependencies(step):
+            waits.add_edge(dependency, step)
+    if detour is not None:
+        declarer, target = detour
+        waits.add_edge(target, declarer)
+    guards: dict[str, list[str]] = {}
+    for step in order:
+        upstream = graph.ancestors(step)
+        candidates = [
+            r for r, reach in reaches if step not in reach and not reach.isdisjoint(upstream)
+        ]
+        if not candidates:
+            continue
+        waiting = nx.descendants(waits, step)
+        for router in candidates:
+            if router not in waiting:
+                waits.add_edge(router, step)
+                guards.setdefault(step, []).append(router)
+    return guards
+
+
+def assert_same_guards(graph: WorkflowGraph) -> None:
+    tables = _build_tables(graph)
+    rules = ReadinessRules.__new__(ReadinessRules)
+    rules._loop_guards = tables.loop_guards
+    steps = [spec.id for spec in graph.workflow.steps]
+    under_way = [(edge.target, edge.source) for edge in graph.detour_edges]
+    defined = {detour: defined_guards(graph, detour) for detour in (None, *under_way)}
+    for detour, guards in defined.items():
+        for step in steps:
+            assert rules._guards(detour, step) == guards.get(step, []), (detour, step)
+    for detour in under_way:  # who is asked again when a detour starts or returns
+        changed = {s for s in steps if defined[detour].get(s) != defined[None].get(s)}
+        for end in detour:
+            assert changed <= set(tables.followers[end]), (detour, end)
+    for guards in defined.values():
+        for step, routers in guards.items():
+            for router in routers:
+                assert step in tables.followers[router], (router, step)
+
+
+@settings(
+    max_examples=400,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much],
+    database=None,
+)
+@given(workflows())
+def test_generated_workflows_get_the_defined_loop_guards(data: dict[str, Any]) -> None:
+    assert_same_guards(WorkflowGraph(load(data)))
+
+
+def chain(segments: int) -> WorkflowDefinition:
+    """Segments of ten steps in a row, each a loop with a detour off its middle."""
+    steps: list[dict[str, Any]] = []
+    previous: str | None = None
+    for i in range(segments):
+        for j in range(10):
+            step: dict[str, Any] = {"id": f"s{i}_{j}", "uses": "demo.echo"}
+            step["depends_on"] = [previous, *([f"d{i}"] if j == 7 else [])] if previous else []
+            if j == 9:
+                loop = {"target": f"s{i}_0", "max_iterations": 2}
+                step["routing"] = {"kind": "loop", "loop": loop}
+                if i + 1 < segments:
+                    step["routing"]["next"] = f"s{i + 1}_0"
+            elif j == 3:
+                detour = {"target": f"d{i}", "when": "true"}
+                step["routing"] = {"kind": "linear", "next": f"s{i}_4", "detour": detour}
+            steps.append(step)
+            previous = step["id"]
+        steps.append({"id": f"d{i}", "uses": "demo.echo", "depends_on": [f"s{i}_1"]})
+    return WorkflowDefinition(name="chain", steps=[StepSpec(**s) for s in steps])
+
+
+def test_a_chain_of_loops_with_detours_gets_the_defined_loop_guards() -> None:
+    assert_same_guards(WorkflowGraph(chain(6)))
+
+
+@st.composite
+def loops_and_detours(draw: st.DrawFn) -> dict[str, Any]:
+    """Up to 14 steps, each depending on one or two earlier ones; some close a loop back to
+    an earlier step, some declare a detour to a step depending on an earlier one."""
+    size = draw(st.integers(4, 14))
+    steps: list[dict[str, Any]] = []
+    for index in range(size):
+        step: dict[str, Any] = {"id": f"s{index}", "uses": "demo.echo"}
+        if index:
+            earlier = st.integers(0, index - 1).map(lambda i: f"s{i}")
+            step["depends_on"] = sorted(draw(st.sets(earlier, min_size=1, max_size=2)))
+        steps.append(step)
+    for index in range(1, size):
+        kind = draw(st.sampled_from(["none", "none", "loop", "detour"]))
+        if kind == "loop":
+            target = f"s{draw(st.integers(0, index - 1))}"
+            steps[index]["routing"] = {
+                "kind": "loop",
+                "loop": {"target": target, "max_iterations": 2},
+            }
+        elif kind == "detour":
+            target = f"s{draw(st.integers(0, size - 1))}"
+            steps[index]["routing"] = {
+                "kind": "linear",
+                "detour": {"target": target, "when": "true"},
+            }
+    return {"name": "drawn", "steps": steps}
+
+
+def load_drawn(data: dict[str, Any]) -> WorkflowDefinition:
+    try:
+        return load_workflow_text(json.dumps(data), source="drawn.yaml")
+    except WorkflowLoadError:
+        assume(False)
+        raise
+
+
+@settings(
+    max_examples=300,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much],
+    database=None,
+)
+@given(loops_and_detours())
+def test_drawn_loops_and_detours_get_the_defined_loop_guards(data: dict[str, Any]) -> None:
+    assert_same_guards(WorkflowGraph(load_drawn(data)))
