@@ -16,7 +16,10 @@ reach until the work was finished; it too runs only with ``final=True``. heldout
 fourth pass and scored once at its end; it too runs only with ``final=True``. heldout4 was then
 tuned on with the others in the fifth pass, so a fifth split, *heldout5* (``peps_heldout5.yaml``,
 ``default_heldout5.yaml``), was written the same way at its start and scored once at its end;
-it too runs only with ``final=True``.
+it too runs only with ``final=True``. Every one of those splits had then been seen by tuners, so a
+sixth split, *heldout6* (``peps_heldout6.yaml``, ``default_heldout6.yaml``), was written on
+2026-11-28 by someone who did no tuning and read no retrieval code, on subjects none of the
+earlier splits asks about; it too runs only with ``final=True``.
 
 Each question runs offline with the built-in model, in its own words and in each of its five
 paraphrases (the documents' own words, a user's words, a typo, a long preamble, a different
@@ -70,9 +73,19 @@ HERE = Path(__file__).resolve().parent
 PROJECT = HERE.parents[2]
 PEPS = PROJECT.parent / "shared" / "corpus" / "peps"
 WORKFLOW = PROJECT / "workflows" / "deep_research.yaml"
-Split = Literal["tuning", "heldout", "heldout2", "heldout3", "heldout4", "heldout5"]
-SPLITS: tuple[Split, ...] = ("tuning", "heldout", "heldout2", "heldout3", "heldout4", "heldout5")
-FINAL_ONLY: frozenset[Split] = frozenset({"heldout2", "heldout3", "heldout4", "heldout5"})
+Split = Literal["tuning", "heldout", "heldout2", "heldout3", "heldout4", "heldout5", "heldout6"]
+SPLITS: tuple[Split, ...] = (
+    "tuning",
+    "heldout",
+    "heldout2",
+    "heldout3",
+    "heldout4",
+    "heldout5",
+    "heldout6",
+)
+FINAL_ONLY: frozenset[Split] = frozenset(
+    {"heldout2", "heldout3", "heldout4", "heldout5", "heldout6"}
+)
 """Splits that run only when the caller says the work is finished (``final=True``)."""
 CORPORA = ("peps", "default")
 SETS: dict[Split, dict[str, Path]] = {
@@ -82,6 +95,7 @@ SETS: dict[Split, dict[str, Path]] = {
     "heldout3": {"peps": HERE / "peps_heldout3.yaml", "default": HERE / "default_heldout3.yaml"},
     "heldout4": {"peps": HERE / "peps_heldout4.yaml", "default": HERE / "default_heldout4.yaml"},
     "heldout5": {"peps": HERE / "peps_heldout5.yaml", "default": HERE / "default_heldout5.yaml"},
+    "heldout6": {"peps": HERE / "peps_heldout6.yaml", "default": HERE / "default_heldout6.yaml"},
 }
 STYLES = ("own_words", "user_words", "typo", "preamble", "question_word")
 """The five paraphrases every question carries."""
