@@ -106,7 +106,7 @@ head reaches it, no document is (a question about baking bread, asked of the PEP
 the tuning split's questions 0.34 or more); a head under it never passes the gates."""
 PASSAGE_CANDIDATES = 20
 """Documents whose best passage (by the fused search) is read by the sentence encoder: the
-anchor search's documents (research.steps.retrieval.ANCHOR_CANDIDATES), those a run may select.
+anchor search's documents, those a run may select (research.steps.retrieval takes this number).
 Each costs about 35 ms of CPU (a passage is not cached: the question picks it)."""
 PASSAGE_WEIGHT = 1.0
 """Weight of the best passage's similarity (relative to the best candidate's)."""

@@ -35,7 +35,7 @@ from engine.steps import step
 from plumbing.frozen import Frozen
 from research.evidence import Passage, Source, SubQuestion
 from research.references import relation_rank
-from research.relevance import RELEVANCE_FLOOR, asked
+from research.relevance import PASSAGE_CANDIDATES, RELEVANCE_FLOOR, asked
 from research.state import PlannedBranch, ResearchState, latest_state, round_of
 from research.steps.common import RoundInput, passage_from_hit, source_from_hit
 from research.text import terms
@@ -48,7 +48,8 @@ HITS_PER_PHRASING = 3
 RELATED_CANDIDATES = 24
 RELATED_KEPT = 2
 """Documents followed from the on-topic ones, at most (each as relevant as the floor asks)."""
-ANCHOR_CANDIDATES = 20
+ANCHOR_CANDIDATES = PASSAGE_CANDIDATES
+"""Documents the anchor search may select: those whose best passage relevance reads."""
 MAX_DOCUMENTS = 5
 """On-topic documents a run reads at most (the most relevant first)."""
 
