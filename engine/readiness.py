@@ -413,5 +413,4 @@ class _Search:
                 if following not in seen and place[following] <= last:
                     seen.add(following)
                     todo.append(following)
-        seen.discard(step)
         return seen
