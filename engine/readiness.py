@@ -263,7 +263,7 @@ def _loop_guards(graph: WorkflowGraph) -> dict[Detour, dict[str, list[str]]]:
         return {}
     order = graph.topological_order()
     successors = {step: graph.dependents(step) for step in order}
-    candidates = _candidates(graph, order, successors)
+    candidates = _candidates(graph, successors)
     upstream_only = {
         step: all(graph.is_upstream(step, router) for router in routers)
         for step, routers in candidates.items()
@@ -337,9 +337,7 @@ def _reach(
     return seen
 
 
-def _candidates(
-    graph: WorkflowGraph, order: list[str], successors: dict[str, list[str]]
-) -> dict[str, list[str]]:
+def _candidates(graph: WorkflowGraph, successors: dict[str, list[str]]) -> dict[str, list[str]]:
     """Per step, in file order of the loops, the routers of the loops that would run again a
     step upstream of it without it: one search of the forward graph per loop."""
     candidates: dict[str, list[str]] = {}
