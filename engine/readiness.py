@@ -13,6 +13,7 @@ size; the engines ask it only of the steps a settled step may have made ready
 from __future__ import annotations
 
 from dataclasses import dataclass
+from graphlib import CycleError, TopologicalSorter
 from typing import Literal
 from weakref import WeakKeyDictionary
 
@@ -247,20 +248,27 @@ def _loop_guards(graph: WorkflowGraph) -> dict[Detour, dict[str, list[str]]]:
     an upstream router only through that wait: it must reach the target, and the declarer
     reach the router, so the step too — only such steps, and those with other candidates,
     can differ from the table of no detour, and only they are searched again.
+
+    Steps with a candidate router not upstream of them (a step reading a loop's body from
+    outside it) would each need a search of the whole graph, once more per detour. When no
+    two possible waits (dependencies, and those steps' waits for such routers) close a
+    cycle, places in a topological order of them bound every search instead: each candidate
+    comes before its step there, so without a detour no search reaches one (every candidate
+    is taken), and with one a path reaches a candidate only through the detour's wait, so
+    only steps placed between the declarer and the target can differ, and a search goes no
+    further than the target. Only when possible waits form a cycle (two steps each reading
+    the other's loop) is every such step searched, over the whole graph, per detour.
     """
     if not graph.loop_edges:
         return {}
     order = graph.topological_order()
     successors = {step: graph.dependents(step) for step in order}
-    candidates = _candidates(graph, order, successors)
+    candidates = _candidates(graph, successors)
     upstream_only = {
         step: all(graph.is_upstream(step, router) for router in routers)
         for step, routers in candidates.items()
     }
     place = {step: index for index, step in enumerate(order)}
-    search = _Search(successors, place, None, None)
-    base = _guards_in_order(graph, order, candidates, search, upstream_only, set())
-    tables: dict[Detour, dict[str, list[str]]] = {None: base}
     searched = {step for step, only in upstream_only.items() if not only}
     may_wait = {step: list(steps) for step, steps in successors.items()}  # every wait possible
     for step in searched:
@@ -268,15 +276,24 @@ def _loop_guards(graph: WorkflowGraph) -> dict[Detour, dict[str, list[str]]]:
             if not graph.is_upstream(step, router):
                 may_wait[router].append(step)
     waited_by = _reverse(may_wait)
-    window = not searched  # without other waits the topological order bounds every path
+    bounds = _wait_order(waited_by)
+    window = bounds is not None  # every possible wait goes forward in ``bounds``
+    if bounds is None:
+        bounds = place
+    search = _Search(successors, bounds, None, 0 if window else None)
+    base = _guards_in_order(graph, order, candidates, search, upstream_only, set())
+    tables: dict[Detour, dict[str, list[str]]] = {None: base}
     for edge in graph.detour_edges:
         declarer, target = edge.target, edge.source  # the detour's return edge
-        low, high = (place[declarer], place[target]) if window else (0, len(order))
-        between = _reach(declarer, may_wait, place, low, high) & _reach(
-            target, waited_by, place, low, high
+        low, high = (bounds[declarer], bounds[target]) if window else (0, len(order))
+        between = _reach(declarer, may_wait, bounds, low, high) & _reach(
+            target, waited_by, bounds, low, high
         )
-        again = sorted(searched | (between & candidates.keys()), key=place.__getitem__)
-        search = _Search(successors, place, (declarer, target), place[target] if window else None)
+        again = sorted(
+            (set() if window else searched) | (between & candidates.keys()),
+            key=place.__getitem__,
+        )
+        search = _Search(successors, bounds, (declarer, target), bounds[target] if window else None)
         guards = _guards_in_order(graph, again, candidates, search, upstream_only, between)
         tables[(declarer, target)] = {
             step: guards.get(step, [])
@@ -284,6 +301,16 @@ def _loop_guards(graph: WorkflowGraph) -> dict[Detour, dict[str, list[str]]]:
             if guards.get(step, []) != base.get(step, [])
         }
     return tables
+
+
+def _wait_order(waited_by: dict[str, list[str]]) -> dict[str, int] | None:
+    """Each step's place in a topological order of every wait possible (``waited_by``: per
+    step, the steps it may wait for), or None when two of them could wait for each other."""
+    try:
+        order = TopologicalSorter(waited_by).static_order()
+        return {step: index for index, step in enumerate(order)}
+    except CycleError:
+        return None
 
 
 def _reverse(successors: dict[str, list[str]]) -> dict[str, list[str]]:
@@ -310,9 +337,7 @@ def _reach(
     return seen
 
 
-def _candidates(
-    graph: WorkflowGraph, order: list[str], successors: dict[str, list[str]]
-) -> dict[str, list[str]]:
+def _candidates(graph: WorkflowGraph, successors: dict[str, list[str]]) -> dict[str, list[str]]:
     """Per step, in file order of the loops, the routers of the loops that would run again a
     step upstream of it without it: one search of the forward graph per loop."""
     candidates: dict[str, list[str]] = {}
@@ -386,5 +411,4 @@ class _Search:
                 if following not in seen and place[following] <= last:
                     seen.add(following)
                     todo.append(following)
-        seen.discard(step)
         return seen

@@ -16,7 +16,10 @@
    routers each step waits for, per detour under way) of chains of 10-step loops, each
    with a detour off its middle: CPU seconds and per step (flat when near-linear), and side
    by side on small chains with the definition it equals (tests/engine/test_loop_guards.py:
-   the waits graph searched per step and per detour — cubic).
+   the waits graph searched per step and per detour — cubic). The same chains with each
+   loop's body read by a step outside it, which the next segment depends on (a loop router
+   not upstream of the step: searched per detour over the whole graph before issue 26's sixth
+   session, cubic too).
 """
 
 from __future__ import annotations
@@ -116,26 +119,34 @@ def defined_tables(graph: WorkflowGraph) -> None:
 
 
 def readiness_tables() -> None:
-    print("3. Readiness tables of a chain of loops, each with a detour (CPU s):")
+    print("3. Readiness tables of a chain of loops, each with a detour (CPU s); read from outside:")
+    print("   each loop's body also read by a step outside it (its router not upstream of it)")
     print(
-        f"  {'steps':>6}  {'loops':>5}  {'detours':>7}  {'CPU s':>6}  {'µs/step':>7}  {'vs first':>8}"
+        f"  {'shape':<13} {'steps':>6}  {'loops':>5}  {'detours':>7}  {'CPU s':>6}  {'µs/step':>7}"
+        f"  {'vs first':>8}"
     )
-    first: float | None = None
-    for segments in LOOP_SEGMENTS:
-        graph = WorkflowGraph(chain(segments))
-        _, cpu = timed(_build_tables, graph)
-        per_step = cpu / len(graph.workflow.steps)
-        first = first or per_step
-        print(
-            f"  {len(graph.workflow.steps):>6}  {len(graph.loop_edges):>5}"
-            f"  {len(graph.detour_edges):>7}  {cpu:>6.2f}  {per_step * 1e6:>7.0f}"
-            f"  {per_step / first:>7.2f}x"
-        )
-    print(f"  {'steps':>6}  {'definition':>10}  {'tables':>6}  {'ratio':>6}  (CPU s)")
-    for segments in DEFINED_SEGMENTS:
-        _, before = timed(defined_tables, WorkflowGraph(chain(segments)))
-        _, after = timed(_build_tables, WorkflowGraph(chain(segments)))
-        print(f"  {segments * 11:>6}  {before:>10.3f}  {after:>6.3f}  {before / after:>5.0f}x")
+    for name, readers in (("chain", False), ("read outside", True)):
+        first: float | None = None
+        for segments in LOOP_SEGMENTS:
+            graph = WorkflowGraph(chain(segments, readers))
+            _, cpu = timed(_build_tables, graph)
+            per_step = cpu / len(graph.workflow.steps)
+            first = first or per_step
+            print(
+                f"  {name:<13} {len(graph.workflow.steps):>6}  {len(graph.loop_edges):>5}"
+                f"  {len(graph.detour_edges):>7}  {cpu:>6.2f}  {per_step * 1e6:>7.0f}"
+                f"  {per_step / first:>7.2f}x"
+            )
+    print(f"  {'shape':<13} {'steps':>6}  {'definition':>10}  {'tables':>6}  {'ratio':>6}  (CPU s)")
+    for name, readers in (("chain", False), ("read outside", True)):
+        for segments in DEFINED_SEGMENTS:
+            graph = WorkflowGraph(chain(segments, readers))
+            _, before = timed(defined_tables, graph)
+            _, after = timed(_build_tables, WorkflowGraph(chain(segments, readers)))
+            steps = len(graph.workflow.steps)
+            print(
+                f"  {name:<13} {steps:>6}  {before:>10.3f}  {after:>6.3f}  {before / after:>5.0f}x"
+            )
 
 
 def main() -> None:

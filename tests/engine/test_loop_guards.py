@@ -82,14 +82,18 @@ def test_generated_workflows_get_the_defined_loop_guards(data: dict[str, Any]) -
     assert_same_guards(WorkflowGraph(load(data)))
 
 
-def chain(segments: int) -> WorkflowDefinition:
-    """Segments of ten steps in a row, each a loop with a detour off its middle."""
+def chain(segments: int, readers: bool = False) -> WorkflowDefinition:
+    """Segments of ten steps in a row, each a loop with a detour off its middle. With
+    ``readers``, each segment also has a step reading its loop's body from outside
+    (``r``, after ``s_5``) that the next segment depends on too: a step whose loop router is
+    not upstream of it, so its waits are searched, once per detour (issue 26's bad case)."""
     steps: list[dict[str, Any]] = []
     previous: str | None = None
     for i in range(segments):
         for j in range(10):
             step: dict[str, Any] = {"id": f"s{i}_{j}", "uses": "demo.echo"}
-            step["depends_on"] = [previous, *([f"d{i}"] if j == 7 else [])] if previous else []
+            more = [f"d{i}"] if j == 7 else [f"r{i - 1}"] if j == 0 and readers and i else []
+            step["depends_on"] = [previous, *more] if previous else []
             if j == 9:
                 loop = {"target": f"s{i}_0", "max_iterations": 2}
                 step["routing"] = {"kind": "loop", "loop": loop}
@@ -101,11 +105,17 @@ def chain(segments: int) -> WorkflowDefinition:
             steps.append(step)
             previous = step["id"]
         steps.append({"id": f"d{i}", "uses": "demo.echo", "depends_on": [f"s{i}_1"]})
+        if readers:
+            steps.append({"id": f"r{i}", "uses": "demo.echo", "depends_on": [f"s{i}_5"]})
     return WorkflowDefinition(name="chain", steps=[StepSpec(**s) for s in steps])
 
 
 def test_a_chain_of_loops_with_detours_gets_the_defined_loop_guards() -> None:
     assert_same_guards(WorkflowGraph(chain(6)))
+
+
+def test_a_chain_of_loops_read_from_outside_gets_the_defined_loop_guards() -> None:
+    assert_same_guards(WorkflowGraph(chain(6, readers=True)))
 
 
 @st.composite

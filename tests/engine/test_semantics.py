@@ -1019,3 +1019,38 @@ def test_a_step_reading_nothing_a_loop_runs_again_does_not_wait_for_it() -> None
         assert found[name].status == "PARTIAL", name
         assert found[name].steps["u"][:3] == ("SUCCEEDED", 0, 1), name
         assert found[name].steps["r"][0] == "SKIPPED", name
+
+
+def test_a_step_gains_a_loop_wait_while_a_detour_is_under_way() -> None:
+    """Issue 26's alive mutant (``_build_tables`` 16, fifth session): a step can *gain* a
+    loop wait under a detour. ``s2`` and ``s5`` each read the other's loop (both bodies hold
+    ``s0`` and ``s1``); ``s2`` comes first, so it waits for ``s5``'s loop and ``s5`` does not
+    wait for ``s2``'s. While ``s1``'s detour to ``s2`` is under way ``s1`` waits for ``s2``,
+    so ``s5`` (after ``s1``) does too: ``s2`` no longer waits for ``s5``, and ``s5`` takes
+    ``s2``'s loop. Shrunk by hypothesis from tests/engine/test_loop_guards.py's drawn shape;
+    the engines agree with the reference on it. ``s5`` depends on the declarer, so it is asked
+    again when the detour returns anyway; no workflow was found where a step gaining a wait
+    is not downstream of the detour's declarer or target (MUTANTS.md, sixth session)."""
+    from engine.graph import WorkflowGraph
+    from engine.readiness import _build_tables
+
+    steps = [
+        probe("s0"),
+        probe(
+            "s1",
+            depends_on=["s0"],
+            routing={"kind": "linear", "detour": {"target": "s2", "when": "true"}},
+        ),
+        _loop("s2", "s0", 2, "s0"),
+        probe("s3", depends_on=["s0"]),
+        probe("s4", depends_on=["s0"]),
+        _loop("s5", "s0", 2, "s1"),
+    ]
+    wf = load(steps)
+    guards = _build_tables(WorkflowGraph(wf)).loop_guards
+    assert guards[None] == {"s2": ["s5"], "s3": ["s2", "s5"], "s4": ["s2", "s5"]}
+    assert guards[("s1", "s2")] == {"s2": [], "s5": ["s2"]}  # s5 gains s2's loop
+    found = agree(wf)
+    runs = {step_id: state[:3] for step_id, state in found["kahn"].steps.items()}
+    assert runs["s1"] == ("SUCCEEDED", 5, 6)  # the detour taken on each of s2's three passes
+    assert runs["s2"] == runs["s5"] == ("SUCCEEDED", 2, 3)
