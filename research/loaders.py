@@ -44,8 +44,24 @@ class UnreadableDocument(Exception):
     """A file that is not readable text in its declared format."""
 
 
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def well_formed(text: str) -> str:
+    """``text`` with each lone surrogate (a PDF's text layer mapping a glyph to ``<D800>``, read
+    by pypdf with ``surrogatepass``) as U+FFFD, and a surrogate pair as its one character: a lone
+    surrogate cannot be encoded (UTF-8 for SQLite and the content hash, UTF-32 for the embedder),
+    so one such character would stop a whole folder's indexing."""
+    if text.isascii() or _SURROGATE.search(text) is None:
+        return text
+    return text.encode("utf-16-le", "surrogatepass").decode("utf-16-le", "replace")
+
+
 @dataclass(frozen=True)
 class LoadedDocument:
+    """A document's text and what it states of itself, every string well formed (see
+    :func:`well_formed`) whichever reader built it."""
+
     title: str
     text: str
     published: date | None = None
@@ -54,6 +70,12 @@ class LoadedDocument:
     kind: str = "document"
     superseded_by: str = ""
     fields: dict[str, str] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        for name in ("title", "text", "status", "kind", "superseded_by"):
+            object.__setattr__(self, name, well_formed(getattr(self, name)))
+        fields = {well_formed(key): well_formed(value) for key, value in self.fields.items()}
+        object.__setattr__(self, "fields", fields)
 
 
 def _decode(raw: bytes, path: Path) -> str:
