@@ -412,7 +412,9 @@ def load_document(path: Path, raw: bytes, limits: CorpusLimits = DEFAULT_LIMITS)
         ) from None
     if not document.text.strip():
         raise UnreadableDocument(f"{path.name} is empty")
-    if len(document.text.encode("utf-8")) > limits.max_document_bytes:
+    text, most = document.text, limits.max_document_bytes
+    # UTF-8 takes at most 4 bytes a character: a text that short is not encoded to be measured
+    if len(text) * 4 > most and len(text.encode("utf-8")) > most:
         raise UnreadableDocument(limits.too_large(path.name, "its text"))
     return document
 
