@@ -105,6 +105,9 @@ CITATION = re.compile(r"(?<![\w)\]])((?:\[\d+\])+)")
 """A run of citation markers (``[2]``, ``[2][5]``) not glued to a name, a call or an index
 before it: quoted code's indexing (``obj[2]``, ``f()[0]``, ``m[1][2]``) cites nothing."""
 UNFLAGGED_SECTIONS = ("Sources", "Quality", "Timeline")
+NOT_THE_ANSWER = ("Sources", "Quality")
+"""Sections a key fact is not looked for in: the source list repeats every cited document's
+title and status, so a fact that is a title word would be met without the answer saying it."""
 
 
 class EvalQuestion(BaseModel):
@@ -197,6 +200,14 @@ def body_sections(report: str) -> dict[str, str]:
     return sections
 
 
+def answer_text(report: str) -> str:
+    """What the report answers with: its sections but the source list and the quality table
+    (the title, the question's own words, and the sub-questions' headings left out too)."""
+    return "".join(
+        text for heading, text in body_sections(report).items() if heading not in NOT_THE_ANSWER
+    )
+
+
 def uncited_sentences(report: str) -> int:
     """Prose in the answering sections that no citation marker closes."""
     count = 0
@@ -267,7 +278,7 @@ def score_run(
     on_topic = set(gold) | {eval_set.source_id(r) for r in question.related}
     off_topic = sorted(cited - on_topic)
     missing_gold = [g for g in gold if g not in cited]
-    lowered = report.lower()
+    lowered = answer_text(report).lower()
     missing_facts = [
         " | ".join(alternatives)
         for alternatives in question.facts
