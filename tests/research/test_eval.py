@@ -25,6 +25,7 @@ from tests.research.eval.evaluate import (
     flagged_as_current,
     load_set,
     run_question,
+    same_gold,
     stranded_sentences,
     totals,
 )
@@ -176,6 +177,13 @@ def test_a_key_fact_counts_only_when_the_answer_says_it_not_the_title_or_source_
     answer = answer_text(report).lower()
     assert "names bind inside a comprehension" in answer and "saves a line" in answer
     assert not any(fact in answer for fact in ("assignment expressions", "final", "walrus"))
+
+
+def test_a_paraphrase_agrees_only_when_it_brings_back_the_gold_its_question_found() -> None:
+    pep = frozenset({"peps/pep-0572"})
+    assert same_gold(pep, frozenset({"peps/pep-0572"}))
+    assert not same_gold(pep, frozenset())
+    assert not same_gold(frozenset(), frozenset()), "a shared miss is not agreement"
 
 
 def test_a_flagged_citation_counts_only_its_own_markers_not_quoted_code() -> None:
