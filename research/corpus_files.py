@@ -23,8 +23,11 @@ from pathlib import Path
 
 from research.corpus_limits import CorpusLimits
 from research.corpus_records import CorpusFolderError, SkippedFile, _broken_link
-from research.loaders import SUPPORTED_SUFFIXES, UnreadableDocument
+from research.loaders import SUPPORTED_SUFFIXES, UnreadableDocument, well_formed
 
+NOT_UTF8_NAME = "its name is not UTF-8 text; rename it to index it"
+"""A name read with surrogateescape names the document (its id, stored as UTF-8 text); made
+readable it could be another file's name, so the file is skipped rather than renamed."""
 OUTSIDE = "a symlink to outside the folder; not followed (corpus.follow_symlinks: true follows it)"
 
 
@@ -48,6 +51,10 @@ def folder_root(folder: str | Path) -> Path:
             if looped
             else f"{folder}: not a folder; pass a directory of md/rst/txt/html/pdf files"
         ) from None
+    if well_formed(str(root)) != str(root):
+        raise CorpusFolderError(
+            f"{folder}: its path is not UTF-8 text; rename the folder (or one above it)"
+        )
     if not root.is_dir():
         raise CorpusFolderError(
             f"{folder}: not a folder; pass a directory of md/rst/txt/html/pdf files"
@@ -87,7 +94,11 @@ def list_folder(root: Path, limits: CorpusLimits) -> FolderListing:
                 walked.add(target)
                 pending.append((path, target))
             elif path.suffix.lower() in SUPPORTED_SUFFIXES and target.is_file():
-                files.append((path, target))
+                relative = str(path.relative_to(root))
+                if well_formed(relative) != relative:
+                    skipped.append(SkippedFile(str(path), NOT_UTF8_NAME))
+                else:
+                    files.append((path, target))
     files.sort()
     return FolderListing(files, skipped)
 

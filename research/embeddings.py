@@ -33,6 +33,7 @@ import numpy as np
 import numpy.typing as npt
 
 from research.embedding_pieces import PieceTokenizer, Tokens, cuttable, joined_tokens
+from research.loaders import well_formed
 
 DIMENSIONS = 256
 WEIGHTS = Path("weights") / "l2_supercat_256.safetensors"
@@ -122,10 +123,12 @@ class Embedder:
         gives them, end to end.
 
         The tokenizer releases the GIL while it works: indexing calls this on a thread of its own.
+        A lone surrogate (a query from a command line read with surrogateescape) is read as
+        U+FFFD: neither the tokenizer nor the pieces' UTF-32 can encode one.
         """
         parts: list[Tokens] = []
         for start in range(0, len(texts), BATCH):
-            chunk = list(texts[start : start + BATCH])
+            chunk = [well_formed(text) for text in texts[start : start + BATCH]]
             joined = "".join(chunk)
             held = [a for a in self.added if a in joined]
             special = [n for n, text in enumerate(chunk) if any(a in text for a in held)]

@@ -41,6 +41,8 @@ from typing import TYPE_CHECKING
 import numpy as np
 import numpy.typing as npt
 
+from research.loaders import well_formed
+
 if TYPE_CHECKING:
     from tokenizers import Tokenizer
 
@@ -232,7 +234,8 @@ class SentenceEncoder:
         return vector
 
     def _batch(self, texts: list[str]) -> Vectors:
-        encoded = self.tokenizer.encode_batch(texts)
+        # a question from a command line may hold a lone surrogate, which the tokenizer refuses
+        encoded = self.tokenizer.encode_batch([well_formed(text) for text in texts])
         ids = np.array([e.ids for e in encoded], dtype=np.intp)
         mask = np.array([e.attention_mask for e in encoded], dtype=np.float32)
         length = ids.shape[1]

@@ -20,10 +20,12 @@ from tests.research.eval.evaluate import (
     SPLITS,
     STYLES,
     FinalSplitRefused,
+    answer_text,
     evaluate,
     flagged_as_current,
     load_set,
     run_question,
+    same_gold,
     stranded_sentences,
     totals,
 )
@@ -162,6 +164,26 @@ def test_a_fixed_subset_of_each_split_meets_the_floors(
     ]
     assert total.flagged_as_current == 0, [(s.id, s.flagged_as_current) for s in scores]
     assert all(1 <= s.rounds <= 4 for s in scores)
+
+
+def test_a_key_fact_counts_only_when_the_answer_says_it_not_the_title_or_source_list() -> None:
+    """The title repeats the question and the source list every cited document's title and
+    status: a fact found only there was never answered."""
+    report = (
+        "# Why were assignment expressions added?\n\n## Summary\n\nNames bind inside a"
+        " comprehension. [1]\n\n## Why?\n\nIt saves a line. [1]\n\n## Sources\n\n1. PEP 572"
+        " Assignment Expressions, Final\n\n## Quality\n\nwalrus 1.00\n"
+    )
+    answer = answer_text(report).lower()
+    assert "names bind inside a comprehension" in answer and "saves a line" in answer
+    assert not any(fact in answer for fact in ("assignment expressions", "final", "walrus"))
+
+
+def test_a_paraphrase_agrees_only_when_it_brings_back_the_gold_its_question_found() -> None:
+    pep = frozenset({"peps/pep-0572"})
+    assert same_gold(pep, frozenset({"peps/pep-0572"}))
+    assert not same_gold(pep, frozenset())
+    assert not same_gold(frozenset(), frozenset()), "a shared miss is not agreement"
 
 
 def test_a_flagged_citation_counts_only_its_own_markers_not_quoted_code() -> None:

@@ -28,7 +28,8 @@ documents that are gold or related: on the question's subject), key-fact recall,
 faithfulness (every quoted passage verbatim in the cited document's passage, and every
 sentence of the report carries a citation), flagged documents cited as current, rounds and
 seconds. Per question: paraphrase agreement — the share of paraphrases whose cited gold is the
-gold the question itself found.
+gold the question itself found, and some: a paraphrase and its question that both find no gold
+do not agree (:func:`same_gold`).
 A sentence that opens the quote it stands on with a connective or an unresolved "This/It/These"
 ("However, …") is stranded: its antecedent is not in the passage it quotes, so it is unfaithful
 too. Everything is measured on the written artifacts (report.md) and the corpus itself, never
@@ -105,6 +106,9 @@ CITATION = re.compile(r"(?<![\w)\]])((?:\[\d+\])+)")
 """A run of citation markers (``[2]``, ``[2][5]``) not glued to a name, a call or an index
 before it: quoted code's indexing (``obj[2]``, ``f()[0]``, ``m[1][2]``) cites nothing."""
 UNFLAGGED_SECTIONS = ("Sources", "Quality", "Timeline")
+NOT_THE_ANSWER = ("Sources", "Quality")
+"""Sections a key fact is not looked for in: the source list repeats every cited document's
+title and status, so a fact that is a title word would be met without the answer saying it."""
 
 
 class EvalQuestion(BaseModel):
@@ -197,6 +201,14 @@ def body_sections(report: str) -> dict[str, str]:
     return sections
 
 
+def answer_text(report: str) -> str:
+    """What the report answers with: its sections but the source list and the quality table
+    (the title, the question's own words, and the sub-questions' headings left out too)."""
+    return "".join(
+        text for heading, text in body_sections(report).items() if heading not in NOT_THE_ANSWER
+    )
+
+
 def uncited_sentences(report: str) -> int:
     """Prose in the answering sections that no citation marker closes."""
     count = 0
@@ -267,7 +279,7 @@ def score_run(
     on_topic = set(gold) | {eval_set.source_id(r) for r in question.related}
     off_topic = sorted(cited - on_topic)
     missing_gold = [g for g in gold if g not in cited]
-    lowered = report.lower()
+    lowered = answer_text(report).lower()
     missing_facts = [
         " | ".join(alternatives)
         for alternatives in question.facts
@@ -440,6 +452,12 @@ class Totals:
     """Paraphrases whose cited gold is the gold their question found (share)."""
 
 
+def same_gold(found: frozenset[str] | None, got: frozenset[str]) -> bool:
+    """Whether a paraphrase brought back the gold its question found — some gold: two runs
+    that both miss every gold document share a failure, not an answer."""
+    return bool(found) and got == found
+
+
 def _mean(values: list[float]) -> float:
     return sum(values) / len(values) if values else 0.0
 
@@ -461,7 +479,7 @@ def totals(scores: list[QuestionScore]) -> Totals:
         paraphrase_gold_recall=_mean([s.gold_recall for s in others]),
         paraphrase_precision=_mean([s.precision for s in others]),
         paraphrase_agreement=_mean(
-            [1.0 if s.cited_gold == found.get((s.set_name, s.id)) else 0.0 for s in others]
+            [1.0 if same_gold(found.get((s.set_name, s.id)), s.cited_gold) else 0.0 for s in others]
         ),
     )
 
@@ -477,7 +495,7 @@ def table(scores: list[QuestionScore]) -> str:
         in_set = [s for s in scores if s.set_name == set_name]
         for s in (x for x in in_set if x.style == "question"):
             paraphrased = [p for p in in_set if p.id == s.id and p.style != "question"]
-            agree = sum(p.cited_gold == s.cited_gold for p in paraphrased)
+            agree = sum(same_gold(s.cited_gold, p.cited_gold) for p in paraphrased)
             missing = ", ".join([*(g.split("/", 1)[1] for g in s.missing_gold), *s.missing_facts])
             off = ", ".join(o.split("/", 1)[1] for o in s.off_topic[:6])
             faith = (
@@ -492,7 +510,7 @@ def table(scores: list[QuestionScore]) -> str:
                 + (f" / {off}" if off else "")
             )
             for p in paraphrased:
-                if p.cited_gold != s.cited_gold or p.precision < 0.8:
+                if not same_gold(s.cited_gold, p.cited_gold) or p.precision < 0.8:
                     lines.append(
                         f"    {p.style:30.30} {p.gold_recall:5.2f} {p.precision:5.2f}"
                         f"  off topic: {', '.join(o.split('/', 1)[1] for o in p.off_topic[:6])}"
@@ -591,7 +609,7 @@ def selection_table(scores: list[SelectionScore]) -> str:
         own = [s for s in in_set if s.style == "question"]
         for s in own:
             paraphrased = [p for p in in_set if p.id == s.id and p.style != "question"]
-            agree = sum(p.selected_gold == s.selected_gold for p in paraphrased)
+            agree = sum(same_gold(s.selected_gold, p.selected_gold) for p in paraphrased)
             off = short(s.off_topic)
             lines.append(
                 f"{s.set_name + ':' + s.id:34.34} {s.recall:5.2f} {s.precision:5.2f} "
@@ -599,14 +617,16 @@ def selection_table(scores: list[SelectionScore]) -> str:
                 + (f" / {off}" if off else "")
             )
             for p in paraphrased:
-                if p.selected_gold != s.selected_gold or p.precision < 0.8:
+                if not same_gold(s.selected_gold, p.selected_gold) or p.precision < 0.8:
                     lines.append(
                         f"    {p.style:30.30} {p.recall:5.2f} {p.precision:5.2f}"
                         f"  missing {short(p.missing_gold)} / off {short(p.off_topic)}"
                     )
         found = {s.id: s.selected_gold for s in own}
         others = [s for s in in_set if s.style != "question"]
-        agreement = _mean([1.0 if p.selected_gold == found.get(p.id) else 0.0 for p in others])
+        agreement = _mean(
+            [1.0 if same_gold(found.get(p.id), p.selected_gold) else 0.0 for p in others]
+        )
         lines.append(
             f"SELECTION {set_name}: {len(own)} questions — recall "
             f"{_mean([s.recall for s in own]):.2f}, precision {_mean([s.precision for s in own]):.2f}"
