@@ -24,11 +24,9 @@ from research.relevance import (
     PASSAGE_CANDIDATES,
     SYMBOL_RUN,
     DocumentEvidence,
-    agreeing,
     asked,
     candidate_phrases,
     document_evidence,
-    doubtful,
     head_candidates,
     question_words,
     relevance,
@@ -174,15 +172,8 @@ def question_relevance(
 ) -> dict[str, float]:
     """{source id: relevance to ``question``} of the documents a search for it finds
     (research.relevance); documents it does not find are not about it (0). Only the sentence
-    that asks counts when a preamble comes before it (research.relevance.asked). A document
-    that only just passes the floor stays only when its head agrees with the most relevant
-    document's (research.relevance.agreeing)."""
-    evidence = question_evidence(db, index, question, filters)
-    scores = relevance(evidence)
-    leads = doubtful(evidence, scores)
-    if not leads:
-        return scores
-    return agreeing(scores, leads, head_vectors(db, [*leads, *leads.values()]))
+    that asks counts when a preamble comes before it (research.relevance.asked)."""
+    return relevance(question_evidence(db, index, question, filters))
 
 
 def question_evidence(

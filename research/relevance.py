@@ -56,15 +56,6 @@ passages' fused scores and the titles' word vectors favour documents that repeat
 common words), the terms gate 0.4 → 0.6, and the share of a document's passages among the
 candidates dropped (weighted 0, 0.5 and 1 it only moved documents with many short passages).
 
-The seventh pass (docs/research.md) added the *lead's agreement*, after the relevance: a
-document only just over the floor (under :data:`SURE_RELEVANCE`) whose best passage is not
-close to the question (under :data:`CLOSE_PASSAGE`, cosine) is kept only when its head agrees
-with the head of the most relevant document of its collection (cosine
-:data:`LEAD_AGREEMENT` or more, :func:`agreeing`): a run's second to fifth documents were on the
-question's subject about half the time, and of every piece of evidence measured this one
-separated them best (set on the tuning split and heldout to heldout3, checked on heldout4 to
-heldout6, recorded evidence of every phrasing).
-
 The sixth pass (docs/research.md) added the passage similarity, measured on recorded evidence of
 the tuning split and all five held-out splits: weight 1 over 2 and 3 (as much recall on the
 questions, none of the precision lost), margin 0.03 over 0.02 and 0.05, the 20 documents the
@@ -122,17 +113,6 @@ PASSAGE_WEIGHT = 1.0
 PASSAGE_MARGIN = 0.03
 """A document whose best passage is within this of the best candidate's passage similarity is
 about the question, unless its head is more than :data:`HEAD_GAP` below the best head."""
-SURE_RELEVANCE = 0.85
-"""A document at this relevance or more is evidence whatever the lead's head says."""
-CLOSE_PASSAGE = 0.4
-"""A best passage at this cosine to the question or more keeps its document whatever the lead's
-head says: it reads as an answer itself."""
-LEAD_AGREEMENT = 0.5
-"""Cosine of a doubtful document's head to its collection's lead's head it needs to stay
-evidence. Over the recorded evidence of every split, a run's later documents on the question's
-subject agreed with the lead at a median 0.69 (PEPs) and 0.54 (default corpus), those off it at
-0.54 and 0.49: the cut keeps most of the former; the relevance and passage exemptions keep the
-on-subject documents whose heads say little."""
 HEAD_CANDIDATES = 30
 """Documents whose heads are compared with the question: the best by the other four pieces. A
 head costs 30 ms of CPU the first time (then it is cached); the candidates of a question number
@@ -341,33 +321,3 @@ def relevance(evidence: list[DocumentEvidence]) -> dict[str, float]:
         )
         for e in evidence
     }
-
-
-def doubtful(evidence: list[DocumentEvidence], scores: dict[str, float]) -> dict[str, str]:
-    """{source id: its collection's lead} of the documents at or above the floor that only just
-    pass it (under :data:`SURE_RELEVANCE`) and whose best passage is not close to the question;
-    the lead is the collection's most relevant document."""
-    leads: dict[str, str] = {}
-    for e in sorted(evidence, key=lambda e: (-scores[e.source_id], e.source_id)):
-        leads.setdefault(e.collection, e.source_id)
-    return {
-        e.source_id: leads[e.collection]
-        for e in evidence
-        if RELEVANCE_FLOOR <= scores[e.source_id] < SURE_RELEVANCE
-        and e.source_id != leads[e.collection]
-        and (e.passage_similarity or 0.0) < CLOSE_PASSAGE
-    }
-
-
-def agreeing(
-    scores: dict[str, float], leads: dict[str, str], heads: dict[str, Vectors]
-) -> dict[str, float]:
-    """``scores`` with each :func:`doubtful` document whose head disagrees with its lead's
-    (cosine under :data:`LEAD_AGREEMENT`, or a head missing) set to 0: not evidence."""
-    kept = dict(scores)
-    for source, lead in leads.items():
-        if source not in heads or lead not in heads:
-            kept[source] = 0.0
-        elif float(heads[source] @ heads[lead]) < LEAD_AGREEMENT:
-            kept[source] = 0.0
-    return kept

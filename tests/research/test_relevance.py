@@ -30,7 +30,6 @@ from research.relevance import (
     RELEVANCE_FLOOR,
     asked,
     candidate_phrases,
-    doubtful,
     relevance,
     symbol_runs,
 )
@@ -283,42 +282,3 @@ def test_a_document_whose_best_passage_reads_like_the_question_is_about_it(
     others = [e for e in evidence if e.source_id != near.source_id]
     assert relevance([*others, wordless])[near.source_id] > 0
     assert relevance([*others, replace(wordless, passage_similarity=None)])[near.source_id] == 0
-
-
-@pytest.mark.parametrize(
-    ("question", "lead", "agrees", "disagrees"),
-    [
-        (
-            "Why do thousands of instances of the same class take less memory for their "
-            "attribute dictionaries than they used to?",
-            "peps/pep-0412",  # Key-Sharing Dictionary
-            [],
-            ["peps/pep-0454"],  # tracemalloc
-        ),
-        (
-            "What are type hints in Python?",
-            "peps/pep-0482",  # Literature Overview for Type Hints
-            ["peps/pep-0585"],  # Type Hinting Generics In Standard Collections
-            ["peps/pep-0589"],  # TypedDict
-        ),
-    ],
-)
-def test_a_document_only_just_over_the_floor_stays_only_when_it_agrees_with_the_lead(
-    pep_corpus_path: Path, question: str, lead: str, agrees: list[str], disagrees: list[str]
-) -> None:
-    """A document that only just passes the relevance floor, with no passage close to the
-    question, is evidence only when its head agrees with the most relevant document's head
-    (research.relevance.agreeing): an off-subject PEP that shares the question's words is left
-    out, an on-subject one kept."""
-    with Corpus(pep_corpus_path) as corpus:
-        evidence = question_evidence(
-            corpus._db, corpus.vectors(), question, SearchFilters(collections=["peps"])
-        )
-        kept = corpus.relevance(question, ["peps"])
-    scores = relevance(evidence)
-    leads = doubtful(evidence, scores)
-    for source in [*agrees, *disagrees]:
-        assert scores[source] >= RELEVANCE_FLOOR and leads[source] == lead
-    assert kept[lead] == 1.0
-    assert all(kept[s] == scores[s] >= RELEVANCE_FLOOR for s in agrees)
-    assert all(kept[s] == 0 for s in disagrees)

@@ -19,7 +19,10 @@ tuned on with the others in the fifth pass, so a fifth split, *heldout5* (``peps
 it too runs only with ``final=True``. Every one of those splits had then been seen by tuners, so a
 sixth split, *heldout6* (``peps_heldout6.yaml``, ``default_heldout6.yaml``), was written on
 2026-11-28 by someone who did no tuning and read no retrieval code, on subjects none of the
-earlier splits asks about; it too runs only with ``final=True``.
+earlier splits asks about; it too runs only with ``final=True``. heldout6 was then scored and
+is in the repository, so a seventh split, *heldout7* (``peps_heldout7.yaml``,
+``default_heldout7.yaml``), was written the same way on 2026-11-28, on subjects none of the
+earlier splits (heldout6 included) asks about; it too runs only with ``final=True``.
 
 Each question runs offline with the built-in model, in its own words and in each of its five
 paraphrases (the documents' own words, a user's words, a typo, a long preamble, a different
@@ -74,7 +77,9 @@ HERE = Path(__file__).resolve().parent
 PROJECT = HERE.parents[2]
 PEPS = PROJECT.parent / "shared" / "corpus" / "peps"
 WORKFLOW = PROJECT / "workflows" / "deep_research.yaml"
-Split = Literal["tuning", "heldout", "heldout2", "heldout3", "heldout4", "heldout5", "heldout6"]
+Split = Literal[
+    "tuning", "heldout", "heldout2", "heldout3", "heldout4", "heldout5", "heldout6", "heldout7"
+]
 SPLITS: tuple[Split, ...] = (
     "tuning",
     "heldout",
@@ -83,9 +88,10 @@ SPLITS: tuple[Split, ...] = (
     "heldout4",
     "heldout5",
     "heldout6",
+    "heldout7",
 )
 FINAL_ONLY: frozenset[Split] = frozenset(
-    {"heldout2", "heldout3", "heldout4", "heldout5", "heldout6"}
+    {"heldout2", "heldout3", "heldout4", "heldout5", "heldout6", "heldout7"}
 )
 """Splits that run only when the caller says the work is finished (``final=True``)."""
 CORPORA = ("peps", "default")
@@ -97,6 +103,7 @@ SETS: dict[Split, dict[str, Path]] = {
     "heldout4": {"peps": HERE / "peps_heldout4.yaml", "default": HERE / "default_heldout4.yaml"},
     "heldout5": {"peps": HERE / "peps_heldout5.yaml", "default": HERE / "default_heldout5.yaml"},
     "heldout6": {"peps": HERE / "peps_heldout6.yaml", "default": HERE / "default_heldout6.yaml"},
+    "heldout7": {"peps": HERE / "peps_heldout7.yaml", "default": HERE / "default_heldout7.yaml"},
 }
 STYLES = ("own_words", "user_words", "typo", "preamble", "question_word")
 """The five paraphrases every question carries."""
