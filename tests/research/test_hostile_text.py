@@ -19,6 +19,7 @@ from research.embeddings import embedder, to_blobs
 from research.loaders import load_document, well_formed
 from research.sentence_encoder import sentence_encoder
 from tests.cli.test_engine_cli import workbench
+from tests.pdf_bytes import pdf_bytes
 
 GOOD = "# Widgets\n\nWidgets are frobnicated in batches of seven by the scheduler.\n"
 TO_UNICODE = b"""/CIDInit /ProcSet findresource begin
@@ -50,19 +51,7 @@ def surrogate_pdf(text: bytes) -> bytes:
         b"<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica /ToUnicode 6 0 R >>",
         b"<< /Length %d >>\nstream\n%s\nendstream" % (len(TO_UNICODE), TO_UNICODE),
     ]
-    out = bytearray(b"%PDF-1.4\n")
-    offsets = []
-    for number, body in enumerate(objects, start=1):
-        offsets.append(len(out))
-        out += b"%d 0 obj\n%s\nendobj\n" % (number, body)
-    xref = len(out)
-    out += b"xref\n0 %d\n0000000000 65535 f \n" % (len(objects) + 1)
-    out += b"".join(b"%010d 00000 n \n" % offset for offset in offsets)
-    out += b"trailer\n<< /Size %d /Root 1 0 R >>\nstartxref\n%d\n%%%%EOF\n" % (
-        len(objects) + 1,
-        xref,
-    )
-    return bytes(out)
+    return pdf_bytes(objects)
 
 
 PDF_TEXT = b"Widgets X are wobbled Y by the frobnicator in batches of eleven"

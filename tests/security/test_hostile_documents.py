@@ -24,6 +24,7 @@ from research.corpus_files import OUTSIDE, read_document
 from research.corpus_limits import MIB, CorpusLimits
 from research.loaders import UnreadableDocument, split_passages
 from tests.cli.test_engine_cli import workbench
+from tests.pdf_bytes import pdf_bytes
 
 pytestmark = pytest.mark.timeout(300)
 
@@ -47,19 +48,7 @@ def pdf(content: bytes, pages: int = 1) -> bytes:
         b"<< /Length %d /Filter /FlateDecode >>\nstream\n%s\nendstream" % (len(stream), stream),
         *[page] * pages,
     ]
-    out = bytearray(b"%PDF-1.4\n")
-    offsets = []
-    for number, body in enumerate(objects, start=1):
-        offsets.append(len(out))
-        out += b"%d 0 obj\n%s\nendobj\n" % (number, body)
-    xref = len(out)
-    out += b"xref\n0 %d\n0000000000 65535 f \n" % (len(objects) + 1)
-    out += b"".join(b"%010d 00000 n \n" % offset for offset in offsets)
-    out += b"trailer\n<< /Size %d /Root 1 0 R >>\nstartxref\n%d\n%%%%EOF\n" % (
-        len(objects) + 1,
-        xref,
-    )
-    return bytes(out)
+    return pdf_bytes(objects)
 
 
 @pytest.fixture
