@@ -256,8 +256,9 @@ def _loop_guards(graph: WorkflowGraph) -> dict[Detour, dict[str, list[str]]]:
     comes before its step there, so without a detour no search reaches one (every candidate
     is taken), and with one a path reaches a candidate only through the detour's wait, so
     only steps placed between the declarer and the target can differ, and a search goes no
-    further than the target. Only when possible waits form a cycle (two steps each reading
-    the other's loop) is every such step searched, over the whole graph, per detour.
+    further than the target. Where possible waits form a cycle (two steps each reading the
+    other's loop), the steps on it share one place: every possible wait still goes forward or
+    stays in place, so the same bounds hold, and only the steps of that cycle search it.
     """
     if not graph.loop_edges:
         return {}
@@ -276,24 +277,18 @@ def _loop_guards(graph: WorkflowGraph) -> dict[Detour, dict[str, list[str]]]:
             if not graph.is_upstream(step, router):
                 may_wait[router].append(step)
     waited_by = _reverse(may_wait)
-    bounds = _wait_order(waited_by)
-    window = bounds is not None  # every possible wait goes forward in ``bounds``
-    if bounds is None:
-        bounds = place
-    search = _Search(successors, bounds, None, 0 if window else None)
+    bounds = _wait_order(waited_by)  # every possible wait goes forward or stays in place
+    search = _Search(successors, bounds, None, 0)
     base = _guards_in_order(graph, order, candidates, search, upstream_only, set())
     tables: dict[Detour, dict[str, list[str]]] = {None: base}
     for edge in graph.detour_edges:
         declarer, target = edge.target, edge.source  # the detour's return edge
-        low, high = (bounds[declarer], bounds[target]) if window else (0, len(order))
+        low, high = bounds[declarer], bounds[target]
         between = _reach(declarer, may_wait, bounds, low, high) & _reach(
             target, waited_by, bounds, low, high
         )
-        again = sorted(
-            (set() if window else searched) | (between & candidates.keys()),
-            key=place.__getitem__,
-        )
-        search = _Search(successors, bounds, (declarer, target), bounds[target] if window else None)
+        again = sorted(between & candidates.keys(), key=place.__getitem__)
+        search = _Search(successors, bounds, (declarer, target), bounds[target])
         guards = _guards_in_order(graph, again, candidates, search, upstream_only, between)
         tables[(declarer, target)] = {
             step: guards.get(step, [])
@@ -303,14 +298,32 @@ def _loop_guards(graph: WorkflowGraph) -> dict[Detour, dict[str, list[str]]]:
     return tables
 
 
-def _wait_order(waited_by: dict[str, list[str]]) -> dict[str, int] | None:
+def _wait_order(waited_by: dict[str, list[str]]) -> dict[str, int]:
     """Each step's place in a topological order of every wait possible (``waited_by``: per
-    step, the steps it may wait for), or None when two of them could wait for each other."""
+    step, the steps it may wait for); steps that could wait for each other share a place."""
     try:
         order = TopologicalSorter(waited_by).static_order()
         return {step: index for index, step in enumerate(order)}
     except CycleError:
-        return None
+        return _component_order(waited_by)
+
+
+def _component_order(waited_by: dict[str, list[str]]) -> dict[str, int]:
+    """:func:`_wait_order` where possible waits form cycles: each strongly connected component's
+    place in a topological order of the components, for each of its steps."""
+    import networkx as nx  # only for such a definition: its import costs the others nothing
+
+    waits: nx.DiGraph[str] = nx.DiGraph()
+    waits.add_nodes_from(waited_by)
+    waits.add_edges_from(
+        (before, step) for step, befores in waited_by.items() for before in befores
+    )
+    condensed = nx.condensation(waits)
+    return {
+        step: index
+        for index, component in enumerate(nx.topological_sort(condensed))
+        for step in condensed.nodes[component]["members"]
+    }
 
 
 def _reverse(successors: dict[str, list[str]]) -> dict[str, list[str]]:
@@ -392,14 +405,14 @@ class _Search:
     successors: dict[str, list[str]]
     place: dict[str, int]
     detour: tuple[str, str] | None
-    bound: int | None
-    """Set when every wait but the detour's goes forward in topological order: a path past
-    both the step and the target never comes back, so it reaches no candidate (each is
-    upstream of the step) and is not followed."""
+    bound: int
+    """Every wait but the detour's goes forward or stays in place: a path past both the
+    step's place and this one (the target's) never comes back, so it reaches no candidate
+    (each is placed at or before the step) and is not followed."""
 
     def waiting(self, step: str, added: dict[str, list[str]]) -> set[str]:
         place = self.place
-        last = len(place) if self.bound is None else max(place[step], self.bound)
+        last = max(place[step], self.bound)
         seen: set[str] = set()
         todo = [step]
         while todo:

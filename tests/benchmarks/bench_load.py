@@ -19,7 +19,9 @@
    the waits graph searched per step and per detour — cubic). The same chains with each
    loop's body read by a step outside it, which the next segment depends on (a loop router
    not upstream of the step: searched per detour over the whole graph before issue 26's sixth
-   session, cubic too).
+   session, cubic too); and those behind two loops read from outside into each other
+   ("crossed": the possible waits form a cycle — the whole-graph fallback, cubic, until the
+   steps of a cycle shared one place).
 """
 
 from __future__ import annotations
@@ -118,17 +120,24 @@ def defined_tables(graph: WorkflowGraph) -> None:
         defined_guards(graph, detour)
 
 
+SHAPES = (("chain", False, False), ("read outside", True, False), ("crossed", True, True))
+"""The readiness tables' shapes: a chain of loops with detours; each loop's body also read from
+outside; and that behind two loops read from outside into each other (possible waits in a
+cycle)."""
+
+
 def readiness_tables() -> None:
     print("3. Readiness tables of a chain of loops, each with a detour (CPU s); read from outside:")
     print("   each loop's body also read by a step outside it (its router not upstream of it)")
+    print("   crossed: behind two loops whose outside readers feed each other's body (a cycle)")
     print(
         f"  {'shape':<13} {'steps':>6}  {'loops':>5}  {'detours':>7}  {'CPU s':>6}  {'µs/step':>7}"
         f"  {'vs first':>8}"
     )
-    for name, readers in (("chain", False), ("read outside", True)):
+    for name, readers, crossed in SHAPES:
         first: float | None = None
         for segments in LOOP_SEGMENTS:
-            graph = WorkflowGraph(chain(segments, readers))
+            graph = WorkflowGraph(chain(segments, readers, crossed))
             _, cpu = timed(_build_tables, graph)
             per_step = cpu / len(graph.workflow.steps)
             first = first or per_step
@@ -138,11 +147,11 @@ def readiness_tables() -> None:
                 f"  {per_step / first:>7.2f}x"
             )
     print(f"  {'shape':<13} {'steps':>6}  {'definition':>10}  {'tables':>6}  {'ratio':>6}  (CPU s)")
-    for name, readers in (("chain", False), ("read outside", True)):
+    for name, readers, crossed in SHAPES:
         for segments in DEFINED_SEGMENTS:
-            graph = WorkflowGraph(chain(segments, readers))
+            graph = WorkflowGraph(chain(segments, readers, crossed))
             _, before = timed(defined_tables, graph)
-            _, after = timed(_build_tables, WorkflowGraph(chain(segments, readers)))
+            _, after = timed(_build_tables, WorkflowGraph(chain(segments, readers, crossed)))
             steps = len(graph.workflow.steps)
             print(
                 f"  {name:<13} {steps:>6}  {before:>10.3f}  {after:>6.3f}  {before / after:>5.0f}x"
