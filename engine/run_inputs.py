@@ -39,6 +39,9 @@ MAX_INPUT_CHARS = 1_000_000
 
 _JSON_STRING = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"')
 _BRACKETS = re.compile(r"[\[\]{}]")
+_LONE_SURROGATE = re.compile("[\ud800-\udfff]")
+"""What a byte that is not UTF-8 becomes in an argument (surrogateescape) or a JSON ``\\udcXX``
+escape: no text, and nothing stores, prints or serialises it."""
 
 _TRUE = {"true", "yes", "1", "on"}
 _FALSE = {"false", "no", "0", "off"}
@@ -120,6 +123,8 @@ def check_input_text(name: str, text: str, *, json_text: bool) -> None:
     (``json_text``) — nests too deep, measured before anything parses it."""
     if len(text) > MAX_INPUT_CHARS:
         raise InputError(_too_long(name, len(text)))
+    if _LONE_SURROGATE.search(text):
+        raise InputError(_not_text(name))
     if not json_text:
         return
     depth = deepest = 0
@@ -146,6 +151,8 @@ def check_input_value(name: str, spec: InputSpec, value: Any) -> None:
         elif isinstance(item, (list, tuple)):
             children = list(item)
         else:
+            if isinstance(item, str) and _LONE_SURROGATE.search(item):
+                raise InputError(_not_text(name))
             size += len(str(item))
             children = []
         if children and depth + 1 > MAX_INPUT_DEPTH:
@@ -154,6 +161,13 @@ def check_input_value(name: str, spec: InputSpec, value: Any) -> None:
         if size > MAX_INPUT_CHARS:
             raise InputError(_too_long(name, size, exactly=False))
         stack.extend((child, depth + 1) for child in children)
+
+
+def _not_text(name: str) -> str:
+    return (
+        f"input {name!r} is not UTF-8 text (it holds a byte no character is made of);"
+        " give it again as UTF-8"
+    )
 
 
 def _too_deep(name: str, depth: int, *, exactly: bool = True) -> str:

@@ -69,12 +69,20 @@ def test_run_headless_prints_progress_and_the_final_table(tmp_path: Path) -> Non
 def test_bad_input_is_one_line_and_exit_2(tmp_path: Path) -> None:
     typed = tmp_path / "typed.yaml"
     typed.write_text(
-        "name: typed\ninputs:\n  n: {type: int, default: 1}\nsteps:\n  - id: a\n    uses: demo.echo\n"
+        "name: typed\ninputs:\n  n: {type: int, default: 1}\n  q: {type: string, default: x}\n"
+        "steps:\n  - id: a\n    uses: demo.echo\n"
     )
     bad_value = workbench(tmp_path, "run", str(typed), "--headless", "--input", "n=lots")
     assert (bad_value.returncode, bad_value.stderr.strip()) == (
         2,
         "error: input 'n' must be a whole number, got 'lots'",
+    )
+    # a byte that is not UTF-8 in an argument: it stopped the run with "unexpected" before
+    not_text = workbench(tmp_path, "run", str(typed), "--headless", "--input", "q=caf\udce9")
+    assert (not_text.returncode, not_text.stderr.strip()) == (
+        2,
+        "error: input 'q' is not UTF-8 text (it holds a byte no character is made of);"
+        " give it again as UTF-8",
     )
     unknown_run = workbench(tmp_path, "runs", "show", "no-such-run")
     assert unknown_run.returncode == 2

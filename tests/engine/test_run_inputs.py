@@ -4,6 +4,7 @@ Every refusal is one line naming the input and the value."""
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
@@ -53,6 +54,21 @@ def test_values_outside_their_declared_bounds_are_refused_in_one_line(
     with pytest.raises(InputError) as refused:
         resolve_inputs(WF, given)
     assert str(refused.value) == message
+
+
+def test_a_lone_surrogate_anywhere_in_a_value_is_refused_in_one_line() -> None:
+    """As an argument's byte that is not UTF-8 arrives (surrogateescape), and nested in a value
+    a server's JSON decoded from a ``\\udce9`` escape."""
+    wf = WorkflowDefinition(
+        name="texts",
+        inputs={"q": InputSpec(type="string"), "d": InputSpec(type="dict", default=None)},
+        steps=[StepSpec(id="a", uses="demo.echo")],
+    )
+    message = "input '{}' is not UTF-8 text (it holds a byte no character is made of)"
+    with pytest.raises(InputError, match=re.escape(message.format("q"))):
+        resolve_inputs(wf, {"q": "caf\udce9"})
+    with pytest.raises(InputError, match=re.escape(message.format("d"))):
+        resolve_inputs(wf, {"q": "ok", "d": {"notes": ["fine", "caf\udce9"]}})
 
 
 def test_values_within_their_bounds_are_converted() -> None:
