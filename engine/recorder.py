@@ -31,6 +31,8 @@ class RunRecorder:
         the store's own method, called a few times a step."""
         self.step_bound = state.wf.limits.step_run_bound(len(state.wf.steps))
         """The run's ``max_step_runs``, explicit or derived from the workflow's size."""
+        self._stored_beyond: dict[str, Any] | None = None
+        """``RunState.beyond_counters`` as this recorder last stored it (None: not yet)."""
 
     @property
     def run_id(self) -> str:
@@ -65,9 +67,22 @@ class RunRecorder:
         )
 
     def save_engine_state(self) -> None:
-        self.store.save_engine_state(self.run_id, self.state.engine_state())
+        state = self.state.engine_state()
+        self.store.save_engine_state(self.run_id, state)
+        self._stored_beyond = self.state.beyond_counters()
 
-    def emit_budget(self) -> None:
+    def save_counters(self) -> None:
+        """The run's ``budget`` event — its counters — and the engine state if what no
+        ``budget`` event carries changed since it was last stored (a step's settling: the
+        engine state's counters are then the event's, committed with it, and resume takes
+        the later of the two, ``RunState.restore``). Most steps change only the counters: a
+        step stores one row fewer."""
+        beyond = self.state.beyond_counters()
+        if beyond is not self._stored_beyond and beyond != self._stored_beyond:
+            self.save_engine_state()
+        self._emit_budget()
+
+    def _emit_budget(self) -> None:
         state = self.state
         budget = state.budget
         self.emit_new(  # one a step: the run's own counters

@@ -508,9 +508,10 @@ class StepRunner:
             )
             effects = RouteEffects()
             self.routes.after_settle(record, effects)
-            self.recorder.save_engine_state()
             if started:
-                self.recorder.emit_budget()
+                self.recorder.save_counters()
+            else:
+                self.recorder.save_engine_state()
         return StepOutcome(record.step_id, record.status, effects=effects)
 
     def _settle_succeeded(
@@ -550,8 +551,7 @@ class StepRunner:
                 )
                 self.routes.apply(record, signal, effects)  # saves every step it changes
             self.routes.after_settle(record, effects)
-            self.recorder.save_engine_state()
-            self.recorder.emit_budget()
+            self.recorder.save_counters()
         return StepOutcome(record.step_id, StepStatus.SUCCEEDED, signal=signal, effects=effects)
 
 

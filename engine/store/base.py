@@ -143,6 +143,11 @@ class BaseRunStore(ABC):
     def events(self, run_id: str, after_seq: int = 0) -> list[RunEvent]: ...
 
     @abstractmethod
+    def last_event(self, run_id: str, kind: str) -> RunEvent | None:
+        """The run's latest event of ``kind`` (None when it has none): resume reads the
+        counters of its last ``budget`` event (engine/run_state.py, ``RunState.restore``)."""
+
+    @abstractmethod
     def list_runs(self, limit: int = 50) -> list[RunSummary]: ...
 
     @abstractmethod
@@ -434,7 +439,9 @@ class BaseRunStore(ABC):
         self._write(run_id, write)
 
     def save_engine_state(self, run_id: str, state: dict[str, Any]) -> None:
-        """Store what resume needs besides the step results; written with every step transition."""
+        """Store what resume needs besides the step results and the counters of the run's last
+        ``budget`` event (a step's settling writes this only when the rest changed:
+        engine/recorder.py, ``RunRecorder.save_counters``)."""
         updated_ts = self._clock()
         self._write(run_id, self._write_engine_state, run_id, state, updated_ts)
 

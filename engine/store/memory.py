@@ -122,6 +122,15 @@ class InMemoryRunStore(BaseRunStore):
                 if seq > after_seq
             ]
 
+    def last_event(self, run_id: str, kind: str) -> RunEvent | None:
+        with self._lock:
+            stored = list(self._events.get(run_id, []))
+        for _, text in reversed(stored):
+            event = event_from_json(text)
+            if event.kind == kind:
+                return event
+        return None
+
     def _newest(self, limit: int) -> list[dict[str, Any]]:
         return sorted(
             self._runs.values(), key=lambda r: (r["created_ts"], r["run_id"]), reverse=True

@@ -166,6 +166,22 @@ def test_runs_with_their_inputs_are_read_from_a_sqlite_file_in_one_select(tmp_pa
     assert len([s for s in statements if s.lstrip().upper().startswith("SELECT")]) == 1
 
 
+def test_the_last_event_of_a_kind_is_the_runs_latest_of_it(store: BaseRunStore) -> None:
+    run_id = store.create_run(WF, {}, "kahn", "test")
+    other = store.create_run(WF, {}, "kahn", "test")
+    assert store.last_event(run_id, "log") is None
+    store.append(Log(run_id=run_id, message="first"))
+    store.append(Log(run_id=run_id, message="second"))
+    store.append(StepStarted(run_id=run_id, step_id="a", iteration=0))
+    store.append(Log(run_id=other, message="other run"))
+    last = store.last_event(run_id, "log")
+    assert isinstance(last, Log) and (last.message, last.seq) == ("second", 2)
+    assert last == store.events(run_id)[1]
+    assert store.last_event(run_id, "budget") is None
+    started = store.last_event(run_id, "step_started")
+    assert isinstance(started, StepStarted) and started.seq == 3
+
+
 def test_engine_state_is_read_back_and_moves_the_update_time(store: BaseRunStore) -> None:
     run_id = store.create_run(WF, {}, "kahn", "test")
     created = store.get_run(run_id).updated_ts
