@@ -7,14 +7,12 @@ run; they write through this one recorder, so a run resumes from the store alone
 from __future__ import annotations
 
 from collections.abc import Iterable
-from itertools import chain
 from typing import Any, TypeVar, cast
 
 from engine.events import Budget, Domain, RunEvent, StepSkipped
 from engine.run_state import RunState, StepRecord
 from engine.states import StepStatus
 from engine.store import BaseRunStore
-from engine.trusted import replaced
 
 _Event = TypeVar("_Event", bound=RunEvent)
 
@@ -54,17 +52,13 @@ class RunRecorder:
 
     def save_new(self, records: Iterable[StepRecord]) -> None:
         """Save the first rows of a new run's steps, as :class:`RunState.fresh` made them:
-        their results differ only in the step's id, so one is validated and copied for the
-        others (a run's start writes one per step)."""
+        their results differ only in the step's id, so one is validated and the store copies
+        it for the others (a run's start writes one per step)."""
         rows = iter(records)
         head = next(rows, None)
         if head is None:
             return
-        first = head.result()
-        self.store.save_steps(
-            self.state.run_id,
-            chain((first,), (replaced(first, step_id=record.step_id) for record in rows)),
-        )
+        self.store.save_alike(self.state.run_id, head.result(), (record.step_id for record in rows))
 
     def save_engine_state(self) -> None:
         state = self.state.engine_state()

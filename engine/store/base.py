@@ -449,14 +449,17 @@ class BaseRunStore(ABC):
         """Store the latest state of a step; a settled one also becomes its iteration's history row."""
         self._write(run_id, self._write_step, run_id, result)
 
-    def save_steps(self, run_id: str, results: Iterable[StepResult]) -> None:
-        """:meth:`save_step` of each result, in one write (a run's start stores one per step)."""
-        self._write(run_id, self._write_steps, run_id, results)
+    def save_alike(self, run_id: str, first: StepResult, step_ids: Iterable[str]) -> None:
+        """:meth:`save_step` of ``first`` and, for each of ``step_ids``, of ``first`` with that
+        step id, in one write (a new run's start stores its steps' first rows, alike but for
+        the step id)."""
+        self._write(run_id, self._write_alike, run_id, first, step_ids)
 
-    def _write_steps(self, run_id: str, results: Iterable[StepResult]) -> None:
+    def _write_alike(self, run_id: str, first: StepResult, step_ids: Iterable[str]) -> None:
         write_step = self._write_step
-        for result in results:
-            write_step(run_id, result)
+        write_step(run_id, first)
+        for step_id in step_ids:
+            write_step(run_id, replaced(first, step_id=step_id))
 
     def journal_put(
         self, run_id: str, step_id: str, iteration: int, index: int, entry: JournalEntry
