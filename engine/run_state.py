@@ -129,8 +129,9 @@ class StepRecord:
                 "iteration": self.iteration,
                 "outputs": self.outputs,
                 "reason": self.reason,
-                "routed_by": sorted(self.routed_by),
-                "not_routed_by": sorted(self.not_routed_by),
+                # most steps have no routing marks: an empty list without a call to sort
+                "routed_by": sorted(self.routed_by) if self.routed_by else [],
+                "not_routed_by": sorted(self.not_routed_by) if self.not_routed_by else [],
                 "runs": self.runs,
                 "history": [],
             },

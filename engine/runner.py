@@ -536,7 +536,7 @@ class StepRunner:
                 duration_s=round(float(duration_s), 6),
                 llm_calls=int(stats.llm_calls),
                 tokens=int(stats.tokens),
-                providers=[str(provider) for provider in stats.providers],
+                providers=list(map(str, stats.providers)),
                 replayed_calls=int(stats.replayed),
                 fallback_calls=int(stats.fallback_calls),
             )
