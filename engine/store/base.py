@@ -397,7 +397,10 @@ class BaseRunStore(ABC):
         if self._leases:
             self._fence(run_id)
         fields["seq"], fields["ts"], fields["mono"] = self._stamps(run_id)
-        return self._written(trusted_from(kind, fields))
+        stamped = trusted_from(kind, fields)
+        self._write_event(stamped)  # :meth:`_written`, without a call more
+        self._unpublished.append(stamped)
+        return stamped
 
     def _stamp_and_write(self, event: RunEvent) -> RunEvent:
         seq, ts, mono = self._stamps(event.run_id)

@@ -102,9 +102,7 @@ class InMemoryRunStore(BaseRunStore):
         self._update_run(run_id, {"engine_state": state, "updated_ts": updated_ts})
 
     def _write_step(self, run_id: str, result: StepResult) -> None:
-        self._store_step(run_id, result, json_bytes(result))
-
-    def _store_step(self, run_id: str, result: StepResult, stored: bytes) -> None:
+        stored = json_bytes(result)
         self._steps.setdefault(run_id, {})[result.step_id] = stored
         if result.status.settled:  # the iteration's history row: read from the same JSON
             self._history.setdefault((run_id, result.step_id), {})[result.iteration] = stored
@@ -118,9 +116,9 @@ class InMemoryRunStore(BaseRunStore):
         if first.status.settled or not stored.startswith(lead):
             super()._write_alike(run_id, first, step_ids)
             return
-        self._store_step(run_id, first, stored)
+        steps = self._steps.setdefault(run_id, {})
+        steps[first.step_id] = stored
         rest = stored[len(lead) :]
-        steps = self._steps[run_id]
         for step_id in step_ids:
             steps[step_id] = _STEP_ID_KEY + _json_string(step_id) + rest
 
