@@ -198,3 +198,28 @@ def load_drawn(data: dict[str, Any]) -> WorkflowDefinition:
 @given(loops_and_detours())
 def test_drawn_loops_and_detours_get_the_defined_loop_guards(data: dict[str, Any]) -> None:
     assert_same_guards(WorkflowGraph(load_drawn(data)))
+
+
+def test_a_loop_router_declaring_a_detour_gets_the_defined_loop_guards() -> None:
+    """A loop's router may declare a detour too: here to ``t``, which reads the loop's body
+    and so waits for its router — but not while the detour is under way, when the router
+    waits for ``t`` (the one wait a step with only upstream candidates can lose to a detour:
+    issue 26's alive mutant ``_guards_in_order`` 13 took them all unsearched)."""
+    steps: list[dict[str, Any]] = [
+        {"id": "a", "uses": "demo.echo"},
+        {
+            "id": "d",
+            "uses": "demo.echo",
+            "depends_on": ["a"],
+            "routing": {
+                "kind": "loop",
+                "loop": {"target": "a", "max_iterations": 2},
+                "detour": {"target": "t", "when": "true"},
+            },
+        },
+        {"id": "t", "uses": "demo.echo", "depends_on": ["d"]},
+    ]
+    graph = WorkflowGraph(load_drawn({"name": "router_detour", "steps": steps}))
+    assert defined_guards(graph, None) == {"t": ["d"]}
+    assert defined_guards(graph, ("d", "t")) == {}
+    assert_same_guards(graph)
