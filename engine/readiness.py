@@ -376,14 +376,15 @@ def _guards_in_order(
     search_all: set[str],
 ) -> dict[str, list[str]]:
     """The routers each of ``steps`` (in topological order) waits for; a step marked in
-    ``upstream_only`` and not in ``search_all`` takes every candidate without a search."""
+    ``upstream_only`` (which holds every step with candidates) and not in ``search_all``
+    takes every candidate without a search."""
     added: dict[str, list[str]] = {}  # waits taken on routers not upstream: router -> steps
     guards: dict[str, list[str]] = {}
     for step in steps:
         routers = candidates.get(step)
         if not routers:
             continue
-        if upstream_only.get(step, False) and step not in search_all:
+        if upstream_only[step] and step not in search_all:
             guards[step] = list(routers)
             continue
         waiting = search.waiting(step, added)
