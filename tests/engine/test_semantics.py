@@ -1093,3 +1093,31 @@ def test_a_step_gaining_a_loop_wait_under_a_detour_is_asked_again_when_it_return
     assert found["kahn"].status == "COMPLETED"
     runs = {step_id: state[:3] for step_id, state in found["kahn"].steps.items()}
     assert runs["s"] == runs["x"] == runs["r"] == ("SUCCEEDED", 2, 3)
+
+
+def test_a_loop_router_declaring_a_detour_runs_it_on_each_pass() -> None:
+    """A loop's router may declare a detour: here to ``t``, which reads the loop's body and so
+    waits for the router's last pass — except while the detour is under way, when the router
+    waits for ``t`` (tests/engine/test_loop_guards.py, the same shape). ``t`` runs on each of
+    the three passes' detours, ``after`` (reading ``t``) once, after the last."""
+    wf = load(
+        [
+            probe("a"),
+            probe(
+                "d",
+                depends_on=["a"],
+                routing={
+                    "kind": "loop",
+                    "loop": {"target": "a", "max_iterations": 2},
+                    "detour": {"target": "t", "when": "true"},
+                },
+            ),
+            probe("t", depends_on=["d"]),
+            probe("after", depends_on=["t"]),
+        ]
+    )
+    found = agree(wf)
+    runs = {step_id: state[:3] for step_id, state in found["kahn"].steps.items()}
+    assert runs["d"] == ("SUCCEEDED", 5, 6)  # each pass, and its return from the detour
+    assert runs["t"] == ("SUCCEEDED", 2, 3)
+    assert runs["after"] == ("SUCCEEDED", 0, 1)
