@@ -129,17 +129,40 @@ def _from_fields(
 
 
 _RST_FIELD = re.compile(r"^:?([A-Za-z][A-Za-z0-9_-]*):\s*(.*)$")
+_LINE_BREAK = re.compile("\r\n|[\n\r\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029]")
+"""Where ``str.splitlines`` cuts a text."""
+_OTHER_LINE_BREAKS = "\r\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029"
+"""The characters other than ``\\n`` that ``str.splitlines`` cuts at."""
+
+
+def _lines(text: str) -> Iterator[tuple[str, int]]:
+    """Each line of ``text`` as ``str.splitlines`` cuts it, with where the next one starts: read
+    one at a time, so that a header's fields are read without cutting the whole document."""
+    start = 0
+    while start < len(text):
+        found = _LINE_BREAK.search(text, start)
+        end, after = (found.start(), found.end()) if found else (len(text), len(text))
+        yield text[start:end], after
+        start = after
+
+
+def _rejoined(text: str) -> str:
+    """``"\\n".join(text.splitlines())``: every line break as ``\\n``, the last one dropped —
+    without cutting the text into lines when ``\\n`` is its only line break (the PEPs')."""
+    if not any(mark in text for mark in _OTHER_LINE_BREAKS):
+        return text[:-1] if text.endswith("\n") else text
+    return "\n".join(text.splitlines())
 
 
 def _rst_header(text: str) -> tuple[dict[str, str], str]:
-    """A leading RFC-822-style field list (``Created: …`` with indented continuations)."""
-    lines = text.splitlines()
+    """A leading RFC-822-style field list (``Created: …`` with indented continuations), and the
+    text after it (its line breaks as ``\\n``); the lines are read up to the header's end only."""
     fields: dict[str, str] = {}
     current: str | None = None
-    consumed = 0
-    for index, line in enumerate(lines):
+    body = len(text)
+    for line, after in _lines(text):
         if not line.strip():
-            consumed = index + 1
+            body = after
             break
         match = _RST_FIELD.match(line)
         if match and not line.startswith((" ", "\t")):
@@ -149,10 +172,9 @@ def _rst_header(text: str) -> tuple[dict[str, str], str]:
             fields[current] += " " + line.strip()
         else:
             return {}, text
-        consumed = index + 1
     if len(fields) < 2:
         return {}, text
-    return fields, "\n".join(lines[consumed:])
+    return fields, _rejoined(text[body:])
 
 
 def _rst_title(body: str) -> str:
