@@ -163,26 +163,37 @@ class Embedder:
         (zero for a blank text).
 
         :data:`POOL_TEXTS` texts of about the same length at a time (longest first), padded
-        with the zero row: a few numpy calls for them all, which release the GIL, instead of a
-        few per text; each text's rows are still summed one after the other in their order, so
-        its vector is the one a per-text mean gives, to the bit (x + 0.0 is x).
+        with the zero row: two numpy calls for them all (a gather and a sum, which release the
+        GIL) instead of a few per text; each text's rows are still summed one after the other in
+        their order, so its vector is the one a per-text mean gives, to the bit (x + 0.0 is x).
+        The padded rows of every group are laid out in one array first, in a few calls for the
+        whole batch: a call per group beside the two would hand the GIL to the indexing thread
+        and wait to get it back each time.
         """
         out = np.zeros((len(texts), DIMENSIONS), dtype=np.float32)
         counts = tokens.counts.copy()
         counts[[n for n, text in enumerate(texts) if not text.strip()]] = 0
-        starts = np.cumsum(tokens.counts) - tokens.counts
         order = np.argsort(-counts, kind="stable")
         order = order[counts[order] > 0]
-        padding = len(self.table) - 1
-        for first in range(0, len(order), POOL_TEXTS):
-            chosen = order[first : first + POOL_TEXTS]
-            sizes = counts[chosen]
-            ends = np.cumsum(sizes)
-            at = np.repeat(starts[chosen] - (ends - sizes), sizes) + np.arange(ends[-1])
-            padded = np.full((len(chosen), int(sizes[0])), padding, dtype=np.intp)
-            padded[np.arange(padded.shape[1]) < sizes[:, None]] = tokens.ids[at]
-            sums = self.table.take(padded, axis=0).sum(axis=1)
-            out[chosen] = sums / sizes[:, None].astype(np.float32)
+        if not len(order):
+            return out
+        sizes = counts[order]
+        firsts = np.arange(0, len(order), POOL_TEXTS)
+        # each text's row of ids is as long as its group's longest text's
+        widths = np.repeat(sizes[firsts], np.diff(firsts, append=len(order)))
+        rows = np.cumsum(widths) - widths
+        padded = np.full(int(widths.sum()), len(self.table) - 1, dtype=np.intp)
+        place = np.arange(sizes.sum()) - np.repeat(np.cumsum(sizes) - sizes, sizes)
+        text_starts = np.cumsum(tokens.counts) - tokens.counts
+        padded[np.repeat(rows, sizes) + place] = tokens.ids[
+            np.repeat(text_starts[order], sizes) + place
+        ]
+        sums = np.empty((len(order), DIMENSIONS), dtype=np.float32)
+        for first in firsts.tolist():
+            group, width = min(POOL_TEXTS, len(order) - first), int(widths[first])
+            ids = padded[rows[first] :][: group * width].reshape(group, width)
+            self.table.take(ids, axis=0).sum(axis=1, out=sums[first : first + group])
+        out[order] = sums / sizes[:, None].astype(np.float32)
         norms = np.linalg.norm(out, axis=1, keepdims=True)
         np.divide(out, norms, out=out, where=norms > 0)
         return out
