@@ -11,7 +11,7 @@ import html
 import logging
 import re
 import warnings
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import date
@@ -154,15 +154,16 @@ def _rejoined(text: str) -> str:
     return "\n".join(text.splitlines())
 
 
-def _rst_header(text: str) -> tuple[dict[str, str], str]:
-    """A leading RFC-822-style field list (``Created: …`` with indented continuations), and the
-    text after it (its line breaks as ``\\n``); the lines are read up to the header's end only."""
+def _header_fields(lines: Iterable[str]) -> tuple[dict[str, str], int] | None:
+    """The fields of a leading RFC-822-style field list (``Created: …`` with indented
+    continuations) and how many lines it takes with the blank line that ends it — None when the
+    lines do not open with one. Lines are read only up to its end."""
     fields: dict[str, str] = {}
     current: str | None = None
-    body = len(text)
-    for line, after in _lines(text):
+    consumed = 0
+    for line in lines:
+        consumed += 1
         if not line.strip():
-            body = after
             break
         match = _RST_FIELD.match(line)
         if match and not line.startswith((" ", "\t")):
@@ -171,10 +172,25 @@ def _rst_header(text: str) -> tuple[dict[str, str], str]:
         elif current and line.startswith((" ", "\t")):
             fields[current] += " " + line.strip()
         else:
-            return {}, text
-    if len(fields) < 2:
+            return None
+    return (fields, consumed) if len(fields) >= 2 else None
+
+
+def _rst_header(text: str) -> tuple[dict[str, str], str]:
+    """A leading field list (:func:`_header_fields`) and the text after it, its line breaks as
+    ``\\n`` (``str.splitlines`` joined again) — without cutting the whole document into lines."""
+    starts = [0]  # where each line read so far ends, with its line break
+
+    def lines() -> Iterator[str]:
+        for line, after in _lines(text):
+            starts.append(after)
+            yield line
+
+    found = _header_fields(lines())
+    if found is None:
         return {}, text
-    return fields, _rejoined(text[body:])
+    fields, consumed = found
+    return fields, _rejoined(text[starts[consumed] :])
 
 
 def _rst_title(body: str) -> str:

@@ -8,7 +8,13 @@ import re
 
 import pytest
 
-from research.loaders import _RST_FIELD, _heading_of, _rst_header, could_be_heading, load_document
+from research.loaders import (
+    _header_fields,
+    _heading_of,
+    _rst_header,
+    could_be_heading,
+    load_document,
+)
 from tests.research.conftest import PEPS
 
 ODD = [
@@ -47,27 +53,13 @@ def test_a_paragraph_passed_over_as_no_heading_is_none() -> None:
 
 
 def plain_rst_header(text: str) -> tuple[dict[str, str], str]:
-    """The header rule as written before the header was read line by line: the whole text cut
-    into lines, the lines after the header joined again."""
+    """The header as it was read before: the whole text cut into lines, the lines after the
+    header joined again."""
     lines = text.splitlines()
-    fields: dict[str, str] = {}
-    current: str | None = None
-    consumed = 0
-    for index, line in enumerate(lines):
-        if not line.strip():
-            consumed = index + 1
-            break
-        match = _RST_FIELD.match(line)
-        if match and not line.startswith((" ", "\t")):
-            current = match.group(1)
-            fields[current] = match.group(2)
-        elif current and line.startswith((" ", "\t")):
-            fields[current] += " " + line.strip()
-        else:
-            return {}, text
-        consumed = index + 1
-    if len(fields) < 2:
+    found = _header_fields(lines)
+    if found is None:
         return {}, text
+    fields, consumed = found
     return fields, "\n".join(lines[consumed:])
 
 
