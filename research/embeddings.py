@@ -32,7 +32,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 import numpy.typing as npt
 
-from research.embedding_pieces import PieceTokenizer, Tokens, cuttable, joined_tokens
+from research.embedding_pieces import Ints, PieceTokenizer, Tokens, cuttable, joined_tokens
 from research.loaders import well_formed
 
 DIMENSIONS = 256
@@ -45,6 +45,10 @@ BATCH = 1024
 POOL_TEXTS = 8
 """Texts pooled together (:meth:`Embedder.pool`): 8 of up to 512 tokens gather 4 MiB of rows,
 which stay in cache; more gather more than the cache holds and are slower."""
+POOL_LAYOUT = 64 * POOL_TEXTS
+"""Texts whose padded ids are laid out together (:meth:`Embedder.pool`): about 1 MiB of ids,
+however many texts are pooled (all of a corpus's passages at once would be hundreds of MiB of
+fresh memory, whose page faults cost more than the layout saves)."""
 
 SPACE_MARK = "\u2581"
 """What the tokenizer's normalizer puts at the start of a text and in place of every space."""
@@ -160,43 +164,46 @@ class Embedder:
 
     def pool(self, texts: Sequence[str], tokens: Tokens) -> Vectors:
         """The texts' unit vectors from their :meth:`tokens`: the mean of their tokens' rows
-        (zero for a blank text).
-
-        :data:`POOL_TEXTS` texts of about the same length at a time (longest first), padded
-        with the zero row: two numpy calls for them all (a gather and a sum, which release the
-        GIL) instead of a few per text; each text's rows are still summed one after the other in
-        their order, so its vector is the one a per-text mean gives, to the bit (x + 0.0 is x).
-        The padded rows of every group are laid out in one array first, in a few calls for the
-        whole batch: a call per group beside the two would hand the GIL to the indexing thread
-        and wait to get it back each time.
-        """
+        (zero for a blank text), :data:`POOL_LAYOUT` texts at a time (longest first)."""
         out = np.zeros((len(texts), DIMENSIONS), dtype=np.float32)
         counts = tokens.counts.copy()
         counts[[n for n, text in enumerate(texts) if not text.strip()]] = 0
         order = np.argsort(-counts, kind="stable")
         order = order[counts[order] > 0]
-        if not len(order):
-            return out
-        sizes = counts[order]
-        firsts = np.arange(0, len(order), POOL_TEXTS)
-        # each text's row of ids is as long as its group's longest text's
-        widths = np.repeat(sizes[firsts], np.diff(firsts, append=len(order)))
-        rows = np.cumsum(widths) - widths
-        padded = np.full(int(widths.sum()), len(self.table) - 1, dtype=np.intp)
-        place = np.arange(sizes.sum()) - np.repeat(np.cumsum(sizes) - sizes, sizes)
-        text_starts = np.cumsum(tokens.counts) - tokens.counts
-        padded[np.repeat(rows, sizes) + place] = tokens.ids[
-            np.repeat(text_starts[order], sizes) + place
-        ]
-        sums = np.empty((len(order), DIMENSIONS), dtype=np.float32)
-        for first in firsts.tolist():
-            group, width = min(POOL_TEXTS, len(order) - first), int(widths[first])
-            ids = padded[rows[first] :][: group * width].reshape(group, width)
-            self.table.take(ids, axis=0).sum(axis=1, out=sums[first : first + group])
-        out[order] = sums / sizes[:, None].astype(np.float32)
+        starts = np.cumsum(tokens.counts) - tokens.counts
+        for begin in range(0, len(order), POOL_LAYOUT):
+            chosen = order[begin : begin + POOL_LAYOUT]
+            sizes = counts[chosen]
+            sums = self._sums(tokens.ids, starts[chosen], sizes)
+            out[chosen] = sums / sizes[:, None].astype(np.float32)
         norms = np.linalg.norm(out, axis=1, keepdims=True)
         np.divide(out, norms, out=out, where=norms > 0)
         return out
+
+    def _sums(self, ids: Ints, starts: Ints, sizes: Ints) -> Vectors:
+        """The sums of the rows of texts (``sizes`` ids from ``starts``, longest first).
+
+        :data:`POOL_TEXTS` texts of about the same length at a time, padded with the zero row:
+        two numpy calls for them all (a gather and a sum, which release the GIL) instead of a few
+        per text; each text's rows are still summed one after the other in their order, so its
+        vector is the one a per-text mean gives, to the bit (x + 0.0 is x). The padded ids of
+        every group are laid out in one array first, by a few calls for all the texts: a call per
+        group beside the two would hand the GIL to the indexing thread and wait to get it back
+        each time.
+        """
+        firsts = np.arange(0, len(sizes), POOL_TEXTS)
+        # each text's row of ids is as long as its group's longest text's
+        widths = np.repeat(sizes[firsts], np.diff(firsts, append=len(sizes)))
+        rows = np.cumsum(widths) - widths
+        padded = np.full(int(widths.sum()), len(self.table) - 1, dtype=np.intp)
+        place = np.arange(sizes.sum()) - np.repeat(np.cumsum(sizes) - sizes, sizes)
+        padded[np.repeat(rows, sizes) + place] = ids[np.repeat(starts, sizes) + place]
+        sums = np.empty((len(sizes), DIMENSIONS), dtype=np.float32)
+        for first in firsts.tolist():
+            group, width = min(POOL_TEXTS, len(sizes) - first), int(widths[first])
+            group_ids = padded[rows[first] :][: group * width].reshape(group, width)
+            self.table.take(group_ids, axis=0).sum(axis=1, out=sums[first : first + group])
+        return sums
 
     def forget_pieces(self) -> None:
         """Drop the pieces :attr:`pieces` remembers (an indexing call has ended)."""
