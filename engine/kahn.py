@@ -119,7 +119,8 @@ class _Wavefront:
         )
         order = rules.order
         queued = set(candidates)
-        queue = [(order[step_id], step_id) for step_id in queued]
+        # (place, step) pairs: a set iterates in the same order twice while it is unchanged
+        queue = list(zip(map(order.__getitem__, queued), queued))
         heapq.heapify(queue)
         create_task = asyncio.get_running_loop().create_task
         with runner.store.batch():

@@ -30,7 +30,15 @@ from collections.abc import Callable, Collection
 from dataclasses import dataclass
 
 from engine.completion import conclude
-from engine.events import Log, RunFinished, RunStarted, StepFailed, StepFinished, StepSkipped
+from engine.events import (
+    Budget,
+    Log,
+    RunFinished,
+    RunStarted,
+    StepFailed,
+    StepFinished,
+    StepSkipped,
+)
 from engine.graph import WorkflowGraph
 from engine.interrupts import AnswerPause
 from engine.protocol import EngineCapabilities, ExecutionResult, ForkEdits, RunContext
@@ -196,8 +204,16 @@ class EngineBase(ABC):
         store.claim_owner(run_id)
         wf = record.definition
         results = store.step_results(run_id)
+        counted = store.last_event(run_id, "budget")
         with cycle_collection_paused():
-            state = RunState.restore(run_id, wf, record.inputs, results, record.engine_state)
+            state = RunState.restore(
+                run_id,
+                wf,
+                record.inputs,
+                results,
+                record.engine_state,
+                counted if isinstance(counted, Budget) else None,
+            )
             runner = self._new_runner(state, WorkflowGraph.of(wf), run)
         # a run queued for a worker starts by a resume: it has no step results yet
         self._announce(runner, run, resumed=bool(results))

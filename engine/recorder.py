@@ -7,14 +7,12 @@ run; they write through this one recorder, so a run resumes from the store alone
 from __future__ import annotations
 
 from collections.abc import Iterable
-from itertools import chain
 from typing import Any, TypeVar, cast
 
 from engine.events import Budget, Domain, RunEvent, StepSkipped
 from engine.run_state import RunState, StepRecord
 from engine.states import StepStatus
 from engine.store import BaseRunStore
-from engine.trusted import replaced
 
 _Event = TypeVar("_Event", bound=RunEvent)
 
@@ -31,6 +29,8 @@ class RunRecorder:
         the store's own method, called a few times a step."""
         self.step_bound = state.wf.limits.step_run_bound(len(state.wf.steps))
         """The run's ``max_step_runs``, explicit or derived from the workflow's size."""
+        self._stored_beyond: dict[str, Any] | None = None
+        """``RunState.beyond_counters`` as this recorder last stored it (None: not yet)."""
 
     @property
     def run_id(self) -> str:
@@ -52,22 +52,31 @@ class RunRecorder:
 
     def save_new(self, records: Iterable[StepRecord]) -> None:
         """Save the first rows of a new run's steps, as :class:`RunState.fresh` made them:
-        their results differ only in the step's id, so one is validated and copied for the
-        others (a run's start writes one per step)."""
+        their results differ only in the step's id, so one is validated and the store copies
+        it for the others (a run's start writes one per step)."""
         rows = iter(records)
         head = next(rows, None)
         if head is None:
             return
-        first = head.result()
-        self.store.save_steps(
-            self.state.run_id,
-            chain((first,), (replaced(first, step_id=record.step_id) for record in rows)),
-        )
+        self.store.save_alike(self.state.run_id, head.result(), (record.step_id for record in rows))
 
     def save_engine_state(self) -> None:
-        self.store.save_engine_state(self.run_id, self.state.engine_state())
+        state = self.state.engine_state()
+        self.store.save_engine_state(self.run_id, state)
+        self._stored_beyond = self.state.beyond_counters()
 
-    def emit_budget(self) -> None:
+    def save_counters(self) -> None:
+        """The run's ``budget`` event — its counters — and the engine state if what no
+        ``budget`` event carries changed since it was last stored (a step's settling: the
+        engine state's counters are then the event's, committed with it, and resume takes
+        the later of the two, ``RunState.restore``). Most steps change only the counters: a
+        step stores one row fewer."""
+        beyond = self.state.beyond_counters()
+        if beyond is not self._stored_beyond and beyond != self._stored_beyond:
+            self.save_engine_state()
+        self._emit_budget()
+
+    def _emit_budget(self) -> None:
         state = self.state
         budget = state.budget
         self.emit_new(  # one a step: the run's own counters

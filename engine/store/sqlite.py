@@ -29,7 +29,7 @@ from engine.store.records import (
     step_results_from_rows,
 )
 
-# ``engine_states`` holds the resume state written with every step transition. It has
+# ``engine_states`` holds the resume state (with the last ``budget`` event's counters). It has
 # its own small row: an update rewrites the whole row, and the ``runs`` row carries the
 # definition and its source (a large workflow's makes every per-step commit a large one).
 # ``runs.engine_state`` is read when a run has no row there (files written before).
@@ -327,6 +327,15 @@ class RunStore(BaseRunStore):
         )
         run = f'{{"run_id":{json.dumps(run_id)},"seq":'
         return [event_from_json(_event_text(run, *row)) for row in rows]
+
+    def last_event(self, run_id: str, kind: str) -> RunEvent | None:
+        rows = self._query(
+            "SELECT seq, kind, mono, body FROM events WHERE run_id = ? AND kind = ?"
+            " ORDER BY seq DESC LIMIT 1",
+            (run_id, kind),
+        )
+        run = f'{{"run_id":{json.dumps(run_id)},"seq":'
+        return event_from_json(_event_text(run, *rows[0])) if rows else None
 
     def _run_row(self, row: tuple[Any, ...]) -> dict[str, Any]:
         values = dict(zip(_RUN_NAMES, row))

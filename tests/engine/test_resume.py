@@ -80,9 +80,13 @@ async def test_resume_after_sigkill_reruns_nothing_finished_and_repeats_no_call(
         run_id, crash_worker.context(store, run_id, str(counter))
     )
     events = store.events(run_id)
+    counted = store.get_run(run_id).engine_state["step_runs"]
     store.close()
 
     assert result.status == RunStatus.COMPLETED
+    assert counted == sum(e.kind == "step_started" for e in events), (
+        "every start counted: the ones before the kill from the last budget event"
+    )
     assert sorted(counter.read_text().split()) == ["first", "last", "quick", "slow"], (
         "no journaled call repeated"
     )

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from engine.events import Budget
 from engine.recorder import RunRecorder
 from engine.run_state import RunState
 from engine.states import StepStatus
@@ -81,6 +82,67 @@ def test_a_store_saved_before_a_key_existed_reads_as_its_defaults() -> None:
     assert (state.loop_counts, state.returned_detours, state.stopped) == ({}, set(), {})
     assert (state.terminated_by, state.active_detour) == ("", None)
     assert state.steps["b"].attempt == 1
+
+
+def _budget(**counters: Any) -> Budget:
+    values = {"step_runs": 0, "llm_calls": 0, "tokens": 0, "elapsed_s": 0.0, "cost_usd": 0.0}
+    return Budget(
+        run_id="r", max_step_runs=99, max_llm_calls=9, token_budget=999, **(values | counters)
+    )
+
+
+def test_each_counter_is_restored_from_whichever_of_state_and_last_budget_is_later() -> None:
+    """A settled step's counters are in its ``budget`` event; the engine state row is written
+    only when what no budget carries changes — either may be the later, counter by counter."""
+    later = _budget(step_runs=9, llm_calls=2, tokens=150, elapsed_s=12.0, cost_usd=0.5)
+    state = RunState.restore("r", WF, {}, results(), SAVED, later)
+    assert (state.step_runs, state.budget.llm_calls, state.budget.tokens) == (9, 3, 150)
+    assert (state.budget.cost_usd, state.elapsed_before) == (0.5, 12.5)
+    assert (state.loop_counts, state.terminated_by) == ({"c": 2}, "a")  # never in a budget
+    only = RunState.restore("r", WF, {}, {}, {}, later)
+    assert (only.step_runs, only.budget.llm_calls, only.budget.tokens) == (9, 2, 150)
+    assert (only.budget.cost_usd, only.elapsed_before) == (0.5, 12.0)
+
+
+class _CountingStore(InMemoryRunStore):
+    def __init__(self) -> None:
+        super().__init__()
+        self.states: list[dict[str, Any]] = []
+
+    def _write_engine_state(self, run_id: str, state: dict[str, Any], updated_ts: float) -> None:
+        self.states.append(state)
+        super()._write_engine_state(run_id, state, updated_ts)
+
+
+def test_a_step_that_changes_only_the_counters_stores_them_in_its_budget_event_alone() -> None:
+    store = _CountingStore()
+    state = RunState.fresh("r", WF, {})
+    store.create_run(WF, {}, "kahn", "test", run_id="r")
+    recorder = RunRecorder(state, store)
+    for runs in (1, 2, 3):
+        state.step_runs = runs
+        recorder.save_counters()
+    assert [s["step_runs"] for s in store.states] == [1], "the first is stored, then none"
+    state.step_runs = 4
+    state.loop_counts["c"] = 1
+    recorder.save_counters()
+    state.step_runs = 5
+    recorder.save_counters()
+    state.loop_counts.clear()
+    state.step_runs = 6
+    recorder.save_counters()
+    assert [(s["step_runs"], s["loop_counts"]) for s in store.states] == [
+        (1, {}),
+        (4, {"c": 1}),
+        (6, {}),
+    ]
+    budgets = [e for e in store.events("r") if isinstance(e, Budget)]
+    assert [b.step_runs for b in budgets] == [1, 2, 3, 4, 5, 6]
+    restored = RunState.restore("r", WF, {}, {}, store.get_run("r").engine_state, budgets[-1])
+    assert restored.step_runs == 6
+    recorder.save_engine_state()  # a pause or the end: always stored
+    assert store.states[-1] == state.engine_state() | {"elapsed_s": store.states[-1]["elapsed_s"]}
+    assert store.states[-1]["loop_counts"] is not store.states[0]["loop_counts"]
 
 
 def test_what_a_restored_run_saves_again_is_what_it_was_restored_from() -> None:

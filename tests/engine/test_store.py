@@ -166,6 +166,22 @@ def test_runs_with_their_inputs_are_read_from_a_sqlite_file_in_one_select(tmp_pa
     assert len([s for s in statements if s.lstrip().upper().startswith("SELECT")]) == 1
 
 
+def test_the_last_event_of_a_kind_is_the_runs_latest_of_it(store: BaseRunStore) -> None:
+    run_id = store.create_run(WF, {}, "kahn", "test")
+    other = store.create_run(WF, {}, "kahn", "test")
+    assert store.last_event(run_id, "log") is None
+    store.append(Log(run_id=run_id, message="first"))
+    store.append(Log(run_id=run_id, message="second"))
+    store.append(StepStarted(run_id=run_id, step_id="a", iteration=0))
+    store.append(Log(run_id=other, message="other run"))
+    last = store.last_event(run_id, "log")
+    assert isinstance(last, Log) and (last.message, last.seq) == ("second", 2)
+    assert last == store.events(run_id)[1]
+    assert store.last_event(run_id, "budget") is None
+    started = store.last_event(run_id, "step_started")
+    assert isinstance(started, StepStarted) and started.seq == 3
+
+
 def test_engine_state_is_read_back_and_moves_the_update_time(store: BaseRunStore) -> None:
     run_id = store.create_run(WF, {}, "kahn", "test")
     created = store.get_run(run_id).updated_ts
@@ -220,18 +236,30 @@ def test_an_events_body_leaves_out_its_columns_and_old_whole_bodies_still_read(
     store.close()
 
 
-def test_steps_saved_together_are_each_stored_as_saved_one_by_one(store: BaseRunStore) -> None:
-    run_id = store.create_run(WF, {}, "kahn", "test")
-    rows = [
+ODD_IDS = ["b", 'quote"d', "back\\slash", "tab\tnew\nline\x01\x1f", "é ü", "☃ 🙂", "", "a" * 300]
+
+
+@pytest.mark.parametrize(
+    "first",
+    [
         StepResult(step_id="a", status=StepStatus.PENDING),
-        StepResult(step_id="b", status=StepStatus.SUCCEEDED, outputs={"x": 1}, runs=1),
-        StepResult(step_id="c", status=StepStatus.RUNNING, iteration=1, runs=2),
-    ]
-    store.save_steps(run_id, iter(rows))
-    stored = store.step_results(run_id)
-    assert sorted(stored) == ["a", "b", "c"]
-    assert stored["a"] == rows[0] and stored["c"] == rows[2]
-    assert stored["b"].outputs == {"x": 1} and [h.iteration for h in stored["b"].history] == [0]
+        StepResult(step_id="a", status=StepStatus.RUNNING, iteration=1, outputs={"x": "é"}, runs=2),
+        StepResult(step_id="a", status=StepStatus.SUCCEEDED, outputs={"x": 1}, runs=1),
+        StepResult(step_id='"a', status=StepStatus.PENDING, routed_by=["r"], reason="why"),
+    ],
+)
+def test_rows_saved_alike_are_each_stored_as_if_saved_one_by_one(
+    store: BaseRunStore, first: StepResult
+) -> None:
+    together = store.create_run(WF, {}, "kahn", "test")
+    one_by_one = store.create_run(WF, {}, "kahn", "test")
+    store.save_alike(together, first, iter(ODD_IDS))
+    for row in [first, *(first.model_copy(update={"step_id": s}) for s in ODD_IDS)]:
+        store.save_step(one_by_one, row)
+    stored = store.step_results(together)
+    assert sorted(stored) == sorted([first.step_id, *ODD_IDS])
+    assert stored == store.step_results(one_by_one)
+    assert stored["☃ 🙂"].step_id == "☃ 🙂" and stored["☃ 🙂"].status == first.status
 
 
 def test_step_results_keep_every_settled_iteration(store: BaseRunStore) -> None:

@@ -169,7 +169,7 @@ def test_a_disk_that_fills_up_mid_run_stops_it_in_one_line_and_resume_finishes_i
     workflow = str(WORKFLOWS_DIR / "fan_out.yaml")
     first = workbench(tiny_disk, "run", workflow, "--headless")
     assert first.returncode == 0, first.stderr
-    filler = fill(tiny_disk, 250 * 1024)  # room to start a run, not to finish it
+    filler = fill(tiny_disk, 150 * 1024)  # room to start a run, not to finish it
     stopped = workbench(tiny_disk, "run", workflow, "--headless")
     assert stopped.returncode == 2, stopped.stdout + stopped.stderr
     assert stopped.stderr.strip().splitlines() == [

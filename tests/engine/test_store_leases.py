@@ -57,7 +57,7 @@ def test_a_write_with_a_stale_epoch_raises_and_commits_nothing(open_store: OpenS
             )
         ),
         lambda: old.save_step(run_id, StepResult(step_id="a", status=StepStatus.FAILED)),
-        lambda: old.save_steps(run_id, [StepResult(step_id="a", status=StepStatus.PENDING)]),
+        lambda: old.save_alike(run_id, StepResult(step_id="a", status=StepStatus.PENDING), ["b"]),
         lambda: old.journal_put(run_id, "a", 0, 0, JournalEntry(kind="llm", payload="x")),
         lambda: old.save_engine_state(run_id, {"step_runs": 9}),
         lambda: old.set_status(run_id, RunStatus.FAILED, "stale"),

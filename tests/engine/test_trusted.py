@@ -26,7 +26,7 @@ from engine.events import (
 from engine.spec import StepSpec, WorkflowDefinition
 from engine.states import StepStatus
 from engine.store import BaseRunStore, StepResult
-from engine.trusted import json_text, replaced, trusted
+from engine.trusted import json_bytes, replaced, trusted
 from tests.stores import ALL, store_opener
 
 WF = WorkflowDefinition(name="trusted", steps=[StepSpec(id="a", uses="demo.echo")])
@@ -95,7 +95,7 @@ def test_a_trusted_model_is_the_validated_one(
     assert built == validated
     assert type(built) is kind
     assert built.model_fields_set == validated.model_fields_set
-    assert json_text(built) == validated.model_dump_json()
+    assert json_bytes(built).decode() == validated.model_dump_json()
     assert built.model_dump() == validated.model_dump()
     assert repr(built) == repr(validated)
     assert pickle.loads(pickle.dumps(built)) == validated  # every slot pydantic keeps is set
@@ -116,7 +116,7 @@ def test_replaced_is_model_copy_with_the_update() -> None:
     copy = replaced(event, seq=7, ts=1.5, mono=0.25)
     expected = event.model_copy(update={"seq": 7, "ts": 1.5, "mono": 0.25})
     assert copy == expected and copy.model_fields_set == expected.model_fields_set
-    assert json_text(copy) == expected.model_dump_json()
+    assert json_bytes(copy).decode() == expected.model_dump_json()
     assert pickle.loads(pickle.dumps(copy)) == expected
     assert event.seq == 0  # the original is left as it was
 
@@ -190,7 +190,7 @@ def test_a_model_class_met_for_the_first_time_is_laid_out_from_its_fields() -> N
 
     built, validated = trusted(Fresh, name="a"), Fresh(name="a")
     assert built == validated and built.model_fields_set == validated.model_fields_set == {"name"}
-    assert json_text(built) == validated.model_dump_json()
+    assert json_bytes(built).decode() == validated.model_dump_json()
     assert built.items is not trusted(Fresh, name="b").items
     given = trusted(Fresh, name="c", count=0, note=None, items=[])
     assert given == Fresh(name="c", count=0, note=None, items=[])
