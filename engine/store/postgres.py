@@ -49,7 +49,7 @@ from engine.store.records import (
 from plumbing.migrations import open_migrated_pool
 from plumbing.postgres import Database, DatabaseError
 
-SCHEMA_REVISION = "runs_0001"
+SCHEMA_REVISION = "runs_0002"
 """The newest revision of engine/store/migrations: the schema this code reads and writes."""
 EVENTS_CHANNEL = "workbench_events"
 """The channel every commit that stored events notifies, with ``'<run id> <highest seq>'``."""

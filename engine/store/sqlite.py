@@ -33,11 +33,15 @@ from engine.store.records import (
 # its own small row: an update rewrites the whole row, and the ``runs`` row carries the
 # definition and its source (a large workflow's makes every per-step commit a large one).
 # ``runs.engine_state`` is read when a run has no row there (files written before).
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 """Stamped into the file (``PRAGMA user_version``); a file with a higher one is refused.
 2: an event's ``body`` leaves out what its row's columns hold (:data:`_EVENT_COLUMNS`); the
 rows of a file written at 1 keep their whole body and are read as they are, and a program
-that reads only version 1 refuses a file this one has written to instead of misreading it."""
+that reads only version 1 refuses a file this one has written to instead of misreading it.
+3: a settled step's counters are kept in its ``budget`` event and the ``engine_states`` row is
+rewritten only when more than its counters change (resume takes the later of the two); a
+program that reads only version 2 would resume from the row alone and undercount the run's
+step starts and elapsed time, so it refuses the file instead."""
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS runs (
     run_id TEXT PRIMARY KEY,

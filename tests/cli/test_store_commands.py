@@ -33,7 +33,7 @@ def test_db_upgrade_creates_the_schema_once_and_says_where(
     first = _with(config, tmp_path / "ws", "db", "upgrade")
     assert (first.returncode, first.stderr) == (0, "")
     assert first.stdout == (
-        f"{shown}: schema upgraded (queue_0001, router_0001, router_0002, runs_0001); LangGraph checkpoints ready\n"
+        f"{shown}: schema upgraded (queue_0001, router_0001, router_0002, runs_0001, runs_0002); LangGraph checkpoints ready\n"
     )
     again = _with(config, tmp_path / "ws", "db", "upgrade")
     assert (again.returncode, again.stdout) == (0, f"{shown}: schema up to date\n")

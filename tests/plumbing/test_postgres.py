@@ -63,7 +63,7 @@ def test_upgrade_creates_every_chain_once_and_two_at_once_take_turns(
     pg_empty_database: str,
 ) -> None:
     database = Database(pg_empty_database)
-    with pytest.raises(DatabaseError, match=r"schema is not ready \(at none, needs runs_0001\)"):
+    with pytest.raises(DatabaseError, match=r"schema is not ready \(at none, needs runs_0002\)"):
         PostgresRunStore(database)
     applied: list[list[str]] = []
     threads = [
@@ -74,10 +74,10 @@ def test_upgrade_creates_every_chain_once_and_two_at_once_take_turns(
         thread.start()
     for thread in threads:
         thread.join(60)
-    assert sorted(applied) == [[], ["router_0001", "router_0002", "runs_0001"]]
+    assert sorted(applied) == [[], ["router_0001", "router_0002", "runs_0001", "runs_0002"]]
     assert upgrade(database, [RUNS, ROUTER]) == []
     with database.connect() as conn:
-        assert current_revisions(conn) == {"runs_0001", "router_0002"}
+        assert current_revisions(conn) == {"runs_0002", "router_0002"}
     PostgresRunStore(database).close()
     PostgresStatsStore(database).close()
 
