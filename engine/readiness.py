@@ -105,9 +105,8 @@ def _build_tables(graph: WorkflowGraph) -> _Tables:
         for waiting, routers in guards.items():
             for router in routers:
                 guarded.setdefault(router, {})[waiting] = None
-    in_file = {step: index for index, step in enumerate(steps)}
     for detour in under_way:  # its start and its return change these steps' waits
-        changed = sorted(loop_guards.get(detour, {}), key=in_file.__getitem__)
+        changed = loop_guards.get(detour, {})
         for end in detour:
             guarded.setdefault(end, {}).update(dict.fromkeys(changed))
     for target in steps:  # a returning declarer releases its detour target's dependents
@@ -143,7 +142,8 @@ class ReadinessRules:
 
     def followers(self, step_id: str) -> tuple[str, ...]:
         """The steps whose readiness may change when ``step_id`` settles: its dependents,
-        and, for a loop's router, the steps outside the loop that wait for its last pass."""
+        and, for a loop's router, the steps outside the loop that wait for its last pass. Their
+        order is not read: both engines ask them in topological order (:meth:`order_key`)."""
         return self._followers[step_id]
 
     def order_key(self, step_id: str) -> int:
@@ -376,14 +376,15 @@ def _guards_in_order(
     search_all: set[str],
 ) -> dict[str, list[str]]:
     """The routers each of ``steps`` (in topological order) waits for; a step marked in
-    ``upstream_only`` and not in ``search_all`` takes every candidate without a search."""
+    ``upstream_only`` (which holds every step with candidates) and not in ``search_all``
+    takes every candidate without a search."""
     added: dict[str, list[str]] = {}  # waits taken on routers not upstream: router -> steps
     guards: dict[str, list[str]] = {}
     for step in steps:
         routers = candidates.get(step)
         if not routers:
             continue
-        if upstream_only.get(step, False) and step not in search_all:
+        if upstream_only[step] and step not in search_all:
             guards[step] = list(routers)
             continue
         waiting = search.waiting(step, added)

@@ -155,7 +155,8 @@ def test_loops_read_from_outside_into_each_other_get_the_defined_loop_guards() -
 @st.composite
 def loops_and_detours(draw: st.DrawFn) -> dict[str, Any]:
     """Up to 14 steps, each depending on one or two earlier ones; some close a loop back to
-    an earlier step, some declare a detour to a step depending on an earlier one."""
+    an earlier step, some declare a detour to a step depending on an earlier one, some both
+    (a loop's router declaring a detour)."""
     size = draw(st.integers(4, 14))
     steps: list[dict[str, Any]] = []
     for index in range(size):
@@ -165,19 +166,16 @@ def loops_and_detours(draw: st.DrawFn) -> dict[str, Any]:
             step["depends_on"] = sorted(draw(st.sets(earlier, min_size=1, max_size=2)))
         steps.append(step)
     for index in range(1, size):
-        kind = draw(st.sampled_from(["none", "none", "loop", "detour"]))
-        if kind == "loop":
+        kind = draw(st.sampled_from(["none", "none", "loop", "detour", "both"]))
+        routing: dict[str, Any] = {"kind": "linear"}
+        if kind in ("loop", "both"):
             target = f"s{draw(st.integers(0, index - 1))}"
-            steps[index]["routing"] = {
-                "kind": "loop",
-                "loop": {"target": target, "max_iterations": 2},
-            }
-        elif kind == "detour":
+            routing = {"kind": "loop", "loop": {"target": target, "max_iterations": 2}}
+        if kind in ("detour", "both"):
             target = f"s{draw(st.integers(0, size - 1))}"
-            steps[index]["routing"] = {
-                "kind": "linear",
-                "detour": {"target": target, "when": "true"},
-            }
+            routing["detour"] = {"target": target, "when": "true"}
+        if kind != "none":
+            steps[index]["routing"] = routing
     return {"name": "drawn", "steps": steps}
 
 
@@ -198,3 +196,28 @@ def load_drawn(data: dict[str, Any]) -> WorkflowDefinition:
 @given(loops_and_detours())
 def test_drawn_loops_and_detours_get_the_defined_loop_guards(data: dict[str, Any]) -> None:
     assert_same_guards(WorkflowGraph(load_drawn(data)))
+
+
+def test_a_loop_router_declaring_a_detour_gets_the_defined_loop_guards() -> None:
+    """A loop's router may declare a detour too: here to ``t``, which reads the loop's body
+    and so waits for its router — but not while the detour is under way, when the router
+    waits for ``t`` (the one wait a step with only upstream candidates can lose to a detour:
+    issue 26's alive mutant ``_guards_in_order`` 13 took them all unsearched)."""
+    steps: list[dict[str, Any]] = [
+        {"id": "a", "uses": "demo.echo"},
+        {
+            "id": "d",
+            "uses": "demo.echo",
+            "depends_on": ["a"],
+            "routing": {
+                "kind": "loop",
+                "loop": {"target": "a", "max_iterations": 2},
+                "detour": {"target": "t", "when": "true"},
+            },
+        },
+        {"id": "t", "uses": "demo.echo", "depends_on": ["d"]},
+    ]
+    graph = WorkflowGraph(load_drawn({"name": "router_detour", "steps": steps}))
+    assert defined_guards(graph, None) == {"t": ["d"]}
+    assert defined_guards(graph, ("d", "t")) == {}
+    assert_same_guards(graph)

@@ -1054,3 +1054,70 @@ def test_a_step_gains_a_loop_wait_while_a_detour_is_under_way() -> None:
     runs = {step_id: state[:3] for step_id, state in found["kahn"].steps.items()}
     assert runs["s1"] == ("SUCCEEDED", 5, 6)  # the detour taken on each of s2's three passes
     assert runs["s2"] == runs["s5"] == ("SUCCEEDED", 2, 3)
+
+
+def test_a_step_gaining_a_loop_wait_under_a_detour_is_asked_again_when_it_returns() -> None:
+    """Issue 26's alive mutant ``_build_tables`` 18 (sixth session): the steps asked again when
+    a detour starts or returns must be those whose waits it changes, not every step with a
+    wait outside detours. ``s`` depends on neither end of ``s1``'s detour to ``t``, has no
+    wait without it (``x``'s loop runs it again; ``r`` waits for ``x`` and so for ``s``), and
+    gains ``r``'s loop while the detour is under way: ``t`` then leads to ``x`` through
+    ``s1``, so ``t`` no longer waits for ``x``, and nothing leads from ``s`` to ``r``. ``s``'s
+    dependencies settle during the detour (``c`` delays ``y`` past ``s1``'s decision); when
+    ``t`` settles the wait is gone, and ``s`` must be asked then: ``r`` waits for ``x``, which
+    waits for ``s``, so nothing else would (Kahn ended with ``s``, ``x`` and ``r`` unsettled)."""
+    from engine.graph import WorkflowGraph
+    from engine.readiness import _build_tables
+
+    wf = load(
+        [
+            probe("s0"),
+            probe("w"),
+            probe(
+                "s1",
+                depends_on=["s0"],
+                routing={"kind": "linear", "detour": {"target": "t", "when": "true"}},
+            ),
+            probe("c", depends_on=["s0"]),
+            probe("y", depends_on=["c"]),
+            probe("t", depends_on=["y"]),
+            probe("s", depends_on=["w", "y"]),
+            _loop("x", "s0", 2, "s1", "s"),
+            _loop("r", "w", 2, "t", "w"),
+        ]
+    )
+    guards = _build_tables(WorkflowGraph(wf)).loop_guards
+    assert guards[None] == {"t": ["x"], "r": ["x"]}
+    assert guards[("s1", "t")] == {"t": [], "s": ["r"], "x": ["r"], "r": []}  # s gains r
+    found = agree(wf)
+    assert found["kahn"].status == "COMPLETED"
+    runs = {step_id: state[:3] for step_id, state in found["kahn"].steps.items()}
+    assert runs["s"] == runs["x"] == runs["r"] == ("SUCCEEDED", 2, 3)
+
+
+def test_a_loop_router_declaring_a_detour_runs_it_on_each_pass() -> None:
+    """A loop's router may declare a detour: here to ``t``, which reads the loop's body and so
+    waits for the router's last pass — except while the detour is under way, when the router
+    waits for ``t`` (tests/engine/test_loop_guards.py, the same shape). ``t`` runs on each of
+    the three passes' detours, ``after`` (reading ``t``) once, after the last."""
+    wf = load(
+        [
+            probe("a"),
+            probe(
+                "d",
+                depends_on=["a"],
+                routing={
+                    "kind": "loop",
+                    "loop": {"target": "a", "max_iterations": 2},
+                    "detour": {"target": "t", "when": "true"},
+                },
+            ),
+            probe("t", depends_on=["d"]),
+            probe("after", depends_on=["t"]),
+        ]
+    )
+    found = agree(wf)
+    runs = {step_id: state[:3] for step_id, state in found["kahn"].steps.items()}
+    assert runs["d"] == ("SUCCEEDED", 5, 6)  # each pass, and its return from the detour
+    assert runs["t"] == ("SUCCEEDED", 2, 3)
+    assert runs["after"] == ("SUCCEEDED", 0, 1)
