@@ -32,7 +32,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 import numpy.typing as npt
 
-from research.embedding_pieces import PieceTokenizer, Tokens, cuttable, joined_tokens
+from research.embedding_pieces import Ints, PieceTokenizer, Tokens, cuttable, joined_tokens
 from research.loaders import well_formed
 
 DIMENSIONS = 256
@@ -45,6 +45,10 @@ BATCH = 1024
 POOL_TEXTS = 8
 """Texts pooled together (:meth:`Embedder.pool`): 8 of up to 512 tokens gather 4 MiB of rows,
 which stay in cache; more gather more than the cache holds and are slower."""
+POOL_LAYOUT = 64 * POOL_TEXTS
+"""Texts whose padded ids are laid out together (:meth:`Embedder.pool`): about 1 MiB of ids,
+however many texts are pooled (all of a corpus's passages at once would be hundreds of MiB of
+fresh memory, whose page faults cost more than the layout saves)."""
 
 SPACE_MARK = "\u2581"
 """What the tokenizer's normalizer puts at the start of a text and in place of every space."""
@@ -99,13 +103,12 @@ class Embedder:
         self.table[:-1] = stored
         self.tokenizer = _tokenizer(Tokenizer.from_file(str(tokenizer)))
         """The tokenizer as the file defines it: the reference every text's ids are those of."""
-        config = json.loads(self.tokenizer.to_str())
         self.pieces: PieceTokenizer | None = None
         """Tokenizes each distinct piece once (research/embedding_pieces.py), for texts
         :func:`normalized` already: when the file's normalizer is the one that function
         reproduces, the file has no pre-tokenizer, and the vocabulary allows cutting texts into
         pieces. Its model is the file's (shared, not a copy: 12 MiB less), without normalizer."""
-        if config.get("normalizer") == NORMALIZER and config.get("pre_tokenizer") is None:
+        if _normalizer(self.tokenizer) == NORMALIZER and self.tokenizer.pre_tokenizer is None:
             whole = Tokenizer(self.tokenizer.model)  # no truncation: pieces are joined
             cuts = cuttable(whole)
             if cuts is not None:
@@ -161,32 +164,46 @@ class Embedder:
 
     def pool(self, texts: Sequence[str], tokens: Tokens) -> Vectors:
         """The texts' unit vectors from their :meth:`tokens`: the mean of their tokens' rows
-        (zero for a blank text).
-
-        :data:`POOL_TEXTS` texts of about the same length at a time (longest first), padded
-        with the zero row: a few numpy calls for them all, which release the GIL, instead of a
-        few per text; each text's rows are still summed one after the other in their order, so
-        its vector is the one a per-text mean gives, to the bit (x + 0.0 is x).
-        """
+        (zero for a blank text), :data:`POOL_LAYOUT` texts at a time (longest first)."""
         out = np.zeros((len(texts), DIMENSIONS), dtype=np.float32)
         counts = tokens.counts.copy()
         counts[[n for n, text in enumerate(texts) if not text.strip()]] = 0
-        starts = np.cumsum(tokens.counts) - tokens.counts
         order = np.argsort(-counts, kind="stable")
         order = order[counts[order] > 0]
-        padding = len(self.table) - 1
-        for first in range(0, len(order), POOL_TEXTS):
-            chosen = order[first : first + POOL_TEXTS]
+        starts = np.cumsum(tokens.counts) - tokens.counts
+        for begin in range(0, len(order), POOL_LAYOUT):
+            chosen = order[begin : begin + POOL_LAYOUT]
             sizes = counts[chosen]
-            ends = np.cumsum(sizes)
-            at = np.repeat(starts[chosen] - (ends - sizes), sizes) + np.arange(ends[-1])
-            padded = np.full((len(chosen), int(sizes[0])), padding, dtype=np.intp)
-            padded[np.arange(padded.shape[1]) < sizes[:, None]] = tokens.ids[at]
-            sums = self.table.take(padded, axis=0).sum(axis=1)
+            sums = self._sums(tokens.ids, starts[chosen], sizes)
             out[chosen] = sums / sizes[:, None].astype(np.float32)
         norms = np.linalg.norm(out, axis=1, keepdims=True)
         np.divide(out, norms, out=out, where=norms > 0)
         return out
+
+    def _sums(self, ids: Ints, starts: Ints, sizes: Ints) -> Vectors:
+        """The sums of the rows of texts (``sizes`` ids from ``starts``, longest first).
+
+        :data:`POOL_TEXTS` texts of about the same length at a time, padded with the zero row:
+        two numpy calls for them all (a gather and a sum, which release the GIL) instead of a few
+        per text; each text's rows are still summed one after the other in their order, so its
+        vector is the one a per-text mean gives, to the bit (x + 0.0 is x). The padded ids of
+        every group are laid out in one array first, by a few calls for all the texts: a call per
+        group beside the two would hand the GIL to the indexing thread and wait to get it back
+        each time.
+        """
+        firsts = np.arange(0, len(sizes), POOL_TEXTS)
+        # each text's row of ids is as long as its group's longest text's
+        widths = np.repeat(sizes[firsts], np.diff(firsts, append=len(sizes)))
+        rows = np.cumsum(widths) - widths
+        padded = np.full(int(widths.sum()), len(self.table) - 1, dtype=np.intp)
+        place = np.arange(sizes.sum()) - np.repeat(np.cumsum(sizes) - sizes, sizes)
+        padded[np.repeat(rows, sizes) + place] = ids[np.repeat(starts, sizes) + place]
+        sums = np.empty((len(sizes), DIMENSIONS), dtype=np.float32)
+        for first in firsts.tolist():
+            group, width = min(POOL_TEXTS, len(sizes) - first), int(widths[first])
+            group_ids = padded[rows[first] :][: group * width].reshape(group, width)
+            self.table.take(group_ids, axis=0).sum(axis=1, out=sums[first : first + group])
+        return sums
 
     def forget_pieces(self) -> None:
         """Drop the pieces :attr:`pieces` remembers (an indexing call has ended)."""
@@ -204,6 +221,14 @@ class Embedder:
 def normalized(text: str) -> str:
     """``text`` as the tokenizer's normalizer (:data:`NORMALIZER`) leaves it."""
     return SPACE_MARK + text.replace(" ", SPACE_MARK) if text else text
+
+
+def _normalizer(tokenizer: Tokenizer) -> object:
+    """The tokenizer's normalizer as its file spells it (None without one): read alone, a fifth
+    of a millisecond, where the whole tokenizer written out and parsed again took 0.08 s of the
+    model's load, all of it holding the GIL the indexing thread needs meanwhile."""
+    normalizer = tokenizer.normalizer
+    return None if normalizer is None else json.loads(normalizer.__getstate__())
 
 
 def _tokenizer(tokenizer: Tokenizer) -> Tokenizer:

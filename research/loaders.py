@@ -11,7 +11,7 @@ import html
 import logging
 import re
 import warnings
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import date
@@ -129,17 +129,41 @@ def _from_fields(
 
 
 _RST_FIELD = re.compile(r"^:?([A-Za-z][A-Za-z0-9_-]*):\s*(.*)$")
+_LINE_BREAK = re.compile("\r\n|[\n\r\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029]")
+"""Where ``str.splitlines`` cuts a text."""
+_OTHER_LINE_BREAKS = "\r\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029"
+"""The characters other than ``\\n`` that ``str.splitlines`` cuts at."""
 
 
-def _rst_header(text: str) -> tuple[dict[str, str], str]:
-    """A leading RFC-822-style field list (``Created: …`` with indented continuations)."""
-    lines = text.splitlines()
+def _lines(text: str) -> Iterator[tuple[str, int]]:
+    """Each line of ``text`` as ``str.splitlines`` cuts it, with where the next one starts: read
+    one at a time, so that a header's fields are read without cutting the whole document."""
+    start = 0
+    while start < len(text):
+        found = _LINE_BREAK.search(text, start)
+        end, after = (found.start(), found.end()) if found else (len(text), len(text))
+        yield text[start:end], after
+        start = after
+
+
+def _rejoined(text: str) -> str:
+    """``"\\n".join(text.splitlines())``: every line break as ``\\n``, the last one dropped —
+    without cutting the text into lines when ``\\n`` is its only line break (the PEPs')."""
+    if not any(mark in text for mark in _OTHER_LINE_BREAKS):
+        return text[:-1] if text.endswith("\n") else text
+    return "\n".join(text.splitlines())
+
+
+def _header_fields(lines: Iterable[str]) -> tuple[dict[str, str], int] | None:
+    """The fields of a leading RFC-822-style field list (``Created: …`` with indented
+    continuations) and how many lines it takes with the blank line that ends it — None when the
+    lines do not open with one. Lines are read only up to its end."""
     fields: dict[str, str] = {}
     current: str | None = None
     consumed = 0
-    for index, line in enumerate(lines):
+    for line in lines:
+        consumed += 1
         if not line.strip():
-            consumed = index + 1
             break
         match = _RST_FIELD.match(line)
         if match and not line.startswith((" ", "\t")):
@@ -148,11 +172,25 @@ def _rst_header(text: str) -> tuple[dict[str, str], str]:
         elif current and line.startswith((" ", "\t")):
             fields[current] += " " + line.strip()
         else:
-            return {}, text
-        consumed = index + 1
-    if len(fields) < 2:
+            return None
+    return (fields, consumed) if len(fields) >= 2 else None
+
+
+def _rst_header(text: str) -> tuple[dict[str, str], str]:
+    """A leading field list (:func:`_header_fields`) and the text after it, its line breaks as
+    ``\\n`` (``str.splitlines`` joined again) — without cutting the whole document into lines."""
+    starts = [0]  # where each line read so far ends, with its line break
+
+    def lines() -> Iterator[str]:
+        for line, after in _lines(text):
+            starts.append(after)
+            yield line
+
+    found = _header_fields(lines())
+    if found is None:
         return {}, text
-    return fields, "\n".join(lines[consumed:])
+    fields, consumed = found
+    return fields, _rejoined(text[starts[consumed] :])
 
 
 def _rst_title(body: str) -> str:

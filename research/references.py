@@ -42,6 +42,9 @@ word character before it is checked once that letter is found), so the scan skip
 instead of trying the pattern at every word boundary — the matches ``\b([A-Z]{2,6})…`` finds."""
 _ROLE = re.compile(r":([a-z]{2,6}):`(?:[^`<]*<)?\s*0*(\d{1,6})[^`]*`")
 _LINK = re.compile(r"(?:\]\(|<|href=[\"'])([^)\s>\"']+)[)>\"']")
+_LINK_OPENERS = ("](", "<", "href=")
+"""What every link starts with: the link's pattern is tried only there (the pattern's scan tries
+it at every ``h`` of a text, most of its time)."""
 _BARE_LINK = re.compile(
     r"(?<![\w-])([a-z]{2,8}-\d{1,6})(?:\.(?:rst|txt|md|html?))?(?=[/#)>\s\"',.]|$)"
 )
@@ -103,13 +106,33 @@ def references(relative_id: str, text: str, fields: Mapping[str, str]) -> set[tu
         found.add((f"{match.group(1)} {int(match.group(2))}", "mention"))
     for match in _MENTION.finditer(text):
         found.add((f"{match.group(1).lower()} {int(match.group(2))}", "mention"))
-    for match in _LINK.finditer(text):
+    for match in _links(text):
         key = link_key(match.group(1))
         if key:
             found.add((key, "link"))
     for match in _bare_links(text):
         found.add((normalize_key(match.group(1)), "link"))
     return {(key, via) for key, via in found if key and key not in mine}
+
+
+def _links(text: str) -> Iterator[re.Match[str]]:
+    """The matches ``_LINK.finditer(text)`` gives, the pattern tried only where one of
+    :data:`_LINK_OPENERS` is (found by ``str.find``), never inside the previous match."""
+    starts = sorted(at for opener in _LINK_OPENERS for at in _occurrences(text, opener))
+    end = 0
+    for start in starts:
+        if start >= end:
+            match = _LINK.match(text, start)
+            if match:
+                end = match.end()
+                yield match
+
+
+def _occurrences(text: str, literal: str) -> Iterator[int]:
+    at = text.find(literal)
+    while at >= 0:
+        yield at
+        at = text.find(literal, at + 1)
 
 
 def _bare_links(text: str) -> Iterator[re.Match[str]]:

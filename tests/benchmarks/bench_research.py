@@ -146,6 +146,11 @@ def _print_indexing(label: str, f: dict[str, Any]) -> None:
         f"{vec['indexing_thread_cpu']:.2f} s, embedding {vec['cpu'] - vec['indexing_thread_cpu']:.2f}"
         f" s): about {busiest:.2f} s = {docs / busiest:4.0f} docs/s"
     )
+    print(
+        f"    the embedding thread's batches: {vec['embedding_batches_wall']:.2f} s for "
+        f"{vec['embedding_thread_cpu']:.2f} CPU-s of its own (waiting for the GIL or a core: "
+        f"{vec['embedding_batches_wall'] - vec['embedding_thread_cpu']:.2f} s)"
+    )
     cold = f["cold"]
     print(
         f"    with vectors, the model loading meanwhile (as corpus add): {cold['wall']:5.2f} s = "

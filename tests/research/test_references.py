@@ -10,8 +10,10 @@ import pytest
 from research.corpus import Corpus
 from research.references import (
     _BARE_LINK,
+    _LINK,
     _MENTION,
     _bare_links,
+    _links,
     link_key,
     normalize_key,
     own_keys,
@@ -48,6 +50,21 @@ def test_bare_links_are_the_patterns_matches_everywhere() -> None:
     for text in texts:
         assert [m.span() for m in _bare_links(text)] == [
             m.span() for m in _BARE_LINK.finditer(text)
+        ]
+
+
+def test_links_are_the_patterns_matches_everywhere() -> None:
+    """The scan that tries the link pattern only where a link can start finds what the pattern
+    finds over the whole text: on odd texts (openers inside links, links back to back) and on
+    every PEP."""
+    odd = [
+        '](a<b) <x>](y) href=\'z\' href="w" hhref="v" <<a> ](<c>) <> ]( href=)',
+        '<a href="b">c</a> [d](e) <f>g<h> href=\' h<ref="i">',
+    ]
+    texts = odd + every_pep()
+    for text in texts:
+        assert [(m.span(), m.group(1)) for m in _links(text)] == [
+            (m.span(), m.group(1)) for m in _LINK.finditer(text)
         ]
 
 
