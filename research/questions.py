@@ -98,7 +98,9 @@ _VERBS = frozenset(
 """Verbs that end the subject of "How does X <verb> …" / "Why did X <verb> …"."""
 _TRAILING = re.compile(r"[\s?.!:;,]+$")
 _TRAILING_WORD = re.compile(
-    r"\s+(for|about|over time|today|nowadays|currently|now|still|work|works|anymore)$", re.I
+    r"\s+(for|about|over time|today|nowadays|currently|now|still|work|works|anymore|"
+    r"rejected|accepted|withdrawn|deferred|abandoned)$",
+    re.I,
 )
 _ARTICLE = re.compile(r"^(the|a|an)\s+", re.I)
 _SECOND_VERB = re.compile(
@@ -201,6 +203,19 @@ _CLAUSE = re.compile(
     r"\b(is|are|was|were|do|does|did|can|could|should|would|will)\s+(it|they|he|she|we|i|you|this|that)\b",
     re.I,
 )
+_NOT_A_NOUN_PHRASE = re.compile(
+    r"\b(i|i'm|i've|i'd|me|my|mine|we|we're|we've|our|us|you|you're|your|someone|somebody)\b|"
+    r"n't\b|\b(am|is|are|was|were|be|been|has|have|had|do|does|did)\b|"
+    r"\S\s+that\b|"
+    r"^(in|on|at|from|to|into|of|by|about)\b|^\S+\s+to\b|"
+    r"\b(a|an|the|to|in|on|at|from|into|of|by|about|as|than|like|there|only|and|or|is|are)$",
+    re.I,
+)
+"""What a noun phrase does not hold: the asker ("I'm porting", "our numerical code"), a finite
+or negated verb ("prefixes are", "can't I unpack"), a relative clause ("None a callable object
+that returns None"), a verb's complement ("need to", "happened to the proposal"), or an opening
+or closing function word ("from xrange() objects", "the plan to", "want there") — the pieces a
+cut of the question's words leaves when its sentence is not the shape the cut expects."""
 
 
 def is_subject(phrase: str, vocabulary: Mapping[str, float] | None = None) -> bool:
@@ -208,7 +223,12 @@ def is_subject(phrase: str, vocabulary: Mapping[str, float] | None = None) -> bo
     phrase, no clause inside, and — given the corpus's vocabulary ({word: share of documents
     holding it}) — at least one word the corpus holds that is not its domain word."""
     words = phrase.split()
-    if not words or len(words) > SUBJECT_WORDS or _CLAUSE.search(phrase):
+    if (
+        not words
+        or len(words) > SUBJECT_WORDS
+        or _CLAUSE.search(phrase)
+        or _NOT_A_NOUN_PHRASE.search(phrase)
+    ):
         return False
     if vocabulary is None:
         return True

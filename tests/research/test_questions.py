@@ -121,3 +121,36 @@ def test_the_built_in_model_plans_by_kind_with_search_terms() -> None:
 )
 def test_gerunds(verb: str, expected: str) -> None:
     assert gerund(verb) == expected
+
+
+@pytest.mark.parametrize(
+    "question",
+    [
+        # the asker, not the thing asked about
+        "I'm porting an old module and xrange() objects lost some methods: which ones and why?",
+        "Our build server compiles every extension twice, is that normal?",
+        # a relative clause inside the cut
+        "Why was the proposal to make None a callable object that returns None rejected?",
+        # a verb's complement or a dangling function word left at either end
+        "Is the result of float('nan') == float('nan') guaranteed to be False?",
+        "Which methods were removed from xrange() objects?",
+    ],
+)
+def test_a_cut_that_is_no_noun_phrase_leaves_the_question_alone(question: str) -> None:
+    """Facets built around such a cut ("What do the documents specify about I'm porting?") are
+    ungrammatical and find no evidence of their own, so the question is the only sub-question."""
+    understood = plan(question)
+    assert understood.subject == ""
+    assert len(sub_questions(understood, 4)) == 1
+
+
+def test_a_noun_phrase_subject_still_gets_its_facets() -> None:
+    rejected = plan("Why was the proposal to remove backslash continuation rejected?")
+    assert rejected.subject == "backslash continuation"
+    for question, subject in (
+        ("How do I parse a URL into components with urlparse?", "parsing a URL into components"),
+        ("What is the wheel binary package format?", "wheel binary package format"),
+        ("How did async and await evolve in Python?", "async and await"),
+        ("What happened to the proposal to require zlib?", "zlib"),
+    ):
+        assert plan(question).subject.removeprefix("the ").startswith(subject), question

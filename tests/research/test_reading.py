@@ -41,3 +41,19 @@ def test_every_selected_document_is_read_and_a_rejected_proposal_is_cited_as_rej
     for number in cited:
         for line in (line for line in answer.splitlines() if f"[{number}]" in line):
             assert "(PEP 265, rejected)" in line, line
+
+
+def test_a_question_about_a_proposals_fate_is_answered_not_withheld(
+    workflow: WorkflowDefinition, pep_corpus_path: Path, tmp_path: Path
+) -> None:
+    """Its words cut no noun phrase ("None a callable object that returns None rejected"), so the
+    question is the only sub-question: facets built around the cut found nothing of their own,
+    their coverage fell under the quality floor and the report that had found PEP 336 was
+    withheld."""
+    question = "Why was the proposal to make None a callable object that returns None rejected?"
+    run = asyncio.run(run_research(workflow, tmp_path / "ws", pep_corpus_path, question))
+    planned = run.outputs("intake_scope")["sub_questions"]
+    assert [q["text"] for q in planned] == [question]
+    synthesis = run.outputs("final_synthesis")
+    assert synthesis["confidence_level"] != "insufficient" and synthesis["delivered"]
+    assert "peps/pep-0336" in {c["source_id"] for c in synthesis["citations"]}
