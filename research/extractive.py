@@ -19,7 +19,6 @@ from typing import Any
 
 from research.code_names import LITERAL, RST_ROLE, api_match, code_salience, opens_with_api
 from research.extractive_planning import QUERY_NOISE, hypotheses, react_step, scope
-from research.relevance import RELEVANCE_FLOOR
 from research.tasks import (
     AnalysisAnswer,
     Answer,
@@ -131,10 +130,6 @@ the function that does it, not by a sentence about the module around it."""
 SUBJECT_PHRASE_WEIGHT = 1.0
 SUBJECT_TERMS_WEIGHT = 0.6
 SUBJECT_TITLE_WEIGHT = 0.4
-SELECTION_WEIGHT = 1.0
-"""A sentence of a document the run's selection ranked first weighs this much more, one at the
-relevance floor nothing (see selection_weight): the selection read the whole question against
-every document, where a sentence's own terms see only a few words of one sub-question."""
 SOURCE_REPEAT_PENALTY = 0.6
 """A source already quoted weighs less for the next claim, so the answer draws on many documents."""
 MAX_JOINED_CLAIM = 500
@@ -220,7 +215,6 @@ def analyze(inputs: dict[str, Any]) -> AnalysisAnswer:
         subject_weight(sentence, passage, subject, subject_terms, candidate_terms[i])
         for i, (sentence, passage) in enumerate(candidates)
     ]
-    selected = selection_weight(inputs.get("selection", {}))
     used: set[str] = set()
     cited: Counter[str] = Counter()
     claims: list[ProposedClaim] = []
@@ -260,7 +254,6 @@ def analyze(inputs: dict[str, Any]) -> AnalysisAnswer:
                     + 0.2 * float(passage.get("authority", 0.5))
                     + about[i]
                     + CODE_SALIENCE_WEIGHT * salience[i]
-                    + selected.get(str(passage.get("source_id", "")), 0.0)
                 ) / (1 + SOURCE_REPEAT_PENALTY * cited[passage.get("source_id", "")])
                 key = (round(score, 6), -i)
                 if best is None or key > (best[0], -best[1]):
@@ -281,17 +274,6 @@ def analyze(inputs: dict[str, Any]) -> AnalysisAnswer:
             )
             taken += 1
     return AnalysisAnswer(lens=lens, claims=claims)
-
-
-def selection_weight(selection: dict[str, float]) -> dict[str, float]:
-    """{source id: weight}: the selection's relevance (0..1, the best document 1) carried into
-    claim choice, from :data:`SELECTION_WEIGHT` for the document ranked first to 0 at the
-    relevance floor."""
-    span = 1.0 - RELEVANCE_FLOOR
-    return {
-        source: SELECTION_WEIGHT * max(0.0, min(1.0, (value - RELEVANCE_FLOOR) / span))
-        for source, value in selection.items()
-    }
 
 
 def identifier_parts(query_terms: list[str], vocabulary: set[str]) -> list[str]:

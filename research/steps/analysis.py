@@ -49,7 +49,6 @@ async def analyse(ctx: StepContext, lens: Literal["ai", "swe"]) -> AnalysisOutpu
             "lens": lens,
             "query": evidence.query,
             "subject": state.subject,
-            "selection": dict(state.on_topic),
             "sub_questions": [q.model_dump() for q in evidence.sub_questions],
             "passages": passage_inputs(evidence, passages),
             "known_claims": [c.text for c in evidence.claims],
