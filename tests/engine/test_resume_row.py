@@ -13,38 +13,16 @@ import pytest
 from engine.events import Budget
 from engine.recorder import RunRecorder
 from engine.run_state import RunState
-from tests.engine.test_semantics import _loop, agree, load, probe
+from tests.engine.test_semantics import (
+    a_loop_router_declaring_a_detour,
+    agree,
+    gaining_a_wait_under_a_detour,
+    load,
+)
 
 SHAPES: dict[str, list[dict[str, Any]]] = {
-    "a loop router declaring a detour": [
-        probe("a"),
-        probe(
-            "d",
-            depends_on=["a"],
-            routing={
-                "kind": "loop",
-                "loop": {"target": "a", "max_iterations": 2},
-                "detour": {"target": "t", "when": "true"},
-            },
-        ),
-        probe("t", depends_on=["d"]),
-        probe("after", depends_on=["t"]),
-    ],
-    "a wait gained under a detour": [
-        probe("s0"),
-        probe("w"),
-        probe(
-            "s1",
-            depends_on=["s0"],
-            routing={"kind": "linear", "detour": {"target": "t", "when": "true"}},
-        ),
-        probe("c", depends_on=["s0"]),
-        probe("y", depends_on=["c"]),
-        probe("t", depends_on=["y"]),
-        probe("s", depends_on=["w", "y"]),
-        _loop("x", "s0", 2, "s1", "s"),
-        _loop("r", "w", 2, "t", "w"),
-    ],
+    "a loop router declaring a detour": a_loop_router_declaring_a_detour(),
+    "a wait gained under a detour": gaining_a_wait_under_a_detour(),
 }
 
 

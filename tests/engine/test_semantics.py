@@ -1056,6 +1056,43 @@ def test_a_step_gains_a_loop_wait_while_a_detour_is_under_way() -> None:
     assert runs["s2"] == runs["s5"] == ("SUCCEEDED", 2, 3)
 
 
+def gaining_a_wait_under_a_detour() -> list[dict[str, Any]]:
+    """``s`` gains ``r``'s loop wait while ``s1``'s detour to ``t`` is under way (below)."""
+    return [
+        probe("s0"),
+        probe("w"),
+        probe(
+            "s1",
+            depends_on=["s0"],
+            routing={"kind": "linear", "detour": {"target": "t", "when": "true"}},
+        ),
+        probe("c", depends_on=["s0"]),
+        probe("y", depends_on=["c"]),
+        probe("t", depends_on=["y"]),
+        probe("s", depends_on=["w", "y"]),
+        _loop("x", "s0", 2, "s1", "s"),
+        _loop("r", "w", 2, "t", "w"),
+    ]
+
+
+def a_loop_router_declaring_a_detour() -> list[dict[str, Any]]:
+    """``d`` loops back to ``a`` twice and declares a detour to ``t``, which reads it (below)."""
+    return [
+        probe("a"),
+        probe(
+            "d",
+            depends_on=["a"],
+            routing={
+                "kind": "loop",
+                "loop": {"target": "a", "max_iterations": 2},
+                "detour": {"target": "t", "when": "true"},
+            },
+        ),
+        probe("t", depends_on=["d"]),
+        probe("after", depends_on=["t"]),
+    ]
+
+
 def test_a_step_gaining_a_loop_wait_under_a_detour_is_asked_again_when_it_returns() -> None:
     """Issue 26's alive mutant ``_build_tables`` 18 (sixth session): the steps asked again when
     a detour starts or returns must be those whose waits it changes, not every step with a
@@ -1069,23 +1106,7 @@ def test_a_step_gaining_a_loop_wait_under_a_detour_is_asked_again_when_it_return
     from engine.graph import WorkflowGraph
     from engine.readiness import _build_tables
 
-    wf = load(
-        [
-            probe("s0"),
-            probe("w"),
-            probe(
-                "s1",
-                depends_on=["s0"],
-                routing={"kind": "linear", "detour": {"target": "t", "when": "true"}},
-            ),
-            probe("c", depends_on=["s0"]),
-            probe("y", depends_on=["c"]),
-            probe("t", depends_on=["y"]),
-            probe("s", depends_on=["w", "y"]),
-            _loop("x", "s0", 2, "s1", "s"),
-            _loop("r", "w", 2, "t", "w"),
-        ]
-    )
+    wf = load(gaining_a_wait_under_a_detour())
     guards = _build_tables(WorkflowGraph(wf)).loop_guards
     assert guards[None] == {"t": ["x"], "r": ["x"]}
     assert guards[("s1", "t")] == {"t": [], "s": ["r"], "x": ["r"], "r": []}  # s gains r
@@ -1100,23 +1121,7 @@ def test_a_loop_router_declaring_a_detour_runs_it_on_each_pass() -> None:
     waits for the router's last pass — except while the detour is under way, when the router
     waits for ``t`` (tests/engine/test_loop_guards.py, the same shape). ``t`` runs on each of
     the three passes' detours, ``after`` (reading ``t``) once, after the last."""
-    wf = load(
-        [
-            probe("a"),
-            probe(
-                "d",
-                depends_on=["a"],
-                routing={
-                    "kind": "loop",
-                    "loop": {"target": "a", "max_iterations": 2},
-                    "detour": {"target": "t", "when": "true"},
-                },
-            ),
-            probe("t", depends_on=["d"]),
-            probe("after", depends_on=["t"]),
-        ]
-    )
-    found = agree(wf)
+    found = agree(load(a_loop_router_declaring_a_detour()))
     runs = {step_id: state[:3] for step_id, state in found["kahn"].steps.items()}
     assert runs["d"] == ("SUCCEEDED", 5, 6)  # each pass, and its return from the detour
     assert runs["t"] == ("SUCCEEDED", 2, 3)
