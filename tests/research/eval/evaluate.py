@@ -22,7 +22,10 @@ sixth split, *heldout6* (``peps_heldout6.yaml``, ``default_heldout6.yaml``), was
 earlier splits asks about; it too runs only with ``final=True``. heldout6 was then scored and
 is in the repository, so a seventh split, *heldout7* (``peps_heldout7.yaml``,
 ``default_heldout7.yaml``), was written the same way on 2026-11-28, on subjects none of the
-earlier splits (heldout6 included) asks about; it too runs only with ``final=True``.
+earlier splits (heldout6 included) asks about; it too runs only with ``final=True``. heldout7 was
+then scored and is in the repository, so an eighth split, *heldout8* (``peps_heldout8.yaml``,
+``default_heldout8.yaml``), was written the same way on 2026-11-28, on subjects none of the
+earlier splits (heldout7 included) asks about; it too runs only with ``final=True``.
 
 Each question runs offline with the built-in model, in its own words and in each of its five
 paraphrases (the documents' own words, a user's words, a typo, a long preamble, a different
@@ -78,7 +81,15 @@ PROJECT = HERE.parents[2]
 PEPS = PROJECT.parent / "shared" / "corpus" / "peps"
 WORKFLOW = PROJECT / "workflows" / "deep_research.yaml"
 Split = Literal[
-    "tuning", "heldout", "heldout2", "heldout3", "heldout4", "heldout5", "heldout6", "heldout7"
+    "tuning",
+    "heldout",
+    "heldout2",
+    "heldout3",
+    "heldout4",
+    "heldout5",
+    "heldout6",
+    "heldout7",
+    "heldout8",
 ]
 SPLITS: tuple[Split, ...] = (
     "tuning",
@@ -89,9 +100,10 @@ SPLITS: tuple[Split, ...] = (
     "heldout5",
     "heldout6",
     "heldout7",
+    "heldout8",
 )
 FINAL_ONLY: frozenset[Split] = frozenset(
-    {"heldout2", "heldout3", "heldout4", "heldout5", "heldout6", "heldout7"}
+    {"heldout2", "heldout3", "heldout4", "heldout5", "heldout6", "heldout7", "heldout8"}
 )
 """Splits that run only when the caller says the work is finished (``final=True``)."""
 CORPORA = ("peps", "default")
@@ -104,6 +116,7 @@ SETS: dict[Split, dict[str, Path]] = {
     "heldout5": {"peps": HERE / "peps_heldout5.yaml", "default": HERE / "default_heldout5.yaml"},
     "heldout6": {"peps": HERE / "peps_heldout6.yaml", "default": HERE / "default_heldout6.yaml"},
     "heldout7": {"peps": HERE / "peps_heldout7.yaml", "default": HERE / "default_heldout7.yaml"},
+    "heldout8": {"peps": HERE / "peps_heldout8.yaml", "default": HERE / "default_heldout8.yaml"},
 }
 STYLES = ("own_words", "user_words", "typo", "preamble", "question_word")
 """The five paraphrases every question carries."""
