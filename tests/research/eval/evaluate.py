@@ -64,7 +64,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, get_args
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, field_validator
@@ -91,17 +91,7 @@ Split = Literal[
     "heldout7",
     "heldout8",
 ]
-SPLITS: tuple[Split, ...] = (
-    "tuning",
-    "heldout",
-    "heldout2",
-    "heldout3",
-    "heldout4",
-    "heldout5",
-    "heldout6",
-    "heldout7",
-    "heldout8",
-)
+SPLITS: tuple[Split, ...] = get_args(Split)
 FINAL_ONLY: frozenset[Split] = frozenset(
     {"heldout2", "heldout3", "heldout4", "heldout5", "heldout6", "heldout7", "heldout8"}
 )
