@@ -329,7 +329,7 @@ class RunStore(BaseRunStore):
             "SELECT seq, kind, mono, body FROM events WHERE run_id = ? AND seq > ? ORDER BY seq",
             (run_id, after_seq),
         )
-        run = f'{{"run_id":{json.dumps(run_id)},"seq":'
+        run = _run_lead(run_id)
         return [event_from_json(_event_text(run, *row)) for row in rows]
 
     def last_event(self, run_id: str, kind: str) -> RunEvent | None:
@@ -338,8 +338,7 @@ class RunStore(BaseRunStore):
             " ORDER BY seq DESC LIMIT 1",
             (run_id, kind),
         )
-        run = f'{{"run_id":{json.dumps(run_id)},"seq":'
-        return event_from_json(_event_text(run, *rows[0])) if rows else None
+        return event_from_json(_event_text(_run_lead(run_id), *rows[0])) if rows else None
 
     def _run_row(self, row: tuple[Any, ...]) -> dict[str, Any]:
         values = dict(zip(_RUN_NAMES, row))
@@ -490,6 +489,11 @@ third less often — most of the pages a step's commit writes are that table's (
 _WHOLE_BODY = '{"run_id":'
 """How a body written at schema version 1 begins (the event's first field), and one written
 since never does: it leaves ``run_id`` out."""
+
+
+def _run_lead(run_id: str) -> str:
+    """How every event of ``run_id`` begins as JSON, up to ``"seq":`` (see :func:`_event_text`)."""
+    return f'{{"run_id":{json.dumps(run_id)},"seq":'
 
 
 def _event_text(run: str, seq: int, kind: str, mono: float, body: str) -> str:
