@@ -486,19 +486,24 @@ def split_passages(
 ) -> list[tuple[str, str]]:
     """(section heading, passage text) pairs on paragraph boundaries, ~``target_chars`` each.
 
-    A section too short to stand alone (a link label, a one-line stub) runs on
-    into the next one instead of becoming a passage of its own.
+    A section too short to stand alone (a link label, a one-line stub, a two-line abstract)
+    runs on into the next passage instead of becoming a passage of its own; a passage that so
+    holds several sections is headed by the one holding most of its text (in the usual case the
+    next one's: the short section's heading would put the next function's docstring under the
+    previous function's name in API text). Every paragraph is in exactly one passage.
     """
     passages: list[tuple[str, str]] = []
     section = ""
-    buffer: list[str] = []
+    buffer: list[tuple[str, str]] = []  # (the section it is under, a paragraph or its piece)
     size = 0
 
     def flush(force: bool = False) -> None:
+        """Store the buffer as a passage if it is long enough to stand alone (``force``: in any
+        case); a shorter one is kept, to run on into the next passage."""
         nonlocal buffer, size
         if buffer and (force or size >= min_chars):
-            passages.append((section, "\n\n".join(buffer)))
-        buffer, size = [], 0
+            passages.append((_main_section(buffer), "\n\n".join(piece for _, piece in buffer)))
+            buffer, size = [], 0
 
     paragraphs = re.split(r"\n\s*\n", text)
     for paragraph in paragraphs:
@@ -508,22 +513,33 @@ def split_passages(
         heading = _heading_of(stripped.splitlines()) if could_be_heading(stripped) else None
         if heading is not None:
             flush()
-            if not buffer:
-                section = heading
+            section = heading
             continue
         start = 0  # where the rest of a long paragraph begins: each cut copies only its piece
         while len(stripped) - start > max_chars:
             cut = stripped.rfind(". ", start, start + max_chars) - start
             cut = start + (cut + 1 if cut > target_chars // 2 else max_chars)
-            buffer.append(stripped[start:cut].strip())
+            buffer.append((section, stripped[start:cut].strip()))
             flush(force=True)
             start = cut
             while stripped[start].isspace():
                 start += 1
         stripped = stripped[start:]
-        buffer.append(stripped)
+        buffer.append((section, stripped))
         size += len(stripped)
         if size >= target_chars:
             flush(force=True)
     flush(force=True)
     return passages
+
+
+def _main_section(pieces: list[tuple[str, str]]) -> str:
+    """The section holding most of the text of ``pieces`` ((section, text) pairs; the first
+    of equals)."""
+    first = pieces[0][0]
+    if all(section == first for section, _ in pieces):
+        return first
+    sizes: dict[str, int] = {}
+    for section, piece in pieces:
+        sizes[section] = sizes.get(section, 0) + len(piece)
+    return max(sizes, key=sizes.__getitem__)
