@@ -19,6 +19,7 @@ from typing import Any
 
 from research.code_names import LITERAL, RST_ROLE, api_match, code_salience, opens_with_api
 from research.extractive_planning import QUERY_NOISE, hypotheses, react_step, scope
+from research.polarity import opposite_polarity, statement
 from research.relevance import RELEVANCE_FLOOR
 from research.tasks import (
     AnalysisAnswer,
@@ -39,7 +40,6 @@ from research.text import (
     centrality,
     cosine,
     depends_on_context,
-    has_negation,
     normalize_space,
     sentences,
     stem,
@@ -400,8 +400,18 @@ def verify_claims(inputs: dict[str, Any]) -> VerificationAnswer:
 
 
 def detect_contradictions(inputs: dict[str, Any]) -> ContradictionAnswer:
+    """Pairs of claims of different sources on one sub-question that disagree.
+
+    *status*: a rejected, withdrawn or superseded source and a final or active one on one point
+    (cosine ≥ :data:`STATUS_SIMILARITY`). Past cosine ≥ :data:`CONTRADICTION_SIMILARITY`:
+    *numeric*, both name versions and none in common; *negation*, the same statement with
+    opposite polarity (:func:`research.polarity.opposite_polarity`) — not merely one of two
+    similar sentences holding a negation word, which flagged different statements about one
+    subject (PEP 333 and PEP 3333 on headers and middleware) and vetoed good rounds.
+    """
     claims = list(inputs.get("claims", []))
     vectors = [Counter(terms(c["text"])) for c in claims]
+    read = [statement(c["text"]) for c in claims]
     found: list[FoundContradiction] = []
     for i, a in enumerate(claims):
         for j in range(i + 1, len(claims)):
@@ -439,7 +449,7 @@ def detect_contradictions(inputs: dict[str, Any]) -> ContradictionAnswer:
                         detail=f"{', '.join(sorted(nums_a))} vs {', '.join(sorted(nums_b))}",
                     )
                 )
-            elif has_negation(a["text"]) != has_negation(b["text"]):
+            elif opposite_polarity(read[i], read[j]):
                 found.append(
                     FoundContradiction(
                         claim_a=a["id"],

@@ -24,26 +24,6 @@ STOPWORDS = frozenset(
 )
 """Function words, plus words every document of a Python corpus shares (they rank nothing)."""
 
-NEGATIONS = frozenset(
-    {
-        "not",
-        "no",
-        "never",
-        "cannot",
-        "can't",
-        "won't",
-        "isn't",
-        "aren't",
-        "doesn't",
-        "don't",
-        "shouldn't",
-        "mustn't",
-        "without",
-        "neither",
-        "nor",
-    }
-)
-
 _WORD = re.compile(r"[A-Za-z][A-Za-z0-9_]*|\d+(?:\.\d+)*")
 SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[A-Z0-9`\"'(\[*])")
 _VERSION = re.compile(r"(?<![\w.])\d+(?:\.\d+)+(?![\w])")
@@ -80,10 +60,6 @@ def versions(text: str) -> set[str]:
     references (PEP 634, section 2), and a mismatch between them means nothing.
     """
     return {v.rstrip(".") for v in _VERSION.findall(text)}
-
-
-def has_negation(text: str) -> bool:
-    return any(w in NEGATIONS for w in re.findall(r"[a-z']+", text.lower()))
 
 
 def normalize_space(text: str) -> str:
