@@ -20,6 +20,7 @@ from typing import Any
 from research.code_names import LITERAL, RST_ROLE, api_match, code_salience, opens_with_api
 from research.extractive_planning import QUERY_NOISE, hypotheses, react_step, scope
 from research.polarity import opposite_polarity, statement
+from research.relevance import RELEVANCE_FLOOR
 from research.tasks import (
     AnalysisAnswer,
     Answer,
@@ -132,6 +133,10 @@ SUBJECT_TERMS_WEIGHT = 0.6
 SUBJECT_TITLE_WEIGHT = 0.4
 SOURCE_REPEAT_PENALTY = 0.6
 """A source already quoted weighs less for the next claim, so the answer draws on many documents."""
+SELECTION_WEIGHT = 1.0
+"""A sentence of the document the run's selection ranked first weighs this much more, one of a
+document at the relevance floor nothing, linearly between (see selection_weight): the selection
+read the whole question, a sub-question's few terms do not."""
 MAX_JOINED_CLAIM = 500
 SHORT_STATEMENT_WORDS = 3
 SUPPORT_COVERAGE = 0.6
@@ -215,6 +220,7 @@ def analyze(inputs: dict[str, Any]) -> AnalysisAnswer:
         subject_weight(sentence, passage, subject, subject_terms, candidate_terms[i])
         for i, (sentence, passage) in enumerate(candidates)
     ]
+    selected = [selection_weight(passage) for _, passage in candidates]
     used: set[str] = set()
     cited: Counter[str] = Counter()
     claims: list[ProposedClaim] = []
@@ -254,6 +260,7 @@ def analyze(inputs: dict[str, Any]) -> AnalysisAnswer:
                     + 0.2 * float(passage.get("authority", 0.5))
                     + about[i]
                     + CODE_SALIENCE_WEIGHT * salience[i]
+                    + selected[i]
                 ) / (1 + SOURCE_REPEAT_PENALTY * cited[passage.get("source_id", "")])
                 key = (round(score, 6), -i)
                 if best is None or key > (best[0], -best[1]):
@@ -274,6 +281,15 @@ def analyze(inputs: dict[str, Any]) -> AnalysisAnswer:
             )
             taken += 1
     return AnalysisAnswer(lens=lens, claims=claims)
+
+
+def selection_weight(passage: dict[str, Any]) -> float:
+    """How much more a sentence of ``passage`` weighs: :data:`SELECTION_WEIGHT` when its document
+    is the one the run's selection ranks first against the whole question (relevance 1), nothing
+    at the relevance floor, linearly between. A passage's ``relevance`` is its document's, the
+    number the selection ranks by (research.relevance, remembered per question)."""
+    share = (float(passage.get("relevance", 1.0)) - RELEVANCE_FLOOR) / (1 - RELEVANCE_FLOOR)
+    return SELECTION_WEIGHT * min(1.0, max(0.0, share))
 
 
 def identifier_parts(query_terms: list[str], vocabulary: set[str]) -> list[str]:
