@@ -25,7 +25,12 @@ is in the repository, so a seventh split, *heldout7* (``peps_heldout7.yaml``,
 earlier splits (heldout6 included) asks about; it too runs only with ``final=True``. heldout7 was
 then scored and is in the repository, so an eighth split, *heldout8* (``peps_heldout8.yaml``,
 ``default_heldout8.yaml``), was written the same way on 2026-11-28, on subjects none of the
-earlier splits (heldout7 included) asks about; it too runs only with ``final=True``.
+earlier splits (heldout7 included) asks about; it too runs only with ``final=True``. heldout8
+was then scored and is in the repository, so a ninth split, *heldout9* (``peps_heldout9.yaml``,
+``default_heldout9.yaml``), was written the same way on 2026-11-28, on subjects none of the
+earlier splits (heldout8 included) asks about, with no gold document whose text is identical or
+near-identical to one of theirs, and dated that day (``as_of``: most PEPs no earlier split
+names are newer than the earlier splits' 2025-06-30); it too runs only with ``final=True``.
 
 Each question runs offline with the built-in model, in its own words and in each of its five
 paraphrases (the documents' own words, a user's words, a typo, a long preamble, a different
@@ -90,10 +95,20 @@ Split = Literal[
     "heldout6",
     "heldout7",
     "heldout8",
+    "heldout9",
 ]
 SPLITS: tuple[Split, ...] = get_args(Split)
 FINAL_ONLY: frozenset[Split] = frozenset(
-    {"heldout2", "heldout3", "heldout4", "heldout5", "heldout6", "heldout7", "heldout8"}
+    {
+        "heldout2",
+        "heldout3",
+        "heldout4",
+        "heldout5",
+        "heldout6",
+        "heldout7",
+        "heldout8",
+        "heldout9",
+    }
 )
 """Splits that run only when the caller says the work is finished (``final=True``)."""
 CORPORA = ("peps", "default")
@@ -107,6 +122,7 @@ SETS: dict[Split, dict[str, Path]] = {
     "heldout6": {"peps": HERE / "peps_heldout6.yaml", "default": HERE / "default_heldout6.yaml"},
     "heldout7": {"peps": HERE / "peps_heldout7.yaml", "default": HERE / "default_heldout7.yaml"},
     "heldout8": {"peps": HERE / "peps_heldout8.yaml", "default": HERE / "default_heldout8.yaml"},
+    "heldout9": {"peps": HERE / "peps_heldout9.yaml", "default": HERE / "default_heldout9.yaml"},
 }
 STYLES = ("own_words", "user_words", "typo", "preamble", "question_word")
 """The five paraphrases every question carries."""
