@@ -517,8 +517,9 @@ def split_passages(
             continue
         start = 0  # where the rest of a long paragraph begins: each cut copies only its piece
         while len(stripped) - start > max_chars:
-            cut = stripped.rfind(". ", start, start + max_chars) - start
-            cut = start + (cut + 1 if cut > target_chars // 2 else max_chars)
+            room = max_chars - size  # the first piece shares its passage with what is held
+            cut = stripped.rfind(". ", start, start + room) - start
+            cut = start + (cut + 1 if cut > target_chars // 2 else room)
             buffer.append((section, stripped[start:cut].strip()))
             flush(force=True)
             start = cut

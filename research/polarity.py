@@ -34,6 +34,8 @@ NEGATIONS = frozenset({"not", "no", "never", "cannot", "neither", "nor"})
 condition ("without a __slots__ declaration"), not what a statement says."""
 _TOKEN = re.compile(r"[a-z][a-z0-9_']*|\d+(?:\.\d+)*|[.,;:!?()]")
 _CLAUSE_END = frozenset(".,;:!?()")
+_APOSTROPHES = str.maketrans("\u2018\u2019\u02bc", "'''")
+"""The apostrophes converted text writes a contraction with ("aren\u2018t", "isn\u02bct")."""
 NOT_A_NEGATION = frozenset({"only"})
 """A word after "not" that undoes it: "not only X but Y" asserts X."""
 SCOPE_SKIPS = frozenset({"longer", "yet"})
@@ -52,7 +54,7 @@ class Statement:
 
 
 def statement(text: str) -> Statement:
-    tokens = _TOKEN.findall(text.lower().replace("\u2019", "'"))
+    tokens = _TOKEN.findall(text.lower().translate(_APOSTROPHES))
     content: set[str] = set()
     negated: set[str] = set()
     pending = False

@@ -62,6 +62,14 @@ def kinds(text_a: str, text_b: str) -> list[str]:
             "Keyword arguments are accepted by the builtin function.",
             "Keyword arguments are never accepted by the builtin function.",
         ),
+        (  # the apostrophes converted text writes: U+2018 and U+02BC
+            "Tabs are allowed after spaces in one block.",
+            "Tabs aren\u2018t allowed after spaces in one block.",
+        ),
+        (
+            "Tabs are allowed after spaces in one block.",
+            "Tabs aren\u02bct allowed after spaces in one block.",
+        ),
     ],
 )
 def test_the_same_statement_with_opposite_polarity_is_a_contradiction(

@@ -102,12 +102,18 @@ def test_a_passage_of_several_sections_is_headed_by_the_one_holding_most_of_it()
     assert passages[0][1] == f"{words(30, 'summary')}\n\nOne aside."
 
 
-def test_a_long_paragraph_after_a_short_section_is_cut_within_bounds() -> None:
-    sentence = "Widgets are frobnicated in batches of seven. "
-    text = rst(("Note", ["A short note."]), ("Long", [(sentence * 200).strip()]))
+@pytest.mark.parametrize(
+    "long_paragraph",
+    [("Widgets are frobnicated in batches of seven. " * 200).strip(), words(2000, "Widget")],
+    ids=["cut at a sentence's end", "no sentence to cut at"],
+)
+def test_a_long_paragraph_after_a_short_section_is_cut_within_bounds(long_paragraph: str) -> None:
+    text = rst(("Note", ["A short note."]), ("Long", [long_paragraph]))
     passages = assert_every_paragraph_in_order(text)
-    assert passages[0][0] == "Long" and passages[0][1].startswith("A short note.\n\nWidgets")
+    assert passages[0][0] == "Long" and passages[0][1].startswith("A short note.\n\nWidget")
     assert_within_bounds(passages)
+    for _, body in passages:  # the short section shares the first piece's room: no more in all
+        assert len(body) - 2 * body.count("\n\n") <= MAXIMUM
 
 
 @pytest.mark.skipif(not Path(PEPS).is_dir(), reason=f"the PEP corpus is not at {PEPS}")
