@@ -19,7 +19,7 @@ from tests.pep_corpus import REQUIRE_CORPUS
 
 pytestmark = pytest.mark.timeout(120)
 
-TESTS = '''
+TESTS = """
 from tests.pep_corpus import PEPS, needs_peps, skip_without_peps
 
 
@@ -35,7 +35,7 @@ def test_skipping():
 
 def test_without_the_corpus():
     assert True
-'''
+"""
 
 
 def _project(tmp_path: Path) -> Path:
