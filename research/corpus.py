@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
 from engine.sqlite_file import open_sqlite_file
+from research.corpus_derivation import STAMP
 from research.corpus_files import folder_root, list_folder, read_document
 from research.corpus_limits import DEFAULT_LIMITS, CorpusLimits
 from research.corpus_records import (
@@ -32,6 +33,7 @@ from research.corpus_records import (
     CorpusWriteError,
     DocumentRecord,
     IndexReport,
+    OutdatedCollection,
     SkippedFile,
     _day,
     _iso,
@@ -106,8 +108,19 @@ CREATE TABLE IF NOT EXISTS document_heads (
     content_hash TEXT NOT NULL,
     vector BLOB NOT NULL
 );
+CREATE TABLE IF NOT EXISTS document_derivation (
+    source_id TEXT PRIMARY KEY,
+    stamp TEXT NOT NULL
+);
 CREATE VIRTUAL TABLE IF NOT EXISTS passage_vocab USING fts5vocab(passage_fts, 'row');
 """
+
+_OUTDATED = (
+    "LEFT JOIN document_derivation s ON s.source_id = d.source_id "
+    "WHERE (d.content_hash = '' OR s.stamp IS NULL OR s.stamp <> ?)"
+)
+"""The documents (``d``) that must be read again: marked so when opened (above), or derived
+under another stamp than the one bound to ``?`` (research/corpus_derivation.py)."""
 
 
 @runtime_checkable
@@ -133,6 +146,7 @@ class Corpus:
         self._speller = Speller(self._db)
         self._relevance: dict[tuple[str, tuple[str, ...], str], dict[str, float]] = {}
         self._forget_documents_without_keys()
+        self._forget_outdated_heads()
 
     def _forget_documents_without_keys(self) -> None:
         """Documents indexed before references (version 1) or vectors (version 2) were recorded
@@ -149,13 +163,39 @@ class Corpus:
             except sqlite3.OperationalError:
                 return  # read-only: searching still works; the next writable open catches up
 
+    def _forget_outdated_heads(self) -> None:
+        """Drop the cached head vectors of documents derived under another :data:`STAMP` (the
+        head encoder may have changed): a question computes them again with today's."""
+        outdated = f"SELECT d.source_id FROM documents d {_OUTDATED}"
+        found = self._db.execute(
+            f"SELECT 1 FROM document_heads WHERE source_id IN ({outdated}) LIMIT 1", (STAMP,)
+        ).fetchone()
+        if found is None:
+            return
+        try:
+            with self._transaction() as db:
+                db.execute(f"DELETE FROM document_heads WHERE source_id IN ({outdated})", (STAMP,))
+        except sqlite3.OperationalError:
+            return  # read-only: the next writable open catches up
+
     def needs_reindex(self, collection: str) -> bool:
         """Whether some document of ``collection`` must be read again (indexed by an older version)."""
         row = self._db.execute(
-            "SELECT 1 FROM documents WHERE collection = ? AND content_hash = '' LIMIT 1",
-            (collection,),
+            f"SELECT 1 FROM documents d {_OUTDATED} AND d.collection = ? LIMIT 1",
+            (STAMP, collection),
         ).fetchone()
         return row is not None
+
+    def outdated(self) -> list[OutdatedCollection]:
+        """The collections holding documents derived by an older version of the indexing code
+        (research/corpus_derivation.py), with how many: ``corpus add`` derives them again."""
+        rows = self._db.execute(
+            "SELECT d.collection, COALESCE(c.root, ''), COUNT(*) FROM documents d "
+            "LEFT JOIN collections c ON c.name = d.collection "
+            f"{_OUTDATED} GROUP BY d.collection ORDER BY d.collection",
+            (STAMP,),
+        )
+        return [OutdatedCollection(name=r[0], root=r[1], documents=r[2]) for r in rows]
 
     def close(self) -> None:
         self._db.close()
@@ -279,20 +319,11 @@ class Corpus:
             for relative, uri, document in documents:
                 source_id = f"{collection}/{relative}"
                 digest = hashlib.sha256(document.text.encode()).hexdigest()
-                stored = self._stored_hash(db, source_id)
-                if stored == digest:
+                stored = self._stored(db, source_id)
+                if stored == (digest, STAMP):
                     report.unchanged += 1
                     continue
-                self._store(
-                    db,
-                    report,
-                    source_id,
-                    collection,
-                    uri,
-                    digest,
-                    document,
-                    replaces=stored is not None,
-                )
+                self._store(db, report, source_id, collection, uri, digest, document, stored)
             self._record_collection(db, collection, root)
         report.seconds = time.perf_counter() - started
         return report
@@ -309,8 +340,8 @@ class Corpus:
         limits: CorpusLimits,
     ) -> None:
         digest = hashlib.sha256(raw).hexdigest()
-        stored = self._stored_hash(db, source_id)
-        if stored == digest:
+        stored = self._stored(db, source_id)
+        if stored == (digest, STAMP):
             report.unchanged += 1
             return
         try:
@@ -318,16 +349,17 @@ class Corpus:
         except UnreadableDocument as exc:
             report.skipped.append(SkippedFile(str(path), str(exc)))
             return
-        self._store(
-            db, report, source_id, collection, uri, digest, document, replaces=stored is not None
-        )
+        self._store(db, report, source_id, collection, uri, digest, document, stored)
 
     @staticmethod
-    def _stored_hash(db: sqlite3.Connection, source_id: str) -> str | None:
+    def _stored(db: sqlite3.Connection, source_id: str) -> tuple[str, str] | None:
+        """(content hash, derivation stamp — '' for none) of the stored document, if any."""
         row = db.execute(
-            "SELECT content_hash FROM documents WHERE source_id = ?", (source_id,)
+            "SELECT d.content_hash, COALESCE(s.stamp, '') FROM documents d "
+            "LEFT JOIN document_derivation s ON s.source_id = d.source_id WHERE d.source_id = ?",
+            (source_id,),
         ).fetchone()
-        return row[0] if row else None
+        return (row[0], row[1]) if row else None
 
     @staticmethod
     def _record_collection(db: sqlite3.Connection, name: str, root: str) -> None:
@@ -346,15 +378,18 @@ class Corpus:
         uri: str,
         digest: str,
         document: LoadedDocument,
-        *,
-        replaces: bool,
+        stored: tuple[str, str] | None,
     ) -> None:
-        """Index a document whose content hash differs from the stored one (``replaces``: one is stored)."""
-        if replaces:
-            self._remove(db, source_id)
-            report.updated += 1
-        else:
+        """Index a document whose content hash or derivation stamp differs from the ``stored``
+        one's (None: none is stored); the stored one is replaced."""
+        if stored is None:
             report.added += 1
+        else:
+            self._remove(db, source_id)
+            if stored[0] == digest:
+                report.rederived += 1
+            else:
+                report.updated += 1
         pieces = split_passages(document.text)
         db.execute(
             "INSERT INTO documents(source_id, collection, uri, title, content_hash, published, updated, status,"
@@ -373,6 +408,9 @@ class Corpus:
                 len(pieces),
                 time.time(),
             ),
+        )
+        db.execute(
+            "INSERT INTO document_derivation(source_id, stamp) VALUES (?, ?)", (source_id, STAMP)
         )
         # the row ids SQLite would give one by one (the largest + 1), given here so that the
         # passages and their text are inserted with one executemany each
@@ -418,6 +456,7 @@ class Corpus:
         db.execute("DELETE FROM document_keys WHERE source_id = ?", (source_id,))
         db.execute("DELETE FROM document_refs WHERE source_id = ?", (source_id,))
         db.execute("DELETE FROM document_heads WHERE source_id = ?", (source_id,))
+        db.execute("DELETE FROM document_derivation WHERE source_id = ?", (source_id,))
         db.execute("DELETE FROM documents WHERE source_id = ?", (source_id,))
 
     # -- reading --------------------------------------------------------------
@@ -627,6 +666,7 @@ __all__ = [
     "DocumentRecord",
     "IndexReport",
     "KnowsVocabulary",
+    "OutdatedCollection",
     "SkippedFile",
 ]
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import errno
+import shlex
 from dataclasses import dataclass, field
 from datetime import date
 from pathlib import Path
@@ -48,14 +49,39 @@ class IndexReport:
     updated: int = 0
     unchanged: int = 0
     removed: int = 0
+    rederived: int = 0
+    """Unchanged documents read again: they were indexed by an older version of the indexing
+    code (research/corpus_derivation.py)."""
     passages: int = 0
     skipped: list[SkippedFile] = field(default_factory=list)
     seconds: float = 0.0
 
     def summary(self) -> str:
+        rederived = (
+            f", {self.rederived} re-indexed (indexed by an older version)" if self.rederived else ""
+        )
         return (
             f"{self.collection}: {self.added} added, {self.updated} updated, {self.unchanged} unchanged, "
-            f"{self.removed} removed, {len(self.skipped)} skipped ({self.seconds:.2f} s)"
+            f"{self.removed} removed{rederived}, {len(self.skipped)} skipped ({self.seconds:.2f} s)"
+        )
+
+
+@dataclass(frozen=True)
+class OutdatedCollection:
+    """A collection holding documents indexed by an older version of the indexing code: their
+    passages and vectors are the old ones until ``corpus add`` reads them again."""
+
+    name: str
+    root: str
+    documents: int
+
+    def notice(self) -> str:
+        """One line for a person: what is stale and the command that brings it up to date."""
+        return (
+            f"{self.name}: {self.documents} document(s) were indexed by an older version of the "
+            f"workbench and keep their old passages until re-indexed: run "
+            f"workbench corpus add {shlex.quote(self.root) if self.root else 'FOLDER'} "
+            f"--name {shlex.quote(self.name)}"
         )
 
 

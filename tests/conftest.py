@@ -17,6 +17,9 @@ from tests.disks import tmpfs
 from tests.pg import PostgresServer, postgres_server
 from tests.stores import OpenStore, store_opener
 
+pytest_plugins = ["tests.pep_corpus"]
+"""The PEP corpus's location, and a run that requires it (tests/pep_corpus.py)."""
+
 settings.register_profile("default", deadline=None, suppress_health_check=[HealthCheck.too_slow])
 settings.register_profile(
     "ci", deadline=None, suppress_health_check=[HealthCheck.too_slow], derandomize=True

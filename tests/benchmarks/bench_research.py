@@ -29,10 +29,10 @@ import research.steps  # noqa: F401 - registers the research steps the workflow 
 from engine.loader import load_workflow
 from research.corpus import Corpus
 from research.text import normalize_space
+from tests.pep_corpus import PEPS
 from tests.research.conftest import run_research
 
 PROJECT = Path(__file__).resolve().parents[2]
-PEPS = PROJECT.parent / "shared" / "corpus" / "peps"
 QUESTIONS = [
     "What is the history of structural pattern matching in Python?",
     "Why is print a function in Python 3?",

@@ -18,20 +18,19 @@ from engine.protocol import ExecutionResult
 from engine.spec import WorkflowDefinition
 from engine.store import RunStore, StepResult
 from research.corpus import Corpus
+from tests.pep_corpus import PEPS, skip_without_peps
 from tui.launch.parts import RunParts
 from tui.launch.run import open_run
 from tui.launch.workspace import Workspace
 
 PROJECT = Path(__file__).resolve().parents[2]
-PEPS = PROJECT.parent / "shared" / "corpus" / "peps"
 WORKFLOW = PROJECT / "workflows" / "deep_research.yaml"
 AS_OF = "2025-06-30"
 
 
 @pytest.fixture(scope="session")
 def pep_corpus_path(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    if not PEPS.is_dir():
-        pytest.skip(f"the PEP corpus is not at {PEPS}")
+    skip_without_peps()
     path = tmp_path_factory.mktemp("corpus") / "corpus.sqlite"
     with Corpus(path) as corpus:
         report = corpus.add_folder(PEPS, "peps")

@@ -6,14 +6,12 @@ statements about one subject, one of them holding a negation word, are none.
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 
 from research.extractive import detect_contradictions
 from research.polarity import SAME_STATEMENT_OVERLAP, overlap, statement
 from research.text import sentences
-from tests.research.conftest import PEPS
+from tests.pep_corpus import PEPS, needs_peps
 
 
 def found(
@@ -86,7 +84,7 @@ def pep_sentence(pep: str, words: str) -> str:
     return found
 
 
-@pytest.mark.skipif(not Path(PEPS).is_dir(), reason=f"the PEP corpus is not at {PEPS}")
+@needs_peps
 def test_two_statements_about_headers_and_middleware_are_no_contradiction() -> None:
     """The pair that vetoed the WSGI gate run once more text was indexed: PEP 333 and PEP 3333
     on extension APIs and middleware — one sentence holds "not", the two share their subject

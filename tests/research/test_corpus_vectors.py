@@ -31,7 +31,7 @@ from research.embeddings import (
     to_blobs,
 )
 from research.loaders import load_document, split_passages
-from tests.research.conftest import PEPS
+from tests.pep_corpus import PEPS, skip_without_peps
 
 ODD_TEXTS = [
     "",
@@ -235,8 +235,7 @@ def test_reindexing_gives_the_same_passages_vectors_and_search_results(tmp_path:
     """A folder indexed, one document changed and indexed again, then restored and indexed
     again: the same passages, vectors and search results as the first time, and as a fresh
     file's; the vectors those of the plain computation."""
-    if not PEPS.is_dir():
-        pytest.skip(f"the PEP corpus is not at {PEPS}")
+    skip_without_peps()
     folder = tmp_path / "peps"
     folder.mkdir()
     for path in sorted(PEPS.glob("*.rst"))[::12]:

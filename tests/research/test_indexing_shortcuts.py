@@ -6,8 +6,6 @@ from __future__ import annotations
 
 import re
 
-import pytest
-
 from research.loaders import (
     _header_fields,
     _heading_of,
@@ -15,7 +13,7 @@ from research.loaders import (
     could_be_heading,
     load_document,
 )
-from tests.research.conftest import PEPS
+from tests.pep_corpus import PEPS, skip_without_peps
 
 ODD = [
     "#",
@@ -36,8 +34,7 @@ ODD = [
 
 
 def paragraphs() -> list[str]:
-    if not PEPS.is_dir():
-        pytest.skip(f"the PEP corpus is not at {PEPS}")
+    skip_without_peps()
     found = [p.strip() for p in ODD]  # split_passages looks at stripped paragraphs
     for path in sorted(PEPS.glob("*.rst")):
         text = load_document(path, path.read_bytes()).text
@@ -88,8 +85,7 @@ ODD_HEADERS = [
 
 
 def test_the_header_read_line_by_line_is_the_plain_rules() -> None:
-    if not PEPS.is_dir():
-        pytest.skip(f"the PEP corpus is not at {PEPS}")
+    skip_without_peps()
     texts = ODD_HEADERS + [path.read_text("utf-8") for path in sorted(PEPS.glob("*.rst"))]
     with_header = 0
     for text in texts:

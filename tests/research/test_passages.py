@@ -8,12 +8,11 @@ text. A passage stays within its size bounds.
 from __future__ import annotations
 
 import re
-from pathlib import Path
 
 import pytest
 
 from research.loaders import load_document, split_passages
-from tests.research.conftest import PEPS
+from tests.pep_corpus import PEPS, needs_peps
 
 TARGET, MAXIMUM, MINIMUM = 900, 1600, 240
 """split_passages' defaults: the size it aims at, the longest piece of a paragraph, the
@@ -116,7 +115,7 @@ def test_a_long_paragraph_after_a_short_section_is_cut_within_bounds(long_paragr
         assert len(body) - 2 * body.count("\n\n") <= MAXIMUM
 
 
-@pytest.mark.skipif(not Path(PEPS).is_dir(), reason=f"the PEP corpus is not at {PEPS}")
+@needs_peps
 def test_every_paragraph_of_every_pep_is_in_a_passage_within_bounds() -> None:
     lost = []
     for path in sorted(PEPS.glob("*.rst")):

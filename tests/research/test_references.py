@@ -19,7 +19,7 @@ from research.references import (
     own_keys,
     references,
 )
-from tests.research.conftest import PEPS
+from tests.pep_corpus import PEPS, skip_without_peps
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -33,8 +33,7 @@ def test_names_normalize_to_one_key() -> None:
 
 def every_pep() -> list[str]:
     """The text of every PEP of the shared corpus (the test is skipped without it)."""
-    if not PEPS.is_dir():
-        pytest.skip(f"the PEP corpus is not at {PEPS}")
+    skip_without_peps()
     return [path.read_text(encoding="utf-8") for path in sorted(PEPS.glob("*.rst"))]
 
 

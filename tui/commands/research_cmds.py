@@ -23,6 +23,7 @@ from engine.store import new_run_id
 from plumbing.workspace import RunFolder
 from research.corpus import Corpus
 from research.dates import parse_iso_day
+from research.default_corpus import DEFAULT_COLLECTION
 from research.sources import DOMAINS
 from tui.commands.app_cmds import open_app
 from tui.commands.command_context import BadInput, load_or_exit, workspace_of
@@ -164,6 +165,7 @@ def research_group(
             for skipped in report.skipped:
                 echo(f"  skipped {skipped.path}: {skipped.reason}")
             collections.append(report.collection)
+        _tell_outdated(corpus)
     inputs: dict[str, Any] = {
         "query": question,
         "max_rounds": max_rounds,
@@ -324,11 +326,20 @@ def corpus_add(ctx: click.Context, folder: str, name: str | None) -> None:
         echo(f"skipped {skipped.path}: {skipped.reason}")
 
 
+def _tell_outdated(corpus: Corpus) -> None:
+    """One line per collection indexed by an older version of the indexing code (the default
+    collection is brought up to date on its own when it is next used)."""
+    for outdated in corpus.outdated():
+        if outdated.name != DEFAULT_COLLECTION:
+            echo(outdated.notice(), err=True)
+
+
 @corpus_group.command("list")
 @click.pass_context
 def corpus_list(ctx: click.Context) -> None:
     """The collections in the corpus (the default one is built on first use)."""
     with open_corpus(workspace_of(ctx)) as corpus:
+        _tell_outdated(corpus)
         table = Table()
         for column in ("collection", "documents", "passages", "root"):
             table.add_column(column)
@@ -347,6 +358,7 @@ def corpus_list(ctx: click.Context) -> None:
 def corpus_search(ctx: click.Context, terms: str, limit: int, collections: tuple[str, ...]) -> None:
     """Search the corpus: passages ranked by bm25, with snippets."""
     with open_corpus(workspace_of(ctx)) as corpus:
+        _tell_outdated(corpus)
         hits = corpus.search(terms, limit=limit, collections=list(collections) or None)
     if not hits:
         echo("no matches")

@@ -80,10 +80,10 @@ from research.corpus import Corpus, CorpusRetriever
 from research.default_corpus import build_default_corpus
 from research.steps.retrieval import select_on_topic
 from research.text import depends_on_context, normalize_space
+from tests.pep_corpus import PEPS
 
 HERE = Path(__file__).resolve().parent
 PROJECT = HERE.parents[2]
-PEPS = PROJECT.parent / "shared" / "corpus" / "peps"
 WORKFLOW = PROJECT / "workflows" / "deep_research.yaml"
 Split = Literal[
     "tuning",

@@ -1,0 +1,171 @@
+"""A document indexed by an older version of the indexing code is derived again
+(research/corpus_derivation.py): its passages, vectors and cached head follow today's code,
+while an unchanged document under today's stamp is still neither read nor embedded."""
+
+from __future__ import annotations
+
+import sqlite3
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+import research.corpus
+from research.corpus import Corpus, CorpusWriteError
+from research.loaders import LoadedDocument, split_passages
+from tests.research.test_cli import docs
+from tui.cli import cli
+
+GUIDE = (
+    "# Frobnicating widgets\n\n"
+    + " ".join(["A widget is frobnicated by turning its crank until it reads twelve."] * 8)
+    + "\n\n## Short\n\nA stub.\n\n## Cleaning\n\n"
+    + " ".join(["A frobnicated widget is cleaned with a soft brush, never water."] * 8)
+)
+
+
+def whole(text: str) -> list[tuple[str, str]]:
+    """An older splitter: the whole text in one passage."""
+    return [("", text)]
+
+
+def _folder(tmp_path: Path) -> Path:
+    root = tmp_path / "frob"
+    root.mkdir()
+    (root / "guide.md").write_text(GUIDE)
+    return root
+
+
+def _passages(corpus: Corpus) -> list[str]:
+    return [
+        row[0]
+        for row in corpus._db.execute(
+            "SELECT f.text FROM passages p JOIN passage_fts f ON f.rowid = p.rowid "
+            "ORDER BY p.ordinal"
+        )
+    ]
+
+
+def _indexed_by_the_old_splitter(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, stamp: str | None
+) -> tuple[Path, Path]:
+    """A corpus file whose one document was split by :func:`whole`, stamped with ``stamp``
+    (None: no stamp at all, as in a file written before stamps existed)."""
+    root = _folder(tmp_path)
+    path = tmp_path / "corpus.sqlite"
+    with monkeypatch.context() as patch:
+        patch.setattr(research.corpus, "split_passages", whole)
+        with Corpus(path) as corpus:
+            corpus.add_folder(root, "frob")
+    db = sqlite3.connect(path)
+    with db:
+        if stamp is None:
+            db.execute("DROP TABLE IF EXISTS document_derivation")
+        else:
+            db.execute("UPDATE document_derivation SET stamp = ?", (stamp,))
+    db.close()
+    return root, path
+
+
+@pytest.mark.parametrize("stamp", [None, "passages=1"], ids=["no stamp", "an older stamp"])
+def test_a_document_indexed_by_an_older_splitter_is_split_again(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, stamp: str | None
+) -> None:
+    root, path = _indexed_by_the_old_splitter(tmp_path, monkeypatch, stamp)
+    with Corpus(path) as corpus:
+        assert _passages(corpus) == [GUIDE]
+        assert corpus.needs_reindex("frob")
+        report = corpus.add_folder(root, "frob")
+        assert (report.rederived, report.updated, report.unchanged) == (1, 0, 0)
+        assert "1 re-indexed (indexed by an older version)" in report.summary()
+        assert _passages(corpus) == [text for _, text in split_passages(GUIDE)]
+        assert len(corpus.vectors().rowids) == len(split_passages(GUIDE))
+        assert not corpus.needs_reindex("frob") and corpus.outdated() == []
+
+
+def test_an_unchanged_document_under_todays_stamp_is_not_read_again(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    root = _folder(tmp_path)
+    with Corpus(tmp_path / "corpus.sqlite") as corpus:
+        corpus.add_folder(root, "frob")
+
+        def never(*_: object) -> None:
+            raise AssertionError("an unchanged document was read again")
+
+        monkeypatch.setattr(research.corpus, "load_document", never)
+        monkeypatch.setattr(research.corpus, "split_passages", never)
+        report = corpus.add_folder(root, "frob")
+        assert (report.unchanged, report.rederived, report.updated) == (1, 0, 0)
+        assert "re-indexed" not in report.summary()
+
+
+def test_loaded_documents_under_an_older_stamp_are_derived_again(tmp_path: Path) -> None:
+    """The default collection's path (documents given already read): the same rule."""
+    document = LoadedDocument(title="Frobnication", text=GUIDE)
+    with Corpus(tmp_path / "corpus.sqlite") as corpus:
+        corpus.add_documents("docs", "here", [("guide", "x:guide", document)])
+        corpus._db.execute("UPDATE document_derivation SET stamp = 'vectors=0'")
+        corpus._db.commit()
+        assert corpus.needs_reindex("docs")
+        report = corpus.add_documents("docs", "here", [("guide", "x:guide", document)])
+        assert report.rederived == 1 and not corpus.needs_reindex("docs")
+        again = corpus.add_documents("docs", "here", [("guide", "x:guide", document)])
+        assert (again.unchanged, again.rederived) == (1, 0)
+
+
+def test_a_failed_rederivation_keeps_what_was_stored(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    root, path = _indexed_by_the_old_splitter(tmp_path, monkeypatch, "passages=1")
+
+    def full_disk(_: str) -> list[tuple[str, str]]:
+        raise sqlite3.OperationalError("database or disk is full")
+
+    monkeypatch.setattr(research.corpus, "split_passages", full_disk)
+    with Corpus(path) as corpus:
+        with pytest.raises(CorpusWriteError, match="keeps what it held before"):
+            corpus.add_folder(root, "frob")
+        assert _passages(corpus) == [GUIDE]
+        assert corpus.needs_reindex("frob")
+
+
+def test_the_cached_head_of_an_outdated_document_is_dropped_on_open(tmp_path: Path) -> None:
+    path = tmp_path / "corpus.sqlite"
+    with Corpus(path) as corpus:
+        corpus.add_folder(_folder(tmp_path), "frob")
+        corpus._db.execute(
+            "INSERT INTO document_heads(source_id, content_hash, vector) "
+            "SELECT source_id, content_hash, x'00' FROM documents"
+        )
+        corpus._db.commit()
+    with Corpus(path) as corpus:  # today's stamp: the cache stays
+        assert corpus._db.execute("SELECT COUNT(*) FROM document_heads").fetchone()[0] == 1
+        corpus._db.execute("UPDATE document_derivation SET stamp = 'heads=0'")
+        corpus._db.commit()
+    with Corpus(path) as corpus:
+        assert corpus._db.execute("SELECT COUNT(*) FROM document_heads").fetchone()[0] == 0
+
+
+def test_the_cli_says_which_collection_is_outdated_and_what_to_run(tmp_path: Path) -> None:
+    runner = CliRunner()
+    workspace = tmp_path / "ws"
+    folder = docs(tmp_path)
+    added = runner.invoke(cli, ["--workspace", str(workspace), "corpus", "add", str(folder)])
+    assert added.exit_code == 0, added.output
+    db = sqlite3.connect(workspace / "corpus.sqlite")
+    with db:
+        db.execute(
+            "UPDATE document_derivation SET stamp = 'passages=1' WHERE source_id LIKE 'widgets/%'"
+        )
+    db.close()
+    search = ["--workspace", str(workspace), "corpus", "search", "widgets"]
+    found = runner.invoke(cli, search)
+    assert found.exit_code == 0, found.output
+    assert (
+        "widgets: 4 document(s) were indexed by an older version of the workbench" in found.output
+        and f"workbench corpus add {folder} --name widgets" in found.output
+    )
+    again = runner.invoke(cli, ["--workspace", str(workspace), "corpus", "add", str(folder)])
+    assert "4 re-indexed" in again.output
+    assert "older version" not in runner.invoke(cli, search).output
