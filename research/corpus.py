@@ -53,8 +53,12 @@ from research.spelling import Speller
 from research.text import words
 from research.vectors import VectorIndex
 
-SCHEMA_VERSION = 3
-"""Stamped into the file (``PRAGMA user_version``); a file with a higher one is refused."""
+SCHEMA_VERSION = 4
+"""Stamped into the file (``PRAGMA user_version``); a file with a higher one is refused.
+
+4: ``document_derivation``. Code from before it does not know that table — it would replace a
+document's passages beside a stamp that no longer describes them, or remove a document and leave
+its stamp behind — so it must refuse the file, not write to it."""
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS documents (
     source_id TEXT PRIMARY KEY,
@@ -410,7 +414,8 @@ class Corpus:
             ),
         )
         db.execute(
-            "INSERT INTO document_derivation(source_id, stamp) VALUES (?, ?)", (source_id, STAMP)
+            "INSERT OR REPLACE INTO document_derivation(source_id, stamp) VALUES (?, ?)",
+            (source_id, STAMP),
         )
         # the row ids SQLite would give one by one (the largest + 1), given here so that the
         # passages and their text are inserted with one executemany each

@@ -16,6 +16,7 @@ the model names and sizes are read from their modules, so changing one of them c
 
 from __future__ import annotations
 
+from importlib.metadata import version
 from typing import Final
 
 from research.document_heads import HEAD_CHARACTERS
@@ -31,8 +32,9 @@ DERIVATION: Final[dict[str, str]] = {
     "passages": "2",
     # research.references: the names a document goes by and the documents it names
     "references": "1",
-    # research.embeddings: each passage's vector
-    "vectors": f"{VECTOR_WEIGHTS.stem}/{VECTOR_TOKENS}/1",
+    # research.embeddings: each passage's vector — the weights ship inside the wordllama wheel,
+    # so another release of it may bring other weights under the same file name
+    "vectors": f"{VECTOR_WEIGHTS.stem}/{version('wordllama')}/{VECTOR_TOKENS}/1",
     # research.document_heads: the head's sentence vector (a cache, dropped with the document)
     "heads": f"{HEAD_MODEL.name}/{HEAD_TOKENS}/{HEAD_CHARACTERS}/1",
 }

@@ -18,25 +18,32 @@ import pytest
 PEPS = Path(__file__).resolve().parents[1].parent / "shared" / "corpus" / "peps"
 """The PEP corpus: ``shared/corpus/peps`` beside the project's folder."""
 REQUIRE_CORPUS = "WORKBENCH_REQUIRE_CORPUS"
-"""Set to 1 (by .ci/run), a run without the PEP corpus fails instead of skipping."""
+"""Set (by .ci/run, to 1; any value but empty or 0), a run without the PEP corpus fails instead
+of skipping."""
 MISSING = f"the PEP corpus is not at {PEPS}"
 """The one reason every test that needs the corpus is skipped with."""
 
-needs_peps = pytest.mark.skipif(not PEPS.is_dir(), reason=MISSING)
+
+def _present() -> bool:
+    """The folder holds at least one PEP (an empty folder is no corpus)."""
+    return PEPS.is_dir() and any(PEPS.glob("*.rst"))
+
+
+needs_peps = pytest.mark.skipif(not _present(), reason=MISSING)
 """Marks a test that reads the PEP corpus."""
 
 
 def skip_without_peps() -> None:
     """Skip the calling test or fixture when the PEP corpus is not there."""
-    if not PEPS.is_dir():
+    if not _present():
         pytest.skip(MISSING)
 
 
 def pytest_configure(config: pytest.Config) -> None:
-    """With ``WORKBENCH_REQUIRE_CORPUS=1``, no run without the corpus: one line, exit code 4."""
-    if os.environ.get(REQUIRE_CORPUS) == "1" and not PEPS.is_dir():
+    """With ``WORKBENCH_REQUIRE_CORPUS`` set, no run without the corpus: one line, exit code 4."""
+    if os.environ.get(REQUIRE_CORPUS, "") not in ("", "0") and not _present():
         raise pytest.UsageError(
-            f"{MISSING}, and {REQUIRE_CORPUS}=1 requires it (the tests that read it would be "
+            f"{MISSING}, and {REQUIRE_CORPUS} requires it (the tests that read it would be "
             f"skipped): put the PEPs' .rst files there, or unset {REQUIRE_CORPUS} to skip them"
         )
 

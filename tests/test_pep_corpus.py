@@ -49,10 +49,10 @@ def _project(tmp_path: Path) -> Path:
     return project
 
 
-def _pytest(project: Path, require: bool) -> subprocess.CompletedProcess[str]:
+def _pytest(project: Path, require: str | None) -> subprocess.CompletedProcess[str]:
     env = {k: v for k, v in os.environ.items() if k != REQUIRE_CORPUS}
-    if require:
-        env[REQUIRE_CORPUS] = "1"
+    if require is not None:
+        env[REQUIRE_CORPUS] = require
     return subprocess.run(
         [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "tests"],
         cwd=project,
@@ -64,25 +64,36 @@ def _pytest(project: Path, require: bool) -> subprocess.CompletedProcess[str]:
 
 
 def test_without_the_corpus_a_plain_run_skips_and_says_how_many_and_why(tmp_path: Path) -> None:
-    ran = _pytest(_project(tmp_path), require=False)
+    ran = _pytest(_project(tmp_path), require=None)
     assert ran.returncode == 0, ran.stdout + ran.stderr
     assert "1 passed, 2 skipped" in ran.stdout
     missing = tmp_path / "shared" / "corpus" / "peps"
     assert f"2 test(s) skipped: the PEP corpus is not at {missing}" in ran.stdout
 
 
-def test_without_the_corpus_a_run_that_requires_it_fails_with_one_line(tmp_path: Path) -> None:
-    ran = _pytest(_project(tmp_path), require=True)
+@pytest.mark.parametrize("require", ["1", "true"])
+@pytest.mark.parametrize("folder", [False, True], ids=["no folder", "an empty folder"])
+def test_without_the_corpus_a_run_that_requires_it_fails_with_one_line(
+    tmp_path: Path, require: str, folder: bool
+) -> None:
+    project = _project(tmp_path)
+    if folder:
+        (tmp_path / "shared" / "corpus" / "peps").mkdir(parents=True)
+    ran = _pytest(project, require=require)
     assert ran.returncode == pytest.ExitCode.USAGE_ERROR
     (line,) = [line for line in ran.stderr.splitlines() if line.strip()]
     missing = tmp_path / "shared" / "corpus" / "peps"
-    assert line.startswith(f"ERROR: the PEP corpus is not at {missing}, and {REQUIRE_CORPUS}=1")
+    assert line.startswith(
+        f"ERROR: the PEP corpus is not at {missing}, and {REQUIRE_CORPUS} requires"
+    )
     assert "passed" not in ran.stdout
 
 
 def test_with_the_corpus_a_run_that_requires_it_runs_every_test(tmp_path: Path) -> None:
     project = _project(tmp_path)
-    (tmp_path / "shared" / "corpus" / "peps").mkdir(parents=True)
-    ran = _pytest(project, require=True)
+    peps = tmp_path / "shared" / "corpus" / "peps"
+    peps.mkdir(parents=True)
+    (peps / "pep-0001.rst").write_text("PEP: 1\nTitle: A PEP\n")
+    ran = _pytest(project, require="1")
     assert ran.returncode == 0, ran.stdout + ran.stderr
     assert "3 passed" in ran.stdout and "skipped" not in ran.stdout

@@ -130,6 +130,35 @@ def test_a_failed_rederivation_keeps_what_was_stored(
         assert corpus.needs_reindex("frob")
 
 
+def test_a_stamp_left_behind_by_a_removed_document_does_not_stop_adding_it_again(
+    tmp_path: Path,
+) -> None:
+    """A stamp whose document row is gone (as code that did not know the table would leave it)
+    is replaced when the document is added again, not a uniqueness error."""
+    root = _folder(tmp_path)
+    path = tmp_path / "corpus.sqlite"
+    with Corpus(path) as corpus:
+        corpus.add_folder(root, "frob")
+        corpus._db.execute("DELETE FROM passage_fts")
+        corpus._db.execute("DELETE FROM passage_vectors")
+        corpus._db.execute("DELETE FROM passages")
+        corpus._db.execute("DELETE FROM documents")
+        corpus._db.commit()
+        report = corpus.add_folder(root, "frob")
+        assert report.added == 1
+        assert not corpus.needs_reindex("frob")
+
+
+def test_code_from_before_the_stamp_refuses_the_file(tmp_path: Path) -> None:
+    """The file's schema version is past what code without ``document_derivation`` reads."""
+    path = tmp_path / "corpus.sqlite"
+    with Corpus(path) as corpus:
+        corpus.add_folder(_folder(tmp_path), "frob")
+    db = sqlite3.connect(path)
+    assert db.execute("PRAGMA user_version").fetchone()[0] == research.corpus.SCHEMA_VERSION > 3
+    db.close()
+
+
 def test_the_cached_head_of_an_outdated_document_is_dropped_on_open(tmp_path: Path) -> None:
     path = tmp_path / "corpus.sqlite"
     with Corpus(path) as corpus:
