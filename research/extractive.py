@@ -287,8 +287,13 @@ def selection_weight(passage: dict[str, Any]) -> float:
     """How much more a sentence of ``passage`` weighs: :data:`SELECTION_WEIGHT` when its document
     is the one the run's selection ranks first against the whole question (relevance 1), nothing
     at the relevance floor, linearly between. A passage's ``relevance`` is its document's, the
-    number the selection ranks by (research.relevance, remembered per question)."""
-    share = (float(passage.get("relevance", 1.0)) - RELEVANCE_FLOOR) / (1 - RELEVANCE_FLOOR)
+    number the selection ranks by (research.relevance, remembered per question); the analysis
+    step gives every passage its own (research.steps.common.passage_inputs). A passage given
+    without one was ranked by no selection, so it weighs nothing — not as much as the first."""
+    given = passage.get("relevance")
+    if given is None:
+        return 0.0
+    share = (float(given) - RELEVANCE_FLOOR) / (1 - RELEVANCE_FLOOR)
     return SELECTION_WEIGHT * min(1.0, max(0.0, share))
 
 
