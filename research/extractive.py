@@ -37,6 +37,7 @@ from research.tasks import (
 )
 from research.text import (
     BM25,
+    SENTENCE_END,
     centrality,
     cosine,
     depends_on_context,
@@ -191,6 +192,37 @@ def claim_candidates(passage: dict[str, Any]) -> list[str]:
             if joined in text and len(joined) <= MAX_JOINED_CLAIM:
                 found.append(joined)
         previous = sentence
+    return found + [s for s in introduced_code(passage["text"]) if s not in found]
+
+
+def introduced_code(text: str) -> list[str]:
+    """Statements that introduce the code or list after them, quoted with it, verbatim.
+
+    A paragraph ending in an unfinished statement ("This module provides two functions for each
+    color system ABC:", "Tip: to use the tab key as the completion key, call") followed by a
+    paragraph that holds no sentence (``rgb_to_abc(r, g, b) --> a, b, c``,
+    ``readline.parse_and_bind("tab: complete")``) says its point only with what follows; alone
+    each is no sentence, so the API a how-to question asks for was read and never quoted. A
+    statement that leans on the one before it ("This …", "It …") is left out, as the report would
+    leave it out.
+    """
+    blocks = [normalize_space(b) for b in re.split(r"\n\s*\n", text)]
+    whole = normalize_space(text)
+    found: list[str] = []
+    for lead, after in zip(blocks, blocks[1:], strict=False):
+        tail = SENTENCE_END.split(lead)[-1].strip() if lead else ""
+        if (
+            not tail[:1].isupper()
+            or tail[-1:] in ".!?"
+            or len(words(tail)) < SHORT_STATEMENT_WORDS
+            or depends_on_context(tail)
+            or not after
+            or sentences(after, min_words=SHORT_STATEMENT_WORDS)
+        ):
+            continue
+        joined = f"{tail} {after}"
+        if len(joined) <= MAX_JOINED_CLAIM and joined in whole:
+            found.append(joined)
     return found
 
 
@@ -287,8 +319,13 @@ def selection_weight(passage: dict[str, Any]) -> float:
     """How much more a sentence of ``passage`` weighs: :data:`SELECTION_WEIGHT` when its document
     is the one the run's selection ranks first against the whole question (relevance 1), nothing
     at the relevance floor, linearly between. A passage's ``relevance`` is its document's, the
-    number the selection ranks by (research.relevance, remembered per question)."""
-    share = (float(passage.get("relevance", 1.0)) - RELEVANCE_FLOOR) / (1 - RELEVANCE_FLOOR)
+    number the selection ranks by (research.relevance, remembered per question); the analysis
+    step gives every passage its own (research.steps.common.passage_inputs). A passage given
+    without one was ranked by no selection, so it weighs nothing — not as much as the first."""
+    given = passage.get("relevance")
+    if given is None:
+        return 0.0
+    share = (float(given) - RELEVANCE_FLOOR) / (1 - RELEVANCE_FLOOR)
     return SELECTION_WEIGHT * min(1.0, max(0.0, share))
 
 
@@ -484,6 +521,7 @@ def synthesize(inputs: dict[str, Any]) -> SynthesisAnswer:
             + (0.5 if members[i].get("verified") else 0.0)
             + API_MATCH_WEIGHT
             * api_match(members[i]["text"], wanted, members[i].get("section", ""))
+            + selection_weight(members[i])
             for i in range(len(members))
         ]
         chosen: list[int] = []

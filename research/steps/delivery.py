@@ -100,6 +100,10 @@ async def final_synthesis(ctx: StepContext, inp: RoundInput) -> SynthesisOutput:
             passage = evidence.passages.get(claim.passage_ids[0]) if claim.passage_ids else None
             return passage.section if passage else ""
 
+        def relevance_of(claim: Claim) -> float:
+            passage = evidence.passages.get(claim.passage_ids[0]) if claim.passage_ids else None
+            return passage.relevance if passage else 0.0
+
         def build(claims: list[Claim], _r: Any) -> dict[str, Any]:
             return {
                 "query": evidence.query,
@@ -112,6 +116,7 @@ async def final_synthesis(ctx: StepContext, inp: RoundInput) -> SynthesisOutput:
                         "verified": c.verified,
                         "source_ids": c.source_ids,
                         "section": section_of(c),
+                        "relevance": relevance_of(c),
                     }
                     for c in claims
                 ],

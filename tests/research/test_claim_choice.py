@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from research.corpus import Corpus
-from research.extractive import analyze
+from research.extractive import SELECTION_WEIGHT, analyze, selection_weight
 
 TOP, FLOOR = "peps/pep-0572", "peps/pep-0379"
 """PEP 572 (Assignment Expressions, Final) and PEP 379 (Adding an Assignment Expression,
@@ -63,3 +63,13 @@ def test_the_document_the_selection_ranked_first_is_quoted(pep_corpus_path: Path
 def test_the_ranking_not_the_document_decides(pep_corpus_path: Path) -> None:
     """Ranked the other way round, the same sentences give the other document's claim."""
     assert quoted(pep_corpus_path, {TOP: 0.8, FLOOR: 1.0}) == [FLOOR]
+
+
+def test_a_passage_without_a_relevance_weighs_nothing() -> None:
+    """Only the selection's ranking adds weight: a passage no selection ranked gains none, as one
+    at the relevance floor gains none, and the top-ranked one gains the whole weight."""
+    assert selection_weight({"id": "a#1", "text": "Some text."}) == 0.0
+    assert selection_weight({"id": "a#1", "text": "Some text.", "relevance": 0.8}) == 0.0
+    assert (
+        selection_weight({"id": "a#1", "text": "Some text.", "relevance": 1.0}) == SELECTION_WEIGHT
+    )
