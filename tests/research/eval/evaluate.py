@@ -31,6 +31,12 @@ was then scored and is in the repository, so a ninth split, *heldout9* (``peps_h
 earlier splits (heldout8 included) asks about, with no gold document whose text is identical or
 near-identical to one of theirs, and dated that day (``as_of``: most PEPs no earlier split
 names are newer than the earlier splits' 2025-06-30); it too runs only with ``final=True``.
+heldout9 was then scored, so a tenth split, *heldout10* (``peps_heldout10.yaml``,
+``default_heldout10.yaml``), was written the same way on 2026-11-28. Few documents were left
+that no earlier split names, so its gold is never an earlier split's gold (nor near-identical in
+text to one), and each question carries a category comment: A when no earlier split names its
+gold documents at all, B when one named them only as related or flagged (figures are reported
+for A alone and for A+B). It too runs only with ``final=True``.
 
 Each question runs offline with the built-in model, in its own words and in each of its five
 paraphrases (the documents' own words, a user's words, a typo, a long preamble, a different
@@ -96,6 +102,7 @@ Split = Literal[
     "heldout7",
     "heldout8",
     "heldout9",
+    "heldout10",
 ]
 SPLITS: tuple[Split, ...] = get_args(Split)
 FINAL_ONLY: frozenset[Split] = frozenset(
@@ -108,6 +115,7 @@ FINAL_ONLY: frozenset[Split] = frozenset(
         "heldout7",
         "heldout8",
         "heldout9",
+        "heldout10",
     }
 )
 """Splits that run only when the caller says the work is finished (``final=True``)."""
@@ -123,6 +131,10 @@ SETS: dict[Split, dict[str, Path]] = {
     "heldout7": {"peps": HERE / "peps_heldout7.yaml", "default": HERE / "default_heldout7.yaml"},
     "heldout8": {"peps": HERE / "peps_heldout8.yaml", "default": HERE / "default_heldout8.yaml"},
     "heldout9": {"peps": HERE / "peps_heldout9.yaml", "default": HERE / "default_heldout9.yaml"},
+    "heldout10": {
+        "peps": HERE / "peps_heldout10.yaml",
+        "default": HERE / "default_heldout10.yaml",
+    },
 }
 STYLES = ("own_words", "user_words", "typo", "preamble", "question_word")
 """The five paraphrases every question carries."""
