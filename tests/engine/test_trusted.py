@@ -26,7 +26,7 @@ from engine.events import (
 from engine.spec import StepSpec, WorkflowDefinition
 from engine.states import StepStatus
 from engine.store import BaseRunStore, StepResult
-from engine.trusted import json_bytes, replaced, trusted
+from engine.trusted import json_bytes, json_data, replaced, trusted
 from tests.stores import ALL, store_opener
 
 WF = WorkflowDefinition(name="trusted", steps=[StepSpec(id="a", uses="demo.echo")])
@@ -99,6 +99,25 @@ def test_a_trusted_model_is_the_validated_one(
     assert built.model_dump() == validated.model_dump()
     assert repr(built) == repr(validated)
     assert pickle.loads(pickle.dumps(built)) == validated  # every slot pydantic keeps is set
+
+
+class _Extras(BaseModel):
+    model_config = ConfigDict(extra="allow")
+    status: StepStatus = StepStatus.PENDING
+    when: float = 0.5
+
+
+@pytest.mark.parametrize(
+    "model",
+    [kind(**fields) for kind, fields in BUILT]
+    + [_Extras(), _Extras(status=StepStatus.FAILED, extra={"nested": [1, None]}, n=2**70)],
+    ids=lambda model: type(model).__name__,
+)
+def test_json_data_is_the_models_json_dump(model: BaseModel) -> None:
+    """A step's inputs and outputs are dumped so (engine/runner.py): the same data as
+    ``model_dump(mode="json")``, enums and extras included."""
+    assert json_data(model) == model.model_dump(mode="json")
+    assert json_data(model) is not json_data(model)  # a new dict each time
 
 
 def test_a_trusted_model_is_frozen_and_gets_fresh_defaults() -> None:
