@@ -27,8 +27,9 @@ class _Layout:
     """Every field, in declaration order, with its default (None for a required one)."""
     factories: tuple[tuple[str, Any], ...]
     """(field, its ``default_factory``): a fresh value per model."""
-    size: int
-    """How many fields: a dict of that many holds every one (nothing to fill in)."""
+    names: tuple[str, ...]
+    """Every field's name, in declaration order: a dict of exactly these keys in this order is
+    a model's ``__dict__`` as validation leaves it (nothing to fill in, nothing to reorder)."""
 
 
 _LAYOUTS: dict[type[BaseModel], _Layout] = {}
@@ -45,7 +46,7 @@ def _layout(cls: type[BaseModel]) -> _Layout:
             defaults[name] = None if info.default is PydanticUndefined else info.default
             if info.default_factory is not None:
                 factories.append((name, info.default_factory))
-        layout = _LAYOUTS[cls] = _Layout(defaults, tuple(factories), len(defaults))
+        layout = _LAYOUTS[cls] = _Layout(defaults, tuple(factories), tuple(defaults))
     return layout
 
 
@@ -58,10 +59,11 @@ def trusted(cls: type[_M], **values: Any) -> _M:
 
 def trusted_from(cls: type[_M], values: dict[str, Any]) -> _M:
     """:func:`trusted` of a dict the caller hands over (it is not copied again). A dict of
-    every field is the model's own as it is: give it in declaration order, as validation
-    orders them (a step's result row is built so, twice a step)."""
+    every field in declaration order is the model's own as it is (a step's result row is built
+    so, twice a step); any other is merged into the defaults, which puts its fields in that
+    order, as validation does — the order of a model's JSON and of its ``repr``."""
     layout = _LAYOUTS.get(cls) or _layout(cls)
-    if len(values) == layout.size:
+    if tuple(values) == layout.names:
         fields = values
     else:
         fields = {**layout.defaults, **values}
