@@ -27,9 +27,6 @@ class _Layout:
     """Every field, in declaration order, with its default (None for a required one)."""
     factories: tuple[tuple[str, Any], ...]
     """(field, its ``default_factory``): a fresh value per model."""
-    names: tuple[str, ...]
-    """Every field's name, in declaration order: a dict of exactly these keys in this order is
-    a model's ``__dict__`` as validation leaves it (nothing to fill in, nothing to reorder)."""
 
 
 _LAYOUTS: dict[type[BaseModel], _Layout] = {}
@@ -46,7 +43,7 @@ def _layout(cls: type[BaseModel]) -> _Layout:
             defaults[name] = None if info.default is PydanticUndefined else info.default
             if info.default_factory is not None:
                 factories.append((name, info.default_factory))
-        layout = _LAYOUTS[cls] = _Layout(defaults, tuple(factories), tuple(defaults))
+        layout = _LAYOUTS[cls] = _Layout(defaults, tuple(factories))
     return layout
 
 
@@ -58,21 +55,32 @@ def trusted(cls: type[_M], **values: Any) -> _M:
 
 
 def trusted_from(cls: type[_M], values: dict[str, Any]) -> _M:
-    """:func:`trusted` of a dict the caller hands over (it is not copied again). A dict of
-    every field in declaration order is the model's own as it is (a step's result row is built
-    so, twice a step); any other is merged into the defaults, which puts its fields in that
-    order, as validation does — the order of a model's JSON and of its ``repr``."""
+    """:func:`trusted` of a dict the caller hands over: merged into the defaults, which puts
+    its fields in declaration order, as validation does (the order of a model's JSON and of
+    its ``repr``)."""
     layout = _LAYOUTS.get(cls) or _layout(cls)
-    if tuple(values) == layout.names:
-        fields = values
-    else:
-        fields = {**layout.defaults, **values}
-        for name, factory in layout.factories:
-            if name not in values:
-                fields[name] = factory()
+    fields = {**layout.defaults, **values}
+    for name, factory in layout.factories:
+        if name not in values:
+            fields[name] = factory()
     model = _new(cls)
     _set_dict(model, fields)
     _set_fields_set(model, set(values))
+    _set_extra(model, None)
+    _set_private(model, None)
+    return model
+
+
+def trusted_whole(cls: type[_M], fields: dict[str, Any]) -> _M:
+    """A model whose ``__dict__`` is ``fields`` as it is, each field set explicitly: the caller
+    gives every field of ``cls``, in declaration order, of its type — nothing is filled in or
+    reordered (a step's result row is built so, twice a step: :func:`trusted_from` would merge
+    it into the defaults for nothing)."""
+    if cls not in _LAYOUTS:
+        _layout(cls)  # only the models trusted_from takes
+    model = _new(cls)
+    _set_dict(model, fields)
+    _set_fields_set(model, set(fields))
     _set_extra(model, None)
     _set_private(model, None)
     return model

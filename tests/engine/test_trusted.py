@@ -27,7 +27,14 @@ from engine.events import (
 from engine.spec import StepSpec, WorkflowDefinition
 from engine.states import StepStatus
 from engine.store import BaseRunStore, StepResult
-from engine.trusted import json_bytes, json_data, replaced, trusted, trusted_from
+from engine.trusted import (
+    json_bytes,
+    json_data,
+    replaced,
+    trusted,
+    trusted_from,
+    trusted_whole,
+)
 from tests.stores import ALL, store_opener
 
 WF = WorkflowDefinition(name="trusted", steps=[StepSpec(id="a", uses="demo.echo")])
@@ -103,21 +110,24 @@ def test_a_trusted_model_is_the_validated_one(
 
 
 @pytest.mark.parametrize(("kind", "fields"), BUILT, ids=lambda v: getattr(v, "__name__", ""))
-def test_a_trusted_model_of_every_field_out_of_order_is_the_validated_one(
+def test_a_trusted_model_of_every_field_in_or_out_of_order_is_the_validated_one(
     kind: type[BaseModel], fields: dict[str, Any]
 ) -> None:
-    """A dict of every field taken as the model's own only in declaration order: in another,
-    its JSON would begin with another field (the in-memory store's rows alike are made by
-    replacing the leading step id) and its ``repr`` would differ."""
+    """``trusted_from`` puts a dict of every field in declaration order (taken as it came, its
+    JSON would begin with another field — the in-memory store's rows alike are made by
+    replacing the leading step id — and its ``repr`` would differ); ``trusted_whole`` takes
+    one in that order as it is."""
     every = {
         name: fields[name] if name in fields else info.get_default(call_default_factory=True)
         for name, info in kind.model_fields.items()
     }
     backwards = dict(reversed(every.items()))
-    built, validated = trusted_from(kind, backwards), kind(**every)
-    assert json_bytes(built).decode() == validated.model_dump_json()
-    assert repr(built) == repr(validated)
-    assert built.model_fields_set == set(kind.model_fields)
+    validated = kind(**every)
+    for built in trusted_from(kind, backwards), trusted_whole(kind, every):
+        assert built == validated
+        assert json_bytes(built).decode() == validated.model_dump_json()
+        assert repr(built) == repr(validated)
+        assert built.model_fields_set == set(kind.model_fields)
 
 
 class _Extras(BaseModel):
