@@ -197,6 +197,8 @@ def test_only_models_without_extras_or_private_attributes_are_built_so(
         trusted(kind, a=1)
     with pytest.raises(TypeError, match="only frozen models without extras or privates"):
         replaced(kind(a=1), a=2)
+    with pytest.raises(TypeError, match="only frozen models without extras or privates"):
+        trusted_whole(kind, {"a": 1})
 
 
 def test_a_default_factory_is_called_only_for_a_field_not_given() -> None:
