@@ -22,7 +22,7 @@ from engine.events import Budget
 from engine.spec import StepSpec, WorkflowDefinition
 from engine.states import SETTLED, StepStatus
 from engine.store import StepIteration, StepResult
-from engine.trusted import trusted_from
+from engine.trusted import trusted_whole
 
 if TYPE_CHECKING:  # CEL (celpy, lark: half a second) is imported once a view is asked for
     from engine.conditions import StepsMap, StepView
@@ -121,7 +121,7 @@ class StepRecord:
         its end — which set only the status, the reason, the runs and the outputs, of their
         types. The other fields are set by paths (routes, resets, loads, forks) that store
         the record through the validated :meth:`result` as they change it."""
-        return trusted_from(
+        return trusted_whole(
             StepResult,
             {
                 "step_id": self.step_id,

@@ -57,6 +57,7 @@ from engine.run_state import RunState, StepRecord
 from engine.states import RoutingSignal, StepStatus
 from engine.steps import REGISTRY, RegisteredStep, StepRegistry
 from engine.store import BaseRunStore
+from engine.trusted import json_data
 
 Sleep = Callable[[float], Awaitable[None]]
 
@@ -294,7 +295,7 @@ class StepRunner:
                     step_id=step_id,
                     iteration=record.iteration,
                     attempt=1,
-                    inputs=inp.model_dump(mode="json"),
+                    inputs=json_data(inp),
                 )
         return BegunStep(record, registered, inp)
 
@@ -563,12 +564,12 @@ async def _within(timeout_s: float, call: Awaitable[Any]) -> Any:
 def _coerce_outputs(registered: RegisteredStep, value: Any) -> dict[str, Any]:
     model = registered.output_model
     if isinstance(value, model):
-        return value.model_dump(mode="json")
+        return json_data(value)
     if isinstance(value, BaseModel):
-        value = value.model_dump(mode="json")
+        value = json_data(value)
     if value is None:
         value = {}
-    return model.model_validate(value).model_dump(mode="json")
+    return json_data(model.model_validate(value))
 
 
 def _one_line(error: ValidationError) -> str:

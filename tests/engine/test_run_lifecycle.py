@@ -121,6 +121,16 @@ async def stamped_from_a_mapping(ctx: StepContext, inp: AnyInput) -> Stamped:
     return {"at": dt.datetime(2026, 1, 2, 3, 4, 5, tzinfo=dt.UTC)}  # type: ignore[return-value]
 
 
+class Moment(BaseModel):
+    """Another model than the step's outputs, of the fields it needs."""
+
+    at: dt.datetime
+
+
+async def stamped_from_another_model(ctx: StepContext, inp: AnyInput) -> Stamped:
+    return Moment(at=dt.datetime(2026, 1, 2, 3, 4, 5, tzinfo=dt.UTC))  # type: ignore[return-value]
+
+
 async def nothing(ctx: StepContext, inp: AnyInput) -> Stamped:
     return None  # type: ignore[return-value]
 
@@ -147,6 +157,7 @@ TEST_REGISTRY.register("test.six_missing", six_missing)
 TEST_REGISTRY.register("test.nested_wrong", nested_wrong)
 TEST_REGISTRY.register("test.stamped", stamped)
 TEST_REGISTRY.register("test.stamped_from_a_mapping", stamped_from_a_mapping)
+TEST_REGISTRY.register("test.stamped_from_another_model", stamped_from_another_model)
 TEST_REGISTRY.register("test.nothing", nothing)
 TEST_REGISTRY.register("test.nested_right", nested_right)
 TEST_REGISTRY.register("test.not_a_mapping", not_a_mapping)
@@ -181,7 +192,9 @@ async def test_invalid_outputs_count_only_the_problems_beyond_the_first_five(
 
 
 @pytest.mark.timeout(30)
-@pytest.mark.parametrize("uses", ["test.stamped", "test.stamped_from_a_mapping"])
+@pytest.mark.parametrize(
+    "uses", ["test.stamped", "test.stamped_from_a_mapping", "test.stamped_from_another_model"]
+)
 async def test_outputs_are_stored_as_json_values(uses: str) -> None:
     result, events = await run(workflow(step("s", uses)))
     assert result.status == RunStatus.COMPLETED

@@ -5,6 +5,7 @@ JSON — and the same event once stored and read back."""
 
 from __future__ import annotations
 
+import json
 import pickle
 from collections.abc import Iterator
 from pathlib import Path
@@ -26,7 +27,14 @@ from engine.events import (
 from engine.spec import StepSpec, WorkflowDefinition
 from engine.states import StepStatus
 from engine.store import BaseRunStore, StepResult
-from engine.trusted import json_bytes, replaced, trusted
+from engine.trusted import (
+    json_bytes,
+    json_data,
+    replaced,
+    trusted,
+    trusted_from,
+    trusted_whole,
+)
 from tests.stores import ALL, store_opener
 
 WF = WorkflowDefinition(name="trusted", steps=[StepSpec(id="a", uses="demo.echo")])
@@ -101,6 +109,50 @@ def test_a_trusted_model_is_the_validated_one(
     assert pickle.loads(pickle.dumps(built)) == validated  # every slot pydantic keeps is set
 
 
+@pytest.mark.parametrize(("kind", "fields"), BUILT, ids=lambda v: getattr(v, "__name__", ""))
+def test_a_trusted_model_of_every_field_in_or_out_of_order_is_the_validated_one(
+    kind: type[BaseModel], fields: dict[str, Any]
+) -> None:
+    """``trusted_from`` puts a dict of every field in declaration order (taken as it came, its
+    JSON would begin with another field — the in-memory store's rows alike are made by
+    replacing the leading step id — and its ``repr`` would differ); ``trusted_whole`` takes
+    one in that order as it is."""
+    every = {
+        name: fields[name] if name in fields else info.get_default(call_default_factory=True)
+        for name, info in kind.model_fields.items()
+    }
+    backwards = dict(reversed(every.items()))
+    validated = kind(**every)
+    for built in trusted_from(kind, backwards), trusted_whole(kind, every):
+        assert built == validated
+        assert json_bytes(built).decode() == validated.model_dump_json()
+        assert repr(built) == repr(validated)
+        assert built.model_fields_set == set(kind.model_fields)
+
+
+class _Extras(BaseModel):
+    model_config = ConfigDict(extra="allow")
+    status: StepStatus = StepStatus.PENDING
+    when: float = 0.5
+    span: tuple[int, int] = (0, 1)
+    """A tuple: a list in JSON data, so data that is not JSON's shows."""
+
+
+@pytest.mark.parametrize(
+    "model",
+    [kind(**fields) for kind, fields in BUILT]
+    + [_Extras(), _Extras(status=StepStatus.FAILED, extra={"nested": [1, None]}, n=2**70)],
+    ids=lambda model: type(model).__name__,
+)
+def test_json_data_is_the_models_json_dump(model: BaseModel) -> None:
+    """A step's inputs and outputs are dumped so (engine/runner.py): the same data as
+    ``model_dump(mode="json")``, enums and extras included."""
+    data = json_data(model)
+    assert data == model.model_dump(mode="json")
+    assert json.loads(json.dumps(data)) == data  # JSON's own types: a tuple comes back a list
+    assert data is not json_data(model)  # a new dict each time
+
+
 def test_a_trusted_model_is_frozen_and_gets_fresh_defaults() -> None:
     first, second = (
         trusted(StepStarted, run_id="r", step_id="a"),
@@ -145,6 +197,8 @@ def test_only_models_without_extras_or_private_attributes_are_built_so(
         trusted(kind, a=1)
     with pytest.raises(TypeError, match="only frozen models without extras or privates"):
         replaced(kind(a=1), a=2)
+    with pytest.raises(TypeError, match="only frozen models without extras or privates"):
+        trusted_whole(kind, {"a": 1})
 
 
 def test_a_default_factory_is_called_only_for_a_field_not_given() -> None:
