@@ -35,7 +35,12 @@ _LAYOUTS: dict[type[BaseModel], _Layout] = {}
 def _layout(cls: type[BaseModel]) -> _Layout:
     layout = _LAYOUTS.get(cls)
     if layout is None:
-        if cls.model_config.get("extra") != "forbid" or cls.__private_attributes__:
+        config = cls.model_config
+        if (
+            not config.get("frozen")
+            or config.get("extra") != "forbid"
+            or cls.__private_attributes__
+        ):
             raise TypeError(f"{cls.__name__}: only frozen models without extras or privates")
         defaults: dict[str, Any] = {}
         factories = []

@@ -184,13 +184,18 @@ class _Private(BaseModel):
     _secret: int = 0
 
 
+class _Mutable(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    a: int = 0
+
+
 class _Factory(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
     items: list[int] = Field(default_factory=list)
 
 
-@pytest.mark.parametrize("kind", [_Open, _Private])
-def test_only_models_without_extras_or_private_attributes_are_built_so(
+@pytest.mark.parametrize("kind", [_Open, _Private, _Mutable])
+def test_only_frozen_models_without_extras_or_private_attributes_are_built_so(
     kind: type[BaseModel],
 ) -> None:
     with pytest.raises(TypeError, match="only frozen models without extras or privates"):
@@ -256,3 +261,14 @@ def test_a_model_class_met_for_the_first_time_is_laid_out_from_its_fields() -> N
 
     with pytest.raises(TypeError, match="only frozen models"):
         trusted(Loose)
+
+
+def test_the_slots_set_are_every_slot_of_basemodel() -> None:
+    """A pydantic release adding a slot to BaseModel would leave it unset in a trusted model:
+    this fails first, saying to set the new slot too."""
+    assert set(BaseModel.__slots__) == {
+        "__dict__",
+        "__pydantic_fields_set__",
+        "__pydantic_extra__",
+        "__pydantic_private__",
+    }
