@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import socket
 from dataclasses import dataclass
 from pathlib import Path
@@ -18,7 +19,10 @@ from engine.protocol import ExecutionResult
 from engine.spec import WorkflowDefinition
 from engine.store import RunStore, StepResult
 from research.corpus import Corpus
+from research.default_corpus import DEFAULT_COLLECTION, build_default_corpus
+from research.text import normalize_space
 from tests.pep_corpus import PEPS, skip_without_peps
+from tests.research.eval.evaluate import stranded_sentences, uncited_sentences
 from tui.launch.parts import RunParts
 from tui.launch.run import open_run
 from tui.launch.workspace import Workspace
@@ -106,3 +110,29 @@ async def run_research(
     steps = store.step_results(result.run_id)
     store.close()
     return ResearchRun(result=result, events=events, steps=steps, workspace=workspace)
+
+
+def research_one_module(
+    workflow: WorkflowDefinition, tmp_path: Path, module: str, source: str, question: str
+) -> tuple[ResearchRun, str]:
+    """``question`` researched on a default corpus built from one standard-library module
+    (``module``.py holding ``source``): the run and its report, every quote checked to be its
+    passage's text verbatim and every sentence cited."""
+    stdlib = tmp_path / "stdlib"
+    stdlib.mkdir()
+    (stdlib / f"{module}.py").write_text(source)
+    corpus_path = tmp_path / "corpus.sqlite"
+    with Corpus(corpus_path) as corpus:
+        build_default_corpus(corpus, stdlib=stdlib)
+    run = asyncio.run(
+        run_research(
+            workflow, tmp_path / "ws", corpus_path, question, collections=[DEFAULT_COLLECTION]
+        )
+    )
+    report = (tmp_path / "ws" / "runs" / run.result.run_id / "report.md").read_text()
+    with Corpus(corpus_path) as corpus:
+        for quote in run.outputs("final_synthesis")["citations"]:
+            passage = normalize_space(corpus.passage_text(quote["passage_id"]) or "")
+            assert normalize_space(quote["quote"]) in passage  # quoted verbatim
+    assert uncited_sentences(report) == 0 and stranded_sentences(report) == 0
+    return run, report

@@ -8,17 +8,12 @@ and name its API, not only the prose about the module.
 
 from __future__ import annotations
 
-import asyncio
 from pathlib import Path
 
 from engine.spec import WorkflowDefinition
 from research.code_names import api_match, heading_api, opens_with_api
-from research.corpus import Corpus
-from research.default_corpus import DEFAULT_COLLECTION, build_default_corpus
 from research.extractive import claim_candidates
-from research.text import normalize_space
-from tests.research.conftest import run_research
-from tests.research.eval.evaluate import stranded_sentences, uncited_sentences
+from tests.research.conftest import research_one_module
 
 JOBS = '''"""Jobs: run work in the background and keep track of it.
 
@@ -61,28 +56,14 @@ def test_api_entries_are_statements_and_name_what_they_document() -> None:
 def test_a_how_to_questions_brief_states_the_api_that_answers_it(
     workflow: WorkflowDefinition, tmp_path: Path
 ) -> None:
-    stdlib = tmp_path / "stdlib"
-    stdlib.mkdir()
-    (stdlib / "jobs.py").write_text(JOBS)
-    with Corpus(tmp_path / "corpus.sqlite") as corpus:
-        build_default_corpus(corpus, stdlib=stdlib)
-    run = asyncio.run(
-        run_research(
-            workflow,
-            tmp_path / "ws",
-            tmp_path / "corpus.sqlite",
-            "How do I stop a running job and wait for it to end?",
-            collections=[DEFAULT_COLLECTION],
-        )
+    run, report = research_one_module(
+        workflow,
+        tmp_path,
+        "jobs",
+        JOBS,
+        "How do I stop a running job and wait for it to end?",
     )
-    report = (tmp_path / "ws" / "runs" / run.result.run_id / "report.md").read_text()
     summary = report.split("## Summary", 1)[1].split("\n## ", 1)[0]
     answer = report.split("## How do I stop a running job", 1)[1].split("\n## ", 1)[0]
     assert "§ `stop_job`" in summary.strip().splitlines()[0]  # the lead names the API
     assert "stop_job(job) -- ask a running job to stop and wait" in answer  # the entry is quoted
-    quotes = run.outputs("final_synthesis")["citations"]
-    with Corpus(tmp_path / "corpus.sqlite") as corpus:
-        for quote in quotes:
-            passage = normalize_space(corpus.passage_text(quote["passage_id"]) or "")
-            assert normalize_space(quote["quote"]) in passage  # quoted verbatim
-    assert uncited_sentences(report) == 0 and stranded_sentences(report) == 0

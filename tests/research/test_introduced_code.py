@@ -8,16 +8,11 @@ how-to question asks for was read and never quoted (rlcompleter, colorsys in the
 
 from __future__ import annotations
 
-import asyncio
 from pathlib import Path
 
 from engine.spec import WorkflowDefinition
-from research.corpus import Corpus
-from research.default_corpus import DEFAULT_COLLECTION, build_default_corpus
 from research.extractive import claim_candidates, introduced_code
-from research.text import normalize_space
-from tests.research.conftest import run_research
-from tests.research.eval.evaluate import stranded_sentences, uncited_sentences
+from tests.research.conftest import research_one_module
 
 TIP = "Tip: to turn the lamp on at dusk, call"
 CALL = 'lamps.schedule(lamp, "dusk")'
@@ -53,25 +48,8 @@ def test_what_follows_a_finished_sentence_or_introduces_prose_is_no_such_stateme
 def test_a_how_to_questions_brief_quotes_the_call_its_document_introduces(
     workflow: WorkflowDefinition, tmp_path: Path
 ) -> None:
-    stdlib = tmp_path / "stdlib"
-    stdlib.mkdir()
-    (stdlib / "lamps.py").write_text(LAMPS)
-    with Corpus(tmp_path / "corpus.sqlite") as corpus:
-        build_default_corpus(corpus, stdlib=stdlib)
-    run = asyncio.run(
-        run_research(
-            workflow,
-            tmp_path / "ws",
-            tmp_path / "corpus.sqlite",
-            "How do I turn a garden lamp on at dusk?",
-            collections=[DEFAULT_COLLECTION],
-        )
+    _, report = research_one_module(
+        workflow, tmp_path, "lamps", LAMPS, "How do I turn a garden lamp on at dusk?"
     )
-    report = (tmp_path / "ws" / "runs" / run.result.run_id / "report.md").read_text()
     answer = report.split("## Sources", 1)[0]
     assert CALL in answer
-    with Corpus(tmp_path / "corpus.sqlite") as corpus:
-        for quote in run.outputs("final_synthesis")["citations"]:
-            passage = normalize_space(corpus.passage_text(quote["passage_id"]) or "")
-            assert normalize_space(quote["quote"]) in passage  # quoted verbatim
-    assert uncited_sentences(report) == 0 and stranded_sentences(report) == 0
