@@ -68,12 +68,7 @@ def trusted_from(cls: type[_M], values: dict[str, Any]) -> _M:
     for name, factory in layout.factories:
         if name not in values:
             fields[name] = factory()
-    model = _new(cls)
-    _set_dict(model, fields)
-    _set_fields_set(model, set(values))
-    _set_extra(model, None)
-    _set_private(model, None)
-    return model
+    return _built(cls, fields, set(values))
 
 
 def trusted_whole(cls: type[_M], fields: dict[str, Any]) -> _M:
@@ -83,12 +78,7 @@ def trusted_whole(cls: type[_M], fields: dict[str, Any]) -> _M:
     it into the defaults for nothing)."""
     if cls not in _LAYOUTS:
         _layout(cls)  # only the models trusted_from takes
-    model = _new(cls)
-    _set_dict(model, fields)
-    _set_fields_set(model, set(fields))
-    _set_extra(model, None)
-    _set_private(model, None)
-    return model
+    return _built(cls, fields, set(fields))
 
 
 def replaced(model: _M, **values: Any) -> _M:
@@ -97,12 +87,17 @@ def replaced(model: _M, **values: Any) -> _M:
     cls = type(model)
     if cls not in _LAYOUTS:
         _layout(cls)
-    copy = _new(cls)
-    _set_dict(copy, {**model.__dict__, **values})
-    _set_fields_set(copy, model.model_fields_set | values.keys())
-    _set_extra(copy, None)
-    _set_private(copy, None)
-    return copy
+    return _built(cls, {**model.__dict__, **values}, model.model_fields_set | values.keys())
+
+
+def _built(cls: type[_M], fields: dict[str, Any], fields_set: set[str]) -> _M:
+    """A ``cls`` whose ``__dict__`` is ``fields``, with no extras and no private values."""
+    model = _new(cls)
+    _set_dict(model, fields)
+    _set_fields_set(model, fields_set)
+    _set_extra(model, None)
+    _set_private(model, None)
+    return model
 
 
 # BaseModel's own slots, set through their descriptors: ``object.__setattr__`` looks each
