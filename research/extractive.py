@@ -259,12 +259,13 @@ def opens_with_code(paragraph: str) -> bool:
     hold each paragraph with its first line stripped (research.loaders.split_passages), so an
     indented block looks like any other there (what says a literal block follows is the
     statement's own ``::``, which :func:`introduced_code` reads). The line is code when it is a
-    prompt or a code fence, a decorator, a call or an API's signature (a name directly followed by its
-    parenthesis), a grammar production, or a line Python parses as a statement that is more than a word — an
-    assignment, an import, a compound statement's header, a comment, an expression with an
-    operator or a dotted name. A line of prose does not parse ("This is a backwards
-    compatibility wrapper around …"); a single word does, and is no code ("Examples"). A list
-    item is judged by what follows its bullet (``- finish_request(request, client_address)``).
+    prompt or a code fence, a decorator, a call or an API's signature (a name directly followed
+    by its parenthesis), a grammar production, or a line Python parses as a statement that is
+    more than a word — an assignment, an import, a compound statement's header, a comment, an
+    expression with an operator or a dotted name. A line of prose does not parse ("This is a
+    backwards compatibility wrapper around …"); a single word does, and is no code
+    ("Examples"). A list item is judged by what follows its bullet
+    (``- finish_request(request, client_address)``).
     """
     lines = paragraph.strip().splitlines()
     first = _LIST_ITEM.sub("", lines[0].strip(), count=1) if lines else ""
