@@ -58,7 +58,11 @@ SCHEMA_VERSION = 4
 
 4: ``document_derivation``. Code from before it does not know that table — it would replace a
 document's passages beside a stamp that no longer describes them, or remove a document and leave
-its stamp behind — so it must refuse the file, not write to it."""
+its stamp behind — so it must refuse the file, not write to it.
+
+``document_unreadable`` (why a stored document could not be read again the last time it was
+indexed) needs no new version: it only words the outdated notice (:meth:`Corpus.outdated`); code
+that does not know it leaves a note behind that the next ``corpus add`` by this code replaces."""
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS documents (
     source_id TEXT PRIMARY KEY,
@@ -115,6 +119,10 @@ CREATE TABLE IF NOT EXISTS document_heads (
 CREATE TABLE IF NOT EXISTS document_derivation (
     source_id TEXT PRIMARY KEY,
     stamp TEXT NOT NULL
+);
+CREATE TABLE IF NOT EXISTS document_unreadable (
+    source_id TEXT PRIMARY KEY,
+    reason TEXT NOT NULL
 );
 CREATE VIRTUAL TABLE IF NOT EXISTS passage_vocab USING fts5vocab(passage_fts, 'row');
 """
@@ -192,14 +200,20 @@ class Corpus:
 
     def outdated(self) -> list[OutdatedCollection]:
         """The collections holding documents derived by an older version of the indexing code
-        (research/corpus_derivation.py), with how many: ``corpus add`` derives them again."""
+        (research/corpus_derivation.py), with how many: ``corpus add`` derives them again —
+        except those it could not read the last time it tried (how many, and one reason)."""
         rows = self._db.execute(
-            "SELECT d.collection, COALESCE(c.root, ''), COUNT(*) FROM documents d "
+            "SELECT d.collection, COALESCE(c.root, ''), COUNT(*), COUNT(u.source_id), "
+            "COALESCE(MIN(u.reason), '') FROM documents d "
             "LEFT JOIN collections c ON c.name = d.collection "
+            "LEFT JOIN document_unreadable u ON u.source_id = d.source_id "
             f"{_OUTDATED} GROUP BY d.collection ORDER BY d.collection",
             (STAMP,),
         )
-        return [OutdatedCollection(name=r[0], root=r[1], documents=r[2]) for r in rows]
+        return [
+            OutdatedCollection(name=r[0], root=r[1], documents=r[2], unreadable=r[3], reason=r[4])
+            for r in rows
+        ]
 
     def close(self) -> None:
         self._db.close()
@@ -290,11 +304,10 @@ class Corpus:
                 try:
                     raw = read_document(real, limits)
                 except UnreadableDocument as exc:
-                    report.skipped.append(SkippedFile(str(path), str(exc)))
+                    self._skip(db, report, source_id, SkippedFile(str(path), str(exc)))
                 except OSError as exc:
-                    report.skipped.append(
-                        SkippedFile(str(path), f"cannot read: {exc.strerror or exc}")
-                    )
+                    reason = f"cannot read: {exc.strerror or exc}"
+                    self._skip(db, report, source_id, SkippedFile(str(path), reason))
                 else:
                     self._index_one(db, report, source_id, name, path.as_uri(), raw, path, limits)
                 if on_progress is not None:
@@ -351,9 +364,23 @@ class Corpus:
         try:
             document = load_document(path, raw, limits)
         except UnreadableDocument as exc:
-            report.skipped.append(SkippedFile(str(path), str(exc)))
+            self._skip(db, report, source_id, SkippedFile(str(path), str(exc)))
             return
         self._store(db, report, source_id, collection, uri, digest, document, stored)
+
+    @staticmethod
+    def _skip(
+        db: sqlite3.Connection, report: IndexReport, source_id: str, skipped: SkippedFile
+    ) -> None:
+        """A file that could not be read is reported; when its document is stored (it keeps
+        what an earlier read derived, under that read's stamp) why is kept beside it, so the
+        outdated notice says re-indexing will not bring it up to date (:meth:`outdated`)."""
+        report.skipped.append(skipped)
+        db.execute(
+            "INSERT OR REPLACE INTO document_unreadable(source_id, reason) "
+            "SELECT source_id, ? FROM documents WHERE source_id = ?",
+            (skipped.reason, source_id),
+        )
 
     @staticmethod
     def _stored(db: sqlite3.Connection, source_id: str) -> tuple[str, str] | None:
@@ -417,6 +444,7 @@ class Corpus:
             "INSERT OR REPLACE INTO document_derivation(source_id, stamp) VALUES (?, ?)",
             (source_id, STAMP),
         )
+        db.execute("DELETE FROM document_unreadable WHERE source_id = ?", (source_id,))
         # the row ids SQLite would give one by one (the largest + 1), given here so that the
         # passages and their text are inserted with one executemany each
         first = db.execute("SELECT COALESCE(MAX(rowid), 0) + 1 FROM passages").fetchone()[0]
@@ -462,6 +490,7 @@ class Corpus:
         db.execute("DELETE FROM document_refs WHERE source_id = ?", (source_id,))
         db.execute("DELETE FROM document_heads WHERE source_id = ?", (source_id,))
         db.execute("DELETE FROM document_derivation WHERE source_id = ?", (source_id,))
+        db.execute("DELETE FROM document_unreadable WHERE source_id = ?", (source_id,))
         db.execute("DELETE FROM documents WHERE source_id = ?", (source_id,))
 
     # -- reading --------------------------------------------------------------

@@ -12,6 +12,10 @@ failure keeps what was stored.
 
 Bump the version here, in :data:`DERIVATION`, when a step's output for the same text changes;
 the model names and sizes are read from their modules, so changing one of them changes the stamp.
+The versions bumped by hand (reading, passages, references) are checked by a golden test
+(tests/research/test_derivation_golden.py): fixed texts through each step, hashed, the hash
+recorded under the version — a step whose output changes without a bump fails it, naming the
+version to bump, and a bump means recording the new hash.
 """
 
 from __future__ import annotations

@@ -74,15 +74,39 @@ class OutdatedCollection:
     name: str
     root: str
     documents: int
+    unreadable: int = 0
+    """How many of them ``corpus add`` could not read the last time it tried (a file past
+    today's limits, say): re-indexing alone does not bring those up to date."""
+    reason: str = ""
+    """Why one of those could not be read."""
 
     def notice(self) -> str:
-        """One line for a person: what is stale and the command that brings it up to date."""
-        return (
+        """One line for a person: what is stale and what brings it up to date — the command, or,
+        for documents that could not be read, that re-indexing will not (and why)."""
+        stale = (
             f"{self.name}: {self.documents} document(s) were indexed by an older version of the "
-            f"workbench and keep their old passages until re-indexed: run "
+        )
+        unread = (
+            f"could not be read again ({_bounded(self.reason)}): they keep their old passages "
+            "until their files or the limits change, or the files are removed — re-indexing "
+            "alone will not update them"
+        )
+        if self.unreadable >= self.documents:
+            return f"{stale}workbench and {unread}"
+        rerun = (
+            "workbench and keep their old passages until re-indexed: run "
             f"workbench corpus add {shlex.quote(self.root) if self.root else 'FOLDER'} "
             f"--name {shlex.quote(self.name)}"
         )
+        return stale + rerun + (f"; {self.unreadable} of them {unread}" if self.unreadable else "")
+
+
+REASON_CHARACTERS = 200
+"""The most of a skip reason a notice quotes (it names a file, whose name may be long)."""
+
+
+def _bounded(reason: str) -> str:
+    return reason if len(reason) <= REASON_CHARACTERS else reason[: REASON_CHARACTERS - 1] + "…"
 
 
 @dataclass(frozen=True)

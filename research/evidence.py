@@ -131,6 +131,12 @@ class EvidenceMap(Frozen):
     def claim(self, claim_id: str) -> Claim | None:
         return next((c for c in self.claims if c.id == claim_id), None)
 
+    def first_passage(self, claim: Claim) -> Passage | None:
+        """The passage a claim cites first — the one its section heading and relevance are
+        read from wherever the claim is shown or weighed — or None when it cites none this
+        evidence holds."""
+        return self.passages.get(claim.passage_ids[0]) if claim.passage_ids else None
+
     def cited_sources(self) -> list[Source]:
         ids = sorted({sid for claim in self.claims for sid in claim.source_ids})
         return [self.sources[sid] for sid in ids if sid in self.sources]

@@ -12,6 +12,7 @@ handlers and as the fault server's responder.
 
 from __future__ import annotations
 
+import ast
 import re
 from collections import Counter
 from collections.abc import Callable
@@ -139,6 +140,11 @@ SELECTION_WEIGHT = 1.0
 document at the relevance floor nothing, linearly between (see selection_weight): the selection
 read the whole question, a sub-question's few terms do not."""
 MAX_JOINED_CLAIM = 500
+MAX_INTRODUCED_CODE_LINES = 15
+"""The most lines of code a statement that introduces it is quoted with (introduced_code): a short
+example — an interactive call and its traceback runs to about fifteen lines (the language
+reference's ``pdb.pm()`` doctest: 14) — is the statement's point; a longer block is a listing, not
+one statement's point, and would make a claim no reader takes in at a glance."""
 SHORT_STATEMENT_WORDS = 3
 SUPPORT_COVERAGE = 0.6
 SUPPORT_MIN_SHARED = 4
@@ -196,20 +202,27 @@ def claim_candidates(passage: dict[str, Any]) -> list[str]:
 
 
 def introduced_code(text: str) -> list[str]:
-    """Statements that introduce the code or list after them, quoted with it, verbatim.
+    """Statements that introduce the code after them, quoted with it, verbatim.
 
     A paragraph ending in an unfinished statement ("This module provides two functions for each
     color system ABC:", "Tip: to use the tab key as the completion key, call") followed by a
-    paragraph that holds no sentence (``rgb_to_abc(r, g, b) --> a, b, c``,
+    paragraph that opens with code (:func:`opens_with_code`: ``rgb_to_abc(r, g, b) --> a, b, c``,
     ``readline.parse_and_bind("tab: complete")``) says its point only with what follows; alone
-    each is no sentence, so the API a how-to question asks for was read and never quoted. A
-    statement that leans on the one before it ("This …", "It …") is left out, as the report would
-    leave it out.
+    each is no sentence, so the API a how-to question asks for was read and never quoted. The
+    following paragraph must open with code, not merely hold no sentence: a docstring's summary
+    line has no period, and neither has many a prose paragraph of a docstring, so "holds no
+    sentence" joined one summary line to the next paragraph's prose ("Find a "loader" object for
+    fullname" / "This is a backwards compatibility wrapper around importlib.util.find_spec …" in
+    ``pkgutil``) and the quote was two fragments, not a statement and its code. A statement that
+    leans on the one before it ("This …", "It …") is left out, as the report would leave it out;
+    so is code of more than :data:`MAX_INTRODUCED_CODE_LINES` lines, and a quote longer than
+    :data:`MAX_JOINED_CLAIM` characters.
     """
-    blocks = [normalize_space(b) for b in re.split(r"\n\s*\n", text)]
+    raw_blocks = re.split(r"\n\s*\n", text)
+    blocks = [normalize_space(b) for b in raw_blocks]
     whole = normalize_space(text)
     found: list[str] = []
-    for lead, after in zip(blocks, blocks[1:], strict=False):
+    for lead, after, code in zip(blocks, blocks[1:], raw_blocks[1:], strict=False):
         tail = SENTENCE_END.split(lead)[-1].strip() if lead else ""
         if (
             not tail[:1].isupper()
@@ -218,12 +231,61 @@ def introduced_code(text: str) -> list[str]:
             or depends_on_context(tail)
             or not after
             or sentences(after, min_words=SHORT_STATEMENT_WORDS)
+            or not (tail.endswith("::") or opens_with_code(code))
+            or len(code.strip().splitlines()) > MAX_INTRODUCED_CODE_LINES
         ):
             continue
         joined = f"{tail} {after}"
         if len(joined) <= MAX_JOINED_CLAIM and joined in whole:
             found.append(joined)
     return found
+
+
+_CALL = re.compile(r"@[A-Za-z_]|[A-Za-z_][\w.]*\(")
+"""A decorator, or a name directly followed by its parenthesis: a call or an API's signature
+(``rgb_to_abc(r, g, b) --> a, b, c``). Prose puts a space before a parenthesis."""
+_GRAMMAR_RULE = re.compile(r"[a-z_]\w*\s+::=")
+"""A grammar production, the notation the language reference gives syntax in
+(``while_stmt ::= "while" assignment_expression ":" suite``)."""
+_PROMPTS = (">>>", "$ ", "```", "~~~")
+"""An interactive session (Python's prompt, a shell's) or a Markdown code fence."""
+_LIST_ITEM = re.compile(r"[-*+]\s+")
+
+
+def opens_with_code(paragraph: str) -> bool:
+    """Whether a paragraph's first line is code rather than prose.
+
+    Code is told from the line itself, not from its indentation: the passages the analysts read
+    hold each paragraph with its first line stripped (research.loaders.split_passages), so an
+    indented block looks like any other there (what says a literal block follows is the
+    statement's own ``::``, which :func:`introduced_code` reads). The line is code when it is a
+    prompt or a code fence, a decorator, a call or an API's signature (a name directly followed
+    by its parenthesis), a grammar production, or a line Python parses as a statement that is
+    more than a word — an assignment, an import, a compound statement's header, a comment, an
+    expression with an operator or a dotted name. A line of prose does not parse ("This is a
+    backwards compatibility wrapper around …"); a single word does, and is no code
+    ("Examples"). A list item is judged by what follows its bullet
+    (``- finish_request(request, client_address)``).
+    """
+    lines = paragraph.strip().splitlines()
+    first = _LIST_ITEM.sub("", lines[0].strip(), count=1) if lines else ""
+    if first.startswith(_PROMPTS) or _CALL.match(first) or _GRAMMAR_RULE.match(first):
+        return True
+    return _python_statement(first)
+
+
+def _python_statement(line: str) -> bool:
+    """Whether ``line`` parses as Python and is more than a bare word or literal; a compound
+    statement's header (``with cm:``) is read with a body put after it."""
+    source = f"{line}\n    pass" if line.endswith(":") else line
+    try:
+        body = ast.parse(source).body
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return False  # not Python, or nested past what the parser takes: prose to us
+    if not body:
+        return line.startswith("#")  # a comment: no statement, yet code
+    first = body[0]
+    return not (isinstance(first, ast.Expr) and isinstance(first.value, ast.Name | ast.Constant))
 
 
 def analyze(inputs: dict[str, Any]) -> AnalysisAnswer:

@@ -120,7 +120,7 @@ def cited(number: int, claim: Claim, evidence: EvidenceMap) -> str:
     unverified mark, status of its source."""
     source = evidence.sources.get(claim.source_ids[0]) if claim.source_ids else None
     note = status_note(source)
-    passage = evidence.passages.get(claim.passage_ids[0]) if claim.passage_ids else None
+    passage = evidence.first_passage(claim)
     facts = source_facts(
         source,
         passage.relevance if passage else 0.0,
@@ -138,9 +138,8 @@ def citations_for(evidence: EvidenceMap, sections: dict[str, list[Claim]]) -> li
     citations: list[Citation] = []
     for claims in sections.values():
         for claim in claims:
-            passage_id = claim.passage_ids[0]
             source = evidence.sources.get(claim.source_ids[0]) if claim.source_ids else None
-            passage = evidence.passages.get(passage_id)
+            passage = evidence.first_passage(claim)
             citations.append(
                 Citation(
                     number=len(citations) + 1,
@@ -148,7 +147,7 @@ def citations_for(evidence: EvidenceMap, sections: dict[str, list[Claim]]) -> li
                     claim_id=claim.id,
                     claim=claim.text,
                     quote=claim.quote,
-                    passage_id=passage_id,
+                    passage_id=claim.passage_ids[0],
                     source_id=claim.source_ids[0] if claim.source_ids else "",
                     title=source.title if source else "",
                     verified=bool(claim.verified),

@@ -96,30 +96,23 @@ async def final_synthesis(ctx: StepContext, inp: RoundInput) -> SynthesisOutput:
     refusal = ""
     if delivered and evidence.claims:
 
-        def section_of(claim: Claim) -> str:
-            passage = evidence.passages.get(claim.passage_ids[0]) if claim.passage_ids else None
-            return passage.section if passage else ""
-
-        def relevance_of(claim: Claim) -> float:
-            passage = evidence.passages.get(claim.passage_ids[0]) if claim.passage_ids else None
-            return passage.relevance if passage else 0.0
+        def synthesis_claim(claim: Claim) -> dict[str, Any]:
+            passage = evidence.first_passage(claim)
+            return {
+                "id": claim.id,
+                "text": claim.text,
+                "sub_question": claim.sub_question,
+                "verified": claim.verified,
+                "source_ids": claim.source_ids,
+                "section": passage.section if passage else "",
+                "relevance": passage.relevance if passage else 0.0,
+            }
 
         def build(claims: list[Claim], _r: Any) -> dict[str, Any]:
             return {
                 "query": evidence.query,
                 "sub_questions": [q.model_dump() for q in evidence.sub_questions],
-                "claims": [
-                    {
-                        "id": c.id,
-                        "text": c.text,
-                        "sub_question": c.sub_question,
-                        "verified": c.verified,
-                        "source_ids": c.source_ids,
-                        "section": section_of(c),
-                        "relevance": relevance_of(c),
-                    }
-                    for c in claims
-                ],
+                "claims": [synthesis_claim(c) for c in claims],
                 "confidence_level": coalesced.confidence_level,
                 "max_per_section": 4,
             }

@@ -5,6 +5,7 @@ while an unchanged document under today's stamp is still neither read nor embedd
 from __future__ import annotations
 
 import sqlite3
+from contextlib import closing
 from pathlib import Path
 
 import pytest
@@ -12,6 +13,7 @@ from click.testing import CliRunner
 
 import research.corpus
 from research.corpus import Corpus, CorpusWriteError
+from research.corpus_records import REASON_CHARACTERS, OutdatedCollection
 from research.loaders import LoadedDocument, split_passages
 from tests.research.test_cli import docs
 from tui.cli import cli
@@ -198,3 +200,65 @@ def test_the_cli_says_which_collection_is_outdated_and_what_to_run(tmp_path: Pat
     again = runner.invoke(cli, ["--workspace", str(workspace), "corpus", "add", str(folder)])
     assert "4 re-indexed" in again.output
     assert "older version" not in runner.invoke(cli, search).output
+
+
+def test_an_outdated_document_that_cannot_be_read_again_is_not_sent_to_re_index_forever(
+    tmp_path: Path,
+) -> None:
+    """A document indexed by an older version that today's limits refuse keeps its old stamp;
+    the notice says how many could not be read, and why, instead of asking for a re-index that
+    cannot help — until the limit changes and the re-index brings it up to date."""
+    runner = CliRunner()
+    workspace = tmp_path / "ws"
+    folder = tmp_path / "frob"
+    folder.mkdir()
+    (folder / "guide.md").write_text(GUIDE)  # ~1.1 KB
+    (folder / "note.md").write_text("# Note\n\nA widget is frobnicated by its crank.\n")
+    strict = tmp_path / "strict.yaml"
+    strict.write_text("corpus:\n  max_document_mb: 0.001\n")  # 1,048 bytes: guide.md is past it
+
+    def cli_run(*args: str, config: Path | None = None) -> str:
+        options = ["--workspace", str(workspace)] + (["--config", str(config)] if config else [])
+        result = runner.invoke(cli, [*options, *args])
+        assert result.exit_code == 0, result.output
+        return result.output
+
+    def outdate(where: str = "") -> None:
+        with closing(sqlite3.connect(workspace / "corpus.sqlite")) as db, db:
+            db.execute(f"UPDATE document_derivation SET stamp = 'passages=1' {where}")
+
+    assert "2 added" in cli_run("corpus", "add", str(folder))
+    outdate()
+    assert "2 document(s) were indexed by an older version" in cli_run("corpus", "list")
+
+    added = cli_run("corpus", "add", str(folder), config=strict)
+    assert "1 re-indexed" in added and "guide.md: the file passes" in added
+    unread = cli_run("corpus", "list", config=strict)
+    assert (
+        "frob: 1 document(s) were indexed by an older version of the workbench and could not be "
+        "read again (guide.md: the file passes corpus.max_document_mb (" in unread
+    )
+    assert "re-indexing alone will not update them" in unread
+    assert "run workbench corpus add" not in unread
+
+    outdate("WHERE source_id = 'frob/note'")  # one readable, one not
+    both = cli_run("corpus", "list", config=strict)
+    assert (
+        "2 document(s) were indexed by an older version of the workbench and keep their old "
+        f"passages until re-indexed: run workbench corpus add {folder}" in both
+    )
+    assert "--name frob; 1 of them could not be read again (guide.md:" in both
+
+    assert "2 re-indexed" in cli_run("corpus", "add", str(folder))  # today's default limit
+    assert "older version" not in cli_run("corpus", "list")
+    with Corpus(workspace / "corpus.sqlite") as corpus:
+        assert corpus.outdated() == []
+        assert corpus._db.execute("SELECT COUNT(*) FROM document_unreadable").fetchone()[0] == 0
+
+
+def test_the_notice_quotes_a_long_reason_bounded() -> None:
+    outdated = OutdatedCollection(
+        name="frob", root="/f", documents=1, unreadable=1, reason="x" * (REASON_CHARACTERS * 5)
+    )
+    quoted = outdated.notice().split("read again (", 1)[1].split("): they keep", 1)[0]
+    assert len(quoted) == REASON_CHARACTERS and quoted.endswith("…")
