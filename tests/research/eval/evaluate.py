@@ -36,7 +36,10 @@ heldout9 was then scored, so a tenth split, *heldout10* (``peps_heldout10.yaml``
 that no earlier split names, so its gold is never an earlier split's gold (nor near-identical in
 text to one), and each question carries a category comment: A when no earlier split names its
 gold documents at all, B when one named them only as related or flagged (figures are reported
-for A alone and for A+B). It too runs only with ``final=True``.
+for A alone and for A+B). It too runs only with ``final=True``. heldout10 was then scored, so an
+eleventh split, *heldout11* (``peps_heldout11.yaml``, ``default_heldout11.yaml``), was written
+the same way on 2026-11-28, heldout10 counted among the earlier splits; it too runs only with
+``final=True``.
 
 Each question runs offline with the built-in model, in its own words and in each of its five
 paraphrases (the documents' own words, a user's words, a typo, a long preamble, a different
@@ -103,6 +106,7 @@ Split = Literal[
     "heldout8",
     "heldout9",
     "heldout10",
+    "heldout11",
 ]
 SPLITS: tuple[Split, ...] = get_args(Split)
 FINAL_ONLY: frozenset[Split] = frozenset(
@@ -116,6 +120,7 @@ FINAL_ONLY: frozenset[Split] = frozenset(
         "heldout8",
         "heldout9",
         "heldout10",
+        "heldout11",
     }
 )
 """Splits that run only when the caller says the work is finished (``final=True``)."""
@@ -134,6 +139,10 @@ SETS: dict[Split, dict[str, Path]] = {
     "heldout10": {
         "peps": HERE / "peps_heldout10.yaml",
         "default": HERE / "default_heldout10.yaml",
+    },
+    "heldout11": {
+        "peps": HERE / "peps_heldout11.yaml",
+        "default": HERE / "default_heldout11.yaml",
     },
 }
 STYLES = ("own_words", "user_words", "typo", "preamble", "question_word")
