@@ -449,8 +449,14 @@ class BaseRunStore(ABC):
         self._write(run_id, self._write_engine_state, run_id, state, updated_ts)
 
     def save_step(self, run_id: str, result: StepResult) -> None:
-        """Store the latest state of a step; a settled one also becomes its iteration's history row."""
-        self._write(run_id, self._write_step, run_id, result)
+        """Store the latest state of a step; a settled one also becomes its iteration's history row.
+
+        Inside an open batch of this thread and with no lease to check — twice a step — it is
+        written at once, as :meth:`append_new` writes an event, not through :meth:`_write`."""
+        if self._batch_depth and self._batch_owner == threading.get_ident() and not self._leases:
+            self._write_step(run_id, result)
+        else:
+            self._write(run_id, self._write_step, run_id, result)
 
     def save_alike(self, run_id: str, first: StepResult, step_ids: Iterable[str]) -> None:
         """:meth:`save_step` of ``first`` and, for each of ``step_ids``, of ``first`` with that

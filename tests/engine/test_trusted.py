@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from engine.events import (
     Budget,
@@ -34,6 +34,7 @@ from engine.trusted import (
     trusted,
     trusted_from,
     trusted_whole,
+    validated,
 )
 from tests.stores import ALL, store_opener
 
@@ -128,6 +129,37 @@ def test_a_trusted_model_of_every_field_in_or_out_of_order_is_the_validated_one(
         assert json_bytes(built).decode() == validated.model_dump_json()
         assert repr(built) == repr(validated)
         assert built.model_fields_set == set(kind.model_fields)
+
+
+def test_a_whole_models_set_fields_are_a_set_of_its_own() -> None:
+    """``trusted_whole`` copies one set of every field name per model: each model's
+    ``model_fields_set`` is a ``set`` as validation makes it, and changing one changes no
+    other's."""
+    kind, fields = BUILT[-3]
+    first, second = trusted_whole(kind, dict(fields)), trusted_whole(kind, dict(fields))
+    assert type(first.model_fields_set) is set
+    first.model_fields_set.discard("runs")
+    assert (
+        second.model_fields_set
+        == set(kind.model_fields)
+        == trusted_whole(kind, fields).model_fields_set
+    )
+
+
+@pytest.mark.parametrize(("kind", "fields"), BUILT, ids=lambda v: getattr(v, "__name__", ""))
+def test_validated_is_model_validate(kind: type[BaseModel], fields: dict[str, Any]) -> None:
+    """A step's inputs and the outputs it returns as a dict are validated so
+    (engine/runner.py): the same model, and the same refusal of bad data."""
+    model = validated(kind, fields)
+    assert type(model) is kind
+    assert model == kind.model_validate(fields)
+    assert model.model_fields_set == kind.model_validate(fields).model_fields_set
+    bad = {**fields, "unknown": 1}
+    with pytest.raises(ValidationError) as ours:
+        validated(kind, bad)
+    with pytest.raises(ValidationError) as theirs:
+        kind.model_validate(bad)
+    assert ours.value.errors() == theirs.value.errors()
 
 
 class _Extras(BaseModel):
