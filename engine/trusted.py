@@ -13,10 +13,11 @@ enter; this is only for the engine's hot path, and only for the models of
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, TypeVar
+from typing import Any, Generic, TypeVar
 
 from pydantic import BaseModel
 from pydantic_core import PydanticUndefined
+from pydantic_core import to_json as _to_json
 
 _M = TypeVar("_M", bound=BaseModel)
 
@@ -66,12 +67,47 @@ def trusted_from(cls: type[_M], values: dict[str, Any]) -> _M:
     """:func:`trusted` of a dict the caller hands over: merged into the defaults, which puts
     its fields in declaration order, as validation does (the order of a model's JSON and of
     its ``repr``)."""
+    return _built(cls, trusted_fields(cls, values), set(values))
+
+
+def trusted_fields(cls: type[BaseModel], values: dict[str, Any]) -> dict[str, Any]:
+    """The ``__dict__`` of :func:`trusted_from`'s model: ``values`` merged into the defaults,
+    in declaration order, each default factory called for a field not given."""
     layout = _LAYOUTS.get(cls) or _layout(cls)
     fields = {**layout.defaults, **values}
     for name, factory in layout.factories:
         if name not in values:
             fields[name] = factory()
-    return _built(cls, fields, set(values))
+    return fields
+
+
+class Deferred(Generic[_M]):
+    """:func:`trusted_from`'s model, built only when something asks for it (:meth:`model`):
+    its fields, merged at once, are all its JSON needs (:meth:`json`). The engine appends
+    three events a step; a store that keeps their JSON (the in-memory one) and a run nobody
+    subscribes to never need their models — building one costs about as much as its JSON."""
+
+    __slots__ = ("cls", "values", "fields", "_model")
+
+    def __init__(self, cls: type[_M], values: dict[str, Any]) -> None:
+        self.cls = cls
+        self.values = values
+        """As given: the model's set fields."""
+        self.fields = trusted_fields(cls, values)
+        self._model: _M | None = None
+
+    def model(self) -> _M:
+        """The model, built once: ``trusted_from(cls, values)``."""
+        if self._model is None:
+            self._model = _built(self.cls, self.fields, set(self.values))
+        return self._model
+
+    def json(self) -> bytes:
+        """``json_bytes(self.model())`` without the model: its fields' JSON, which is the
+        model's for the models built so — frozen, without extras, privates, aliases or
+        serializers of their own, of the fields' types (checked for each event kind the
+        engine appends this way, test_trusted.py)."""
+        return _to_json(self.fields, inf_nan_mode="null")
 
 
 def trusted_whole(cls: type[_M], fields: dict[str, Any]) -> _M:

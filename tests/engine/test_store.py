@@ -516,8 +516,7 @@ def test_an_event_of_the_engines_own_values_outside_a_batch_is_committed_at_once
     store: BaseRunStore,
 ) -> None:
     run_id = store.create_run(WF, {}, "kahn", "test")
-    stamped = store.append_new(Log, run_id=run_id, message="alone")
-    assert (stamped.seq, stamped.message) == (1, "alone")
+    store.append_new(Log, run_id=run_id, message="alone")
     assert [(e.seq, e.message) for e in store.events(run_id)] == [(1, "alone")]  # type: ignore[union-attr]
 
 
