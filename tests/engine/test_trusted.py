@@ -383,12 +383,21 @@ def test_a_model_class_met_for_the_first_time_is_laid_out_from_its_fields() -> N
     assert given == Fresh(name="c", count=0, note=None, items=[])
     assert replaced(given, count=5) == given.model_copy(update={"count": 5})
 
+    every = {"name": "d", "count": 1, "note": None, "items": [2]}
+    whole = trusted_whole(Fresh, every)
+    assert whole == Fresh(**every) and whole.model_fields_set == set(Fresh.model_fields)
+
     class Loose(BaseModel):
         model_config = ConfigDict(extra="ignore")
         a: int = 0
 
-    with pytest.raises(TypeError, match="only frozen models"):
-        trusted(Loose)
+    class FrozenOpen(BaseModel):
+        model_config = ConfigDict(extra="allow", frozen=True)
+        a: int = 0
+
+    for refused in (Loose, FrozenOpen):
+        with pytest.raises(TypeError, match="only frozen models"):
+            trusted(refused)
 
 
 def test_the_slots_set_are_every_slot_of_basemodel() -> None:
