@@ -189,6 +189,10 @@ class EventBus:
 
         return unsubscribe
 
+    def subscribed(self) -> bool:
+        """Whether anyone subscribes now (a store builds the events it publishes only then)."""
+        return bool(self._subscribers)
+
     def publish(self, events: Sequence[RunEvent]) -> None:
         if not events or not self._subscribers:
             return

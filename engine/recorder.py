@@ -25,8 +25,9 @@ class RunRecorder:
         self.store = store
         self.emit_new = store.append_new
         """Store a new event of the engine's own values, of the event's types — its validated
-        outputs and inputs, its counters, its enums — built once, stamped (engine/trusted.py):
-        the store's own method, called a few times a step."""
+        outputs and inputs, its counters, its enums — stamped, not validated, its model built
+        only when something needs it (engine/trusted.py, ``Deferred``): the store's own
+        method, called a few times a step."""
         self.step_bound = state.wf.limits.step_run_bound(len(state.wf.steps))
         """The run's ``max_step_runs``, explicit or derived from the workflow's size."""
         self._stored_beyond: dict[str, Any] | None = None

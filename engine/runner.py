@@ -57,7 +57,7 @@ from engine.run_state import RunState, StepRecord
 from engine.states import RoutingSignal, StepStatus
 from engine.steps import REGISTRY, RegisteredStep, StepRegistry
 from engine.store import BaseRunStore
-from engine.trusted import json_data
+from engine.trusted import json_data, validated
 
 Sleep = Callable[[float], Awaitable[None]]
 
@@ -371,7 +371,7 @@ class StepRunner:
                 except CelEvaluationError as error:
                     raise StepError(f"input {name!r} ({expr}): {error}") from None
         try:
-            return registered.input_model.model_validate(values)
+            return validated(registered.input_model, values)
         except ValidationError as error:
             raise StepError(f"invalid inputs for {registered.name}: {_one_line(error)}") from None
 
@@ -569,7 +569,7 @@ def _coerce_outputs(registered: RegisteredStep, value: Any) -> dict[str, Any]:
         value = json_data(value)
     if value is None:
         value = {}
-    return json_data(model.model_validate(value))
+    return json_data(validated(model, value))
 
 
 def _one_line(error: ValidationError) -> str:

@@ -13,10 +13,11 @@ enter; this is only for the engine's hot path, and only for the models of
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, TypeVar
+from typing import Any, Generic, TypeVar
 
 from pydantic import BaseModel
 from pydantic_core import PydanticUndefined
+from pydantic_core import to_json as _to_json
 
 _M = TypeVar("_M", bound=BaseModel)
 
@@ -27,6 +28,9 @@ class _Layout:
     """Every field, in declaration order, with its default (None for a required one)."""
     factories: tuple[tuple[str, Any], ...]
     """(field, its ``default_factory``): a fresh value per model."""
+    names: frozenset[str]
+    """Every field: a whole model's ``model_fields_set``, copied (cheaper than a set built from
+    a dict's keys)."""
 
 
 _LAYOUTS: dict[type[BaseModel], _Layout] = {}
@@ -48,7 +52,7 @@ def _layout(cls: type[BaseModel]) -> _Layout:
             defaults[name] = None if info.default is PydanticUndefined else info.default
             if info.default_factory is not None:
                 factories.append((name, info.default_factory))
-        layout = _LAYOUTS[cls] = _Layout(defaults, tuple(factories))
+        layout = _LAYOUTS[cls] = _Layout(defaults, tuple(factories), frozenset(defaults))
     return layout
 
 
@@ -63,12 +67,47 @@ def trusted_from(cls: type[_M], values: dict[str, Any]) -> _M:
     """:func:`trusted` of a dict the caller hands over: merged into the defaults, which puts
     its fields in declaration order, as validation does (the order of a model's JSON and of
     its ``repr``)."""
+    return _built(cls, trusted_fields(cls, values), set(values))
+
+
+def trusted_fields(cls: type[BaseModel], values: dict[str, Any]) -> dict[str, Any]:
+    """The ``__dict__`` of :func:`trusted_from`'s model: ``values`` merged into the defaults,
+    in declaration order, each default factory called for a field not given."""
     layout = _LAYOUTS.get(cls) or _layout(cls)
     fields = {**layout.defaults, **values}
     for name, factory in layout.factories:
         if name not in values:
             fields[name] = factory()
-    return _built(cls, fields, set(values))
+    return fields
+
+
+class Deferred(Generic[_M]):
+    """:func:`trusted_from`'s model, built only when something asks for it (:meth:`model`):
+    its fields, merged at once, are all its JSON needs (:meth:`json`). The engine appends
+    three events a step; a store that keeps their JSON (the in-memory one) and a run nobody
+    subscribes to never need their models — building one costs about as much as its JSON."""
+
+    __slots__ = ("cls", "values", "fields", "_model")
+
+    def __init__(self, cls: type[_M], values: dict[str, Any]) -> None:
+        self.cls = cls
+        self.values = values
+        """As given: the model's set fields."""
+        self.fields = trusted_fields(cls, values)
+        self._model: _M | None = None
+
+    def model(self) -> _M:
+        """The model, built once: ``trusted_from(cls, values)``."""
+        if self._model is None:
+            self._model = _built(self.cls, self.fields, set(self.values))
+        return self._model
+
+    def json(self) -> bytes:
+        """``json_bytes(self.model())`` without the model: its fields' JSON, which is the
+        model's for the models built so — frozen, without extras, privates, aliases or
+        serializers of their own, of the fields' types (checked for each event kind the
+        engine appends this way, test_trusted.py)."""
+        return _to_json(self.fields, inf_nan_mode="null")
 
 
 def trusted_whole(cls: type[_M], fields: dict[str, Any]) -> _M:
@@ -76,9 +115,8 @@ def trusted_whole(cls: type[_M], fields: dict[str, Any]) -> _M:
     gives every field of ``cls``, in declaration order, of its type — nothing is filled in or
     reordered (a step's result row is built so, twice a step: :func:`trusted_from` would merge
     it into the defaults for nothing)."""
-    if cls not in _LAYOUTS:
-        _layout(cls)  # only the models trusted_from takes
-    return _built(cls, fields, set(fields))
+    layout = _LAYOUTS.get(cls) or _layout(cls)  # only the models trusted_from takes
+    return _built(cls, fields, set(layout.names))
 
 
 def replaced(model: _M, **values: Any) -> _M:
@@ -114,6 +152,13 @@ def json_bytes(model: BaseModel) -> bytes:
     options none of the store's writes pass (a third of its cost for an event), nor its
     decoding (what reads it back takes bytes)."""
     return model.__pydantic_serializer__.to_json(model)
+
+
+def validated(cls: type[_M], data: Any) -> _M:
+    """``cls.model_validate(data)``: the same validation, without the method's passing on of
+    options left at their defaults (a third of its cost for a small model; a step's inputs
+    are validated so on every step, and its outputs when it returns a dict)."""
+    return cls.__pydantic_validator__.validate_python(data)  # type: ignore[no-any-return]
 
 
 def json_data(model: BaseModel) -> dict[str, Any]:

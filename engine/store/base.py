@@ -32,7 +32,7 @@ from engine.store.records import (
     StepResult,
     new_run_id,
 )
-from engine.trusted import replaced, trusted_from
+from engine.trusted import Deferred, replaced
 
 _T = TypeVar("_T")
 _Event = TypeVar("_Event", bound=RunEvent)
@@ -74,7 +74,10 @@ class BaseRunStore(ABC):
         self._mono_base: dict[str, float] = {}
         self._batch_depth = 0
         self._batch_owner: int | None = None
-        self._unpublished: list[RunEvent] = []
+        self._unpublished: list[RunEvent | Deferred[RunEvent]] = []
+        """The open transaction's events, published after its commit: an event of the engine's
+        own values (:meth:`append_new`) as it was appended, its model built only for a
+        subscriber."""
         self._leases: dict[str, int] = {}
         """The lease epoch this store claimed, per run (engine/store/lease.py)."""
         self._fenced: set[str] = set()
@@ -97,6 +100,11 @@ class BaseRunStore(ABC):
 
     @abstractmethod
     def _write_event(self, event: RunEvent) -> None: ...
+
+    def _write_new(self, event: Deferred[RunEvent]) -> None:
+        """Store an event of :meth:`append_new`: its model through :meth:`_write_event`, unless
+        the store writes it from its fields (the in-memory store keeps its JSON)."""
+        self._write_event(event.model())
 
     @abstractmethod
     def _insert_run(self, record: RunRecord) -> None: ...
@@ -223,7 +231,7 @@ class BaseRunStore(ABC):
                 self._fenced.clear()
                 self._rollback()
                 for event in self._unpublished:
-                    self._seq.pop(event.run_id, None)
+                    self._seq.pop(_model(event).run_id, None)
                 self._unpublished = []
                 failure = self._write_failure(failed)
                 if failure is not None and failure is not failed:
@@ -232,7 +240,8 @@ class BaseRunStore(ABC):
             published, self._unpublished = self._unpublished, []
         finally:
             self._lock.release()
-        self.bus.publish(published)
+        if published and self.bus.subscribed():
+            self.bus.publish([_model(event) for event in published])
 
     def _storing(self, step: Callable[[], None]) -> None:
         """Run a transaction step; a storage failure becomes :meth:`_write_failure`'s error."""
@@ -385,22 +394,23 @@ class BaseRunStore(ABC):
         """
         return self._write(event.run_id, self._stamp_and_write, event)
 
-    def append_new(self, kind: type[_Event], **fields: Any) -> _Event:
+    def append_new(self, kind: type[RunEvent], **fields: Any) -> None:
         """``append(kind(**fields))`` for an event of the engine's own values (of the event's
-        types: engine/trusted.py), built once with its stamps instead of validated — the
-        engine appends a few a step, so the open batch's case is written out here rather than
-        through :meth:`_write`."""
+        types: engine/trusted.py), stamped and not validated; its model is built only when
+        something needs it (:class:`~engine.trusted.Deferred`: a store that writes models, a
+        subscriber) — the engine appends three a step, so the open batch's case is written
+        out here rather than through :meth:`_write`."""
         if not (self._batch_depth and self._batch_owner == threading.get_ident()):
             with self.batch():
-                return self.append_new(kind, **fields)
+                self.append_new(kind, **fields)
+                return
         run_id = fields["run_id"]
         if self._leases:
             self._fence(run_id)
         fields["seq"], fields["ts"], fields["mono"] = self._stamps(run_id)
-        stamped = trusted_from(kind, fields)
-        self._write_event(stamped)  # :meth:`_written`, without a call more
-        self._unpublished.append(stamped)
-        return stamped
+        event = Deferred(kind, fields)
+        self._write_new(event)
+        self._unpublished.append(event)
 
     def _stamp_and_write(self, event: RunEvent) -> RunEvent:
         seq, ts, mono = self._stamps(event.run_id)
@@ -449,8 +459,14 @@ class BaseRunStore(ABC):
         self._write(run_id, self._write_engine_state, run_id, state, updated_ts)
 
     def save_step(self, run_id: str, result: StepResult) -> None:
-        """Store the latest state of a step; a settled one also becomes its iteration's history row."""
-        self._write(run_id, self._write_step, run_id, result)
+        """Store the latest state of a step; a settled one also becomes its iteration's history row.
+
+        Inside an open batch of this thread and with no lease to check — twice a step — it is
+        written at once, as :meth:`append_new` writes an event, not through :meth:`_write`."""
+        if self._batch_depth and self._batch_owner == threading.get_ident() and not self._leases:
+            self._write_step(run_id, result)
+        else:
+            self._write(run_id, self._write_step, run_id, result)
 
     def save_alike(self, run_id: str, first: StepResult, step_ids: Iterable[str]) -> None:
         """:meth:`save_step` of ``first`` and, for each of ``step_ids``, of ``first`` with that
@@ -514,3 +530,7 @@ class BaseRunStore(ABC):
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+def _model(event: RunEvent | Deferred[RunEvent]) -> RunEvent:
+    return event.model() if isinstance(event, Deferred) else event

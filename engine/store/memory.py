@@ -26,7 +26,7 @@ from engine.store.records import (
     StepResult,
     UnknownRun,
 )
-from engine.trusted import json_bytes
+from engine.trusted import Deferred, json_bytes
 
 
 class InMemoryRunStore(BaseRunStore):
@@ -86,6 +86,13 @@ class InMemoryRunStore(BaseRunStore):
     def _write_event(self, event: RunEvent) -> None:
         self._events.setdefault(event.run_id, []).append((event.seq, json_bytes(event)))
         self._last[event.run_id] = (event.seq, event.mono)
+
+    def _write_new(self, event: Deferred[RunEvent]) -> None:
+        """:meth:`_write_event` of the model ``event`` would build, from its fields."""
+        fields = event.fields
+        run_id, seq = fields["run_id"], fields["seq"]
+        self._events.setdefault(run_id, []).append((seq, event.json()))
+        self._last[run_id] = (seq, fields["mono"])
 
     def _insert_run(self, record: RunRecord) -> None:
         self._runs[record.run_id] = {

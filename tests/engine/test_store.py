@@ -465,19 +465,28 @@ def test_a_step_iterations_journal_is_listed_in_call_order(store: BaseRunStore) 
     assert store.journal_entries(run_id, "c", 0) == []
 
 
-def test_after_a_claim_the_next_event_continues_the_runs_seq_and_time(store: BaseRunStore) -> None:
+@pytest.mark.parametrize("how", ["append", "append_new"])
+def test_after_a_claim_the_next_event_continues_the_runs_seq_and_time(
+    store: BaseRunStore, how: str
+) -> None:
     """A claim forgets what the store knew of the run's last event (another holder may have
-    appended); the next one is read back: its seq follows on, its time does not go back."""
+    appended); the next one is read back: its seq follows on, its time does not go back —
+    after events of the engine's own values too (written from their fields in memory)."""
     run_id = store.create_run(WF, {}, "kahn", "test")
-    first = store.append(Log(run_id=run_id, message="one"))
-    second = store.append(Log(run_id=run_id, message="two"))
+    if how == "append_new":
+        store.append_new(Log, run_id=run_id, message="one")
+        store.append_new(Log, run_id=run_id, message="two")
+        first, second = store.events(run_id)
+    else:
+        first = store.append(Log(run_id=run_id, message="one"))
+        second = store.append(Log(run_id=run_id, message="two"))
     store.claim(run_id)
     third = store.append(Log(run_id=run_id, message="three"))
     assert (first.seq, second.seq, third.seq) == (1, 2, 3)
     assert third.mono >= second.mono
 
 
-@pytest.mark.parametrize("how", ["append", "append_new"])
+@pytest.mark.parametrize("how", ["append", "append_new", "save_step"])
 def test_a_write_from_another_thread_waits_for_the_open_batch(
     store: BaseRunStore, how: str
 ) -> None:
@@ -496,8 +505,10 @@ def test_a_write_from_another_thread_waits_for_the_open_batch(
     def other() -> None:
         if how == "append":
             store.append(Log(run_id=run_id, message="other"))
-        else:
+        elif how == "append_new":
             store.append_new(Log, run_id=run_id, message="other")
+        else:
+            store.save_step(run_id, StepResult(step_id="other", status=StepStatus.SUCCEEDED))
         written.set()
 
     holder = threading.Thread(target=hold)
@@ -509,15 +520,18 @@ def test_a_write_from_another_thread_waits_for_the_open_batch(
     release.set()
     holder.join(10)
     writer.join(10)
-    assert [e.message for e in store.events(run_id)] == ["first", "second", "other"]  # type: ignore[union-attr]
+    messages = [e.message for e in store.events(run_id)]  # type: ignore[union-attr]
+    if how == "save_step":
+        assert messages == ["first", "second"] and list(store.step_results(run_id)) == ["other"]
+    else:
+        assert messages == ["first", "second", "other"]
 
 
 def test_an_event_of_the_engines_own_values_outside_a_batch_is_committed_at_once(
     store: BaseRunStore,
 ) -> None:
     run_id = store.create_run(WF, {}, "kahn", "test")
-    stamped = store.append_new(Log, run_id=run_id, message="alone")
-    assert (stamped.seq, stamped.message) == (1, "alone")
+    store.append_new(Log, run_id=run_id, message="alone")
     assert [(e.seq, e.message) for e in store.events(run_id)] == [(1, "alone")]  # type: ignore[union-attr]
 
 

@@ -48,6 +48,8 @@ def test_a_write_with_a_stale_epoch_raises_and_commits_nothing(open_store: OpenS
         f"run {run_id} was taken over (this process held lease epoch 1; epoch 2 holds it now)"
         " — nothing more is written for it here"
     )
+    with pytest.raises(LeaseLost), old.batch():  # a step's row first in its transaction
+        old.save_step(run_id, StepResult(step_id="a", status=StepStatus.RUNNING))
     for write in (
         lambda: old.append(Log(run_id=run_id, message="lost too")),
         lambda: old.append_new(Log, run_id=run_id, message="lost as well"),

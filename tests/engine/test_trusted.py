@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from engine.events import (
     Budget,
@@ -26,14 +26,17 @@ from engine.events import (
 )
 from engine.spec import StepSpec, WorkflowDefinition
 from engine.states import StepStatus
-from engine.store import BaseRunStore, StepResult
+from engine.store import BaseRunStore, InMemoryRunStore, StepResult
 from engine.trusted import (
+    Deferred,
     json_bytes,
     json_data,
     replaced,
     trusted,
+    trusted_fields,
     trusted_from,
     trusted_whole,
+    validated,
 )
 from tests.stores import ALL, store_opener
 
@@ -128,6 +131,130 @@ def test_a_trusted_model_of_every_field_in_or_out_of_order_is_the_validated_one(
         assert json_bytes(built).decode() == validated.model_dump_json()
         assert repr(built) == repr(validated)
         assert built.model_fields_set == set(kind.model_fields)
+
+
+def test_a_whole_models_set_fields_are_a_set_of_its_own() -> None:
+    """``trusted_whole`` copies one set of every field name per model: each model's
+    ``model_fields_set`` is a ``set`` as validation makes it, and changing one changes no
+    other's."""
+    kind, fields = BUILT[-3]
+    first, second = trusted_whole(kind, dict(fields)), trusted_whole(kind, dict(fields))
+    assert type(first.model_fields_set) is set
+    first.model_fields_set.discard("runs")
+    assert (
+        second.model_fields_set
+        == set(kind.model_fields)
+        == trusted_whole(kind, fields).model_fields_set
+    )
+
+
+@pytest.mark.parametrize(("kind", "fields"), BUILT, ids=lambda v: getattr(v, "__name__", ""))
+def test_validated_is_model_validate(kind: type[BaseModel], fields: dict[str, Any]) -> None:
+    """A step's inputs and the outputs it returns as a dict are validated so
+    (engine/runner.py): the same model, and the same refusal of bad data."""
+    model = validated(kind, fields)
+    assert type(model) is kind
+    assert model == kind.model_validate(fields)
+    assert model.model_fields_set == kind.model_validate(fields).model_fields_set
+    bad = {**fields, "unknown": 1}
+    with pytest.raises(ValidationError) as ours:
+        validated(kind, bad)
+    with pytest.raises(ValidationError) as theirs:
+        kind.model_validate(bad)
+    assert ours.value.errors() == theirs.value.errors()
+
+
+_ODD_VALUES: list[Any] = [
+    'quote " backslash \\ tab \t nul \x00 bell \x07 del \x7f',
+    "é ß 中文 🙂 \u2028 \ufeff",
+    0.1,
+    1e-7,
+    1e16,
+    1.5e300,
+    -0.0,
+    2**70,
+    -(2**63),
+    True,
+    None,
+    [1, [2.5, {"k": None}], "x"],
+    {"nested": {"deeper": [True, False, 0]}, "": ""},
+]
+
+
+@pytest.mark.parametrize(("kind", "fields"), BUILT, ids=lambda v: getattr(v, "__name__", ""))
+def test_a_deferred_model_is_trusted_froms_and_its_json_the_models(
+    kind: type[BaseModel], fields: dict[str, Any]
+) -> None:
+    """An event the engine appends is written from its fields (the in-memory store) and built
+    only when asked: the JSON is the model's byte for byte, and the model is
+    :func:`trusted_from`'s, built once."""
+    deferred = Deferred(kind, dict(fields))
+    model = deferred.model()
+    assert deferred.model() is model
+    assert model == trusted_from(kind, fields) == kind(**fields)
+    assert model.model_fields_set == kind(**fields).model_fields_set
+    assert model.__dict__ is deferred.fields
+    assert deferred.json() == json_bytes(model) == kind(**fields).model_dump_json().encode()
+    assert Deferred(kind, dict(fields)).fields == trusted_fields(kind, fields) == model.__dict__
+
+
+@pytest.mark.parametrize("value", _ODD_VALUES, ids=[f"odd{n}" for n in range(len(_ODD_VALUES))])
+def test_a_deferred_events_json_is_the_models_for_odd_values(value: Any) -> None:
+    """Strings with escapes and characters beyond ASCII, floats at the edges of their
+    formatting, integers past 64 bits, nested data — in an event's free field and as a string
+    or a float where the type allows — come out as the model's JSON does."""
+    cases: list[tuple[type[BaseModel], dict[str, Any]]] = [
+        (StepFinished, {"run_id": "r", "step_id": "a", "outputs": {"v": value, "w": [value]}}),
+        (StepStarted, {"run_id": "r", "step_id": "a", "inputs": {"in": value}}),
+    ]
+    if isinstance(value, str):
+        cases.append((StepSkipped, {"run_id": value, "step_id": value, "reason": value}))
+    if isinstance(value, float):
+        cases.append((Budget, {**BUILT[3][1], "elapsed_s": value, "max_cost_usd": value}))
+    for kind, fields in cases:
+        assert Deferred(kind, fields).json() == kind(**fields).model_dump_json().encode()
+
+
+def test_a_deferred_events_json_writes_infinity_and_nan_as_the_model_does() -> None:
+    for value in (float("inf"), float("-inf"), float("nan")):
+        fields = {"run_id": "r", "step_id": "a", "duration_s": value}
+        assert Deferred(StepFinished, fields).json() == json_bytes(
+            trusted_from(StepFinished, fields)
+        )
+
+
+def test_an_event_nobody_subscribes_to_is_stored_without_its_model(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The in-memory store writes an event of the engine's own values from its fields; its
+    model is built for a subscriber, once, and only then."""
+    built: list[type[BaseModel]] = []
+    build = Deferred.model
+
+    def counted(deferred: Deferred[Any]) -> Any:
+        built.append(deferred.cls)
+        return build(deferred)
+
+    monkeypatch.setattr(Deferred, "model", counted)
+    store = InMemoryRunStore()
+    run_id = store.create_run(WF, {}, "kahn", "")
+    with store.batch():
+        store.append_new(StepStarted, run_id=run_id, step_id="a")
+    assert built == []
+    seen: list[RunEvent] = []
+    store.subscribe(seen.extend, run_id)
+    with store.batch():
+        store.append_new(StepStarted, run_id=run_id, step_id="a", attempt=2)
+    store.bus.close()
+    assert built == [StepStarted]
+    assert seen == store.events(run_id)[1:] and seen[0].model_fields_set == {
+        "run_id",
+        "step_id",
+        "attempt",
+        "seq",
+        "ts",
+        "mono",
+    }
 
 
 class _Extras(BaseModel):
@@ -225,15 +352,16 @@ def test_append_new_stores_and_returns_what_append_does(store: BaseRunStore) -> 
     fields = {"run_id": run_id, "step_id": "a", "outputs": {"x": 1}, "duration_s": 0.5}
     with store.batch():
         first = store.append(Log(run_id=run_id, message="before"))
-        built = store.append_new(StepFinished, **fields)
+        store.append_new(StepFinished, **fields)
         appended = store.append(StepFinished(**fields))
+    stored = store.events(run_id)
+    built = stored[1]
     assert (first.seq, built.seq, appended.seq) == (1, 2, 3)
     assert built.model_copy(update={"seq": 3, "ts": appended.ts, "mono": appended.mono}) == appended
-    assert built.model_fields_set == appended.model_fields_set
-    stored = store.events(run_id)
-    assert stored[1] == built and stored[2] == appended
+    assert stored[2] == appended
     store.bus.close()
     assert [event.seq for event in seen] == [1, 2, 3]
+    assert seen[1] == built and seen[1].model_fields_set == appended.model_fields_set
 
 
 def test_a_model_class_met_for_the_first_time_is_laid_out_from_its_fields() -> None:
@@ -255,12 +383,21 @@ def test_a_model_class_met_for_the_first_time_is_laid_out_from_its_fields() -> N
     assert given == Fresh(name="c", count=0, note=None, items=[])
     assert replaced(given, count=5) == given.model_copy(update={"count": 5})
 
+    every = {"name": "d", "count": 1, "note": None, "items": [2]}
+    whole = trusted_whole(Fresh, every)
+    assert whole == Fresh(**every) and whole.model_fields_set == set(Fresh.model_fields)
+
     class Loose(BaseModel):
         model_config = ConfigDict(extra="ignore")
         a: int = 0
 
-    with pytest.raises(TypeError, match="only frozen models"):
-        trusted(Loose)
+    class FrozenOpen(BaseModel):
+        model_config = ConfigDict(extra="allow", frozen=True)
+        a: int = 0
+
+    for refused in (Loose, FrozenOpen):
+        with pytest.raises(TypeError, match="only frozen models"):
+            trusted(refused)
 
 
 def test_the_slots_set_are_every_slot_of_basemodel() -> None:
