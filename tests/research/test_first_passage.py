@@ -7,20 +7,20 @@ from research.evidence import Claim, EvidenceMap, Passage, Source, SubQuestion
 from research.report import citations_for, cited
 
 LAMPS = Source(id="docs/lamps", uri="file:///lamps", title="Lamps", status="Final")
-FIRST = Passage(
-    id="docs/lamps#0",
-    source_id=LAMPS.id,
-    text="A lamp is switched on at dusk by its controller.",
-    section="schedule",
-    relevance=0.9,
-)
-SECOND = Passage(
-    id="docs/lamps#1",
-    source_id=LAMPS.id,
-    text="A lamp is switched on at dusk by its controller, or by hand.",
-    section="switch",
-    relevance=0.4,
-)
+
+
+def _passage(number: int, text: str, section: str, relevance: float) -> Passage:
+    return Passage(
+        id=f"{LAMPS.id}#{number}",
+        source_id=LAMPS.id,
+        text=text,
+        section=section,
+        relevance=relevance,
+    )
+
+
+FIRST = _passage(0, "A lamp is switched on at dusk by its controller.", "schedule", 0.9)
+SECOND = _passage(1, "A lamp is switched on at dusk by its controller, or by hand.", "switch", 0.4)
 
 
 def _claim(passage_ids: list[str]) -> Claim:
