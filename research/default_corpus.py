@@ -180,3 +180,10 @@ def ensure_default_corpus(
         if ready():
             return None
         return build_default_corpus(corpus, on_progress=on_progress, sources=sources)
+
+
+def outdated_notices(corpus: Corpus) -> list[str]:
+    """One line for each collection holding documents indexed by an older version of the
+    workbench, and what brings it up to date (:meth:`Corpus.outdated`). The default collection
+    is left out: it is brought up to date on its own the next time it is used."""
+    return [c.notice() for c in corpus.outdated() if c.name != DEFAULT_COLLECTION]

@@ -13,7 +13,7 @@ from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from textual import on
+from textual import on, work
 from textual.app import App, SystemCommand
 from textual.binding import Binding
 from textual.command import Hit, Hits, Provider
@@ -21,6 +21,7 @@ from textual.filter import LineFilter
 from textual.notifications import SeverityLevel
 from textual.screen import Screen
 from textual.widgets import Input, OptionList, TextArea
+from textual.worker import Worker, WorkerState
 
 from tui.app.live_runs import LiveRuns
 from tui.app.log_toasts import ToastHandler
@@ -37,6 +38,8 @@ if TYPE_CHECKING:  # the run screen (graph layout, the event fold) loads with th
     from tui.app.screens.run import RunScreen
 
 STOP_TIMEOUT_S = 3.0
+CORPUS_CHECK = "corpus-check"
+"""The worker group of the start-up check for collections indexed by an older version."""
 
 
 class WorkbenchCommands(Provider):
@@ -135,6 +138,8 @@ class WorkbenchApp(App[None]):
         """The screen following each run this app drives, kept (installed) while the person is
         elsewhere, so its prompts wait there and reopening the run shows them."""
         self._toasts = ToastHandler(self)
+        self.corpus_notices: list[str] | None = None
+        """What the start-up check of the workspace corpus said (None: not finished)."""
         self._unsafe_characters = UnsafeCharacterFilter()
 
     def get_line_filters(self) -> Sequence[LineFilter]:
@@ -164,10 +169,30 @@ class WorkbenchApp(App[None]):
                 timeout=30,
             )
         self.push_screen(HomeScreen(self.workbench, self.live_runs))
+        self.call_after_refresh(self._check_corpus)
         if self._initial_job is not None:
             self.start_job(self._initial_job)
         elif self._initial_run is not None:
             self.open_run(self._initial_run)
+
+    @work(thread=True, group=CORPUS_CHECK, exit_on_error=False)
+    def _check_corpus(self) -> list[str]:
+        return self.workbench.corpus_notices()
+
+    @on(Worker.StateChanged)
+    def _corpus_checked(self, event: Worker.StateChanged) -> None:
+        """A collection indexed by an older version is said once, as the command line says it
+        (its passages are the old ones until ``workbench corpus add`` reads them again)."""
+        if event.worker.group != CORPUS_CHECK:
+            return
+        if event.state is WorkerState.SUCCESS:
+            self.corpus_notices = list(event.worker.result or [])
+            for notice in self.corpus_notices:
+                self.notify(notice, title="corpus out of date", severity="warning", timeout=30)
+        elif event.state is WorkerState.ERROR:
+            problem = f"the corpus was not checked: {event.worker.error}".splitlines()[0]
+            self.corpus_notices = [problem]
+            self.notify(problem, severity="warning", timeout=30)
 
     def on_unmount(self) -> None:
         self._toasts.remove()

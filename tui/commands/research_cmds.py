@@ -23,7 +23,7 @@ from engine.store import new_run_id
 from plumbing.workspace import RunFolder
 from research.corpus import Corpus
 from research.dates import parse_iso_day
-from research.default_corpus import DEFAULT_COLLECTION
+from research.default_corpus import outdated_notices
 from research.sources import DOMAINS
 from tui.commands.app_cmds import open_app
 from tui.commands.command_context import BadInput, load_or_exit, workspace_of
@@ -327,11 +327,9 @@ def corpus_add(ctx: click.Context, folder: str, name: str | None) -> None:
 
 
 def _tell_outdated(corpus: Corpus) -> None:
-    """One line per collection indexed by an older version of the indexing code (the default
-    collection is brought up to date on its own when it is next used)."""
-    for outdated in corpus.outdated():
-        if outdated.name != DEFAULT_COLLECTION:
-            echo(outdated.notice(), err=True)
+    """One line per collection indexed by an older version of the indexing code."""
+    for notice in outdated_notices(corpus):
+        echo(notice, err=True)
 
 
 @corpus_group.command("list")

@@ -130,6 +130,20 @@ class Workbench:
         except LookupError:
             return None  # the resume job reports an unknown run
 
+    def corpus_notices(self) -> list[str]:
+        """What ``workbench corpus list`` says of the workspace corpus's collections indexed by
+        an older version of the workbench, one line each, for the app to show when it starts:
+        none for a server's runs (their corpus is the server's) or a workspace without a corpus
+        yet. Opening the corpus file may raise what :class:`research.corpus.Corpus` raises."""
+        path = self.files.corpus_db
+        if self.server is not None or not path.is_file():
+            return []
+        from research.corpus import Corpus  # numpy and the index: only when the check runs
+        from research.default_corpus import outdated_notices
+
+        with Corpus(path) as corpus:
+            return outdated_notices(corpus)
+
     def run_folder(self, run_id: str) -> Path:
         return self.files.run_folder(run_id)
 
