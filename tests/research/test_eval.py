@@ -110,7 +110,7 @@ def test_the_evaluation_sets_are_well_formed(pep_corpus_path: Path) -> None:
 
 
 def test_the_fresh_held_out_split_runs_only_when_the_work_is_final(tmp_path: Path) -> None:
-    """heldout2 to heldout11 are refused without ``final=True`` — before any corpus is built or
+    """heldout2 to heldout12 are refused without ``final=True`` — before any corpus is built or
     question run."""
     assert FINAL_ONLY == set(SPLITS) - {"tuning", "heldout"}
     for split in sorted(FINAL_ONLY):

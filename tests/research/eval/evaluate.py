@@ -39,7 +39,10 @@ gold documents at all, B when one named them only as related or flagged (figures
 for A alone and for A+B). It too runs only with ``final=True``. heldout10 was then scored, so an
 eleventh split, *heldout11* (``peps_heldout11.yaml``, ``default_heldout11.yaml``), was written
 the same way on 2026-11-28, heldout10 counted among the earlier splits; it too runs only with
-``final=True``.
+``final=True``. heldout11 was then scored, so a twelfth split, *heldout12* (``peps_heldout12.yaml``,
+``default_heldout12.yaml``), was written the same way on 2026-11-28, heldout11 counted among the
+earlier splits; as no unnamed documents of substance were left, its questions are mostly category
+B. It too runs only with ``final=True``.
 
 Each question runs offline with the built-in model, in its own words and in each of its five
 paraphrases (the documents' own words, a user's words, a typo, a long preamble, a different
@@ -107,6 +110,7 @@ Split = Literal[
     "heldout9",
     "heldout10",
     "heldout11",
+    "heldout12",
 ]
 SPLITS: tuple[Split, ...] = get_args(Split)
 FINAL_ONLY: frozenset[Split] = frozenset(
@@ -121,6 +125,7 @@ FINAL_ONLY: frozenset[Split] = frozenset(
         "heldout9",
         "heldout10",
         "heldout11",
+        "heldout12",
     }
 )
 """Splits that run only when the caller says the work is finished (``final=True``)."""
@@ -143,6 +148,10 @@ SETS: dict[Split, dict[str, Path]] = {
     "heldout11": {
         "peps": HERE / "peps_heldout11.yaml",
         "default": HERE / "default_heldout11.yaml",
+    },
+    "heldout12": {
+        "peps": HERE / "peps_heldout12.yaml",
+        "default": HERE / "default_heldout12.yaml",
     },
 }
 STYLES = ("own_words", "user_words", "typo", "preamble", "question_word")
