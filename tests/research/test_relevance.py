@@ -282,3 +282,91 @@ def test_a_document_whose_best_passage_reads_like_the_question_is_about_it(
     others = [e for e in evidence if e.source_id != near.source_id]
     assert relevance([*others, wordless])[near.source_id] > 0
     assert relevance([*others, replace(wordless, passage_similarity=None)])[near.source_id] == 0
+
+
+SHORT_ANSWER = (
+    "# Return annotations\n\nThe -> arrow after a function's parameters annotates the value the "
+    "function returns.\n"
+)
+WORKSHOP_SECTIONS = [
+    (
+        "Defining",
+        "A function is defined with def; its parameters are named in parentheses, and "
+        "the arrow keys of an editor move between them.",
+    ),
+    (
+        "Defaults",
+        "A function's parameters may have default values, evaluated once when the "
+        "function is defined.",
+    ),
+    (
+        "Keywords",
+        "Parameters of a function can be passed by keyword, in any order, after the "
+        "positional ones.",
+    ),
+    (
+        "Star",
+        "A function collects extra positional parameters into a tuple with a star before the name.",
+    ),
+    (
+        "Double star",
+        "A function collects extra keyword parameters into a dictionary with two stars.",
+    ),
+    (
+        "Decorators",
+        "A decorator wraps a function and passes its parameters through to the wrapped one.",
+    ),
+    (
+        "Orchard",
+        "Shipping log. Crates of apples went Leeds -> York on Monday and York -> Hull on "
+        "Tuesday; the barge waited two days at the harbour for the tide, and the farmers were paid "
+        "in spring once the warehouse had counted every barrel of cider.",
+    ),
+]
+EXAMPLE = (
+    " It is one of the things a reader meets early, and the tutorial shows it with a short "
+    "example that can be typed into the interpreter and changed to see what happens next."
+)
+
+
+def test_a_long_document_neither_adds_up_its_passages_nor_holds_words_where_the_search_did_not_look(
+    tmp_path: Path,
+) -> None:
+    """A long page mentions the question's words in passage after passage, and its operator
+    only in a passage the search does not find (about apples): its many passages weigh as much
+    as their mean, not their sum, and it does not hold the operator — so it no longer outweighs
+    the short document that answers the question in one passage."""
+    folder = tmp_path / "docs"
+    folder.mkdir()
+    (folder / "short.md").write_text(SHORT_ANSWER, encoding="utf-8")
+    (folder / "workshop.md").write_text(
+        "# Workshop notes\n\n"
+        + "".join(
+            f"## {heading}\n\n{text}{EXAMPLE if heading != 'Orchard' else ''}\n\n"
+            for heading, text in WORKSHOP_SECTIONS
+        ),
+        encoding="utf-8",
+    )
+    for name, text in {
+        "bread": "Knead the dough, let it rise twice, and bake it hot.",
+        "tides": "The moon pulls the oceans; the tide rises twice a day.",
+        "bees": "A hive keeps a queen, workers and drones through the winter.",
+        "rivers": "A river carries silt down to its delta.",
+    }.items():
+        (folder / f"{name}.md").write_text(f"# {name.title()}\n\n{text}\n", encoding="utf-8")
+    question = "What does the -> arrow after a function's parameters mean?"
+    with Corpus(tmp_path / "corpus.sqlite") as corpus:
+        corpus.add_folder(folder, "docs")
+        passages = corpus._db.execute(
+            "SELECT COUNT(*) FROM passages WHERE source_id = 'docs/workshop'"
+        ).fetchone()[0]
+        evidence = {
+            e.source_id: e
+            for e in question_evidence(
+                corpus._db, corpus.vectors(), question, SearchFilters(collections=["docs"])
+            )
+        }
+    assert passages == len(WORKSHOP_SECTIONS)
+    long, short = evidence["docs/workshop"], evidence["docs/short"]
+    assert long.passages < short.passages
+    assert long.terms < short.terms
