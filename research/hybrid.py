@@ -24,7 +24,6 @@ from research.relevance import (
     PASSAGE_CANDIDATES,
     SYMBOL_RUN,
     DocumentEvidence,
-    Holding,
     asked,
     candidate_phrases,
     document_evidence,
@@ -193,9 +192,8 @@ def question_evidence(
         if not filters.collections or collection in filters.collections
     ]
     in_scope = {index.documents[n][0] for n in scope}
-    found_passages = set(fused)
     holders = {
-        term: holding(db, term, in_scope, found_passages)
+        term: holding(db, term, in_scope)
         for term in [
             *question_words(question),
             *heading_phrases(db, question),
@@ -252,29 +250,21 @@ def best_passage_vectors(
     return dict(zip(sources, vectors))
 
 
-def holding(db: sqlite3.Connection, term: str, in_scope: set[str], candidates: set[int]) -> Holding:
-    """Where ``term`` (a word, a phrase or an operator) is held: how many documents in scope hold
-    it anywhere, and which of the search's ``candidates`` (passage row ids) hold it."""
+def holding(db: sqlite3.Connection, term: str, in_scope: set[str]) -> set[str]:
+    """The documents in scope that hold ``term`` (a word, a phrase or an operator) anywhere."""
     if SYMBOL_RUN.fullmatch(term):  # the index has no tokens for punctuation: read the text
         rows = db.execute(
-            "SELECT f.rowid, p.source_id FROM passage_fts f JOIN passages p ON p.rowid = f.rowid "
+            "SELECT DISTINCT p.source_id FROM passage_fts f JOIN passages p ON p.rowid = f.rowid "
             "WHERE instr(f.text, ?) > 0",
             (term,),
         )
     else:
         rows = db.execute(
-            "SELECT f.rowid, p.source_id FROM passage_fts f JOIN passages p ON p.rowid = f.rowid "
+            "SELECT DISTINCT p.source_id FROM passage_fts f JOIN passages p ON p.rowid = f.rowid "
             "WHERE passage_fts MATCH ?",
             (f'"{term}"',),
         )
-    documents: set[str] = set()
-    passages: set[int] = set()
-    for rowid, source in rows:
-        if source in in_scope:
-            documents.add(source)
-            if rowid in candidates:
-                passages.add(rowid)
-    return Holding(documents=len(documents), passages=frozenset(passages))
+    return {s for (s,) in rows if s in in_scope}
 
 
 def heading_phrases(db: sqlite3.Connection, question: str) -> list[str]:

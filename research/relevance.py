@@ -4,17 +4,16 @@ A run's question is searched once (research.hybrid: bm25 and embedding similarit
 its asking sentence when a preamble comes first (:func:`asked`) — and every document among the
 candidates is scored on six pieces of evidence, each relative to the best candidate's:
 
-- *passages* — the mean of its five best passages' fused scores (how well the question finds
-  it, lexically and semantically — a mean, so a long document's many passages do not add up);
+- *passages* — the sum of its five best passages' fused scores (how much of it, and how well,
+  the question finds, lexically and semantically);
 - *title similarity* — cosine similarity of the question's and the title's embeddings;
 - *title coverage* — the share of the question's content words and phrases found in the title,
   each weighted by how rare it is among the collection's titles (a word most titles carry — the
   corpus's domain word — weighs nearly nothing), weighted twice;
 - *terms* — the share of the question's words, heading phrases (:func:`candidate_phrases` that a
-  title or heading holds) and operators (:func:`symbol_runs`) the document holds in the passages
-  the search found in it (:class:`Holding`; not anywhere in it: a long document holds most words
-  somewhere), each weighted by its rarity among the documents in scope: a rare word of the
-  question ("walrus") points at the few documents that hold it; weighted :data:`TERMS_WEIGHT`;
+  title or heading holds) and operators (:func:`symbol_runs`) the document holds anywhere, each
+  weighted by its rarity among the documents in scope: a rare word of the question ("walrus")
+  points at the few documents that hold it; weighted :data:`TERMS_WEIGHT`;
 - *head similarity* — cosine similarity of the question's and the document head's vectors from
   the contextual sentence encoder (its title and opening, research/document_heads.py;
   research/sentence_encoder.py), weighted :data:`HEAD_WEIGHT`: it reads the question in the
@@ -60,13 +59,7 @@ candidates dropped (weighted 0, 0.5 and 1 it only moved documents with many shor
 The sixth pass (docs/research.md) added the passage similarity, measured on recorded evidence of
 the tuning split and all five held-out splits: weight 1 over 2 and 3 (as much recall on the
 questions, none of the precision lost), margin 0.03 over 0.02 and 0.05, the 20 documents the
-anchor search reads over 10 to 15 (recall fell with fewer).
-
-The thirteenth pass (docs/research.md) took a document's length out of the word evidence: the
-*passages* piece was the sum of its five best passages' scores and *terms* counted a word held
-anywhere in the document, so a long page that holds every word of the question somewhere summed
-near the best candidate and was selected beside it (the twelfth pass's diagnosis of off-topic
-citations)."""
+anchor search reads over 10 to 15 (recall fell with fewer)."""
 
 from __future__ import annotations
 
@@ -171,18 +164,6 @@ def candidate_phrases(question: str) -> list[str]:
 
 
 @dataclass(frozen=True)
-class Holding:
-    """Where one of the question's words, heading phrases or operators is held."""
-
-    documents: int
-    """How many documents in scope hold it anywhere: how rare it is."""
-    passages: frozenset[int]
-    """The search's candidate passages (row ids) that hold it: a document holds the term only
-    when a passage the search found in it does, so a long document does not hold the question's
-    words by holding them somewhere among many passages."""
-
-
-@dataclass(frozen=True)
 class DocumentEvidence:
     """One candidate document's evidence of being about the question."""
 
@@ -226,11 +207,10 @@ def document_evidence(
     vector: Vectors,
     fused: dict[int, float],
     scope: list[int],
-    holders: dict[str, Holding],
+    holders: dict[str, set[str]],
 ) -> list[DocumentEvidence]:
     """The evidence of each document among the fused candidates (``scope``: the documents the
-    search may return, whose titles weigh the question's words; ``holders``: where each of the
-    question's words, heading phrases and operators is held)."""
+    search may return, whose titles weigh the question's words)."""
     by_document: dict[str, list[int]] = {}
     for rowid in fused:
         row = index.row_of_rowid.get(rowid)
@@ -248,27 +228,22 @@ def document_evidence(
     sources = sorted(by_document)
     titles = [index.titles[index.number_of[s]] for s in sources]
     title_vectors = embedder().embed(titles)
-    rarity = {
-        term: math.log((1 + len(scope)) / (1 + held.documents)) for term, held in holders.items()
-    }
+    rarity = {term: math.log((1 + len(scope)) / (1 + len(held))) for term, held in holders.items()}
     rarity_total = sum(rarity.values()) or 1.0
     found = []
     for source, title, title_vector in zip(sources, titles, title_vectors):
         rowids = by_document[source]
         similarity = index.similarities(vector, rowids)
         in_title = title_terms(title)
-        best = sorted((fused[r] for r in rowids), reverse=True)[:TOP_PASSAGES]
-        found_passages = set(rowids)
         found.append(
             DocumentEvidence(
                 source_id=source,
                 collection=index.documents[index.number_of[source]][1],
-                passages=sum(best) / len(best),
+                passages=sum(sorted((fused[r] for r in rowids), reverse=True)[:TOP_PASSAGES]),
                 best_similarity=max(similarity.values(), default=0.0),
                 title_similarity=max(0.0, float(title_vector @ vector)),
                 title_coverage=sum(weights.get(w, 0.0) for w in words if w in in_title) / total,
-                terms=sum(w for t, w in rarity.items() if holders[t].passages & found_passages)
-                / rarity_total,
+                terms=sum(w for t, w in rarity.items() if source in holders[t]) / rarity_total,
             )
         )
     return found
