@@ -48,8 +48,8 @@ class RunRecorder:
         self.store.save_step(self.state.run_id, record.result())
 
     def save_own(self, record: StepRecord) -> None:
-        """:meth:`save` of a record the step runner just moved itself (``own_result``)."""
-        self.store.save_step(self.state.run_id, record.own_result())
+        """:meth:`save` of a record the step runner just moved itself (``own_row``)."""
+        self.store.save_row(self.state.run_id, record.own_row())
 
     def save_new(self, records: Iterable[StepRecord]) -> None:
         """Save the first rows of a new run's steps, as :class:`RunState.fresh` made them:

@@ -26,6 +26,7 @@ from engine.store.ownership import (
 from engine.store.records import (
     InterruptClosed,
     InterruptRecord,
+    OwnRow,
     RunInputs,
     RunRecord,
     RunSummary,
@@ -119,6 +120,11 @@ class BaseRunStore(ABC):
 
     @abstractmethod
     def _write_step(self, run_id: str, result: StepResult) -> None: ...
+
+    def _write_row(self, run_id: str, row: OwnRow) -> None:
+        """Store a row of :meth:`save_row`: its model through :meth:`_write_step`, unless the
+        store writes it from its fields (the in-memory store keeps its JSON)."""
+        self._write_step(run_id, row.model())
 
     @abstractmethod
     def _write_journal(
@@ -467,6 +473,15 @@ class BaseRunStore(ABC):
             self._write_step(run_id, result)
         else:
             self._write(run_id, self._write_step, run_id, result)
+
+    def save_row(self, run_id: str, row: OwnRow) -> None:
+        """:meth:`save_step` of ``row.model()`` (a row of the step runner's own values,
+        twice a step: :class:`~engine.store.records.OwnRow`), its model built only for a
+        store that writes models."""
+        if self._batch_depth and self._batch_owner == threading.get_ident() and not self._leases:
+            self._write_row(run_id, row)
+        else:
+            self._write(run_id, self._write_row, run_id, row)
 
     def save_alike(self, run_id: str, first: StepResult, step_ids: Iterable[str]) -> None:
         """:meth:`save_step` of ``first`` and, for each of ``step_ids``, of ``first`` with that
