@@ -72,13 +72,10 @@ class RunRecorder:
         engine state's counters are then the event's, committed with it, and resume takes
         the later of the two, ``RunState.restore``). Most steps change only the counters: a
         step stores one row fewer."""
-        beyond = self.state.beyond_counters()
+        state = self.state
+        beyond = state.beyond_counters()
         if beyond is not self._stored_beyond and beyond != self._stored_beyond:
             self.save_engine_state()
-        self._emit_budget()
-
-    def _emit_budget(self) -> None:
-        state = self.state
         budget = state.budget
         self.emit_new(  # one a step: the run's own counters
             Budget,
