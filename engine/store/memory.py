@@ -137,7 +137,8 @@ class InMemoryRunStore(BaseRunStore):
         steps[first.step_id] = stored
         rest = stored[len(lead) :]
         for step_id in step_ids:
-            steps[step_id] = _STEP_ID_KEY + _json_string(step_id) + rest
+            # _json_string written out: once for each step of a new run
+            steps[step_id] = _STEP_ID_KEY + encode_basestring(step_id).encode() + rest
 
     def _write_journal(
         self, run_id: str, step_id: str, iteration: int, index: int, entry: JournalEntry
