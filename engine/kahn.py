@@ -59,6 +59,8 @@ class _Wavefront:
         self.wake = asyncio.Event()
         """Set when nothing runs any more, the run stops, or a step task failed."""
         self.timed_out = False
+        self.create_task = asyncio.get_running_loop().create_task
+        """The running loop's (the engine's schedule() makes this in it): a task a step."""
         cancel.on_request(self.wake.set)
 
     def halted(self) -> bool:
@@ -111,20 +113,22 @@ class _Wavefront:
         steps settled without running — and, called from a step's task, that step's own
         result too (:meth:`run`): a wavefront is one commit, not one per step.
         """
-        runner, rules, steps, running = (
+        runner, rules, state, running, cancel = (
             self.runner,
             self.runner.rules,
-            self.state.steps,
+            self.state,
             self.running,
+            self.cancel,
         )
-        order = rules.order
+        steps, order = state.steps, rules.order
         queued = set(candidates)
         # (place, step) pairs: a set iterates in the same order twice while it is unchanged
         queue = list(zip(map(order.__getitem__, queued), queued))
         heapq.heapify(queue)
-        create_task = asyncio.get_running_loop().create_task
+        create_task = self.create_task
         with runner.store.batch():
-            while queue and not self.halted():
+            # not halted(): a limit or a cancel starts nothing more (read as fields, a few times a step)
+            while queue and not (state.limit_reason or cancel.requested):
                 _, step_id = heapq.heappop(queue)
                 queued.discard(step_id)
                 if steps[step_id].status != StepStatus.PENDING or step_id in running:

@@ -46,7 +46,7 @@ from engine.run_inputs import resolve_inputs
 from engine.run_state import RunState
 from engine.runner import Clock, Sleep, StepRunner
 from engine.spec import WorkflowDefinition
-from engine.states import RunStatus, StepStatus
+from engine.states import SETTLED, RunStatus, StepStatus
 from engine.steps import REGISTRY, StepRegistry
 from engine.store import BaseRunStore, RunOwned, RunSummary, new_run_id
 from engine.time_travel import ForkPoint, fork_state
@@ -370,7 +370,7 @@ class EngineBase(ABC):
                     reason=reason,
                     outputs=final_outputs,
                     missing=final_missing,
-                    step_statuses={k: v.value for k, v in step_statuses.items()},
+                    step_statuses={k: v._value_ for k, v in step_statuses.items()},
                 )
             )
         return ExecutionResult(
@@ -423,7 +423,7 @@ def _settle_unsettled(runner: StepRunner, settle: Callable[[str], None]) -> None
 
 def _unsettled(runner: StepRunner) -> list[str]:
     steps = runner.state.steps
-    return [s for s in runner.graph.topological_order() if not steps[s].status.settled]
+    return [s for s in runner.graph.topological_order() if steps[s].status not in SETTLED]
 
 
 def _replay_settled(runner: StepRunner, step_id: str) -> None:

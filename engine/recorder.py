@@ -48,8 +48,8 @@ class RunRecorder:
         self.store.save_step(self.state.run_id, record.result())
 
     def save_own(self, record: StepRecord) -> None:
-        """:meth:`save` of a record the step runner just moved itself (``own_result``)."""
-        self.store.save_step(self.state.run_id, record.own_result())
+        """:meth:`save` of a record the step runner just moved itself (``own_row``)."""
+        self.store.save_row(self.state.run_id, record.own_row())
 
     def save_new(self, records: Iterable[StepRecord]) -> None:
         """Save the first rows of a new run's steps, as :class:`RunState.fresh` made them:
@@ -72,13 +72,10 @@ class RunRecorder:
         engine state's counters are then the event's, committed with it, and resume takes
         the later of the two, ``RunState.restore``). Most steps change only the counters: a
         step stores one row fewer."""
-        beyond = self.state.beyond_counters()
+        state = self.state
+        beyond = state.beyond_counters()
         if beyond is not self._stored_beyond and beyond != self._stored_beyond:
             self.save_engine_state()
-        self._emit_budget()
-
-    def _emit_budget(self) -> None:
-        state = self.state
         budget = state.budget
         self.emit_new(  # one a step: the run's own counters
             Budget,

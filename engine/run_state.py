@@ -21,8 +21,7 @@ from engine.context import RunBudget
 from engine.events import Budget
 from engine.spec import StepSpec, WorkflowDefinition
 from engine.states import SETTLED, StepStatus
-from engine.store import StepIteration, StepResult
-from engine.trusted import trusted_whole
+from engine.store import OwnRow, StepIteration, StepResult
 
 if TYPE_CHECKING:  # CEL (celpy, lark: half a second) is imported once a view is asked for
     from engine.conditions import StepsMap, StepView
@@ -115,17 +114,18 @@ class StepRecord:
             history=[],
         )
 
-    def own_result(self) -> StepResult:
-        """:meth:`result`, built without validating again, for the two moves the step runner
-        makes on every step — RUNNING at its start, SUCCEEDED with its validated outputs at
-        its end — which set only the status, the reason, the runs and the outputs, of their
-        types. The other fields are set by paths (routes, resets, loads, forks) that store
-        the record through the validated :meth:`result` as they change it."""
-        return trusted_whole(
-            StepResult,
+    def own_row(self) -> OwnRow:
+        """:meth:`result`, not validated again and not built as a model unless a store asks
+        for one, for the two moves the step runner makes on every step — RUNNING at its
+        start, SUCCEEDED with its validated outputs at its end — which set only the status,
+        the reason, the runs and the outputs, of their types. The other fields are set by
+        paths (routes, resets, loads, forks) that store the record through the validated
+        :meth:`result` as they change it."""
+        status = self.status
+        return OwnRow(
             {
                 "step_id": self.step_id,
-                "status": self.status,
+                "status": status._value_,
                 "iteration": self.iteration,
                 "outputs": self.outputs,
                 "reason": self.reason,
@@ -135,6 +135,7 @@ class StepRecord:
                 "runs": self.runs,
                 "history": [],
             },
+            status,
         )
 
     def load(self, result: StepResult) -> None:

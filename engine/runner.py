@@ -230,9 +230,6 @@ class StepRunner:
             await asyncio.sleep(remaining)
 
     # -- running a step ----------------------------------------------------------
-    def step_limit_reached(self) -> bool:
-        return self.state.step_runs >= self.recorder.step_bound
-
     async def run_step(self, step_id: str, *, continuing: bool = False) -> StepOutcome:
         """Run one ready step to its settled state (or raise WaitingForHuman):
         :meth:`begin`, :meth:`execute`, and the settling it returns.
@@ -263,7 +260,7 @@ class StepRunner:
         if step_id in state.answering:  # restored while waiting: its start is counted already
             state.answering.discard(step_id)
             continuing = True
-        if not continuing and self.step_limit_reached():
+        if not continuing and state.step_runs >= self.recorder.step_bound:
             state.limit_reason = f"max_step_runs {self.recorder.step_bound} reached"
             return StepOutcome(step_id, record.status)
         if state.remaining_s <= 0:
@@ -351,7 +348,7 @@ class StepRunner:
         step_id = record.step_id
         upstream = UpstreamOutputs(lambda: self.upstream_outputs(step_id))
         return StepContext(
-            run_id=self.run_id,
+            run_id=self.state.run_id,
             spec=record.spec,
             iteration=record.iteration,
             attempt=attempt,

@@ -67,18 +67,7 @@ def trusted_from(cls: type[_M], values: dict[str, Any]) -> _M:
     """:func:`trusted` of a dict the caller hands over: merged into the defaults, which puts
     its fields in declaration order, as validation does (the order of a model's JSON and of
     its ``repr``)."""
-    return _built(cls, trusted_fields(cls, values), set(values))
-
-
-def trusted_fields(cls: type[BaseModel], values: dict[str, Any]) -> dict[str, Any]:
-    """The ``__dict__`` of :func:`trusted_from`'s model: ``values`` merged into the defaults,
-    in declaration order, each default factory called for a field not given."""
-    layout = _LAYOUTS.get(cls) or _layout(cls)
-    fields = {**layout.defaults, **values}
-    for name, factory in layout.factories:
-        if name not in values:
-            fields[name] = factory()
-    return fields
+    return Deferred(cls, values).model()
 
 
 class Deferred(Generic[_M]):
@@ -93,7 +82,14 @@ class Deferred(Generic[_M]):
         self.cls = cls
         self.values = values
         """As given: the model's set fields."""
-        self.fields = trusted_fields(cls, values)
+        layout = _LAYOUTS.get(cls) or _layout(cls)
+        fields = {**layout.defaults, **values}
+        for name, factory in layout.factories:
+            if name not in values:
+                fields[name] = factory()
+        self.fields = fields
+        """The model's ``__dict__``: ``values`` merged into the defaults, in declaration
+        order, each default factory called for a field not given."""
         self._model: _M | None = None
 
     def model(self) -> _M:

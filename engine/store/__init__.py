@@ -56,6 +56,7 @@ from engine.store.reader import RunReader
 from engine.store.records import (
     InterruptClosed,
     InterruptRecord,
+    OwnRow,
     RunInputs,
     RunRecord,
     RunSummary,
@@ -73,6 +74,7 @@ __all__ = [
     "InterruptClosed",
     "InterruptRecord",
     "LeaseLost",
+    "OwnRow",
     "OwnerStatus",
     "RunFinishedMeanwhile",
     "RunOwned",

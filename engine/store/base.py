@@ -26,6 +26,7 @@ from engine.store.ownership import (
 from engine.store.records import (
     InterruptClosed,
     InterruptRecord,
+    OwnRow,
     RunInputs,
     RunRecord,
     RunSummary,
@@ -41,7 +42,9 @@ _Store = TypeVar("_Store", bound="BaseRunStore")
 
 class _Batch(AbstractContextManager[None]):
     """An outer batch of :meth:`BaseRunStore.batch`: a class rather than a generator (one
-    is opened per step; a generator's context manager costs twice as much)."""
+    is opened per step; a generator's context manager costs twice as much). It holds no
+    state of its own — the open transaction's is the store's — so each store keeps one and
+    hands it out for every outer batch, on any thread."""
 
     __slots__ = ("_store",)
 
@@ -49,10 +52,55 @@ class _Batch(AbstractContextManager[None]):
         self._store = store
 
     def __enter__(self) -> None:
-        self._store._begin_batch()
+        """Take the writer lock and open a transaction."""
+        store = self._store
+        store._lock.acquire()
+        try:
+            store._begin()
+        except BaseException as error:
+            store._lock.release()
+            failure = store._write_failure(error) if isinstance(error, Exception) else None
+            if failure is None:
+                raise
+            raise failure from error
+        store._batch_owner = threading.get_ident()
+        store._batch_depth = 1
 
     def __exit__(self, kind: object, error: BaseException | None, trace: object) -> None:
-        self._store._end_batch(error)
+        """Commit the open transaction (``error`` None) or roll it back and raise, then
+        release the writer lock; the committed events are fanned out after it."""
+        store = self._store
+        try:
+            try:
+                if error is not None:
+                    raise error
+                store._batch_depth = 0
+                store._batch_owner = None
+                store._fenced.clear()
+                try:
+                    store._commit()
+                except Exception as failed:
+                    failure = store._write_failure(failed)
+                    if failure is None:
+                        raise
+                    raise failure from failed
+            except BaseException as failed:
+                store._batch_depth = 0
+                store._batch_owner = None
+                store._fenced.clear()
+                store._rollback()
+                for event in store._unpublished:
+                    store._seq.pop(_model(event).run_id, None)
+                store._unpublished = []
+                failure = store._write_failure(failed)
+                if failure is not None and failure is not failed:
+                    raise failure from failed
+                raise
+            published, store._unpublished = store._unpublished, []
+        finally:
+            store._lock.release()
+        if published and store.bus.subscribed():
+            store.bus.publish([_model(event) for event in published])
 
 
 class BaseRunStore(ABC):
@@ -83,6 +131,8 @@ class BaseRunStore(ABC):
         self._fenced: set[str] = set()
         """Runs whose lease the open transaction has checked."""
         self.bus = EventBus(backlog=self.events)
+        self._outer = _Batch(self)
+        """What :meth:`batch` returns for an outer batch (it keeps no state of its own)."""
 
     # -- storage primitives, one implementation per backend -----------------
     @abstractmethod
@@ -119,6 +169,11 @@ class BaseRunStore(ABC):
 
     @abstractmethod
     def _write_step(self, run_id: str, result: StepResult) -> None: ...
+
+    def _write_row(self, run_id: str, row: OwnRow) -> None:
+        """Store a row of :meth:`save_row`: its model through :meth:`_write_step`, unless the
+        store writes it from its fields (the in-memory store keeps its JSON)."""
+        self._write_step(run_id, row.model())
 
     @abstractmethod
     def _write_journal(
@@ -201,57 +256,7 @@ class BaseRunStore(ABC):
         """
         if self._batch_depth and self._batch_owner == threading.get_ident():
             return self._lock
-        return _Batch(self)
-
-    def _begin_batch(self) -> None:
-        """Take the writer lock and open a transaction (:class:`_Batch`)."""
-        self._lock.acquire()
-        try:
-            self._storing(self._begin)
-        except BaseException:
-            self._lock.release()
-            raise
-        self._batch_owner = threading.get_ident()
-        self._batch_depth = 1
-
-    def _end_batch(self, error: BaseException | None) -> None:
-        """Commit the open transaction (``error`` None) or roll it back and raise, then
-        release the writer lock; the committed events are fanned out after it."""
-        try:
-            try:
-                if error is not None:
-                    raise error
-                self._batch_depth = 0
-                self._batch_owner = None
-                self._fenced.clear()
-                self._storing(self._commit)
-            except BaseException as failed:
-                self._batch_depth = 0
-                self._batch_owner = None
-                self._fenced.clear()
-                self._rollback()
-                for event in self._unpublished:
-                    self._seq.pop(_model(event).run_id, None)
-                self._unpublished = []
-                failure = self._write_failure(failed)
-                if failure is not None and failure is not failed:
-                    raise failure from failed
-                raise
-            published, self._unpublished = self._unpublished, []
-        finally:
-            self._lock.release()
-        if published and self.bus.subscribed():
-            self.bus.publish([_model(event) for event in published])
-
-    def _storing(self, step: Callable[[], None]) -> None:
-        """Run a transaction step; a storage failure becomes :meth:`_write_failure`'s error."""
-        try:
-            step()
-        except Exception as error:
-            failure = self._write_failure(error)
-            if failure is None:
-                raise
-            raise failure from error
+        return self._outer
 
     def _write_failure(self, error: BaseException) -> Exception | None:
         """The typed error a storage failure is reported as (None: not a storage failure)."""
@@ -407,7 +412,13 @@ class BaseRunStore(ABC):
         run_id = fields["run_id"]
         if self._leases:
             self._fence(run_id)
-        fields["seq"], fields["ts"], fields["mono"] = self._stamps(run_id)
+        seq = self._seq.get(run_id)
+        if seq is None:  # the run's first event in this store: read where it stands
+            fields["seq"], fields["ts"], fields["mono"] = self._stamps(run_id)
+        else:  # _stamps' own steps, written out (three events a step)
+            fields["seq"] = self._seq[run_id] = seq + 1
+            fields["ts"] = self._clock()
+            fields["mono"] = self._monotonic() - self._mono_base[run_id]
         event = Deferred(kind, fields)
         self._write_new(event)
         self._unpublished.append(event)
@@ -467,6 +478,15 @@ class BaseRunStore(ABC):
             self._write_step(run_id, result)
         else:
             self._write(run_id, self._write_step, run_id, result)
+
+    def save_row(self, run_id: str, row: OwnRow) -> None:
+        """:meth:`save_step` of ``row.model()`` (a row of the step runner's own values,
+        twice a step: :class:`~engine.store.records.OwnRow`), its model built only for a
+        store that writes models."""
+        if self._batch_depth and self._batch_owner == threading.get_ident() and not self._leases:
+            self._write_row(run_id, row)
+        else:
+            self._write(run_id, self._write_row, run_id, row)
 
     def save_alike(self, run_id: str, first: StepResult, step_ids: Iterable[str]) -> None:
         """:meth:`save_step` of ``first`` and, for each of ``step_ids``, of ``first`` with that

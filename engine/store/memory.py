@@ -15,10 +15,12 @@ from typing import Any
 
 from engine.context import JournalEntry
 from engine.events import RunEvent, event_from_json
+from engine.states import SETTLED
 from engine.store.base import BaseRunStore
 from engine.store.ownership import RunOwner, with_owner_status
 from engine.store.records import (
     InterruptRecord,
+    OwnRow,
     RunInputs,
     RunRecord,
     RunSummary,
@@ -114,6 +116,14 @@ class InMemoryRunStore(BaseRunStore):
         if result.status.settled:  # the iteration's history row: read from the same JSON
             self._history.setdefault((run_id, result.step_id), {})[result.iteration] = stored
 
+    def _write_row(self, run_id: str, row: OwnRow) -> None:
+        """:meth:`_write_step` of ``row.model()``, from the row's fields."""
+        fields = row.fields
+        step_id, stored = fields["step_id"], row.json()
+        self._steps.setdefault(run_id, {})[step_id] = stored
+        if fields["status"] in _SETTLED:
+            self._history.setdefault((run_id, step_id), {})[fields["iteration"]] = stored
+
     def _write_alike(self, run_id: str, first: StepResult, step_ids: Iterable[str]) -> None:
         """The rows' JSON made from ``first``'s, its step id (the first field) replaced: a
         new run's start writes one per step, and this is a tenth of building and encoding
@@ -127,7 +137,8 @@ class InMemoryRunStore(BaseRunStore):
         steps[first.step_id] = stored
         rest = stored[len(lead) :]
         for step_id in step_ids:
-            steps[step_id] = _STEP_ID_KEY + _json_string(step_id) + rest
+            # _json_string written out: once for each step of a new run
+            steps[step_id] = _STEP_ID_KEY + encode_basestring(step_id).encode() + rest
 
     def _write_journal(
         self, run_id: str, step_id: str, iteration: int, index: int, entry: JournalEntry
@@ -229,6 +240,9 @@ class InMemoryRunStore(BaseRunStore):
     def get_interrupt(self, interrupt_id: str) -> InterruptRecord | None:
         return self._interrupts.get(interrupt_id)
 
+
+_SETTLED = frozenset(status.value for status in SETTLED)
+"""The settled statuses as a row's fields hold them (:class:`OwnRow`)."""
 
 _STEP_ID_KEY = b'{"step_id":'
 """How a StepResult's JSON begins: its first field."""

@@ -8,11 +8,13 @@ from collections.abc import Callable, Iterable
 from typing import Any, Literal
 
 from pydantic import Field
+from pydantic_core import to_json
 
 from engine.context import InterruptAnswer, InterruptRequest
 from engine.spec import WorkflowDefinition
 from engine.states import RunStatus, StepStatus
 from engine.store.ownership import OwnerStatus, RunOwner
+from engine.trusted import trusted_whole
 from plumbing.frozen import Frozen
 
 
@@ -108,6 +110,32 @@ class StepResult(Frozen):
     runs: int = 0
     """How many times the step has been started (all iterations and retries)."""
     history: list[StepIteration] = Field(default_factory=list)
+
+
+class OwnRow:
+    """A step's result row of the values the step runner set itself (``StepRecord.own_row``:
+    RUNNING at the step's start, SUCCEEDED at its end, twice a step): every field of
+    :class:`StepResult` in declaration order, of its type, but the status as its text — what
+    the row's JSON holds. The in-memory store writes that JSON from the fields
+    (:meth:`json`), which costs half of building the model and encoding it (pydantic-core's
+    inference on the ``StepStatus`` enum is slow; on its text it is not); a store that writes
+    models builds it (:meth:`model`)."""
+
+    __slots__ = ("fields", "status")
+
+    def __init__(self, fields: dict[str, Any], status: StepStatus) -> None:
+        self.fields = fields
+        """The row's fields, ``status`` as ``status.value``."""
+        self.status = status
+
+    def model(self) -> StepResult:
+        """The row's :class:`StepResult` (``trusted_whole``: not validated again)."""
+        return trusted_whole(StepResult, {**self.fields, "status": self.status})
+
+    def json(self) -> bytes:
+        """``json_bytes(self.model())`` from the fields (infinities and NaN as ``null``, as
+        the model writes them)."""
+        return to_json(self.fields, inf_nan_mode="null")
 
 
 class InterruptRecord(Frozen):

@@ -11,6 +11,7 @@ from engine.recorder import RunRecorder
 from engine.run_state import RunState
 from engine.states import StepStatus
 from engine.store import InMemoryRunStore, StepIteration, StepResult
+from engine.trusted import json_bytes
 from tests.engine.kahn_helpers import step, workflow
 
 WF = workflow(step("a"), step("b", depends_on=["a"]), step("c", depends_on=["b"]), step("d"))
@@ -227,21 +228,26 @@ def test_expressions_read_each_steps_iteration_as_it_stands() -> None:
     assert read.evaluate(state.activation()) == 2
 
 
-def test_a_steps_own_result_is_the_validated_one() -> None:
-    """``own_result`` (the RUNNING and SUCCEEDED rows, built without validating again) holds
-    what ``result`` holds, field for field, routing marks sorted, and nothing it does not."""
+def test_a_steps_own_row_is_the_validated_one() -> None:
+    """``own_row`` (the RUNNING and SUCCEEDED rows, built without validating again) holds
+    what ``result`` holds, field for field, routing marks sorted, and nothing it does not; its
+    JSON from the fields is the validated model's, byte for byte."""
     state = RunState.fresh("r", WF, {})
     record = state.steps["b"]
-    assert record.own_result() == record.result()
-    record.iteration, record.runs, record.reason = 2, 3, "why"
+    assert record.own_row().model() == record.result()
+    assert record.own_row().json() == json_bytes(record.result())
+    record.iteration, record.runs, record.reason = 2, 3, 'why \u00e9\n"q"'
     record.routed_by, record.not_routed_by = frozenset({"z", "a"}), frozenset({"y", "b"})
-    record.settle(StepStatus.SUCCEEDED, outputs={"x": [1, "two"]})
-    own, validated = record.own_result(), record.result()
-    assert own == validated
-    assert own.model_dump() == validated.model_dump()
-    assert own.model_fields_set == validated.model_fields_set
-    assert own.model_dump_json() == validated.model_dump_json()
-    assert (own.routed_by, own.not_routed_by, own.history) == (["a", "z"], ["b", "y"], [])
+    for status in StepStatus:
+        record.settle(status, outputs={"x": [1, "two", 1.5e300, float("inf")], "é": None})
+        row, validated = record.own_row(), record.result()
+        own = row.model()
+        assert own == validated
+        assert type(own.status) is StepStatus and row.status is status
+        assert own.model_dump() == validated.model_dump()
+        assert own.model_fields_set == validated.model_fields_set
+        assert own.model_dump_json().encode() == row.json() == json_bytes(validated)
+        assert (own.routed_by, own.not_routed_by, own.history) == (["a", "z"], ["b", "y"], [])
 
 
 def test_a_new_runs_first_rows_are_every_step_pending() -> None:

@@ -20,6 +20,7 @@ from engine.store import (
     BaseRunStore,
     InterruptClosed,
     InterruptRecord,
+    OwnRow,
     RunStore,
     RunSummary,
     StepResult,
@@ -260,6 +261,45 @@ def test_rows_saved_alike_are_each_stored_as_if_saved_one_by_one(
     assert sorted(stored) == sorted([first.step_id, *ODD_IDS])
     assert stored == store.step_results(one_by_one)
     assert stored["☃ 🙂"].step_id == "☃ 🙂" and stored["☃ 🙂"].status == first.status
+
+
+@pytest.mark.parametrize("status", list(StepStatus))
+def test_a_row_saved_from_its_fields_is_stored_as_its_model(
+    store: BaseRunStore, status: StepStatus
+) -> None:
+    """``save_row`` (the step runner's own rows, written from their fields where the store
+    can) stores what ``save_step`` of the row's model stores: the latest row and, once
+    settled, its iteration's history row — in the same transaction and inside an open one."""
+    by_row = store.create_run(WF, {}, "kahn", "test")
+    by_model = store.create_run(WF, {}, "kahn", "test")
+    first = {
+        "step_id": "a",
+        "status": "SUCCEEDED",
+        "iteration": 0,
+        "outputs": {"v": 0},
+        "reason": "",
+        "routed_by": [],
+        "not_routed_by": [],
+        "runs": 1,
+        "history": [],
+    }
+    then = {
+        **first,
+        "status": status.value,
+        "iteration": 1,
+        "outputs": {"v": "é"},
+        "reason": "why",
+        "routed_by": ["r"],
+        "runs": 2,
+    }
+    store.save_row(by_row, OwnRow(first, StepStatus.SUCCEEDED))
+    with store.batch():
+        store.save_row(by_row, OwnRow(then, status))
+    store.save_step(by_model, OwnRow(first, StepStatus.SUCCEEDED).model())
+    store.save_step(by_model, OwnRow(then, status).model())
+    stored = store.step_results(by_row)
+    assert stored == store.step_results(by_model)
+    assert [h.iteration for h in stored["a"].history] == [0, 1][: 1 + status.settled]
 
 
 def test_step_results_keep_every_settled_iteration(store: BaseRunStore) -> None:

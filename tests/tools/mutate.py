@@ -74,6 +74,7 @@ ENGINE_SETTINGS: dict[str, Any] = {
         "engine/store/base.py",
         "engine/recorder.py",
         "engine/trusted.py",
+        "engine/store/records.py",
         "engine/store/sqlite.py",
         "engine/bus.py",
         "engine/event_lines.py",
