@@ -526,7 +526,7 @@ def test_after_a_claim_the_next_event_continues_the_runs_seq_and_time(
     assert third.mono >= second.mono
 
 
-@pytest.mark.parametrize("how", ["append", "append_new", "save_step"])
+@pytest.mark.parametrize("how", ["append", "append_new", "save_step", "save_row"])
 def test_a_write_from_another_thread_waits_for_the_open_batch(
     store: BaseRunStore, how: str
 ) -> None:
@@ -547,8 +547,11 @@ def test_a_write_from_another_thread_waits_for_the_open_batch(
             store.append(Log(run_id=run_id, message="other"))
         elif how == "append_new":
             store.append_new(Log, run_id=run_id, message="other")
-        else:
+        elif how == "save_step":
             store.save_step(run_id, StepResult(step_id="other", status=StepStatus.SUCCEEDED))
+        else:
+            row = StepResult(step_id="other", status=StepStatus.SUCCEEDED).model_dump(mode="json")
+            store.save_row(run_id, OwnRow(row, StepStatus.SUCCEEDED))
         written.set()
 
     holder = threading.Thread(target=hold)
@@ -561,7 +564,7 @@ def test_a_write_from_another_thread_waits_for_the_open_batch(
     holder.join(10)
     writer.join(10)
     messages = [e.message for e in store.events(run_id)]  # type: ignore[union-attr]
-    if how == "save_step":
+    if how in ("save_step", "save_row"):
         assert messages == ["first", "second"] and list(store.step_results(run_id)) == ["other"]
     else:
         assert messages == ["first", "second", "other"]
