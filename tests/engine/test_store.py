@@ -600,6 +600,33 @@ def test_the_sqlite_store_stamps_runs_and_events_with_the_clocks_it_is_given(
     assert [(event.ts, event.mono) for event in (first, second)] == [(1234.5, 0.0), (1234.5, 2.5)]
 
 
+def test_events_of_the_engines_own_values_are_stamped_where_the_stored_run_stands(
+    tmp_path: Path,
+) -> None:
+    """``append_new`` in a handle that has not seen the run yet (a resume in another process)
+    goes on from the run's last stored event, and its later events, stamped without reading
+    the store, keep counting seq and the run's seconds from the same start."""
+    path = tmp_path / "runs.sqlite"
+    with RunStore(path, clock=lambda: 10.0, monotonic=lambda: 50.0) as first:
+        run_id = first.create_run(WF, {}, "kahn", "test")
+        first.append(Log(run_id=run_id, message="one"))
+        first.append(Log(run_id=run_id, message="two"))
+    readings = iter([200.0, 201.5, 204.0, 207.0])
+    with RunStore(path, clock=lambda: 20.0, monotonic=lambda: next(readings)) as second:
+        second.append_new(Log, run_id=run_id, message="three")
+        with second.batch():
+            second.append_new(Log, run_id=run_id, message="four")
+            second.append_new(Log, run_id=run_id, message="five")
+        stamped = [(e.seq, e.ts, e.mono) for e in second.events(run_id)]
+    assert stamped == [
+        (1, 10.0, 0.0),
+        (2, 10.0, 0.0),
+        (3, 20.0, 1.5),
+        (4, 20.0, 4.0),
+        (5, 20.0, 7.0),
+    ]
+
+
 def test_a_file_that_is_not_a_run_store_is_refused_in_one_line_and_left_as_it_was(
     tmp_path: Path,
 ) -> None:
