@@ -10,11 +10,14 @@ import psycopg
 import pytest
 
 from engine.context import InterruptAnswer
+from engine.events import Log
 from engine.kahn import KahnEngine
 from engine.langgraph_engine import LangGraphEngine
 from engine.protocol import RunContext
+from engine.spec import StepSpec, WorkflowDefinition
 from engine.states import RunStatus, StepStatus
 from engine.store.postgres import PostgresRunStore
+from plumbing.postgres import DatabaseError
 from tests.engine.asking_steps import ASK_AFTER_A_CALL, CALLS
 from tests.engine.kahn_helpers import TEST_REGISTRY, step, workflow
 
@@ -73,3 +76,24 @@ def test_a_langgraph_run_reads_its_history_from_the_database(pg_database: str) -
         {"b": "SUCCEEDED"},
     ]
     assert not history[-1].checkpoint_id.startswith("seq:")  # LangGraph's own checkpoints
+
+
+WF = WorkflowDefinition(name="lost", steps=[StepSpec(id="a", uses="demo.echo")])
+
+
+def test_a_batch_whose_connection_is_lost_before_its_commit_is_one_line_and_keeps_nothing(
+    pg_database: str,
+) -> None:
+    """The server ends the batch's connection (an administrator, a restart) before it commits:
+    the batch fails as the store's one-line error, none of its writes is kept, and the next
+    write goes through on a new connection."""
+    with PostgresRunStore(pg_database) as store:
+        run_id = store.create_run(WF, {}, "kahn", "test")
+        with pytest.raises(DatabaseError) as lost, store.batch():
+            store.append(Log(run_id=run_id, message="lost"))
+            backend = store._connection().info.backend_pid
+            with psycopg.connect(pg_database, autocommit=True) as admin:
+                admin.execute("SELECT pg_terminate_backend(%s)", (backend,))
+        assert "\n" not in str(lost.value) and "cannot use the run store" in str(lost.value)
+        store.append(Log(run_id=run_id, message="after"))
+        assert [e.message for e in store.events(run_id)] == ["after"]  # type: ignore[union-attr]

@@ -526,7 +526,7 @@ def test_after_a_claim_the_next_event_continues_the_runs_seq_and_time(
     assert third.mono >= second.mono
 
 
-@pytest.mark.parametrize("how", ["append", "append_new", "save_step"])
+@pytest.mark.parametrize("how", ["append", "append_new", "save_step", "save_row"])
 def test_a_write_from_another_thread_waits_for_the_open_batch(
     store: BaseRunStore, how: str
 ) -> None:
@@ -547,8 +547,11 @@ def test_a_write_from_another_thread_waits_for_the_open_batch(
             store.append(Log(run_id=run_id, message="other"))
         elif how == "append_new":
             store.append_new(Log, run_id=run_id, message="other")
-        else:
+        elif how == "save_step":
             store.save_step(run_id, StepResult(step_id="other", status=StepStatus.SUCCEEDED))
+        else:
+            row = StepResult(step_id="other", status=StepStatus.SUCCEEDED).model_dump(mode="json")
+            store.save_row(run_id, OwnRow(row, StepStatus.SUCCEEDED))
         written.set()
 
     holder = threading.Thread(target=hold)
@@ -561,7 +564,7 @@ def test_a_write_from_another_thread_waits_for_the_open_batch(
     holder.join(10)
     writer.join(10)
     messages = [e.message for e in store.events(run_id)]  # type: ignore[union-attr]
-    if how == "save_step":
+    if how in ("save_step", "save_row"):
         assert messages == ["first", "second"] and list(store.step_results(run_id)) == ["other"]
     else:
         assert messages == ["first", "second", "other"]
@@ -595,6 +598,33 @@ def test_the_sqlite_store_stamps_runs_and_events_with_the_clocks_it_is_given(
         second = store.append(Log(run_id=run_id, message="second"))
         assert store.get_run(run_id).created_ts == 1234.5
     assert [(event.ts, event.mono) for event in (first, second)] == [(1234.5, 0.0), (1234.5, 2.5)]
+
+
+def test_events_of_the_engines_own_values_are_stamped_where_the_stored_run_stands(
+    tmp_path: Path,
+) -> None:
+    """``append_new`` in a handle that has not seen the run yet (a resume in another process)
+    goes on from the run's last stored event, and its later events, stamped without reading
+    the store, keep counting seq and the run's seconds from the same start."""
+    path = tmp_path / "runs.sqlite"
+    with RunStore(path, clock=lambda: 10.0, monotonic=lambda: 50.0) as first:
+        run_id = first.create_run(WF, {}, "kahn", "test")
+        first.append(Log(run_id=run_id, message="one"))
+        first.append(Log(run_id=run_id, message="two"))
+    readings = iter([200.0, 201.5, 204.0, 207.0])
+    with RunStore(path, clock=lambda: 20.0, monotonic=lambda: next(readings)) as second:
+        second.append_new(Log, run_id=run_id, message="three")
+        with second.batch():
+            second.append_new(Log, run_id=run_id, message="four")
+            second.append_new(Log, run_id=run_id, message="five")
+        stamped = [(e.seq, e.ts, e.mono) for e in second.events(run_id)]
+    assert stamped == [
+        (1, 10.0, 0.0),
+        (2, 10.0, 0.0),
+        (3, 20.0, 1.5),
+        (4, 20.0, 4.0),
+        (5, 20.0, 7.0),
+    ]
 
 
 def test_a_file_that_is_not_a_run_store_is_refused_in_one_line_and_left_as_it_was(

@@ -188,3 +188,22 @@ def test_a_disk_that_fills_up_mid_run_stops_it_in_one_line_and_resume_finishes_i
         assert raw.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
     with RunStore(tiny_disk / "runs.sqlite") as store:
         assert store.get_run(newest.run_id).status == RunStatus.COMPLETED
+
+
+def test_a_batch_that_cannot_begin_is_a_store_write_error_and_the_store_goes_on(
+    tmp_path: Path,
+) -> None:
+    """Another connection holds the file's write lock: a write that cannot open its transaction
+    is the one-line StoreWriteError (not SQLite's own exception), the store's writer lock is
+    released, and once the other commits the next write goes through."""
+    path = tmp_path / "runs.sqlite"
+    with RunStore(path) as holder, RunStore(path) as other:
+        run_id = holder.create_run(WF, {}, "kahn", "test")
+        other._db.execute("PRAGMA busy_timeout = 0")  # refused at once, not after waiting
+        with holder.batch():
+            holder.append(Log(run_id=run_id, message="held"))
+            with pytest.raises(StoreWriteError) as refused:
+                other.append(Log(run_id=run_id, message="refused"))
+        assert str(refused.value).startswith(f"{path}: cannot write the run store (database is")
+        other.append(Log(run_id=run_id, message="after"))
+        assert [e.message for e in other.events(run_id)] == ["held", "after"]  # type: ignore[union-attr]

@@ -13,7 +13,7 @@ from engine.context import InterruptRequest, JournalEntry
 from engine.events import Log
 from engine.spec import StepSpec, WorkflowDefinition
 from engine.states import RunStatus, StepStatus
-from engine.store import InterruptRecord, LeaseLost, StepResult, UnknownRun
+from engine.store import InterruptRecord, LeaseLost, OwnRow, StepResult, UnknownRun
 from tests.stores import DURABLE, OpenStore
 
 WF = WorkflowDefinition(name="lease_test", steps=[StepSpec(id="a", uses="demo.echo")])
@@ -50,6 +50,9 @@ def test_a_write_with_a_stale_epoch_raises_and_commits_nothing(open_store: OpenS
     )
     with pytest.raises(LeaseLost), old.batch():  # a step's row first in its transaction
         old.save_step(run_id, StepResult(step_id="a", status=StepStatus.RUNNING))
+    running = StepResult(step_id="a", status=StepStatus.RUNNING).model_dump(mode="json")
+    with pytest.raises(LeaseLost), old.batch():  # the step runner's own row, from its fields
+        old.save_row(run_id, OwnRow(running, StepStatus.RUNNING))
     for write in (
         lambda: old.append(Log(run_id=run_id, message="lost too")),
         lambda: old.append_new(Log, run_id=run_id, message="lost as well"),
@@ -59,6 +62,7 @@ def test_a_write_with_a_stale_epoch_raises_and_commits_nothing(open_store: OpenS
             )
         ),
         lambda: old.save_step(run_id, StepResult(step_id="a", status=StepStatus.FAILED)),
+        lambda: old.save_row(run_id, OwnRow(running, StepStatus.RUNNING)),
         lambda: old.save_alike(run_id, StepResult(step_id="a", status=StepStatus.PENDING), ["b"]),
         lambda: old.journal_put(run_id, "a", 0, 0, JournalEntry(kind="llm", payload="x")),
         lambda: old.save_engine_state(run_id, {"step_runs": 9}),
