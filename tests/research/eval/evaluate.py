@@ -42,7 +42,11 @@ the same way on 2026-11-28, heldout10 counted among the earlier splits; it too r
 ``final=True``. heldout11 was then scored, so a twelfth split, *heldout12* (``peps_heldout12.yaml``,
 ``default_heldout12.yaml``), was written the same way on 2026-11-28, heldout11 counted among the
 earlier splits; as no unnamed documents of substance were left, its questions are mostly category
-B. It too runs only with ``final=True``.
+B. It too runs only with ``final=True``. heldout12 was then scored, and every document had been
+used, so a thirteenth split, *heldout13* (``peps_heldout13.yaml``, ``default_heldout13.yaml``),
+was written on 2026-11-29 by someone who never read an earlier split's questions, lifting the rule
+that forbade an earlier gold: a question whose gold an earlier split named as gold is category C
+(:data:`REPEATS_EARLIER_GOLD`), asked in new words. It too runs only with ``final=True``.
 
 Each question runs offline with the built-in model, in its own words and in each of its five
 paraphrases (the documents' own words, a user's words, a typo, a long preamble, a different
@@ -111,6 +115,7 @@ Split = Literal[
     "heldout10",
     "heldout11",
     "heldout12",
+    "heldout13",
 ]
 SPLITS: tuple[Split, ...] = get_args(Split)
 FINAL_ONLY: frozenset[Split] = frozenset(
@@ -126,9 +131,13 @@ FINAL_ONLY: frozenset[Split] = frozenset(
         "heldout10",
         "heldout11",
         "heldout12",
+        "heldout13",
     }
 )
 """Splits that run only when the caller says the work is finished (``final=True``)."""
+REPEATS_EARLIER_GOLD: frozenset[Split] = frozenset({"heldout13"})
+"""Fresh splits whose gold may be an earlier split's gold: each such question is marked
+``# category C`` in its file (every other fresh split asks only about new gold)."""
 CORPORA = ("peps", "default")
 SETS: dict[Split, dict[str, Path]] = {
     "tuning": {"peps": HERE / "peps.yaml", "default": HERE / "default.yaml"},
@@ -152,6 +161,10 @@ SETS: dict[Split, dict[str, Path]] = {
     "heldout12": {
         "peps": HERE / "peps_heldout12.yaml",
         "default": HERE / "default_heldout12.yaml",
+    },
+    "heldout13": {
+        "peps": HERE / "peps_heldout13.yaml",
+        "default": HERE / "default_heldout13.yaml",
     },
 }
 STYLES = ("own_words", "user_words", "typo", "preamble", "question_word")
