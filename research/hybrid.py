@@ -183,10 +183,14 @@ def all_heads(db: sqlite3.Connection, index: VectorIndex, numbers: list[int]) ->
 
 
 def head_ranking(
-    db: sqlite3.Connection, index: VectorIndex, query: str, filters: SearchFilters
+    db: sqlite3.Connection,
+    index: VectorIndex,
+    query: str,
+    vector: Vectors,
+    filters: SearchFilters,
 ) -> list[tuple[int, str]]:
     """(row id, source id) of the :data:`HEAD_DEPTH` documents whose heads are nearest the
-    query, each by its passage nearest the query (WordLlama), best head first."""
+    query, each by its passage nearest the query's word vector ``vector``, best head first."""
     numbers = [int(n) for n in np.flatnonzero(index.document_mask(filters.documents()))]
     if not numbers:
         return []
@@ -196,7 +200,6 @@ def head_ranking(
         return []
     similarity = np.stack([heads[index.documents[n][0]] for n in numbers]) @ sentence_vector(query)
     order = sorted(range(len(numbers)), key=lambda i: (-similarity[i], numbers[i]))
-    vector = embedder().embed_one(query)
     excluded = frozenset(filters.exclude_passages)
     ranking: list[tuple[int, str]] = []
     for i in order:
@@ -226,7 +229,7 @@ def candidates(
         )
         if similarity >= SEMANTIC_FLOOR
     ]
-    headed = head_ranking(db, index, query, filters)
+    headed = head_ranking(db, index, query, vector, filters)
     fused = fuse([r for r, _, _ in found], [r for r, _ in near], [r for r, _ in headed])
     return match, found, fused, [s for _, s in headed]
 
