@@ -9,14 +9,27 @@ of their stored vectors to the query's (research.embeddings), only those at
 query. Both rankings obey the same filters, and reciprocal rank fusion (Cormack et al. 2009,
 ``k`` = :data:`RRF_K`) merges them, so a passage either half ranks high comes first and neither
 half's raw scores need to be comparable.
+
+A third ranking joins them: the documents whose *head* (title and opening,
+research/document_heads.py) the contextual sentence encoder finds nearest the query, each by its
+passage nearest the query — the :data:`HEAD_DEPTH` best at :data:`HEAD_SEARCH_FLOOR` or above.
+Both halves rank passages by the words they share with the query (WordLlama's vectors are means
+of static word vectors); a question in a user's own words ("a base class pdb itself is built on")
+shares few words with the module that answers it, while the encoder reads what its opening says
+the module is for. Every document's head is computed once and kept in the corpus file, so after
+the first search of a corpus this ranking costs one sentence encoding and one matrix product.
 """
 
 from __future__ import annotations
 
 import re
 import sqlite3
+import weakref
 from dataclasses import dataclass, field, replace
+from functools import lru_cache
 from typing import Any
+
+import numpy as np
 
 from research.document_heads import head_vectors
 from research.embeddings import Vectors, embedder
@@ -43,6 +56,11 @@ DEPTH = 200
 """Candidates each half contributes to the fusion."""
 SEMANTIC_FLOOR = 0.30
 """Cosine similarity under which the semantic half does not offer a passage at all."""
+HEAD_DEPTH = 10
+"""Documents the head ranking contributes to the fusion."""
+HEAD_SEARCH_FLOOR = 0.3
+"""Head similarity under which the head ranking does not offer a document (research.relevance
+reads a head under 0.3 as not about the question)."""
 
 _PHRASE = re.compile(r'"([^"]+)"')
 _JOINS = (
@@ -144,14 +162,64 @@ def fuse(*rankings: list[int]) -> dict[int, float]:
     return fused
 
 
+@lru_cache(maxsize=256)
+def sentence_vector(text: str) -> Vectors:
+    """The sentence encoder's vector of ``text``, remembered: a run searches the same question
+    and sub-questions many times. (Never modified by its callers.)"""
+    return sentence_encoder().encode_one(text)
+
+
+_HEADS: weakref.WeakKeyDictionary[VectorIndex, dict[str, Vectors]] = weakref.WeakKeyDictionary()
+"""Head vectors read for a loaded index (it is loaded anew when the corpus file changes)."""
+
+
+def all_heads(db: sqlite3.Connection, index: VectorIndex, numbers: list[int]) -> dict[str, Vectors]:
+    """{source id: head vector} of the given documents (computed and cached the first time)."""
+    known = _HEADS.setdefault(index, {})
+    missing = [index.documents[n][0] for n in numbers if index.documents[n][0] not in known]
+    if missing:
+        known.update(head_vectors(db, missing))
+    return known
+
+
+def head_ranking(
+    db: sqlite3.Connection,
+    index: VectorIndex,
+    query: str,
+    vector: Vectors,
+    filters: SearchFilters,
+) -> list[tuple[int, str]]:
+    """(row id, source id) of the :data:`HEAD_DEPTH` documents whose heads are nearest the
+    query, each by its passage nearest the query's word vector ``vector``, best head first."""
+    numbers = [int(n) for n in np.flatnonzero(index.document_mask(filters.documents()))]
+    if not numbers:
+        return []
+    heads = all_heads(db, index, numbers)
+    numbers = [n for n in numbers if index.documents[n][0] in heads]
+    if not numbers:
+        return []
+    similarity = np.stack([heads[index.documents[n][0]] for n in numbers]) @ sentence_vector(query)
+    order = sorted(range(len(numbers)), key=lambda i: (-similarity[i], numbers[i]))
+    excluded = frozenset(filters.exclude_passages)
+    ranking: list[tuple[int, str]] = []
+    for i in order:
+        if similarity[i] < HEAD_SEARCH_FLOOR or len(ranking) >= HEAD_DEPTH:
+            break
+        nearest = index.nearest_of(vector, numbers[i], excluded)
+        if nearest is not None:
+            ranking.append((nearest[0], index.documents[numbers[i]][0]))
+    return ranking
+
+
 def candidates(
     db: sqlite3.Connection,
     index: VectorIndex,
     query: str,
     vector: Vectors,
     filters: SearchFilters,
-) -> tuple[str, list[tuple[int, str, float]], dict[int, float]]:
-    """The FTS query, the lexical matches and the fused scores of both halves' candidates."""
+) -> tuple[str, list[tuple[int, str, float]], dict[int, float], list[str]]:
+    """The FTS query, the lexical matches, the fused scores of the three rankings' candidates,
+    and the documents the head ranking offered."""
     match = fts_query(query)
     found = lexical(db, match, filters, DEPTH)
     near = [
@@ -161,7 +229,9 @@ def candidates(
         )
         if similarity >= SEMANTIC_FLOOR
     ]
-    return match, found, fuse([r for r, _, _ in found], [r for r, _ in near])
+    headed = head_ranking(db, index, query, vector, filters)
+    fused = fuse([r for r, _, _ in found], [r for r, _ in near], [r for r, _ in headed])
+    return match, found, fused, [s for _, s in headed]
 
 
 def question_relevance(
@@ -185,7 +255,7 @@ def question_evidence(
     """The evidence (research.relevance) of each document a search for ``question`` finds."""
     question = asked(question)
     vector = embedder().embed_one(question)
-    _, _, fused = candidates(db, index, question, vector, filters)
+    _, _, fused, headed = candidates(db, index, question, vector, filters)
     scope = [
         n
         for n, (_, collection, _, _) in enumerate(index.documents)
@@ -201,10 +271,10 @@ def question_evidence(
         ]
     }
     found = document_evidence(index, question, vector, fused, scope, holders)
-    heads = head_vectors(db, head_candidates(found))
+    heads = head_vectors(db, list(dict.fromkeys([*head_candidates(found), *headed])))
     if not heads:
         return found
-    asking = sentence_encoder().encode_one(question)
+    asking = sentence_vector(question)
     passages = best_passage_vectors(db, index, fused)
     return [
         replace(
@@ -298,7 +368,7 @@ def search(
     ``lexical`` (its bm25 score, 0 when the lexical half did not find it).
     """
     vector = embedder().embed_one(query)
-    match, found, fused = candidates(db, index, query, vector, filters)
+    match, found, fused, _ = candidates(db, index, query, vector, filters)
     if not fused:
         return []
     bm25 = {r: b for r, _, b in found}

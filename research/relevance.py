@@ -114,9 +114,9 @@ PASSAGE_MARGIN = 0.03
 """A document whose best passage is within this of the best candidate's passage similarity is
 about the question, unless its head is more than :data:`HEAD_GAP` below the best head."""
 HEAD_CANDIDATES = 30
-"""Documents whose heads are compared with the question: the best by the other four pieces. A
-head costs 30 ms of CPU the first time (then it is cached); the candidates of a question number
-up to 200, and on the tuning split the 30 best select what all of them select."""
+"""Documents whose heads are compared with the question: the best by the other four pieces (and
+those the search's head ranking offered, research.hybrid). The candidates of a question number up
+to 200, and on the tuning split the 30 best select what all of them select."""
 
 
 PHRASE_GLUE = frozenset(

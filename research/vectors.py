@@ -55,8 +55,10 @@ class VectorIndex:
         """(source id, collection, published, updated) per document, in row_source's numbering."""
         self.titles = titles
         self.number_of = {d[0]: number for number, d in enumerate(documents)}
+        self.passage_ids = passage_ids
         self.row_of = {pid: row for row, pid in enumerate(passage_ids)}
         self.row_of_rowid = {int(r): row for row, r in enumerate(rowids)}
+        self._rows_of: list[npt.NDArray[np.int64]] | None = None
 
     @classmethod
     def load(cls, db: sqlite3.Connection) -> VectorIndex:
@@ -95,7 +97,8 @@ class VectorIndex:
     def __len__(self) -> int:
         return len(self.rowids)
 
-    def _document_mask(self, where: DocumentFilter) -> Mask:
+    def document_mask(self, where: DocumentFilter) -> Mask:
+        """Which documents (in :attr:`documents`' numbering) ``where`` lets a search return."""
         keep = np.ones(len(self.documents), dtype=bool)
         for number, (source_id, collection, published, updated) in enumerate(self.documents):
             if where.collections is not None and collection not in where.collections:
@@ -121,7 +124,7 @@ class VectorIndex:
         """(row id, cosine similarity) of the ``depth`` passages nearest ``query``, best first."""
         if not len(self):
             return []
-        mask = self._document_mask(where)[self.row_source]
+        mask = self.document_mask(where)[self.row_source]
         for passage_id in exclude_passages:
             row = self.row_of.get(passage_id)
             if row is not None:
@@ -134,6 +137,26 @@ class VectorIndex:
         best = np.argpartition(-scores, take - 1)[:take]
         ordered = best[np.lexsort((self.rowids[rows[best]], -scores[best]))]
         return [(int(self.rowids[rows[i]]), float(scores[i])) for i in ordered]
+
+    def nearest_of(
+        self, query: Vectors, number: int, exclude_passages: frozenset[str]
+    ) -> tuple[int, float] | None:
+        """(row id, cosine similarity) of document ``number``'s passage nearest ``query``, or None
+        when it has none left after ``exclude_passages``."""
+        if self._rows_of is None:
+            order = np.argsort(self.row_source, kind="stable")
+            bounds = np.searchsorted(self.row_source[order], np.arange(len(self.documents) + 1))
+            self._rows_of = [order[a:b] for a, b in zip(bounds[:-1], bounds[1:])]
+        rows = [
+            int(r)
+            for r in self._rows_of[number]
+            if not exclude_passages or self.passage_ids[r] not in exclude_passages
+        ]
+        if not rows:
+            return None
+        scores = self.matrix[rows] @ query
+        best = int(np.argmax(scores))
+        return int(self.rowids[rows[best]]), float(scores[best])
 
     def similarities(self, query: Vectors, rowids: Iterable[int]) -> dict[int, float]:
         """Cosine similarity of ``query`` to each passage (those without a vector left out)."""
