@@ -58,9 +58,11 @@ SEMANTIC_FLOOR = 0.30
 """Cosine similarity under which the semantic half does not offer a passage at all."""
 HEAD_DEPTH = 10
 """Documents the head ranking contributes to the fusion."""
-HEAD_SEARCH_FLOOR = 0.3
-"""Head similarity under which the head ranking does not offer a document (research.relevance
-reads a head under 0.3 as not about the question)."""
+HEAD_SEARCH_FLOOR = 0.4
+"""Head similarity under which the head ranking does not offer a document. The ranking looks at
+every document of the corpus, so its best head is a maximum over hundreds: relevance's floor for a
+question's heads (0.3, research.relevance) is reached by chance there — "what is a PEP", asked of
+the Python documentation, finds modules that hold none of its words at 0.31–0.33."""
 
 _PHRASE = re.compile(r'"([^"]+)"')
 _JOINS = (

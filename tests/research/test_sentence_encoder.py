@@ -18,6 +18,7 @@ import pytest
 
 from research.corpus import Corpus
 from research.document_heads import HEAD_CHARACTERS, head_texts, head_vectors
+from research.hybrid import sentence_vector
 from research.relevance import RELEVANCE_FLOOR
 from research.sentence_encoder import (
     DIMENSIONS,
@@ -160,6 +161,7 @@ def test_document_heads_are_cached_until_the_document_changes(
         head_vectors(corpus._db, everything)
         assert sum(len(c) for c in calls) == len(DOCUMENTS)  # never a head of other content
         calls.clear()
+        sentence_vector.cache_clear()  # a question encoded by an earlier test is remembered
         corpus.relevance("How do I make bread at home?")  # relevance reads the cache
         heads = {text for _, text in head_texts(corpus._db, everything).values()}
         # the question, then the best passages (picked by the question, so never cached): no head
