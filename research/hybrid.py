@@ -273,7 +273,9 @@ def question_evidence(
         ]
     }
     found = document_evidence(index, question, vector, fused, scope, holders)
-    heads = head_vectors(db, list(dict.fromkeys([*head_candidates(found), *headed])))
+    wanted = list(dict.fromkeys([*head_candidates(found), *headed]))
+    known = all_heads(db, index, [index.number_of[s] for s in wanted])  # read once per index
+    heads = {s: known[s] for s in wanted if s in known}
     if not heads:
         return found
     asking = sentence_vector(question)
