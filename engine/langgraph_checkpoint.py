@@ -51,13 +51,11 @@ async def open_checkpointer(path: Path) -> AsyncIterator[AsyncSqliteSaver]:
         await conn.close()
 
 
-def _saver_connection() -> dict[str, Any]:
+def _saver_connection(database: Database) -> dict[str, Any]:
     """What LangGraph's Postgres savers need of a connection, with ours."""
     from psycopg.rows import dict_row
 
-    from plumbing.postgres import CONNECTION_KWARGS
-
-    return CONNECTION_KWARGS | {"autocommit": True, "row_factory": dict_row}
+    return database.connection_kwargs | {"autocommit": True, "row_factory": dict_row}
 
 
 @asynccontextmanager
@@ -73,7 +71,7 @@ async def open_postgres_checkpointer(
         database.conninfo,
         min_size=1,
         max_size=4,
-        kwargs=_saver_connection(),
+        kwargs=_saver_connection(database),
         check=AsyncConnectionPool.check_connection,
         name="checkpoints",
         open=False,
@@ -97,7 +95,7 @@ def setup_postgres_checkpoints(database: Database) -> None:
     from psycopg import Connection, Error
 
     try:
-        with Connection.connect(database.conninfo, **_saver_connection()) as conn:
+        with Connection.connect(database.conninfo, **_saver_connection(database)) as conn:
             PostgresSaver(conn).setup()
     except Error as error:
         raise database.error("checkpoints", error) from None

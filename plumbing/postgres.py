@@ -11,7 +11,10 @@ a pooled connection to a restarted server or through a transaction pooler is nev
 a statement it does not have), checked before a pool hands them out, and their sessions end
 a transaction left idle for :data:`IDLE_IN_TRANSACTION_S` seconds: the stores keep no
 transaction open across an ``await``, so an idle one belongs to a frozen process, whose locks
-would otherwise hold up everybody else.
+would otherwise hold up everybody else. That setting travels in the connection's startup
+``options`` (:attr:`Database.connection_kwargs`), so every connection has it from its first
+statement — the run store's, LangGraph's checkpointer's, the worker queue's, the event feed's —
+and none depends on a pool remembering to set it.
 """
 
 from __future__ import annotations
@@ -27,8 +30,9 @@ if (
 
 SCHEMES = ("postgresql://", "postgres://")
 IDLE_IN_TRANSACTION_S = 30
-CONNECTION_KWARGS: dict[str, Any] = {"prepare_threshold": None}
-"""Keyword arguments of every connection the stores open (psycopg's ``connect``)."""
+SESSION_OPTIONS = f"-c idle_in_transaction_session_timeout={IDLE_IN_TRANSACTION_S}s"
+"""Server settings every session starts with (libpq's ``options``); an address's own
+``options`` come after them, so a setting the address names wins."""
 
 
 def is_database_address(text: str) -> bool:
@@ -57,6 +61,7 @@ class Database:
             ) from None
         self._conninfo = conninfo
         self._password = str(params.get("password") or "")
+        self._options = " ".join(filter(None, (SESSION_OPTIONS, str(params.get("options") or ""))))
         self.display = _display(params)
 
     @property
@@ -82,11 +87,17 @@ class Database:
             f"{self.display}: cannot use the {what} ({reason}) — {_remedy(reason)}"
         )
 
+    @property
+    def connection_kwargs(self) -> dict[str, Any]:
+        """Keyword arguments of every connection the stores open (psycopg's ``connect``, a
+        pool's ``kwargs``)."""
+        return {"prepare_threshold": None, "options": self._options}
+
     def connect(self, **kwargs: Any) -> psycopg.Connection[Any]:
         """One connection, made as the pools make theirs."""
         from psycopg import connect
 
-        return connect(self._conninfo, **(CONNECTION_KWARGS | kwargs))
+        return connect(self._conninfo, **(self.connection_kwargs | kwargs))
 
     def __repr__(self) -> str:
         return f"Database({self.display!r})"
@@ -108,8 +119,7 @@ def open_pool(
         database.conninfo,
         min_size=1,
         max_size=max_size,
-        kwargs=CONNECTION_KWARGS,
-        configure=_configure,
+        kwargs=database.connection_kwargs,
         check=ConnectionPool.check_connection,
         timeout=timeout_s,
         name=what,
@@ -117,11 +127,6 @@ def open_pool(
     )
     pool.open(wait=True, timeout=timeout_s)
     return pool
-
-
-def _configure(conn: psycopg.Connection[Any]) -> None:
-    conn.execute(f"SET idle_in_transaction_session_timeout = '{IDLE_IN_TRANSACTION_S}s'")
-    conn.commit()
 
 
 def _display(params: dict[str, Any]) -> str:

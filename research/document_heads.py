@@ -22,7 +22,8 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from research.sentence_encoder import DIMENSIONS, Vectors, sentence_encoder
+from research import sentence_memo
+from research.sentence_encoder import DIMENSIONS, Vectors
 
 HEAD_CHARACTERS = 1200
 """Characters of title and opening text a head holds: past 128 tokens of English prose, which
@@ -87,7 +88,7 @@ def head_vectors(db: sqlite3.Connection, source_ids: Sequence[str]) -> dict[str,
     texts = head_texts(db, [s for s in wanted if s not in vectors])
     if texts:
         missing = list(texts)
-        computed = sentence_encoder().encode([texts[s][1] for s in missing])
+        computed = sentence_memo.encode([texts[s][1] for s in missing])
         vectors.update(zip(missing, computed))
         _store(db, [(s, texts[s][0], computed[n].tobytes()) for n, s in enumerate(missing)])
     return vectors

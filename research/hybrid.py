@@ -31,6 +31,7 @@ from typing import Any
 
 import numpy as np
 
+from research import sentence_memo
 from research.document_heads import head_vectors
 from research.embeddings import Vectors, embedder
 from research.relevance import (
@@ -45,7 +46,6 @@ from research.relevance import (
     relevance,
     symbol_runs,
 )
-from research.sentence_encoder import sentence_encoder
 from research.text import key_phrases, words
 from research.vectors import DocumentFilter, VectorIndex
 
@@ -168,7 +168,8 @@ def fuse(*rankings: list[int]) -> dict[int, float]:
 def sentence_vector(text: str) -> Vectors:
     """The sentence encoder's vector of ``text``, remembered: a run searches the same question
     and sub-questions many times. (Never modified by its callers.)"""
-    return sentence_encoder().encode_one(text)
+    vector: Vectors = sentence_memo.encode([text])[0]
+    return vector
 
 
 _HEADS: weakref.WeakKeyDictionary[VectorIndex, dict[str, Vectors]] = weakref.WeakKeyDictionary()
@@ -320,7 +321,7 @@ def best_passage_vectors(
         )
     )
     sources = [s for s, r in best.items() if r in texts]
-    vectors = sentence_encoder().encode([texts[best[s]] for s in sources])
+    vectors = sentence_memo.encode([texts[best[s]] for s in sources])
     return dict(zip(sources, vectors))
 
 

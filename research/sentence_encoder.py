@@ -59,6 +59,10 @@ LAYERS = 6
 MAX_TOKENS = 128
 """Tokens of a text that count (with [CLS] and [SEP]); the rest is cut. The model was trained
 on texts of this length."""
+ENCODER_ID = f"all-MiniLM-L6-v2 {WEIGHTS_SHA256[:16]} tokens={MAX_TOKENS} gelu=tanh"
+"""What makes a vector this encoder's: the weights, the tokens kept, the forward pass. Vectors
+remembered under another identity are never used (research/sentence_memo.py): change it when
+the computation changes."""
 BATCH = 16
 """Texts encoded together: the attention scores of a batch are BATCH × 12 × 128² floats (12 MiB)."""
 LAYER_NORM_EPS = 1e-12

@@ -37,12 +37,17 @@ PROXY_ENV = {"HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "NO_PROXY"}
 def _hermetic_environment(
     monkeypatch: pytest.MonkeyPatch, tmp_path_factory: pytest.TempPathFactory
 ) -> None:
-    """No test reads the developer's config file or reaches a real provider.
+    """No test reads the developer's config file or cache, or reaches a real provider.
 
-    ``WORKBENCH_CONFIG`` points at a file that does not exist (the defaults), and
+    ``WORKBENCH_CONFIG`` points at a file that does not exist (the defaults), the user cache
+    dir is one of this test session's (shared by its xdist workers: the sentence encoder's
+    vectors are computed once a session, not once a test — research/sentence_memo.py), and
     provider keys and proxy settings are removed — subprocesses inherit the cleaned environment.
     """
-    monkeypatch.setenv("WORKBENCH_CONFIG", str(tmp_path_factory.getbasetemp() / "no-config.yaml"))
+    base = tmp_path_factory.getbasetemp()
+    monkeypatch.setenv("WORKBENCH_CONFIG", str(base / "no-config.yaml"))
+    session = base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base
+    monkeypatch.setenv("XDG_CACHE_HOME", str(session / "user-cache"))
     for name in list(os.environ):
         if (
             name.startswith(PROVIDER_ENV_PREFIXES)

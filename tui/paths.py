@@ -11,10 +11,8 @@ from pathlib import Path
 
 from platformdirs import user_config_dir, user_data_dir
 
+from plumbing.app_dirs import APP_NAME
 from tui.root_options import CONFIG_ENV
-
-APP_NAME = "research-workbench"
-"""The name of the workbench's folders in the platform's user data and config dirs."""
 
 
 def default_root() -> Path:

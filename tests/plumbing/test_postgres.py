@@ -122,3 +122,68 @@ def test_stores_replace_pooled_connections_the_server_dropped(pg_database: str) 
         stats.write([CallRecord("p", True, 0.1, None, 1, 1, 2.0)], [])
         assert stats.load()["p"].totals.requests == 2
         stats.close()
+
+
+def _idle_timeout_of_every_connection(address: str) -> set[str]:
+    """``idle_in_transaction_session_timeout`` as each kind of connection the workbench opens
+    on ``address`` sees it: a store's pool, one connection, LangGraph's checkpointer, the
+    worker queue."""
+    import asyncio
+
+    from engine.langgraph_checkpoint import open_postgres_checkpointer
+    from tui.worker.job_manager import worker_app
+
+    database = Database(address)
+    show = "SHOW idle_in_transaction_session_timeout"
+    seen: set[str] = set()
+    pool = open_pool(database, "run store")
+    with pool.connection() as conn:
+        seen.add(str(conn.execute(show).fetchone()[0]))  # type: ignore[index]
+    pool.close()
+    with database.connect() as conn:
+        seen.add(str(conn.execute(show).fetchone()[0]))  # type: ignore[index]
+
+    async def asynchronous() -> None:
+        async with open_postgres_checkpointer(database, lambda _run: None) as saver:
+            async with saver.conn.connection() as conn:  # type: ignore[union-attr]
+                row = await (await conn.execute(show)).fetchone()
+                seen.add(str(row["idle_in_transaction_session_timeout"]))
+        app = worker_app(database, pool_size=1)
+        async with app.open_async():
+            row = await app.connector.execute_query_one_async(show)
+            seen.add(str(row["idle_in_transaction_session_timeout"]))
+
+    asyncio.run(asynchronous())
+    return seen
+
+
+def test_every_connection_ends_a_transaction_left_idle(pg_database: str) -> None:
+    """A process frozen inside a transaction (SIGSTOP, a debugger) holds its locks until its
+    session ends: a takeover once waited for ever on the lease row a frozen worker's LangGraph
+    checkpoint write had locked, on a pool that never set the timeout. Every connection
+    carries it from its first statement, and an address's own setting wins."""
+    assert _idle_timeout_of_every_connection(pg_database) == {"30s"}
+    own = pg_database + "&options=-c%20idle_in_transaction_session_timeout%3D7s"
+    assert _idle_timeout_of_every_connection(own) == {"7s"}
+
+
+def test_a_transaction_left_idle_is_ended_and_its_lock_freed(pg_database: str) -> None:
+    """The frozen holder, by hand: a transaction holding a row lock and left idle is ended by
+    the server (a one-second timeout named in the address), and a writer waiting on the row
+    goes on."""
+    from engine.spec import StepSpec, WorkflowDefinition
+    from engine.store.postgres import LEASE_EPOCH_SQL
+
+    database = Database(pg_database + "&options=-c%20idle_in_transaction_session_timeout%3D1s")
+    with PostgresRunStore(pg_database) as store:
+        wf = WorkflowDefinition(name="idle", steps=[StepSpec(id="a", uses="demo.echo")])
+        run_id = store.create_run(wf, {}, "kahn", "test")
+        store.claim(run_id)
+    frozen = database.connect()
+    frozen.execute(LEASE_EPOCH_SQL, (run_id,))  # FOR SHARE, then nothing: a frozen process
+    with psycopg.connect(pg_database, autocommit=True) as taker:
+        taker.execute("SET lock_timeout = '60s'")  # far past the idle timeout: only a hang fails
+        taker.execute("UPDATE run_leases SET epoch = epoch + 1 WHERE run_id = %s", (run_id,))
+    with pytest.raises(psycopg.errors.IdleInTransactionSessionTimeout):
+        frozen.execute("SELECT 1")
+    frozen.close()

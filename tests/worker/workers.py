@@ -84,10 +84,16 @@ class WorkerProcess:
 
 @contextmanager
 def workers(address: str, folder: Path, count: int, *options: str) -> Iterator[list[WorkerProcess]]:
-    """``count`` workers (more may be added to the list), all stopped after the block."""
+    """``count`` workers (more may be added to the list), all stopped after the block; when
+    the block fails, each worker's log is printed (pytest shows it beside the failure)."""
     started = [WorkerProcess(address, folder, f"w{i}", *options) for i in range(count)]
     try:
         yield started
+    except BaseException:
+        for worker in started:
+            worker.stop()
+            print(f"--- {worker.name}'s log ---\n{worker.log()}")
+        raise
     finally:
         for worker in started:
             worker.stop()

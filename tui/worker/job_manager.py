@@ -19,7 +19,7 @@ from typing import Any
 import procrastinate
 from procrastinate import jobs, manager
 
-from plumbing.postgres import CONNECTION_KWARGS, Database
+from plumbing.postgres import Database
 
 log = logging.getLogger("workbench.worker")
 
@@ -56,7 +56,7 @@ def worker_app(database: Database, *, pool_size: int) -> procrastinate.App:
     caller)."""
     connector = procrastinate.PsycopgConnector(
         conninfo=database.conninfo,
-        kwargs=dict(CONNECTION_KWARGS),
+        kwargs=database.connection_kwargs,
         min_size=1,
         max_size=pool_size,
         timeout=5.0,
