@@ -51,11 +51,13 @@ async def open_checkpointer(path: Path) -> AsyncIterator[AsyncSqliteSaver]:
         await conn.close()
 
 
-def _saver_connection(database: Database) -> dict[str, Any]:
+def _saver_connection() -> dict[str, Any]:
     """What LangGraph's Postgres savers need of a connection, with ours."""
     from psycopg.rows import dict_row
 
-    return database.connection_kwargs | {"autocommit": True, "row_factory": dict_row}
+    from plumbing.postgres import CONNECTION_KWARGS
+
+    return CONNECTION_KWARGS | {"autocommit": True, "row_factory": dict_row}
 
 
 @asynccontextmanager
@@ -67,11 +69,14 @@ async def open_postgres_checkpointer(
     from psycopg import Error
     from psycopg_pool import AsyncConnectionPool
 
+    from plumbing.postgres import configure_session_async
+
     pool: AsyncConnectionPool[Any] = AsyncConnectionPool(
         database.conninfo,
         min_size=1,
         max_size=4,
-        kwargs=_saver_connection(database),
+        kwargs=_saver_connection(),
+        configure=configure_session_async,
         check=AsyncConnectionPool.check_connection,
         name="checkpoints",
         open=False,
@@ -95,7 +100,7 @@ def setup_postgres_checkpoints(database: Database) -> None:
     from psycopg import Connection, Error
 
     try:
-        with Connection.connect(database.conninfo, **_saver_connection(database)) as conn:
+        with Connection.connect(database.conninfo, **_saver_connection()) as conn:
             PostgresSaver(conn).setup()
     except Error as error:
         raise database.error("checkpoints", error) from None

@@ -8,13 +8,16 @@ password can stay out of the address altogether: libpq reads ``PGPASSWORD`` (or
 
 Connections are made with ``prepare_threshold=None`` (no server-side prepared statements, so
 a pooled connection to a restarted server or through a transaction pooler is never asked for
-a statement it does not have), checked before a pool hands them out, and their sessions end
-a transaction left idle for :data:`IDLE_IN_TRANSACTION_S` seconds: the stores keep no
-transaction open across an ``await``, so an idle one belongs to a frozen process, whose locks
-would otherwise hold up everybody else. That setting travels in the connection's startup
-``options`` (:attr:`Database.connection_kwargs`), so every connection has it from its first
-statement — the run store's, LangGraph's checkpointer's, the worker queue's, the event feed's —
-and none depends on a pool remembering to set it.
+a statement it does not have), checked before a pool hands them out, and every pool's sessions
+end a transaction left idle for :data:`IDLE_IN_TRANSACTION_S` seconds (:func:`configure_session`,
+:func:`configure_session_async`: the run store's and the router's pools, LangGraph's
+checkpointer, the worker queue). The stores keep no transaction open across an ``await``, so an
+idle one belongs to a frozen process, whose locks would otherwise hold up everybody else: a
+worker stopped inside a checkpoint write once held its run's lease row until the test waiting
+for the takeover gave up. A session that already ends idle transactions — the server's, the
+role's or the database's setting, the address's ``options``, ``PGOPTIONS`` — keeps its own
+timeout. The setting is made after connecting rather than in the startup packet, which a
+transaction pooler such as PgBouncer refuses for settings it does not track.
 """
 
 from __future__ import annotations
@@ -30,9 +33,8 @@ if (
 
 SCHEMES = ("postgresql://", "postgres://")
 IDLE_IN_TRANSACTION_S = 30
-SESSION_OPTIONS = f"-c idle_in_transaction_session_timeout={IDLE_IN_TRANSACTION_S}s"
-"""Server settings every session starts with (libpq's ``options``); an address's own
-``options`` come after them, so a setting the address names wins."""
+CONNECTION_KWARGS: dict[str, Any] = {"prepare_threshold": None}
+"""Keyword arguments of every connection the stores open (psycopg's ``connect``)."""
 
 
 def is_database_address(text: str) -> bool:
@@ -61,7 +63,6 @@ class Database:
             ) from None
         self._conninfo = conninfo
         self._password = str(params.get("password") or "")
-        self._options = " ".join(filter(None, (SESSION_OPTIONS, str(params.get("options") or ""))))
         self.display = _display(params)
 
     @property
@@ -87,17 +88,11 @@ class Database:
             f"{self.display}: cannot use the {what} ({reason}) — {_remedy(reason)}"
         )
 
-    @property
-    def connection_kwargs(self) -> dict[str, Any]:
-        """Keyword arguments of every connection the stores open (psycopg's ``connect``, a
-        pool's ``kwargs``)."""
-        return {"prepare_threshold": None, "options": self._options}
-
     def connect(self, **kwargs: Any) -> psycopg.Connection[Any]:
         """One connection, made as the pools make theirs."""
         from psycopg import connect
 
-        return connect(self._conninfo, **(self.connection_kwargs | kwargs))
+        return connect(self._conninfo, **(CONNECTION_KWARGS | kwargs))
 
     def __repr__(self) -> str:
         return f"Database({self.display!r})"
@@ -119,7 +114,8 @@ def open_pool(
         database.conninfo,
         min_size=1,
         max_size=max_size,
-        kwargs=database.connection_kwargs,
+        kwargs=CONNECTION_KWARGS,
+        configure=configure_session,
         check=ConnectionPool.check_connection,
         timeout=timeout_s,
         name=what,
@@ -127,6 +123,28 @@ def open_pool(
     )
     pool.open(wait=True, timeout=timeout_s)
     return pool
+
+
+def _ending_idle_transactions() -> str:
+    """The statement that gives a session :data:`IDLE_IN_TRANSACTION_S` unless it already ends
+    idle transactions (its timeout is not 0)."""
+    return (
+        "SELECT set_config('idle_in_transaction_session_timeout', "
+        f"'{int(IDLE_IN_TRANSACTION_S * 1000)}ms', false) "
+        "WHERE current_setting('idle_in_transaction_session_timeout') = '0'"
+    )
+
+
+def configure_session(conn: psycopg.Connection[Any]) -> None:
+    """A pool's ``configure``: the session ends a transaction left idle (the module's docstring)."""
+    conn.execute(_ending_idle_transactions())
+    conn.commit()
+
+
+async def configure_session_async(conn: psycopg.AsyncConnection[Any]) -> None:
+    """:func:`configure_session` for an asynchronous pool."""
+    await conn.execute(_ending_idle_transactions())
+    await conn.commit()
 
 
 def _display(params: dict[str, Any]) -> str:

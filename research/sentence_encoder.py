@@ -233,10 +233,6 @@ class SentenceEncoder:
                 out[chosen] = self._batch([texts[n] for n in chosen])
         return out
 
-    def encode_one(self, text: str) -> Vectors:
-        vector: Vectors = self.encode([text])[0]
-        return vector
-
     def _batch(self, texts: list[str]) -> Vectors:
         # a question from a command line may hold a lone surrogate, which the tokenizer refuses
         encoded = self.tokenizer.encode_batch([well_formed(text) for text in texts])

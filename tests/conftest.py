@@ -41,8 +41,11 @@ def _hermetic_environment(
 
     ``WORKBENCH_CONFIG`` points at a file that does not exist (the defaults), the user cache
     dir is one of this test session's (shared by its xdist workers: the sentence encoder's
-    vectors are computed once a session, not once a test — research/sentence_memo.py), and
-    provider keys and proxy settings are removed — subprocesses inherit the cleaned environment.
+    vectors are computed once a session, not once a test — research/sentence_memo.py; a vector
+    read back may come from another batch than the test's own, which moves it by ~1e-7, so no
+    test compares one exactly with a fresh encoding; the subprocesses' cel-python parser cache
+    is there too), and provider keys and proxy settings are removed — subprocesses inherit the
+    cleaned environment.
     """
     base = tmp_path_factory.getbasetemp()
     monkeypatch.setenv("WORKBENCH_CONFIG", str(base / "no-config.yaml"))

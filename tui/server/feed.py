@@ -25,7 +25,7 @@ from contextlib import asynccontextmanager, suppress
 from typing import Any
 
 from engine.store.postgres import EVENTS_CHANNEL
-from plumbing.postgres import Database
+from plumbing.postgres import CONNECTION_KWARGS, Database
 
 POLL_S = 2.0
 """How often a stream reads the store without having been notified."""
@@ -132,10 +132,7 @@ class EventFeed:
         import psycopg
 
         connection: psycopg.AsyncConnection[Any] = await psycopg.AsyncConnection.connect(
-            self._database.conninfo,
-            autocommit=True,
-            connect_timeout=10,
-            **self._database.connection_kwargs,
+            self._database.conninfo, autocommit=True, connect_timeout=10, **CONNECTION_KWARGS
         )
         async with connection:
             await connection.execute(f"LISTEN {EVENTS_CHANNEL}")

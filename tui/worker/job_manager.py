@@ -19,7 +19,7 @@ from typing import Any
 import procrastinate
 from procrastinate import jobs, manager
 
-from plumbing.postgres import Database
+from plumbing.postgres import CONNECTION_KWARGS, Database, configure_session_async
 
 log = logging.getLogger("workbench.worker")
 
@@ -56,7 +56,8 @@ def worker_app(database: Database, *, pool_size: int) -> procrastinate.App:
     caller)."""
     connector = procrastinate.PsycopgConnector(
         conninfo=database.conninfo,
-        kwargs=database.connection_kwargs,
+        kwargs=dict(CONNECTION_KWARGS),
+        configure=configure_session_async,
         min_size=1,
         max_size=pool_size,
         timeout=5.0,
