@@ -12,7 +12,8 @@ import numpy as np
 import pytest
 
 from research import sentence_memo
-from research.sentence_encoder import SentenceEncoder, sentence_encoder
+from research.sentence_encoder import sentence_encoder
+from tests.research.test_sentence_encoder import counting_encodes
 
 TEXTS = [
     "How do I cancel an asyncio task and wait for it to finish?",
@@ -32,15 +33,7 @@ def cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 def encoded(monkeypatch: pytest.MonkeyPatch) -> list[list[str]]:
     """Every batch the encoder itself is asked for, from now on."""
     sentence_encoder()
-    calls: list[list[str]] = []
-    real = SentenceEncoder.encode
-
-    def counted(self: SentenceEncoder, texts: list[str]) -> np.ndarray:
-        calls.append(list(texts))
-        return real(self, texts)
-
-    monkeypatch.setattr(SentenceEncoder, "encode", counted)
-    return calls
+    return counting_encodes(monkeypatch)
 
 
 def test_a_text_is_encoded_once_and_read_back_exactly(
