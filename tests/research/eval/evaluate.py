@@ -47,6 +47,9 @@ used, so a thirteenth split, *heldout13* (``peps_heldout13.yaml``, ``default_hel
 was written on 2026-11-29 by someone who never read an earlier split's questions, lifting the rule
 that forbade an earlier gold: a question whose gold an earlier split named as gold is category C
 (:data:`REPEATS_EARLIER_GOLD`), asked in new words. It too runs only with ``final=True``.
+heldout13 was then scored, so a fourteenth split, *heldout14* (``peps_heldout14.yaml``,
+``default_heldout14.yaml``), was written the same way on 2026-11-29, heldout13 counted among the
+earlier splits, with category A, B and C questions; it too runs only with ``final=True``.
 
 Each question runs offline with the built-in model, in its own words and in each of its five
 paraphrases (the documents' own words, a user's words, a typo, a long preamble, a different
@@ -116,6 +119,7 @@ Split = Literal[
     "heldout11",
     "heldout12",
     "heldout13",
+    "heldout14",
 ]
 SPLITS: tuple[Split, ...] = get_args(Split)
 FINAL_ONLY: frozenset[Split] = frozenset(
@@ -132,10 +136,11 @@ FINAL_ONLY: frozenset[Split] = frozenset(
         "heldout11",
         "heldout12",
         "heldout13",
+        "heldout14",
     }
 )
 """Splits that run only when the caller says the work is finished (``final=True``)."""
-REPEATS_EARLIER_GOLD: frozenset[Split] = frozenset({"heldout13"})
+REPEATS_EARLIER_GOLD: frozenset[Split] = frozenset({"heldout13", "heldout14"})
 """Fresh splits whose gold may be an earlier split's gold: each such question is marked
 ``# category C`` in its file (every other fresh split asks only about new gold)."""
 CORPORA = ("peps", "default")
@@ -165,6 +170,10 @@ SETS: dict[Split, dict[str, Path]] = {
     "heldout13": {
         "peps": HERE / "peps_heldout13.yaml",
         "default": HERE / "default_heldout13.yaml",
+    },
+    "heldout14": {
+        "peps": HERE / "peps_heldout14.yaml",
+        "default": HERE / "default_heldout14.yaml",
     },
 }
 STYLES = ("own_words", "user_words", "typo", "preamble", "question_word")
