@@ -11,16 +11,24 @@ The build is lazy (first use) and takes a few seconds.
 from __future__ import annotations
 
 import ast
+import hashlib
+import inspect
 import sys
 import sysconfig
 from collections.abc import Callable, Iterator
-from functools import partial
+from functools import cache, partial
 from pathlib import Path
 
+from plumbing.memo_files import read_memo, write_memo
 from research.corpus import Corpus, IndexReport
 from research.loaders import LoadedDocument
 
 DEFAULT_COLLECTION = "python-docs"
+DOCSTRINGS_MEMO = "stdlib-docstrings.sqlite"
+MAX_DOCSTRINGS = 20_000
+"""Module texts the memo keeps: the standard libraries of several Python installations."""
+UNREADABLE = b"\0"
+"""What the memo keeps for a file that cannot be parsed (no text is a lone NUL)."""
 
 _SKIP_DIRS = frozenset(
     {
@@ -93,8 +101,64 @@ def stdlib_root() -> Path:
     return Path(sysconfig.get_paths()["stdlib"])
 
 
+class _RememberedDocstrings:
+    """The docstring texts of the listed standard-library files, remembered on the machine
+    (a memo file, plumbing/memo_files.py): parsing every module costs ~3 CPU-s, paid in every
+    new workspace for the same installed files. A file's key is the hash of the extraction's
+    own source code (so a change to it never reads an old text), the file's path, size and
+    modification time; the texts parsed during a build are remembered by its last source."""
+
+    def __init__(self, paths: list[Path]) -> None:
+        self._keys = {path: _file_key(path) for path in paths}
+        self._known = read_memo(DOCSTRINGS_MEMO, [k for k in self._keys.values() if k])
+        self._parsed: list[tuple[bytes, bytes]] = []
+
+    def text(self, path: Path) -> str | None:
+        """The file's docstring text (None: it cannot be read or parsed)."""
+        key = self._keys.get(path)
+        if key is not None and key in self._known:
+            remembered = self._known[key]
+            return remembered.decode("utf-8") if remembered != UNREADABLE else None
+        try:
+            text: str | None = _docstring_text(ast.parse(path.read_bytes(), filename=str(path)))
+        except (SyntaxError, ValueError, OSError):
+            text = None
+        if key is not None:
+            self._parsed.append((key, UNREADABLE if text is None else text.encode("utf-8")))
+        return text
+
+    def remember(self) -> Candidate:
+        """Remember the texts parsed so far; the last source of the list (it indexes nothing)."""
+        write_memo(DOCSTRINGS_MEMO, self._parsed, MAX_DOCSTRINGS)
+        self._parsed = []
+        return None
+
+
+def _file_key(path: Path) -> bytes | None:
+    version = _extraction_version()
+    try:
+        stat = path.stat()
+    except OSError:
+        return None
+    if not version:
+        return None
+    return hashlib.sha256(
+        f"{version}\0{path}\0{stat.st_size}\0{stat.st_mtime_ns}".encode("utf-8", "surrogatepass")
+    ).digest()
+
+
+@cache
+def _extraction_version() -> str:
+    """The hash of the code that turns a module into its text: a change to it is a new key
+    ("" when the code's source cannot be read: then nothing is remembered)."""
+    try:
+        return hashlib.sha256(inspect.getsource(_docstring_text).encode()).hexdigest()
+    except (OSError, TypeError):
+        return ""
+
+
 def _stdlib_sources(root: Path) -> list[Callable[[], Candidate]]:
-    sources: list[Callable[[], Candidate]] = []
+    listed: list[tuple[Path, Path]] = []
     for path in sorted(root.rglob("*.py")):
         relative = path.relative_to(root)
         if any(part in _SKIP_DIRS or part.startswith("config-") for part in relative.parts[:-1]):
@@ -102,17 +166,17 @@ def _stdlib_sources(root: Path) -> list[Callable[[], Candidate]]:
         if relative.name.startswith("test_") or relative.name.startswith("_"):
             if relative.name != "__init__.py":
                 continue
-        sources.append(partial(_stdlib_document, path, relative))
-    return sources
+        listed.append((path, relative))
+    remembered = _RememberedDocstrings([path for path, _ in listed])
+    sources: list[Callable[[], Candidate]] = [
+        partial(_stdlib_document, path, relative, remembered) for path, relative in listed
+    ]
+    return [*sources, remembered.remember]
 
 
-def _stdlib_document(path: Path, relative: Path) -> Candidate:
-    try:
-        tree = ast.parse(path.read_bytes(), filename=str(path))
-    except (SyntaxError, ValueError, OSError):
-        return None
-    text = _docstring_text(tree)
-    if len(text) < 200:
+def _stdlib_document(path: Path, relative: Path, remembered: _RememberedDocstrings) -> Candidate:
+    text = remembered.text(path)
+    if text is None or len(text) < 200:
         return None
     module = ".".join(relative.with_suffix("").parts).removesuffix(".__init__")
     return (

@@ -68,7 +68,7 @@ def test_the_memo_keeps_its_newest_vectors(
     for text in TEXTS:
         sentence_memo.encode([text])
     with sqlite3.connect(cache) as db:
-        assert db.execute("SELECT COUNT(*) FROM sentence_vectors").fetchone()[0] == 2
+        assert db.execute("SELECT COUNT(*) FROM memo").fetchone()[0] == 2
     encoded.clear()
     sentence_memo.encode(TEXTS)
     assert encoded == [[TEXTS[0]]]  # the oldest went first
