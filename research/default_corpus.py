@@ -118,13 +118,14 @@ class _RememberedDocstrings:
         key = self._keys.get(path)
         if key is not None and key in self._known:
             remembered = self._known[key]
-            return remembered.decode("utf-8") if remembered != UNREADABLE else None
+            return remembered.decode("utf-8", "surrogatepass") if remembered != UNREADABLE else None
         try:
             text: str | None = _docstring_text(ast.parse(path.read_bytes(), filename=str(path)))
         except (SyntaxError, ValueError, OSError):
             text = None
         if key is not None:
-            self._parsed.append((key, UNREADABLE if text is None else text.encode("utf-8")))
+            kept = UNREADABLE if text is None else text.encode("utf-8", "surrogatepass")
+            self._parsed.append((key, kept))  # a docstring may spell a lone surrogate
         return text
 
     def remember(self) -> Candidate:

@@ -26,6 +26,7 @@ def stdlib(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     (root / "widgets.py").write_text(f'"""Widgets. {LONG}"""\n')
     (root / "pkg" / "__init__.py").write_text(f'"""A package. {LONG}"""\n')
     (root / "broken.py").write_text("def (:\n")
+    (root / "odd.py").write_text(f'"""A lone surrogate: \\udc80. {LONG}"""\n')
     return root
 
 
@@ -58,8 +59,9 @@ def test_a_second_build_parses_nothing_it_parsed_before(
 ) -> None:
     parsed = _parsed(monkeypatch)
     first = _stdlib_documents(stdlib)
-    assert set(first) == {"stdlib/widgets", "stdlib/pkg"}
-    assert sorted(parsed) == ["__init__.py", "broken.py", "widgets.py"]
+    assert set(first) == {"stdlib/widgets", "stdlib/pkg", "stdlib/odd"}
+    assert first["stdlib/odd"].text.startswith("A lone surrogate")  # remembered, then read back
+    assert sorted(parsed) == ["__init__.py", "broken.py", "odd.py", "widgets.py"]
     parsed.clear()
     assert _stdlib_documents(stdlib) == first  # the broken file is remembered as unreadable
     assert parsed == []
