@@ -6,13 +6,14 @@ collapsed, up to :data:`HEAD_CHARACTERS` — more than the sentence encoder read
 first 128 tokens (research/sentence_encoder.py; on the tuning split a head of 128 tokens found
 the gold document more often than one of 64, and the title alone far less often).
 
-The vectors are computed when a question first needs a document's (the candidates of a search),
-not at indexing: encoding costs about 30 ms of CPU a head, so every head of the PEP corpus
-would add about 20 s to indexing it. They are cached in the corpus file (``document_heads``,
-keyed by source id, with the content hash they were computed from: a changed document is
-computed again, an unchanged one never), each batch written in its own short transaction. A
-corpus that cannot be written (read-only, locked, in the middle of another transaction) only
-loses the cache: the vectors are computed and used all the same.
+The vectors are computed the first time a corpus is searched (the head ranking reads every
+document's: research/hybrid.py), not at indexing: encoding costs about 30 ms of CPU a head, so
+every head of the PEP corpus would add about 20 s to indexing it; a head this machine encoded
+before is read from its memo instead (research/sentence_memo.py). They are cached in the corpus
+file (``document_heads``, keyed by source id, with the content hash they were computed from: a
+changed document is computed again, an unchanged one never), each batch written in its own short
+transaction. A corpus that cannot be written (read-only, locked, in the middle of another
+transaction) only loses the cache: the vectors are computed and used all the same.
 """
 
 from __future__ import annotations
