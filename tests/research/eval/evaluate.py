@@ -50,6 +50,10 @@ that forbade an earlier gold: a question whose gold an earlier split named as go
 heldout13 was then scored, so a fourteenth split, *heldout14* (``peps_heldout14.yaml``,
 ``default_heldout14.yaml``), was written the same way on 2026-11-29, heldout13 counted among the
 earlier splits, with category A, B and C questions; it too runs only with ``final=True``.
+heldout14 was then scored, so a fifteenth split, *heldout15* (``peps_heldout15.yaml``,
+``default_heldout15.yaml``), was written the same way on 2026-11-29, heldout13 and heldout14
+counted among the earlier splits, with category B and C questions; it too runs only with
+``final=True``.
 
 Each question runs offline with the built-in model, in its own words and in each of its five
 paraphrases (the documents' own words, a user's words, a typo, a long preamble, a different
@@ -120,6 +124,7 @@ Split = Literal[
     "heldout12",
     "heldout13",
     "heldout14",
+    "heldout15",
 ]
 SPLITS: tuple[Split, ...] = get_args(Split)
 FINAL_ONLY: frozenset[Split] = frozenset(
@@ -137,10 +142,11 @@ FINAL_ONLY: frozenset[Split] = frozenset(
         "heldout12",
         "heldout13",
         "heldout14",
+        "heldout15",
     }
 )
 """Splits that run only when the caller says the work is finished (``final=True``)."""
-REPEATS_EARLIER_GOLD: frozenset[Split] = frozenset({"heldout13", "heldout14"})
+REPEATS_EARLIER_GOLD: frozenset[Split] = frozenset({"heldout13", "heldout14", "heldout15"})
 """Fresh splits whose gold may be an earlier split's gold: each such question is marked
 ``# category C`` in its file (every other fresh split asks only about new gold)."""
 CORPORA = ("peps", "default")
@@ -174,6 +180,10 @@ SETS: dict[Split, dict[str, Path]] = {
     "heldout14": {
         "peps": HERE / "peps_heldout14.yaml",
         "default": HERE / "default_heldout14.yaml",
+    },
+    "heldout15": {
+        "peps": HERE / "peps_heldout15.yaml",
+        "default": HERE / "default_heldout15.yaml",
     },
 }
 STYLES = ("own_words", "user_words", "typo", "preamble", "question_word")
