@@ -128,12 +128,17 @@ PHRASE_GLUE = frozenset(
 
 
 def asked(question: str) -> str:
-    """The sentence that asks, when a longer text ends its preamble with a question ("I maintain
-    an old codebase … *How did async and await evolve?*"); else the whole text. The preamble says
-    why a person asks, the question what they need: the documents must answer the latter."""
+    """The sentence that asks and the one before it, when a longer text ends its preamble with a
+    question ("I maintain an old codebase … *How did async and await evolve?*"); else the whole
+    text. The preamble says why a person asks, the question what they need: the documents must
+    answer the latter. The sentence before the question is kept because a question after a
+    preamble often points back at it ("… pause at a line and look at the locals. How do I do
+    *that* with what comes with Python?")."""
     parts = [p.strip() for p in SENTENCE_END.split(" ".join(question.split())) if p.strip()]
-    asks = [p for p in parts if p.endswith("?") and question_words(p)]
-    return asks[-1] if len(parts) > 1 and asks else question
+    asks = [n for n, p in enumerate(parts) if p.endswith("?") and question_words(p)]
+    if len(parts) < 2 or not asks:
+        return question
+    return " ".join(parts[max(0, asks[-1] - 1) : asks[-1] + 1])
 
 
 def question_words(question: str) -> list[str]:

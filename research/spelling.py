@@ -9,6 +9,14 @@ more than :data:`SHORT_WORD` letters. The nearest candidate wins, and among equa
 the one held by the most passages; it replaces the word only when the corpus holds the word in
 no passage at all or holds the candidate in :data:`MORE_COMMON` times as many passages.
 
+A word of the English language is never a typo, however rare in the corpus: a question about
+baking powder, asked of the Python documentation, is about baking powder — corrected to "naming
+power" it would find documents it is not about and hide that the corpus has nothing on it. The
+English words are those pyspellchecker's word-frequency list (shipped in its wheel, counted
+over about 1.6 billion words of text) counts at least :data:`ENGLISH_COUNT` times, read once
+per process when a first rare word needs it: a rarer entry ("objet", 91) is more likely a typo
+of a word the corpus holds.
+
 The edit distance comes from RapidFuzz (its C++ scorer searches the vocabulary in
 milliseconds); the vocabulary is the corpus's own, which no library knows.
 """
@@ -17,15 +25,30 @@ from __future__ import annotations
 
 import re
 import sqlite3
+from functools import cache
 
 from rapidfuzz import process
 from rapidfuzz.distance import OSA
+from spellchecker import SpellChecker
 
 RARE_PASSAGES = 2
 MORE_COMMON = 50
 SHORT_WORD = 5
 CANDIDATES = 12
+ENGLISH_COUNT = 200
+"""Times the word-frequency list counts a word of the English language (see the docstring)."""
 WORD = re.compile(r"[A-Za-z]{4,}")
+
+
+@cache
+def english() -> SpellChecker:
+    """The English dictionary (loaded once: about 0.3 s)."""
+    return SpellChecker(language="en", distance=1)
+
+
+def is_english(word: str) -> bool:
+    """Whether ``word`` (lower case) is a word of the English language (:data:`ENGLISH_COUNT`)."""
+    return english().word_frequency[word] >= ENGLISH_COUNT
 
 
 class Speller:
@@ -62,7 +85,7 @@ class Speller:
 
     def _closest(self, word: str) -> str:
         held = self.passages(word)
-        if held > RARE_PASSAGES:
+        if held > RARE_PASSAGES or is_english(word):
             return ""
         if not self._vocabulary:
             rows = self._db.execute(
