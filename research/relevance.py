@@ -1,8 +1,9 @@
 """How relevant each document is to the question a run asks: the relevance floor (issue 22).
 
 A run's question is searched once (research.hybrid: bm25 and embedding similarity fused) — only
-its asking sentence when a preamble comes first (:func:`asked`) — and every document among the
-candidates is scored on six pieces of evidence, each relative to the best candidate's:
+its asking sentence and the one before it when a preamble comes first (:func:`asked`) — and
+every document among the candidates is scored on six pieces of evidence, each relative to the
+best candidate's:
 
 - *passages* — the sum of its five best passages' fused scores (how much of it, and how well,
   the question finds, lexically and semantically);
