@@ -245,7 +245,8 @@ def question_relevance(
 ) -> dict[str, float]:
     """{source id: relevance to ``question``} of the documents a search for it finds
     (research.relevance); documents it does not find are not about it (0). Only the sentence
-    that asks counts when a preamble comes before it (research.relevance.asked)."""
+    that asks and the one before it count when a preamble comes first
+    (research.relevance.asked)."""
     return relevance(question_evidence(db, index, question, filters))
 
 

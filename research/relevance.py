@@ -1,8 +1,9 @@
 """How relevant each document is to the question a run asks: the relevance floor (issue 22).
 
 A run's question is searched once (research.hybrid: bm25 and embedding similarity fused) — only
-its asking sentence when a preamble comes first (:func:`asked`) — and every document among the
-candidates is scored on six pieces of evidence, each relative to the best candidate's:
+its asking sentence and the one before it when a preamble comes first (:func:`asked`) — and
+every document among the candidates is scored on six pieces of evidence, each relative to the
+best candidate's:
 
 - *passages* — the sum of its five best passages' fused scores (how much of it, and how well,
   the question finds, lexically and semantically);
@@ -128,12 +129,17 @@ PHRASE_GLUE = frozenset(
 
 
 def asked(question: str) -> str:
-    """The sentence that asks, when a longer text ends its preamble with a question ("I maintain
-    an old codebase … *How did async and await evolve?*"); else the whole text. The preamble says
-    why a person asks, the question what they need: the documents must answer the latter."""
+    """The sentence that asks and the one before it, when a longer text ends its preamble with a
+    question ("I maintain an old codebase … *How did async and await evolve?*"); else the whole
+    text. The preamble says why a person asks, the question what they need: the documents must
+    answer the latter. The sentence before the question is kept because a question after a
+    preamble often points back at it ("… pause at a line and look at the locals. How do I do
+    *that* with what comes with Python?")."""
     parts = [p.strip() for p in SENTENCE_END.split(" ".join(question.split())) if p.strip()]
-    asks = [p for p in parts if p.endswith("?") and question_words(p)]
-    return asks[-1] if len(parts) > 1 and asks else question
+    asks = [n for n, p in enumerate(parts) if p.endswith("?") and question_words(p)]
+    if len(parts) < 2 or not asks:
+        return question
+    return " ".join(parts[max(0, asks[-1] - 1) : asks[-1] + 1])
 
 
 def question_words(question: str) -> list[str]:

@@ -216,6 +216,19 @@ def test_misspelt_words_are_corrected_against_the_corpus_and_rare_real_words_kep
         assert corpus.corrected("the walrus operator") == "the walrus operator"
 
 
+def test_a_word_of_the_english_language_is_never_a_typo(pep_corpus_path: Path) -> None:
+    """Words the PEPs hardly hold but English does are kept ("baking powder" is not "naming
+    power"): corrected, a question the corpus has nothing on would find documents it is not
+    about. A misspelling in the same question is still corrected."""
+    with Corpus(pep_corpus_path) as corpus:
+        question = "How much baking powder goes into a sourdough loaf wiht a tpye hint?"
+        assert corpus.corrected(question) == (
+            "How much baking powder goes into a sourdough loaf with a type hint?"
+        )
+        # an entry the word list counts rarely is a typo, and a capital letter is kept
+        assert corpus.corrected("Objet pickling") == "Object pickling"
+
+
 def test_a_rare_word_of_the_question_finds_the_document_whose_title_lacks_it(
     pep_corpus_path: Path,
 ) -> None:
@@ -230,9 +243,19 @@ def test_a_rare_word_of_the_question_finds_the_document_whose_title_lacks_it(
     )
 
 
-def test_the_question_after_a_preamble_is_what_is_asked() -> None:
-    preamble = "I maintain an old codebase full of callbacks. How did async and await evolve?"
-    assert asked(preamble) == "How did async and await evolve?"
+def test_the_question_after_a_preamble_is_what_is_asked_with_the_sentence_before_it() -> None:
+    """The preamble's earlier sentences say why a person asks; the sentence just before the
+    question is what it points back at ("How do I do that …?")."""
+    text = (
+        "My crawler runs on a server with no IDE. I want to pause at a line and look at the "
+        "locals. How do I do that with what comes with Python?"
+    )
+    assert asked(text) == (
+        "I want to pause at a line and look at the locals. "
+        "How do I do that with what comes with Python?"
+    )
+    two = "I maintain an old codebase full of callbacks. How did async and await evolve?"
+    assert asked(two) == two
     assert asked("What is a wheel?") == "What is a wheel?"
     assert asked("Tell me about wheels. Why?") == "Tell me about wheels. Why?"
 
