@@ -54,6 +54,9 @@ heldout14 was then scored, so a fifteenth split, *heldout15* (``peps_heldout15.y
 ``default_heldout15.yaml``), was written the same way on 2026-11-29, heldout13 and heldout14
 counted among the earlier splits, with category B and C questions; it too runs only with
 ``final=True``.
+A sixteenth split, *heldout16* (``peps_heldout16.yaml``, ``default_heldout16.yaml``), was written
+the same way on 2026-11-29, heldout13 to heldout15 counted among the earlier splits, with category
+B questions only (no gold an earlier split's gold); it too runs only with ``final=True``.
 
 Each question runs offline with the built-in model, in its own words and in each of its five
 paraphrases (the documents' own words, a user's words, a typo, a long preamble, a different
@@ -125,6 +128,7 @@ Split = Literal[
     "heldout13",
     "heldout14",
     "heldout15",
+    "heldout16",
 ]
 SPLITS: tuple[Split, ...] = get_args(Split)
 FINAL_ONLY: frozenset[Split] = frozenset(
@@ -143,6 +147,7 @@ FINAL_ONLY: frozenset[Split] = frozenset(
         "heldout13",
         "heldout14",
         "heldout15",
+        "heldout16",
     }
 )
 """Splits that run only when the caller says the work is finished (``final=True``)."""
@@ -184,6 +189,10 @@ SETS: dict[Split, dict[str, Path]] = {
     "heldout15": {
         "peps": HERE / "peps_heldout15.yaml",
         "default": HERE / "default_heldout15.yaml",
+    },
+    "heldout16": {
+        "peps": HERE / "peps_heldout16.yaml",
+        "default": HERE / "default_heldout16.yaml",
     },
 }
 STYLES = ("own_words", "user_words", "typo", "preamble", "question_word")
