@@ -57,6 +57,9 @@ counted among the earlier splits, with category B and C questions; it too runs o
 A sixteenth split, *heldout16* (``peps_heldout16.yaml``, ``default_heldout16.yaml``), was written
 the same way on 2026-11-29, heldout13 to heldout15 counted among the earlier splits, with category
 B questions only (no gold an earlier split's gold); it too runs only with ``final=True``.
+A seventeenth split, *heldout17* (``peps_heldout17.yaml``, ``default_heldout17.yaml``), was written
+the same way on 2026-11-29, heldout13 to heldout16 counted among the earlier splits, with category
+B questions only; it too runs only with ``final=True``.
 
 Each question runs offline with the built-in model, in its own words and in each of its five
 paraphrases (the documents' own words, a user's words, a typo, a long preamble, a different
@@ -129,6 +132,7 @@ Split = Literal[
     "heldout14",
     "heldout15",
     "heldout16",
+    "heldout17",
 ]
 SPLITS: tuple[Split, ...] = get_args(Split)
 FINAL_ONLY: frozenset[Split] = frozenset(
@@ -148,6 +152,7 @@ FINAL_ONLY: frozenset[Split] = frozenset(
         "heldout14",
         "heldout15",
         "heldout16",
+        "heldout17",
     }
 )
 """Splits that run only when the caller says the work is finished (``final=True``)."""
@@ -193,6 +198,10 @@ SETS: dict[Split, dict[str, Path]] = {
     "heldout16": {
         "peps": HERE / "peps_heldout16.yaml",
         "default": HERE / "default_heldout16.yaml",
+    },
+    "heldout17": {
+        "peps": HERE / "peps_heldout17.yaml",
+        "default": HERE / "default_heldout17.yaml",
     },
 }
 STYLES = ("own_words", "user_words", "typo", "preamble", "question_word")
