@@ -289,7 +289,9 @@ def render_report(
 
 def one_line(text: str) -> str:
     """Text from a document or a model as one line of the report (a heading, a list item, a
-    quote): its line breaks would start new Markdown blocks, its control characters go."""
+    quote): its line breaks would start new Markdown blocks, its control characters go, and its
+    Markdown reads as text (plumbing.untrusted_text.for_document) — so a line's own marker
+    (``1. ``, ``- ``) goes before it, not in it."""
     return for_document(text, one_line=True)
 
 
@@ -335,8 +337,9 @@ def _answer(
             facts.append(source.latest_date)
         facts.append(f"relevance {citation.relevance:.2f}")
         lines += [
-            one_line(
-                f"{citation.number}. **{citation.title or citation.source_id}** "
+            f"{citation.number}. "
+            + one_line(
+                f"**{citation.title or citation.source_id}** "
                 f"({'; '.join(facts)}) — `{citation.passage_id}`"
             ),
             "",
@@ -365,8 +368,9 @@ def _timeline(evidence: EvidenceMap, citations: list[Citation]) -> list[str]:
         status = source.status + (f", {note}" if note else "") if source.status else note
         refs = ", ".join(str(n) for n in numbers[source_id])
         lines.append(
-            one_line(
-                f"- **{day}** — {document_label(source)}, {source.title}"
+            "- "
+            + one_line(
+                f"**{day}** — {document_label(source)}, {source.title}"
                 + (f" ({status})" if status else "")
                 + f" [{refs}]"
             )
