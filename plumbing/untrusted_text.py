@@ -122,7 +122,10 @@ def for_document(text: str, *, one_line: bool = False) -> str:
     report (a heading, a list item, a quote, a paragraph) starts with it."""
     if one_line or _unsafe(text):
         text = _UNSAFE.sub("", _ESCAPE_SEQUENCE.sub("", _fold(text, one_line)))
-    text = _HTML_START.sub(r"\1\\", _LINK_TARGET.sub("]\\\\", text))
+    if "]" in text:
+        text = _LINK_TARGET.sub("]\\\\", text)
+    if "<" in text:
+        text = _HTML_START.sub(r"\1\\", text)
     if one_line:
         text = text.lstrip(" ")
         marker = _BLOCK_START.match(text)
