@@ -20,7 +20,7 @@ import pytest
 import yaml
 
 from research.corpus import Corpus
-from research.corpus_files import OUTSIDE, read_document
+from research.corpus_files import OUTSIDE, list_folder, read_document
 from research.corpus_limits import MIB, CorpusLimits
 from research.loaders import UnreadableDocument, split_passages
 from tests.cli.test_engine_cli import workbench
@@ -303,3 +303,23 @@ def test_a_name_or_title_with_line_breaks_cannot_forge_a_line_of_output(
     assert "docs/titled#0  Widgets error: forged title (-, undated)" in hits
     for output in (added.stdout, searched.stdout):
         assert not [line for line in output.splitlines() if line.startswith("error:")], output
+
+
+def test_a_folder_swapped_for_a_symlink_after_the_listing_is_not_followed(
+    folder: Path, outside: Path
+) -> None:
+    """``O_NOFOLLOW`` guards a path's last name only: a folder on the way to a listed file,
+    swapped for a link out of the corpus folder after the listing, must not lead there either."""
+    (folder / "sub").mkdir()
+    (folder / "sub" / "id_rsa.md").write_text(GOOD, encoding="utf-8")
+    [(_, real)] = [
+        (named, real)
+        for named, real in list_folder(folder.resolve(), CorpusLimits()).files
+        if named.name == "id_rsa.md"
+    ]
+    (folder / "sub").rename(folder / "sub-before")
+    (folder / "sub").symlink_to(outside / ".ssh", target_is_directory=True)
+
+    with pytest.raises(UnreadableDocument, match="sub became a symlink while it was indexed"):
+        read_document(real, CorpusLimits())
+    assert read_document(folder / "sub-before" / "id_rsa.md", CorpusLimits()) == GOOD.encode()
