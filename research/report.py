@@ -17,7 +17,7 @@ import yaml
 from engine.model_answers import ModelAnswers, disclosure
 from plumbing.folder_writes import write_text_into
 from plumbing.frozen import Frozen
-from plumbing.untrusted_text import for_document
+from plumbing.untrusted_text import for_document, json_for_terminal
 from plumbing.workspace import QUALITY_FILE, RAG_PACKAGE_FILE, REPORT_FILE
 from research.brief import answer_lines, source_facts
 from research.coalesce import DISCLAIMERS, TARGET_CI, CoalesceResult
@@ -422,7 +422,9 @@ def rag_chunks(
 def write_artifacts(
     run_dir: Path, report: str, quality: dict[str, Any], chunks: list[dict[str, Any]]
 ) -> list[Path]:
-    """The three files in ``run_dir``, written without following a link planted there."""
+    """The three files in ``run_dir``, written without following a link planted there. The
+    RAG package's documents' text holds every character a terminal acts on as its JSON escape
+    (``\\u009b``): the same values once parsed, nothing raw for ``cat`` to send."""
     run_dir.mkdir(parents=True, exist_ok=True)
     return [
         write_text_into(run_dir, REPORT_FILE, report),
@@ -432,6 +434,9 @@ def write_artifacts(
         write_text_into(
             run_dir,
             RAG_PACKAGE_FILE,
-            "".join(json.dumps(c, ensure_ascii=False, sort_keys=True) + "\n" for c in chunks),
+            "".join(
+                json_for_terminal(json.dumps(c, ensure_ascii=False, sort_keys=True)) + "\n"
+                for c in chunks
+            ),
         ),
     ]

@@ -9,6 +9,7 @@ CommonMark parser (markdown-it, the one the app's Markdown widget uses)."""
 
 from __future__ import annotations
 
+import json
 import subprocess
 from pathlib import Path
 
@@ -161,3 +162,8 @@ def test_a_research_run_over_a_hostile_document_writes_a_clean_report(tmp_path: 
     assert "![pixel]" in text, "its quote is"
     assert not [char for char in text if acted_on(char)]
     assert not [t.type for t in _tokens(text) if t.type.startswith(("link", "image", "html"))]
+    [package] = (tmp_path / "runs").glob("*/rag_package.jsonl")
+    raw = package.read_text(encoding="utf-8")
+    assert not [char for char in raw if acted_on(char)], "the package escapes them, as JSON"
+    chunks = [json.loads(line) for line in raw.splitlines()]
+    assert any(PAYLOAD in chunk["text"] for chunk in chunks), "its text is exact once parsed"
