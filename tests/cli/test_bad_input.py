@@ -35,3 +35,55 @@ def test_a_group_named_alone_still_shows_its_help(tmp_path: Path) -> None:
     done = workbench(tmp_path, "runs")
     assert done.returncode == 2
     assert "Commands:" in done.stderr + done.stdout
+
+
+def _workflow(tmp_path: Path, step_lines: str) -> Path:
+    path = tmp_path / "wf.yaml"
+    path.write_text(
+        "name: t\ninputs:\n  pat: {type: string, default: a}\nsteps:\n"
+        "  - id: a\n    uses: demo.echo\n" + step_lines,
+        encoding="utf-8",
+    )
+    return path
+
+
+@pytest.mark.parametrize(
+    ("step_lines", "where", "says"),
+    [
+        (
+            "    inputs: {topic: \"'\\\\uD800' + inputs.pat\"}\n",
+            "7:22",
+            "'\\uD800' holds an escape of half a UTF-16 pair",
+        ),
+        ("    when: \"'\\\\U00110000' == 'x'\"\n", "7:12", "holds an escape that is no character"),
+        ("    when: \"b'\\\\u0100' == b''\"\n", "7:12", "holds an escape that is no byte"),
+        (
+            '    when: "[1].exists(1, true)"\n',
+            "7:12",
+            "exists() takes a name and an expression (list.exists(x, …)",
+        ),
+        ('    when: "has(1)"\n', "7:12", "has() takes one field selection"),
+        ('    when: "exists(1, 2)"\n', "7:12", "exists() is called on a list"),
+    ],
+)
+def test_a_cel_expression_that_cannot_evaluate_is_refused_by_validate(
+    tmp_path: Path, step_lines: str, where: str, says: str
+) -> None:
+    """These compiled and failed only at run time — a lone surrogate ended the run with exit 70
+    and left it RUNNING; a misused macro printed cel-python's parse tree as the reason."""
+    path = _workflow(tmp_path, step_lines)
+    done = workbench(tmp_path, "validate", str(path))
+    assert done.returncode == 1
+    [line] = done.stderr.strip().splitlines()
+    assert line.startswith(f"{path}:{where}: step 'a' ")
+    assert says in line
+
+
+def test_a_pattern_re2_cannot_read_is_named_and_nothing_else_reaches_stderr(
+    tmp_path: Path,
+) -> None:
+    path = _workflow(tmp_path, '    when: "inputs.pat.matches(inputs.pat)"\n')
+    done = workbench(tmp_path, "run", str(path), "--headless", "--input", "pat=(")
+    assert done.returncode == 0
+    assert done.stderr == ""
+    assert "matches(): '(' is not a regular expression (missing ): ()" in done.stdout
