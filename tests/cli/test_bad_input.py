@@ -87,3 +87,24 @@ def test_a_pattern_re2_cannot_read_is_named_and_nothing_else_reaches_stderr(
     assert done.returncode == 0
     assert done.stderr == ""
     assert "matches(): '(' is not a regular expression (missing ): ()" in done.stdout
+
+
+def test_a_number_that_is_not_finite_is_refused_where_it_is_written(tmp_path: Path) -> None:
+    """JSON has no infinity: such a run was stored with null in its definition and could never
+    be read back (`runs show`, `resume`, `runs copy` ended with exit 70)."""
+    path = tmp_path / "wf.yaml"
+    path.write_text(
+        "name: t\nlimits: {timeout_s: 1e400}\ninputs:\n  x: {type: float, default: .nan}\n"
+        "steps:\n  - id: a\n    uses: demo.sleep\n    config: {seconds: .inf}\n",
+        encoding="utf-8",
+    )
+    done = workbench(tmp_path, "validate", str(path))
+    assert done.returncode == 1
+    assert sorted(done.stderr.strip().splitlines()) == [
+        f"{path}:2:21: limits.timeout_s: inf is not a finite number, and a run stores none; "
+        "write a finite number",
+        f"{path}:4:29: inputs.x.default: nan is not a finite number, and a run stores none; "
+        "write a finite number",
+        f"{path}:8:23: step 'a': config.seconds: inf is not a finite number, and a run stores "
+        "none; write a finite number",
+    ]
