@@ -104,7 +104,7 @@ def _one_line_errors() -> tuple[type[BaseException], ...]:
     from engine.lifecycle import RunNotResumable
     from engine.run_inputs import InputError
     from engine.sqlite_file import StoreFileError
-    from engine.store import InterruptClosed, RunOwned, UnknownRun
+    from engine.store import InterruptClosed, RunOwned, UnknownRun, UnreadableRun
     from plumbing.postgres import DatabaseError
     from router.errors import StatsFileError
     from tui.client.http import ServerError
@@ -116,6 +116,7 @@ def _one_line_errors() -> tuple[type[BaseException], ...]:
         DatabaseError,
         RunOwned,
         UnknownRun,
+        UnreadableRun,
         InterruptClosed,
         RunNotResumable,
         InputError,
@@ -203,7 +204,7 @@ def explain(error: BaseException, workspace: Path) -> Failure:
     )
 
 
-def usage_failure(error: click.UsageError) -> click.UsageError:
+def usage_failure(error: click.UsageError) -> click.ClickException:
     """Click's usage error as the one line: its sentence, then the help that lists what the
     command takes. A group named without its command keeps click's answer, its help."""
     if isinstance(error, click.exceptions.NoArgsIsHelpError):

@@ -3,11 +3,13 @@ do, a documented exit code, never a traceback or click's four-line usage block."
 
 from __future__ import annotations
 
+import sqlite3
 from pathlib import Path
 
 import pytest
 
 from tests.cli.test_engine_cli import workbench
+from workflows import WORKFLOWS_DIR
 
 
 @pytest.mark.parametrize(
@@ -108,3 +110,33 @@ def test_a_number_that_is_not_finite_is_refused_where_it_is_written(tmp_path: Pa
         f"{path}:8:23: step 'a': config.seconds: inf is not a finite number, and a run stores "
         "none; write a finite number",
     ]
+
+
+def test_a_stored_run_whose_definition_cannot_be_read_is_one_line_and_left_alone(
+    tmp_path: Path,
+) -> None:
+    """A run stored by a version that let `timeout_s: 1e400` through holds null there."""
+    ran = workbench(tmp_path, "run", str(WORKFLOWS_DIR / "fan_out.yaml"), "--headless")
+    assert ran.returncode == 0, ran.stderr
+    store = tmp_path / "runs.sqlite"
+    with sqlite3.connect(store) as db:
+        [(run_id,)] = db.execute("SELECT run_id FROM runs").fetchall()
+        db.execute("UPDATE runs SET definition = json_set(definition, '$.limits.timeout_s', null)")
+    db.close()
+    before = _dump(store)
+    for command in (["runs", "show", run_id], ["resume", run_id], ["runs", "export", run_id]):
+        done = workbench(tmp_path, *command)
+        assert done.returncode == 2, command
+        assert done.stderr.strip().splitlines() == [
+            f"error: run '{run_id}': its stored workflow definition cannot be read "
+            "(limits.timeout_s: Input should be a valid number) — the other runs are "
+            "unaffected; leave this one out (workbench runs copy takes the run ids to copy)"
+        ], command
+    assert _dump(store) == before
+
+
+def _dump(store: Path) -> list[str]:
+    with sqlite3.connect(store) as db:
+        dump = list(db.iterdump())
+    db.close()
+    return dump
