@@ -140,3 +140,34 @@ def _dump(store: Path) -> list[str]:
         dump = list(db.iterdump())
     db.close()
     return dump
+
+
+@pytest.mark.parametrize(
+    ("args", "says"),
+    [
+        (
+            ["demo", "chaos", "--time-scale", "nan", "--headless"],
+            "error: Invalid value for '--time-scale': 'nan' is not a finite number — "
+            "see `workbench demo chaos --help`",
+        ),
+        (
+            ["worker", "--store", "postgresql://127.0.0.1:1/x", "--heartbeat", "nan"],
+            "error: Invalid value for '--heartbeat': 'nan' is not a finite number — "
+            "see `workbench worker --help`",
+        ),
+        (
+            ["worker", "--store", "postgresql://127.0.0.1:1/x", "--poll", "100"],
+            "error: Invalid value for '--poll': 100.0 is not in the range 0<x<=60 — "
+            "see `workbench worker --help`",
+        ),
+    ],
+)
+def test_a_number_option_that_is_not_finite_or_out_of_range_names_the_option(
+    tmp_path: Path, args: list[str], says: str
+) -> None:
+    """`--time-scale nan` passed click's range (every comparison with NaN is false) and ended
+    the demo with exit 70; the worker's `--heartbeat nan` was 'Input should be less than or
+    equal to 60', naming no option."""
+    done = workbench(tmp_path, *args)
+    assert done.returncode == 2
+    assert done.stderr.strip().splitlines() == [says]

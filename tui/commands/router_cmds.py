@@ -24,6 +24,7 @@ from router.local import TaskHandlerRegistry
 from router.models import ProviderSnapshot
 from router.router import SmartModelRouter
 from tui.commands.command_context import workspace_of
+from tui.commands.numbers import FiniteFloat
 from tui.config import config_from_context, default_config_path
 from tui.echo import echo, echo_json
 from tui.exit_codes import FAILED
@@ -195,7 +196,7 @@ def _print_request(record: RecordedRequest) -> None:
 )
 @click.option(
     "--time-scale",
-    type=click.FloatRange(min=0, min_open=True),
+    type=FiniteFloat(min=0, min_open=True),
     default=None,
     help="Multiply every scripted delay and Retry-After (0.1 = ten times faster).",
 )
