@@ -156,8 +156,6 @@ class _RegistryLoader:
                 "a registry file is a mapping with agents, tools, models or policies sections",
             )
             return
-        if not self._no_duplicate_keys(source, root):
-            return
         for key_node, value_node in root.value:
             kind = key_node.value
             if kind not in SECTIONS:
@@ -169,30 +167,6 @@ class _RegistryLoader:
                 )
                 continue
             self._section(source, origin, kind, value_node, plain[kind], seen_in_root)
-
-    def _no_duplicate_keys(self, source: str, node: yaml.Node) -> bool:
-        ok = True
-        stack = [node]
-        while stack:
-            current = stack.pop()
-            if isinstance(current, yaml.MappingNode):
-                seen: dict[Any, yaml.Node] = {}
-                for key_node, value_node in current.value:
-                    key = getattr(key_node, "value", None)
-                    if isinstance(key, str) and key in seen:
-                        first = seen[key].start_mark.line + 1
-                        self.add(
-                            source,
-                            key_node,
-                            f"duplicate key '{key}' (first written at line {first})",
-                        )
-                        ok = False
-                    elif isinstance(key, str):
-                        seen[key] = key_node
-                    stack.append(value_node)
-            elif isinstance(current, yaml.SequenceNode):
-                stack.extend(current.value)
-        return ok
 
     def _section(
         self,

@@ -171,3 +171,17 @@ def test_a_number_option_that_is_not_finite_or_out_of_range_names_the_option(
     done = workbench(tmp_path, *args)
     assert done.returncode == 2
     assert done.stderr.strip().splitlines() == [says]
+
+
+def test_a_key_written_twice_in_the_config_file_is_refused(tmp_path: Path) -> None:
+    """PyYAML kept the last of the two and dropped the first without a word."""
+    config = tmp_path / "config.yaml"
+    config.write_text(
+        "router:\n  providers:\n    - {name: x, kind: ollama_native, model: m, model: n}\n",
+        encoding="utf-8",
+    )
+    done = workbench(tmp_path, "--config", str(config), "providers")
+    assert done.returncode == 2
+    assert done.stderr.strip().splitlines() == [
+        f"error: {config}:3:48: duplicate key 'model' (first written at line 3); keep one of them"
+    ]
