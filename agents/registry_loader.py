@@ -80,13 +80,18 @@ def registry_files(root: Path) -> list[Path]:
 
 
 def load_registry(
-    roots: Iterable[tuple[Path, str]], implementations: Collection[str]
+    roots: Iterable[tuple[Path, str]],
+    implementations: Collection[str],
+    files: Iterable[Path] = (),
 ) -> RegistryLoad:
-    """Load every file of every ``(folder, origin)`` root; ``implementations`` are the tool
+    """Load every file of every ``(folder, origin)`` root, then each of ``files`` on its own
+    (``registry validate FILE``, origin "given"); ``implementations`` are the tool
     implementation names registered in this process (a tool's ``runs`` must be one)."""
     loader = _RegistryLoader(implementations)
     for folder, origin in roots:
         loader.load_root(folder, origin)
+    for path in files:
+        loader.load_files([path], "given")
     return loader.finish()
 
 
@@ -115,8 +120,12 @@ class _RegistryLoader:
 
     # -- files -------------------------------------------------------------------
     def load_root(self, folder: Path, origin: str) -> None:
+        self.load_files(registry_files(folder), origin)
+
+    def load_files(self, paths: Iterable[Path], origin: str) -> None:
+        """Load ``paths`` as the files of one root (a name may be defined once in it)."""
         seen_in_root: dict[str, dict[str, Any]] = {kind: {} for kind in SECTIONS}
-        for path in registry_files(folder):
+        for path in paths:
             self.files.append(path)
             try:
                 check_size(path.stat().st_size)

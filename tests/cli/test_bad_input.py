@@ -185,3 +185,24 @@ def test_a_key_written_twice_in_the_config_file_is_refused(tmp_path: Path) -> No
     assert done.stderr.strip().splitlines() == [
         f"error: {config}:3:48: duplicate key 'model' (first written at line 3); keep one of them"
     ]
+
+
+def test_registry_validate_reads_a_file_it_is_given_and_refuses_an_empty_folder(
+    tmp_path: Path,
+) -> None:
+    """Both were `ok: … from 4 file(s)` — the shipped files — whatever the path held."""
+    registry_file = tmp_path / "mine.yaml"
+    registry_file.write_text("agents:\n  a: {role: x}\n  a: {role: y}\n", encoding="utf-8")
+    checked = workbench(tmp_path, "registry", "validate", str(registry_file))
+    assert checked.returncode == 1
+    assert checked.stderr.splitlines()[0] == (
+        f"{registry_file}:3:3: duplicate key 'a' (first written at line 2); keep one of them"
+    )
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    refused = workbench(tmp_path, "registry", "validate", str(empty))
+    assert refused.returncode == 2
+    assert refused.stderr.strip().splitlines() == [
+        f"error: {empty}: holds no registry file (YAML under agents/, tools/, models/ or "
+        "policies/); name a registry folder or a registry file"
+    ]
