@@ -206,3 +206,26 @@ def test_registry_validate_reads_a_file_it_is_given_and_refuses_an_empty_folder(
         f"error: {empty}: holds no registry file (YAML under agents/, tools/, models/ or "
         "policies/); name a registry folder or a registry file"
     ]
+
+
+def test_corpus_search_names_a_collection_that_does_not_exist_and_empty_terms(
+    tmp_path: Path,
+) -> None:
+    """Both printed 'no matches' and exit 0, as if the corpus had been searched."""
+    folder = tmp_path / "notes"
+    folder.mkdir()
+    (folder / "a.md").write_text("# Queues\n\nA queue holds tasks in order.\n", encoding="utf-8")
+    added = workbench(tmp_path, "corpus", "add", str(folder))
+    assert added.returncode == 0, added.stderr
+    unknown = workbench(tmp_path, "corpus", "search", "queue", "--collection", "noets")
+    assert unknown.returncode == 2
+    [line] = unknown.stderr.strip().splitlines()
+    assert line.startswith("error: --collection 'noets': no such collection in the corpus (it has ")
+    assert "notes" in line and line.endswith("; see workbench corpus list")
+    empty = workbench(tmp_path, "corpus", "search", " ", "--collection", "notes")
+    assert empty.returncode == 2
+    assert empty.stderr.strip().splitlines() == [
+        "error: corpus search: TERMS is empty; give the words to search for"
+    ]
+    found = workbench(tmp_path, "corpus", "search", "queue", "--collection", "notes")
+    assert found.returncode == 0 and "notes/" in found.stdout
