@@ -229,3 +229,31 @@ def test_corpus_search_names_a_collection_that_does_not_exist_and_empty_terms(
     ]
     found = workbench(tmp_path, "corpus", "search", "queue", "--collection", "notes")
     assert found.returncode == 0 and "notes/" in found.stdout
+
+
+def test_a_write_to_a_damaged_run_store_says_it_is_damaged(tmp_path: Path) -> None:
+    """The remedy read 'check that the folder and its files are writable' — they were."""
+    ran = workbench(tmp_path, "run", str(WORKFLOWS_DIR / "fan_out.yaml"), "--headless")
+    assert ran.returncode == 0, ran.stderr
+    store = tmp_path / "runs.sqlite"
+    with sqlite3.connect(store) as db:
+        db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+        [(page_size,)] = db.execute("PRAGMA page_size").fetchall()
+        [(root,)] = db.execute("SELECT rootpage FROM sqlite_master WHERE name = 'events'")
+        stored = db.execute("SELECT * FROM runs").fetchall()
+    db.close()
+    damaged = bytearray(store.read_bytes())
+    damaged[(root - 1) * page_size : root * page_size] = b"\xab" * page_size
+    store.write_bytes(bytes(damaged))
+    done = workbench(tmp_path, "run", str(WORKFLOWS_DIR / "fan_out.yaml"), "--headless")
+    assert done.returncode == 2
+    assert done.stderr.strip().splitlines() == [
+        f"error: {store}: cannot write the run store (database disk image is malformed) — the "
+        f"file is damaged: move {store} aside and a new one is started (the sqlite3 tool's "
+        ".recover reads what is left in it)"
+    ]
+    with sqlite3.connect(store) as db:
+        assert (
+            db.execute("SELECT * FROM runs WHERE run_id = ?", (stored[0][0],)).fetchall() == stored
+        )
+    db.close()
