@@ -257,3 +257,16 @@ def test_a_write_to_a_damaged_run_store_says_it_is_damaged(tmp_path: Path) -> No
             db.execute("SELECT * FROM runs WHERE run_id = ?", (stored[0][0],)).fetchall() == stored
         )
     db.close()
+
+
+@pytest.mark.skipif(not Path("/proc/self").is_dir(), reason="needs Linux's /proc")
+def test_a_workspace_where_no_file_can_be_made_is_not_called_a_full_disk() -> None:
+    """/proc reports no size at all, which read as 'no space left': 'the disk is full: free
+    disk space' for a folder that can hold no file."""
+    done = workbench(Path("/proc/self"), "runs", "list")
+    assert done.returncode == 2
+    assert done.stderr.strip().splitlines() == [
+        "error: /proc/self/runs.sqlite: cannot open the run store (unable to open database "
+        "file) — check that the file and its folder are readable and writable; nothing in it "
+        "was changed"
+    ]
