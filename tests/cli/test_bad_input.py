@@ -3,6 +3,7 @@ do, a documented exit code, never a traceback or click's four-line usage block."
 
 from __future__ import annotations
 
+import os
 import sqlite3
 from pathlib import Path
 
@@ -269,4 +270,16 @@ def test_a_workspace_where_no_file_can_be_made_is_not_called_a_full_disk() -> No
         "error: /proc/self/runs.sqlite: cannot open the run store (unable to open database "
         "file) — check that the file and its folder are readable and writable; nothing in it "
         "was changed"
+    ]
+
+
+def test_a_workflow_path_that_is_not_a_regular_file_says_so(tmp_path: Path) -> None:
+    """A pipe or a device was 'no such workflow file' though it exists."""
+    pipe = tmp_path / "wf.yaml"
+    os.mkfifo(pipe)
+    done = workbench(tmp_path, "validate", str(pipe))
+    assert done.returncode == 2
+    assert done.stderr.strip().splitlines() == [
+        f"error: {pipe}: is not a regular file (a folder, device, pipe or socket); name a "
+        "workflow YAML file"
     ]
