@@ -259,8 +259,8 @@ def sensitivity_command(ctx: click.Context, run_ids: tuple[str, ...], all_varian
             try:
                 record = store.get_run(run_id)
             except UnknownRun:
-                raise click.ClickException(
-                    f"no run {run_id} in {store_location(ctx)}; list runs with: workbench runs"
+                raise BadInput(
+                    f"no run {run_id} in {store_location(ctx)}; list runs with: workbench runs list"
                 ) from None
             payloads = [
                 e.payload
