@@ -4,6 +4,7 @@ do, a documented exit code, never a traceback or click's four-line usage block."
 from __future__ import annotations
 
 import os
+import socket
 import sqlite3
 from pathlib import Path
 
@@ -283,3 +284,29 @@ def test_a_workflow_path_that_is_not_a_regular_file_says_so(tmp_path: Path) -> N
         f"error: {pipe}: is not a regular file (a folder, device, pipe or socket); name a "
         "workflow YAML file"
     ]
+
+
+def test_serve_refuses_an_address_it_cannot_use_in_one_line(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Each ended with exit 70: gaierror for the host, AssertionError for the port and the
+    public URL; a port in use was an unexplained OSError."""
+    monkeypatch.setenv("WORKBENCH_TOKEN", "a-token-of-sixteen-or-more")
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = str(taken.getsockname()[1])
+        cases = {
+            ("--host", "no such host", "--port", port): "error: --host 'no such host' names no "
+            "address (",
+            ("--port", "99999"): "error: Invalid value for '--port': 99999 is not in the range "
+            "1<=x<=65535 — see `workbench serve --help`",
+            ("--public-url", "notaurl", "--port", port): "error: --public-url 'notaurl' is not "
+            "an http(s) address; give the one browsers use, e.g. https://workbench.example.org",
+            ("--port", port): f"error: cannot listen on 127.0.0.1:{port} (",
+        }
+        for args, says in cases.items():
+            done = workbench(tmp_path, "serve", *args)
+            assert done.returncode == 2, args
+            [line] = done.stderr.strip().splitlines()
+            assert line.startswith(says), args

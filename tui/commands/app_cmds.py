@@ -57,7 +57,9 @@ def app_command(ctx: click.Context, run_id: str | None) -> None:
 
 @click.command("serve")
 @click.option("--host", default="127.0.0.1", show_default=True, help="Interface to listen on.")
-@click.option("--port", default=8000, show_default=True, type=int, help="TCP port.")
+@click.option(
+    "--port", default=8000, show_default=True, type=click.IntRange(1, 65535), help="TCP port."
+)
 @click.option(
     "--max-sessions",
     default=4,
