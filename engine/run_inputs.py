@@ -3,7 +3,7 @@
 Values arrive as Python values (from the TUI's form or an API caller) or as
 text (``--input key=value`` on the command line); both go through
 :func:`resolve_inputs`, which applies defaults, converts text to the declared
-type, checks the declared bounds (choices, min, max; whole numbers within the
+type, checks the declared bounds (choices, min, max, max_length; whole numbers within the
 range CEL computes exactly) and says in one line what is wrong — before a run
 exists, so a bad value never creates a run that then fails. A value nesting deeper than
 :data:`MAX_INPUT_DEPTH` or longer than :data:`MAX_INPUT_CHARS` is refused before it is parsed
@@ -184,12 +184,18 @@ def _too_long(name: str, size: int, *, exactly: bool = True) -> str:
 
 
 def check_bounds(name: str, spec: InputSpec, value: Any) -> None:
-    """Refuse a converted value outside the declared choices, min or max (InputError)."""
+    """Refuse a converted value outside the declared choices, min, max or max_length
+    (InputError)."""
     if value is None:
         return
     if spec.choices is not None and value not in spec.choices:
         choices = ", ".join(map(str, spec.choices))
         raise InputError(f"input {name!r} must be one of {choices}, got {_shown(value)}")
+    if spec.max_length is not None and isinstance(value, str) and len(value) > spec.max_length:
+        raise InputError(
+            f"input {name!r} must be at most {spec.max_length:,} characters long,"
+            f" got {len(value):,} characters"
+        )
     if spec.type not in ("int", "float") or isinstance(value, bool):
         return
     if spec.min is not None and value < spec.min:

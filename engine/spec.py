@@ -41,6 +41,8 @@ class InputSpec(Frozen):
     """The smallest value an int or float input takes (inclusive)."""
     max: float | None = None
     """The largest value an int or float input takes (inclusive)."""
+    max_length: int | None = Field(default=None, ge=1)
+    """The most characters a string input holds (a research question, not a document)."""
 
 
 class Limits(Frozen):

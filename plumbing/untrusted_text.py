@@ -12,7 +12,10 @@ surface passes such text through one of two policies here:
   characters as ``<U+009B>`` — so a person sees that something was there, and the rest of an
   escape sequence stays as plain text (``␛]52;c;…␇``);
 - :func:`for_document` (Markdown reports): whole escape sequences are *removed*, then any
-  character left of that kind, so a report keeps no raw control character;
+  character left of that kind, so a report keeps no raw control character; and the Markdown
+  that would act is escaped so that it reads as the text it is — a link or an image
+  (``[x](javascript:…)``, ``![x](https://tracker/…)``), a link definition, raw HTML or an
+  autolink, and (``one_line``) a block's marker opening the text (``## Sources``);
 - :func:`json_for_terminal` (JSON printed by a command): each such character is written as its
   JSON escape, so the document stays exact;
 - :func:`without_unsafe_characters` (text already laid out, the app's last line of defence):
@@ -59,6 +62,27 @@ _ESCAPE_SEQUENCE = re.compile(
     "|\x1b[\x20-\x2f]*[\x30-\x7e]"
 )
 _LINE_BREAKS = re.compile(r"\s*[\n\t]\s*")
+_LINK_TARGET = re.compile(r"\](?=[(:])")
+"""The ``](`` of a link or an image, the ``]:`` of a link definition (``[1]: javascript:…`` would
+make every ``[1]`` of a report a link): CommonMark reads neither once the bracket's partner is
+escaped."""
+_TAG_NAME = "[A-Za-z][A-Za-z0-9-]*"
+_ATTRIBUTE = r"""\s+[A-Za-z_:][A-Za-z0-9_.:-]*(?:\s*=\s*(?:[^\s"'=<>`]+|'[^']*'|"[^"]*"))?"""
+_HTML_START = re.compile(
+    # after an even run of backslashes (an odd one escapes the < already)
+    r"(?<!\\)((?:\\\\)*)"
+    rf"(?=<(?:{_TAG_NAME}(?:{_ATTRIBUTE})*\s*/?>|/{_TAG_NAME}\s*>|!--|\?|![A-Za-z]|!\[CDATA\["
+    r"|[A-Za-z][A-Za-z0-9.+-]{1,31}:[^\s<>]*>|[^\s<>@]+@[^\s<>]+>))"
+)
+"""Where CommonMark reads raw HTML (a tag, a comment, a processing instruction, a declaration)
+or an autolink (``<https://…>``, ``<a@b>``); text such as ``<class 'int'>`` or ``a < b`` is
+neither and stays as it is."""
+_BLOCK_START = re.compile(
+    r"\d{1,9}(?=[.)](?:\s|$))|(?=[#>=|`~]|[-+*](?:\s|$)|([-*_])\s*(?:\1\s*)*$)"
+)
+"""A marker that opens a block where a line starts: heading, quote, setext underline, table,
+code fence, list item (``- ``, ``1. ``), thematic break (``***``, or ``--`` after a list
+item's ``- ``); not ``**bold**``."""
 _CONTROL_PICTURES = 0x2400
 _DELETE_PICTURE = "\u2421"
 
@@ -92,9 +116,21 @@ def for_terminal(text: str, *, one_line: bool = False) -> str:
 
 
 def for_document(text: str, *, one_line: bool = False) -> str:
-    """``text`` with escape sequences, control and format characters removed."""
+    """``text`` with escape sequences, control and format characters removed, and the Markdown
+    in it that would act escaped (links, images, link definitions, raw HTML, autolinks): the
+    same words once rendered. ``one_line``: also a block's marker opening it, as a line of the
+    report (a heading, a list item, a quote, a paragraph) starts with it."""
     if one_line or _unsafe(text):
-        return _UNSAFE.sub("", _ESCAPE_SEQUENCE.sub("", _fold(text, one_line)))
+        text = _UNSAFE.sub("", _ESCAPE_SEQUENCE.sub("", _fold(text, one_line)))
+    if "]" in text:
+        text = _LINK_TARGET.sub("]\\\\", text)
+    if "<" in text:
+        text = _HTML_START.sub(r"\1\\", text)
+    if one_line:
+        text = text.lstrip(" ")
+        marker = _BLOCK_START.match(text)
+        if marker is not None:
+            text = f"{text[: marker.end()]}\\{text[marker.end() :]}"
     return text
 
 

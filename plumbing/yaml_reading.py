@@ -5,7 +5,9 @@ scripts and a run's quality.yaml are all written by people or by earlier runs, s
 hostile text. PyYAML has no limits of its own, so they are checked here, hand-written:
 
 * **size** — at most :data:`MAX_BYTES` (:data:`WORKFLOW_MAX_BYTES` for a workflow, which may be
-  a generated chain of ten thousand steps); a larger file is refused before it is parsed;
+  a generated chain of ten thousand steps); a larger file is refused before it is parsed, having
+  read no more than the bound (:func:`read_bounded`), and only a regular file is read: a FIFO
+  would wait for a writer for ever, a device (``/dev/zero``) never end;
 * **depth** — collections nested at most :data:`MAX_DEPTH` deep (real files stay under ten):
   PyYAML builds nested collections recursively, so a few hundred levels would end in a
   ``RecursionError`` deep inside it;
@@ -22,6 +24,9 @@ stay PyYAML's own (``yaml.YAMLError``), for each reader to word with its file's 
 
 from __future__ import annotations
 
+import errno
+import os
+import stat
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -85,6 +90,38 @@ class YamlAliasRefused(YamlLimitError):
         super().__init__(
             "YAML aliases (*name) are not supported: write the value out", line, column
         )
+
+
+class NotARegularFile(OSError):
+    """A path that names a FIFO, a device or a socket: never read (see :func:`read_bounded`)."""
+
+    def __init__(self, path: Path) -> None:
+        super().__init__(
+            errno.EINVAL, "not a regular file (a FIFO or a device); name a YAML file", str(path)
+        )
+
+    def __str__(self) -> str:
+        return str(self.strerror)
+
+
+def read_bounded(path: Path, limit: int) -> bytes:
+    """``path``'s bytes, no more than ``limit`` + 1 of them read: a regular file only.
+
+    Raises :class:`YamlTooLarge` past ``limit`` (with the file's size), :class:`NotARegularFile`
+    for a FIFO or a device, ``IsADirectoryError`` for a folder, and ``OSError`` as ``open`` does.
+    Opened without blocking, so a FIFO with no writer is refused at once instead of waited on.
+    """
+    handle = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+    with os.fdopen(handle, "rb") as file:
+        mode = os.fstat(file.fileno()).st_mode
+        if stat.S_ISDIR(mode):
+            raise IsADirectoryError(errno.EISDIR, os.strerror(errno.EISDIR), str(path))
+        if not stat.S_ISREG(mode):
+            raise NotARegularFile(path)
+        check_size(os.fstat(file.fileno()).st_size, limit)
+        data = file.read(limit + 1)
+    check_size(len(data), limit)  # it grew while it was read
+    return data
 
 
 def position(mark: Any) -> tuple[int, int]:
@@ -178,14 +215,15 @@ def read_yaml_file(path: Path, name: str, error: type[Exception], missing_hint: 
     """The parsed document at ``path``; every failure is ``error`` with one line naming ``name``
     (``missing_hint`` says what to do about a missing file)."""
     try:
-        check_size(path.stat().st_size)
-        text = path.read_text(encoding="utf-8")
+        text = read_bounded(path, MAX_BYTES).decode("utf-8")
     except YamlLimitError as exc:
         raise error(exc.located(name)) from None
     except FileNotFoundError:
         raise error(f"{name}: file not found — {missing_hint}") from None
     except IsADirectoryError:
         raise error(f"{name}: is a directory, not a file — {missing_hint}") from None
+    except NotARegularFile as exc:
+        raise error(f"{name}: {exc} — {missing_hint}") from None
     except (OSError, UnicodeDecodeError) as exc:
         raise error(
             f"{name}: cannot read the file ({type(exc).__name__}) — check its permissions and encoding"

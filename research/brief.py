@@ -106,7 +106,10 @@ def answer_lines(
     if prose and synthesis is not None and synthesis.summary.strip():
         kept, gone = checked_prose(synthesis.summary, {c.id: number[c.id] for c in lead})
         dropped += gone
-        lines += [" ".join(kept) or "No finding had evidence behind it.", ""]
+        lines += [
+            for_document(" ".join(kept), one_line=True) or "No finding had evidence behind it.",
+            "",
+        ]
     else:
         lines += [f"- {cited(number[c.id], c, evidence)}" for c in lead] or [
             "No finding had evidence behind it."
@@ -123,7 +126,7 @@ def answer_lines(
             kept, gone = checked_prose(written[question.id], {c.id: number[c.id] for c in claims})
             dropped += gone
             if kept:
-                lines += [" ".join(kept), ""]
+                lines += [for_document(" ".join(kept), one_line=True), ""]
                 continue
         lines += [f"- {cited(number[c.id], c, evidence)}" for c in claims]
         lines.append("")

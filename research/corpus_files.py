@@ -8,8 +8,9 @@ A corpus folder is hostile input: its files may be huge, and its symlinks may po
   many links lead to it: no loop);
 * a symlink to a folder inside the folder is not walked again (its files are indexed where they
   are); a symlink to a file inside the folder is indexed under its own name;
-* a file is opened with ``O_NOFOLLOW`` (a symlink swapped in after the listing is refused, not
-  followed) and must be a regular file (a FIFO or device is refused unread), at most
+* a file is opened one name of its path at a time, each with ``O_NOFOLLOW`` (a file or a folder
+  on its way swapped for a symlink after the listing is refused, not followed) and must be a
+  regular file (a FIFO or device is refused unread), at most
   :attr:`CorpusLimits.max_document_bytes` long.
 """
 
@@ -103,20 +104,50 @@ def list_folder(root: Path, limits: CorpusLimits) -> FolderListing:
     return FolderListing(files, skipped)
 
 
-def read_document(path: Path, limits: CorpusLimits) -> bytes:
-    """``path``'s bytes: a regular file, not a symlink, at most ``limits.max_document_bytes``.
-
-    Raises :class:`UnreadableDocument` (with the remedy) past the bound or for a file that is not
-    regular, ``OSError`` when it cannot be read.
-    """
+def _open_following_no_link(path: Path) -> int:
+    """``path`` (absolute, as :func:`list_folder` found it: no symlink in it) opened for reading
+    one name at a time, none followed if it is a symlink now."""
+    folder = os.open("/", os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
     try:
-        handle = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
-    except OSError as exc:
-        if exc.errno == errno.ELOOP:
-            raise UnreadableDocument(
-                f"{path.name} became a symlink while it was indexed; not followed"
-            ) from None
-        raise
+        for name in path.parts[1:-1]:
+            try:
+                inner = os.open(
+                    name,
+                    os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC,
+                    dir_fd=folder,
+                )
+            except OSError as exc:
+                if exc.errno in (errno.ELOOP, errno.ENOTDIR):
+                    raise UnreadableDocument(
+                        f"{name} became a symlink while it was indexed; not followed"
+                    ) from None
+                raise
+            os.close(folder)
+            folder = inner
+        try:
+            return os.open(
+                path.name,
+                os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC,
+                dir_fd=folder,
+            )
+        except OSError as exc:
+            if exc.errno == errno.ELOOP:
+                raise UnreadableDocument(
+                    f"{path.name} became a symlink while it was indexed; not followed"
+                ) from None
+            raise
+    finally:
+        os.close(folder)
+
+
+def read_document(path: Path, limits: CorpusLimits) -> bytes:
+    """``path``'s bytes: a regular file, reached through no symlink, at most
+    ``limits.max_document_bytes``.
+
+    Raises :class:`UnreadableDocument` (with the remedy) past the bound, for a file that is not
+    regular or a path that became a symlink, ``OSError`` when it cannot be read.
+    """
+    handle = _open_following_no_link(path.absolute())
     with os.fdopen(handle, "rb") as file:
         if not stat.S_ISREG(os.fstat(file.fileno()).st_mode):
             raise UnreadableDocument(f"{path.name} is not a regular file; not read")

@@ -17,7 +17,7 @@ import yaml
 from engine.model_answers import ModelAnswers, disclosure
 from plumbing.folder_writes import write_text_into
 from plumbing.frozen import Frozen
-from plumbing.untrusted_text import for_document
+from plumbing.untrusted_text import for_document, json_for_terminal
 from plumbing.workspace import QUALITY_FILE, RAG_PACKAGE_FILE, REPORT_FILE
 from research.brief import answer_lines, source_facts
 from research.coalesce import DISCLAIMERS, TARGET_CI, CoalesceResult
@@ -289,7 +289,9 @@ def render_report(
 
 def one_line(text: str) -> str:
     """Text from a document or a model as one line of the report (a heading, a list item, a
-    quote): its line breaks would start new Markdown blocks, its control characters go."""
+    quote): its line breaks would start new Markdown blocks, its control characters go, and its
+    Markdown reads as text (plumbing.untrusted_text.for_document) — so a line's own marker
+    (``1. ``, ``- ``) goes before it, not in it."""
     return for_document(text, one_line=True)
 
 
@@ -335,8 +337,9 @@ def _answer(
             facts.append(source.latest_date)
         facts.append(f"relevance {citation.relevance:.2f}")
         lines += [
-            one_line(
-                f"{citation.number}. **{citation.title or citation.source_id}** "
+            f"{citation.number}. "
+            + one_line(
+                f"**{citation.title or citation.source_id}** "
                 f"({'; '.join(facts)}) — `{citation.passage_id}`"
             ),
             "",
@@ -365,8 +368,9 @@ def _timeline(evidence: EvidenceMap, citations: list[Citation]) -> list[str]:
         status = source.status + (f", {note}" if note else "") if source.status else note
         refs = ", ".join(str(n) for n in numbers[source_id])
         lines.append(
-            one_line(
-                f"- **{day}** — {document_label(source)}, {source.title}"
+            "- "
+            + one_line(
+                f"**{day}** — {document_label(source)}, {source.title}"
                 + (f" ({status})" if status else "")
                 + f" [{refs}]"
             )
@@ -418,7 +422,9 @@ def rag_chunks(
 def write_artifacts(
     run_dir: Path, report: str, quality: dict[str, Any], chunks: list[dict[str, Any]]
 ) -> list[Path]:
-    """The three files in ``run_dir``, written without following a link planted there."""
+    """The three files in ``run_dir``, written without following a link planted there. The
+    RAG package's documents' text holds every character a terminal acts on as its JSON escape
+    (``\\u009b``): the same values once parsed, nothing raw for ``cat`` to send."""
     run_dir.mkdir(parents=True, exist_ok=True)
     return [
         write_text_into(run_dir, REPORT_FILE, report),
@@ -428,6 +434,9 @@ def write_artifacts(
         write_text_into(
             run_dir,
             RAG_PACKAGE_FILE,
-            "".join(json.dumps(c, ensure_ascii=False, sort_keys=True) + "\n" for c in chunks),
+            "".join(
+                json_for_terminal(json.dumps(c, ensure_ascii=False, sort_keys=True)) + "\n"
+                for c in chunks
+            ),
         ),
     ]

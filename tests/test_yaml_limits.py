@@ -9,6 +9,8 @@ parsed; one line, never a traceback.
 
 from __future__ import annotations
 
+import os
+import tracemalloc
 from collections.abc import Callable
 from pathlib import Path
 
@@ -16,15 +18,22 @@ import pytest
 
 from agents.registry_loader import load_registry_text
 from engine.errors import WorkflowLoadError
-from engine.loader import load_workflow_text
-from plumbing.yaml_reading import MAX_BYTES, MAX_DEPTH, YamlLimitError, load_yaml
+from engine.loader import load_workflow, load_workflow_text
+from plumbing.yaml_reading import (
+    MAX_BYTES,
+    MAX_DEPTH,
+    WORKFLOW_MAX_BYTES,
+    YamlLimitError,
+    load_yaml,
+)
 from router.config import ConfigError, load_router_config
 from router.fault.script import FaultScriptError, load_fault_script
 from tui.app.run_state import RunView
 from tui.app.screens.report import load_report
 from tui.commands.research_cmds import research_summary
 from tui.config import ConfigError as AppConfigError
-from tui.config import parse_config
+from tui.config import load_config, parse_config
+from tui.present.quality_file import read_quality
 
 DEEP = "a: " + "[" * MAX_DEPTH + "]" * MAX_DEPTH + "\n"  # the mapping, then 40 lists: 41 levels
 """Its 41st level (the 40th list) opens at line 1, column 4 + 39 = 43."""
@@ -119,3 +128,70 @@ def test_the_limits_hold_exactly_at_their_bounds() -> None:
     assert load_yaml("#" * MAX_BYTES) is None
     with pytest.raises(YamlLimitError):
         load_yaml("#" * (MAX_BYTES + 1))
+
+
+def config_file(path: Path) -> object:
+    return load_config(path)
+
+
+def router_config_file(path: Path) -> object:
+    return load_router_config(path)
+
+
+def fault_script_file(path: Path) -> object:
+    return load_fault_script(path)
+
+
+def workflow_file(path: Path) -> object:
+    return load_workflow(path)
+
+
+def quality_file(path: Path) -> object:
+    return read_quality(path)["error"]
+
+
+FILE_READERS = [config_file, router_config_file, fault_script_file, workflow_file, quality_file]
+
+
+def file_refusal(read: Callable[[Path], object], path: Path) -> str:
+    """The one line ``read`` refuses the file at ``path`` with."""
+    try:
+        result = read(path)
+    except (WorkflowLoadError, ConfigError, AppConfigError, FaultScriptError) as error:
+        message = str(error)
+    else:
+        message = str(result)
+    assert "\n" not in message and "Traceback" not in message
+    return message
+
+
+@pytest.mark.parametrize("read", FILE_READERS)
+def test_a_file_that_never_ends_is_refused_unread(
+    read: Callable[[Path], object], tmp_path: Path
+) -> None:
+    """A FIFO would wait for a writer for ever, ``/dev/zero`` never end (the memory it filled was
+    the bound): neither is a file to read."""
+    fifo = tmp_path / "fifo.yaml"
+    os.mkfifo(fifo)
+    endless = tmp_path / "endless.yaml"
+    endless.symlink_to("/dev/zero")
+    for path in (fifo, endless):
+        message = file_refusal(read, path)
+        assert message.startswith(str(path)) and "not a regular file" in message, message
+
+
+@pytest.mark.parametrize("read", FILE_READERS)
+def test_a_file_past_its_bound_is_read_no_further_than_the_bound(
+    read: Callable[[Path], object], tmp_path: Path
+) -> None:
+    huge = tmp_path / "huge.yaml"
+    with huge.open("wb") as file:
+        file.truncate(3 * 1024**3)  # 3 GiB, sparse: costs no disk, only the reading
+    tracemalloc.start()
+    try:
+        message = file_refusal(read, huge)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert "3,221,225,472 bytes" in message or "3221.2 MB" in message, message
+    assert peak < 2 * WORKFLOW_MAX_BYTES, f"refusing it read {peak:,} bytes"

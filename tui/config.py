@@ -33,7 +33,14 @@ from pydantic import (
 )
 from pydantic_core import ErrorDetails
 
-from plumbing.yaml_reading import LimitedLoader, YamlLimitError, load_yaml
+from plumbing.yaml_reading import (
+    MAX_BYTES,
+    LimitedLoader,
+    NotARegularFile,
+    YamlLimitError,
+    load_yaml,
+    read_bounded,
+)
 from research.corpus_limits import DEFAULT_LIMITS, MIB, CorpusLimits
 from router.config import RouterConfig, effective_router_config
 from tui.echo import echo
@@ -289,7 +296,11 @@ def load_config(path: Path | None = None, *, must_exist: bool = False) -> Workbe
     """Read the config file (:func:`default_config_path` when None); a missing file means the defaults."""
     path = path or default_config_path()
     try:
-        text = path.read_text(encoding="utf-8")
+        text = read_bounded(path, MAX_BYTES).decode("utf-8")
+    except YamlLimitError as refused:
+        raise ConfigError(refused.located(str(path))) from None
+    except NotARegularFile as refused:
+        raise ConfigError(f"{path}: {refused} with --config or {CONFIG_ENV}") from None
     except FileNotFoundError:
         if must_exist:
             raise ConfigError(f"{path}: no such config file; check the --config path") from None

@@ -20,9 +20,13 @@ import click
 from plumbing.untrusted_text import for_terminal, json_for_terminal
 
 
-def echo(message: str = "", *, err: bool = False, nl: bool = True) -> None:
-    """``message`` on stdout (on stderr with ``err``), every control character shown, not sent."""
-    click.echo(for_terminal(message), err=err, nl=nl)
+def echo(message: str = "", *, err: bool = False, nl: bool = True, one_line: bool = False) -> None:
+    """``message`` on stdout (on stderr with ``err``), every control character shown, not sent.
+
+    ``one_line``: a line made of values from outside (a file's name, a document's title) stays
+    one line — a line break in a value would start a line that reads as the workbench's own
+    (``error: …``)."""
+    click.echo(for_terminal(message, one_line=one_line), err=err, nl=nl)
 
 
 def echo_json(data: Any) -> None:

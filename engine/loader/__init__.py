@@ -40,7 +40,7 @@ from engine.loader.templates import expand_steps
 from engine.spec import WorkflowDefinition
 from engine.steps import REGISTRY, StepRegistry
 from plumbing.collector import cycle_collection_paused
-from plumbing.yaml_reading import MAX_DEPTH, WORKFLOW_MAX_BYTES
+from plumbing.yaml_reading import MAX_DEPTH, WORKFLOW_MAX_BYTES, YamlTooLarge, read_bounded
 
 __all__ = [
     "INTERNAL_ERROR",
@@ -164,13 +164,13 @@ def load_workflow(path: str | Path, registry: StepRegistry | None = None) -> Wor
     """Load a workflow file; every problem is raised as one WorkflowLoadError."""
     source = str(path)
     try:
-        data = Path(path).read_bytes()
+        data = read_bounded(Path(path), MAX_BYTES)
+    except YamlTooLarge as refused:
+        raise WorkflowLoadError([_too_large(source, refused.size)]) from None
     except OSError as error:
         raise WorkflowLoadError(
             [Problem(source, 1, 1, f"cannot read the file: {error.strerror or error}")]
         ) from None
-    if len(data) > MAX_BYTES:
-        raise WorkflowLoadError([_too_large(source, len(data))])
     try:
         text = data.decode("utf-8-sig")
     except UnicodeDecodeError as error:

@@ -138,6 +138,12 @@ def check_workflow_sections(
                     f"input '{name}': {bound} bounds int and float inputs (this one is"
                     f" {spec.type}); remove {bound} or use choices",
                 )
+        if spec.max_length is not None and spec.type != "string":
+            problems.add(
+                descend(root, "inputs", name, "max_length"),
+                f"input '{name}': max_length bounds string inputs (this one is {spec.type});"
+                " remove max_length",
+            )
         if spec.min is not None and spec.max is not None and spec.min > spec.max:
             problems.add(
                 descend(root, "inputs", name, "max"),

@@ -1238,6 +1238,29 @@ CASES = [
         "3:31: input 'n': max 1 is below min 5; swap them",
     ),
     case(
+        "max_length_on_a_number",
+        """
+        name: w
+        inputs:
+          n: {type: int, max_length: 3}
+        steps:
+          - {id: a, uses: demo.any}
+    """,
+        "3:30: input 'n': max_length bounds string inputs (this one is int); remove max_length",
+    ),
+    case(
+        "default_longer_than_max_length",
+        """
+        name: w
+        inputs:
+          s: {type: string, max_length: 3, default: abcd}
+        steps:
+          - {id: a, uses: demo.any}
+    """,
+        "3:45: default of input 's' must be at most 3 characters long, got 4 characters;"
+        " change the default or the bounds",
+    ),
+    case(
         "default_below_min",
         """
         name: w

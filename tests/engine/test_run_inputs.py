@@ -1,5 +1,5 @@
 """Run inputs are converted and checked against their declarations before a run exists:
-the type, the choices, min and max, and whole numbers within the range CEL computes exactly.
+the type, the choices, min and max, a string's max_length, and whole numbers within the range CEL computes exactly.
 Every refusal is one line naming the input and the value."""
 
 from __future__ import annotations
@@ -21,6 +21,7 @@ WF = WorkflowDefinition(
         "rounds": InputSpec(type="int", default=4, min=1, max=6),
         "ratio": InputSpec(type="float", default=0.5, min=0, max=1),
         "mode": InputSpec(type="string", default="fast", choices=["fast", "deep"]),
+        "note": InputSpec(type="string", default="", max_length=5),
         "count": InputSpec(type="int", default=1),
     },
     steps=[StepSpec(id="a", uses="demo.echo")],
@@ -36,6 +37,10 @@ WF = WorkflowDefinition(
         ({"ratio": "nan"}, "input 'ratio' must be a number, got 'nan'"),
         ({"ratio": "inf"}, "input 'ratio' must be a number, got 'inf'"),
         ({"mode": "slow"}, "input 'mode' must be one of fast, deep, got 'slow'"),
+        (
+            {"note": "x" * 1_234},
+            "input 'note' must be at most 5 characters long, got 1,234 characters",
+        ),
         (
             {"count": "9" * 26},
             f"input 'count' must be a whole number between -{LARGEST_INT} and {LARGEST_INT},"
@@ -76,6 +81,7 @@ def test_values_within_their_bounds_are_converted() -> None:
         "rounds": 1,
         "ratio": 1.0,
         "mode": "fast",
+        "note": "",
         "count": -12,
     }
     assert resolve_inputs(WF, {"count": LARGEST_INT})["count"] == LARGEST_INT

@@ -109,6 +109,12 @@ def test_bad_input_is_one_clear_line(tmp_path: Path) -> None:
     assert (
         result.exit_code == 2 and "YYYY-MM-DD" in result.output and "Traceback" not in result.output
     )
+    essay = "Why? " * 801
+    long = runner.invoke(cli, ["--workspace", str(tmp_path), "research", essay, "--headless"])
+    assert long.exit_code == 2 and long.output == (
+        "error: input 'query' must be at most 4,000 characters long, got 4,005 characters\n"
+    )
+    assert not list(tmp_path.glob("**/runs/*")), "a refused question starts no run"
     unknown = runner.invoke(
         cli, ["--workspace", str(tmp_path), "research", "sensitivity", "no-such-run"]
     )

@@ -20,7 +20,7 @@ import pytest
 import yaml
 
 from research.corpus import Corpus
-from research.corpus_files import OUTSIDE, read_document
+from research.corpus_files import OUTSIDE, list_folder, read_document
 from research.corpus_limits import MIB, CorpusLimits
 from research.loaders import UnreadableDocument, split_passages
 from tests.cli.test_engine_cli import workbench
@@ -276,3 +276,50 @@ def test_a_heading_of_megabytes_is_not_repeated_into_every_passage(tmp_path: Pat
     assert passages > 2 * 2  # the heading's text and the body, each in several passages
     assert longest_title <= 300 and longest_section <= 300
     assert text_chars >= 2 * len(long_heading.strip())  # the heading line's text is kept, once
+
+
+def test_a_name_or_title_with_line_breaks_cannot_forge_a_line_of_output(
+    tmp_path: Path, folder: Path, outside: Path
+) -> None:
+    """A file name, a symlink's name and an HTML title may hold line breaks; printed as they
+    are, each would start a line of its own that reads as the workbench's (``error: …``)."""
+    forged = "\nerror: forged"
+    (folder / f"named{forged}.md").write_text(GOOD, encoding="utf-8")
+    (folder / f"link{forged}.md").symlink_to(outside / ".ssh" / "id_rsa.md")
+    (folder / "titled.html").write_text(
+        f"<html><head><title>Widgets{forged} title</title></head>"
+        "<body><p>Widgets are frobnicated by the titled page.</p></body></html>",
+        encoding="utf-8",
+    )
+
+    added = workbench(tmp_path / "ws", "corpus", "add", str(folder))
+    assert indexed(tmp_path / "ws") == {"docs/guide", f"docs/named{forged}", "docs/titled"}
+    searched = workbench(tmp_path / "ws", "corpus", "search", "frobnicated", "--collection", "docs")
+
+    assert added.returncode == 0 and searched.returncode == 0, added.stderr + searched.stderr
+    assert f"skipped {folder}/link error: forged.md: {OUTSIDE}" in added.stdout.splitlines()
+    hits = [line.split(maxsplit=1)[-1] for line in searched.stdout.splitlines()]
+    assert "docs/named error: forged#0  Widgets (-, undated)" in hits
+    assert "docs/titled#0  Widgets error: forged title (-, undated)" in hits
+    for output in (added.stdout, searched.stdout):
+        assert not [line for line in output.splitlines() if line.startswith("error:")], output
+
+
+def test_a_folder_swapped_for_a_symlink_after_the_listing_is_not_followed(
+    folder: Path, outside: Path
+) -> None:
+    """``O_NOFOLLOW`` guards a path's last name only: a folder on the way to a listed file,
+    swapped for a link out of the corpus folder after the listing, must not lead there either."""
+    (folder / "sub").mkdir()
+    (folder / "sub" / "id_rsa.md").write_text(GOOD, encoding="utf-8")
+    [(_, real)] = [
+        (named, real)
+        for named, real in list_folder(folder.resolve(), CorpusLimits()).files
+        if named.name == "id_rsa.md"
+    ]
+    (folder / "sub").rename(folder / "sub-before")
+    (folder / "sub").symlink_to(outside / ".ssh", target_is_directory=True)
+
+    with pytest.raises(UnreadableDocument, match="sub became a symlink while it was indexed"):
+        read_document(real, CorpusLimits())
+    assert read_document(folder / "sub-before" / "id_rsa.md", CorpusLimits()) == GOOD.encode()

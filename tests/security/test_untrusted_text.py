@@ -8,6 +8,7 @@ import sys
 
 from hypothesis import given
 from hypothesis import strategies as st
+from markdown_it import MarkdownIt
 
 from plumbing.untrusted_text import (
     for_document,
@@ -71,7 +72,7 @@ def test_lines_and_tabs_stay_unless_one_line_is_asked() -> None:
     assert for_terminal(text) == "first\nsecond\tcolumn\n\nthird"
     assert for_document(text) == "first\nsecond\tcolumn\n\nthird"
     assert for_document("# heading\n\n## injected\t here", one_line=True) == (
-        "# heading ## injected here"
+        "\\# heading ## injected here"  # its marker escaped: the line it starts is no heading
     )
     assert for_terminal("a\rb") == "a␍b"  # a lone carriage return would overwrite the line
 
@@ -97,7 +98,46 @@ def test_nothing_acted_on_survives_either_policy(text: str) -> None:
     assert "\n" not in for_document(text, one_line=True)
 
 
-@given(st.text(alphabet=st.characters(blacklist_categories=("Cc", "Cf", "Zl", "Zp", "Cs"))))
+@given(
+    st.text(
+        alphabet=st.characters(
+            blacklist_categories=("Cc", "Cf", "Zl", "Zp", "Cs"), blacklist_characters="]<"
+        )
+    )
+)
 def test_text_without_controls_is_unchanged(text: str) -> None:
     assert for_terminal(text) == text
-    assert for_document(text) == text
+    assert for_document(text) == text  # and without Markdown that acts (``](``, ``<tag>``)
+
+
+MARKDOWN = st.text(alphabet="[]()<>!:/\\#-*_+`=|~. 1aj\n", max_size=40) | st.sampled_from(
+    [
+        "[a](javascript:x)",
+        "![i](https://t/p.png)",
+        "<img src=x>",
+        "</a >",
+        "<https://e/>",
+        "<a@b.c>",
+        "<!-- c -->",
+        "<?php ?>",
+        "<!DOCTYPE x>",
+        "\\\\<b>",
+        "[1]: https://e/",
+        "## S",
+    ]
+)
+
+
+@given(st.lists(MARKDOWN, max_size=6).map("".join))
+def test_a_document_s_markdown_never_acts_in_a_report_line(text: str) -> None:
+    """Whatever the text, a line of the report made of it (a list item, a quote, a paragraph)
+    holds no link, image or raw HTML, and starts no block but its own; cleaning is idempotent."""
+    cleaned = for_document(text, one_line=True)
+    for line in (f"- {cleaned}", f"> {cleaned}", cleaned):
+        tokens = MarkdownIt("commonmark").parse(f"{line}\n\n[1]\n")
+        kinds = [t.type for t in tokens]
+        inline = [child.type for t in tokens for child in t.children or []]
+        assert not [k for k in kinds + inline if k.startswith(("link", "image", "html"))], line
+        assert not [k for k in kinds if k.startswith(("heading", "hr", "fence", "code"))], line
+    assert for_document(cleaned, one_line=True) == cleaned
+    assert for_document(for_document(text)) == for_document(text)

@@ -12,6 +12,7 @@ from typing import Any
 
 import pytest
 from textual.widgets import Input, Static
+from textual.widgets.markdown import MarkdownBlock
 
 from engine.context import InterruptAnswer, JournalEntry, StepInfo, StreamingModelCaller
 from engine.live import LiveChannel, OutputCoalescer
@@ -434,3 +435,32 @@ async def test_the_round_diff_opens_from_the_run_screen_and_steps_between_pairs(
         await until(pilot, lambda: prompt_ready(app, ApprovalPrompt))
         assert screen.key_acts("round_diff") is False, "the footer does not offer it"
         assert "compares two scored rounds" in (screen.why_not("round_diff") or "")
+
+
+async def test_a_link_in_a_report_is_not_opened_by_a_click(
+    workbench: Workbench, workspace: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A report written before its links were escaped (or by hand) may hold a document's link:
+    a click on it opens nothing (the report links nowhere of the workbench's own)."""
+    (workspace / "runs" / "run-done" / "report.md").write_text(
+        "# A report\n\n[evil link](https://evil.example/steal)\n", encoding="utf-8"
+    )
+    app = WorkbenchApp(workbench)
+    opened: list[str] = []
+    monkeypatch.setattr(app, "open_url", lambda url, **_: opened.append(url))
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.pause()
+        app.open_run("run-done")
+        await press(pilot, "r", lambda: isinstance(app.screen, ReportScreen))
+        [paragraph] = [
+            block
+            for block in app.screen.query(MarkdownBlock)
+            if type(block).__name__ == "MarkdownParagraph"
+        ]
+        await pilot.click(paragraph, offset=(2, 0))
+        await until(pilot, lambda: bool(app._notifications))
+        [told] = [n.message for n in app._notifications]
+    assert opened == []
+    assert (
+        told == "not opened: https://evil.example/steal (a link from a document the report quotes)"
+    )

@@ -161,9 +161,9 @@ def research_group(
                     report = corpus.add_folder(folder, on_progress=progress, limits=limits)
             except FileNotFoundError as error:
                 raise BadInput(f"--corpus {error}") from None
-            echo(report.summary())
+            echo(report.summary(), one_line=True)
             for skipped in report.skipped:
-                echo(f"  skipped {skipped.path}: {skipped.reason}")
+                echo(f"  skipped {skipped.path}: {skipped.reason}", one_line=True)
             collections.append(report.collection)
         _tell_outdated(corpus)
     inputs: dict[str, Any] = {
@@ -321,9 +321,9 @@ def corpus_add(ctx: click.Context, folder: str, name: str | None) -> None:
                 report = corpus.add_folder(folder, name, on_progress=progress, limits=limits)
         except FileNotFoundError as error:
             raise BadInput(str(error)) from None
-    echo(report.summary())
+    echo(report.summary(), one_line=True)
     for skipped in report.skipped:
-        echo(f"skipped {skipped.path}: {skipped.reason}")
+        echo(f"skipped {skipped.path}: {skipped.reason}", one_line=True)
 
 
 def _tell_outdated(corpus: Corpus) -> None:
@@ -373,9 +373,10 @@ def corpus_search(ctx: click.Context, terms: str, limit: int, collections: tuple
     for hit in hits:
         dated = hit["updated"] or hit["published"] or "undated"
         echo(
-            f"{hit['score']:7.2f}  {hit['passage_id']}  {hit['title']} ({hit['status'] or '-'}, {dated})"
+            f"{hit['score']:7.2f}  {hit['passage_id']}  {hit['title']} ({hit['status'] or '-'}, {dated})",
+            one_line=True,
         )
-        echo(f"         {' '.join(hit['snippet'].split())}")
+        echo(f"         {' '.join(hit['snippet'].split())}", one_line=True)
 
 
 COMMANDS = [research_group, corpus_group]

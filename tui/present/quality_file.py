@@ -12,17 +12,19 @@ from typing import Any
 
 import yaml
 
-from plumbing.yaml_reading import YamlLimitError, load_yaml
+from plumbing.yaml_reading import MAX_BYTES, YamlLimitError, load_yaml, read_bounded
 
 
 def read_quality(path: Path) -> dict[str, Any]:
     """The metadata in ``path``; ``{}`` when there is none, ``{"error": …}`` when it cannot be read."""
     try:
-        loaded = load_yaml(path.read_text(encoding="utf-8"))
+        loaded = load_yaml(read_bounded(path, MAX_BYTES).decode("utf-8"))
     except FileNotFoundError:
         return {}
     except OSError as exc:
         return {"error": f"{path}: cannot be read ({exc.strerror or exc})"}
+    except UnicodeDecodeError:
+        return {"error": f"{path}: not UTF-8 text"}
     except YamlLimitError as refused:
         return {"error": refused.located(str(path))}
     except yaml.YAMLError as exc:

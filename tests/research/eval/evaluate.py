@@ -294,8 +294,14 @@ class QuestionScore:
     missing_facts: list[str]
 
 
+MARKDOWN_ESCAPE = re.compile(r"\\([!-/:-@\[-`{-~])")
+"""A backslash escape of CommonMark (``\\<``, ``]\\(``): the report escapes a document's
+Markdown that would act, and the sections are read as a reader sees them, without it."""
+
+
 def body_sections(report: str) -> dict[str, str]:
-    """The report's ``##`` sections by heading (the title and its disclaimer left out)."""
+    """The report's ``##`` sections by heading (the title and its disclaimer left out), their
+    text as rendered (backslash escapes read)."""
     sections: dict[str, str] = {}
     current: str | None = None
     for line in report.splitlines():
@@ -303,7 +309,7 @@ def body_sections(report: str) -> dict[str, str]:
             current = line[3:].strip()
             sections[current] = ""
         elif current is not None:
-            sections[current] += line + "\n"
+            sections[current] += MARKDOWN_ESCAPE.sub(r"\1", line) + "\n"
     return sections
 
 

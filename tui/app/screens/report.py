@@ -89,13 +89,22 @@ the one at the top of the view; **c** copies the whole Markdown; **i** the run i
         yield Static(f" report · {self.run_id}", id="report-title")
         with Horizontal():
             with VerticalScroll(id="report-body"):
-                yield Markdown(self.text or "*This run has no report yet.*", id="report-markdown")
+                yield Markdown(
+                    self.text or "*This run has no report yet.*",
+                    id="report-markdown",
+                    open_links=False,
+                )
             yield Static(quality_table(self.quality), id="report-quality")
         yield FindBar(self._searchable, id="report-find")
         yield KeyFooter()
 
     def on_mount(self) -> None:
         self.query_one("#report-body").focus()
+
+    def on_markdown_link_clicked(self, event: Markdown.LinkClicked) -> None:
+        """A report makes no link of its own: one in it came from a document or a model (a
+        report written before their Markdown was escaped), so it is named, never opened."""
+        self.notify(f"not opened: {event.href} (a link from a document the report quotes)")
 
     def _blocks(self) -> list[MarkdownBlock]:
         """The report's innermost blocks (paragraphs, list items' text, headings), in order."""
