@@ -80,13 +80,18 @@ def registry_files(root: Path) -> list[Path]:
 
 
 def load_registry(
-    roots: Iterable[tuple[Path, str]], implementations: Collection[str]
+    roots: Iterable[tuple[Path, str]],
+    implementations: Collection[str],
+    files: Iterable[Path] = (),
 ) -> RegistryLoad:
-    """Load every file of every ``(folder, origin)`` root; ``implementations`` are the tool
+    """Load every file of every ``(folder, origin)`` root, then each of ``files`` on its own
+    (``registry validate FILE``, origin "given"); ``implementations`` are the tool
     implementation names registered in this process (a tool's ``runs`` must be one)."""
     loader = _RegistryLoader(implementations)
     for folder, origin in roots:
         loader.load_root(folder, origin)
+    for path in files:
+        loader.load_files([path], "given")
     return loader.finish()
 
 
@@ -115,8 +120,12 @@ class _RegistryLoader:
 
     # -- files -------------------------------------------------------------------
     def load_root(self, folder: Path, origin: str) -> None:
+        self.load_files(registry_files(folder), origin)
+
+    def load_files(self, paths: Iterable[Path], origin: str) -> None:
+        """Load ``paths`` as the files of one root (a name may be defined once in it)."""
         seen_in_root: dict[str, dict[str, Any]] = {kind: {} for kind in SECTIONS}
-        for path in registry_files(folder):
+        for path in paths:
             self.files.append(path)
             try:
                 check_size(path.stat().st_size)
@@ -156,8 +165,6 @@ class _RegistryLoader:
                 "a registry file is a mapping with agents, tools, models or policies sections",
             )
             return
-        if not self._no_duplicate_keys(source, root):
-            return
         for key_node, value_node in root.value:
             kind = key_node.value
             if kind not in SECTIONS:
@@ -169,30 +176,6 @@ class _RegistryLoader:
                 )
                 continue
             self._section(source, origin, kind, value_node, plain[kind], seen_in_root)
-
-    def _no_duplicate_keys(self, source: str, node: yaml.Node) -> bool:
-        ok = True
-        stack = [node]
-        while stack:
-            current = stack.pop()
-            if isinstance(current, yaml.MappingNode):
-                seen: dict[Any, yaml.Node] = {}
-                for key_node, value_node in current.value:
-                    key = getattr(key_node, "value", None)
-                    if isinstance(key, str) and key in seen:
-                        first = seen[key].start_mark.line + 1
-                        self.add(
-                            source,
-                            key_node,
-                            f"duplicate key '{key}' (first written at line {first})",
-                        )
-                        ok = False
-                    elif isinstance(key, str):
-                        seen[key] = key_node
-                    stack.append(value_node)
-            elif isinstance(current, yaml.SequenceNode):
-                stack.extend(current.value)
-        return ok
 
     def _section(
         self,

@@ -104,6 +104,53 @@ def _bound_name(node: Any) -> str | None:
     return _text(path[0]) if path and len(path) == 1 else None
 
 
+_BOUND_MACRO_ARGS = 2
+"""What ``all``, ``exists``, ``exists_one``, ``filter`` and ``map`` take: a name and an
+expression (cel-python has no three-argument ``map``)."""
+
+
+def _single(node: Any) -> Any:
+    """``node`` with the rules that only pass one child on taken off."""
+    while isinstance(node, lark.Tree) and len(node.children) == 1 and node.data != "literal":
+        node = node.children[0]
+    return node
+
+
+def macro_misuse(tree: lark.Tree[Any]) -> tuple[str, lark.Tree[Any]] | None:
+    """A macro written in a form cel-python only refuses when it evaluates (a
+    traceback's worth of parse tree for a message), with its node; None when there is none.
+
+    ``l.exists(x, p)``, ``all``, ``exists_one``, ``filter`` and ``map`` take a name and an
+    expression; ``has()`` takes one field selection (``has(steps.a.outputs.x)``).
+    """
+    for node in tree.iter_subtrees():
+        if node.data not in ("member_dot_arg", "ident_arg"):
+            continue
+        on_a_value = node.data == "member_dot_arg"
+        name = str(node.children[1] if on_a_value else node.children[0])
+        arguments = (
+            node.children[2 if on_a_value else 1] if len(node.children) > 1 + on_a_value else None
+        )
+        args = list(arguments.children) if isinstance(arguments, lark.Tree) else []
+        if on_a_value and name in _BINDING_MACROS:
+            if len(args) != _BOUND_MACRO_ARGS or _bound_name(args[0]) is None:
+                return (
+                    f"{name}() takes a name and an expression (list.{name}(x, …), x naming "
+                    "each element); write it that way",
+                    node,
+                )
+        elif name in _BINDING_MACROS:
+            return f"{name}() is called on a list (list.{name}(x, …)); write it that way", node
+        elif name == "has" and not on_a_value:
+            if len(args) != 1 or getattr(_single(args[0]), "data", None) != "member_dot":
+                return (
+                    "has() takes one field selection, e.g. has(steps.a.outputs.x); write it "
+                    "that way",
+                    node,
+                )
+    return None
+
+
 def _walk(
     tree: lark.Tree[Any],
 ) -> tuple[list[tuple[list[_Part], lark.Tree[Any]]], list[tuple[lark.Token, lark.Tree[Any]]]]:
@@ -178,6 +225,14 @@ class Analysis:
     calls: tuple[tuple[int, int | None], ...]
     """Per call: its name's token position, the column's token."""
     result: str | None
+    misuse: tuple[str, int | None] | None = None
+    """A macro written in a form that cannot evaluate (:func:`macro_misuse`): what to say,
+    and the column's token."""
+
+    def misuse_column(self, tokens: tuple[lark.Token, ...]) -> int:
+        """The 1-based column of :attr:`misuse` in the text whose tokens are ``tokens``."""
+        at = self.misuse[1] if self.misuse is not None else None
+        return int(tokens[at].column or 1) if at is not None else 1
 
     def read(
         self, tokens: tuple[lark.Token, ...]
@@ -210,6 +265,7 @@ def analyse(tree: lark.Tree[Any], tokens: tuple[lark.Token, ...]) -> Analysis:
         return None if meta.empty else starts[meta.start_pos]
 
     found, called = _walk(tree)
+    misuse = macro_misuse(tree)
     return Analysis(
         tuple(
             (tuple((starts[token.start_pos], quoted) for token, quoted in path), at(node))
@@ -217,6 +273,7 @@ def analyse(tree: lark.Tree[Any], tokens: tuple[lark.Token, ...]) -> Analysis:
         ),
         tuple((starts[name.start_pos], at(node)) for name, node in called),
         result_type(tree),
+        None if misuse is None else (misuse[0], at(misuse[1])),
     )
 
 

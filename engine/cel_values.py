@@ -21,7 +21,7 @@ from typing import Any
 
 import lark
 from celpy import celtypes
-from celpy.evaluation import base_functions
+from celpy.evaluation import base_functions, celbytes, celstr
 
 MAX_EXACT_INTEGER = 2**53
 
@@ -128,6 +128,30 @@ def double_literal(text: str) -> str:
     if math.isinf(number):
         raise OverflowError(text)
     return repr(-number if negative else number)
+
+
+TEXT_LITERALS = frozenset({"STRING_LIT", "MLSTRING_LIT", "BYTES_LIT"})
+
+
+def literal_problem(token: lark.Token) -> str | None:
+    """Why a string or bytes literal's escapes make no value, or None when they do.
+
+    cel-python expands escapes only when it evaluates, so ``'\\uD800'`` (half of a UTF-16 pair,
+    which no stored text can hold), ``'\\U00110000'`` (past the last character) or
+    ``b'\\u0100'`` (past a byte) would compile and fail — or be stored — later; the loader
+    refuses them with the rest of the expression's mistakes.
+    """
+    try:
+        value = celbytes(token) if token.type == "BYTES_LIT" else celstr(token)
+    except (ValueError, OverflowError):
+        return f"{token.value} holds an escape that is no {_unit(token)}"
+    if isinstance(value, str) and any("\ud800" <= char <= "\udfff" for char in value):
+        return f"{token.value} holds an escape of half a UTF-16 pair (\\uD800-\\uDFFF)"
+    return None
+
+
+def _unit(token: lark.Token) -> str:
+    return "byte" if token.type == "BYTES_LIT" else "character"
 
 
 def rewrite_integer_literals(tree: lark.Tree[Any]) -> None:

@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import enum
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property, lru_cache
 from typing import Any
@@ -36,9 +36,10 @@ from typing import Any
 import celpy
 import lark
 import lark.exceptions
+import re2
 from celpy import celtypes
 from celpy.celparser import CELParseError
-from celpy.evaluation import CELEvalError
+from celpy.evaluation import CELEvalError, base_functions
 
 from engine import cel_parser
 from engine.cel_analysis import (
@@ -53,8 +54,10 @@ from engine.cel_budget import BoundedRunner, CostLimitExceeded, check_length
 from engine.cel_values import (
     CEL_VALUE_TYPES,
     NUMERIC_FUNCTIONS,
+    TEXT_LITERALS,
     double_literal,
     from_cel,
+    literal_problem,
     rewrite_integer_literals,
     to_cel,
 )
@@ -177,7 +180,26 @@ def _join(*args: Any) -> Any:
     return check_length(_JOIN(*args))
 
 
-_FUNCTIONS = {**NUMERIC_FUNCTIONS, "_+_": _join}
+def _matches(text: Any, pattern: Any) -> Any:
+    """``matches()`` as cel-python's, except that a pattern RE2 cannot read is an evaluation error
+    naming it: cel-python's compiles it with RE2's logging on, which writes its complaint
+    straight to the process's stderr — over the app's screen, beside a command's one line."""
+    if not isinstance(text, str) or not isinstance(pattern, str):
+        return base_functions["matches"](text, pattern)
+    try:
+        compiled = re2.compile(pattern, options=_QUIET_RE2)
+    except re2.error as error:
+        reason = error.args[0] if error.args else b""
+        if isinstance(reason, bytes):
+            reason = reason.decode("utf-8", "replace")
+        return CELEvalError(f"matches(): {str(pattern)!r} is not a regular expression ({reason})")
+    return celtypes.BoolType(compiled.search(text) is not None)
+
+
+_QUIET_RE2 = re2.Options()
+_QUIET_RE2.log_errors = False
+
+_FUNCTIONS: dict[str, Callable[..., Any]] = {**NUMERIC_FUNCTIONS, "_+_": _join, "matches": _matches}
 
 
 # -- compiled expressions ------------------------------------------------------
@@ -278,7 +300,19 @@ def _compile_cached(expr: str) -> CompiledExpr:
                 double_literal(token.value)
     except (OverflowError, ValueError):
         raise CelSyntaxError("an integer literal is too large for a double", expr=expr) from None
+    for token in parsed.tokens:
+        problem = literal_problem(token) if token.type in TEXT_LITERALS else None
+        if problem is not None:
+            raise CelSyntaxError(
+                f"{problem}; write the character itself or a valid escape",
+                expr=expr,
+                column=int(token.column or 1),
+            )
     analysis = analysis_of(parsed)
+    if analysis.misuse is not None:
+        raise CelSyntaxError(
+            analysis.misuse[0], expr=expr, column=analysis.misuse_column(parsed.tokens)
+        )
     references, calls = analysis.read(parsed.tokens)
     return CompiledExpr(expr, references, calls, analysis.result)
 

@@ -47,6 +47,11 @@ def write_error(path: Path, what: str, error: sqlite3.Error) -> StoreWriteError:
         remedy = f"free disk space, then continue a stopped run with workbench resume; {kept}"
     elif fault is SqliteFault.LOCKED:
         remedy = f"another process holds it locked: try again when that process ends; {kept}"
+    elif fault is SqliteFault.DAMAGED:
+        remedy = (
+            f"the file is damaged: move {path} aside and a new one is started (the sqlite3 "
+            "tool's .recover reads what is left in it)"
+        )
     else:
         remedy = f"check that {path.parent} and the files in it are writable; {kept}"
     return StoreWriteError(path, what, str(error), remedy)

@@ -74,11 +74,13 @@ _BY_WORDS = (
 
 
 def disk_nearly_full(path: Path) -> bool:
-    """Whether the disk holding ``path`` has (next to) no space left."""
+    """Whether the disk holding ``path`` has (next to) no space left. A filesystem that reports
+    no size at all (``/proc``, ``/sys``) holds no files, and is not full."""
     try:
-        return shutil.disk_usage(path.parent).free < NEARLY_FULL_BYTES
+        usage = shutil.disk_usage(path.parent)
     except OSError:
         return False
+    return usage.total > 0 and usage.free < NEARLY_FULL_BYTES
 
 
 def sqlite_fault(error: BaseException, path: Path | None = None) -> SqliteFault:

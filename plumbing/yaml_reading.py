@@ -12,7 +12,9 @@ hostile text. PyYAML has no limits of its own, so they are checked here, hand-wr
   PyYAML builds nested collections recursively, so a few hundred levels would end in a
   ``RecursionError`` deep inside it;
 * **aliases** — ``*name`` is refused: a few lines of aliases expand to billions of values
-  for whoever walks the result (the "billion laughs").
+  for whoever walks the result (the "billion laughs");
+* **duplicate keys** — a key written twice in one mapping is refused (PyYAML keeps the last
+  and drops the first without a word).
 
 Depth and aliases are checked on PyYAML's event stream, as the document is read, so nothing
 is built past the first refusal and the text is parsed once. A refusal is a
@@ -71,6 +73,15 @@ class YamlTooDeep(YamlLimitError):
     def __init__(self, line: int, column: int) -> None:
         super().__init__(
             f"nested more than {MAX_DEPTH} levels deep — flatten the file", line, column
+        )
+
+
+class YamlDuplicateKey(YamlLimitError):
+    def __init__(self, key: str, first_line: int, line: int, column: int) -> None:
+        super().__init__(
+            f"duplicate key {key!r} (first written at line {first_line}); keep one of them",
+            line,
+            column,
         )
 
 
@@ -155,6 +166,18 @@ class LimitedLoader(yaml.SafeLoader):
         event = _parsed_event(self)
         self._guard.see(event)
         return event
+
+    def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:
+        """PyYAML's, except that a key written twice is refused: PyYAML keeps the last one and
+        drops the first without a word, so a setting would silently not be the one read."""
+        first: dict[str, int] = {}
+        for key_node, _ in node.value:
+            if isinstance(key_node, yaml.ScalarNode):
+                line, column = position(key_node.start_mark)
+                if key_node.value in first:
+                    raise YamlDuplicateKey(key_node.value, first[key_node.value], line, column)
+                first[key_node.value] = line
+        return super().construct_mapping(node, deep=deep)
 
 
 _parsed_event: Callable[[yaml.SafeLoader], yaml.Event] = yaml.SafeLoader.get_event

@@ -8,7 +8,10 @@ the file or value and what to do — with a documented exit code, never a traceb
 * an operating-system or SQLite error is explained by its error number or SQLite result
   code, never by its wording: a read-only workspace, a full disk, a database another
   process holds locked, a damaged file;
-* Ctrl-C before a command has started its work (Python is still importing) says so.
+* Ctrl-C before a command has started its work (Python is still importing) says so;
+* a usage mistake click finds (an option's value out of range or of the wrong kind, an unknown
+  option or command, a missing argument) is click's own sentence and where the command's
+  options are listed, on one line — click would print four (usage, hint, blank, error).
 
 Every one of these exits with :data:`BAD_INPUT` (2) except Ctrl-C (:data:`INTERRUPTED`,
 130, the shell's convention). A failure nobody anticipated — a bug — is one line too,
@@ -101,7 +104,7 @@ def _one_line_errors() -> tuple[type[BaseException], ...]:
     from engine.lifecycle import RunNotResumable
     from engine.run_inputs import InputError
     from engine.sqlite_file import StoreFileError
-    from engine.store import InterruptClosed, RunOwned, UnknownRun
+    from engine.store import InterruptClosed, RunOwned, UnknownRun, UnreadableRun
     from plumbing.postgres import DatabaseError
     from router.errors import StatsFileError
     from tui.client.http import ServerError
@@ -113,6 +116,7 @@ def _one_line_errors() -> tuple[type[BaseException], ...]:
         DatabaseError,
         RunOwned,
         UnknownRun,
+        UnreadableRun,
         InterruptClosed,
         RunNotResumable,
         InputError,
@@ -200,6 +204,15 @@ def explain(error: BaseException, workspace: Path) -> Failure:
     )
 
 
+def usage_failure(error: click.UsageError) -> click.ClickException:
+    """Click's usage error as the one line: its sentence, then the help that lists what the
+    command takes. A group named without its command keeps click's answer, its help."""
+    if isinstance(error, click.exceptions.NoArgsIsHelpError):
+        return error
+    where = error.ctx.command_path if error.ctx is not None else "workbench"
+    return Failure(f"{error.format_message().rstrip('.')} — see `{where} --help`")
+
+
 def _interrupted() -> Interrupted:
     return Interrupted(INTERRUPTED_LINE.removeprefix("error: "))
 
@@ -214,8 +227,8 @@ def _workspace(ctx: click.Context) -> Path:
 class FailureBoundary(click.Group):
     """The ``workbench`` group: every command runs inside the boundary (see the module doc).
 
-    Click's own exits (usage errors, ``ctx.exit``, one-line :class:`click.ClickException` s
-    such as bad input) pass through unchanged.
+    Click's own exits (``ctx.exit``, one-line :class:`click.ClickException` s such as bad
+    input) pass through unchanged; its usage errors become one line (:func:`usage_failure`).
     """
 
     def make_context(
@@ -229,12 +242,16 @@ class FailureBoundary(click.Group):
         would print "Aborted!" and exit 1)."""
         try:
             return super().make_context(info_name, args, parent, **extra)
+        except click.UsageError as error:
+            raise usage_failure(error) from None
         except KeyboardInterrupt:
             raise _interrupted() from None
 
     def invoke(self, ctx: click.Context) -> Any:
         try:
             return super().invoke(ctx)
+        except click.UsageError as error:
+            raise usage_failure(error) from None
         except (click.ClickException, click.exceptions.Exit, click.Abort):
             raise
         except KeyboardInterrupt:

@@ -63,6 +63,7 @@ from engine.store.records import (
     StepIteration,
     StepResult,
     UnknownRun,
+    UnreadableRun,
     new_run_id,
 )
 from engine.store.sqlite import SCHEMA_VERSION, RunStore
@@ -87,6 +88,7 @@ __all__ = [
     "StepIteration",
     "StepResult",
     "UnknownRun",
+    "UnreadableRun",
     "new_run_id",
     "owner_status",
     "this_process",

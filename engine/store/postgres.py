@@ -30,7 +30,6 @@ from psycopg_pool import ConnectionPool
 
 from engine.context import JournalEntry
 from engine.events import RunEvent, event_from_json
-from engine.spec import WorkflowDefinition
 from engine.store.base import BaseRunStore
 from engine.store.ownership import RunOwner, with_owner_status
 from engine.store.records import (
@@ -45,6 +44,7 @@ from engine.store.records import (
     UnknownRun,
     interrupt_from_row,
     step_results_from_rows,
+    stored_definition,
 )
 from plumbing.migrations import open_migrated_pool
 from plumbing.postgres import Database, DatabaseError
@@ -385,7 +385,7 @@ class PostgresRunStore(BaseRunStore):
         if not rows:
             raise UnknownRun(run_id)
         values = self._run_values(rows[0])
-        values["definition"] = WorkflowDefinition.model_validate_json(values["definition"])
+        values["definition"] = stored_definition(run_id, values["definition"])
         return RunRecord.model_validate(
             {k: v for k, v in values.items() if k in RunRecord.model_fields}
         )

@@ -7,7 +7,7 @@ import time
 from collections.abc import Callable, Iterable
 from typing import Any, Literal
 
-from pydantic import Field
+from pydantic import Field, ValidationError
 from pydantic_core import to_json
 
 from engine.context import InterruptAnswer, InterruptRequest
@@ -24,6 +24,31 @@ class UnknownRun(LookupError):
     def __init__(self, run_id: str) -> None:
         super().__init__(f"no run {run_id!r} in the run store")
         self.run_id = run_id
+
+
+class UnreadableRun(ValueError):
+    """A stored run this version cannot read back: its workflow definition no longer validates
+    (a version that let it be stored, or an edited file). ``str()`` is one line; the other runs
+    are unaffected."""
+
+    def __init__(self, run_id: str, problem: str) -> None:
+        super().__init__(
+            f"run {run_id!r}: its stored workflow definition cannot be read ({problem}) — the "
+            "other runs are unaffected; leave this one out (workbench runs copy takes the run "
+            "ids to copy)"
+        )
+        self.run_id = run_id
+
+
+def stored_definition(run_id: str, text: str | bytes) -> WorkflowDefinition:
+    """The workflow definition stored with run ``run_id``; :class:`UnreadableRun` when it does
+    not validate."""
+    try:
+        return WorkflowDefinition.model_validate_json(text)
+    except ValidationError as error:
+        first = error.errors()[0]
+        where = ".".join(str(part) for part in first["loc"])
+        raise UnreadableRun(run_id, f"{where}: {first['msg']}" if where else first["msg"]) from None
 
 
 class InterruptClosed(RuntimeError):

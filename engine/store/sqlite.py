@@ -11,7 +11,6 @@ from typing import Any
 
 from engine.context import JournalEntry
 from engine.events import RunEvent, event_from_json
-from engine.spec import WorkflowDefinition
 from engine.sqlite_file import open_sqlite_file, write_error
 from engine.store.base import BaseRunStore
 from engine.store.ownership import RunOwner, with_owner_status
@@ -27,6 +26,7 @@ from engine.store.records import (
     UnknownRun,
     interrupt_from_row,
     step_results_from_rows,
+    stored_definition,
 )
 
 # ``engine_states`` holds the resume state (with the last ``budget`` event's counters). It has
@@ -417,7 +417,7 @@ class RunStore(BaseRunStore):
         if not rows:
             raise UnknownRun(run_id)
         values = self._run_row(rows[0])
-        values["definition"] = WorkflowDefinition.model_validate_json(values["definition"])
+        values["definition"] = stored_definition(run_id, values["definition"])
         return RunRecord.model_validate(values)
 
     def step_results(self, run_id: str) -> dict[str, StepResult]:

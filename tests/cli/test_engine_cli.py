@@ -41,7 +41,7 @@ def test_validate_prints_a_summary_or_every_problem(tmp_path: Path) -> None:
     missing = workbench(tmp_path, "validate", str(tmp_path / "nope.yaml"))
     assert (missing.returncode, missing.stderr.strip()) == (
         2,
-        f"error: {tmp_path / 'nope.yaml'}: no such workflow file",
+        f"error: {tmp_path / 'nope.yaml'}: no such workflow file; check the path",
     )
 
 

@@ -1,6 +1,7 @@
 """Texts of one shape share their parse (engine/cel_parser.py) and their analysis
 (engine/cel_analysis.py): every text compiles exactly as a parse of its own would — the same
-tree, the same references, calls and result type, the same value or error when evaluated.
+tree, the same references, calls and result type, the same value or error when evaluated, the
+same refusal of a misused macro.
 
 The texts are drawn from shapes a workflow repeats, with names and literals drawn so that
 what the analysis decides on (a bound variable, a method, a quoted index, a keyword read as
@@ -15,7 +16,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from engine import cel_parser, conditions
-from engine.cel_analysis import collect, result_type
+from engine.cel_analysis import collect, macro_misuse, result_type
 from engine.cel_values import rewrite_integer_literals
 from engine.conditions import (
     CelEvaluationError,
@@ -91,9 +92,10 @@ def test_texts_of_one_shape_compile_as_their_own_parse_would(batch: list[str]) -
         try:
             compiled = compile_expr(text)
         except CelSyntaxError:
-            assert own is None, text
+            assert own is None or macro_misuse(own) is not None, text
             continue
         assert own is not None, text
+        assert macro_misuse(own) is None, text
         assert cel_parser.parse(text).tree == own, text
         references, calls = collect(own)
         assert (list(compiled.references), list(compiled.calls)) == (references, calls), text

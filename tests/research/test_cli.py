@@ -118,4 +118,4 @@ def test_bad_input_is_one_clear_line(tmp_path: Path) -> None:
     unknown = runner.invoke(
         cli, ["--workspace", str(tmp_path), "research", "sensitivity", "no-such-run"]
     )
-    assert unknown.exit_code == 1 and "no run no-such-run" in unknown.output
+    assert unknown.exit_code == 2 and unknown.output.startswith("error: no run no-such-run")

@@ -134,7 +134,8 @@ def test_fault_server_rejects_a_bad_script(tmp_path: Path) -> None:
     script = tmp_path / "chaos.yaml"
     script.write_text("providers:\n  openai: {fault: explode}\n")
     result = CliRunner().invoke(fault_server_cmd, ["--script", str(script)])
-    assert result.exit_code == 1
+    assert result.exit_code == 2  # bad input, as every command's
+    assert result.output.startswith("error: ")
     assert "chaos.yaml: providers.openai.fault: unknown fault 'explode'" in result.output
     assert "Traceback" not in result.output
 

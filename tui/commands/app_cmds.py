@@ -13,6 +13,7 @@ from typing import Any
 
 import click
 
+from tui.commands.numbers import FiniteFloat
 from tui.config import ConfigError, config_path_for, config_required
 from tui.launch.run_driver import RunJob
 from tui.launch.workbench import make_workbench
@@ -56,7 +57,9 @@ def app_command(ctx: click.Context, run_id: str | None) -> None:
 
 @click.command("serve")
 @click.option("--host", default="127.0.0.1", show_default=True, help="Interface to listen on.")
-@click.option("--port", default=8000, show_default=True, type=int, help="TCP port.")
+@click.option(
+    "--port", default=8000, show_default=True, type=click.IntRange(1, 65535), help="TCP port."
+)
 @click.option(
     "--max-sessions",
     default=4,
@@ -114,7 +117,7 @@ def demo_group() -> None:
     "--time-scale",
     default=0.05,
     show_default=True,
-    type=click.FloatRange(min=0, min_open=True),
+    type=FiniteFloat(min=0, min_open=True),
     help="Shrinks every scripted delay and cooldown (0.05: a 30 s cooldown takes 1.5 s).",
 )
 @click.option("--query", default="How does asyncio schedule tasks?", show_default=True)

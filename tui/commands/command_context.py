@@ -59,8 +59,13 @@ def workspace_of(ctx: click.Context) -> Workspace:
 
 def load_or_exit(ctx: click.Context, path: str, exit_code: int) -> WorkflowDefinition:
     """The loaded workflow; otherwise every problem as file:line:col: message, then exit."""
+    if not Path(path).exists():
+        raise BadInput(f"{path}: no such workflow file; check the path")
     if not Path(path).is_file():
-        raise BadInput(f"{path}: no such workflow file")
+        raise BadInput(
+            f"{path}: is not a regular file (a folder, device, pipe or socket); name a workflow "
+            "YAML file"
+        )
     workspace = named_workspace(ctx)
     try:
         return load_workflow_file(path, workspace)

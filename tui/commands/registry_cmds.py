@@ -10,7 +10,7 @@ import click
 from rich.table import Table
 
 from agents.registry import Registry
-from agents.registry_loader import SECTIONS, RegistryLoad, load_registry
+from agents.registry_loader import SECTIONS, RegistryLoad, load_registry, registry_files
 from agents.schema import describe
 from agents.tools import TOOL_IMPLEMENTATIONS
 from tui.commands.command_context import BadInput, workspace_of
@@ -98,14 +98,25 @@ def registry_show(ctx: click.Context, name: str, kind: str | None) -> None:
 @click.argument("paths", nargs=-1, type=click.Path(exists=True))
 @click.pass_context
 def registry_validate(ctx: click.Context, paths: tuple[str, ...]) -> None:
-    """Check the registry (or the given folders): every problem as file:line:col: message.
+    """Check the registry (or the given folders and files): every problem as file:line:col: message.
 
-    A folder is read like a registry root (its agents/, tools/, models/ and policies/),
-    after the shipped one so it can refer to the shipped definitions. Exit 1 on problems.
+    A folder is read like a registry root (its agents/, tools/, models/ and policies/), a
+    file as one registry file, after the shipped registry so they can refer to the shipped
+    definitions. Exit 1 on problems.
     """
     if paths:
-        roots = [(agents_wiring.SHIPPED_ROOT, "shipped")] + [(Path(p), "given") for p in paths]
-        loaded = load_registry(roots, TOOL_IMPLEMENTATIONS.names())
+        folders = [Path(p) for p in paths if Path(p).is_dir()]
+        for folder in folders:
+            if not registry_files(folder):
+                raise BadInput(
+                    f"{folder}: holds no registry file (YAML under agents/, tools/, models/ or "
+                    "policies/); name a registry folder or a registry file"
+                )
+        loaded = load_registry(
+            [(agents_wiring.SHIPPED_ROOT, "shipped")] + [(f, "given") for f in folders],
+            TOOL_IMPLEMENTATIONS.names(),
+            files=[Path(p) for p in paths if not Path(p).is_dir()],
+        )
     else:
         loaded = _load(ctx)
     for problem in loaded.problems:

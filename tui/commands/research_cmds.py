@@ -259,8 +259,8 @@ def sensitivity_command(ctx: click.Context, run_ids: tuple[str, ...], all_varian
             try:
                 record = store.get_run(run_id)
             except UnknownRun:
-                raise click.ClickException(
-                    f"no run {run_id} in {store_location(ctx)}; list runs with: workbench runs"
+                raise BadInput(
+                    f"no run {run_id} in {store_location(ctx)}; list runs with: workbench runs list"
                 ) from None
             payloads = [
                 e.payload
@@ -355,8 +355,17 @@ def corpus_list(ctx: click.Context) -> None:
 @click.pass_context
 def corpus_search(ctx: click.Context, terms: str, limit: int, collections: tuple[str, ...]) -> None:
     """Search the corpus: passages ranked by bm25, with snippets."""
+    if not terms.strip():
+        raise BadInput("corpus search: TERMS is empty; give the words to search for")
     with open_corpus(workspace_of(ctx)) as corpus:
         _tell_outdated(corpus)
+        known = [info.name for info in corpus.collections()]
+        for name in collections:
+            if name not in known:
+                raise BadInput(
+                    f"--collection {name!r}: no such collection in the corpus (it has "
+                    f"{', '.join(known) or 'none'}); see workbench corpus list"
+                )
         hits = corpus.search(terms, limit=limit, collections=list(collections) or None)
     if not hits:
         echo("no matches")

@@ -23,7 +23,8 @@ from router.health_check import HealthCheck
 from router.local import TaskHandlerRegistry
 from router.models import ProviderSnapshot
 from router.router import SmartModelRouter
-from tui.commands.command_context import workspace_of
+from tui.commands.command_context import BadInput, workspace_of
+from tui.commands.numbers import FiniteFloat
 from tui.config import config_from_context, default_config_path
 from tui.echo import echo, echo_json
 from tui.exit_codes import FAILED
@@ -195,7 +196,7 @@ def _print_request(record: RecordedRequest) -> None:
 )
 @click.option(
     "--time-scale",
-    type=click.FloatRange(min=0, min_open=True),
+    type=FiniteFloat(min=0, min_open=True),
     default=None,
     help="Multiply every scripted delay and Retry-After (0.1 = ten times faster).",
 )
@@ -207,7 +208,7 @@ def fault_server_cmd(
     try:
         script = load_fault_script(script_path or DEFAULT_SCRIPT_PATH)
     except FaultScriptError as exc:
-        raise click.ClickException(str(exc)) from None
+        raise BadInput(str(exc)) from None
     server = FaultServer(
         script=script,
         time_scale=time_scale,
@@ -219,7 +220,7 @@ def fault_server_cmd(
         try:
             await server.start()
         except OSError as exc:
-            raise click.ClickException(
+            raise BadInput(
                 f"cannot listen on 127.0.0.1:{port} ({exc.strerror or exc}) — choose another --port"
             ) from None
         prefixes = sorted(script.providers) or ["openai"]

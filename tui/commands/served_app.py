@@ -16,10 +16,12 @@ each request before handing it on — a few methods rather than a fork of the pa
 
 from __future__ import annotations
 
+import errno
 import hmac
 import logging
 import os
 import secrets
+import socket
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -144,6 +146,7 @@ def serve(command: str, *, host: str, port: int, public_url: str | None, max_ses
 
     The token is ``$WORKBENCH_TOKEN``'s, read once (the app processes do not inherit it), else
     made here and printed in the address."""
+    _check_address(host, port, public_url)
     token = os.environ.pop(TOKEN_ENV, None)
     if token is not None and len(token) < MIN_TOKEN_CHARS:
         raise ConfigError(
@@ -161,7 +164,38 @@ def serve(command: str, *, host: str, port: int, public_url: str | None, max_ses
     )
     for line, to_stderr in announcement(server, host, token_from_env=token is not None):
         echo(line, err=to_stderr)
-    server.serve()
+    try:
+        server.serve()
+    except OSError as error:
+        if error.errno not in _CANNOT_LISTEN:
+            raise
+        raise ConfigError(
+            f"cannot listen on {host}:{port} ({error.strerror or error}) — choose another --port"
+            " or --host"
+        ) from None
+
+
+_CANNOT_LISTEN = (errno.EADDRINUSE, errno.EADDRNOTAVAIL, errno.EACCES)
+"""Why a server cannot bind its address: taken, not this machine's, or a port below 1024."""
+
+
+def _check_address(host: str, port: int, public_url: str | None) -> None:
+    """Refuse, before anything starts, a ``--host`` that names no address and a
+    ``--public-url`` that is no http(s) address (the page's origin is read from it)."""
+    try:
+        socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
+    except (OSError, UnicodeError) as error:
+        raise ConfigError(
+            f"--host {host!r} names no address ({error}); give an IP address"
+            " or a host name, e.g. 127.0.0.1"
+        ) from None
+    if public_url is not None and (
+        _origin(public_url) is None or not public_url.lower().startswith(("http://", "https://"))
+    ):
+        raise ConfigError(
+            f"--public-url {public_url!r} is not an http(s) address; give the one browsers use,"
+            " e.g. https://workbench.example.org"
+        )
 
 
 def announcement(

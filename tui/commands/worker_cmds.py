@@ -14,6 +14,7 @@ from pydantic import ValidationError
 
 from plumbing.untrusted_text import for_terminal
 from tui.commands.command_context import BadInput, workspace_of
+from tui.commands.numbers import FiniteFloat
 
 
 class TerminalSafeFormatter(logging.Formatter):
@@ -43,7 +44,7 @@ class TerminalSafeFormatter(logging.Formatter):
 )
 @click.option(
     "--heartbeat",
-    type=float,
+    type=FiniteFloat(min=0, min_open=True, max=60),
     default=2.0,
     show_default=True,
     metavar="SECONDS",
@@ -51,7 +52,7 @@ class TerminalSafeFormatter(logging.Formatter):
 )
 @click.option(
     "--stalled-after",
-    type=float,
+    type=FiniteFloat(min=0, min_open=True, max=3600),
     default=10.0,
     show_default=True,
     metavar="SECONDS",
@@ -59,7 +60,7 @@ class TerminalSafeFormatter(logging.Formatter):
 )
 @click.option(
     "--poll",
-    type=float,
+    type=FiniteFloat(min=0, min_open=True, max=60),
     default=2.0,
     show_default=True,
     metavar="SECONDS",
