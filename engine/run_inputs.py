@@ -85,14 +85,14 @@ def _convert(name: str, spec: InputSpec, value: Any) -> Any:
                 return value.isoformat()
             return dt.date.fromisoformat(str(value)).isoformat()
         if kind == "list":
-            parsed = json.loads(value) if isinstance(value, str) else value
+            parsed = _json(name, value) if isinstance(value, str) else value
             if isinstance(parsed, (list, tuple)):
                 return list(parsed)
             if isinstance(value, str):
                 return [part.strip() for part in value.split(",") if part.strip()]
             raise ValueError
         if kind == "dict":
-            parsed = json.loads(value) if isinstance(value, str) else value
+            parsed = _json(name, value) if isinstance(value, str) else value
             if not isinstance(parsed, dict):
                 raise ValueError
             return dict(parsed)
@@ -110,6 +110,32 @@ def _convert(name: str, spec: InputSpec, value: Any) -> Any:
         "string": "text",
     }
     raise InputError(f"input {name!r} must be {hints[kind]}, got {_shown(value)}")
+
+
+def _json(name: str, text: str) -> Any:
+    """``text`` read as strict JSON: ``NaN`` and ``Infinity`` (which Python's reader takes, and a
+    run's stored JSON cannot hold) and a key written twice (whose first value would be dropped
+    unseen) are refused in one line; other malformed text raises ``ValueError``."""
+
+    def constant(word: str) -> Any:
+        raise InputError(_not_finite(name))
+
+    def pairs(items: list[tuple[str, Any]]) -> dict[str, Any]:
+        found: dict[str, Any] = {}
+        for key, item in items:
+            if key in found:
+                raise InputError(f"input {name!r} writes the key {key!r} twice; write it once")
+            found[key] = item
+        return found
+
+    return json.loads(text, parse_constant=constant, object_pairs_hook=pairs)
+
+
+def _not_finite(name: str) -> str:
+    return (
+        f"input {name!r} holds NaN or infinity, which a run cannot store;"
+        " give a number or null instead"
+    )
 
 
 def _shown(value: Any) -> str:
@@ -153,6 +179,8 @@ def check_input_value(name: str, spec: InputSpec, value: Any) -> None:
         else:
             if isinstance(item, str) and _LONE_SURROGATE.search(item):
                 raise InputError(_not_text(name))
+            if isinstance(item, float) and not math.isfinite(item) and depth > 0:
+                raise InputError(_not_finite(name))
             size += len(str(item))
             children = []
         if children and depth + 1 > MAX_INPUT_DEPTH:
@@ -235,5 +263,7 @@ def parse_assignments(pairs: list[str]) -> dict[str, str]:
         key, sep, value = pair.partition("=")
         if not sep or not key.strip():
             raise InputError(f"--input {pair!r} is not key=value")
+        if key.strip() in values:
+            raise InputError(f"--input {key.strip()} is given twice; give it once")
         values[key.strip()] = value
     return values

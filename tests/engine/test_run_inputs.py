@@ -104,3 +104,33 @@ def test_a_bad_max_rounds_is_refused_before_a_run_exists(tmp_path: Path, value: 
     assert len(lines) == 1 and lines[0].startswith("error: input 'max_rounds' must be")
     with RunStore(tmp_path / "runs.sqlite") as store:
         assert store.list_runs() == []
+
+
+def test_json_a_run_cannot_store_and_a_value_given_twice_are_refused_in_one_line() -> None:
+    """``NaN`` and ``Infinity`` are read by Python's JSON reader but a run's stored JSON holds
+    none (the runs table and the events would disagree); a key or an input given twice would drop
+    its first value unseen."""
+    wf = WorkflowDefinition(
+        name="json",
+        inputs={"m": InputSpec(type="dict"), "xs": InputSpec(type="list")},
+        steps=[StepSpec(id="a", uses="demo.echo")],
+    )
+    not_finite = "holds NaN or infinity, which a run cannot store; give a number or null instead"
+    for given in (
+        {"m": '{"a": NaN}'},
+        {"xs": "[1, -Infinity]"},
+        {"m": {"a": [1.0, float("inf")]}},  # as a server's JSON decodes it
+    ):
+        with pytest.raises(InputError) as refused:
+            resolve_inputs(wf, given)
+        assert str(refused.value) == f"input '{next(iter(given))}' {not_finite}"
+    with pytest.raises(InputError) as twice:
+        resolve_inputs(wf, {"m": '{"a": 1, "b": {"c": 2, "c": 3}}'})
+    assert str(twice.value) == "input 'm' writes the key 'c' twice; write it once"
+    with pytest.raises(InputError) as repeated:
+        parse_assignments(["m={}", "xs=[]", "m={}"])
+    assert str(repeated.value) == "--input m is given twice; give it once"
+    assert resolve_inputs(wf, {"m": '{"a": 1.5, "b": null}'}) == {
+        "m": {"a": 1.5, "b": None},
+        "xs": None,
+    }
