@@ -41,16 +41,21 @@ ALIASES = "a: &name [1, 2]\nb: *name\n"
 """The alias is at line 2, column 4."""
 
 
-def refusal(read: Callable[[str, Path], object], text: str, tmp_path: Path) -> str:
-    """The one line ``read`` refuses ``text`` with (a registry reports, the others raise)."""
+def one_line(call: Callable[[], object]) -> str:
+    """The one line ``call`` refuses its input with (a registry reports, the others raise)."""
     try:
-        result = read(text, tmp_path)
+        result = call()
     except (WorkflowLoadError, ConfigError, AppConfigError, FaultScriptError) as error:
         message = str(error)
     else:
         message = str(result)
     assert "\n" not in message and "Traceback" not in message
     return message
+
+
+def refusal(read: Callable[[str, Path], object], text: str, tmp_path: Path) -> str:
+    """The one line ``read`` refuses ``text`` with."""
+    return one_line(lambda: read(text, tmp_path))
 
 
 def workflow(text: str, tmp_path: Path) -> object:
@@ -155,14 +160,7 @@ FILE_READERS = [config_file, router_config_file, fault_script_file, workflow_fil
 
 def file_refusal(read: Callable[[Path], object], path: Path) -> str:
     """The one line ``read`` refuses the file at ``path`` with."""
-    try:
-        result = read(path)
-    except (WorkflowLoadError, ConfigError, AppConfigError, FaultScriptError) as error:
-        message = str(error)
-    else:
-        message = str(result)
-    assert "\n" not in message and "Traceback" not in message
-    return message
+    return one_line(lambda: read(path))
 
 
 @pytest.mark.parametrize("read", FILE_READERS)
