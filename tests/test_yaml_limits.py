@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from agents.registry_loader import load_registry_text
+from agents.registry_loader import load_registry, load_registry_text
 from engine.errors import WorkflowLoadError
 from engine.loader import load_workflow, load_workflow_text
 from plumbing.yaml_reading import (
@@ -155,7 +155,20 @@ def quality_file(path: Path) -> object:
     return read_quality(path)["error"]
 
 
-FILE_READERS = [config_file, router_config_file, fault_script_file, workflow_file, quality_file]
+def registry_file(path: Path) -> object:
+    problems = load_registry([], [], files=[path]).problems
+    assert len(problems) == 1
+    return problems[0]
+
+
+FILE_READERS = [
+    config_file,
+    router_config_file,
+    fault_script_file,
+    workflow_file,
+    quality_file,
+    registry_file,
+]
 
 
 def file_refusal(read: Callable[[Path], object], path: Path) -> str:
