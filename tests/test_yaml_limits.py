@@ -23,6 +23,7 @@ from plumbing.yaml_reading import (
     MAX_BYTES,
     MAX_DEPTH,
     WORKFLOW_MAX_BYTES,
+    YamlDuplicateKey,
     YamlLimitError,
     load_yaml,
 )
@@ -206,3 +207,11 @@ def test_a_file_past_its_bound_is_read_no_further_than_the_bound(
         tracemalloc.stop()
     assert "3,221,225,472 bytes" in message or "3221.2 MB" in message, message
     assert peak < 2 * WORKFLOW_MAX_BYTES, f"refusing it read {peak:,} bytes"
+
+
+def test_keys_are_the_same_when_yaml_reads_them_the_same() -> None:
+    """A key written twice is refused as YAML reads it, not as it is spelled: ``yes`` and
+    ``true`` are one key (the first was dropped unseen), ``1`` and ``"1"`` are two."""
+    assert load_yaml('{1: a, "1": b}') == {1: "a", "1": "b"}
+    with pytest.raises(YamlDuplicateKey, match="duplicate key 'true' .first written at line 1."):
+        load_yaml("{yes: a, true: b}")
