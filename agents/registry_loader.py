@@ -40,7 +40,7 @@ from agents.registry import (
 from agents.tools import import_implementation
 from engine.errors import Problem
 from engine.spec import IDENTIFIER_PATTERN
-from plumbing.yaml_reading import YamlLimitError, check_size, compose_yaml
+from plumbing.yaml_reading import MAX_BYTES, YamlLimitError, compose_yaml, read_bounded
 
 SECTIONS: dict[str, type[BaseModel]] = {
     "agents": AgentDef,
@@ -128,8 +128,7 @@ class _RegistryLoader:
         for path in paths:
             self.files.append(path)
             try:
-                check_size(path.stat().st_size)
-                text = path.read_text(encoding="utf-8")
+                text = read_bounded(path, MAX_BYTES).decode("utf-8")
             except YamlLimitError as refused:
                 self.add(str(path), None, refused.reason)
                 continue

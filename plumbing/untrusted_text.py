@@ -78,11 +78,12 @@ _HTML_START = re.compile(
 or an autolink (``<https://…>``, ``<a@b>``); text such as ``<class 'int'>`` or ``a < b`` is
 neither and stays as it is."""
 _BLOCK_START = re.compile(
-    r"\d{1,9}(?=[.)](?:\s|$))|(?=[#>=|`~]|[-+*](?:\s|$)|([-*_])\s*(?:\1\s*)*$)"
+    r"\d{1,9}(?=[.)](?:\s|$))|(?=[#>=|]|`{3}|~{3}|[-+*](?:\s|$)|([-*_])\s*(?:\1\s*)*$)"
 )
 """A marker that opens a block where a line starts: heading, quote, setext underline, table,
-code fence, list item (``- ``, ``1. ``), thematic break (``***``, or ``--`` after a list
-item's ``- ``); not ``**bold**``."""
+code fence (three backticks or tildes: one opens a code span, which is no block), list item
+(``- ``, ``1. ``), thematic break (``***``, or ``--`` after a list item's ``- ``); not
+``**bold**``."""
 _CONTROL_PICTURES = 0x2400
 _DELETE_PICTURE = "\u2421"
 

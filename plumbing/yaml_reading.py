@@ -170,13 +170,14 @@ class LimitedLoader(yaml.SafeLoader):
     def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:
         """PyYAML's, except that a key written twice is refused: PyYAML keeps the last one and
         drops the first without a word, so a setting would silently not be the one read."""
-        first: dict[str, int] = {}
+        first: dict[Any, int] = {}
         for key_node, _ in node.value:
             if isinstance(key_node, yaml.ScalarNode):
                 line, column = position(key_node.start_mark)
-                if key_node.value in first:
-                    raise YamlDuplicateKey(key_node.value, first[key_node.value], line, column)
-                first[key_node.value] = line
+                key = self.construct_object(key_node)  # as read: ``yes`` and ``true`` are one key
+                if key in first:
+                    raise YamlDuplicateKey(key_node.value, first[key], line, column)
+                first[key] = line
         return super().construct_mapping(node, deep=deep)
 
 

@@ -104,6 +104,15 @@ def list_folder(root: Path, limits: CorpusLimits) -> FolderListing:
     return FolderListing(files, skipped)
 
 
+_FOLDER_ON_THE_WAY = (
+    getattr(os, "O_PATH", os.O_RDONLY) | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
+)
+"""How a folder on a document's path is opened: ``O_PATH`` (Linux) needs only the permission to
+pass through it, as opening the whole path at once did — a home folder of mode 711 is passed, not
+read; where there is no ``O_PATH``, for reading. ``O_DIRECTORY`` with ``O_NOFOLLOW`` refuses a
+name that is a symlink now."""
+
+
 def _open_following_no_link(path: Path) -> int:
     """``path`` (absolute, as :func:`list_folder` found it: no symlink in it) opened for reading
     one name at a time, none followed if it is a symlink now."""
@@ -111,15 +120,11 @@ def _open_following_no_link(path: Path) -> int:
     try:
         for name in path.parts[1:-1]:
             try:
-                inner = os.open(
-                    name,
-                    os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC,
-                    dir_fd=folder,
-                )
+                inner = os.open(name, _FOLDER_ON_THE_WAY, dir_fd=folder)
             except OSError as exc:
                 if exc.errno in (errno.ELOOP, errno.ENOTDIR):
                     raise UnreadableDocument(
-                        f"{name} became a symlink while it was indexed; not followed"
+                        f"{name} is no longer a folder (a symlink or a file now); not followed"
                     ) from None
                 raise
             os.close(folder)

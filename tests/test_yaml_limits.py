@@ -16,13 +16,14 @@ from pathlib import Path
 
 import pytest
 
-from agents.registry_loader import load_registry_text
+from agents.registry_loader import load_registry, load_registry_text
 from engine.errors import WorkflowLoadError
 from engine.loader import load_workflow, load_workflow_text
 from plumbing.yaml_reading import (
     MAX_BYTES,
     MAX_DEPTH,
     WORKFLOW_MAX_BYTES,
+    YamlDuplicateKey,
     YamlLimitError,
     load_yaml,
 )
@@ -155,7 +156,20 @@ def quality_file(path: Path) -> object:
     return read_quality(path)["error"]
 
 
-FILE_READERS = [config_file, router_config_file, fault_script_file, workflow_file, quality_file]
+def registry_file(path: Path) -> object:
+    problems = load_registry([], [], files=[path]).problems
+    assert len(problems) == 1
+    return problems[0]
+
+
+FILE_READERS = [
+    config_file,
+    router_config_file,
+    fault_script_file,
+    workflow_file,
+    quality_file,
+    registry_file,
+]
 
 
 def file_refusal(read: Callable[[Path], object], path: Path) -> str:
@@ -193,3 +207,11 @@ def test_a_file_past_its_bound_is_read_no_further_than_the_bound(
         tracemalloc.stop()
     assert "3,221,225,472 bytes" in message or "3221.2 MB" in message, message
     assert peak < 2 * WORKFLOW_MAX_BYTES, f"refusing it read {peak:,} bytes"
+
+
+def test_keys_are_the_same_when_yaml_reads_them_the_same() -> None:
+    """A key written twice is refused as YAML reads it, not as it is spelled: ``yes`` and
+    ``true`` are one key (the first was dropped unseen), ``1`` and ``"1"`` are two."""
+    assert load_yaml('{1: a, "1": b}') == {1: "a", "1": "b"}
+    with pytest.raises(YamlDuplicateKey, match="duplicate key 'true' .first written at line 1."):
+        load_yaml("{yes: a, true: b}")

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import os
 import sqlite3
+import tempfile
 import tracemalloc
 import zlib
 from contextlib import closing
@@ -320,6 +321,32 @@ def test_a_folder_swapped_for_a_symlink_after_the_listing_is_not_followed(
     (folder / "sub").rename(folder / "sub-before")
     (folder / "sub").symlink_to(outside / ".ssh", target_is_directory=True)
 
-    with pytest.raises(UnreadableDocument, match="sub became a symlink while it was indexed"):
+    with pytest.raises(UnreadableDocument, match="sub is no longer a folder"):
         read_document(real, CorpusLimits())
     assert read_document(folder / "sub-before" / "id_rsa.md", CorpusLimits()) == GOOD.encode()
+
+
+@pytest.mark.skipif(
+    os.geteuid() != 0, reason="needs root to read as another user (CI runs as root)"
+)
+def test_a_document_under_a_folder_others_may_only_pass_through_is_read() -> None:
+    """A home folder of mode 711 lets others pass through it, not list it: a document under it is
+    read, though its path is opened one name at a time (a child process reads it as ``nobody``)."""
+    with tempfile.TemporaryDirectory(dir="/tmp") as scratch:
+        home = Path(scratch) / "home"
+        (home / "notes").mkdir(parents=True)
+        document = home / "notes" / "wheels.md"
+        document.write_text(GOOD)
+        for folder in (Path(scratch), home, home / "notes"):
+            folder.chmod(0o711)
+        document.chmod(0o644)
+        child = os.fork()
+        if child == 0:  # the child: drop to nobody, read, report by exit code only
+            try:
+                os.setgid(65534)
+                os.setuid(65534)
+                os._exit(0 if read_document(document, CorpusLimits()) == GOOD.encode() else 1)
+            except BaseException:
+                os._exit(2)
+        _, status = os.waitpid(child, 0)
+        assert os.waitstatus_to_exitcode(status) == 0

@@ -83,6 +83,14 @@ def test_clean_text_comes_back_itself() -> None:
     assert for_document(text) is text
 
 
+def test_a_report_line_opening_with_a_code_span_keeps_it() -> None:
+    """One backtick opens a code span, not a block: a quote or a model's sentence that starts with
+    code is written as it is; three open a fence, and are escaped."""
+    line = "`asyncio.run()` starts the event loop."
+    assert for_document(line, one_line=True) == line
+    assert for_document("```python", one_line=True) == "\\```python"
+
+
 def test_json_keeps_its_document_and_loses_every_raw_control() -> None:
     data = {"title": PAYLOAD, "tag": "\U000e0041", "name\u202e": [1, "\x9b"]}
     text = json_for_terminal(json.dumps(data, ensure_ascii=False))

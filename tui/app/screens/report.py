@@ -20,6 +20,7 @@ from textual.widgets import Markdown, Static
 from textual.widgets.markdown import MarkdownBlock
 
 from plumbing.folder_writes import write_text_into
+from plumbing.untrusted_text import for_terminal
 from plumbing.workspace import RunFolder
 from tui.app.plain_values import label, plain_value
 from tui.app.report_sections import section_at
@@ -31,6 +32,9 @@ from tui.present.untrusted import for_display
 
 if TYPE_CHECKING:
     from tui.launch.workbench import Workbench
+
+LINK_SHOWN = 200
+"""Characters of a clicked link's address its notice shows at most."""
 
 
 def load_report(folder: Path, view: RunView) -> tuple[str, dict[str, Any]]:
@@ -104,7 +108,9 @@ the one at the top of the view; **c** copies the whole Markdown; **i** the run i
     def on_markdown_link_clicked(self, event: Markdown.LinkClicked) -> None:
         """A report makes no link of its own: one in it came from a document or a model (a
         report written before their Markdown was escaped), so it is named, never opened."""
-        self.notify(f"not opened: {event.href} (a link from a document the report quotes)")
+        shown = for_terminal(event.href, one_line=True)
+        shown = shown if len(shown) <= LINK_SHOWN else f"{shown[: LINK_SHOWN - 1]}…"
+        self.notify(f"not opened: {shown} (a link from a document the report quotes)", markup=False)
 
     def _blocks(self) -> list[MarkdownBlock]:
         """The report's innermost blocks (paragraphs, list items' text, headings), in order."""
