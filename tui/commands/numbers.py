@@ -6,6 +6,7 @@ import math
 from typing import Any
 
 import click
+from pydantic import BaseModel
 
 
 class FiniteFloat(click.FloatRange):
@@ -20,3 +21,26 @@ class FiniteFloat(click.FloatRange):
         if not math.isfinite(number):
             self.fail(f"{value!r} is not a finite number", param, ctx)
         return number
+
+
+def field_range(model: type[BaseModel], field: str) -> FiniteFloat:
+    """The option for a model's float field, bounded as the field is (``gt``/``ge``, ``lt``/``le``):
+    the bounds are written once, where the settings are, and the command line says them first."""
+    low: float | None = None
+    high: float | None = None
+    low_open = high_open = False
+    for bound in model.model_fields[field].metadata:  # pydantic's Gt, Ge, Lt, Le
+        for name, is_low, is_open in (
+            ("gt", True, True),
+            ("ge", True, False),
+            ("lt", False, True),
+            ("le", False, False),
+        ):
+            value = getattr(bound, name, None)
+            if value is None:
+                continue
+            if is_low:
+                low, low_open = value, is_open
+            else:
+                high, high_open = value, is_open
+    return FiniteFloat(min=low, max=high, min_open=low_open, max_open=high_open)

@@ -14,7 +14,8 @@ from pydantic import ValidationError
 
 from plumbing.untrusted_text import for_terminal
 from tui.commands.command_context import BadInput, workspace_of
-from tui.commands.numbers import FiniteFloat
+from tui.commands.numbers import field_range
+from tui.worker.settings import WorkerSettings
 
 
 class TerminalSafeFormatter(logging.Formatter):
@@ -44,7 +45,7 @@ class TerminalSafeFormatter(logging.Formatter):
 )
 @click.option(
     "--heartbeat",
-    type=FiniteFloat(min=0, min_open=True, max=60),
+    type=field_range(WorkerSettings, "heartbeat_s"),
     default=2.0,
     show_default=True,
     metavar="SECONDS",
@@ -52,7 +53,7 @@ class TerminalSafeFormatter(logging.Formatter):
 )
 @click.option(
     "--stalled-after",
-    type=FiniteFloat(min=0, min_open=True, max=3600),
+    type=field_range(WorkerSettings, "stalled_after_s"),
     default=10.0,
     show_default=True,
     metavar="SECONDS",
@@ -60,7 +61,7 @@ class TerminalSafeFormatter(logging.Formatter):
 )
 @click.option(
     "--poll",
-    type=FiniteFloat(min=0, min_open=True, max=60),
+    type=field_range(WorkerSettings, "poll_s"),
     default=2.0,
     show_default=True,
     metavar="SECONDS",
@@ -88,7 +89,6 @@ def worker_command(
     """Take queued runs from the PostgreSQL store and drive them until stopped (Ctrl+C)."""
     from plumbing.postgres import is_database_address
     from tui.config import config_from_context, config_path_for
-    from tui.worker.settings import WorkerSettings
     from tui.worker.worker import run_worker
 
     config = config_from_context(ctx)
