@@ -120,7 +120,7 @@ def category_c_questions(source: str) -> set[str]:
 
 
 def test_the_fresh_held_out_split_runs_only_when_the_work_is_final(tmp_path: Path) -> None:
-    """heldout2 to heldout17 are refused without ``final=True`` — before any corpus is built or
+    """heldout2 to heldout18 are refused without ``final=True`` — before any corpus is built or
     question run."""
     assert FINAL_ONLY == set(SPLITS) - {"tuning", "heldout"}
     for split in sorted(FINAL_ONLY):

@@ -1,4 +1,4 @@
-"""``python -m tests.research.eval [peps|default ...] [--split tuning|heldout|heldout2|...|heldout17] [--final]``.
+"""``python -m tests.research.eval [peps|default ...] [--split tuning|heldout|heldout2|...|heldout18] [--final]``.
 
 ``make eval`` runs the tuning split; ``make eval SPLIT=heldout`` the held-out split, which
 nothing runs unless it is named (it is scored at the end of a piece of retrieval work, never
@@ -6,8 +6,8 @@ while tuning); ``make eval SPLIT=heldout2 EVAL_ARGS=--final``, ``SPLIT=heldout3`
 ``SPLIT=heldout4``, ``SPLIT=heldout5``, ``SPLIT=heldout6``, ``SPLIT=heldout7``,
 ``SPLIT=heldout8``, ``SPLIT=heldout9``, ``SPLIT=heldout10``, ``SPLIT=heldout11``,
 ``SPLIT=heldout12``, ``SPLIT=heldout13``, ``SPLIT=heldout14``, ``SPLIT=heldout15``,
-``SPLIT=heldout16`` and ``SPLIT=heldout17`` the later held-out splits, which refuse to run
-without ``--final``.
+``SPLIT=heldout16``, ``SPLIT=heldout17`` and ``SPLIT=heldout18`` the later held-out splits, which
+refuse to run without ``--final``.
 ``--retrieval-only`` scores only the documents each phrasing's anchor search selects (no
 research run; seconds, not minutes: evaluate.py's docstring).
 """
@@ -46,7 +46,7 @@ def main() -> None:
     parser.add_argument(
         "--final",
         action="store_true",
-        help="the work is finished: allow the later held-out splits (heldout2 ... heldout17)",
+        help="the work is finished: allow the later held-out splits (heldout2 ... heldout18)",
     )
     parser.add_argument(
         "--retrieval-only",

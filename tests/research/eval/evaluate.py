@@ -60,6 +60,10 @@ B questions only (no gold an earlier split's gold); it too runs only with ``fina
 A seventeenth split, *heldout17* (``peps_heldout17.yaml``, ``default_heldout17.yaml``), was written
 the same way on 2026-11-29, heldout13 to heldout16 counted among the earlier splits, with category
 B questions only; it too runs only with ``final=True``.
+An eighteenth split, *heldout18* (``peps_heldout18.yaml``, ``default_heldout18.yaml``), was written
+the same way on 2026-11-29, heldout13 to heldout17 counted among the earlier splits, with category
+A questions on the last documents no earlier split names (two PEPs, three codecs) and category B
+questions otherwise; it too runs only with ``final=True``.
 
 Each question runs offline with the built-in model, in its own words and in each of its five
 paraphrases (the documents' own words, a user's words, a typo, a long preamble, a different
@@ -133,6 +137,7 @@ Split = Literal[
     "heldout15",
     "heldout16",
     "heldout17",
+    "heldout18",
 ]
 SPLITS: tuple[Split, ...] = get_args(Split)
 FINAL_ONLY: frozenset[Split] = frozenset(
@@ -153,6 +158,7 @@ FINAL_ONLY: frozenset[Split] = frozenset(
         "heldout15",
         "heldout16",
         "heldout17",
+        "heldout18",
     }
 )
 """Splits that run only when the caller says the work is finished (``final=True``)."""
@@ -202,6 +208,10 @@ SETS: dict[Split, dict[str, Path]] = {
     "heldout17": {
         "peps": HERE / "peps_heldout17.yaml",
         "default": HERE / "default_heldout17.yaml",
+    },
+    "heldout18": {
+        "peps": HERE / "peps_heldout18.yaml",
+        "default": HERE / "default_heldout18.yaml",
     },
 }
 STYLES = ("own_words", "user_words", "typo", "preamble", "question_word")
