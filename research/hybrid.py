@@ -41,7 +41,6 @@ from research.relevance import (
     asked,
     candidate_phrases,
     document_evidence,
-    head_candidates,
     question_words,
     relevance,
     symbol_runs,
@@ -220,9 +219,9 @@ def candidates(
     query: str,
     vector: Vectors,
     filters: SearchFilters,
-) -> tuple[str, list[tuple[int, str, float]], dict[int, float], list[str]]:
-    """The FTS query, the lexical matches, the fused scores of the three rankings' candidates,
-    and the documents the head ranking offered."""
+) -> tuple[str, list[tuple[int, str, float]], dict[int, float]]:
+    """The FTS query, the lexical matches, and the fused scores of the three rankings'
+    candidates."""
     match = fts_query(query)
     found = lexical(db, match, filters, DEPTH)
     near = [
@@ -234,7 +233,7 @@ def candidates(
     ]
     headed = head_ranking(db, index, query, vector, filters)
     fused = fuse([r for r, _, _ in found], [r for r, _ in near], [r for r, _ in headed])
-    return match, found, fused, [s for _, s in headed]
+    return match, found, fused
 
 
 def question_relevance(
@@ -259,7 +258,7 @@ def question_evidence(
     """The evidence (research.relevance) of each document a search for ``question`` finds."""
     question = asked(question)
     vector = embedder().embed_one(question)
-    _, _, fused, headed = candidates(db, index, question, vector, filters)
+    _, _, fused = candidates(db, index, question, vector, filters)
     scope = [
         n
         for n, (_, collection, _, _) in enumerate(index.documents)
@@ -275,7 +274,7 @@ def question_evidence(
         ]
     }
     found = document_evidence(index, question, vector, fused, scope, holders)
-    wanted = list(dict.fromkeys([*head_candidates(found), *headed]))
+    wanted = [e.source_id for e in found]
     known = all_heads(db, index, [index.number_of[s] for s in wanted])  # read once per index
     heads = {s: known[s] for s in wanted if s in known}
     if not heads:
@@ -374,7 +373,7 @@ def search(
     ``lexical`` (its bm25 score, 0 when the lexical half did not find it).
     """
     vector = embedder().embed_one(query)
-    match, found, fused, _ = candidates(db, index, query, vector, filters)
+    match, found, fused = candidates(db, index, query, vector, filters)
     if not fused:
         return []
     bm25 = {r: b for r, _, b in found}

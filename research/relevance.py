@@ -38,9 +38,10 @@ best candidate's head similarity (and at :data:`HEAD_FLOOR` or more) is about th
 whatever words it shares, and so is one whose best passage is within :data:`PASSAGE_MARGIN` of
 the best candidate's passage similarity (unless its head is more than :data:`HEAD_GAP` below
 the best); one more than :data:`HEAD_GAP` below it is not; and when no
-candidate's head reaches :data:`HEAD_FLOOR`, the corpus has nothing on the question. Only the
-:data:`HEAD_CANDIDATES` best documents by the other four pieces have a head similarity; the
-others are judged by the other four alone.
+candidate's head reaches :data:`HEAD_FLOOR`, the corpus has nothing on the question. Every
+candidate's head is compared with the question: the search's head ranking has computed every
+document's head by then (research/hybrid.py), so judging only the best few by their words (the
+thirty best, until the seventeenth pass) saved nothing and left the others to their words alone.
 
 The fourth pass set its figures on the tuning split of the evaluation only (tests/research/eval,
 its retrieval-only mode first). The head's (docs/research.md): weight 0.5 over 0, 1 and 2 (more weight found more gold PEPs but cited more off-topic modules in the
@@ -114,10 +115,6 @@ PASSAGE_WEIGHT = 1.0
 PASSAGE_MARGIN = 0.03
 """A document whose best passage is within this of the best candidate's passage similarity is
 about the question, unless its head is more than :data:`HEAD_GAP` below the best head."""
-HEAD_CANDIDATES = 30
-"""Documents whose heads are compared with the question: the best by the other four pieces (and
-those the search's head ranking offered, research.hybrid). The candidates of a question number up
-to 200, and on the tuning split the 30 best select what all of them select."""
 
 
 PHRASE_GLUE = frozenset(
@@ -184,7 +181,7 @@ class DocumentEvidence:
     by how rare it is among the documents in scope."""
     head_similarity: float | None = None
     """Cosine similarity of the question's and the document head's sentence vectors
-    (research/document_heads.py); None for a document not among :func:`head_candidates`."""
+    (research/document_heads.py); None for a document that has no head (no stored text)."""
     passage_similarity: float | None = None
     """Cosine similarity of the question's and the document's best passage's sentence vectors
     (its section heading and text); None for a document outside the :data:`PASSAGE_CANDIDATES`
@@ -267,13 +264,6 @@ def word_evidence(evidence: list[DocumentEvidence]) -> dict[str, float]:
         + TERMS_WEIGHT * e.terms
         for e in evidence
     }
-
-
-def head_candidates(evidence: list[DocumentEvidence]) -> list[str]:
-    """The documents whose heads are compared with the question: the :data:`HEAD_CANDIDATES`
-    best by the other four pieces."""
-    scores = word_evidence(evidence)
-    return sorted(scores, key=lambda s: (-scores[s], s))[:HEAD_CANDIDATES]
 
 
 def relevance(evidence: list[DocumentEvidence]) -> dict[str, float]:
