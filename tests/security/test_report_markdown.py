@@ -132,6 +132,16 @@ def test_the_markdown_of_a_document_or_a_model_is_shown_as_text_never_acted_on(
     assert "![pixel](https://tracker.example/p.png)" in text
 
 
+def test_a_models_code_spans_show_as_written_in_the_report() -> None:
+    """Code in a model's prose shows its text as written, with no backslash an escape would
+    leave there, and a stray backtick before it opens no span that swallows an escape."""
+    prose = "The `List<int>` type, the `<img src=x onerror=alert(1)>` tag, a stray ` here [k1]."
+    tokens = _tokens(_report(prose=prose))
+    code = [t.content for t in tokens if t.type == "code_inline"]
+    assert code[:2] == ["List<int>", "<img src=x onerror=alert(1)>"]
+    assert not [t.type for t in tokens if t.type.startswith(("link", "image", "html"))]
+
+
 @pytest.mark.timeout(PROCESS_S)
 def test_a_research_run_over_a_hostile_document_writes_a_clean_report(tmp_path: Path) -> None:
     folder = tmp_path / "docs"
