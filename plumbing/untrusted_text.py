@@ -15,7 +15,8 @@ surface passes such text through one of two policies here:
   character left of that kind, so a report keeps no raw control character; and the Markdown
   that would act is escaped so that it reads as the text it is — a link or an image
   (``[x](javascript:…)``, ``![x](https://tracker/…)``), a link definition, raw HTML or an
-  autolink, and (``one_line``) a block's marker opening the text (``## Sources``) — not in a
+  autolink, a ``<`` that could open an HTML block where a line starts (``<div x``, tag or
+  not), and (``one_line``) a block's marker opening the text (``## Sources``) — not in a
   code span, which CommonMark shows as written;
 - :func:`json_for_terminal` (JSON printed by a command): each such character is written as its
   JSON escape, so the document stays exact;
@@ -75,10 +76,17 @@ _HTML_START = re.compile(
     r"(?<!\\)((?:\\\\)*)"
     rf"(?=<(?:{_TAG_NAME}(?:{_ATTRIBUTE})*\s*/?>|/{_TAG_NAME}\s*>|!--|\?|![A-Za-z]|!\[CDATA\["
     r"|[A-Za-z][A-Za-z0-9.+-]{1,31}:[^\s<>]*>|[^\s<>@]+@[^\s<>]+>))"
+    # where a block may start: a line's start, past indentation and quote and list markers
+    r"|^(?:[ \t>]|[-+*](?=[ \t])|[0-9]+[.)](?=[ \t]))*(?=<[A-Za-z/!?])",
+    re.MULTILINE,
 )
 """Where CommonMark reads raw HTML (a tag, a comment, a processing instruction, a declaration)
-or an autolink (``<https://…>``, ``<a@b>``); text such as ``<class 'int'>`` or ``a < b`` is
-neither and stays as it is."""
+or an autolink (``<https://…>``, ``<a@b>``), and where a block may start, any ``<`` that could
+open an HTML block (CommonMark 4.6's seven kinds all open with a letter, ``/``, ``!`` or ``?``
+after it: ``<div``, ``<script``, ``</p``, ``<!--``, ``<?``, ``<!DOCTYPE``, ``<![CDATA[``,
+a whole tag): opened, the line and those after it are raw HTML up to a blank line (or a
+``-->``, a ``</script>``, …), whole tag or not. A match ends at the ``<``. Within a line, text
+such as ``<class 'int'>`` or ``a < b`` is neither and stays as it is."""
 _BLOCK_START = re.compile(
     r"\d{1,9}(?=[.)](?:\s|$))|(?=[#>=|]|`{3}|~{3}|[-+*](?:\s|$)|([-*_])\s*(?:\1\s*)*$)"
 )
@@ -123,28 +131,28 @@ def for_terminal(text: str, *, one_line: bool = False) -> str:
 
 def for_document(text: str, *, one_line: bool = False) -> str:
     """``text`` with escape sequences, control and format characters removed, and the Markdown
-    in it that would act escaped (links, images, link definitions, raw HTML, autolinks): the
-    same words once rendered, a code span's too (:func:`_around_code`). ``one_line``: also a
-    block's marker opening it, as a line of the report (a heading, a list item, a quote, a
-    paragraph) starts with it. A document made of several such texts is passed whole once more:
-    a backtick one leaves could pair with one of another."""
+    in it that would act escaped (links, images, link definitions, raw HTML and HTML blocks,
+    autolinks): the same words once rendered, a code span's too (:func:`_around_code`).
+    ``one_line``: also a block's marker opening it, as a line of the report (a heading, a list
+    item, a quote, a paragraph) starts with it. A document made of several such texts is passed
+    whole once more: a backtick one leaves could pair with one of another."""
     if one_line or _unsafe(text):
         text = _UNSAFE.sub("", _ESCAPE_SEQUENCE.sub("", _fold(text, one_line)))
     if one_line:
         text = text.lstrip(" ")
-    places: list[int] = []
+    places: set[int] = set()  # a set: a ``<`` both a tag's and a block's is escaped once
     if "]" in text:
-        places += [found.end() for found in _LINK_TARGET.finditer(text)]
+        places.update(found.end() for found in _LINK_TARGET.finditer(text))
     if "<" in text:
-        places += [found.end() for found in _HTML_START.finditer(text)]
+        places.update(found.end() for found in _HTML_START.finditer(text))
     if one_line and (marker := _BLOCK_START.match(text)) is not None:
-        places.append(marker.end())
+        places.add(marker.end())
     if places and "`" in text:
         places = _around_code(text, places)
     return _with_backslashes(text, places)
 
 
-def _around_code(text: str, places: list[int]) -> list[int]:
+def _around_code(text: str, places: set[int]) -> set[int]:
     """``places`` (where a backslash goes) with none inside a code span: CommonMark shows a
     span's text as written, a backslash too, and reads no link, HTML or autolink in it.
 
@@ -169,7 +177,7 @@ def _around_code(text: str, places: list[int]) -> list[int]:
         return places
     # An escape before a backtick is a fence's (one_line): a run that opens a span opens no
     # fence, and one that opens none is loose, escaped backtick by backtick.
-    return [place for place in places if place not in inside and text[place] != "`"] + loose
+    return {place for place in places if place not in inside and text[place] != "`"}.union(loose)
 
 
 def _code_spans(text: str) -> tuple[list[tuple[int, int]], list[int]]:
@@ -193,7 +201,7 @@ def _code_spans(text: str) -> tuple[list[tuple[int, int]], list[int]]:
     return spans, loose
 
 
-def _with_backslashes(text: str, places: list[int]) -> str:
+def _with_backslashes(text: str, places: set[int]) -> str:
     """``text`` with a backslash before each of ``places``."""
     if not places:
         return text

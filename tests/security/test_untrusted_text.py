@@ -175,9 +175,76 @@ def test_a_backtick_opens_no_span_that_would_leave_markdown_unescaped() -> None:
             assert not _acting(document), (text, document)
 
 
+HTML_BLOCKS = [
+    "<script src=x",  # 1: script, pre, style, textarea, whole tag or not
+    "<pre",
+    "<STYLE>b{}",
+    "<textarea x",
+    "<!-- c",  # 2: a comment
+    "<? x",  # 3: a processing instruction
+    "<!DOCTYPE x",  # 4: a declaration
+    "<![CDATA[ x",  # 5: CDATA
+    "<div onmouseover=alert(1) x",  # 6: a block tag's name, open or closing
+    "</Div",
+    "<p/>",
+    "<a href='javascript:x'>",  # 7: any whole tag alone on its line
+    "</span >",
+]
+"""A line opening with each of CommonMark's seven kinds of HTML block (4.6), most incomplete: a
+block's start reads the line, and those after it, as raw HTML up to a blank line."""
+
+
+def _shown(document: str) -> str:
+    """The words ``document`` shows, its lines' breaks as ``\\n``."""
+    kinds = ("text", "code_inline", "softbreak", "hardbreak")
+    breaks = {"softbreak": "\n", "hardbreak": "\n"}
+    return "".join(breaks.get(t.type, t.content) for t in _inline(document) if t.type in kinds)
+
+
+def test_a_line_opening_an_html_block_is_text() -> None:
+    """Wherever a block may start — the text's start, as a report's line or item puts it, a
+    line of multi-line text, past a list's or a quote's markers or indentation — a ``<`` that
+    could open an HTML block is escaped: no raw HTML, the same words."""
+    for html in HTML_BLOCKS:
+        line = for_document(html, one_line=True)
+        documents = {
+            line: html,
+            f"- {line}": html,
+            f"> {line}": html,
+            f"1. {line}": html,
+            for_document(f"- {line}\n- {line}"): f"{html}{html}",
+            for_document(html): html,
+            for_document(f"Before it\n{html}\nafter it"): f"Before it\n{html}\nafter it",
+            for_document(f"- an item\n\n  {html}\nafter it"): f"an item{html}\nafter it",
+            for_document(f"> a quote\n> {html}"): f"a quote\n{html}",
+            for_document(f"- > 2) {html}"): html,
+            for_document(f"   {html}"): html,
+            for_document(f"  >\t{html}"): html,
+        }
+        for document, words in documents.items():
+            kinds = [t.type for t in _inline(document)]
+            assert not [k for k in kinds if k.startswith("html")], (html, document)
+            assert _shown(document) == words, (html, document)
+        assert for_document(line, one_line=True) == line
+        assert for_document(for_document(html)) == for_document(html)
+
+
+def test_a_tag_s_less_than_sign_is_escaped_once() -> None:
+    """A ``<`` both a whole tag's and a block's start gets one backslash (two would show one and
+    leave the tag raw), and a ``<`` within a line that opens nothing is left as it is."""
+    assert for_document("<div>", one_line=True) == "\\<div>"
+    assert for_document("a\n<b>x</b>") == "a\n\\<b>x\\</b>"
+    assert for_document("x<div y and <class 'int'>") == "x<div y and <class 'int'>"
+
+
+HTML_NAMES = ["<div", "</p", "<script", "<PRE", "<!--", "<?", "<!x", "<![CDATA[", "<a"]
+"""What opens an HTML block where a block may start (HTML_BLOCKS), for the properties' alphabets."""
+
 CODE_MARKDOWN = st.lists(
     st.text(alphabet="[]()<>!:/\\-|`. 1aj\n", max_size=20)
-    | st.sampled_from(["`", "``", "```", "\n", "|", "-|-", "`[a](j:x)`", "`<b>`", "`a|b`"]),
+    | st.sampled_from(
+        ["`", "``", "```", "\n", "|", "-|-", "`[a](j:x)`", "`<b>`", "`a|b`"] + HTML_NAMES
+    ),
     max_size=6,
 ).map("".join)
 
@@ -242,6 +309,7 @@ MARKDOWN = st.text(alphabet="[]()<>!:/\\#-*_+`=|~. 1aj\n", max_size=40) | st.sam
         "\\\\<b>",
         "[1]: https://e/",
         "## S",
+        *HTML_NAMES,
     ]
 )
 
