@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from pydantic import Field, StringConstraints, model_validator
+from pydantic import ConfigDict, Field, StringConstraints, model_validator
 
 from plumbing.frozen import Frozen
 
@@ -31,7 +31,19 @@ InputType = Literal["string", "int", "float", "bool", "date", "list", "dict"]
 EngineChoice = Literal["auto", "kahn", "langgraph"]
 
 
-class InputSpec(Frozen):
+class Spec(Frozen):
+    """The base of the workflow models: a number typed ``float`` refuses infinity and NaN.
+
+    YAML reads ``.inf`` and ``.nan`` as floats and pydantic reads the text ``1e400`` or ``inf``
+    as one; a run stores its definition as JSON, which has none, so such a run could never be
+    read back. The values typed ``Any`` (an input's default and choices, a step's config) are
+    kept as written: the loader checks those itself (engine/loader/finite.py).
+    """
+
+    model_config = ConfigDict(allow_inf_nan=False)
+
+
+class InputSpec(Spec):
     type: InputType = "string"
     required: bool = False
     default: Any = None
@@ -45,7 +57,7 @@ class InputSpec(Frozen):
     """The most characters a string input holds (a research question, not a document)."""
 
 
-class Limits(Frozen):
+class Limits(Spec):
     """Bounded execution (AgentMesh): hitting any limit ends the run PARTIAL."""
 
     max_step_runs: int | Literal["auto"] = "auto"
@@ -63,7 +75,7 @@ class Limits(Frozen):
         return min(self.max_step_runs, safety)
 
 
-class InterruptSpec(Frozen):
+class InterruptSpec(Spec):
     """Ask a person before a step runs, or to approve/reject/edit its outputs after."""
 
     before: bool = False
@@ -78,23 +90,23 @@ class InterruptSpec(Frozen):
         return self
 
 
-class ConditionSpec(Frozen):
+class ConditionSpec(Spec):
     expr: str
     target: Identifier
 
 
-class LoopSpec(Frozen):
+class LoopSpec(Spec):
     target: Identifier
     max_iterations: int = Field(ge=1)
 
 
-class DetourSpec(Frozen):
+class DetourSpec(Spec):
     target: Identifier
     returns: bool = True
     when: str | None = None
 
 
-class TieBreakerSpec(Frozen):
+class TieBreakerSpec(Spec):
     enabled: bool = True
     valid_targets: list[Identifier] = Field(default_factory=list)
     prompt_hint: str = ""
@@ -102,7 +114,7 @@ class TieBreakerSpec(Frozen):
     timeout_s: float = Field(default=30.0, gt=0)
 
 
-class RoutingSpec(Frozen):
+class RoutingSpec(Spec):
     """ADR-004 graph-constrained routing for one step (see DESIGN §5)."""
 
     kind: Literal["linear", "conditional", "loop", "branch"] = "linear"
@@ -129,19 +141,19 @@ class RoutingSpec(Frozen):
         return seen
 
 
-class ModelSpec(Frozen):
+class ModelSpec(Spec):
     tier: int | None = Field(default=None, ge=1, le=5)
     profile: str | None = None
 
 
-class ContextSpec(Frozen):
+class ContextSpec(Spec):
     """AgentMesh context compilation: which upstream outputs, under what budget."""
 
     requires: list[str] = Field(default_factory=list)
     max_tokens: int = Field(default=6000, ge=1)
 
 
-class StepSpec(Frozen):
+class StepSpec(Spec):
     id: Identifier
     uses: str
     description: str = ""
@@ -164,12 +176,12 @@ class StepSpec(Frozen):
     """Template instance this step came from, e.g. ``research_round:2`` (for display)."""
 
 
-class CompletionSpec(Frozen):
+class CompletionSpec(Spec):
     required_outputs: list[str] = Field(default_factory=list)
     required_steps: list[Identifier] = Field(default_factory=list)
 
 
-class SourceLocation(Frozen):
+class SourceLocation(Spec):
     file: str
     line: int
     column: int
@@ -178,7 +190,7 @@ class SourceLocation(Frozen):
         return f"{self.file}:{self.line}:{self.column}"
 
 
-class WorkflowDefinition(Frozen):
+class WorkflowDefinition(Spec):
     """A loaded, template-expanded, validated workflow.
 
     ``steps`` are in declaration order after expansion. ``locations`` maps a

@@ -15,7 +15,9 @@ surface passes such text through one of two policies here:
   character left of that kind, so a report keeps no raw control character; and the Markdown
   that would act is escaped so that it reads as the text it is — a link or an image
   (``[x](javascript:…)``, ``![x](https://tracker/…)``), a link definition, raw HTML or an
-  autolink, and (``one_line``) a block's marker opening the text (``## Sources``);
+  autolink, a ``<`` that could open an HTML block where a line starts (``<div x``, tag or
+  not), and (``one_line``) a block's marker opening the text (``## Sources``) — not in a
+  code span, which CommonMark shows as written;
 - :func:`json_for_terminal` (JSON printed by a command): each such character is written as its
   JSON escape, so the document stays exact;
 - :func:`without_unsafe_characters` (text already laid out, the app's last line of defence):
@@ -35,6 +37,7 @@ tests/security/test_untrusted_text.py).
 from __future__ import annotations
 
 import re
+from bisect import bisect, bisect_left
 
 __all__ = ["for_document", "for_terminal", "json_for_terminal", "without_unsafe_characters"]
 
@@ -73,10 +76,17 @@ _HTML_START = re.compile(
     r"(?<!\\)((?:\\\\)*)"
     rf"(?=<(?:{_TAG_NAME}(?:{_ATTRIBUTE})*\s*/?>|/{_TAG_NAME}\s*>|!--|\?|![A-Za-z]|!\[CDATA\["
     r"|[A-Za-z][A-Za-z0-9.+-]{1,31}:[^\s<>]*>|[^\s<>@]+@[^\s<>]+>))"
+    # where a block may start: a line's start, past indentation and quote and list markers
+    r"|^(?:[ \t>]|[-+*](?=[ \t])|[0-9]+[.)](?=[ \t]))*(?=<[A-Za-z/!?])",
+    re.MULTILINE,
 )
 """Where CommonMark reads raw HTML (a tag, a comment, a processing instruction, a declaration)
-or an autolink (``<https://…>``, ``<a@b>``); text such as ``<class 'int'>`` or ``a < b`` is
-neither and stays as it is."""
+or an autolink (``<https://…>``, ``<a@b>``), and where a block may start, any ``<`` that could
+open an HTML block (CommonMark 4.6's seven kinds all open with a letter, ``/``, ``!`` or ``?``
+after it: ``<div``, ``<script``, ``</p``, ``<!--``, ``<?``, ``<!DOCTYPE``, ``<![CDATA[``,
+a whole tag): opened, the line and those after it are raw HTML up to a blank line (or a
+``-->``, a ``</script>``, …), whole tag or not. A match ends at the ``<``. Within a line, text
+such as ``<class 'int'>`` or ``a < b`` is neither and stays as it is."""
 _BLOCK_START = re.compile(
     r"\d{1,9}(?=[.)](?:\s|$))|(?=[#>=|]|`{3}|~{3}|[-+*](?:\s|$)|([-*_])\s*(?:\1\s*)*$)"
 )
@@ -84,6 +94,9 @@ _BLOCK_START = re.compile(
 code fence (three backticks or tildes: one opens a code span, which is no block), list item
 (``- ``, ``1. ``), thematic break (``***``, or ``--`` after a list item's ``- ``); not
 ``**bold**``."""
+_BACKTICKS = re.compile(r"\\[\s\S]|(`+)")
+"""A run of backticks (group 1) where a code span may open, or a backslash escape to step over
+(CommonMark reads the character after a backslash as itself: an escaped backtick opens nothing)."""
 _CONTROL_PICTURES = 0x2400
 _DELETE_PICTURE = "\u2421"
 
@@ -118,21 +131,87 @@ def for_terminal(text: str, *, one_line: bool = False) -> str:
 
 def for_document(text: str, *, one_line: bool = False) -> str:
     """``text`` with escape sequences, control and format characters removed, and the Markdown
-    in it that would act escaped (links, images, link definitions, raw HTML, autolinks): the
-    same words once rendered. ``one_line``: also a block's marker opening it, as a line of the
-    report (a heading, a list item, a quote, a paragraph) starts with it."""
+    in it that would act escaped (links, images, link definitions, raw HTML and HTML blocks,
+    autolinks): the same words once rendered, a code span's too (:func:`_around_code`).
+    ``one_line``: also a block's marker opening it, as a line of the report (a heading, a list
+    item, a quote, a paragraph) starts with it. A document made of several such texts is passed
+    whole once more: a backtick one leaves could pair with one of another."""
     if one_line or _unsafe(text):
         text = _UNSAFE.sub("", _ESCAPE_SEQUENCE.sub("", _fold(text, one_line)))
-    if "]" in text:
-        text = _LINK_TARGET.sub("]\\\\", text)
-    if "<" in text:
-        text = _HTML_START.sub(r"\1\\", text)
     if one_line:
         text = text.lstrip(" ")
-        marker = _BLOCK_START.match(text)
-        if marker is not None:
-            text = f"{text[: marker.end()]}\\{text[marker.end() :]}"
-    return text
+    places: set[int] = set()  # a set: a ``<`` both a tag's and a block's is escaped once
+    if "]" in text:
+        places.update(found.end() for found in _LINK_TARGET.finditer(text))
+    if "<" in text:
+        places.update(found.end() for found in _HTML_START.finditer(text))
+    if one_line and (marker := _BLOCK_START.match(text)) is not None:
+        places.add(marker.end())
+    if places and "`" in text:
+        places = _around_code(text, places)
+    return _with_backslashes(text, places)
+
+
+def _around_code(text: str, places: set[int]) -> set[int]:
+    """``places`` (where a backslash goes) with none inside a code span: CommonMark shows a
+    span's text as written, a backslash too, and reads no link, HTML or autolink in it.
+
+    A span keeps its text only as CommonMark reads it, so then every backtick opening no span
+    here is escaped as well: an unmatched run, and a pair across lines (a blank line or a block
+    may part them) — else one could pair with a backtick of this span, or of text around it, and
+    leave the span's text outside any span. A line whose code holds a ``|`` keeps its escapes (a
+    table row is cut into cells at every ``|``, in code too), and so does a ``]:`` (a link
+    definition is read before any span). Text whose code needs no escape comes back as before.
+    """
+    spans, loose = _code_spans(text)
+    breaks = [found.start() for found in re.finditer("\n", text)]
+    piped = {bisect(breaks, start) for start, end in spans if "|" in text[start:end]}
+    verbatim = [(start, end) for start, end in spans if bisect(breaks, start) not in piped]
+    starts = [start for start, _ in verbatim]
+    inside = set()
+    for place in places:
+        index = bisect_left(starts, place) - 1  # the last span opening before it (none nest)
+        if index >= 0 and place < verbatim[index][1] and text[place - 1 : place + 1] != "]:":
+            inside.add(place)
+    if not inside:
+        return places
+    # An escape before a backtick is a fence's (one_line): a run that opens a span opens no
+    # fence, and one that opens none is loose, escaped backtick by backtick.
+    return {place for place in places if place not in inside and text[place] != "`"}.union(loose)
+
+
+def _code_spans(text: str) -> tuple[list[tuple[int, int]], list[int]]:
+    """The code spans of ``text`` as CommonMark reads them, those that open and close on one line
+    (start and end, backticks included), and where every other backtick outside them is."""
+    spans: list[tuple[int, int]] = []
+    loose: list[int] = []
+    at = 0
+    while (run := _BACKTICKS.search(text, at)) is not None:
+        at = run.end()
+        if run.group(1) is None:  # a backslash escape: its character opens nothing
+            continue
+        line_end = text.find("\n", at)
+        closing = re.compile(f"(?<!`){run.group(1)}(?!`)")
+        closer = closing.search(text, at, len(text) if line_end < 0 else line_end)
+        if closer is None:
+            loose += range(run.start(), run.end())
+        else:
+            spans.append((run.start(), closer.end()))
+            at = closer.end()
+    return spans, loose
+
+
+def _with_backslashes(text: str, places: set[int]) -> str:
+    """``text`` with a backslash before each of ``places``."""
+    if not places:
+        return text
+    parts: list[str] = []
+    last = 0
+    for place in sorted(places):
+        parts += [text[last:place], "\\"]
+        last = place
+    parts.append(text[last:])
+    return "".join(parts)
 
 
 def without_unsafe_characters(text: str) -> str:

@@ -284,6 +284,7 @@ def render_report(
             f" | {r['decision']}{' (' + r['stop_reason'] + ')' if r['stop_reason'] else ''} |"
         )
     lines.append("")
+    # Whole, once more: a backtick left in one claim could pair with another's (for_document).
     return for_document("\n".join(lines))
 
 

@@ -28,7 +28,6 @@ from __future__ import annotations
 from pathlib import Path
 
 from engine.errors import Problem, WorkflowLoadError
-from engine.loader.finite import check_finite
 from engine.loader.graph_checks import check_graph
 from engine.loader.located_yaml import Node, YamlReader
 from engine.loader.modes import MODE_KEY, mode_keys, mode_root
@@ -77,8 +76,6 @@ def _load(text: str, source: str, registry: StepRegistry) -> WorkflowDefinition:
     wf, step_index = _shape(problems, root, registry)
     problems.raise_if_any()
     assert wf is not None
-    check_finite(problems, root, wf)
-    problems.raise_if_any()
     check_graph(problems, step_index, registry, wf)
     problems.raise_if_any()
     return wf

@@ -5,6 +5,11 @@ into one where a field takes a number. A run stores its definition as JSON, whic
 infinity: the value would be stored as ``null`` and the run could never be read back
 (``workbench runs show``, ``resume``, ``runs copy``). The loader refuses the value instead,
 where it was written.
+
+A field typed as a number is refused by the models themselves (``allow_inf_nan=False`` on
+:class:`engine.spec.Spec`; validation.py words the refusal with :func:`not_finite`). What the
+models keep as written — an input's ``default`` and ``choices``, a step's ``config`` — is walked
+here, in the YAML as read: a cost per step of its own config, not of the whole definition.
 """
 
 from __future__ import annotations
@@ -14,59 +19,52 @@ from typing import Any
 
 from engine.loader.located_yaml import Node
 from engine.loader.problems import Problems
-from engine.spec import WorkflowDefinition
+
+FREE_FORM_INPUT_KEYS = ("default", "choices")
+"""The keys of an input whose values the model keeps as written (typed ``Any``)."""
 
 
-def check_finite(problems: Problems, root: Node, wf: WorkflowDefinition) -> None:
-    """Add a problem for every number in ``wf`` that is infinite or NaN."""
-    data = wf.model_dump(exclude={"locations", "source", "steps"})
-    data["steps"] = {step.id: step.model_dump() for step in wf.steps}
-    stack: list[tuple[tuple[str, ...], Any]] = [((), data)]
+def not_finite(name: str, value: Any) -> str:
+    """The refusal of ``value`` (a float, or the text pydantic read as one) written at ``name``."""
+    return (
+        f"{name}: {float(value)} is not a finite number, and a run stores none; write a finite"
+        " number"
+    )
+
+
+def check_finite(
+    problems: Problems, node: Node | None, path: str, prefix: str = "", suffix: str = ""
+) -> None:
+    """Add a problem for every infinite or NaN number at or under ``node`` (written at the dotted
+    ``path``); ``prefix`` and ``suffix`` frame the message as the step's others are."""
+    if node is None or not _holds_one(node):
+        return
+    for where, child in node.walk(path):
+        value = child.value
+        if isinstance(value, float) and not math.isfinite(value):
+            problems.add(child, f"{prefix}{not_finite(where, value)}{suffix}")
+
+
+def _holds_one(node: Node) -> bool:
+    """Whether a number under ``node`` is infinite or NaN: the walk without the paths that only a
+    problem needs (several times cheaper than :meth:`Node.walk`; most configs hold none)."""
+    stack = [node]
     while stack:
-        path, value = stack.pop()
+        value = stack.pop().value
         if isinstance(value, dict):
-            stack.extend(((*path, str(key)), child) for key, child in value.items())
+            stack.extend(value.values())
         elif isinstance(value, list):
-            stack.extend(((*path, str(index)), child) for index, child in enumerate(value))
+            stack.extend(value)
         elif isinstance(value, float) and not math.isfinite(value):
-            problems.add(
-                _written_at(root, wf, path),
-                f"{_name(path)}: {value} is not a finite number, and a run stores none; write a"
-                " finite number",
-            )
+            return True
+    return False
 
 
-def _name(path: tuple[str, ...]) -> str:
-    if path[0] == "steps":
-        return f"step '{path[1]}': {'.'.join(path[2:])}"
-    return ".".join(path)
-
-
-def _written_at(root: Node, wf: WorkflowDefinition, path: tuple[str, ...]) -> tuple[int, int]:
-    """Where ``path`` was written: the node it names, or the deepest one found on the way (a
-    step a template made is found by where the template wrote it)."""
-    node: Node | None = root
-    rest = path
-    if path[0] == "steps":
-        node, rest = _step_node(root, path[1]), path[2:]
-        if node is None:
-            where = wf.locations.get(path[1])
-            return (where.line, where.column) if where is not None else (1, 1)
-    assert node is not None
-    for part in rest:
-        child = node.get(int(part) if node.is_seq and part.isdigit() else part)
-        if child is None:
-            break
-        node = child
-    return node.line, node.column
-
-
-def _step_node(root: Node, step_id: str) -> Node | None:
-    """The step written in the file with id ``step_id`` (None: a template made it)."""
-    steps = root.get("steps")
-    written_steps: list[Node] = steps.value if steps is not None and steps.is_seq else []
-    for step in written_steps:
-        written = step.get("id")
-        if written is not None and written.value == step_id:
-            return step
-    return None
+def check_finite_inputs(problems: Problems, inputs: Node | None) -> None:
+    """The free-form values of the workflow's ``inputs:`` section (each input's default and
+    choices)."""
+    if inputs is None or not inputs.is_map:
+        return
+    for name, spec in inputs.value.items():
+        for key in FREE_FORM_INPUT_KEYS:
+            check_finite(problems, spec.get(key), f"inputs.{name}.{key}")

@@ -12,6 +12,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from engine.loader.expressions import compile_checked
+from engine.loader.finite import check_finite_inputs
 from engine.loader.located_yaml import Node
 from engine.loader.names import closest, identifier_problem, is_identifier
 from engine.loader.problems import Problems
@@ -73,6 +74,7 @@ def read_header(problems: Problems, root: Node) -> WorkflowDefinition | None:
                 )
                 data["inputs"].pop(input_name)
     data.setdefault("name", "unnamed")
+    check_finite_inputs(problems, inputs)
     try:
         header = WorkflowDefinition.model_validate({**data, "steps": []})
     except ValidationError as error:

@@ -11,6 +11,7 @@ from pydantic import TypeAdapter, ValidationError
 
 from engine.conditions import CelEvaluationError, CompiledExpr
 from engine.loader.expressions import Expression, compile_checked
+from engine.loader.finite import check_finite
 from engine.loader.located_yaml import Node
 from engine.loader.names import closest, identifier_problem, is_identifier, loc_text
 from engine.loader.problems import Problems
@@ -67,6 +68,8 @@ def _step(problems: Problems, step_index: StepIndex, source: StepSource) -> Step
         return None
     step_index.sources[step_id] = source
     ok = _check_identifier_lists(problems, node, source)
+    prefix = f"step '{step_id}': "
+    check_finite(problems, node.get("config"), "config", prefix, source.origin)
     data = node.plain()
     if source.group is not None:
         data["group"] = source.group
@@ -78,7 +81,7 @@ def _step(problems: Problems, step_index: StepIndex, source: StepSource) -> Step
             error,
             node,
             StepSpec,
-            prefix=f"step '{step_id}': ",
+            prefix=prefix,
             suffix=source.origin,
             skip_patterns=not ok,
         )

@@ -7,6 +7,7 @@ from typing import Any
 
 from pydantic import BaseModel, ValidationError
 
+from engine.loader.finite import not_finite
 from engine.loader.located_yaml import Node
 from engine.loader.names import closest, identifier_problem, loc_text, type_name
 from engine.loader.problems import Problems
@@ -40,6 +41,9 @@ def report_validation(
             continue
         if kind == "missing":
             problems.add(target, f"{prefix}missing required key '{where}'; add it{suffix}")
+            continue
+        if kind == "finite_number":
+            problems.add(target, f"{prefix}{not_finite(where, detail.get('input'))}{suffix}")
             continue
         if kind == "string_pattern_mismatch":
             message = identifier_problem(detail.get("input"), where)

@@ -1304,6 +1304,50 @@ CASES = [
     """,
         "5:63: step 'a' routing.conditions[0]: 'outputs.confidence' is declared float, never true or false; compare it, e.g. outputs.confidence > 0",
     ),
+    case(
+        "numbers_not_finite_typed_and_free_form",
+        """
+        name: w
+        version: .inf
+        limits: {timeout_s: 1e400, max_cost_usd: -.inf}
+        inputs:
+          x: {type: float, default: .nan, min: .nan, choices: [1.0, .inf]}
+        steps:
+          - id: a
+            uses: demo.judge
+            timeout_s: .inf
+            retry_delay_s: "-inf"
+            config: {seconds: .inf, deep: [{x: .nan}]}
+            routing: {kind: conditional, next: b, tie_breaker: {confidence_threshold: .nan}}
+          - {id: b, uses: demo.any}
+    """,
+        "2:10: version: inf is not a finite number, and a run stores none; write a finite number",
+        "3:21: limits.timeout_s: inf is not a finite number, and a run stores none; write a finite number",
+        "3:42: limits.max_cost_usd: -inf is not a finite number, and a run stores none; write a finite number",
+        "5:29: inputs.x.default: nan is not a finite number, and a run stores none; write a finite number",
+        "5:40: inputs.x.min: nan is not a finite number, and a run stores none; write a finite number",
+        "5:61: inputs.x.choices.1: inf is not a finite number, and a run stores none; write a finite number",
+        "9:16: step 'a': timeout_s: inf is not a finite number, and a run stores none; write a finite number",
+        "10:20: step 'a': retry_delay_s: -inf is not a finite number, and a run stores none; write a finite number",
+        "11:23: step 'a': config.seconds: inf is not a finite number, and a run stores none; write a finite number",
+        "11:40: step 'a': config.deep.0.x: nan is not a finite number, and a run stores none; write a finite number",
+        "12:79: step 'a': routing.tie_breaker.confidence_threshold: nan is not a finite number, and a run stores none; write a finite number",
+    ),
+    case(
+        "number_not_finite_in_a_template_step",
+        """
+        name: w
+        templates:
+          round:
+            params: [n]
+            steps:
+              - {id: "a{n}", uses: demo.any, config: {weights: [0.5, .inf]}}
+        steps:
+          - {use: round, with: {n: [1, 2]}}
+    """,
+        "6:62: step 'a1': config.weights.1: inf is not a finite number, and a run stores none; write a finite number (template round, n=1)",
+        "6:62: step 'a2': config.weights.1: inf is not a finite number, and a run stores none; write a finite number (template round, n=2)",
+    ),
 ]
 
 

@@ -110,7 +110,14 @@ def test_the_report_writer_keeps_no_control_character_and_no_planted_block() -> 
     assert "# Injected heading [click]" in heading
 
 
-@pytest.mark.parametrize("prose", ["", f"## Sources {ACTIVE} [k1]. {DEFINITION} [k2]."])
+@pytest.mark.parametrize(
+    "prose",
+    [
+        "",
+        f"## Sources {ACTIVE} [k1]. {DEFINITION} [k2].",
+        "<div onmouseover=alert(1) x [k1].",  # a paragraph opening an HTML block, tag or not
+    ],
+)
 def test_the_markdown_of_a_document_or_a_model_is_shown_as_text_never_acted_on(
     prose: str,
 ) -> None:
@@ -130,6 +137,18 @@ def test_the_markdown_of_a_document_or_a_model_is_shown_as_text_never_acted_on(
     assert "[click](javascript:alert(1))" in text, "the words are kept, as text"
     assert "<img src=x onerror=alert(1)>" in text
     assert "![pixel](https://tracker.example/p.png)" in text
+    if prose.startswith("<div"):
+        assert "<div onmouseover=alert(1) x. [1]" in text, "a model's words, as text"
+
+
+def test_a_models_code_spans_show_as_written_in_the_report() -> None:
+    """Code in a model's prose shows its text as written, with no backslash an escape would
+    leave there, and a stray backtick before it opens no span that swallows an escape."""
+    prose = "The `List<int>` type, the `<img src=x onerror=alert(1)>` tag, a stray ` here [k1]."
+    tokens = _tokens(_report(prose=prose))
+    code = [t.content for t in tokens if t.type == "code_inline"]
+    assert code[:2] == ["List<int>", "<img src=x onerror=alert(1)>"]
+    assert not [t.type for t in tokens if t.type.startswith(("link", "image", "html"))]
 
 
 @pytest.mark.timeout(PROCESS_S)
