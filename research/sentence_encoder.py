@@ -27,14 +27,20 @@ of a stacked matrix product is contiguous (a transposed view falls off BLAS); GE
 place (``x ** 3`` allocates and is slow); BLAS runs on one thread while a batch is encoded
 (threadpoolctl): OpenBLAS's own threads spin on a busy machine, and on two shared cores they cost
 four times the CPU and the wall time. Encoding is serialised (one lock) so that limit holds.
+A call of several batches (every head of a fresh corpus) shares them among two threads instead
+(:data:`MAX_THREADS`), each batch whole on one thread with BLAS on one thread, the limit set once
+around them all: the vectors are the same to the bit as on one thread (a text's vector depends on
+the batch it is padded with, and the batches do not change), and the wall time is about half.
 """
 
 from __future__ import annotations
 
 import hashlib
 import importlib.util
+import os
 import threading
 from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor, wait
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -65,6 +71,10 @@ remembered under another identity are never used (research/sentence_memo.py): ch
 the computation changes."""
 BATCH = 16
 """Texts encoded together: the attention scores of a batch are BATCH × 12 × 128² floats (12 MiB)."""
+MAX_THREADS = 2
+"""Threads that share one call's batches at most (fewer on a machine with fewer cores). The
+long call is the first search of a fresh corpus, every document's head at once (~30 ms of CPU
+each); a second thread halves its wall time on two idle cores. More were never measured."""
 LAYER_NORM_EPS = 1e-12
 
 Vectors = npt.NDArray[np.float32]
@@ -220,18 +230,59 @@ class SentenceEncoder:
             arrays += [*layer.attention_norm, *layer.out_norm]
         return int(sum(a.nbytes for a in arrays))
 
-    def encode(self, texts: Sequence[str]) -> Vectors:
-        """Each text's unit vector (its first :data:`MAX_TOKENS` tokens), in the given order."""
+    def encode(self, texts: Sequence[str], *, threads: int | None = None) -> Vectors:
+        """Each text's unit vector (its first :data:`MAX_TOKENS` tokens), in the given order.
+
+        The batches are shared among ``threads`` threads (default :func:`encoding_threads`);
+        each batch is encoded whole by one of them, so a text's vector is the same to the bit
+        whatever the number of threads."""
         out = np.zeros((len(texts), DIMENSIONS), dtype=np.float32)
         if not texts:
             return out
         lengths = [len(t) for t in texts]
         order = sorted(range(len(texts)), key=lambda n: lengths[n])
+        batches = [order[start : start + BATCH] for start in range(0, len(order), BATCH)]
+        workers = max(1, min(encoding_threads() if threads is None else threads, len(batches)))
         with self._encoding, self._threads.limit(limits=1, user_api="blas"):
-            for start in range(0, len(order), BATCH):
-                chosen = order[start : start + BATCH]
-                out[chosen] = self._batch([texts[n] for n in chosen])
+            if workers == 1:
+                for chosen in batches:
+                    out[chosen] = self._batch([texts[n] for n in chosen])
+            else:
+                self._encode_on_threads(texts, batches, out, workers)
         return out
+
+    def _encode_on_threads(
+        self, texts: Sequence[str], batches: list[list[int]], out: Vectors, workers: int
+    ) -> None:
+        """Encode ``batches`` into ``out`` on ``workers`` threads, the calling one included.
+
+        Worker ``k`` starts with batch ``k`` (so each of them encodes one at least); then each
+        takes the next batch left as it finishes one, so a thread slowed by other work on its
+        core takes fewer. Numpy and BLAS release the GIL, so the threads run at once; BLAS
+        stays on one thread each (the caller's limit is process-wide). The first failure stops
+        the others after their current batch and is raised."""
+        remaining = iter(batches[workers:])
+        taking = threading.Lock()
+        failed = threading.Event()
+
+        def work(chosen: list[int] | None) -> None:
+            try:
+                while chosen is not None and not failed.is_set():
+                    out[chosen] = self._batch([texts[n] for n in chosen])
+                    with taking:
+                        chosen = next(remaining, None)
+            except BaseException:
+                failed.set()
+                raise
+
+        with ThreadPoolExecutor(workers - 1, thread_name_prefix="sentence-encoder") as pool:
+            helpers = [pool.submit(work, batches[k]) for k in range(1, workers)]
+            try:
+                work(batches[0])
+            finally:
+                wait(helpers)
+            for helper in helpers:
+                helper.result()
 
     def _batch(self, texts: list[str]) -> Vectors:
         # a question from a command line may hold a lone surrogate, which the tokenizer refuses
@@ -248,6 +299,13 @@ class SentenceEncoder:
         pooled /= np.maximum(mask.sum(1, keepdims=True), 1.0)
         pooled /= np.maximum(np.linalg.norm(pooled, axis=1, keepdims=True), 1e-12)
         return pooled
+
+
+def encoding_threads() -> int:
+    """Threads one :meth:`SentenceEncoder.encode` call uses: :data:`MAX_THREADS`, or the cores
+    this process may run on if fewer."""
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+    return max(1, min(MAX_THREADS, cores or 1))
 
 
 _loaded: list[SentenceEncoder] = []

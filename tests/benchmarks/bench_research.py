@@ -28,6 +28,7 @@ from typing import Any
 import research.steps  # noqa: F401 - registers the research steps the workflow uses
 from engine.loader import load_workflow
 from research.corpus import Corpus
+from research.sentence_encoder import encoding_threads
 from research.text import normalize_space
 from tests.pep_corpus import PEPS
 from tests.research.conftest import run_research
@@ -251,6 +252,35 @@ def _bench_sentence_model(path: Path) -> None:
             )
 
 
+def _bench_one_thread(root: Path, path: Path, wall: float, cpu: float) -> None:
+    """The same first search computed as before the batches were shared among threads (one
+    encoding thread, research/sentence_encoder.py ``MAX_THREADS``), on another fresh file with a
+    memo of its own, beside the figure above: the ratios are measured in one run, under one
+    load."""
+    from research import sentence_encoder
+
+    alone = root / "one-thread.sqlite"
+    shutil.copy(path, alone)
+    cache, threads = os.environ["XDG_CACHE_HOME"], sentence_encoder.MAX_THREADS
+    os.environ["XDG_CACHE_HOME"] = str(root / "cache-one-thread")  # nothing remembered
+    sentence_encoder.MAX_THREADS = 1
+    try:
+        with Corpus(alone) as corpus:
+            corpus._db.execute("DELETE FROM document_heads")
+            corpus._db.commit()
+            load = os.getloadavg()[0]
+            started, used = time.perf_counter(), time.process_time()
+            corpus.search(QUERIES[0], limit=10)
+            one_cpu, one_wall = time.process_time() - used, time.perf_counter() - started
+    finally:
+        os.environ["XDG_CACHE_HOME"], sentence_encoder.MAX_THREADS = cache, threads
+    print(
+        f"  the same on one encoding thread (as before): {one_wall:.2f} s, {one_cpu:.2f} CPU-s "
+        f"(load {load:.1f} before); wall {one_wall / wall:.2f}x as long, CPU "
+        f"{one_cpu / cpu:.2f}x as much"
+    )
+
+
 def _bench_remembered_heads(root: Path, path: Path, first: float) -> None:
     """The first search of another fresh file of the same documents (a second workspace, the
     default corpus built again): the machine's memo (research/sentence_memo.py) has the heads."""
@@ -306,13 +336,15 @@ def main() -> None:
                 f"load the vector index: {len(index)} vectors, {index.matrix.nbytes / 2**20:.1f} MiB, "
                 f"{time.perf_counter() - started:.3f} s"
             )
-            cpu = time.process_time()
+            load = os.getloadavg()[0]
+            started, cpu = time.perf_counter(), time.process_time()
             corpus.search(QUERIES[0], limit=10)
             heads = corpus._db.execute("SELECT COUNT(*) FROM document_heads").fetchone()[0]
-            first = time.process_time() - cpu
+            first, first_wall = time.process_time() - cpu, time.perf_counter() - started
             print(
                 f"first search of a fresh corpus (computes and keeps the head of every document, "
-                f"{heads} heads, for the head ranking): {first:.2f} CPU-s"
+                f"{heads} heads, for the head ranking): {first_wall:.2f} s, {first:.2f} CPU-s "
+                f"({encoding_threads()} encoding threads; load {load:.1f} before)"
             )
             latencies = []
             for _ in range(5):
@@ -327,6 +359,7 @@ def main() -> None:
             _bench_following(corpus, _percentile(latencies, 0.5))
             _bench_distinct(corpus, _percentile(latencies, 0.5))
 
+        _bench_one_thread(root, path, first_wall, first)
         _bench_remembered_heads(root, path, first)
         fresh = root / "fresh.sqlite"  # its heads are in the file and the memo: reading them
         shutil.copy(path, fresh)

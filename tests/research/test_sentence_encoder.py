@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import shutil
 import sys
+import threading
 from pathlib import Path
 
 import numpy as np
@@ -21,12 +22,14 @@ from research.document_heads import HEAD_CHARACTERS, head_texts, head_vectors
 from research.hybrid import sentence_vector
 from research.relevance import RELEVANCE_FLOOR
 from research.sentence_encoder import (
+    BATCH,
     DIMENSIONS,
     ENCODER_ID,
     TOKENIZER,
     WEIGHTS,
     SentenceEncoder,
     SentenceModelError,
+    encoding_threads,
     model_folder,
     sentence_encoder,
 )
@@ -83,6 +86,72 @@ def record_fingerprint() -> None:
         + "\n",
         encoding="utf-8",
     )
+
+
+WORDS = (
+    "the runtime frees memory that no reference reaches while a separate detector finds cycles "
+    "of objects that only refer to each other and a starter of flour and water ferments for "
+    "several days until it bubbles before the dough rises slowly overnight in a warm kitchen"
+).split()
+
+
+def varied_texts(count: int) -> list[str]:
+    """``count`` different texts of 3 to 90 words, their lengths in no order."""
+    return [
+        f"Text {n}: " + " ".join(WORDS[(n + k) % len(WORDS)] for k in range(3 + (37 * n) % 88))
+        for n in range(count)
+    ]
+
+
+def threads_of_batches(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """The thread that encodes each batch, from now on."""
+    threads: list[int] = []
+    real = SentenceEncoder._batch
+
+    def recorded(self: SentenceEncoder, texts: list[str]) -> np.ndarray:
+        threads.append(threading.get_ident())
+        return real(self, texts)
+
+    monkeypatch.setattr(SentenceEncoder, "_batch", recorded)
+    return threads
+
+
+def test_batches_shared_among_threads_give_the_vectors_of_one_thread_to_the_bit(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A call's batches are shared among threads, never formed again: a text's vector depends on
+    the texts it is padded with, and the machine's memo and every corpus file keep vectors
+    computed with one thread or two as the same vectors."""
+    texts = varied_texts(3 * BATCH + 5)
+    model = sentence_encoder()
+    alone = model.encode(texts, threads=1)
+    other_batches = model.encode(texts[1:], threads=1)  # the check sees a change of batches
+    assert other_batches.tobytes() != alone[1:].tobytes()
+    threads = threads_of_batches(monkeypatch)
+    shared = model.encode(texts, threads=2)
+    assert len(threads) == 4 and len(set(threads)) == 2
+    assert shared.tobytes() == alone.tobytes()
+
+
+def test_a_fresh_corpus_computes_its_heads_on_every_core_with_the_same_bits(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The first search of a fresh corpus computes every document's head in one call: on two
+    threads where there are two cores, the vectors those of one thread."""
+    folder = tmp_path / "docs"
+    folder.mkdir()
+    for n, text in enumerate(varied_texts(2 * BATCH + 8)):
+        (folder / f"doc{n:02}.md").write_text(f"# Document {n}\n\n{text}.\n", encoding="utf-8")
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))  # nothing remembered
+    with Corpus(tmp_path / "corpus.sqlite") as corpus:
+        corpus.add_folder(folder, "docs")
+        sources = [s for (s,) in corpus._db.execute("SELECT source_id FROM documents")]
+        texts = head_texts(corpus._db, sources)
+        alone = sentence_encoder().encode([text for _, text in texts.values()], threads=1)
+        threads = threads_of_batches(monkeypatch)
+        heads = head_vectors(corpus._db, sources)
+    assert len(threads) == 3 and len(set(threads)) == min(2, encoding_threads())
+    assert np.stack([heads[s] for s in texts]).tobytes() == alone.tobytes()
 
 
 def test_weights_other_than_the_tested_ones_are_refused_in_one_line(tmp_path: Path) -> None:
