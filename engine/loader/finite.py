@@ -67,4 +67,7 @@ def check_finite_inputs(problems: Problems, inputs: Node | None) -> None:
         return
     for name, spec in inputs.value.items():
         for key in FREE_FORM_INPUT_KEYS:
-            check_finite(problems, spec.get(key), f"inputs.{name}.{key}")
+            value = spec.get(key)
+            if key == "choices" and value is not None and not value.is_seq:
+                continue  # not a list: the model refuses it, and one problem says so
+            check_finite(problems, value, f"inputs.{name}.{key}")

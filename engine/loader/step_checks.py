@@ -69,7 +69,9 @@ def _step(problems: Problems, step_index: StepIndex, source: StepSource) -> Step
     step_index.sources[step_id] = source
     ok = _check_identifier_lists(problems, node, source)
     prefix = f"step '{step_id}': "
-    check_finite(problems, node.get("config"), "config", prefix, source.origin)
+    config = node.get("config")
+    if config is not None and config.is_map:  # else the model refuses it: one problem says so
+        check_finite(problems, config, "config", prefix, source.origin)
     data = node.plain()
     if source.group is not None:
         data["group"] = source.group

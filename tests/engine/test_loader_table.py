@@ -1334,6 +1334,18 @@ CASES = [
         "12:79: step 'a': routing.tie_breaker.confidence_threshold: nan is not a finite number, and a run stores none; write a finite number",
     ),
     case(
+        "number_not_finite_where_a_mapping_or_list_belongs_is_one_problem",
+        """
+        name: w
+        inputs:
+          x: {type: float, choices: .inf}
+        steps:
+          - {id: a, uses: demo.any, config: .inf}
+    """,
+        "3:29: inputs.x.choices: Input should be a valid list, got inf; correct the value",
+        "5:37: step 'a': config: Input should be a valid dictionary, got inf; correct the value",
+    ),
+    case(
         "number_not_finite_in_a_template_step",
         """
         name: w
