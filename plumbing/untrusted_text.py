@@ -162,6 +162,8 @@ def _around_code(text: str, places: set[int]) -> set[int]:
     leave the span's text outside any span. A line whose code holds a ``|`` keeps its escapes (a
     table row is cut into cells at every ``|``, in code too), and so does a ``]:`` (a link
     definition is read before any span). Text whose code needs no escape comes back as before.
+    A fenced or indented code block of a text of several lines is not kept: its fence is escaped
+    like any unmatched run (it reads as a paragraph, safely); report.py writes none.
     """
     spans, loose = _code_spans(text)
     breaks = [found.start() for found in re.finditer("\n", text)]
@@ -183,6 +185,9 @@ def _around_code(text: str, places: set[int]) -> set[int]:
 def _code_spans(text: str) -> tuple[list[tuple[int, int]], list[int]]:
     """The code spans of ``text`` as CommonMark reads them, those that open and close on one line
     (start and end, backticks included), and where every other backtick outside them is."""
+    closers: dict[int, list[int]] = {}  # a span closes at a whole run of its opener's length
+    for whole in re.finditer("`+", text):
+        closers.setdefault(whole.end() - whole.start(), []).append(whole.start())
     spans: list[tuple[int, int]] = []
     loose: list[int] = []
     at = 0
@@ -190,14 +195,16 @@ def _code_spans(text: str) -> tuple[list[tuple[int, int]], list[int]]:
         at = run.end()
         if run.group(1) is None:  # a backslash escape: its character opens nothing
             continue
+        length = run.end() - run.start()
         line_end = text.find("\n", at)
-        closing = re.compile(f"(?<!`){run.group(1)}(?!`)")
-        closer = closing.search(text, at, len(text) if line_end < 0 else line_end)
-        if closer is None:
+        same = closers.get(length, [])
+        index = bisect_left(same, at)  # the next such run, found once: linear in the text
+        closer = same[index] if index < len(same) else -1
+        if closer < 0 or 0 <= line_end < closer:
             loose += range(run.start(), run.end())
         else:
-            spans.append((run.start(), closer.end()))
-            at = closer.end()
+            spans.append((run.start(), closer + length))
+            at = closer + length
     return spans, loose
 
 
