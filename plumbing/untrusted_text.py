@@ -188,6 +188,7 @@ def _code_spans(text: str) -> tuple[list[tuple[int, int]], list[int]]:
     closers: dict[int, list[int]] = {}  # a span closes at a whole run of its opener's length
     for whole in re.finditer("`+", text):
         closers.setdefault(whole.end() - whole.start(), []).append(whole.start())
+    breaks = [found.start() for found in re.finditer("\n", text)]
     spans: list[tuple[int, int]] = []
     loose: list[int] = []
     at = 0
@@ -196,11 +197,12 @@ def _code_spans(text: str) -> tuple[list[tuple[int, int]], list[int]]:
         if run.group(1) is None:  # a backslash escape: its character opens nothing
             continue
         length = run.end() - run.start()
-        line_end = text.find("\n", at)
+        line = bisect_left(breaks, at)  # the line's end and the next closer are looked up, not
+        line_end = breaks[line] if line < len(breaks) else len(text)  # scanned for: linear
         same = closers.get(length, [])
-        index = bisect_left(same, at)  # the next such run, found once: linear in the text
+        index = bisect_left(same, at)
         closer = same[index] if index < len(same) else -1
-        if closer < 0 or 0 <= line_end < closer:
+        if closer < 0 or closer > line_end:
             loose += range(run.start(), run.end())
         else:
             spans.append((run.start(), closer + length))
