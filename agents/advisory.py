@@ -29,6 +29,7 @@ from agents.registry import Registry
 from agents.trail import DECISION, PLAN, DecisionPayload, PlanPayload
 from engine.conditions import CelSyntaxError, compile_expr, evaluate_bool
 from engine.context import BudgetExceeded, InterruptRequest, StepContext
+from engine.loader.finite import finite_refusal, refused_as_not_finite
 from engine.spec import Identifier
 from engine.steps import SectionProblems
 from plumbing.frozen import Frozen
@@ -82,6 +83,8 @@ def check_advisory(
             message = detail["msg"].removeprefix("Value error, ")
             if detail["type"] == "extra_forbidden":
                 message = f"unknown key '{loc[-1]}'"
+            elif refused_as_not_finite(detail):
+                message = finite_refusal(detail["input"])
             problems.append((loc, message))
         return None, problems
     problems = advisory_problems(spec, known_agents)

@@ -47,12 +47,15 @@ def mode_root(problems: Problems, root: Node, registry: StepRegistry) -> Node:
             section or mode, f"mode: {name} needs an '{name}' mapping ({spec.section_keys})"
         )
         return root
-    for path, message in spec.check(section.plain(), registry):
+    refused = spec.check(section.plain(), registry)
+    for path, message in refused:
         where = ".".join(str(part) for part in path)
         at: Node | tuple[int, int] = descend(section, *path)
         if message.startswith("unknown key") and path and isinstance(path[-1], str):
             at = descend(section, *path[:-1]).key_mark(path[-1])
         problems.add(at, f"{name}{'.' + where if where else ''}: {message}")
+    if refused:  # a step made of it would be refused again, at the same places
+        return root
     line, column = section.line, section.column
     step = {
         "id": Node(spec.step_id, line, column),

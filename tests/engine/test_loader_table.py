@@ -1346,6 +1346,36 @@ CASES = [
         "5:37: step 'a': config: Input should be a valid dictionary, got inf; correct the value",
     ),
     case(
+        "a_value_a_union_refuses_is_one_problem_naming_what_it_takes",
+        """
+        name: w
+        limits: {max_step_runs: 2.5}
+        steps:
+          - {id: a, uses: demo.any}
+    """,
+        "2:25: limits.max_step_runs: Input should be a valid integer or 'auto', got 2.5; correct the value",
+    ),
+    case(
+        "a_union_refusing_a_list_is_one_problem",
+        """
+        name: w
+        limits: {max_step_runs: [1]}
+        steps:
+          - {id: a, uses: demo.any}
+    """,
+        "2:25: limits.max_step_runs: Input should be a valid integer or 'auto'; correct the value",
+    ),
+    case(
+        "a_union_refusing_a_value_that_is_not_finite_says_so_once",
+        """
+        name: w
+        limits: {max_step_runs: .inf}
+        steps:
+          - {id: a, uses: demo.any}
+    """,
+        "2:25: limits.max_step_runs: inf is not a finite number, and a run stores none; write a finite number",
+    ),
+    case(
         "number_not_finite_in_a_template_step",
         """
         name: w
