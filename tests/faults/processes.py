@@ -73,8 +73,13 @@ def finish(process: subprocess.Popen[str]) -> Outcome:
     return Outcome(process.returncode, stdout, stderr)
 
 
-def outcome(workspace: Path, args: Sequence[str], prefix: Sequence[str] = ()) -> Outcome:
-    """Run ``workbench ARGS`` to its end, stdin closed."""
+def outcome(
+    workspace: Path,
+    args: Sequence[str],
+    prefix: Sequence[str] = (),
+    timeout_s: float = COMMAND_TIMEOUT_S,
+) -> Outcome:
+    """Run ``workbench ARGS`` to its end, stdin closed (killed after ``timeout_s``: a hang)."""
     done = subprocess.run(
         argv(workspace, args, prefix),
         cwd=PROJECT,
@@ -82,7 +87,7 @@ def outcome(workspace: Path, args: Sequence[str], prefix: Sequence[str] = ()) ->
         stdin=subprocess.DEVNULL,
         capture_output=True,
         text=True,
-        timeout=COMMAND_TIMEOUT_S,
+        timeout=timeout_s,
     )
     return Outcome(done.returncode, done.stdout, done.stderr)
 

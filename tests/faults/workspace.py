@@ -28,6 +28,12 @@ NOTES = {
     "breakers.rst": "Breakers\n========\n\nA breaker opens after repeated failures and probes "
     "after its cooldown.\n",
 }
+TEMPLATE_COMMAND_TIMEOUT_S = 280
+"""How long one of the template's commands may take before it counts as hung. Its research run
+is often the test session's first: it builds the default corpus and encodes every document's
+head (about 40 s of CPU in all on an idle machine, measured; several times that in wall time on
+a shared one), so it gets more than the 180 s of a test's own command — within the 300 s that
+the template's first test is given."""
 HELD_CHAIN = 40
 """Steps of the chain that keeps writing while the held prompt waits (see ``write_held_workflow``)."""
 
@@ -99,7 +105,7 @@ def build_template(root: Path) -> Template:
     ids: list[str] = []
     for args in steps:
         before = set(state(workspace).statuses) if (workspace / "runs.sqlite").exists() else set()
-        done = outcome(workspace, args)
+        done = outcome(workspace, args, timeout_s=TEMPLATE_COMMAND_TIMEOUT_S)
         assert done.code in (0, 4), done.stderr
         if args[0] != "corpus":
             ids.append(_only_new_run(workspace, before))
