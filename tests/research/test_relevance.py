@@ -25,9 +25,12 @@ from research.hybrid import SearchFilters, question_evidence
 from research.policy import decide
 from research.questions import plan, sub_questions
 from research.relevance import (
+    HEAD_FLOOR,
     HEAD_MARGIN,
     PASSAGE_CANDIDATES,
+    PASSAGE_FLOOR,
     RELEVANCE_FLOOR,
+    DocumentEvidence,
     asked,
     candidate_phrases,
     relevance,
@@ -305,3 +308,29 @@ def test_a_document_whose_best_passage_reads_like_the_question_is_about_it(
     others = [e for e in evidence if e.source_id != near.source_id]
     assert relevance([*others, wordless])[near.source_id] > 0
     assert relevance([*others, replace(wordless, passage_similarity=None)])[near.source_id] == 0
+
+
+def test_a_passage_like_the_question_speaks_for_the_corpus_when_no_head_does() -> None:
+    """A question about one detail of a document ("my NamedTemporaryFile disappears as soon as I
+    close it") reads like the passage that answers it and like no document's head: when no head
+    reaches the head floor, a best passage at the passage floor still says the corpus has
+    something on the question; under both floors it has nothing."""
+
+    def candidate(source: str, head: float, passage: float) -> DocumentEvidence:
+        return DocumentEvidence(
+            source_id=source,
+            collection="docs",
+            passages=1.0,
+            best_similarity=0.4,
+            title_similarity=0.3,
+            title_coverage=0.0,
+            terms=0.5,
+            head_similarity=head,
+            passage_similarity=passage,
+        )
+
+    detail = candidate("detail", HEAD_FLOOR - 0.07, PASSAGE_FLOOR + 0.08)
+    other = candidate("other", HEAD_FLOOR - 0.1, PASSAGE_FLOOR - 0.15)
+    assert relevance([detail, other])["detail"] >= RELEVANCE_FLOOR
+    below = replace(detail, passage_similarity=PASSAGE_FLOOR - 0.01)
+    assert relevance([below, other]) == {"detail": 0.0, "other": 0.0}
