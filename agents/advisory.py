@@ -29,16 +29,15 @@ from agents.registry import Registry
 from agents.trail import DECISION, PLAN, DecisionPayload, PlanPayload
 from engine.conditions import CelSyntaxError, compile_expr, evaluate_bool
 from engine.context import BudgetExceeded, InterruptRequest, StepContext
-from engine.loader.finite import finite_refusal, refused_as_not_finite
-from engine.spec import Identifier
+from engine.loader.finite import finite_refusal
+from engine.spec import Identifier, Spec
 from engine.steps import SectionProblems
-from plumbing.frozen import Frozen
 
 ORCHESTRATOR_STEP = "advisory.orchestrator"
 ORCHESTRATOR_STEP_ID = "orchestrator"
 
 
-class CompletionCriteria(Frozen):
+class CompletionCriteria(Spec):
     required_agents: list[Identifier] | None = None
     """Agents that must have completed (None: the workflow's required agents)."""
     min_agents: int = Field(default=0, ge=0)
@@ -46,7 +45,7 @@ class CompletionCriteria(Frozen):
     """``agent.field`` outputs that must be present and non-empty."""
 
 
-class AdvisorySpec(Frozen):
+class AdvisorySpec(Spec):
     orchestrator: Identifier
     """The registry agent that decides (its role, instructions and model profile)."""
     required_agents: list[Identifier] = Field(min_length=1)
@@ -83,7 +82,7 @@ def check_advisory(
             message = detail["msg"].removeprefix("Value error, ")
             if detail["type"] == "extra_forbidden":
                 message = f"unknown key '{loc[-1]}'"
-            elif refused_as_not_finite(detail):
+            elif detail["type"] == "finite_number":
                 message = finite_refusal(detail["input"])
             problems.append((loc, message))
         return None, problems

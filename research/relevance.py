@@ -114,7 +114,7 @@ HEAD_FLOOR = 0.3
 """A head similarity under this says the document is not about the question: when no candidate's
 head reaches it, no document is (a question about baking bread, asked of the PEPs, reaches 0.12;
 the tuning split's questions 0.34 or more) — unless a passage reaches :data:`PASSAGE_FLOOR`; a
-head under it never passes the gates."""
+head under it never passes the head gate."""
 PASSAGE_CANDIDATES = 20
 """Documents whose best passage (by the fused search) is read by the sentence encoder: the
 anchor search's documents, those a run may select (research.steps.retrieval takes this number).

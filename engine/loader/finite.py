@@ -29,25 +29,6 @@ def not_finite(name: str, value: Any) -> str:
     return f"{name}: {finite_refusal(value)}"
 
 
-NUMBER_BOUNDS = frozenset(
-    {"greater_than", "greater_than_equal", "less_than", "less_than_equal", "multiple_of"}
-)
-"""The pydantic errors of a number's bounds: NaN fails them before it is asked whether it is
-finite."""
-
-
-def refused_as_not_finite(detail: Any) -> bool:
-    """Whether a pydantic error refused a number because it is infinite or NaN (NaN fails
-    ``gt=0`` first, and "Input should be greater than 0" would not say what is wrong with it).
-    A value where a list or mapping belongs is refused for that, and worded so."""
-    value = detail.get("input")
-    return detail.get("type") == "finite_number" or (
-        detail.get("type") in NUMBER_BOUNDS
-        and isinstance(value, float)
-        and not math.isfinite(value)
-    )
-
-
 def finite_refusal(value: Any) -> str:
     """:func:`not_finite` without the place, for a check that names it itself (a mode's)."""
     return f"{float(value)} is not a finite number, and a run stores none; write a finite number"

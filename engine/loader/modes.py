@@ -54,13 +54,14 @@ def mode_root(problems: Problems, root: Node, registry: StepRegistry) -> Node:
         if message.startswith("unknown key") and path and isinstance(path[-1], str):
             at = descend(section, *path[:-1]).key_mark(path[-1])
         problems.add(at, f"{name}{'.' + where if where else ''}: {message}")
-    if refused:  # a step made of it would be refused again, at the same places
-        return root
     line, column = section.line, section.column
+    # A section its check refused still makes the step (the rest of the workflow may name it),
+    # but without the section as its config: the step's checks would refuse the same values
+    # again, at the same places.
     step = {
         "id": Node(spec.step_id, line, column),
         "uses": Node(spec.uses, line, column),
-        "config": section,
+        **({} if refused else {"config": section}),
     }
     value = {**root.value, "steps": Node([Node(step, line, column)], line, column)}
     return Node(value, root.line, root.column, root.style, dict(root.keys))

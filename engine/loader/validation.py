@@ -12,7 +12,7 @@ from typing import Any
 
 from pydantic import BaseModel, ValidationError
 
-from engine.loader.finite import not_finite, refused_as_not_finite
+from engine.loader.finite import not_finite
 from engine.loader.located_yaml import Node
 from engine.loader.names import closest, identifier_problem, loc_text, type_name
 from engine.loader.problems import Problems
@@ -48,7 +48,7 @@ def report_validation(
         if kind == "missing":
             problems.add(target, f"{prefix}missing required key '{where}'; add it{suffix}")
             continue
-        if refused_as_not_finite(detail):
+        if kind == "finite_number":
             problems.add(target, f"{prefix}{not_finite(where, detail.get('input'))}{suffix}")
             continue
         if kind == "string_pattern_mismatch":
@@ -71,56 +71,73 @@ def report_validation(
 
 
 def _union_branches_joined(details: list[Any], node: Node) -> list[Any]:
-    """``details`` with each union's branch errors at one value made one error there: a finite
-    number's refusal when a branch refused the value as not finite, else "Input should be A or
-    B" from the branches' messages. A lone error past the YAML (a mapping key's own check,
-    ``[key]``) is not a union's and stays as it is."""
-    joined: list[Any] = []
-    branches: dict[tuple[Any, ...], list[Any]] = {}
-    for detail in details:
+    """``details``, in their order, with a union's branch errors at one value made one error
+    there (see the module's docstring)."""
+    placed: list[tuple[int, Any]] = []
+    branches: dict[tuple[Any, ...], list[tuple[int, Any]]] = {}
+    for order, detail in enumerate(details):
         loc = tuple(detail.get("loc", ()))
-        at = len(loc) if detail.get("type") == "missing" else _value_depth(node, loc)
-        if at == len(loc):
-            joined.append(detail)
-            continue
-        field = loc[:at]
-        if field not in branches:
-            branches[field] = []
-            joined.append(field)
-        branches[field].append(detail)
-    return [
-        item
-        if not isinstance(item, tuple)
-        else _one_error(item, branches[item])
-        if len(branches[item]) > 1
-        else branches[item][0]
-        for item in joined
-    ]
+        if _is_a_branch_error(node, detail, loc):
+            branches.setdefault(loc[:-1], []).append((order, detail))
+        else:
+            placed.append((order, detail))
+    for field, errors in branches.items():
+        if len(errors) > 1:
+            placed.append((errors[0][0], _one_error(field, [detail for _, detail in errors])))
+        else:
+            placed.extend(errors)
+    return [detail for _, detail in sorted(placed, key=lambda item: item[0])]
 
 
-def _value_depth(node: Node, loc: tuple[Any, ...]) -> int:
-    """How many parts of ``loc`` lead to a place in the YAML: all of them, unless one names
-    nothing there (a scalar has no parts; only a missing key is reported where nothing is
-    written, and those are not asked about): what follows is a union's branch."""
+def _is_a_branch_error(node: Node, detail: Any, loc: tuple[Any, ...]) -> bool:
+    """Whether the error is a union branch's refusal of a written value: its location is the
+    value's and one part more, which names nothing in the YAML (the branch's tag). An error
+    deeper inside a branch, a missing key (the only error at a place nothing is written) and a
+    lone error past the YAML (a mapping key's own check, ``[key]``) are not."""
+    return (
+        detail.get("type") != "missing"
+        and bool(loc)
+        and _names_a_place(node, loc[:-1])
+        and not _names_a_place(node, loc)
+    )
+
+
+def _names_a_place(node: Node, loc: tuple[Any, ...]) -> bool:
+    """Whether ``loc`` leads to a value written in the YAML."""
     current = node
-    for depth, part in enumerate(loc):
+    for part in loc:
         child = current.get(part) if isinstance(part, (str, int)) else None
         if child is None:
-            return depth
+            return False
         current = child
-    return len(loc)
+    return True
 
 
-def _one_error(field: tuple[Any, ...], details: list[Any]) -> Any:
-    not_finite_branch = [d for d in details if refused_as_not_finite(d)]
-    if not_finite_branch:
-        return {**not_finite_branch[0], "loc": field}
-    takes = [str(d.get("msg", "")).removeprefix("Input should be ") for d in details]
-    if all(str(d.get("msg", "")).startswith("Input should be ") for d in details):
-        message = "Input should be " + " or ".join(t.split(",")[0] for t in takes)
+SHOULD_BE = "Input should be "
+
+
+def _one_error(field: tuple[Any, ...], errors: list[Any]) -> Any:
+    """One error at ``field`` for its union's branch ``errors``: the not-finite refusal when a
+    branch refused the value as not finite, else what each branch takes ("Input should be a
+    valid integer or 'auto'"), or each branch's message when one is not worded so."""
+    refused = [e for e in errors if e.get("type") == "finite_number"]
+    if refused:
+        return {**refused[0], "loc": field}
+    messages = [str(e.get("msg", "")) for e in errors]
+    if all(m.startswith(SHOULD_BE) for m in messages):
+        message = SHOULD_BE + " or ".join(_what_it_takes(m) for m in messages)
     else:
-        message = "; or ".join(str(d.get("msg", "")) for d in details)
-    return {**details[0], "loc": field, "msg": message, "type": "union"}
+        message = "; or ".join(messages)
+    return {**errors[0], "loc": field, "msg": message, "type": "union"}
+
+
+def _what_it_takes(message: str) -> str:
+    """ "a valid integer" of "Input should be a valid integer, unable to parse string as an
+    integer": what the branch takes, without why this value is not it."""
+    taken = message.removeprefix(SHOULD_BE)
+    for reason in (", got ", ", unable ", ", input "):
+        taken = taken.split(reason)[0]
+    return taken
 
 
 def _model_at(model: type[BaseModel], loc: tuple[Any, ...]) -> type[BaseModel] | None:

@@ -264,16 +264,17 @@ def test_the_loader_checks_the_advisory_section(old: str, new: str, expected: st
 
 
 def test_a_number_that_is_not_finite_is_one_problem_at_its_place() -> None:
-    """The section refuses it, worded as every other place does (NaN too, which fails
-    ``timeout_s > 0`` before it is asked whether it is finite); the one step made of the section
-    is not checked again (it would name the same places a second time, as its config)."""
+    """The section refuses it however it is written (the text ``inf`` or ``1e400`` too), worded
+    as every other place does; the one step made of the section is not checked again (it would
+    name the same place a second time, as its config), yet it is made: the rest of the workflow
+    may name it."""
     steps = steps_for(make_registry())
     assert "max_iterations: 6" in ADVISORY_WORKFLOW
-    written = "max_iterations: .inf\n  timeout_s: .nan"
-    with pytest.raises(WorkflowLoadError) as caught:
-        load(ADVISORY_WORKFLOW.replace("max_iterations: 6", written), steps)
-    assert [str(p) for p in caught.value.problems] == [
-        f"wf.yaml:{place}: advisory.{key}: {value} is not a finite number, and a run stores"
-        " none; write a finite number"
-        for place, key, value in (("12:19", "max_iterations", "inf"), ("13:14", "timeout_s", "nan"))
-    ]
+    for written, shown in ((".inf", "inf"), (".nan", "nan"), ('"-inf"', "-inf"), ("1e400", "inf")):
+        text = f"max_iterations: 6\n  timeout_s: {written}\ncompletion: {{required_steps: [orchestrator]}}"
+        with pytest.raises(WorkflowLoadError) as caught:
+            load(ADVISORY_WORKFLOW.replace("max_iterations: 6", text), steps)
+        assert [str(p) for p in caught.value.problems] == [
+            f"wf.yaml:13:14: advisory.timeout_s: {shown} is not a finite number, and a run stores"
+            " none; write a finite number"
+        ]

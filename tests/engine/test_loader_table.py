@@ -1376,6 +1376,16 @@ CASES = [
         "2:25: limits.max_step_runs: inf is not a finite number, and a run stores none; write a finite number",
     ),
     case(
+        "keys_missing_from_one_mapping_are_a_problem_each_not_a_union",
+        """
+        name: w
+        steps:
+          - {id: a, uses: demo.any, routing: {kind: loop, loop: {}}}
+    """,
+        "3:57: step 'a': missing required key 'routing.loop.max_iterations'; add it",
+        "3:57: step 'a': missing required key 'routing.loop.target'; add it",
+    ),
+    case(
         "number_not_finite_in_a_template_step",
         """
         name: w

@@ -26,7 +26,7 @@ PROMPT_END = r"answer \(approve / reject / edit\) \[approve\]: "
 ``asyncio.run`` installed the SIGINT handler that turns Ctrl-C into the run's interruption."""
 
 
-@pytest.mark.timeout(300)
+@pytest.mark.timeout(600)
 def test_ctrl_c_at_the_prompt_ends_the_run_stored_and_the_process(
     template: Template, tmp_path: Path
 ) -> None:

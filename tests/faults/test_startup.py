@@ -37,7 +37,7 @@ def bad_config(tmp_path: Path, kind: str) -> Path:
 KINDS = ["folder", "binary", "deep"]
 
 
-@pytest.mark.timeout(300)
+@pytest.mark.timeout(600)
 @pytest.mark.parametrize("kind", KINDS)
 def test_a_bad_config_is_one_line_where_it_is_read_and_nowhere_else(
     kind: str, template: Template, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
@@ -54,7 +54,7 @@ def test_a_bad_config_is_one_line_where_it_is_read_and_nowhere_else(
     assert (checked.code, checked.stderr) == (0, "")
 
 
-@pytest.mark.timeout(300)
+@pytest.mark.timeout(600)
 @pytest.mark.parametrize("kind", KINDS)
 def test_the_app_starts_on_the_defaults_with_a_bad_config(
     kind: str, template: Template, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
@@ -78,7 +78,7 @@ def _loaded(pid: int, library: str) -> bool:
         return False
 
 
-@pytest.mark.timeout(300)
+@pytest.mark.timeout(600)
 def test_ctrl_c_while_starting_is_one_line(template: Template, tmp_path: Path) -> None:
     """SIGINT once the executable has begun importing (its SQLite module is mapped): one line,
     exit 130 — or, should the signal land once the run is stored, the run's own interrupted
