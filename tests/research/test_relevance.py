@@ -332,5 +332,7 @@ def test_a_passage_like_the_question_speaks_for_the_corpus_when_no_head_does() -
     detail = candidate("detail", HEAD_FLOOR - 0.07, PASSAGE_FLOOR + 0.08)
     other = candidate("other", HEAD_FLOOR - 0.1, PASSAGE_FLOOR - 0.15)
     assert relevance([detail, other])["detail"] >= RELEVANCE_FLOOR
+    at_the_floor = replace(detail, passage_similarity=PASSAGE_FLOOR)
+    assert relevance([at_the_floor, other])["detail"] >= RELEVANCE_FLOOR
     below = replace(detail, passage_similarity=PASSAGE_FLOOR - 0.01)
     assert relevance([below, other]) == {"detail": 0.0, "other": 0.0}
