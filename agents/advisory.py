@@ -30,7 +30,7 @@ from agents.trail import DECISION, PLAN, DecisionPayload, PlanPayload
 from engine.conditions import CelSyntaxError, compile_expr, evaluate_bool
 from engine.context import BudgetExceeded, InterruptRequest, StepContext
 from engine.loader.finite import finite_refusal
-from engine.spec import Identifier, Spec
+from engine.spec import Amount, Count, Identifier, Spec
 from engine.steps import SectionProblems
 
 ORCHESTRATOR_STEP = "advisory.orchestrator"
@@ -40,7 +40,7 @@ ORCHESTRATOR_STEP_ID = "orchestrator"
 class CompletionCriteria(Spec):
     required_agents: list[Identifier] | None = None
     """Agents that must have completed (None: the workflow's required agents)."""
-    min_agents: int = Field(default=0, ge=0)
+    min_agents: Count = Field(default=0, ge=0)
     required_outputs: list[str] = Field(default_factory=list)
     """``agent.field`` outputs that must be present and non-empty."""
 
@@ -54,9 +54,9 @@ class AdvisorySpec(Spec):
     skip_when: dict[Identifier, str] = Field(default_factory=dict)
     """Optional agent → CEL over ``inputs`` and ``agents.<name>.<field>``: skip it when true."""
     completion: CompletionCriteria = Field(default_factory=CompletionCriteria)
-    max_iterations: int = Field(default=10, ge=1, le=100)
-    timeout_s: float = Field(default=300.0, gt=0)
-    max_invocations: int = Field(default=2, ge=1)
+    max_iterations: Count = Field(default=10, ge=1, le=100)
+    timeout_s: Amount = Field(default=300.0, gt=0)
+    max_invocations: Count = Field(default=2, ge=1)
     """How often one agent may run in one advisory run (policies may lower it)."""
     approve_plan: bool = False
 

@@ -10,12 +10,35 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from pydantic import ConfigDict, Field, StringConstraints, model_validator
+from pydantic import BeforeValidator, ConfigDict, Field, StringConstraints, model_validator
+from pydantic_core import PydanticCustomError
 
 from plumbing.frozen import Frozen
 
 IDENTIFIER_PATTERN = r"^[a-z][a-z0-9_]*$"
 Identifier = Annotated[str, StringConstraints(pattern=IDENTIFIER_PATTERN)]
+
+BOOLEAN_FOR_NUMBER = "boolean_for_number"
+"""The error type of a boolean where a number belongs (engine/loader/validation.py words it)."""
+
+
+def _not_a_boolean(value: Any) -> Any:
+    """Refuse a boolean where a number belongs: YAML reads ``yes``, ``no``, ``on`` and ``off``
+    as booleans too, and pydantic would take one as 1 or 0 (``max_step_runs: yes``, one step
+    run; ``retries: off``, none)."""
+    if isinstance(value, bool):
+        raise PydanticCustomError(
+            BOOLEAN_FOR_NUMBER,
+            "YAML reads this value as a boolean, not a number (yes, no, on and off are booleans"
+            " too); write a number",
+        )
+    return value
+
+
+Count = Annotated[int, BeforeValidator(_not_a_boolean)]
+"""A whole number of a workflow: never a boolean."""
+Amount = Annotated[float, BeforeValidator(_not_a_boolean)]
+"""A number of a workflow (seconds, dollars, a threshold): never a boolean."""
 
 TriggerRule = Literal[
     "all_success",
@@ -49,22 +72,22 @@ class InputSpec(Spec):
     default: Any = None
     description: str = ""
     choices: list[Any] | None = None
-    min: float | None = None
+    min: Amount | None = None
     """The smallest value an int or float input takes (inclusive)."""
-    max: float | None = None
+    max: Amount | None = None
     """The largest value an int or float input takes (inclusive)."""
-    max_length: int | None = Field(default=None, ge=1)
+    max_length: Count | None = Field(default=None, ge=1)
     """The most characters a string input holds (a research question, not a document)."""
 
 
 class Limits(Spec):
     """Bounded execution (AgentMesh): hitting any limit ends the run PARTIAL."""
 
-    max_step_runs: int | Literal["auto"] = "auto"
-    max_llm_calls: int = Field(default=300, ge=1)
-    token_budget: int = Field(default=500_000, ge=1)
-    timeout_s: float = Field(default=3600, gt=0)
-    max_cost_usd: float | None = Field(default=None, gt=0)
+    max_step_runs: Count | Literal["auto"] = "auto"
+    max_llm_calls: Count = Field(default=300, ge=1)
+    token_budget: Count = Field(default=500_000, ge=1)
+    timeout_s: Amount = Field(default=3600, gt=0)
+    max_cost_usd: Amount | None = Field(default=None, gt=0)
     """Spend cap in USD over the run's model calls (as priced by the model caller); none if unset."""
 
     def step_run_bound(self, step_count: int) -> int:
@@ -97,7 +120,7 @@ class ConditionSpec(Spec):
 
 class LoopSpec(Spec):
     target: Identifier
-    max_iterations: int = Field(ge=1)
+    max_iterations: Count = Field(ge=1)
 
 
 class DetourSpec(Spec):
@@ -110,8 +133,8 @@ class TieBreakerSpec(Spec):
     enabled: bool = True
     valid_targets: list[Identifier] = Field(default_factory=list)
     prompt_hint: str = ""
-    confidence_threshold: float = Field(default=0.7, ge=0.0, le=1.0)
-    timeout_s: float = Field(default=30.0, gt=0)
+    confidence_threshold: Amount = Field(default=0.7, ge=0.0, le=1.0)
+    timeout_s: Amount = Field(default=30.0, gt=0)
 
 
 class RoutingSpec(Spec):
@@ -142,7 +165,7 @@ class RoutingSpec(Spec):
 
 
 class ModelSpec(Spec):
-    tier: int | None = Field(default=None, ge=1, le=5)
+    tier: Count | None = Field(default=None, ge=1, le=5)
     profile: str | None = None
 
 
@@ -150,7 +173,7 @@ class ContextSpec(Spec):
     """AgentMesh context compilation: which upstream outputs, under what budget."""
 
     requires: list[str] = Field(default_factory=list)
-    max_tokens: int = Field(default=6000, ge=1)
+    max_tokens: Count = Field(default=6000, ge=1)
 
 
 class StepSpec(Spec):
@@ -164,9 +187,9 @@ class StepSpec(Spec):
     config: dict[str, Any] = Field(default_factory=dict)
     """Static parameters handed to the step implementation as they are."""
     trigger: TriggerRule = DEFAULT_TRIGGER
-    timeout_s: float | None = Field(default=None, gt=0)
-    retries: int = Field(default=0, ge=0, le=10)
-    retry_delay_s: float = Field(default=0.0, ge=0)
+    timeout_s: Amount | None = Field(default=None, gt=0)
+    retries: Count = Field(default=0, ge=0, le=10)
+    retry_delay_s: Amount = Field(default=0.0, ge=0)
     interrupt: InterruptSpec | None = None
     routing: RoutingSpec | None = None
     model: ModelSpec | None = None
@@ -199,7 +222,7 @@ class WorkflowDefinition(Spec):
     """
 
     name: Identifier
-    version: int = 1
+    version: Count = 1
     description: str = ""
     engine: EngineChoice = "auto"
     inputs: dict[Identifier, InputSpec] = Field(default_factory=dict)

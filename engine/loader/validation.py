@@ -16,6 +16,7 @@ from engine.loader.finite import not_finite
 from engine.loader.located_yaml import Node
 from engine.loader.names import closest, identifier_problem, loc_text, type_name
 from engine.loader.problems import Problems
+from engine.spec import BOOLEAN_FOR_NUMBER
 
 
 def report_validation(
@@ -50,6 +51,9 @@ def report_validation(
             continue
         if kind == "finite_number":
             problems.add(target, f"{prefix}{not_finite(where, detail.get('input'))}{suffix}")
+            continue
+        if kind == BOOLEAN_FOR_NUMBER:
+            problems.add(target, f"{prefix}{where}: {detail.get('msg')}{suffix}")
             continue
         if kind == "string_pattern_mismatch":
             message = identifier_problem(detail.get("input"), where)
@@ -114,13 +118,15 @@ def _names_a_place(node: Node, loc: tuple[Any, ...]) -> bool:
 
 
 SHOULD_BE = "Input should be "
+VALUE_REFUSALS = ("finite_number", BOOLEAN_FOR_NUMBER)
+"""Errors that say what is wrong with the value itself, whatever the branch: one is the problem."""
 
 
 def _one_error(field: tuple[Any, ...], errors: list[Any]) -> Any:
-    """One error at ``field`` for its union's branch ``errors``: the not-finite refusal when a
-    branch refused the value as not finite, else what each branch takes ("Input should be a
+    """One error at ``field`` for its union's branch ``errors``: a branch's refusal of the value
+    itself (not finite, a boolean) when there is one, else what each branch takes ("Input should be a
     valid integer or 'auto'"), or each branch's message when one is not worded so."""
-    refused = [e for e in errors if e.get("type") == "finite_number"]
+    refused = [e for e in errors if e.get("type") in VALUE_REFUSALS]
     if refused:
         return {**refused[0], "loc": field}
     messages = [str(e.get("msg", "")) for e in errors]

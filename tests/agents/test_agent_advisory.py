@@ -250,6 +250,11 @@ LOADER_CASES = {
         "wf.yaml:13:1: an advisory workflow has no steps",
     ),
     "unknown_mode": ("mode: advisory", "mode: strict", "wf.yaml:2:7: mode must be 'advisory'"),
+    "boolean_for_a_number": (
+        "max_iterations: 6",
+        "max_iterations: yes",
+        "wf.yaml:12:19: advisory.max_iterations: YAML reads this value as a boolean, not a number",
+    ),
 }
 
 

@@ -1386,6 +1386,21 @@ CASES = [
         "3:57: step 'a': missing required key 'routing.loop.target'; add it",
     ),
     case(
+        "a_boolean_where_a_number_belongs_is_refused_not_read_as_one_or_zero",
+        """
+        name: w
+        version: yes
+        limits: {max_step_runs: on, timeout_s: true}
+        steps:
+          - {id: a, uses: demo.any, retries: off, routing: {kind: loop, loop: {target: a, max_iterations: yes}}}
+    """,
+        "2:10: version: YAML reads this value as a boolean, not a number (yes, no, on and off are booleans too); write a number",
+        "3:25: limits.max_step_runs: YAML reads this value as a boolean, not a number (yes, no, on and off are booleans too); write a number",
+        "3:40: limits.timeout_s: YAML reads this value as a boolean, not a number (yes, no, on and off are booleans too); write a number",
+        "5:38: step 'a': retries: YAML reads this value as a boolean, not a number (yes, no, on and off are booleans too); write a number",
+        "5:99: step 'a': routing.loop.max_iterations: YAML reads this value as a boolean, not a number (yes, no, on and off are booleans too); write a number",
+    ),
+    case(
         "number_not_finite_in_a_template_step",
         """
         name: w
