@@ -30,6 +30,7 @@ from agents.trail import DECISION, PLAN, DecisionPayload, PlanPayload
 from engine.conditions import CelSyntaxError, compile_expr, evaluate_bool
 from engine.context import BudgetExceeded, InterruptRequest, StepContext
 from engine.loader.finite import finite_refusal
+from engine.loader.names import identifier_problem
 from engine.spec import Amount, Count, Identifier, Spec
 from engine.steps import SectionProblems
 
@@ -84,6 +85,9 @@ def check_advisory(
                 message = f"unknown key '{loc[-1]}'"
             elif detail["type"] == "finite_number":
                 message = finite_refusal(detail["input"])
+            elif detail["type"] == "string_pattern_mismatch":  # every name here is an agent's
+                loc = loc[:-1] if loc[-1] == "[key]" else loc
+                message = identifier_problem(detail["input"], "agent name")
             problems.append((loc, message))
         return None, problems
     problems = advisory_problems(spec, known_agents)

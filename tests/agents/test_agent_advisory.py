@@ -250,6 +250,11 @@ LOADER_CASES = {
         "wf.yaml:13:1: an advisory workflow has no steps",
     ),
     "unknown_mode": ("mode: advisory", "mode: strict", "wf.yaml:2:7: mode must be 'advisory'"),
+    "agent_name_not_an_identifier": (
+        "gamma: \"inputs.topic == 'skip'\"",
+        "Bad-Name: \"inputs.topic == 'skip'\"",
+        "wf.yaml:11:15: advisory.skip_when.Bad-Name: agent name 'Bad-Name' is not an identifier",
+    ),
     "boolean_for_a_number": (
         "max_iterations: 6",
         "max_iterations: yes",
