@@ -35,10 +35,14 @@ def _not_a_boolean(value: Any) -> Any:
     return value
 
 
-Count = Annotated[int, BeforeValidator(_not_a_boolean)]
+NOT_A_BOOLEAN = BeforeValidator(_not_a_boolean)
+Count = Annotated[int, NOT_A_BOOLEAN]
 """A whole number of a workflow: never a boolean."""
-Amount = Annotated[float, BeforeValidator(_not_a_boolean)]
-"""A number of a workflow (seconds, dollars, a threshold): never a boolean."""
+Amount = Annotated[float, NOT_A_BOOLEAN]
+"""A number of a workflow (seconds, dollars, a threshold): never a boolean. An optional number
+with bounds is written ``Annotated[float, Field(gt=0), NOT_A_BOOLEAN] | None``, the bounds before
+the check: given after it (``Amount | None = Field(gt=0)``) pydantic still enforces them but can
+no longer say them in the JSON schema (docs/api/openapi.json)."""
 
 TriggerRule = Literal[
     "all_success",
@@ -76,7 +80,7 @@ class InputSpec(Spec):
     """The smallest value an int or float input takes (inclusive)."""
     max: Amount | None = None
     """The largest value an int or float input takes (inclusive)."""
-    max_length: Count | None = Field(default=None, ge=1)
+    max_length: Annotated[int, Field(ge=1), NOT_A_BOOLEAN] | None = None
     """The most characters a string input holds (a research question, not a document)."""
 
 
@@ -87,7 +91,7 @@ class Limits(Spec):
     max_llm_calls: Count = Field(default=300, ge=1)
     token_budget: Count = Field(default=500_000, ge=1)
     timeout_s: Amount = Field(default=3600, gt=0)
-    max_cost_usd: Amount | None = Field(default=None, gt=0)
+    max_cost_usd: Annotated[float, Field(gt=0), NOT_A_BOOLEAN] | None = None
     """Spend cap in USD over the run's model calls (as priced by the model caller); none if unset."""
 
     def step_run_bound(self, step_count: int) -> int:
@@ -165,7 +169,7 @@ class RoutingSpec(Spec):
 
 
 class ModelSpec(Spec):
-    tier: Count | None = Field(default=None, ge=1, le=5)
+    tier: Annotated[int, Field(ge=1, le=5), NOT_A_BOOLEAN] | None = None
     profile: str | None = None
 
 
@@ -187,7 +191,7 @@ class StepSpec(Spec):
     config: dict[str, Any] = Field(default_factory=dict)
     """Static parameters handed to the step implementation as they are."""
     trigger: TriggerRule = DEFAULT_TRIGGER
-    timeout_s: Amount | None = Field(default=None, gt=0)
+    timeout_s: Annotated[float, Field(gt=0), NOT_A_BOOLEAN] | None = None
     retries: Count = Field(default=0, ge=0, le=10)
     retry_delay_s: Amount = Field(default=0.0, ge=0)
     interrupt: InterruptSpec | None = None
